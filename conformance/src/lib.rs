@@ -1,0 +1,1 @@
+//! Conformance support: golden MAD vectors captured from OpenSM and saquery.

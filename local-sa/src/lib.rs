@@ -1,0 +1,3 @@
+//! local-sa: a per-node InfiniBand Subnet Administration agent.
+//!
+//! Not implemented yet; see the README for what exists today.

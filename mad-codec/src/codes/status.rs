@@ -1,0 +1,81 @@
+wire_code! {
+    /// MAD Status (bytes 4–5): class-independent bits 0..7 and the SA's
+    /// class-specific code in bits 8..15.
+    pub struct MadStatus(u16) {
+        /// Success.
+        OK = 0x0000,
+        /// Busy: the request may be retried later.
+        BUSY = 0x0001,
+        /// Redirect required (see ClassPortInfo).
+        REDIRECT = 0x0002,
+        /// Bad BaseVersion or ClassVersion.
+        BAD_VERSION = 0x0004,
+        /// Method not supported.
+        METHOD_UNSUPPORTED = 0x0008,
+        /// Method/attribute combination not supported.
+        METHOD_ATTR_UNSUPPORTED = 0x000C,
+        /// An attribute field or the modifier has an invalid value.
+        INVALID_ATTR_VALUE = 0x001C,
+        /// SA: not enough resources to complete the request.
+        ERR_NO_RESOURCES = 0x0100,
+        /// SA: the request is invalid.
+        ERR_REQ_INVALID = 0x0200,
+        /// SA: a Get matched no record.
+        ERR_NO_RECORDS = 0x0300,
+        /// SA: a Get matched more than one record.
+        ERR_TOO_MANY_RECORDS = 0x0400,
+        /// SA: a GID in the request is invalid.
+        ERR_REQ_INVALID_GID = 0x0500,
+        /// SA: the component mask lacks components the request needs.
+        ERR_REQ_INSUFFICIENT_COMPONENTS = 0x0600,
+        /// SA: the request was denied (here: a load without the SM_Key).
+        ERR_REQ_DENIED = 0x0700,
+        /// SA: the priority of the request is suggested elsewhere.
+        ERR_PRIORITY_SUGGESTED = 0x0800,
+    }
+}
+
+impl MadStatus {
+    /// True when no bit is set.
+    pub const fn is_ok(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The Busy bit.
+    pub const fn is_busy(self) -> bool {
+        self.0 & 0x0001 != 0
+    }
+
+    /// The Redirect-required bit.
+    pub const fn is_redirect(self) -> bool {
+        self.0 & 0x0002 != 0
+    }
+
+    /// The 3-bit "invalid field" code of bits 2..4 (1 = bad version,
+    /// 2 = method, 3 = method/attribute, 7 = attribute value).
+    pub const fn invalid_field(self) -> u8 {
+        ((self.0 >> 2) & 0x7) as u8
+    }
+
+    /// The class-specific code of bits 8..15 (the SA's `ERR_*` codes >> 8).
+    pub const fn class_code(self) -> u8 {
+        (self.0 >> 8) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MadStatus;
+
+    #[test]
+    fn fields() {
+        assert_eq!(MadStatus::METHOD_ATTR_UNSUPPORTED.invalid_field(), 3);
+        assert_eq!(MadStatus::BAD_VERSION.invalid_field(), 1);
+        assert_eq!(MadStatus::ERR_REQ_INVALID.class_code(), 2);
+        assert!(MadStatus::OK.is_ok());
+        let both = MadStatus(0x0301);
+        assert!(both.is_busy());
+        assert_eq!(both.class_code(), 3);
+        assert_eq!(format!("{both:?}"), "MadStatus(0x301)");
+    }
+}

@@ -1,0 +1,161 @@
+//! RMPP (Reliable Multi-Packet Protocol), sans-IO: a [`Sender`] that cuts an
+//! SA payload into segments and a [`Receiver`] that reassembles one, each a
+//! state machine driven by received MADs and an explicit `now`.
+//!
+//! The engine follows the IBA and the Linux kernel's `mad_rmpp.c`, which is
+//! what OpenSM and saquery talk to on real fabrics:
+//!
+//! * Every segment is a whole 256-byte MAD: the 56 header bytes (repeated in
+//!   each segment) and 200 bytes of SA data. PayloadLength counts the 20-byte
+//!   SA header once per segment: the first segment carries
+//!   `data_len + 20 × segments`, the last `20 + data in the last segment`,
+//!   the ones between 0. A single segment carries the last-segment value.
+//! * The sender starts with a window of one segment and sends up to each
+//!   ACK's NewWindowLast; it resends from the last acknowledged segment when
+//!   no ACK arrives in time, and aborts with TMR after too many tries.
+//! * The receiver ACKs the first segment at once and then every time its
+//!   window edge is reached, keeps segments that arrive early within the
+//!   window, re-ACKs duplicates, and lingers after completion so a lost final
+//!   ACK can be repeated.
+//!
+//! Both sides bound what they keep: the receiver never holds more than
+//! [`RmppConfig::max_data_len`] bytes of data plus one window of early
+//! segments, and answers a larger transfer with STOP (ResX).
+
+mod receiver;
+mod sender;
+
+#[cfg(test)]
+mod tests;
+
+use core::time::Duration;
+
+use zerocopy::{FromZeros, IntoBytes};
+
+pub use receiver::Receiver;
+pub use sender::{Sender, TransferTooLong};
+
+use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
+use crate::{MAD_LEN, MadBuf};
+
+/// SA data bytes carried by one segment.
+pub const SEGMENT_DATA_LEN: usize = MAD_LEN - SaMadHeader::LEN;
+
+/// RMPP payload bytes of one segment as PayloadLength counts them: the SA
+/// header and the data.
+pub const SEGMENT_PAYLOAD_LEN: u32 =
+    (MAD_LEN - crate::header::MadHeader::LEN - RmppHeader::LEN) as u32;
+
+/// The SA header's share of each segment's PayloadLength.
+const SA_HEADER_LEN: u32 = crate::header::SaHeader::LEN as u32;
+
+/// Timers and limits of one transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmppConfig {
+    /// Segments a receiver opens each time its window edge is reached
+    /// (the kernel uses 64).
+    pub window: u32,
+    /// How long a sender waits for an ACK before resending (kernel: 2 s).
+    pub ack_timeout: Duration,
+    /// Resends without progress before a sender gives up with ABORT TMR.
+    pub max_retries: u32,
+    /// Longest a receive may take before ABORT T2L (IBA and kernel: 40 s).
+    pub total_timeout: Duration,
+    /// How long a finished receiver stays to re-ACK duplicates (10 s).
+    pub linger: Duration,
+    /// Largest payload, in SA data bytes, a receiver accepts; a larger
+    /// transfer is stopped with ResX.
+    pub max_data_len: usize,
+}
+
+impl Default for RmppConfig {
+    fn default() -> Self {
+        Self {
+            window: 64,
+            ack_timeout: Duration::from_secs(2),
+            max_retries: 3,
+            total_timeout: Duration::from_secs(40),
+            linger: Duration::from_secs(10),
+            max_data_len: 64 << 20,
+        }
+    }
+}
+
+/// Where a transfer stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferState {
+    /// Segments or ACKs are still expected.
+    Active,
+    /// Every segment was delivered (sender: acknowledged; receiver:
+    /// reassembled; it may still re-ACK duplicates until its linger ends).
+    Complete,
+    /// The transfer ended without completing.
+    Aborted {
+        /// The RMPP status of the ABORT or STOP that ended it.
+        status: RmppStatus,
+        /// True when the peer ended it, false when this side did.
+        by_peer: bool,
+    },
+}
+
+/// Number of segments for `data_len` bytes of SA data (at least one).
+pub fn segment_count(data_len: usize) -> usize {
+    data_len.div_ceil(SEGMENT_DATA_LEN).max(1)
+}
+
+/// The PayloadLength of segment `n` (1-based) of a `data_len`-byte
+/// transfer, or `None` if the transfer is too long for 32-bit fields.
+pub fn payload_length(n: u32, data_len: usize) -> Option<u32> {
+    let count = u32::try_from(segment_count(data_len)).ok()?;
+    let pad = u32::try_from(segment_count(data_len) * SEGMENT_DATA_LEN - data_len).ok()?;
+    if n == count {
+        Some(SEGMENT_PAYLOAD_LEN - pad)
+    } else if n == 1 {
+        count.checked_mul(SEGMENT_PAYLOAD_LEN)?.checked_sub(pad)
+    } else {
+        Some(0)
+    }
+}
+
+/// A control MAD (ACK, STOP or ABORT) answering `header`: the same headers
+/// with the response bit flipped, RMPP version 1, Active, and the given
+/// type, status and data words; no data.
+fn control_mad(
+    header: &SaMadHeader,
+    rmpp_type: RmppType,
+    status: RmppStatus,
+    data1: u32,
+    data2: u32,
+) -> MadBuf {
+    let mut h = *header;
+    h.mad.set_method(h.mad.method().toggle_response());
+    h.rmpp = RmppHeader::new(rmpp_type, RmppFlags::ACTIVE, status, data1, data2);
+    let mut mad = MadBuf::new_zeroed();
+    mad[..SaMadHeader::LEN].copy_from_slice(h.as_bytes());
+    mad
+}
+
+#[cfg(test)]
+mod geometry_tests {
+    use super::*;
+
+    #[test]
+    fn payload_lengths_follow_the_kernel() {
+        // One full segment.
+        assert_eq!(segment_count(200), 1);
+        assert_eq!(payload_length(1, 200), Some(220));
+        // 1000 PathRecords: 64000 bytes, 320 segments, no pad.
+        assert_eq!(segment_count(64_000), 320);
+        assert_eq!(payload_length(1, 64_000), Some(64_000 + 20 * 320));
+        assert_eq!(payload_length(2, 64_000), Some(0));
+        assert_eq!(payload_length(320, 64_000), Some(220));
+        // Three PathRecords: 192 bytes, pad 8, single segment.
+        assert_eq!(payload_length(1, 192), Some(212));
+        // Four: 256 bytes over two segments, pad 144.
+        assert_eq!(payload_length(1, 256), Some(2 * 220 - 144));
+        assert_eq!(payload_length(2, 256), Some(220 - 144));
+        // Empty GetTableResp: one segment, PayloadLength 20.
+        assert_eq!(segment_count(0), 1);
+        assert_eq!(payload_length(1, 0), Some(20));
+    }
+}

@@ -1,0 +1,330 @@
+//! The receiving side of an RMPP transfer.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use zerocopy::IntoBytes;
+
+use super::{
+    RmppConfig, SA_HEADER_LEN, SEGMENT_DATA_LEN, SEGMENT_PAYLOAD_LEN, TransferState, control_mad,
+};
+use crate::MadBuf;
+use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
+
+/// Reassembles one SA payload from RMPP DATA segments, acknowledging them.
+///
+/// Create it for a transfer's first segment, feed it every segment of that
+/// transfer with [`Receiver::handle_segment`], send what
+/// [`Receiver::poll_transmit`] returns, and wake it at
+/// [`Receiver::poll_timeout`]. Once [`Receiver::state`] is
+/// [`TransferState::Complete`], [`Receiver::take_message`] yields the whole
+/// MAD: the first segment's 56 header bytes and the data.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    config: RmppConfig,
+    /// Headers of the first segment; ACKs copy them.
+    header: Option<SaMadHeader>,
+    /// Contiguous data received so far.
+    data: BytesMut,
+    /// Highest segment received contiguously.
+    last_contiguous: u32,
+    /// Highest segment the sender may send.
+    window_last: u32,
+    /// Segments received ahead of a gap, all inside the window.
+    early: BTreeMap<u32, (Bytes, RmppFlags, u32)>,
+    /// PayloadLength of the first segment (0 = not announced).
+    first_payload_length: u32,
+    /// Segment number and total data length, once the Last segment is seen.
+    last: Option<(u32, usize)>,
+    deadline: Instant,
+    ack_due: bool,
+    pending_control: Option<MadBuf>,
+    message_taken: bool,
+    state: TransferState,
+}
+
+impl Receiver {
+    /// A receiver waiting for the first segment of a transfer.
+    pub fn new(config: RmppConfig, now: Instant) -> Self {
+        Self {
+            config,
+            header: None,
+            data: BytesMut::new(),
+            last_contiguous: 0,
+            window_last: 0,
+            early: BTreeMap::new(),
+            first_payload_length: 0,
+            last: None,
+            deadline: now + config.total_timeout,
+            ack_due: false,
+            pending_control: None,
+            message_taken: false,
+            state: TransferState::Active,
+        }
+    }
+
+    /// Where the transfer stands.
+    pub fn state(&self) -> TransferState {
+        self.state
+    }
+
+    /// True once the first segment has been accepted.
+    pub fn has_started(&self) -> bool {
+        self.header.is_some()
+    }
+
+    /// Bytes of SA data held, early segments included.
+    pub fn buffered_len(&self) -> usize {
+        self.data.len() + self.early.values().map(|(b, _, _)| b.len()).sum::<usize>()
+    }
+
+    /// Handles one MAD of the transfer: a DATA segment, or an ABORT from the
+    /// sender. Anything else addressed to a receiver is ignored or, if it
+    /// breaks the protocol, answered with an ABORT.
+    pub fn handle_segment(&mut self, now: Instant, mad: &[u8]) {
+        let Ok((header, body)) = SaMadHeader::parse(mad) else {
+            return;
+        };
+        let rmpp = &header.rmpp;
+        if !rmpp.is_active() {
+            return;
+        }
+        if matches!(self.state, TransferState::Aborted { .. }) {
+            return;
+        }
+        if rmpp.version() != RmppHeader::VERSION {
+            return self.abort(header, RmppStatus::UNSUPPORTED_VERSION);
+        }
+        match rmpp.rmpp_type() {
+            RmppType::DATA => self.handle_data(now, header, body),
+            RmppType::ABORT => {
+                if self.state == TransferState::Active {
+                    self.state = TransferState::Aborted {
+                        status: rmpp.status(),
+                        by_peer: true,
+                    };
+                }
+            }
+            // ACK and STOP travel towards a sender, not a receiver.
+            RmppType::ACK | RmppType::STOP => {}
+            _ => self.abort(header, RmppStatus::BAD_TYPE),
+        }
+    }
+
+    fn handle_data(&mut self, now: Instant, header: &SaMadHeader, body: &[u8]) {
+        if self.state == TransferState::Complete {
+            self.ack_due = true; // the final ACK was lost: repeat it
+            return;
+        }
+        let rmpp = &header.rmpp;
+        let seg = rmpp.segment_number();
+        let first_flag = rmpp.flags().contains(RmppFlags::FIRST);
+        if rmpp.status() != RmppStatus::NORMAL {
+            return self.abort(header, RmppStatus::ILLEGAL_STATUS);
+        }
+        if (seg == 1) != first_flag {
+            return self.abort(header, RmppStatus::INCONSISTENT_FIRST);
+        }
+        if seg != 0 && seg <= self.last_contiguous {
+            self.ack_due = true; // a duplicate: repeat where we stand
+            return;
+        }
+        if self.header.is_none() {
+            if seg != 1 {
+                return; // the middle of a transfer we never saw start
+            }
+            self.start(header);
+            if self.state != TransferState::Active {
+                return;
+            }
+        }
+        if seg == 0 || seg > self.window_last {
+            return; // outside the window: the sender will resend
+        }
+        if let Some((last_seg, _)) = self.last {
+            if seg > last_seg {
+                return self.abort(header, RmppStatus::INCONSISTENT_LAST);
+            }
+        }
+        let chunk = segment_data(body);
+        let flags = rmpp.flags();
+        let paylen = rmpp.payload_length();
+        if flags.contains(RmppFlags::LAST) && !self.note_last(header, seg, paylen) {
+            return;
+        }
+        if seg == self.last_contiguous + 1 {
+            self.append(chunk);
+            while let Some((bytes, _, _)) = self.early.remove(&(self.last_contiguous + 1)) {
+                self.append(bytes);
+            }
+        } else {
+            self.early.insert(seg, (chunk, flags, paylen));
+        }
+        if self.buffered_len() > self.config.max_data_len.saturating_add(SEGMENT_DATA_LEN) {
+            return self.stop_resources(header);
+        }
+        self.after_progress(now);
+    }
+
+    /// Accepts the first segment: keeps its headers, checks the announced
+    /// size and opens the window.
+    fn start(&mut self, header: &SaMadHeader) {
+        self.header = Some(*header);
+        self.first_payload_length = header.rmpp.payload_length();
+        let announced = announced_data_len(self.first_payload_length);
+        if announced > self.config.max_data_len {
+            return self.stop_resources(header);
+        }
+        self.data.reserve(announced);
+        self.window_last = 1 + self.config.window.max(1);
+        self.ack_due = true;
+    }
+
+    /// Records the Last segment `seg` and checks its PayloadLength against
+    /// the first segment's. Returns false after aborting.
+    fn note_last(&mut self, header: &SaMadHeader, seg: u32, paylen: u32) -> bool {
+        if !(SA_HEADER_LEN..=SEGMENT_PAYLOAD_LEN).contains(&paylen) {
+            self.abort(header, RmppStatus::INCONSISTENT_LAST);
+            return false;
+        }
+        let total = (seg as usize - 1) * SEGMENT_DATA_LEN + (paylen - SA_HEADER_LEN) as usize;
+        let expected_first = (total as u64) + u64::from(SA_HEADER_LEN) * u64::from(seg);
+        if self.first_payload_length != 0 && u64::from(self.first_payload_length) != expected_first
+        {
+            self.abort(header, RmppStatus::INCONSISTENT_LAST);
+            return false;
+        }
+        if self.early.keys().any(|&k| k > seg) {
+            self.abort(header, RmppStatus::INCONSISTENT_LAST);
+            return false;
+        }
+        self.last = Some((seg, total));
+        true
+    }
+
+    fn append(&mut self, chunk: Bytes) {
+        self.data.put_slice(&chunk);
+        self.last_contiguous += 1;
+    }
+
+    /// Completes the transfer or opens the next window when due.
+    fn after_progress(&mut self, now: Instant) {
+        if let Some((last_seg, total)) = self.last {
+            if self.last_contiguous == last_seg {
+                self.data.truncate(total);
+                self.state = TransferState::Complete;
+                self.deadline = now + self.config.linger;
+                self.ack_due = true;
+                return;
+            }
+        }
+        if self.last_contiguous == self.window_last {
+            self.window_last = self.window_last.saturating_add(self.config.window.max(1));
+            self.ack_due = true;
+        }
+    }
+
+    /// The next MAD to send: an ACK where one is due, or an ABORT/STOP.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<MadBuf> {
+        if let Some(mad) = self.pending_control.take() {
+            return Some(mad);
+        }
+        if !std::mem::take(&mut self.ack_due) {
+            return None;
+        }
+        let header = self.header.as_ref()?;
+        Some(control_mad(
+            header,
+            RmppType::ACK,
+            RmppStatus::NORMAL,
+            self.last_contiguous,
+            self.window_last,
+        ))
+    }
+
+    /// When [`Receiver::handle_timeout`] must next be called: the total time
+    /// limit while active, the end of the linger once complete.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            TransferState::Active | TransferState::Complete => Some(self.deadline),
+            TransferState::Aborted { .. } => None,
+        }
+    }
+
+    /// Aborts with T2L when the transfer has taken too long. Returns true
+    /// when the receiver is finished with (aborted, or complete and done
+    /// lingering) and can be dropped.
+    pub fn handle_timeout(&mut self, now: Instant) -> bool {
+        match self.state {
+            TransferState::Active if now >= self.deadline => {
+                if let Some(header) = self.header {
+                    self.abort(&header, RmppStatus::T2L);
+                } else {
+                    self.state = TransferState::Aborted {
+                        status: RmppStatus::T2L,
+                        by_peer: false,
+                    };
+                }
+                true
+            }
+            TransferState::Complete => now >= self.deadline,
+            TransferState::Active => false,
+            TransferState::Aborted { .. } => true,
+        }
+    }
+
+    /// The reassembled MAD (headers of the first segment, then exactly the
+    /// transfer's data), once, after completion.
+    pub fn take_message(&mut self) -> Option<Bytes> {
+        if self.state != TransferState::Complete || self.message_taken {
+            return None;
+        }
+        let header = self.header.as_ref()?;
+        self.message_taken = true;
+        let data = std::mem::take(&mut self.data);
+        let mut out = BytesMut::with_capacity(SaMadHeader::LEN + data.len());
+        out.put_slice(header.as_bytes());
+        out.put_slice(&data);
+        Some(out.freeze())
+    }
+
+    fn abort(&mut self, header: &SaMadHeader, status: RmppStatus) {
+        self.end(header, RmppType::ABORT, status);
+    }
+
+    fn stop_resources(&mut self, header: &SaMadHeader) {
+        self.end(header, RmppType::STOP, RmppStatus::RESX);
+    }
+
+    fn end(&mut self, header: &SaMadHeader, rmpp_type: RmppType, status: RmppStatus) {
+        self.pending_control = Some(control_mad(header, rmpp_type, status, 0, 0));
+        self.state = TransferState::Aborted {
+            status,
+            by_peer: false,
+        };
+        self.data = BytesMut::new();
+        self.early.clear();
+        self.ack_due = false;
+    }
+}
+
+/// The data part of one segment: up to 200 bytes after the headers, padded
+/// with zeros when a sender did not pad its MAD to full size.
+fn segment_data(body: &[u8]) -> Bytes {
+    let n = body.len().min(SEGMENT_DATA_LEN);
+    let mut chunk = BytesMut::with_capacity(SEGMENT_DATA_LEN);
+    chunk.put_slice(&body[..n]);
+    chunk.put_bytes(0, SEGMENT_DATA_LEN - n);
+    chunk.freeze()
+}
+
+/// The data length a first segment's PayloadLength announces (0 when not
+/// announced): PayloadLength = data + 20 × segments.
+fn announced_data_len(first_payload_length: u32) -> usize {
+    // Each segment adds at most 220 to PayloadLength, of which 20 is header.
+    let segments = first_payload_length.div_ceil(SEGMENT_PAYLOAD_LEN);
+    first_payload_length.saturating_sub(segments * SA_HEADER_LEN) as usize
+}
