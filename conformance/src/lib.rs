@@ -1,1 +1,27 @@
-//! Conformance support: golden MAD vectors captured from OpenSM and saquery.
+//! Conformance support for local-sa: simulated InfiniBand fabrics (ibsim
+//! with OpenSM as the master SA), the real clients that run on them
+//! (saquery), and golden MADs captured from them.
+//!
+//! Everything here drives real peers, so a test that uses a [`Fabric`]
+//! needs the Debian packages `ibsim-utils opensm infiniband-diags`; without
+//! them [`Fabric::builder`]`(..).start()` returns
+//! [`FabricError::NotInstalled`] naming what to install.
+//!
+//! ```no_run
+//! use conformance::{Fabric, Topology};
+//! let fabric = Fabric::builder(Topology::fat_tree(4, 4, 2)).start()?;
+//! let out = fabric.node("h2")?.saquery(["-c"])?;
+//! assert!(out.stdout.contains("Capability mask"));
+//! # Ok::<(), conformance::FabricError>(())
+//! ```
+
+pub mod fabric;
+pub mod golden;
+mod process;
+pub mod saquery;
+mod tools;
+pub mod topology;
+
+pub use fabric::{Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodeProcess, RunOutput};
+pub use tools::preload_library;
+pub use topology::Topology;

@@ -66,6 +66,10 @@ pub use records::{Records, SaRecord};
 pub use sa_mad::{SaMad, SaMadBuilder};
 pub use types::{ComponentMask, Gid, JoinState, Mtu, Rate, Selector};
 
+/// The zerocopy crate this one is built on: its `IntoBytes::as_bytes` and
+/// `FromZeros::new_zeroed` are how callers get at and create wire structs.
+pub use zerocopy;
+
 /// Size of every MAD on an InfiniBand wire, in bytes.
 pub const MAD_LEN: usize = 256;
 

@@ -1,0 +1,756 @@
+//! A simulated InfiniBand fabric: ibsim, OpenSM as master SM/SA, and any
+//! other process attached to a named node through the umad2sim preload.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
+use std::io::{self, Write as _};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use std::{fmt, thread};
+
+use crate::process::{Group, command_dying_with_parent, tail};
+use crate::tools::{PACKAGES, preload_library, which};
+use crate::topology::Topology;
+
+/// What ibsim prints once it accepts clients.
+const IBSIM_READY: &str = "Network simulator ready.";
+
+/// Lines of a log quoted in errors.
+const TAIL_LINES: usize = 25;
+
+/// Why a fabric could not be started or used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FabricError {
+    /// A program or library of the simulated fabric is missing.
+    NotInstalled {
+        /// What is missing.
+        what: String,
+    },
+    /// A file or process operation failed.
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// The node is not a channel adapter of this fabric.
+    UnknownNode {
+        /// The name asked for.
+        node: String,
+        /// Some of the names that exist.
+        known: String,
+    },
+    /// A component did not become ready in time.
+    NotReady {
+        /// The component.
+        what: String,
+        /// How long we waited.
+        waited: Duration,
+        /// Its log.
+        log: PathBuf,
+        /// The end of its log.
+        tail: String,
+    },
+    /// A component exited while it should be running.
+    Exited {
+        /// The component.
+        what: String,
+        /// How it exited.
+        status: ExitStatus,
+        /// Its log.
+        log: PathBuf,
+        /// The end of its log.
+        tail: String,
+    },
+    /// A command on a node did not finish in time.
+    Timeout {
+        /// The command.
+        what: String,
+        /// The time limit.
+        after: Duration,
+        /// The end of its standard error.
+        stderr: String,
+    },
+}
+
+impl fmt::Display for FabricError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotInstalled { what } => write!(
+                f,
+                "{what} not found: the simulated fabric needs `apt-get install -y {PACKAGES}`"
+            ),
+            Self::Io { context, source } => write!(f, "{context}: {source}"),
+            Self::UnknownNode { node, known } => {
+                write!(
+                    f,
+                    "no channel adapter named {node:?} in this fabric (it has {known})"
+                )
+            }
+            Self::NotReady {
+                what,
+                waited,
+                log,
+                tail,
+            } => write!(
+                f,
+                "{what} not ready after {waited:?}; last lines of {}:\n{tail}",
+                log.display()
+            ),
+            Self::Exited {
+                what,
+                status,
+                log,
+                tail,
+            } => write!(
+                f,
+                "{what} exited ({status}); last lines of {}:\n{tail}",
+                log.display()
+            ),
+            Self::Timeout {
+                what,
+                after,
+                stderr,
+            } => {
+                write!(
+                    f,
+                    "{what} did not finish within {after:?}; its stderr ends:\n{stderr}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for FabricError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> FabricError {
+    let context = context.into();
+    move |source| FabricError::Io { context, source }
+}
+
+/// Configures and starts a [`Fabric`].
+#[derive(Debug, Clone)]
+pub struct FabricBuilder {
+    topology: Topology,
+    opensm_node: Option<String>,
+    ready_timeout: Duration,
+}
+
+impl FabricBuilder {
+    /// Runs OpenSM on `node` (default: the first channel adapter).
+    pub fn opensm_on(mut self, node: impl Into<String>) -> Self {
+        self.opensm_node = Some(node.into());
+        self
+    }
+
+    /// How long to wait for ibsim and for OpenSM's SA to answer (default
+    /// 90 s).
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// Starts ibsim and OpenSM and waits until the SA answers a query.
+    pub fn start(self) -> Result<Fabric, FabricError> {
+        let preload = check_installed()?;
+        let opensm_node =
+            match self.opensm_node {
+                Some(n) => n,
+                None => self.topology.hcas().first().cloned().ok_or_else(|| {
+                    FabricError::UnknownNode {
+                        node: "(any)".into(),
+                        known: "no channel adapters".into(),
+                    }
+                })?,
+            };
+        if !self.topology.has_hca(&opensm_node) {
+            return Err(unknown_node(&self.topology, &opensm_node));
+        }
+        let n = FABRICS.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("local-sa-fabric-{pid}-{n}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        fs::write(dir.join("topo.net"), self.topology.text())
+            .map_err(io_err("writing the topology"))?;
+
+        let sockname = format!("lsa{pid}x{n}");
+        let (ibsim, console) = start_ibsim(&dir, &sockname, &self.topology)?;
+        let fabric = Fabric {
+            topology: self.topology,
+            dir,
+            sockname,
+            preload,
+            ibsim: Mutex::new(ibsim),
+            console: Mutex::new(console),
+            opensm: Mutex::new(None),
+            opensm_node,
+            ready_timeout: self.ready_timeout,
+            commands: AtomicUsize::new(0),
+        };
+        wait_for_log(
+            &fabric.dir.join("ibsim.log"),
+            IBSIM_READY,
+            fabric.ready_timeout,
+            || fabric.ibsim.lock().map_or(Ok(None), |mut g| g.try_wait()),
+        )
+        .map_err(|e| e.named("ibsim"))?;
+        fabric.start_opensm()?;
+        Ok(fabric)
+    }
+}
+
+static FABRICS: AtomicUsize = AtomicUsize::new(0);
+
+/// Checks that ibsim, OpenSM and saquery are installed; returns the
+/// preload library.
+pub fn check_installed() -> Result<PathBuf, FabricError> {
+    for program in ["ibsim", "opensm", "saquery"] {
+        if which(program).is_none() {
+            return Err(FabricError::NotInstalled {
+                what: format!("`{program}`"),
+            });
+        }
+    }
+    preload_library().ok_or_else(|| FabricError::NotInstalled {
+        what: "the umad2sim preload library (libumad2sim.so, package libumad2sim0)".into(),
+    })
+}
+
+fn unknown_node(topology: &Topology, node: &str) -> FabricError {
+    let hcas = topology.hcas();
+    let mut known = hcas.iter().take(6).cloned().collect::<Vec<_>>().join(", ");
+    if hcas.len() > 6 {
+        known.push_str(&format!(", ... ({} in all)", hcas.len()));
+    }
+    FabricError::UnknownNode {
+        node: node.into(),
+        known,
+    }
+}
+
+fn start_ibsim(
+    dir: &Path,
+    sockname: &str,
+    topology: &Topology,
+) -> Result<(Group, ChildStdin), FabricError> {
+    let log = File::create(dir.join("ibsim.log")).map_err(io_err("creating ibsim.log"))?;
+    let log2 = log.try_clone().map_err(io_err("creating ibsim.log"))?;
+    let mut cmd = command_dying_with_parent("ibsim");
+    // Without -n ibsim reads console commands from stdin; we keep the pipe
+    // open for the fabric's lifetime (at EOF ibsim would spin).
+    cmd.arg("-s");
+    let nodes = topology.hcas().len() + topology.switches().len();
+    if nodes > 2048 {
+        cmd.args(["-N", &nodes.to_string()]);
+    }
+    if topology.switches().len() > 256 {
+        cmd.args(["-S", &topology.switches().len().to_string()]);
+    }
+    cmd.arg("topo.net")
+        .current_dir(dir)
+        .env("IBSIM_SOCKNAME", sockname)
+        .stdin(Stdio::piped())
+        .stdout(log)
+        .stderr(log2);
+    let mut group = Group::spawn(cmd, "ibsim").map_err(io_err("starting ibsim"))?;
+    let stdin = group_stdin(&mut group)?;
+    Ok((group, stdin))
+}
+
+fn group_stdin(group: &mut Group) -> Result<ChildStdin, FabricError> {
+    group.take_stdin().ok_or_else(|| FabricError::Io {
+        context: "ibsim console".into(),
+        source: io::Error::other("no stdin pipe"),
+    })
+}
+
+/// An error from [`wait_for_log`], named by the caller.
+struct WaitError(FabricError);
+
+impl WaitError {
+    fn named(self, what: &str) -> FabricError {
+        match self.0 {
+            FabricError::NotReady {
+                waited, log, tail, ..
+            } => FabricError::NotReady {
+                what: what.into(),
+                waited,
+                log,
+                tail,
+            },
+            FabricError::Exited {
+                status, log, tail, ..
+            } => FabricError::Exited {
+                what: what.into(),
+                status,
+                log,
+                tail,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Waits until `log` contains `marker`, failing early if `exited` reports
+/// that the writer ended.
+fn wait_for_log(
+    log: &Path,
+    marker: &str,
+    timeout: Duration,
+    mut exited: impl FnMut() -> io::Result<Option<ExitStatus>>,
+) -> Result<(), WaitError> {
+    let start = Instant::now();
+    loop {
+        if fs::read_to_string(log).is_ok_and(|t| t.contains(marker)) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = exited() {
+            return Err(WaitError(FabricError::Exited {
+                what: String::new(),
+                status,
+                log: log.to_owned(),
+                tail: tail(log, TAIL_LINES),
+            }));
+        }
+        if start.elapsed() > timeout {
+            return Err(WaitError(FabricError::NotReady {
+                what: String::new(),
+                waited: timeout,
+                log: log.to_owned(),
+                tail: tail(log, TAIL_LINES),
+            }));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A running simulated fabric. Everything it started is stopped, by
+/// process group, when it is dropped, also while a test panics; its
+/// directory (topology, logs) is then removed unless the test panicked or
+/// `LOCAL_SA_KEEP_FABRIC` is set.
+///
+/// Processes started on nodes die with the thread that started them, so a
+/// test run that is killed outright leaves nothing behind either.
+#[derive(Debug)]
+pub struct Fabric {
+    topology: Topology,
+    dir: PathBuf,
+    sockname: String,
+    preload: PathBuf,
+    ibsim: Mutex<Group>,
+    console: Mutex<ChildStdin>,
+    opensm: Mutex<Option<Group>>,
+    opensm_node: String,
+    ready_timeout: Duration,
+    commands: AtomicUsize,
+}
+
+impl Fabric {
+    /// Starts configuring a fabric on `topology`.
+    pub fn builder(topology: Topology) -> FabricBuilder {
+        FabricBuilder {
+            topology,
+            opensm_node: None,
+            ready_timeout: Duration::from_secs(90),
+        }
+    }
+
+    /// The fabric's topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The fabric's directory: topology, logs, one directory per command.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The `IBSIM_SOCKNAME` of this fabric.
+    pub fn sockname(&self) -> &str {
+        &self.sockname
+    }
+
+    /// The node OpenSM runs on.
+    pub fn opensm_node(&self) -> &str {
+        &self.opensm_node
+    }
+
+    /// OpenSM's log file.
+    pub fn opensm_log(&self) -> PathBuf {
+        self.dir.join("opensm").join("opensm.log")
+    }
+
+    /// A channel adapter of the fabric, to run commands on.
+    pub fn node(&self, name: &str) -> Result<Node<'_>, FabricError> {
+        if !self.topology.has_hca(name) {
+            return Err(unknown_node(&self.topology, name));
+        }
+        Ok(Node {
+            fabric: self,
+            name: name.to_owned(),
+        })
+    }
+
+    /// Starts OpenSM (if it is not running) and waits until its SA answers.
+    pub fn start_opensm(&self) -> Result<(), FabricError> {
+        let mut slot = self.opensm.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = slot.as_mut() {
+            if matches!(g.try_wait(), Ok(None)) {
+                return Ok(());
+            }
+        }
+        let osm_dir = self.dir.join("opensm");
+        fs::create_dir_all(&osm_dir).map_err(io_err("creating the OpenSM directory"))?;
+        let out = File::create(osm_dir.join("stdout.log"))
+            .map_err(io_err("creating OpenSM's stdout log"))?;
+        let mut cmd = command_dying_with_parent("opensm");
+        cmd.args(["-d0", "-d2", "-f"])
+            .arg(self.opensm_log())
+            .current_dir(&osm_dir)
+            .env("LD_PRELOAD", &self.preload)
+            .env("SIM_HOST", &self.opensm_node)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env("OSM_TMP_DIR", &osm_dir)
+            .env("OSM_CACHE_DIR", &osm_dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(Stdio::null());
+        *slot = Some(Group::spawn(cmd, "opensm").map_err(io_err("starting opensm"))?);
+        drop(slot);
+        self.wait_sa_ready()
+    }
+
+    /// Stops OpenSM (the fabric keeps its configuration; the SA is gone).
+    pub fn stop_opensm(&self) {
+        let group = self.opensm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(group);
+    }
+
+    /// Stops OpenSM and starts it again, waiting until its SA answers.
+    pub fn restart_opensm(&self) -> Result<(), FabricError> {
+        self.stop_opensm();
+        self.start_opensm()
+    }
+
+    /// PID of the running OpenSM, if any.
+    pub fn opensm_pid(&self) -> Option<u32> {
+        self.opensm.lock().ok()?.as_ref().map(Group::pid)
+    }
+
+    /// Polls `saquery -c` on OpenSM's node until it succeeds.
+    fn wait_sa_ready(&self) -> Result<(), FabricError> {
+        let start = Instant::now();
+        let node = self.node(&self.opensm_node)?;
+        loop {
+            if let Some(status) = self.opensm_exit_status() {
+                return Err(FabricError::Exited {
+                    what: "opensm".into(),
+                    status,
+                    log: self.opensm_log(),
+                    tail: tail(&self.opensm_log(), TAIL_LINES),
+                });
+            }
+            let probe = node
+                .command("saquery")
+                .arg("-c")
+                .timeout(Duration::from_secs(5))
+                .output();
+            if probe.is_ok_and(|o| o.status.success()) {
+                return Ok(());
+            }
+            if start.elapsed() > self.ready_timeout {
+                return Err(FabricError::NotReady {
+                    what: "OpenSM's SA".into(),
+                    waited: self.ready_timeout,
+                    log: self.opensm_log(),
+                    tail: tail(&self.opensm_log(), TAIL_LINES),
+                });
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn opensm_exit_status(&self) -> Option<ExitStatus> {
+        let mut slot = self.opensm.lock().ok()?;
+        slot.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// Sends one line to ibsim's console (for example `Unlink "h3"[1]`).
+    pub fn console(&self, line: &str) -> Result<(), FabricError> {
+        let mut stdin = self.console.lock().unwrap_or_else(|e| e.into_inner());
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .map_err(io_err(format!("sending {line:?} to the ibsim console")))
+    }
+
+    /// Takes a node's port off the fabric, as if its cable were pulled.
+    pub fn unlink(&self, node: &str, port: u8) -> Result<(), FabricError> {
+        self.console(&format!("Unlink \"{node}\"[{port}]"))
+    }
+
+    /// Puts a port back that [`Fabric::unlink`] took off.
+    pub fn relink(&self, node: &str, port: u8) -> Result<(), FabricError> {
+        self.console(&format!("ReLink \"{node}\"[{port}]"))
+    }
+
+    /// Makes a port drop `percent` % of the packets through it.
+    pub fn set_drop_rate(&self, node: &str, port: u8, percent: u8) -> Result<(), FabricError> {
+        self.console(&format!("Error \"{node}\"[{port}] {percent}"))
+    }
+
+    fn next_command_dir(&self, node: &str, program: &OsStr) -> Result<PathBuf, FabricError> {
+        let n = self.commands.fetch_add(1, Ordering::Relaxed);
+        let program = Path::new(program)
+            .file_name()
+            .unwrap_or(program)
+            .to_string_lossy();
+        let dir = self
+            .dir
+            .join("run")
+            .join(format!("{n:04}-{node}-{program}"));
+        fs::create_dir_all(&dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        Ok(dir)
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        self.stop_opensm();
+        if let Ok(ibsim) = self.ibsim.get_mut() {
+            ibsim.stop(Duration::from_secs(3));
+        }
+        if thread::panicking() || std::env::var_os("LOCAL_SA_KEEP_FABRIC").is_some() {
+            eprintln!("fabric logs kept in {}", self.dir.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A channel adapter of a [`Fabric`].
+#[derive(Debug, Clone)]
+pub struct Node<'f> {
+    fabric: &'f Fabric,
+    name: String,
+}
+
+impl<'f> Node<'f> {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A command to run on this node: attached to the fabric through the
+    /// preload, in a fresh working directory (umad2sim writes the node's
+    /// sysfs there).
+    pub fn command(&self, program: impl AsRef<OsStr>) -> NodeCommand<'f> {
+        NodeCommand {
+            fabric: self.fabric,
+            node: self.name.clone(),
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            envs: Vec::new(),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Runs `saquery` with `args` on this node.
+    pub fn saquery<I, S>(&self, args: I) -> Result<RunOutput, FabricError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command("saquery")
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+    }
+}
+
+/// A command about to run on a node. See [`Node::command`].
+#[derive(Debug)]
+pub struct NodeCommand<'f> {
+    fabric: &'f Fabric,
+    node: String,
+    program: OsString,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    timeout: Duration,
+}
+
+impl<'f> NodeCommand<'f> {
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Marks the process as an SM port so that ibsim delivers unsolicited
+    /// requests (SA queries, Reports) to it: what any server needs.
+    pub fn serve_requests(self) -> Self {
+        self.env("SIM_SET_ISSM", "1")
+    }
+
+    /// Time limit for [`NodeCommand::output`] (default 60 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn prepare(&self) -> Result<(std::process::Command, PathBuf), FabricError> {
+        let dir = self.fabric.next_command_dir(&self.node, &self.program)?;
+        let stdout = File::create(dir.join("stdout")).map_err(io_err("creating stdout file"))?;
+        let stderr = File::create(dir.join("stderr")).map_err(io_err("creating stderr file"))?;
+        let mut cmd = command_dying_with_parent(&self.program);
+        cmd.args(&self.args)
+            .current_dir(&dir)
+            .env("LD_PRELOAD", &self.fabric.preload)
+            .env("SIM_HOST", &self.node)
+            .env("IBSIM_SOCKNAME", &self.fabric.sockname)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr);
+        Ok((cmd, dir))
+    }
+
+    fn describe(&self) -> String {
+        let args: Vec<_> = self.args.iter().map(|a| a.to_string_lossy()).collect();
+        format!(
+            "`{} {}` on {}",
+            self.program.to_string_lossy(),
+            args.join(" "),
+            self.node
+        )
+    }
+
+    /// Runs the command to completion and captures its output. A command
+    /// still running at the time limit is stopped and reported as
+    /// [`FabricError::Timeout`].
+    pub fn output(self) -> Result<RunOutput, FabricError> {
+        let (cmd, dir) = self.prepare()?;
+        let mut group = Group::spawn(cmd, self.describe()).map_err(io_err(self.describe()))?;
+        let status = group
+            .wait_timeout(self.timeout)
+            .map_err(io_err(self.describe()))?;
+        let Some(status) = status else {
+            group.stop(Duration::from_millis(500));
+            return Err(FabricError::Timeout {
+                what: self.describe(),
+                after: self.timeout,
+                stderr: tail(&dir.join("stderr"), TAIL_LINES),
+            });
+        };
+        Ok(RunOutput {
+            status,
+            stdout: fs::read_to_string(dir.join("stdout")).unwrap_or_default(),
+            stderr: fs::read_to_string(dir.join("stderr")).unwrap_or_default(),
+        })
+    }
+
+    /// Starts the command and returns at once. The process is stopped when
+    /// the handle is dropped.
+    pub fn spawn(self) -> Result<NodeProcess<'f>, FabricError> {
+        let (cmd, dir) = self.prepare()?;
+        let group = Group::spawn(cmd, self.describe()).map_err(io_err(self.describe()))?;
+        Ok(NodeProcess {
+            group,
+            dir,
+            _fabric: PhantomData,
+        })
+    }
+}
+
+/// What a finished command printed.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// A process running on a node, stopped (with its process group) when
+/// dropped. It cannot outlive its fabric.
+#[derive(Debug)]
+pub struct NodeProcess<'f> {
+    group: Group,
+    dir: PathBuf,
+    _fabric: PhantomData<&'f Fabric>,
+}
+
+impl NodeProcess<'_> {
+    /// The process ID.
+    pub fn pid(&self) -> u32 {
+        self.group.pid()
+    }
+
+    /// Its working directory, which holds files `stdout` and `stderr`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What it has written to standard error so far.
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(self.dir.join("stderr")).unwrap_or_default()
+    }
+
+    /// What it has written to standard output so far.
+    pub fn stdout(&self) -> String {
+        fs::read_to_string(self.dir.join("stdout")).unwrap_or_default()
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.group.try_wait().ok().flatten()
+    }
+
+    /// Waits up to `timeout` for it to exit on its own.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        self.group.wait_timeout(timeout).ok().flatten()
+    }
+
+    /// Sends SIGTERM to its group and waits up to `grace` before SIGKILL.
+    pub fn stop(mut self, grace: Duration) -> Option<ExitStatus> {
+        self.group.stop(grace);
+        self.group.try_wait().ok().flatten()
+    }
+
+    /// What the process is, for messages.
+    pub fn label(&self) -> &str {
+        self.group.label()
+    }
+}

@@ -1,0 +1,133 @@
+//! Reading what saquery prints: the MAD hex dumps of `-d -d` and the
+//! `name.....value` record dumps of its normal output.
+
+/// The MADs saquery printed with `-d -d`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadDump {
+    /// The request it sent (256 bytes).
+    pub request: Vec<u8>,
+    /// The response it received, at the length it received it.
+    pub response: Option<Vec<u8>>,
+}
+
+/// Extracts the `SA Request:` / `SA Response:` hex dumps from saquery's
+/// `-d -d` output.
+pub fn parse_mad_dump(output: &str) -> Option<MadDump> {
+    let request = hex_block_after(output, "SA Request:")?;
+    let response = hex_block_after(output, "SA Response:");
+    Some(MadDump { request, response })
+}
+
+/// The hex lines (groups of four hex digits) right after `label`.
+fn hex_block_after(text: &str, label: &str) -> Option<Vec<u8>> {
+    let mut lines = text.lines().skip_while(|l| l.trim() != label);
+    lines.next()?;
+    let mut bytes = Vec::new();
+    for line in lines {
+        let groups: Vec<&str> = line.split_whitespace().collect();
+        let is_hex = !groups.is_empty()
+            && groups
+                .iter()
+                .all(|g| g.len() == 4 && g.chars().all(|c| c.is_ascii_hexdigit()));
+        if !is_hex {
+            break;
+        }
+        for g in groups {
+            let word = u16::from_str_radix(g, 16).ok()?;
+            bytes.extend_from_slice(&word.to_be_bytes());
+        }
+    }
+    (!bytes.is_empty()).then_some(bytes)
+}
+
+/// One record as saquery prints it: a heading line (`PathRecord dump:`)
+/// and its `name.....value` fields, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintedRecord {
+    /// The heading, without the trailing colon.
+    pub heading: String,
+    /// The fields: name and value, both trimmed.
+    pub fields: Vec<(String, String)>,
+}
+
+impl PrintedRecord {
+    /// The value of field `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of field `name`, as a number written in decimal or `0x` hex.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        parse_number(self.get(name)?)
+    }
+}
+
+/// Parses `123` or `0x7B`.
+pub fn parse_number(text: &str) -> Option<u64> {
+    let t = text.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// Every record saquery printed in its normal (dotted) format.
+pub fn parse_printed_records(output: &str) -> Vec<PrintedRecord> {
+    let mut records: Vec<PrintedRecord> = Vec::new();
+    for line in output.lines() {
+        let starts_indented = line.starts_with([' ', '\t']);
+        let trimmed = line.trim();
+        if !starts_indented && trimmed.ends_with(':') && !trimmed.is_empty() {
+            records.push(PrintedRecord {
+                heading: trimmed.trim_end_matches(':').trim().to_owned(),
+                fields: Vec::new(),
+            });
+        } else if starts_indented {
+            let Some(record) = records.last_mut() else {
+                continue;
+            };
+            let Some(dots) = trimmed.find("..") else {
+                continue;
+            };
+            let name = trimmed[..dots].trim().to_owned();
+            let value = trimmed[dots..].trim_start_matches('.').trim().to_owned();
+            record.fields.push((name, value));
+        }
+    }
+    records.retain(|r| !r.fields.is_empty());
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTPUT: &str = "SA Request:
+0103 0201 0000 0000 0000 0000 568c 4277
+0001 0000 0000 0000
+SA Response:
+0103 0281 0000 0000 0001 0000 568c 4277
+0035 0000 
+PathRecord dump:
+\t\tservice_id..............0x0000000000000000
+\t\tdgid....................fe80::20:0
+\t\tdlid....................2
+";
+
+    #[test]
+    fn dumps_and_records() {
+        let d = parse_mad_dump(OUTPUT).unwrap();
+        assert_eq!(d.request.len(), 24);
+        assert_eq!(&d.request[..4], &[1, 3, 2, 1]);
+        assert_eq!(d.response.unwrap().len(), 20);
+        let r = parse_printed_records(OUTPUT);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].heading, "PathRecord dump");
+        assert_eq!(r[0].get("dgid"), Some("fe80::20:0"));
+        assert_eq!(r[0].number("dlid"), Some(2));
+        assert_eq!(r[0].number("service_id"), Some(0));
+    }
+}

@@ -1,0 +1,28 @@
+//! Finding the simulator's programs and its preload library.
+
+use std::path::{Path, PathBuf};
+
+/// Debian packages that provide the simulated fabric.
+pub(crate) const PACKAGES: &str = "ibsim-utils opensm infiniband-diags";
+
+/// The first `name` on `PATH`.
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The umad2sim preload library: `$UMAD2SIM_LIB`, else Debian's multiarch
+/// location.
+pub fn preload_library() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("UMAD2SIM_LIB") {
+        return Some(PathBuf::from(p));
+    }
+    let lib = Path::new("/usr/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("umad2sim/libumad2sim.so"))
+        .find(|p| p.is_file())
+}
