@@ -445,6 +445,11 @@ impl Fabric {
         self.start_opensm()
     }
 
+    /// PID of ibsim.
+    pub fn ibsim_pid(&self) -> u32 {
+        self.ibsim.lock().map_or(0, |g| g.pid())
+    }
+
     /// PID of the running OpenSM, if any.
     pub fn opensm_pid(&self) -> Option<u32> {
         self.opensm.lock().ok()?.as_ref().map(Group::pid)
@@ -567,6 +572,32 @@ impl<'f> Node<'f> {
         }
     }
 
+    /// The node's port as `ibstat` reports it (LID, SM LID, port GUID).
+    pub fn port(&self) -> Result<NodePort, FabricError> {
+        let out = self
+            .command("ibstat")
+            .timeout(Duration::from_secs(20))
+            .output()?;
+        let field = |name: &str| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(name))
+                .and_then(crate::saquery::parse_number)
+                .ok_or_else(|| FabricError::Io {
+                    context: format!("ibstat on {}", self.name),
+                    source: io::Error::other(format!(
+                        "no {name:?} in:\n{}{}",
+                        out.stdout, out.stderr
+                    )),
+                })
+        };
+        Ok(NodePort {
+            lid: field("Base lid:")? as u16,
+            sm_lid: field("SM lid:")? as u16,
+            guid: field("Port GUID:")?,
+        })
+    }
+
     /// Runs `saquery` with `args` on this node.
     pub fn saquery<I, S>(&self, args: I) -> Result<RunOutput, FabricError>
     where
@@ -578,6 +609,17 @@ impl<'f> Node<'f> {
             .timeout(Duration::from_secs(30))
             .output()
     }
+}
+
+/// A node's port facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodePort {
+    /// Base LID.
+    pub lid: u16,
+    /// The SM's LID.
+    pub sm_lid: u16,
+    /// Port GUID (the default-prefix GID's interface ID).
+    pub guid: u64,
 }
 
 /// A command about to run on a node. See [`Node::command`].

@@ -22,6 +22,8 @@ pub mod saquery;
 mod tools;
 pub mod topology;
 
-pub use fabric::{Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodeProcess, RunOutput};
+pub use fabric::{
+    Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
+};
 pub use tools::preload_library;
 pub use topology::Topology;

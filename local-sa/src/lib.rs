@@ -1,3 +1,10 @@
 //! local-sa: a per-node InfiniBand Subnet Administration agent.
 //!
-//! Not implemented yet; see the README for what exists today.
+//! What exists so far is the device layer: [`umad`] (the user MAD device,
+//! with reader/writer threads feeding smol channels and a request/response
+//! client) and [`port`] (port facts from sysfs and port events).
+
+pub mod port;
+pub mod port_events;
+mod sys;
+pub mod umad;

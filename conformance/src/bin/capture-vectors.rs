@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use conformance::golden::{self, Section, Vector};
-use conformance::saquery::{parse_mad_dump, parse_number};
-use conformance::{Fabric, Node, Topology};
+use conformance::saquery::parse_mad_dump;
+use conformance::{Fabric, Topology};
 
 const TOPOLOGY: &str = "net.2sw2path4hca";
 const SM_NODE: &str = "Hca1";
@@ -48,33 +48,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// What `ibstat` says about a node's port.
-struct PortFacts {
-    lid: u16,
-    guid: u64,
-}
-
-fn port_facts(node: &Node<'_>) -> Result<PortFacts, String> {
-    let out = node.command("ibstat").output().map_err(|e| e.to_string())?;
-    let field = |name: &str| {
-        out.stdout
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .and_then(parse_number)
-            .ok_or_else(|| {
-                format!(
-                    "ibstat on {} printed no {name:?}:\n{}",
-                    node.name(),
-                    out.stdout
-                )
-            })
-    };
-    Ok(PortFacts {
-        lid: field("Base lid:")? as u16,
-        guid: field("Port GUID:")?,
-    })
-}
-
 fn run(out: &std::path::Path) -> Result<usize, String> {
     let topology = Topology::debian_example(TOPOLOGY).map_err(|e| e.to_string())?;
     let fabric = Fabric::builder(topology)
@@ -82,8 +55,11 @@ fn run(out: &std::path::Path) -> Result<usize, String> {
         .start()
         .map_err(|e| e.to_string())?;
     let client = fabric.node(CLIENT).map_err(|e| e.to_string())?;
-    let sm = port_facts(&fabric.node(SM_NODE).map_err(|e| e.to_string())?)?;
-    let me = port_facts(&client)?;
+    let sm = fabric
+        .node(SM_NODE)
+        .and_then(|n| n.port())
+        .map_err(|e| e.to_string())?;
+    let me = client.port().map_err(|e| e.to_string())?;
     let gid = |guid: u64| mad_codec::Gid::new(mad_codec::Gid::DEFAULT_PREFIX, guid).to_string();
     let opensm_version = std::process::Command::new("opensm")
         .arg("--version")

@@ -61,6 +61,43 @@ impl MadStatus {
     pub const fn class_code(self) -> u8 {
         (self.0 >> 8) as u8
     }
+
+    /// What the status means, in words, for messages.
+    pub fn describe(self) -> String {
+        let mut parts = Vec::new();
+        if self.is_busy() {
+            parts.push("busy, retry later");
+        }
+        if self.is_redirect() {
+            parts.push("redirect required");
+        }
+        parts.push(match self.invalid_field() {
+            0 => "",
+            1 => "bad BaseVersion or ClassVersion",
+            2 => "method not supported",
+            3 => "method/attribute combination not supported",
+            7 => "invalid attribute field or modifier",
+            _ => "invalid field (reserved code)",
+        });
+        parts.push(match self.class_code() {
+            0 => "",
+            1 => "SA out of resources",
+            2 => "invalid request",
+            3 => "no record matches",
+            4 => "more than one record matches a Get",
+            5 => "invalid GID",
+            6 => "component mask lacks required components",
+            7 => "request denied",
+            8 => "priority suggested",
+            _ => "class-specific error",
+        });
+        parts.retain(|p| !p.is_empty());
+        if parts.is_empty() {
+            "success".into()
+        } else {
+            parts.join("; ")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -77,5 +114,11 @@ mod tests {
         assert!(both.is_busy());
         assert_eq!(both.class_code(), 3);
         assert_eq!(format!("{both:?}"), "MadStatus(0x301)");
+        assert_eq!(both.describe(), "busy, retry later; no record matches");
+        assert_eq!(
+            MadStatus::METHOD_ATTR_UNSUPPORTED.describe(),
+            "method/attribute combination not supported"
+        );
+        assert_eq!(MadStatus::OK.describe(), "success");
     }
 }

@@ -1,0 +1,218 @@
+//! lsaquery's command line: saquery's options, plus where to send.
+
+use clap::{Parser, ValueEnum};
+use mad_codec::Gid;
+
+/// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
+///
+/// lsaquery speaks saquery's options and prints saquery's text, so scripts
+/// written for one work with the other; --json prints one JSON object per
+/// record instead.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lsaquery",
+    version,
+    after_help = "\
+QUERIES (saquery names and aliases):
+  ClassPortInfo (CPI)        what the SA supports           (also -c)
+  NodeRecord (NR) [lid]      nodes, or the node at a LID    (default, also -N)
+  PathRecord (PR)            paths selected by the options  (also -p, --src-to-dst,
+                                                             --sgid-to-dgid)
+  MCMemberRecord (MCMR)      multicast member records
+  ServiceRecord (SR)         registered services            (also -S)
+  InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
+  -g                         multicast groups
+
+Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
+whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
+value in bits 5..0; e.g. -M 0x84 is \"MTU exactly 2048\".
+
+EXAMPLES:
+  lsaquery -c                            the SA's ClassPortInfo
+  lsaquery --src-to-dst 4:1              the path from LID 4 to LID 1
+  lsaquery -p --slid 4 -n 1 --json       one path from LID 4, as JSON
+  lsaquery NR 1 --method get             NodeRecord Get for LID 1
+  lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7 instead
+
+EXIT STATUS:
+  0 answered; 1 the SA answered with an error status; 2 bad usage;
+  3 no usable port or device; 4 no answer (time-out, or nobody serves
+  the SA class at that LID)."
+)]
+pub(crate) struct Cli {
+    /// Query name (see QUERIES below).
+    pub(crate) query: Option<String>,
+    /// The query's argument: a LID for NodeRecord, a GID for
+    /// InformInfoRecord.
+    pub(crate) arg: Option<String>,
+
+    /// Get PathRecords.
+    #[arg(short = 'p')]
+    pub(crate) path_records: bool,
+    /// Get NodeRecords.
+    #[arg(short = 'N')]
+    pub(crate) node_records: bool,
+    /// Get the SA's ClassPortInfo.
+    #[arg(short = 'c')]
+    pub(crate) class_port_info: bool,
+    /// Get multicast groups.
+    #[arg(short = 'g')]
+    pub(crate) groups: bool,
+    /// Get ServiceRecords.
+    #[arg(short = 'S')]
+    pub(crate) service_records: bool,
+    /// Get InformInfoRecords (subscriptions).
+    #[arg(short = 'I')]
+    pub(crate) inform_info_records: bool,
+
+    /// PathRecord from LID SRC to LID DST (NumbPath 127).
+    #[arg(long = "src-to-dst", value_name = "SRC:DST")]
+    pub(crate) src_to_dst: Option<String>,
+    /// PathRecord from SGID to DGID, IPv6 notation (NumbPath 127).
+    #[arg(long = "sgid-to-dgid", value_name = "SGID-DGID")]
+    pub(crate) sgid_to_dgid: Option<String>,
+    /// Source LID.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) slid: Option<u16>,
+    /// Destination LID.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) dlid: Option<u16>,
+    /// Source GID.
+    #[arg(long)]
+    pub(crate) sgid: Option<Gid>,
+    /// Destination GID.
+    #[arg(long)]
+    pub(crate) dgid: Option<Gid>,
+    /// Multicast LID (MCMemberRecord).
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) mlid: Option<u16>,
+    /// Port GID (MCMemberRecord).
+    #[arg(long)]
+    pub(crate) gid: Option<Gid>,
+    /// Multicast GID (MCMemberRecord).
+    #[arg(long)]
+    pub(crate) mgid: Option<Gid>,
+    /// Reversible (PathRecord): 1 = only reversible paths.
+    #[arg(short = 'r', long, value_parser = number::<u8>)]
+    pub(crate) reversible: Option<u8>,
+    /// NumbPath (PathRecord): at most this many paths per pair.
+    #[arg(short = 'n', long = "numb_path", value_parser = number::<u8>)]
+    pub(crate) numb_path: Option<u8>,
+    /// P_Key.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) pkey: Option<u16>,
+    /// QoS class (PathRecord).
+    #[arg(short = 'Q', long = "qos_class", value_parser = number::<u16>)]
+    pub(crate) qos_class: Option<u16>,
+    /// Service level.
+    #[arg(long, value_parser = number::<u8>)]
+    pub(crate) sl: Option<u8>,
+    /// MTU byte: selector (bits 7..6) and MTU code.
+    #[arg(short = 'M', long, value_parser = number::<u8>)]
+    pub(crate) mtu: Option<u8>,
+    /// Rate byte: selector (bits 7..6) and rate code.
+    #[arg(short = 'R', long, value_parser = number::<u8>)]
+    pub(crate) rate: Option<u8>,
+    /// PacketLifeTime byte: selector (bits 7..6) and value.
+    #[arg(long = "pkt_lifetime", value_parser = number::<u8>)]
+    pub(crate) pkt_lifetime: Option<u8>,
+    /// Q_Key (MCMemberRecord).
+    #[arg(short = 'q', long, value_parser = number::<u32>)]
+    pub(crate) qkey: Option<u32>,
+    /// Traffic class.
+    #[arg(short = 'T', long, value_parser = number::<u8>)]
+    pub(crate) tclass: Option<u8>,
+    /// Flow label.
+    #[arg(short = 'F', long = "flow_label", value_parser = number::<u32>)]
+    pub(crate) flow_label: Option<u32>,
+    /// Hop limit.
+    #[arg(short = 'H', long = "hop_limit", value_parser = number::<u8>)]
+    pub(crate) hop_limit: Option<u8>,
+    /// Scope (MCMemberRecord).
+    #[arg(long, value_parser = number::<u8>)]
+    pub(crate) scope: Option<u8>,
+    /// JoinState (MCMemberRecord).
+    #[arg(short = 'J', long = "join_state", value_parser = number::<u8>)]
+    pub(crate) join_state: Option<u8>,
+    /// ServiceID (PathRecord).
+    #[arg(long = "service_id", value_parser = number::<u64>)]
+    pub(crate) service_id: Option<u64>,
+    /// SM_Key to send (0, the default, is an untrusted query).
+    #[arg(long, value_parser = number::<u64>, default_value = "0")]
+    pub(crate) smkey: u64,
+    /// Show ServiceKey and InformInfo QPN instead of hiding them.
+    #[arg(long = "show-keys")]
+    pub(crate) show_keys: bool,
+
+    /// Send to the SA at this LID instead of the port's SM LID.
+    #[arg(long = "sa-lid", value_parser = number::<u16>, value_name = "LID")]
+    pub(crate) sa_lid: Option<u16>,
+    /// SA method: gettable (every match, as saquery does; the default) or
+    /// get (exactly one match, else an error status). ClassPortInfo always
+    /// uses get.
+    #[arg(long, value_enum)]
+    pub(crate) method: Option<MethodArg>,
+    /// Print one JSON object per record instead of saquery's text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Channel adapter to use (default: the first with an active port).
+    #[arg(short = 'C', long)]
+    pub(crate) ca: Option<String>,
+    /// Port number on the adapter.
+    #[arg(short = 'P', long)]
+    pub(crate) port: Option<u8>,
+    /// Milliseconds to wait for an answer, per attempt.
+    #[arg(
+        short = 't',
+        long = "timeout",
+        value_name = "MS",
+        default_value_t = 1000
+    )]
+    pub(crate) timeout_ms: u64,
+    /// Attempts after the first.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) retries: u32,
+    /// Print the request and response MADs in hex (as saquery -d -d).
+    #[arg(short = 'd', long, action = clap::ArgAction::Count)]
+    pub(crate) debug: u8,
+}
+
+/// The SA method to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MethodArg {
+    /// Get: one record.
+    Get,
+    /// GetTable: every matching record.
+    #[value(name = "gettable")]
+    GetTable,
+}
+
+/// Parses a number the way saquery's strtoul does: decimal, or hex with 0x.
+pub(crate) fn number<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
+    let t = s.trim();
+    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not a number (decimal, or hex with 0x)"))?;
+    T::try_from(value).map_err(|_| format!("{s} is too large for this field"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number::<u16>("0xC000"), Ok(0xC000));
+        assert_eq!(number::<u8>("127"), Ok(127));
+        assert!(number::<u8>("300").unwrap_err().contains("too large"));
+        assert!(number::<u8>("x").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

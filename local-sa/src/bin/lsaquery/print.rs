@@ -1,0 +1,380 @@
+//! Records as saquery prints them, or as JSON lines.
+//!
+//! Each record becomes a list of named fields, each with its value and the
+//! printf format saquery uses for it, so that the text output matches
+//! saquery's byte for byte and the JSON output carries the same names.
+
+use std::fmt::Write as _;
+
+use mad_codec::attr::ServiceRecord;
+use mad_codec::codes::NodeType;
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, PathRecord};
+
+/// How saquery formats a value.
+#[derive(Debug, Clone, Copy)]
+enum Fmt {
+    /// `%u`
+    Dec,
+    /// `0x%X`
+    Hex,
+    /// `0x%x`
+    HexLower,
+    /// `0x%0NX` (upper case, N digits)
+    HexUpper(usize),
+    /// `0x%016` PRIx64 (lower case, 16 digits)
+    Guid,
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    Num(u64, Fmt),
+    Text(String),
+}
+
+/// One printed record.
+#[derive(Debug, Clone)]
+pub(crate) struct Printed {
+    heading: &'static str,
+    /// Width of name plus dots (24 for most records, 25 for ClassPortInfo).
+    width: usize,
+    /// Extra unindented-value lines saquery prints (IIR's "RID").
+    fields: Vec<(&'static str, Value)>,
+}
+
+impl Printed {
+    fn new(heading: &'static str, width: usize) -> Self {
+        Self {
+            heading,
+            width,
+            fields: Vec::new(),
+        }
+    }
+
+    fn num(mut self, name: &'static str, v: impl Into<u64>, fmt: Fmt) -> Self {
+        self.fields.push((name, Value::Num(v.into(), fmt)));
+        self
+    }
+
+    fn text(mut self, name: &'static str, v: impl Into<String>) -> Self {
+        self.fields.push((name, Value::Text(v.into())));
+        self
+    }
+
+    /// saquery's text: the heading, then `\t\tname.....value` lines.
+    pub(crate) fn to_text(&self) -> String {
+        let mut out = format!("{}:\n", self.heading);
+        for (name, value) in &self.fields {
+            let dots = self.width.saturating_sub(name.len()).max(1);
+            let _ = write!(out, "\t\t{name}{}", ".".repeat(dots));
+            let _ = match value {
+                Value::Text(t) => writeln!(out, "{t}"),
+                Value::Num(v, Fmt::Dec) => writeln!(out, "{v}"),
+                Value::Num(v, Fmt::Hex) => writeln!(out, "0x{v:X}"),
+                Value::Num(v, Fmt::HexLower) => writeln!(out, "0x{v:x}"),
+                Value::Num(v, Fmt::HexUpper(w)) => writeln!(out, "0x{v:0w$X}"),
+                Value::Num(v, Fmt::Guid) => writeln!(out, "0x{v:016x}"),
+            };
+        }
+        out
+    }
+
+    /// One JSON object: `{"record": heading, field: value, ...}`. Numbers
+    /// are JSON numbers; GIDs and names are strings.
+    pub(crate) fn to_json(&self) -> String {
+        let mut out = String::from("{");
+        let _ = write!(
+            out,
+            "\"record\":{}",
+            json_string(self.heading.trim_end_matches(" dump"))
+        );
+        for (name, value) in &self.fields {
+            let _ = write!(out, ",{}:", json_string(name));
+            let _ = match value {
+                Value::Text(t) => write!(out, "{}", json_string(t)),
+                Value::Num(v, _) => write!(out, "{v}"),
+            };
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// A JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+const NOT_DISPLAYED: &str = "<not displayed>";
+
+pub(crate) fn path_record(r: &PathRecord) -> Printed {
+    let b = r.as_bytes();
+    let flow = u64::from(r.raw_traffic()) << 31
+        | u64::from(r.flow_label()) << 8
+        | u64::from(r.hop_limit());
+    let resv2 = b[58..64]
+        .iter()
+        .fold(0u64, |acc, x| acc << 8 | u64::from(*x));
+    Printed::new("PathRecord dump", 24)
+        .num("service_id", r.service_id(), Fmt::Guid)
+        .text("dgid", r.dgid().to_string())
+        .text("sgid", r.sgid().to_string())
+        .num("dlid", r.dlid(), Fmt::Dec)
+        .num("slid", r.slid(), Fmt::Dec)
+        .num("hop_flow_raw", flow, Fmt::Hex)
+        .num("tclass", r.tclass(), Fmt::Hex)
+        .num("num_path_revers", b[49], Fmt::Hex)
+        .num("pkey", r.pkey(), Fmt::Hex)
+        .num("qos_class", r.qos_class(), Fmt::Hex)
+        .num("sl", r.sl(), Fmt::Hex)
+        .num("mtu", b[54], Fmt::Hex)
+        .num("rate", b[55], Fmt::Hex)
+        .num("pkt_life", b[56], Fmt::Hex)
+        .num("preference", r.preference(), Fmt::Hex)
+        .num("resv2", resv2, Fmt::HexUpper(12))
+}
+
+fn node_type_name(t: NodeType) -> &'static str {
+    match t {
+        NodeType::CA => "Channel Adapter",
+        NodeType::SWITCH => "Switch",
+        NodeType::ROUTER => "Router",
+        _ => "???",
+    }
+}
+
+pub(crate) fn node_record(r: &NodeRecord) -> Printed {
+    let reserved = u16::from_be_bytes([r.as_bytes()[2], r.as_bytes()[3]]);
+    Printed::new("NodeRecord dump", 24)
+        .num("lid", r.lid(), Fmt::Dec)
+        .num("reserved", reserved, Fmt::Hex)
+        .num("base_version", r.base_version(), Fmt::Hex)
+        .num("class_version", r.class_version(), Fmt::Hex)
+        .text("node_type", node_type_name(r.node_type()))
+        .num("num_ports", r.num_ports(), Fmt::Dec)
+        .num("sys_guid", r.system_image_guid(), Fmt::Guid)
+        .num("node_guid", r.node_guid(), Fmt::Guid)
+        .num("port_guid", r.port_guid(), Fmt::Guid)
+        .num("partition_cap", r.partition_cap(), Fmt::Hex)
+        .num("device_id", r.device_id(), Fmt::Hex)
+        .num("revision", r.revision(), Fmt::Hex)
+        .num("port_num", r.local_port_num(), Fmt::Dec)
+        .num("vendor_id", r.vendor_id(), Fmt::Hex)
+        .text("NodeDescription", r.description())
+}
+
+pub(crate) fn class_port_info(c: &ClassPortInfo) -> Printed {
+    let word = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let b = c.as_bytes();
+    Printed::new("SA ClassPortInfo", 25)
+        .num("Base version", c.base_version(), Fmt::Dec)
+        .num("Class version", c.class_version(), Fmt::Dec)
+        .num("Capability mask", c.capability_mask(), Fmt::HexUpper(4))
+        .num("Capability mask 2", c.capability_mask2(), Fmt::HexUpper(8))
+        .num("Response time value", c.resp_time_value(), Fmt::HexUpper(2))
+        .text("Redirect GID", c.redirect_gid().to_string())
+        .num("Redirect TC/SL/FL", word(&b[24..28]), Fmt::HexUpper(8))
+        .num("Redirect LID", c.redirect_lid(), Fmt::Dec)
+        .num("Redirect PKey", c.redirect_pkey(), Fmt::HexUpper(4))
+        .num("Redirect QP", word(&b[32..36]), Fmt::HexUpper(8))
+        .num("Redirect QKey", c.redirect_qkey(), Fmt::HexUpper(8))
+        .text("Trap GID", c.trap_gid().to_string())
+        .num("Trap TC/SL/FL", word(&b[56..60]), Fmt::HexUpper(8))
+        .num("Trap LID", c.trap_lid(), Fmt::Dec)
+        .num("Trap PKey", c.trap_pkey(), Fmt::HexUpper(4))
+        .num("Trap HL/QP", word(&b[64..68]), Fmt::HexUpper(8))
+        .num("Trap QKey", c.trap_qkey(), Fmt::HexUpper(8))
+}
+
+pub(crate) fn mc_group(r: &McMemberRecord) -> Printed {
+    let b = r.as_bytes();
+    Printed::new("MCMemberRecord group dump", 24)
+        .text("MGID", r.mgid().to_string())
+        .num("Mlid", r.mlid(), Fmt::Hex)
+        .num("Mtu", b[38], Fmt::Hex)
+        .num("pkey", r.pkey(), Fmt::Hex)
+        .num("Rate", b[42], Fmt::Hex)
+        .num("SL", r.sl(), Fmt::Hex)
+}
+
+pub(crate) fn mc_member(r: &McMemberRecord) -> Printed {
+    let b = r.as_bytes();
+    Printed::new("MCMember Record dump", 24)
+        .text("MGID", r.mgid().to_string())
+        .text("PortGid", r.port_gid().to_string())
+        .num("qkey", r.qkey(), Fmt::HexLower)
+        .num("mlid", r.mlid(), Fmt::HexLower)
+        .num("mtu", b[38], Fmt::HexLower)
+        .num("TClass", r.tclass(), Fmt::HexLower)
+        .num("pkey", r.pkey(), Fmt::HexLower)
+        .num("rate", b[42], Fmt::HexLower)
+        .num("pkt_life", b[43], Fmt::HexLower)
+        .num("SL", r.sl(), Fmt::HexLower)
+        .num("FlowLabel", r.flow_label(), Fmt::HexLower)
+        .num("HopLimit", r.hop_limit(), Fmt::HexLower)
+        .num("Scope", r.scope(), Fmt::HexLower)
+        .num("JoinState", r.join_state().0, Fmt::HexLower)
+        .num("ProxyJoin", b[49], Fmt::HexLower)
+}
+
+pub(crate) fn service_record(r: &ServiceRecord, show_keys: bool) -> Printed {
+    let key = if show_keys {
+        r.service_key().iter().fold(String::from("0x"), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    } else {
+        NOT_DISPLAYED.into()
+    };
+    const DATA8: [&str; 16] = [
+        "ServiceData8.1",
+        "ServiceData8.2",
+        "ServiceData8.3",
+        "ServiceData8.4",
+        "ServiceData8.5",
+        "ServiceData8.6",
+        "ServiceData8.7",
+        "ServiceData8.8",
+        "ServiceData8.9",
+        "ServiceData8.10",
+        "ServiceData8.11",
+        "ServiceData8.12",
+        "ServiceData8.13",
+        "ServiceData8.14",
+        "ServiceData8.15",
+        "ServiceData8.16",
+    ];
+    const DATA16: [&str; 8] = [
+        "ServiceData16.1",
+        "ServiceData16.2",
+        "ServiceData16.3",
+        "ServiceData16.4",
+        "ServiceData16.5",
+        "ServiceData16.6",
+        "ServiceData16.7",
+        "ServiceData16.8",
+    ];
+    const DATA32: [&str; 4] = [
+        "ServiceData32.1",
+        "ServiceData32.2",
+        "ServiceData32.3",
+        "ServiceData32.4",
+    ];
+    const DATA64: [&str; 2] = ["ServiceData64.1", "ServiceData64.2"];
+    let mut p = Printed::new("ServiceRecord dump", 24)
+        .num("ServiceID", r.service_id(), Fmt::Guid)
+        .text("ServiceGID", r.service_gid().to_string())
+        .num("ServiceP_Key", r.service_pkey(), Fmt::Hex)
+        .num("ServiceLease", r.service_lease(), Fmt::Hex)
+        .text("ServiceKey", key)
+        .text("ServiceName", r.service_name());
+    for (name, v) in DATA8.iter().zip(r.data8()) {
+        p = p.num(name, v, Fmt::Hex);
+    }
+    for (name, v) in DATA16.iter().zip(r.data16()) {
+        p = p.num(name, v, Fmt::Hex);
+    }
+    for (name, v) in DATA32.iter().zip(r.data32()) {
+        p = p.num(name, v, Fmt::Hex);
+    }
+    for (name, v) in DATA64.iter().zip(r.data64()) {
+        p = p.num(name, v, Fmt::Guid);
+    }
+    p
+}
+
+pub(crate) fn inform_info_record(r: &InformInfoRecord, show_keys: bool) -> Printed {
+    let ii = r.inform_info();
+    let generic = ii.is_generic() != 0;
+    let qpn = if show_keys {
+        format!("0x{:06X}", ii.qpn())
+    } else {
+        NOT_DISPLAYED.into()
+    };
+    let p = Printed::new("InformInfoRecord dump", 24)
+        .text("SubscriberGID", r.subscriber_gid().to_string())
+        .num("SubscriberEnum", r.enumeration(), Fmt::Hex)
+        .text("gid", ii.gid().to_string())
+        .num("lid_range_begin", ii.lid_range_begin(), Fmt::Dec)
+        .num("lid_range_end", ii.lid_range_end(), Fmt::Dec)
+        .num("is_generic", ii.is_generic(), Fmt::Hex)
+        .num("subscribe", ii.subscribe(), Fmt::Hex)
+        .num("trap_type", ii.notice_type(), Fmt::Hex);
+    let p = if generic {
+        p.num("trap_num", ii.device_id(), Fmt::Dec)
+    } else {
+        p.num("dev_id", ii.device_id(), Fmt::Hex)
+    };
+    let p = p
+        .text("qpn", qpn)
+        .num("resp_time_val", ii.resp_time_value(), Fmt::Hex);
+    if generic {
+        p.num("node_type", ii.vendor_id(), Fmt::HexUpper(6))
+    } else {
+        p.num("vendor_id", ii.vendor_id(), Fmt::HexUpper(6))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::zerocopy::FromBytes;
+
+    use super::*;
+
+    /// The record and text of conformance/vectors/pr-gettable-lids.mad.
+    #[test]
+    fn path_record_text_matches_saquery() {
+        let bytes: [u8; 64] = [
+            0, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 1, 0xfe,
+            0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 4, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0x80,
+            0xff, 0xff, 0, 0, 0x84, 0x83, 0x92, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let r = PathRecord::ref_from_bytes(&bytes[..]).unwrap();
+        let expected = "PathRecord dump:
+\t\tservice_id..............0x0000000000000000
+\t\tdgid....................fe80::10:1
+\t\tsgid....................fe80::10:4
+\t\tdlid....................1
+\t\tslid....................4
+\t\thop_flow_raw............0x0
+\t\ttclass..................0x0
+\t\tnum_path_revers.........0x80
+\t\tpkey....................0xFFFF
+\t\tqos_class...............0x0
+\t\tsl......................0x0
+\t\tmtu.....................0x84
+\t\trate....................0x83
+\t\tpkt_life................0x92
+\t\tpreference..............0x0
+\t\tresv2...................0x000000000000
+";
+        assert_eq!(path_record(r).to_text(), expected);
+        let json = path_record(r).to_json();
+        assert!(
+            json.starts_with("{\"record\":\"PathRecord\",\"service_id\":0,\"dgid\":\"fe80::10:1\""),
+            "{json}"
+        );
+        assert!(json.contains("\"mtu\":132"));
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    }
+}

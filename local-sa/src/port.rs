@@ -1,0 +1,400 @@
+//! Port facts from sysfs: which channel adapters and ports exist, their LID,
+//! LMC, SM LID and SL, GID, state and capability mask, and which umad
+//! device serves each. Read through libc so that the simulator's preload
+//! can redirect the paths (it serves a snapshot taken when the process
+//! first touches the device).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use mad_codec::Gid;
+
+use crate::sys::{list_dir, read_text};
+
+/// Where the kernel publishes channel adapters.
+pub const SYS_CLASS_INFINIBAND: &str = "/sys/class/infiniband";
+/// Where the kernel publishes umad devices.
+pub const SYS_CLASS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
+
+/// Logical port state (sysfs `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortState {
+    /// 1: Down.
+    Down,
+    /// 2: Initializing (no SM has configured it yet).
+    Init,
+    /// 3: Armed.
+    Armed,
+    /// 4: Active.
+    Active,
+    /// 5: ActiveDefer.
+    ActiveDefer,
+    /// Anything else.
+    Other(u8),
+}
+
+impl PortState {
+    fn from_code(code: u8) -> Self {
+        match code {
+            1 => Self::Down,
+            2 => Self::Init,
+            3 => Self::Armed,
+            4 => Self::Active,
+            5 => Self::ActiveDefer,
+            n => Self::Other(n),
+        }
+    }
+}
+
+/// What one port looks like right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortFacts {
+    /// Channel adapter name (`mlx5_0`, or `ibsim0` under the simulator).
+    pub ca: String,
+    /// Port number on the adapter.
+    pub port: u8,
+    /// Base LID.
+    pub lid: u16,
+    /// LID mask count: the port answers to `lid .. lid + 2^lmc`.
+    pub lmc: u8,
+    /// LID of the master SM (where the SA is).
+    pub sm_lid: u16,
+    /// SL to reach the SM.
+    pub sm_sl: u8,
+    /// GID index 0: subnet prefix and port GUID.
+    pub gid: Gid,
+    /// Logical state.
+    pub state: PortState,
+    /// PortInfo CapabilityMask.
+    pub cap_mask: u32,
+    /// `InfiniBand` or `Ethernet` (RoCE ports have no SA).
+    pub link_layer: String,
+    /// Index N of `/dev/infiniband/umadN` for this port, if there is one.
+    pub umad_index: Option<u32>,
+}
+
+impl PortFacts {
+    /// True for an active InfiniBand port with a LID.
+    pub fn is_usable(&self) -> bool {
+        self.state == PortState::Active && self.link_layer == "InfiniBand" && self.lid != 0
+    }
+
+    /// The umad device path, if the port has one.
+    pub fn umad_path(&self) -> Option<PathBuf> {
+        self.umad_index
+            .map(|n| PathBuf::from(format!("/dev/infiniband/umad{n}")))
+    }
+}
+
+impl fmt::Display for PortFacts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} port {} (LID {}, SM LID {}, GID {}, {:?})",
+            self.ca, self.port, self.lid, self.sm_lid, self.gid, self.state
+        )
+    }
+}
+
+/// Why no port could be used.
+#[derive(Debug)]
+pub enum PortError {
+    /// sysfs could not be read.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A sysfs file held something unexpected.
+    BadValue {
+        /// The path.
+        path: PathBuf,
+        /// What it held.
+        value: String,
+    },
+    /// No channel adapter port exists at all.
+    NoPorts,
+    /// The named adapter or port does not exist.
+    NotFound {
+        /// What was asked for.
+        wanted: String,
+        /// What exists.
+        available: Vec<String>,
+    },
+    /// Ports exist but none is an active InfiniBand port.
+    NoActivePort {
+        /// Every port seen, with its state.
+        seen: Vec<String>,
+    },
+    /// The port has no umad device (is `ib_umad` loaded?).
+    NoUmadDevice {
+        /// The port.
+        port: String,
+    },
+}
+
+impl fmt::Display for PortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::BadValue { path, value } => {
+                write!(f, "unexpected value {value:?} in {}", path.display())
+            }
+            Self::NoPorts => write!(
+                f,
+                "no InfiniBand ports in {SYS_CLASS_INFINIBAND} (is an HCA present and its driver loaded? \
+                 under the simulator, is LD_PRELOAD set?)"
+            ),
+            Self::NotFound { wanted, available } => {
+                write!(f, "no port {wanted}; available: {}", available.join(", "))
+            }
+            Self::NoActivePort { seen } => write!(
+                f,
+                "no active InfiniBand port (is a subnet manager running?); ports: {}",
+                seen.join("; ")
+            ),
+            Self::NoUmadDevice { port } => write!(
+                f,
+                "{port} has no umad device in {SYS_CLASS_INFINIBAND_MAD} (load the ib_umad module)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PortError {}
+
+/// A sysfs tree: the real one, or a copy for tests.
+#[derive(Debug, Clone)]
+pub struct Sysfs {
+    infiniband: PathBuf,
+    infiniband_mad: PathBuf,
+}
+
+impl Default for Sysfs {
+    fn default() -> Self {
+        Self::new(SYS_CLASS_INFINIBAND, SYS_CLASS_INFINIBAND_MAD)
+    }
+}
+
+impl Sysfs {
+    /// A tree rooted at the given `infiniband` and `infiniband_mad` class
+    /// directories.
+    pub fn new(infiniband: impl Into<PathBuf>, infiniband_mad: impl Into<PathBuf>) -> Self {
+        Self {
+            infiniband: infiniband.into(),
+            infiniband_mad: infiniband_mad.into(),
+        }
+    }
+
+    fn read(&self, path: &Path) -> Result<String, PortError> {
+        read_text(path)
+            .map(|s| s.trim().to_owned())
+            .map_err(|source| PortError::Io {
+                path: path.to_owned(),
+                source,
+            })
+    }
+
+    fn number(&self, path: &Path) -> Result<u64, PortError> {
+        let text = self.read(path)?;
+        // "0x4", "4", or "4: ACTIVE".
+        let head = text.split(':').next().unwrap_or("").trim();
+        let parsed = match head.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => head.parse().ok(),
+        };
+        parsed.ok_or(PortError::BadValue {
+            path: path.to_owned(),
+            value: text,
+        })
+    }
+
+    /// Every port of every channel adapter, in name order.
+    pub fn ports(&self) -> Result<Vec<PortFacts>, PortError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| PortError::Io { path, source }
+        };
+        let umads = self.umad_devices();
+        let mut all = Vec::new();
+        for ca in list_dir(&self.infiniband).map_err(io(&self.infiniband))? {
+            let ports_dir = self.infiniband.join(&ca).join("ports");
+            for port in list_dir(&ports_dir).map_err(io(&ports_dir))? {
+                let Ok(port) = port.parse::<u8>() else {
+                    continue;
+                };
+                all.push(self.port(&ca, port, &umads)?);
+            }
+        }
+        Ok(all)
+    }
+
+    /// `(umad index, ca, port)` for every umad device.
+    fn umad_devices(&self) -> Vec<(u32, String, u8)> {
+        let Ok(names) = list_dir(&self.infiniband_mad) else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|name| {
+                let index = name.strip_prefix("umad")?.parse().ok()?;
+                let dir = self.infiniband_mad.join(name);
+                let ca = self.read(&dir.join("ibdev")).ok()?;
+                let port = self.number(&dir.join("port")).ok()?;
+                Some((index, ca, u8::try_from(port).ok()?))
+            })
+            .collect()
+    }
+
+    fn port(
+        &self,
+        ca: &str,
+        port: u8,
+        umads: &[(u32, String, u8)],
+    ) -> Result<PortFacts, PortError> {
+        let dir = self
+            .infiniband
+            .join(ca)
+            .join("ports")
+            .join(port.to_string());
+        let gid_path = dir.join("gids/0");
+        let gid_text = self.read(&gid_path)?;
+        let gid = gid_text
+            .parse::<std::net::Ipv6Addr>()
+            .map(Gid::from)
+            .map_err(|_| PortError::BadValue {
+                path: gid_path,
+                value: gid_text,
+            })?;
+        let narrow = |v: u64, path: PathBuf| {
+            u16::try_from(v).map_err(|_| PortError::BadValue {
+                path,
+                value: v.to_string(),
+            })
+        };
+        Ok(PortFacts {
+            ca: ca.to_owned(),
+            port,
+            lid: narrow(self.number(&dir.join("lid"))?, dir.join("lid"))?,
+            lmc: self.number(&dir.join("lid_mask_count"))? as u8 & 0x7,
+            sm_lid: narrow(self.number(&dir.join("sm_lid"))?, dir.join("sm_lid"))?,
+            sm_sl: self.number(&dir.join("sm_sl"))? as u8 & 0xF,
+            gid,
+            state: PortState::from_code(self.number(&dir.join("state"))? as u8),
+            cap_mask: self.number(&dir.join("cap_mask"))? as u32,
+            // Older kernels and the simulator have no link_layer file.
+            link_layer: self
+                .read(&dir.join("link_layer"))
+                .unwrap_or_else(|_| "InfiniBand".into()),
+            umad_index: umads
+                .iter()
+                .find(|(_, c, p)| c == ca && *p == port)
+                .map(|(i, _, _)| *i),
+        })
+    }
+
+    /// The port to use: the one named (`ca`, and `port` on it), else the
+    /// first active InfiniBand port.
+    pub fn select(&self, ca: Option<&str>, port: Option<u8>) -> Result<PortFacts, PortError> {
+        let all = self.ports()?;
+        if all.is_empty() {
+            return Err(PortError::NoPorts);
+        }
+        let describe =
+            |p: &PortFacts| format!("{} port {} ({:?}, {})", p.ca, p.port, p.state, p.link_layer);
+        let chosen = if ca.is_some() || port.is_some() {
+            all.iter()
+                .find(|p| ca.is_none_or(|c| c == p.ca) && port.is_none_or(|n| n == p.port))
+                .ok_or_else(|| PortError::NotFound {
+                    wanted: format!(
+                        "{} port {}",
+                        ca.unwrap_or("(any)"),
+                        port.map_or("(any)".into(), |p| p.to_string())
+                    ),
+                    available: all.iter().map(describe).collect(),
+                })?
+        } else {
+            all.iter()
+                .find(|p| p.is_usable())
+                .ok_or_else(|| PortError::NoActivePort {
+                    seen: all.iter().map(describe).collect(),
+                })?
+        };
+        if chosen.umad_index.is_none() {
+            return Err(PortError::NoUmadDevice {
+                port: describe(chosen),
+            });
+        }
+        Ok(chosen.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    /// A sysfs tree as umad2sim writes it for one simulated port.
+    fn fake_tree(state: &str) -> (tempfile::TempDir, Sysfs) {
+        let t = tempfile::tempdir().unwrap();
+        let port = t.path().join("infiniband/ibsim0/ports/1");
+        fs::create_dir_all(port.join("gids")).unwrap();
+        for (file, value) in [
+            ("lid", "0x4"),
+            ("lid_mask_count", "0"),
+            ("sm_lid", "0x1"),
+            ("sm_sl", "0"),
+            ("state", state),
+            ("cap_mask", "0x0050c048"),
+            ("gids/0", "fe80:0000:0000:0000:0000:0000:0010:0004\n"),
+        ] {
+            fs::write(port.join(file), value).unwrap();
+        }
+        let umad = t.path().join("infiniband_mad/umad0");
+        fs::create_dir_all(&umad).unwrap();
+        fs::write(umad.join("ibdev"), "ibsim0\n").unwrap();
+        fs::write(umad.join("port"), "1\n").unwrap();
+        let sysfs = Sysfs::new(t.path().join("infiniband"), t.path().join("infiniband_mad"));
+        (t, sysfs)
+    }
+
+    #[test]
+    fn reads_a_simulated_port() {
+        let (_t, sysfs) = fake_tree("4: ACTIVE\n");
+        let p = sysfs.select(None, None).unwrap();
+        assert_eq!(
+            (p.ca.as_str(), p.port, p.lid, p.sm_lid, p.lmc),
+            ("ibsim0", 1, 4, 1, 0)
+        );
+        assert_eq!(p.gid, Gid::new(Gid::DEFAULT_PREFIX, 0x0010_0004));
+        assert_eq!(p.state, PortState::Active);
+        assert_eq!(p.cap_mask, 0x0050_c048);
+        assert_eq!(p.umad_path().unwrap(), Path::new("/dev/infiniband/umad0"));
+    }
+
+    #[test]
+    fn explains_why_no_port_is_usable() {
+        let (_t, sysfs) = fake_tree("2: INIT\n");
+        let err = sysfs.select(None, None).unwrap_err().to_string();
+        assert!(err.contains("no active InfiniBand port"), "{err}");
+        assert!(err.contains("ibsim0 port 1 (Init"), "{err}");
+        let err = sysfs.select(Some("mlx5_0"), None).unwrap_err().to_string();
+        assert!(
+            err.contains("no port mlx5_0") && err.contains("ibsim0"),
+            "{err}"
+        );
+        // Asking for the port by name works whatever its state.
+        assert_eq!(
+            sysfs.select(Some("ibsim0"), Some(1)).unwrap().state,
+            PortState::Init
+        );
+    }
+
+    #[test]
+    fn missing_tree_is_an_io_error() {
+        let sysfs = Sysfs::new("/nonexistent/infiniband", "/nonexistent/infiniband_mad");
+        assert!(matches!(sysfs.ports(), Err(PortError::Io { .. })));
+    }
+}

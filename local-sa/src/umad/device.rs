@@ -1,0 +1,249 @@
+//! One open `/dev/infiniband/umadN`: agent registration, and MADs written
+//! and read with the 64-byte user_mad header.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use mad_codec::{MAD_LEN, Method, MgmtClass};
+use zerocopy::IntoBytes;
+
+use super::abi::{
+    HeaderLayout, IB_USER_MAD_ENABLE_PKEY, IB_USER_MAD_REGISTER_AGENT,
+    IB_USER_MAD_UNREGISTER_AGENT, RegisterAgentRequest, USER_MAD_HEADER_LEN, UserMadHeader,
+};
+use super::address::MadAddress;
+use crate::sys::{Fd, ReadOutcome};
+
+/// The kernel's ID for a registered agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AgentId(pub u32);
+
+/// What an agent registers for.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// Management class.
+    pub class: MgmtClass,
+    /// Class version (2 for the SA).
+    pub class_version: u8,
+    /// Request methods to receive unsolicited. Empty: only responses to
+    /// this agent's own requests.
+    pub methods: Vec<Method>,
+    /// 0: RMPP segments pass through untouched (we do RMPP ourselves).
+    pub rmpp_version: u8,
+}
+
+impl AgentSpec {
+    /// An SA-class agent (class 3, version 2, no kernel RMPP) receiving
+    /// `methods`.
+    pub fn sa(methods: &[Method]) -> Self {
+        Self {
+            class: MgmtClass::SUBN_ADM,
+            class_version: MgmtClass::SA_CLASS_VERSION,
+            methods: methods.to_vec(),
+            rmpp_version: 0,
+        }
+    }
+}
+
+/// A MAD to send.
+#[derive(Debug, Clone)]
+pub struct OutgoingMad {
+    /// The agent sending it.
+    pub agent: AgentId,
+    /// Where it goes.
+    pub dest: MadAddress,
+    /// The MAD, at most 256 bytes (shorter ones are padded by the kernel).
+    pub mad: Bytes,
+    /// For requests: how long the kernel waits for the response (0 for
+    /// responses and sends that expect none). The kernel drops responses it
+    /// cannot match to a pending request, so requests need this.
+    pub timeout_ms: u32,
+    /// Kernel-level resends of a request.
+    pub retries: u32,
+}
+
+/// A MAD that arrived, or a request of ours that the kernel (or the
+/// simulator) gave back with an error status.
+#[derive(Debug, Clone)]
+pub struct IncomingMad {
+    /// The agent it was delivered to.
+    pub agent: AgentId,
+    /// 0, or an errno: ETIMEDOUT (110) when a request got no response in
+    /// time, or, under ibsim, when no process on the destination node
+    /// serves the class.
+    pub status: u32,
+    /// Where it came from.
+    pub source: MadAddress,
+    /// The MAD at the length it arrived.
+    pub mad: Bytes,
+}
+
+/// Largest read: the header and one MAD.
+const READ_LEN: usize = USER_MAD_HEADER_LEN + MAD_LEN;
+
+/// An open umad device.
+#[derive(Debug)]
+pub struct UmadDevice {
+    fd: Fd,
+    path: PathBuf,
+    layout: HeaderLayout,
+    agents: Mutex<Vec<AgentId>>,
+}
+
+impl UmadDevice {
+    /// Opens `path` (e.g. `/dev/infiniband/umad0`) and switches it to the
+    /// header with P_Key index, which must happen before any agent. Under
+    /// the simulator the legacy header is used instead (see
+    /// [`HeaderLayout::Legacy`]).
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let fd = Fd::open(path, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot open {}: {e} (need read/write access to the umad device)",
+                    path.display()
+                ),
+            )
+        })?;
+        fd.ioctl_none(IB_USER_MAD_ENABLE_PKEY).map_err(|e| {
+            io::Error::new(e.kind(), format!("ENABLE_PKEY on {}: {e}", path.display()))
+        })?;
+        let layout = HeaderLayout::for_this_process();
+        if layout == HeaderLayout::Legacy {
+            tracing::info!(device = %path.display(), "umad2sim preload: using the 56-byte user_mad header");
+        }
+        Ok(Self {
+            fd,
+            path: path.to_owned(),
+            layout,
+            agents: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The header layout in use.
+    pub fn header_layout(&self) -> HeaderLayout {
+        self.layout
+    }
+
+    /// The device path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Registers an agent. Fails with EBUSY on a port where another process
+    /// (an SM, another local-sa) already owns one of the methods.
+    pub fn register_agent(&self, spec: &AgentSpec) -> io::Result<AgentId> {
+        let mut req = RegisterAgentRequest {
+            qpn: 1,
+            mgmt_class: spec.class.0,
+            mgmt_class_version: spec.class_version,
+            rmpp_version: spec.rmpp_version,
+            ..RegisterAgentRequest::default()
+        };
+        for m in &spec.methods {
+            req.add_method(m.0);
+        }
+        self.fd
+            .ioctl_inout(IB_USER_MAD_REGISTER_AGENT, &mut req)
+            .map_err(|e| {
+                let hint = if e.raw_os_error() == Some(libc::EBUSY) {
+                    " (another agent on this port already receives these methods)"
+                } else {
+                    ""
+                };
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "registering a class {} agent on {}: {e}{hint}",
+                        spec.class,
+                        self.path.display()
+                    ),
+                )
+            })?;
+        let id = AgentId(req.id);
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id);
+        Ok(id)
+    }
+
+    /// Unregisters an agent (closing the device also does).
+    pub fn unregister_agent(&self, id: AgentId) -> io::Result<()> {
+        self.fd.ioctl_u32(IB_USER_MAD_UNREGISTER_AGENT, id.0)?;
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|a| *a != id);
+        Ok(())
+    }
+
+    /// Writes one MAD.
+    pub fn send(&self, out: &OutgoingMad) -> io::Result<()> {
+        if out.mad.len() > MAD_LEN {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a {}-byte MAD does not fit one packet; send it through RMPP",
+                    out.mad.len()
+                ),
+            ));
+        }
+        let mut h = UserMadHeader::default();
+        h.agent_id.set(out.agent.0);
+        h.timeout_ms.set(out.timeout_ms);
+        h.retries.set(out.retries);
+        out.dest.write_into(&mut h);
+        let header_len = self.layout.header_len();
+        let mut buf = Vec::with_capacity(header_len + out.mad.len());
+        buf.extend_from_slice(&h.as_bytes()[..header_len]);
+        buf.extend_from_slice(&out.mad);
+        let n = self.fd.write(&buf)?;
+        if n != buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short umad write: {n} of {}", buf.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads one MAD if one is waiting.
+    pub fn recv(&self) -> io::Result<Option<IncomingMad>> {
+        let mut buf = [0u8; READ_LEN];
+        let n = match self.fd.read(&mut buf)? {
+            ReadOutcome::WouldBlock => return Ok(None),
+            ReadOutcome::Data(n) => n,
+        };
+        let header_len = self.layout.header_len();
+        if n < header_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("short umad read: {n} bytes"),
+            ));
+        }
+        // A legacy header is the P_Key header without its last 8 bytes
+        // (pkey_index and reserved), which stay zero here.
+        let mut header = [0u8; USER_MAD_HEADER_LEN];
+        header[..header_len].copy_from_slice(&buf[..header_len]);
+        let h: UserMadHeader = zerocopy::transmute!(header);
+        let rest = &buf[header_len..n];
+        // `length` counts the header too; trust it only within what we read.
+        let mad_len = (h.length.get() as usize)
+            .saturating_sub(header_len)
+            .min(rest.len());
+        Ok(Some(IncomingMad {
+            agent: AgentId(h.agent_id.get()),
+            status: h.status.get(),
+            source: MadAddress::read_from(&h),
+            mad: Bytes::copy_from_slice(&rest[..mad_len]),
+        }))
+    }
+
+    /// Waits up to `timeout_ms` for a MAD to read.
+    pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
+        self.fd.poll_readable(timeout_ms)
+    }
+}

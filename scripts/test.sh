@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every check: installs what is missing, then formatting, lints, the whole
+# test suite (unit tests, golden vectors, fuzz-corpus replay, and the tests
+# against OpenSM and saquery on simulated fabrics), benchmarks compiled, and
+# a short fuzzing smoke run of every target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-debian.sh --fuzz
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo test"
+cargo test --workspace --quiet
+echo "== benchmarks compile"
+cargo bench --workspace --no-run --quiet
+echo "== fuzz targets: ${FUZZ_SECONDS:=15}s each"
+fuzz/run.sh "$FUZZ_SECONDS"
+echo "== leftover simulator processes"
+if pgrep -x ibsim >/dev/null || pgrep -x opensm >/dev/null; then
+  echo "the tests left ibsim or opensm running:" >&2
+  pgrep -a -x ibsim >&2 || true
+  pgrep -a -x opensm >&2 || true
+  exit 1
+fi
+echo "all checks passed"
