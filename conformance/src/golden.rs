@@ -75,7 +75,10 @@ impl Vector {
         let finish = |v: &mut Self, cur: Option<(String, String)>| -> Result<(), String> {
             if let Some((section, body)) = cur {
                 let content = if MAD_SECTIONS.contains(&section.as_str()) {
-                    Section::Mad(parse_hex(&body).map_err(|e| format!("{name} [{section}]: {e}"))?)
+                    Section::Mad(
+                        mad_codec::hex::parse(&body)
+                            .map_err(|e| format!("{name} [{section}]: {e}"))?,
+                    )
                 } else {
                     Section::Text(body.trim_end().to_owned())
                 };
@@ -107,41 +110,13 @@ impl Vector {
         for (name, section) in &self.sections {
             let _ = writeln!(out, "\n[{name}]");
             match section {
-                Section::Mad(bytes) => out.push_str(&format_hex(bytes)),
+                Section::Mad(bytes) => out.push_str(&mad_codec::hex::dump(bytes)),
                 Section::Text(t) => out.push_str(t.trim_end()),
             }
             out.push('\n');
         }
         out
     }
-}
-
-/// `saquery -d -d` layout: 16 bytes a line, in 16-bit groups.
-pub fn format_hex(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for line in bytes.chunks(16) {
-        let groups: Vec<String> = line
-            .chunks(2)
-            .map(|g| g.iter().map(|b| format!("{b:02x}")).collect())
-            .collect();
-        let _ = writeln!(out, "{}", groups.join(" "));
-    }
-    out.trim_end().to_owned()
-}
-
-/// Hex digits in any grouping; whitespace is ignored.
-pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
-    }
-    digits
-        .chunks(2)
-        .map(|pair| {
-            let s = std::str::from_utf8(pair).map_err(|e| e.to_string())?;
-            u8::from_str_radix(s, 16).map_err(|_| format!("not hex: {s:?}"))
-        })
-        .collect()
 }
 
 /// Where the committed vectors live.
@@ -196,6 +171,5 @@ mod tests {
         let again = Vector::parse("x", &v.to_text()).unwrap();
         assert_eq!(again, v);
         assert_eq!(again.meta("title"), Some("a: b"));
-        assert!(format_hex(&[1, 2, 3]).starts_with("0102 03"));
     }
 }

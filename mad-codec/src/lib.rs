@@ -49,6 +49,7 @@ pub mod codes;
 mod error;
 pub mod fuzzing;
 pub mod header;
+pub mod hex;
 pub mod records;
 pub mod rmpp;
 mod sa_mad;

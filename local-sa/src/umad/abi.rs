@@ -163,9 +163,14 @@ mod tests {
         let b = h.as_bytes();
         assert_eq!(&b[28..30], &[0x12, 0x34], "lid at 28, big-endian");
         assert_eq!(
-            b[58..60],
+            b[56..58],
             1u16.to_ne_bytes(),
-            "pkey_index at 58, host order"
+            "pkey_index at 56, host order"
+        );
+        assert_eq!(
+            HeaderLayout::Legacy.header_len(),
+            56,
+            "the legacy header ends where pkey_index starts"
         );
     }
 }

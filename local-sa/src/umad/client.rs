@@ -187,18 +187,7 @@ impl MadClient {
 
     /// Sends a MAD that expects no answer (a response, a ReportResp, ...).
     pub async fn send(&self, dest: MadAddress, mad: Bytes) -> Result<(), RequestError> {
-        let out = OutgoingMad {
-            agent: self.inner.agent,
-            dest,
-            mad,
-            timeout_ms: 0,
-            retries: 0,
-        };
-        self.inner
-            .outgoing
-            .send(out)
-            .await
-            .map_err(|_| RequestError::Closed)
+        self.put(dest, mad, None).await
     }
 
     /// Sends `request` (a whole MAD; longer than 256 bytes goes as RMPP) to

@@ -98,8 +98,8 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     transport.shutdown();
     let response = result.map_err(|e| Failure::new(4, format!("SA at LID {sa_lid}: {e}")))?;
     if cli.debug > 0 {
-        println!("SA Request:\n{}", hex_dump(&request));
-        println!("SA Response:\n{}", hex_dump(&response.mad));
+        println!("SA Request:\n{}", mad_codec::hex::dump(&request));
+        println!("SA Response:\n{}", mad_codec::hex::dump(&response.mad));
     }
     print_answer(cli, &query, &response)
 }
@@ -191,17 +191,4 @@ fn records<'a, T: SaRecord>(
         all.len()
     };
     Ok(all.take(whole).collect())
-}
-
-fn hex_dump(bytes: &[u8]) -> String {
-    bytes
-        .chunks(16)
-        .map(|line| {
-            line.chunks(2)
-                .map(|g| g.iter().map(|b| format!("{b:02x}")).collect::<String>())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
