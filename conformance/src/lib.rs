@@ -25,5 +25,5 @@ pub mod topology;
 pub use fabric::{
     Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
 };
-pub use tools::preload_library;
+pub use tools::{preload_library, sibling_binary};
 pub use topology::Topology;

@@ -10,34 +10,53 @@ pub struct MadDump {
     pub response: Option<Vec<u8>>,
 }
 
-/// Extracts the `SA Request:` / `SA Response:` hex dumps from saquery's
-/// `-d -d` output.
+/// Extracts the first `SA Request:` / `SA Response:` hex dumps from
+/// saquery's (or lsaquery's) `-d -d` output.
 pub fn parse_mad_dump(output: &str) -> Option<MadDump> {
-    let request = hex_block_after(output, "SA Request:")?;
-    let response = hex_block_after(output, "SA Response:");
-    Some(MadDump { request, response })
+    let blocks = mad_blocks(output);
+    let find = |label: &str| {
+        blocks
+            .iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, b)| b.clone())
+    };
+    Some(MadDump {
+        request: find("SA Request")?,
+        response: find("SA Response"),
+    })
 }
 
-/// The hex lines (groups of four hex digits) right after `label`.
-fn hex_block_after(text: &str, label: &str) -> Option<Vec<u8>> {
-    let mut lines = text.lines().skip_while(|l| l.trim() != label);
-    lines.next()?;
-    let mut bytes = Vec::new();
-    for line in lines {
-        let groups: Vec<&str> = line.split_whitespace().collect();
-        let is_hex = !groups.is_empty()
-            && groups
-                .iter()
-                .all(|g| g.len() == 4 && g.chars().all(|c| c.is_ascii_hexdigit()));
-        if !is_hex {
-            break;
+/// True for a line of hex groups, as MAD dumps are printed (groups of two
+/// bytes, the last of an odd-length dump one byte).
+pub fn is_hex_line(line: &str) -> bool {
+    let groups: Vec<&str> = line.split_whitespace().collect();
+    !groups.is_empty()
+        && groups
+            .iter()
+            .all(|g| (g.len() == 4 || g.len() == 2) && g.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Every hex dump in `output`, in order, with the label of the line before
+/// it (`SA Request`, `SA Response`, `SA Report`, ...).
+pub fn mad_blocks(output: &str) -> Vec<(String, Vec<u8>)> {
+    let mut blocks = Vec::new();
+    let mut lines = output.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(label) = line.trim().strip_suffix(':') else {
+            continue;
+        };
+        let mut hex = String::new();
+        while let Some(next) = lines.next_if(|l| is_hex_line(l)) {
+            hex.push_str(next);
+            hex.push(' ');
         }
-        for g in groups {
-            let word = u16::from_str_radix(g, 16).ok()?;
-            bytes.extend_from_slice(&word.to_be_bytes());
+        if let Ok(bytes) = mad_codec::hex::parse(&hex) {
+            if !bytes.is_empty() {
+                blocks.push((label.trim().to_owned(), bytes));
+            }
         }
     }
-    (!bytes.is_empty()).then_some(bytes)
+    blocks
 }
 
 /// One record as saquery prints it: a heading line (`PathRecord dump:`)

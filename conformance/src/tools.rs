@@ -26,3 +26,18 @@ pub fn preload_library() -> Option<PathBuf> {
         .map(|e| e.path().join("umad2sim/libumad2sim.so"))
         .find(|p| p.is_file())
 }
+
+/// A binary built into the same target directory as the running one (how
+/// the demo and the capture tool find lsaquery).
+pub fn sibling_binary(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = exe.with_file_name(name);
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} not found: build it first (cargo build -p local-sa --bins)",
+            path.display()
+        ))
+    }
+}

@@ -13,9 +13,10 @@ use mad_codec::header::{RmppFlags, SaMadHeader};
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ClassPortInfo, ClassPortInfoRepr, ComponentMask, Gid, InformInfoRecord, MadHeader,
-    MadStatus, McMemberRecord, McMemberRecordRepr, Method, MgmtClass, Mtu, NodeRecord, PathRecord,
-    PathRecordRepr, Rate, SaMad, SaMadBuilder, Selector, ServiceRecord,
+    AttributeId, ClassPortInfo, ClassPortInfoRepr, ComponentMask, Gid, InformInfo,
+    InformInfoRecord, InformInfoRepr, JoinState, MadHeader, MadStatus, McMemberRecord,
+    McMemberRecordRepr, Method, MgmtClass, Mtu, NodeRecord, Notice, NoticeRepr, PathRecord,
+    PathRecordRepr, Rate, SaMad, SaMadBuilder, Selector, ServiceRecord, TrapDetails,
 };
 
 fn vector(name: &str) -> Vector {
@@ -94,12 +95,13 @@ fn assert_header_reemits(v: &Vector, mad: &SaMad<'_>) {
     );
 }
 
-/// The response answers the request: same TID, attribute and modifier, the
-/// response method, SM_Key 0.
+/// The response answers the request: same TID (its low 32 bits: the
+/// kernel or the simulator owns the upper ones), attribute and modifier,
+/// the response method, SM_Key 0.
 fn assert_answers(v: &Vector, req: &SaMad<'_>, resp: &SaMad<'_>) {
     assert_eq!(
-        resp.mad().transaction_id(),
-        req.mad().transaction_id(),
+        resp.mad().transaction_id_low(),
+        req.mad().transaction_id_low(),
         "{}",
         v.name
     );
@@ -292,8 +294,14 @@ fn assert_mc_group_matches(r: &McMemberRecord, p: &PrintedRecord) {
 #[test]
 fn every_vector_is_a_valid_sa_exchange() {
     let all = golden::load_all().unwrap();
-    assert!(all.len() >= 13, "vectors missing: {}", all.len());
+    assert!(all.len() >= 35, "vectors missing: {}", all.len());
     for v in &all {
+        if let Some(mad) = v.mad("mad") {
+            // An unsolicited MAD (a Report): no request to answer.
+            let m = SaMad::parse_checked(mad).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            assert_header_reemits(v, &m);
+            continue;
+        }
         let req = request(v);
         assert_eq!(req.mad().mgmt_class(), MgmtClass::SUBN_ADM);
         assert_eq!(req.mad().class_version(), 2);
@@ -628,4 +636,326 @@ fn empty_inform_info_and_service_tables() {
 fn printed_numbers_parse_as_saquery_writes_them() {
     assert_eq!(parse_number("0xC000"), Some(0xC000));
     assert_eq!(parse_number("12"), Some(12));
+}
+
+// ---- Vectors captured with lsaquery: Get, registrations, Reports -------
+
+#[test]
+fn path_record_get() {
+    let v = vector("pr-get-lids");
+    let req = request(&v);
+    assert_eq!(req.mad().method(), Method::GET);
+    assert_eq!(
+        req.sa().component_mask(),
+        pr::SLID | pr::DLID | pr::NUMB_PATH
+    );
+    let resp = response(&v);
+    assert_eq!(
+        (resp.mad().method(), resp.mad().status()),
+        (Method::GET_RESP, MadStatus::OK)
+    );
+    assert_eq!(resp.sa().attribute_offset(), 8);
+    assert!(!resp.rmpp().is_active(), "a Get answer is a plain MAD");
+    let r = resp.record::<PathRecord>().unwrap();
+    let q = req.record::<PathRecord>().unwrap();
+    assert_eq!((r.slid(), r.dlid()), (q.slid(), q.dlid()));
+    assert!(r.reversible());
+    let rebuilt = SaMadBuilder::new(*resp.header())
+        .record(&PathRecordRepr::parse(r).to_wire())
+        .into_bytes();
+    assert_eq!(
+        &rebuilt[..],
+        v.mad("response").unwrap(),
+        "a Get answer is exactly 56 + 64 bytes"
+    );
+}
+
+/// An error answer to a Get: GetResp with the status, the request's
+/// headers and record echoed (AttributeOffset included).
+fn assert_get_error(name: &str, status: MadStatus) {
+    let v = vector(name);
+    let req = request(&v);
+    let resp = response(&v);
+    assert_eq!(resp.mad().method(), Method::GET_RESP);
+    assert_eq!(resp.mad().status(), status, "{name}");
+    let mut expected = *req.header();
+    expected.mad.set_method(Method::GET_RESP);
+    expected.mad.set_status(status);
+    expected.mad.set_transaction_id(resp.mad().transaction_id());
+    let rebuilt = SaMadBuilder::new(expected)
+        .data(&req.data()[..PathRecord::LEN])
+        .into_bytes();
+    assert_eq!(
+        &rebuilt[..],
+        &v.mad("response").unwrap()[..rebuilt.len()],
+        "{name}"
+    );
+}
+
+#[test]
+fn path_record_get_errors() {
+    assert_get_error("pr-get-no-records", MadStatus::ERR_NO_RECORDS);
+    assert_eq!(
+        request(&vector("pr-get-no-records"))
+            .record::<PathRecord>()
+            .unwrap()
+            .dlid(),
+        999
+    );
+    assert_get_error(
+        "pr-get-one-service-id-bit",
+        MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS,
+    );
+    assert_eq!(
+        request(&vector("pr-get-one-service-id-bit"))
+            .sa()
+            .component_mask(),
+        pr::SERVICE_ID_MSB
+    );
+}
+
+fn affected_gid(v: &Vector) -> Gid {
+    v.meta("affected-gid")
+        .and_then(|g| g.parse().ok())
+        .expect("affected-gid in the capture note")
+}
+
+#[test]
+fn inform_info_subscribe_and_unsubscribe() {
+    for trap in [64u16, 65, 66, 67] {
+        for (kind, subscribe) in [("subscribe", 1), ("unsubscribe", 0)] {
+            let v = vector(&format!("informinfo-set-{kind}-{trap}"));
+            let req = request(&v);
+            assert_eq!(
+                (req.mad().method(), req.mad().attribute_id()),
+                (Method::SET, AttributeId::INFORM_INFO)
+            );
+            let ii = InformInfoRepr::parse(req.record::<InformInfo>().unwrap());
+            assert_eq!(
+                (ii.trap_number, ii.subscribe, ii.is_generic),
+                (trap, subscribe, 1)
+            );
+            assert_eq!(
+                (ii.lid_range_begin, ii.notice_type, ii.producer_type),
+                (0xFFFF, 0xFFFF, 0xFF_FFFF)
+            );
+            assert_eq!(
+                (ii.qpn, ii.resp_time_value),
+                (1, 19),
+                "an unsubscribe repeats these exactly"
+            );
+            let resp = response(&v);
+            assert_eq!(
+                (resp.mad().method(), resp.mad().status()),
+                (Method::GET_RESP, MadStatus::OK),
+                "{}",
+                v.name
+            );
+            assert_eq!(resp.sa().attribute_offset(), 4, "OpenSM rounds 36 / 8 down");
+            let answered = resp.record::<InformInfo>().unwrap();
+            assert_eq!(
+                answered,
+                req.record::<InformInfo>().unwrap(),
+                "the request's InformInfo comes back"
+            );
+            let rebuilt = SaMadBuilder::new(*resp.header())
+                .data(ii.to_wire().as_bytes())
+                .into_bytes();
+            assert_eq!(&rebuilt[..], v.mad("response").unwrap(), "{}", v.name);
+        }
+    }
+}
+
+#[test]
+fn reports_of_traps_64_to_67() {
+    let sm_gid = Gid::new(Gid::DEFAULT_PREFIX, 0x0010_0001);
+    for trap in [64u16, 65, 66, 67] {
+        let v = vector(&format!("report-trap-{trap}"));
+        let m = SaMad::parse_checked(v.mad("mad").unwrap()).unwrap();
+        assert_eq!(
+            (m.mad().method(), m.mad().attribute_id()),
+            (Method::REPORT, AttributeId::NOTICE)
+        );
+        assert_eq!(
+            m.mad().transaction_id_low() & 0xFFFF_F000,
+            0x02DA_B000,
+            "OpenSM's Report TID counter"
+        );
+        let n = m.record::<Notice>().unwrap();
+        let repr = NoticeRepr::parse(n);
+        assert!(repr.is_generic);
+        assert_eq!(
+            repr.notice_type,
+            mad_codec::codes::NoticeType::SUBNET_MANAGEMENT
+        );
+        assert_eq!(
+            repr.producer_type,
+            mad_codec::codes::ProducerType::CLASS_MANAGER.0
+        );
+        assert_eq!(repr.trap_number, trap);
+        assert_eq!(repr.issuer_lid, 1, "the SM issues traps 64-67");
+        assert_eq!(repr.issuer_gid, sm_gid);
+        let gid = affected_gid(&v);
+        let expected = match trap {
+            64 => TrapDetails::GidInService { gid },
+            65 => TrapDetails::GidOutOfService { gid },
+            66 => TrapDetails::McGroupCreated { mgid: gid },
+            _ => TrapDetails::McGroupDeleted { mgid: gid },
+        };
+        assert_eq!(repr.details(), expected, "{}", v.name);
+        // Byte for byte, uninitialised reserved bytes included.
+        assert_eq!(repr.to_wire().as_bytes(), n.as_bytes(), "{}", v.name);
+    }
+}
+
+fn assert_inform_info_record_matches(r: &InformInfoRecord, p: &PrintedRecord) {
+    let ii = r.inform_info();
+    assert_eq!(p.heading, "InformInfoRecord dump");
+    assert_eq!(gid(p, "SubscriberGID"), r.subscriber_gid());
+    assert_eq!(num(p, "SubscriberEnum"), u64::from(r.enumeration()));
+    assert_eq!(gid(p, "gid"), ii.gid());
+    assert_eq!(num(p, "lid_range_begin"), u64::from(ii.lid_range_begin()));
+    assert_eq!(num(p, "lid_range_end"), u64::from(ii.lid_range_end()));
+    assert_eq!(num(p, "is_generic"), u64::from(ii.is_generic()));
+    assert_eq!(num(p, "subscribe"), u64::from(ii.subscribe()));
+    assert_eq!(num(p, "trap_type"), u64::from(ii.notice_type()));
+    assert_eq!(num(p, "trap_num"), u64::from(ii.device_id()));
+    assert_eq!(num(p, "resp_time_val"), u64::from(ii.resp_time_value()));
+    assert_eq!(num(p, "node_type"), u64::from(ii.vendor_id()));
+}
+
+#[test]
+fn inform_info_records_of_live_subscriptions() {
+    for (name, qpn) in [
+        ("iir-gettable-subscribed", 0),
+        ("iir-gettable-subscribed-trusted", 1),
+    ] {
+        let v = vector(name);
+        let resp = response(&v);
+        assert_eq!(
+            resp.sa().attribute_offset(),
+            8,
+            "60-byte records at a 64-byte stride"
+        );
+        let records: Vec<InformInfoRecord> = whole_records::<InformInfoRecord>(&v, &resp)
+            .into_iter()
+            .copied()
+            .collect();
+        assert_eq!(records.len(), 2, "{name}");
+        let printed = printed(&v);
+        for (r, p) in records.iter().zip(&printed) {
+            assert_inform_info_record_matches(r, p);
+            assert_eq!(
+                r.inform_info().qpn(),
+                qpn,
+                "{name}: QPN shown only to a trusted query"
+            );
+        }
+        let traps: Vec<u16> = records
+            .iter()
+            .map(|r| r.inform_info().device_id())
+            .collect();
+        assert_eq!(traps, [64, 65]);
+        assert_table_reemits(&v, &resp, &records);
+    }
+}
+
+#[test]
+fn multicast_group_life() {
+    // Create with an SA-assigned MGID.
+    let v = vector("mcmr-set-create");
+    let req = request(&v);
+    assert_eq!(
+        req.sa().component_mask(),
+        mad_codec::attr::mc_member_record::mask::CREATE
+    );
+    let q = req.record::<McMemberRecord>().unwrap();
+    assert!(q.mgid().is_zero());
+    assert_eq!(q.join_state(), JoinState::FULL_MEMBER);
+    let resp = response(&v);
+    assert_eq!(
+        (resp.mad().method(), resp.mad().status()),
+        (Method::GET_RESP, MadStatus::OK)
+    );
+    let g = resp.record::<McMemberRecord>().unwrap();
+    assert_eq!(
+        g.mgid().to_string(),
+        "ff12:a01b:fe80::",
+        "OpenSM's first allocated MGID"
+    );
+    assert_eq!(g.mlid(), 0xC001, "the first MLID after the IPoIB group's");
+    assert_eq!(g.port_gid(), q.port_gid());
+    assert_eq!(g.join_state(), JoinState::FULL_MEMBER);
+    assert_eq!(
+        (g.mtu_selector(), g.rate_selector()),
+        (Selector::Exactly, Selector::Exactly)
+    );
+    assert_eq!(
+        McMemberRecordRepr::parse(g).to_wire().as_bytes(),
+        g.as_bytes()
+    );
+    assert_eq!(
+        vector("report-trap-66").meta("affected-gid"),
+        Some("ff12:a01b:fe80::")
+    );
+
+    // The same port adds NonMember: OpenSM ORs the states.
+    let resp_bytes = vector("mcmr-set-add-non-member");
+    let added = response(&resp_bytes)
+        .record::<McMemberRecord>()
+        .copied()
+        .unwrap();
+    assert_eq!(
+        request(&resp_bytes)
+            .record::<McMemberRecord>()
+            .unwrap()
+            .join_state(),
+        JoinState::NON_MEMBER
+    );
+    assert_eq!(
+        added.join_state(),
+        JoinState::FULL_MEMBER | JoinState::NON_MEMBER
+    );
+
+    // A trusted query shows the member and its state.
+    let v = vector("mcmr-gettable-trusted-members");
+    let resp = response(&v);
+    let members = whole_records::<McMemberRecord>(&v, &resp);
+    assert_eq!(members.len(), 1);
+    let p = &printed(&v)[0];
+    assert_eq!(p.heading, "MCMemberRecord member dump");
+    assert_eq!(gid(p, "MGID"), members[0].mgid());
+    assert_eq!(num(p, "Mlid"), u64::from(members[0].mlid()));
+    assert_eq!(gid(p, "PortGid"), members[0].port_gid());
+    assert_eq!(
+        num(p, "ScopeState"),
+        u64::from(members[0].scope()) << 4 | u64::from(members[0].join_state().0)
+    );
+    assert_eq!(members[0].join_state(), JoinState(3));
+
+    // Leaving NonMember leaves FullMember; the answer is the request with
+    // the remaining state and selectors 2, not the group's parameters.
+    for (name, left, remaining) in [("mcmr-delete-partial", 2, 1), ("mcmr-delete-last", 1, 0)] {
+        let v = vector(name);
+        let req = request(&v);
+        assert_eq!(req.mad().method(), Method::DELETE);
+        assert_eq!(
+            req.record::<McMemberRecord>().unwrap().join_state(),
+            JoinState(left)
+        );
+        let resp = response(&v);
+        assert_eq!(
+            (resp.mad().method(), resp.mad().status()),
+            (Method::DELETE_RESP, MadStatus::OK),
+            "{name}"
+        );
+        let r = resp.record::<McMemberRecord>().unwrap();
+        assert_eq!(r.join_state(), JoinState(remaining), "{name}");
+        assert_eq!(r.mlid(), 0, "{name}: group parameters are not filled in");
+        assert_eq!(r.as_bytes()[38], 0x80, "{name}: MTU selector forced to 2");
+    }
+    assert_eq!(
+        vector("report-trap-67").meta("affected-gid"),
+        Some("ff12:a01b:fe80::")
+    );
 }

@@ -4,7 +4,6 @@
 //!
 //! Run it with `scripts/demo.sh`, which installs what it needs first.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -21,26 +20,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// lsaquery is built next to this binary (same target directory).
-fn lsaquery() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name("lsaquery");
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} not found: build it first (cargo build -p local-sa --bins)",
-            path.display()
-        ))
-    }
-}
-
 fn section(title: &str) {
     println!("\n=== {title}");
 }
 
 fn run() -> Result<(), String> {
-    let lsaquery = lsaquery()?;
+    let lsaquery = conformance::sibling_binary("lsaquery")?;
     let topology = Topology::fat_tree(10, 10, 4);
     section(&format!(
         "Simulated fabric: {} hosts, {} switches (two-level fat tree), OpenSM on h1",

@@ -113,6 +113,8 @@ impl std::error::Error for RequestError {}
 /// An answer.
 #[derive(Debug, Clone)]
 pub struct Response {
+    /// The request as it was sent, TransactionID included.
+    pub request: Bytes,
     /// Who answered.
     pub source: MadAddress,
     /// The whole answer: one MAD, or a reassembled RMPP transfer.
@@ -190,8 +192,9 @@ impl MadClient {
         self.put(dest, mad, None).await
     }
 
-    /// Sends `request` (a whole MAD; longer than 256 bytes goes as RMPP) to
-    /// `dest` under a fresh TransactionID and returns the answer.
+    /// Sends `request` (a MAD, padded to 256 bytes if shorter; longer than
+    /// 256 bytes goes as RMPP) to `dest` under a fresh TransactionID and
+    /// returns the answer.
     pub async fn request(
         &self,
         dest: MadAddress,
@@ -200,6 +203,11 @@ impl MadClient {
     ) -> Result<Response, RequestError> {
         let tid = self.inner.next_tid.fetch_add(1, Ordering::Relaxed);
         let mut mad = BytesMut::from(request);
+        if mad.len() < MAD_LEN {
+            // A request is a whole MAD, as libibumad clients send it; only
+            // responses carry their exact length.
+            mad.resize(MAD_LEN, 0);
+        }
         if let Ok((h, _)) = MadHeader::mut_from_prefix(&mut mad[..]) {
             h.set_transaction_id(u64::from(tid));
         }
@@ -265,7 +273,7 @@ impl MadClient {
                         dest_lid: dest.lid,
                     });
                 }
-                Some(reply) => return self.answer(reply, mailbox, opts).await,
+                Some(reply) => return self.answer(mad, reply, mailbox, opts).await,
                 None => trace!(attempt, "request timed out"),
             }
         }
@@ -279,6 +287,7 @@ impl MadClient {
     /// first segment of an RMPP transfer.
     async fn answer(
         &self,
+        request: Bytes,
         first: IncomingMad,
         mailbox: &Receiver<IncomingMad>,
         opts: &RequestOptions,
@@ -288,6 +297,7 @@ impl MadClient {
         });
         if !is_rmpp_data {
             return Ok(Response {
+                request,
                 source: first.source,
                 mad: first.mad,
                 segments: 1,
@@ -308,6 +318,7 @@ impl MadClient {
             }
             if let Some(msg) = receiver.take_message() {
                 return Ok(Response {
+                    request,
                     source,
                     mad: msg,
                     segments,
@@ -386,7 +397,7 @@ impl MadClient {
                         sender.handle_control(Instant::now(), &m.mad);
                     } else {
                         // The answer came before the last ACK: take it.
-                        return self.answer(m, mailbox, opts).await;
+                        return self.answer(mad, m, mailbox, opts).await;
                     }
                 }
                 None => sender.handle_timeout(Instant::now()),
@@ -397,7 +408,7 @@ impl MadClient {
                 status: m.status,
                 dest_lid: dest.lid,
             }),
-            Some(m) => self.answer(m, mailbox, opts).await,
+            Some(m) => self.answer(mad, m, mailbox, opts).await,
             None => Err(RequestError::Timeout {
                 attempts: 1,
                 per_attempt: opts.timeout,

@@ -23,6 +23,10 @@ QUERIES (saquery names and aliases):
   InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
   -g                         multicast groups
 
+REGISTRATIONS (sent as MADs to the SA):
+  --subscribe TRAP           InformInfo subscription; prints each Notice
+  --join MGID, --leave MGID  MCMemberRecord Set / Delete for this port
+
 Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
 whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
 value in bits 5..0; e.g. -M 0x84 is \"MTU exactly 2048\".
@@ -33,6 +37,8 @@ EXAMPLES:
   lsaquery -p --slid 4 -n 1 --json       one path from LID 4, as JSON
   lsaquery NR 1 --method get             NodeRecord Get for LID 1
   lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7 instead
+  lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
+  lsaquery --join :: --create -J 1       create a group with an SA-assigned MGID
 
 EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
@@ -137,6 +143,35 @@ pub(crate) struct Cli {
     /// ServiceID (PathRecord).
     #[arg(long = "service_id", value_parser = number::<u64>)]
     pub(crate) service_id: Option<u64>,
+    /// Send this component mask instead of the one the options imply (to
+    /// probe how an SA handles incomplete or odd masks).
+    #[arg(long = "comp-mask", value_parser = number::<u64>, value_name = "MASK")]
+    pub(crate) comp_mask: Option<u64>,
+
+    /// Subscribe to notices with this trap number (or "all"), print every
+    /// Report until --count, --duration or Ctrl-C, then unsubscribe. Needs
+    /// the SA to reach this node (under ibsim: SIM_SET_ISSM=1).
+    #[arg(long, value_name = "TRAP")]
+    pub(crate) subscribe: Option<String>,
+    /// With --subscribe: stop after this many notices.
+    #[arg(long)]
+    pub(crate) count: Option<u64>,
+    /// With --subscribe: stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<u64>,
+    /// Join the multicast group MGID ("::" asks the SA to assign one) with
+    /// --join_state (default 1, full member) and this port's GID.
+    #[arg(long, value_name = "MGID")]
+    pub(crate) join: Option<Gid>,
+    /// With --join: create the group if it does not exist, filling Q_Key,
+    /// P_Key, TClass, FlowLabel and SL the options leave out with 0, 0xFFFF,
+    /// 0, 0 and 0 (an SA-assigned MGID always creates).
+    #[arg(long)]
+    pub(crate) create: bool,
+    /// Leave the multicast group MGID (the --join_state bits, default 1).
+    #[arg(long, value_name = "MGID")]
+    pub(crate) leave: Option<Gid>,
+
     /// SM_Key to send (0, the default, is an untrusted query).
     #[arg(long, value_parser = number::<u64>, default_value = "0")]
     pub(crate) smkey: u64,

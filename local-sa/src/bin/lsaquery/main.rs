@@ -3,15 +3,15 @@
 mod cli;
 mod print;
 mod query;
+mod registration;
+mod session;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use local_sa::port::Sysfs;
-use local_sa::umad::{
-    AgentSpec, MadAddress, MadClient, RequestOptions, Response, UmadDevice, UmadTransport,
-};
+use local_sa::umad::{AgentSpec, MadAddress, MadClient, RequestOptions, UmadDevice, UmadTransport};
 use mad_codec::records::SaRecord;
 use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, Method, NodeRecord, PathRecord, SaMad,
@@ -21,22 +21,44 @@ use mad_codec::{
 use crate::cli::Cli;
 use crate::print::Printed;
 use crate::query::{Kind, Query};
+use crate::session::{Failure, Session};
 
 /// Data bytes of a simulator-truncated answer that hold whole records.
 const TRUNCATED_DATA: usize = 168;
 
-/// An exit status and what to say about it.
-struct Failure {
-    code: u8,
-    message: String,
+/// What this run does.
+enum Mode {
+    Query(Query),
+    Subscribe(mad_codec::TrapNumber),
+    Join(mad_codec::Gid),
+    Leave(mad_codec::Gid),
 }
 
-impl Failure {
-    fn new(code: u8, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
+impl Mode {
+    fn from_cli(cli: &Cli) -> Result<Self, Failure> {
+        let usage = |e: String| Failure::new(2, e);
+        let modes = [
+            cli.subscribe.is_some(),
+            cli.join.is_some(),
+            cli.leave.is_some(),
+        ];
+        if modes.iter().filter(|m| **m).count() > 1 {
+            return Err(usage(
+                "--subscribe, --join and --leave go one at a time".into(),
+            ));
         }
+        if let Some(t) = &cli.subscribe {
+            return registration::trap_number(t)
+                .map(Mode::Subscribe)
+                .map_err(usage);
+        }
+        if let Some(g) = cli.join {
+            return Ok(Mode::Join(g));
+        }
+        if let Some(g) = cli.leave {
+            return Ok(Mode::Leave(g));
+        }
+        query::from_cli(cli).map(Mode::Query).map_err(usage)
     }
 }
 
@@ -60,7 +82,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
-    let query = query::from_cli(cli).map_err(|e| Failure::new(2, e))?;
+    let mode = Mode::from_cli(cli)?;
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
@@ -75,54 +97,68 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         .umad_path()
         .ok_or_else(|| Failure::new(3, format!("{port} has no umad device")))?;
     let device = UmadDevice::open(&umad_path).map_err(|e| Failure::new(3, e.to_string()))?;
+    // Reports are requests from the SA: only a subscriber receives them.
+    let methods: &[Method] = if matches!(mode, Mode::Subscribe(_)) {
+        &[Method::REPORT]
+    } else {
+        &[]
+    };
     let agent = device
-        .register_agent(&AgentSpec::sa(&[]))
+        .register_agent(&AgentSpec::sa(methods))
         .map_err(|e| Failure::new(3, e.to_string()))?;
     let transport =
         UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
-    let (client, dispatcher, _unsolicited) =
+    let (client, dispatcher, unsolicited) =
         MadClient::new(agent, transport.outgoing(), transport.incoming());
-
-    let dest = MadAddress::gsi(sa_lid, port.sm_sl);
-    let opts = RequestOptions {
-        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
-        retries: cli.retries,
-        ..RequestOptions::default()
+    let session = Session {
+        dest: MadAddress::gsi(sa_lid, port.sm_sl),
+        port,
+        client,
+        unsolicited,
+        opts: RequestOptions {
+            timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+            retries: cli.retries,
+            ..RequestOptions::default()
+        },
+        sm_key: cli.smkey,
+        debug: cli.debug > 0,
+        json: cli.json,
+        show_keys: cli.show_keys,
     };
-    let request = query.to_mad(cli.smkey);
     let executor = smol::LocalExecutor::new();
     let result = smol::block_on(executor.run(async {
         executor.spawn(dispatcher).detach();
-        client.request(dest, &request, &opts).await
+        let gid = session.port.gid;
+        match &mode {
+            Mode::Query(q) => query(&session, q).await,
+            Mode::Subscribe(trap) => registration::subscribe(&session, cli, *trap).await,
+            Mode::Join(mgid) => {
+                registration::membership(
+                    &session,
+                    cli,
+                    Method::SET,
+                    registration::join_record(cli, gid, *mgid),
+                )
+                .await
+            }
+            Mode::Leave(mgid) => {
+                registration::membership(
+                    &session,
+                    cli,
+                    Method::DELETE,
+                    registration::leave_record(cli, gid, *mgid),
+                )
+                .await
+            }
+        }
     }));
     transport.shutdown();
-    let response = result.map_err(|e| Failure::new(4, format!("SA at LID {sa_lid}: {e}")))?;
-    if cli.debug > 0 {
-        println!("SA Request:\n{}", mad_codec::hex::dump(&request));
-        println!("SA Response:\n{}", mad_codec::hex::dump(&response.mad));
-    }
-    print_answer(cli, &query, &response)
+    result
 }
 
-fn print_answer(cli: &Cli, query: &Query, response: &Response) -> Result<(), Failure> {
-    let mad = SaMad::parse_checked(&response.mad).map_err(|e| {
-        Failure::new(
-            4,
-            format!("malformed answer from LID {}: {e}", response.source.lid),
-        )
-    })?;
-    let status = mad.mad().status();
-    if !status.is_ok() {
-        return Err(Failure::new(
-            1,
-            format!(
-                "SA at LID {} answered status {:#06x} ({})",
-                response.source.lid,
-                status.0,
-                status.describe()
-            ),
-        ));
-    }
+async fn query(session: &Session, query: &Query) -> Result<(), Failure> {
+    let response = session.exchange(&query.to_mad(session.sm_key)).await?;
+    let mad = Session::ok(&response)?;
     let truncated = response.looks_truncated();
     if truncated {
         eprintln!(
@@ -130,42 +166,47 @@ fn print_answer(cli: &Cli, query: &Query, response: &Response) -> Result<(), Fai
              such as ibsim); only the whole records at its start are shown"
         );
     }
-    let show_keys = cli.show_keys;
-    let printed: Vec<Printed> = match query.kind {
-        Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(&mad)?)],
-        Kind::PathRecord => records::<PathRecord>(&mad, query, truncated)?
+    for p in printed(session, query, &mad, truncated)? {
+        session.print(&p);
+    }
+    Ok(())
+}
+
+/// The answer's records, formatted for printing.
+fn printed(
+    session: &Session,
+    query: &Query,
+    mad: &SaMad<'_>,
+    truncated: bool,
+) -> Result<Vec<Printed>, Failure> {
+    let keys = session.show_keys;
+    Ok(match query.kind {
+        Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(mad)?)],
+        Kind::PathRecord => records::<PathRecord>(mad, query, truncated)?
             .into_iter()
             .map(print::path_record)
             .collect(),
-        Kind::NodeRecord => records::<NodeRecord>(&mad, query, truncated)?
+        Kind::NodeRecord => records::<NodeRecord>(mad, query, truncated)?
             .into_iter()
             .map(print::node_record)
             .collect(),
-        Kind::McGroups => records::<McMemberRecord>(&mad, query, truncated)?
+        Kind::McGroups => records::<McMemberRecord>(mad, query, truncated)?
             .into_iter()
             .map(print::mc_group)
             .collect(),
-        Kind::McMemberRecord => records::<McMemberRecord>(&mad, query, truncated)?
+        Kind::McMemberRecord => records::<McMemberRecord>(mad, query, truncated)?
             .into_iter()
             .map(print::mc_member)
             .collect(),
-        Kind::ServiceRecord => records::<ServiceRecord>(&mad, query, truncated)?
+        Kind::ServiceRecord => records::<ServiceRecord>(mad, query, truncated)?
             .into_iter()
-            .map(|r| print::service_record(r, show_keys))
+            .map(|r| print::service_record(r, keys))
             .collect(),
-        Kind::InformInfoRecord => records::<InformInfoRecord>(&mad, query, truncated)?
+        Kind::InformInfoRecord => records::<InformInfoRecord>(mad, query, truncated)?
             .into_iter()
-            .map(|r| print::inform_info_record(r, show_keys))
+            .map(|r| print::inform_info_record(r, keys))
             .collect(),
-    };
-    for p in printed {
-        if cli.json {
-            println!("{}", p.to_json());
-        } else {
-            print!("{}", p.to_text());
-        }
-    }
-    Ok(())
+    })
 }
 
 fn record<'a, T: SaRecord>(mad: &SaMad<'a>) -> Result<&'a T, Failure> {

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 use mad_codec::attr::ServiceRecord;
 use mad_codec::codes::NodeType;
 use mad_codec::zerocopy::IntoBytes;
-use mad_codec::{ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, PathRecord};
+use mad_codec::{
+    ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, Notice, PathRecord, TrapDetails,
+};
 
 /// How saquery formats a value.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +40,7 @@ pub(crate) struct Printed {
     heading: &'static str,
     /// Width of name plus dots (24 for most records, 25 for ClassPortInfo).
     width: usize,
-    /// Extra unindented-value lines saquery prints (IIR's "RID").
+    /// The fields in print order.
     fields: Vec<(&'static str, Value)>,
 }
 
@@ -329,6 +331,56 @@ pub(crate) fn inform_info_record(r: &InformInfoRecord, show_keys: bool) -> Print
     } else {
         p.num("vendor_id", ii.vendor_id(), Fmt::HexUpper(6))
     }
+}
+
+/// A Notice (what a Report delivers), with its data details decoded for
+/// the traps local-sa knows. saquery has no format for notices; this one
+/// follows its style.
+pub(crate) fn notice(n: &Notice) -> Printed {
+    let p = Printed::new("Notice dump", 24)
+        .num("is_generic", u8::from(n.is_generic()), Fmt::Hex)
+        .num("type", n.notice_type().0, Fmt::Hex)
+        .num("producer_type", n.vendor_id(), Fmt::HexUpper(6))
+        .num("trap_num", n.device_id(), Fmt::Dec)
+        .num("issuer_lid", n.issuer_lid(), Fmt::Dec)
+        .num("toggle", u8::from(n.toggle()), Fmt::Hex)
+        .num("count", n.count(), Fmt::Hex);
+    let p = match n.details() {
+        TrapDetails::GidInService { gid } | TrapDetails::GidOutOfService { gid } => {
+            p.text("gid", gid.to_string())
+        }
+        TrapDetails::McGroupCreated { mgid } | TrapDetails::McGroupDeleted { mgid } => {
+            p.text("mgid", mgid.to_string())
+        }
+        TrapDetails::LinkStateChange { lid } => p.num("lid", lid, Fmt::Dec),
+        TrapDetails::LocalChanges {
+            lid,
+            other_local_changes,
+            capability_mask,
+            change_flags,
+            capability_mask2,
+        } => p
+            .num("lid", lid, Fmt::Dec)
+            .num(
+                "other_local_changes",
+                u8::from(other_local_changes),
+                Fmt::Hex,
+            )
+            .num("capability_mask", capability_mask, Fmt::HexUpper(8))
+            .num("change_flags", change_flags, Fmt::Hex)
+            .num("capability_mask2", capability_mask2, Fmt::HexUpper(4)),
+        TrapDetails::SystemImageGuidChanged {
+            lid,
+            system_image_guid,
+        } => p
+            .num("lid", lid, Fmt::Dec)
+            .num("system_image_guid", system_image_guid, Fmt::Guid),
+        TrapDetails::Other => p.text(
+            "data_details",
+            mad_codec::hex::dump(&n.data_details()).replace('\n', " "),
+        ),
+    };
+    p.text("issuer_gid", n.issuer_gid().to_string())
 }
 
 #[cfg(test)]

@@ -135,6 +135,7 @@ pub(crate) fn from_cli(cli: &Cli) -> Result<Query, String> {
         Kind::McMemberRecord => mc_member_record(cli),
         Kind::InformInfoRecord => inform_info_record(arg)?,
     };
+    let mask = cli.comp_mask.map_or(mask, ComponentMask);
     Ok(Query {
         kind,
         method,
@@ -384,6 +385,18 @@ mod tests {
         );
         let nr = query(&["5"]).unwrap();
         assert_eq!((nr.kind, nr.mask), (Kind::NodeRecord, nr::LID));
+    }
+
+    #[test]
+    fn comp_mask_overrides_the_implied_mask() {
+        let q = query(&["-p", "--service_id", "0x10", "--comp-mask", "0x1"]).unwrap();
+        assert_eq!(q.mask, pr::SERVICE_ID_MSB);
+        assert_eq!(
+            <PathRecord as SaRecord>::parse(&q.record)
+                .unwrap()
+                .service_id(),
+            0x10
+        );
     }
 
     #[test]
