@@ -53,12 +53,12 @@ impl Mode {
                 .map_err(usage);
         }
         if let Some(g) = cli.join {
-            return Ok(Mode::Join(g));
+            return Ok(Self::Join(g));
         }
         if let Some(g) = cli.leave {
-            return Ok(Mode::Leave(g));
+            return Ok(Self::Leave(g));
         }
-        query::from_cli(cli).map(Mode::Query).map_err(usage)
+        query::from_cli(cli).map(Self::Query).map_err(usage)
     }
 }
 
