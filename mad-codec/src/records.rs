@@ -36,7 +36,11 @@ pub trait SaRecord: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned 
         Self::ref_from_prefix(bytes)
             .map(|(r, _)| r)
             .map_err(|_| ParseError::Truncated {
-                what: "SA record",
+                // The attribute's name: the last segment of its type path.
+                what: core::any::type_name::<Self>()
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("SA record"),
                 need: Self::LEN,
                 have: bytes.len(),
             })
@@ -150,5 +154,45 @@ pub fn put_records<'r, T: SaRecord + 'r>(
 ) {
     for record in records {
         put_record(out, record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PathRecord;
+
+    #[test]
+    fn short_records_name_their_attribute() {
+        assert_eq!(
+            PathRecord::parse(&[0; 10]).unwrap_err(),
+            ParseError::Truncated {
+                what: "PathRecord",
+                need: 64,
+                have: 10
+            }
+        );
+    }
+
+    #[test]
+    fn walking_counts_whole_records_only() {
+        let data = [0u8; 64 * 3 + 10];
+        let r = Records::<PathRecord>::new(&data, 8).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.remainder().len(), 10);
+        assert_eq!(r.clone().count(), 3);
+        assert!(r.get(3).is_none());
+        // A wider stride skips padding; a narrower one is refused.
+        assert_eq!(Records::<PathRecord>::new(&data, 9).unwrap().len(), 2);
+        assert_eq!(
+            Records::<PathRecord>::new(&data, 7).unwrap_err(),
+            ParseError::BadAttributeOffset {
+                offset: 7,
+                record_len: 64
+            }
+        );
+        // OpenSM's empty table: AttributeOffset 0 and no data.
+        assert_eq!(Records::<PathRecord>::new(&[], 0).unwrap().len(), 0);
+        assert!(Records::<PathRecord>::new(&data, 0).is_err());
     }
 }

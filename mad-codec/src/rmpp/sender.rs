@@ -9,7 +9,7 @@ use super::{
     RmppConfig, SEGMENT_DATA_LEN, TransferState, control_mad, payload_length, segment_count,
 };
 use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
-use crate::{MAD_LEN, MadBuf};
+use crate::MadBuf;
 
 /// The payload needs more segments than a 32-bit SegmentNumber can count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,7 +257,6 @@ impl Sender {
         if let Some(chunk) = self.data.get(start..end) {
             mad[SaMadHeader::LEN..SaMadHeader::LEN + chunk.len()].copy_from_slice(chunk);
         }
-        debug_assert_eq!(mad.len(), MAD_LEN);
         mad
     }
 }
