@@ -8,8 +8,8 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::{
     RmppConfig, SEGMENT_DATA_LEN, TransferState, control_mad, payload_length, segment_count,
 };
-use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 use crate::MadBuf;
+use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 
 /// The payload needs more segments than a 32-bit SegmentNumber can count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
