@@ -6,5 +6,6 @@
 
 pub mod port;
 pub mod port_events;
+pub mod store;
 mod sys;
 pub mod umad;

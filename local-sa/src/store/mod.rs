@@ -1,0 +1,298 @@
+//! The PathRecord store: records as the master SA (or a load) gave them, in
+//! a slab, with the indexes PathRecord queries need.
+//!
+//! * `by_pair` finds the record of one (SLID, DLID) pair: what every query
+//!   naming both ends, by LID or by GID, comes down to.
+//! * `by_source` and `by_dest` list the records from or to one LID, for
+//!   queries that name one end only. LIDs are 16-bit, so these are dense
+//!   tables of at most 48K lists, not per-record maps.
+//! * `ports` resolves a port GUID (the interface ID of a GID) to the base
+//!   LID and LMC the records carry for it.
+//!
+//! Every record carries the epoch of the refresh that last confirmed it;
+//! a full refresh stamps what it sees with a new epoch and then sweeps the
+//! rest ([`PathStore::sweep`]).
+
+use std::collections::HashMap;
+
+use mad_codec::{Gid, PathRecord};
+use slab::Slab;
+
+/// A refresh generation.
+pub type Epoch = u32;
+
+/// What the store keeps per record.
+#[derive(Debug, Clone, Copy)]
+struct StoredPath {
+    record: PathRecord,
+    epoch: Epoch,
+}
+
+/// A port the store has seen as an end of some record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortLids {
+    /// Base LID.
+    pub lid: u16,
+    /// Highest LID offset seen (an upper bound of 2^LMC - 1).
+    pub span: u16,
+}
+
+/// Records, indexes, and the current epoch.
+#[derive(Debug, Default)]
+pub struct PathStore {
+    records: Slab<StoredPath>,
+    by_pair: HashMap<u32, u32>,
+    by_source: Vec<Vec<u32>>,
+    by_dest: Vec<Vec<u32>>,
+    ports: HashMap<u64, PortLids>,
+}
+
+fn pair_key(slid: u16, dlid: u16) -> u32 {
+    u32::from(slid) << 16 | u32::from(dlid)
+}
+
+/// Adds `id` to the list at `lid`, growing the table as needed.
+fn push_at(table: &mut Vec<Vec<u32>>, lid: u16, id: u32) {
+    let i = usize::from(lid);
+    if table.len() <= i {
+        table.resize_with(i + 1, Vec::new);
+    }
+    table[i].push(id);
+}
+
+/// Removes `id` from the list at `lid` (order is not kept).
+fn remove_at(table: &mut [Vec<u32>], lid: u16, id: u32) {
+    if let Some(list) = table.get_mut(usize::from(lid)) {
+        if let Some(pos) = list.iter().position(|x| *x == id) {
+            list.swap_remove(pos);
+        }
+    }
+}
+
+impl PathStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True when the store holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Inserts or replaces the record for its (SLID, DLID) pair, stamped
+    /// with `epoch`. Returns true if it replaced one.
+    pub fn insert(&mut self, record: PathRecord, epoch: Epoch) -> bool {
+        let (slid, dlid) = (record.slid(), record.dlid());
+        let key = pair_key(slid, dlid);
+        self.note_port(record.sgid(), slid);
+        self.note_port(record.dgid(), dlid);
+        if let Some(&id) = self.by_pair.get(&key) {
+            if let Some(stored) = self.records.get_mut(id as usize) {
+                *stored = StoredPath { record, epoch };
+                return true;
+            }
+        }
+        let Ok(id) = u32::try_from(self.records.insert(StoredPath { record, epoch })) else {
+            // More than 4 billion records: refuse rather than corrupt.
+            self.records.remove(self.records.len() - 1);
+            return false;
+        };
+        self.by_pair.insert(key, id);
+        push_at(&mut self.by_source, slid, id);
+        push_at(&mut self.by_dest, dlid, id);
+        false
+    }
+
+    fn note_port(&mut self, gid: Gid, lid: u16) {
+        let entry = self
+            .ports
+            .entry(gid.guid())
+            .or_insert(PortLids { lid, span: 0 });
+        if lid < entry.lid {
+            entry.span += entry.lid - lid;
+            entry.lid = lid;
+        } else {
+            entry.span = entry.span.max(lid - entry.lid);
+        }
+    }
+
+    /// The record of the pair (SLID, DLID).
+    pub fn get(&self, slid: u16, dlid: u16) -> Option<&PathRecord> {
+        let id = *self.by_pair.get(&pair_key(slid, dlid))?;
+        self.records.get(id as usize).map(|s| &s.record)
+    }
+
+    /// Removes the record of the pair (SLID, DLID).
+    pub fn remove(&mut self, slid: u16, dlid: u16) -> Option<PathRecord> {
+        let id = self.by_pair.remove(&pair_key(slid, dlid))?;
+        let stored = self.records.try_remove(id as usize)?;
+        remove_at(&mut self.by_source, slid, id);
+        remove_at(&mut self.by_dest, dlid, id);
+        Some(stored.record)
+    }
+
+    /// Records whose SLID is `slid`.
+    pub fn from_lid(&self, slid: u16) -> impl Iterator<Item = &PathRecord> {
+        self.list(&self.by_source, slid)
+    }
+
+    /// Records whose DLID is `dlid`.
+    pub fn to_lid(&self, dlid: u16) -> impl Iterator<Item = &PathRecord> {
+        self.list(&self.by_dest, dlid)
+    }
+
+    fn list<'a>(&'a self, table: &'a [Vec<u32>], lid: u16) -> impl Iterator<Item = &'a PathRecord> {
+        table
+            .get(usize::from(lid))
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.records.get(*id as usize).map(|s| &s.record))
+    }
+
+    /// Every record.
+    pub fn iter(&self) -> impl Iterator<Item = &PathRecord> {
+        self.records.iter().map(|(_, s)| &s.record)
+    }
+
+    /// The LIDs of the port with this GUID, as the records show them.
+    pub fn port(&self, guid: u64) -> Option<PortLids> {
+        self.ports.get(&guid).copied()
+    }
+
+    /// Removes every record to or from the port with this GUID (its GID went
+    /// out of service). Returns how many went.
+    pub fn remove_port(&mut self, guid: u64) -> usize {
+        let Some(port) = self.ports.remove(&guid) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for lid in port.lid..=port.lid.saturating_add(port.span) {
+            let ids: Vec<u32> = self
+                .by_dest
+                .get(usize::from(lid))
+                .into_iter()
+                .chain(self.by_source.get(usize::from(lid)))
+                .flatten()
+                .copied()
+                .collect();
+            for id in ids {
+                if let Some((s, d)) = self
+                    .records
+                    .get(id as usize)
+                    .map(|p| (p.record.slid(), p.record.dlid()))
+                {
+                    removed += usize::from(self.remove(s, d).is_some());
+                }
+            }
+        }
+        removed
+    }
+
+    /// Removes every record not stamped with `current` (a finished full
+    /// refresh did not see it). Returns how many went.
+    pub fn sweep(&mut self, current: Epoch) -> usize {
+        let stale: Vec<(u16, u16)> = self
+            .records
+            .iter()
+            .filter(|(_, s)| s.epoch != current)
+            .map(|(_, s)| (s.record.slid(), s.record.dlid()))
+            .collect();
+        for (s, d) in &stale {
+            self.remove(*s, *d);
+        }
+        stale.len()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::PathRecordRepr;
+
+    use super::*;
+
+    fn path(slid: u16, dlid: u16) -> PathRecord {
+        PathRecordRepr {
+            sgid: Gid::new(Gid::DEFAULT_PREFIX, 0x1000 + u64::from(slid)),
+            dgid: Gid::new(Gid::DEFAULT_PREFIX, 0x1000 + u64::from(dlid)),
+            slid,
+            dlid,
+            pkey: 0xFFFF,
+            ..PathRecordRepr::default()
+        }
+        .to_wire()
+    }
+
+    #[test]
+    fn insert_replace_get_remove() {
+        let mut s = PathStore::new();
+        assert!(!s.insert(path(1, 2), 1));
+        assert!(!s.insert(path(1, 3), 1));
+        assert!(!s.insert(path(4, 2), 1));
+        assert_eq!(s.len(), 3);
+        let mut replacement = path(1, 2);
+        replacement.set_sl(5);
+        assert!(s.insert(replacement, 2), "same pair replaces");
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.get(1, 2).unwrap().sl(), 5);
+        assert_eq!(s.from_lid(1).count(), 2);
+        assert_eq!(s.to_lid(2).count(), 2);
+        assert_eq!(s.remove(1, 2).unwrap().sl(), 5);
+        assert!(s.get(1, 2).is_none());
+        assert_eq!(s.from_lid(1).map(|r| r.dlid()).collect::<Vec<_>>(), [3]);
+        assert_eq!(s.to_lid(2).map(|r| r.slid()).collect::<Vec<_>>(), [4]);
+        assert!(s.remove(1, 2).is_none());
+    }
+
+    #[test]
+    fn ports_are_learned_from_records() {
+        let mut s = PathStore::new();
+        s.insert(path(1, 8), 1);
+        // LMC 1: the destination answers to 8 and 9 under one GUID.
+        let mut lmc = path(1, 9);
+        lmc.set_dgid(Gid::new(Gid::DEFAULT_PREFIX, 0x1008));
+        s.insert(lmc, 1);
+        assert_eq!(s.port(0x1008), Some(PortLids { lid: 8, span: 1 }));
+        assert_eq!(s.port(0x1001), Some(PortLids { lid: 1, span: 0 }));
+        assert_eq!(s.port(0x9999), None);
+    }
+
+    #[test]
+    fn a_port_out_of_service_takes_its_paths_both_ways() {
+        let mut s = PathStore::new();
+        for (a, b) in [(1, 2), (1, 3), (2, 1), (3, 1), (2, 3)] {
+            s.insert(path(a, b), 1);
+        }
+        assert_eq!(s.remove_port(0x1002), 3);
+        let left: Vec<_> = s.iter().map(|r| (r.slid(), r.dlid())).collect();
+        assert_eq!(left.len(), 2);
+        assert!(left.contains(&(1, 3)) && left.contains(&(3, 1)));
+        assert_eq!(s.remove_port(0x1002), 0, "already gone");
+    }
+
+    #[test]
+    fn sweep_removes_what_a_refresh_did_not_see() {
+        let mut s = PathStore::new();
+        for d in 2..10 {
+            s.insert(path(1, d), 1);
+        }
+        // Refresh 2 sees only even destinations.
+        for d in (2..10).step_by(2) {
+            s.insert(path(1, d), 2);
+        }
+        assert_eq!(s.sweep(2), 4);
+        assert_eq!(s.len(), 4);
+        assert!(s.from_lid(1).all(|r| r.dlid() % 2 == 0));
+        assert_eq!(s.to_lid(3).count(), 0);
+    }
+}
