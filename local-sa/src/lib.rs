@@ -4,6 +4,7 @@
 //! with reader/writer threads feeding smol channels and a request/response
 //! client) and [`port`] (port facts from sysfs and port events).
 
+pub mod agent;
 pub mod port;
 pub mod port_events;
 pub mod store;

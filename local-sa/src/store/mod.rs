@@ -45,6 +45,7 @@ pub struct PathStore {
     by_source: Vec<Vec<u32>>,
     by_dest: Vec<Vec<u32>>,
     ports: HashMap<u64, PortLids>,
+    lid_owner: HashMap<u16, u64>,
 }
 
 fn pair_key(slid: u16, dlid: u16) -> u32 {
@@ -110,6 +111,7 @@ impl PathStore {
     }
 
     fn note_port(&mut self, gid: Gid, lid: u16) {
+        self.lid_owner.insert(lid, gid.guid());
         let entry = self
             .ports
             .entry(gid.guid())
@@ -165,6 +167,12 @@ impl PathStore {
         self.ports.get(&guid).copied()
     }
 
+    /// The GUID of the port that answers to `lid`, as the records show it.
+    pub fn port_at(&self, lid: u16) -> Option<(u64, PortLids)> {
+        let guid = *self.lid_owner.get(&lid)?;
+        self.port(guid).map(|p| (guid, p))
+    }
+
     /// Removes every record to or from the port with this GUID (its GID went
     /// out of service). Returns how many went.
     pub fn remove_port(&mut self, guid: u64) -> usize {
@@ -173,6 +181,9 @@ impl PathStore {
         };
         let mut removed = 0;
         for lid in port.lid..=port.lid.saturating_add(port.span) {
+            if self.lid_owner.get(&lid) == Some(&guid) {
+                self.lid_owner.remove(&lid);
+            }
             let ids: Vec<u32> = self
                 .by_dest
                 .get(usize::from(lid))
@@ -265,6 +276,8 @@ mod tests {
         assert_eq!(s.port(0x1008), Some(PortLids { lid: 8, span: 1 }));
         assert_eq!(s.port(0x1001), Some(PortLids { lid: 1, span: 0 }));
         assert_eq!(s.port(0x9999), None);
+        assert_eq!(s.port_at(9), Some((0x1008, PortLids { lid: 8, span: 1 })));
+        assert_eq!(s.port_at(7), None);
     }
 
     #[test]
@@ -278,6 +291,7 @@ mod tests {
         assert_eq!(left.len(), 2);
         assert!(left.contains(&(1, 3)) && left.contains(&(3, 1)));
         assert_eq!(s.remove_port(0x1002), 0, "already gone");
+        assert_eq!(s.port_at(2), None);
     }
 
     #[test]
