@@ -14,6 +14,7 @@
 //! rest ([`PathStore::sweep`]).
 
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
 
 use mad_codec::{Gid, PathRecord};
 use slab::Slab;
@@ -208,16 +209,28 @@ impl PathStore {
     /// Removes every record not stamped with `current` (a finished full
     /// refresh did not see it). Returns how many went.
     pub fn sweep(&mut self, current: Epoch) -> usize {
-        let stale: Vec<(u16, u16)> = self
+        self.remove_where(|_, epoch| epoch != current)
+    }
+
+    /// Removes the records from the source LIDs `slids` not stamped with
+    /// `current`: a refresh of one source's paths sweeps only those.
+    pub fn sweep_from(&mut self, slids: RangeInclusive<u16>, current: Epoch) -> usize {
+        self.remove_where(|r, epoch| epoch != current && slids.contains(&r.slid()))
+    }
+
+    /// Removes every record for which `doomed` (given the record and its
+    /// epoch) is true. Returns how many went.
+    pub fn remove_where(&mut self, mut doomed: impl FnMut(&PathRecord, Epoch) -> bool) -> usize {
+        let pairs: Vec<(u16, u16)> = self
             .records
             .iter()
-            .filter(|(_, s)| s.epoch != current)
+            .filter(|(_, s)| doomed(&s.record, s.epoch))
             .map(|(_, s)| (s.record.slid(), s.record.dlid()))
             .collect();
-        for (s, d) in &stale {
+        for (s, d) in &pairs {
             self.remove(*s, *d);
         }
-        stale.len()
+        pairs.len()
     }
 
     /// Forgets everything.
@@ -308,5 +321,19 @@ mod tests {
         assert_eq!(s.len(), 4);
         assert!(s.from_lid(1).all(|r| r.dlid() % 2 == 0));
         assert_eq!(s.to_lid(3).count(), 0);
+    }
+
+    #[test]
+    fn a_source_sweep_leaves_other_sources_alone() {
+        let mut s = PathStore::new();
+        s.insert(path(1, 2), 1);
+        s.insert(path(1, 3), 2);
+        s.insert(path(5, 2), 1);
+        assert_eq!(s.sweep_from(1..=1, 2), 1);
+        assert!(s.get(1, 2).is_none());
+        assert!(s.get(1, 3).is_some());
+        assert!(s.get(5, 2).is_some(), "another source's old record stays");
+        assert_eq!(s.remove_where(|r, _| r.dlid() == 2), 1);
+        assert_eq!(s.len(), 1);
     }
 }

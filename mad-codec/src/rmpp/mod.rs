@@ -117,6 +117,30 @@ pub fn payload_length(n: u32, data_len: usize) -> Option<u32> {
     }
 }
 
+/// A transfer that fits one segment, as one MAD at its exact length: the
+/// headers with RMPP DATA, Active|First|Last, SegmentNumber 1 and
+/// PayloadLength 20 + data, then the data. `None` if the data needs more
+/// than one segment (use a [`Sender`]).
+///
+/// Nothing about such a transfer needs remembering: the receiver completes
+/// it on this one MAD, and its ACK can be ignored. Sending it at its exact
+/// length (the wire pads to 256 bytes anyway) lets clients that count
+/// records by length, as saquery does where no kernel RMPP runs, count
+/// right.
+pub fn single_segment(header: &SaMadHeader, data: &[u8]) -> Option<bytes::Bytes> {
+    if data.len() > SEGMENT_DATA_LEN {
+        return None;
+    }
+    let mut h = *header;
+    let paylen = payload_length(1, data.len())?;
+    let flags = RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST;
+    h.rmpp = RmppHeader::new(RmppType::DATA, flags, RmppStatus::NORMAL, 1, paylen);
+    let mut out = bytes::BytesMut::with_capacity(SaMadHeader::LEN + data.len());
+    out.extend_from_slice(h.as_bytes());
+    out.extend_from_slice(data);
+    Some(out.freeze())
+}
+
 /// A control MAD (ACK, STOP or ABORT) answering `header`: the same headers
 /// with the response bit flipped, RMPP version 1, Active, and the given
 /// type, status and data words; no data.
@@ -157,5 +181,22 @@ mod geometry_tests {
         // Empty GetTableResp: one segment, PayloadLength 20.
         assert_eq!(segment_count(0), 1);
         assert_eq!(payload_length(1, 0), Some(20));
+    }
+
+    #[test]
+    fn a_single_segment_is_complete_for_a_receiver() {
+        let header = SaMadHeader::new_zeroed();
+        let mad = single_segment(&header, &[9; 64]).unwrap();
+        assert_eq!(mad.len(), SaMadHeader::LEN + 64);
+        let now = std::time::Instant::now();
+        let mut r = Receiver::new(RmppConfig::default(), now);
+        r.handle_segment(now, &mad);
+        assert_eq!(r.state(), TransferState::Complete);
+        assert_eq!(&r.take_message().unwrap()[SaMadHeader::LEN..], &[9; 64]);
+        assert!(single_segment(&header, &[0; 201]).is_none());
+        assert_eq!(
+            single_segment(&header, &[]).unwrap().len(),
+            SaMadHeader::LEN
+        );
     }
 }

@@ -1,0 +1,93 @@
+//! What an operator wants to know about one port's agent.
+
+use std::fmt::Write as _;
+
+/// Counters of one port's SA agent. All count events since start except
+/// the last four, which say how things stand now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// PathRecord queries answered from the cache.
+    pub hits: u64,
+    /// PathRecord queries the cache could not answer (sent upstream or
+    /// joined to a query already upstream).
+    pub misses: u64,
+    /// Misses that joined an identical query already upstream.
+    pub coalesced: u64,
+    /// Misses answered from an earlier upstream answer still fresh.
+    pub answer_cache_hits: u64,
+    /// Requests sent to the master SA (queries, refreshes, subscriptions).
+    pub upstream_queries: u64,
+    /// Requests to the master SA that got no answer after every retry.
+    pub upstream_failures: u64,
+    /// PathRecords loaded by Set (SetTable).
+    pub loaded: u64,
+    /// PathRecords removed by Delete.
+    pub deleted: u64,
+    /// Loads and deletes refused for a wrong SM_Key.
+    pub denied: u64,
+    /// Requests answered with an error status.
+    pub errors: u64,
+    /// MADs dropped as malformed.
+    pub malformed: u64,
+    /// RMPP transfers completed (answers sent, loads received).
+    pub rmpp_transfers: u64,
+    /// RMPP transfers aborted or stopped.
+    pub rmpp_aborts: u64,
+    /// Full refreshes of this port's paths completed.
+    pub refreshes: u64,
+    /// Notices (traps 64/65) received from the master.
+    pub notices: u64,
+    /// PathRecords cached now.
+    pub records: u64,
+    /// Requests to the master SA waiting for their answer now.
+    pub upstream_in_flight: u64,
+    /// Distinct forwarded queries waiting for the master now.
+    pub queries_waiting: u64,
+    /// RMPP transfers in progress now.
+    pub transfers_active: u64,
+}
+
+impl Counters {
+    /// `name value` lines, one counter each.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (name, value) in self.fields() {
+            let _ = writeln!(out, "{name} {value}");
+        }
+        out
+    }
+
+    /// One JSON object.
+    pub fn to_json(&self) -> String {
+        let body: Vec<String> = self
+            .fields()
+            .iter()
+            .map(|(n, v)| format!("\"{n}\":{v}"))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    fn fields(&self) -> [(&'static str, u64); 19] {
+        [
+            ("hits", self.hits),
+            ("misses", self.misses),
+            ("coalesced", self.coalesced),
+            ("answer_cache_hits", self.answer_cache_hits),
+            ("upstream_queries", self.upstream_queries),
+            ("upstream_failures", self.upstream_failures),
+            ("loaded", self.loaded),
+            ("deleted", self.deleted),
+            ("denied", self.denied),
+            ("errors", self.errors),
+            ("malformed", self.malformed),
+            ("rmpp_transfers", self.rmpp_transfers),
+            ("rmpp_aborts", self.rmpp_aborts),
+            ("refreshes", self.refreshes),
+            ("notices", self.notices),
+            ("records", self.records),
+            ("upstream_in_flight", self.upstream_in_flight),
+            ("queries_waiting", self.queries_waiting),
+            ("transfers_active", self.transfers_active),
+        ]
+    }
+}

@@ -1,0 +1,221 @@
+//! Queries the cache cannot answer, on their way to the master SA: one
+//! upstream query per distinct query however many ask (coalescing), and the
+//! master's answers kept for a while so that the next identical query is
+//! answered here (a short while for "no such record").
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+
+use crate::umad::MadAddress;
+
+/// What makes two PathRecord queries the same query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct QueryKey {
+    method: Method,
+    mask: ComponentMask,
+    template: PathRecord,
+}
+
+impl QueryKey {
+    pub(crate) fn new(method: Method, mask: ComponentMask, template: PathRecord) -> Self {
+        Self {
+            method,
+            mask,
+            template,
+        }
+    }
+
+    pub(crate) fn method(&self) -> Method {
+        self.method
+    }
+}
+
+/// Someone waiting for an answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Waiter {
+    /// Where the answer goes.
+    pub(crate) requester: MadAddress,
+    /// The request as it arrived (its headers are echoed).
+    pub(crate) request: Bytes,
+}
+
+/// The master's answer to a query: status and record data.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub(crate) status: MadStatus,
+    /// Records at their stride (64 bytes for PathRecords).
+    pub(crate) data: Bytes,
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    answer: Answer,
+    expires: Instant,
+}
+
+/// Queries upstream, who waits for them, and recent answers.
+#[derive(Debug)]
+pub(crate) struct Forwarding {
+    waiting: HashMap<QueryKey, Vec<Waiter>>,
+    answers: HashMap<QueryKey, Cached>,
+    answer_ttl: Duration,
+    negative_ttl: Duration,
+    max_answers: usize,
+}
+
+impl Forwarding {
+    pub(crate) fn new(answer_ttl: Duration, negative_ttl: Duration, max_answers: usize) -> Self {
+        Self {
+            waiting: HashMap::new(),
+            answers: HashMap::new(),
+            answer_ttl,
+            negative_ttl,
+            max_answers,
+        }
+    }
+
+    /// A fresh earlier answer to this query.
+    pub(crate) fn cached(&self, now: Instant, key: &QueryKey) -> Option<&Answer> {
+        self.answers
+            .get(key)
+            .filter(|c| c.expires > now)
+            .map(|c| &c.answer)
+    }
+
+    /// Queues `waiter` for `key`. True if it is the first (the query must
+    /// go upstream); false if it joins one already there.
+    pub(crate) fn wait(&mut self, key: QueryKey, waiter: Waiter) -> bool {
+        let list = self.waiting.entry(key).or_default();
+        list.push(waiter);
+        list.len() == 1
+    }
+
+    /// Queries waiting for the master.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// The master answered: keeps the answer if it is worth keeping and
+    /// returns everyone who waited.
+    pub(crate) fn answered(&mut self, now: Instant, key: &QueryKey, answer: Answer) -> Vec<Waiter> {
+        let ttl = match answer.status {
+            MadStatus::OK => Some(self.answer_ttl),
+            MadStatus::ERR_NO_RECORDS => Some(self.negative_ttl),
+            _ => None,
+        };
+        if let Some(ttl) = ttl.filter(|t| !t.is_zero()) {
+            if self.answers.len() >= self.max_answers {
+                self.answers.retain(|_, c| c.expires > now);
+            }
+            if self.answers.len() < self.max_answers {
+                self.answers.insert(
+                    *key,
+                    Cached {
+                        answer,
+                        expires: now + ttl,
+                    },
+                );
+            }
+        }
+        self.waiting.remove(key).unwrap_or_default()
+    }
+
+    /// The master did not answer: everyone who waited.
+    pub(crate) fn failed(&mut self, key: &QueryKey) -> Vec<Waiter> {
+        self.waiting.remove(key).unwrap_or_default()
+    }
+
+    /// Forgets every kept answer (the fabric changed).
+    pub(crate) fn forget_answers(&mut self) {
+        self.answers.clear();
+    }
+
+    /// Drops expired answers.
+    pub(crate) fn prune(&mut self, now: Instant) {
+        self.answers.retain(|_, c| c.expires > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::zerocopy::FromZeros;
+
+    use super::*;
+
+    fn key(dlid: u16) -> QueryKey {
+        let mut t = PathRecord::new_zeroed();
+        t.set_dlid(dlid);
+        QueryKey::new(Method::GET, mad_codec::attr::path_record::mask::DLID, t)
+    }
+
+    fn waiter(lid: u16) -> Waiter {
+        Waiter {
+            requester: MadAddress::gsi(lid, 0),
+            request: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn identical_queries_coalesce_and_answers_are_kept() {
+        let t0 = Instant::now();
+        let mut f = Forwarding::new(Duration::from_secs(60), Duration::from_secs(5), 10);
+        assert!(f.wait(key(1), waiter(10)), "the first asker sends");
+        assert!(!f.wait(key(1), waiter(11)), "the second waits");
+        assert!(f.wait(key(2), waiter(10)), "another query is another query");
+        let ok = Answer {
+            status: MadStatus::OK,
+            data: Bytes::from_static(&[0; 64]),
+        };
+        let waiters = f.answered(t0, &key(1), ok);
+        assert_eq!(
+            waiters.iter().map(|w| w.requester.lid).collect::<Vec<_>>(),
+            [10, 11]
+        );
+        assert!(f.cached(t0 + Duration::from_secs(59), &key(1)).is_some());
+        assert!(f.cached(t0 + Duration::from_secs(61), &key(1)).is_none());
+        // "No such record" is kept briefly; other errors not at all.
+        f.answered(
+            t0,
+            &key(2),
+            Answer {
+                status: MadStatus::ERR_NO_RECORDS,
+                data: Bytes::new(),
+            },
+        );
+        assert!(f.cached(t0 + Duration::from_secs(4), &key(2)).is_some());
+        assert!(f.cached(t0 + Duration::from_secs(6), &key(2)).is_none());
+        f.wait(key(3), waiter(1));
+        f.answered(
+            t0,
+            &key(3),
+            Answer {
+                status: MadStatus::BUSY,
+                data: Bytes::new(),
+            },
+        );
+        assert!(f.cached(t0, &key(3)).is_none());
+        assert_eq!(f.waiting(), 0);
+    }
+
+    #[test]
+    fn the_answer_cache_is_bounded() {
+        let t0 = Instant::now();
+        let mut f = Forwarding::new(Duration::from_secs(60), Duration::from_secs(5), 3);
+        for d in 0..10 {
+            f.answered(
+                t0,
+                &key(d),
+                Answer {
+                    status: MadStatus::OK,
+                    data: Bytes::new(),
+                },
+            );
+        }
+        assert!((0..10).filter(|d| f.cached(t0, &key(*d)).is_some()).count() <= 3);
+        f.forget_answers();
+        assert!(f.cached(t0, &key(0)).is_none());
+    }
+}

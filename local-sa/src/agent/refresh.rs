@@ -1,0 +1,195 @@
+//! Keeping this port's paths in the store: a bulk GetTable (SGID = ours)
+//! at start, after port changes and every refresh interval. When the answer
+//! comes back cut (a transport without RMPP, such as ibsim, delivers only
+//! the first 256 bytes of the master's multi-MAD answer), the paths are
+//! fetched one destination LID at a time instead, walking upward until
+//! `walk_gap` LIDs past the highest one that answered. Records are stamped
+//! with the refresh's epoch; when the refresh completes, this port's
+//! records it did not see are swept and the port counts as complete.
+
+use std::time::Instant;
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, Records, SaMad, SaMadBuilder};
+use tracing::{debug, info, warn};
+
+use super::upstream::Purpose;
+use super::{SaCore, records_data};
+use crate::store::Epoch;
+
+/// Highest unicast LID.
+const MAX_UNICAST_LID: u16 = 0xBFFF;
+
+/// Where a refresh stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RefreshState {
+    /// None running.
+    Idle,
+    /// The bulk GetTable is out.
+    Bulk { epoch: Epoch },
+    /// Fetching destination by destination.
+    Walk {
+        epoch: Epoch,
+        next: u16,
+        highest_found: u16,
+        in_flight: usize,
+    },
+}
+
+impl SaCore {
+    /// Starts a refresh unless one is running.
+    pub(super) fn start_refresh(&mut self, now: Instant) {
+        if self.refresh != RefreshState::Idle {
+            return;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        let epoch = self.epoch;
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(self.port.gid);
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(pr::SGID);
+        debug!(
+            epoch,
+            master = self.port.sm_lid,
+            "refreshing this port's paths"
+        );
+        self.refresh = RefreshState::Bulk { epoch };
+        self.send_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
+    }
+
+    pub(super) fn bulk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        mad: &[u8],
+        truncated: bool,
+    ) {
+        if self.refresh != (RefreshState::Bulk { epoch }) {
+            return;
+        }
+        let Ok(m) = SaMad::parse(mad) else {
+            return self.refresh_failed(now);
+        };
+        if m.mad().status() != MadStatus::OK {
+            warn!(status = %m.mad().status(), "the master refused the bulk PathRecord table");
+            return self.refresh_failed(now);
+        }
+        if truncated {
+            info!(
+                "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
+            );
+            let start = RefreshState::Walk {
+                epoch,
+                next: 1,
+                highest_found: 0,
+                in_flight: 0,
+            };
+            self.refresh = start;
+            return self.walk(now);
+        }
+        let data = records_data(&m, false);
+        for r in Records::<PathRecord>::with_standard_stride(&data) {
+            self.store.insert(*r, epoch);
+        }
+        self.finish_refresh(now, epoch);
+    }
+
+    /// Keeps `walk_window` per-destination queries in flight; finishes when
+    /// the walk is past the last LID worth trying and nothing is out.
+    fn walk(&mut self, now: Instant) {
+        let RefreshState::Walk {
+            epoch,
+            mut next,
+            highest_found,
+            mut in_flight,
+        } = self.refresh
+        else {
+            return;
+        };
+        let floor = highest_found
+            .max(self.port.sm_lid)
+            .max(*self.port.lids().end());
+        let limit = floor
+            .saturating_add(self.config.walk_gap)
+            .min(MAX_UNICAST_LID);
+        while in_flight < self.config.walk_window && next <= limit {
+            let mut t = PathRecord::new_zeroed();
+            t.set_sgid(self.port.gid);
+            t.set_dlid(next);
+            let mut b =
+                SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+            b.header_mut().sa.set_component_mask(pr::SGID | pr::DLID);
+            self.send_upstream(now, Purpose::Walk { epoch, dlid: next }, &b.into_bytes());
+            next += 1;
+            in_flight += 1;
+        }
+        self.refresh = RefreshState::Walk {
+            epoch,
+            next,
+            highest_found,
+            in_flight,
+        };
+        if in_flight == 0 {
+            self.finish_refresh(now, epoch);
+        }
+    }
+
+    pub(super) fn walk_answered(&mut self, now: Instant, epoch: Epoch, dlid: u16, mad: &[u8]) {
+        let RefreshState::Walk {
+            epoch: current,
+            next,
+            mut highest_found,
+            in_flight,
+        } = self.refresh
+        else {
+            return;
+        };
+        if current != epoch {
+            return;
+        }
+        let Ok(m) = SaMad::parse(mad) else {
+            return self.refresh_failed(now);
+        };
+        if m.mad().status() == MadStatus::OK {
+            let data = records_data(&m, true);
+            for r in Records::<PathRecord>::with_standard_stride(&data) {
+                self.store.insert(*r, epoch);
+                highest_found = highest_found.max(dlid);
+            }
+        }
+        self.refresh = RefreshState::Walk {
+            epoch,
+            next,
+            highest_found,
+            in_flight: in_flight.saturating_sub(1),
+        };
+        self.walk(now);
+    }
+
+    fn finish_refresh(&mut self, now: Instant, epoch: Epoch) {
+        let swept = self.store.sweep_from(self.port.lids(), epoch);
+        self.complete_sources.insert(self.port.gid.guid());
+        self.forwarding.forget_answers();
+        self.counters.refreshes += 1;
+        self.refresh = RefreshState::Idle;
+        self.next_refresh = Some(now + self.config.refresh_interval);
+        info!(
+            records = self.store.len(),
+            swept, "this port's paths are fresh"
+        );
+    }
+
+    /// The master did not give the table: keep serving what is cached and
+    /// try again after the back-off.
+    pub(super) fn refresh_failed(&mut self, now: Instant) {
+        if self.refresh == RefreshState::Idle {
+            return;
+        }
+        self.refresh = RefreshState::Idle;
+        if !self.shutting_down {
+            self.next_refresh = Some(now + self.config.retry_backoff);
+        }
+    }
+}

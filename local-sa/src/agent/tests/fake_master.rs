@@ -1,0 +1,295 @@
+//! A master SA small enough to reason about: it knows a fixed set of
+//! PathRecords, answers PathRecord Get/GetTable by SGID/DGID/SLID/DLID,
+//! ClassPortInfo and InformInfo Set, and sends table answers either through
+//! RMPP (as over a real port) or cut to one 256-byte MAD (as the simulator
+//! delivers OpenSM's multi-MAD answers). It can also stop answering.
+//!
+//! It does not re-implement OpenSM's selection rules: the query engine's
+//! own tests and the conformance tests against OpenSM cover those. What it
+//! records (every request, every subscription) is what the agent tests
+//! assert on.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::attr::class_port_info::cap2;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::codes::{NoticeType, ProducerType};
+use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
+use mad_codec::records::SaRecord;
+use mad_codec::rmpp::{self, RmppConfig, Sender, TransferState};
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{
+    AttributeId, ClassPortInfoRepr, ComponentMask, Gid, InformInfo, InformInfoRepr, MAD_LEN,
+    MadStatus, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, SaMadBuilder, Selector,
+    TrapDetails,
+};
+
+/// How table answers travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Through RMPP, segment by segment, with ACKs.
+    Rmpp,
+    /// Cut to the first 256 bytes, RMPP Active with type 0: what the
+    /// simulator hands over of OpenSM's multi-MAD answers.
+    Cut,
+}
+
+/// A request the master received, decoded enough to assert on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) method: Method,
+    pub(crate) attribute: AttributeId,
+    pub(crate) mask: ComponentMask,
+    pub(crate) template: PathRecord,
+}
+
+/// The fake master SA.
+#[derive(Debug)]
+pub(crate) struct FakeMaster {
+    pub(crate) lid: u16,
+    pub(crate) paths: Vec<PathRecord>,
+    pub(crate) delivery: Delivery,
+    /// When false, requests vanish.
+    pub(crate) answering: bool,
+    pub(crate) qos: bool,
+    /// Every request received, in order (RMPP ACKs excluded).
+    pub(crate) requests: Vec<Seen>,
+    /// (trap, QPN) of each subscription held.
+    pub(crate) subscriptions: BTreeSet<(u16, u32)>,
+    /// TransactionIDs of ReportResps received.
+    pub(crate) report_resps: Vec<u64>,
+    senders: HashMap<u32, Sender>,
+    out: VecDeque<Bytes>,
+    next_report_tid: u64,
+}
+
+/// The subnet prefix every fake port uses.
+pub(crate) const PREFIX: u64 = Gid::DEFAULT_PREFIX;
+
+/// The GUID of the fake host at `lid`.
+pub(crate) fn guid(lid: u16) -> u64 {
+    0x0002_c903_0000_0000 | u64::from(lid)
+}
+
+/// The GID of the fake host at `lid`.
+pub(crate) fn gid(lid: u16) -> Gid {
+    Gid::new(PREFIX, guid(lid))
+}
+
+/// The record the master holds for one LID pair (LMC 0).
+pub(crate) fn path(slid: u16, dlid: u16) -> PathRecord {
+    PathRecordRepr {
+        sgid: gid(slid),
+        dgid: gid(dlid),
+        slid,
+        dlid,
+        reversible: true,
+        pkey: 0xFFFF,
+        mtu_selector: Selector::Exactly,
+        mtu: Mtu::MTU_2048,
+        rate_selector: Selector::Exactly,
+        rate: Rate::GBPS_10,
+        packet_life_selector: Selector::Exactly,
+        packet_life: if slid == dlid { 0 } else { 18 },
+        ..PathRecordRepr::default()
+    }
+    .to_wire()
+}
+
+impl FakeMaster {
+    /// A master at `lid` for hosts at LIDs `1..=hosts`: every pair's path.
+    pub(crate) fn new(lid: u16, hosts: u16) -> Self {
+        let paths = (1..=hosts)
+            .flat_map(|s| (1..=hosts).map(move |d| path(s, d)))
+            .collect();
+        Self {
+            lid,
+            paths,
+            delivery: Delivery::Rmpp,
+            answering: true,
+            qos: false,
+            requests: Vec::new(),
+            subscriptions: BTreeSet::new(),
+            report_resps: Vec::new(),
+            senders: HashMap::new(),
+            out: VecDeque::new(),
+            next_report_tid: 0x02DA_B000,
+        }
+    }
+
+    /// Requests of `attribute` received so far.
+    pub(crate) fn count(&self, attribute: AttributeId) -> usize {
+        self.requests
+            .iter()
+            .filter(|s| s.attribute == attribute)
+            .count()
+    }
+
+    /// The next MAD the master sends.
+    pub(crate) fn poll_transmit(&mut self) -> Option<Bytes> {
+        self.out.pop_front()
+    }
+
+    /// When the master's RMPP senders next need [`FakeMaster::handle_timeout`].
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.senders.values().filter_map(Sender::poll_timeout).min()
+    }
+
+    /// Resends unacknowledged segments.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        for s in self.senders.values_mut() {
+            s.handle_timeout(now);
+        }
+        self.flush_senders(now);
+    }
+
+    /// Sends the agent a Report of `details`.
+    pub(crate) fn report(&mut self, details: TrapDetails) {
+        let notice = mad_codec::NoticeRepr::generic(
+            NoticeType::SUBNET_MANAGEMENT,
+            ProducerType::CLASS_MANAGER,
+            details,
+            self.lid,
+            gid(self.lid),
+        )
+        .to_wire();
+        self.next_report_tid += 1;
+        let b = SaMadBuilder::request(Method::REPORT, self.next_report_tid, AttributeId::NOTICE)
+            .record(&notice);
+        self.out.push_back(b.into_bytes());
+    }
+
+    /// A MAD from the agent.
+    pub(crate) fn handle(&mut self, now: Instant, mad: &[u8]) {
+        let Ok(m) = SaMad::parse(mad) else { return };
+        let h = *m.header();
+        if h.rmpp.is_active() && h.rmpp.rmpp_type() != RmppType::DATA {
+            if let Some(s) = self.senders.get_mut(&h.mad.transaction_id_low()) {
+                s.handle_control(now, mad);
+            }
+            self.flush_senders(now);
+            return;
+        }
+        if h.mad.method() == Method::REPORT_RESP {
+            self.report_resps.push(h.mad.transaction_id());
+            return;
+        }
+        let mut template = PathRecord::new_zeroed();
+        let n = m.data().len().min(PathRecord::LEN);
+        template.as_mut_bytes()[..n].copy_from_slice(&m.data()[..n]);
+        self.requests.push(Seen {
+            method: h.mad.method(),
+            attribute: h.mad.attribute_id(),
+            mask: h.sa.component_mask(),
+            template,
+        });
+        if !self.answering {
+            return;
+        }
+        match (h.mad.attribute_id(), h.mad.method()) {
+            (AttributeId::PATH_RECORD, Method::GET | Method::GET_TABLE) => {
+                self.path_query(now, &h, &template);
+            }
+            (AttributeId::CLASS_PORT_INFO, Method::GET) => {
+                let cpi = ClassPortInfoRepr {
+                    base_version: 1,
+                    class_version: 2,
+                    capability_mask2: if self.qos { cap2::QOS_SUPPORTED } else { 0 },
+                    ..ClassPortInfoRepr::default()
+                }
+                .to_wire();
+                self.answer(&h, MadStatus::OK, cpi.as_bytes());
+            }
+            (AttributeId::INFORM_INFO, Method::SET) => {
+                let Ok(wire) = m.record::<InformInfo>() else {
+                    return;
+                };
+                let info = InformInfoRepr::parse(wire);
+                let key = (info.trap_number, info.qpn);
+                if info.subscribe == 1 {
+                    self.subscriptions.insert(key);
+                } else {
+                    self.subscriptions.remove(&key);
+                }
+                self.answer(&h, MadStatus::OK, wire.as_bytes());
+            }
+            _ => self.answer(&h, MadStatus::METHOD_ATTR_UNSUPPORTED, &[]),
+        }
+    }
+
+    fn path_query(&mut self, now: Instant, h: &SaMadHeader, t: &PathRecord) {
+        let mask = h.sa.component_mask();
+        let matches = |r: &&PathRecord| {
+            (!mask.intersects(pr::SGID) || r.sgid() == t.sgid())
+                && (!mask.intersects(pr::DGID) || r.dgid() == t.dgid())
+                && (!mask.intersects(pr::SLID) || r.slid() == t.slid())
+                && (!mask.intersects(pr::DLID) || r.dlid() == t.dlid())
+        };
+        let found: Vec<PathRecord> = self.paths.iter().filter(matches).copied().collect();
+        if h.mad.method() == Method::GET {
+            match found.first() {
+                Some(r) => self.answer(h, MadStatus::OK, r.as_bytes()),
+                None => self.answer(h, MadStatus::ERR_NO_RECORDS, &[]),
+            }
+            return;
+        }
+        let data: Vec<u8> = found
+            .iter()
+            .flat_map(|r| r.as_bytes().iter().copied())
+            .collect();
+        let mut header = response_header(h, MadStatus::OK);
+        header.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+        if let Some(one) = rmpp::single_segment(&header, &data) {
+            self.out.push_back(one);
+            return;
+        }
+        match self.delivery {
+            Delivery::Rmpp => {
+                let sender = Sender::new(header, Bytes::from(data), RmppConfig::default(), now)
+                    .expect("the fake master's tables fit RMPP");
+                self.senders.insert(h.mad.transaction_id_low(), sender);
+                self.flush_senders(now);
+            }
+            Delivery::Cut => {
+                header.rmpp =
+                    RmppHeader::new(RmppType::NONE, RmppFlags::ACTIVE, RmppStatus::NORMAL, 0, 0);
+                let mut mad = BytesMut::from(header.as_bytes());
+                mad.extend_from_slice(&data[..MAD_LEN - SaMadHeader::LEN]);
+                // Past the first 168 data bytes the simulator hands over
+                // bytes that are not records.
+                for b in &mut mad[SaMadHeader::LEN + 168..] {
+                    *b = 0xA5;
+                }
+                self.out.push_back(mad.freeze());
+            }
+        }
+    }
+
+    fn answer(&mut self, request: &SaMadHeader, status: MadStatus, data: &[u8]) {
+        let header = response_header(request, status);
+        let mut mad = BytesMut::from(header.as_bytes());
+        mad.extend_from_slice(data);
+        self.out.push_back(mad.freeze());
+    }
+
+    fn flush_senders(&mut self, now: Instant) {
+        for s in self.senders.values_mut() {
+            while let Some(m) = s.poll_transmit(now) {
+                self.out.push_back(Bytes::copy_from_slice(&m));
+            }
+        }
+        self.senders
+            .retain(|_, s| s.state() == TransferState::Active);
+    }
+}
+
+fn response_header(request: &SaMadHeader, status: MadStatus) -> SaMadHeader {
+    let mut h = *request;
+    h.mad.set_method(request.mad.method().response());
+    h.mad.set_status(status);
+    h.rmpp = RmppHeader::new_zeroed();
+    h.sa.set_sm_key(0);
+    h
+}

@@ -1,0 +1,121 @@
+//! Queries the cache cannot answer: one upstream query however many ask,
+//! the answer to all of them, and the answer kept for a while.
+
+use std::time::Duration;
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{AttributeId, MadStatus, Method, SaMad};
+
+use super::bench::{Bench, client, pr_request, status};
+use super::fake_master::path;
+use crate::agent::AgentConfig;
+
+/// A Get for the path 3 → `dlid`: not from this port, so not cached.
+fn elsewhere(tid: u64, dlid: u16) -> bytes::Bytes {
+    pr_request(Method::GET, tid, pr::SLID | pr::DLID, |t| {
+        t.set_slid(3);
+        t.set_dlid(dlid);
+    })
+}
+
+fn upstream_queries_for(b: &Bench, dlid: u16) -> usize {
+    b.master
+        .requests
+        .iter()
+        .filter(|s| {
+            s.attribute == AttributeId::PATH_RECORD
+                && s.template.slid() == 3
+                && s.template.dlid() == dlid
+        })
+        .count()
+}
+
+#[test]
+fn identical_misses_share_one_upstream_query_and_all_get_the_answer() {
+    let mut b = Bench::started();
+    b.master.answering = false; // hold the answer back while the askers pile up
+    for lid in 30..35 {
+        b.core
+            .handle_mad(b.now, client(lid), 0, &elsewhere(u64::from(lid), 4));
+    }
+    b.pump();
+    assert_eq!(upstream_queries_for(&b, 4), 1, "five askers, one query");
+    assert_eq!(b.core.counters().queries_waiting, 1);
+    // The master answers the retry.
+    b.master.answering = true;
+    b.advance(AgentConfig::default().upstream_timeout);
+    for lid in 30..35 {
+        let got = b.take_sent(lid);
+        assert_eq!(got.len(), 1, "asker {lid} answered once");
+        let m = SaMad::parse(&got[0]).unwrap();
+        assert_eq!(m.mad().status(), MadStatus::OK);
+        assert_eq!(m.mad().transaction_id(), u64::from(lid), "with its own TID");
+        assert_eq!(m.data(), path(3, 4).as_bytes());
+    }
+    let c = b.core.counters();
+    assert_eq!((c.misses, c.coalesced, c.queries_waiting), (5, 4, 0));
+}
+
+#[test]
+fn a_forwarded_answer_is_reused_until_it_expires() {
+    let mut b = Bench::started();
+    let first = b.ask(client(30), &elsewhere(1, 4));
+    assert_eq!(status(&first[0]), MadStatus::OK);
+    b.advance(AgentConfig::default().answer_ttl - Duration::from_secs(1));
+    let again = b.ask(client(31), &elsewhere(2, 4));
+    let m = SaMad::parse(&again[0]).unwrap();
+    assert_eq!(
+        (m.mad().status(), m.mad().transaction_id()),
+        (MadStatus::OK, 2)
+    );
+    assert_eq!(m.data(), path(3, 4).as_bytes());
+    assert_eq!(
+        upstream_queries_for(&b, 4),
+        1,
+        "answered from the kept answer"
+    );
+    assert_eq!(b.core.counters().answer_cache_hits, 1);
+    b.advance(Duration::from_secs(2));
+    b.ask(client(31), &elsewhere(3, 4));
+    assert_eq!(
+        upstream_queries_for(&b, 4),
+        2,
+        "asked again once it expired"
+    );
+}
+
+#[test]
+fn no_such_record_is_remembered_only_briefly() {
+    let mut b = Bench::started();
+    let config = AgentConfig::default();
+    assert_eq!(
+        status(&b.ask(client(30), &elsewhere(1, 500))[0]),
+        MadStatus::ERR_NO_RECORDS
+    );
+    b.advance(config.negative_ttl - Duration::from_millis(1));
+    assert_eq!(
+        status(&b.ask(client(30), &elsewhere(2, 500))[0]),
+        MadStatus::ERR_NO_RECORDS
+    );
+    assert_eq!(upstream_queries_for(&b, 500), 1);
+    b.advance(Duration::from_millis(2));
+    b.ask(client(30), &elsewhere(3, 500));
+    assert_eq!(upstream_queries_for(&b, 500), 2);
+}
+
+#[test]
+fn a_fabric_change_forgets_kept_answers() {
+    let mut b = Bench::started();
+    b.ask(client(30), &elsewhere(1, 4));
+    b.master.report(mad_codec::TrapDetails::GidOutOfService {
+        gid: super::fake_master::gid(8),
+    });
+    b.pump();
+    b.ask(client(30), &elsewhere(2, 4));
+    assert_eq!(
+        upstream_queries_for(&b, 4),
+        2,
+        "a trap makes kept answers stale"
+    );
+}

@@ -1,0 +1,228 @@
+//! PathRecord loads and deletes (docs/wire-contract.md): stored and
+//! answered back exactly with the SM_Key, refused without it, and nothing
+//! changed by a refused or malformed one.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::header::SaMadHeader;
+use mad_codec::records::SaRecord;
+use mad_codec::rmpp::{RmppConfig, Sender, TransferState};
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
+
+use super::bench::{Bench, HOSTS, MY_LID, client, padded, path_records, pr_request, status};
+use super::fake_master::{gid, path};
+use crate::agent::AgentConfig;
+use crate::agent::loads::REPLACE_SOURCES;
+
+/// Where loads come from.
+const LOADER: u16 = 50;
+
+/// Paths from LIDs 100.. to LIDs 1..=50: `sources` × 50 records.
+fn table(sources: u16) -> Vec<PathRecord> {
+    (100..100 + sources)
+        .flat_map(|s| (1..=50).map(move |d| path(s, d)))
+        .collect()
+}
+
+fn load_header(method: Method, tid: u64, sm_key: u64, modifier: u32) -> SaMadHeader {
+    let mut b = SaMadBuilder::request(method, tid, AttributeId::PATH_RECORD);
+    let h = b.header_mut();
+    h.sa.set_sm_key(sm_key);
+    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+    h.mad.set_attribute_modifier(modifier);
+    *h
+}
+
+/// Sends `records` from the loader as an RMPP transfer and returns the
+/// agent's answer (GetResp or DeleteResp) once the transfer ends.
+fn push(b: &mut Bench, header: SaMadHeader, records: &[PathRecord]) -> Bytes {
+    let data: Vec<u8> = records
+        .iter()
+        .flat_map(|r| r.as_bytes().iter().copied())
+        .collect();
+    let mut sender = Sender::new(header, Bytes::from(data), RmppConfig::default(), b.now).unwrap();
+    let mut answers = VecDeque::new();
+    for _ in 0..100_000 {
+        while let Some(seg) = sender.poll_transmit(b.now) {
+            b.core.handle_mad(b.now, client(LOADER), 0, &seg);
+        }
+        b.pump();
+        for m in b.take_sent(LOADER) {
+            let (h, _) = SaMadHeader::parse(&m).unwrap();
+            if h.rmpp.is_active() {
+                sender.handle_control(b.now, &m);
+            } else {
+                answers.push_back(m);
+            }
+        }
+        if sender.state() != TransferState::Active || !answers.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(answers.len(), 1, "one answer to the load");
+    answers.pop_front().unwrap()
+}
+
+fn modifier(mad: &[u8]) -> u32 {
+    SaMad::parse(mad).unwrap().mad().attribute_modifier()
+}
+
+#[test]
+fn a_settable_of_thousands_is_stored_and_answered_back_exactly() {
+    let mut b = Bench::started();
+    let sm_key = AgentConfig::default().sm_key;
+    let records = table(40); // 2000 records, 128,000 bytes, 640 segments
+    let answer = push(
+        &mut b,
+        load_header(Method::SET, 1, sm_key, REPLACE_SOURCES),
+        &records,
+    );
+    let m = SaMad::parse(&answer).unwrap();
+    assert_eq!(
+        (m.mad().method(), m.mad().status()),
+        (Method::GET_RESP, MadStatus::OK)
+    );
+    assert_eq!(
+        modifier(&answer),
+        2000,
+        "AttributeModifier counts what was stored"
+    );
+    assert_eq!(b.core.store().len(), usize::from(HOSTS) + 2000);
+    let before = b.master.requests.len();
+    // Each loaded source is complete: its table is answered here, exactly.
+    for s in [100, 117, 139] {
+        let req = pr_request(Method::GET_TABLE, u64::from(s), pr::SGID, |t| {
+            t.set_sgid(gid(s))
+        });
+        let got = b.query(client(30), &req);
+        let expected: Vec<PathRecord> = records.iter().filter(|r| r.slid() == s).copied().collect();
+        assert_eq!(path_records(&got), expected);
+    }
+    assert_eq!(
+        b.master.requests.len(),
+        before,
+        "answered without the master"
+    );
+    let c = b.core.counters();
+    assert_eq!((c.loaded, c.transfers_active), (2000, 0));
+    // The finished receiver stays only to re-ACK a lost final ACK.
+    b.advance(RmppConfig::default().linger);
+    assert_eq!(b.core.transfers.held(), 0);
+}
+
+#[test]
+fn a_replacing_load_drops_what_the_source_had_before() {
+    let mut b = Bench::started();
+    let key = AgentConfig::default().sm_key;
+    push(
+        &mut b,
+        load_header(Method::SET, 1, key, REPLACE_SOURCES),
+        &table(2),
+    );
+    let fewer: Vec<PathRecord> = table(2).into_iter().filter(|r| r.dlid() <= 10).collect();
+    let answer = push(
+        &mut b,
+        load_header(Method::SET, 2, key, REPLACE_SOURCES),
+        &fewer,
+    );
+    assert_eq!(modifier(&answer), 20);
+    assert_eq!(b.core.store().from_lid(100).count(), 10);
+    assert!(b.core.store().get(100, 11).is_none());
+    // Without the bit, a load only adds and replaces.
+    push(&mut b, load_header(Method::SET, 3, key, 0), &table(1)[40..]);
+    assert_eq!(b.core.store().from_lid(100).count(), 20);
+}
+
+#[test]
+fn a_load_without_the_sm_key_is_denied_at_its_first_segment_and_changes_nothing() {
+    let mut b = Bench::started();
+    let before = b.core.store().len();
+    let answer = push(
+        &mut b,
+        load_header(Method::SET, 1, 0xBAD, REPLACE_SOURCES),
+        &table(10),
+    );
+    assert_eq!(status(&answer), MadStatus::ERR_REQ_DENIED);
+    assert_eq!(modifier(&answer), 0);
+    assert_eq!(b.core.store().len(), before);
+    // A one-MAD Set and a Delete without it fare no better.
+    let one = SaMadBuilder::new(load_header(Method::SET, 2, 0, 0))
+        .record(&path(100, 1))
+        .into_bytes();
+    assert_eq!(
+        status(&b.ask(client(LOADER), &padded(&one))[0]),
+        MadStatus::ERR_REQ_DENIED
+    );
+    let mut del = load_header(Method::DELETE, 3, 7, 0);
+    del.sa.set_component_mask(pr::SLID);
+    let del = SaMadBuilder::new(del).record(&path(MY_LID, 1)).into_bytes();
+    assert_eq!(
+        status(&b.ask(client(LOADER), &padded(&del))[0]),
+        MadStatus::ERR_REQ_DENIED
+    );
+    assert_eq!(b.core.store().len(), before);
+    let c = b.core.counters();
+    assert_eq!(
+        (c.denied, c.loaded, c.deleted, c.transfers_active),
+        (3, 0, 0, 0)
+    );
+}
+
+#[test]
+fn delete_removes_exactly_the_records_it_names() {
+    let mut b = Bench::started();
+    let key = AgentConfig::default().sm_key;
+    push(&mut b, load_header(Method::SET, 1, key, 0), &table(4));
+    let total = b.core.store().len();
+    // N exact records (mask 0): their (SLID, DLID) pairs go.
+    let named = [path(100, 1), path(101, 2), path(102, 3), path(103, 999)];
+    let answer = push(&mut b, load_header(Method::DELETE, 2, key, 0), &named);
+    let m = SaMad::parse(&answer).unwrap();
+    assert_eq!(
+        (m.mad().method(), m.mad().status()),
+        (Method::DELETE_RESP, MadStatus::OK)
+    );
+    assert_eq!(modifier(&answer), 3, "the pair nobody had is not counted");
+    assert_eq!(b.core.store().len(), total - 3);
+    assert!(b.core.store().get(100, 1).is_none() && b.core.store().get(100, 2).is_some());
+    // A template: every record to DLID 7, whatever its source.
+    let mut h = load_header(Method::DELETE, 3, key, 0);
+    h.sa.set_component_mask(pr::DLID);
+    let template = SaMadBuilder::new(h).record(&path(1, 7)).into_bytes();
+    let answer = b.ask(client(LOADER), &padded(&template));
+    assert_eq!(modifier(&answer[0]), 5, "4 loaded sources and this port");
+    assert_eq!(b.core.store().to_lid(7).count(), 0);
+    assert_eq!(b.core.store().len(), total - 8);
+    assert_eq!(b.core.counters().deleted, 8);
+}
+
+#[test]
+fn malformed_loads_are_invalid_and_change_nothing() {
+    let mut b = Bench::started();
+    let key = AgentConfig::default().sm_key;
+    let before = b.core.store().len();
+    let mut bad = table(1);
+    bad[30].set_dlid(0);
+    let answer = push(&mut b, load_header(Method::SET, 1, key, 0), &bad);
+    assert_eq!(status(&answer), MadStatus::ERR_REQ_INVALID);
+    assert_eq!(
+        b.core.store().len(),
+        before,
+        "one bad record spoils the whole load"
+    );
+    // A template delete carries exactly one record.
+    let mut h = load_header(Method::DELETE, 2, key, 0);
+    h.sa.set_component_mask(pr::DLID);
+    let answer = push(&mut b, h, &table(1)[..5]);
+    assert_eq!(status(&answer), MadStatus::ERR_REQ_INVALID);
+    // An AttributeOffset that is not a PathRecord's.
+    let mut h = load_header(Method::SET, 3, key, 0);
+    h.sa.set_attribute_offset(3);
+    let answer = push(&mut b, h, &table(1));
+    assert_eq!(status(&answer), MadStatus::ERR_REQ_INVALID);
+    assert_eq!(b.core.store().len(), before);
+    assert_eq!(b.core.counters().errors, 3);
+}

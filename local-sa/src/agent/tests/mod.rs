@@ -1,0 +1,10 @@
+//! The core against a fake master SA on a virtual clock: every behaviour a
+//! client or the master would notice, without a fabric.
+
+mod answers;
+mod bench;
+mod fake_master;
+mod forwarding;
+mod loads;
+mod notices;
+mod population;

@@ -1,0 +1,56 @@
+//! Reports from the master: acknowledged at once, and the store follows
+//! ports going out of (trap 65) and into (trap 64) service.
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::{AttributeId, Method, TrapDetails};
+
+use super::bench::{Bench, MY_LID};
+use super::fake_master::{gid, guid, path};
+
+#[test]
+fn trap_65_drops_every_path_of_the_port_and_is_acknowledged() {
+    let mut b = Bench::started();
+    b.master
+        .report(TrapDetails::GidOutOfService { gid: gid(5) });
+    b.pump();
+    assert_eq!(b.master.report_resps.len(), 1, "the Report was answered");
+    let store = b.core.store();
+    assert!(store.get(MY_LID, 5).is_none());
+    assert!(store.port(guid(5)).is_none());
+    assert_eq!(store.len(), usize::from(super::bench::HOSTS) - 1);
+    assert_eq!(b.core.counters().notices, 1);
+}
+
+#[test]
+fn trap_64_fetches_the_paths_to_the_port_that_came_back() {
+    let mut b = Bench::started();
+    b.master.paths.push(path(MY_LID, 20));
+    b.master.report(TrapDetails::GidInService { gid: gid(20) });
+    b.pump();
+    assert_eq!(b.master.report_resps.len(), 1);
+    let ask = b.master.requests.last().unwrap();
+    assert_eq!(
+        (ask.attribute, ask.method, ask.mask),
+        (
+            AttributeId::PATH_RECORD,
+            Method::GET_TABLE,
+            pr::SGID | pr::DGID
+        )
+    );
+    assert_eq!(
+        (ask.template.sgid(), ask.template.dgid()),
+        (gid(MY_LID), gid(20))
+    );
+    assert!(b.core.store().get(MY_LID, 20).is_some());
+}
+
+#[test]
+fn other_notices_are_acknowledged_and_change_nothing() {
+    let mut b = Bench::started();
+    let before = b.core.store().len();
+    b.master
+        .report(TrapDetails::McGroupCreated { mgid: gid(1) });
+    b.pump();
+    assert_eq!(b.master.report_resps.len(), 1);
+    assert_eq!(b.core.store().len(), before);
+}
