@@ -66,6 +66,12 @@ pub struct RmppConfig {
     /// Largest payload, in SA data bytes, a receiver accepts; a larger
     /// transfer is stopped with ResX.
     pub max_data_len: usize,
+    /// SA data bytes per segment: 200 (the IBA's, the default), or fewer on
+    /// a transport that delivers only part of each MAD (the simulator's
+    /// umad2sim hands over the first 224 bytes of every MAD it receives,
+    /// so its segments carry 168). Both ends of a transfer must agree.
+    /// Values outside 1..=200 are taken as 200.
+    pub segment_data_len: usize,
 }
 
 impl Default for RmppConfig {
@@ -77,7 +83,68 @@ impl Default for RmppConfig {
             total_timeout: Duration::from_secs(40),
             linger: Duration::from_secs(10),
             max_data_len: 64 << 20,
+            segment_data_len: SEGMENT_DATA_LEN,
         }
+    }
+}
+
+impl RmppConfig {
+    /// SA data bytes per segment, within 1..=200.
+    pub fn segment_data(&self) -> usize {
+        if (1..=SEGMENT_DATA_LEN).contains(&self.segment_data_len) {
+            self.segment_data_len
+        } else {
+            SEGMENT_DATA_LEN
+        }
+    }
+
+    /// PayloadLength of a full segment: the SA header and the data.
+    fn segment_payload(&self) -> u32 {
+        SA_HEADER_LEN + self.segment_data() as u32
+    }
+
+    /// Number of segments for `data_len` bytes of SA data (at least one).
+    pub fn segment_count(&self, data_len: usize) -> usize {
+        data_len.div_ceil(self.segment_data()).max(1)
+    }
+
+    /// The PayloadLength of segment `n` (1-based) of a `data_len`-byte
+    /// transfer, or `None` if the transfer is too long for 32-bit fields.
+    pub fn payload_length(&self, n: u32, data_len: usize) -> Option<u32> {
+        let segments = self.segment_count(data_len);
+        let count = u32::try_from(segments).ok()?;
+        let pad = u32::try_from(segments * self.segment_data() - data_len).ok()?;
+        if n == count {
+            Some(self.segment_payload() - pad)
+        } else if n == 1 {
+            count.checked_mul(self.segment_payload())?.checked_sub(pad)
+        } else {
+            Some(0)
+        }
+    }
+
+    /// A transfer that fits one segment, as one MAD at its exact length: the
+    /// headers with RMPP DATA, Active|First|Last, SegmentNumber 1 and
+    /// PayloadLength 20 + data, then the data. `None` if the data needs
+    /// more than one segment (use a [`Sender`]).
+    ///
+    /// Nothing about such a transfer needs remembering: the receiver
+    /// completes it on this one MAD, and its ACK can be ignored. Sending it
+    /// at its exact length (the wire pads to 256 bytes anyway) lets clients
+    /// that count records by length, as saquery does where no kernel RMPP
+    /// runs, count right.
+    pub fn single_segment(&self, header: &SaMadHeader, data: &[u8]) -> Option<bytes::Bytes> {
+        if data.len() > self.segment_data() {
+            return None;
+        }
+        let mut h = *header;
+        let paylen = self.payload_length(1, data.len())?;
+        let flags = RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST;
+        h.rmpp = RmppHeader::new(RmppType::DATA, flags, RmppStatus::NORMAL, 1, paylen);
+        let mut out = bytes::BytesMut::with_capacity(SaMadHeader::LEN + data.len());
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        Some(out.freeze())
     }
 }
 
@@ -98,47 +165,22 @@ pub enum TransferState {
     },
 }
 
-/// Number of segments for `data_len` bytes of SA data (at least one).
+/// Number of segments for `data_len` bytes of SA data at the IBA's 200
+/// bytes per segment (at least one).
 pub fn segment_count(data_len: usize) -> usize {
-    data_len.div_ceil(SEGMENT_DATA_LEN).max(1)
+    RmppConfig::default().segment_count(data_len)
 }
 
 /// The PayloadLength of segment `n` (1-based) of a `data_len`-byte
-/// transfer, or `None` if the transfer is too long for 32-bit fields.
+/// transfer at the IBA's segment size, or `None` if the transfer is too
+/// long for 32-bit fields.
 pub fn payload_length(n: u32, data_len: usize) -> Option<u32> {
-    let count = u32::try_from(segment_count(data_len)).ok()?;
-    let pad = u32::try_from(segment_count(data_len) * SEGMENT_DATA_LEN - data_len).ok()?;
-    if n == count {
-        Some(SEGMENT_PAYLOAD_LEN - pad)
-    } else if n == 1 {
-        count.checked_mul(SEGMENT_PAYLOAD_LEN)?.checked_sub(pad)
-    } else {
-        Some(0)
-    }
+    RmppConfig::default().payload_length(n, data_len)
 }
 
-/// A transfer that fits one segment, as one MAD at its exact length: the
-/// headers with RMPP DATA, Active|First|Last, SegmentNumber 1 and
-/// PayloadLength 20 + data, then the data. `None` if the data needs more
-/// than one segment (use a [`Sender`]).
-///
-/// Nothing about such a transfer needs remembering: the receiver completes
-/// it on this one MAD, and its ACK can be ignored. Sending it at its exact
-/// length (the wire pads to 256 bytes anyway) lets clients that count
-/// records by length, as saquery does where no kernel RMPP runs, count
-/// right.
+/// [`RmppConfig::single_segment`] at the IBA's segment size.
 pub fn single_segment(header: &SaMadHeader, data: &[u8]) -> Option<bytes::Bytes> {
-    if data.len() > SEGMENT_DATA_LEN {
-        return None;
-    }
-    let mut h = *header;
-    let paylen = payload_length(1, data.len())?;
-    let flags = RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST;
-    h.rmpp = RmppHeader::new(RmppType::DATA, flags, RmppStatus::NORMAL, 1, paylen);
-    let mut out = bytes::BytesMut::with_capacity(SaMadHeader::LEN + data.len());
-    out.extend_from_slice(h.as_bytes());
-    out.extend_from_slice(data);
-    Some(out.freeze())
+    RmppConfig::default().single_segment(header, data)
 }
 
 /// A control MAD (ACK, STOP or ABORT) answering `header`: the same headers

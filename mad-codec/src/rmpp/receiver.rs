@@ -6,9 +6,7 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use zerocopy::IntoBytes;
 
-use super::{
-    RmppConfig, SA_HEADER_LEN, SEGMENT_DATA_LEN, SEGMENT_PAYLOAD_LEN, TransferState, control_mad,
-};
+use super::{RmppConfig, SA_HEADER_LEN, TransferState, control_mad};
 use crate::MadBuf;
 use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 
@@ -147,7 +145,7 @@ impl Receiver {
                 return self.abort(header, RmppStatus::INCONSISTENT_LAST);
             }
         }
-        let chunk = segment_data(body);
+        let chunk = segment_data(body, self.config.segment_data());
         let flags = rmpp.flags();
         let paylen = rmpp.payload_length();
         if flags.contains(RmppFlags::LAST) && !self.note_last(header, seg, paylen) {
@@ -161,7 +159,12 @@ impl Receiver {
         } else {
             self.early.insert(seg, (chunk, flags, paylen));
         }
-        if self.buffered_len() > self.config.max_data_len.saturating_add(SEGMENT_DATA_LEN) {
+        if self.buffered_len()
+            > self
+                .config
+                .max_data_len
+                .saturating_add(self.config.segment_data())
+        {
             return self.stop_resources(header);
         }
         self.after_progress(now);
@@ -172,7 +175,7 @@ impl Receiver {
     fn start(&mut self, header: &SaMadHeader) {
         self.header = Some(*header);
         self.first_payload_length = header.rmpp.payload_length();
-        let announced = announced_data_len(self.first_payload_length);
+        let announced = announced_data_len(self.first_payload_length, &self.config);
         if announced > self.config.max_data_len {
             return self.stop_resources(header);
         }
@@ -184,11 +187,12 @@ impl Receiver {
     /// Records the Last segment `seg` and checks its PayloadLength against
     /// the first segment's. Returns false after aborting.
     fn note_last(&mut self, header: &SaMadHeader, seg: u32, paylen: u32) -> bool {
-        if !(SA_HEADER_LEN..=SEGMENT_PAYLOAD_LEN).contains(&paylen) {
+        let size = self.config.segment_data();
+        if !(SA_HEADER_LEN..=SA_HEADER_LEN + size as u32).contains(&paylen) {
             self.abort(header, RmppStatus::INCONSISTENT_LAST);
             return false;
         }
-        let total = (seg as usize - 1) * SEGMENT_DATA_LEN + (paylen - SA_HEADER_LEN) as usize;
+        let total = (seg as usize - 1) * size + (paylen - SA_HEADER_LEN) as usize;
         let expected_first = (total as u64) + u64::from(SA_HEADER_LEN) * u64::from(seg);
         if self.first_payload_length != 0 && u64::from(self.first_payload_length) != expected_first
         {
@@ -311,20 +315,22 @@ impl Receiver {
     }
 }
 
-/// The data part of one segment: up to 200 bytes after the headers, padded
-/// with zeros when a sender did not pad its MAD to full size.
-fn segment_data(body: &[u8]) -> Bytes {
-    let n = body.len().min(SEGMENT_DATA_LEN);
-    let mut chunk = BytesMut::with_capacity(SEGMENT_DATA_LEN);
+/// The data part of one segment: its first `size` bytes after the headers
+/// (200, or fewer on a transport that cuts MADs), padded with zeros when a
+/// sender did not pad its MAD to full size.
+fn segment_data(body: &[u8], size: usize) -> Bytes {
+    let n = body.len().min(size);
+    let mut chunk = BytesMut::with_capacity(size);
     chunk.put_slice(&body[..n]);
-    chunk.put_bytes(0, SEGMENT_DATA_LEN - n);
+    chunk.put_bytes(0, size - n);
     chunk.freeze()
 }
 
 /// The data length a first segment's PayloadLength announces (0 when not
 /// announced): PayloadLength = data + 20 × segments.
-fn announced_data_len(first_payload_length: u32) -> usize {
-    // Each segment adds at most 220 to PayloadLength, of which 20 is header.
-    let segments = first_payload_length.div_ceil(SEGMENT_PAYLOAD_LEN);
+fn announced_data_len(first_payload_length: u32, config: &RmppConfig) -> usize {
+    // Each segment adds at most 20 + its data to PayloadLength.
+    let per_segment = SA_HEADER_LEN + config.segment_data() as u32;
+    let segments = first_payload_length.div_ceil(per_segment);
     first_payload_length.saturating_sub(segments * SA_HEADER_LEN) as usize
 }

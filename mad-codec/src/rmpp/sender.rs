@@ -5,9 +5,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::{
-    RmppConfig, SEGMENT_DATA_LEN, TransferState, control_mad, payload_length, segment_count,
-};
+use super::{RmppConfig, TransferState, control_mad};
 use crate::MadBuf;
 use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 
@@ -60,9 +58,9 @@ impl Sender {
         config: RmppConfig,
         now: Instant,
     ) -> Result<Self, TransferTooLong> {
-        let segments = u32::try_from(segment_count(data.len()))
+        let segments = u32::try_from(config.segment_count(data.len()))
             .ok()
-            .filter(|_| payload_length(1, data.len()).is_some())
+            .filter(|_| config.payload_length(1, data.len()).is_some())
             .ok_or(TransferTooLong {
                 data_len: data.len(),
             })?;
@@ -246,14 +244,15 @@ impl Sender {
         if n == self.segments {
             flags = flags | RmppFlags::LAST;
         }
-        let paylen = payload_length(n, self.data.len()).unwrap_or(0);
+        let paylen = self.config.payload_length(n, self.data.len()).unwrap_or(0);
         let mut h = self.header;
         h.rmpp = RmppHeader::new(RmppType::DATA, flags, RmppStatus::NORMAL, n, paylen);
 
         let mut mad = MadBuf::new_zeroed();
         mad[..SaMadHeader::LEN].copy_from_slice(h.as_bytes());
-        let start = (n as usize - 1) * SEGMENT_DATA_LEN;
-        let end = (start + SEGMENT_DATA_LEN).min(self.data.len());
+        let size = self.config.segment_data();
+        let start = (n as usize - 1) * size;
+        let end = (start + size).min(self.data.len());
         if let Some(chunk) = self.data.get(start..end) {
             mad[SaMadHeader::LEN..SaMadHeader::LEN + chunk.len()].copy_from_slice(chunk);
         }

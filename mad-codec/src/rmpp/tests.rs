@@ -39,12 +39,16 @@ struct Impairments {
     loss: u32,
     duplicate: u32,
     reorder: u32,
+    /// Bytes of each MAD from this offset on arrive as garbage (what the
+    /// simulator's umad2sim does from offset 224).
+    garble_from: usize,
 }
 
 const CLEAN: Impairments = Impairments {
     loss: 0,
     duplicate: 0,
     reorder: 0,
+    garble_from: MAD_LEN,
 };
 
 /// One direction of the fabric.
@@ -61,9 +65,12 @@ impl Channel {
         }
     }
 
-    fn send(&mut self, rng: &mut Rng, mad: MadBuf) {
+    fn send(&mut self, rng: &mut Rng, mut mad: MadBuf) {
         if rng.percent(self.imp.loss) {
             return;
+        }
+        for b in mad.iter_mut().skip(self.imp.garble_from) {
+            *b = rng.next() as u8;
         }
         let copies = if rng.percent(self.imp.duplicate) {
             2
@@ -277,16 +284,19 @@ fn lossy_reordering_duplicating_channel_ends_exactly_or_aborts() {
             loss: 5,
             duplicate: 5,
             reorder: 10,
+            garble_from: MAD_LEN,
         },
         Impairments {
             loss: 20,
             duplicate: 10,
             reorder: 30,
+            garble_from: MAD_LEN,
         },
         Impairments {
             loss: 0,
             duplicate: 50,
             reorder: 50,
+            garble_from: MAD_LEN,
         },
     ];
     let mut completed = 0;
@@ -314,6 +324,7 @@ fn hopeless_channel_aborts_with_tmr_instead_of_hanging() {
         loss: 100,
         duplicate: 0,
         reorder: 0,
+        garble_from: MAD_LEN,
     };
     let o = run(&data, config, imp, 7);
     check(&data, config, &o);
@@ -340,6 +351,7 @@ fn heavy_loss_either_delivers_or_aborts_cleanly() {
         loss: 60,
         duplicate: 20,
         reorder: 40,
+        garble_from: MAD_LEN,
     };
     for seed in 0..32u64 {
         let data = payload(SIZES[seed as usize % SIZES.len()], seed);
@@ -364,6 +376,7 @@ fn small_window_moves_window_by_window() {
             loss: 0,
             duplicate: 20,
             reorder: 40,
+            garble_from: MAD_LEN,
         },
         3,
     );
@@ -388,6 +401,7 @@ fn slow_windows_under_loss_hit_the_total_time_limit() {
             loss: 10,
             duplicate: 10,
             reorder: 20,
+            garble_from: MAD_LEN,
         },
         3,
     );
@@ -715,4 +729,63 @@ fn receiver_keeps_early_segments_within_the_window() {
     assert_eq!(r.state(), TransferState::Complete);
     let msg = r.take_message().unwrap();
     assert_eq!(&msg[SaMadHeader::LEN..], &data[..]);
+}
+
+#[test]
+fn short_segments_cross_a_transport_that_garbles_the_end_of_every_mad() {
+    // umad2sim hands over only the first 224 bytes of each MAD intact.
+    let cut = Impairments {
+        garble_from: 224,
+        ..CLEAN
+    };
+    let data = payload(20_000, 7);
+    let short = RmppConfig {
+        segment_data_len: 168,
+        ..RmppConfig::default()
+    };
+    let o = run(&data, short, cut, 1);
+    check(&data, short, &o);
+    assert_eq!(
+        o.receiver,
+        TransferState::Complete,
+        "168-byte segments arrive whole"
+    );
+    assert_eq!(
+        Sender::new(response_header(), data.clone(), short, Instant::now())
+            .unwrap()
+            .segment_count(),
+        120
+    );
+    // At the IBA's 200 bytes the same transport corrupts the payload.
+    let o = run(&data, RmppConfig::default(), cut, 1);
+    let whole = o
+        .message
+        .as_ref()
+        .map(|m| SaMad::parse(m).unwrap().data() == &data[..]);
+    assert_ne!(whole, Some(true));
+}
+
+#[test]
+fn segment_sizes_outside_the_mad_are_taken_as_the_ibas() {
+    for odd in [0, 201, usize::MAX] {
+        let c = RmppConfig {
+            segment_data_len: odd,
+            ..RmppConfig::default()
+        };
+        assert_eq!(c.segment_data(), 200);
+        assert_eq!(c.payload_length(1, 400), payload_length(1, 400));
+    }
+    let c = RmppConfig {
+        segment_data_len: 168,
+        ..RmppConfig::default()
+    };
+    assert_eq!(
+        (
+            c.segment_count(336),
+            c.payload_length(1, 336),
+            c.payload_length(2, 336)
+        ),
+        (2, Some(376), Some(188))
+    );
+    assert_eq!(c.single_segment(&response_header(), &[0; 169]), None);
 }
