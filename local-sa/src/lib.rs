@@ -1,10 +1,15 @@
 //! local-sa: a per-node InfiniBand Subnet Administration agent.
 //!
-//! What exists so far is the device layer: [`umad`] (the user MAD device,
-//! with reader/writer threads feeding smol channels and a request/response
-//! client) and [`port`] (port facts from sysfs and port events).
+//! * [`agent`]: the SA core, without I/O: PathRecord answers from the
+//!   [`store`], forwarding to the master SA, refresh, loads, notices;
+//! * [`daemon`]: the core driven by the umad transport on smol;
+//! * [`umad`]: the user MAD device, its reader/writer threads and a
+//!   request/response client; [`port`] and [`port_events`]: the port's
+//!   facts and changes.
 
 pub mod agent;
+pub mod cli;
+pub mod daemon;
 pub mod port;
 pub mod port_events;
 pub mod store;

@@ -217,8 +217,12 @@ impl Sysfs {
             move |source| PortError::Io { path, source }
         };
         let umads = self.umad_devices();
+        let cas = match list_dir(&self.infiniband) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PortError::NoPorts),
+            other => other.map_err(io(&self.infiniband))?,
+        };
         let mut all = Vec::new();
-        for ca in list_dir(&self.infiniband).map_err(io(&self.infiniband))? {
+        for ca in cas {
             let ports_dir = self.infiniband.join(&ca).join("ports");
             for port in list_dir(&ports_dir).map_err(io(&ports_dir))? {
                 let Ok(port) = port.parse::<u8>() else {
@@ -393,8 +397,19 @@ mod tests {
     }
 
     #[test]
-    fn missing_tree_is_an_io_error() {
+    fn a_missing_tree_means_no_ports() {
         let sysfs = Sysfs::new("/nonexistent/infiniband", "/nonexistent/infiniband_mad");
+        let e = sysfs.ports().unwrap_err();
+        assert!(matches!(e, PortError::NoPorts));
+        assert!(e.to_string().contains("is an HCA present"), "{e}");
+    }
+
+    #[test]
+    fn an_unreadable_tree_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("infiniband");
+        fs::write(&file, "not a directory").unwrap();
+        let sysfs = Sysfs::new(&file, dir.path().join("infiniband_mad"));
         assert!(matches!(sysfs.ports(), Err(PortError::Io { .. })));
     }
 }

@@ -16,7 +16,14 @@ fn fabric() -> Fabric {
 }
 
 fn lsaquery(node: &Node<'_>, args: &[String]) -> RunOutput {
+    // Aimed at OpenSM (the master) unless the test names an SA.
+    let aim: &[&str] = if args.iter().any(|a| a == "--sa-lid") {
+        &[]
+    } else {
+        &["--master"]
+    };
     node.command(LSAQUERY)
+        .args(aim)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{e}"))

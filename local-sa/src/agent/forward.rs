@@ -123,8 +123,9 @@ impl Forwarding {
         self.waiting.remove(key).unwrap_or_default()
     }
 
-    /// The master did not answer: everyone who waited.
-    pub(crate) fn failed(&mut self, key: &QueryKey) -> Vec<Waiter> {
+    /// Everyone who waited, keeping no answer (the master did not answer,
+    /// or its answer is passed on as it came).
+    pub(crate) fn release(&mut self, key: &QueryKey) -> Vec<Waiter> {
         self.waiting.remove(key).unwrap_or_default()
     }
 

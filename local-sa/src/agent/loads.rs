@@ -82,9 +82,13 @@ impl SaCore {
         }
         let records = match load_records(&m, reassembled) {
             Ok(r) => r,
-            Err(status) => {
+            Err(why) => {
                 self.counters.errors += 1;
-                return self.answer_load(source, mad, status, 0);
+                warn!(
+                    lid = source.lid,
+                    why, "PathRecord load or delete refused as invalid"
+                );
+                return self.answer_load(source, mad, MadStatus::ERR_REQ_INVALID, 0);
             }
         };
         let count = if m.mad().method() == Method::SET {
@@ -157,24 +161,32 @@ impl SaCore {
 
 /// The records of a load: all of a reassembled transfer at its
 /// AttributeOffset, or the one record of a single MAD (whose padding must
-/// not be read as records). Every record must have both LIDs.
-fn load_records(m: &SaMad<'_>, reassembled: bool) -> Result<Vec<PathRecord>, MadStatus> {
+/// not be read as records). Every record must have both LIDs. The error
+/// says what is wrong (the answer is ERR_REQ_INVALID).
+fn load_records(m: &SaMad<'_>, reassembled: bool) -> Result<Vec<PathRecord>, &'static str> {
     let records: Vec<PathRecord> = if reassembled {
         Records::<PathRecord>::new(m.data(), m.sa().attribute_offset())
-            .map_err(|_| MadStatus::ERR_REQ_INVALID)?
+            .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")?
             .copied()
             .collect()
     } else {
         vec![padded_record(m.data())]
     };
-    if records.is_empty() || records.iter().any(|r| r.slid() == 0 || r.dlid() == 0) {
-        return Err(MadStatus::ERR_REQ_INVALID);
+    if records.is_empty() {
+        return Err("no records");
     }
-    if m.mad().method() == Method::DELETE
-        && m.sa().component_mask() != ComponentMask::NONE
-        && records.len() != 1
-    {
-        return Err(MadStatus::ERR_REQ_INVALID);
+    let template =
+        m.mad().method() == Method::DELETE && m.sa().component_mask() != ComponentMask::NONE;
+    if template {
+        // Only the selected fields of a template matter; LIDs may be 0.
+        return if records.len() == 1 {
+            Ok(records)
+        } else {
+            Err("a template Delete carries exactly one record")
+        };
+    }
+    if records.iter().any(|r| r.slid() == 0 || r.dlid() == 0) {
+        return Err("a record with SLID or DLID 0");
     }
     Ok(records)
 }

@@ -581,8 +581,12 @@ impl SaCore {
             } => match purpose {
                 Purpose::Forward(key) => self.forward_answered(now, &key, &mad, truncated),
                 Purpose::Bulk { epoch } => self.bulk_answered(now, epoch, &mad, truncated),
-                Purpose::Walk { epoch, dlid } => self.walk_answered(now, epoch, dlid, &mad),
-                Purpose::GidInService { guid } => self.gid_in_service_answered(&mad, guid),
+                Purpose::Walk { epoch, dlid } => {
+                    self.walk_answered(now, epoch, dlid, &mad, truncated)
+                }
+                Purpose::GidInService { guid } => {
+                    self.gid_in_service_answered(&mad, guid, truncated)
+                }
                 Purpose::Subscription { trap, subscribe } => {
                     self.subscription_answered(now, trap, subscribe, &mad)
                 }
@@ -597,7 +601,7 @@ impl SaCore {
                 );
                 match purpose {
                     Purpose::Forward(key) => {
-                        for w in self.forwarding.failed(&key) {
+                        for w in self.forwarding.release(&key) {
                             self.respond_error(&w.requester, &w.request, MadStatus::BUSY);
                         }
                     }
@@ -625,6 +629,18 @@ impl SaCore {
     }
 
     fn forward_answered(&mut self, now: Instant, key: &QueryKey, mad: &[u8], truncated: bool) {
+        if truncated {
+            // The master's table did not arrive whole (a transport without
+            // RMPP): pass its answer on as it came, so that the asker sees
+            // exactly what the master sent, and keep nothing.
+            for w in self.forwarding.release(key) {
+                if let Some(relayed) = respond::relay(mad, &w.request) {
+                    self.out
+                        .push_back(Transmit::reply(w.requester.reply(), relayed));
+                }
+            }
+            return;
+        }
         let Ok(m) = SaMad::parse(mad) else { return };
         let status = m.mad().status();
         let data = if status != MadStatus::OK {
@@ -632,7 +648,7 @@ impl SaCore {
         } else if key.method() == Method::GET {
             Bytes::copy_from_slice(m.data().get(..PathRecord::LEN).unwrap_or_default())
         } else {
-            records_data(&m, truncated)
+            records_data(&m, None)
         };
         let answer = Answer { status, data };
         for w in self.forwarding.answered(now, key, answer.clone()) {
@@ -712,12 +728,12 @@ impl SaCore {
         }
     }
 
-    fn gid_in_service_answered(&mut self, mad: &[u8], guid: u64) {
+    fn gid_in_service_answered(&mut self, mad: &[u8], guid: u64, truncated: bool) {
         let Ok(m) = SaMad::parse(mad) else { return };
         if m.mad().status() != MadStatus::OK {
             return;
         }
-        let data = records_data(&m, false);
+        let data = records_data(&m, self.cut_at(truncated));
         let mut added = 0;
         for r in mad_codec::Records::<PathRecord>::with_standard_stride(&data) {
             self.store.insert(*r, self.epoch);
@@ -727,6 +743,12 @@ impl SaCore {
             guid = format_args!("{guid:#x}"),
             added, "paths to a port back in service"
         );
+    }
+
+    /// Where the whole records of an answer from the master end: all of
+    /// it, or the part of a cut answer the transport delivered intact.
+    fn cut_at(&self, truncated: bool) -> Option<usize> {
+        truncated.then(|| self.config.rmpp.segment_data())
     }
 
     /// ClassPortInfo of this agent: no redirect, GSI Q_Keys, and a response
@@ -766,16 +788,12 @@ fn padded_record(data: &[u8]) -> PathRecord {
 }
 
 /// The whole PathRecords of an answer, back to back; of a cut answer only
-/// those in its first 168 data bytes.
-fn records_data(m: &SaMad<'_>, truncated: bool) -> Bytes {
+/// those within its first `intact` data bytes.
+fn records_data(m: &SaMad<'_>, cut: Option<usize>) -> Bytes {
     let Ok(records) = m.records::<PathRecord>() else {
         return Bytes::new();
     };
-    let whole = if truncated {
-        168 / records.stride().max(1)
-    } else {
-        records.len()
-    };
+    let whole = cut.map_or(records.len(), |intact| intact / records.stride().max(1));
     let mut out = BytesMut::with_capacity(whole * PathRecord::LEN);
     for r in records.take(whole) {
         out.extend_from_slice(r.as_bytes());

@@ -89,7 +89,7 @@ impl SaCore {
             self.refresh = start;
             return self.walk(now);
         }
-        let data = records_data(&m, false);
+        let data = records_data(&m, None);
         for r in Records::<PathRecord>::with_standard_stride(&data) {
             self.store.insert(*r, epoch);
         }
@@ -136,7 +136,14 @@ impl SaCore {
         }
     }
 
-    pub(super) fn walk_answered(&mut self, now: Instant, epoch: Epoch, dlid: u16, mad: &[u8]) {
+    pub(super) fn walk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        dlid: u16,
+        mad: &[u8],
+        truncated: bool,
+    ) {
         let RefreshState::Walk {
             epoch: current,
             next,
@@ -153,7 +160,7 @@ impl SaCore {
             return self.refresh_failed(now);
         };
         if m.mad().status() == MadStatus::OK {
-            let data = records_data(&m, true);
+            let data = records_data(&m, self.cut_at(truncated));
             for r in Records::<PathRecord>::with_standard_stride(&data) {
                 self.store.insert(*r, epoch);
                 highest_found = highest_found.max(dlid);

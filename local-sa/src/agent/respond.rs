@@ -44,6 +44,17 @@ pub(crate) fn error(request: &[u8], status: MadStatus) -> Option<Bytes> {
     Some(out.freeze())
 }
 
+/// Another SA's answer passed on to the asker of `request`: unchanged but
+/// for the asker's TransactionID.
+pub(crate) fn relay(answer: &[u8], request: &[u8]) -> Option<Bytes> {
+    let (req, _) = SaMadHeader::parse(request).ok()?;
+    let tid = req.mad.transaction_id();
+    let mut out = BytesMut::from(answer);
+    let (h, _) = SaMadHeader::parse_mut(&mut out).ok()?;
+    h.mad.set_transaction_id(tid);
+    Some(out.freeze())
+}
+
 #[cfg(test)]
 mod tests {
     use mad_codec::{AttributeId, SaMad, SaMadBuilder};

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use mad_codec::header::SaMadHeader;
-use mad_codec::rmpp::{self, Receiver, RmppConfig, Sender, TransferState};
+use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 
 use super::Transmit;
 use crate::umad::MadAddress;
@@ -100,7 +100,7 @@ impl Transfers {
         data: Bytes,
         out: &mut VecDeque<Transmit>,
     ) -> Option<Event> {
-        if let Some(mad) = rmpp::single_segment(&header, &data) {
+        if let Some(mad) = self.config.single_segment(&header, &data) {
             out.push_back(Transmit::reply(peer, mad));
             return Some(Event::Sent);
         }

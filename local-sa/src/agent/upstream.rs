@@ -171,8 +171,8 @@ impl Upstream {
         let is_data = rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA && rmpp.version() == 1;
         if !is_data {
             let p = self.pending.remove(&tid)?;
-            let truncated =
-                mad.len() == MAD_LEN && rmpp.is_active() && rmpp.rmpp_type() == RmppType::NONE;
+            let intact = SaMadHeader::LEN + self.config.rmpp.segment_data();
+            let truncated = crate::umad::simulator::answer_is_cut(mad, intact);
             return Some(Reply::Answer {
                 purpose: p.purpose,
                 mad: Bytes::copy_from_slice(mad),

@@ -67,8 +67,7 @@ impl HeaderLayout {
     /// The layout for this process: legacy when the umad2sim preload is in
     /// `LD_PRELOAD`, the P_Key layout otherwise.
     pub fn for_this_process() -> Self {
-        let preloads = std::env::var_os("LD_PRELOAD").unwrap_or_default();
-        if preloads.to_string_lossy().contains("umad2sim") {
+        if super::simulator::under_umad2sim() {
             Self::Legacy
         } else {
             Self::WithPkeyIndex

@@ -15,7 +15,7 @@ use mad_codec::{MAD_LEN, MadHeader, header::RmppStatus};
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use tracing::{debug, trace};
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::address::MadAddress;
 use super::device::{AgentId, IncomingMad, OutgoingMad};
@@ -124,14 +124,18 @@ pub struct Response {
 }
 
 impl Response {
-    /// True for a one-MAD answer that claims RMPP but was never segmented:
-    /// what OpenSM's multi-MAD answers look like through the simulator,
-    /// which has no RMPP and cuts them to the first 256 bytes.
+    /// True for a one-MAD answer that is not whole (see
+    /// [`answer_is_cut`](super::simulator::answer_is_cut)): what OpenSM's
+    /// multi-MAD answers look like through the simulator. Only the records
+    /// in its first [`Response::intact_data_len`] data bytes are real.
     pub fn looks_truncated(&self) -> bool {
         self.segments == 1
-            && self.mad.len() == MAD_LEN
-            && SaMadHeader::parse(&self.mad)
-                .is_ok_and(|(h, _)| h.rmpp.is_active() && h.rmpp.rmpp_type() == RmppType::NONE)
+            && super::simulator::answer_is_cut(&self.mad, super::simulator::intact_mad_len())
+    }
+
+    /// Data bytes of a truncated answer that are real.
+    pub fn intact_data_len() -> usize {
+        super::simulator::intact_mad_len() - SaMadHeader::LEN
     }
 }
 
@@ -215,10 +219,33 @@ impl MadClient {
         let (tx, mailbox) = channel::bounded(MAILBOX);
         let _route = Route::new(&self.inner, tid, tx);
         if mad.len() <= MAD_LEN {
-            self.single(dest, mad, &mailbox, opts).await
-        } else {
-            self.rmpp_request(dest, mad, &mailbox, opts).await
+            return self.single(dest, mad, &mailbox, opts).await;
         }
+        let Ok((header, _)) = SaMadHeader::parse(&mad) else {
+            return Err(RequestError::Rmpp {
+                status: RmppStatus::UNSPECIFIED,
+                by_peer: false,
+            });
+        };
+        let (header, data) = (*header, mad.slice(SaMadHeader::LEN..));
+        self.rmpp_request(dest, header, data, &mailbox, opts).await
+    }
+
+    /// Sends `data` under `header` as an RMPP transfer, whatever its length
+    /// (a load of one record goes as one segment), under a fresh
+    /// TransactionID, and returns the answer.
+    pub async fn request_rmpp(
+        &self,
+        dest: MadAddress,
+        mut header: SaMadHeader,
+        data: Bytes,
+        opts: &RequestOptions,
+    ) -> Result<Response, RequestError> {
+        let tid = self.inner.next_tid.fetch_add(1, Ordering::Relaxed);
+        header.mad.set_transaction_id(u64::from(tid));
+        let (tx, mailbox) = channel::bounded(MAILBOX);
+        let _route = Route::new(&self.inner, tid, tx);
+        self.rmpp_request(dest, header, data, &mailbox, opts).await
     }
 
     async fn put(
@@ -351,19 +378,17 @@ impl MadClient {
     async fn rmpp_request(
         &self,
         dest: MadAddress,
-        mad: Bytes,
+        header: SaMadHeader,
+        data: Bytes,
         mailbox: &Receiver<IncomingMad>,
         opts: &RequestOptions,
     ) -> Result<Response, RequestError> {
-        let Ok((header, _)) = SaMadHeader::parse(&mad) else {
-            return Err(RequestError::Rmpp {
-                status: RmppStatus::UNSPECIFIED,
-                by_peer: false,
-            });
-        };
-        let data = mad.slice(SaMadHeader::LEN..);
+        let mut whole = BytesMut::with_capacity(SaMadHeader::LEN + data.len());
+        whole.extend_from_slice(header.as_bytes());
+        whole.extend_from_slice(&data);
+        let mad = whole.freeze();
         let mut sender =
-            RmppSender::new(*header, data, opts.rmpp, Instant::now()).map_err(|_| {
+            RmppSender::new(header, data, opts.rmpp, Instant::now()).map_err(|_| {
                 RequestError::Rmpp {
                     status: RmppStatus::RESX,
                     by_peer: false,

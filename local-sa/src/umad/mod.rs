@@ -5,6 +5,7 @@ mod abi;
 mod address;
 mod client;
 mod device;
+pub mod simulator;
 mod transport;
 
 pub use abi::HeaderLayout;

@@ -119,3 +119,34 @@ fn a_fabric_change_forgets_kept_answers() {
         "a trap makes kept answers stale"
     );
 }
+
+#[test]
+fn a_cut_table_from_the_master_is_passed_on_as_it_came_and_not_kept() {
+    let mut master =
+        super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
+    master.delivery = super::fake_master::Delivery::Cut;
+    let mut b = Bench::new(master, AgentConfig::default());
+    let table = |tid| pr_request(Method::GET_TABLE, tid, pr::SLID, |t| t.set_slid(3));
+    let got = b.ask(client(30), &table(0x77));
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0].len(),
+        mad_codec::MAD_LEN,
+        "the whole cut MAD, not a re-framed part of it"
+    );
+    let m = SaMad::parse(&got[0]).unwrap();
+    assert_eq!(
+        (m.mad().transaction_id(), m.mad().status()),
+        (0x77, MadStatus::OK)
+    );
+    assert!(m.rmpp().is_active() && m.rmpp().rmpp_type() == mad_codec::header::RmppType::NONE);
+    assert_eq!(&m.data()[..64], path(3, 1).as_bytes());
+    b.ask(client(30), &table(0x78));
+    let upstream = b
+        .master
+        .requests
+        .iter()
+        .filter(|s| s.mask == pr::SLID && s.template.slid() == 3)
+        .count();
+    assert_eq!(upstream, 2, "a cut answer is not reused");
+}

@@ -9,7 +9,7 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::rmpp::{RmppConfig, Sender, TransferState};
-use mad_codec::zerocopy::IntoBytes;
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
 
 use super::bench::{Bench, HOSTS, MY_LID, client, padded, path_records, pr_request, status};
@@ -191,7 +191,14 @@ fn delete_removes_exactly_the_records_it_names() {
     // A template: every record to DLID 7, whatever its source.
     let mut h = load_header(Method::DELETE, 3, key, 0);
     h.sa.set_component_mask(pr::DLID);
-    let template = SaMadBuilder::new(h).record(&path(1, 7)).into_bytes();
+    let template = SaMadBuilder::new(h)
+        .record(&{
+            // Only the selected field counts: the LIDs of a template may be 0.
+            let mut t = PathRecord::new_zeroed();
+            t.set_dlid(7);
+            t
+        })
+        .into_bytes();
     let answer = b.ask(client(LOADER), &padded(&template));
     assert_eq!(modifier(&answer[0]), 5, "4 loaded sources and this port");
     assert_eq!(b.core.store().to_lid(7).count(), 0);

@@ -1,6 +1,7 @@
 //! lsaquery's command line: saquery's options, plus where to send.
 
 use clap::{Parser, ValueEnum};
+use local_sa::cli::number;
 use mad_codec::Gid;
 
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
@@ -23,9 +24,19 @@ QUERIES (saquery names and aliases):
   InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
   -g                         multicast groups
 
-REGISTRATIONS (sent as MADs to the SA):
+WHICH SA:
+  By default queries go to this node's own LID: the local-sa serving this
+  port. --master sends them to the port's SM LID (the master SA, as saquery
+  does); --sa-lid LID to any SA.
+
+REGISTRATIONS (sent as MADs to the master SA unless --sa-lid):
   --subscribe TRAP           InformInfo subscription; prints each Notice
   --join MGID, --leave MGID  MCMemberRecord Set / Delete for this port
+
+LOADS (local-sa's PathRecord Set/Delete; docs/wire-contract.md):
+  --load FILE [--replace]    push a PathRecord text dump (Set over RMPP)
+  --delete FILE              delete the records of a dump
+  --delete-matching ...      delete what the PathRecord options select
 
 Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
 whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
@@ -36,7 +47,12 @@ EXAMPLES:
   lsaquery --src-to-dst 4:1              the path from LID 4 to LID 1
   lsaquery -p --slid 4 -n 1 --json       one path from LID 4, as JSON
   lsaquery NR 1 --method get             NodeRecord Get for LID 1
-  lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7 instead
+  lsaquery --master -p --dlid 1          ask the master SA instead
+  lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7
+  lsaquery --master -p > paths.txt       dump the master's paths, then
+  lsaquery --load paths.txt --smkey 1      load them into local-sa
+  lsaquery --delete-matching --dlid 9 --smkey 1
+  lsaquery --src-to-dst 4:1 --method get --bench 100000 --window 32
   lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
   lsaquery --join :: --create -J 1       create a group with an SA-assigned MGID
 
@@ -172,6 +188,31 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "MGID")]
     pub(crate) leave: Option<Gid>,
 
+    /// Push the PathRecords of FILE (a text dump as saquery/lsaquery -p
+    /// print it) to the SA with Set over RMPP ("SetTable"); give the SA's
+    /// --smkey. Prints how many it stored.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) load: Option<std::path::PathBuf>,
+    /// With --load: FILE is the whole table of every source port it names;
+    /// the SA drops those sources' other paths.
+    #[arg(long, requires = "load")]
+    pub(crate) replace: bool,
+    /// Delete the PathRecords of FILE (by their SLID/DLID pairs) from the
+    /// SA; give its --smkey.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) delete: Option<std::path::PathBuf>,
+    /// Delete every PathRecord matching the PathRecord options (--slid,
+    /// --dlid, --sgid, --dgid, --pkey, --sl, ...); give the SA's --smkey.
+    #[arg(long = "delete-matching")]
+    pub(crate) delete_matching: bool,
+    /// Benchmark: send the query N times, --window at a time, and print the
+    /// answer rate and latency percentiles.
+    #[arg(long, value_name = "N", value_parser = number::<u64>)]
+    pub(crate) bench: Option<u64>,
+    /// With --bench: queries outstanding at once.
+    #[arg(long, value_name = "W", default_value_t = 16, requires = "bench")]
+    pub(crate) window: usize,
+
     /// SM_Key to send (0, the default, is an untrusted query).
     #[arg(long, value_parser = number::<u64>, default_value = "0")]
     pub(crate) smkey: u64,
@@ -179,9 +220,14 @@ pub(crate) struct Cli {
     #[arg(long = "show-keys")]
     pub(crate) show_keys: bool,
 
-    /// Send to the SA at this LID instead of the port's SM LID.
-    #[arg(long = "sa-lid", value_parser = number::<u16>, value_name = "LID")]
+    /// Send to the SA at this LID. Default: this node's own LID (its
+    /// local-sa) for queries, loads, deletes and --bench; the port's SM
+    /// (the master SA) for --subscribe, --join and --leave.
+    #[arg(long = "sa-lid", value_parser = number::<u16>, value_name = "LID", conflicts_with = "master")]
     pub(crate) sa_lid: Option<u16>,
+    /// Send to the port's SM LID: the master SA.
+    #[arg(long)]
+    pub(crate) master: bool,
     /// SA method: gettable (every match, as saquery does; the default) or
     /// get (exactly one match, else an error status). ClassPortInfo always
     /// uses get.
@@ -222,28 +268,9 @@ pub(crate) enum MethodArg {
     GetTable,
 }
 
-/// Parses a number the way saquery's strtoul does: decimal, or hex with 0x.
-pub(crate) fn number<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
-    let t = s.trim();
-    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => t.parse(),
-    }
-    .map_err(|_| format!("{s:?} is not a number (decimal, or hex with 0x)"))?;
-    T::try_from(value).map_err(|_| format!("{s} is too large for this field"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers() {
-        assert_eq!(number::<u16>("0xC000"), Ok(0xC000));
-        assert_eq!(number::<u8>("127"), Ok(127));
-        assert!(number::<u8>("300").unwrap_err().contains("too large"));
-        assert!(number::<u8>("x").unwrap_err().contains("not a number"));
-    }
 
     #[test]
     fn cli_is_consistent() {

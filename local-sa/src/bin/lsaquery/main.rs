@@ -1,8 +1,11 @@
 //! lsaquery: a saquery-style client for local-sa and any other SA.
 
+mod bench;
 mod cli;
+mod load;
 mod print;
 mod query;
+mod records_file;
 mod registration;
 mod session;
 
@@ -23,12 +26,13 @@ use crate::print::Printed;
 use crate::query::{Kind, Query};
 use crate::session::{Failure, Session};
 
-/// Data bytes of a simulator-truncated answer that hold whole records.
-const TRUNCATED_DATA: usize = 168;
-
 /// What this run does.
 enum Mode {
     Query(Query),
+    Bench(Query),
+    Load(std::path::PathBuf),
+    DeleteNamed(std::path::PathBuf),
+    DeleteMatching(Query),
     Subscribe(mad_codec::TrapNumber),
     Join(mad_codec::Gid),
     Leave(mad_codec::Gid),
@@ -41,11 +45,30 @@ impl Mode {
             cli.subscribe.is_some(),
             cli.join.is_some(),
             cli.leave.is_some(),
+            cli.load.is_some(),
+            cli.delete.is_some(),
+            cli.delete_matching,
+            cli.bench.is_some(),
         ];
         if modes.iter().filter(|m| **m).count() > 1 {
             return Err(usage(
-                "--subscribe, --join and --leave go one at a time".into(),
+                "--subscribe, --join, --leave, --load, --delete, --delete-matching and --bench go one at a time"
+                    .into(),
             ));
+        }
+        if let Some(path) = &cli.load {
+            return Ok(Self::Load(path.clone()));
+        }
+        if let Some(path) = &cli.delete {
+            return Ok(Self::DeleteNamed(path.clone()));
+        }
+        if cli.delete_matching {
+            return query::path_template(cli)
+                .map(Self::DeleteMatching)
+                .map_err(usage);
+        }
+        if cli.bench.is_some() {
+            return query::from_cli(cli).map(Self::Bench).map_err(usage);
         }
         if let Some(t) = &cli.subscribe {
             return registration::trap_number(t)
@@ -71,6 +94,7 @@ fn main() -> ExitCode {
                 .from_env_lossy(),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -86,7 +110,12 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
-    let sa_lid = cli.sa_lid.unwrap_or(port.sm_lid);
+    let registers = matches!(mode, Mode::Subscribe(_) | Mode::Join(_) | Mode::Leave(_));
+    let sa_lid = match cli.sa_lid {
+        Some(lid) => lid,
+        None if cli.master || registers => port.sm_lid,
+        None => port.lid,
+    };
     if sa_lid == 0 {
         return Err(Failure::new(
             3,
@@ -118,7 +147,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         opts: RequestOptions {
             timeout: Duration::from_millis(cli.timeout_ms.max(1)),
             retries: cli.retries,
-            ..RequestOptions::default()
+            rmpp: local_sa::umad::simulator::rmpp_config(),
         },
         sm_key: cli.smkey,
         debug: cli.debug > 0,
@@ -131,6 +160,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         let gid = session.port.gid;
         match &mode {
             Mode::Query(q) => query(&session, q).await,
+            Mode::Bench(q) => bench::run(&session, q, cli.bench.unwrap_or(0), cli.window).await,
+            Mode::Load(path) => load::load(&session, path, cli.replace).await,
+            Mode::DeleteNamed(path) => load::delete_named(&session, path).await,
+            Mode::DeleteMatching(q) => load::delete_matching(&session, q).await,
             Mode::Subscribe(trap) => registration::subscribe(&session, cli, *trap).await,
             Mode::Join(mgid) => {
                 registration::membership(
@@ -227,7 +260,7 @@ fn records<'a, T: SaRecord>(
         .records::<T>()
         .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
     let whole = if truncated {
-        TRUNCATED_DATA / all.stride().max(1)
+        local_sa::umad::Response::intact_data_len() / all.stride().max(1)
     } else {
         all.len()
     };

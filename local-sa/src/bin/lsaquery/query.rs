@@ -144,11 +144,23 @@ pub(crate) fn from_cli(cli: &Cli) -> Result<Query, String> {
     })
 }
 
+/// A PathRecord Get with the template and mask the PathRecord options
+/// describe, whatever query the rest of the command line names.
+pub(crate) fn path_template(cli: &Cli) -> Result<Query, String> {
+    let (mask, record) = path_record(cli)?;
+    Ok(Query {
+        kind: Kind::PathRecord,
+        method: Method::GET,
+        mask: cli.comp_mask.map_or(mask, ComponentMask),
+        record,
+    })
+}
+
 fn lid(text: &str) -> Result<u16, String> {
     if text.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
         return Err(format!("{text:?}: node names are not resolved; give a LID"));
     }
-    match crate::cli::number::<u16>(text)? {
+    match local_sa::cli::number::<u16>(text)? {
         0 => Err("LID 0 is not a valid LID".into()),
         l => Ok(l),
     }

@@ -1,0 +1,177 @@
+//! `--bench N`: the query sent N times with W outstanding, then the rate
+//! and latency percentiles.
+
+use std::cell::{Cell, RefCell};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::query::Query;
+use crate::session::{Failure, Session};
+
+#[derive(Debug, Default)]
+struct Tally {
+    /// Latency of every answered query.
+    latencies: Vec<Duration>,
+    /// Answers with a non-zero status.
+    error_status: u64,
+    /// Queries that got no answer.
+    unanswered: u64,
+    first_failure: Option<String>,
+}
+
+/// Runs the benchmark and prints its result.
+pub(crate) async fn run(
+    session: &Session,
+    query: &Query,
+    total: u64,
+    window: usize,
+) -> Result<(), Failure> {
+    let mad = query.to_mad(session.sm_key);
+    let next = Cell::new(0u64);
+    let tally = RefCell::new(Tally {
+        latencies: Vec::with_capacity(usize::try_from(total).unwrap_or(0)),
+        ..Tally::default()
+    });
+    let executor = smol::LocalExecutor::new();
+    let start = Instant::now();
+    let workers: Vec<_> = (0..window.max(1))
+        .map(|_| executor.spawn(worker(session, &mad, &next, total, &tally)))
+        .collect();
+    executor
+        .run(async {
+            for w in workers {
+                w.await;
+            }
+        })
+        .await;
+    let elapsed = start.elapsed();
+    drop(executor);
+    let mut t = tally.into_inner();
+    t.latencies.sort_unstable();
+    let report = Report::new(&t, total, window, elapsed);
+    if session.json {
+        println!("{}", report.json(session.dest.lid));
+    } else {
+        print!("{}", report.text(session.dest.lid, query));
+    }
+    match (t.latencies.is_empty(), t.first_failure) {
+        (true, Some(f)) => Err(Failure::new(4, format!("no query was answered: {f}"))),
+        _ => Ok(()),
+    }
+}
+
+async fn worker(
+    session: &Session,
+    mad: &Bytes,
+    next: &Cell<u64>,
+    total: u64,
+    tally: &RefCell<Tally>,
+) {
+    loop {
+        let i = next.get();
+        if i >= total {
+            return;
+        }
+        next.set(i + 1);
+        let sent = Instant::now();
+        let result = session
+            .client
+            .request(session.dest, mad, &session.opts)
+            .await;
+        let mut t = tally.borrow_mut();
+        match result {
+            Ok(response) => {
+                t.latencies.push(sent.elapsed());
+                if Session::ok(&response).is_err() {
+                    t.error_status += 1;
+                }
+            }
+            Err(e) => {
+                t.unanswered += 1;
+                t.first_failure.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+}
+
+/// What a run measured.
+struct Report {
+    sent: u64,
+    answered: u64,
+    error_status: u64,
+    unanswered: u64,
+    window: usize,
+    seconds: f64,
+    /// min, p50, p90, p99, max in microseconds.
+    micros: [u128; 5],
+}
+
+impl Report {
+    fn new(t: &Tally, sent: u64, window: usize, elapsed: Duration) -> Self {
+        let pct = |p: usize| -> u128 {
+            if t.latencies.is_empty() {
+                return 0;
+            }
+            let i = (t.latencies.len() * p / 100).min(t.latencies.len() - 1);
+            t.latencies[i].as_micros()
+        };
+        Self {
+            sent,
+            answered: t.latencies.len() as u64,
+            error_status: t.error_status,
+            unanswered: t.unanswered,
+            window,
+            seconds: elapsed.as_secs_f64(),
+            micros: [
+                pct(0),
+                pct(50),
+                pct(90),
+                pct(99),
+                t.latencies.last().map_or(0, Duration::as_micros),
+            ],
+        }
+    }
+
+    fn rate(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.answered as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    fn text(&self, lid: u16, query: &Query) -> String {
+        let [min, p50, p90, p99, max] = self.micros;
+        format!(
+            "{} {:?} {:?} queries to the SA at LID {lid}, {} outstanding\n\
+             answered {} ({} with an error status), unanswered {}, in {:.3} s: {:.0} answers/s\n\
+             latency µs: min {min} p50 {p50} p90 {p90} p99 {p99} max {max}\n",
+            self.sent,
+            query.kind,
+            query.method,
+            self.window,
+            self.answered,
+            self.error_status,
+            self.unanswered,
+            self.seconds,
+            self.rate(),
+        )
+    }
+
+    fn json(&self, lid: u16) -> String {
+        let [min, p50, p90, p99, max] = self.micros;
+        format!(
+            "{{\"sa_lid\":{lid},\"sent\":{},\"window\":{},\"answered\":{},\"error_status\":{},\"unanswered\":{},\
+             \"seconds\":{:.6},\"answers_per_second\":{:.1},\"latency_us\":{{\"min\":{min},\"p50\":{p50},\
+             \"p90\":{p90},\"p99\":{p99},\"max\":{max}}}}}",
+            self.sent,
+            self.window,
+            self.answered,
+            self.error_status,
+            self.unanswered,
+            self.seconds,
+            self.rate()
+        )
+    }
+}

@@ -1,0 +1,121 @@
+//! Pushing PathRecords to an SA and deleting them: local-sa's load
+//! contract (docs/wire-contract.md), Set and Delete of PathRecords over
+//! RMPP carrying the SM_Key.
+
+use std::path::Path;
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::{FromBytes, IntoBytes};
+use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
+
+use crate::query::Query;
+use crate::records_file;
+use crate::session::{Failure, Session};
+
+/// AttributeModifier bit 0 of a load: the records are the whole table of
+/// every source they name.
+const REPLACE_SOURCES: u32 = 1;
+
+/// Reads the PathRecords of a text dump.
+pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(2, format!("cannot read {}: {e}", path.display())))?;
+    let records = records_file::parse(&text)
+        .map_err(|e| Failure::new(2, format!("{}: {e}", path.display())))?;
+    if records.is_empty() {
+        return Err(Failure::new(
+            2,
+            format!("{}: no PathRecords in it", path.display()),
+        ));
+    }
+    Ok(records)
+}
+
+/// Sends `records` with `method` (Set or Delete) and reports how many the
+/// SA stored or removed.
+pub(crate) async fn push(
+    session: &Session,
+    method: Method,
+    mask: ComponentMask,
+    modifier: u32,
+    records: &[PathRecord],
+) -> Result<u32, Failure> {
+    let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD);
+    let h = b.header_mut();
+    h.sa.set_sm_key(session.sm_key);
+    h.sa.set_component_mask(mask);
+    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+    h.mad.set_attribute_modifier(modifier);
+    let header = *h;
+    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
+    for r in records {
+        data.extend_from_slice(r.as_bytes());
+    }
+    let response = session
+        .client
+        .request_rmpp(session.dest, header, Bytes::from(data), &session.opts)
+        .await
+        .map_err(|e| Failure::new(4, format!("SA at LID {}: {e}", session.dest.lid)))?;
+    if session.debug {
+        println!(
+            "SA Request (headers):\n{}",
+            mad_codec::hex::dump(header.as_bytes())
+        );
+        println!("SA Response:\n{}", mad_codec::hex::dump(&response.mad));
+    }
+    let mad = Session::ok(&response)?;
+    Ok(mad.mad().attribute_modifier())
+}
+
+/// `--load FILE [--replace]`.
+pub(crate) async fn load(session: &Session, path: &Path, replace: bool) -> Result<(), Failure> {
+    let records = read(path)?;
+    let modifier = if replace { REPLACE_SOURCES } else { 0 };
+    let stored = push(
+        session,
+        Method::SET,
+        ComponentMask::NONE,
+        modifier,
+        &records,
+    )
+    .await?;
+    println!(
+        "loaded {stored} of {} PathRecords into the SA at LID {}",
+        records.len(),
+        session.dest.lid
+    );
+    Ok(())
+}
+
+/// `--delete FILE`: the records named, by their (SLID, DLID) pairs.
+pub(crate) async fn delete_named(session: &Session, path: &Path) -> Result<(), Failure> {
+    let records = read(path)?;
+    let removed = push(session, Method::DELETE, ComponentMask::NONE, 0, &records).await?;
+    println!(
+        "deleted {removed} of {} PathRecords from the SA at LID {}",
+        records.len(),
+        session.dest.lid
+    );
+    Ok(())
+}
+
+/// `--delete-matching`: every record matching the query's template.
+pub(crate) async fn delete_matching(session: &Session, query: &Query) -> Result<(), Failure> {
+    if query.mask == ComponentMask::NONE {
+        return Err(Failure::new(
+            2,
+            "--delete-matching needs a selection (--slid, --dlid, --sgid, ...); to delete everything, name \
+             the records with --delete FILE",
+        ));
+    }
+    let template = PathRecord::read_from_prefix(&query.record[..])
+        .map(|(r, _)| r)
+        .map_err(|_| Failure::new(2, "--delete-matching: no PathRecord template"))?;
+    let removed = push(session, Method::DELETE, query.mask, 0, &[template]).await?;
+    println!(
+        "deleted {removed} PathRecords from the SA at LID {}",
+        session.dest.lid
+    );
+    Ok(())
+}

@@ -1,0 +1,26 @@
+//! What the command-line tools share.
+
+/// Parses a number the way saquery's strtoul does: decimal, or hex with
+/// 0x. For clap's `value_parser`.
+pub fn number<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
+    let t = s.trim();
+    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not a number (decimal, or hex with 0x)"))?;
+    T::try_from(value).map_err(|_| format!("{s} is too large for this field"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number::<u16>("0xC000"), Ok(0xC000));
+        assert_eq!(number::<u8>("127"), Ok(127));
+        assert!(number::<u8>("300").unwrap_err().contains("too large"));
+        assert!(number::<u8>("x").unwrap_err().contains("not a number"));
+    }
+}
