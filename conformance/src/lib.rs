@@ -17,6 +17,7 @@
 
 pub mod fabric;
 pub mod golden;
+pub mod local_sa;
 mod process;
 pub mod saquery;
 mod tools;
@@ -25,5 +26,6 @@ pub mod topology;
 pub use fabric::{
     Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
 };
+pub use local_sa::LocalSa;
 pub use tools::{preload_library, sibling_binary};
 pub use topology::Topology;

@@ -120,6 +120,43 @@ pub fn parse_printed_records(output: &str) -> Vec<PrintedRecord> {
     records
 }
 
+/// A PathRecord as saquery prints it (`PathRecord dump:` and 16 dotted
+/// fields): the format `lsaquery --load` reads. Written from the IBA
+/// layout, independently of lsaquery's printer.
+pub fn path_record_dump(r: &mad_codec::PathRecord) -> String {
+    use mad_codec::zerocopy::IntoBytes;
+    let b = r.as_bytes();
+    let be = |range: std::ops::Range<usize>| {
+        b[range]
+            .iter()
+            .fold(0u64, |acc, x| acc << 8 | u64::from(*x))
+    };
+    let qos_sl = be(52..54);
+    let fields: [(&str, String); 16] = [
+        ("service_id", format!("0x{:016x}", be(0..8))),
+        ("dgid", r.dgid().to_string()),
+        ("sgid", r.sgid().to_string()),
+        ("dlid", be(40..42).to_string()),
+        ("slid", be(42..44).to_string()),
+        ("hop_flow_raw", format!("0x{:x}", be(44..48))),
+        ("tclass", format!("0x{:x}", b[48])),
+        ("num_path_revers", format!("0x{:x}", b[49])),
+        ("pkey", format!("0x{:04X}", be(50..52))),
+        ("qos_class", format!("0x{:x}", qos_sl >> 4)),
+        ("sl", format!("0x{:x}", qos_sl & 0xF)),
+        ("mtu", format!("0x{:x}", b[54])),
+        ("rate", format!("0x{:x}", b[55])),
+        ("pkt_life", format!("0x{:x}", b[56])),
+        ("preference", format!("0x{:x}", b[57])),
+        ("resv2", format!("0x{:012X}", be(58..64))),
+    ];
+    let mut out = String::from("PathRecord dump:\n");
+    for (name, value) in fields {
+        out.push_str(&format!("\t\t{name:.<24}{value}\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,11 +27,16 @@ pub fn preload_library() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A binary built into the same target directory as the running one (how
-/// the demo and the capture tool find lsaquery).
+/// A binary built into the same target directory as the running one: how
+/// the demo and the capture tool find lsaquery, and how tests (which run
+/// from `target/<profile>/deps/`) find local-sa and lsaquery.
 pub fn sibling_binary(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name(name);
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.file_name().is_some_and(|d| d == "deps") {
+        dir.pop();
+    }
+    let path = dir.join(name);
     if path.exists() {
         Ok(path)
     } else {

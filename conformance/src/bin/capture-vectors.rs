@@ -298,7 +298,13 @@ impl Context<'_> {
         let out = self
             .fabric
             .node(node)
-            .and_then(|n| n.command(&bin).args(args).arg("-d").output())
+            .and_then(|n| {
+                n.command(&bin)
+                    .arg("--master")
+                    .args(args)
+                    .arg("-d")
+                    .output()
+            })
             .map_err(|e| e.to_string())?;
         let blocks = mad_blocks(&out.stdout);
         if blocks.is_empty() {

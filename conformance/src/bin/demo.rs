@@ -59,6 +59,7 @@ fn run() -> Result<(), String> {
     ));
     let ours = node
         .command(&lsaquery)
+        .arg("--master")
         .args(["--src-to-dst", &pair, "--method", "get"])
         .output()
         .map_err(|e| e.to_string())?;
@@ -87,6 +88,7 @@ fn run() -> Result<(), String> {
     section("lsaquery --src-to-dst ... --json   (the same answer as JSON)");
     let json = node
         .command(&lsaquery)
+        .arg("--master")
         .args(["--src-to-dst", &pair, "--method", "get", "--json"])
         .output()
         .map_err(|e| e.to_string())?;

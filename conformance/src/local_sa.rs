@@ -1,0 +1,127 @@
+//! local-sa running on a node of a [`Fabric`]: started with its counters
+//! file in the fabric's directory, ready once it has fetched its port's
+//! paths from the master, and its counters readable while it runs.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::fabric::{Fabric, FabricError, NodeProcess};
+
+/// A local-sa process on a node.
+#[derive(Debug)]
+pub struct LocalSa<'f> {
+    process: NodeProcess<'f>,
+    node: String,
+    counters: PathBuf,
+}
+
+impl<'f> LocalSa<'f> {
+    /// Starts `binary` (local-sa) on `node` with `args` and waits until it
+    /// has its port's paths (its `refreshes` counter is at least 1).
+    pub fn start(
+        fabric: &'f Fabric,
+        binary: &str,
+        node: &str,
+        args: &[&str],
+    ) -> Result<Self, FabricError> {
+        let counters = fabric.dir().join(format!("{node}.counters"));
+        let process = fabric
+            .node(node)?
+            .command(binary)
+            .serve_requests()
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .arg("--stats-file")
+            .arg(&counters)
+            .args(args)
+            .spawn()?;
+        let mut sa = Self {
+            process,
+            node: node.to_owned(),
+            counters,
+        };
+        sa.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
+            c.get("refreshes").is_some_and(|r| *r >= 1)
+        })?;
+        Ok(sa)
+    }
+
+    /// The node it runs on.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Its counters as last written (empty before the first write).
+    pub fn counters(&self) -> HashMap<String, u64> {
+        let text = fs::read_to_string(&self.counters).unwrap_or_default();
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (name, value) = l.split_once(' ')?;
+                Some((name.to_owned(), value.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// One counter (0 if absent).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters().get(name).copied().unwrap_or(0)
+    }
+
+    /// Polls the counters until `done` holds, the process exits, or
+    /// `timeout` passes.
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&HashMap<String, u64>) -> bool,
+    ) -> Result<(), FabricError> {
+        let start = Instant::now();
+        loop {
+            if done(&self.counters()) {
+                return Ok(());
+            }
+            if let Some(status) = self.process.try_wait() {
+                return Err(FabricError::Exited {
+                    what: format!("local-sa on {}", self.node),
+                    status,
+                    log: self.process.dir().join("stderr"),
+                    tail: self.stderr(),
+                });
+            }
+            if start.elapsed() > timeout {
+                return Err(FabricError::NotReady {
+                    what: format!("local-sa on {} ({what})", self.node),
+                    waited: timeout,
+                    log: self.process.dir().join("stderr"),
+                    tail: self.stderr(),
+                });
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What it has logged so far.
+    pub fn stderr(&self) -> String {
+        self.process.stderr()
+    }
+
+    /// Its PID.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// Sends SIGTERM and waits for it to exit; returns the exit status and
+    /// its log.
+    pub fn stop(self) -> (Option<ExitStatus>, String) {
+        let log_path = self.process.dir().join("stderr");
+        let status = self.process.stop(Duration::from_secs(5));
+        (status, fs::read_to_string(log_path).unwrap_or_default())
+    }
+}

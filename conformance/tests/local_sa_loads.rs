@@ -1,0 +1,212 @@
+//! PathRecord loads and deletes through the simulator: lsaquery on one
+//! host pushes thousands of records over RMPP to local-sa on another, reads
+//! them back exactly, deletes exactly what it names, and is refused without
+//! the SM_Key.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use conformance::saquery::{mad_blocks, path_record_dump};
+use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, Selector};
+
+fn bin(name: &str) -> String {
+    conformance::sibling_binary(name)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The SM_Key local-sa is started with.
+const KEY: &str = "0x5eed";
+
+/// Fake source ports (not on the fabric) and what they reach: 30 × 100.
+const SOURCES: std::ops::Range<u16> = 3000..3030;
+const DESTS: std::ops::Range<u16> = 1..101;
+
+fn source_gid(lid: u16) -> Gid {
+    Gid::new(Gid::DEFAULT_PREFIX, 0x0050_0000_0000_0000 | u64::from(lid))
+}
+
+/// A distinct record per pair, with fields varied so that a byte out of
+/// place shows.
+fn record(slid: u16, dlid: u16) -> PathRecord {
+    PathRecordRepr {
+        sgid: source_gid(slid),
+        dgid: Gid::new(Gid::DEFAULT_PREFIX, 0x0060_0000_0000_0000 | u64::from(dlid)),
+        slid,
+        dlid,
+        flow_label: u32::from(slid) << 4 | u32::from(dlid & 0xF),
+        hop_limit: (dlid & 0xFF) as u8,
+        tclass: (slid & 0xFF) as u8,
+        reversible: dlid % 2 == 0,
+        pkey: 0xFFFF,
+        sl: (dlid % 16) as u8,
+        mtu_selector: Selector::Exactly,
+        mtu: if dlid % 3 == 0 {
+            Mtu::MTU_4096
+        } else {
+            Mtu::MTU_2048
+        },
+        rate_selector: Selector::Exactly,
+        rate: Rate::GBPS_10,
+        packet_life_selector: Selector::Exactly,
+        packet_life: 18,
+        ..PathRecordRepr::default()
+    }
+    .to_wire()
+}
+
+fn write_dump(path: &Path, records: &[PathRecord]) {
+    let text: String = records.iter().map(path_record_dump).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+fn lsaquery(node: &Node<'_>, args: &[&str]) -> RunOutput {
+    node.command(bin("lsaquery"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The records local-sa at `sa_lid` answers for a GetTable from `sgid`,
+/// as bytes.
+fn table_from(node: &Node<'_>, sa_lid: &str, sgid: Gid) -> BTreeSet<Vec<u8>> {
+    let out = lsaquery(
+        node,
+        &["--sa-lid", sa_lid, "-p", "--sgid", &sgid.to_string(), "-d"],
+    );
+    let blocks = mad_blocks(&out.stdout);
+    let (_, mad) = blocks
+        .iter()
+        .find(|(l, _)| l == "SA Response")
+        .unwrap_or_else(|| panic!("no answer: {}", out.stderr));
+    SaMad::parse(mad)
+        .unwrap()
+        .data()
+        .chunks_exact(64)
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn expect_line(out: &RunOutput, line: &str) {
+    assert!(
+        out.status.success() && out.stdout.contains(line),
+        "expected {line:?}:\n{}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[test]
+fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they_name() {
+    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start(&fabric, &bin("local-sa"), "h5", &["--sm-key", KEY])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sa_lid = fabric.node("h5").unwrap().port().unwrap().lid.to_string();
+    let loader = fabric.node("h9").unwrap();
+    let all: Vec<PathRecord> = SOURCES
+        .flat_map(|s| DESTS.map(move |d| record(s, d)))
+        .collect();
+    let file = fabric.dir().join("paths.txt");
+    write_dump(&file, &all);
+    let file = file.to_str().unwrap();
+
+    // Without the key: refused, nothing stored.
+    let denied = lsaquery(
+        &loader,
+        &["--sa-lid", &sa_lid, "--load", file, "--smkey", "0x1"],
+    );
+    assert_eq!(denied.status.code(), Some(1), "{}", denied.stderr);
+    assert!(
+        denied.stderr.contains("0x0700"),
+        "ERR_REQ_DENIED: {}",
+        denied.stderr
+    );
+    assert!(table_from(&loader, &sa_lid, source_gid(3000)).is_empty());
+
+    // 3000 records, 192,000 bytes: 960 RMPP segments through ibsim.
+    let loaded = lsaquery(
+        &loader,
+        &[
+            "--sa-lid",
+            &sa_lid,
+            "--load",
+            file,
+            "--replace",
+            "--smkey",
+            KEY,
+        ],
+    );
+    expect_line(&loaded, "loaded 3000 of 3000 PathRecords");
+    for s in [3000, 3017, 3029] {
+        let expected: BTreeSet<Vec<u8>> = all
+            .iter()
+            .filter(|r| r.slid() == s)
+            .map(|r| r.as_bytes().to_vec())
+            .collect();
+        assert_eq!(
+            table_from(&loader, &sa_lid, source_gid(s)),
+            expected,
+            "the table from LID {s}"
+        );
+    }
+
+    // Delete named records: exactly those go.
+    let named: Vec<PathRecord> = [(3000, 1), (3000, 2), (3005, 50), (3029, 100)]
+        .map(|(s, d)| record(s, d))
+        .to_vec();
+    let del = fabric.dir().join("delete.txt");
+    write_dump(&del, &named);
+    let out = lsaquery(
+        &loader,
+        &[
+            "--sa-lid",
+            &sa_lid,
+            "--delete",
+            del.to_str().unwrap(),
+            "--smkey",
+            KEY,
+        ],
+    );
+    expect_line(&out, "deleted 4 of 4 PathRecords");
+    let left = table_from(&loader, &sa_lid, source_gid(3000));
+    assert_eq!(left.len(), 98);
+    assert!(
+        !left.contains(record(3000, 1).as_bytes()) && left.contains(record(3000, 3).as_bytes())
+    );
+
+    // Delete by template: every record to DLID 77, loaded or fetched.
+    sa.wait_until("the load counted", std::time::Duration::from_secs(5), |c| {
+        c["loaded"] == 3000 && c["deleted"] == 4
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let before = sa.counter("records");
+    let out = lsaquery(
+        &loader,
+        &[
+            "--sa-lid",
+            &sa_lid,
+            "--delete-matching",
+            "--dlid",
+            "77",
+            "--smkey",
+            KEY,
+        ],
+    );
+    let to_77_from_h5 = 1;
+    expect_line(
+        &out,
+        &format!("deleted {} PathRecords", SOURCES.len() + to_77_from_h5),
+    );
+    sa.wait_until(
+        "the deletes counted",
+        std::time::Duration::from_secs(5),
+        |c| c["records"] == before - (SOURCES.len() as u64 + 1),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sa.counter("denied"), 1);
+}

@@ -1,0 +1,242 @@
+//! local-sa against OpenSM on a simulated 100-host fat tree: local-sa runs
+//! on two hosts with OpenSM as the master, and the same PathRecord queries
+//! go to both. Statuses must be equal, and records equal byte for byte
+//! wherever OpenSM's answer arrives whole (the simulator cuts OpenSM's
+//! multi-MAD answers to their first two records; those two must equal
+//! local-sa's first two).
+//!
+//! Needs the local-sa and lsaquery binaries (`cargo build -p local-sa
+//! --bins`; `cargo test --workspace` builds them).
+
+use conformance::saquery::mad_blocks;
+use conformance::{Fabric, LocalSa, Node, NodePort, Topology};
+use mad_codec::header::RmppType;
+use mad_codec::{MAD_LEN, MadStatus, Method, SaMad};
+
+fn bin(name: &str) -> String {
+    conformance::sibling_binary(name)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Bytes of a simulator-cut answer that hold whole records.
+const WHOLE_OF_CUT: usize = 168;
+
+/// What an SA answered to one query.
+#[derive(Debug)]
+struct Answer {
+    status: MadStatus,
+    /// The data of a successful answer: one record for Get, the records of
+    /// a table; empty for errors.
+    data: Vec<u8>,
+    /// The answer came cut by the simulator: only `data[..168]` is real.
+    cut: bool,
+}
+
+impl Answer {
+    fn records(&self) -> Vec<&[u8]> {
+        let len = if self.cut {
+            WHOLE_OF_CUT / 64 * 64
+        } else {
+            self.data.len()
+        };
+        self.data[..len.min(self.data.len())]
+            .chunks_exact(64)
+            .collect()
+    }
+}
+
+/// Runs lsaquery with `-d` on `node`, aimed by `aim` (`--master` or
+/// nothing for local-sa), and decodes the answer it printed.
+fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
+    let out = node
+        .command(bin("lsaquery"))
+        .args(aim)
+        .args(args)
+        .arg("-d")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks = mad_blocks(&out.stdout);
+    let Some((_, mad)) = blocks.iter().find(|(l, _)| l == "SA Response") else {
+        panic!(
+            "lsaquery {aim:?} {args:?}: no answer printed\n{}{}",
+            out.stdout, out.stderr
+        );
+    };
+    let m = SaMad::parse(mad).unwrap_or_else(|e| panic!("{args:?}: undecodable answer: {e}"));
+    let status = m.mad().status();
+    let cut =
+        mad.len() == MAD_LEN && m.rmpp().is_active() && m.rmpp().rmpp_type() == RmppType::NONE;
+    let data = if status.is_ok() {
+        if m.mad().method() == Method::GET_RESP {
+            m.data()[..64].to_vec()
+        } else {
+            m.data().to_vec()
+        }
+    } else {
+        Vec::new()
+    };
+    Answer { status, data, cut }
+}
+
+/// Compares local-sa's and OpenSM's answers; a description of the
+/// difference, if any.
+fn compare(node: &Node<'_>, args: &[String]) -> Option<String> {
+    let theirs = ask(node, &["--master"], args);
+    let ours = ask(node, &[], args);
+    if theirs.status != ours.status {
+        return Some(format!(
+            "{args:?}: status {} from local-sa, {} from OpenSM",
+            ours.status, theirs.status
+        ));
+    }
+    let (t, o) = (theirs.records(), ours.records());
+    if theirs.cut {
+        if o.len() < t.len() || o[..t.len()] != t[..] {
+            return Some(format!(
+                "{args:?}: OpenSM's first {} records (of a cut answer) differ",
+                t.len()
+            ));
+        }
+    } else if o != t {
+        return Some(format!(
+            "{args:?}: {} records from local-sa, {} from OpenSM, or different bytes",
+            o.len(),
+            t.len()
+        ));
+    }
+    None
+}
+
+fn gid(p: &NodePort) -> String {
+    mad_codec::Gid::new(mad_codec::Gid::DEFAULT_PREFIX, p.guid).to_string()
+}
+
+fn to_args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn path_queries_answer_as_opensm_does() {
+    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let local_sa = bin("local-sa");
+    let mut sa5 = LocalSa::start(&fabric, &local_sa, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let _sa50 = LocalSa::start(&fabric, &local_sa, "h50", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    let (me, dst, other) = (
+        node.port().unwrap(),
+        fabric.node("h77").unwrap().port().unwrap(),
+        fabric.node("h33").unwrap().port().unwrap(),
+    );
+    let (s, d, o) = (
+        me.lid.to_string(),
+        dst.lid.to_string(),
+        other.lid.to_string(),
+    );
+    let (gs, gd) = (gid(&me), gid(&dst));
+    let pair = format!("{s}:{d}");
+    let gids = format!("{gs}-{gd}");
+    let mut queries: Vec<Vec<String>> = vec![
+        // Every way of naming the two ends, Get and GetTable.
+        to_args(&["--src-to-dst", &pair, "--method", "get"]),
+        to_args(&["--src-to-dst", &pair]),
+        to_args(&["--sgid-to-dgid", &gids]),
+        to_args(&["--sgid-to-dgid", &gids, "--method", "get"]),
+        to_args(&["-p", "--slid", &s, "--dgid", &gd]),
+        to_args(&["-p", "--sgid", &gs, "--dlid", &d]),
+        to_args(&["-p", "--slid", &s, "--dlid", &s]),
+        to_args(&["-p", "--slid", &s]),
+        to_args(&["-p", "--sgid", &gs]),
+        to_args(&["-p", "--slid", &s, "--method", "get"]),
+        // One end only, or another source: forwarded to the master.
+        to_args(&["-p", "--dlid", &d]),
+        to_args(&["-p", "--slid", &o, "--dlid", &d]),
+        to_args(&["-p", "--slid", &o, "--dlid", &d, "--method", "get"]),
+        to_args(&["-p"]),
+        // Selectors and the other components.
+        to_args(&["--src-to-dst", &pair, "--reversible", "1"]),
+        to_args(&["-p", "--slid", &s, "--numb_path", "1"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--pkey", "0xffff"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--pkey", "0x7fff"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--pkey", "0x1234"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--sl", "0"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--sl", "1"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--qos_class", "0"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--service_id", "0x1"]),
+        to_args(&["-p", "--slid", &s, "--dlid", &d, "--tclass", "0"]),
+        // Half a ServiceID: ERR_REQ_INSUFFICIENT_COMPONENTS.
+        to_args(&[
+            "-p",
+            "--slid",
+            &s,
+            "--dlid",
+            &d,
+            "--service_id",
+            "0x1",
+            "--comp-mask",
+            "0x31",
+        ]),
+        // Unknown ends.
+        to_args(&["--src-to-dst", &format!("{s}:9999"), "--method", "get"]),
+        to_args(&["--src-to-dst", &format!("{s}:9999")]),
+        to_args(&["--sgid-to-dgid", &format!("{gs}-fe80::dead:beef")]),
+    ];
+    for (flag, bytes) in [
+        (
+            "-M",
+            ["0x84", "0x04", "0x44", "0x83", "0xc0", "0x80", "0x85"],
+        ),
+        (
+            "-R",
+            ["0x83", "0x03", "0x43", "0x86", "0xc0", "0x80", "0x82"],
+        ),
+        (
+            "--pkt_lifetime",
+            ["0x92", "0x12", "0x52", "0x80", "0xc0", "0x93", "0x00"],
+        ),
+    ] {
+        for b in bytes {
+            queries.push(to_args(&["-p", "--slid", &s, "--dlid", &d, flag, b]));
+        }
+    }
+    let hits_before = sa5.counter("hits");
+    let differences: Vec<String> = queries.iter().filter_map(|q| compare(&node, q)).collect();
+    assert!(
+        differences.is_empty(),
+        "{} of {} queries differ:\n{}",
+        differences.len(),
+        queries.len(),
+        differences.join("\n")
+    );
+    // Past the two records of OpenSM's cut table, local-sa's table from this
+    // port must hold what OpenSM answers for each destination.
+    let table = ask(&node, &[], &to_args(&["-p", "--slid", &s]));
+    let records = table.records();
+    assert!(
+        records.len() > 100,
+        "a path to every port: {}",
+        records.len()
+    );
+    for r in records.iter().step_by(records.len() / 12) {
+        let dlid = u16::from_be_bytes([r[40], r[41]]).to_string();
+        let single = ask(
+            &node,
+            &["--master"],
+            &to_args(&["--src-to-dst", &format!("{s}:{dlid}")]),
+        );
+        assert_eq!(single.records(), vec![*r], "the path {s} -> {dlid}");
+    }
+    // Most of them were answered from the cache, not by asking OpenSM.
+    let cached = sa5.wait_until("hits counted", std::time::Duration::from_secs(5), |c| {
+        c["hits"] >= hits_before + 30
+    });
+    assert!(
+        cached.is_ok(),
+        "only {} of {} queries answered from the cache",
+        sa5.counter("hits") - hits_before,
+        queries.len()
+    );
+}
