@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds, brings up a simulated
-# 100-host fat tree with OpenSM, and queries it through local-sa's
-# transport next to saquery. Everything it starts stops when it ends.
+# 100-host fat tree with OpenSM as the master SA, starts local-sa on one
+# host and asks it and OpenSM the same questions with lsaquery (Gets,
+# tables, a load, a host unplugged). Everything it starts stops when it
+# ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh

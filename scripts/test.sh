@@ -12,6 +12,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
+# The conformance tests run local-sa and lsaquery from target/debug.
+cargo build --workspace --bins --quiet
 cargo test --workspace --quiet
 echo "== benchmarks compile"
 cargo bench --workspace --no-run --quiet

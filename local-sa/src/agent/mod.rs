@@ -50,7 +50,7 @@ use self::path_query::{Knowledge, Outcome};
 use self::refresh::RefreshState;
 use self::transfers::{Event, Transfers};
 use self::upstream::{Purpose, Reply, Upstream, UpstreamConfig};
-use crate::store::{Epoch, PathStore};
+use crate::store::{Epoch, FastSet, PathStore};
 use crate::umad::MadAddress;
 
 /// A MAD to put on the wire.
@@ -156,7 +156,7 @@ pub struct SaCore {
     config: AgentConfig,
     port: PortIdentity,
     store: PathStore,
-    complete_sources: HashSet<u64>,
+    complete_sources: FastSet<u64>,
     /// Whether the master applies QoS policy; `None` until its
     /// ClassPortInfo arrives (QoS-sensitive queries are forwarded till then).
     master_qos: Option<bool>,
@@ -191,7 +191,7 @@ impl SaCore {
             config,
             port,
             store: PathStore::new(),
-            complete_sources: HashSet::new(),
+            complete_sources: FastSet::default(),
             master_qos: None,
             epoch: 0,
             refresh: RefreshState::Idle,
@@ -522,11 +522,19 @@ impl SaCore {
         request: &SaMadHeader,
         records: &[PathRecord],
     ) {
-        let data: Vec<u8> = records
-            .iter()
-            .flat_map(|r| r.as_bytes().iter().copied())
-            .collect();
-        self.answer_data(now, source, request, Bytes::from(data));
+        if request.mad.method() == Method::GET {
+            // One MAD, built in one allocation: the common case.
+            let header = respond::success_header(request, PathRecord::ATTRIBUTE_OFFSET);
+            let one = records.first().map_or(&[][..], |r| r.as_bytes());
+            let answer = respond::single(&header, one);
+            self.out.push_back(Transmit::reply(source.reply(), answer));
+            return;
+        }
+        let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
+        for r in records {
+            data.extend_from_slice(r.as_bytes());
+        }
+        self.answer_data(now, source, request, data.freeze());
     }
 
     fn answer_data(

@@ -24,12 +24,10 @@
 //! Whatever the store cannot answer exactly is [`Outcome::Forward`]: the
 //! caller asks the master SA.
 
-use std::collections::HashSet;
-
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::{ComponentMask, Gid, MadStatus, Method, Mtu, PathRecord, Rate, Selector};
 
-use crate::store::{PathStore, PortLids};
+use crate::store::{FastSet, PathStore, PortLids};
 
 /// What to do with a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +68,7 @@ pub struct Knowledge<'a> {
     /// unknown here).
     pub subnet_prefix: u64,
     /// Ports (by GUID) whose every path the store holds.
-    pub complete_sources: &'a HashSet<u64>,
+    pub complete_sources: &'a FastSet<u64>,
     /// The master SA applies QoS policy (its ClassPortInfo says so).
     pub master_qos: bool,
 }

@@ -13,11 +13,14 @@
 //! a full refresh stamps what it sees with a new epoch and then sweeps the
 //! rest ([`PathStore::sweep`]).
 
-use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
 use mad_codec::{Gid, PathRecord};
 use slab::Slab;
+
+mod fast_hash;
+
+pub use self::fast_hash::{FastHasher, FastMap, FastSet};
 
 /// A refresh generation.
 pub type Epoch = u32;
@@ -42,11 +45,11 @@ pub struct PortLids {
 #[derive(Debug, Default)]
 pub struct PathStore {
     records: Slab<StoredPath>,
-    by_pair: HashMap<u32, u32>,
+    by_pair: FastMap<u32, u32>,
     by_source: Vec<Vec<u32>>,
     by_dest: Vec<Vec<u32>>,
-    ports: HashMap<u64, PortLids>,
-    lid_owner: HashMap<u16, u64>,
+    ports: FastMap<u64, PortLids>,
+    lid_owner: FastMap<u16, u64>,
 }
 
 fn pair_key(slid: u16, dlid: u16) -> u32 {
@@ -100,9 +103,10 @@ impl PathStore {
                 return true;
             }
         }
-        let Ok(id) = u32::try_from(self.records.insert(StoredPath { record, epoch })) else {
+        let slot = self.records.insert(StoredPath { record, epoch });
+        let Ok(id) = u32::try_from(slot) else {
             // More than 4 billion records: refuse rather than corrupt.
-            self.records.remove(self.records.len() - 1);
+            self.records.remove(slot);
             return false;
         };
         self.by_pair.insert(key, id);
@@ -215,7 +219,20 @@ impl PathStore {
     /// Removes the records from the source LIDs `slids` not stamped with
     /// `current`: a refresh of one source's paths sweeps only those.
     pub fn sweep_from(&mut self, slids: RangeInclusive<u16>, current: Epoch) -> usize {
-        self.remove_where(|r, epoch| epoch != current && slids.contains(&r.slid()))
+        let mut stale = Vec::new();
+        for slid in slids {
+            let ids = self.by_source.get(usize::from(slid)).into_iter().flatten();
+            stale.extend(
+                ids.filter_map(|id| self.records.get(*id as usize))
+                    .filter(|s| s.epoch != current)
+                    .map(|s| s.record.dlid())
+                    .map(|d| (slid, d)),
+            );
+        }
+        for (s, d) in &stale {
+            self.remove(*s, *d);
+        }
+        stale.len()
     }
 
     /// Removes every record for which `doomed` (given the record and its

@@ -67,7 +67,7 @@ fn ask_with(
     req: &PathRecord,
     qos: bool,
 ) -> Outcome {
-    let complete = HashSet::from([A]);
+    let complete = FastSet::from_iter([A]);
     let k = Knowledge {
         store,
         subnet_prefix: PREFIX,
@@ -146,7 +146,7 @@ fn the_request_sgid_is_echoed_verbatim() {
     // A link-local SGID names A even under another subnet prefix.
     let local = Gid::new(0xfe80_0000_0000_0000, A);
     let s = store();
-    let complete = HashSet::from([A]);
+    let complete = FastSet::from_iter([A]);
     let k = Knowledge {
         store: &s,
         subnet_prefix: 0xfec0_0000_0000_0000,

@@ -1,0 +1,257 @@
+//! The same PathRecord load against OpenSM, local-sa and a do-nothing echo
+//! agent on one simulated fabric, in one run: answers per second, latency
+//! percentiles (from `lsaquery --bench`), and the CPU each server process
+//! (and ibsim, which carries every MAD) spends per 10 000 answers.
+//!
+//! Build the release binaries first, then run it:
+//!
+//! ```text
+//! cargo build --release -p local-sa --bins --example sa_echo
+//! cargo run --release -p conformance --bin fabric-bench -- [QUERIES] [WINDOW] [ROUNDS]
+//! ```
+//!
+//! Defaults: 20 000 queries, 16 outstanding, 3 rounds (the servers take
+//! turns within each round).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use conformance::{Fabric, LocalSa, Node, Topology};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fabric-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// CPU seconds (user + system, all threads) a process has used.
+fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Result<f64, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("unreadable /proc stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .ok_or("short /proc stat")
+    };
+    Ok((ticks(11)? + ticks(12)?) / ticks_per_second)
+}
+
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// A server under test.
+struct Server {
+    name: &'static str,
+    lid: u16,
+    pid: u32,
+}
+
+/// One measurement.
+struct Sample {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+    cpu_per_10k: f64,
+    ibsim_per_10k: f64,
+}
+
+fn json_number(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let tail = &json[at..];
+    let end = tail.find([',', '}']).unwrap_or(tail.len());
+    tail[..end].trim().parse().ok()
+}
+
+/// The load every server gets.
+struct Load<'f> {
+    client: Node<'f>,
+    lsaquery: PathBuf,
+    pair: String,
+    queries: u64,
+    window: usize,
+    ticks_per_second: f64,
+}
+
+impl Load<'_> {
+    /// Runs the load against `server` and measures it.
+    fn measure(&self, fabric: &Fabric, server: &Server) -> Result<Sample, String> {
+        let hz = self.ticks_per_second;
+        let (cpu0, sim0) = (
+            cpu_seconds(server.pid, hz)?,
+            cpu_seconds(fabric.ibsim_pid(), hz)?,
+        );
+        let out = self
+            .client
+            .command(&self.lsaquery)
+            .args([
+                "--sa-lid",
+                &server.lid.to_string(),
+                "--src-to-dst",
+                &self.pair,
+                "--method",
+                "get",
+                "--json",
+            ])
+            .args([
+                "--bench",
+                &self.queries.to_string(),
+                "--window",
+                &self.window.to_string(),
+            ])
+            .timeout(std::time::Duration::from_secs(600))
+            .output()
+            .map_err(|e| e.to_string())?;
+        let (cpu1, sim1) = (
+            cpu_seconds(server.pid, hz)?,
+            cpu_seconds(fabric.ibsim_pid(), hz)?,
+        );
+        let num = |k| {
+            json_number(&out.stdout, k).ok_or_else(|| {
+                format!("{}: no {k} in {:?} {}", server.name, out.stdout, out.stderr)
+            })
+        };
+        let answered = num("answered")?;
+        if answered < self.queries as f64 || num("error_status")? > 0.0 {
+            return Err(format!(
+                "{}: not every query was answered OK: {}",
+                server.name, out.stdout
+            ));
+        }
+        let per_10k = 10_000.0 / answered;
+        Ok(Sample {
+            rate: num("answers_per_second")?,
+            p50: json_number(&out.stdout, "p50").unwrap_or(0.0),
+            p99: json_number(&out.stdout, "p99").unwrap_or(0.0),
+            cpu_per_10k: (cpu1 - cpu0) * per_10k,
+            ibsim_per_10k: (sim1 - sim0) * per_10k,
+        })
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run() -> Result<(), String> {
+    let arg = |i: usize, default: u64| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    let (queries, window, rounds) = (arg(1, 20_000), arg(2, 16) as usize, arg(3, 3) as usize);
+    let lsaquery = conformance::sibling_binary("lsaquery")?;
+    let local_sa = conformance::sibling_binary("local-sa")?;
+    let echo = local_sa.with_file_name("examples").join("sa_echo");
+    if !echo.exists() {
+        return Err(format!(
+            "{} not found: cargo build --release -p local-sa --example sa_echo",
+            echo.display()
+        ));
+    }
+    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+        .start()
+        .map_err(|e| e.to_string())?;
+    let node_lid = |n: &str| {
+        fabric
+            .node(n)
+            .and_then(|n| n.port())
+            .map(|p| p.lid)
+            .map_err(|e| e.to_string())
+    };
+    let sa = LocalSa::start(&fabric, &local_sa.to_string_lossy(), "h20", &[])
+        .map_err(|e| e.to_string())?;
+    let echo_process = fabric
+        .node("h30")
+        .and_then(|n| n.command(&echo).serve_requests().spawn())
+        .map_err(|e| e.to_string())?;
+    let servers = [
+        Server {
+            name: "OpenSM 3.3.23",
+            lid: node_lid("h1")?,
+            pid: fabric.opensm_pid().ok_or("OpenSM is not running")?,
+        },
+        Server {
+            name: "local-sa",
+            lid: node_lid("h20")?,
+            pid: sa.pid(),
+        },
+        Server {
+            name: "echo agent (transport floor)",
+            lid: node_lid("h30")?,
+            pid: echo_process.pid(),
+        },
+    ];
+    // The path from local-sa's own port: what it holds for its node.
+    let pair = format!("{}:{}", node_lid("h20")?, node_lid("h77")?);
+    let load = Load {
+        client: fabric.node("h40").map_err(|e| e.to_string())?,
+        lsaquery,
+        pair,
+        queries,
+        window,
+        ticks_per_second: clock_ticks(),
+    };
+    let pair = &load.pair;
+    println!(
+        "fabric: 100-host fat tree under ibsim; client lsaquery on h40, PathRecord Get {pair}, {queries} queries, \
+         {window} outstanding, {rounds} rounds"
+    );
+    let mut samples: Vec<Vec<Sample>> = servers.iter().map(|_| Vec::new()).collect();
+    for round in 1..=rounds {
+        for (server, list) in servers.iter().zip(samples.iter_mut()) {
+            let s = load.measure(&fabric, server)?;
+            println!(
+                "round {round}  {:<30} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K  ibsim {:.3} s/10K",
+                server.name, s.rate, s.p50, s.p99, s.cpu_per_10k, s.ibsim_per_10k
+            );
+            list.push(s);
+        }
+    }
+    println!(
+        "\n| server | answers/s | p50 µs | p99 µs | server CPU s per 10K answers | ibsim CPU s per 10K |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut cpu = Vec::new();
+    for (server, list) in servers.iter().zip(&samples) {
+        let m = |f: fn(&Sample) -> f64| median(list.iter().map(f).collect());
+        let c = m(|s| s.cpu_per_10k);
+        cpu.push(c);
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {:.3} | {:.3} |",
+            server.name,
+            m(|s| s.rate),
+            m(|s| s.p50),
+            m(|s| s.p99),
+            c,
+            m(|s| s.ibsim_per_10k)
+        );
+    }
+    println!("\n(medians of {rounds} rounds)");
+    println!(
+        "local-sa CPU per answer / echo agent's: {:.2}x; / OpenSM's: {:.2}x",
+        cpu[1] / cpu[2],
+        cpu[1] / cpu[0]
+    );
+    drop(echo_process);
+    drop(sa);
+    Ok(())
+}
