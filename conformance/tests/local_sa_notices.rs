@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use conformance::saquery::mad_blocks;
+use conformance::saquery::{mad_blocks, parse_printed_records};
 use conformance::{Fabric, LocalSa, Node, Topology};
-use mad_codec::{MadStatus, SaMad};
+use mad_codec::{Gid, MadStatus, SaMad};
 
 fn bin(name: &str) -> String {
     conformance::sibling_binary(name)
@@ -92,4 +92,22 @@ fn unplugging_a_host_removes_its_paths_from_every_local_sa_and_plugging_it_back_
         assert_eq!(ours.0, MadStatus::OK, "{pair} after the replug");
         assert_eq!(ours, theirs, "the path {pair} equals OpenSM's again");
     }
+
+    // SIGTERM: local-sa withdraws its two subscriptions at OpenSM and exits 0.
+    let subscriptions = |node: &Node<'_>| {
+        let gid = Gid::new(Gid::DEFAULT_PREFIX, node.port().unwrap().guid).to_string();
+        let out = node
+            .command(bin("lsaquery"))
+            .args(["--master", "-I", &gid])
+            .output()
+            .unwrap();
+        parse_printed_records(&out.stdout).len()
+    };
+    assert_eq!(subscriptions(&nodes[0]), 2, "traps 64 and 65 while it runs");
+    let (status, log) = agents.remove(0).stop();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "exit {status:?}:\n{log}"
+    );
+    assert_eq!(subscriptions(&nodes[0]), 0, "nothing left at the master");
 }

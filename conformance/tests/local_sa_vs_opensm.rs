@@ -240,3 +240,61 @@ fn path_queries_answer_as_opensm_does() {
         queries.len()
     );
 }
+
+#[test]
+fn with_the_master_gone_cached_answers_flow_and_misses_get_busy() {
+    let fabric = Fabric::builder(Topology::fat_tree(4, 5, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let args = ["--upstream-timeout", "300", "--upstream-retries", "1"];
+    let sa =
+        LocalSa::start(&fabric, &bin("local-sa"), "h5", &args).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    let (me, dst, other) = (
+        node.port().unwrap(),
+        fabric.node("h17").unwrap().port().unwrap(),
+        fabric.node("h9").unwrap().port().unwrap(),
+    );
+    fabric.stop_opensm();
+    let cached = ask(
+        &node,
+        &[],
+        &to_args(&[
+            "--src-to-dst",
+            &format!("{}:{}", me.lid, dst.lid),
+            "--method",
+            "get",
+        ]),
+    );
+    assert_eq!(
+        (cached.status, cached.records().len()),
+        (MadStatus::OK, 1),
+        "answered from the cache"
+    );
+    // Not from this port: it must go to the master, which is not there.
+    let patient = ["--timeout", "5000", "--retries", "0"];
+    let miss = to_args(
+        &[
+            &[
+                "--src-to-dst",
+                &format!("{}:{}", other.lid, dst.lid),
+                "--method",
+                "get",
+            ][..],
+            &patient,
+        ]
+        .concat(),
+    );
+    let started = std::time::Instant::now();
+    let answer = ask(&node, &[], &miss);
+    assert_eq!(
+        answer.status,
+        MadStatus::BUSY,
+        "a clear status once the master has not answered"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "after the upstream time-out, not the client's"
+    );
+    drop(sa);
+}

@@ -1,5 +1,6 @@
 //! Seeds the fuzz corpus from the golden vectors: writes every captured MAD
-//! (and its payload, framed for the record-walking and RMPP targets) into
+//! (and its payload, framed for the record-walking and RMPP targets, and
+//! request/answer exchanges scripted for the SA-core target) into
 //! `fuzz/corpus/<target>/golden-*.bin`.
 //!
 //! Usage: export-fuzz-seeds [FUZZ_DIR]   (default: the workspace's fuzz/)
@@ -45,6 +46,13 @@ fn record_kind(attr: AttributeId) -> Option<u8> {
     })
 }
 
+/// One MAD step of an SA-core script: opcode (0 client, 1 master), client
+/// LID 9, the length, the MAD.
+fn core_step(op: u8, mad: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(mad.len()).unwrap_or(u16::MAX).to_le_bytes();
+    [&[op, 9, len[0], len[1]][..], mad].concat()
+}
+
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     fs::write(dir.join(name), bytes)
@@ -75,6 +83,23 @@ fn export(fuzz_dir: &Path) -> Result<usize, String> {
             }
             let perfect = [&[0u8][..], mad.data()].concat();
             write(&corpus.join("rmpp_reassembly"), &file, &perfect).map_err(io)?;
+            n += 1;
+        }
+        // The SA core (local_sa::agent::fuzzing::drive): the request from a
+        // client, the answer as if from the master, then two seconds.
+        if let (Some(request), Some(response)) = (v.mad("request"), v.mad("response")) {
+            let script = [
+                core_step(0, request),
+                core_step(1, response),
+                vec![2, 0xD0, 0x07],
+            ]
+            .concat();
+            write(
+                &corpus.join("sa_core"),
+                &format!("golden-{}.bin", v.name),
+                &script,
+            )
+            .map_err(io)?;
             n += 1;
         }
     }

@@ -23,7 +23,8 @@ pub struct Counters {
     pub loaded: u64,
     /// PathRecords removed by Delete.
     pub deleted: u64,
-    /// Loads and deletes refused for a wrong SM_Key.
+    /// Loads and deletes refused for a wrong SM_Key, and Reports ignored
+    /// because they did not come from the master SM.
     pub denied: u64,
     /// Requests answered with an error status.
     pub errors: u64,

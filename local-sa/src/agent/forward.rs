@@ -87,10 +87,20 @@ impl Forwarding {
 
     /// Queues `waiter` for `key`. True if it is the first (the query must
     /// go upstream); false if it joins one already there.
+    /// A client resending the same request (same TransactionID) while it
+    /// waits is not queued twice: it gets one answer.
     pub(crate) fn wait(&mut self, key: QueryKey, waiter: Waiter) -> bool {
         let list = self.waiting.entry(key).or_default();
-        list.push(waiter);
-        list.len() == 1
+        let tid = |w: &Waiter| w.request.get(8..16).map(<[u8]>::to_vec);
+        let resent = list.iter().any(|w| {
+            w.requester.lid == waiter.requester.lid
+                && w.requester.qpn == waiter.requester.qpn
+                && tid(w) == tid(&waiter)
+        });
+        if !resent {
+            list.push(waiter);
+        }
+        list.len() == 1 && !resent
     }
 
     /// Queries waiting for the master.

@@ -17,6 +17,7 @@
 
 pub mod counters;
 mod forward;
+pub mod fuzzing;
 mod loads;
 pub mod path_query;
 mod refresh;
@@ -306,6 +307,9 @@ impl SaCore {
         self.master_qos = None;
         self.subscribed.clear();
         self.forwarding.forget_answers();
+        // The refresh in progress is superseded by the one starting now.
+        self.upstream
+            .cancel(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
         self.refresh = RefreshState::Idle;
         self.next_refresh = Some(now);
         self.next_registration = Some(now);
@@ -376,6 +380,9 @@ impl SaCore {
     /// Handles one MAD the port received: `status` is the transport's (0,
     /// or an errno when our own request came back undeliverable).
     pub fn handle_mad(&mut self, now: Instant, source: MadAddress, status: u32, mad: &[u8]) {
+        // One packet carries at most one MAD; anything past it is not part
+        // of the MAD (and must not be echoed back in an answer).
+        let mad = &mad[..mad.len().min(MAD_LEN)];
         let Ok((h, _)) = SaMadHeader::parse(mad) else {
             self.counters.malformed += 1;
             debug!(
@@ -706,6 +713,17 @@ impl SaCore {
         }
         self.out
             .push_back(Transmit::reply(source.reply(), resp.freeze()));
+        if source.lid != self.port.sm_lid {
+            // Only the master's notices change the store: anyone can send a
+            // Report.
+            self.counters.denied += 1;
+            warn!(
+                lid = source.lid,
+                master = self.port.sm_lid,
+                "a Report not from the master SM: ignored"
+            );
+            return;
+        }
         let Ok(notice) = SaMad::parse(mad).and_then(|m| m.record::<Notice>().copied()) else {
             return;
         };
@@ -719,6 +737,10 @@ impl SaCore {
             }
             TrapDetails::GidInService { gid } => {
                 info!(%gid, "port in service (trap 64)");
+                let purpose = Purpose::GidInService { guid: gid.guid() };
+                if self.upstream.is_pending(&purpose) {
+                    return;
+                }
                 let mut t = PathRecord::new_zeroed();
                 t.set_sgid(self.port.gid);
                 t.set_dgid(gid);
@@ -726,11 +748,7 @@ impl SaCore {
                     .record(&t);
                 b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
                 self.forwarding.forget_answers();
-                self.send_upstream(
-                    now,
-                    Purpose::GidInService { guid: gid.guid() },
-                    &b.into_bytes(),
-                );
+                self.send_upstream(now, purpose, &b.into_bytes());
             }
             other => debug!(?other, "notice ignored"),
         }

@@ -100,6 +100,12 @@ impl Upstream {
             .collect()
     }
 
+    /// Forgets the requests in flight whose purpose `stale` picks: their
+    /// answers would no longer be used.
+    pub(crate) fn cancel(&mut self, stale: impl Fn(&Purpose) -> bool) {
+        self.pending.retain(|_, p| !stale(&p.purpose));
+    }
+
     /// Requests in flight.
     pub(crate) fn in_flight(&self) -> usize {
         self.pending.len()

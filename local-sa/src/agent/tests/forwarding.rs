@@ -150,3 +150,21 @@ fn a_cut_table_from_the_master_is_passed_on_as_it_came_and_not_kept() {
         .count();
     assert_eq!(upstream, 2, "a cut answer is not reused");
 }
+
+#[test]
+fn a_client_resending_while_it_waits_gets_one_answer() {
+    let mut b = Bench::started();
+    b.master.answering = false;
+    for _ in 0..3 {
+        b.core.handle_mad(b.now, client(30), 0, &elsewhere(0x42, 4));
+    }
+    b.pump();
+    b.master.answering = true;
+    b.advance(AgentConfig::default().upstream_timeout);
+    assert_eq!(b.take_sent(30).len(), 1);
+    assert_eq!(
+        upstream_queries_for(&b, 4),
+        2,
+        "the first attempt and the agent's own retry"
+    );
+}

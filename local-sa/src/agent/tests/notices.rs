@@ -54,3 +54,19 @@ fn other_notices_are_acknowledged_and_change_nothing() {
     assert_eq!(b.master.report_resps.len(), 1);
     assert_eq!(b.core.store().len(), before);
 }
+
+#[test]
+fn a_report_from_anyone_but_the_master_changes_nothing() {
+    let mut b = Bench::started();
+    let before = b.core.store().len();
+    b.master
+        .report(TrapDetails::GidOutOfService { gid: gid(5) });
+    let forged = b.master.poll_transmit().unwrap();
+    let answers = b.ask(super::bench::client(30), &forged);
+    assert_eq!(answers.len(), 1, "acknowledged all the same");
+    assert_eq!(b.core.store().len(), before);
+    assert_eq!(
+        (b.core.counters().notices, b.core.counters().denied),
+        (0, 1)
+    );
+}
