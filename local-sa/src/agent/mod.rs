@@ -38,9 +38,8 @@ use mad_codec::records::SaRecord;
 use mad_codec::rmpp::RmppConfig;
 use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ClassPortInfo, ClassPortInfoRepr, Gid, InformInfo, InformInfoRepr, MAD_LEN,
-    MadHeader, MadStatus, Method, MgmtClass, Notice, PathRecord, SaMad, SaMadBuilder, TrapDetails,
-    TrapNumber,
+    AttributeId, ClassPortInfo, ClassPortInfoRepr, Gid, InformInfoRepr, MAD_LEN, MadHeader,
+    MadStatus, Method, MgmtClass, Notice, PathRecord, SaMad, SaMadBuilder, TrapDetails, TrapNumber,
 };
 use tracing::{debug, info, warn};
 
@@ -147,6 +146,9 @@ impl Default for AgentConfig {
         }
     }
 }
+
+/// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
+const SUBSCRIPTION_RESP_TIME: u8 = 19;
 
 /// The traps the agent subscribes to at the master.
 const TRAPS: [TrapNumber; 2] = [TrapNumber::GID_IN_SERVICE, TrapNumber::GID_OUT_OF_SERVICE];
@@ -357,20 +359,9 @@ impl SaCore {
     }
 
     fn send_subscription(&mut self, now: Instant, trap: TrapNumber, subscribe: bool) {
-        let info = InformInfoRepr {
-            gid: Gid::ZERO,
-            lid_range_begin: InformInfo::ALL_LIDS,
-            lid_range_end: 0,
-            is_generic: 1,
-            subscribe: u8::from(subscribe),
-            notice_type: InformInfo::ALL_TYPES,
-            trap_number: trap.0,
-            // OpenSM stores the source QP (1) and unsubscribes only on an
-            // identical word; the RespTimeValue must repeat too.
-            qpn: 1,
-            resp_time_value: 19,
-            producer_type: mad_codec::codes::ProducerType::ALL.0,
-        };
+        // OpenSM records the source QP (1) and unsubscribes only on an
+        // identical record, so both directions use the same values.
+        let info = InformInfoRepr::generic_subscription(trap, subscribe, 1, SUBSCRIPTION_RESP_TIME);
         let req = SaMadBuilder::request(Method::SET, 0, AttributeId::INFORM_INFO)
             .record(&info.to_wire())
             .into_bytes();

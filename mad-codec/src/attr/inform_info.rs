@@ -122,6 +122,31 @@ pub struct InformInfoRepr {
 }
 
 impl InformInfoRepr {
+    /// A generic subscription to `trap` (`TrapNumber::ALL` for every trap)
+    /// from any LID, notice type and producer, for the subscriber's QP
+    /// `qpn`; `subscribe` false gives its unsubscribe. OpenSM removes a
+    /// subscription only when every field repeats it, RespTimeValue and QPN
+    /// included.
+    pub fn generic_subscription(
+        trap: TrapNumber,
+        subscribe: bool,
+        qpn: u32,
+        resp_time_value: u8,
+    ) -> Self {
+        Self {
+            gid: Gid::ZERO,
+            lid_range_begin: InformInfo::ALL_LIDS,
+            lid_range_end: 0,
+            is_generic: 1,
+            subscribe: u8::from(subscribe),
+            notice_type: InformInfo::ALL_TYPES,
+            trap_number: trap.0,
+            qpn,
+            resp_time_value,
+            producer_type: ProducerType::ALL.0,
+        }
+    }
+
     /// Unpacks a wire record.
     pub fn parse(w: &InformInfo) -> Self {
         Self {

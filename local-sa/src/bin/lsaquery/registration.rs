@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use local_sa::umad::IncomingMad;
 use mad_codec::attr::mc_member_record::mask as mcmr;
-use mad_codec::codes::ProducerType;
 use mad_codec::zerocopy::{FromBytes, FromZeros};
 use mad_codec::{
     AttributeId, ComponentMask, Gid, InformInfo, InformInfoRepr, JoinState, MadHeader, MadStatus,
@@ -25,19 +24,7 @@ const RESP_TIME_VALUE: u8 = 19;
 /// producer; `subscribe` false gives the matching unsubscribe. OpenSM
 /// removes a subscription only if every field, QPN 1 included, repeats it.
 pub(crate) fn inform_info(trap: TrapNumber, subscribe: bool) -> InformInfo {
-    InformInfoRepr {
-        gid: Gid::ZERO,
-        lid_range_begin: InformInfo::ALL_LIDS,
-        lid_range_end: 0,
-        is_generic: 1,
-        subscribe: u8::from(subscribe),
-        notice_type: InformInfo::ALL_TYPES,
-        trap_number: trap.0,
-        qpn: 1,
-        resp_time_value: RESP_TIME_VALUE,
-        producer_type: ProducerType::ALL.0,
-    }
-    .to_wire()
+    InformInfoRepr::generic_subscription(trap, subscribe, 1, RESP_TIME_VALUE).to_wire()
 }
 
 /// Parses `--subscribe`'s argument: a trap number or "all".
