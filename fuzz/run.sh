@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(mad_parse mad_roundtrip sa_records rmpp_reassembly sa_core)
+  targets=(mad_parse mad_roundtrip sa_records rmpp_reassembly sa_core registry_ops)
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "cargo-fuzz is not installed: cargo install cargo-fuzz --locked" >&2
