@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 /// Counters of one port's SA agent. All count events since start except
-/// the last four, which say how things stand now.
+/// the last nine, which say how things stand now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
     /// PathRecord queries answered from the cache.
@@ -36,8 +36,19 @@ pub struct Counters {
     pub rmpp_aborts: u64,
     /// Full refreshes of this port's paths completed.
     pub refreshes: u64,
-    /// Notices (traps 64/65) received from the master.
+    /// Notices received from the master and passed on (duplicates of one
+    /// notice count once).
     pub notices: u64,
+    /// Reports sent to MAD subscribers (resends not counted).
+    pub reports_sent: u64,
+    /// MAD subscribers dropped for not answering Reports.
+    pub leases_ended: u64,
+    /// Multicast joins completed here (the master held the bits).
+    pub joins_local: u64,
+    /// Multicast joins sent to the master.
+    pub joins_upstream: u64,
+    /// Multicast leaves.
+    pub leaves: u64,
     /// PathRecords cached now.
     pub records: u64,
     /// Requests to the master SA waiting for their answer now.
@@ -46,6 +57,16 @@ pub struct Counters {
     pub queries_waiting: u64,
     /// RMPP transfers in progress now.
     pub transfers_active: u64,
+    /// Distinct subscriptions (filters) this port holds now.
+    pub subscriptions: u64,
+    /// Subscribers (the agent, ports, local connections) now.
+    pub subscribers: u64,
+    /// Multicast groups this port belongs to now.
+    pub groups: u64,
+    /// Local memberships (member × group) now.
+    pub members: u64,
+    /// Reports to MAD subscribers waiting for their answer now.
+    pub reports_in_flight: u64,
 }
 
 impl Counters {
@@ -68,7 +89,7 @@ impl Counters {
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 19] {
+    fn fields(&self) -> [(&'static str, u64); 29] {
         [
             ("hits", self.hits),
             ("misses", self.misses),
@@ -85,10 +106,20 @@ impl Counters {
             ("rmpp_aborts", self.rmpp_aborts),
             ("refreshes", self.refreshes),
             ("notices", self.notices),
+            ("reports_sent", self.reports_sent),
+            ("leases_ended", self.leases_ended),
+            ("joins_local", self.joins_local),
+            ("joins_upstream", self.joins_upstream),
+            ("leaves", self.leaves),
             ("records", self.records),
             ("upstream_in_flight", self.upstream_in_flight),
             ("queries_waiting", self.queries_waiting),
             ("transfers_active", self.transfers_active),
+            ("subscriptions", self.subscriptions),
+            ("subscribers", self.subscribers),
+            ("groups", self.groups),
+            ("members", self.members),
+            ("reports_in_flight", self.reports_in_flight),
         ]
     }
 }

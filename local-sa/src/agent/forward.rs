@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMadBuilder};
 
-use crate::umad::MadAddress;
+use super::Asker;
 
 /// What makes two PathRecord queries the same query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,15 +31,14 @@ impl QueryKey {
     pub(crate) fn method(&self) -> Method {
         self.method
     }
-}
 
-/// Someone waiting for an answer.
-#[derive(Debug, Clone)]
-pub(crate) struct Waiter {
-    /// Where the answer goes.
-    pub(crate) requester: MadAddress,
-    /// The request as it arrived (its headers are echoed).
-    pub(crate) request: Bytes,
+    /// The query as a MAD to send the master.
+    pub(crate) fn to_request(self) -> Bytes {
+        let mut b =
+            SaMadBuilder::request(self.method, 0, AttributeId::PATH_RECORD).record(&self.template);
+        b.header_mut().sa.set_component_mask(self.mask);
+        b.into_bytes()
+    }
 }
 
 /// The master's answer to a query: status and record data.
@@ -59,7 +58,7 @@ struct Cached {
 /// Queries upstream, who waits for them, and recent answers.
 #[derive(Debug)]
 pub(crate) struct Forwarding {
-    waiting: HashMap<QueryKey, Vec<Waiter>>,
+    waiting: HashMap<QueryKey, Vec<Asker>>,
     answers: HashMap<QueryKey, Cached>,
     answer_ttl: Duration,
     negative_ttl: Duration,
@@ -89,14 +88,9 @@ impl Forwarding {
     /// go upstream); false if it joins one already there.
     /// A client resending the same request (same TransactionID) while it
     /// waits is not queued twice: it gets one answer.
-    pub(crate) fn wait(&mut self, key: QueryKey, waiter: Waiter) -> bool {
+    pub(crate) fn wait(&mut self, key: QueryKey, waiter: Asker) -> bool {
         let list = self.waiting.entry(key).or_default();
-        let tid = |w: &Waiter| w.request.get(8..16).map(<[u8]>::to_vec);
-        let resent = list.iter().any(|w| {
-            w.requester.lid == waiter.requester.lid
-                && w.requester.qpn == waiter.requester.qpn
-                && tid(w) == tid(&waiter)
-        });
+        let resent = list.iter().any(|w| w.same_request(&waiter));
         if !resent {
             list.push(waiter);
         }
@@ -110,7 +104,7 @@ impl Forwarding {
 
     /// The master answered: keeps the answer if it is worth keeping and
     /// returns everyone who waited.
-    pub(crate) fn answered(&mut self, now: Instant, key: &QueryKey, answer: Answer) -> Vec<Waiter> {
+    pub(crate) fn answered(&mut self, now: Instant, key: &QueryKey, answer: Answer) -> Vec<Asker> {
         let ttl = match answer.status {
             MadStatus::OK => Some(self.answer_ttl),
             MadStatus::ERR_NO_RECORDS => Some(self.negative_ttl),
@@ -135,8 +129,17 @@ impl Forwarding {
 
     /// Everyone who waited, keeping no answer (the master did not answer,
     /// or its answer is passed on as it came).
-    pub(crate) fn release(&mut self, key: &QueryKey) -> Vec<Waiter> {
+    pub(crate) fn release(&mut self, key: &QueryKey) -> Vec<Asker> {
         self.waiting.remove(key).unwrap_or_default()
+    }
+
+    /// Drops the waiters `gone` picks (their asker went away); a query
+    /// nobody waits for any more keeps its upstream request, whose answer
+    /// is then only kept.
+    pub(crate) fn forget_where(&mut self, gone: impl Fn(&Asker) -> bool) {
+        for list in self.waiting.values_mut() {
+            list.retain(|w| !gone(w));
+        }
     }
 
     /// Forgets every kept answer (the fabric changed).
@@ -162,10 +165,17 @@ mod tests {
         QueryKey::new(Method::GET, mad_codec::attr::path_record::mask::DLID, t)
     }
 
-    fn waiter(lid: u16) -> Waiter {
-        Waiter {
-            requester: MadAddress::gsi(lid, 0),
-            request: Bytes::new(),
+    fn waiter(lid: u16) -> Asker {
+        Asker::Local {
+            conn: u64::from(lid),
+            id: 1,
+        }
+    }
+
+    fn conn(a: &Asker) -> u64 {
+        match a {
+            Asker::Local { conn, .. } => *conn,
+            Asker::Mad { address, .. } => u64::from(address.lid),
         }
     }
 
@@ -181,10 +191,7 @@ mod tests {
             data: Bytes::from_static(&[0; 64]),
         };
         let waiters = f.answered(t0, &key(1), ok);
-        assert_eq!(
-            waiters.iter().map(|w| w.requester.lid).collect::<Vec<_>>(),
-            [10, 11]
-        );
+        assert_eq!(waiters.iter().map(conn).collect::<Vec<_>>(), [10, 11]);
         assert!(f.cached(t0 + Duration::from_secs(59), &key(1)).is_some());
         assert!(f.cached(t0 + Duration::from_secs(61), &key(1)).is_none());
         // "No such record" is kept briefly; other errors not at all.

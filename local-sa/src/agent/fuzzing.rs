@@ -7,7 +7,11 @@
 //! * `0`: a MAD from a client: LID byte, 2-byte length, then the bytes;
 //! * `1`: a MAD from the master SA (same framing; its LID is the SM's);
 //! * `2`: time passes: 2-byte milliseconds;
-//! * `3`: the port changes: one byte picks the new SM LID and LID.
+//! * `3`: the port changes: one byte picks the new SM LID and LID;
+//! * `4`: a local API request: connection byte, kind byte, then the bytes
+//!   the kind needs (a PathRecord query, an InformInfo, a join or a leave,
+//!   a listing), zero-filled where the input runs out;
+//! * `5`: a local connection closes: connection byte.
 //!
 //! The harness panics only when the core breaks its contract: a panic on
 //! any input, a MAD to send longer than 256 bytes or to LID 0, a burst of
@@ -17,8 +21,10 @@
 
 use std::time::{Duration, Instant};
 
-use mad_codec::Gid;
+use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::{ComponentMask, Gid, InformInfo, McMemberRecord, Method, PathRecord};
 
+use super::local::LocalRequest;
 use super::{AgentConfig, PortIdentity, SaCore};
 use crate::umad::MadAddress;
 
@@ -50,7 +56,7 @@ pub fn drive(data: &[u8]) {
     let mut rest = data;
     while let Some((&op, tail)) = rest.split_first() {
         rest = tail;
-        match op % 4 {
+        match op % 6 {
             0 | 1 => {
                 let Some((&lid, tail)) = rest.split_first() else {
                     break;
@@ -68,6 +74,21 @@ pub fn drive(data: &[u8]) {
                 };
                 core.handle_mad(now, MadAddress::gsi(source, 0), 0, mad);
             }
+            4 => {
+                let Some((&[conn, kind], tail)) = rest.split_first_chunk::<2>() else {
+                    break;
+                };
+                let (request, tail) = local_request(kind, tail);
+                rest = tail;
+                core.handle_local(now, u64::from(conn % 4), u32::from(kind), request);
+            }
+            5 => {
+                let Some((&conn, tail)) = rest.split_first() else {
+                    break;
+                };
+                rest = tail;
+                core.handle_local_closed(now, u64::from(conn % 4));
+            }
             2 => {
                 let Some((ms, tail)) = rest.split_first_chunk::<2>() else {
                     break;
@@ -77,6 +98,7 @@ pub fn drive(data: &[u8]) {
                 core.handle_timeout(now);
             }
             _ => {
+                // 3: the port changes.
                 let Some((&which, tail)) = rest.split_first() else {
                     break;
                 };
@@ -95,12 +117,80 @@ pub fn drive(data: &[u8]) {
         core.handle_timeout(now);
         drain(&mut core);
     }
+    while core.poll_local().is_some() {}
     let c = core.counters();
     assert_eq!(
-        (c.upstream_in_flight, c.queries_waiting, c.transfers_active),
-        (0, 0, 0),
+        (
+            c.upstream_in_flight,
+            c.queries_waiting,
+            c.transfers_active,
+            c.reports_in_flight
+        ),
+        (0, 0, 0, 0),
         "work left in flight after shutdown: {c:?}"
     );
+    assert_eq!(
+        (c.subscriptions, c.members, c.groups),
+        (0, 0, 0),
+        "registrations left after shutdown: {c:?}"
+    );
+}
+
+/// Takes `N` bytes from `data` (zero-filled past its end).
+fn take<const N: usize>(data: &[u8]) -> ([u8; N], &[u8]) {
+    let mut out = [0u8; N];
+    let n = data.len().min(N);
+    out[..n].copy_from_slice(&data[..n]);
+    (out, &data[n..])
+}
+
+/// A local request of `kind` read from `data`.
+fn local_request(kind: u8, data: &[u8]) -> (LocalRequest, &[u8]) {
+    match kind % 6 {
+        0 => {
+            let (mask, data) = take::<8>(data);
+            let (t, data) = take::<64>(data);
+            let method = if mask[0] & 1 == 0 {
+                Method::GET
+            } else {
+                Method::GET_TABLE
+            };
+            let template =
+                PathRecord::read_from_bytes(&t).unwrap_or_else(|_| PathRecord::new_zeroed());
+            (
+                LocalRequest::PathQuery {
+                    method,
+                    mask: ComponentMask(u64::from_be_bytes(mask)),
+                    template,
+                },
+                data,
+            )
+        }
+        1 => {
+            let (ii, data) = take::<36>(data);
+            (
+                LocalRequest::Inform(
+                    InformInfo::read_from_bytes(&ii).unwrap_or_else(|_| InformInfo::new_zeroed()),
+                ),
+                data,
+            )
+        }
+        k @ (2 | 3) => {
+            let (mask, data) = take::<4>(data);
+            let (r, data) = take::<52>(data);
+            let record = McMemberRecord::read_from_bytes(&r)
+                .unwrap_or_else(|_| McMemberRecord::new_zeroed());
+            let mask = ComponentMask(u64::from(u32::from_be_bytes(mask)));
+            let request = if k == 2 {
+                LocalRequest::Join { mask, record }
+            } else {
+                LocalRequest::Leave { mask, record }
+            };
+            (request, data)
+        }
+        4 => (LocalRequest::Subscriptions, data),
+        _ => (LocalRequest::Groups, data),
+    }
 }
 
 /// Takes every MAD the core wants sent and checks it.
@@ -150,5 +240,16 @@ mod tests {
         drive(&[]);
         drive(&[0, 1, 0xFF, 0xFF]);
         drive(&(0..=255).collect::<Vec<u8>>());
+        // A local subscription (generic, all traps) and a join with the
+        // creation components, then the connection closes.
+        let mut ii = [0u8; 36];
+        (ii[16], ii[17]) = (0xFF, 0xFF);
+        (ii[22], ii[23]) = (1, 1);
+        let mut script = vec![4, 1, 1];
+        script.extend(ii);
+        script.extend([4, 1, 2, 0, 1, 0x30, 0xC7]);
+        script.extend([0xFF; 16]);
+        script.extend([5, 1, 2, 0xE8, 0x03]);
+        drive(&script);
     }
 }

@@ -18,8 +18,13 @@
 pub mod counters;
 mod forward;
 pub mod fuzzing;
+mod joins;
 mod loads;
+pub mod local;
+mod multicast;
+mod notices;
 pub mod path_query;
+mod paths;
 mod refresh;
 mod respond;
 #[cfg(test)]
@@ -27,26 +32,30 @@ mod tests;
 mod transfers;
 mod upstream;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use mad_codec::attr::class_port_info::{cap2, duration_to_resp_time_value};
-use mad_codec::attr::path_record::mask as pr;
+pub use informinfo::DeliveryConfig;
+use mad_codec::attr::class_port_info::duration_to_resp_time_value;
 use mad_codec::header::{RmppType, SaMadHeader};
 use mad_codec::records::SaRecord;
 use mad_codec::rmpp::RmppConfig;
-use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ClassPortInfo, ClassPortInfoRepr, Gid, InformInfoRepr, MAD_LEN, MadHeader,
-    MadStatus, Method, MgmtClass, Notice, PathRecord, SaMad, SaMadBuilder, TrapDetails, TrapNumber,
+    AttributeId, ClassPortInfo, ClassPortInfoRepr, Gid, MAD_LEN, MadStatus, Method, MgmtClass,
+    PathRecord, SaMad,
 };
 use tracing::{debug, info, warn};
 
 pub use counters::Counters;
+pub use notices::Subscriber;
 
-use self::forward::{Answer, Forwarding, QueryKey, Waiter};
-use self::path_query::{Knowledge, Outcome};
+use self::forward::Forwarding;
+use self::joins::Memberships;
+use self::local::{ConnId, LocalBody, LocalReply, LocalRequest};
+use self::multicast::Member;
+use self::notices::Notices;
 use self::refresh::RefreshState;
 use self::transfers::{Event, Transfers};
 use self::upstream::{Purpose, Reply, Upstream, UpstreamConfig};
@@ -72,6 +81,54 @@ impl Transmit {
             dest,
             mad,
             timeout_ms: 0,
+        }
+    }
+}
+
+/// Who asked something, and how the answer goes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Asker {
+    /// A port, by MAD: answers echo its request's headers.
+    Mad {
+        /// Where it came from.
+        address: MadAddress,
+        /// The request as it arrived.
+        request: Bytes,
+    },
+    /// A local API connection, by request number.
+    Local {
+        /// The connection.
+        conn: ConnId,
+        /// Its request number.
+        id: u32,
+    },
+}
+
+impl Asker {
+    /// True for the same request sent again (a client's retry: same
+    /// port, QP and TransactionID, or the same local request).
+    fn same_request(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Self::Mad {
+                    address: a,
+                    request: r,
+                },
+                Self::Mad {
+                    address: b,
+                    request: q,
+                },
+            ) => a.lid == b.lid && a.qpn == b.qpn && r.get(8..16) == q.get(8..16),
+            (Self::Local { conn: a, id: i }, Self::Local { conn: b, id: j }) => a == b && i == j,
+            _ => false,
+        }
+    }
+
+    /// The local connection, if that is who asked.
+    fn conn(&self) -> Option<ConnId> {
+        match self {
+            Self::Local { conn, .. } => Some(*conn),
+            Self::Mad { .. } => None,
         }
     }
 }
@@ -127,6 +184,16 @@ pub struct AgentConfig {
     pub walk_gap: u16,
     /// RMPP timers and limits (loads, answers, upstream tables).
     pub rmpp: RmppConfig,
+    /// Reports to MAD subscribers: time-out, retries, and the misses that
+    /// end a subscriber's lease.
+    pub delivery: DeliveryConfig,
+    /// Longest wait before registering again after the port changes: each
+    /// port waits its own share of it, so that the nodes of a fabric do
+    /// not all call on a new master at once.
+    pub reregister_jitter: Duration,
+    /// How long a multicast member that joined by MAD stays without
+    /// joining again (local API members stay while connected).
+    pub member_lease: Duration,
 }
 
 impl Default for AgentConfig {
@@ -143,15 +210,12 @@ impl Default for AgentConfig {
             walk_window: 16,
             walk_gap: 64,
             rmpp: RmppConfig::default(),
+            delivery: DeliveryConfig::default(),
+            reregister_jitter: Duration::from_secs(1),
+            member_lease: Duration::from_secs(600),
         }
     }
 }
-
-/// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
-const SUBSCRIPTION_RESP_TIME: u8 = 19;
-
-/// The traps the agent subscribes to at the master.
-const TRAPS: [TrapNumber; 2] = [TrapNumber::GID_IN_SERVICE, TrapNumber::GID_OUT_OF_SERVICE];
 
 /// An SA agent for one port.
 #[derive(Debug)]
@@ -166,9 +230,13 @@ pub struct SaCore {
     epoch: Epoch,
     refresh: RefreshState,
     next_refresh: Option<Instant>,
-    /// Traps we hold a subscription for at the master.
-    subscribed: HashSet<TrapNumber>,
+    /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,
+    /// When every subscription is sent again after a port change.
+    next_reregistration: Option<Instant>,
+    notices: Notices,
+    memberships: Memberships,
+    local_out: VecDeque<LocalReply>,
     upstream: Upstream,
     forwarding: Forwarding,
     transfers: Transfers,
@@ -199,8 +267,11 @@ impl SaCore {
             epoch: 0,
             refresh: RefreshState::Idle,
             next_refresh: Some(now),
-            subscribed: HashSet::new(),
             next_registration: Some(now),
+            next_reregistration: None,
+            notices: Notices::new(config.delivery),
+            memberships: Memberships::default(),
+            local_out: VecDeque::new(),
             upstream: Upstream::new(upstream_config, port.master(), seed),
             forwarding: Forwarding::new(
                 config.answer_ttl,
@@ -228,6 +299,16 @@ impl SaCore {
             upstream_in_flight: self.upstream.in_flight() as u64,
             queries_waiting: self.forwarding.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
+            subscriptions: self.notices.registry.filters() as u64,
+            subscribers: self.notices.registry.subscribers() as u64,
+            groups: self.memberships.groups.len() as u64,
+            members: self
+                .memberships
+                .groups
+                .values()
+                .map(|g| g.members.len() as u64)
+                .sum(),
+            reports_in_flight: self.notices.reports_in_flight() as u64,
             ..self.counters
         }
     }
@@ -256,6 +337,9 @@ impl SaCore {
             self.transfers.poll_timeout(),
             self.next_refresh,
             self.next_registration,
+            self.next_reregistration,
+            self.notices.poll_timeout(),
+            self.next_lease_end(),
         ]
         .into_iter()
         .flatten()
@@ -272,6 +356,9 @@ impl SaCore {
             self.count_transfer(&event);
         }
         self.forwarding.prune(now);
+        self.notices_timeout(now);
+        self.expire_members(now);
+        self.retry_groups(now);
         if self.shutting_down {
             return;
         }
@@ -283,6 +370,24 @@ impl SaCore {
             self.next_registration = None;
             self.register(now);
         }
+        if self.next_reregistration.is_some_and(|t| t <= now) {
+            self.next_reregistration = None;
+            info!(
+                master = self.port.sm_lid,
+                "registering every subscription and membership again"
+            );
+            self.resubscribe_all(now);
+            self.rejoin_all(now);
+        }
+    }
+
+    /// This port's share of the re-registration jitter: a fixed fraction,
+    /// from its GUID, of [`AgentConfig::reregister_jitter`].
+    fn reregister_delay(&self) -> Duration {
+        let spread = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
+        self.config
+            .reregister_jitter
+            .mul_f64(spread as f64 / 1024.0)
     }
 
     /// The port changed: a new LID, or a new master SM (SM change, client
@@ -307,7 +412,6 @@ impl SaCore {
             self.complete_sources.clear();
         }
         self.master_qos = None;
-        self.subscribed.clear();
         self.forwarding.forget_answers();
         // The refresh in progress is superseded by the one starting now.
         self.upstream
@@ -315,19 +419,87 @@ impl SaCore {
         self.refresh = RefreshState::Idle;
         self.next_refresh = Some(now);
         self.next_registration = Some(now);
+        // Whatever the master held for this port may be gone.
+        self.next_reregistration = Some(now + self.reregister_delay());
         self.handle_timeout(now);
     }
 
-    /// Withdraws the subscriptions at the master (the caller gives their
+    /// Withdraws every subscription at the master (the caller gives their
     /// answers a moment to arrive before closing) and stops refreshing.
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.next_refresh = None;
         self.next_registration = None;
-        let traps: Vec<TrapNumber> = self.subscribed.drain().collect();
-        for trap in traps {
-            self.send_subscription(now, trap, false);
+        self.next_reregistration = None;
+        self.unsubscribe_all(now);
+        self.leave_all(now);
+    }
+
+    /// A request from local API connection `conn`, numbered `id` (its
+    /// answer comes from [`SaCore::poll_local`] under the same number).
+    pub fn handle_local(&mut self, now: Instant, conn: ConnId, id: u32, request: LocalRequest) {
+        match request {
+            LocalRequest::PathQuery {
+                method,
+                mask,
+                template,
+            } => {
+                if method == Method::GET || method == Method::GET_TABLE {
+                    self.path_request(now, Asker::Local { conn, id }, method, mask, template);
+                } else {
+                    self.answer_status(
+                        &Asker::Local { conn, id },
+                        MadStatus::METHOD_ATTR_UNSUPPORTED,
+                    );
+                }
+            }
+            LocalRequest::Inform(ii) => self.local_inform(now, conn, id, &ii),
+            LocalRequest::Join { mask, record } => {
+                self.local_membership(now, conn, id, true, mask, record)
+            }
+            LocalRequest::Leave { mask, record } => {
+                self.local_membership(now, conn, id, false, mask, record)
+            }
+            LocalRequest::Subscriptions => {
+                let records = self.subscription_records(true);
+                self.answer_local_records(conn, id, &records);
+            }
+            LocalRequest::Groups => {
+                let records = self.group_records();
+                self.answer_local_records(conn, id, &records);
+            }
         }
+    }
+
+    /// Local API connection `conn` closed: everything it held goes.
+    pub fn handle_local_closed(&mut self, now: Instant, conn: ConnId) {
+        self.remove_subscriber(now, Subscriber::Local(conn));
+        self.remove_member(now, Member::Local(conn));
+        self.forget_local_waiters(conn);
+        self.local_out.retain(|r| r.conn != conn);
+    }
+
+    fn answer_local_records<T: SaRecord>(&mut self, conn: ConnId, id: u32, records: &[T]) {
+        let mut data = BytesMut::with_capacity(records.len() * T::STRIDE);
+        mad_codec::records::put_records(&mut data, records);
+        let body = LocalBody::Records {
+            attribute: T::ATTRIBUTE_ID,
+            stride: T::STRIDE,
+            data: data.freeze(),
+            truncated: false,
+        };
+        self.local_out.push_back(LocalReply {
+            conn,
+            request: id,
+            status: MadStatus::OK,
+            body,
+        });
+    }
+
+    /// The next reply for a local API connection.
+    #[must_use]
+    pub fn poll_local(&mut self) -> Option<LocalReply> {
+        self.local_out.pop_front()
     }
 
     /// True when nothing is left in flight to the master.
@@ -340,32 +512,13 @@ impl SaCore {
         self.upstream.send(now, purpose, request, &mut self.out);
     }
 
-    /// Asks the master what it supports and subscribes to traps 64 and 65.
-    fn register(&mut self, now: Instant) {
-        if self.master_qos.is_none() && !self.upstream.is_pending(&Purpose::MasterInfo) {
-            let req =
-                SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
-            self.send_upstream(now, Purpose::MasterInfo, &req);
-        }
-        for trap in TRAPS {
-            let purpose = Purpose::Subscription {
-                trap,
-                subscribe: true,
-            };
-            if !self.subscribed.contains(&trap) && !self.upstream.is_pending(&purpose) {
-                self.send_subscription(now, trap, true);
-            }
-        }
-    }
-
-    fn send_subscription(&mut self, now: Instant, trap: TrapNumber, subscribe: bool) {
-        // OpenSM records the source QP (1) and unsubscribes only on an
-        // identical record, so both directions use the same values.
-        let info = InformInfoRepr::generic_subscription(trap, subscribe, 1, SUBSCRIPTION_RESP_TIME);
-        let req = SaMadBuilder::request(Method::SET, 0, AttributeId::INFORM_INFO)
-            .record(&info.to_wire())
-            .into_bytes();
-        self.send_upstream(now, Purpose::Subscription { trap, subscribe }, &req);
+    /// Passes a port's query to the master; its answer goes back as it came.
+    fn relay_upstream(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
+        let purpose = Purpose::Relay {
+            to: *source,
+            request: Bytes::copy_from_slice(mad),
+        };
+        self.send_upstream(now, purpose, mad);
     }
 
     /// Handles one MAD the port received: `status` is the transport's (0,
@@ -389,6 +542,9 @@ impl SaCore {
         }
         let method = h.mad.method();
         let tid = h.mad.transaction_id_low();
+        if method == Method::REPORT_RESP && self.report_resp(tid) {
+            return;
+        }
         if status != 0 || method.is_response() {
             if let Some(reply) = self
                 .upstream
@@ -432,6 +588,16 @@ impl SaCore {
             }
             (AttributeId::CLASS_PORT_INFO, Method::GET) => self.class_port_info(&source, h),
             (AttributeId::NOTICE, Method::REPORT) => self.report(now, &source, mad),
+            (AttributeId::INFORM_INFO, Method::SET) => self.inform_info_set(now, &source, mad),
+            (AttributeId::MC_MEMBER_RECORD, Method::SET | Method::DELETE) => {
+                self.membership_mad(now, &source, mad)
+            }
+            (AttributeId::MC_MEMBER_RECORD, Method::GET | Method::GET_TABLE) => {
+                self.member_records(now, &source, mad)
+            }
+            (AttributeId::INFORM_INFO_RECORD, Method::GET | Method::GET_TABLE) => {
+                self.inform_info_records(now, &source, mad)
+            }
             (attr, method) => {
                 debug!(
                     ?attr,
@@ -440,6 +606,80 @@ impl SaCore {
                     "unsupported method/attribute"
                 );
                 self.respond_error(&source, mad, MadStatus::METHOD_ATTR_UNSUPPORTED);
+            }
+        }
+    }
+
+    /// Answers a Get with the first record of `data` or a GetTable with
+    /// all of it (records every `offset` × 8 bytes), a table through RMPP;
+    /// the callers have checked a Get's count.
+    fn answer_data(
+        &mut self,
+        now: Instant,
+        source: &MadAddress,
+        request: &SaMadHeader,
+        data: Bytes,
+        offset: u16,
+    ) {
+        let peer = source.reply();
+        if request.mad.method() == Method::GET {
+            let header = respond::success_header(request, offset);
+            let one = data.get(..usize::from(offset) * 8).unwrap_or(&data[..]);
+            self.out
+                .push_back(Transmit::reply(peer, respond::single(&header, one)));
+        } else {
+            let header = respond::success_header(request, if data.is_empty() { 0 } else { offset });
+            let tid = request.mad.transaction_id_low();
+            if let Some(e) = self
+                .transfers
+                .send(now, peer, tid, header, data, &mut self.out)
+            {
+                self.count_transfer(&e);
+            }
+        }
+    }
+
+    /// Answers a Get or GetTable with `records`: a Get needs exactly one
+    /// (else ERR_NO_RECORDS or ERR_TOO_MANY_RECORDS); a GetTable gets all.
+    fn answer_table<T: SaRecord>(
+        &mut self,
+        now: Instant,
+        source: &MadAddress,
+        request: &[u8],
+        records: &[T],
+    ) {
+        let Ok((h, _)) = SaMadHeader::parse(request) else {
+            return;
+        };
+        let h = *h;
+        if h.mad.method() == Method::GET && records.len() != 1 {
+            let status = if records.is_empty() {
+                MadStatus::ERR_NO_RECORDS
+            } else {
+                MadStatus::ERR_TOO_MANY_RECORDS
+            };
+            return self.respond_error(source, request, status);
+        }
+        let mut data = BytesMut::with_capacity(records.len() * T::STRIDE);
+        mad_codec::records::put_records(&mut data, records);
+        self.answer_data(now, source, &h, data.freeze(), T::ATTRIBUTE_OFFSET);
+    }
+
+    /// Answers `asker` with a bare status (an error, or success with
+    /// nothing to carry).
+    fn answer_status(&mut self, asker: &Asker, status: MadStatus) {
+        match asker {
+            Asker::Mad { address, request } => self.respond_error(address, request, status),
+            Asker::Local { conn, id } => {
+                if status != MadStatus::OK {
+                    self.counters.errors += 1;
+                }
+                self.local_out.push_back(LocalReply {
+                    conn: *conn,
+                    request: *id,
+                    status,
+                    body: LocalBody::Empty,
+                });
             }
         }
     }
@@ -458,125 +698,6 @@ impl SaCore {
         }
     }
 
-    /// A PathRecord Get/GetTable.
-    fn path_query(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let method = m.mad().method();
-        let mask = m.sa().component_mask();
-        let template = padded_record(m.data());
-        let master_qos = self.master_qos.unwrap_or(true);
-        let k = Knowledge {
-            store: &self.store,
-            subnet_prefix: self.port.gid.prefix(),
-            complete_sources: &self.complete_sources,
-            master_qos,
-        };
-        match path_query::evaluate(&k, method, mask, &template) {
-            Outcome::Records(records) => {
-                self.counters.hits += 1;
-                self.answer_records(now, source, m.header(), &records);
-            }
-            Outcome::Status(status) => {
-                self.counters.hits += 1;
-                self.respond_error(source, mad, status);
-            }
-            Outcome::Forward(reason) => {
-                self.counters.misses += 1;
-                debug!(
-                    ?reason,
-                    lid = source.lid,
-                    ?mask,
-                    "forwarding a PathRecord query"
-                );
-                let key = QueryKey::new(method, mask, template);
-                if let Some(answer) = self.forwarding.cached(now, &key).cloned() {
-                    self.counters.answer_cache_hits += 1;
-                    let waiter = Waiter {
-                        requester: *source,
-                        request: Bytes::copy_from_slice(mad),
-                    };
-                    self.answer_waiter(now, &waiter, &answer);
-                    return;
-                }
-                let waiter = Waiter {
-                    requester: *source,
-                    request: Bytes::copy_from_slice(mad),
-                };
-                if self.forwarding.wait(key, waiter) {
-                    self.send_upstream(now, Purpose::Forward(key), mad);
-                } else {
-                    self.counters.coalesced += 1;
-                }
-            }
-        }
-    }
-
-    /// Answers a Get with its one record or a GetTable with all, through
-    /// RMPP.
-    fn answer_records(
-        &mut self,
-        now: Instant,
-        source: &MadAddress,
-        request: &SaMadHeader,
-        records: &[PathRecord],
-    ) {
-        if request.mad.method() == Method::GET {
-            // One MAD, built in one allocation: the common case.
-            let header = respond::success_header(request, PathRecord::ATTRIBUTE_OFFSET);
-            let one = records.first().map_or(&[][..], |r| r.as_bytes());
-            let answer = respond::single(&header, one);
-            self.out.push_back(Transmit::reply(source.reply(), answer));
-            return;
-        }
-        let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-        for r in records {
-            data.extend_from_slice(r.as_bytes());
-        }
-        self.answer_data(now, source, request, data.freeze());
-    }
-
-    fn answer_data(
-        &mut self,
-        now: Instant,
-        source: &MadAddress,
-        request: &SaMadHeader,
-        data: Bytes,
-    ) {
-        let peer = source.reply();
-        if request.mad.method() == Method::GET {
-            let header = respond::success_header(request, PathRecord::ATTRIBUTE_OFFSET);
-            let one = data.get(..PathRecord::LEN).unwrap_or(&data[..]);
-            self.out
-                .push_back(Transmit::reply(peer, respond::single(&header, one)));
-        } else {
-            let offset = if data.is_empty() {
-                0
-            } else {
-                PathRecord::ATTRIBUTE_OFFSET
-            };
-            let header = respond::success_header(request, offset);
-            let tid = request.mad.transaction_id_low();
-            if let Some(e) = self
-                .transfers
-                .send(now, peer, tid, header, data, &mut self.out)
-            {
-                self.count_transfer(&e);
-            }
-        }
-    }
-
-    fn answer_waiter(&mut self, now: Instant, w: &Waiter, answer: &Answer) {
-        if answer.status != MadStatus::OK {
-            self.respond_error(&w.requester, &w.request, answer.status);
-            return;
-        }
-        let Ok((h, _)) = SaMadHeader::parse(&w.request) else {
-            return;
-        };
-        let h = *h;
-        self.answer_data(now, &w.requester, &h, answer.data.clone());
-    }
-
     /// What came back from the master.
     fn upstream_reply(&mut self, now: Instant, reply: Reply) {
         match reply {
@@ -593,10 +714,16 @@ impl SaCore {
                 Purpose::GidInService { guid } => {
                     self.gid_in_service_answered(&mad, guid, truncated)
                 }
-                Purpose::Subscription { trap, subscribe } => {
-                    self.subscription_answered(now, trap, subscribe, &mad)
+                Purpose::Inform { filter, subscribe } => {
+                    self.inform_answered(now, filter, subscribe, Some(&mad))
+                }
+                Purpose::Relay { to, request } => {
+                    if let Some(answer) = respond::relay(&mad, &request) {
+                        self.out.push_back(Transmit::reply(to.reply(), answer));
+                    }
                 }
                 Purpose::MasterInfo => self.master_info_answered(now, &mad),
+                Purpose::Membership { op } => self.membership_answered(now, op, Some(&mad)),
             },
             Reply::Failed { purpose } => {
                 self.counters.upstream_failures += 1;
@@ -608,158 +735,22 @@ impl SaCore {
                 match purpose {
                     Purpose::Forward(key) => {
                         for w in self.forwarding.release(&key) {
-                            self.respond_error(&w.requester, &w.request, MadStatus::BUSY);
+                            self.answer_status(&w, MadStatus::BUSY);
                         }
                     }
                     Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
                     Purpose::GidInService { .. } => {}
-                    Purpose::Subscription {
-                        subscribe: true, ..
+                    Purpose::Inform { filter, subscribe } => {
+                        self.inform_answered(now, filter, subscribe, None)
                     }
-                    | Purpose::MasterInfo => {
-                        self.retry_registration(now);
+                    Purpose::Relay { to, request } => {
+                        self.respond_error(&to, &request, MadStatus::BUSY)
                     }
-                    Purpose::Subscription {
-                        subscribe: false, ..
-                    } => {}
+                    Purpose::MasterInfo => self.retry_registration(now),
+                    Purpose::Membership { op } => self.membership_answered(now, op, None),
                 }
             }
         }
-    }
-
-    fn retry_registration(&mut self, now: Instant) {
-        if !self.shutting_down {
-            let at = now + self.config.retry_backoff;
-            self.next_registration = Some(self.next_registration.map_or(at, |t| t.min(at)));
-        }
-    }
-
-    fn forward_answered(&mut self, now: Instant, key: &QueryKey, mad: &[u8], truncated: bool) {
-        if truncated {
-            // The master's table did not arrive whole (a transport without
-            // RMPP): pass its answer on as it came, so that the asker sees
-            // exactly what the master sent, and keep nothing.
-            for w in self.forwarding.release(key) {
-                if let Some(relayed) = respond::relay(mad, &w.request) {
-                    self.out
-                        .push_back(Transmit::reply(w.requester.reply(), relayed));
-                }
-            }
-            return;
-        }
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let status = m.mad().status();
-        let data = if status != MadStatus::OK {
-            Bytes::new()
-        } else if key.method() == Method::GET {
-            Bytes::copy_from_slice(m.data().get(..PathRecord::LEN).unwrap_or_default())
-        } else {
-            records_data(&m, None)
-        };
-        let answer = Answer { status, data };
-        for w in self.forwarding.answered(now, key, answer.clone()) {
-            self.answer_waiter(now, &w, &answer);
-        }
-    }
-
-    fn subscription_answered(
-        &mut self,
-        now: Instant,
-        trap: TrapNumber,
-        subscribe: bool,
-        mad: &[u8],
-    ) {
-        let status = SaMad::parse(mad).map_or(MadStatus::ERR_REQ_INVALID, |m| m.mad().status());
-        if !subscribe {
-            return;
-        }
-        if status.is_ok() {
-            info!(%trap, master = self.upstream.master().lid, "subscribed at the master SA");
-            self.subscribed.insert(trap);
-        } else {
-            warn!(%trap, status = %status, "the master SA refused the subscription");
-            self.retry_registration(now);
-        }
-    }
-
-    fn master_info_answered(&mut self, now: Instant, mad: &[u8]) {
-        match SaMad::parse(mad)
-            .and_then(|m| m.record::<ClassPortInfo>().map(|c| (m.mad().status(), *c)))
-        {
-            Ok((MadStatus::OK, cpi)) => {
-                let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
-                debug!(qos, "master SA ClassPortInfo");
-                self.master_qos = Some(qos);
-            }
-            _ => self.retry_registration(now),
-        }
-    }
-
-    /// A Report from the master: answer it, then act on the notice.
-    fn report(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let mut resp = BytesMut::from(mad);
-        if let Ok((h, _)) = MadHeader::mut_from_prefix(&mut resp[..]) {
-            h.set_method(Method::REPORT_RESP);
-            h.set_status(MadStatus::OK);
-        }
-        self.out
-            .push_back(Transmit::reply(source.reply(), resp.freeze()));
-        if source.lid != self.port.sm_lid {
-            // Only the master's notices change the store: anyone can send a
-            // Report.
-            self.counters.denied += 1;
-            warn!(
-                lid = source.lid,
-                master = self.port.sm_lid,
-                "a Report not from the master SM: ignored"
-            );
-            return;
-        }
-        let Ok(notice) = SaMad::parse(mad).and_then(|m| m.record::<Notice>().copied()) else {
-            return;
-        };
-        self.counters.notices += 1;
-        match notice.details() {
-            TrapDetails::GidOutOfService { gid } => {
-                let removed = self.store.remove_port(gid.guid());
-                self.complete_sources.remove(&gid.guid());
-                self.forwarding.forget_answers();
-                info!(%gid, removed, "port out of service (trap 65)");
-            }
-            TrapDetails::GidInService { gid } => {
-                info!(%gid, "port in service (trap 64)");
-                let purpose = Purpose::GidInService { guid: gid.guid() };
-                if self.upstream.is_pending(&purpose) {
-                    return;
-                }
-                let mut t = PathRecord::new_zeroed();
-                t.set_sgid(self.port.gid);
-                t.set_dgid(gid);
-                let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD)
-                    .record(&t);
-                b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-                self.forwarding.forget_answers();
-                self.send_upstream(now, purpose, &b.into_bytes());
-            }
-            other => debug!(?other, "notice ignored"),
-        }
-    }
-
-    fn gid_in_service_answered(&mut self, mad: &[u8], guid: u64, truncated: bool) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        if m.mad().status() != MadStatus::OK {
-            return;
-        }
-        let data = records_data(&m, self.cut_at(truncated));
-        let mut added = 0;
-        for r in mad_codec::Records::<PathRecord>::with_standard_stride(&data) {
-            self.store.insert(*r, self.epoch);
-            added += 1;
-        }
-        debug!(
-            guid = format_args!("{guid:#x}"),
-            added, "paths to a port back in service"
-        );
     }
 
     /// Where the whole records of an answer from the master end: all of

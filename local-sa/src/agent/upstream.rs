@@ -7,9 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use mad_codec::MAD_LEN;
 use mad_codec::header::{RmppType, SaMadHeader};
 use mad_codec::rmpp::{Receiver, RmppConfig, TransferState};
-use mad_codec::{MAD_LEN, TrapNumber};
 
 use super::Transmit;
 use super::forward::QueryKey;
@@ -28,8 +28,15 @@ pub(crate) enum Purpose {
     GidInService { guid: u64 },
     /// A query the cache could not answer.
     Forward(QueryKey),
-    /// InformInfo Set for a trap (subscribe or unsubscribe).
-    Subscription { trap: TrapNumber, subscribe: bool },
+    /// InformInfo Set for a filter (subscribe or unsubscribe).
+    Inform {
+        filter: informinfo::Filter,
+        subscribe: bool,
+    },
+    /// A query passed on for a port: the master's answer goes back to it.
+    Relay { to: MadAddress, request: Bytes },
+    /// A Set or Delete of MCMemberRecord (see `joins`).
+    Membership { op: u64 },
     /// The master's ClassPortInfo.
     MasterInfo,
 }

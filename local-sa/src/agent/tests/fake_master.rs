@@ -9,11 +9,12 @@
 //! records (every request, every subscription) is what the agent tests
 //! assert on.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use mad_codec::attr::class_port_info::cap2;
+use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::codes::{NoticeType, ProducerType};
 use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
@@ -21,9 +22,9 @@ use mad_codec::records::SaRecord;
 use mad_codec::rmpp::{self, RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ClassPortInfoRepr, ComponentMask, Gid, InformInfo, InformInfoRepr, MAD_LEN,
-    MadStatus, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, SaMadBuilder, Selector,
-    TrapDetails,
+    AttributeId, ClassPortInfoRepr, ComponentMask, Gid, InformInfo, InformInfoRepr, JoinState,
+    MAD_LEN, MadStatus, McMemberRecord, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMad,
+    SaMadBuilder, Selector, TrapDetails,
 };
 
 /// How table answers travel.
@@ -60,6 +61,10 @@ pub(crate) struct FakeMaster {
     pub(crate) subscriptions: BTreeSet<(u16, u32)>,
     /// TransactionIDs of ReportResps received.
     pub(crate) report_resps: Vec<u64>,
+    /// Multicast groups: the record and each member port's JoinState.
+    pub(crate) groups: BTreeMap<Gid, (McMemberRecord, BTreeMap<Gid, JoinState>)>,
+    next_mgid: u64,
+    pub(crate) next_mlid: u16,
     senders: HashMap<u32, Sender>,
     out: VecDeque<Bytes>,
     next_report_tid: u64,
@@ -113,6 +118,9 @@ impl FakeMaster {
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
+            groups: BTreeMap::new(),
+            next_mgid: 1,
+            next_mlid: 0xC001,
             senders: HashMap::new(),
             out: VecDeque::new(),
             next_report_tid: 0x02DA_B000,
@@ -215,8 +223,100 @@ impl FakeMaster {
                 }
                 self.answer(&h, MadStatus::OK, wire.as_bytes());
             }
+            (AttributeId::MC_MEMBER_RECORD, Method::SET | Method::DELETE) => {
+                let Ok(r) = m.record::<McMemberRecord>() else {
+                    return;
+                };
+                let (status, answer) = if h.mad.method() == Method::SET {
+                    self.join(h.sa.component_mask(), *r)
+                } else {
+                    self.leave(h.sa.component_mask(), *r)
+                };
+                self.answer(&h, status, answer.as_bytes());
+            }
             _ => self.answer(&h, MadStatus::METHOD_ATTR_UNSUPPORTED, &[]),
         }
+    }
+
+    /// OpenSM's join rules, the ones the agent tests exercise.
+    fn join(&mut self, mask: ComponentMask, mut r: McMemberRecord) -> (MadStatus, McMemberRecord) {
+        if !mask.contains(mc::JOIN) {
+            return (MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS, r);
+        }
+        let bits = r.join_state();
+        if bits.is_empty() {
+            return (MadStatus::ERR_REQ_INVALID, r);
+        }
+        if r.mgid() == Gid::ZERO {
+            r.set_mgid(Gid::new(0xff12_a01b_fe80_0000, self.next_mgid));
+            self.next_mgid += 1;
+        }
+        if !self.groups.contains_key(&r.mgid()) {
+            if !mask.contains(mc::CREATE) {
+                return (MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS, r);
+            }
+            if !bits.contains(JoinState::FULL_MEMBER)
+                && !bits.contains(JoinState::SEND_ONLY_FULL_MEMBER)
+            {
+                return (MadStatus::ERR_REQ_INVALID, r);
+            }
+            let mut g = r;
+            if !(mask.contains(mc::MLID) && r.mlid() != 0) {
+                g.set_mlid(self.next_mlid);
+                self.next_mlid += 1;
+            }
+            self.groups.insert(r.mgid(), (g, BTreeMap::new()));
+        }
+        let Some((g, members)) = self.groups.get_mut(&r.mgid()) else {
+            unreachable!()
+        };
+        if mask.contains(mc::QKEY) && r.qkey() != g.qkey() {
+            return (MadStatus::ERR_REQ_INVALID, r);
+        }
+        let state = members.entry(r.port_gid()).or_insert(JoinState::NONE);
+        *state |= bits;
+        let mut answer = *g;
+        answer.set_port_gid(r.port_gid());
+        answer.set_join_state(*state);
+        (MadStatus::OK, answer)
+    }
+
+    /// OpenSM's leave rules.
+    fn leave(&mut self, mask: ComponentMask, mut r: McMemberRecord) -> (MadStatus, McMemberRecord) {
+        if !mask.contains(mc::JOIN) {
+            return (MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS, r);
+        }
+        let Some((_, members)) = self.groups.get_mut(&r.mgid()) else {
+            return (MadStatus::ERR_REQ_INVALID, r);
+        };
+        let bits = r.join_state();
+        let Some(state) = members.get_mut(&r.port_gid()) else {
+            return (MadStatus::ERR_REQ_INVALID, r);
+        };
+        if bits.is_empty() || !state.contains(bits) {
+            return (MadStatus::ERR_REQ_INVALID, r);
+        }
+        *state = state.minus(bits);
+        let left = *state;
+        if left.is_empty() {
+            members.remove(&r.port_gid());
+        }
+        let full = |s: &JoinState| {
+            s.contains(JoinState::FULL_MEMBER) || s.contains(JoinState::SEND_ONLY_FULL_MEMBER)
+        };
+        if !members.values().any(full) {
+            self.groups.remove(&r.mgid());
+        }
+        r.set_join_state(left);
+        (MadStatus::OK, r)
+    }
+
+    /// What the master holds for `port` in `mgid`.
+    pub(crate) fn member_state(&self, mgid: Gid, port: Gid) -> JoinState {
+        self.groups
+            .get(&mgid)
+            .and_then(|(_, m)| m.get(&port).copied())
+            .unwrap_or(JoinState::NONE)
     }
 
     fn path_query(&mut self, now: Instant, h: &SaMadHeader, t: &PathRecord) {

@@ -168,3 +168,45 @@ fn a_client_resending_while_it_waits_gets_one_answer() {
         "the first attempt and the agent's own retry"
     );
 }
+
+#[test]
+fn local_connections_get_cached_and_forwarded_paths() {
+    use crate::agent::local::{LocalBody, LocalRequest};
+    use mad_codec::zerocopy::FromZeros;
+    let mut b = Bench::started();
+    let ask = |slid: u16, dlid: u16| {
+        let mut t = mad_codec::PathRecord::new_zeroed();
+        t.set_slid(slid);
+        t.set_dlid(dlid);
+        LocalRequest::PathQuery {
+            method: Method::GET,
+            mask: pr::SLID | pr::DLID,
+            template: t,
+        }
+    };
+    b.core
+        .handle_local(b.now, 1, 1, ask(super::bench::MY_LID, 4));
+    let hit = b.core.poll_local().expect("answered at once");
+    let LocalBody::Records {
+        data, truncated, ..
+    } = hit.body
+    else {
+        panic!("records")
+    };
+    assert_eq!(
+        (&data[..], truncated),
+        (path(super::bench::MY_LID, 4).as_bytes(), false)
+    );
+    b.core.handle_local(b.now, 1, 2, ask(3, 4));
+    b.pump();
+    let miss = b.core.poll_local().expect("answered from the master");
+    assert_eq!((miss.request, miss.status), (2, MadStatus::OK));
+    assert_eq!(upstream_queries_for(&b, 4), 1);
+    // A connection that closes while it waits gets nothing later.
+    b.master.answering = false;
+    b.core.handle_local(b.now, 1, 3, ask(3, 5));
+    b.pump();
+    b.core.handle_local_closed(b.now, 1);
+    b.advance(AgentConfig::default().upstream_timeout * 5);
+    assert!(b.core.poll_local().is_none());
+}

@@ -6,5 +6,7 @@ mod bench;
 mod fake_master;
 mod forwarding;
 mod loads;
+mod multicast;
 mod notices;
 mod population;
+mod subscriptions;

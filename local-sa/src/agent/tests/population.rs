@@ -184,6 +184,8 @@ fn a_new_master_gets_the_registrations_and_the_refresh() {
     b.core.handle_port_change(b.now, moved);
     b.pump();
     assert_eq!(b.master.count(AttributeId::CLASS_PORT_INFO), 1);
+    // Subscriptions follow within this port's share of the jitter.
+    b.advance(AgentConfig::default().reregister_jitter);
     assert_eq!(
         b.master.subscriptions.len(),
         2,
