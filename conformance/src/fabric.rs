@@ -146,12 +146,24 @@ pub struct FabricBuilder {
     topology: Topology,
     opensm_node: Option<String>,
     ready_timeout: Duration,
+    opensm_config: Vec<String>,
 }
 
 impl FabricBuilder {
     /// Runs OpenSM on `node` (default: the first channel adapter).
     pub fn opensm_on(mut self, node: impl Into<String>) -> Self {
         self.opensm_node = Some(node.into());
+        self
+    }
+
+    /// Lines for an OpenSM configuration file (`name value`, as in
+    /// opensm.conf) passed with `-F`; OpenSM's defaults stand for the rest.
+    pub fn opensm_config<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.opensm_config.extend(lines.into_iter().map(Into::into));
         self
     }
 
@@ -197,6 +209,7 @@ impl FabricBuilder {
             console: Mutex::new(console),
             opensm: Mutex::new(None),
             opensm_node,
+            opensm_config: self.opensm_config,
             ready_timeout: self.ready_timeout,
             commands: AtomicUsize::new(0),
         };
@@ -354,6 +367,7 @@ pub struct Fabric {
     console: Mutex<ChildStdin>,
     opensm: Mutex<Option<Group>>,
     opensm_node: String,
+    opensm_config: Vec<String>,
     ready_timeout: Duration,
     commands: AtomicUsize,
 }
@@ -364,6 +378,7 @@ impl Fabric {
         FabricBuilder {
             topology,
             opensm_node: None,
+            opensm_config: Vec::new(),
             ready_timeout: Duration::from_secs(90),
         }
     }
@@ -386,6 +401,11 @@ impl Fabric {
     /// The node OpenSM runs on.
     pub fn opensm_node(&self) -> &str {
         &self.opensm_node
+    }
+
+    /// OpenSM's working directory (its dump files land here).
+    pub fn opensm_dir(&self) -> PathBuf {
+        self.dir.join("opensm")
     }
 
     /// OpenSM's log file.
@@ -417,6 +437,12 @@ impl Fabric {
         let out = File::create(osm_dir.join("stdout.log"))
             .map_err(io_err("creating OpenSM's stdout log"))?;
         let mut cmd = command_dying_with_parent("opensm");
+        if !self.opensm_config.is_empty() {
+            let conf = osm_dir.join("opensm.conf");
+            fs::write(&conf, self.opensm_config.join("\n") + "\n")
+                .map_err(io_err("writing the OpenSM configuration"))?;
+            cmd.arg("-F").arg(conf);
+        }
         cmd.args(["-d0", "-d2", "-f"])
             .arg(self.opensm_log())
             .current_dir(&osm_dir)

@@ -18,6 +18,7 @@
 pub mod fabric;
 pub mod golden;
 pub mod local_sa;
+pub mod opensm_dump;
 mod process;
 pub mod saquery;
 mod tools;
@@ -27,5 +28,6 @@ pub use fabric::{
     Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
 };
 pub use local_sa::LocalSa;
+pub use opensm_dump::SaDump;
 pub use tools::{preload_library, sibling_binary};
 pub use topology::Topology;

@@ -42,6 +42,7 @@ fn a_subscriber_receives_trap_65_and_unsubscribes() {
     let mut sub = node
         .command(LSAQUERY)
         .args([
+            "--master",
             "--subscribe",
             "65",
             "--count",
@@ -87,7 +88,7 @@ fn sigterm_withdraws_the_subscription() {
     let node = fabric.node("h3").unwrap();
     let sub = node
         .command(LSAQUERY)
-        .args(["--subscribe", "all"])
+        .args(["--master", "--subscribe", "all"])
         .serve_requests()
         .spawn()
         .unwrap();
@@ -116,7 +117,7 @@ fn a_group_is_created_listed_and_left() {
     assert_eq!(groups(), 1, "only the IPoIB broadcast group");
     let out = node
         .command(LSAQUERY)
-        .args(["--join", "::", "--json"])
+        .args(["--master", "--join", "::", "--json"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", out.stderr);
@@ -135,7 +136,7 @@ fn a_group_is_created_listed_and_left() {
     assert_eq!(groups(), 2);
     let out = node
         .command(LSAQUERY)
-        .args(["--leave", &mgid])
+        .args(["--master", "--leave", &mgid])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", out.stderr);
@@ -147,7 +148,7 @@ fn a_group_is_created_listed_and_left() {
     // Leaving again: OpenSM rejects a leave from a group that is gone.
     let out = node
         .command(LSAQUERY)
-        .args(["--leave", &mgid])
+        .args(["--master", "--leave", &mgid])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -352,6 +352,7 @@ impl Context<'_> {
             .and_then(|n| {
                 n.command(&bin)
                     .args([
+                        "--master",
                         "--subscribe",
                         trap,
                         "--count",

@@ -49,6 +49,9 @@ pub struct Counters {
     pub joins_upstream: u64,
     /// Multicast leaves.
     pub leaves: u64,
+    /// Times every subscription and membership was registered again
+    /// (a new master, a client reregister, or a master that lost them).
+    pub reregistrations: u64,
     /// PathRecords cached now.
     pub records: u64,
     /// Requests to the master SA waiting for their answer now.
@@ -89,7 +92,7 @@ impl Counters {
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 29] {
+    fn fields(&self) -> [(&'static str, u64); 30] {
         [
             ("hits", self.hits),
             ("misses", self.misses),
@@ -111,6 +114,7 @@ impl Counters {
             ("joins_local", self.joins_local),
             ("joins_upstream", self.joins_upstream),
             ("leaves", self.leaves),
+            ("reregistrations", self.reregistrations),
             ("records", self.records),
             ("upstream_in_flight", self.upstream_in_flight),
             ("queries_waiting", self.queries_waiting),

@@ -15,6 +15,7 @@
 //! and deletes carrying the configured SM_Key, and answers ClassPortInfo.
 //! Anything else gets MAD status 0x000C.
 
+pub mod canary;
 pub mod counters;
 mod forward;
 pub mod fuzzing;
@@ -194,6 +195,9 @@ pub struct AgentConfig {
     /// How long a multicast member that joined by MAD stays without
     /// joining again (local API members stay while connected).
     pub member_lease: Duration,
+    /// How often the master is asked whether it still holds this port's
+    /// registrations (see [`canary`]).
+    pub audit_interval: Duration,
 }
 
 impl Default for AgentConfig {
@@ -213,6 +217,7 @@ impl Default for AgentConfig {
             delivery: DeliveryConfig::default(),
             reregister_jitter: Duration::from_secs(1),
             member_lease: Duration::from_secs(600),
+            audit_interval: Duration::from_secs(10),
         }
     }
 }
@@ -236,6 +241,9 @@ pub struct SaCore {
     next_reregistration: Option<Instant>,
     notices: Notices,
     memberships: Memberships,
+    /// The master holds the canary ServiceRecord.
+    canary_registered: bool,
+    next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,
     upstream: Upstream,
     forwarding: Forwarding,
@@ -271,6 +279,8 @@ impl SaCore {
             next_reregistration: None,
             notices: Notices::new(config.delivery),
             memberships: Memberships::default(),
+            canary_registered: false,
+            next_audit: Some(now + config.audit_interval),
             local_out: VecDeque::new(),
             upstream: Upstream::new(upstream_config, port.master(), seed),
             forwarding: Forwarding::new(
@@ -340,6 +350,7 @@ impl SaCore {
             self.next_reregistration,
             self.notices.poll_timeout(),
             self.next_lease_end(),
+            self.next_audit,
         ]
         .into_iter()
         .flatten()
@@ -369,9 +380,14 @@ impl SaCore {
         if self.next_registration.is_some_and(|t| t <= now) {
             self.next_registration = None;
             self.register(now);
+            self.register_canary(now);
+        }
+        if self.next_audit.is_some_and(|t| t <= now) {
+            self.audit(now);
         }
         if self.next_reregistration.is_some_and(|t| t <= now) {
             self.next_reregistration = None;
+            self.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
                 "registering every subscription and membership again"
@@ -431,8 +447,10 @@ impl SaCore {
         self.next_refresh = None;
         self.next_registration = None;
         self.next_reregistration = None;
+        self.next_audit = None;
         self.unsubscribe_all(now);
         self.leave_all(now);
+        self.withdraw_canary(now);
     }
 
     /// A request from local API connection `conn`, numbered `id` (its
@@ -724,6 +742,7 @@ impl SaCore {
                 }
                 Purpose::MasterInfo => self.master_info_answered(now, &mad),
                 Purpose::Membership { op } => self.membership_answered(now, op, Some(&mad)),
+                Purpose::Canary(step) => self.canary_answered(now, step, Some(&mad)),
             },
             Reply::Failed { purpose } => {
                 self.counters.upstream_failures += 1;
@@ -748,6 +767,7 @@ impl SaCore {
                     }
                     Purpose::MasterInfo => self.retry_registration(now),
                     Purpose::Membership { op } => self.membership_answered(now, op, None),
+                    Purpose::Canary(step) => self.canary_answered(now, step, None),
                 }
             }
         }

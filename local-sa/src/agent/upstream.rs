@@ -37,6 +37,8 @@ pub(crate) enum Purpose {
     Relay { to: MadAddress, request: Bytes },
     /// A Set or Delete of MCMemberRecord (see `joins`).
     Membership { op: u64 },
+    /// The canary ServiceRecord (see `canary`).
+    Canary(super::canary::CanaryStep),
     /// The master's ClassPortInfo.
     MasterInfo,
 }

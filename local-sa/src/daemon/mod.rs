@@ -1,28 +1,32 @@
 //! The daemon: the SA core of [`crate::agent`] driven by the umad
-//! transport, the clock, port events and signals, on one smol task.
+//! transport, the clock, port events, the local API socket and signals, on
+//! one smol thread.
 //!
 //! Everything the core decides happens inside [`SaCore`]; this module only
-//! moves MADs in and out, calls it when its timer is due, tells it when the
-//! port changes, writes the counters file and shuts down on a signal.
+//! moves MADs and local API frames in and out, calls it when its timer is
+//! due, tells it when the port changes, writes the counters file and shuts
+//! down on a signal.
 
+mod api;
+mod driver;
 mod options;
 mod stats;
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_signal::{Signal, Signals};
 use mad_codec::Method;
-use smol::Timer;
-use smol::channel::{Receiver, Sender};
-use smol::stream::StreamExt as _;
 use tracing::{info, warn};
+
+use self::driver::{Driver, Sources};
 
 pub use self::options::{Options, OptionsError};
 pub use self::stats::StatsFile;
 use crate::agent::{PortIdentity, SaCore};
 use crate::port::{PortError, PortFacts, Sysfs};
-use crate::port_events::{PortEvent, PortEvents};
-use crate::umad::{AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, UmadTransport};
+use crate::port_events::PortEvents;
+use crate::umad::{AgentSpec, UmadDevice, UmadTransport};
 
 /// The request methods the SA agent receives: queries, loads, deletes,
 /// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
@@ -64,7 +68,7 @@ impl std::fmt::Display for DaemonError {
 impl std::error::Error for DaemonError {}
 
 /// The port as the core needs it.
-fn identity(f: &PortFacts) -> PortIdentity {
+pub(crate) fn identity(f: &PortFacts) -> PortIdentity {
     PortIdentity {
         lid: f.lid,
         lmc: f.lmc,
@@ -107,6 +111,20 @@ pub fn run(options: &Options) -> Result<(), DaemonError> {
         events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
         "serving SA PathRecord queries"
     );
+    let api = match options.api_socket_path(&facts) {
+        Some(path) => {
+            let server =
+                api::ApiServer::bind(&path, options.api_mode, options.api_group).map_err(|e| {
+                    DaemonError::Device(format!(
+                        "cannot listen on the local API socket {}: {e}",
+                        path.display()
+                    ))
+                })?;
+            api::announce(&server, options.api_mode);
+            Some(server)
+        }
+        None => None,
+    };
     let driver = Driver {
         core: SaCore::new(options.agent_config(), identity(&facts), Instant::now()),
         agent,
@@ -115,8 +133,24 @@ pub fn run(options: &Options) -> Result<(), DaemonError> {
         facts,
         stats,
         stats_interval: Duration::from_secs(options.stats_interval),
+        connections: HashMap::new(),
+        pending: HashMap::new(),
     };
-    smol::block_on(driver.run(transport.incoming(), events.events(), signals));
+    let (api_tx, api_rx) = smol::channel::bounded(1024);
+    let sources = Sources {
+        incoming: transport.incoming(),
+        port_events: events.events(),
+        api: api_rx,
+        signals,
+    };
+    let ex = std::rc::Rc::new(smol::LocalExecutor::new());
+    if let Some(server) = api {
+        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), api_tx))
+            .detach();
+    } else {
+        drop(api_tx);
+    }
+    smol::block_on(ex.run(driver.run(sources)));
     drop(events);
     transport.shutdown();
     Ok(())
@@ -134,189 +168,6 @@ fn stats_file(options: &Options, facts: &PortFacts) -> Option<StatsFile> {
         Err(e) => {
             warn!(path = %path.display(), error = %e, "cannot create the counters file; running without one");
             None
-        }
-    }
-}
-
-/// What woke the driver.
-enum Wake {
-    Mad(IncomingMad),
-    Port(PortEvent),
-    Signal,
-    Timer,
-    Stats,
-    Closed,
-}
-
-struct Driver {
-    core: SaCore,
-    agent: AgentId,
-    outgoing: Sender<OutgoingMad>,
-    sysfs: Sysfs,
-    facts: PortFacts,
-    stats: Option<StatsFile>,
-    stats_interval: Duration,
-}
-
-impl Driver {
-    async fn run(
-        mut self,
-        incoming: Receiver<IncomingMad>,
-        events: Receiver<PortEvent>,
-        mut signals: Signals,
-    ) {
-        let mut timer = Timer::never();
-        let mut armed: Option<Instant> = None;
-        let mut stats_timer = if self.stats_interval.is_zero() {
-            Timer::never()
-        } else {
-            Timer::interval(self.stats_interval)
-        };
-        let mut shutdown_by: Option<Instant> = None;
-        loop {
-            if !self.flush().await {
-                break;
-            }
-            if shutdown_by.is_some_and(|t| self.core.is_idle() || Instant::now() >= t) {
-                break;
-            }
-            let due = [self.core.poll_timeout(), shutdown_by]
-                .into_iter()
-                .flatten()
-                .min();
-            if due != armed {
-                match due {
-                    Some(t) => timer.set_at(t),
-                    None => timer = Timer::never(),
-                }
-                armed = due;
-            }
-            let wake = smol::future::or(
-                async { incoming.recv().await.map_or(Wake::Closed, Wake::Mad) },
-                smol::future::or(
-                    async {
-                        match events.recv().await {
-                            Ok(e) => Wake::Port(e),
-                            // No port events any more: keep serving.
-                            Err(_) => std::future::pending().await,
-                        }
-                    },
-                    smol::future::or(
-                        async {
-                            signals.next().await;
-                            Wake::Signal
-                        },
-                        smol::future::or(
-                            async {
-                                (&mut timer).await;
-                                Wake::Timer
-                            },
-                            async {
-                                (&mut stats_timer).await;
-                                Wake::Stats
-                            },
-                        ),
-                    ),
-                ),
-            )
-            .await;
-            let now = Instant::now();
-            match wake {
-                Wake::Mad(m) => {
-                    self.core.handle_mad(now, m.source, m.status, &m.mad);
-                    // Take whatever else has arrived before sending: one
-                    // wake-up for a burst.
-                    while let Ok(m) = incoming.try_recv() {
-                        self.core.handle_mad(now, m.source, m.status, &m.mad);
-                    }
-                }
-                Wake::Timer => {
-                    armed = None;
-                    self.core.handle_timeout(now);
-                }
-                Wake::Port(e) => self.port_event(now, e),
-                Wake::Stats => self.write_stats(),
-                Wake::Signal if shutdown_by.is_none() => {
-                    info!("shutting down: withdrawing the subscriptions at the master");
-                    self.core.begin_shutdown(now);
-                    shutdown_by = Some(now + SHUTDOWN_GRACE);
-                }
-                Wake::Signal => {
-                    info!("second signal: exiting at once");
-                    break;
-                }
-                Wake::Closed => {
-                    warn!("the umad transport stopped; exiting");
-                    break;
-                }
-            }
-        }
-        self.write_stats();
-        let c = self.core.counters();
-        info!(
-            hits = c.hits,
-            misses = c.misses,
-            coalesced = c.coalesced,
-            upstream_queries = c.upstream_queries,
-            loaded = c.loaded,
-            deleted = c.deleted,
-            denied = c.denied,
-            errors = c.errors,
-            records = c.records,
-            "stopped"
-        );
-    }
-
-    /// Hands every MAD the core wants sent to the writer thread. False if
-    /// the transport is gone.
-    async fn flush(&mut self) -> bool {
-        while let Some(t) = self.core.poll_transmit() {
-            let out = OutgoingMad {
-                agent: self.agent,
-                dest: t.dest,
-                mad: t.mad,
-                timeout_ms: t.timeout_ms,
-                retries: 0,
-            };
-            if self.outgoing.send(out).await.is_err() {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn port_event(&mut self, now: Instant, event: PortEvent) {
-        match event {
-            PortEvent::Error => warn!(port = %self.facts, "port went down; serving what is cached"),
-            PortEvent::PkeyChange => info!(port = %self.facts, "P_Key table changed"),
-            PortEvent::Active
-            | PortEvent::LidChange
-            | PortEvent::SmChange
-            | PortEvent::ClientReregister
-            | PortEvent::GidChange => match self
-                .sysfs
-                .select(Some(&self.facts.ca), Some(self.facts.port))
-            {
-                Ok(facts) => {
-                    info!(
-                        ?event,
-                        lid = facts.lid,
-                        sm_lid = facts.sm_lid,
-                        "port changed"
-                    );
-                    self.core.handle_port_change(now, identity(&facts));
-                    self.facts = facts;
-                }
-                Err(e) => warn!(?event, error = %e, "cannot read the port after an event"),
-            },
-        }
-    }
-
-    fn write_stats(&self) {
-        if let Some(f) = &self.stats {
-            if let Err(e) = f.write(&self.core.counters()) {
-                warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
-            }
         }
     }
 }

@@ -38,6 +38,12 @@ CONFIG FILE:
   refresh-interval = 300), `#` comments. Command-line options win. Keep
   the SM_Key there rather than on the command line, where `ps` shows it.
 
+LOCAL API:
+  Programs on this node that cannot open the umad device ask for paths,
+  notices and multicast memberships over a Unix socket (--api-socket,
+  default /run/local-sa/<ca>-<port>.sock; docs/local-api.md). Whatever a
+  connection subscribed to or joined is released when it closes.
+
 COUNTERS:
   Every --stats-interval the daemon rewrites --stats-file (default
   /run/local-sa/<ca>-<port>.counters) with `name value` lines: hits,
@@ -98,6 +104,27 @@ pub struct Options {
     /// Seconds between counter writes; 0 writes them only at exit.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "1")]
     pub stats_interval: u64,
+    /// The local API's Unix socket (default
+    /// /run/local-sa/<ca>-<port>.sock); "none" serves no local API.
+    #[arg(long, value_name = "PATH")]
+    pub api_socket: Option<PathBuf>,
+    /// File mode of the API socket, octal: who may connect (ib_usa's
+    /// default, 0666, lets every local user; 0660 with --api-group limits
+    /// it to a group).
+    #[arg(long, value_name = "MODE", value_parser = octal, default_value = "666")]
+    pub api_mode: u32,
+    /// Numeric group ID to give the API socket.
+    #[arg(long, value_name = "GID")]
+    pub api_group: Option<u32>,
+    /// Seconds between checks that the master still holds this port's
+    /// registrations (a master restarted without a port event is noticed
+    /// this way; docs/wire-contract.md).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "10")]
+    pub audit_interval: u64,
+    /// Seconds a multicast member that joined by MAD is kept without
+    /// joining again.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
+    pub member_lease: u64,
     /// Seconds between port checks where no verbs device reports port
     /// events (the simulator).
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "2")]
@@ -206,6 +233,18 @@ impl Options {
         Self::try_parse_from(merged).map_err(OptionsError::Clap)
     }
 
+    /// Where the local API listens for `facts`' port, if anywhere.
+    pub fn api_socket_path(&self, facts: &crate::port::PortFacts) -> Option<PathBuf> {
+        match &self.api_socket {
+            Some(p) if p.as_os_str() == "none" => None,
+            Some(p) => Some(p.clone()),
+            None => Some(PathBuf::from(format!(
+                "/run/local-sa/{}-{}.sock",
+                facts.ca, facts.port
+            ))),
+        }
+    }
+
     /// The SA core's configuration.
     pub fn agent_config(&self) -> AgentConfig {
         AgentConfig {
@@ -216,10 +255,20 @@ impl Options {
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
             answer_ttl: Duration::from_secs(self.answer_ttl),
             negative_ttl: Duration::from_secs(self.negative_ttl),
+            member_lease: Duration::from_secs(self.member_lease.max(1)),
+            audit_interval: Duration::from_secs(self.audit_interval.max(1)),
             rmpp: crate::umad::simulator::rmpp_config(),
             ..AgentConfig::default()
         }
     }
+}
+
+/// Parses an octal file mode ("660", "0660").
+fn octal(s: &str) -> Result<u32, String> {
+    u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("{s:?} is not a file mode (octal, e.g. 660)"))
 }
 
 /// The settings a config file may hold: every long option but these.

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use mad_codec::ServiceRecord;
 use mad_codec::attr::class_port_info::cap2;
 use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::attr::path_record::mask as pr;
@@ -61,6 +62,8 @@ pub(crate) struct FakeMaster {
     pub(crate) subscriptions: BTreeSet<(u16, u32)>,
     /// TransactionIDs of ReportResps received.
     pub(crate) report_resps: Vec<u64>,
+    /// ServiceRecords held: (ServiceID, ServiceGID).
+    pub(crate) services: BTreeSet<(u64, Gid)>,
     /// Multicast groups: the record and each member port's JoinState.
     pub(crate) groups: BTreeMap<Gid, (McMemberRecord, BTreeMap<Gid, JoinState>)>,
     next_mgid: u64,
@@ -118,6 +121,7 @@ impl FakeMaster {
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
+            services: BTreeSet::new(),
             groups: BTreeMap::new(),
             next_mgid: 1,
             next_mlid: 0xC001,
@@ -222,6 +226,22 @@ impl FakeMaster {
                     self.subscriptions.remove(&key);
                 }
                 self.answer(&h, MadStatus::OK, wire.as_bytes());
+            }
+            (AttributeId::SERVICE_RECORD, Method::SET | Method::GET | Method::DELETE) => {
+                let Ok(r) = m.record::<ServiceRecord>() else {
+                    return;
+                };
+                let key = (r.service_id(), r.service_gid());
+                let status = match h.mad.method() {
+                    Method::SET => {
+                        self.services.insert(key);
+                        MadStatus::OK
+                    }
+                    Method::DELETE if self.services.remove(&key) => MadStatus::OK,
+                    Method::GET if self.services.contains(&key) => MadStatus::OK,
+                    _ => MadStatus::ERR_NO_RECORDS,
+                };
+                self.answer(&h, status, r.as_bytes());
             }
             (AttributeId::MC_MEMBER_RECORD, Method::SET | Method::DELETE) => {
                 let Ok(r) = m.record::<McMemberRecord>() else {

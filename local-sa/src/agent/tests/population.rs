@@ -46,6 +46,8 @@ fn start_registers_and_fetches_this_ports_paths() {
     // Byte for byte what the master holds, and nothing else.
     assert_eq!(my_paths(&b), expected_paths(1..=HOSTS));
     assert_eq!(b.core.store().len(), usize::from(HOSTS));
+    // The canary ServiceRecord that tells a restarted master.
+    assert_eq!(b.master.services.len(), 1);
     let c = b.core.counters();
     assert_eq!(
         (
@@ -54,7 +56,7 @@ fn start_registers_and_fetches_this_ports_paths() {
             c.upstream_in_flight,
             c.transfers_active
         ),
-        (1, 4, 0, 0)
+        (1, 5, 0, 0)
     );
 }
 

@@ -373,3 +373,34 @@ fn local_connections_subscribe_get_notices_and_release_on_close() {
         "the last connection gone: withdrawn"
     );
 }
+
+#[test]
+fn a_master_restarted_on_the_same_lid_gets_everything_back() {
+    use crate::agent::local::LocalRequest;
+    let mut b = Bench::started();
+    set(&mut b, 5, 66, true);
+    let mut r = mad_codec::McMemberRecord::new_zeroed();
+    r.set_mgid(Gid::new(0xff12_601b_ffff_0000, 9));
+    r.set_join_state(mad_codec::JoinState::FULL_MEMBER);
+    let mask = mad_codec::attr::mc_member_record::mask::CREATE;
+    b.core
+        .handle_local(b.now, 1, 1, LocalRequest::Join { mask, record: r });
+    b.pump();
+    // The master restarts: same LID, nothing remembered, no port event.
+    b.master = super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
+    let config = AgentConfig::default();
+    b.advance(config.audit_interval + config.reregister_jitter);
+    let held: Vec<u16> = b.master.subscriptions.iter().map(|(t, _)| *t).collect();
+    assert_eq!(
+        held,
+        [64, 65, 66],
+        "subscriptions back, no consumer involved"
+    );
+    assert_eq!(
+        b.master.member_state(r.mgid(), gid(MY_LID)),
+        mad_codec::JoinState::FULL_MEMBER,
+        "membership back"
+    );
+    assert_eq!(b.master.services.len(), 1, "and the canary");
+    assert_eq!(b.core.counters().reregistrations, 1);
+}

@@ -29,9 +29,14 @@ WHICH SA:
   port. --master sends them to the port's SM LID (the master SA, as saquery
   does); --sa-lid LID to any SA.
 
-REGISTRATIONS (sent as MADs to the master SA unless --sa-lid):
-  --subscribe TRAP           InformInfo subscription; prints each Notice
-  --join MGID, --leave MGID  MCMemberRecord Set / Delete for this port
+REGISTRATIONS:
+  Through local-sa's local API socket by default (no umad access needed):
+  --subscribe TRAP           prints each notice until --count, --duration
+                             or Ctrl-C, then unsubscribes
+  --join MGID                holds the membership the same way, then leaves
+  -I, -g, -m                 this node's subscriptions, groups, memberships
+  With --sa-lid LID or --master they go as MADs to that SA instead, where
+  --leave MGID sends the Delete for a membership joined that way.
 
 LOADS (local-sa's PathRecord Set/Delete; docs/wire-contract.md):
   --load FILE [--replace]    push a PathRecord text dump (Set over RMPP)
@@ -54,7 +59,9 @@ EXAMPLES:
   lsaquery --delete-matching --dlid 9 --smkey 1
   lsaquery --src-to-dst 4:1 --method get --bench 100000 --window 32
   lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
-  lsaquery --join :: --create -J 1       create a group with an SA-assigned MGID
+  lsaquery --join :: --create -J 1       create a group (SA-assigned MGID) and
+                                         hold it until Ctrl-C
+  lsaquery --master --join ff12:... -J 2 join by MAD at the master
 
 EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
@@ -221,13 +228,17 @@ pub(crate) struct Cli {
     pub(crate) show_keys: bool,
 
     /// Send to the SA at this LID. Default: this node's own LID (its
-    /// local-sa) for queries, loads, deletes and --bench; the port's SM
-    /// (the master SA) for --subscribe, --join and --leave.
+    /// local-sa) for queries, loads, deletes and --bench; local-sa's local
+    /// API for --subscribe, --join and -I/-g/-m.
     #[arg(long = "sa-lid", value_parser = number::<u16>, value_name = "LID", conflicts_with = "master")]
     pub(crate) sa_lid: Option<u16>,
     /// Send to the port's SM LID: the master SA.
     #[arg(long)]
     pub(crate) master: bool,
+    /// local-sa's local API socket, for subscriptions, joins and listing
+    /// registrations (default /run/local-sa/<ca>-<port>.sock).
+    #[arg(long = "api-socket", value_name = "PATH")]
+    pub(crate) api_socket: Option<std::path::PathBuf>,
     /// SA method: gettable (every match, as saquery does; the default) or
     /// get (exactly one match, else an error status). ClassPortInfo always
     /// uses get.

@@ -3,6 +3,7 @@
 mod bench;
 mod cli;
 mod load;
+mod local_api;
 mod print;
 mod query;
 mod records_file;
@@ -110,10 +111,14 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
-    let registers = matches!(mode, Mode::Subscribe(_) | Mode::Join(_) | Mode::Leave(_));
+    if cli.sa_lid.is_none() && !cli.master {
+        if let Some(result) = through_local_api(cli, &mode, &port) {
+            return result;
+        }
+    }
     let sa_lid = match cli.sa_lid {
         Some(lid) => lid,
-        None if cli.master || registers => port.sm_lid,
+        None if cli.master => port.sm_lid,
         None => port.lid,
     };
     if sa_lid == 0 {
@@ -187,6 +192,58 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     }));
     transport.shutdown();
     result
+}
+
+/// Registrations go through the local API unless an SA is named: returns
+/// the outcome when this run does.
+fn through_local_api(
+    cli: &Cli,
+    mode: &Mode,
+    port: &local_sa::port::PortFacts,
+) -> Option<Result<(), Failure>> {
+    let listing = |q: &Query| {
+        matches!(
+            q.kind,
+            Kind::InformInfoRecord | Kind::McGroups | Kind::McMemberRecord
+        ) && cli.arg.is_none()
+    };
+    match mode {
+        Mode::Subscribe(_) | Mode::Join(_) => {}
+        Mode::Query(q) if listing(q) => {}
+        Mode::Leave(_) => {
+            return Some(Err(Failure::new(
+                2,
+                "through the local API a membership ends when the lsaquery that joined stops;                  --leave sends a Delete MAD to an SA named with --sa-lid or --master",
+            )));
+        }
+        _ => return None,
+    }
+    let path = cli
+        .api_socket
+        .clone()
+        .unwrap_or_else(|| local_api::default_socket(&port.ca, port.port));
+    let gid = port.gid;
+    let run = async move {
+        let mut conn = local_api::Connection::open(&path, cli.json)?;
+        match mode {
+            Mode::Subscribe(trap) => local_api::subscribe(&mut conn, cli, *trap).await,
+            Mode::Join(mgid) => {
+                local_api::join(&mut conn, cli, registration::join_record(cli, gid, *mgid)).await
+            }
+            Mode::Query(q) => {
+                let groups = q.kind == Kind::McGroups;
+                local_api::list(
+                    &mut conn,
+                    groups,
+                    q.kind == Kind::McMemberRecord,
+                    cli.show_keys,
+                )
+                .await
+            }
+            _ => Ok(()),
+        }
+    };
+    Some(smol::block_on(run))
 }
 
 async fn query(session: &Session, query: &Query) -> Result<(), Failure> {

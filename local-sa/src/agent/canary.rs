@@ -1,0 +1,129 @@
+//! Noticing that the master SA lost this port's registrations.
+//!
+//! On hardware a new or restarted master makes the port report SM change
+//! or ClientReregister, and the agent registers everything again. Where no
+//! such event comes (the simulator, or a master restarted on the same LID
+//! that does not ask clients to re-register), the agent keeps a canary at
+//! the master: a ServiceRecord named "local-sa" for this port, registered
+//! with its subscriptions. Every audit interval it asks for that one
+//! record; when the master answers that it has no such record, its state
+//! is gone, and every subscription and membership is sent again. The
+//! record also tells anyone browsing ServiceRecords which ports run
+//! local-sa.
+
+use std::time::Instant;
+
+use mad_codec::attr::service_record::mask as sr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, SaMad, SaMadBuilder, ServiceRecord};
+use tracing::{debug, info, warn};
+
+use super::SaCore;
+use super::upstream::Purpose;
+
+/// The canary's ServiceID ("LOCALSA" in ASCII, then 1).
+pub const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
+
+/// What a canary request was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CanaryStep {
+    /// Registering it (ServiceRecord Set).
+    Register,
+    /// Looking for it (ServiceRecord Get).
+    Audit,
+    /// Withdrawing it (ServiceRecord Delete, at shutdown).
+    Withdraw,
+}
+
+impl SaCore {
+    fn canary_record(&self) -> ServiceRecord {
+        let mut r = ServiceRecord::new_zeroed();
+        r.set_service_id(SERVICE_ID);
+        r.set_service_gid(self.port.gid);
+        r.set_service_pkey(0xFFFF);
+        r.set_service_lease(ServiceRecord::INFINITE_LEASE);
+        r.set_service_name("local-sa");
+        r
+    }
+
+    fn send_canary(&mut self, now: Instant, method: Method, step: CanaryStep) {
+        let mask = match method {
+            Method::SET => {
+                sr::SERVICE_ID
+                    | sr::SERVICE_GID
+                    | sr::SERVICE_PKEY
+                    | sr::SERVICE_LEASE
+                    | sr::SERVICE_NAME
+            }
+            _ => sr::SERVICE_ID | sr::SERVICE_GID,
+        };
+        let mut b = SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD)
+            .record(&self.canary_record());
+        b.header_mut().sa.set_component_mask(mask);
+        self.send_upstream(now, Purpose::Canary(step), &b.into_bytes());
+    }
+
+    /// Registers the canary at the master.
+    pub(super) fn register_canary(&mut self, now: Instant) {
+        if !self
+            .upstream
+            .is_pending(&Purpose::Canary(CanaryStep::Register))
+        {
+            self.send_canary(now, Method::SET, CanaryStep::Register);
+        }
+    }
+
+    /// Asks the master whether it still has the canary.
+    pub(super) fn audit(&mut self, now: Instant) {
+        if self.canary_registered
+            && !self
+                .upstream
+                .is_pending(&Purpose::Canary(CanaryStep::Audit))
+        {
+            self.send_canary(now, Method::GET, CanaryStep::Audit);
+        }
+        self.next_audit = Some(now + self.config.audit_interval);
+    }
+
+    /// Withdraws the canary (shutdown).
+    pub(super) fn withdraw_canary(&mut self, now: Instant) {
+        if self.canary_registered {
+            self.canary_registered = false;
+            self.send_canary(now, Method::DELETE, CanaryStep::Withdraw);
+        }
+    }
+
+    /// The master answered a canary request (`None`: it did not).
+    pub(super) fn canary_answered(&mut self, now: Instant, step: CanaryStep, mad: Option<&[u8]>) {
+        let status =
+            mad.map(|m| SaMad::parse(m).map_or(MadStatus::ERR_REQ_INVALID, |m| m.mad().status()));
+        match (step, status) {
+            (CanaryStep::Register, Some(MadStatus::OK)) => {
+                debug!("canary ServiceRecord registered at the master");
+                self.canary_registered = true;
+            }
+            (CanaryStep::Register, other) => {
+                warn!(status = ?other, "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
+                self.retry_registration(now);
+            }
+            (CanaryStep::Audit, Some(MadStatus::ERR_NO_RECORDS)) => {
+                info!(
+                    master = self.port.sm_lid,
+                    "the master SA lost this port's registrations (restarted?): registering again"
+                );
+                self.canary_registered = false;
+                self.master_lost_state(now);
+            }
+            (CanaryStep::Audit, _) | (CanaryStep::Withdraw, _) => {}
+        }
+    }
+
+    /// Everything the master held for this port is gone: subscriptions,
+    /// memberships, the canary, and (perhaps) its view of the paths.
+    fn master_lost_state(&mut self, now: Instant) {
+        self.master_qos = None;
+        self.next_registration = Some(now);
+        self.next_reregistration = Some(now + self.reregister_delay());
+        self.next_refresh = Some(now);
+    }
+}
