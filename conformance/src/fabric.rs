@@ -817,6 +817,12 @@ impl NodeProcess<'_> {
         self.group.try_wait().ok().flatten()
     }
 
+    /// Kills it and its group at once (SIGKILL), as a crash would: it gets
+    /// no chance to clean up.
+    pub fn kill(mut self) {
+        self.group.kill();
+    }
+
     /// What the process is, for messages.
     pub fn label(&self) -> &str {
         self.group.label()

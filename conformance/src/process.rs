@@ -82,6 +82,14 @@ impl Group {
     }
 }
 
+impl Group {
+    /// Kills the group at once (SIGKILL): nothing in it gets to clean up.
+    pub(crate) fn kill(&mut self) {
+        signal_group(self.pid(), "KILL");
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Group {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(3));

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::saquery::{parse_printed_records, path_record_dump};
-use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
+use conformance::{Fabric, LocalSa, Node, NodeProcess, RunOutput, Topology};
 use mad_codec::{Gid, Mtu, PathRecordRepr, Rate, Selector};
 
 fn main() -> ExitCode {
@@ -33,6 +33,7 @@ fn show(out: &RunOutput) {
 struct Demo<'f> {
     node: Node<'f>,
     lsaquery: String,
+    socket: String,
 }
 
 impl Demo<'_> {
@@ -42,6 +43,23 @@ impl Demo<'_> {
             .args(args)
             .output()
             .map_err(|e| e.to_string())
+    }
+
+    /// lsaquery through the local API, left running.
+    fn consumer(&self, args: &[&str]) -> Result<NodeProcess<'_>, String> {
+        self.node
+            .command(&self.lsaquery)
+            .args(["--api-socket", &self.socket])
+            .args(args)
+            .spawn()
+            .map_err(|e| e.to_string())
+    }
+
+    /// lsaquery through the local API, to completion.
+    fn local(&self, args: &[&str]) -> Result<RunOutput, String> {
+        let mut all = vec!["--api-socket", &self.socket];
+        all.extend_from_slice(args);
+        self.lsaquery(&all)
     }
 }
 
@@ -69,7 +87,9 @@ fn run() -> Result<(), String> {
 
     section("local-sa on h42");
     let t0 = Instant::now();
-    let mut sa = LocalSa::start(&fabric, &local_sa, "h42", &[]).map_err(|e| e.to_string())?;
+    let socket = fabric.dir().join("h42.sock").to_string_lossy().into_owned();
+    let mut sa = LocalSa::start(&fabric, &local_sa, "h42", &["--api-socket", &socket])
+        .map_err(|e| e.to_string())?;
     println!(
         "registered as the SA agent on h42's port, subscribed to traps 64/65 at OpenSM and fetched this port's \
          {} paths in {:.1?}",
@@ -79,6 +99,7 @@ fn run() -> Result<(), String> {
     let demo = Demo {
         node: fabric.node("h42").map_err(|e| e.to_string())?,
         lsaquery,
+        socket,
     };
     let me = demo.node.port().map_err(|e| e.to_string())?;
     let peer = fabric
@@ -161,6 +182,68 @@ fn run() -> Result<(), String> {
     println!("The same load with a wrong SM_Key is refused and changes nothing:");
     show(&demo.lsaquery(&["--load", &file.to_string_lossy(), "--smkey", "2"])?);
 
+    section(
+        "Three programs subscribe to trap 65 and two join a group, through local-sa's local API \
+         (a Unix socket: no umad access needed)",
+    );
+    let subscribers = (0..3)
+        .map(|_| {
+            demo.consumer(&[
+                "--subscribe",
+                "65",
+                "--count",
+                "1",
+                "--duration",
+                "120",
+                "--json",
+            ])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let group = "ff12:1234::42";
+    // The full member first: only a full member may create the group.
+    let mut members = Vec::new();
+    for (n, join_state) in [(1, "1"), (2, "2")] {
+        members.push(demo.consumer(&[
+            "--join",
+            group,
+            "--create",
+            "-J",
+            join_state,
+            "--duration",
+            "120",
+        ])?);
+        sa.wait_until("the member joined", Duration::from_secs(30), |c| {
+            c.get("members").is_some_and(|m| *m == n)
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    sa.wait_until("the consumers registered", Duration::from_secs(30), |c| {
+        c.get("subscribers").is_some_and(|n| *n == 4)
+    })
+    .map_err(|e| {
+        let said: Vec<String> = subscribers
+            .iter()
+            .chain(&members)
+            .map(|p| p.stderr())
+            .collect();
+        format!("{e}\nthe consumers said:\n{}", said.join(""))
+    })?;
+    let gid = Gid::new(Gid::DEFAULT_PREFIX, me.guid).to_string();
+    println!("\nlsaquery --master IIR {gid}   (OpenSM's subscriptions for h42)");
+    show(&demo.lsaquery(&["--master", "IIR", &gid])?);
+    println!(
+        "Three consumers and local-sa itself want trap 65: OpenSM holds one subscription for it."
+    );
+    println!(
+        "\nlsaquery --master -m --mgid {group} --gid {gid}   (OpenSM's record of h42 in the group)"
+    );
+    show(&demo.lsaquery(&[
+        "--master", "-m", "--mgid", group, "--gid", &gid, "--smkey", "1",
+    ])?);
+    println!(
+        "A full member and a non-member on h42: one member at OpenSM, JoinState 0x3 (their union)."
+    );
+
     section("Unplugging h87 (ibsim Unlink): OpenSM reports trap 65, local-sa drops its paths");
     fabric.unlink("h87", 1).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
@@ -170,6 +253,24 @@ fn run() -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     println!("trap 65 handled {:.1?} after the unplug", t0.elapsed());
     show(&demo.lsaquery(&["--src-to-dst", &pair, "--method", "get"])?);
+    println!("\nEach of the three subscribers got the notice (one Report from OpenSM), then left:");
+    for mut s in subscribers {
+        s.wait_timeout(Duration::from_secs(30));
+        print!("{}", s.stdout());
+    }
+
+    section("The members go away: local-sa leaves the group at OpenSM for them");
+    for m in members {
+        m.stop(Duration::from_secs(10));
+    }
+    sa.wait_until("the members gone", Duration::from_secs(30), |c| {
+        c.get("groups").is_some_and(|n| *n == 0)
+    })
+    .map_err(|e| e.to_string())?;
+    println!("lsaquery -g   (this node's groups, through the local API)");
+    show(&demo.local(&["-g"])?);
+    println!("lsaquery --master -g   (OpenSM's groups)");
+    show(&demo.lsaquery(&["--master", "-g"])?);
 
     section("local-sa's counters (the file an operator reads)");
     std::thread::sleep(Duration::from_millis(1100));
@@ -180,6 +281,10 @@ fn run() -> Result<(), String> {
         "loaded",
         "denied",
         "notices",
+        "subscribers",
+        "joins_upstream",
+        "joins_local",
+        "leaves",
         "records",
         "rmpp_transfers",
     ]

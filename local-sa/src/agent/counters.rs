@@ -41,7 +41,8 @@ pub struct Counters {
     pub notices: u64,
     /// Reports sent to MAD subscribers (resends not counted).
     pub reports_sent: u64,
-    /// MAD subscribers dropped for not answering Reports.
+    /// MAD consumers dropped: subscribers for not answering Reports,
+    /// multicast members for not joining again within their lease.
     pub leases_ended: u64,
     /// Multicast joins completed here (the master held the bits).
     pub joins_local: u64,

@@ -495,6 +495,7 @@ impl SaCore {
             .collect();
         for member in expired {
             info!(?member, "a multicast member's lease ended");
+            self.counters.leases_ended += 1;
             self.remove_member(now, member);
         }
     }
@@ -583,10 +584,14 @@ impl SaCore {
             .get(&template.mgid())
             .and_then(|g| g.record.map(|r| (r, g.held)));
         let about_us = !mask.contains(mc::PORT_GID) || template.port_gid() == self.port.gid;
-        let (Some((record, state)), true, true) = (
+        // Only MGID (and PortGID) selections are answered here; the master
+        // matches any other component against its own records.
+        let only_group_and_port = mask.0 & !(mc::MGID.0 | mc::PORT_GID.0) == 0;
+        let (Some((record, state)), true, true, true) = (
             held,
             mask.contains(mc::MGID),
             !trusted || mask.contains(mc::PORT_GID),
+            only_group_and_port,
         ) else {
             return self.relay_upstream(now, source, mad);
         };

@@ -55,8 +55,9 @@ LOGS:
   RUST_LOG=local_sa=debug for every query forwarded.
 
 SIGNALS:
-  SIGTERM or SIGINT: withdraw the subscriptions at the master, write the
-  counters, exit 0. A second one exits at once.
+  SIGTERM or SIGINT: withdraw this port's subscriptions, memberships and
+  canary ServiceRecord at the master, write the counters, exit 0. A
+  second one exits at once.
 
 EXAMPLES:
   local-sa                                 first active port, defaults

@@ -229,6 +229,7 @@ fn joins_and_leaves_by_mad_from_this_port_and_the_member_lease() {
     // Not renewed: the lease ends and the membership goes.
     b.advance(AgentConfig::default().member_lease);
     assert_eq!(held(&b, MGID), JoinState::NONE);
+    assert_eq!(b.core.counters().leases_ended, 1);
 }
 
 #[test]
@@ -255,6 +256,12 @@ fn queries_about_held_groups_are_answered_here() {
         "untrusted: no member shown"
     );
     assert_eq!(b.master.requests.len(), before, "not asked of the master");
+    // Any other component is the master's to match.
+    let mut q =
+        SaMadBuilder::request(Method::GET_TABLE, 7, AttributeId::MC_MEMBER_RECORD).record(&t);
+    q.header_mut().sa.set_component_mask(mc::MGID | mc::QKEY);
+    b.query(client(30), &padded(&q.into_bytes()));
+    assert_eq!(b.master.requests.len(), before + 1, "relayed to the master");
     // This port's groups for the local API.
     b.core.handle_local(b.now, 9, 1, LocalRequest::Groups);
     let (_, rec) = only_record(&std::iter::from_fn(|| b.core.poll_local()).collect::<Vec<_>>());

@@ -19,7 +19,7 @@ QUERIES (saquery names and aliases):
   NodeRecord (NR) [lid]      nodes, or the node at a LID    (default, also -N)
   PathRecord (PR)            paths selected by the options  (also -p, --src-to-dst,
                                                              --sgid-to-dgid)
-  MCMemberRecord (MCMR)      multicast member records
+  MCMemberRecord (MCMR)      multicast member records       (also -m)
   ServiceRecord (SR)         registered services            (also -S)
   InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
   -g                         multicast groups
@@ -87,6 +87,9 @@ pub(crate) struct Cli {
     /// Get multicast groups.
     #[arg(short = 'g')]
     pub(crate) groups: bool,
+    /// Get multicast member records (MCMemberRecords).
+    #[arg(short = 'm')]
+    pub(crate) members: bool,
     /// Get ServiceRecords.
     #[arg(short = 'S')]
     pub(crate) service_records: bool,

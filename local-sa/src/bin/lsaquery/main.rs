@@ -213,7 +213,8 @@ fn through_local_api(
         Mode::Leave(_) => {
             return Some(Err(Failure::new(
                 2,
-                "through the local API a membership ends when the lsaquery that joined stops;                  --leave sends a Delete MAD to an SA named with --sa-lid or --master",
+                "through the local API a membership ends when the lsaquery that joined stops; \
+                 --leave sends a Delete MAD to an SA named with --sa-lid or --master",
             )));
         }
         _ => return None,

@@ -83,6 +83,7 @@ fn kind(cli: &Cli) -> Result<(Kind, Option<&str>), String> {
         ),
         (cli.node_records, Kind::NodeRecord),
         (cli.groups, Kind::McGroups),
+        (cli.members, Kind::McMemberRecord),
         (cli.service_records, Kind::ServiceRecord),
         (cli.inform_info_records, Kind::InformInfoRecord),
     ];
