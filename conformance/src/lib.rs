@@ -23,6 +23,7 @@ mod process;
 pub mod saquery;
 mod tools;
 pub mod topology;
+mod wait;
 
 pub use fabric::{
     Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
@@ -31,3 +32,4 @@ pub use local_sa::LocalSa;
 pub use opensm_dump::SaDump;
 pub use tools::{preload_library, sibling_binary};
 pub use topology::Topology;
+pub use wait::eventually;

@@ -2,10 +2,10 @@
 //! leaves nothing behind.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, FabricError, Topology};
+use conformance::{Fabric, FabricError, Topology, eventually};
 
 fn alive(pid: u32) -> bool {
     // A reaped process has no /proc entry; a zombie would still show "Z".
@@ -18,18 +18,6 @@ fn alive(pid: u32) -> bool {
 
 fn start(t: Topology) -> Fabric {
     Fabric::builder(t).start().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Polls `check` every 200 ms until it holds or `limit` passes.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
 }
 
 #[test]

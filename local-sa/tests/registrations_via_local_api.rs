@@ -3,25 +3,14 @@
 //! MGID OpenSM assigns, held while lsaquery runs and left when it stops,
 //! and this node's registrations listed with -I, -m and -g.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{Fabric, LocalSa, Topology, eventually};
 use mad_codec::Gid;
 
 const LSAQUERY: &str = env!("CARGO_BIN_EXE_lsaquery");
 const LOCAL_SA: &str = env!("CARGO_BIN_EXE_local-sa");
-
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
 
 #[test]
 fn subscribe_join_and_list_through_the_local_api() {

@@ -3,10 +3,10 @@
 //! when the subscriber is stopped by a signal), and a multicast group
 //! created, listed and left.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, Node, Topology};
+use conformance::{Fabric, Node, Topology, eventually};
 use mad_codec::Gid;
 
 const LSAQUERY: &str = env!("CARGO_BIN_EXE_lsaquery");
@@ -21,17 +21,6 @@ fn subscriptions(node: &Node<'_>) -> usize {
     let out = node.saquery(["-I"]).unwrap();
     assert!(out.status.success(), "{}", out.stderr);
     parse_printed_records(&out.stdout).len()
-}
-
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
 }
 
 #[test]
