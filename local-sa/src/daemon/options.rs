@@ -25,7 +25,11 @@ use crate::cli::number;
 /// forwards to the master (one query per distinct question, however many
 /// ask). It accepts PathRecord loads and deletes (Set/Delete carrying the
 /// --sm-key; see docs/wire-contract.md) and follows ports going out of and
-/// into service through traps 64/65.
+/// into service through traps 64/65. It proxies notice subscriptions
+/// (InformInfo) and multicast joins (MCMemberRecord) from this node's
+/// consumers — MAD clients, and programs on the local API — to the master
+/// with one registration per distinct subscription or group, released when
+/// the last consumer goes and re-sent when the master changes or restarts.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "local-sa",
