@@ -16,10 +16,10 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::SaMadHeader;
 use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
-use mad_codec::{
-    AttributeId, Gid, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMadBuilder, SaRecord,
-    Selector,
-};
+use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder, SaRecord};
+
+mod fixture;
+use fixture::{gid, record};
 
 fn main() {
     divan::main();
@@ -28,29 +28,6 @@ fn main() {
 const SM_KEY: u64 = 0x5eed;
 /// Destinations per source: 1 M records are 1000 sources × 1000.
 const DESTS: u16 = 1000;
-
-fn gid(lid: u16) -> Gid {
-    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 | u64::from(lid))
-}
-
-fn record(slid: u16, dlid: u16) -> PathRecord {
-    PathRecordRepr {
-        sgid: gid(slid),
-        dgid: gid(dlid),
-        slid,
-        dlid,
-        reversible: true,
-        pkey: 0xFFFF,
-        mtu_selector: Selector::Exactly,
-        mtu: Mtu::MTU_4096,
-        rate_selector: Selector::Exactly,
-        rate: Rate::GBPS_100,
-        packet_life_selector: Selector::Exactly,
-        packet_life: 18,
-        ..PathRecordRepr::default()
-    }
-    .to_wire()
-}
 
 /// Source LIDs 1..=sources, destination LIDs 2001..=3000.
 fn table(sources: u16) -> Vec<PathRecord> {

@@ -7,7 +7,9 @@
 #![allow(missing_docs)]
 
 use local_sa::store::PathStore;
-use mad_codec::{Gid, Mtu, PathRecordRepr, Rate, Selector};
+
+mod fixture;
+use fixture::record;
 
 /// The resident set size in bytes, from /proc/self/status.
 fn rss() -> usize {
@@ -19,32 +21,12 @@ fn rss() -> usize {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn gid(lid: u16) -> Gid {
-    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 | u64::from(lid))
-}
-
 fn store_of(sources: u16) -> (PathStore, usize) {
     let before = rss();
     let mut store = PathStore::new();
     for s in 1..=sources {
         for d in 2001..3001u16 {
-            let r = PathRecordRepr {
-                sgid: gid(s),
-                dgid: gid(d),
-                slid: s,
-                dlid: d,
-                reversible: true,
-                pkey: 0xFFFF,
-                mtu_selector: Selector::Exactly,
-                mtu: Mtu::MTU_4096,
-                rate_selector: Selector::Exactly,
-                rate: Rate::GBPS_100,
-                packet_life_selector: Selector::Exactly,
-                packet_life: 18,
-                ..PathRecordRepr::default()
-            }
-            .to_wire();
-            store.insert(r, 1);
+            store.insert(record(s, d), 1);
         }
     }
     let bytes = rss().saturating_sub(before);
