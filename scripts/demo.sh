@@ -9,6 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh
-cargo build --release --quiet -p local-sa --bins
+cargo build --release --quiet -p local-sa -p lsaquery
 cargo build --release --quiet -p conformance --bin demo
 exec target/release/demo

@@ -12,8 +12,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
-# The conformance tests run local-sa and lsaquery from target/debug.
-cargo build --workspace --bins --quiet
+# The conformance tests build local-sa and lsaquery themselves.
 cargo test --workspace --quiet
 echo "== benchmarks compile"
 cargo bench --workspace --no-run --quiet

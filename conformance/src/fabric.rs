@@ -67,6 +67,14 @@ pub enum FabricError {
         /// The end of its log.
         tail: String,
     },
+    /// A program of this workspace could not be found or built (see
+    /// [`crate::program`]).
+    Program {
+        /// Which.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// A command on a node did not finish in time.
     Timeout {
         /// The command.
@@ -85,6 +93,7 @@ impl fmt::Display for FabricError {
                 f,
                 "{what} not found: the simulated fabric needs `apt-get install -y {PACKAGES}`"
             ),
+            Self::Program { name, why } => write!(f, "{name}: {why}"),
             Self::Io { context, source } => write!(f, "{context}: {source}"),
             Self::UnknownNode { node, known } => {
                 write!(
@@ -592,10 +601,28 @@ impl<'f> Node<'f> {
             fabric: self.fabric,
             node: self.name.clone(),
             program: program.as_ref().to_owned(),
+            unavailable: None,
             args: Vec::new(),
             envs: Vec::new(),
             timeout: Duration::from_secs(60),
         }
+    }
+
+    /// A command running this workspace's program `name` (`local-sa` or
+    /// `lsaquery`, see [`crate::program`]) on this node; if it cannot be
+    /// built, running the command says why.
+    pub fn workspace_program(&self, name: &str) -> NodeCommand<'f> {
+        let mut cmd = self.command(name);
+        match crate::program(name) {
+            Ok(path) => cmd.program = path.into_os_string(),
+            Err(why) => cmd.unavailable = Some(why),
+        }
+        cmd
+    }
+
+    /// lsaquery on this node: `workspace_program("lsaquery")`.
+    pub fn lsaquery(&self) -> NodeCommand<'f> {
+        self.workspace_program("lsaquery")
     }
 
     /// The node's port as `ibstat` reports it (LID, SM LID, port GUID).
@@ -654,6 +681,8 @@ pub struct NodeCommand<'f> {
     fabric: &'f Fabric,
     node: String,
     program: OsString,
+    /// Why `program` cannot run (it could not be built).
+    unavailable: Option<String>,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     timeout: Duration,
@@ -697,6 +726,12 @@ impl<'f> NodeCommand<'f> {
     }
 
     fn prepare(&self) -> Result<(std::process::Command, PathBuf), FabricError> {
+        if let Some(why) = &self.unavailable {
+            return Err(FabricError::Program {
+                name: self.program.to_string_lossy().into_owned(),
+                why: why.clone(),
+            });
+        }
         let dir = self.fabric.next_command_dir(&self.node, &self.program)?;
         let stdout = File::create(dir.join("stdout")).map_err(io_err("creating stdout file"))?;
         let stderr = File::create(dir.join("stderr")).map_err(io_err("creating stderr file"))?;

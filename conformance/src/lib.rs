@@ -30,6 +30,6 @@ pub use fabric::{
 };
 pub use local_sa::LocalSa;
 pub use opensm_dump::SaDump;
-pub use tools::{preload_library, sibling_binary};
+pub use tools::{preload_library, program};
 pub use topology::Topology;
 pub use wait::eventually;

@@ -20,18 +20,14 @@ pub struct LocalSa<'f> {
 }
 
 impl<'f> LocalSa<'f> {
-    /// Starts `binary` (local-sa) on `node` with `args` and waits until it
-    /// has its port's paths (its `refreshes` counter is at least 1).
-    pub fn start(
-        fabric: &'f Fabric,
-        binary: &str,
-        node: &str,
-        args: &[&str],
-    ) -> Result<Self, FabricError> {
+    /// Starts local-sa (this workspace's, see [`crate::program`]) on
+    /// `node` with `args` and waits until it has its port's paths (its
+    /// `refreshes` counter is at least 1).
+    pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let process = fabric
             .node(node)?
-            .command(binary)
+            .workspace_program("local-sa")
             .serve_requests()
             .env(
                 "RUST_LOG",

@@ -1,6 +1,8 @@
 //! Finding the simulator's programs and its preload library.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 /// Debian packages that provide the simulated fabric.
 pub(crate) const PACKAGES: &str = "ibsim-utils opensm infiniband-diags";
@@ -27,22 +29,144 @@ pub fn preload_library() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A binary built into the same target directory as the running one: how
-/// the demo and the capture tool find lsaquery, and how tests (which run
-/// from `target/<profile>/deps/`) find local-sa and lsaquery.
-pub fn sibling_binary(name: &str) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    if dir.file_name().is_some_and(|d| d == "deps") {
-        dir.pop();
+/// The programs of this workspace that the tests and tools run.
+const PROGRAMS: [&str; 2] = ["local-sa", "lsaquery"];
+
+/// The path of `name` (`local-sa` or `lsaquery`): `$LOCAL_SA_BIN` or
+/// `$LSAQUERY_BIN` when set (to test an installed build), else the
+/// workspace's own build of it, with the profile and in the target
+/// directory of the running executable. The first call in a process runs
+/// `cargo build` for both programs (quick when they are up to date), so a
+/// test needs nothing built before it, wherever `CARGO_TARGET_DIR` points.
+pub fn program(name: &str) -> Result<PathBuf, String> {
+    let var = format!("{}_BIN", name.to_ascii_uppercase().replace('-', "_"));
+    if let Some(path) = std::env::var_os(&var) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "${var} names {}, which is not a file",
+                path.display()
+            ))
+        };
     }
-    let path = dir.join(name);
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} not found: build it first (cargo build -p local-sa --bins)",
-            path.display()
-        ))
+    if !PROGRAMS.contains(&name) {
+        return Err(format!("{name} is not a program of this workspace"));
+    }
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = BUILT.get_or_init(build_programs).clone()?;
+    Ok(dir.join(name))
+}
+
+/// Builds [`PROGRAMS`] where the running executable's build puts them;
+/// returns that directory.
+fn build_programs() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    let mut out_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if out_dir.file_name().is_some_and(|d| d == "deps") {
+        out_dir.pop();
+    }
+    let layout = BuildLayout::of(&out_dir).ok_or_else(|| {
+        format!(
+            "{} is not in a cargo target directory; set LOCAL_SA_BIN and LSAQUERY_BIN",
+            exe.display()
+        )
+    })?;
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--bins", "--profile", &layout.profile])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &layout.target_dir);
+    for p in PROGRAMS {
+        cmd.args(["-p", p]);
+    }
+    if let Some(triple) = &layout.triple {
+        cmd.args(["--target", triple]);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run cargo to build {PROGRAMS:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building {PROGRAMS:?} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(out_dir)
+}
+
+/// Where cargo put an executable: `<target>/[<triple>/]<profile dir>/`.
+#[derive(Debug, PartialEq, Eq)]
+struct BuildLayout {
+    target_dir: PathBuf,
+    triple: Option<String>,
+    /// The cargo profile (`dev` builds into `debug/`).
+    profile: String,
+}
+
+impl BuildLayout {
+    /// The layout of `out_dir`, an output directory of a target directory
+    /// (which cargo marks with a CACHEDIR.TAG file).
+    fn of(out_dir: &Path) -> Option<Self> {
+        let profile = match out_dir.file_name()?.to_str()? {
+            "debug" => "dev".to_owned(),
+            other => other.to_owned(),
+        };
+        let parent = out_dir.parent()?;
+        if parent.join("CACHEDIR.TAG").is_file() {
+            return Some(Self {
+                target_dir: parent.to_owned(),
+                triple: None,
+                profile,
+            });
+        }
+        let root = parent.parent()?;
+        let triple = parent.file_name()?.to_str()?.to_owned();
+        root.join("CACHEDIR.TAG").is_file().then(|| Self {
+            target_dir: root.to_owned(),
+            triple: Some(triple),
+            profile,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_layouts_are_read_from_the_path() {
+        let t = std::env::temp_dir().join(format!("conformance-layout-{}", std::process::id()));
+        std::fs::create_dir_all(t.join("x86_64-unknown-linux-gnu/release")).unwrap();
+        std::fs::create_dir_all(t.join("debug")).unwrap();
+        std::fs::write(t.join("CACHEDIR.TAG"), "").unwrap();
+        assert_eq!(
+            BuildLayout::of(&t.join("debug")),
+            Some(BuildLayout {
+                target_dir: t.clone(),
+                triple: None,
+                profile: "dev".into()
+            })
+        );
+        assert_eq!(
+            BuildLayout::of(&t.join("x86_64-unknown-linux-gnu/release")),
+            Some(BuildLayout {
+                target_dir: t.clone(),
+                triple: Some("x86_64-unknown-linux-gnu".into()),
+                profile: "release".into()
+            })
+        );
+        assert_eq!(BuildLayout::of(Path::new("/usr/bin")), None);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn only_workspace_programs_are_built() {
+        let e = program("no-such-program").unwrap_err();
+        assert!(e.contains("not a program of this workspace"), "{e}");
     }
 }

@@ -11,13 +11,6 @@ use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, Selector};
 
-fn bin(name: &str) -> String {
-    conformance::sibling_binary(name)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// The SM_Key local-sa is started with.
 const KEY: &str = "0x5eed";
 
@@ -64,7 +57,7 @@ fn write_dump(path: &Path, records: &[PathRecord]) {
 }
 
 fn lsaquery(node: &Node<'_>, args: &[&str]) -> RunOutput {
-    node.command(bin("lsaquery"))
+    node.lsaquery()
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{e}"))
@@ -104,8 +97,8 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa = LocalSa::start(&fabric, &bin("local-sa"), "h5", &["--sm-key", KEY])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa =
+        LocalSa::start(&fabric, "h5", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
     let sa_lid = fabric.node("h5").unwrap().port().unwrap().lid.to_string();
     let loader = fabric.node("h9").unwrap();
     let all: Vec<PathRecord> = SOURCES

@@ -9,18 +9,11 @@ use conformance::saquery::{mad_blocks, parse_printed_records};
 use conformance::{Fabric, LocalSa, Node, Topology};
 use mad_codec::{Gid, MadStatus, SaMad};
 
-fn bin(name: &str) -> String {
-    conformance::sibling_binary(name)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Status and record bytes of a PathRecord Get for `pair` from `node`,
 /// to local-sa (no `aim`) or to OpenSM (`--master`).
 fn get(node: &Node<'_>, aim: &[&str], pair: &str) -> (MadStatus, Vec<u8>) {
     let out = node
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args(aim)
         .args(["--src-to-dst", pair, "--method", "get", "-d"])
         .output()
@@ -44,10 +37,9 @@ fn unplugging_a_host_removes_its_paths_from_every_local_sa_and_plugging_it_back_
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let local_sa = bin("local-sa");
     let mut agents: Vec<LocalSa<'_>> = ["h5", "h50"]
         .iter()
-        .map(|n| LocalSa::start(&fabric, &local_sa, n, &[]).unwrap_or_else(|e| panic!("{e}")))
+        .map(|n| LocalSa::start(&fabric, n, &[]).unwrap_or_else(|e| panic!("{e}")))
         .collect();
     let gone = fabric.node("h77").unwrap().port().unwrap().lid;
     let before: Vec<u64> = agents.iter().map(|a| a.counter("records")).collect();
@@ -97,7 +89,7 @@ fn unplugging_a_host_removes_its_paths_from_every_local_sa_and_plugging_it_back_
     let subscriptions = |node: &Node<'_>| {
         let gid = Gid::new(Gid::DEFAULT_PREFIX, node.port().unwrap().guid).to_string();
         let out = node
-            .command(bin("lsaquery"))
+            .lsaquery()
             .args(["--master", "-I", &gid])
             .output()
             .unwrap();

@@ -13,13 +13,6 @@ use conformance::{Fabric, LocalSa, Node, NodePort, Topology};
 use mad_codec::header::RmppType;
 use mad_codec::{MAD_LEN, MadStatus, Method, SaMad};
 
-fn bin(name: &str) -> String {
-    conformance::sibling_binary(name)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Bytes of a simulator-cut answer that hold whole records.
 const WHOLE_OF_CUT: usize = 168;
 
@@ -51,7 +44,7 @@ impl Answer {
 /// nothing for local-sa), and decodes the answer it printed.
 fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
     let out = node
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args(aim)
         .args(args)
         .arg("-d")
@@ -122,9 +115,8 @@ fn path_queries_answer_as_opensm_does() {
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let local_sa = bin("local-sa");
-    let mut sa5 = LocalSa::start(&fabric, &local_sa, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let _sa50 = LocalSa::start(&fabric, &local_sa, "h50", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sa5 = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let _sa50 = LocalSa::start(&fabric, "h50", &[]).unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h5").unwrap();
     let (me, dst, other) = (
         node.port().unwrap(),
@@ -247,8 +239,7 @@ fn with_the_master_gone_cached_answers_flow_and_misses_get_busy() {
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let args = ["--upstream-timeout", "300", "--upstream-retries", "1"];
-    let sa =
-        LocalSa::start(&fabric, &bin("local-sa"), "h5", &args).unwrap_or_else(|e| panic!("{e}"));
+    let sa = LocalSa::start(&fabric, "h5", &args).unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h5").unwrap();
     let (me, dst, other) = (
         node.port().unwrap(),

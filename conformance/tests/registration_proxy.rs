@@ -28,13 +28,6 @@ use mad_codec::{Gid, JoinState, MadStatus, TrapDetails, TrapNumber};
 /// What local-sa subscribes to for itself.
 const OWN_TRAPS: [u16; 2] = [64, 65];
 
-fn bin(name: &str) -> String {
-    conformance::sibling_binary(name)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// A fat tree whose OpenSM dumps its SA database after every sweep, a
 /// second apart.
 fn fabric() -> Fabric {
@@ -57,8 +50,7 @@ impl<'f> Agent<'f> {
         let socket = fabric.dir().join(format!("{node}.sock"));
         let mut args = vec!["--api-socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let sa =
-            LocalSa::start(fabric, &bin("local-sa"), node, &args).unwrap_or_else(|e| panic!("{e}"));
+        let sa = LocalSa::start(fabric, node, &args).unwrap_or_else(|e| panic!("{e}"));
         let guid = fabric.node(node).unwrap().port().unwrap().guid;
         Self {
             sa,
@@ -193,7 +185,7 @@ fn three_subscribers_on_a_node_cost_opensm_one_subscription() {
     let out = fabric
         .node("h6")
         .unwrap()
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args(["--master", "IIR", &agent.port.to_string(), "--json"])
         .output()
         .unwrap();
@@ -263,7 +255,7 @@ fn opensm_refusals_reach_the_member_unchanged() {
     let direct = fabric
         .node("h6")
         .unwrap()
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args(["--master", "--join", &missing.to_string(), "-J", "1"])
         .output()
         .unwrap();
@@ -324,7 +316,7 @@ fn a_restarted_opensm_gets_every_registration_back_without_consumer_action() {
 
 #[test]
 fn bad_frames_get_specific_errors_and_disturb_no_other_client() {
-    use local_sa::api::{Frame, Request, api_error, kind};
+    use local_sa_core::api::{Frame, Request, api_error, kind};
     let fabric = fabric();
     let agent = Agent::start(&fabric, "h5", &["--api-mode", "660"]);
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -383,7 +375,7 @@ fn mad_consumers_that_vanish_leave_nothing_behind() {
     let subscriber = fabric
         .node("h6")
         .unwrap()
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args(["--sa-lid", &sa_lid, "--subscribe", "all", "--json"])
         .serve_requests()
         .spawn()
@@ -429,7 +421,7 @@ fn mad_consumers_that_vanish_leave_nothing_behind() {
     let out = fabric
         .node("h5")
         .unwrap()
-        .command(bin("lsaquery"))
+        .lsaquery()
         .args([
             "--sa-lid",
             &sa_lid,

@@ -294,7 +294,7 @@ impl Context<'_> {
 
     /// Runs lsaquery on `node` to completion; its dumps, in order.
     fn lsaquery(&self, node: &str, args: &[&str]) -> Result<Vec<(String, Vec<u8>)>, String> {
-        let bin = conformance::sibling_binary("lsaquery")?;
+        let bin = conformance::program("lsaquery")?;
         let out = self
             .fabric
             .node(node)
@@ -346,7 +346,7 @@ impl Context<'_> {
 
     /// Starts a subscriber for `trap` on `node` that stops after one notice.
     fn subscriber(&self, node: &str, trap: &str) -> Result<conformance::NodeProcess<'_>, String> {
-        let bin = conformance::sibling_binary("lsaquery")?;
+        let bin = conformance::program("lsaquery")?;
         self.fabric
             .node(node)
             .and_then(|n| {

@@ -64,10 +64,7 @@ impl Demo<'_> {
 }
 
 fn run() -> Result<(), String> {
-    let lsaquery = conformance::sibling_binary("lsaquery")?
-        .to_string_lossy()
-        .into_owned();
-    let local_sa = conformance::sibling_binary("local-sa")?
+    let lsaquery = conformance::program("lsaquery")?
         .to_string_lossy()
         .into_owned();
     let topology = Topology::fat_tree(10, 10, 4);
@@ -88,8 +85,8 @@ fn run() -> Result<(), String> {
     section("local-sa on h42");
     let t0 = Instant::now();
     let socket = fabric.dir().join("h42.sock").to_string_lossy().into_owned();
-    let mut sa = LocalSa::start(&fabric, &local_sa, "h42", &["--api-socket", &socket])
-        .map_err(|e| e.to_string())?;
+    let mut sa =
+        LocalSa::start(&fabric, "h42", &["--api-socket", &socket]).map_err(|e| e.to_string())?;
     println!(
         "registered as the SA agent on h42's port, subscribed to traps 64/65 at OpenSM and fetched this port's \
          {} paths in {:.1?}",

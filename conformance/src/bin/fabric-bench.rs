@@ -158,12 +158,12 @@ fn run() -> Result<(), String> {
             .unwrap_or(default)
     };
     let (queries, window, rounds) = (arg(1, 20_000), arg(2, 16) as usize, arg(3, 3) as usize);
-    let lsaquery = conformance::sibling_binary("lsaquery")?;
-    let local_sa = conformance::sibling_binary("local-sa")?;
+    let lsaquery = conformance::program("lsaquery")?;
+    let local_sa = conformance::program("local-sa")?;
     let echo = local_sa.with_file_name("examples").join("sa_echo");
     if !echo.exists() {
         return Err(format!(
-            "{} not found: cargo build --release -p local-sa --example sa_echo",
+            "{} not found: cargo build --release -p umad --example sa_echo",
             echo.display()
         ));
     }
@@ -177,8 +177,7 @@ fn run() -> Result<(), String> {
             .map(|p| p.lid)
             .map_err(|e| e.to_string())
     };
-    let sa = LocalSa::start(&fabric, &local_sa.to_string_lossy(), "h20", &[])
-        .map_err(|e| e.to_string())?;
+    let sa = LocalSa::start(&fabric, "h20", &[]).map_err(|e| e.to_string())?;
     let echo_process = fabric
         .node("h30")
         .and_then(|n| n.command(&echo).serve_requests().spawn())

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use local_sa::api::{self, Frame, Request, kind};
+use local_sa_core::api::{self, Frame, Request, kind};
 use mad_codec::SaRecord;
 use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::zerocopy::FromZeros;

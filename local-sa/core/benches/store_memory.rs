@@ -1,0 +1,71 @@
+//! Memory the PathRecord store holds per cached record: the growth of the
+//! process's resident set (VmRSS, what `ps` shows an operator) while 1 M
+//! and then 100 K records (1000 destinations per source) are inserted as a
+//! load or a refresh inserts them. Allocator overhead and the spare
+//! capacity of growing tables are included. Run with
+//! `cargo bench -p local-sa --bench store_memory`.
+#![allow(missing_docs)]
+
+use local_sa_core::store::PathStore;
+
+mod fixture;
+use fixture::record;
+
+/// The resident set size in bytes, from /proc/self/status.
+fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn store_of(sources: u16) -> (PathStore, usize) {
+    let before = rss();
+    let mut store = PathStore::new();
+    for s in 1..=sources {
+        for d in 2001..3001u16 {
+            store.insert(record(s, d), 1);
+        }
+    }
+    let bytes = rss().saturating_sub(before);
+    (store, bytes)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // One size per process, so that memory freed by one measurement cannot
+    // be reused by the next.
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--sources")
+        .and_then(|i| args.get(i + 1))
+    {
+        let sources: u16 = n.parse().expect("a number of sources");
+        let (store, bytes) = store_of(sources);
+        let n = store.len();
+        println!(
+            "  {n:>9} records: {:>6.1} MiB, {:>5.1} bytes per record (each record itself is 64)",
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / n as f64,
+        );
+        return;
+    }
+    // `cargo bench` passes --bench; `cargo test --benches` runs this too,
+    // briefly: one small store.
+    let sizes: &[u16] = if args.iter().any(|a| a == "--bench") {
+        &[100, 1000]
+    } else {
+        &[10]
+    };
+    println!("PathStore memory (resident set growth, 1000 destinations per source)");
+    let me = std::env::current_exe().expect("this benchmark's path");
+    for sources in sizes {
+        let out = std::process::Command::new(&me)
+            .args(["--sources", &sources.to_string()])
+            .output()
+            .expect("run");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+}

@@ -1,0 +1,214 @@
+//! PathRecord loads ("SetTable") and deletes, local-sa's own contract (the
+//! IBA has no such method; see docs/wire-contract.md):
+//!
+//! * `Set(PathRecord)` carries N records, through RMPP when they do not fit
+//!   one MAD (AttributeOffset 8). Each replaces the stored record of its
+//!   (SLID, DLID) pair. With AttributeModifier bit 0 set, the load is the
+//!   whole table of every source port it names: that port's other records
+//!   go and the port counts as complete.
+//! * `Delete(PathRecord)` with ComponentMask 0 carries N records and removes
+//!   the stored record of each one's (SLID, DLID) pair; with a non-zero
+//!   mask it carries one template and removes every stored record whose
+//!   masked fields equal the template's.
+//! * Both need the configured SM_Key; anything else is answered
+//!   ERR_REQ_DENIED and changes nothing. Malformed loads (AttributeOffset
+//!   under 8, a record with LID 0) are ERR_REQ_INVALID and change nothing.
+//! * The answer is one MAD: GetResp (Set) or DeleteResp (Delete), the
+//!   request's headers with the status, AttributeModifier holding how many
+//!   records were stored or removed.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::header::{RmppFlags, RmppType, SaMadHeader};
+use mad_codec::{ComponentMask, MadStatus, Method, PathRecord, Records, SaMad};
+use tracing::{info, warn};
+
+use super::transfers::Event;
+use super::{SaCore, Transmit, padded_record, respond};
+use umad::MadAddress;
+
+/// AttributeModifier bit 0 of a Set: the load is the whole table of each
+/// source it names.
+pub(crate) const REPLACE_SOURCES: u32 = 1;
+
+impl SaCore {
+    /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
+    /// transfer.
+    pub(super) fn load(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
+        let Ok((h, _)) = SaMadHeader::parse(mad) else {
+            return;
+        };
+        let tid = h.mad.transaction_id_low();
+        let is_segment = h.rmpp.is_active() && h.rmpp.rmpp_type() == RmppType::DATA;
+        if !is_segment {
+            return self.apply(source, mad, false);
+        }
+        if !self.transfers.is_receiving(source, tid) {
+            if !h.rmpp.flags().contains(RmppFlags::FIRST) {
+                // A segment of a transfer not (or no longer) being
+                // received, such as the rest of a refused one.
+                return;
+            }
+            if h.sa.sm_key() != self.config.sm_key {
+                // Refuse at the first segment rather than take in the
+                // whole transfer; the answer also ends the sender's wait.
+                return self.deny(source, mad);
+            }
+        }
+        if let Some(event) = self.transfers.segment(now, source, tid, mad, &mut self.out) {
+            self.count_transfer(&event);
+            if let Event::Received(whole) = event {
+                self.apply(source, &whole, true);
+            }
+        }
+    }
+
+    fn deny(&mut self, source: &MadAddress, mad: &[u8]) {
+        self.counters.denied += 1;
+        warn!(
+            lid = source.lid,
+            "PathRecord load or delete without the SM_Key: denied"
+        );
+        self.answer_load(source, mad, MadStatus::ERR_REQ_DENIED, 0);
+    }
+
+    /// Applies a whole Set or Delete (already reassembled if it was RMPP).
+    fn apply(&mut self, source: &MadAddress, mad: &[u8], reassembled: bool) {
+        let Ok(m) = SaMad::parse(mad) else { return };
+        if m.sa().sm_key() != self.config.sm_key {
+            return self.deny(source, mad);
+        }
+        let records = match load_records(&m, reassembled) {
+            Ok(r) => r,
+            Err(why) => {
+                self.counters.errors += 1;
+                warn!(
+                    lid = source.lid,
+                    why, "PathRecord load or delete refused as invalid"
+                );
+                return self.answer_load(source, mad, MadStatus::ERR_REQ_INVALID, 0);
+            }
+        };
+        let count = if m.mad().method() == Method::SET {
+            self.store_records(
+                &records,
+                m.mad().attribute_modifier() & REPLACE_SOURCES != 0,
+            )
+        } else {
+            self.delete_records(m.sa().component_mask(), &records)
+        };
+        self.answer_load(source, mad, MadStatus::OK, count);
+    }
+
+    fn store_records(&mut self, records: &[PathRecord], replace: bool) -> usize {
+        self.epoch = self.epoch.wrapping_add(1);
+        let epoch = self.epoch;
+        for r in records {
+            self.store.insert(*r, epoch);
+        }
+        if replace {
+            let sources: HashSet<(u64, u16)> = records
+                .iter()
+                .map(|r| (r.sgid().guid(), r.slid()))
+                .collect();
+            for (guid, slid) in sources {
+                self.store.sweep_from(slid..=slid, epoch);
+                self.complete_sources.insert(guid);
+            }
+        }
+        self.counters.loaded += records.len() as u64;
+        self.forwarding.forget_answers();
+        info!(records = records.len(), replace, "PathRecords loaded");
+        records.len()
+    }
+
+    fn delete_records(&mut self, mask: ComponentMask, records: &[PathRecord]) -> usize {
+        let removed = if mask == ComponentMask::NONE {
+            records
+                .iter()
+                .filter(|r| self.store.remove(r.slid(), r.dlid()).is_some())
+                .count()
+        } else {
+            let template = records[0];
+            self.store
+                .remove_where(|r, _| matches_template(r, mask, &template))
+        };
+        self.counters.deleted += removed as u64;
+        self.forwarding.forget_answers();
+        info!(removed, "PathRecords deleted");
+        removed
+    }
+
+    /// Answers a load: the request's headers with `status`, the response
+    /// method, SM_Key 0 and the count in AttributeModifier; no data.
+    fn answer_load(&mut self, source: &MadAddress, mad: &[u8], status: MadStatus, count: usize) {
+        let Ok((h, _)) = SaMadHeader::parse(mad) else {
+            return;
+        };
+        let mut header = respond::success_header(h, 0);
+        header.mad.set_status(status);
+        header
+            .mad
+            .set_attribute_modifier(u32::try_from(count).unwrap_or(u32::MAX));
+        self.out.push_back(Transmit::reply(
+            source.reply(),
+            respond::single(&header, &[]),
+        ));
+    }
+}
+
+/// The records of a load: all of a reassembled transfer at its
+/// AttributeOffset, or the one record of a single MAD (whose padding must
+/// not be read as records). Every record must have both LIDs. The error
+/// says what is wrong (the answer is ERR_REQ_INVALID).
+fn load_records(m: &SaMad<'_>, reassembled: bool) -> Result<Vec<PathRecord>, &'static str> {
+    let records: Vec<PathRecord> = if reassembled {
+        Records::<PathRecord>::new(m.data(), m.sa().attribute_offset())
+            .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")?
+            .copied()
+            .collect()
+    } else {
+        vec![padded_record(m.data())]
+    };
+    if records.is_empty() {
+        return Err("no records");
+    }
+    let template =
+        m.mad().method() == Method::DELETE && m.sa().component_mask() != ComponentMask::NONE;
+    if template {
+        // Only the selected fields of a template matter; LIDs may be 0.
+        return if records.len() == 1 {
+            Ok(records)
+        } else {
+            Err("a template Delete carries exactly one record")
+        };
+    }
+    if records.iter().any(|r| r.slid() == 0 || r.dlid() == 0) {
+        return Err("a record with SLID or DLID 0");
+    }
+    Ok(records)
+}
+
+/// True when every field `mask` selects is equal in `r` and `template`.
+fn matches_template(r: &PathRecord, mask: ComponentMask, t: &PathRecord) -> bool {
+    let checks: [(ComponentMask, bool); 13] = [
+        (pr::SERVICE_ID, r.service_id() == t.service_id()),
+        (pr::DGID, r.dgid() == t.dgid()),
+        (pr::SGID, r.sgid() == t.sgid()),
+        (pr::DLID, r.dlid() == t.dlid()),
+        (pr::SLID, r.slid() == t.slid()),
+        (pr::TCLASS, r.tclass() == t.tclass()),
+        (pr::REVERSIBLE, r.reversible() == t.reversible()),
+        (pr::PKEY, r.pkey() == t.pkey()),
+        (pr::QOS_CLASS, r.qos_class() == t.qos_class()),
+        (pr::SL, r.sl() == t.sl()),
+        (pr::MTU, r.mtu() == t.mtu()),
+        (pr::RATE, r.rate() == t.rate()),
+        (pr::PACKET_LIFE_TIME, r.packet_life() == t.packet_life()),
+    ];
+    checks
+        .iter()
+        .all(|(bit, equal)| !mask.intersects(*bit) || *equal)
+}

@@ -1,0 +1,211 @@
+//! The core on a test bench: a virtual clock, the fake master wired to its
+//! SM LID, and clients elsewhere whose answers are collected.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::header::{RmppType, SaMadHeader};
+use mad_codec::rmpp::{Receiver, RmppConfig, TransferState};
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{
+    AttributeId, ComponentMask, MAD_LEN, MadStatus, Method, PathRecord, Records, SaMad,
+    SaMadBuilder,
+};
+
+use super::fake_master::{FakeMaster, gid};
+use crate::agent::{AgentConfig, PortIdentity, SaCore, Transmit};
+use umad::MadAddress;
+
+/// The master SM's LID.
+pub(crate) const MASTER_LID: u16 = 1;
+/// The agent's port's LID.
+pub(crate) const MY_LID: u16 = 2;
+/// Hosts on the fake fabric (LIDs 1..=HOSTS): 12 paths from the agent's
+/// port, 768 bytes, four RMPP segments.
+pub(crate) const HOSTS: u16 = 12;
+
+/// The agent's port.
+pub(crate) fn my_port() -> PortIdentity {
+    PortIdentity {
+        lid: MY_LID,
+        lmc: 0,
+        gid: gid(MY_LID),
+        sm_lid: MASTER_LID,
+        sm_sl: 0,
+    }
+}
+
+/// QP1 of a client at `lid`.
+pub(crate) fn client(lid: u16) -> MadAddress {
+    MadAddress::gsi(lid, 0)
+}
+
+/// A PathRecord request padded to 256 bytes, as clients send them.
+pub(crate) fn pr_request(
+    method: Method,
+    tid: u64,
+    mask: ComponentMask,
+    fill: impl FnOnce(&mut PathRecord),
+) -> Bytes {
+    let mut t = PathRecord::new_zeroed();
+    fill(&mut t);
+    let mut b = SaMadBuilder::request(method, tid, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(mask);
+    padded(&b.into_bytes())
+}
+
+/// `mad` padded with zeros to 256 bytes.
+pub(crate) fn padded(mad: &[u8]) -> Bytes {
+    let mut m = BytesMut::from(mad);
+    m.resize(MAD_LEN.max(mad.len()), 0);
+    m.freeze()
+}
+
+/// The status of an answer.
+pub(crate) fn status(mad: &[u8]) -> MadStatus {
+    SaMad::parse(mad).expect("an SA MAD").mad().status()
+}
+
+/// The PathRecords of a whole (reassembled) answer.
+pub(crate) fn path_records(mad: &[u8]) -> Vec<PathRecord> {
+    let m = SaMad::parse(mad).expect("an SA MAD");
+    if m.data().is_empty() {
+        return Vec::new();
+    }
+    Records::<PathRecord>::with_standard_stride(m.data())
+        .copied()
+        .collect()
+}
+
+/// The agent, the master and the clock.
+pub(crate) struct Bench {
+    pub(crate) core: SaCore,
+    pub(crate) master: FakeMaster,
+    pub(crate) now: Instant,
+    /// What the agent sent to anyone but the master, oldest first.
+    pub(crate) sent: VecDeque<Transmit>,
+}
+
+impl Bench {
+    /// The agent started against `master` with `config`, after everything
+    /// that needs no time has happened.
+    pub(crate) fn new(master: FakeMaster, config: AgentConfig) -> Self {
+        let now = Instant::now();
+        let core = SaCore::new(config, my_port(), now);
+        let mut b = Self {
+            core,
+            master,
+            now,
+            sent: VecDeque::new(),
+        };
+        b.pump();
+        b
+    }
+
+    /// The agent with the default configuration against a master of
+    /// [`HOSTS`] hosts answering through RMPP.
+    pub(crate) fn started() -> Self {
+        let b = Self::new(FakeMaster::new(MASTER_LID, HOSTS), AgentConfig::default());
+        assert!(
+            b.core.is_ready(),
+            "the agent fetched its port's paths at start"
+        );
+        b
+    }
+
+    /// Moves MADs between the agent and the master until both are quiet.
+    pub(crate) fn pump(&mut self) {
+        loop {
+            let mut moved = false;
+            while let Some(t) = self.core.poll_transmit() {
+                moved = true;
+                if t.dest.lid == self.master.lid {
+                    self.master.handle(self.now, &t.mad);
+                } else {
+                    self.sent.push_back(t);
+                }
+            }
+            while let Some(m) = self.master.poll_transmit() {
+                moved = true;
+                self.core
+                    .handle_mad(self.now, MadAddress::gsi(self.master.lid, 0), 0, &m);
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    /// Lets `by` pass, firing every timer due on the way.
+    pub(crate) fn advance(&mut self, by: Duration) {
+        let end = self.now + by;
+        for _ in 0..1_000_000 {
+            let next = [self.core.poll_timeout(), self.master.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            match next {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    self.core.handle_timeout(self.now);
+                    self.master.handle_timeout(self.now);
+                    self.pump();
+                }
+                _ => {
+                    self.now = end;
+                    return;
+                }
+            }
+        }
+        panic!("timers keep firing without time passing");
+    }
+
+    /// What the agent sent to `lid` since last asked.
+    pub(crate) fn take_sent(&mut self, lid: u16) -> Vec<Bytes> {
+        let (mine, rest): (Vec<Transmit>, Vec<Transmit>) =
+            self.sent.drain(..).partition(|t| t.dest.lid == lid);
+        self.sent = rest.into();
+        mine.into_iter().map(|t| t.mad).collect()
+    }
+
+    /// `from` sends `request`; returns the MADs the agent sent `from`.
+    pub(crate) fn ask(&mut self, from: MadAddress, request: &[u8]) -> Vec<Bytes> {
+        self.core.handle_mad(self.now, from, 0, request);
+        self.pump();
+        self.take_sent(from.lid)
+    }
+
+    /// `from` sends `request` and receives the whole answer as a client
+    /// does: one MAD, or an RMPP transfer it acknowledges segment by
+    /// segment.
+    pub(crate) fn query(&mut self, from: MadAddress, request: &[u8]) -> Bytes {
+        let mut mads = self.ask(from, request);
+        assert!(!mads.is_empty(), "no answer to the query");
+        let (h, _) = SaMadHeader::parse(&mads[0]).expect("SA headers");
+        if !(h.rmpp.is_active() && h.rmpp.rmpp_type() == RmppType::DATA) {
+            assert_eq!(mads.len(), 1, "one answer");
+            return mads.remove(0);
+        }
+        let mut r = Receiver::new(RmppConfig::default(), self.now);
+        for _ in 0..10_000 {
+            for m in mads.drain(..) {
+                r.handle_segment(self.now, &m);
+            }
+            while let Some(ack) = r.poll_transmit() {
+                self.core.handle_mad(self.now, from, 0, &ack);
+            }
+            self.pump();
+            if r.state() != TransferState::Active {
+                break;
+            }
+            mads = self.take_sent(from.lid);
+        }
+        assert_eq!(
+            r.state(),
+            TransferState::Complete,
+            "the answer arrived whole"
+        );
+        r.take_message().expect("the reassembled answer")
+    }
+}

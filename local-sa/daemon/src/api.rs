@@ -1,0 +1,202 @@
+//! The local API server: a Unix socket whose connections carry
+//! [`crate::api`] frames. Each connection gets a reader task (frames in,
+//! as [`ApiEvent`]s for the driver) and a writer task (frames out, from a
+//! bounded queue). A client that does not read its answers and notices
+//! fills its queue and is disconnected; whatever it held is released like
+//! that of any closed connection. Bad frames get an error frame and never
+//! touch another connection.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use smol::Async;
+use smol::channel::{self, Receiver, Sender};
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use tracing::{debug, info, warn};
+
+use local_sa_core::agent::local::ConnId;
+use local_sa_core::api::{Frame, FrameError, Request, api_error, kind};
+
+/// Frames queued for one connection before it counts as not reading.
+pub(crate) const CONNECTION_QUEUE: usize = 4096;
+
+/// What happened on the API socket.
+#[derive(Debug)]
+pub(crate) enum ApiEvent {
+    /// A connection opened: where its frames go.
+    Opened { conn: ConnId, writer: Sender<Bytes> },
+    /// A request.
+    Request {
+        conn: ConnId,
+        id: u32,
+        request: Request,
+    },
+    /// A frame that could not be taken: answer with this API error.
+    Bad {
+        conn: ConnId,
+        id: u32,
+        status: u16,
+        close: bool,
+    },
+    /// The connection closed.
+    Closed { conn: ConnId },
+}
+
+/// The listening socket.
+#[derive(Debug)]
+pub(crate) struct ApiServer {
+    listener: Async<UnixListener>,
+    path: PathBuf,
+}
+
+impl ApiServer {
+    /// Binds `path` (a stale socket file there is replaced) with file mode
+    /// `mode` and, if given, group `gid`.
+    pub(crate) fn bind(path: &Path, mode: u32, gid: Option<u32>) -> io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let listener = UnixListener::bind(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        if gid.is_some() {
+            std::os::unix::fs::chown(path, None, gid)?;
+        }
+        Ok(Self {
+            listener: Async::new(listener)?,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Where it listens.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Accepts connections for ever, spawning their tasks on `ex` and
+    /// reporting everything on `events`.
+    pub(crate) async fn serve(
+        self,
+        ex: std::rc::Weak<smol::LocalExecutor<'static>>,
+        events: Sender<ApiEvent>,
+    ) {
+        let mut next: ConnId = 1;
+        loop {
+            let stream = match self.listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    warn!(error = %e, "accepting a local API connection failed");
+                    smol::Timer::after(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let conn = next;
+            next += 1;
+            let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
+            if events
+                .send(ApiEvent::Opened { conn, writer: tx })
+                .await
+                .is_err()
+            {
+                return;
+            }
+            debug!(conn, "local API connection opened");
+            let Some(ex) = ex.upgrade() else { return };
+            let stream = std::rc::Rc::new(stream);
+            ex.spawn(write_frames(std::rc::Rc::clone(&stream), rx))
+                .detach();
+            ex.spawn(read_frames(conn, stream, events.clone())).detach();
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+async fn read_frames(
+    conn: ConnId,
+    stream: std::rc::Rc<Async<UnixStream>>,
+    events: Sender<ApiEvent>,
+) {
+    let mut stream = &*stream;
+    loop {
+        let mut len = [0u8; 4];
+        if stream.read_exact(&mut len).await.is_err() {
+            break;
+        }
+        let Ok(n) = Frame::announced(len) else {
+            let _ = events
+                .send(ApiEvent::Bad {
+                    conn,
+                    id: 0,
+                    status: api_error::LENGTH,
+                    close: true,
+                })
+                .await;
+            break;
+        };
+        let mut rest = vec![0u8; n];
+        if stream.read_exact(&mut rest).await.is_err() {
+            break;
+        }
+        let id = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        let event = match Frame::decode(&rest) {
+            Ok(frame) => match Request::from_frame(&frame) {
+                Ok(request) => ApiEvent::Request { conn, id, request },
+                Err(status) => ApiEvent::Bad {
+                    conn,
+                    id,
+                    status,
+                    close: false,
+                },
+            },
+            Err(FrameError::Version(_)) => ApiEvent::Bad {
+                conn,
+                id,
+                status: api_error::VERSION,
+                close: false,
+            },
+            Err(FrameError::Length(_)) => ApiEvent::Bad {
+                conn,
+                id,
+                status: api_error::LENGTH,
+                close: true,
+            },
+        };
+        if events.send(event).await.is_err() {
+            return;
+        }
+    }
+    let _ = events.send(ApiEvent::Closed { conn }).await;
+}
+
+async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames: Receiver<Bytes>) {
+    let mut stream = &*stream;
+    while let Ok(frame) = frames.recv().await {
+        if stream.write_all(&frame).await.is_err() {
+            break;
+        }
+    }
+    // The queue closed (the daemon let the connection go) or the peer did:
+    // shut the socket so that the reader sees the end too.
+    let _ = stream.get_ref().shutdown(std::net::Shutdown::Both);
+}
+
+/// An API error frame for request `id`.
+pub(crate) fn error_frame(id: u32, status: u16) -> Bytes {
+    Frame::new(kind::ERROR, id, status, Bytes::new()).encode()
+}
+
+/// Logs where the API listens.
+pub(crate) fn announce(server: &ApiServer, mode: u32) {
+    info!(socket = %server.path().display(), mode = format_args!("{mode:o}"), "local API listening");
+}

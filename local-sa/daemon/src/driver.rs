@@ -1,0 +1,355 @@
+//! The driver: one smol task that feeds the core everything that happens
+//! (MADs, its timer, port events, local API requests, signals) and carries
+//! out what it asks (MADs to send, replies to local connections).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use async_signal::Signals;
+use bytes::Bytes;
+use mad_codec::zerocopy::IntoBytes;
+use smol::Timer;
+use smol::channel::{Receiver, Sender};
+use smol::stream::StreamExt as _;
+use tracing::{debug, info, warn};
+
+use crate::api::{ApiEvent, error_frame};
+use crate::run::{SHUTDOWN_GRACE, identity};
+use crate::stats::StatsFile;
+use local_sa_core::agent::SaCore;
+use local_sa_core::agent::local::{ConnId, LocalBody, LocalReply, LocalRequest};
+use local_sa_core::api::{self as wire, Frame, Hello, Request, kind};
+use umad::port::{PortFacts, Sysfs};
+use umad::port_events::PortEvent;
+use umad::{AgentId, IncomingMad, OutgoingMad};
+
+/// What woke the driver.
+enum Wake {
+    Mad(IncomingMad),
+    Port(PortEvent),
+    Api(ApiEvent),
+    Signal,
+    Timer,
+    Stats,
+    Closed,
+}
+
+/// The sources the driver waits on.
+pub(crate) struct Sources {
+    pub(crate) incoming: Receiver<IncomingMad>,
+    pub(crate) port_events: Receiver<PortEvent>,
+    pub(crate) api: Receiver<ApiEvent>,
+    pub(crate) signals: Signals,
+}
+
+pub(crate) struct Driver {
+    pub(crate) core: SaCore,
+    pub(crate) agent: AgentId,
+    pub(crate) outgoing: Sender<OutgoingMad>,
+    pub(crate) sysfs: Sysfs,
+    pub(crate) facts: PortFacts,
+    pub(crate) stats: Option<StatsFile>,
+    pub(crate) stats_interval: Duration,
+    /// Each local connection's outgoing frames.
+    pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
+    /// The kind of each local request waiting for its answer.
+    pub(crate) pending: HashMap<(ConnId, u32), u8>,
+}
+
+impl Driver {
+    pub(crate) async fn run(mut self, mut src: Sources) {
+        let mut timer = Timer::never();
+        let mut armed: Option<Instant> = None;
+        let mut stats_timer = if self.stats_interval.is_zero() {
+            Timer::never()
+        } else {
+            Timer::interval(self.stats_interval)
+        };
+        let mut shutdown_by: Option<Instant> = None;
+        loop {
+            if !self.flush().await {
+                break;
+            }
+            if shutdown_by.is_some_and(|t| self.core.is_idle() || Instant::now() >= t) {
+                break;
+            }
+            let due = [self.core.poll_timeout(), shutdown_by]
+                .into_iter()
+                .flatten()
+                .min();
+            if due != armed {
+                match due {
+                    Some(t) => timer.set_at(t),
+                    None => timer = Timer::never(),
+                }
+                armed = due;
+            }
+            let wake = next_wake(&mut src, &mut timer, &mut stats_timer).await;
+            let now = Instant::now();
+            match wake {
+                Wake::Mad(m) => {
+                    self.core.handle_mad(now, m.source, m.status, &m.mad);
+                    // Take whatever else has arrived before sending: one
+                    // wake-up for a burst.
+                    while let Ok(m) = src.incoming.try_recv() {
+                        self.core.handle_mad(now, m.source, m.status, &m.mad);
+                    }
+                }
+                Wake::Api(e) => self.api_event(now, e),
+                Wake::Timer => {
+                    armed = None;
+                    self.core.handle_timeout(now);
+                }
+                Wake::Port(e) => self.port_event(now, e),
+                Wake::Stats => self.write_stats(),
+                Wake::Signal if shutdown_by.is_none() => {
+                    info!("shutting down: withdrawing subscriptions and memberships at the master");
+                    self.core.begin_shutdown(now);
+                    shutdown_by = Some(now + SHUTDOWN_GRACE);
+                }
+                Wake::Signal => {
+                    info!("second signal: exiting at once");
+                    break;
+                }
+                Wake::Closed => {
+                    warn!("the umad transport stopped; exiting");
+                    break;
+                }
+            }
+        }
+        self.write_stats();
+        let c = self.core.counters();
+        info!(
+            hits = c.hits,
+            misses = c.misses,
+            coalesced = c.coalesced,
+            upstream_queries = c.upstream_queries,
+            loaded = c.loaded,
+            notices = c.notices,
+            joins_local = c.joins_local,
+            joins_upstream = c.joins_upstream,
+            errors = c.errors,
+            records = c.records,
+            "stopped"
+        );
+    }
+
+    /// Hands every MAD the core wants sent to the writer thread and every
+    /// local reply to its connection. False if the transport is gone.
+    async fn flush(&mut self) -> bool {
+        while let Some(t) = self.core.poll_transmit() {
+            let out = OutgoingMad {
+                agent: self.agent,
+                dest: t.dest,
+                mad: t.mad,
+                timeout_ms: t.timeout_ms,
+                retries: 0,
+            };
+            if self.outgoing.send(out).await.is_err() {
+                return false;
+            }
+        }
+        while let Some(reply) = self.core.poll_local() {
+            self.reply(reply);
+        }
+        true
+    }
+
+    fn api_event(&mut self, now: Instant, event: ApiEvent) {
+        match event {
+            ApiEvent::Opened { conn, writer } => {
+                self.connections.insert(conn, writer);
+            }
+            ApiEvent::Request { conn, id, request } => {
+                let local = match request {
+                    Request::Hello => {
+                        let p = self.core.port();
+                        let hello = Hello {
+                            gid: p.gid,
+                            lid: p.lid,
+                            sm_lid: p.sm_lid,
+                        };
+                        return self.send(
+                            conn,
+                            Frame::new(kind::HELLO_ANSWER, id, 0, hello.encode()).encode(),
+                        );
+                    }
+                    Request::PathQuery {
+                        method,
+                        mask,
+                        template,
+                    } => {
+                        self.pending.insert((conn, id), kind::PATH_QUERY);
+                        LocalRequest::PathQuery {
+                            method,
+                            mask,
+                            template,
+                        }
+                    }
+                    Request::Inform(ii) => {
+                        self.pending.insert((conn, id), kind::INFORM);
+                        LocalRequest::Inform(ii)
+                    }
+                    Request::Membership { join, mask, record } => {
+                        self.pending
+                            .insert((conn, id), if join { kind::JOIN } else { kind::LEAVE });
+                        if join {
+                            LocalRequest::Join { mask, record }
+                        } else {
+                            LocalRequest::Leave { mask, record }
+                        }
+                    }
+                    Request::ListSubscriptions => {
+                        self.pending.insert((conn, id), kind::LIST_SUBSCRIPTIONS);
+                        LocalRequest::Subscriptions
+                    }
+                    Request::ListGroups => {
+                        self.pending.insert((conn, id), kind::LIST_GROUPS);
+                        LocalRequest::Groups
+                    }
+                };
+                self.core.handle_local(now, conn, id, local);
+            }
+            ApiEvent::Bad {
+                conn,
+                id,
+                status,
+                close,
+            } => {
+                debug!(
+                    conn,
+                    status = format_args!("{status:#06x}"),
+                    "a bad local API frame"
+                );
+                self.send(conn, error_frame(id, status));
+                if close {
+                    self.disconnect(now, conn);
+                }
+            }
+            ApiEvent::Closed { conn } => self.disconnect(now, conn),
+        }
+    }
+
+    /// A reply from the core, as a frame on its connection.
+    fn reply(&mut self, r: LocalReply) {
+        let answer_kind = if r.request == 0 && matches!(r.body, LocalBody::Notice(_)) {
+            kind::NOTICE
+        } else {
+            self.pending
+                .remove(&(r.conn, r.request))
+                .map_or(kind::ERROR, |k| k | kind::ANSWER)
+        };
+        let (flags, body) = match r.body {
+            LocalBody::Empty => (0, Bytes::new()),
+            LocalBody::Records {
+                data, truncated, ..
+            } => (if truncated { wire::FLAG_TRUNCATED } else { 0 }, data),
+            LocalBody::Notice(n) => (0, Bytes::copy_from_slice(n.as_bytes())),
+        };
+        let mut frame = Frame::new(answer_kind, r.request, r.status.0, body);
+        frame.flags = flags;
+        self.send(r.conn, frame.encode());
+    }
+
+    /// Queues a frame for `conn`; a connection whose queue is full is not
+    /// reading and is let go.
+    fn send(&mut self, conn: ConnId, frame: Bytes) {
+        let Some(tx) = self.connections.get(&conn) else {
+            return;
+        };
+        if tx.try_send(frame).is_err() {
+            warn!(
+                conn,
+                "a local API client does not read its replies: disconnecting it"
+            );
+            self.disconnect(Instant::now(), conn);
+        }
+    }
+
+    /// Forgets `conn` and releases everything it held.
+    fn disconnect(&mut self, now: Instant, conn: ConnId) {
+        if self.connections.remove(&conn).is_some() {
+            debug!(conn, "local API connection closed");
+        }
+        self.pending.retain(|(c, _), _| *c != conn);
+        self.core.handle_local_closed(now, conn);
+    }
+
+    fn port_event(&mut self, now: Instant, event: PortEvent) {
+        match event {
+            PortEvent::Error => warn!(port = %self.facts, "port went down; serving what is cached"),
+            PortEvent::PkeyChange => info!(port = %self.facts, "P_Key table changed"),
+            PortEvent::Active
+            | PortEvent::LidChange
+            | PortEvent::SmChange
+            | PortEvent::ClientReregister
+            | PortEvent::GidChange => match self
+                .sysfs
+                .select(Some(&self.facts.ca), Some(self.facts.port))
+            {
+                Ok(facts) => {
+                    info!(
+                        ?event,
+                        lid = facts.lid,
+                        sm_lid = facts.sm_lid,
+                        "port changed"
+                    );
+                    self.core.handle_port_change(now, identity(&facts));
+                    self.facts = facts;
+                }
+                Err(e) => warn!(?event, error = %e, "cannot read the port after an event"),
+            },
+        }
+    }
+
+    fn write_stats(&self) {
+        if let Some(f) = &self.stats {
+            if let Err(e) = f.write(&self.core.counters()) {
+                warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
+            }
+        }
+    }
+}
+
+/// Waits for the next thing to happen.
+async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer) -> Wake {
+    let mad = async { src.incoming.recv().await.map_or(Wake::Closed, Wake::Mad) };
+    let api = async {
+        match src.api.recv().await {
+            Ok(e) => Wake::Api(e),
+            // No API (or it stopped): keep serving MADs.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let port = async {
+        match src.port_events.recv().await {
+            Ok(e) => Wake::Port(e),
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let signal = async {
+        src.signals.next().await;
+        Wake::Signal
+    };
+    let timers = async {
+        smol::future::or(
+            async {
+                timer.await;
+                Wake::Timer
+            },
+            async {
+                stats_timer.await;
+                Wake::Stats
+            },
+        )
+        .await
+    };
+    smol::future::or(
+        mad,
+        smol::future::or(
+            api,
+            smol::future::or(port, smol::future::or(signal, timers)),
+        ),
+    )
+    .await
+}

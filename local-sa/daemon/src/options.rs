@@ -1,0 +1,400 @@
+//! The daemon's settings: command-line options, optionally preceded by a
+//! config file of the same settings.
+//!
+//! A config file holds `name = value` lines whose names are the long
+//! option names (`sm-key = 0x1234`); `#` starts a comment. Its lines are
+//! parsed exactly as if they came first on the command line, so every
+//! setting is validated once, the same way, and an option given on the
+//! command line overrides the file.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+use local_sa_core::agent::AgentConfig;
+use local_sa_core::text::number;
+
+/// Serve SA PathRecord queries from a local cache, on this node's port.
+///
+/// local-sa registers as the Subnet Administration agent on QP1 of one
+/// InfiniBand port. It answers PathRecord Get/GetTable exactly as the
+/// master SA (OpenSM) would, from records fetched from the master at start,
+/// on SM changes and every --refresh-interval; what it cannot answer it
+/// forwards to the master (one query per distinct question, however many
+/// ask). It accepts PathRecord loads and deletes (Set/Delete carrying the
+/// --sm-key; see docs/wire-contract.md) and follows ports going out of and
+/// into service through traps 64/65. It proxies notice subscriptions
+/// (InformInfo) and multicast joins (MCMemberRecord) from this node's
+/// consumers — MAD clients, and programs on the local API — to the master
+/// with one registration per distinct subscription or group, released when
+/// the last consumer goes and re-sent when the master changes or restarts.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "local-sa",
+    version,
+    args_override_self = true,
+    after_help = "\
+CONFIG FILE:
+  --config FILE reads settings from FILE first: one `name = value` per
+  line, named like the long options without their dashes (sm-key = 0x2,
+  refresh-interval = 300), `#` comments. Command-line options win. Keep
+  the SM_Key there rather than on the command line, where `ps` shows it.
+
+LOCAL API:
+  Programs on this node that cannot open the umad device ask for paths,
+  notices and multicast memberships over a Unix socket (--api-socket,
+  default /run/local-sa/<ca>-<port>.sock; docs/local-api.md). Whatever a
+  connection subscribed to or joined is released when it closes.
+
+COUNTERS:
+  Every --stats-interval the daemon rewrites --stats-file (default
+  /run/local-sa/<ca>-<port>.counters) with `name value` lines: hits,
+  misses, coalesced, upstream_queries, loaded, deleted, denied, errors,
+  rmpp_transfers, records, ... Read it with cat; it is replaced whole.
+
+LOGS:
+  To stderr; RUST_LOG sets the level (default info), e.g.
+  RUST_LOG=local_sa=debug for every query forwarded.
+
+SIGNALS:
+  SIGTERM or SIGINT: withdraw this port's subscriptions, memberships and
+  canary ServiceRecord at the master, write the counters, exit 0. A
+  second one exits at once.
+
+EXAMPLES:
+  local-sa                                 first active port, defaults
+  local-sa -C mlx5_0 -P 1 --sm-key 0xbeef  a given port and SM_Key
+  local-sa --config /etc/local-sa.conf
+  lsaquery -p --sgid-to-dgid A-B           ask it (lsaquery's default SA
+                                           is this node's local-sa)"
+)]
+pub(crate) struct Options {
+    /// Channel adapter to serve (default: the first with an active
+    /// InfiniBand port).
+    #[arg(short = 'C', long, value_name = "CA")]
+    pub(crate) ca: Option<String>,
+    /// Port of that adapter.
+    #[arg(short = 'P', long, value_name = "N")]
+    pub(crate) port: Option<u8>,
+    /// Read settings from FILE before the command line (see CONFIG FILE).
+    #[arg(short = 'c', long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// SM_Key that PathRecord loads and deletes must carry; others are
+    /// refused with ERR_REQ_DENIED.
+    #[arg(long, value_name = "KEY", value_parser = number::<u64>, default_value = "1")]
+    pub(crate) sm_key: u64,
+    /// Milliseconds each request to the master SA waits for its answer.
+    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "1000")]
+    pub(crate) upstream_timeout: u64,
+    /// Attempts after the first for requests to the master SA.
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "3")]
+    pub(crate) upstream_retries: u32,
+    /// Seconds between full refreshes of this port's paths.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
+    pub(crate) refresh_interval: u64,
+    /// Seconds a failed refresh or subscription waits before trying again.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
+    pub(crate) retry_backoff: u64,
+    /// Seconds the master's answer to a forwarded query is reused.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60")]
+    pub(crate) answer_ttl: u64,
+    /// Seconds a forwarded query's "no such record" is reused.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
+    pub(crate) negative_ttl: u64,
+    /// Where to write the counters (see COUNTERS).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) stats_file: Option<PathBuf>,
+    /// Seconds between counter writes; 0 writes them only at exit.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "1")]
+    pub(crate) stats_interval: u64,
+    /// The local API's Unix socket (default
+    /// /run/local-sa/<ca>-<port>.sock); "none" serves no local API.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) api_socket: Option<PathBuf>,
+    /// File mode of the API socket, octal: who may connect (ib_usa's
+    /// default, 0666, lets every local user; 0660 with --api-group limits
+    /// it to a group).
+    #[arg(long, value_name = "MODE", value_parser = octal, default_value = "666")]
+    pub(crate) api_mode: u32,
+    /// Numeric group ID to give the API socket.
+    #[arg(long, value_name = "GID")]
+    pub(crate) api_group: Option<u32>,
+    /// Seconds between checks that the master still holds this port's
+    /// registrations (a master restarted without a port event is noticed
+    /// this way; docs/wire-contract.md).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "10")]
+    pub(crate) audit_interval: u64,
+    /// Seconds a multicast member that joined by MAD is kept without
+    /// joining again.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
+    pub(crate) member_lease: u64,
+    /// Seconds between port checks where no verbs device reports port
+    /// events (the simulator).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "2")]
+    pub(crate) port_poll_interval: u64,
+}
+
+/// A settings problem, with where it came from.
+#[derive(Debug)]
+pub(crate) enum OptionsError {
+    /// clap's own (usage errors, and --help/--version, which are "errors"
+    /// that print to stdout and exit 0).
+    Clap(clap::Error),
+    /// The config file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line of the config file is not a known `name = value`.
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A value in the config file was refused.
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// clap's verdict.
+        error: clap::Error,
+    },
+}
+
+impl std::fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Clap(e) => write!(f, "{e}"),
+            Self::Read { path, source } => {
+                write!(f, "cannot read config file {}: {source}", path.display())
+            }
+            Self::Line {
+                path,
+                line,
+                message,
+            } => write!(f, "{}:{line}: {message}", path.display()),
+            Self::Value { path, error } => write!(
+                f,
+                "in config file {}: {}",
+                path.display(),
+                error.kind_message()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OptionsError {}
+
+trait KindMessage {
+    fn kind_message(&self) -> String;
+}
+
+impl KindMessage for clap::Error {
+    /// clap's message without its usage footer.
+    fn kind_message(&self) -> String {
+        let text = self.to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_owned()
+    }
+}
+
+impl Options {
+    /// Parses the command line `args` (program name first), reading the
+    /// config file it names first.
+    pub(crate) fn load<I, T>(args: I) -> Result<Self, OptionsError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let cli = Self::try_parse_from(&args).map_err(OptionsError::Clap)?;
+        let Some(path) = cli.config.clone() else {
+            return Ok(cli);
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| OptionsError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let from_file = config_args(&path, &text)?;
+        let program = args.first().cloned().unwrap_or_else(|| "local-sa".into());
+        // The file alone first, so that its errors name the file.
+        Self::try_parse_from(std::iter::once(program.clone()).chain(from_file.iter().cloned()))
+            .map_err(|error| OptionsError::Value {
+                path: path.clone(),
+                error,
+            })?;
+        let merged = std::iter::once(program)
+            .chain(from_file)
+            .chain(args.into_iter().skip(1));
+        Self::try_parse_from(merged).map_err(OptionsError::Clap)
+    }
+
+    /// Where the local API listens for `facts`' port, if anywhere.
+    pub(crate) fn api_socket_path(&self, facts: &umad::port::PortFacts) -> Option<PathBuf> {
+        match &self.api_socket {
+            Some(p) if p.as_os_str() == "none" => None,
+            Some(p) => Some(p.clone()),
+            None => Some(PathBuf::from(format!(
+                "/run/local-sa/{}-{}.sock",
+                facts.ca, facts.port
+            ))),
+        }
+    }
+
+    /// The SA core's configuration.
+    pub(crate) fn agent_config(&self) -> AgentConfig {
+        AgentConfig {
+            sm_key: self.sm_key,
+            upstream_timeout: Duration::from_millis(self.upstream_timeout.max(1)),
+            upstream_retries: self.upstream_retries,
+            refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
+            retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
+            answer_ttl: Duration::from_secs(self.answer_ttl),
+            negative_ttl: Duration::from_secs(self.negative_ttl),
+            member_lease: Duration::from_secs(self.member_lease.max(1)),
+            audit_interval: Duration::from_secs(self.audit_interval.max(1)),
+            rmpp: umad::simulator::rmpp_config(),
+            ..AgentConfig::default()
+        }
+    }
+}
+
+/// Parses an octal file mode ("660", "0660").
+fn octal(s: &str) -> Result<u32, String> {
+    u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("{s:?} is not a file mode (octal, e.g. 660)"))
+}
+
+/// The settings a config file may hold: every long option but these.
+fn settable(name: &str) -> bool {
+    !matches!(name, "config" | "help" | "version")
+}
+
+/// A config file's lines as command-line arguments.
+fn config_args(path: &Path, text: &str) -> Result<Vec<OsString>, OptionsError> {
+    let command = Options::command();
+    let known: Vec<String> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .filter(|n| settable(n))
+        .map(str::to_owned)
+        .collect();
+    let mut args = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |message: String| OptionsError::Line {
+            path: path.to_owned(),
+            line: i + 1,
+            message,
+        };
+        let (name, value) = line
+            .split_once('=')
+            .ok_or_else(|| bad(format!("expected `name = value`, found {line:?}")))?;
+        let (name, value) = (name.trim(), value.trim());
+        if !known.iter().any(|k| k == name) {
+            return Err(bad(format!(
+                "unknown setting {name:?}; known: {}",
+                known.join(", ")
+            )));
+        }
+        args.push(format!("--{name}").into());
+        args.push(value.into());
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn defaults_match_the_core_defaults() {
+        let o = Options::load(["local-sa"]).unwrap();
+        let (a, d) = (o.agent_config(), AgentConfig::default());
+        assert_eq!(
+            (a.sm_key, a.upstream_timeout, a.upstream_retries),
+            (d.sm_key, d.upstream_timeout, d.upstream_retries)
+        );
+        assert_eq!(
+            (a.refresh_interval, a.answer_ttl, a.negative_ttl),
+            (d.refresh_interval, d.answer_ttl, d.negative_ttl)
+        );
+        assert_eq!(a.retry_backoff, d.retry_backoff);
+    }
+
+    #[test]
+    fn the_file_comes_first_and_the_command_line_wins() {
+        let f = file(
+            "# site settings\nsm-key = 0xbeef\nrefresh-interval = 300   # five minutes\n\nca = mlx5_0\n",
+        );
+        let path = f.path().to_str().unwrap();
+        let o = Options::load(["local-sa", "--config", path]).unwrap();
+        assert_eq!(
+            (o.sm_key, o.refresh_interval, o.ca.as_deref()),
+            (0xbeef, 300, Some("mlx5_0"))
+        );
+        let o = Options::load(["local-sa", "--config", path, "--sm-key", "7"]).unwrap();
+        assert_eq!((o.sm_key, o.refresh_interval), (7, 300));
+    }
+
+    #[test]
+    fn bad_files_say_where() {
+        let f = file("sm-key = 1\nsmkey = 2\n");
+        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":2: unknown setting \"smkey\""), "{e}");
+        let f = file("sm-key 2\n");
+        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":1: expected `name = value`"), "{e}");
+        let f = file("upstream-retries = many\n");
+        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("in config file") && e.contains("not a number"),
+            "{e}"
+        );
+        let f = file("config = /etc/other\n");
+        assert!(
+            Options::load(["local-sa", "-c", f.path().to_str().unwrap()]).is_err(),
+            "no config from config"
+        );
+        let e = Options::load(["local-sa", "-c", "/nonexistent/local-sa.conf"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot read config file /nonexistent/local-sa.conf"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        Options::command().debug_assert();
+    }
+}

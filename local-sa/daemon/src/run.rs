@@ -1,0 +1,169 @@
+//! The daemon: the SA core of [`local_sa_core::agent`] driven by the umad
+//! transport, the clock, port events, the local API socket and signals, on
+//! one smol thread.
+//!
+//! Everything the core decides happens inside [`SaCore`]; this module only
+//! moves MADs and local API frames in and out, calls it when its timer is
+//! due, tells it when the port changes, writes the counters file and shuts
+//! down on a signal.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use async_signal::{Signal, Signals};
+use mad_codec::Method;
+use tracing::{info, warn};
+
+use crate::driver::{Driver, Sources};
+
+use crate::api;
+use crate::options::Options;
+use crate::stats::StatsFile;
+use local_sa_core::agent::{PortIdentity, SaCore};
+use umad::port::{PortError, PortFacts, Sysfs};
+use umad::port_events::PortEvents;
+use umad::{AgentSpec, UmadDevice, UmadTransport};
+
+/// The request methods the SA agent receives: queries, loads, deletes,
+/// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::SET,
+    Method::GET_TABLE,
+    Method::DELETE,
+    Method::REPORT,
+];
+
+/// MADs buffered each way between the core and the umad threads.
+const CHANNEL_DEPTH: usize = 4096;
+
+/// How long a shutdown waits for the master to confirm the unsubscribes.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Why the daemon could not run.
+#[derive(Debug)]
+pub(crate) enum DaemonError {
+    /// No port to serve.
+    Port(PortError),
+    /// The port has no umad device, or it could not be opened or used.
+    Device(String),
+    /// Signals could not be watched.
+    Signals(std::io::Error),
+}
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Port(e) => write!(f, "{e}"),
+            Self::Device(e) => write!(f, "{e}"),
+            Self::Signals(e) => write!(f, "cannot watch SIGTERM/SIGINT: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+/// The port as the core needs it.
+pub(crate) fn identity(f: &PortFacts) -> PortIdentity {
+    PortIdentity {
+        lid: f.lid,
+        lmc: f.lmc,
+        gid: f.gid,
+        sm_lid: f.sm_lid,
+        sm_sl: f.sm_sl,
+    }
+}
+
+/// Runs the daemon until SIGTERM/SIGINT.
+pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
+    let sysfs = Sysfs::default();
+    let facts = sysfs
+        .select(options.ca.as_deref(), options.port)
+        .map_err(DaemonError::Port)?;
+    let umad_path = facts
+        .umad_path()
+        .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;
+    let device = UmadDevice::open(&umad_path)
+        .map_err(|e| DaemonError::Device(format!("{}: {e}", umad_path.display())))?;
+    let agent = device.register_agent(&AgentSpec::sa(&METHODS)).map_err(|e| {
+        DaemonError::Device(format!(
+            "cannot register as the SA agent on {}: {e} (is another SA agent, such as OpenSM or local-sa, \
+             serving this port?)",
+            umad_path.display()
+        ))
+    })?;
+    let transport = UmadTransport::start(device, CHANNEL_DEPTH)
+        .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
+    let events = PortEvents::start(
+        &facts,
+        sysfs.clone(),
+        Duration::from_secs(options.port_poll_interval.max(1)),
+    )
+    .map_err(|e| DaemonError::Device(format!("cannot watch port events: {e}")))?;
+    let signals = Signals::new([Signal::Term, Signal::Int]).map_err(DaemonError::Signals)?;
+    let stats = stats_file(options, &facts);
+    info!(
+        port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
+        events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
+        "serving SA PathRecord queries"
+    );
+    let api = match options.api_socket_path(&facts) {
+        Some(path) => {
+            let server =
+                api::ApiServer::bind(&path, options.api_mode, options.api_group).map_err(|e| {
+                    DaemonError::Device(format!(
+                        "cannot listen on the local API socket {}: {e}",
+                        path.display()
+                    ))
+                })?;
+            api::announce(&server, options.api_mode);
+            Some(server)
+        }
+        None => None,
+    };
+    let driver = Driver {
+        core: SaCore::new(options.agent_config(), identity(&facts), Instant::now()),
+        agent,
+        outgoing: transport.outgoing(),
+        sysfs,
+        facts,
+        stats,
+        stats_interval: Duration::from_secs(options.stats_interval),
+        connections: HashMap::new(),
+        pending: HashMap::new(),
+    };
+    let (api_tx, api_rx) = smol::channel::bounded(1024);
+    let sources = Sources {
+        incoming: transport.incoming(),
+        port_events: events.events(),
+        api: api_rx,
+        signals,
+    };
+    let ex = std::rc::Rc::new(smol::LocalExecutor::new());
+    if let Some(server) = api {
+        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), api_tx))
+            .detach();
+    } else {
+        drop(api_tx);
+    }
+    smol::block_on(ex.run(driver.run(sources)));
+    drop(events);
+    transport.shutdown();
+    Ok(())
+}
+
+/// The counters file, unless it cannot be created (then the daemon runs
+/// without one and says so).
+fn stats_file(options: &Options, facts: &PortFacts) -> Option<StatsFile> {
+    let path = options
+        .stats_file
+        .clone()
+        .unwrap_or_else(|| StatsFile::default_path(&facts.ca, facts.port));
+    match StatsFile::create(path.clone(), &facts.ca, facts.port) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            warn!(path = %path.display(), error = %e, "cannot create the counters file; running without one");
+            None
+        }
+    }
+}

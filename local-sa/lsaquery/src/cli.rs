@@ -1,0 +1,294 @@
+//! lsaquery's command line: saquery's options, plus where to send.
+
+use clap::{Parser, ValueEnum};
+use local_sa_core::text::number;
+use mad_codec::Gid;
+
+/// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
+///
+/// lsaquery speaks saquery's options and prints saquery's text, so scripts
+/// written for one work with the other; --json prints one JSON object per
+/// record instead.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lsaquery",
+    version,
+    after_help = "\
+QUERIES (saquery names and aliases):
+  ClassPortInfo (CPI)        what the SA supports           (also -c)
+  NodeRecord (NR) [lid]      nodes, or the node at a LID    (default, also -N)
+  PathRecord (PR)            paths selected by the options  (also -p, --src-to-dst,
+                                                             --sgid-to-dgid)
+  MCMemberRecord (MCMR)      multicast member records       (also -m)
+  ServiceRecord (SR)         registered services            (also -S)
+  InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
+  -g                         multicast groups
+
+WHICH SA:
+  By default queries go to this node's own LID: the local-sa serving this
+  port. --master sends them to the port's SM LID (the master SA, as saquery
+  does); --sa-lid LID to any SA.
+
+REGISTRATIONS:
+  Through local-sa's local API socket by default (no umad access needed):
+  --subscribe TRAP           prints each notice until --count, --duration
+                             or Ctrl-C, then unsubscribes
+  --join MGID                holds the membership the same way, then leaves
+  -I, -g, -m                 this node's subscriptions, groups, memberships
+  With --sa-lid LID or --master they go as MADs to that SA instead, where
+  --leave MGID sends the Delete for a membership joined that way.
+
+LOADS (local-sa's PathRecord Set/Delete; docs/wire-contract.md):
+  --load FILE [--replace]    push a PathRecord text dump (Set over RMPP)
+  --delete FILE              delete the records of a dump
+  --delete-matching ...      delete what the PathRecord options select
+
+Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
+whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
+value in bits 5..0; e.g. -M 0x84 is \"MTU exactly 2048\".
+
+EXAMPLES:
+  lsaquery -c                            the SA's ClassPortInfo
+  lsaquery --src-to-dst 4:1              the path from LID 4 to LID 1
+  lsaquery -p --slid 4 -n 1 --json       one path from LID 4, as JSON
+  lsaquery NR 1 --method get             NodeRecord Get for LID 1
+  lsaquery --master -p --dlid 1          ask the master SA instead
+  lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7
+  lsaquery --master -p > paths.txt       dump the master's paths, then
+  lsaquery --load paths.txt --smkey 1      load them into local-sa
+  lsaquery --delete-matching --dlid 9 --smkey 1
+  lsaquery --src-to-dst 4:1 --method get --bench 100000 --window 32
+  lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
+  lsaquery --join :: --create -J 1       create a group (SA-assigned MGID) and
+                                         hold it until Ctrl-C
+  lsaquery --master --join ff12:... -J 2 join by MAD at the master
+
+EXIT STATUS:
+  0 answered; 1 the SA answered with an error status; 2 bad usage;
+  3 no usable port or device; 4 no answer (time-out, or nobody serves
+  the SA class at that LID)."
+)]
+pub(crate) struct Cli {
+    /// Query name (see QUERIES below).
+    pub(crate) query: Option<String>,
+    /// The query's argument: a LID for NodeRecord, a GID for
+    /// InformInfoRecord.
+    pub(crate) arg: Option<String>,
+
+    /// Get PathRecords.
+    #[arg(short = 'p')]
+    pub(crate) path_records: bool,
+    /// Get NodeRecords.
+    #[arg(short = 'N')]
+    pub(crate) node_records: bool,
+    /// Get the SA's ClassPortInfo.
+    #[arg(short = 'c')]
+    pub(crate) class_port_info: bool,
+    /// Get multicast groups.
+    #[arg(short = 'g')]
+    pub(crate) groups: bool,
+    /// Get multicast member records (MCMemberRecords).
+    #[arg(short = 'm')]
+    pub(crate) members: bool,
+    /// Get ServiceRecords.
+    #[arg(short = 'S')]
+    pub(crate) service_records: bool,
+    /// Get InformInfoRecords (subscriptions).
+    #[arg(short = 'I')]
+    pub(crate) inform_info_records: bool,
+
+    /// PathRecord from LID SRC to LID DST (NumbPath 127).
+    #[arg(long = "src-to-dst", value_name = "SRC:DST")]
+    pub(crate) src_to_dst: Option<String>,
+    /// PathRecord from SGID to DGID, IPv6 notation (NumbPath 127).
+    #[arg(long = "sgid-to-dgid", value_name = "SGID-DGID")]
+    pub(crate) sgid_to_dgid: Option<String>,
+    /// Source LID.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) slid: Option<u16>,
+    /// Destination LID.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) dlid: Option<u16>,
+    /// Source GID.
+    #[arg(long)]
+    pub(crate) sgid: Option<Gid>,
+    /// Destination GID.
+    #[arg(long)]
+    pub(crate) dgid: Option<Gid>,
+    /// Multicast LID (MCMemberRecord).
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) mlid: Option<u16>,
+    /// Port GID (MCMemberRecord).
+    #[arg(long)]
+    pub(crate) gid: Option<Gid>,
+    /// Multicast GID (MCMemberRecord).
+    #[arg(long)]
+    pub(crate) mgid: Option<Gid>,
+    /// Reversible (PathRecord): 1 = only reversible paths.
+    #[arg(short = 'r', long, value_parser = number::<u8>)]
+    pub(crate) reversible: Option<u8>,
+    /// NumbPath (PathRecord): at most this many paths per pair.
+    #[arg(short = 'n', long = "numb_path", value_parser = number::<u8>)]
+    pub(crate) numb_path: Option<u8>,
+    /// P_Key.
+    #[arg(long, value_parser = number::<u16>)]
+    pub(crate) pkey: Option<u16>,
+    /// QoS class (PathRecord).
+    #[arg(short = 'Q', long = "qos_class", value_parser = number::<u16>)]
+    pub(crate) qos_class: Option<u16>,
+    /// Service level.
+    #[arg(long, value_parser = number::<u8>)]
+    pub(crate) sl: Option<u8>,
+    /// MTU byte: selector (bits 7..6) and MTU code.
+    #[arg(short = 'M', long, value_parser = number::<u8>)]
+    pub(crate) mtu: Option<u8>,
+    /// Rate byte: selector (bits 7..6) and rate code.
+    #[arg(short = 'R', long, value_parser = number::<u8>)]
+    pub(crate) rate: Option<u8>,
+    /// PacketLifeTime byte: selector (bits 7..6) and value.
+    #[arg(long = "pkt_lifetime", value_parser = number::<u8>)]
+    pub(crate) pkt_lifetime: Option<u8>,
+    /// Q_Key (MCMemberRecord).
+    #[arg(short = 'q', long, value_parser = number::<u32>)]
+    pub(crate) qkey: Option<u32>,
+    /// Traffic class.
+    #[arg(short = 'T', long, value_parser = number::<u8>)]
+    pub(crate) tclass: Option<u8>,
+    /// Flow label.
+    #[arg(short = 'F', long = "flow_label", value_parser = number::<u32>)]
+    pub(crate) flow_label: Option<u32>,
+    /// Hop limit.
+    #[arg(short = 'H', long = "hop_limit", value_parser = number::<u8>)]
+    pub(crate) hop_limit: Option<u8>,
+    /// Scope (MCMemberRecord).
+    #[arg(long, value_parser = number::<u8>)]
+    pub(crate) scope: Option<u8>,
+    /// JoinState (MCMemberRecord).
+    #[arg(short = 'J', long = "join_state", value_parser = number::<u8>)]
+    pub(crate) join_state: Option<u8>,
+    /// ServiceID (PathRecord).
+    #[arg(long = "service_id", value_parser = number::<u64>)]
+    pub(crate) service_id: Option<u64>,
+    /// Send this component mask instead of the one the options imply (to
+    /// probe how an SA handles incomplete or odd masks).
+    #[arg(long = "comp-mask", value_parser = number::<u64>, value_name = "MASK")]
+    pub(crate) comp_mask: Option<u64>,
+
+    /// Subscribe to notices with this trap number (or "all"), print every
+    /// Report until --count, --duration or Ctrl-C, then unsubscribe. Needs
+    /// the SA to reach this node (under ibsim: SIM_SET_ISSM=1).
+    #[arg(long, value_name = "TRAP")]
+    pub(crate) subscribe: Option<String>,
+    /// With --subscribe: stop after this many notices.
+    #[arg(long)]
+    pub(crate) count: Option<u64>,
+    /// With --subscribe: stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<u64>,
+    /// Join the multicast group MGID ("::" asks the SA to assign one) with
+    /// --join_state (default 1, full member) and this port's GID.
+    #[arg(long, value_name = "MGID")]
+    pub(crate) join: Option<Gid>,
+    /// With --join: create the group if it does not exist, filling Q_Key,
+    /// P_Key, TClass, FlowLabel and SL the options leave out with 0, 0xFFFF,
+    /// 0, 0 and 0 (an SA-assigned MGID always creates).
+    #[arg(long)]
+    pub(crate) create: bool,
+    /// Leave the multicast group MGID (the --join_state bits, default 1).
+    #[arg(long, value_name = "MGID")]
+    pub(crate) leave: Option<Gid>,
+
+    /// Push the PathRecords of FILE (a text dump as saquery/lsaquery -p
+    /// print it) to the SA with Set over RMPP ("SetTable"); give the SA's
+    /// --smkey. Prints how many it stored.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) load: Option<std::path::PathBuf>,
+    /// With --load: FILE is the whole table of every source port it names;
+    /// the SA drops those sources' other paths.
+    #[arg(long, requires = "load")]
+    pub(crate) replace: bool,
+    /// Delete the PathRecords of FILE (by their SLID/DLID pairs) from the
+    /// SA; give its --smkey.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) delete: Option<std::path::PathBuf>,
+    /// Delete every PathRecord matching the PathRecord options (--slid,
+    /// --dlid, --sgid, --dgid, --pkey, --sl, ...); give the SA's --smkey.
+    #[arg(long = "delete-matching")]
+    pub(crate) delete_matching: bool,
+    /// Benchmark: send the query N times, --window at a time, and print the
+    /// answer rate and latency percentiles.
+    #[arg(long, value_name = "N", value_parser = number::<u64>)]
+    pub(crate) bench: Option<u64>,
+    /// With --bench: queries outstanding at once.
+    #[arg(long, value_name = "W", default_value_t = 16, requires = "bench")]
+    pub(crate) window: usize,
+
+    /// SM_Key to send (0, the default, is an untrusted query).
+    #[arg(long, value_parser = number::<u64>, default_value = "0")]
+    pub(crate) smkey: u64,
+    /// Show ServiceKey and InformInfo QPN instead of hiding them.
+    #[arg(long = "show-keys")]
+    pub(crate) show_keys: bool,
+
+    /// Send to the SA at this LID. Default: this node's own LID (its
+    /// local-sa) for queries, loads, deletes and --bench; local-sa's local
+    /// API for --subscribe, --join and -I/-g/-m.
+    #[arg(long = "sa-lid", value_parser = number::<u16>, value_name = "LID", conflicts_with = "master")]
+    pub(crate) sa_lid: Option<u16>,
+    /// Send to the port's SM LID: the master SA.
+    #[arg(long)]
+    pub(crate) master: bool,
+    /// local-sa's local API socket, for subscriptions, joins and listing
+    /// registrations (default /run/local-sa/<ca>-<port>.sock).
+    #[arg(long = "api-socket", value_name = "PATH")]
+    pub(crate) api_socket: Option<std::path::PathBuf>,
+    /// SA method: gettable (every match, as saquery does; the default) or
+    /// get (exactly one match, else an error status). ClassPortInfo always
+    /// uses get.
+    #[arg(long, value_enum)]
+    pub(crate) method: Option<MethodArg>,
+    /// Print one JSON object per record instead of saquery's text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Channel adapter to use (default: the first with an active port).
+    #[arg(short = 'C', long)]
+    pub(crate) ca: Option<String>,
+    /// Port number on the adapter.
+    #[arg(short = 'P', long)]
+    pub(crate) port: Option<u8>,
+    /// Milliseconds to wait for an answer, per attempt.
+    #[arg(
+        short = 't',
+        long = "timeout",
+        value_name = "MS",
+        default_value_t = 1000
+    )]
+    pub(crate) timeout_ms: u64,
+    /// Attempts after the first.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) retries: u32,
+    /// Print the request and response MADs in hex (as saquery -d -d).
+    #[arg(short = 'd', long, action = clap::ArgAction::Count)]
+    pub(crate) debug: u8,
+}
+
+/// The SA method to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MethodArg {
+    /// Get: one record.
+    Get,
+    /// GetTable: every matching record.
+    #[value(name = "gettable")]
+    GetTable,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

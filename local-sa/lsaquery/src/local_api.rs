@@ -1,0 +1,258 @@
+//! lsaquery through local-sa's local API (docs/local-api.md): the default
+//! for subscriptions, joins and listing this node's registrations. No umad
+//! device is needed, so any user the socket lets in may run it.
+//!
+//! What a connection registers lasts while it is open: `--subscribe`
+//! prints notices and `--join` holds its membership until `--count`,
+//! `--duration` or Ctrl-C, then both end explicitly before lsaquery exits.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use local_sa_core::api::{self, Frame, Request, kind};
+use mad_codec::records::SaRecord;
+use mad_codec::{InformInfoRecord, McMemberRecord, Records, TrapNumber};
+use smol::Async;
+use smol::future::FutureExt as _;
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::stream::StreamExt as _;
+use std::os::unix::net::UnixStream;
+
+use crate::cli::Cli;
+use crate::print::Printed;
+use crate::session::Failure;
+
+/// The default socket of the local-sa serving `ca` port `port`.
+pub(crate) fn default_socket(ca: &str, port: u8) -> PathBuf {
+    PathBuf::from(format!("/run/local-sa/{ca}-{port}.sock"))
+}
+
+/// A connection to local-sa's local API.
+pub(crate) struct Connection {
+    stream: Async<UnixStream>,
+    next_id: u32,
+    json: bool,
+}
+
+enum Wake {
+    Frame(Frame),
+    Stop,
+}
+
+impl Connection {
+    pub(crate) fn open(path: &Path, json: bool) -> Result<Self, Failure> {
+        let stream = UnixStream::connect(path).map_err(|e| {
+            Failure::new(
+                4,
+                format!(
+                    "cannot reach local-sa's local API at {}: {e} (is local-sa running for this port? \
+                     --api-socket names another socket; --sa-lid LID sends MADs instead)",
+                    path.display()
+                ),
+            )
+        })?;
+        let stream = Async::new(stream).map_err(|e| Failure::new(3, e.to_string()))?;
+        Ok(Self {
+            stream,
+            next_id: 1,
+            json,
+        })
+    }
+
+    async fn read_frame(&mut self) -> Result<Frame, Failure> {
+        let lost =
+            |e: std::io::Error| Failure::new(4, format!("local-sa closed the connection: {e}"));
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).await.map_err(lost)?;
+        let n = Frame::announced(len)
+            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e:?}")))?;
+        let mut rest = vec![0u8; n];
+        self.stream.read_exact(&mut rest).await.map_err(lost)?;
+        Frame::decode(&rest)
+            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e:?}")))
+    }
+
+    /// Sends `request` and returns its answer; notices that arrive before
+    /// it are printed.
+    async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let frame = request.to_frame(id).encode();
+        self.stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| Failure::new(4, format!("local-sa: {e}")))?;
+        loop {
+            let f = self.read_frame().await?;
+            if f.kind == kind::NOTICE {
+                self.print_notice(&f);
+                continue;
+            }
+            if f.request != id {
+                continue;
+            }
+            if f.kind == kind::ERROR {
+                return Err(Failure::new(
+                    2,
+                    format!(
+                        "local-sa refused the request: {}",
+                        api::describe_error(f.status)
+                    ),
+                ));
+            }
+            let status = api::status(&f);
+            if !status.is_ok() {
+                return Err(Failure::new(
+                    1,
+                    format!(
+                        "local-sa answered status {:#06x} ({})",
+                        status.0,
+                        status.describe()
+                    ),
+                ));
+            }
+            return Ok(f);
+        }
+    }
+
+    fn print(&self, p: &Printed) {
+        if self.json {
+            println!("{}", p.to_json());
+        } else {
+            print!("{}", p.to_text());
+        }
+    }
+
+    fn print_notice(&self, f: &Frame) -> bool {
+        match api::notice(f) {
+            Some(n) => {
+                self.print(&crate::print::notice(&n));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Prints notices until `--count`, `--duration` or a signal; returns
+    /// how many came.
+    async fn wait(&mut self, cli: &Cli) -> Result<u64, Failure> {
+        let mut signals =
+            async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
+                .map_err(|e| Failure::new(3, format!("cannot watch signals: {e}")))?;
+        let deadline = cli
+            .duration
+            .map(|s| Instant::now() + Duration::from_secs(s));
+        let mut seen = 0u64;
+        while cli.count.is_none_or(|c| seen < c) {
+            let frame = async {
+                match self.read_frame().await {
+                    Ok(f) => Ok(Wake::Frame(f)),
+                    Err(e) => Err(e),
+                }
+            };
+            let signal = async {
+                signals.next().await;
+                Ok(Wake::Stop)
+            };
+            let timer = async {
+                match deadline {
+                    Some(d) => smol::Timer::at(d).await,
+                    None => smol::Timer::never().await,
+                };
+                Ok(Wake::Stop)
+            };
+            match frame.or(signal).or(timer).await? {
+                Wake::Frame(f) => seen += u64::from(self.print_notice(&f)),
+                Wake::Stop => break,
+            }
+        }
+        Ok(seen)
+    }
+}
+
+/// `--subscribe TRAP` through the local API.
+pub(crate) async fn subscribe(
+    conn: &mut Connection,
+    cli: &Cli,
+    trap: TrapNumber,
+) -> Result<(), Failure> {
+    conn.call(&Request::Inform(crate::registration::inform_info(
+        trap, true,
+    )))
+    .await?;
+    eprintln!("lsaquery: subscribed to trap {trap} through local-sa");
+    let seen = conn.wait(cli).await?;
+    conn.call(&Request::Inform(crate::registration::inform_info(
+        trap, false,
+    )))
+    .await?;
+    eprintln!("lsaquery: unsubscribed after {seen} notice(s)");
+    Ok(())
+}
+
+/// `--join MGID` through the local API: the membership is held while
+/// lsaquery runs.
+pub(crate) async fn join(
+    conn: &mut Connection,
+    cli: &Cli,
+    (mask, record): (mad_codec::ComponentMask, McMemberRecord),
+) -> Result<(), Failure> {
+    let mask = cli.comp_mask.map_or(mask, mad_codec::ComponentMask);
+    let answer = conn
+        .call(&Request::Membership {
+            join: true,
+            mask,
+            record,
+        })
+        .await?;
+    let joined = first::<McMemberRecord>(&answer)?;
+    conn.print(&crate::print::mc_member(&joined));
+    eprintln!(
+        "lsaquery: joined {}; holding the membership (Ctrl-C, --duration or --count ends it)",
+        joined.mgid()
+    );
+    let _ = conn.wait(cli).await?;
+    let mut leave = joined;
+    leave.set_join_state(record.join_state());
+    conn.call(&Request::Membership {
+        join: false,
+        mask: mad_codec::attr::mc_member_record::mask::JOIN,
+        record: leave,
+    })
+    .await?;
+    eprintln!("lsaquery: left {}", joined.mgid());
+    Ok(())
+}
+
+/// `-I`, `-g`, `-m` through the local API: this port's registrations.
+pub(crate) async fn list(
+    conn: &mut Connection,
+    groups: bool,
+    members: bool,
+    show_keys: bool,
+) -> Result<(), Failure> {
+    if groups || members {
+        let answer = conn.call(&Request::ListGroups).await?;
+        for r in Records::<McMemberRecord>::with_standard_stride(&answer.body) {
+            let p = if members {
+                crate::print::mc_member(r)
+            } else {
+                crate::print::mc_group(r)
+            };
+            conn.print(&p);
+        }
+    } else {
+        let answer = conn.call(&Request::ListSubscriptions).await?;
+        for r in Records::<InformInfoRecord>::with_standard_stride(&answer.body) {
+            conn.print(&crate::print::inform_info_record(r, show_keys));
+        }
+    }
+    Ok(())
+}
+
+fn first<T: SaRecord>(f: &Frame) -> Result<T, Failure> {
+    Records::<T>::with_standard_stride(&f.body)
+        .next()
+        .copied()
+        .ok_or_else(|| Failure::new(4, "local-sa's answer carries no record"))
+}

@@ -1,0 +1,326 @@
+//! lsaquery: a saquery-style client for local-sa and any other SA.
+
+mod bench;
+mod cli;
+mod load;
+mod local_api;
+mod print;
+mod query;
+mod records_file;
+mod registration;
+mod session;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use mad_codec::records::SaRecord;
+use mad_codec::{
+    ClassPortInfo, InformInfoRecord, McMemberRecord, Method, NodeRecord, PathRecord, SaMad,
+    ServiceRecord,
+};
+use umad::port::Sysfs;
+use umad::{AgentSpec, MadAddress, MadClient, RequestOptions, UmadDevice, UmadTransport};
+
+use crate::cli::Cli;
+use crate::print::Printed;
+use crate::query::{Kind, Query};
+use crate::session::{Failure, Session};
+
+/// What this run does.
+enum Mode {
+    Query(Query),
+    Bench(Query),
+    Load(std::path::PathBuf),
+    DeleteNamed(std::path::PathBuf),
+    DeleteMatching(Query),
+    Subscribe(mad_codec::TrapNumber),
+    Join(mad_codec::Gid),
+    Leave(mad_codec::Gid),
+}
+
+impl Mode {
+    fn from_cli(cli: &Cli) -> Result<Self, Failure> {
+        let usage = |e: String| Failure::new(2, e);
+        let modes = [
+            cli.subscribe.is_some(),
+            cli.join.is_some(),
+            cli.leave.is_some(),
+            cli.load.is_some(),
+            cli.delete.is_some(),
+            cli.delete_matching,
+            cli.bench.is_some(),
+        ];
+        if modes.iter().filter(|m| **m).count() > 1 {
+            return Err(usage(
+                "--subscribe, --join, --leave, --load, --delete, --delete-matching and --bench go one at a time"
+                    .into(),
+            ));
+        }
+        if let Some(path) = &cli.load {
+            return Ok(Self::Load(path.clone()));
+        }
+        if let Some(path) = &cli.delete {
+            return Ok(Self::DeleteNamed(path.clone()));
+        }
+        if cli.delete_matching {
+            return query::path_template(cli)
+                .map(Self::DeleteMatching)
+                .map_err(usage);
+        }
+        if cli.bench.is_some() {
+            return query::from_cli(cli).map(Self::Bench).map_err(usage);
+        }
+        if let Some(t) = &cli.subscribe {
+            return registration::trap_number(t)
+                .map(Mode::Subscribe)
+                .map_err(usage);
+        }
+        if let Some(g) = cli.join {
+            return Ok(Self::Join(g));
+        }
+        if let Some(g) = cli.leave {
+            return Ok(Self::Leave(g));
+        }
+        query::from_cli(cli).map(Self::Query).map_err(usage)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::builder()
+                .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
+                .from_env_lossy(),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("lsaquery: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), Failure> {
+    let mode = Mode::from_cli(cli)?;
+    let port = Sysfs::default()
+        .select(cli.ca.as_deref(), cli.port)
+        .map_err(|e| Failure::new(3, e.to_string()))?;
+    if cli.sa_lid.is_none() && !cli.master {
+        if let Some(result) = through_local_api(cli, &mode, &port) {
+            return result;
+        }
+    }
+    let sa_lid = match cli.sa_lid {
+        Some(lid) => lid,
+        None if cli.master => port.sm_lid,
+        None => port.lid,
+    };
+    if sa_lid == 0 {
+        return Err(Failure::new(
+            3,
+            format!("{port} knows no SM LID; give the SA's with --sa-lid"),
+        ));
+    }
+    let umad_path = port
+        .umad_path()
+        .ok_or_else(|| Failure::new(3, format!("{port} has no umad device")))?;
+    let device = UmadDevice::open(&umad_path).map_err(|e| Failure::new(3, e.to_string()))?;
+    // Reports are requests from the SA: only a subscriber receives them.
+    let methods: &[Method] = if matches!(mode, Mode::Subscribe(_)) {
+        &[Method::REPORT]
+    } else {
+        &[]
+    };
+    let agent = device
+        .register_agent(&AgentSpec::sa(methods))
+        .map_err(|e| Failure::new(3, e.to_string()))?;
+    let transport =
+        UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
+    let (client, dispatcher, unsolicited) =
+        MadClient::new(agent, transport.outgoing(), transport.incoming());
+    let session = Session {
+        dest: MadAddress::gsi(sa_lid, port.sm_sl),
+        port,
+        client,
+        unsolicited,
+        opts: RequestOptions {
+            timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+            retries: cli.retries,
+            rmpp: umad::simulator::rmpp_config(),
+        },
+        sm_key: cli.smkey,
+        debug: cli.debug > 0,
+        json: cli.json,
+        show_keys: cli.show_keys,
+    };
+    let executor = smol::LocalExecutor::new();
+    let result = smol::block_on(executor.run(async {
+        executor.spawn(dispatcher).detach();
+        let gid = session.port.gid;
+        match &mode {
+            Mode::Query(q) => query(&session, q).await,
+            Mode::Bench(q) => bench::run(&session, q, cli.bench.unwrap_or(0), cli.window).await,
+            Mode::Load(path) => load::load(&session, path, cli.replace).await,
+            Mode::DeleteNamed(path) => load::delete_named(&session, path).await,
+            Mode::DeleteMatching(q) => load::delete_matching(&session, q).await,
+            Mode::Subscribe(trap) => registration::subscribe(&session, cli, *trap).await,
+            Mode::Join(mgid) => {
+                registration::membership(
+                    &session,
+                    cli,
+                    Method::SET,
+                    registration::join_record(cli, gid, *mgid),
+                )
+                .await
+            }
+            Mode::Leave(mgid) => {
+                registration::membership(
+                    &session,
+                    cli,
+                    Method::DELETE,
+                    registration::leave_record(cli, gid, *mgid),
+                )
+                .await
+            }
+        }
+    }));
+    transport.shutdown();
+    result
+}
+
+/// Registrations go through the local API unless an SA is named: returns
+/// the outcome when this run does.
+fn through_local_api(
+    cli: &Cli,
+    mode: &Mode,
+    port: &umad::port::PortFacts,
+) -> Option<Result<(), Failure>> {
+    let listing = |q: &Query| {
+        matches!(
+            q.kind,
+            Kind::InformInfoRecord | Kind::McGroups | Kind::McMemberRecord
+        ) && cli.arg.is_none()
+    };
+    match mode {
+        Mode::Subscribe(_) | Mode::Join(_) => {}
+        Mode::Query(q) if listing(q) => {}
+        Mode::Leave(_) => {
+            return Some(Err(Failure::new(
+                2,
+                "through the local API a membership ends when the lsaquery that joined stops; \
+                 --leave sends a Delete MAD to an SA named with --sa-lid or --master",
+            )));
+        }
+        _ => return None,
+    }
+    let path = cli
+        .api_socket
+        .clone()
+        .unwrap_or_else(|| local_api::default_socket(&port.ca, port.port));
+    let gid = port.gid;
+    let run = async move {
+        let mut conn = local_api::Connection::open(&path, cli.json)?;
+        match mode {
+            Mode::Subscribe(trap) => local_api::subscribe(&mut conn, cli, *trap).await,
+            Mode::Join(mgid) => {
+                local_api::join(&mut conn, cli, registration::join_record(cli, gid, *mgid)).await
+            }
+            Mode::Query(q) => {
+                let groups = q.kind == Kind::McGroups;
+                local_api::list(
+                    &mut conn,
+                    groups,
+                    q.kind == Kind::McMemberRecord,
+                    cli.show_keys,
+                )
+                .await
+            }
+            _ => Ok(()),
+        }
+    };
+    Some(smol::block_on(run))
+}
+
+async fn query(session: &Session, query: &Query) -> Result<(), Failure> {
+    let response = session.exchange(&query.to_mad(session.sm_key)).await?;
+    let mad = Session::ok(&response)?;
+    let truncated = response.looks_truncated();
+    if truncated {
+        eprintln!(
+            "lsaquery: warning: the answer claims RMPP but arrived as one cut MAD (a transport without RMPP, \
+             such as ibsim); only the whole records at its start are shown"
+        );
+    }
+    for p in printed(session, query, &mad, truncated)? {
+        session.print(&p);
+    }
+    Ok(())
+}
+
+/// The answer's records, formatted for printing.
+fn printed(
+    session: &Session,
+    query: &Query,
+    mad: &SaMad<'_>,
+    truncated: bool,
+) -> Result<Vec<Printed>, Failure> {
+    let keys = session.show_keys;
+    Ok(match query.kind {
+        Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(mad)?)],
+        Kind::PathRecord => records::<PathRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(print::path_record)
+            .collect(),
+        Kind::NodeRecord => records::<NodeRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(print::node_record)
+            .collect(),
+        Kind::McGroups => records::<McMemberRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(print::mc_group)
+            .collect(),
+        Kind::McMemberRecord => records::<McMemberRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(print::mc_member)
+            .collect(),
+        Kind::ServiceRecord => records::<ServiceRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(|r| print::service_record(r, keys))
+            .collect(),
+        Kind::InformInfoRecord => records::<InformInfoRecord>(mad, query, truncated)?
+            .into_iter()
+            .map(|r| print::inform_info_record(r, keys))
+            .collect(),
+    })
+}
+
+fn record<'a, T: SaRecord>(mad: &SaMad<'a>) -> Result<&'a T, Failure> {
+    mad.record::<T>()
+        .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))
+}
+
+/// The answer's records: one for Get, every whole one for GetTable.
+fn records<'a, T: SaRecord>(
+    mad: &SaMad<'a>,
+    query: &Query,
+    truncated: bool,
+) -> Result<Vec<&'a T>, Failure> {
+    if query.method == Method::GET {
+        return Ok(vec![record::<T>(mad)?]);
+    }
+    let all = mad
+        .records::<T>()
+        .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
+    let whole = if truncated {
+        umad::Response::intact_data_len() / all.stride().max(1)
+    } else {
+        all.len()
+    };
+    Ok(all.take(whole).collect())
+}

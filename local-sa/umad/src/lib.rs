@@ -1,0 +1,21 @@
+//! Everything local-sa does with the operating system for MADs: the user
+//! MAD device (open it, register agents, send and receive MADs), the
+//! kernel's ABI, the port's facts in sysfs and its events from libibverbs,
+//! and what is peculiar to the simulator's preload. Every `unsafe` line of
+//! the project lives in [`sys`] (private), each with its `// SAFETY:`.
+
+mod abi;
+mod address;
+mod client;
+mod device;
+pub mod port;
+pub mod port_events;
+pub mod simulator;
+mod sys;
+mod transport;
+
+pub use abi::HeaderLayout;
+pub use address::{GSI_QKEY, Grh, MadAddress};
+pub use client::{MadClient, RequestError, RequestOptions, Response};
+pub use device::{AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice};
+pub use transport::UmadTransport;
