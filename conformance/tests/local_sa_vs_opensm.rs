@@ -53,8 +53,8 @@ fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
     let blocks = mad_blocks(&out.stdout);
     let Some((_, mad)) = blocks.iter().find(|(l, _)| l == "SA Response") else {
         panic!(
-            "lsaquery {aim:?} {args:?}: no answer printed\n{}{}",
-            out.stdout, out.stderr
+            "lsaquery {aim:?} {args:?}: no answer printed ({})\n{}{}",
+            out.status, out.stdout, out.stderr
         );
     };
     let m = SaMad::parse(mad).unwrap_or_else(|e| panic!("{args:?}: undecodable answer: {e}"));

@@ -316,7 +316,8 @@ fn a_restarted_opensm_gets_every_registration_back_without_consumer_action() {
 
 #[test]
 fn bad_frames_get_specific_errors_and_disturb_no_other_client() {
-    use local_sa_core::api::{Frame, Request, api_error, kind};
+    use local_sa_core::api::{Frame, api_error, kind, request_frame};
+    use local_sa_core::request::Request;
     let fabric = fabric();
     let agent = Agent::start(&fabric, "h5", &["--api-mode", "660"]);
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -333,7 +334,7 @@ fn bad_frames_get_specific_errors_and_disturb_no_other_client() {
         (f.request, f.status)
     };
     // Another version, an unknown kind, a body of the wrong length.
-    let mut v2 = Request::Hello.to_frame(7).encode().to_vec();
+    let mut v2 = request_frame(&Request::Hello, 7).encode().to_vec();
     v2[4] = 2;
     assert_eq!(error(bad.send_raw(&v2)), (7, api_error::VERSION));
     let unknown = Frame::new(0x33, 8, 0, Default::default()).encode();
@@ -341,7 +342,9 @@ fn bad_frames_get_specific_errors_and_disturb_no_other_client() {
     let short = Frame::new(kind::INFORM, 9, 0, vec![0u8; 10].into()).encode();
     assert_eq!(error(bad.send_raw(&short)), (9, api_error::BODY));
     // The connection still works after those.
-    let hello = bad.send_raw(&Request::Hello.to_frame(10).encode()).unwrap();
+    let hello = bad
+        .send_raw(&request_frame(&Request::Hello, 10).encode())
+        .unwrap();
     assert_eq!(
         (hello.kind, hello.request),
         (kind::HELLO_ANSWER, 10),

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| local_sa::agent::fuzzing::drive(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| local_sa_core::fuzzing::sa_core(data));

@@ -16,6 +16,8 @@
 pub mod dedup;
 pub mod delivery;
 pub mod filter;
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod registry;
 

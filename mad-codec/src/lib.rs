@@ -47,6 +47,8 @@ pub mod attr;
 mod bits;
 pub mod codes;
 mod error;
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod header;
 pub mod hex;

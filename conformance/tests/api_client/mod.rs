@@ -7,7 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use local_sa_core::api::{self, Frame, Request, kind};
+use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::request::Request;
 use mad_codec::SaRecord;
 use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::zerocopy::FromZeros;
@@ -71,7 +72,7 @@ impl Client {
         let id = self.next;
         self.next += 1;
         self.stream
-            .write_all(&request.to_frame(id).encode())
+            .write_all(&api::request_frame(request, id).encode())
             .unwrap();
         loop {
             let f = self
@@ -136,7 +137,12 @@ impl Client {
         record.set_mgid(group);
         record.set_join_state(bits);
         record.set_pkey(0xFFFF);
-        api::status(&self.call(&Request::Membership { join, mask, record }))
+        let request = if join {
+            Request::Join { mask, record }
+        } else {
+            Request::Leave { mask, record }
+        };
+        api::status(&self.call(&request))
     }
 
     /// Joins `group` with `bits`, creating it if it does not exist.

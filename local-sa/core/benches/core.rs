@@ -10,13 +10,12 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::agent::{AgentConfig, PortIdentity, SaCore};
+use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::SaMadHeader;
 use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder, SaRecord};
-use umad::MadAddress;
 
 mod fixture;
 use fixture::{gid, record};
@@ -51,6 +50,7 @@ fn new_core(now: Instant) -> SaCore {
         },
         port,
         now,
+        1,
     );
     // Its first requests to the master go nowhere here.
     while core.poll_transmit().is_some() {}
@@ -95,9 +95,9 @@ fn settable_segments(records: &[PathRecord]) -> Vec<Bytes> {
 fn loaded_core(sources: u16) -> SaCore {
     let now = Instant::now();
     let mut core = new_core(now);
-    let loader = MadAddress::gsi(4001, 0);
+    let loader = Address::gsi(4001, 0);
     for seg in settable_segments(&table(sources)) {
-        core.handle_mad(now, loader, 0, &seg);
+        core.handle_mad(now, Received::new(loader, seg));
         while core.poll_transmit().is_some() {}
     }
     assert_eq!(
@@ -130,13 +130,13 @@ fn get_requests(sources: u16) -> Vec<Bytes> {
 fn pathrecord_get(bencher: Bencher<'_, '_>, sources: u16) {
     let mut core = loaded_core(sources);
     let requests = get_requests(sources);
-    let client = MadAddress::gsi(4002, 0);
+    let client = Address::gsi(4002, 0);
     let now = Instant::now();
     let mut i = 0usize;
     bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
         let request = &requests[i % requests.len()];
         i += 1;
-        core.handle_mad(now, client, 0, request);
+        core.handle_mad(now, Received::new(client, request.clone()));
         black_box(core.poll_transmit())
     });
     assert_eq!(core.counters().errors, 0, "every Get found its record");
@@ -145,14 +145,14 @@ fn pathrecord_get(bencher: Bencher<'_, '_>, sources: u16) {
 #[divan::bench(sample_count = 3, sample_size = 1)]
 fn settable_ingest_1m(bencher: Bencher<'_, '_>) {
     let segments = settable_segments(&table(1000));
-    let loader = MadAddress::gsi(4001, 0);
+    let loader = Address::gsi(4001, 0);
     bencher
         .counter(ItemsCount::new(1_000_000usize))
         .with_inputs(|| new_core(Instant::now()))
         .bench_local_values(|mut core| {
             let now = Instant::now();
             for seg in &segments {
-                core.handle_mad(now, loader, 0, seg);
+                core.handle_mad(now, Received::new(loader, seg.clone()));
                 while core.poll_transmit().is_some() {}
             }
             assert_eq!(core.store().len(), 1_000_000);

@@ -11,15 +11,14 @@ use std::time::Instant;
 use bytes::BytesMut;
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use local_sa_core::agent::local::LocalRequest;
-use local_sa_core::agent::{AgentConfig, PortIdentity, SaCore};
+use local_sa_core::request::Request;
+use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
 use mad_codec::codes::{NoticeType, ProducerType};
 use mad_codec::zerocopy::FromBytes;
 use mad_codec::{
     AttributeId, Gid, InformInfoRepr, MadHeader, MadStatus, Method, NoticeRepr, SaMad,
     SaMadBuilder, TrapDetails, TrapNumber,
 };
-use umad::MadAddress;
 
 fn main() {
     divan::main();
@@ -29,8 +28,8 @@ const MY_LID: u16 = 1;
 const MASTER_LID: u16 = 4000;
 const SUBSCRIBERS: u32 = 1000;
 
-fn master() -> MadAddress {
-    MadAddress::gsi(MASTER_LID, 0)
+fn master() -> Address {
+    Address::gsi(MASTER_LID, 0)
 }
 
 /// A core whose master accepts everything it is asked at once.
@@ -42,7 +41,7 @@ fn new_core(now: Instant) -> SaCore {
         sm_lid: MASTER_LID,
         sm_sl: 0,
     };
-    let mut core = SaCore::new(AgentConfig::default(), port, now);
+    let mut core = SaCore::new(AgentConfig::default(), port, now, 1);
     answer_the_master(&mut core, now);
     core
 }
@@ -63,7 +62,7 @@ fn answer_the_master(core: &mut SaCore, now: Instant) {
         }
         h.set_method(Method::GET_RESP);
         h.set_status(MadStatus::OK);
-        core.handle_mad(now, master(), 0, &resp);
+        core.handle_mad(now, Received::new(master(), resp.freeze()));
     }
 }
 
@@ -96,7 +95,7 @@ fn report_to_1000_local_connections(bencher: Bencher<'_, '_>) {
     let now = Instant::now();
     let mut core = new_core(now);
     for conn in 1..=u64::from(SUBSCRIBERS) {
-        core.handle_local(now, conn, 1, LocalRequest::Inform(subscribe_all()));
+        core.handle_local(now, conn, 1, Request::Inform(subscribe_all()));
         answer_the_master(&mut core, now);
     }
     while core.poll_local().is_some() {}
@@ -105,7 +104,7 @@ fn report_to_1000_local_connections(bencher: Bencher<'_, '_>) {
         .counter(ItemsCount::new(SUBSCRIBERS))
         .bench_local(|| {
             n += 1;
-            core.handle_mad(now, master(), 0, &report(n));
+            core.handle_mad(now, Received::new(master(), report(n)));
             let mut notices = 0;
             while core.poll_local().is_some() {
                 notices += 1;
@@ -125,11 +124,11 @@ fn report_to_1000_mad_subscribers(bencher: Bencher<'_, '_>) {
         let set = SaMadBuilder::request(Method::SET, qpn.into(), AttributeId::INFORM_INFO)
             .record(&subscribe_all())
             .into_bytes();
-        let from = MadAddress {
+        let from = Address {
             qpn,
-            ..MadAddress::gsi(MY_LID, 0)
+            ..Address::gsi(MY_LID, 0)
         };
-        core.handle_mad(now, from, 0, &set);
+        core.handle_mad(now, Received::new(from, set));
         answer_the_master(&mut core, now);
     }
     let mut n = 0u64;
@@ -137,7 +136,7 @@ fn report_to_1000_mad_subscribers(bencher: Bencher<'_, '_>) {
         .counter(ItemsCount::new(SUBSCRIBERS))
         .bench_local(|| {
             n += 1;
-            core.handle_mad(now, master(), 0, &report(n));
+            core.handle_mad(now, Received::new(master(), report(n)));
             let mut reports = 0;
             while let Some(t) = core.poll_transmit() {
                 let Ok(m) = SaMad::parse(&t.mad) else {
@@ -151,7 +150,7 @@ fn report_to_1000_mad_subscribers(bencher: Bencher<'_, '_>) {
                 if let Ok((h, _)) = MadHeader::mut_from_prefix(&mut resp[..]) {
                     h.set_method(Method::REPORT_RESP);
                 }
-                core.handle_mad(now, t.dest, 0, &resp);
+                core.handle_mad(now, Received::new(t.dest, resp.freeze()));
             }
             assert_eq!(reports, SUBSCRIBERS);
         });
@@ -164,13 +163,13 @@ fn report_to_1000_mad_subscribers(bencher: Bencher<'_, '_>) {
 fn local_subscribe_unsubscribe_held_filter(bencher: Bencher<'_, '_>) {
     let now = Instant::now();
     let mut core = new_core(now);
-    core.handle_local(now, 1, 1, LocalRequest::Inform(subscribe_all()));
+    core.handle_local(now, 1, 1, Request::Inform(subscribe_all()));
     answer_the_master(&mut core, now);
     let unsubscribe = InformInfoRepr::generic_subscription(TrapNumber::ALL, false, 0, 19).to_wire();
     let upstream = core.counters().upstream_queries;
     bencher.counter(ItemsCount::new(2usize)).bench_local(|| {
-        core.handle_local(now, 2, 1, LocalRequest::Inform(subscribe_all()));
-        core.handle_local(now, 2, 2, LocalRequest::Inform(unsubscribe));
+        core.handle_local(now, 2, 1, Request::Inform(subscribe_all()));
+        core.handle_local(now, 2, 2, Request::Inform(unsubscribe));
         while core.poll_local().is_some() {}
     });
     assert_eq!(core.counters().upstream_queries, upstream);

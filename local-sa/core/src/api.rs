@@ -2,7 +2,8 @@
 //! that cannot use the umad device asks local-sa for paths, notices and
 //! multicast memberships over its Unix socket. docs/local-api.md is the
 //! specification; this module is its one implementation, used by the
-//! daemon's server and by lsaquery.
+//! daemon's server and by lsaquery. Requests decode into the agent's own
+//! [`Request`]; its [`LocalReply`]s encode into answer and notice frames.
 //!
 //! Every frame, both ways, is a 16-byte header and a body. Integers are
 //! big-endian; records are IBA wire records.
@@ -11,7 +12,7 @@
 //! 0   u32  length of what follows (12 + body), at most MAX_FRAME
 //! 4   u8   version (1)
 //! 5   u8   kind
-//! 6   u8   flags (answers: bit 0 = records truncated)
+//! 6   u8   flags (0)
 //! 7   u8   reserved (0)
 //! 8   u32  request number, chosen by the client, echoed; 0 in notices
 //! 12  u16  status: MAD status of the answer, or an API error (0xFFxx)
@@ -25,6 +26,8 @@ use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{
     ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice, PathRecord,
 };
+
+use crate::request::{Hello, LocalBody, LocalReply, PathQuery, Request, RequestKind};
 
 /// The protocol version this module speaks.
 pub const VERSION: u8 = 1;
@@ -76,16 +79,11 @@ pub mod api_error {
     pub const LENGTH: u16 = 0xFF04;
 }
 
-/// Answer flag: only part of the master's answer arrived.
-pub const FLAG_TRUNCATED: u8 = 0x01;
-
 /// A decoded frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     /// Its kind.
     pub kind: u8,
-    /// Flags.
-    pub flags: u8,
     /// The request number.
     pub request: u32,
     /// Status.
@@ -104,11 +102,10 @@ pub enum FrameError {
 }
 
 impl Frame {
-    /// A frame with no flags.
+    /// A frame.
     pub fn new(kind: u8, request: u32, status: u16, body: Bytes) -> Self {
         Self {
             kind,
-            flags: 0,
             request,
             status,
             body,
@@ -121,7 +118,8 @@ impl Frame {
         out.put_u32((HEADER_LEN + self.body.len()) as u32);
         out.put_u8(VERSION);
         out.put_u8(self.kind);
-        out.put_u8(self.flags);
+        // Flags: none are defined.
+        out.put_u8(0);
         out.put_u8(0);
         out.put_u32(self.request);
         out.put_u16(self.status);
@@ -150,7 +148,6 @@ impl Frame {
         }
         Ok(Self {
             kind: h[1],
-            flags: h[2],
             request: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
             status: u16::from_be_bytes([h[8], h[9]]),
             body: Bytes::copy_from_slice(body),
@@ -158,148 +155,125 @@ impl Frame {
     }
 }
 
-/// What a request frame asks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
-    /// Who is serving.
-    Hello,
-    /// PathRecord Get or GetTable.
-    PathQuery {
-        /// Get or GetTable.
-        method: Method,
-        /// Component mask.
-        mask: ComponentMask,
-        /// Template.
-        template: PathRecord,
-    },
-    /// Subscribe (InformInfo.Subscribe 1) or unsubscribe (0).
-    Inform(InformInfo),
-    /// Join (true) or leave.
-    Membership {
-        /// Join or leave.
-        join: bool,
-        /// Component mask.
-        mask: ComponentMask,
-        /// The member record.
-        record: McMemberRecord,
-    },
-    /// This port's subscriptions.
-    ListSubscriptions,
-    /// This port's groups.
-    ListGroups,
+/// The frame kind of a request of `kind`.
+pub fn request_kind_code(kind: RequestKind) -> u8 {
+    match kind {
+        RequestKind::Hello => kind::HELLO,
+        RequestKind::PathQuery => kind::PATH_QUERY,
+        RequestKind::Inform => kind::INFORM,
+        RequestKind::Join => kind::JOIN,
+        RequestKind::Leave => kind::LEAVE,
+        RequestKind::ListSubscriptions => kind::LIST_SUBSCRIPTIONS,
+        RequestKind::ListGroups => kind::LIST_GROUPS,
+    }
 }
 
-impl Request {
-    /// The frame carrying this request under number `request`.
-    pub fn to_frame(&self, request: u32) -> Frame {
-        let (kind, body) = match self {
-            Self::Hello => (kind::HELLO, Bytes::new()),
-            Self::PathQuery {
+/// The frame carrying `request` under number `id`.
+pub fn request_frame(request: &Request, id: u32) -> Frame {
+    let body = match request {
+        Request::Hello | Request::ListSubscriptions | Request::ListGroups => Bytes::new(),
+        Request::PathQuery(q) => {
+            let mut b = BytesMut::with_capacity(80);
+            b.put_u8(q.method.0);
+            b.put_bytes(0, 7);
+            b.put_u64(q.mask.0);
+            b.put_slice(q.template.as_bytes());
+            b.freeze()
+        }
+        Request::Inform(ii) => Bytes::copy_from_slice(ii.as_bytes()),
+        Request::Join { mask, record } | Request::Leave { mask, record } => {
+            let mut b = BytesMut::with_capacity(60);
+            b.put_u64(mask.0);
+            b.put_slice(record.as_bytes());
+            b.freeze()
+        }
+    };
+    Frame::new(request_kind_code(request.kind()), id, 0, body)
+}
+
+/// The request a frame carries, or the API error to answer it with.
+pub fn decode_request(f: &Frame) -> Result<Request, u16> {
+    let body = &f.body[..];
+    let exact = |n: usize| {
+        if body.len() == n {
+            Ok(())
+        } else {
+            Err(api_error::BODY)
+        }
+    };
+    let mask_at = |at: usize| {
+        body.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(|b| ComponentMask(u64::from_be_bytes(b)))
+            .ok_or(api_error::BODY)
+    };
+    Ok(match f.kind {
+        kind::HELLO => Request::Hello,
+        kind::PATH_QUERY => {
+            exact(80)?;
+            let method = Method(body[0]);
+            if method != Method::GET && method != Method::GET_TABLE {
+                return Err(api_error::BODY);
+            }
+            let template = PathRecord::read_from_bytes(&body[16..]).map_err(|_| api_error::BODY)?;
+            Request::PathQuery(PathQuery {
                 method,
-                mask,
+                mask: mask_at(8)?,
                 template,
-            } => {
-                let mut b = BytesMut::with_capacity(80);
-                b.put_u8(method.0);
-                b.put_bytes(0, 7);
-                b.put_u64(mask.0);
-                b.put_slice(template.as_bytes());
-                (kind::PATH_QUERY, b.freeze())
-            }
-            Self::Inform(ii) => (kind::INFORM, Bytes::copy_from_slice(ii.as_bytes())),
-            Self::Membership { join, mask, record } => {
-                let mut b = BytesMut::with_capacity(60);
-                b.put_u64(mask.0);
-                b.put_slice(record.as_bytes());
-                (if *join { kind::JOIN } else { kind::LEAVE }, b.freeze())
-            }
-            Self::ListSubscriptions => (kind::LIST_SUBSCRIPTIONS, Bytes::new()),
-            Self::ListGroups => (kind::LIST_GROUPS, Bytes::new()),
-        };
-        Frame::new(kind, request, 0, body)
-    }
-
-    /// The request a frame carries, or the API error to answer it with.
-    pub fn from_frame(f: &Frame) -> Result<Self, u16> {
-        let body = &f.body[..];
-        let exact = |n: usize| {
-            if body.len() == n {
-                Ok(())
+            })
+        }
+        kind::INFORM => {
+            exact(InformInfo::LEN)?;
+            Request::Inform(InformInfo::read_from_bytes(body).map_err(|_| api_error::BODY)?)
+        }
+        kind::JOIN | kind::LEAVE => {
+            exact(8 + McMemberRecord::LEN)?;
+            let mask = mask_at(0)?;
+            let record =
+                McMemberRecord::read_from_bytes(&body[8..]).map_err(|_| api_error::BODY)?;
+            if f.kind == kind::JOIN {
+                Request::Join { mask, record }
             } else {
-                Err(api_error::BODY)
+                Request::Leave { mask, record }
             }
-        };
-        Ok(match f.kind {
-            kind::HELLO => Self::Hello,
-            kind::PATH_QUERY => {
-                exact(80)?;
-                let method = Method(body[0]);
-                if method != Method::GET && method != Method::GET_TABLE {
-                    return Err(api_error::BODY);
-                }
-                let mask = ComponentMask(u64::from_be_bytes(
-                    body[8..16].try_into().map_err(|_| api_error::BODY)?,
-                ));
-                let template =
-                    PathRecord::read_from_bytes(&body[16..]).map_err(|_| api_error::BODY)?;
-                Self::PathQuery {
-                    method,
-                    mask,
-                    template,
-                }
-            }
-            kind::INFORM => {
-                exact(InformInfo::LEN)?;
-                Self::Inform(InformInfo::read_from_bytes(body).map_err(|_| api_error::BODY)?)
-            }
-            kind::JOIN | kind::LEAVE => {
-                exact(8 + McMemberRecord::LEN)?;
-                let mask = ComponentMask(u64::from_be_bytes(
-                    body[..8].try_into().map_err(|_| api_error::BODY)?,
-                ));
-                let record =
-                    McMemberRecord::read_from_bytes(&body[8..]).map_err(|_| api_error::BODY)?;
-                Self::Membership {
-                    join: f.kind == kind::JOIN,
-                    mask,
-                    record,
-                }
-            }
-            kind::LIST_SUBSCRIPTIONS => Self::ListSubscriptions,
-            kind::LIST_GROUPS => Self::ListGroups,
-            _ => return Err(api_error::KIND),
-        })
-    }
+        }
+        kind::LIST_SUBSCRIPTIONS => Request::ListSubscriptions,
+        kind::LIST_GROUPS => Request::ListGroups,
+        _ => return Err(api_error::KIND),
+    })
 }
 
-/// The answer to HELLO: this port as local-sa serves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hello {
-    /// The port's GID.
-    pub gid: Gid,
-    /// Its base LID.
-    pub lid: u16,
-    /// The master SM's LID.
-    pub sm_lid: u16,
+/// The frame carrying a reply: an answer (the request's kind with
+/// [`kind::ANSWER`] set) or a notice.
+pub fn reply_frame(reply: &LocalReply) -> Frame {
+    let kind = match reply.answers {
+        Some(k) => request_kind_code(k) | kind::ANSWER,
+        None => kind::NOTICE,
+    };
+    let body = match &reply.body {
+        LocalBody::Empty => Bytes::new(),
+        LocalBody::Records { data, .. } => data.clone(),
+        LocalBody::Notice(n) => Bytes::copy_from_slice(n.as_bytes()),
+        LocalBody::Hello(h) => hello_body(h),
+    };
+    Frame::new(kind, reply.request, reply.status.0, body)
 }
 
-impl Hello {
-    /// The answer body: GID (16), LID (2), SM LID (2).
-    pub fn encode(&self) -> Bytes {
-        let mut b = BytesMut::with_capacity(20);
-        b.put_slice(self.gid.as_bytes());
-        b.put_u16(self.lid);
-        b.put_u16(self.sm_lid);
-        b.freeze()
-    }
+/// The body of HELLO's answer: GID (16), LID (2), SM LID (2).
+fn hello_body(h: &Hello) -> Bytes {
+    let mut b = BytesMut::with_capacity(20);
+    b.put_slice(h.gid.as_bytes());
+    b.put_u16(h.lid);
+    b.put_u16(h.sm_lid);
+    b.freeze()
+}
 
-    /// Reads an answer body.
-    pub fn decode(body: &[u8]) -> Option<Self> {
-        let (gid, rest) = Gid::read_from_prefix(body).ok()?;
-        let lid = u16::from_be_bytes(rest.get(..2)?.try_into().ok()?);
-        let sm_lid = u16::from_be_bytes(rest.get(2..4)?.try_into().ok()?);
-        Some(Self { gid, lid, sm_lid })
-    }
+/// Reads the body of HELLO's answer.
+pub fn decode_hello(body: &[u8]) -> Option<Hello> {
+    let (gid, rest) = Gid::read_from_prefix(body).ok()?;
+    let lid = u16::from_be_bytes(rest.get(..2)?.try_into().ok()?);
+    let sm_lid = u16::from_be_bytes(rest.get(2..4)?.try_into().ok()?);
+    Some(Hello { gid, lid, sm_lid })
 }
 
 /// A notice frame's Notice.
@@ -325,6 +299,11 @@ pub fn describe_error(status: u16) -> &'static str {
     }
 }
 
+/// An API error frame for request `id`.
+pub fn error_frame(id: u32, status: u16) -> Frame {
+    Frame::new(kind::ERROR, id, status, Bytes::new())
+}
+
 #[cfg(test)]
 mod tests {
     use mad_codec::zerocopy::FromZeros;
@@ -333,12 +312,12 @@ mod tests {
     use super::*;
 
     fn roundtrip(r: &Request) {
-        let wire = r.to_frame(42).encode();
+        let wire = request_frame(r, 42).encode();
         let n = Frame::announced(wire[..4].try_into().unwrap()).unwrap();
         assert_eq!(n, wire.len() - 4);
         let f = Frame::decode(&wire[4..]).unwrap();
         assert_eq!((f.request, f.status), (42, 0));
-        assert_eq!(Request::from_frame(&f).as_ref(), Ok(r));
+        assert_eq!(decode_request(&f).as_ref(), Ok(r));
     }
 
     #[test]
@@ -346,33 +325,26 @@ mod tests {
         let mut t = PathRecord::new_zeroed();
         t.set_dlid(9);
         roundtrip(&Request::Hello);
-        roundtrip(&Request::PathQuery {
+        roundtrip(&Request::PathQuery(PathQuery {
             method: Method::GET_TABLE,
             mask: ComponentMask(0x30),
             template: t,
-        });
+        }));
         roundtrip(&Request::Inform(
             InformInfoRepr::generic_subscription(TrapNumber(65), true, 1, 19).to_wire(),
         ));
         let mut m = McMemberRecord::new_zeroed();
         m.set_qkey(7);
-        roundtrip(&Request::Membership {
-            join: true,
-            mask: ComponentMask(0x1_0003),
-            record: m,
-        });
-        roundtrip(&Request::Membership {
-            join: false,
-            mask: ComponentMask(0x1_0003),
-            record: m,
-        });
+        let mask = ComponentMask(0x1_0003);
+        roundtrip(&Request::Join { mask, record: m });
+        roundtrip(&Request::Leave { mask, record: m });
         roundtrip(&Request::ListSubscriptions);
         roundtrip(&Request::ListGroups);
     }
 
     #[test]
     fn bad_frames_get_specific_errors() {
-        let ok = Request::Hello.to_frame(1).encode();
+        let ok = request_frame(&Request::Hello, 1).encode();
         let mut other_version = ok.to_vec();
         other_version[4] = 9;
         assert_eq!(
@@ -385,29 +357,47 @@ mod tests {
             Err(FrameError::Length(u32::MAX as usize))
         );
         let unknown = Frame::new(0x33, 1, 0, Bytes::new());
-        assert_eq!(Request::from_frame(&unknown), Err(api_error::KIND));
+        assert_eq!(decode_request(&unknown), Err(api_error::KIND));
         let short = Frame::new(kind::INFORM, 1, 0, Bytes::from_static(&[0; 10]));
-        assert_eq!(Request::from_frame(&short), Err(api_error::BODY));
-        let mut q = Request::PathQuery {
+        assert_eq!(decode_request(&short), Err(api_error::BODY));
+        let query = Request::PathQuery(PathQuery {
             method: Method::GET,
             mask: ComponentMask(0),
             template: PathRecord::new_zeroed(),
-        }
-        .to_frame(1);
+        });
+        let mut q = request_frame(&query, 1);
         let mut body = q.body.to_vec();
         body[0] = 0x02; // Set is not a query
         q.body = Bytes::from(body);
-        assert_eq!(Request::from_frame(&q), Err(api_error::BODY));
+        assert_eq!(decode_request(&q), Err(api_error::BODY));
     }
 
     #[test]
-    fn hello_reads_back() {
-        let h = Hello {
+    fn replies_carry_the_kind_they_answer() {
+        let hello = Hello {
             gid: Gid::new(Gid::DEFAULT_PREFIX, 5),
             lid: 5,
             sm_lid: 1,
         };
-        assert_eq!(Hello::decode(&h.encode()), Some(h));
-        assert_eq!(Hello::decode(&[0; 3]), None);
+        let reply = LocalReply {
+            conn: 3,
+            request: 9,
+            answers: Some(RequestKind::Hello),
+            status: MadStatus::OK,
+            body: LocalBody::Hello(hello),
+        };
+        let f = reply_frame(&reply);
+        assert_eq!((f.kind, f.request, f.status), (kind::HELLO_ANSWER, 9, 0));
+        assert_eq!(decode_hello(&f.body), Some(hello));
+        assert_eq!(decode_hello(&[0; 3]), None);
+        let notice = LocalReply {
+            request: 0,
+            answers: None,
+            body: LocalBody::Notice(Notice::new_zeroed()),
+            ..reply
+        };
+        let f = reply_frame(&notice);
+        assert_eq!((f.kind, f.body.len()), (kind::NOTICE, 80));
+        assert!(super::notice(&f).is_some());
     }
 }

@@ -1,12 +1,43 @@
-//! The local-sa agent without I/O.
+//! The local-sa agent without I/O: everything it decides, as state
+//! machines fed bytes, requests and the time, that never touch a
+//! descriptor, a clock, the environment or a random source.
 //!
-//! * [`agent`]: the SA core, a state machine fed MADs, local requests and
-//!   the time: PathRecord answers from the [`store`], forwarding to the
-//!   master SA, refresh, loads, notices and multicast memberships;
+//! * [`agent`]: the SA agent of one port ([`agent::SaCore`]): PathRecord
+//!   answers from the [`store`] through the [`path_query`] engine, loads,
+//!   forwarding to the master SA, refresh, notice subscriptions and
+//!   multicast [`memberships`] proxied with reference counts;
+//! * [`requester`]: requests to an SA and their answers (TransactionIDs,
+//!   retries, RMPP), for the agent and for lsaquery alike;
+//! * [`address`], [`request`]: what goes in and out: MADs with the
+//!   core's own address type, and requests from programs on this node;
 //! * [`api`]: the local API's wire format;
 //! * [`text`]: how the command-line tools read numbers.
+//!
+//! A door (the umad transport, the local API socket) decodes its wire
+//! format into these types and encodes the agent's answers back; the
+//! daemon moves them. Tests drive the agent against a fake master SA on a
+//! virtual clock; the fuzz targets feed it raw bytes (see `fuzz/`).
+#![forbid(unsafe_code)]
 
+pub mod address;
 pub mod agent;
 pub mod api;
+pub mod config;
+pub mod counters;
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
+mod inbound;
+pub mod memberships;
+pub mod path_query;
+pub mod request;
+pub mod requester;
+mod respond;
 pub mod store;
 pub mod text;
+mod transfers;
+
+pub use address::{Address, Received, Transmit};
+pub use agent::SaCore;
+pub use config::{AgentConfig, PortIdentity};
+pub use counters::Counters;

@@ -1,15 +1,18 @@
-//! Replays the SA-core fuzz corpus and its past crashes through the fuzz
-//! harness on stable Rust, so what the fuzzer found stays fixed without
+//! Replays the core's fuzz corpora and their past crashes through the fuzz
+//! harnesses on stable Rust, so what the fuzzers found stays fixed without
 //! cargo-fuzz or nightly.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn inputs(kind: &str) -> Vec<PathBuf> {
+use local_sa_core::fuzzing;
+
+/// The files of `fuzz/<kind>/<target>/`, sorted.
+fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz")
         .join(kind)
-        .join("sa_core");
+        .join(target);
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .map(|d| {
             d.flatten()
@@ -22,19 +25,24 @@ fn inputs(kind: &str) -> Vec<PathBuf> {
     files
 }
 
-fn replay(kind: &str) -> usize {
-    let files = inputs(kind);
+/// Runs every input of `fuzz/<kind>/<target>/` through `harness`.
+fn replay(kind: &str, target: &str, harness: fn(&[u8])) -> usize {
+    let files = inputs(kind, target);
     for file in &files {
         let data = fs::read(file).unwrap();
-        let result = std::panic::catch_unwind(|| local_sa_core::agent::fuzzing::drive(&data));
-        assert!(result.is_ok(), "{} broke the SA core", file.display());
+        let result = std::panic::catch_unwind(|| harness(&data));
+        assert!(
+            result.is_ok(),
+            "{} broke the {target} harness",
+            file.display()
+        );
     }
     files.len()
 }
 
 #[test]
-fn corpus_replays_cleanly() {
-    let n = replay("corpus");
+fn sa_core_corpus_replays_cleanly() {
+    let n = replay("corpus", "sa_core", fuzzing::sa_core);
     assert!(
         n >= 20,
         "only {n} SA-core corpus inputs: run export-fuzz-seeds"
@@ -42,6 +50,12 @@ fn corpus_replays_cleanly() {
 }
 
 #[test]
+fn memberships_corpus_replays_cleanly() {
+    replay("corpus", "memberships", fuzzing::memberships);
+}
+
+#[test]
 fn past_crashes_stay_fixed() {
-    replay("regressions");
+    replay("regressions", "sa_core", fuzzing::sa_core);
+    replay("regressions", "memberships", fuzzing::memberships);
 }

@@ -1,5 +1,5 @@
 //! The local API server: a Unix socket whose connections carry
-//! [`crate::api`] frames. Each connection gets a reader task (frames in,
+//! [`local_sa_core::api`] frames. Each connection gets a reader task (frames in,
 //! as [`ApiEvent`]s for the driver) and a writer task (frames out, from a
 //! bounded queue). A client that does not read its answers and notices
 //! fills its queue and is disconnected; whatever it held is released like
@@ -17,8 +17,8 @@ use smol::channel::{self, Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info, warn};
 
-use local_sa_core::agent::local::ConnId;
-use local_sa_core::api::{Frame, FrameError, Request, api_error, kind};
+use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
+use local_sa_core::request::{ConnId, Request};
 
 /// Frames queued for one connection before it counts as not reading.
 pub(crate) const CONNECTION_QUEUE: usize = 4096;
@@ -150,7 +150,7 @@ async fn read_frames(
         }
         let id = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
         let event = match Frame::decode(&rest) {
-            Ok(frame) => match Request::from_frame(&frame) {
+            Ok(frame) => match decode_request(&frame) {
                 Ok(request) => ApiEvent::Request { conn, id, request },
                 Err(status) => ApiEvent::Bad {
                     conn,
@@ -189,11 +189,6 @@ async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames: Receiver<B
     // The queue closed (the daemon let the connection go) or the peer did:
     // shut the socket so that the reader sees the end too.
     let _ = stream.get_ref().shutdown(std::net::Shutdown::Both);
-}
-
-/// An API error frame for request `id`.
-pub(crate) fn error_frame(id: u32, status: u16) -> Bytes {
-    Frame::new(kind::ERROR, id, status, Bytes::new()).encode()
 }
 
 /// Logs where the API listens.

@@ -7,18 +7,18 @@ use std::time::{Duration, Instant};
 
 use async_signal::Signals;
 use bytes::Bytes;
-use mad_codec::zerocopy::IntoBytes;
 use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
-use crate::api::{ApiEvent, error_frame};
+use crate::api::ApiEvent;
+use crate::bridge;
 use crate::run::{SHUTDOWN_GRACE, identity};
 use crate::stats::StatsFile;
-use local_sa_core::agent::SaCore;
-use local_sa_core::agent::local::{ConnId, LocalBody, LocalReply, LocalRequest};
-use local_sa_core::api::{self as wire, Frame, Hello, Request, kind};
+use local_sa_core::SaCore;
+use local_sa_core::api;
+use local_sa_core::request::{ConnId, LocalReply};
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvent;
 use umad::{AgentId, IncomingMad, OutgoingMad};
@@ -52,8 +52,6 @@ pub(crate) struct Driver {
     pub(crate) stats_interval: Duration,
     /// Each local connection's outgoing frames.
     pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
-    /// The kind of each local request waiting for its answer.
-    pub(crate) pending: HashMap<(ConnId, u32), u8>,
 }
 
 impl Driver {
@@ -88,11 +86,11 @@ impl Driver {
             let now = Instant::now();
             match wake {
                 Wake::Mad(m) => {
-                    self.core.handle_mad(now, m.source, m.status, &m.mad);
+                    self.core.handle_mad(now, bridge::received(m));
                     // Take whatever else has arrived before sending: one
                     // wake-up for a burst.
                     while let Ok(m) = src.incoming.try_recv() {
-                        self.core.handle_mad(now, m.source, m.status, &m.mad);
+                        self.core.handle_mad(now, bridge::received(m));
                     }
                 }
                 Wake::Api(e) => self.api_event(now, e),
@@ -138,14 +136,12 @@ impl Driver {
     /// local reply to its connection. False if the transport is gone.
     async fn flush(&mut self) -> bool {
         while let Some(t) = self.core.poll_transmit() {
-            let out = OutgoingMad {
-                agent: self.agent,
-                dest: t.dest,
-                mad: t.mad,
-                timeout_ms: t.timeout_ms,
-                retries: 0,
-            };
-            if self.outgoing.send(out).await.is_err() {
+            if self
+                .outgoing
+                .send(bridge::outgoing(self.agent, t))
+                .await
+                .is_err()
+            {
                 return false;
             }
         }
@@ -161,54 +157,7 @@ impl Driver {
                 self.connections.insert(conn, writer);
             }
             ApiEvent::Request { conn, id, request } => {
-                let local = match request {
-                    Request::Hello => {
-                        let p = self.core.port();
-                        let hello = Hello {
-                            gid: p.gid,
-                            lid: p.lid,
-                            sm_lid: p.sm_lid,
-                        };
-                        return self.send(
-                            conn,
-                            Frame::new(kind::HELLO_ANSWER, id, 0, hello.encode()).encode(),
-                        );
-                    }
-                    Request::PathQuery {
-                        method,
-                        mask,
-                        template,
-                    } => {
-                        self.pending.insert((conn, id), kind::PATH_QUERY);
-                        LocalRequest::PathQuery {
-                            method,
-                            mask,
-                            template,
-                        }
-                    }
-                    Request::Inform(ii) => {
-                        self.pending.insert((conn, id), kind::INFORM);
-                        LocalRequest::Inform(ii)
-                    }
-                    Request::Membership { join, mask, record } => {
-                        self.pending
-                            .insert((conn, id), if join { kind::JOIN } else { kind::LEAVE });
-                        if join {
-                            LocalRequest::Join { mask, record }
-                        } else {
-                            LocalRequest::Leave { mask, record }
-                        }
-                    }
-                    Request::ListSubscriptions => {
-                        self.pending.insert((conn, id), kind::LIST_SUBSCRIPTIONS);
-                        LocalRequest::Subscriptions
-                    }
-                    Request::ListGroups => {
-                        self.pending.insert((conn, id), kind::LIST_GROUPS);
-                        LocalRequest::Groups
-                    }
-                };
-                self.core.handle_local(now, conn, id, local);
+                self.core.handle_local(now, conn, id, request);
             }
             ApiEvent::Bad {
                 conn,
@@ -221,7 +170,7 @@ impl Driver {
                     status = format_args!("{status:#06x}"),
                     "a bad local API frame"
                 );
-                self.send(conn, error_frame(id, status));
+                self.send(conn, api::error_frame(id, status).encode());
                 if close {
                     self.disconnect(now, conn);
                 }
@@ -232,23 +181,7 @@ impl Driver {
 
     /// A reply from the core, as a frame on its connection.
     fn reply(&mut self, r: LocalReply) {
-        let answer_kind = if r.request == 0 && matches!(r.body, LocalBody::Notice(_)) {
-            kind::NOTICE
-        } else {
-            self.pending
-                .remove(&(r.conn, r.request))
-                .map_or(kind::ERROR, |k| k | kind::ANSWER)
-        };
-        let (flags, body) = match r.body {
-            LocalBody::Empty => (0, Bytes::new()),
-            LocalBody::Records {
-                data, truncated, ..
-            } => (if truncated { wire::FLAG_TRUNCATED } else { 0 }, data),
-            LocalBody::Notice(n) => (0, Bytes::copy_from_slice(n.as_bytes())),
-        };
-        let mut frame = Frame::new(answer_kind, r.request, r.status.0, body);
-        frame.flags = flags;
-        self.send(r.conn, frame.encode());
+        self.send(r.conn, api::reply_frame(&r).encode());
     }
 
     /// Queues a frame for `conn`; a connection whose queue is full is not
@@ -271,7 +204,6 @@ impl Driver {
         if self.connections.remove(&conn).is_some() {
             debug!(conn, "local API connection closed");
         }
-        self.pending.retain(|(c, _), _| *c != conn);
         self.core.handle_local_closed(now, conn);
     }
 

@@ -1,6 +1,7 @@
 //! The local-sa daemon: see `local-sa --help`.
 
 mod api;
+mod bridge;
 mod driver;
 mod options;
 mod run;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
-use local_sa_core::agent::AgentConfig;
+use local_sa_core::AgentConfig;
 use local_sa_core::text::number;
 
 /// Serve SA PathRecord queries from a local cache, on this node's port.
@@ -262,7 +262,6 @@ impl Options {
             negative_ttl: Duration::from_secs(self.negative_ttl),
             member_lease: Duration::from_secs(self.member_lease.max(1)),
             audit_interval: Duration::from_secs(self.audit_interval.max(1)),
-            rmpp: umad::simulator::rmpp_config(),
             ..AgentConfig::default()
         }
     }

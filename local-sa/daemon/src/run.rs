@@ -19,7 +19,7 @@ use crate::driver::{Driver, Sources};
 use crate::api;
 use crate::options::Options;
 use crate::stats::StatsFile;
-use local_sa_core::agent::{PortIdentity, SaCore};
+use local_sa_core::{PortIdentity, SaCore};
 use umad::port::{PortError, PortFacts, Sysfs};
 use umad::port_events::PortEvents;
 use umad::{AgentSpec, UmadDevice, UmadTransport};
@@ -92,6 +92,9 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
             umad_path.display()
         ))
     })?;
+    let mut config = options.agent_config();
+    // RMPP segments as big as the transport carries intact.
+    config.rmpp.segment_data_len = device.transport().segment_data_len();
     let transport = UmadTransport::start(device, CHANNEL_DEPTH)
         .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
     let events = PortEvents::start(
@@ -122,7 +125,12 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         None => None,
     };
     let driver = Driver {
-        core: SaCore::new(options.agent_config(), identity(&facts), Instant::now()),
+        core: SaCore::new(
+            config,
+            identity(&facts),
+            Instant::now(),
+            umad::transaction_id_seed(),
+        ),
         agent,
         outgoing: transport.outgoing(),
         sysfs,
@@ -130,7 +138,6 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         stats,
         stats_interval: Duration::from_secs(options.stats_interval),
         connections: HashMap::new(),
-        pending: HashMap::new(),
     };
     let (api_tx, api_rx) = smol::channel::bounded(1024);
     let sources = Sources {

@@ -18,7 +18,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use local_sa_core::agent::Counters;
+use local_sa_core::Counters;
 
 /// The counters file of one port.
 #[derive(Debug, Clone)]

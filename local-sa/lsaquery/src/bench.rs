@@ -1,10 +1,8 @@
 //! `--bench N`: the query sent N times with W outstanding, then the rate
 //! and latency percentiles.
 
-use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-use bytes::Bytes;
 
 use crate::query::Query;
 use crate::session::{Failure, Session};
@@ -22,32 +20,44 @@ struct Tally {
 
 /// Runs the benchmark and prints its result.
 pub(crate) async fn run(
-    session: &Session,
+    session: &mut Session,
     query: &Query,
     total: u64,
     window: usize,
 ) -> Result<(), Failure> {
     let mad = query.to_mad(session.sm_key);
-    let next = Cell::new(0u64);
-    let tally = RefCell::new(Tally {
+    let mut t = Tally {
         latencies: Vec::with_capacity(usize::try_from(total).unwrap_or(0)),
         ..Tally::default()
-    });
-    let executor = smol::LocalExecutor::new();
+    };
     let start = Instant::now();
-    let workers: Vec<_> = (0..window.max(1))
-        .map(|_| executor.spawn(worker(session, &mad, &next, total, &tally)))
-        .collect();
-    executor
-        .run(async {
-            for w in workers {
-                w.await;
+    let (mut sent, mut ended) = (0u64, 0u64);
+    let mut in_flight = HashMap::new();
+    while ended < total {
+        while sent < total && in_flight.len() < window.max(1) {
+            let token = session.client.start(session.dest, &mad);
+            in_flight.insert(token, Instant::now());
+            sent += 1;
+        }
+        let c = session.client.next_completion().await?;
+        let Some(started) = in_flight.remove(&c.token) else {
+            continue;
+        };
+        ended += 1;
+        match c.outcome {
+            Ok(answer) => {
+                t.latencies.push(started.elapsed());
+                if session.ok(&answer).is_err() {
+                    t.error_status += 1;
+                }
             }
-        })
-        .await;
+            Err(e) => {
+                t.unanswered += 1;
+                t.first_failure.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
     let elapsed = start.elapsed();
-    drop(executor);
-    let mut t = tally.into_inner();
     t.latencies.sort_unstable();
     let report = Report::new(&t, total, window, elapsed);
     if session.json {
@@ -58,40 +68,6 @@ pub(crate) async fn run(
     match (t.latencies.is_empty(), t.first_failure) {
         (true, Some(f)) => Err(Failure::new(4, format!("no query was answered: {f}"))),
         _ => Ok(()),
-    }
-}
-
-async fn worker(
-    session: &Session,
-    mad: &Bytes,
-    next: &Cell<u64>,
-    total: u64,
-    tally: &RefCell<Tally>,
-) {
-    loop {
-        let i = next.get();
-        if i >= total {
-            return;
-        }
-        next.set(i + 1);
-        let sent = Instant::now();
-        let result = session
-            .client
-            .request(session.dest, mad, &session.opts)
-            .await;
-        let mut t = tally.borrow_mut();
-        match result {
-            Ok(response) => {
-                t.latencies.push(sent.elapsed());
-                if Session::ok(&response).is_err() {
-                    t.error_status += 1;
-                }
-            }
-            Err(e) => {
-                t.unanswered += 1;
-                t.first_failure.get_or_insert_with(|| e.to_string());
-            }
-        }
     }
 }
 

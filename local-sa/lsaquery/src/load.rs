@@ -35,7 +35,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {
 /// Sends `records` with `method` (Set or Delete) and reports how many the
 /// SA stored or removed.
 pub(crate) async fn push(
-    session: &Session,
+    session: &mut Session,
     method: Method,
     mask: ComponentMask,
     modifier: u32,
@@ -52,24 +52,19 @@ pub(crate) async fn push(
     for r in records {
         data.extend_from_slice(r.as_bytes());
     }
-    let response = session
+    let dest = session.dest;
+    let completion = session
         .client
-        .request_rmpp(session.dest, header, Bytes::from(data), &session.opts)
-        .await
-        .map_err(|e| Failure::new(4, format!("SA at LID {}: {e}", session.dest.lid)))?;
-    if session.debug {
-        println!(
-            "SA Request (headers):\n{}",
-            mad_codec::hex::dump(header.as_bytes())
-        );
-        println!("SA Response:\n{}", mad_codec::hex::dump(&response.mad));
-    }
-    let mad = Session::ok(&response)?;
+        .request_rmpp(dest, header, Bytes::from(data))
+        .await?
+        .map_err(|e| session.unanswered(e))?;
+    let answer = session.answer(completion)?;
+    let mad = session.ok(&answer)?;
     Ok(mad.mad().attribute_modifier())
 }
 
 /// `--load FILE [--replace]`.
-pub(crate) async fn load(session: &Session, path: &Path, replace: bool) -> Result<(), Failure> {
+pub(crate) async fn load(session: &mut Session, path: &Path, replace: bool) -> Result<(), Failure> {
     let records = read(path)?;
     let modifier = if replace { REPLACE_SOURCES } else { 0 };
     let stored = push(
@@ -89,7 +84,7 @@ pub(crate) async fn load(session: &Session, path: &Path, replace: bool) -> Resul
 }
 
 /// `--delete FILE`: the records named, by their (SLID, DLID) pairs.
-pub(crate) async fn delete_named(session: &Session, path: &Path) -> Result<(), Failure> {
+pub(crate) async fn delete_named(session: &mut Session, path: &Path) -> Result<(), Failure> {
     let records = read(path)?;
     let removed = push(session, Method::DELETE, ComponentMask::NONE, 0, &records).await?;
     println!(
@@ -101,7 +96,7 @@ pub(crate) async fn delete_named(session: &Session, path: &Path) -> Result<(), F
 }
 
 /// `--delete-matching`: every record matching the query's template.
-pub(crate) async fn delete_matching(session: &Session, query: &Query) -> Result<(), Failure> {
+pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Result<(), Failure> {
     if query.mask == ComponentMask::NONE {
         return Err(Failure::new(
             2,

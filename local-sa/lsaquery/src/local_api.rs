@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use local_sa_core::api::{self, Frame, Request, kind};
+use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::request::Request;
 use mad_codec::records::SaRecord;
 use mad_codec::{InformInfoRecord, McMemberRecord, Records, TrapNumber};
 use smol::Async;
@@ -77,7 +78,7 @@ impl Connection {
     async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
         let id = self.next_id;
         self.next_id += 1;
-        let frame = request.to_frame(id).encode();
+        let frame = api::request_frame(request, id).encode();
         self.stream
             .write_all(&frame)
             .await
@@ -198,13 +199,7 @@ pub(crate) async fn join(
     (mask, record): (mad_codec::ComponentMask, McMemberRecord),
 ) -> Result<(), Failure> {
     let mask = cli.comp_mask.map_or(mask, mad_codec::ComponentMask);
-    let answer = conn
-        .call(&Request::Membership {
-            join: true,
-            mask,
-            record,
-        })
-        .await?;
+    let answer = conn.call(&Request::Join { mask, record }).await?;
     let joined = first::<McMemberRecord>(&answer)?;
     conn.print(&crate::print::mc_member(&joined));
     eprintln!(
@@ -214,8 +209,7 @@ pub(crate) async fn join(
     let _ = conn.wait(cli).await?;
     let mut leave = joined;
     leave.set_join_state(record.join_state());
-    conn.call(&Request::Membership {
-        join: false,
+    conn.call(&Request::Leave {
         mask: mad_codec::attr::mc_member_record::mask::JOIN,
         record: leave,
     })

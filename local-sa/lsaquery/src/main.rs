@@ -2,6 +2,7 @@
 
 mod bench;
 mod cli;
+mod client;
 mod load;
 mod local_api;
 mod print;
@@ -14,15 +15,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use local_sa_core::requester::{Answer, RequesterConfig};
 use mad_codec::records::SaRecord;
 use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, Method, NodeRecord, PathRecord, SaMad,
     ServiceRecord,
 };
-use umad::port::Sysfs;
-use umad::{AgentSpec, MadAddress, MadClient, RequestOptions, UmadDevice, UmadTransport};
+use umad::port::{PortFacts, Sysfs};
+use umad::{AgentSpec, MadAddress, UmadDevice, UmadTransport};
 
 use crate::cli::Cli;
+use crate::client::Client;
 use crate::print::Printed;
 use crate::query::{Kind, Query};
 use crate::session::{Failure, Session};
@@ -140,39 +143,37 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let agent = device
         .register_agent(&AgentSpec::sa(methods))
         .map_err(|e| Failure::new(3, e.to_string()))?;
+    let mut config = RequesterConfig {
+        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+        retries: cli.retries,
+        ..RequesterConfig::default()
+    };
+    // RMPP segments as big as the transport carries intact.
+    config.rmpp.segment_data_len = device.transport().segment_data_len();
     let transport =
         UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
-    let (client, dispatcher, unsolicited) =
-        MadClient::new(agent, transport.outgoing(), transport.incoming());
-    let session = Session {
+    let mut session = Session {
         dest: MadAddress::gsi(sa_lid, port.sm_sl),
         port,
-        client,
-        unsolicited,
-        opts: RequestOptions {
-            timeout: Duration::from_millis(cli.timeout_ms.max(1)),
-            retries: cli.retries,
-            rmpp: umad::simulator::rmpp_config(),
-        },
+        client: Client::new(agent, &transport, config),
         sm_key: cli.smkey,
         debug: cli.debug > 0,
         json: cli.json,
         show_keys: cli.show_keys,
     };
-    let executor = smol::LocalExecutor::new();
-    let result = smol::block_on(executor.run(async {
-        executor.spawn(dispatcher).detach();
+    let result = smol::block_on(async {
         let gid = session.port.gid;
+        let session = &mut session;
         match &mode {
-            Mode::Query(q) => query(&session, q).await,
-            Mode::Bench(q) => bench::run(&session, q, cli.bench.unwrap_or(0), cli.window).await,
-            Mode::Load(path) => load::load(&session, path, cli.replace).await,
-            Mode::DeleteNamed(path) => load::delete_named(&session, path).await,
-            Mode::DeleteMatching(q) => load::delete_matching(&session, q).await,
-            Mode::Subscribe(trap) => registration::subscribe(&session, cli, *trap).await,
+            Mode::Query(q) => query(session, q).await,
+            Mode::Bench(q) => bench::run(session, q, cli.bench.unwrap_or(0), cli.window).await,
+            Mode::Load(path) => load::load(session, path, cli.replace).await,
+            Mode::DeleteNamed(path) => load::delete_named(session, path).await,
+            Mode::DeleteMatching(q) => load::delete_matching(session, q).await,
+            Mode::Subscribe(trap) => registration::subscribe(session, cli, *trap).await,
             Mode::Join(mgid) => {
                 registration::membership(
-                    &session,
+                    session,
                     cli,
                     Method::SET,
                     registration::join_record(cli, gid, *mgid),
@@ -181,7 +182,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             }
             Mode::Leave(mgid) => {
                 registration::membership(
-                    &session,
+                    session,
                     cli,
                     Method::DELETE,
                     registration::leave_record(cli, gid, *mgid),
@@ -189,18 +190,15 @@ fn run(cli: &Cli) -> Result<(), Failure> {
                 .await
             }
         }
-    }));
+    });
+    drop(session);
     transport.shutdown();
     result
 }
 
 /// Registrations go through the local API unless an SA is named: returns
 /// the outcome when this run does.
-fn through_local_api(
-    cli: &Cli,
-    mode: &Mode,
-    port: &umad::port::PortFacts,
-) -> Option<Result<(), Failure>> {
+fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<(), Failure>> {
     let listing = |q: &Query| {
         matches!(
             q.kind,
@@ -247,17 +245,16 @@ fn through_local_api(
     Some(smol::block_on(run))
 }
 
-async fn query(session: &Session, query: &Query) -> Result<(), Failure> {
-    let response = session.exchange(&query.to_mad(session.sm_key)).await?;
-    let mad = Session::ok(&response)?;
-    let truncated = response.looks_truncated();
-    if truncated {
+async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
+    let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
+    let mad = session.ok(&answer)?;
+    if answer.is_cut() {
         eprintln!(
             "lsaquery: warning: the answer claims RMPP but arrived as one cut MAD (a transport without RMPP, \
              such as ibsim); only the whole records at its start are shown"
         );
     }
-    for p in printed(session, query, &mad, truncated)? {
+    for p in printed(session, query, &mad, &answer)? {
         session.print(&p);
     }
     Ok(())
@@ -268,32 +265,32 @@ fn printed(
     session: &Session,
     query: &Query,
     mad: &SaMad<'_>,
-    truncated: bool,
+    answer: &Answer,
 ) -> Result<Vec<Printed>, Failure> {
     let keys = session.show_keys;
     Ok(match query.kind {
         Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(mad)?)],
-        Kind::PathRecord => records::<PathRecord>(mad, query, truncated)?
+        Kind::PathRecord => records::<PathRecord>(mad, query, answer)?
             .into_iter()
             .map(print::path_record)
             .collect(),
-        Kind::NodeRecord => records::<NodeRecord>(mad, query, truncated)?
+        Kind::NodeRecord => records::<NodeRecord>(mad, query, answer)?
             .into_iter()
             .map(print::node_record)
             .collect(),
-        Kind::McGroups => records::<McMemberRecord>(mad, query, truncated)?
+        Kind::McGroups => records::<McMemberRecord>(mad, query, answer)?
             .into_iter()
             .map(print::mc_group)
             .collect(),
-        Kind::McMemberRecord => records::<McMemberRecord>(mad, query, truncated)?
+        Kind::McMemberRecord => records::<McMemberRecord>(mad, query, answer)?
             .into_iter()
             .map(print::mc_member)
             .collect(),
-        Kind::ServiceRecord => records::<ServiceRecord>(mad, query, truncated)?
+        Kind::ServiceRecord => records::<ServiceRecord>(mad, query, answer)?
             .into_iter()
             .map(|r| print::service_record(r, keys))
             .collect(),
-        Kind::InformInfoRecord => records::<InformInfoRecord>(mad, query, truncated)?
+        Kind::InformInfoRecord => records::<InformInfoRecord>(mad, query, answer)?
             .into_iter()
             .map(|r| print::inform_info_record(r, keys))
             .collect(),
@@ -309,18 +306,13 @@ fn record<'a, T: SaRecord>(mad: &SaMad<'a>) -> Result<&'a T, Failure> {
 fn records<'a, T: SaRecord>(
     mad: &SaMad<'a>,
     query: &Query,
-    truncated: bool,
+    answer: &'a Answer,
 ) -> Result<Vec<&'a T>, Failure> {
     if query.method == Method::GET {
         return Ok(vec![record::<T>(mad)?]);
     }
-    let all = mad
-        .records::<T>()
+    // Checked here so that a malformed answer is reported as such.
+    mad.records::<T>()
         .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
-    let whole = if truncated {
-        umad::Response::intact_data_len() / all.stride().max(1)
-    } else {
-        all.len()
-    };
-    Ok(all.take(whole).collect())
+    Ok(answer.records::<T>().collect())
 }

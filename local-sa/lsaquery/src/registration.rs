@@ -46,13 +46,14 @@ fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
 enum Event {
     Mad(IncomingMad),
     Stop,
+    Lost(Failure),
 }
 
 /// Subscribes, prints every notice the SA reports (answering each with a
 /// ReportResp) until `--count`, `--duration` or SIGINT/SIGTERM, then
 /// unsubscribes.
 pub(crate) async fn subscribe(
-    session: &Session,
+    session: &mut Session,
     cli: &Cli,
     trap: TrapNumber,
 ) -> Result<(), Failure> {
@@ -62,7 +63,7 @@ pub(crate) async fn subscribe(
     let answer = session
         .exchange(&inform_info_set(session.sm_key, trap, true))
         .await?;
-    Session::ok(&answer)?;
+    session.ok(&answer)?;
     eprintln!(
         "lsaquery: subscribed to trap {trap} at the SA at LID {}",
         session.dest.lid
@@ -75,10 +76,9 @@ pub(crate) async fn subscribe(
     while cli.count.is_none_or(|c| seen < c) {
         let next = async {
             session
-                .unsolicited
-                .recv()
+                .unsolicited()
                 .await
-                .map_or(Event::Stop, Event::Mad)
+                .map_or_else(Event::Lost, Event::Mad)
         };
         let signal = async {
             signals.next().await;
@@ -94,20 +94,21 @@ pub(crate) async fn subscribe(
         match next.or(signal).or(timer).await {
             Event::Mad(m) => seen += u64::from(report(session, cli, &m).await?),
             Event::Stop => break,
+            Event::Lost(f) => return Err(f),
         }
     }
 
     let answer = session
         .exchange(&inform_info_set(session.sm_key, trap, false))
         .await?;
-    Session::ok(&answer)?;
+    session.ok(&answer)?;
     eprintln!("lsaquery: unsubscribed after {seen} notice(s)");
     Ok(())
 }
 
 /// Answers and prints one Report; other MADs are ignored. Returns whether
 /// it was a notice.
-async fn report(session: &Session, cli: &Cli, m: &IncomingMad) -> Result<bool, Failure> {
+async fn report(session: &mut Session, cli: &Cli, m: &IncomingMad) -> Result<bool, Failure> {
     let Ok(mad) = SaMad::parse(&m.mad) else {
         return Ok(false);
     };
@@ -121,11 +122,7 @@ async fn report(session: &Session, cli: &Cli, m: &IncomingMad) -> Result<bool, F
         h.set_method(Method::REPORT_RESP);
         h.set_status(MadStatus::OK);
     }
-    session
-        .client
-        .send(m.source.reply(), resp.freeze())
-        .await
-        .map_err(|e| Failure::new(4, e.to_string()))?;
+    session.client.send(m.source.reply(), resp.freeze()).await?;
     if cli.debug > 0 {
         println!("SA Report:\n{}", mad_codec::hex::dump(&m.mad));
     }
@@ -196,7 +193,7 @@ pub(crate) fn leave_record(cli: &Cli, port_gid: Gid, mgid: Gid) -> (ComponentMas
 /// Sends a join (Set) or leave (Delete) and prints the record the SA
 /// answers.
 pub(crate) async fn membership(
-    session: &Session,
+    session: &mut Session,
     cli: &Cli,
     method: Method,
     (mask, record): (ComponentMask, McMemberRecord),
@@ -207,7 +204,7 @@ pub(crate) async fn membership(
         .set_component_mask(cli.comp_mask.map_or(mask, ComponentMask));
     b.header_mut().sa.set_sm_key(session.sm_key);
     let answer = session.exchange(&b.into_bytes()).await?;
-    let mad = Session::ok(&answer)?;
+    let mad = session.ok(&answer)?;
     let answered = mad
         .record::<McMemberRecord>()
         .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;

@@ -1,11 +1,11 @@
-//! One run of lsaquery: the port, the transport and client, and where the
-//! SA is.
+//! One run of lsaquery: the port, the client, and where the SA is.
 
+use local_sa_core::requester::{Answer, Completion, Failure as RequestFailure};
 use mad_codec::SaMad;
-use smol::channel::Receiver;
 use umad::port::PortFacts;
-use umad::{IncomingMad, MadAddress, MadClient, RequestOptions, Response};
+use umad::{IncomingMad, MadAddress};
 
+use crate::client::{Client, Closed, Token};
 use crate::print::Printed;
 
 /// An exit status and what to say about it.
@@ -24,13 +24,17 @@ impl Failure {
     }
 }
 
+impl From<Closed> for Failure {
+    fn from(_: Closed) -> Self {
+        Self::new(4, "the MAD transport is shut down")
+    }
+}
+
 /// Everything a query or registration needs.
 pub(crate) struct Session {
     pub(crate) port: PortFacts,
-    pub(crate) client: MadClient,
-    pub(crate) unsolicited: Receiver<IncomingMad>,
+    pub(crate) client: Client,
     pub(crate) dest: MadAddress,
-    pub(crate) opts: RequestOptions,
     pub(crate) sm_key: u64,
     pub(crate) debug: bool,
     pub(crate) json: bool,
@@ -40,26 +44,42 @@ pub(crate) struct Session {
 impl Session {
     /// Sends a request to the SA and returns its answer, printing both in
     /// hex with `-d`.
-    pub(crate) async fn exchange(&self, request: &[u8]) -> Result<Response, Failure> {
-        let response = self
-            .client
-            .request(self.dest, request, &self.opts)
-            .await
-            .map_err(|e| Failure::new(4, format!("SA at LID {}: {e}", self.dest.lid)))?;
+    pub(crate) async fn exchange(&mut self, request: &[u8]) -> Result<Answer, Failure> {
+        let completion = self.client.request(self.dest, request).await?;
+        self.answer(completion)
+    }
+
+    /// The answer of a completed request, printed in hex with `-d`, or
+    /// what to report (exit status 4).
+    pub(crate) fn answer(&self, c: Completion<Token>) -> Result<Answer, Failure> {
+        let answer = c.outcome.map_err(|e| self.unanswered(e))?;
         if self.debug {
-            println!("SA Request:\n{}", mad_codec::hex::dump(&response.request));
-            println!("SA Response:\n{}", mad_codec::hex::dump(&response.mad));
+            println!("SA Request:\n{}", mad_codec::hex::dump(&c.request));
+            println!("SA Response:\n{}", mad_codec::hex::dump(answer.mad()));
         }
-        Ok(response)
+        Ok(answer)
+    }
+
+    /// What to report when the SA gave no answer.
+    pub(crate) fn unanswered(&self, e: RequestFailure) -> Failure {
+        let lid = self.dest.lid;
+        let why = match e {
+            RequestFailure::Undeliverable { status } => format!(
+                "request to LID {lid} came back with umad status {status} ({})",
+                umad::status_hint(status)
+            ),
+            other => other.to_string(),
+        };
+        Failure::new(4, format!("SA at LID {lid}: {why}"))
     }
 
     /// The answer as an SA MAD if its status is success; otherwise the
     /// failure to report (exit status 1).
-    pub(crate) fn ok(response: &Response) -> Result<SaMad<'_>, Failure> {
-        let mad = SaMad::parse_checked(&response.mad).map_err(|e| {
+    pub(crate) fn ok<'a>(&self, answer: &'a Answer) -> Result<SaMad<'a>, Failure> {
+        let mad = SaMad::parse_checked(answer.mad()).map_err(|e| {
             Failure::new(
                 4,
-                format!("malformed answer from LID {}: {e}", response.source.lid),
+                format!("malformed answer from the SA at LID {}: {e}", self.dest.lid),
             )
         })?;
         let status = mad.mad().status();
@@ -68,13 +88,18 @@ impl Session {
                 1,
                 format!(
                     "SA at LID {} answered status {:#06x} ({})",
-                    response.source.lid,
+                    self.dest.lid,
                     status.0,
                     status.describe()
                 ),
             ));
         }
         Ok(mad)
+    }
+
+    /// The next unsolicited MAD (a Report, for a subscriber).
+    pub(crate) async fn unsolicited(&mut self) -> Result<IncomingMad, Failure> {
+        Ok(self.client.next_unsolicited().await?)
     }
 
     /// Prints a record as text or a JSON line.

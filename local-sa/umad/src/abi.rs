@@ -63,16 +63,6 @@ impl HeaderLayout {
             Self::Legacy => USER_MAD_HEADER_LEN - 8,
         }
     }
-
-    /// The layout for this process: legacy when the umad2sim preload is in
-    /// `LD_PRELOAD`, the P_Key layout otherwise.
-    pub fn for_this_process() -> Self {
-        if super::simulator::under_umad2sim() {
-            Self::Legacy
-        } else {
-            Self::WithPkeyIndex
-        }
-    }
 }
 
 /// `struct ib_user_mad_reg_req` (IB_USER_MAD_REGISTER_AGENT). It is a C

@@ -2,7 +2,7 @@
 
 use mad_codec::Gid;
 
-use super::abi::UserMadHeader;
+use crate::abi::UserMadHeader;
 
 /// The Q_Key of QP1 (the GSI): every SA MAD uses it.
 pub const GSI_QKEY: u32 = 0x8001_0000;

@@ -9,11 +9,12 @@ use bytes::Bytes;
 use mad_codec::{MAD_LEN, Method, MgmtClass};
 use zerocopy::IntoBytes;
 
-use super::abi::{
+use crate::abi::{
     HeaderLayout, IB_USER_MAD_ENABLE_PKEY, IB_USER_MAD_REGISTER_AGENT,
     IB_USER_MAD_UNREGISTER_AGENT, RegisterAgentRequest, USER_MAD_HEADER_LEN, UserMadHeader,
 };
-use super::address::MadAddress;
+use crate::address::MadAddress;
+use crate::simulator::Transport;
 use crate::sys::{Fd, ReadOutcome};
 
 /// The kernel's ID for a registered agent.
@@ -78,6 +79,32 @@ pub struct IncomingMad {
     pub source: MadAddress,
     /// The MAD at the length it arrived.
     pub mad: Bytes,
+    /// `Some(n)` when only its first `n` bytes are real (see
+    /// [`Transport::cut`]).
+    pub cut: Option<usize>,
+}
+
+/// What a umad status (an errno) on one of our requests means, for
+/// messages.
+pub fn status_hint(status: u32) -> &'static str {
+    if status == libc::ETIMEDOUT as u32 {
+        "ETIMEDOUT: no response in time; under ibsim, no process on that node serves this class \
+         — servers need SIM_SET_ISSM=1"
+    } else {
+        "an error status from the transport"
+    }
+}
+
+/// A seed for the TransactionIDs of a process's requests, from the
+/// operating system's random source (std's `RandomState` draws its keys
+/// from it): a restarted program does not reuse its predecessor's
+/// TransactionIDs, and two programs on one port do not take each other's
+/// answers.
+pub fn transaction_id_seed() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as u32
 }
 
 /// Largest read: the header and one MAD.
@@ -88,6 +115,7 @@ const READ_LEN: usize = USER_MAD_HEADER_LEN + MAD_LEN;
 pub struct UmadDevice {
     fd: Fd,
     path: PathBuf,
+    transport: Transport,
     layout: HeaderLayout,
     agents: Mutex<Vec<AgentId>>,
 }
@@ -96,7 +124,8 @@ impl UmadDevice {
     /// Opens `path` (e.g. `/dev/infiniband/umad0`) and switches it to the
     /// header with P_Key index, which must happen before any agent. Under
     /// the simulator the legacy header is used instead (see
-    /// [`HeaderLayout::Legacy`]).
+    /// [`HeaderLayout::Legacy`]): which transport this process has is found
+    /// out here, once.
     pub fn open(path: &Path) -> io::Result<Self> {
         let fd = Fd::open(path, libc::O_RDWR | libc::O_NONBLOCK).map_err(|e| {
             io::Error::new(
@@ -110,16 +139,23 @@ impl UmadDevice {
         fd.ioctl_none(IB_USER_MAD_ENABLE_PKEY).map_err(|e| {
             io::Error::new(e.kind(), format!("ENABLE_PKEY on {}: {e}", path.display()))
         })?;
-        let layout = HeaderLayout::for_this_process();
+        let transport = Transport::of_this_process();
+        let layout = transport.header_layout();
         if layout == HeaderLayout::Legacy {
             tracing::info!(device = %path.display(), "umad2sim preload: using the 56-byte user_mad header");
         }
         Ok(Self {
             fd,
             path: path.to_owned(),
+            transport,
             layout,
             agents: Mutex::new(Vec::new()),
         })
+    }
+
+    /// What carries its MADs: the kernel or the simulator.
+    pub fn transport(&self) -> Transport {
+        self.transport
     }
 
     /// The header layout in use.
@@ -234,11 +270,13 @@ impl UmadDevice {
         let mad_len = (h.length.get() as usize)
             .saturating_sub(header_len)
             .min(rest.len());
+        let mad = &rest[..mad_len];
         Ok(Some(IncomingMad {
             agent: AgentId(h.agent_id.get()),
             status: h.status.get(),
             source: MadAddress::read_from(&h),
-            mad: Bytes::copy_from_slice(&rest[..mad_len]),
+            mad: Bytes::copy_from_slice(mad),
+            cut: self.transport.cut(mad),
         }))
     }
 

@@ -6,7 +6,6 @@
 
 mod abi;
 mod address;
-mod client;
 mod device;
 pub mod port;
 pub mod port_events;
@@ -16,6 +15,8 @@ mod transport;
 
 pub use abi::HeaderLayout;
 pub use address::{GSI_QKEY, Grh, MadAddress};
-pub use client::{MadClient, RequestError, RequestOptions, Response};
-pub use device::{AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice};
+pub use device::{
+    AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, status_hint, transaction_id_seed,
+};
+pub use simulator::Transport;
 pub use transport::UmadTransport;

@@ -1,5 +1,7 @@
 //! What changes when this process runs under the simulator's preload
-//! (umad2sim from ibsim) instead of on the kernel's umad device.
+//! (umad2sim from ibsim) instead of on the kernel's umad device. This is
+//! the one place that knows; everything above sees a [`Transport`]'s
+//! answers.
 //!
 //! umad2sim receives every MAD into a buffer of `sizeof(struct
 //! sim_request)` (288 bytes) that must also hold the user_mad header, and
@@ -10,10 +12,15 @@
 //! treated as lost, so RMPP segments between two processes that both run
 //! under the preload carry 168 data bytes instead of 200, and a single MAD
 //! longer than 224 bytes is only trusted up to there.
+//!
+//! umad2sim has no RMPP either: OpenSM writes a multi-MAD answer as one
+//! buffer for the kernel's RMPP to cut, and the simulator delivers its
+//! first 256 bytes, still marked RMPP Active with type 0.
 
 use mad_codec::MAD_LEN;
-use mad_codec::header::SaMadHeader;
-use mad_codec::rmpp::RmppConfig;
+use mad_codec::header::{RmppType, SaMadHeader};
+
+use crate::abi::HeaderLayout;
 
 /// MAD bytes that survive umad2sim's receive path.
 const UMAD2SIM_INTACT: usize = 224;
@@ -23,37 +30,60 @@ pub fn under_umad2sim() -> bool {
     std::env::var_os("LD_PRELOAD").is_some_and(|p| p.to_string_lossy().contains("umad2sim"))
 }
 
-/// How many leading bytes of a received MAD are real: 256 on a kernel
-/// device, 224 under umad2sim.
-pub fn intact_mad_len() -> usize {
-    if under_umad2sim() {
-        UMAD2SIM_INTACT
-    } else {
-        MAD_LEN
-    }
+/// What carries this process's MADs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The kernel's umad device.
+    Kernel,
+    /// ibsim's umad2sim preload.
+    Umad2sim,
 }
 
-/// RMPP settings for this process's transport: the IBA's 200-byte segments
-/// on a kernel device, 168-byte ones under umad2sim (both ends of a
-/// transfer run under it there).
-pub fn rmpp_config() -> RmppConfig {
-    RmppConfig {
-        segment_data_len: intact_mad_len() - SaMadHeader::LEN,
-        ..RmppConfig::default()
+impl Transport {
+    /// The transport of this process: umad2sim when its preload is in
+    /// `LD_PRELOAD`, the kernel otherwise.
+    pub fn of_this_process() -> Self {
+        if under_umad2sim() {
+            Self::Umad2sim
+        } else {
+            Self::Kernel
+        }
     }
-}
 
-/// True when a one-MAD answer is not whole: an answer the master meant to
-/// send as several MADs that arrived as its first one (RMPP Active, type
-/// 0: how OpenSM's multi-MAD answers come through umad2sim), or one longer
-/// than the `intact_len` bytes the transport delivers intact. Only the
-/// records within the first `intact_len - 56` data bytes of such an answer
-/// are real.
-pub fn answer_is_cut(mad: &[u8], intact_len: usize) -> bool {
-    let claims_rmpp = SaMadHeader::parse(mad).is_ok_and(|(h, _)| {
-        h.rmpp.is_active() && h.rmpp.rmpp_type() == mad_codec::header::RmppType::NONE
-    });
-    (mad.len() == MAD_LEN && claims_rmpp) || mad.len() > intact_len
+    /// How many leading bytes of a received MAD are real.
+    pub fn intact_mad_len(self) -> usize {
+        match self {
+            Self::Kernel => MAD_LEN,
+            Self::Umad2sim => UMAD2SIM_INTACT,
+        }
+    }
+
+    /// SA data bytes per RMPP segment: the IBA's 200 on a kernel device,
+    /// 168 under umad2sim (both ends of a transfer run under it there).
+    pub fn segment_data_len(self) -> usize {
+        self.intact_mad_len() - SaMadHeader::LEN
+    }
+
+    /// The user_mad header this process exchanges with the device.
+    pub fn header_layout(self) -> HeaderLayout {
+        match self {
+            Self::Kernel => HeaderLayout::WithPkeyIndex,
+            Self::Umad2sim => HeaderLayout::Legacy,
+        }
+    }
+
+    /// How much of a received `mad` is real: `None` when all of it,
+    /// `Some(n)` when only its first `n` bytes are — a MAD longer than what
+    /// the transport delivers intact, or an answer its sender meant to
+    /// send as several MADs that arrived as its first one (RMPP Active,
+    /// type 0: how OpenSM's multi-MAD answers come through umad2sim).
+    pub fn cut(self, mad: &[u8]) -> Option<usize> {
+        let intact = self.intact_mad_len();
+        let claims_rmpp = SaMadHeader::parse(mad)
+            .is_ok_and(|(h, _)| h.rmpp.is_active() && h.rmpp.rmpp_type() == RmppType::NONE);
+        let cut = (mad.len() == MAD_LEN && claims_rmpp) || mad.len() > intact;
+        cut.then_some(intact.min(mad.len()))
+    }
 }
 
 #[cfg(test)]
@@ -68,20 +98,30 @@ mod tests {
         let mut b = SaMadBuilder::request(Method::GET_TABLE_RESP, 1, AttributeId::PATH_RECORD)
             .data(&[7; 200]);
         let whole = b.clone().into_bytes();
-        assert!(
-            !answer_is_cut(&whole, MAD_LEN),
+        assert_eq!(
+            Transport::Kernel.cut(&whole),
+            None,
             "a full MAD on a kernel device"
         );
-        assert!(
-            answer_is_cut(&whole, UMAD2SIM_INTACT),
+        assert_eq!(
+            Transport::Umad2sim.cut(&whole),
+            Some(224),
             "past what umad2sim delivers"
         );
-        assert!(!answer_is_cut(&whole[..200], UMAD2SIM_INTACT));
+        assert_eq!(Transport::Umad2sim.cut(&whole[..200]), None);
         b.header_mut().rmpp =
             RmppHeader::new(RmppType::NONE, RmppFlags::ACTIVE, RmppStatus::NORMAL, 0, 0);
-        assert!(
-            answer_is_cut(&b.into_bytes(), MAD_LEN),
+        assert_eq!(
+            Transport::Kernel.cut(&b.into_bytes()),
+            Some(256),
             "claims RMPP but is one MAD"
         );
+    }
+
+    #[test]
+    fn geometry() {
+        assert_eq!(Transport::Kernel.segment_data_len(), 200);
+        assert_eq!(Transport::Umad2sim.segment_data_len(), 168);
+        assert_eq!(Transport::Umad2sim.header_layout().header_len(), 56);
     }
 }

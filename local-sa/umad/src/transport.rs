@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use smol::channel::{self, Receiver, Sender};
 use tracing::{debug, warn};
 
-use super::device::{IncomingMad, OutgoingMad, UmadDevice};
+use crate::device::{IncomingMad, OutgoingMad, UmadDevice};
 
 /// How long the reader waits in `poll` before checking the stop flag.
 const POLL_MS: i32 = 100;

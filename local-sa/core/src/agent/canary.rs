@@ -15,25 +15,14 @@ use std::time::Instant;
 
 use mad_codec::attr::service_record::mask as sr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, MadStatus, Method, SaMad, SaMadBuilder, ServiceRecord};
+use mad_codec::{AttributeId, MadStatus, Method, SaMadBuilder, ServiceRecord};
 use tracing::{debug, info, warn};
 
 use super::SaCore;
-use super::upstream::Purpose;
+use super::purpose::{CanaryStep, Purpose};
 
 /// The canary's ServiceID ("LOCALSA" in ASCII, then 1).
-pub const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
-
-/// What a canary request was for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CanaryStep {
-    /// Registering it (ServiceRecord Set).
-    Register,
-    /// Looking for it (ServiceRecord Get).
-    Audit,
-    /// Withdrawing it (ServiceRecord Delete, at shutdown).
-    Withdraw,
-}
+pub(super) const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
 
 impl SaCore {
     fn canary_record(&self) -> ServiceRecord {
@@ -67,7 +56,7 @@ impl SaCore {
     pub(super) fn register_canary(&mut self, now: Instant) {
         if !self
             .upstream
-            .is_pending(&Purpose::Canary(CanaryStep::Register))
+            .any_pending(|p| *p == Purpose::Canary(CanaryStep::Register))
         {
             self.send_canary(now, Method::SET, CanaryStep::Register);
         }
@@ -78,7 +67,7 @@ impl SaCore {
         if self.canary_registered
             && !self
                 .upstream
-                .is_pending(&Purpose::Canary(CanaryStep::Audit))
+                .any_pending(|p| *p == Purpose::Canary(CanaryStep::Audit))
         {
             self.send_canary(now, Method::GET, CanaryStep::Audit);
         }
@@ -93,10 +82,14 @@ impl SaCore {
         }
     }
 
-    /// The master answered a canary request (`None`: it did not).
-    pub(super) fn canary_answered(&mut self, now: Instant, step: CanaryStep, mad: Option<&[u8]>) {
-        let status =
-            mad.map(|m| SaMad::parse(m).map_or(MadStatus::ERR_REQ_INVALID, |m| m.mad().status()));
+    /// The master answered a canary request with `status` (`None`: it did
+    /// not answer).
+    pub(super) fn canary_answered(
+        &mut self,
+        now: Instant,
+        step: CanaryStep,
+        status: Option<MadStatus>,
+    ) {
         match (step, status) {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");

@@ -7,43 +7,21 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, MadStatus, SaMadBuilder};
 
-use super::Asker;
+use super::parties::Asker;
+use crate::request::PathQuery;
 
-/// What makes two PathRecord queries the same query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct QueryKey {
-    method: Method,
-    mask: ComponentMask,
-    template: PathRecord,
-}
-
-impl QueryKey {
-    pub(crate) fn new(method: Method, mask: ComponentMask, template: PathRecord) -> Self {
-        Self {
-            method,
-            mask,
-            template,
-        }
-    }
-
-    pub(crate) fn method(&self) -> Method {
-        self.method
-    }
-
-    /// The query as a MAD to send the master.
-    pub(crate) fn to_request(self) -> Bytes {
-        let mut b =
-            SaMadBuilder::request(self.method, 0, AttributeId::PATH_RECORD).record(&self.template);
-        b.header_mut().sa.set_component_mask(self.mask);
-        b.into_bytes()
-    }
+/// The query as a MAD to send the master.
+pub(crate) fn upstream_request(q: &PathQuery) -> Bytes {
+    let mut b = SaMadBuilder::request(q.method, 0, AttributeId::PATH_RECORD).record(&q.template);
+    b.header_mut().sa.set_component_mask(q.mask);
+    b.into_bytes()
 }
 
 /// The master's answer to a query: status and record data.
 #[derive(Debug, Clone)]
-pub(crate) struct Answer {
+pub(crate) struct PathAnswer {
     pub(crate) status: MadStatus,
     /// Records at their stride (64 bytes for PathRecords).
     pub(crate) data: Bytes,
@@ -51,15 +29,15 @@ pub(crate) struct Answer {
 
 #[derive(Debug, Clone)]
 struct Cached {
-    answer: Answer,
+    answer: PathAnswer,
     expires: Instant,
 }
 
 /// Queries upstream, who waits for them, and recent answers.
 #[derive(Debug)]
 pub(crate) struct Forwarding {
-    waiting: HashMap<QueryKey, Vec<Asker>>,
-    answers: HashMap<QueryKey, Cached>,
+    waiting: HashMap<PathQuery, Vec<Asker>>,
+    answers: HashMap<PathQuery, Cached>,
     answer_ttl: Duration,
     negative_ttl: Duration,
     max_answers: usize,
@@ -77,7 +55,7 @@ impl Forwarding {
     }
 
     /// A fresh earlier answer to this query.
-    pub(crate) fn cached(&self, now: Instant, key: &QueryKey) -> Option<&Answer> {
+    pub(crate) fn cached(&self, now: Instant, key: &PathQuery) -> Option<&PathAnswer> {
         self.answers
             .get(key)
             .filter(|c| c.expires > now)
@@ -88,7 +66,7 @@ impl Forwarding {
     /// go upstream); false if it joins one already there.
     /// A client resending the same request (same TransactionID) while it
     /// waits is not queued twice: it gets one answer.
-    pub(crate) fn wait(&mut self, key: QueryKey, waiter: Asker) -> bool {
+    pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> bool {
         let list = self.waiting.entry(key).or_default();
         let resent = list.iter().any(|w| w.same_request(&waiter));
         if !resent {
@@ -104,7 +82,12 @@ impl Forwarding {
 
     /// The master answered: keeps the answer if it is worth keeping and
     /// returns everyone who waited.
-    pub(crate) fn answered(&mut self, now: Instant, key: &QueryKey, answer: Answer) -> Vec<Asker> {
+    pub(crate) fn answered(
+        &mut self,
+        now: Instant,
+        key: &PathQuery,
+        answer: PathAnswer,
+    ) -> Vec<Asker> {
         let ttl = match answer.status {
             MadStatus::OK => Some(self.answer_ttl),
             MadStatus::ERR_NO_RECORDS => Some(self.negative_ttl),
@@ -129,7 +112,7 @@ impl Forwarding {
 
     /// Everyone who waited, keeping no answer (the master did not answer,
     /// or its answer is passed on as it came).
-    pub(crate) fn release(&mut self, key: &QueryKey) -> Vec<Asker> {
+    pub(crate) fn release(&mut self, key: &PathQuery) -> Vec<Asker> {
         self.waiting.remove(key).unwrap_or_default()
     }
 
@@ -156,27 +139,30 @@ impl Forwarding {
 #[cfg(test)]
 mod tests {
     use mad_codec::zerocopy::FromZeros;
+    use mad_codec::{Method, PathRecord};
 
     use super::*;
 
-    fn key(dlid: u16) -> QueryKey {
-        let mut t = PathRecord::new_zeroed();
-        t.set_dlid(dlid);
-        QueryKey::new(Method::GET, mad_codec::attr::path_record::mask::DLID, t)
+    fn key(dlid: u16) -> PathQuery {
+        let mut template = PathRecord::new_zeroed();
+        template.set_dlid(dlid);
+        PathQuery {
+            method: Method::GET,
+            mask: mad_codec::attr::path_record::mask::DLID,
+            template,
+        }
     }
 
-    fn waiter(lid: u16) -> Asker {
+    fn waiter(conn: u64) -> Asker {
         Asker::Local {
-            conn: u64::from(lid),
+            conn,
             id: 1,
+            kind: crate::request::RequestKind::PathQuery,
         }
     }
 
     fn conn(a: &Asker) -> u64 {
-        match a {
-            Asker::Local { conn, .. } => *conn,
-            Asker::Mad { address, .. } => u64::from(address.lid),
-        }
+        a.conn().expect("a local waiter")
     }
 
     #[test]
@@ -186,7 +172,7 @@ mod tests {
         assert!(f.wait(key(1), waiter(10)), "the first asker sends");
         assert!(!f.wait(key(1), waiter(11)), "the second waits");
         assert!(f.wait(key(2), waiter(10)), "another query is another query");
-        let ok = Answer {
+        let ok = PathAnswer {
             status: MadStatus::OK,
             data: Bytes::from_static(&[0; 64]),
         };
@@ -198,7 +184,7 @@ mod tests {
         f.answered(
             t0,
             &key(2),
-            Answer {
+            PathAnswer {
                 status: MadStatus::ERR_NO_RECORDS,
                 data: Bytes::new(),
             },
@@ -209,7 +195,7 @@ mod tests {
         f.answered(
             t0,
             &key(3),
-            Answer {
+            PathAnswer {
                 status: MadStatus::BUSY,
                 data: Bytes::new(),
             },
@@ -226,7 +212,7 @@ mod tests {
             f.answered(
                 t0,
                 &key(d),
-                Answer {
+                PathAnswer {
                     status: MadStatus::OK,
                     data: Bytes::new(),
                 },

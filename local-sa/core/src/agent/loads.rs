@@ -22,12 +22,14 @@ use std::time::Instant;
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::{RmppFlags, RmppType, SaMadHeader};
-use mad_codec::{ComponentMask, MadStatus, Method, PathRecord, Records, SaMad};
+use mad_codec::{ComponentMask, MadStatus, Method, PathRecord, Records};
 use tracing::{info, warn};
 
-use super::transfers::Event;
-use super::{SaCore, Transmit, padded_record, respond};
-use umad::MadAddress;
+use super::SaCore;
+use crate::address::Transmit;
+use crate::inbound::SaRequest;
+use crate::respond;
+use crate::transfers::Event;
 
 /// AttributeModifier bit 0 of a Set: the load is the whole table of each
 /// source it names.
@@ -36,70 +38,83 @@ pub(crate) const REPLACE_SOURCES: u32 = 1;
 impl SaCore {
     /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
     /// transfer.
-    pub(super) fn load(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let Ok((h, _)) = SaMadHeader::parse(mad) else {
-            return;
-        };
-        let tid = h.mad.transaction_id_low();
-        let is_segment = h.rmpp.is_active() && h.rmpp.rmpp_type() == RmppType::DATA;
+    pub(super) fn load(&mut self, now: Instant, request: SaRequest) {
+        let rmpp = request.header().rmpp;
+        let is_segment = rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA;
         if !is_segment {
-            return self.apply(source, mad, false);
+            let records = vec![request.template::<PathRecord>()];
+            return self.apply(&request, request.header(), Ok(records));
         }
-        if !self.transfers.is_receiving(source, tid) {
-            if !h.rmpp.flags().contains(RmppFlags::FIRST) {
+        let tid = request.tid();
+        if !self.transfers.is_receiving(&request.from, tid) {
+            if !rmpp.flags().contains(RmppFlags::FIRST) {
                 // A segment of a transfer not (or no longer) being
                 // received, such as the rest of a refused one.
                 return;
             }
-            if h.sa.sm_key() != self.config.sm_key {
+            if request.sm_key() != self.config.sm_key {
                 // Refuse at the first segment rather than take in the
                 // whole transfer; the answer also ends the sender's wait.
-                return self.deny(source, mad);
+                return self.deny(&request, request.header());
             }
         }
-        if let Some(event) = self.transfers.segment(now, source, tid, mad, &mut self.out) {
-            self.count_transfer(&event);
-            if let Event::Received(whole) = event {
-                self.apply(source, &whole, true);
+        let Some(event) =
+            self.transfers
+                .segment(now, &request.from, tid, request.mad(), &mut self.out)
+        else {
+            return;
+        };
+        self.count_transfer(&event);
+        if let Event::Received(whole) = event {
+            if let Ok((header, data)) = SaMadHeader::parse(&whole) {
+                let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
+                    .map(|r| r.copied().collect())
+                    .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
+                self.apply(&request, header, records);
             }
         }
     }
 
-    fn deny(&mut self, source: &MadAddress, mad: &[u8]) {
+    fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
         self.counters.denied += 1;
         warn!(
-            lid = source.lid,
+            lid = request.from.lid,
             "PathRecord load or delete without the SM_Key: denied"
         );
-        self.answer_load(source, mad, MadStatus::ERR_REQ_DENIED, 0);
+        self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
     }
 
-    /// Applies a whole Set or Delete (already reassembled if it was RMPP).
-    fn apply(&mut self, source: &MadAddress, mad: &[u8], reassembled: bool) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        if m.sa().sm_key() != self.config.sm_key {
-            return self.deny(source, mad);
+    /// Applies a whole Set or Delete (already reassembled if it was RMPP)
+    /// whose headers are `header` and records `records`.
+    fn apply(
+        &mut self,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        records: Result<Vec<PathRecord>, &'static str>,
+    ) {
+        if header.sa.sm_key() != self.config.sm_key {
+            return self.deny(request, header);
         }
-        let records = match load_records(&m, reassembled) {
+        let method = header.mad.method();
+        let mask = header.sa.component_mask();
+        let records = match records.and_then(|r| check_load(method, mask, r)) {
             Ok(r) => r,
             Err(why) => {
                 self.counters.errors += 1;
                 warn!(
-                    lid = source.lid,
+                    lid = request.from.lid,
                     why, "PathRecord load or delete refused as invalid"
                 );
-                return self.answer_load(source, mad, MadStatus::ERR_REQ_INVALID, 0);
+                return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
             }
         };
-        let count = if m.mad().method() == Method::SET {
-            self.store_records(
-                &records,
-                m.mad().attribute_modifier() & REPLACE_SOURCES != 0,
-            )
+        let count = if method == Method::SET {
+            let replace = header.mad.attribute_modifier() & REPLACE_SOURCES != 0;
+            self.store_records(&records, replace)
         } else {
-            self.delete_records(m.sa().component_mask(), &records)
+            self.delete_records(mask, &records)
         };
-        self.answer_load(source, mad, MadStatus::OK, count);
+        self.answer_load(request, header, MadStatus::OK, count);
     }
 
     fn store_records(&mut self, records: &[PathRecord], replace: bool) -> usize {
@@ -141,42 +156,39 @@ impl SaCore {
         removed
     }
 
-    /// Answers a load: the request's headers with `status`, the response
-    /// method, SM_Key 0 and the count in AttributeModifier; no data.
-    fn answer_load(&mut self, source: &MadAddress, mad: &[u8], status: MadStatus, count: usize) {
-        let Ok((h, _)) = SaMadHeader::parse(mad) else {
-            return;
-        };
-        let mut header = respond::success_header(h, 0);
+    /// Answers a load: its headers with `status`, the response method,
+    /// SM_Key 0 and the count in AttributeModifier; no data.
+    fn answer_load(
+        &mut self,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        status: MadStatus,
+        count: usize,
+    ) {
+        let mut header = respond::success_header(header, 0);
         header.mad.set_status(status);
         header
             .mad
             .set_attribute_modifier(u32::try_from(count).unwrap_or(u32::MAX));
         self.out.push_back(Transmit::reply(
-            source.reply(),
+            request.reply_to(),
             respond::single(&header, &[]),
         ));
     }
 }
 
-/// The records of a load: all of a reassembled transfer at its
-/// AttributeOffset, or the one record of a single MAD (whose padding must
-/// not be read as records). Every record must have both LIDs. The error
-/// says what is wrong (the answer is ERR_REQ_INVALID).
-fn load_records(m: &SaMad<'_>, reassembled: bool) -> Result<Vec<PathRecord>, &'static str> {
-    let records: Vec<PathRecord> = if reassembled {
-        Records::<PathRecord>::new(m.data(), m.sa().attribute_offset())
-            .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")?
-            .copied()
-            .collect()
-    } else {
-        vec![padded_record(m.data())]
-    };
+/// The records of a load, checked: there must be some, a template Delete
+/// carries exactly one, and every record of any other load has both LIDs.
+/// The error says what is wrong (the answer is ERR_REQ_INVALID).
+fn check_load(
+    method: Method,
+    mask: ComponentMask,
+    records: Vec<PathRecord>,
+) -> Result<Vec<PathRecord>, &'static str> {
     if records.is_empty() {
         return Err("no records");
     }
-    let template =
-        m.mad().method() == Method::DELETE && m.sa().component_mask() != ComponentMask::NONE;
+    let template = method == Method::DELETE && mask != ComponentMask::NONE;
     if template {
         // Only the selected fields of a template matter; LIDs may be 0.
         return if records.len() == 1 {

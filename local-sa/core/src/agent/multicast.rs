@@ -1,196 +1,210 @@
-//! Multicast groups this port belongs to, and who on this node wants it
-//! in them: per (port, MGID) the JoinState bits the master holds, the
-//! group record it last returned, and each local member's bits.
+//! Multicast joins and leaves for this port's members, through the
+//! [`Memberships`](crate::memberships::Memberships) state machine: MADs and
+//! local requests become its inputs, its effects become requests to the
+//! master and answers to the askers. Queries about the groups this port
+//! holds are answered here.
 //!
-//! The rules (the kernel's multicast.c, improved): a join whose bits the
-//! master already holds for this port, with fields that match the group,
-//! completes here without SA traffic; any other join goes upstream once and
-//! the group record is taken from the answer. A leave keeps every bit some
-//! member still holds; the master is asked to delete only the bits nobody
-//! holds any more. One upstream request per group is in flight at a time;
-//! requests that arrive meanwhile wait their turn.
+//! Members are processes on this port: local programs, and programs that
+//! send MCMemberRecord Set/Delete MADs to this port's own LID. A MAD member
+//! keeps its membership by joining again within the member lease
+//! ([`AgentConfig::member_lease`](crate::config::AgentConfig)); a local
+//! connection keeps it while it is open.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 
 use mad_codec::attr::mc_member_record::mask as mc;
-use mad_codec::{ComponentMask, Gid, JoinState, McMemberRecord};
+use mad_codec::records::SaRecord;
+use mad_codec::{
+    AttributeId, ComponentMask, Gid, JoinState, MadStatus, McMemberRecord, Method, SaMadBuilder,
+};
+use tracing::debug;
 
-use super::Asker;
-use super::local::ConnId;
+use super::SaCore;
+use super::parties::{Asker, Member};
+use super::purpose::Purpose;
+use crate::inbound::SaRequest;
+use crate::memberships::{Answer, Change, Effect, OpId};
+use crate::requester;
 
-/// A member of a group on this node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Member {
-    /// A process on this port that joined with a MAD (its QP).
-    Mad {
-        /// The port LID it sent from (one of this port's).
-        lid: u16,
-        /// Its QP.
-        qpn: u32,
-    },
-    /// A local API connection.
-    Local(ConnId),
-}
-
-/// A request waiting for its group's turn.
-#[derive(Debug, Clone)]
-pub(crate) struct Queued {
-    pub(crate) join: bool,
-    pub(crate) member: Member,
-    pub(crate) asker: Asker,
-    pub(crate) mask: ComponentMask,
-    pub(crate) record: McMemberRecord,
-}
-
-/// One group.
-#[derive(Debug, Default)]
-pub(crate) struct Group {
-    /// The record the master last returned for this port.
-    pub(crate) record: Option<McMemberRecord>,
-    /// The JoinState bits the master holds for this port.
-    pub(crate) held: JoinState,
-    /// Each local member's bits.
-    pub(crate) members: HashMap<Member, JoinState>,
-    /// A request to the master is out for this group.
-    pub(crate) busy: bool,
-    /// Requests waiting for it.
-    pub(crate) queue: VecDeque<Queued>,
-    /// When each MAD member's lease ends (it renews by joining again).
-    pub(crate) leases: HashMap<Member, Instant>,
-    /// After a request the master did not answer (or refused while
-    /// re-joining): when to bring the master in line again.
-    pub(crate) retry_at: Option<Instant>,
-}
-
-impl Group {
-    /// The bits some member holds.
-    pub(crate) fn needed(&self) -> JoinState {
-        self.members
-            .values()
-            .fold(JoinState::NONE, |acc, b| acc | *b)
-    }
-
-    /// Local members holding `bit`.
-    pub(crate) fn count(&self, bit: JoinState) -> usize {
-        self.members.values().filter(|b| b.contains(bit)).count()
-    }
-
-    /// True when nothing is left of it here.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.held.is_empty() && !self.busy && self.queue.is_empty()
-    }
-}
-
-/// Every group of this port, by MGID.
-pub(crate) type Groups = BTreeMap<Gid, Group>;
-
-/// True when a join of `request` (fields per `mask`) can be completed from
-/// `group`'s record: every value the member gives equals the group's (the
-/// master's compatibility rules, conservatively: where in doubt, the master
-/// decides). Selectors other than "exactly" go to the master.
-pub(crate) fn compatible(
-    group: &McMemberRecord,
-    mask: ComponentMask,
-    request: &McMemberRecord,
-) -> bool {
-    let given = |bit| mask.contains(bit);
-    let exact = |sel_bit, val_bit, sel: mad_codec::Selector, same: bool| {
-        if !given(sel_bit) && !given(val_bit) {
-            return true;
+impl SaCore {
+    /// A Set (join) or Delete (leave) of an MCMemberRecord MAD.
+    pub(super) fn membership_mad(&mut self, now: Instant, request: SaRequest) {
+        if !self.port.lids().contains(&request.from.lid) {
+            // Members are this port's processes; another port joins
+            // through its own SA.
+            debug!(
+                lid = request.from.lid,
+                "a join or leave from another port: refused"
+            );
+            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
         }
-        given(sel_bit) && given(val_bit) && sel == mad_codec::Selector::Exactly && same
-    };
-    (!given(mc::QKEY) || request.qkey() == group.qkey())
-        && (!given(mc::MLID) || request.mlid() == 0 || request.mlid() == group.mlid())
-        && (!given(mc::TCLASS) || request.tclass() == group.tclass())
-        && (!given(mc::PKEY) || request.pkey() & 0x7FFF == group.pkey() & 0x7FFF)
-        && (!given(mc::SL) || request.sl() == group.sl())
-        && (!given(mc::FLOW_LABEL) || request.flow_label() == group.flow_label())
-        && (!given(mc::HOP_LIMIT) || request.hop_limit() == group.hop_limit())
-        && (!given(mc::SCOPE) || request.scope() == group.scope())
-        && exact(
-            mc::MTU_SELECTOR,
-            mc::MTU,
-            request.mtu_selector(),
-            request.mtu() == group.mtu(),
-        )
-        && exact(
-            mc::RATE_SELECTOR,
-            mc::RATE,
-            request.rate_selector(),
-            request.rate() == group.rate(),
-        )
-        && exact(
-            mc::PACKET_LIFE_TIME_SELECTOR,
-            mc::PACKET_LIFE_TIME,
-            request.packet_life_selector(),
-            request.packet_life() == group.packet_life(),
-        )
-}
-
-#[cfg(test)]
-mod tests {
-    use mad_codec::zerocopy::FromZeros;
-    use mad_codec::{Mtu, Selector};
-
-    use super::*;
-
-    fn group() -> McMemberRecord {
-        let mut g = McMemberRecord::new_zeroed();
-        g.set_qkey(0x1234);
-        g.set_pkey(0xFFFF);
-        g.set_mtu_selector(Selector::Exactly);
-        g.set_mtu(Mtu::MTU_2048);
-        g.set_mlid(0xC001);
-        g
+        let Some(record) = request.record::<McMemberRecord>() else {
+            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+        };
+        let change = Change {
+            join: request.method() == Method::SET,
+            member: Member::Mad {
+                lid: request.from.lid,
+                qpn: request.from.qpn,
+            },
+            renews: true,
+            mask: request.mask(),
+            record,
+            asker: Asker::Mad(request),
+        };
+        self.membership_change(now, change);
     }
 
-    #[test]
-    fn given_fields_must_equal_the_groups() {
-        let mut r = McMemberRecord::new_zeroed();
-        assert!(compatible(&group(), mc::JOIN, &r), "nothing given");
-        r.set_qkey(0x1234);
-        assert!(compatible(&group(), mc::JOIN | mc::QKEY, &r));
-        r.set_qkey(0x9);
-        assert!(!compatible(&group(), mc::JOIN | mc::QKEY, &r));
-        let mut r = McMemberRecord::new_zeroed();
-        r.set_pkey(0x7FFF);
-        assert!(
-            compatible(&group(), mc::JOIN | mc::PKEY, &r),
-            "the same partition, limited"
-        );
-        r.set_mtu_selector(Selector::Exactly);
-        r.set_mtu(Mtu::MTU_2048);
-        assert!(compatible(
-            &group(),
-            mc::JOIN | mc::MTU_SELECTOR | mc::MTU,
-            &r
-        ));
-        r.set_mtu_selector(Selector::LessThan);
-        assert!(
-            !compatible(&group(), mc::JOIN | mc::MTU_SELECTOR | mc::MTU, &r),
-            "the master decides"
-        );
+    /// A local program's join or leave.
+    pub(super) fn local_membership(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        join: bool,
+        mask: ComponentMask,
+        mut record: McMemberRecord,
+    ) {
+        let Some(conn) = asker.conn() else { return };
+        // A local program joins as this port, whatever it filled in.
+        record.set_port_gid(self.port.gid);
+        let change = Change {
+            join,
+            member: Member::Local(conn),
+            renews: false,
+            asker,
+            mask: mask | mc::PORT_GID,
+            record,
+        };
+        self.membership_change(now, change);
     }
 
-    #[test]
-    fn needed_bits_are_the_union_of_the_members() {
-        let mut g = Group::default();
-        g.members.insert(Member::Local(1), JoinState::FULL_MEMBER);
-        g.members.insert(Member::Local(2), JoinState::NON_MEMBER);
-        g.members.insert(
-            Member::Local(3),
-            JoinState::FULL_MEMBER | JoinState::NON_MEMBER,
-        );
-        assert_eq!(g.needed(), JoinState::FULL_MEMBER | JoinState::NON_MEMBER);
-        assert_eq!(
-            (
-                g.count(JoinState::FULL_MEMBER),
-                g.count(JoinState::SEND_ONLY_NON_MEMBER)
-            ),
-            (2, 0)
-        );
-        assert!(!g.is_empty());
+    fn membership_change(&mut self, now: Instant, change: Change<Member, Asker>) {
+        let mut effects = Vec::new();
+        self.memberships.request(now, change, &mut effects);
+        self.apply_membership_effects(now, effects, None);
+    }
+
+    /// The master answered a membership request, or did not (`None`).
+    pub(super) fn membership_answered(
+        &mut self,
+        now: Instant,
+        op: OpId,
+        answer: Option<&requester::Answer>,
+    ) {
+        let verdict = answer.map(|a| {
+            let record =
+                (a.data().len() >= McMemberRecord::LEN).then(|| a.record::<McMemberRecord>());
+            (a.status(), record)
+        });
+        let mut effects = Vec::new();
+        self.memberships.answered(now, op, verdict, &mut effects);
+        self.apply_membership_effects(now, effects, answer.map(requester::Answer::mad));
+    }
+
+    /// Everything `member` holds goes.
+    pub(super) fn remove_member(&mut self, now: Instant, member: Member) {
+        let mut effects = Vec::new();
+        self.memberships.remove_member(now, member, &mut effects);
+        self.apply_membership_effects(now, effects, None);
+    }
+
+    /// Lease ends and retries that are due.
+    pub(super) fn memberships_timeout(&mut self, now: Instant) {
+        let mut effects = Vec::new();
+        self.memberships.handle_timeout(now, &mut effects);
+        self.apply_membership_effects(now, effects, None);
+    }
+
+    /// Joins every group again (a new master, a restart).
+    pub(super) fn rejoin_all(&mut self, now: Instant) {
+        let mut effects = Vec::new();
+        self.memberships.rejoin_all(&mut effects);
+        self.apply_membership_effects(now, effects, None);
+    }
+
+    /// Leaves every group (shutdown).
+    pub(super) fn leave_all(&mut self, now: Instant) {
+        let mut effects = Vec::new();
+        self.memberships.leave_all(now, &mut effects);
+        self.apply_membership_effects(now, effects, None);
+    }
+
+    /// Carries out what the memberships ask; `master` is the master's
+    /// answer that led to them, if one did (passed on as it came to the
+    /// port whose request it answers).
+    fn apply_membership_effects(
+        &mut self,
+        now: Instant,
+        effects: Vec<Effect<Asker>>,
+        master: Option<&bytes::Bytes>,
+    ) {
+        for effect in effects {
+            match effect {
+                Effect::Send {
+                    op,
+                    method,
+                    mask,
+                    record,
+                } => {
+                    let mut b = SaMadBuilder::request(method, 0, AttributeId::MC_MEMBER_RECORD)
+                        .record(&record);
+                    b.header_mut().sa.set_component_mask(mask);
+                    self.send_upstream(now, Purpose::Membership(op), &b.into_bytes());
+                }
+                Effect::Answer { asker, answer } => match (answer, &asker, master) {
+                    (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(&asker, &r),
+                    (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => {
+                        self.relay_to(request, mad)
+                    }
+                    (
+                        Answer::Master {
+                            record: Some(r), ..
+                        },
+                        _,
+                        _,
+                    ) => self.answer_record(&asker, &r),
+                    (Answer::Master { status, .. } | Answer::Refused(status), _, _) => {
+                        self.answer_status(&asker, status)
+                    }
+                },
+            }
+        }
+    }
+
+    /// MCMemberRecord Get/GetTable: about a group this port holds, answered
+    /// here; otherwise by the master.
+    pub(super) fn member_records(&mut self, now: Instant, request: SaRequest) {
+        let mask = request.mask();
+        let Some(template) = request.record::<McMemberRecord>() else {
+            return self.relay_upstream(now, request);
+        };
+        let trusted = request.sm_key() == self.config.sm_key;
+        let held = self.memberships.held(template.mgid());
+        let about_us = !mask.contains(mc::PORT_GID) || template.port_gid() == self.port.gid;
+        // Only MGID (and PortGID) selections are answered here; the master
+        // matches any other component against its own records.
+        let only_group_and_port = mask.0 & !(mc::MGID.0 | mc::PORT_GID.0) == 0;
+        let (Some((record, state)), true, true, true) = (
+            held,
+            mask.contains(mc::MGID),
+            !trusted || mask.contains(mc::PORT_GID),
+            only_group_and_port,
+        ) else {
+            return self.relay_upstream(now, request);
+        };
+        if !about_us {
+            return self.relay_upstream(now, request);
+        }
+        let mut r = record;
+        if mask.contains(mc::PORT_GID) {
+            r.set_port_gid(self.port.gid);
+            r.set_join_state(state);
+        } else {
+            // Untrusted, one record per group: no member shown (OpenSM).
+            r.set_port_gid(Gid::ZERO);
+            r.set_join_state(JoinState::NONE);
+            r.set_proxy_join(false);
+        }
+        self.answer_table(now, &request, &[r]);
     }
 }

@@ -14,96 +14,34 @@
 //! InformInfoRecord queries about this port's subscribers are answered
 //! here; others go to the master.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
-use informinfo::{
-    Deliveries, DeliveryConfig, DeliveryEvent, Duplicates, Effect, Filter, Refusal, Registry,
-    Reply, UpstreamResult,
-};
+use informinfo::{DeliveryEvent, Effect, Filter, Refusal, Reply, UpstreamResult};
 use mad_codec::attr::class_port_info::cap2;
 use mad_codec::attr::inform_info_record::mask as iir;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
+use mad_codec::zerocopy::{FromBytes, FromZeros};
 use mad_codec::{
     AttributeId, ClassPortInfo, Gid, InformInfo, InformInfoRecord, InformInfoRepr, MadHeader,
-    MadStatus, Method, Notice, PathRecord, SaMad, SaMadBuilder, TrapDetails, TrapNumber,
+    MadStatus, Method, Notice, PathRecord, SaMadBuilder, TrapDetails, TrapNumber,
 };
 use tracing::{debug, info, warn};
 
-use super::local::{ConnId, LocalBody, LocalReply};
-use super::upstream::Purpose;
-use super::{Asker, SaCore, Transmit, records_data, respond};
-use umad::MadAddress;
+use super::SaCore;
+use super::parties::{Asker, Subscriber};
+use super::purpose::Purpose;
+use crate::address::{Address, Transmit};
+use crate::inbound::SaRequest;
+use crate::request::{LocalBody, LocalReply};
+use crate::requester::Answer;
+use crate::respond;
 
 /// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
 const SUBSCRIPTION_RESP_TIME: u8 = 19;
 
 /// The traps the agent itself subscribes to.
 const CORE_TRAPS: [TrapNumber; 2] = [TrapNumber::GID_IN_SERVICE, TrapNumber::GID_OUT_OF_SERVICE];
-
-/// How long duplicate Reports of one notice are expected.
-const DUPLICATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Who holds a subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Subscriber {
-    /// The agent itself.
-    Core,
-    /// A port that subscribed with a MAD, known by its GID and QP.
-    Mad {
-        /// The subscriber port's GID.
-        gid: Gid,
-        /// The QP its Set came from (where its Reports go).
-        qpn: u32,
-    },
-    /// A local API connection.
-    Local(ConnId),
-}
-
-/// The agent's notice and subscription state.
-#[derive(Debug)]
-pub(crate) struct Notices {
-    pub(crate) registry: Registry<Subscriber>,
-    duplicates: Duplicates,
-    deliveries: Deliveries<Subscriber>,
-    /// Where each MAD subscriber's Reports go.
-    addresses: HashMap<Subscriber, MadAddress>,
-    /// Requests waiting for the master's answer.
-    waiting: HashMap<(Subscriber, Filter), Vec<Asker>>,
-    /// When unanswered subscription requests are tried again.
-    next_retry: Option<Instant>,
-}
-
-impl Notices {
-    pub(crate) fn new(delivery: DeliveryConfig) -> Self {
-        Self {
-            registry: Registry::new(),
-            duplicates: Duplicates::new(DUPLICATE_WINDOW, 4096),
-            // Report TIDs have the top bit set; requests to the master
-            // do not.
-            deliveries: Deliveries::new(delivery, 0x8000_0000),
-            addresses: HashMap::new(),
-            waiting: HashMap::new(),
-            next_retry: None,
-        }
-    }
-
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        [self.deliveries.poll_timeout(), self.next_retry]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-
-    /// Reports to MAD subscribers waiting for their ReportResp.
-    pub(crate) fn reports_in_flight(&self) -> usize {
-        self.deliveries.in_flight()
-    }
-}
 
 /// The filter of the agent's own subscription to `trap`.
 fn core_filter(trap: TrapNumber) -> Filter {
@@ -116,16 +54,18 @@ impl SaCore {
     /// Asks the master what it supports and subscribes the agent to traps
     /// 64 and 65.
     pub(super) fn register(&mut self, now: Instant) {
-        if self.master_qos.is_none() && !self.upstream.is_pending(&Purpose::MasterInfo) {
+        if self.master_qos.is_none() && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
             self.send_upstream(now, Purpose::MasterInfo, &req);
         }
         let mut effects = Vec::new();
         for trap in CORE_TRAPS {
-            self.notices
-                .registry
-                .subscribe(Subscriber::Core, core_filter(trap), &mut effects);
+            self.subscriptions.registry.subscribe(
+                Subscriber::Core,
+                core_filter(trap),
+                &mut effects,
+            );
         }
         self.apply_inform_effects(now, effects);
     }
@@ -134,16 +74,23 @@ impl SaCore {
     /// ClientReregister).
     pub(super) fn resubscribe_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.notices.registry.reregister_all(&mut effects);
+        self.subscriptions.registry.reregister_all(&mut effects);
         self.apply_inform_effects(now, effects);
     }
 
     /// Withdraws every subscription at the master (shutdown).
     pub(super) fn unsubscribe_all(&mut self, now: Instant) {
-        let holders: Vec<Subscriber> = self.notices.registry.holdings().map(|(s, _)| *s).collect();
+        let holders: Vec<Subscriber> = self
+            .subscriptions
+            .registry
+            .holdings()
+            .map(|(s, _)| *s)
+            .collect();
         let mut effects = Vec::new();
         for s in holders {
-            self.notices.registry.remove_subscriber(&s, &mut effects);
+            self.subscriptions
+                .registry
+                .remove_subscriber(&s, &mut effects);
         }
         self.apply_inform_effects(now, effects);
     }
@@ -163,7 +110,7 @@ impl SaCore {
                 }
                 Effect::Confirm { subscriber, filter } => {
                     for asker in self
-                        .notices
+                        .subscriptions
                         .waiting
                         .remove(&(subscriber, filter))
                         .unwrap_or_default()
@@ -181,7 +128,7 @@ impl SaCore {
                         Refusal::NoAnswer => MadStatus::BUSY,
                     };
                     for asker in self
-                        .notices
+                        .subscriptions
                         .waiting
                         .remove(&(subscriber, filter))
                         .unwrap_or_default()
@@ -198,24 +145,24 @@ impl SaCore {
 
     fn answer_asker(&mut self, asker: &Asker, status: MadStatus) {
         match asker {
-            Asker::Mad { address, request } => self.answer_inform_set(address, request, status),
+            Asker::Mad(request) => self.answer_inform_set(request, status),
             Asker::Local { .. } => self.answer_status(asker, status),
         }
     }
 
     /// Answers a Set(InformInfo) MAD as OpenSM does: GetResp with the
     /// request's InformInfo, AttributeOffset 4; an error echoes the request.
-    fn answer_inform_set(&mut self, to: &MadAddress, request: &[u8], status: MadStatus) {
+    fn answer_inform_set(&mut self, request: &SaRequest, status: MadStatus) {
         if status != MadStatus::OK {
-            return self.respond_error(to, request, status);
+            return self.respond_error(request, status);
         }
-        let Ok((h, data)) = SaMadHeader::parse(request) else {
-            return;
-        };
-        let header = respond::success_header(h, InformInfo::ATTRIBUTE_OFFSET);
+        let header = respond::success_header(request.header(), InformInfo::ATTRIBUTE_OFFSET);
+        let data = request.data();
         let ii = data.get(..InformInfo::LEN).unwrap_or(data);
-        self.out
-            .push_back(Transmit::reply(to.reply(), respond::single(&header, ii)));
+        self.out.push_back(Transmit::reply(
+            request.reply_to(),
+            respond::single(&header, ii),
+        ));
     }
 
     /// The master answered (or not) a subscription request.
@@ -224,11 +171,9 @@ impl SaCore {
         now: Instant,
         filter: Filter,
         subscribe: bool,
-        mad: Option<&[u8]>,
+        status: Option<MadStatus>,
     ) {
-        let result = match mad
-            .map(|m| SaMad::parse(m).map_or(MadStatus::ERR_REQ_INVALID, |m| m.mad().status()))
-        {
+        let result = match status {
             Some(MadStatus::OK) => {
                 debug!(
                     ?filter,
@@ -243,65 +188,59 @@ impl SaCore {
             None => UpstreamResult::NoAnswer,
         };
         let mut effects = Vec::new();
-        self.notices
+        self.subscriptions
             .registry
             .upstream_result(filter, subscribe, result, &mut effects);
         self.apply_inform_effects(now, effects);
-        if self.notices.registry.has_stalled() && !self.shutting_down {
+        if self.subscriptions.registry.has_stalled() && !self.shutting_down {
             let at = now + self.config.retry_backoff;
-            self.notices.next_retry = Some(self.notices.next_retry.map_or(at, |t| t.min(at)));
+            self.subscriptions.next_retry =
+                Some(self.subscriptions.next_retry.map_or(at, |t| t.min(at)));
         }
     }
 
     /// A Set(InformInfo) from a port.
-    pub(super) fn inform_info_set(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let Ok(wire) = m.record::<InformInfo>() else {
-            return self.respond_error(source, mad, MadStatus::ERR_REQ_INVALID);
+    pub(super) fn inform_info_set(&mut self, now: Instant, request: SaRequest) {
+        let Some(wire) = request.record::<InformInfo>() else {
+            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
-        let ii = InformInfoRepr::parse(wire);
-        let trusted = m.sa().sm_key() == self.config.sm_key;
+        let ii = InformInfoRepr::parse(&wire);
+        let trusted = request.sm_key() == self.config.sm_key;
         let filter = match Filter::of(&ii, trusted) {
             Ok(f) => f,
             Err(e) => {
-                debug!(lid = source.lid, error = %e, "InformInfo refused");
-                return self.respond_error(source, mad, MadStatus::ERR_REQ_INVALID);
+                debug!(lid = request.from.lid, error = %e, "InformInfo refused");
+                return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
             }
         };
-        let Some(gid) = self.gid_of(source) else {
+        let Some(gid) = self.gid_of(&request.from) else {
             // OpenSM: an unknown requester LID is ERR_REQ_INVALID.
-            return self.respond_error(source, mad, MadStatus::ERR_REQ_INVALID);
+            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
         let subscriber = Subscriber::Mad {
             gid,
-            qpn: source.qpn,
-        };
-        let asker = Asker::Mad {
-            address: *source,
-            request: Bytes::copy_from_slice(mad),
+            qpn: request.from.qpn,
         };
         if ii.subscribe == 1 {
-            self.notices.addresses.insert(subscriber, source.reply());
+            self.subscriptions
+                .addresses
+                .insert(subscriber, request.reply_to());
         }
-        self.subscription_request(now, subscriber, filter, ii.subscribe == 1, asker);
+        let subscribe = ii.subscribe == 1;
+        self.subscription_request(now, subscriber, filter, subscribe, Asker::Mad(request));
     }
 
-    /// A local connection's InformInfo (subscribe or unsubscribe).
-    pub(super) fn local_inform(&mut self, now: Instant, conn: ConnId, id: u32, wire: &InformInfo) {
+    /// A local program's InformInfo (subscribe or unsubscribe).
+    pub(super) fn local_inform(&mut self, now: Instant, asker: Asker, wire: &InformInfo) {
+        let Some(conn) = asker.conn() else { return };
         let ii = InformInfoRepr::parse(wire);
         // Local consumers are on this node: as trusted as the agent.
         match Filter::of(&ii, true) {
             Ok(filter) => {
-                let asker = Asker::Local { conn, id };
-                self.subscription_request(
-                    now,
-                    Subscriber::Local(conn),
-                    filter,
-                    ii.subscribe == 1,
-                    asker,
-                );
+                let subscriber = Subscriber::Local(conn);
+                self.subscription_request(now, subscriber, filter, ii.subscribe == 1, asker);
             }
-            Err(_) => self.answer_status(&Asker::Local { conn, id }, MadStatus::ERR_REQ_INVALID),
+            Err(_) => self.answer_status(&asker, MadStatus::ERR_REQ_INVALID),
         }
     }
 
@@ -315,14 +254,18 @@ impl SaCore {
     ) {
         let mut effects = Vec::new();
         let reply = if subscribe {
-            self.notices.registry.subscribe(s, filter, &mut effects)
+            self.subscriptions
+                .registry
+                .subscribe(s, filter, &mut effects)
         } else {
-            self.notices.registry.unsubscribe(&s, filter, &mut effects)
+            self.subscriptions
+                .registry
+                .unsubscribe(&s, filter, &mut effects)
         };
         match reply {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
             Reply::Pending => self
-                .notices
+                .subscriptions
                 .waiting
                 .entry((s, filter))
                 .or_default()
@@ -331,9 +274,9 @@ impl SaCore {
             Reply::NotHeld => self.answer_asker(&asker, MadStatus::ERR_REQ_INVALID),
         }
         self.apply_inform_effects(now, effects);
-        if !subscribe && self.notices.registry.holdings().all(|(h, _)| *h != s) {
-            self.notices.addresses.remove(&s);
-            self.notices.deliveries.forget(&s);
+        if !subscribe && self.subscriptions.registry.holdings().all(|(h, _)| *h != s) {
+            self.subscriptions.addresses.remove(&s);
+            self.subscriptions.deliveries.forget(&s);
         }
     }
 
@@ -341,10 +284,13 @@ impl SaCore {
     /// its port left the fabric.
     pub(super) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
-        let n = self.notices.registry.remove_subscriber(&s, &mut effects);
-        self.notices.addresses.remove(&s);
-        self.notices.deliveries.forget(&s);
-        self.notices.waiting.retain(|(w, _), _| *w != s);
+        let n = self
+            .subscriptions
+            .registry
+            .remove_subscriber(&s, &mut effects);
+        self.subscriptions.addresses.remove(&s);
+        self.subscriptions.deliveries.forget(&s);
+        self.subscriptions.waiting.retain(|(w, _), _| *w != s);
         if n > 0 {
             info!(subscriber = ?s, subscriptions = n, "subscriber removed");
         }
@@ -353,7 +299,7 @@ impl SaCore {
 
     /// The GID of the port a MAD came from: its GRH, or the port the store
     /// knows at its LID.
-    fn gid_of(&self, source: &MadAddress) -> Option<Gid> {
+    fn gid_of(&self, source: &Address) -> Option<Gid> {
         if let Some(grh) = source.grh {
             return Some(grh.gid);
         }
@@ -365,29 +311,33 @@ impl SaCore {
     }
 
     /// A Report from the master: answered at once, passed on once.
-    pub(super) fn report(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let mut resp = BytesMut::from(mad);
+    pub(super) fn report(&mut self, now: Instant, request: &SaRequest) {
+        let mut resp = request.mad().to_vec();
         if let Ok((h, _)) = MadHeader::mut_from_prefix(&mut resp[..]) {
             h.set_method(Method::REPORT_RESP);
             h.set_status(MadStatus::OK);
         }
         self.out
-            .push_back(Transmit::reply(source.reply(), resp.freeze()));
-        if source.lid != self.port.sm_lid {
+            .push_back(Transmit::reply(request.reply_to(), resp.into()));
+        if request.from.lid != self.port.sm_lid {
             // Anyone can send a Report: only the master's count.
             self.counters.denied += 1;
             warn!(
-                lid = source.lid,
+                lid = request.from.lid,
                 master = self.port.sm_lid,
                 "a Report not from the master SM: ignored"
             );
             return;
         }
-        let Ok(notice) = SaMad::parse(mad).and_then(|m| m.record::<Notice>().copied()) else {
+        let Some(notice) = request.record::<Notice>() else {
             return;
         };
-        let (recipients, copies) = self.notices.registry.recipients(&notice);
-        if !self.notices.duplicates.first_copy(now, &notice, copies) {
+        let (recipients, copies) = self.subscriptions.registry.recipients(&notice);
+        if !self
+            .subscriptions
+            .duplicates
+            .first_copy(now, &notice, copies)
+        {
             debug!("a duplicate Report of a notice already passed on");
             return;
         }
@@ -400,6 +350,7 @@ impl SaCore {
                     self.local_out.push_back(LocalReply {
                         conn,
                         request: 0,
+                        answers: None,
                         status: MadStatus::OK,
                         body: LocalBody::Notice(notice),
                     });
@@ -409,7 +360,7 @@ impl SaCore {
         if let TrapDetails::GidOutOfService { gid } = notice.details() {
             // OpenSM drops the subscriptions of a port that left; so do we.
             let gone: Vec<Subscriber> = self
-                .notices
+                .subscriptions
                 .registry
                 .holdings()
                 .map(|(s, _)| *s)
@@ -422,10 +373,10 @@ impl SaCore {
     }
 
     fn send_report(&mut self, now: Instant, s: Subscriber, notice: Notice) {
-        let Some(to) = self.notices.addresses.get(&s).copied() else {
+        let Some(to) = self.subscriptions.addresses.get(&s).copied() else {
             return;
         };
-        let (tid, ended) = self.notices.deliveries.send(now, s, notice);
+        let (tid, ended) = self.subscriptions.deliveries.send(now, s, notice);
         self.counters.reports_sent += 1;
         self.out
             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
@@ -436,7 +387,7 @@ impl SaCore {
 
     /// A ReportResp: true if it answered one of our Reports.
     pub(super) fn report_resp(&mut self, tid: u32) -> bool {
-        self.notices.deliveries.acknowledged(tid).is_some()
+        self.subscriptions.deliveries.acknowledged(tid).is_some()
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
@@ -447,14 +398,14 @@ impl SaCore {
 
     /// Report resends, lease ends, and subscription retries that are due.
     pub(super) fn notices_timeout(&mut self, now: Instant) {
-        for event in self.notices.deliveries.handle_timeout(now) {
+        for event in self.subscriptions.deliveries.handle_timeout(now) {
             match event {
                 DeliveryEvent::Resend {
                     subscriber,
                     tid,
                     notice,
                 } => {
-                    if let Some(to) = self.notices.addresses.get(&subscriber).copied() {
+                    if let Some(to) = self.subscriptions.addresses.get(&subscriber).copied() {
                         self.out
                             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
                     }
@@ -462,10 +413,10 @@ impl SaCore {
                 DeliveryEvent::LeaseEnded { subscriber } => self.lease_ended(now, subscriber),
             }
         }
-        if self.notices.next_retry.is_some_and(|t| t <= now) {
-            self.notices.next_retry = None;
+        if self.subscriptions.next_retry.is_some_and(|t| t <= now) {
+            self.subscriptions.next_retry = None;
             let mut effects = Vec::new();
-            self.notices.registry.retry(&mut effects);
+            self.subscriptions.registry.retry(&mut effects);
             self.apply_inform_effects(now, effects);
         }
     }
@@ -482,7 +433,7 @@ impl SaCore {
             TrapDetails::GidInService { gid } => {
                 info!(%gid, "port in service (trap 64)");
                 let purpose = Purpose::GidInService { guid: gid.guid() };
-                if self.upstream.is_pending(&purpose) {
+                if self.upstream.any_pending(|p| *p == purpose) {
                     return;
                 }
                 let mut t = PathRecord::new_zeroed();
@@ -498,14 +449,12 @@ impl SaCore {
         }
     }
 
-    pub(super) fn gid_in_service_answered(&mut self, mad: &[u8], guid: u64, truncated: bool) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        if m.mad().status() != MadStatus::OK {
+    pub(super) fn gid_in_service_answered(&mut self, guid: u64, answer: &Answer) {
+        if answer.status() != MadStatus::OK {
             return;
         }
-        let data = records_data(&m, self.cut_at(truncated));
         let mut added = 0;
-        for r in mad_codec::Records::<PathRecord>::with_standard_stride(&data) {
+        for r in answer.records::<PathRecord>() {
             self.store.insert(*r, self.epoch);
             added += 1;
         }
@@ -515,11 +464,10 @@ impl SaCore {
         );
     }
 
-    pub(super) fn master_info_answered(&mut self, now: Instant, mad: &[u8]) {
-        match SaMad::parse(mad)
-            .and_then(|m| m.record::<ClassPortInfo>().map(|c| (m.mad().status(), *c)))
-        {
-            Ok((MadStatus::OK, cpi)) => {
+    pub(super) fn master_info_answered(&mut self, now: Instant, answer: &Answer) {
+        let cpi = ClassPortInfo::parse(answer.data()).ok().copied();
+        match (answer.status(), cpi) {
+            (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
                 self.master_qos = Some(qos);
@@ -537,26 +485,23 @@ impl SaCore {
 
     /// InformInfoRecord Get/GetTable: about this port's subscribers it is
     /// answered here, otherwise by the master.
-    pub(super) fn inform_info_records(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let mask = m.sa().component_mask();
-        let mut template = InformInfoRecord::new_zeroed();
-        let n = m.data().len().min(InformInfoRecord::LEN);
-        template.as_mut_bytes()[..n].copy_from_slice(&m.data()[..n]);
+    pub(super) fn inform_info_records(&mut self, now: Instant, request: SaRequest) {
+        let mask = request.mask();
+        let template = request.template::<InformInfoRecord>();
         let local_gids: Vec<Gid> = self.subscriber_gids();
         let about_us =
             mask.contains(iir::SUBSCRIBER_GID) && local_gids.contains(&template.subscriber_gid());
         if !about_us {
-            return self.relay_upstream(now, source, mad);
+            return self.relay_upstream(now, request);
         }
-        let trusted = m.sa().sm_key() == self.config.sm_key;
+        let trusted = request.sm_key() == self.config.sm_key;
         let records: Vec<InformInfoRecord> = self
             .subscription_records(trusted)
             .into_iter()
             .filter(|r| r.subscriber_gid() == template.subscriber_gid())
             .filter(|r| !mask.contains(iir::ENUM) || r.enumeration() == template.enumeration())
             .collect();
-        self.answer_table(now, source, mad, &records);
+        self.answer_table(now, &request, &records);
     }
 
     /// Every subscription of this port, as InformInfoRecords: a MAD
@@ -565,7 +510,7 @@ impl SaCore {
     /// to trusted askers, as OpenSM does.
     pub(super) fn subscription_records(&self, trusted: bool) -> Vec<InformInfoRecord> {
         let mut seen = std::collections::BTreeSet::new();
-        for (s, filter) in self.notices.registry.holdings() {
+        for (s, filter) in self.subscriptions.registry.holdings() {
             let (gid, qpn) = match s {
                 Subscriber::Mad { gid, qpn } => (*gid, *qpn),
                 Subscriber::Core | Subscriber::Local(_) => (self.port.gid, 1),
@@ -589,7 +534,7 @@ impl SaCore {
 
     fn subscriber_gids(&self) -> Vec<Gid> {
         let mut gids: Vec<Gid> = self
-            .notices
+            .subscriptions
             .registry
             .holdings()
             .map(|(s, _)| match s {
@@ -605,7 +550,7 @@ impl SaCore {
 }
 
 /// A Report of `notice` under TransactionID `tid`.
-fn report_mad(tid: u32, notice: &Notice) -> Bytes {
+fn report_mad(tid: u32, notice: &Notice) -> bytes::Bytes {
     SaMadBuilder::request(Method::REPORT, u64::from(tid), AttributeId::NOTICE)
         .record(notice)
         .into_bytes()

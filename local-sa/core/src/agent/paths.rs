@@ -1,55 +1,46 @@
-//! Serving PathRecord Get/GetTable, to ports (MADs) and to local
-//! connections alike: from the store when it can, else from the master
-//! (one query per distinct question in flight, its answers kept a while).
+//! Serving PathRecord Get/GetTable, to ports (MADs) and to local programs
+//! alike: from the store when it can, else from the master (one query per
+//! distinct question in flight, its answers kept a while).
 
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::IntoBytes;
-use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMad};
-use tracing::debug;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord};
+use tracing::{debug, warn};
 
-use super::forward::{Answer, QueryKey};
-use super::local::{LocalBody, LocalReply};
-use super::path_query::{self, Knowledge, Outcome};
-use super::upstream::Purpose;
-use super::{Asker, SaCore, Transmit, padded_record, records_data, respond};
-use umad::MadAddress;
+use super::SaCore;
+use super::forward::{self, PathAnswer};
+use super::parties::Asker;
+use super::purpose::Purpose;
+use crate::address::Transmit;
+use crate::inbound::SaRequest;
+use crate::path_query::{self, Knowledge, Outcome};
+use crate::request::{ConnId, LocalBody, PathQuery};
+use crate::requester::Answer;
+use crate::respond;
 
 impl SaCore {
     /// A PathRecord Get/GetTable MAD.
-    pub(super) fn path_query(&mut self, now: Instant, source: &MadAddress, mad: &[u8]) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let (method, mask, template) = (
-            m.mad().method(),
-            m.sa().component_mask(),
-            padded_record(m.data()),
-        );
-        let asker = Asker::Mad {
-            address: *source,
-            request: Bytes::copy_from_slice(mad),
+    pub(super) fn path_query(&mut self, now: Instant, request: SaRequest) {
+        let query = PathQuery {
+            method: request.method(),
+            mask: request.mask(),
+            template: request.template(),
         };
-        self.path_request(now, asker, method, mask, template);
+        self.path_request(now, Asker::Mad(request), query);
     }
 
     /// A PathRecord Get/GetTable from anyone.
-    pub(super) fn path_request(
-        &mut self,
-        now: Instant,
-        asker: Asker,
-        method: Method,
-        mask: ComponentMask,
-        template: PathRecord,
-    ) {
+    pub(super) fn path_request(&mut self, now: Instant, asker: Asker, query: PathQuery) {
         let k = Knowledge {
             store: &self.store,
             subnet_prefix: self.port.gid.prefix(),
             complete_sources: &self.complete_sources,
             master_qos: self.master_qos.unwrap_or(true),
         };
-        match path_query::evaluate(&k, method, mask, &template) {
+        match path_query::evaluate(&k, query.method, query.mask, &query.template) {
             Outcome::Records(records) => {
                 self.counters.hits += 1;
                 self.answer_path_records(now, &asker, &records);
@@ -60,15 +51,15 @@ impl SaCore {
             }
             Outcome::Forward(reason) => {
                 self.counters.misses += 1;
-                debug!(?reason, ?mask, "forwarding a PathRecord query");
-                let key = QueryKey::new(method, mask, template);
-                if let Some(answer) = self.forwarding.cached(now, &key).cloned() {
+                debug!(?reason, mask = ?query.mask, "forwarding a PathRecord query");
+                if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
                     self.counters.answer_cache_hits += 1;
                     self.answer_waiter(now, &asker, &answer);
                     return;
                 }
-                if self.forwarding.wait(key, asker) {
-                    self.send_upstream(now, Purpose::Forward(key), &key.to_request());
+                if self.forwarding.wait(query, asker) {
+                    let request = forward::upstream_request(&query);
+                    self.send_upstream(now, Purpose::Forward(query), &request);
                 } else {
                     self.counters.coalesced += 1;
                 }
@@ -79,124 +70,98 @@ impl SaCore {
     /// Answers a Get with its one record or a GetTable with all (through
     /// RMPP to a port).
     fn answer_path_records(&mut self, now: Instant, asker: &Asker, records: &[PathRecord]) {
-        let Asker::Mad { address, request } = asker else {
-            let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-            for r in records {
-                data.extend_from_slice(r.as_bytes());
-            }
-            return self.answer_local_paths(asker, data.freeze(), false);
+        let Asker::Mad(request) = asker else {
+            return self.answer_local_paths(asker, packed(records.iter()));
         };
-        let Ok((h, _)) = SaMadHeader::parse(request) else {
-            return;
-        };
-        let h = *h;
-        if h.mad.method() == Method::GET {
+        if request.method() == Method::GET {
             // One MAD, built in one allocation: the common case.
-            let header = respond::success_header(&h, PathRecord::ATTRIBUTE_OFFSET);
+            let header = respond::success_header(request.header(), PathRecord::ATTRIBUTE_OFFSET);
             let one = records.first().map_or(&[][..], |r| r.as_bytes());
             self.out.push_back(Transmit::reply(
-                address.reply(),
+                request.reply_to(),
                 respond::single(&header, one),
             ));
             return;
         }
-        let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-        for r in records {
-            data.extend_from_slice(r.as_bytes());
-        }
         self.answer_data(
             now,
-            address,
-            &h,
-            data.freeze(),
+            request,
+            packed(records.iter()),
             PathRecord::ATTRIBUTE_OFFSET,
         );
     }
 
-    fn answer_local_paths(&mut self, asker: &Asker, data: Bytes, truncated: bool) {
-        let Asker::Local { conn, id } = *asker else {
-            return;
-        };
+    fn answer_local_paths(&mut self, asker: &Asker, data: Bytes) {
         let body = LocalBody::Records {
             attribute: AttributeId::PATH_RECORD,
             stride: PathRecord::LEN,
             data,
-            truncated,
         };
-        self.local_out.push_back(LocalReply {
-            conn,
-            request: id,
-            status: MadStatus::OK,
-            body,
-        });
+        self.reply_local(asker, MadStatus::OK, body);
     }
 
-    fn answer_waiter(&mut self, now: Instant, w: &Asker, answer: &Answer) {
+    fn answer_waiter(&mut self, now: Instant, w: &Asker, answer: &PathAnswer) {
         if answer.status != MadStatus::OK {
             return self.answer_status(w, answer.status);
         }
         match w {
-            Asker::Mad { address, request } => {
-                let Ok((h, _)) = SaMadHeader::parse(request) else {
-                    return;
-                };
-                let h = *h;
-                self.answer_data(
-                    now,
-                    address,
-                    &h,
-                    answer.data.clone(),
-                    PathRecord::ATTRIBUTE_OFFSET,
-                );
-            }
-            Asker::Local { .. } => self.answer_local_paths(w, answer.data.clone(), false),
+            Asker::Mad(request) => self.answer_data(
+                now,
+                request,
+                answer.data.clone(),
+                PathRecord::ATTRIBUTE_OFFSET,
+            ),
+            Asker::Local { .. } => self.answer_local_paths(w, answer.data.clone()),
         }
     }
 
-    pub(super) fn forward_answered(
-        &mut self,
-        now: Instant,
-        key: &QueryKey,
-        mad: &[u8],
-        truncated: bool,
-    ) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        if truncated {
+    /// The master answered a forwarded query.
+    pub(super) fn forward_answered(&mut self, now: Instant, query: &PathQuery, answer: &Answer) {
+        if answer.is_cut() {
             // The master's table did not arrive whole (a transport without
             // RMPP): a port gets the answer as it came, so that it sees
-            // exactly what the master sent; a local connection gets the
-            // whole records, marked incomplete. Nothing is kept.
-            let whole = records_data(&m, self.cut_at(true));
-            for w in self.forwarding.release(key) {
+            // exactly what the master sent; a local program cannot be given
+            // a table with an unknown part missing, so it is told the
+            // answer could not be had. Nothing is kept.
+            let waiters = self.forwarding.release(query);
+            warn!(
+                waiters = waiters.len(),
+                "the master's answer to a forwarded query arrived cut; local askers get ERR_NO_RESOURCES"
+            );
+            for w in waiters {
                 match &w {
-                    Asker::Mad { address, request } => {
-                        if let Some(relayed) = respond::relay(mad, request) {
-                            self.out
-                                .push_back(Transmit::reply(address.reply(), relayed));
-                        }
-                    }
-                    Asker::Local { .. } => self.answer_local_paths(&w, whole.clone(), true),
+                    Asker::Mad(request) => self.relay_to(request, answer.mad()),
+                    Asker::Local { .. } => self.answer_status(&w, MadStatus::ERR_NO_RESOURCES),
                 }
             }
             return;
         }
-        let status = m.mad().status();
+        let status = answer.status();
         let data = if status != MadStatus::OK {
             Bytes::new()
-        } else if key.method() == Method::GET {
-            Bytes::copy_from_slice(m.data().get(..PathRecord::LEN).unwrap_or_default())
+        } else if query.method == Method::GET {
+            Bytes::copy_from_slice(answer.data().get(..PathRecord::LEN).unwrap_or_default())
         } else {
-            records_data(&m, None)
+            packed(answer.records::<PathRecord>())
         };
-        let answer = Answer { status, data };
-        for w in self.forwarding.answered(now, key, answer.clone()) {
+        let answer = PathAnswer { status, data };
+        for w in self.forwarding.answered(now, query, answer.clone()) {
             self.answer_waiter(now, &w, &answer);
         }
     }
 
     /// Everyone waiting for the master's answer to a forwarded query from
     /// local connection `conn` is forgotten (it closed).
-    pub(super) fn forget_local_waiters(&mut self, conn: super::local::ConnId) {
+    pub(super) fn forget_local_waiters(&mut self, conn: ConnId) {
         self.forwarding.forget_where(|w| w.conn() == Some(conn));
     }
+}
+
+/// PathRecords back to back.
+fn packed<'a>(records: impl Iterator<Item = &'a PathRecord>) -> Bytes {
+    let mut data = BytesMut::with_capacity(records.size_hint().0 * PathRecord::LEN);
+    for r in records {
+        data.extend_from_slice(r.as_bytes());
+    }
+    data.freeze()
 }

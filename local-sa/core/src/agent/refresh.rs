@@ -11,31 +11,16 @@ use std::time::Instant;
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, MadStatus, Method, PathRecord, Records, SaMad, SaMadBuilder};
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
-use super::upstream::Purpose;
-use super::{SaCore, records_data};
+use super::purpose::Purpose;
+use super::{RefreshState, SaCore};
+use crate::requester::Answer;
 use crate::store::Epoch;
 
 /// Highest unicast LID.
 const MAX_UNICAST_LID: u16 = 0xBFFF;
-
-/// Where a refresh stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RefreshState {
-    /// None running.
-    Idle,
-    /// The bulk GetTable is out.
-    Bulk { epoch: Epoch },
-    /// Fetching destination by destination.
-    Walk {
-        epoch: Epoch,
-        next: u16,
-        highest_found: u16,
-        in_flight: usize,
-    },
-}
 
 impl SaCore {
     /// Starts a refresh unless one is running.
@@ -59,24 +44,15 @@ impl SaCore {
         self.send_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
     }
 
-    pub(super) fn bulk_answered(
-        &mut self,
-        now: Instant,
-        epoch: Epoch,
-        mad: &[u8],
-        truncated: bool,
-    ) {
+    pub(super) fn bulk_answered(&mut self, now: Instant, epoch: Epoch, answer: &Answer) {
         if self.refresh != (RefreshState::Bulk { epoch }) {
             return;
         }
-        let Ok(m) = SaMad::parse(mad) else {
-            return self.refresh_failed(now);
-        };
-        if m.mad().status() != MadStatus::OK {
-            warn!(status = %m.mad().status(), "the master refused the bulk PathRecord table");
+        if answer.status() != MadStatus::OK {
+            warn!(status = %answer.status(), "the master refused the bulk PathRecord table");
             return self.refresh_failed(now);
         }
-        if truncated {
+        if answer.is_cut() {
             info!(
                 "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
             );
@@ -89,8 +65,7 @@ impl SaCore {
             self.refresh = start;
             return self.walk(now);
         }
-        let data = records_data(&m, None);
-        for r in Records::<PathRecord>::with_standard_stride(&data) {
+        for r in answer.records::<PathRecord>() {
             self.store.insert(*r, epoch);
         }
         self.finish_refresh(now, epoch);
@@ -136,14 +111,7 @@ impl SaCore {
         }
     }
 
-    pub(super) fn walk_answered(
-        &mut self,
-        now: Instant,
-        epoch: Epoch,
-        dlid: u16,
-        mad: &[u8],
-        truncated: bool,
-    ) {
+    pub(super) fn walk_answered(&mut self, now: Instant, epoch: Epoch, dlid: u16, answer: &Answer) {
         let RefreshState::Walk {
             epoch: current,
             next,
@@ -156,12 +124,8 @@ impl SaCore {
         if current != epoch {
             return;
         }
-        let Ok(m) = SaMad::parse(mad) else {
-            return self.refresh_failed(now);
-        };
-        if m.mad().status() == MadStatus::OK {
-            let data = records_data(&m, self.cut_at(truncated));
-            for r in Records::<PathRecord>::with_standard_stride(&data) {
+        if answer.status() == MadStatus::OK {
+            for r in answer.records::<PathRecord>() {
                 self.store.insert(*r, epoch);
                 highest_found = highest_found.max(dlid);
             }

@@ -14,11 +14,16 @@ use mad_codec::{
 };
 
 use super::fake_master::{FakeMaster, gid};
-use crate::agent::{AgentConfig, PortIdentity, SaCore, Transmit};
-use umad::MadAddress;
+use crate::address::Address;
+use crate::address::{Received, Transmit};
+use crate::agent::SaCore;
+use crate::config::{AgentConfig, PortIdentity};
 
 /// The master SM's LID.
 pub(crate) const MASTER_LID: u16 = 1;
+/// The TransactionID seed every bench agent starts from.
+pub(crate) const SEED: u32 = 0x100;
+
 /// The agent's port's LID.
 pub(crate) const MY_LID: u16 = 2;
 /// Hosts on the fake fabric (LIDs 1..=HOSTS): 12 paths from the agent's
@@ -37,8 +42,8 @@ pub(crate) fn my_port() -> PortIdentity {
 }
 
 /// QP1 of a client at `lid`.
-pub(crate) fn client(lid: u16) -> MadAddress {
-    MadAddress::gsi(lid, 0)
+pub(crate) fn client(lid: u16) -> Address {
+    Address::gsi(lid, 0)
 }
 
 /// A PathRecord request padded to 256 bytes, as clients send them.
@@ -92,7 +97,7 @@ impl Bench {
     /// that needs no time has happened.
     pub(crate) fn new(master: FakeMaster, config: AgentConfig) -> Self {
         let now = Instant::now();
-        let core = SaCore::new(config, my_port(), now);
+        let core = SaCore::new(config, my_port(), now, SEED);
         let mut b = Self {
             core,
             master,
@@ -126,10 +131,14 @@ impl Bench {
                     self.sent.push_back(t);
                 }
             }
-            while let Some(m) = self.master.poll_transmit() {
+            while let Some((mad, cut)) = self.master.poll_transmit() {
                 moved = true;
-                self.core
-                    .handle_mad(self.now, MadAddress::gsi(self.master.lid, 0), 0, &m);
+                let from = Address::gsi(self.master.lid, 0);
+                let received = Received {
+                    cut,
+                    ..Received::new(from, mad)
+                };
+                self.core.handle_mad(self.now, received);
             }
             if !moved {
                 break;
@@ -161,6 +170,12 @@ impl Bench {
         panic!("timers keep firing without time passing");
     }
 
+    /// `from` sends the agent `mad`, whole.
+    pub(crate) fn deliver(&mut self, from: Address, mad: &[u8]) {
+        let received = Received::new(from, Bytes::copy_from_slice(mad));
+        self.core.handle_mad(self.now, received);
+    }
+
     /// What the agent sent to `lid` since last asked.
     pub(crate) fn take_sent(&mut self, lid: u16) -> Vec<Bytes> {
         let (mine, rest): (Vec<Transmit>, Vec<Transmit>) =
@@ -170,8 +185,8 @@ impl Bench {
     }
 
     /// `from` sends `request`; returns the MADs the agent sent `from`.
-    pub(crate) fn ask(&mut self, from: MadAddress, request: &[u8]) -> Vec<Bytes> {
-        self.core.handle_mad(self.now, from, 0, request);
+    pub(crate) fn ask(&mut self, from: Address, request: &[u8]) -> Vec<Bytes> {
+        self.deliver(from, request);
         self.pump();
         self.take_sent(from.lid)
     }
@@ -179,7 +194,7 @@ impl Bench {
     /// `from` sends `request` and receives the whole answer as a client
     /// does: one MAD, or an RMPP transfer it acknowledges segment by
     /// segment.
-    pub(crate) fn query(&mut self, from: MadAddress, request: &[u8]) -> Bytes {
+    pub(crate) fn query(&mut self, from: Address, request: &[u8]) -> Bytes {
         let mut mads = self.ask(from, request);
         assert!(!mads.is_empty(), "no answer to the query");
         let (h, _) = SaMadHeader::parse(&mads[0]).expect("SA headers");
@@ -193,7 +208,7 @@ impl Bench {
                 r.handle_segment(self.now, &m);
             }
             while let Some(ack) = r.poll_transmit() {
-                self.core.handle_mad(self.now, from, 0, &ack);
+                self.deliver(from, &ack);
             }
             self.pump();
             if r.state() != TransferState::Active {

@@ -69,7 +69,9 @@ pub(crate) struct FakeMaster {
     next_mgid: u64,
     pub(crate) next_mlid: u16,
     senders: HashMap<u32, Sender>,
-    out: VecDeque<Bytes>,
+    /// MADs to send, with what the transport will say of their integrity
+    /// (see [`crate::address::Received::cut`]).
+    out: VecDeque<(Bytes, Option<usize>)>,
     next_report_tid: u64,
 }
 
@@ -139,8 +141,8 @@ impl FakeMaster {
             .count()
     }
 
-    /// The next MAD the master sends.
-    pub(crate) fn poll_transmit(&mut self) -> Option<Bytes> {
+    /// The next MAD the master sends, and how much of it arrives real.
+    pub(crate) fn poll_transmit(&mut self) -> Option<(Bytes, Option<usize>)> {
         self.out.pop_front()
     }
 
@@ -170,7 +172,7 @@ impl FakeMaster {
         self.next_report_tid += 1;
         let b = SaMadBuilder::request(Method::REPORT, self.next_report_tid, AttributeId::NOTICE)
             .record(&notice);
-        self.out.push_back(b.into_bytes());
+        self.out.push_back((b.into_bytes(), None));
     }
 
     /// A MAD from the agent.
@@ -362,7 +364,7 @@ impl FakeMaster {
         let mut header = response_header(h, MadStatus::OK);
         header.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
         if let Some(one) = rmpp::single_segment(&header, &data) {
-            self.out.push_back(one);
+            self.out.push_back((one, None));
             return;
         }
         match self.delivery {
@@ -378,11 +380,12 @@ impl FakeMaster {
                 let mut mad = BytesMut::from(header.as_bytes());
                 mad.extend_from_slice(&data[..MAD_LEN - SaMadHeader::LEN]);
                 // Past the first 168 data bytes the simulator hands over
-                // bytes that are not records.
+                // bytes that are not records, and says so.
                 for b in &mut mad[SaMadHeader::LEN + 168..] {
                     *b = 0xA5;
                 }
-                self.out.push_back(mad.freeze());
+                self.out
+                    .push_back((mad.freeze(), Some(SaMadHeader::LEN + 168)));
             }
         }
     }
@@ -391,13 +394,13 @@ impl FakeMaster {
         let header = response_header(request, status);
         let mut mad = BytesMut::from(header.as_bytes());
         mad.extend_from_slice(data);
-        self.out.push_back(mad.freeze());
+        self.out.push_back((mad.freeze(), None));
     }
 
     fn flush_senders(&mut self, now: Instant) {
         for s in self.senders.values_mut() {
             while let Some(m) = s.poll_transmit(now) {
-                self.out.push_back(Bytes::copy_from_slice(&m));
+                self.out.push_back((Bytes::copy_from_slice(&m), None));
             }
         }
         self.senders

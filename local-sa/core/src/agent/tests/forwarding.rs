@@ -36,8 +36,7 @@ fn identical_misses_share_one_upstream_query_and_all_get_the_answer() {
     let mut b = Bench::started();
     b.master.answering = false; // hold the answer back while the askers pile up
     for lid in 30..35 {
-        b.core
-            .handle_mad(b.now, client(lid), 0, &elsewhere(u64::from(lid), 4));
+        b.deliver(client(lid), &elsewhere(u64::from(lid), 4));
     }
     b.pump();
     assert_eq!(upstream_queries_for(&b, 4), 1, "five askers, one query");
@@ -156,7 +155,7 @@ fn a_client_resending_while_it_waits_gets_one_answer() {
     let mut b = Bench::started();
     b.master.answering = false;
     for _ in 0..3 {
-        b.core.handle_mad(b.now, client(30), 0, &elsewhere(0x42, 4));
+        b.deliver(client(30), &elsewhere(0x42, 4));
     }
     b.pump();
     b.master.answering = true;
@@ -171,32 +170,26 @@ fn a_client_resending_while_it_waits_gets_one_answer() {
 
 #[test]
 fn local_connections_get_cached_and_forwarded_paths() {
-    use crate::agent::local::{LocalBody, LocalRequest};
+    use crate::request::{LocalBody, PathQuery, Request};
     use mad_codec::zerocopy::FromZeros;
     let mut b = Bench::started();
     let ask = |slid: u16, dlid: u16| {
-        let mut t = mad_codec::PathRecord::new_zeroed();
-        t.set_slid(slid);
-        t.set_dlid(dlid);
-        LocalRequest::PathQuery {
+        let mut template = mad_codec::PathRecord::new_zeroed();
+        template.set_slid(slid);
+        template.set_dlid(dlid);
+        Request::PathQuery(PathQuery {
             method: Method::GET,
             mask: pr::SLID | pr::DLID,
-            template: t,
-        }
+            template,
+        })
     };
     b.core
         .handle_local(b.now, 1, 1, ask(super::bench::MY_LID, 4));
     let hit = b.core.poll_local().expect("answered at once");
-    let LocalBody::Records {
-        data, truncated, ..
-    } = hit.body
-    else {
+    let LocalBody::Records { data, .. } = hit.body else {
         panic!("records")
     };
-    assert_eq!(
-        (&data[..], truncated),
-        (path(super::bench::MY_LID, 4).as_bytes(), false)
-    );
+    assert_eq!(&data[..], path(super::bench::MY_LID, 4).as_bytes());
     b.core.handle_local(b.now, 1, 2, ask(3, 4));
     b.pump();
     let miss = b.core.poll_local().expect("answered from the master");
@@ -209,4 +202,36 @@ fn local_connections_get_cached_and_forwarded_paths() {
     b.core.handle_local_closed(b.now, 1);
     b.advance(AgentConfig::default().upstream_timeout * 5);
     assert!(b.core.poll_local().is_none());
+}
+
+#[test]
+fn a_cut_table_never_reaches_a_local_connection_as_if_it_were_whole() {
+    use crate::request::{LocalBody, PathQuery, Request};
+    use mad_codec::zerocopy::FromZeros;
+    let mut master =
+        super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
+    master.delivery = super::fake_master::Delivery::Cut;
+    let mut b = Bench::new(master, AgentConfig::default());
+    let mut template = mad_codec::PathRecord::new_zeroed();
+    template.set_slid(3);
+    let table = Request::PathQuery(PathQuery {
+        method: Method::GET_TABLE,
+        mask: pr::SLID,
+        template,
+    });
+    b.core.handle_local(b.now, 1, 5, table);
+    b.pump();
+    let reply = b.core.poll_local().expect("an answer");
+    assert_eq!(
+        (reply.request, reply.status, reply.body),
+        (5, MadStatus::ERR_NO_RESOURCES, LocalBody::Empty),
+        "the master's table arrived cut: no partial table passed off as whole"
+    );
+    // A port asking the same gets the master's answer as it came.
+    let got = b.ask(
+        client(30),
+        &pr_request(Method::GET_TABLE, 0x79, pr::SLID, |t| t.set_slid(3)),
+    );
+    assert_eq!(got.len(), 1);
+    assert_eq!(SaMad::parse(&got[0]).unwrap().mad().status(), MadStatus::OK);
 }

@@ -47,7 +47,7 @@ fn push(b: &mut Bench, header: SaMadHeader, records: &[PathRecord]) -> Bytes {
     let mut answers = VecDeque::new();
     for _ in 0..100_000 {
         while let Some(seg) = sender.poll_transmit(b.now) {
-            b.core.handle_mad(b.now, client(LOADER), 0, &seg);
+            b.deliver(client(LOADER), &seg);
         }
         b.pump();
         for m in b.take_sent(LOADER) {

@@ -13,9 +13,9 @@ use mad_codec::{
 
 use super::bench::{Bench, HOSTS, MY_LID, client, my_port, padded, status};
 use super::fake_master::{FakeMaster, gid};
-use crate::agent::local::{LocalBody, LocalReply, LocalRequest};
+use crate::address::Address;
 use crate::agent::{AgentConfig, PortIdentity};
-use umad::MadAddress;
+use crate::request::{LocalBody, LocalReply, Request};
 
 const MGID: Gid = Gid::new(0xff12_601b_ffff_0000, 0x42);
 
@@ -32,9 +32,9 @@ fn record(mgid: Gid, bits: JoinState) -> McMemberRecord {
 fn local(b: &mut Bench, conn: u64, join: bool, mgid: Gid, bits: JoinState) -> Vec<LocalReply> {
     let (mask, r) = (mc::CREATE, record(mgid, bits));
     let req = if join {
-        LocalRequest::Join { mask, record: r }
+        Request::Join { mask, record: r }
     } else {
-        LocalRequest::Leave { mask, record: r }
+        Request::Leave { mask, record: r }
     };
     b.core.handle_local(b.now, conn, 7, req);
     b.pump();
@@ -159,7 +159,7 @@ fn the_masters_verdict_reaches_the_member_unchanged() {
         b.now,
         2,
         8,
-        LocalRequest::Join {
+        Request::Join {
             mask: mc::CREATE,
             record: r,
         },
@@ -177,7 +177,7 @@ fn the_masters_verdict_reaches_the_member_unchanged() {
         b.now,
         3,
         9,
-        LocalRequest::Join {
+        Request::Join {
             mask: mc::JOIN,
             record: r,
         },
@@ -205,7 +205,7 @@ fn an_sa_assigned_mgid_is_learnt_and_shared() {
 #[test]
 fn joins_and_leaves_by_mad_from_this_port_and_the_member_lease() {
     let mut b = Bench::started();
-    let me = MadAddress {
+    let me = Address {
         qpn: 77,
         ..client(MY_LID)
     };
@@ -263,7 +263,7 @@ fn queries_about_held_groups_are_answered_here() {
     b.query(client(30), &padded(&q.into_bytes()));
     assert_eq!(b.master.requests.len(), before + 1, "relayed to the master");
     // This port's groups for the local API.
-    b.core.handle_local(b.now, 9, 1, LocalRequest::Groups);
+    b.core.handle_local(b.now, 9, 1, Request::ListGroups);
     let (_, rec) = only_record(&std::iter::from_fn(|| b.core.poll_local()).collect::<Vec<_>>());
     assert_eq!(rec.unwrap().join_state(), JoinState::FULL_MEMBER);
     assert_eq!(McMemberRecord::ATTRIBUTE_OFFSET, 7);

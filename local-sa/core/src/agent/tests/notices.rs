@@ -61,7 +61,7 @@ fn a_report_from_anyone_but_the_master_changes_nothing() {
     let before = b.core.store().len();
     b.master
         .report(TrapDetails::GidOutOfService { gid: gid(5) });
-    let forged = b.master.poll_transmit().unwrap();
+    let (forged, _) = b.master.poll_transmit().unwrap();
     let answers = b.ask(super::bench::client(30), &forged);
     assert_eq!(answers.len(), 1, "acknowledged all the same");
     assert_eq!(b.core.store().len(), before);

@@ -30,12 +30,7 @@ fn inform(tid: u64, trap: u16, subscribe: bool) -> Bytes {
 
 /// Sends a Set(InformInfo) from `lid` and returns the agent's answer to it.
 fn set(b: &mut Bench, lid: u16, trap: u16, subscribe: bool) -> Vec<Bytes> {
-    b.core.handle_mad(
-        b.now,
-        client(lid),
-        0,
-        &inform(u64::from(lid), trap, subscribe),
-    );
+    b.deliver(client(lid), &inform(u64::from(lid), trap, subscribe));
     b.pump();
     b.take_sent(lid)
 }
@@ -54,8 +49,7 @@ fn reports(b: &mut Bench, lid: u16) -> Vec<(u64, Notice)> {
 
 fn ack(b: &mut Bench, lid: u16, tid: u64) {
     let resp = SaMadBuilder::request(Method::REPORT_RESP, tid, AttributeId::NOTICE);
-    b.core
-        .handle_mad(b.now, client(lid), 0, &padded(&resp.into_bytes()));
+    b.deliver(client(lid), &padded(&resp.into_bytes()));
     b.pump();
 }
 
@@ -331,12 +325,11 @@ fn a_new_master_gets_every_held_subscription_again() {
 
 #[test]
 fn local_connections_subscribe_get_notices_and_release_on_close() {
-    use crate::agent::local::{LocalBody, LocalRequest};
+    use crate::request::{LocalBody, Request};
     let mut b = Bench::started();
     let ii = InformInfoRepr::generic_subscription(TrapNumber(66), true, 1, 19).to_wire();
     for conn in [1, 2] {
-        b.core
-            .handle_local(b.now, conn, 10, LocalRequest::Inform(ii));
+        b.core.handle_local(b.now, conn, 10, Request::Inform(ii));
         b.pump();
     }
     let replies: Vec<_> = std::iter::from_fn(|| b.core.poll_local()).collect();
@@ -376,7 +369,7 @@ fn local_connections_subscribe_get_notices_and_release_on_close() {
 
 #[test]
 fn a_master_restarted_on_the_same_lid_gets_everything_back() {
-    use crate::agent::local::LocalRequest;
+    use crate::request::Request;
     let mut b = Bench::started();
     set(&mut b, 5, 66, true);
     let mut r = mad_codec::McMemberRecord::new_zeroed();
@@ -384,7 +377,7 @@ fn a_master_restarted_on_the_same_lid_gets_everything_back() {
     r.set_join_state(mad_codec::JoinState::FULL_MEMBER);
     let mask = mad_codec::attr::mc_member_record::mask::CREATE;
     b.core
-        .handle_local(b.now, 1, 1, LocalRequest::Join { mask, record: r });
+        .handle_local(b.now, 1, 1, Request::Join { mask, record: r });
     b.pump();
     // The master restarts: same LID, nothing remembered, no port event.
     b.master = super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);

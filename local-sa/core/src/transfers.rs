@@ -14,19 +14,18 @@ use bytes::Bytes;
 use mad_codec::header::SaMadHeader;
 use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 
-use super::Transmit;
-use umad::MadAddress;
+use crate::address::{Address, Transmit};
 
 /// A transfer: who the peer is and which TransactionID (low 32 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Key {
+struct Key {
     lid: u16,
     qpn: u32,
     tid: u32,
 }
 
 impl Key {
-    pub(crate) fn new(peer: &MadAddress, tid: u32) -> Self {
+    fn new(peer: &Address, tid: u32) -> Self {
         Self {
             lid: peer.lid,
             qpn: peer.qpn,
@@ -49,13 +48,13 @@ pub(crate) enum Event {
 #[derive(Debug)]
 struct Sending {
     sender: Sender,
-    peer: MadAddress,
+    peer: Address,
 }
 
 #[derive(Debug)]
 struct Receiving {
     receiver: Receiver,
-    peer: MadAddress,
+    peer: Address,
     /// Set once the reassembled MAD has been handed out.
     delivered: bool,
 }
@@ -94,7 +93,7 @@ impl Transfers {
     pub(crate) fn send(
         &mut self,
         now: Instant,
-        peer: MadAddress,
+        peer: Address,
         tid: u32,
         header: SaMadHeader,
         data: Bytes,
@@ -115,7 +114,7 @@ impl Transfers {
     }
 
     /// True if an answer to `peer` under `tid` is being sent.
-    pub(crate) fn is_sending(&self, peer: &MadAddress, tid: u32) -> bool {
+    pub(crate) fn is_sending(&self, peer: &Address, tid: u32) -> bool {
         self.sending.contains_key(&Key::new(peer, tid))
     }
 
@@ -123,7 +122,7 @@ impl Transfers {
     pub(crate) fn control(
         &mut self,
         now: Instant,
-        peer: &MadAddress,
+        peer: &Address,
         tid: u32,
         mad: &[u8],
         out: &mut VecDeque<Transmit>,
@@ -142,7 +141,7 @@ impl Transfers {
     }
 
     /// True if a load from `peer` under `tid` is being received.
-    pub(crate) fn is_receiving(&self, peer: &MadAddress, tid: u32) -> bool {
+    pub(crate) fn is_receiving(&self, peer: &Address, tid: u32) -> bool {
         self.receiving.contains_key(&Key::new(peer, tid))
     }
 
@@ -151,7 +150,7 @@ impl Transfers {
     pub(crate) fn segment(
         &mut self,
         now: Instant,
-        peer: &MadAddress,
+        peer: &Address,
         tid: u32,
         mad: &[u8],
         out: &mut VecDeque<Transmit>,

@@ -46,9 +46,8 @@ pub(crate) fn error(request: &[u8], status: MadStatus) -> Option<Bytes> {
 
 /// Another SA's answer passed on to the asker of `request`: unchanged but
 /// for the asker's TransactionID.
-pub(crate) fn relay(answer: &[u8], request: &[u8]) -> Option<Bytes> {
-    let (req, _) = SaMadHeader::parse(request).ok()?;
-    let tid = req.mad.transaction_id();
+pub(crate) fn relay(answer: &[u8], request: &SaMadHeader) -> Option<Bytes> {
+    let tid = request.mad.transaction_id();
     let mut out = BytesMut::from(answer);
     let (h, _) = SaMadHeader::parse_mut(&mut out).ok()?;
     h.mad.set_transaction_id(tid);

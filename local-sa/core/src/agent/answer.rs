@@ -1,0 +1,167 @@
+//! How the agent answers: records or a status, to a port (MADs shaped as
+//! OpenSM shapes them, tables through RMPP) or to a local program; and
+//! ClassPortInfo, the one answer about the agent itself.
+
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::attr::class_port_info::duration_to_resp_time_value;
+use mad_codec::header::SaMadHeader;
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{ClassPortInfo, ClassPortInfoRepr, MAD_LEN, MadStatus, Method, MgmtClass};
+
+use super::SaCore;
+use super::parties::Asker;
+use crate::address::{GSI_QKEY, Transmit};
+use crate::inbound::SaRequest;
+use crate::request::LocalBody;
+use crate::respond;
+use crate::transfers::Event;
+
+impl SaCore {
+    /// Answers a Get with the first record of `data` or a GetTable with
+    /// all of it (records every `offset` × 8 bytes), a table through RMPP;
+    /// the callers have checked a Get's count.
+    pub(super) fn answer_data(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        data: Bytes,
+        offset: u16,
+    ) {
+        let peer = request.reply_to();
+        let h = request.header();
+        if request.method() == Method::GET {
+            let header = respond::success_header(h, offset);
+            let one = data.get(..usize::from(offset) * 8).unwrap_or(&data[..]);
+            self.out
+                .push_back(Transmit::reply(peer, respond::single(&header, one)));
+        } else {
+            let header = respond::success_header(h, if data.is_empty() { 0 } else { offset });
+            if let Some(e) =
+                self.transfers
+                    .send(now, peer, request.tid(), header, data, &mut self.out)
+            {
+                self.count_transfer(&e);
+            }
+        }
+    }
+
+    /// Answers a port's Get or GetTable with `records`: a Get needs exactly
+    /// one (else ERR_NO_RECORDS or ERR_TOO_MANY_RECORDS); a GetTable gets
+    /// all.
+    pub(super) fn answer_table<T: SaRecord>(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        records: &[T],
+    ) {
+        if request.method() == Method::GET && records.len() != 1 {
+            let status = if records.is_empty() {
+                MadStatus::ERR_NO_RECORDS
+            } else {
+                MadStatus::ERR_TOO_MANY_RECORDS
+            };
+            return self.respond_error(request, status);
+        }
+        self.answer_data(now, request, records_data(records), T::ATTRIBUTE_OFFSET);
+    }
+
+    /// Answers `asker` with one record: a port's Set or Delete with a
+    /// GetResp/DeleteResp carrying it, a local program with it.
+    pub(super) fn answer_record<T: SaRecord>(&mut self, asker: &Asker, record: &T) {
+        match asker {
+            Asker::Mad(request) => {
+                let header = respond::success_header(request.header(), T::ATTRIBUTE_OFFSET);
+                self.out.push_back(Transmit::reply(
+                    request.reply_to(),
+                    respond::single(&header, record.as_bytes()),
+                ));
+            }
+            Asker::Local { .. } => self.answer_local_records(asker, std::slice::from_ref(record)),
+        }
+    }
+
+    /// Answers a local program with `records`.
+    pub(super) fn answer_local_records<T: SaRecord>(&mut self, asker: &Asker, records: &[T]) {
+        let body = LocalBody::Records {
+            attribute: T::ATTRIBUTE_ID,
+            stride: T::STRIDE,
+            data: records_data(records),
+        };
+        self.reply_local(asker, MadStatus::OK, body);
+    }
+
+    /// Answers `asker` with a bare status (an error, or success with
+    /// nothing to carry).
+    pub(super) fn answer_status(&mut self, asker: &Asker, status: MadStatus) {
+        match asker {
+            Asker::Mad(request) => self.respond_error(request, status),
+            Asker::Local { .. } => {
+                if status != MadStatus::OK {
+                    self.counters.errors += 1;
+                }
+                self.reply_local(asker, status, LocalBody::Empty);
+            }
+        }
+    }
+
+    /// Answers a port's request with `status` and the request echoed.
+    pub(super) fn respond_error(&mut self, request: &SaRequest, status: MadStatus) {
+        self.counters.errors += 1;
+        if let Some(mad) = respond::error(request.mad(), status) {
+            self.out.push_back(Transmit::reply(request.reply_to(), mad));
+        }
+    }
+
+    /// Passes the master's `answer` to the port that asked `request`,
+    /// unchanged but for the port's TransactionID.
+    pub(super) fn relay_to(&mut self, request: &SaRequest, answer: &[u8]) {
+        if let Some(relayed) = respond::relay(answer, request.header()) {
+            self.out
+                .push_back(Transmit::reply(request.reply_to(), relayed));
+        }
+    }
+
+    pub(super) fn count_transfer(&mut self, e: &Event) {
+        match e {
+            Event::Sent | Event::Received(_) => self.counters.rmpp_transfers += 1,
+            Event::Aborted => self.counters.rmpp_aborts += 1,
+        }
+    }
+
+    /// ClassPortInfo of this agent: no redirect, GSI Q_Keys, and a response
+    /// time that covers asking the master.
+    pub(super) fn class_port_info(&mut self, request: &SaRequest) {
+        let cpi = ClassPortInfoRepr {
+            base_version: 1,
+            class_version: MgmtClass::SA_CLASS_VERSION,
+            // None of the capability bits describes what this agent serves
+            // (PathRecord queries and loads), so none is claimed.
+            capability_mask: 0,
+            capability_mask2: 0,
+            resp_time_value: duration_to_resp_time_value(self.config.upstream_timeout),
+            redirect_qp: 1,
+            redirect_qkey: GSI_QKEY,
+            trap_qkey: GSI_QKEY,
+            ..ClassPortInfoRepr::default()
+        }
+        .to_wire();
+        let h = request.header();
+        let header = respond::success_header(h, h.sa.attribute_offset());
+        let mut data = [0u8; MAD_LEN - SaMadHeader::LEN];
+        data[..ClassPortInfo::LEN].copy_from_slice(cpi.as_bytes());
+        self.out.push_back(Transmit::reply(
+            request.reply_to(),
+            respond::single(&header, &data),
+        ));
+    }
+}
+
+/// `records` back to back at their SA stride.
+pub(super) fn records_data<T: SaRecord>(records: &[T]) -> Bytes {
+    let mut data = BytesMut::with_capacity(records.len() * T::STRIDE);
+    mad_codec::records::put_records(&mut data, records);
+    data.freeze()
+}

@@ -1,0 +1,46 @@
+//! Why the agent sent a request to the master SA: the token each request
+//! carries through the [`Requester`](crate::requester::Requester), by
+//! which its answer finds the code that waits for it.
+
+use crate::inbound::SaRequest;
+use crate::memberships::OpId;
+use crate::request::PathQuery;
+use crate::store::Epoch;
+
+/// Why a request went to the master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Every path from this port (GetTable, SGID = ours).
+    Bulk { epoch: Epoch },
+    /// The paths from this port to one LID, when the bulk table came back
+    /// cut (a transport without RMPP).
+    Walk { epoch: Epoch, dlid: u16 },
+    /// The paths from this port to a port that came into service.
+    GidInService { guid: u64 },
+    /// A query the cache could not answer.
+    Forward(PathQuery),
+    /// InformInfo Set for a filter (subscribe or unsubscribe).
+    Inform {
+        filter: informinfo::Filter,
+        subscribe: bool,
+    },
+    /// A query passed on for a port: the master's answer goes back to it.
+    Relay(SaRequest),
+    /// A Set or Delete of MCMemberRecord for the memberships.
+    Membership(OpId),
+    /// The canary ServiceRecord (see `canary`).
+    Canary(CanaryStep),
+    /// The master's ClassPortInfo.
+    MasterInfo,
+}
+
+/// What a canary request was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CanaryStep {
+    /// Registering it (ServiceRecord Set).
+    Register,
+    /// Looking for it (ServiceRecord Get).
+    Audit,
+    /// Withdrawing it (ServiceRecord Delete, at shutdown).
+    Withdraw,
+}

@@ -1,0 +1,114 @@
+//! What the agent is told: which port it serves and how it behaves.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use informinfo::DeliveryConfig;
+use mad_codec::Gid;
+use mad_codec::rmpp::RmppConfig;
+
+use crate::address::Address;
+use crate::requester::RequesterConfig;
+
+/// This port, as the agent needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortIdentity {
+    /// Base LID.
+    pub lid: u16,
+    /// LID mask count.
+    pub lmc: u8,
+    /// GID index 0.
+    pub gid: Gid,
+    /// The master SM's LID (where the master SA is).
+    pub sm_lid: u16,
+    /// SL to reach it.
+    pub sm_sl: u8,
+}
+
+impl PortIdentity {
+    /// The LIDs this port answers to.
+    pub fn lids(&self) -> RangeInclusive<u16> {
+        let span = (1u16 << self.lmc.min(7)) - 1;
+        self.lid..=self.lid.saturating_add(span)
+    }
+
+    /// QP1 of the master SA.
+    pub fn master(&self) -> Address {
+        Address::gsi(self.sm_lid, self.sm_sl)
+    }
+}
+
+/// How the agent behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentConfig {
+    /// The SM_Key that loads and deletes must carry.
+    pub sm_key: u64,
+    /// How long each request to the master waits for its answer.
+    pub upstream_timeout: Duration,
+    /// Attempts after the first for requests to the master.
+    pub upstream_retries: u32,
+    /// How often this port's paths are refreshed from the master.
+    pub refresh_interval: Duration,
+    /// How long a refresh or subscription that failed waits to try again.
+    pub retry_backoff: Duration,
+    /// How long the master's answer to a forwarded query is reused.
+    pub answer_ttl: Duration,
+    /// How long a forwarded query's "no such record" is reused.
+    pub negative_ttl: Duration,
+    /// Most forwarded answers kept.
+    pub max_cached_answers: usize,
+    /// Per-destination queries in flight during a refresh walk.
+    pub walk_window: usize,
+    /// LIDs past the highest one found after which a walk stops.
+    pub walk_gap: u16,
+    /// RMPP timers and limits (loads, answers, upstream tables), and the
+    /// segment size the transport carries (the daemon takes it from the
+    /// transport).
+    pub rmpp: RmppConfig,
+    /// Reports to MAD subscribers: time-out, retries, and the misses that
+    /// end a subscriber's lease.
+    pub delivery: DeliveryConfig,
+    /// Longest wait before registering again after the port changes: each
+    /// port waits its own share of it, so that the nodes of a fabric do
+    /// not all call on a new master at once.
+    pub reregister_jitter: Duration,
+    /// How long a multicast member that joined by MAD stays without
+    /// joining again (local API members stay while connected).
+    pub member_lease: Duration,
+    /// How often the master is asked whether it still holds this port's
+    /// registrations (the canary ServiceRecord).
+    pub audit_interval: Duration,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            sm_key: 1,
+            upstream_timeout: Duration::from_millis(1000),
+            upstream_retries: 3,
+            refresh_interval: Duration::from_secs(600),
+            retry_backoff: Duration::from_secs(5),
+            answer_ttl: Duration::from_secs(60),
+            negative_ttl: Duration::from_secs(5),
+            max_cached_answers: 65_536,
+            walk_window: 16,
+            walk_gap: 64,
+            rmpp: RmppConfig::default(),
+            delivery: DeliveryConfig::default(),
+            reregister_jitter: Duration::from_secs(1),
+            member_lease: Duration::from_secs(600),
+            audit_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+impl AgentConfig {
+    /// How requests to the master are timed and retried.
+    pub fn upstream(&self) -> RequesterConfig {
+        RequesterConfig {
+            timeout: self.upstream_timeout,
+            retries: self.upstream_retries,
+            rmpp: self.rmpp,
+        }
+    }
+}

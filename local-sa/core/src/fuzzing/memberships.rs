@@ -1,0 +1,370 @@
+//! The fuzz harness of the memberships machine
+//! (`fuzz/fuzz_targets/memberships.rs`).
+//!
+//! Four members (0 and 1 joined by MAD, so they renew; 2 and 3 local) join
+//! and leave two groups with any JoinState, a fake master answers, refuses
+//! or loses the machine's requests, members go away, time passes (leases
+//! end, retries come due) and a new master arrives that holds nothing. The
+//! input is a script of steps, each an opcode byte (modulo 6) and its
+//! operands:
+//!
+//! * `0`: a join or leave: a byte (member in bits 0–1, join in bit 2,
+//!   group in bit 3, no JOIN component in bit 7) and the JoinState byte;
+//! * `1`: the master answers a request in flight: a byte picks which, a
+//!   byte whether it accepts it, refuses it (a join) or loses it before
+//!   applying it;
+//! * `2`: a member goes: its byte;
+//! * `3`: time passes: a byte of seconds;
+//! * `4`: a new master that holds nothing: every group is joined again;
+//! * `5`: the master accepts everything in flight.
+//!
+//! Beside the machine runs a model of what each member holds, kept from
+//! the answers the members get. The harness panics when the machine breaks
+//! its contract:
+//!
+//! * a Delete names a bit that a member still holds (one not in the middle
+//!   of leaving it);
+//! * an asker is answered twice;
+//! * once the master has answered everything and every retry has run, the
+//!   bits it holds for the port in a group differ from the union of what
+//!   the members hold there, or the machine still waits for something.
+//!
+//! A request the master applied but whose answer was lost is not played:
+//! nothing tells any agent what the master holds then, short of joining
+//! again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use mad_codec::attr::mc_member_record::mask as mc;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{Gid, JoinState, MadStatus, McMemberRecord, Method};
+
+use crate::memberships::{Answer, Change, Effect, MembershipConfig, Memberships, OpId};
+
+const PORT: Gid = Gid::new(Gid::DEFAULT_PREFIX, 0x51);
+const GROUPS: [Gid; 2] = [
+    Gid::new(0xff12_601b_ffff_0000, 1),
+    Gid::new(0xff12_601b_ffff_0000, 2),
+];
+const LEASE: Duration = Duration::from_secs(30);
+const BACKOFF: Duration = Duration::from_secs(5);
+
+/// Who waits for an answer: a member and the number of its request.
+type Asker = (u8, u32);
+
+/// A request the machine sent the master.
+struct Sent {
+    op: OpId,
+    method: Method,
+    record: McMemberRecord,
+}
+
+struct World {
+    now: Instant,
+    machine: Memberships<u8, Asker>,
+    /// What the master holds for the port, per group.
+    master: BTreeMap<Gid, JoinState>,
+    in_flight: Vec<Sent>,
+    /// What each member holds, per group, as its answers told it.
+    model: BTreeMap<(Gid, u8), JoinState>,
+    /// Requests not answered yet: (join, group, bits).
+    asked: BTreeMap<Asker, (bool, Gid, JoinState)>,
+    answered: BTreeSet<Asker>,
+    next_seq: u32,
+}
+
+impl World {
+    fn new() -> Self {
+        let config = MembershipConfig {
+            member_lease: LEASE,
+            retry_backoff: BACKOFF,
+        };
+        Self {
+            now: Instant::now(),
+            machine: Memberships::new(config, PORT),
+            master: BTreeMap::new(),
+            in_flight: Vec::new(),
+            model: BTreeMap::new(),
+            asked: BTreeMap::new(),
+            answered: BTreeSet::new(),
+            next_seq: 0,
+        }
+    }
+
+    /// The bits of `mgid` some member holds and is not leaving.
+    fn kept(&self, mgid: Gid) -> JoinState {
+        let mut kept = JoinState::NONE;
+        for ((g, m), bits) in &self.model {
+            if *g != mgid {
+                continue;
+            }
+            let leaving = self
+                .asked
+                .iter()
+                .filter(|((who, _), (join, group, _))| who == m && !join && *group == mgid)
+                .fold(JoinState::NONE, |acc, (_, (_, _, b))| acc | *b);
+            kept |= bits.minus(leaving);
+        }
+        kept
+    }
+
+    fn apply(&mut self, effects: Vec<Effect<Asker>>) {
+        for e in effects {
+            match e {
+                Effect::Send {
+                    op, method, record, ..
+                } => {
+                    if method == Method::DELETE {
+                        let kept = self.kept(record.mgid());
+                        assert!(
+                            kept.minus(record.join_state()) == kept,
+                            "a Delete of {:?} in {} while members hold {kept:?}",
+                            record.join_state(),
+                            record.mgid()
+                        );
+                    }
+                    self.in_flight.push(Sent { op, method, record });
+                }
+                Effect::Answer { asker, answer } => self.answer(asker, &answer),
+            }
+        }
+    }
+
+    fn answer(&mut self, asker: Asker, answer: &Answer) {
+        assert!(self.answered.insert(asker), "{asker:?} answered twice");
+        let Some((join, mgid, bits)) = self.asked.remove(&asker) else {
+            // A request of a member that went away meanwhile.
+            return;
+        };
+        let held = self.model.entry((mgid, asker.0)).or_default();
+        match answer {
+            Answer::Joined(_)
+            | Answer::Master {
+                status: MadStatus::OK,
+                ..
+            } => {
+                assert!(join, "a join's answer to a leave");
+                *held |= bits;
+            }
+            Answer::Left(_) => {
+                assert!(!join, "a leave's answer to a join");
+                *held = held.minus(bits);
+            }
+            Answer::Master { .. } | Answer::Refused(_) => {}
+        }
+        if held.is_empty() {
+            self.model.remove(&(mgid, asker.0));
+        }
+    }
+
+    fn request(&mut self, member: u8, join: bool, mgid: Gid, bits: JoinState, mask_ok: bool) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut record = McMemberRecord::new_zeroed();
+        record.set_mgid(mgid);
+        record.set_port_gid(PORT);
+        record.set_qkey(0x1234);
+        record.set_join_state(bits);
+        let mask = if mask_ok {
+            mc::CREATE
+        } else {
+            mc::QKEY | mc::PKEY
+        };
+        self.asked.insert((member, seq), (join, mgid, bits));
+        let change = Change {
+            join,
+            member,
+            renews: member < 2,
+            asker: (member, seq),
+            mask,
+            record,
+        };
+        let mut out = Vec::new();
+        self.machine.request(self.now, change, &mut out);
+        self.apply(out);
+    }
+
+    /// The master takes request `i` in flight: `Some(true)` accepts it,
+    /// `Some(false)` refuses it (a join; a leave it cannot refuse here),
+    /// `None` loses it before applying it.
+    fn master_answers(&mut self, i: usize, verdict: Option<bool>) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let sent = self.in_flight.remove(i % self.in_flight.len());
+        let mgid = sent.record.mgid();
+        let bits = sent.record.join_state();
+        let answer = match verdict {
+            None => None,
+            Some(false) if sent.method == Method::SET => Some((MadStatus::ERR_REQ_INVALID, None)),
+            Some(_) => {
+                let held = self.master.entry(mgid).or_default();
+                let status = if sent.method == Method::SET {
+                    *held |= bits;
+                    MadStatus::OK
+                } else if held.contains(bits) {
+                    *held = held.minus(bits);
+                    MadStatus::OK
+                } else {
+                    MadStatus::ERR_REQ_INVALID
+                };
+                let mut r = sent.record;
+                r.set_join_state(*held);
+                if held.is_empty() {
+                    self.master.remove(&mgid);
+                }
+                Some((status, (status == MadStatus::OK).then_some(r)))
+            }
+        };
+        let mut out = Vec::new();
+        self.machine.answered(self.now, sent.op, answer, &mut out);
+        self.apply(out);
+    }
+
+    fn remove(&mut self, member: u8) {
+        self.model.retain(|(_, m), _| *m != member);
+        self.asked.retain(|(m, _), _| *m != member);
+        let mut out = Vec::new();
+        self.machine.remove_member(self.now, member, &mut out);
+        self.apply(out);
+    }
+
+    fn pass(&mut self, by: Duration) {
+        self.now += by;
+        let mut out = Vec::new();
+        self.machine.handle_timeout(self.now, &mut out);
+        // A member whose lease ended holds nothing anywhere any more.
+        let gone: Vec<u8> = self
+            .model
+            .keys()
+            .map(|(_, m)| *m)
+            .filter(|m| {
+                *m < 2
+                    && GROUPS
+                        .iter()
+                        .all(|g| self.machine.member_bits(*g, m).is_empty())
+            })
+            .collect();
+        for m in gone {
+            self.model.retain(|(_, who), _| *who != m);
+            self.asked.retain(|(who, _), _| *who != m);
+        }
+        self.apply(out);
+    }
+
+    fn new_master(&mut self) {
+        self.master.clear();
+        let mut out = Vec::new();
+        self.machine.rejoin_all(&mut out);
+        self.apply(out);
+    }
+
+    fn settle(&mut self) {
+        for _ in 0..64 {
+            while !self.in_flight.is_empty() {
+                self.master_answers(0, Some(true));
+            }
+            if self.machine.poll_timeout().is_none() {
+                break;
+            }
+            self.pass(BACKOFF + Duration::from_secs(1));
+        }
+        assert!(self.in_flight.is_empty() && !self.machine.is_busy());
+        assert!(
+            self.asked.is_empty(),
+            "requests never answered: {:?}",
+            self.asked
+        );
+        assert!(
+            self.machine.poll_timeout().is_none(),
+            "retries or leases still pending after settling"
+        );
+        for mgid in GROUPS {
+            let union = self
+                .model
+                .iter()
+                .filter(|((g, _), _)| *g == mgid)
+                .fold(JoinState::NONE, |acc, (_, b)| acc | *b);
+            let at_master = self.master.get(&mgid).copied().unwrap_or(JoinState::NONE);
+            assert_eq!(
+                at_master, union,
+                "{mgid}: the master holds {at_master:?}, the members {union:?}"
+            );
+        }
+    }
+}
+
+/// Runs the script in `data`; see the module docs.
+pub fn memberships(data: &[u8]) {
+    let mut w = World::new();
+    let mut rest = data;
+    while let Some((&op, tail)) = rest.split_first() {
+        rest = tail;
+        match op % 6 {
+            0 => {
+                let Some((&[what, bits], tail)) = rest.split_first_chunk::<2>() else {
+                    break;
+                };
+                rest = tail;
+                let group = GROUPS[usize::from((what >> 3) & 1)];
+                w.request(
+                    what & 3,
+                    what & 4 != 0,
+                    group,
+                    JoinState(bits & 0xF),
+                    what & 0x80 == 0,
+                );
+            }
+            1 => {
+                let Some((&[which, verdict], tail)) = rest.split_first_chunk::<2>() else {
+                    break;
+                };
+                rest = tail;
+                let verdict = match verdict % 3 {
+                    0 => Some(true),
+                    1 => Some(false),
+                    _ => None,
+                };
+                w.master_answers(usize::from(which), verdict);
+            }
+            2 => {
+                let Some((&member, tail)) = rest.split_first() else {
+                    break;
+                };
+                rest = tail;
+                w.remove(member & 3);
+            }
+            3 => {
+                let Some((&secs, tail)) = rest.split_first() else {
+                    break;
+                };
+                rest = tail;
+                w.pass(Duration::from_secs(u64::from(secs)));
+            }
+            4 => w.new_master(),
+            _ => {
+                while !w.in_flight.is_empty() {
+                    w.master_answers(0, Some(true));
+                }
+            }
+        }
+    }
+    w.settle();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_run() {
+        memberships(&[]);
+        // Members 0 (Full) and 2 (Non) join group 1; the master accepts;
+        // 0 leaves; a new master; member 2 goes; everything settles.
+        memberships(&[
+            0, 0x04, 1, 1, 0, 0, 0, 0x06, 2, 5, 0, 0x00, 1, 5, 4, 2, 2, 3, 40,
+        ]);
+        memberships(&(0..=255).collect::<Vec<u8>>());
+    }
+}

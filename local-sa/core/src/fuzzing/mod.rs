@@ -1,0 +1,10 @@
+//! The fuzz harnesses of the core, compiled only for the fuzz crate
+//! (`--cfg fuzzing`) and this crate's corpus-replay tests (the `fuzzing`
+//! feature): `fuzz/fuzz_targets/*.rs` call them, and `tests/fuzz_corpus.rs`
+//! replays the committed corpus through them on stable Rust.
+
+mod memberships;
+mod sa_core;
+
+pub use memberships::memberships;
+pub use sa_core::sa_core;

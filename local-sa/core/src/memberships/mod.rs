@@ -1,0 +1,792 @@
+//! Multicast groups this port belongs to, and who on this node wants it
+//! in them, as a state machine without I/O: per (port, MGID) the JoinState
+//! bits the master holds, the group record it last returned, and each
+//! local member's bits.
+//!
+//! The rules (the kernel's multicast.c, improved): a join whose bits the
+//! master already holds for this port, with fields that match the group,
+//! completes here without SA traffic; any other join goes upstream once and
+//! the group record is taken from the answer. A leave keeps every bit some
+//! member still holds; the master is asked to delete only the bits nobody
+//! holds any more. One upstream request per group is in flight at a time;
+//! requests that arrive meanwhile wait their turn. Members that must renew
+//! (those that joined by MAD) lose what they hold when their lease ends;
+//! after a new master, every group is joined again with the bits its
+//! members hold.
+//!
+//! Like [`informinfo::Registry`] it returns [`Effect`]s for its caller to
+//! carry out — requests to send the master, answers to give — and is
+//! generic over how members (`M`) and the askers waiting for answers (`A`)
+//! are identified. The invariant it keeps, and that its fuzz target checks:
+//! once the master has answered everything, the bits it holds for this port
+//! in each group are the union of what the group's members hold, and no
+//! Delete ever names a bit some member still holds.
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+use mad_codec::attr::mc_member_record::mask as mc;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{ComponentMask, Gid, JoinState, MadStatus, McMemberRecord, Method, Selector};
+use tracing::{debug, info, warn};
+
+/// Names a request to the master, so that its answer finds its way back.
+pub type OpId = u64;
+
+/// What the caller must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect<A> {
+    /// Send `method` (Set: join, Delete: leave) of `record` with component
+    /// mask `mask` to the master, and report its answer with
+    /// [`Memberships::answered`] under `op`.
+    Send {
+        /// The request's name.
+        op: OpId,
+        /// Set or Delete.
+        method: Method,
+        /// Its component mask.
+        mask: ComponentMask,
+        /// Its record.
+        record: McMemberRecord,
+    },
+    /// Answer `asker`.
+    Answer {
+        /// Who waits.
+        asker: A,
+        /// What to tell it.
+        answer: Answer,
+    },
+}
+
+/// The answer to a join or a leave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Joined here, the master holding the bits already: the group's
+    /// record with the JoinState the port holds.
+    Joined(McMemberRecord),
+    /// Left: the request's record as OpenSM answers a Delete (selectors 2)
+    /// with the JoinState the port still holds.
+    Left(McMemberRecord),
+    /// The master's own answer to this asker's request, to pass on as it
+    /// came: `status` (BUSY when the master did not answer) and, on
+    /// success, the record it returned.
+    Master {
+        /// The status to answer with.
+        status: MadStatus,
+        /// The master's record, on success.
+        record: Option<McMemberRecord>,
+    },
+    /// Refused here with this status (OpenSM's checks).
+    Refused(MadStatus),
+}
+
+/// A join or a leave by a member.
+#[derive(Debug, Clone)]
+pub struct Change<M, A> {
+    /// Join (true) or leave.
+    pub join: bool,
+    /// Who.
+    pub member: M,
+    /// True for a member that keeps a membership only by joining again
+    /// within the lease (one that joined by MAD).
+    pub renews: bool,
+    /// Who waits for the answer.
+    pub asker: A,
+    /// The request's component mask.
+    pub mask: ComponentMask,
+    /// The request's record.
+    pub record: McMemberRecord,
+}
+
+/// How long memberships last and failures wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MembershipConfig {
+    /// How long a member that renews stays without joining again.
+    pub member_lease: Duration,
+    /// How long a request the master did not answer waits to be tried
+    /// again.
+    pub retry_backoff: Duration,
+}
+
+/// What happened since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MembershipCounts {
+    /// Joins completed here (the master held the bits).
+    pub joins_local: u64,
+    /// Joins sent to the master.
+    pub joins_upstream: u64,
+    /// Leaves.
+    pub leaves: u64,
+    /// Members dropped because their lease ended.
+    pub leases_ended: u64,
+}
+
+/// A request to the master about a group.
+#[derive(Debug, Clone)]
+enum Op<M, A> {
+    /// A member's join; `gone` once the member went away meanwhile (its
+    /// bits are then not kept, and nobody is answered).
+    Join {
+        member: M,
+        renews: bool,
+        asker: A,
+        bits: JoinState,
+        gone: bool,
+    },
+    /// Deleting bits nobody holds any more; the leaver, if one waits.
+    Leave { asker: Option<(A, McMemberRecord)> },
+    /// Joining again after the master changed.
+    Rejoin,
+}
+
+/// One group.
+#[derive(Debug)]
+struct Group<M, A> {
+    /// The record the master last returned for this port.
+    record: Option<McMemberRecord>,
+    /// The JoinState bits the master holds for this port.
+    held: JoinState,
+    /// Each local member's bits.
+    members: HashMap<M, JoinState>,
+    /// A request to the master is out for this group.
+    busy: bool,
+    /// Requests waiting for it.
+    queue: VecDeque<Change<M, A>>,
+    /// When each renewing member's lease ends.
+    leases: HashMap<M, Instant>,
+    /// After a request the master did not answer (or refused while
+    /// re-joining): when to bring the master in line again.
+    retry_at: Option<Instant>,
+}
+
+impl<M, A> Default for Group<M, A> {
+    fn default() -> Self {
+        Self {
+            record: None,
+            held: JoinState::NONE,
+            members: HashMap::new(),
+            busy: false,
+            queue: VecDeque::new(),
+            leases: HashMap::new(),
+            retry_at: None,
+        }
+    }
+}
+
+impl<M: Eq + Hash, A> Group<M, A> {
+    /// The bits some member holds.
+    fn needed(&self) -> JoinState {
+        self.members
+            .values()
+            .fold(JoinState::NONE, |acc, b| acc | *b)
+    }
+
+    /// Local members holding `bit`.
+    fn count(&self, bit: JoinState) -> usize {
+        self.members.values().filter(|b| b.contains(bit)).count()
+    }
+
+    /// True when nothing is left of it here.
+    fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.held.is_empty() && !self.busy && self.queue.is_empty()
+    }
+}
+
+/// The components of a re-join: enough to create the group again.
+const REJOIN_MASK: ComponentMask = ComponentMask(
+    mc::CREATE.0 | mc::MLID.0 | mc::MTU_SELECTOR.0 | mc::MTU.0 | mc::RATE_SELECTOR.0 | mc::RATE.0,
+);
+
+/// Every group of one port.
+#[derive(Debug)]
+pub struct Memberships<M, A> {
+    config: MembershipConfig,
+    port_gid: Gid,
+    groups: BTreeMap<Gid, Group<M, A>>,
+    ops: HashMap<OpId, (Option<Gid>, Op<M, A>)>,
+    next_op: OpId,
+    shutting_down: bool,
+    counts: MembershipCounts,
+}
+
+impl<M, A> Memberships<M, A>
+where
+    M: Copy + Eq + Hash + Debug,
+    A: Clone + Debug,
+{
+    /// No groups yet, for the port with GID `port_gid`.
+    pub fn new(config: MembershipConfig, port_gid: Gid) -> Self {
+        Self {
+            config,
+            port_gid,
+            groups: BTreeMap::new(),
+            ops: HashMap::new(),
+            next_op: 0,
+            shutting_down: false,
+            counts: MembershipCounts::default(),
+        }
+    }
+
+    /// The port's GID changed: requests from now on carry the new one.
+    pub fn set_port_gid(&mut self, gid: Gid) {
+        self.port_gid = gid;
+    }
+
+    /// What happened since start.
+    pub fn counts(&self) -> MembershipCounts {
+        self.counts
+    }
+
+    /// Groups this port belongs to or is joining.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Memberships (member × group).
+    pub fn members(&self) -> usize {
+        self.groups.values().map(|g| g.members.len()).sum()
+    }
+
+    /// The bits `member` holds in `mgid`.
+    pub fn member_bits(&self, mgid: Gid, member: &M) -> JoinState {
+        self.groups
+            .get(&mgid)
+            .and_then(|g| g.members.get(member).copied())
+            .unwrap_or(JoinState::NONE)
+    }
+
+    /// The group record and the bits the master holds for this port in
+    /// `mgid`, if it holds any.
+    pub fn held(&self, mgid: Gid) -> Option<(McMemberRecord, JoinState)> {
+        self.groups
+            .get(&mgid)
+            .and_then(|g| g.record.map(|r| (r, g.held)))
+    }
+
+    /// Every group this port holds, as MCMemberRecords with this port's
+    /// GID and the JoinState the master holds.
+    pub fn group_records(&self) -> Vec<McMemberRecord> {
+        self.groups
+            .values()
+            .filter_map(|g| {
+                let mut r = g.record?;
+                r.set_port_gid(self.port_gid);
+                r.set_join_state(g.held);
+                Some(r)
+            })
+            .collect()
+    }
+
+    /// True when a request for some group is out to the master.
+    pub fn is_busy(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// A member joins or leaves.
+    pub fn request(&mut self, now: Instant, change: Change<M, A>, out: &mut Vec<Effect<A>>) {
+        let refuse = |out: &mut Vec<Effect<A>>, asker: A, status| {
+            out.push(Effect::Answer {
+                asker,
+                answer: Answer::Refused(status),
+            });
+        };
+        // OpenSM's first checks.
+        if !change.mask.contains(mc::JOIN) {
+            return refuse(
+                out,
+                change.asker,
+                MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS,
+            );
+        }
+        let bits = change.record.join_state();
+        let gid = change.record.port_gid();
+        let ours =
+            gid == self.port_gid || (gid.is_link_local() && gid.guid() == self.port_gid.guid());
+        if bits.is_empty() || !ours {
+            return refuse(out, change.asker, MadStatus::ERR_REQ_INVALID);
+        }
+        let mgid = change.record.mgid();
+        if mgid == Gid::ZERO {
+            if !change.join {
+                return refuse(out, change.asker, MadStatus::ERR_REQ_INVALID);
+            }
+            // The master assigns the MGID: nothing here to share.
+            let op = Op::Join {
+                member: change.member,
+                renews: change.renews,
+                asker: change.asker,
+                bits,
+                gone: false,
+            };
+            return self.send(None, Method::SET, change.mask, change.record, op, out);
+        }
+        let group = self.groups.entry(mgid).or_default();
+        if group.busy {
+            group.queue.push_back(change);
+            return;
+        }
+        if change.join {
+            self.join(now, mgid, change, out);
+        } else {
+            self.leave(mgid, change, out);
+        }
+    }
+
+    fn join(&mut self, now: Instant, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<A>>) {
+        let bits = c.record.join_state();
+        let lease = now + self.config.member_lease;
+        let group = self.groups.entry(mgid).or_default();
+        let local = group
+            .record
+            .filter(|r| group.held.contains(bits) && compatible(r, c.mask, &c.record));
+        if let Some(group_record) = local {
+            *group.members.entry(c.member).or_default() |= bits;
+            if c.renews {
+                group.leases.insert(c.member, lease);
+            }
+            let mut answer = group_record;
+            answer.set_join_state(group.held);
+            self.counts.joins_local += 1;
+            debug!(%mgid, ?bits, "join completed here: the master holds these bits already");
+            return out.push(Effect::Answer {
+                asker: c.asker,
+                answer: Answer::Joined(answer),
+            });
+        }
+        group.busy = true;
+        self.counts.joins_upstream += 1;
+        let op = Op::Join {
+            member: c.member,
+            renews: c.renews,
+            asker: c.asker,
+            bits,
+            gone: false,
+        };
+        self.send(Some(mgid), Method::SET, c.mask, c.record, op, out);
+    }
+
+    fn leave(&mut self, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<A>>) {
+        let bits = c.record.join_state();
+        let Some(group) = self.groups.get_mut(&mgid) else {
+            return out.push(Effect::Answer {
+                asker: c.asker,
+                answer: Answer::Refused(MadStatus::ERR_REQ_INVALID),
+            });
+        };
+        let held = group
+            .members
+            .get(&c.member)
+            .copied()
+            .unwrap_or(JoinState::NONE);
+        if !held.contains(bits) {
+            // OpenSM: the bits must be a subset of the member's.
+            self.drop_if_empty(mgid);
+            return out.push(Effect::Answer {
+                asker: c.asker,
+                answer: Answer::Refused(MadStatus::ERR_REQ_INVALID),
+            });
+        }
+        let left = held.minus(bits);
+        if left.is_empty() {
+            group.members.remove(&c.member);
+            group.leases.remove(&c.member);
+        } else {
+            group.members.insert(c.member, left);
+        }
+        self.counts.leaves += 1;
+        debug!(
+            %mgid,
+            full = group.count(JoinState::FULL_MEMBER),
+            non = group.count(JoinState::NON_MEMBER),
+            send_only = group.count(JoinState::SEND_ONLY_NON_MEMBER),
+            send_only_full = group.count(JoinState::SEND_ONLY_FULL_MEMBER),
+            "a member left; members per JoinState bit"
+        );
+        let unneeded = group.held.minus(group.needed());
+        if unneeded.is_empty() {
+            let mut answer = c.record;
+            answer.set_join_state(group.held);
+            out.push(Effect::Answer {
+                asker: c.asker,
+                answer: Answer::Left(left_record(answer)),
+            });
+            return self.drop_if_empty(mgid);
+        }
+        group.busy = true;
+        let delete = delete_record(mgid, self.port_gid, unneeded);
+        let op = Op::Leave {
+            asker: Some((c.asker, c.record)),
+        };
+        self.send(Some(mgid), Method::DELETE, mc::JOIN, delete, op, out);
+    }
+
+    /// Asks the master for `record` (a Set or Delete about `mgid`).
+    fn send(
+        &mut self,
+        mgid: Option<Gid>,
+        method: Method,
+        mask: ComponentMask,
+        record: McMemberRecord,
+        op: Op<M, A>,
+        out: &mut Vec<Effect<A>>,
+    ) {
+        let id = self.next_op;
+        self.next_op += 1;
+        self.ops.insert(id, (mgid, op));
+        out.push(Effect::Send {
+            op: id,
+            method,
+            mask,
+            record,
+        });
+    }
+
+    /// The master answered request `op` with `status` and, if it carried
+    /// one, a record; `None` if it did not answer at all.
+    pub fn answered(
+        &mut self,
+        now: Instant,
+        op: OpId,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+        out: &mut Vec<Effect<A>>,
+    ) {
+        let Some((mgid, op)) = self.ops.remove(&op) else {
+            return;
+        };
+        let backoff = now + self.config.retry_backoff;
+        match (op, answer) {
+            (
+                Op::Join {
+                    member,
+                    renews,
+                    asker,
+                    bits,
+                    gone,
+                },
+                Some((MadStatus::OK, Some(r))),
+            ) => {
+                let mgid = r.mgid();
+                let lease = now + self.config.member_lease;
+                let group = self.groups.entry(mgid).or_default();
+                group.record = Some(r);
+                group.held = r.join_state();
+                info!(%mgid, held = ?group.held, "joined at the master");
+                if !gone {
+                    *group.members.entry(member).or_default() |= bits;
+                    if renews {
+                        group.leases.insert(member, lease);
+                    }
+                    out.push(Effect::Answer {
+                        asker,
+                        answer: Answer::Master {
+                            status: MadStatus::OK,
+                            record: Some(r),
+                        },
+                    });
+                }
+                // A group the master assigned is only known now.
+                self.next_in_group(now, mgid, out);
+            }
+            (Op::Join { gone: true, .. }, _) => {}
+            (Op::Join { asker, .. }, answer) => {
+                // The master's verdict goes back unchanged.
+                let status = answer.map_or(MadStatus::BUSY, |(s, _)| {
+                    if s == MadStatus::OK {
+                        MadStatus::ERR_REQ_INVALID
+                    } else {
+                        s
+                    }
+                });
+                out.push(Effect::Answer {
+                    asker,
+                    answer: Answer::Master {
+                        status,
+                        record: None,
+                    },
+                });
+            }
+            (Op::Leave { asker }, answer) => {
+                let shutting_down = self.shutting_down;
+                if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
+                    match answer {
+                        Some((MadStatus::OK, Some(r))) => group.held = r.join_state(),
+                        // The master does not have what we thought: it
+                        // holds nothing.
+                        Some(_) => group.held = JoinState::NONE,
+                        // Shutting down: nobody is left to try again.
+                        None if shutting_down => group.held = JoinState::NONE,
+                        // No answer: keep what we believed and try again
+                        // later.
+                        None => {
+                            warn!(
+                                ?mgid,
+                                "the master did not answer a leave; trying again later"
+                            );
+                            group.retry_at = Some(backoff);
+                        }
+                    }
+                    if group.held.is_empty() {
+                        group.record = None;
+                    }
+                    if let Some((asker, mut record)) = asker {
+                        record.set_join_state(group.held);
+                        out.push(Effect::Answer {
+                            asker,
+                            answer: Answer::Left(left_record(record)),
+                        });
+                    }
+                    let status = answer.map(|(s, _)| s);
+                    if status != Some(MadStatus::OK) {
+                        debug!(?status, "a leave at the master did not complete");
+                    }
+                }
+            }
+            (Op::Rejoin, Some((MadStatus::OK, Some(r)))) => {
+                if let Some(group) = self.groups.get_mut(&r.mgid()) {
+                    group.record = Some(r);
+                    group.held = r.join_state();
+                }
+            }
+            (Op::Rejoin, other) => {
+                warn!(?mgid, status = ?other.map(|(s, _)| s), "re-joining a group at the master failed; trying again later");
+                let shutting_down = self.shutting_down;
+                if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
+                    group.held = JoinState::NONE;
+                    group.retry_at = (!shutting_down).then_some(backoff);
+                }
+            }
+        }
+        if let Some(mgid) = mgid {
+            if let Some(group) = self.groups.get_mut(&mgid) {
+                group.busy = false;
+            }
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    /// After a request for `mgid` ends: bits nobody needs are deleted, or
+    /// the next waiting request goes, or the group is forgotten.
+    fn next_in_group(&mut self, now: Instant, mgid: Gid, out: &mut Vec<Effect<A>>) {
+        // Waiting requests are taken one by one until one goes to the
+        // master (they may complete here, or be refused).
+        loop {
+            let Some(group) = self.groups.get_mut(&mgid) else {
+                return;
+            };
+            if group.busy {
+                return;
+            }
+            if group.retry_at.is_none_or(|t| t <= now) {
+                group.retry_at = None;
+                let unneeded = group.held.minus(group.needed());
+                if !unneeded.is_empty() {
+                    group.busy = true;
+                    let delete = delete_record(mgid, self.port_gid, unneeded);
+                    let op = Op::Leave { asker: None };
+                    return self.send(Some(mgid), Method::DELETE, mc::JOIN, delete, op, out);
+                }
+                let missing = group.needed().minus(group.held);
+                if let (false, Some(mut record)) =
+                    (missing.is_empty() || self.shutting_down, group.record)
+                {
+                    // Members hold bits the master lost (a failed re-join).
+                    record.set_port_gid(self.port_gid);
+                    record.set_join_state(group.needed());
+                    group.busy = true;
+                    return self.send(
+                        Some(mgid),
+                        Method::SET,
+                        REJOIN_MASK,
+                        record,
+                        Op::Rejoin,
+                        out,
+                    );
+                }
+            }
+            let Some(next) = group.queue.pop_front() else {
+                break;
+            };
+            self.request(now, next, out);
+        }
+        self.drop_if_empty(mgid);
+    }
+
+    fn drop_if_empty(&mut self, mgid: Gid) {
+        if self.groups.get(&mgid).is_some_and(Group::is_empty) {
+            self.groups.remove(&mgid);
+        }
+    }
+
+    /// Everything `member` holds goes (its connection closed, its lease
+    /// ended): bits nobody else holds are deleted at the master, and
+    /// nobody is answered for its requests still waiting.
+    pub fn remove_member(&mut self, now: Instant, member: M, out: &mut Vec<Effect<A>>) {
+        for (_, op) in self.ops.values_mut() {
+            if let Op::Join {
+                member: m, gone, ..
+            } = op
+            {
+                *gone |= *m == member;
+            }
+        }
+        let mgids: Vec<Gid> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| {
+                g.members.contains_key(&member) || g.queue.iter().any(|q| q.member == member)
+            })
+            .map(|(m, _)| *m)
+            .collect();
+        for mgid in mgids {
+            if let Some(group) = self.groups.get_mut(&mgid) {
+                group.members.remove(&member);
+                group.leases.remove(&member);
+                group.queue.retain(|q| q.member != member);
+            }
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    /// When [`Memberships::handle_timeout`] must next be called: the next
+    /// lease end or group retry.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.groups
+            .values()
+            .flat_map(|g| g.leases.values().copied().chain(g.retry_at))
+            .min()
+    }
+
+    /// Ends the leases of members that did not renew, and brings groups
+    /// whose retry is due in line with the master.
+    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
+        let expired: Vec<M> = self
+            .groups
+            .values()
+            .flat_map(|g| g.leases.iter().filter(|(_, t)| **t <= now).map(|(m, _)| *m))
+            .collect();
+        for member in expired {
+            info!(?member, "a multicast member's lease ended");
+            self.counts.leases_ended += 1;
+            self.remove_member(now, member, out);
+        }
+        let due: Vec<Gid> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.retry_at.is_some_and(|t| t <= now))
+            .map(|(m, _)| *m)
+            .collect();
+        for mgid in due {
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    /// Joins every group again with the bits its members hold (a new
+    /// master, a restart).
+    pub fn rejoin_all(&mut self, out: &mut Vec<Effect<A>>) {
+        let port_gid = self.port_gid;
+        let mut sends = Vec::new();
+        for (mgid, group) in &mut self.groups {
+            let needed = group.needed();
+            let Some(mut record) = group.record else {
+                continue;
+            };
+            if needed.is_empty() || group.busy {
+                continue;
+            }
+            record.set_port_gid(port_gid);
+            record.set_join_state(needed);
+            group.busy = true;
+            sends.push((*mgid, record));
+        }
+        for (mgid, record) in sends {
+            self.send(
+                Some(mgid),
+                Method::SET,
+                REJOIN_MASK,
+                record,
+                Op::Rejoin,
+                out,
+            );
+        }
+    }
+
+    /// Leaves every group (shutdown): one last try for each, backoff or
+    /// not; nothing is tried again afterwards.
+    pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
+        self.shutting_down = true;
+        for group in self.groups.values_mut() {
+            group.retry_at = None;
+        }
+        let members: Vec<M> = self
+            .groups
+            .values()
+            .flat_map(|g| g.members.keys().copied())
+            .collect();
+        for m in members {
+            self.remove_member(now, m, out);
+        }
+    }
+}
+
+/// True when a join of `request` (fields per `mask`) can be completed from
+/// `group`'s record: every value the member gives equals the group's (the
+/// master's compatibility rules, conservatively: where in doubt, the master
+/// decides). Selectors other than "exactly" go to the master.
+pub fn compatible(group: &McMemberRecord, mask: ComponentMask, request: &McMemberRecord) -> bool {
+    let given = |bit| mask.contains(bit);
+    let exact = |sel_bit, val_bit, sel: Selector, same: bool| {
+        if !given(sel_bit) && !given(val_bit) {
+            return true;
+        }
+        given(sel_bit) && given(val_bit) && sel == Selector::Exactly && same
+    };
+    (!given(mc::QKEY) || request.qkey() == group.qkey())
+        && (!given(mc::MLID) || request.mlid() == 0 || request.mlid() == group.mlid())
+        && (!given(mc::TCLASS) || request.tclass() == group.tclass())
+        && (!given(mc::PKEY) || request.pkey() & 0x7FFF == group.pkey() & 0x7FFF)
+        && (!given(mc::SL) || request.sl() == group.sl())
+        && (!given(mc::FLOW_LABEL) || request.flow_label() == group.flow_label())
+        && (!given(mc::HOP_LIMIT) || request.hop_limit() == group.hop_limit())
+        && (!given(mc::SCOPE) || request.scope() == group.scope())
+        && exact(
+            mc::MTU_SELECTOR,
+            mc::MTU,
+            request.mtu_selector(),
+            request.mtu() == group.mtu(),
+        )
+        && exact(
+            mc::RATE_SELECTOR,
+            mc::RATE,
+            request.rate_selector(),
+            request.rate() == group.rate(),
+        )
+        && exact(
+            mc::PACKET_LIFE_TIME_SELECTOR,
+            mc::PACKET_LIFE_TIME,
+            request.packet_life_selector(),
+            request.packet_life() == group.packet_life(),
+        )
+}
+
+/// The record of a Delete of `bits` for this port in `mgid`.
+fn delete_record(mgid: Gid, port_gid: Gid, bits: JoinState) -> McMemberRecord {
+    let mut r = McMemberRecord::new_zeroed();
+    r.set_mgid(mgid);
+    r.set_port_gid(port_gid);
+    r.set_join_state(bits);
+    r
+}
+
+/// A leave's answer, shaped as OpenSM's DeleteResp: the request with its
+/// MTU/Rate/PacketLifeTime selectors 2.
+fn left_record(mut r: McMemberRecord) -> McMemberRecord {
+    r.set_mtu_selector(Selector::Exactly);
+    r.set_rate_selector(Selector::Exactly);
+    r.set_packet_life_selector(Selector::Exactly);
+    r
+}

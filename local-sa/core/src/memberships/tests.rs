@@ -1,0 +1,350 @@
+//! The memberships machine alone: its effects for joins, leaves, answers,
+//! lease ends and a new master, with the master's answers scripted.
+
+use std::time::{Duration, Instant};
+
+use mad_codec::{Mtu, Selector};
+
+use super::*;
+
+const MGID: Gid = Gid::new(0xff12_601b_ffff_0000, 0x42);
+const PORT: Gid = Gid::new(Gid::DEFAULT_PREFIX, 0x77);
+const F: JoinState = JoinState::FULL_MEMBER;
+const N: JoinState = JoinState::NON_MEMBER;
+
+type Machine = Memberships<u8, &'static str>;
+
+fn machine() -> Machine {
+    let config = MembershipConfig {
+        member_lease: Duration::from_secs(60),
+        retry_backoff: Duration::from_secs(5),
+    };
+    Memberships::new(config, PORT)
+}
+
+fn record(bits: JoinState) -> McMemberRecord {
+    let mut r = McMemberRecord::new_zeroed();
+    r.set_mgid(MGID);
+    r.set_port_gid(PORT);
+    r.set_qkey(0x1234);
+    r.set_join_state(bits);
+    r
+}
+
+fn change(
+    join: bool,
+    member: u8,
+    bits: JoinState,
+    asker: &'static str,
+) -> Change<u8, &'static str> {
+    Change {
+        join,
+        member,
+        renews: false,
+        asker,
+        mask: mc::JOIN | mc::CREATE,
+        record: record(bits),
+    }
+}
+
+/// The one Send among `effects`: its op, method and JoinState.
+fn sent(effects: &[Effect<&'static str>]) -> (OpId, Method, JoinState) {
+    let sends: Vec<_> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                op, method, record, ..
+            } => Some((*op, *method, record.join_state())),
+            Effect::Answer { .. } => None,
+        })
+        .collect();
+    assert_eq!(sends.len(), 1, "{effects:?}");
+    sends[0]
+}
+
+fn answers(effects: &[Effect<&'static str>]) -> Vec<(&'static str, Answer)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Answer { asker, answer } => Some((*asker, answer.clone())),
+            Effect::Send { .. } => None,
+        })
+        .collect()
+}
+
+/// The master accepts op `op`, holding `held` for the port.
+fn accept(m: &mut Machine, now: Instant, op: OpId, held: JoinState) -> Vec<Effect<&'static str>> {
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::OK, Some(record(held)))), &mut out);
+    out
+}
+
+#[test]
+fn the_second_member_with_held_bits_joins_without_the_master() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, F));
+    let out = accept(&mut m, now, op, F);
+    assert!(matches!(
+        answers(&out)[..],
+        [(
+            "a",
+            Answer::Master {
+                status: MadStatus::OK,
+                record: Some(_)
+            }
+        )]
+    ));
+    let mut out = Vec::new();
+    m.request(now, change(true, 2, F, "b"), &mut out);
+    match &answers(&out)[..] {
+        [("b", Answer::Joined(r))] => assert_eq!(r.join_state(), F),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((m.counts().joins_local, m.counts().joins_upstream), (1, 1));
+    assert_eq!((m.groups(), m.members()), (1, 2));
+}
+
+#[test]
+fn a_leave_deletes_only_the_bits_nobody_else_holds() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F | N, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, now, op, F | N);
+    let mut out = Vec::new();
+    m.request(now, change(true, 2, N, "b"), &mut out);
+    assert!(matches!(answers(&out)[..], [("b", Answer::Joined(_))]));
+    // Member 1 leaves Non: member 2 still holds it, so no Delete.
+    let mut out = Vec::new();
+    m.request(now, change(false, 1, N, "c"), &mut out);
+    match &answers(&out)[..] {
+        [("c", Answer::Left(r))] => {
+            assert_eq!(r.join_state(), F | N, "still held for the port");
+            assert_eq!(r.mtu_selector(), Selector::Exactly, "shaped as OpenSM's");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Member 1 leaves Full: nobody holds it, so it alone is deleted.
+    let mut out = Vec::new();
+    m.request(now, change(false, 1, F, "d"), &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+    let out = accept(&mut m, now, op, N);
+    match &answers(&out)[..] {
+        [("d", Answer::Left(r))] => assert_eq!(r.join_state(), N),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(m.held(MGID).map(|(_, s)| s), Some(N));
+    assert_eq!(m.member_bits(MGID, &2), N);
+}
+
+#[test]
+fn requests_wait_while_the_master_is_asked_and_then_take_their_turn() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut queued = Vec::new();
+    m.request(now, change(true, 2, F, "b"), &mut queued);
+    assert!(queued.is_empty(), "b waits for a's answer");
+    let out = accept(&mut m, now, op, F);
+    let got = answers(&out);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(matches!(got[1], ("b", Answer::Joined(_))));
+}
+
+#[test]
+fn refusals_are_ones_opensm_would_give() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    let mut no_join = change(true, 1, F, "a");
+    no_join.mask = mc::QKEY | mc::PKEY;
+    m.request(now, no_join, &mut out);
+    let mut other_port = change(true, 1, F, "b");
+    other_port
+        .record
+        .set_port_gid(Gid::new(Gid::DEFAULT_PREFIX, 0x99));
+    m.request(now, other_port, &mut out);
+    m.request(now, change(false, 1, F, "c"), &mut out);
+    assert_eq!(
+        answers(&out),
+        [
+            (
+                "a",
+                Answer::Refused(MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS)
+            ),
+            ("b", Answer::Refused(MadStatus::ERR_REQ_INVALID)),
+            ("c", Answer::Refused(MadStatus::ERR_REQ_INVALID)),
+        ]
+    );
+    assert_eq!(m.groups(), 0, "nothing kept");
+}
+
+#[test]
+fn the_masters_refusal_or_silence_goes_back_to_the_member() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
+    assert_eq!(
+        answers(&out),
+        [(
+            "a",
+            Answer::Master {
+                status: MadStatus::ERR_REQ_INVALID,
+                record: None
+            }
+        )]
+    );
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "b"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut out = Vec::new();
+    m.answered(now, op, None, &mut out);
+    assert!(matches!(
+        answers(&out)[..],
+        [(
+            "b",
+            Answer::Master {
+                status: MadStatus::BUSY,
+                ..
+            }
+        )]
+    ));
+    assert_eq!((m.groups(), m.members()), (0, 0));
+}
+
+#[test]
+fn a_member_that_goes_while_its_join_is_out_keeps_nothing() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut out = Vec::new();
+    m.remove_member(now, 1, &mut out);
+    assert!(out.is_empty(), "nothing to do until the master answers");
+    let out = accept(&mut m, now, op, F);
+    // Nobody is answered, and the bits the master took are given back.
+    assert!(answers(&out).is_empty());
+    let (_, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+}
+
+#[test]
+fn a_renewing_member_that_does_not_renew_is_left_for_it() {
+    let (mut m, t0) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    let mut c = change(true, 1, F, "a");
+    c.renews = true;
+    m.request(t0, c, &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, t0, op, F);
+    let end = m.poll_timeout().expect("a lease");
+    assert_eq!(end - t0, Duration::from_secs(60));
+    let mut out = Vec::new();
+    m.handle_timeout(end, &mut out);
+    let (_, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+    assert_eq!(m.counts().leases_ended, 1);
+}
+
+#[test]
+fn an_unanswered_leave_is_tried_again_after_the_backoff() {
+    let (mut m, t0) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(t0, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, t0, op, F);
+    let mut out = Vec::new();
+    m.request(t0, change(false, 1, F, "b"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut out = Vec::new();
+    m.answered(t0, op, None, &mut out);
+    assert!(matches!(answers(&out)[..], [("b", Answer::Left(_))]));
+    let retry = m.poll_timeout().expect("a retry");
+    assert_eq!(retry - t0, Duration::from_secs(5));
+    let mut out = Vec::new();
+    m.handle_timeout(retry, &mut out);
+    let (_, method, bits) = sent(&out);
+    assert_eq!(
+        (method, bits),
+        (Method::DELETE, F),
+        "the master is brought in line"
+    );
+}
+
+#[test]
+fn a_new_master_gets_every_group_back_with_the_members_bits() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, now, op, F);
+    let mut out = Vec::new();
+    m.request(now, change(true, 2, N, "b"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, now, op, F | N);
+    let mut out = Vec::new();
+    m.rejoin_all(&mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, F | N));
+    assert!(
+        out.iter()
+            .all(|e| !matches!(e, Effect::Send { mask, .. } if !mask.contains(mc::CREATE))),
+        "a re-join can create the group again"
+    );
+    assert!(accept(&mut m, now, op, F | N).is_empty());
+}
+
+#[test]
+fn shutdown_leaves_every_group_once() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, now, op, F);
+    let mut out = Vec::new();
+    m.leave_all(now, &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+    let mut out = Vec::new();
+    m.answered(now, op, None, &mut out);
+    assert!(out.is_empty(), "no retries once shutting down");
+    assert_eq!(m.poll_timeout(), None);
+    assert_eq!(m.groups(), 0);
+}
+
+#[test]
+fn given_fields_must_equal_the_groups() {
+    let mut g = McMemberRecord::new_zeroed();
+    g.set_qkey(0x1234);
+    g.set_pkey(0xFFFF);
+    g.set_mtu_selector(Selector::Exactly);
+    g.set_mtu(Mtu::MTU_2048);
+    g.set_mlid(0xC001);
+    let mut r = McMemberRecord::new_zeroed();
+    assert!(compatible(&g, mc::JOIN, &r), "nothing given");
+    r.set_qkey(0x1234);
+    assert!(compatible(&g, mc::JOIN | mc::QKEY, &r));
+    r.set_qkey(0x9);
+    assert!(!compatible(&g, mc::JOIN | mc::QKEY, &r));
+    let mut r = McMemberRecord::new_zeroed();
+    r.set_pkey(0x7FFF);
+    assert!(
+        compatible(&g, mc::JOIN | mc::PKEY, &r),
+        "the same partition, limited"
+    );
+    r.set_mtu_selector(Selector::Exactly);
+    r.set_mtu(Mtu::MTU_2048);
+    assert!(compatible(&g, mc::JOIN | mc::MTU_SELECTOR | mc::MTU, &r));
+    r.set_mtu_selector(Selector::LessThan);
+    assert!(
+        !compatible(&g, mc::JOIN | mc::MTU_SELECTOR | mc::MTU, &r),
+        "the master decides"
+    );
+}

@@ -1,0 +1,139 @@
+//! Requests from programs on this node and the agent's replies to them:
+//! one type whatever door a request came through (the local API socket
+//! today), so the agent never knows which. A door decodes its wire format
+//! into a [`Request`] for [`SaCore::handle_local`] and encodes each
+//! [`LocalReply`] from [`SaCore::poll_local`] back.
+//!
+//! [`SaCore::handle_local`]: crate::agent::SaCore::handle_local
+//! [`SaCore::poll_local`]: crate::agent::SaCore::poll_local
+
+use bytes::Bytes;
+use mad_codec::{
+    AttributeId, ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice,
+    PathRecord,
+};
+
+/// A connection of a door (a local API client), as the daemon numbers it.
+pub type ConnId = u64;
+
+/// A PathRecord Get or GetTable, from a port or a local program: what
+/// makes two queries the same query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PathQuery {
+    /// Get or GetTable.
+    pub method: Method,
+    /// Which template fields select.
+    pub mask: ComponentMask,
+    /// The template.
+    pub template: PathRecord,
+}
+
+/// What a local program asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Which port this agent serves.
+    Hello,
+    /// PathRecord Get or GetTable (any other method is refused with MAD
+    /// status 0x000C).
+    PathQuery(PathQuery),
+    /// InformInfo Set: subscribe (Subscribe 1) or unsubscribe (0).
+    Inform(InformInfo),
+    /// MCMemberRecord Set: join a group with the record's JoinState.
+    Join {
+        /// Which record fields are given.
+        mask: ComponentMask,
+        /// The member record (PortGID is filled in by the agent).
+        record: McMemberRecord,
+    },
+    /// MCMemberRecord Delete: leave the JoinState bits of the record.
+    Leave {
+        /// Which record fields are given.
+        mask: ComponentMask,
+        /// The member record.
+        record: McMemberRecord,
+    },
+    /// This port's subscriptions, as InformInfoRecords.
+    ListSubscriptions,
+    /// The multicast groups this port holds, as MCMemberRecords.
+    ListGroups,
+}
+
+/// Which kind of [`Request`] a reply answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// [`Request::Hello`].
+    Hello,
+    /// [`Request::PathQuery`].
+    PathQuery,
+    /// [`Request::Inform`].
+    Inform,
+    /// [`Request::Join`].
+    Join,
+    /// [`Request::Leave`].
+    Leave,
+    /// [`Request::ListSubscriptions`].
+    ListSubscriptions,
+    /// [`Request::ListGroups`].
+    ListGroups,
+}
+
+impl Request {
+    /// Its kind.
+    pub fn kind(&self) -> RequestKind {
+        match self {
+            Self::Hello => RequestKind::Hello,
+            Self::PathQuery(_) => RequestKind::PathQuery,
+            Self::Inform(_) => RequestKind::Inform,
+            Self::Join { .. } => RequestKind::Join,
+            Self::Leave { .. } => RequestKind::Leave,
+            Self::ListSubscriptions => RequestKind::ListSubscriptions,
+            Self::ListGroups => RequestKind::ListGroups,
+        }
+    }
+}
+
+/// The port an agent serves, as [`Request::Hello`] is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello {
+    /// The port's GID.
+    pub gid: Gid,
+    /// Its base LID.
+    pub lid: u16,
+    /// The master SM's LID.
+    pub sm_lid: u16,
+}
+
+/// What the agent tells a local program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalReply {
+    /// To whom.
+    pub conn: ConnId,
+    /// The number of the request it answers; 0 for a notice.
+    pub request: u32,
+    /// The kind of request it answers; `None` for a notice.
+    pub answers: Option<RequestKind>,
+    /// The SA status of the answer (0 for a notice).
+    pub status: MadStatus,
+    /// What it carries.
+    pub body: LocalBody,
+}
+
+/// The payload of a [`LocalReply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalBody {
+    /// Nothing beyond the status.
+    Empty,
+    /// Records of one attribute, back to back at `stride` bytes.
+    Records {
+        /// Their attribute.
+        attribute: AttributeId,
+        /// Bytes from one record to the next.
+        stride: usize,
+        /// The records.
+        data: Bytes,
+    },
+    /// A notice the program subscribed to.
+    Notice(Notice),
+    /// The port served.
+    Hello(Hello),
+}

@@ -1,0 +1,268 @@
+//! The requester against a scripted SA on a virtual clock: matching,
+//! retries, undelivered requests, RMPP both ways, cut answers.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
+use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{AttributeId, MAD_LEN, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
+
+use super::*;
+
+/// The SA's address (the requester never looks inside it).
+const SA: u16 = 7;
+
+type Out = VecDeque<Transmit<u16>>;
+
+fn requester() -> Requester<u16, &'static str> {
+    Requester::new(RequesterConfig::default(), 0x10)
+}
+
+fn get(dlid: u16) -> Bytes {
+    let mut t = PathRecord::new_zeroed();
+    t.set_dlid(dlid);
+    let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(pr::DLID);
+    b.into_bytes()
+}
+
+/// The SA's one-MAD answer to `request`, with `records` PathRecords.
+fn answer(request: &[u8], records: u16) -> Bytes {
+    let (h, _) = SaMadHeader::parse(request).unwrap();
+    let mut h = *h;
+    h.mad.set_method(h.mad.method().response());
+    // The transport puts its agent ID in the upper TID bits.
+    h.mad
+        .set_transaction_id(0xAB_0000_0000 | u64::from(h.mad.transaction_id_low()));
+    h.sa.set_attribute_offset(8);
+    let mut mad = BytesMut::from(h.as_bytes());
+    for d in 0..records {
+        let mut r = PathRecord::new_zeroed();
+        r.set_dlid(d + 1);
+        mad.extend_from_slice(r.as_bytes());
+    }
+    mad.freeze()
+}
+
+fn done(h: Handled<&'static str>) -> Completion<&'static str> {
+    match h {
+        Handled::Done(c) => c,
+        other => panic!("not done: {other:?}"),
+    }
+}
+
+#[test]
+fn an_answer_is_matched_on_the_low_transaction_id_bits() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    let tid = r.send(now, SA, "path", &get(4), &mut out);
+    let sent = out.pop_front().unwrap();
+    assert_eq!(
+        (sent.dest, sent.mad.len(), sent.timeout_ms),
+        (SA, MAD_LEN, 1000)
+    );
+    let m = SaMad::parse(&sent.mad).unwrap();
+    assert_eq!(m.mad().transaction_id(), u64::from(tid));
+    assert!(matches!(
+        r.handle(now, &SA, 0, &answer(&get(4), 0), None, &mut out),
+        Handled::NotOurs
+    ));
+    let c = done(r.handle(now, &SA, 0, &answer(&sent.mad, 1), None, &mut out));
+    assert_eq!((c.token, &c.request), ("path", &sent.mad));
+    let a = c.outcome.unwrap();
+    assert_eq!(
+        (a.status(), a.segments(), a.is_cut()),
+        (MadStatus::OK, 1, false)
+    );
+    assert_eq!(a.records::<PathRecord>().count(), 1);
+    assert_eq!(r.in_flight(), 0);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn an_unanswered_request_is_sent_again_and_then_fails() {
+    let (mut r, mut out, t0) = (requester(), Out::new(), Instant::now());
+    r.send(t0, SA, "path", &get(4), &mut out);
+    let first = out.pop_front().unwrap().mad;
+    for _ in 0..3 {
+        let now = r.poll_timeout().unwrap();
+        assert!(r.handle_timeout(now, &mut out).is_empty());
+        assert_eq!(
+            out.pop_front().unwrap().mad,
+            first,
+            "the same request again"
+        );
+    }
+    let now = r.poll_timeout().unwrap();
+    assert_eq!(now - t0, Duration::from_secs(4));
+    let failed = r.handle_timeout(now, &mut out);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        failed[0].outcome.as_ref().unwrap_err(),
+        &Failure::Timeout {
+            attempts: 4,
+            per_attempt: Duration::from_secs(1)
+        }
+    );
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn an_undelivered_request_goes_again_at_once_and_reports_the_status() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    r.send(now, SA, "path", &get(4), &mut out);
+    let sent = out.pop_front().unwrap().mad;
+    for _ in 0..3 {
+        assert!(matches!(
+            r.handle(now, &SA, 110, &sent, None, &mut out),
+            Handled::Taken
+        ));
+        assert_eq!(out.pop_front().unwrap().mad, sent, "sent again at once");
+    }
+    let c = done(r.handle(now, &SA, 110, &sent, None, &mut out));
+    assert_eq!(
+        c.outcome.unwrap_err(),
+        Failure::Undeliverable { status: 110 }
+    );
+}
+
+/// The segments of an RMPP answer of `records` PathRecords to `request`,
+/// as the SA's sender cuts them, and that sender.
+fn rmpp_answer(request: &[u8], records: u16, now: Instant) -> Sender {
+    let whole = answer(request, records);
+    let (h, data) = SaMadHeader::parse(&whole).unwrap();
+    Sender::new(*h, Bytes::copy_from_slice(data), RmppConfig::default(), now).unwrap()
+}
+
+#[test]
+fn an_rmpp_answer_is_reassembled_and_acknowledged_and_each_segment_buys_time() {
+    let (mut r, mut out, t0) = (requester(), Out::new(), Instant::now());
+    r.send(t0, SA, "table", &get(0), &mut out);
+    let request = out.pop_front().unwrap().mad;
+    let mut sa = rmpp_answer(&request, 40, t0);
+    let mut now = t0;
+    let mut completion = None;
+    let mut segments = 0;
+    while completion.is_none() {
+        // Each segment comes most of a time-out after the last.
+        now += Duration::from_millis(900);
+        assert!(r.handle_timeout(now, &mut out).is_empty(), "still alive");
+        let Some(seg) = sa.poll_transmit(now) else {
+            panic!("the SA has nothing to send")
+        };
+        segments += 1;
+        match r.handle(now, &SA, 0, &seg, None, &mut out) {
+            Handled::Done(c) => completion = Some(c),
+            Handled::Taken => {}
+            Handled::NotOurs => panic!("a segment of our answer"),
+        }
+        while let Some(ack) = out.pop_front() {
+            assert_eq!(ack.timeout_ms, 0);
+            sa.handle_control(now, &ack.mad);
+        }
+    }
+    let a = completion.unwrap().outcome.unwrap();
+    assert_eq!(a.segments(), segments);
+    assert!(segments > 10, "{segments} segments");
+    assert_eq!(a.records::<PathRecord>().count(), 40);
+    assert_eq!(sa.state(), TransferState::Complete, "every segment ACKed");
+}
+
+#[test]
+fn an_answer_aborted_by_the_sa_fails_the_request() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    r.send(now, SA, "table", &get(0), &mut out);
+    let request = out.pop_front().unwrap().mad;
+    let mut sa = rmpp_answer(&request, 40, now);
+    let first = sa.poll_transmit(now).unwrap();
+    assert!(matches!(
+        r.handle(now, &SA, 0, &first, None, &mut out),
+        Handled::Taken
+    ));
+    let (h, _) = SaMadHeader::parse(&first).unwrap();
+    let mut abort = *h;
+    abort.rmpp = RmppHeader::new(
+        RmppType::ABORT,
+        RmppFlags::ACTIVE,
+        RmppStatus::UNSPECIFIED,
+        0,
+        0,
+    );
+    let c = done(r.handle(now, &SA, 0, abort.as_bytes(), None, &mut out));
+    assert!(matches!(
+        c.outcome,
+        Err(Failure::Rmpp { by_peer: true, .. })
+    ));
+}
+
+#[test]
+fn an_rmpp_request_is_sent_segment_by_segment_and_its_answer_taken() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    let mut header = SaMadBuilder::request(Method::SET, 0, AttributeId::PATH_RECORD)
+        .into_bytes()
+        .to_vec();
+    header.truncate(SaMadHeader::LEN);
+    let (h, _) = SaMadHeader::parse(&header).unwrap();
+    let data = Bytes::from(vec![0x5A; 64 * 30]);
+    let tid = r
+        .send_rmpp(now, SA, "load", *h, data.clone(), &mut out)
+        .unwrap();
+    let mut sa = Receiver::new(RmppConfig::default(), now);
+    for _ in 0..100 {
+        while let Some(seg) = out.pop_front() {
+            sa.handle_segment(now, &seg.mad);
+        }
+        let Some(ack) = sa.poll_transmit() else { break };
+        assert!(matches!(
+            r.handle(now, &SA, 0, &ack, None, &mut out),
+            Handled::Taken
+        ));
+    }
+    let whole = sa.take_message().expect("the SA has the whole load");
+    assert_eq!(&whole[SaMadHeader::LEN..], &data[..]);
+    assert_eq!(
+        SaMad::parse(&whole).unwrap().mad().transaction_id_low(),
+        tid
+    );
+    // The answer: one MAD.
+    let mut resp =
+        SaMadBuilder::request(Method::GET_RESP, u64::from(tid), AttributeId::PATH_RECORD);
+    resp.header_mut().mad.set_attribute_modifier(30);
+    let c = done(r.handle(now, &SA, 0, &resp.into_bytes(), None, &mut out));
+    let a = c.outcome.unwrap();
+    assert_eq!(a.header().mad.attribute_modifier(), 30);
+}
+
+#[test]
+fn a_cut_answer_offers_only_the_records_wholly_within_its_real_bytes() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    r.send(now, SA, "table", &get(0), &mut out);
+    let request = out.pop_front().unwrap().mad;
+    let mut cut = answer(&request, 3).to_vec();
+    cut.resize(MAD_LEN, 0xA5);
+    // 224 real bytes: 168 of data, two whole records.
+    let c = done(r.handle(now, &SA, 0, &cut, Some(224), &mut out));
+    let a = c.outcome.unwrap();
+    assert!(a.is_cut());
+    assert_eq!(a.records::<PathRecord>().count(), 2);
+}
+
+#[test]
+fn withdrawn_requests_end_or_vanish() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    r.send(now, SA, "keep", &get(1), &mut out);
+    r.send(now, SA, "drop", &get(2), &mut out);
+    assert!(r.any_pending(|t| *t == "drop"));
+    r.forget(|t| *t == "drop");
+    assert!(!r.any_pending(|t| *t == "drop"));
+    let ended = r.cancel_all();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(
+        (ended[0].token, ended[0].outcome.as_ref().unwrap_err()),
+        ("keep", &Failure::Cancelled)
+    );
+    assert_eq!(r.in_flight(), 0);
+}

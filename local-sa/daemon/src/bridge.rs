@@ -1,0 +1,91 @@
+//! The core's MADs to and from the umad transport: the one place that
+//! knows both address types.
+
+use local_sa_core::address::{Address, Grh, Received, Transmit};
+use umad::{AgentId, IncomingMad, MadAddress, OutgoingMad};
+
+/// A MAD the transport delivered, as the core takes it.
+pub(crate) fn received(m: IncomingMad) -> Received {
+    Received {
+        from: to_core(&m.source),
+        status: m.status,
+        mad: m.mad,
+        cut: m.cut,
+    }
+}
+
+/// A MAD the core wants sent, as `agent` sends it.
+pub(crate) fn outgoing(agent: AgentId, t: Transmit) -> OutgoingMad {
+    OutgoingMad {
+        agent,
+        dest: to_umad(&t.dest),
+        mad: t.mad,
+        timeout_ms: t.timeout_ms,
+        retries: 0,
+    }
+}
+
+fn to_core(a: &MadAddress) -> Address {
+    Address {
+        lid: a.lid,
+        qpn: a.qpn,
+        qkey: a.qkey,
+        sl: a.sl,
+        pkey_index: a.pkey_index,
+        path_bits: a.path_bits,
+        grh: a.grh.map(|g| Grh {
+            gid: g.gid,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            flow_label: g.flow_label,
+        }),
+    }
+}
+
+fn to_umad(a: &Address) -> MadAddress {
+    MadAddress {
+        lid: a.lid,
+        qpn: a.qpn,
+        qkey: a.qkey,
+        sl: a.sl,
+        pkey_index: a.pkey_index,
+        path_bits: a.path_bits,
+        grh: a.grh.map(|g| umad::Grh {
+            gid: g.gid,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            flow_label: g.flow_label,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::Gid;
+
+    use super::*;
+
+    #[test]
+    fn addresses_map_both_ways_unchanged() {
+        let a = Address {
+            lid: 7,
+            qpn: 0x12_3456,
+            qkey: 0x8001_0000,
+            sl: 3,
+            pkey_index: 2,
+            path_bits: 1,
+            grh: Some(Grh {
+                gid: Gid::new(Gid::DEFAULT_PREFIX, 9),
+                sgid_index: 1,
+                hop_limit: 64,
+                traffic_class: 5,
+                flow_label: 0xABCDE,
+            }),
+        };
+        assert_eq!(to_core(&to_umad(&a)), a);
+        let plain = Address::gsi(4, 0);
+        assert_eq!(to_core(&to_umad(&plain)), plain);
+    }
+}

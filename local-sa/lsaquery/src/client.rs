@@ -1,0 +1,208 @@
+//! Requests to an SA over umad: the core's [`Requester`] (TransactionIDs,
+//! retries, RMPP — the same one the daemon uses towards the master) driven
+//! by the umad transport's channels and a timer, on one task.
+//!
+//! MADs that answer no request of ours and are not answers themselves
+//! (the SA's Reports, for a subscriber) are kept for
+//! [`Client::next_unsolicited`].
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use bytes::Bytes;
+use local_sa_core::address::Transmit;
+use local_sa_core::requester::{Completion, Failure, Handled, Requester, RequesterConfig};
+use mad_codec::MadHeader;
+use mad_codec::header::SaMadHeader;
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt as _;
+use tracing::trace;
+use umad::{AgentId, IncomingMad, MadAddress, OutgoingMad, UmadTransport};
+
+/// Names one request of this client's.
+pub(crate) type Token = u64;
+
+/// The transport is gone.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+/// One agent's requests and the MADs that come back.
+pub(crate) struct Client {
+    requester: Requester<MadAddress, Token>,
+    agent: AgentId,
+    outgoing: Sender<OutgoingMad>,
+    incoming: Receiver<IncomingMad>,
+    out: VecDeque<Transmit<MadAddress>>,
+    done: VecDeque<Completion<Token>>,
+    unsolicited: VecDeque<IncomingMad>,
+    next_token: Token,
+}
+
+impl Client {
+    /// A client sending as `agent` over `transport`.
+    pub(crate) fn new(agent: AgentId, transport: &UmadTransport, config: RequesterConfig) -> Self {
+        Self {
+            requester: Requester::new(config, umad::transaction_id_seed()),
+            agent,
+            outgoing: transport.outgoing(),
+            incoming: transport.incoming(),
+            out: VecDeque::new(),
+            done: VecDeque::new(),
+            unsolicited: VecDeque::new(),
+            next_token: 1,
+        }
+    }
+
+    fn token(&mut self) -> Token {
+        let t = self.next_token;
+        self.next_token += 1;
+        t
+    }
+
+    /// Sends `request` (a whole MAD) to `dest`; its end comes from
+    /// [`Client::next_completion`] under the returned token.
+    pub(crate) fn start(&mut self, dest: MadAddress, request: &[u8]) -> Token {
+        let token = self.token();
+        self.requester
+            .send(Instant::now(), dest, token, request, &mut self.out);
+        token
+    }
+
+    /// Sends `data` under `header` to `dest` as an RMPP transfer.
+    pub(crate) fn start_rmpp(
+        &mut self,
+        dest: MadAddress,
+        header: SaMadHeader,
+        data: Bytes,
+    ) -> Result<Token, Failure> {
+        let token = self.token();
+        self.requester
+            .send_rmpp(Instant::now(), dest, token, header, data, &mut self.out)?;
+        Ok(token)
+    }
+
+    /// Sends `request` and waits for its end.
+    pub(crate) async fn request(
+        &mut self,
+        dest: MadAddress,
+        request: &[u8],
+    ) -> Result<Completion<Token>, Closed> {
+        let token = self.start(dest, request);
+        self.completion_of(token).await
+    }
+
+    /// Sends `data` under `header` through RMPP and waits for the answer.
+    pub(crate) async fn request_rmpp(
+        &mut self,
+        dest: MadAddress,
+        header: SaMadHeader,
+        data: Bytes,
+    ) -> Result<Result<Completion<Token>, Failure>, Closed> {
+        match self.start_rmpp(dest, header, data) {
+            Ok(token) => self.completion_of(token).await.map(Ok),
+            Err(f) => Ok(Err(f)),
+        }
+    }
+
+    async fn completion_of(&mut self, token: Token) -> Result<Completion<Token>, Closed> {
+        loop {
+            let c = self.next_completion().await?;
+            if c.token == token {
+                return Ok(c);
+            }
+        }
+    }
+
+    /// The next request to end. What ending it queued (the final ACK of
+    /// an RMPP answer) is sent first: a sender that never gets it sends
+    /// its segments again, to whatever runs on this port by then.
+    pub(crate) async fn next_completion(&mut self) -> Result<Completion<Token>, Closed> {
+        loop {
+            self.flush().await?;
+            if let Some(c) = self.done.pop_front() {
+                return Ok(c);
+            }
+            self.step().await?;
+        }
+    }
+
+    /// The next MAD that is neither about one of our requests nor an
+    /// answer (a Report, for a subscriber).
+    pub(crate) async fn next_unsolicited(&mut self) -> Result<IncomingMad, Closed> {
+        loop {
+            self.flush().await?;
+            if let Some(m) = self.unsolicited.pop_front() {
+                return Ok(m);
+            }
+            self.step().await?;
+        }
+    }
+
+    /// Sends a MAD that expects no answer (a ReportResp).
+    pub(crate) async fn send(&mut self, dest: MadAddress, mad: Bytes) -> Result<(), Closed> {
+        self.out.push_back(Transmit::reply(dest, mad));
+        self.flush().await
+    }
+
+    /// Puts out what is queued, then waits for one MAD or the requester's
+    /// timer and hands it to the requester.
+    async fn step(&mut self) -> Result<(), Closed> {
+        self.flush().await?;
+        let deadline = self.requester.poll_timeout();
+        let mad = async { self.incoming.recv().await.map(Some).map_err(|_| Closed) };
+        let timer = async {
+            match deadline {
+                Some(t) => smol::Timer::at(t).await,
+                None => smol::Timer::never().await,
+            };
+            Ok(None)
+        };
+        let now = Instant::now;
+        match mad.or(timer).await? {
+            Some(m) => self.received(now(), m),
+            None => {
+                let ended = self.requester.handle_timeout(now(), &mut self.out);
+                self.done.extend(ended);
+            }
+        }
+        Ok(())
+    }
+
+    fn received(&mut self, now: Instant, m: IncomingMad) {
+        let handled = self.requester.handle(
+            now,
+            &m.source.reply(),
+            m.status,
+            &m.mad,
+            m.cut,
+            &mut self.out,
+        );
+        match handled {
+            Handled::Done(c) => self.done.push_back(c),
+            Handled::Taken => {}
+            Handled::NotOurs => {
+                let is_answer = m.status != 0
+                    || MadHeader::parse(&m.mad).is_ok_and(|(h, _)| h.method().is_response());
+                if is_answer {
+                    trace!("an answer to no request in flight (late or duplicate)");
+                } else {
+                    self.unsolicited.push_back(m);
+                }
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), Closed> {
+        while let Some(t) = self.out.pop_front() {
+            let m = OutgoingMad {
+                agent: self.agent,
+                dest: t.dest,
+                mad: t.mad,
+                timeout_ms: t.timeout_ms,
+                retries: 0,
+            };
+            self.outgoing.send(m).await.map_err(|_| Closed)?;
+        }
+        Ok(())
+    }
+}
