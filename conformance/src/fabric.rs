@@ -613,7 +613,7 @@ impl<'f> Node<'f> {
     /// built, running the command says why.
     pub fn workspace_program(&self, name: &str) -> NodeCommand<'f> {
         let mut cmd = self.command(name);
-        match crate::program(name) {
+        match crate::tools::program(name) {
             Ok(path) => cmd.program = path.into_os_string(),
             Err(why) => cmd.unavailable = Some(why),
         }

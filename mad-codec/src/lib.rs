@@ -64,7 +64,7 @@ pub use attr::{
 };
 pub use codes::{AttributeId, MadStatus, Method, MgmtClass, TrapNumber};
 pub use error::ParseError;
-pub use header::{MadHeader, RmppHeader, SaHeader, SaMadHeader};
+pub use header::{MAD_LEN, MadBuf, MadHeader, RmppHeader, SaHeader, SaMadHeader};
 pub use records::{Records, SaRecord};
 pub use sa_mad::{SaMad, SaMadBuilder};
 pub use types::{ComponentMask, Gid, JoinState, Mtu, Rate, Selector};
@@ -72,9 +72,3 @@ pub use types::{ComponentMask, Gid, JoinState, Mtu, Rate, Selector};
 /// The zerocopy crate this one is built on: its `IntoBytes::as_bytes` and
 /// `FromZeros::new_zeroed` are how callers get at and create wire structs.
 pub use zerocopy;
-
-/// Size of every MAD on an InfiniBand wire, in bytes.
-pub const MAD_LEN: usize = 256;
-
-/// One MAD as it travels on the wire.
-pub type MadBuf = [u8; MAD_LEN];

@@ -3,11 +3,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use zerocopy::{FromZeros, IntoBytes};
 
+use crate::codes::Method;
 use crate::codes::{AttributeId, MgmtClass};
 use crate::error::ParseError;
+use crate::header::MAD_LEN;
 use crate::header::{MadHeader, RmppHeader, SaHeader, SaMadHeader};
 use crate::records::{Records, SaRecord, put_record};
-use crate::{MAD_LEN, Method};
 
 /// A view of an SA MAD: its headers and its data.
 ///
@@ -111,7 +112,7 @@ impl SaMadBuilder {
         Self::new(SaMadHeader {
             mad,
             rmpp: RmppHeader::new_zeroed(),
-            sa: SaHeader::new(0, 0, crate::ComponentMask::NONE),
+            sa: SaHeader::new(0, 0, crate::types::ComponentMask::NONE),
         })
     }
 

@@ -1,8 +1,21 @@
-//! The core's MADs to and from the umad transport: the one place that
-//! knows both address types.
+//! The core's types to and from umad's: MADs, their addresses, the port.
+//! The one place that knows both.
 
+use local_sa_core::PortIdentity;
 use local_sa_core::address::{Address, Grh, Received, Transmit};
+use umad::port::PortFacts;
 use umad::{AgentId, IncomingMad, MadAddress, OutgoingMad};
+
+/// The port as the core needs it.
+pub(crate) fn identity(f: &PortFacts) -> PortIdentity {
+    PortIdentity {
+        lid: f.lid,
+        lmc: f.lmc,
+        gid: f.gid,
+        sm_lid: f.sm_lid,
+        sm_sl: f.sm_sl,
+    }
+}
 
 /// A MAD the transport delivered, as the core takes it.
 pub(crate) fn received(m: IncomingMad) -> Received {

@@ -13,8 +13,7 @@ use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
 use crate::api::ApiEvent;
-use crate::bridge;
-use crate::run::{SHUTDOWN_GRACE, identity};
+use crate::bridge::{self, identity};
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use local_sa_core::api;
@@ -22,6 +21,9 @@ use local_sa_core::request::{ConnId, LocalReply};
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvent;
 use umad::{AgentId, IncomingMad, OutgoingMad};
+
+/// How long a shutdown waits for the master to confirm the unsubscribes.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// What woke the driver.
 enum Wake {

@@ -17,9 +17,10 @@ use tracing::{info, warn};
 use crate::driver::{Driver, Sources};
 
 use crate::api;
+use crate::bridge::identity;
 use crate::options::Options;
 use crate::stats::StatsFile;
-use local_sa_core::{PortIdentity, SaCore};
+use local_sa_core::SaCore;
 use umad::port::{PortError, PortFacts, Sysfs};
 use umad::port_events::PortEvents;
 use umad::{AgentSpec, UmadDevice, UmadTransport};
@@ -36,9 +37,6 @@ const METHODS: [Method; 5] = [
 
 /// MADs buffered each way between the core and the umad threads.
 const CHANNEL_DEPTH: usize = 4096;
-
-/// How long a shutdown waits for the master to confirm the unsubscribes.
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Why the daemon could not run.
 #[derive(Debug)]
@@ -62,17 +60,6 @@ impl std::fmt::Display for DaemonError {
 }
 
 impl std::error::Error for DaemonError {}
-
-/// The port as the core needs it.
-pub(crate) fn identity(f: &PortFacts) -> PortIdentity {
-    PortIdentity {
-        lid: f.lid,
-        lmc: f.lmc,
-        gid: f.gid,
-        sm_lid: f.sm_lid,
-        sm_sl: f.sm_sl,
-    }
-}
 
 /// Runs the daemon until SIGTERM/SIGINT.
 pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {

@@ -2,7 +2,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned, network_endian::U16};
 
-use super::InformInfo;
+use super::inform_info::InformInfo;
 use crate::codes::AttributeId;
 use crate::records::SaRecord;
 use crate::types::Gid;

@@ -11,6 +11,7 @@ pub mod node_record;
 pub mod notice;
 pub mod path_record;
 pub mod service_record;
+mod text;
 
 pub use class_port_info::{ClassPortInfo, ClassPortInfoRepr};
 pub use inform_info::{InformInfo, InformInfoRepr};
@@ -20,16 +21,3 @@ pub use node_record::NodeRecord;
 pub use notice::{Notice, NoticeRepr, TrapDetails};
 pub use path_record::{PathRecord, PathRecordRepr};
 pub use service_record::ServiceRecord;
-
-/// A NUL-padded text field up to its first NUL; invalid UTF-8 is replaced.
-fn nul_padded_text(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-/// Writes `text` into a NUL-padded field, truncated to the field's size.
-fn put_nul_padded(field: &mut [u8], text: &str) {
-    let n = text.len().min(field.len());
-    field[..n].copy_from_slice(&text.as_bytes()[..n]);
-    field[n..].fill(0);
-}

@@ -5,7 +5,7 @@ use zerocopy::{
     network_endian::{U16, U32, U64},
 };
 
-use super::{nul_padded_text, put_nul_padded};
+use super::text::{nul_padded_text, put_nul_padded};
 use crate::bits::{get_u24, put_u24};
 use crate::codes::{AttributeId, NodeType};
 use crate::records::SaRecord;

@@ -5,7 +5,7 @@ use zerocopy::{
     network_endian::{U16, U32, U64},
 };
 
-use super::{nul_padded_text, put_nul_padded};
+use super::text::{nul_padded_text, put_nul_padded};
 use crate::codes::AttributeId;
 use crate::records::SaRecord;
 use crate::types::Gid;

@@ -6,6 +6,12 @@ use zerocopy::{
 use crate::codes::{AttributeId, MadStatus, Method, MgmtClass};
 use crate::error::ParseError;
 
+/// Size of every MAD on an InfiniBand wire, in bytes.
+pub const MAD_LEN: usize = 256;
+
+/// One MAD as it travels on the wire.
+pub type MadBuf = [u8; MAD_LEN];
+
 /// MAD common header (24 bytes), common to every management class.
 #[derive(Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
@@ -57,7 +63,7 @@ impl MadHeader {
 
     /// Reads the header at the start of `bytes`; returns it and the rest.
     pub fn parse(bytes: &[u8]) -> Result<(&Self, &[u8]), ParseError> {
-        super::view_prefix(bytes, "MAD header")
+        super::view::view_prefix(bytes, "MAD header")
     }
 
     field_accessors! {

@@ -7,25 +7,8 @@
 mod mad;
 mod rmpp;
 mod sa;
+mod view;
 
-pub use mad::MadHeader;
+pub use mad::{MAD_LEN, MadBuf, MadHeader};
 pub use rmpp::{RmppFlags, RmppHeader, RmppStatus, RmppType};
 pub use sa::{SaHeader, SaMadHeader};
-
-use zerocopy::{FromBytes, Immutable, KnownLayout};
-
-use crate::error::{ParseError, truncated};
-
-/// Reads a `T` from the start of `bytes`, returning it and the rest.
-///
-/// Every wire struct of this crate is `Unaligned`, so the only way this can
-/// fail is a short input, reported as [`ParseError::Truncated`].
-pub(crate) fn view_prefix<'a, T>(
-    bytes: &'a [u8],
-    what: &'static str,
-) -> Result<(&'a T, &'a [u8]), ParseError>
-where
-    T: FromBytes + KnownLayout + Immutable + zerocopy::Unaligned,
-{
-    T::ref_from_prefix(bytes).map_err(|_| truncated(what, size_of::<T>(), bytes.len()))
-}

@@ -153,7 +153,7 @@ impl RmppHeader {
 
     /// Reads the header at the start of `bytes`; returns it and the rest.
     pub fn parse(bytes: &[u8]) -> Result<(&Self, &[u8]), ParseError> {
-        super::view_prefix(bytes, "RMPP header")
+        super::view::view_prefix(bytes, "RMPP header")
     }
 
     field_accessors! {

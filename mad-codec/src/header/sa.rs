@@ -3,7 +3,8 @@ use zerocopy::{
     network_endian::{U16, U64},
 };
 
-use super::{MadHeader, RmppHeader};
+use super::mad::MadHeader;
+use super::rmpp::RmppHeader;
 use crate::error::ParseError;
 use crate::types::ComponentMask;
 
@@ -84,7 +85,7 @@ impl SaMadHeader {
 
     /// Reads the headers at the start of `bytes`; returns them and the data.
     pub fn parse(bytes: &[u8]) -> Result<(&Self, &[u8]), ParseError> {
-        super::view_prefix(bytes, "SA MAD header")
+        super::view::view_prefix(bytes, "SA MAD header")
     }
 
     /// Reads the headers for in-place editing.

@@ -6,8 +6,8 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use zerocopy::IntoBytes;
 
-use super::{RmppConfig, SA_HEADER_LEN, TransferState, control_mad};
-use crate::MadBuf;
+use super::transfer::{RmppConfig, SA_HEADER_LEN, TransferState, control_mad};
+use crate::header::MadBuf;
 use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 
 /// Reassembles one SA payload from RMPP DATA segments, acknowledging them.

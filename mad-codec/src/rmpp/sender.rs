@@ -5,8 +5,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::{RmppConfig, TransferState, control_mad};
-use crate::MadBuf;
+use super::transfer::{RmppConfig, TransferState, control_mad};
+use crate::header::MadBuf;
 use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 
 /// The payload needs more segments than a 32-bit SegmentNumber can count.

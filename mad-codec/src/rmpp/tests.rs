@@ -9,7 +9,9 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::*;
 use crate::codes::{AttributeId, Method, MgmtClass};
-use crate::header::{MadHeader, SaHeader};
+use crate::header::{
+    MAD_LEN, MadBuf, MadHeader, RmppFlags, RmppHeader, RmppStatus, RmppType, SaHeader, SaMadHeader,
+};
 use crate::{ComponentMask, SaMad};
 
 /// A small deterministic generator (xorshift64*), so every run is

@@ -1,0 +1,259 @@
+//! The shape the architecture promises (README, "Architecture"), checked
+//! on every test run so that it cannot erode unnoticed:
+//!
+//! * the core's dependency tree holds no I/O crate;
+//! * the word `unsafe` appears in code only under `local-sa/umad`;
+//! * no two modules of any crate of the workspace import each other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `.rs` file under `dir`, skipping build output.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name();
+        if path.is_dir() {
+            if name != "target" && name != ".git" && name != "corpus" {
+                out.extend(rust_files(&path));
+            }
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A line's code: without its `//` comment and the contents of its string
+/// literals (a line-based reading: literals spanning lines are rare here).
+fn code(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            match (escaped, c) {
+                (false, '\\') => escaped = true,
+                (false, '"') => {
+                    in_string = false;
+                    out.push(c);
+                }
+                _ => escaped = false,
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_core_depends_on_no_io_crate() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "local-sa-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(workspace())
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let crates: BTreeSet<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    let io: Vec<&&str> = crates
+        .iter()
+        .filter(|c| {
+            ["libc", "smol", "rdma-sys", "clap", "rustix", "mio", "tokio"].contains(c)
+                || c.starts_with("async-")
+        })
+        .collect();
+    assert!(io.is_empty(), "the core depends on {io:?}");
+    assert!(crates.contains("mad-codec") && crates.contains("informinfo"));
+}
+
+#[test]
+fn unsafe_code_lives_only_in_umad() {
+    let root = workspace();
+    let umad = root.join("local-sa/umad");
+    let mut found = Vec::new();
+    for file in rust_files(&root) {
+        if file.starts_with(&umad) {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = code(line);
+            let mut words = code.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+            if words.any(|w| w == "unsafe") {
+                found.push(format!("{}:{}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`unsafe` outside local-sa/umad: {found:?}"
+    );
+}
+
+/// The module path of `file` in the crate whose sources are at `src`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module a path in `module` names (`crate::a::b::Item`, `super::x`,
+/// `self::x`, or `child::x` relative to `module`), resolved to the
+/// deepest module of `modules` it reaches.
+fn target(
+    module: &[String],
+    path: &[&str],
+    modules: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let (mut base, rest) = match path.first()? {
+        &"crate" => (Vec::new(), &path[1..]),
+        &"super" => {
+            let mut b = module.to_vec();
+            b.pop()?;
+            (b, &path[1..])
+        }
+        &"self" => (module.to_vec(), &path[1..]),
+        // A path relative to this module: one of its children.
+        child => {
+            let mut b = module.to_vec();
+            b.push((*child).to_owned());
+            if !modules.contains(&b) {
+                return None;
+            }
+            (b, &path[1..])
+        }
+    };
+    for seg in rest {
+        let mut next = base.clone();
+        next.push((*seg).to_owned());
+        if !modules.contains(&next) {
+            break;
+        }
+        base = next;
+    }
+    Some(base)
+}
+
+/// The modules each module of the crate at `src` names in its code
+/// (outside its inline test module).
+fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let files = rust_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(src, file);
+        let text = fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            // An inline test module (`#[cfg(test)] mod name {`) ends what
+            // counts: it may reach into its parent as it likes.
+            let next = lines.get(n + 1).map_or("", |l| l.trim());
+            if line.trim() == "#[cfg(test)]" && next.starts_with("mod ") && next.ends_with('{') {
+                break;
+            }
+            let code = code(line);
+            let code = code.as_str();
+            for (i, _) in code.match_indices("::") {
+                // The start of the path this `::` is part of.
+                let start = code[..i]
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .map_or(0, |s| s + 1);
+                if start == i || code[start..i].contains("::") {
+                    continue;
+                }
+                {
+                    let i = start;
+                    let path: Vec<&str> = code[i..]
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                        .next()
+                        .unwrap_or("")
+                        .split("::")
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    if let Some(t) = target(&module, &path, &modules)
+                        && t != module
+                    {
+                        edges.entry(module.clone()).or_default().insert(t);
+                    }
+                }
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let root = workspace();
+    let crates = [
+        "mad-codec",
+        "informinfo",
+        "local-sa/core",
+        "local-sa/umad",
+        "local-sa/daemon",
+        "local-sa/lsaquery",
+        "conformance",
+    ];
+    let mut cycles = Vec::new();
+    for krate in crates {
+        let edges = imports(&root.join(krate).join("src"));
+        for (a, targets) in &edges {
+            for b in targets {
+                if a < b && edges.get(b).is_some_and(|t| t.contains(a)) {
+                    cycles.push(format!("{krate}: {} <-> {}", a.join("::"), b.join("::")));
+                }
+            }
+        }
+        assert!(
+            edges.values().map(BTreeSet::len).sum::<usize>() > 0,
+            "{krate}: no imports found; is the scan broken?"
+        );
+    }
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other: {cycles:#?}"
+    );
+}
