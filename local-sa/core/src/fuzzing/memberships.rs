@@ -5,7 +5,7 @@
 //! and leave two groups with any JoinState, a fake master answers, refuses
 //! or loses the machine's requests, members go away, time passes (leases
 //! end, retries come due) and a new master arrives that holds nothing. The
-//! input is a script of steps, each an opcode byte (modulo 6) and its
+//! input is a script of steps, each an opcode byte (modulo 7) and its
 //! operands:
 //!
 //! * `0`: a join or leave: a byte (member in bits 0–1, join in bit 2,
@@ -16,7 +16,9 @@
 //! * `2`: a member goes: its byte;
 //! * `3`: time passes: a byte of seconds;
 //! * `4`: a new master that holds nothing: every group is joined again;
-//! * `5`: the master accepts everything in flight.
+//! * `5`: the master accepts everything in flight;
+//! * `6`: shutdown, which ends the script: every group is left, and the
+//!   master then answers (a byte: accepts or loses) whatever it is asked.
 //!
 //! Beside the machine runs a model of what each member holds, kept from
 //! the answers the members get. The harness panics when the machine breaks
@@ -260,6 +262,33 @@ impl World {
         self.apply(out);
     }
 
+    /// Leaves everything; the master accepts (`accept`) or loses every
+    /// request from then on.
+    fn shut_down(&mut self, accept: bool) {
+        let mut out = Vec::new();
+        self.machine.leave_all(self.now, &mut out);
+        self.apply(out);
+        for _ in 0..64 {
+            if self.in_flight.is_empty() {
+                break;
+            }
+            self.master_answers(0, accept.then_some(true));
+        }
+        assert!(
+            self.in_flight.is_empty(),
+            "requests without end after shutdown"
+        );
+        assert_eq!(self.machine.groups(), 0, "groups kept after shutdown");
+        assert_eq!(self.machine.poll_timeout(), None, "retries after shutdown");
+        if accept {
+            assert!(
+                self.master.is_empty(),
+                "the master still holds {:?}",
+                self.master
+            );
+        }
+    }
+
     fn settle(&mut self) {
         for _ in 0..64 {
             while !self.in_flight.is_empty() {
@@ -301,7 +330,7 @@ pub fn memberships(data: &[u8]) {
     let mut rest = data;
     while let Some((&op, tail)) = rest.split_first() {
         rest = tail;
-        match op % 6 {
+        match op % 7 {
             0 => {
                 let Some((&[what, bits], tail)) = rest.split_first_chunk::<2>() else {
                     break;
@@ -343,6 +372,10 @@ pub fn memberships(data: &[u8]) {
                 w.pass(Duration::from_secs(u64::from(secs)));
             }
             4 => w.new_master(),
+            6 => {
+                let accept = rest.first().is_none_or(|b| b & 1 == 0);
+                return w.shut_down(accept);
+            }
             _ => {
                 while !w.in_flight.is_empty() {
                     w.master_answers(0, Some(true));
@@ -366,5 +399,8 @@ mod tests {
             0, 0x04, 1, 1, 0, 0, 0, 0x06, 2, 5, 0, 0x00, 1, 5, 4, 2, 2, 3, 40,
         ]);
         memberships(&(0..=255).collect::<Vec<u8>>());
+        // A member goes while its join is out; the master accepts the join
+        // but loses the Delete that follows; then shutdown.
+        memberships(&[0, 0x04, 1, 1, 0, 0, 2, 0, 1, 0, 2, 6, 0]);
     }
 }

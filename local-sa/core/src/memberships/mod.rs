@@ -716,7 +716,9 @@ where
     }
 
     /// Leaves every group (shutdown): one last try for each, backoff or
-    /// not; nothing is tried again afterwards.
+    /// not; nothing is tried again afterwards. Groups no member holds any
+    /// more but whose bits the master still has (an earlier Delete went
+    /// unanswered) get their last try too.
     pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
         self.shutting_down = true;
         for group in self.groups.values_mut() {
@@ -729,6 +731,10 @@ where
             .collect();
         for m in members {
             self.remove_member(now, m, out);
+        }
+        let rest: Vec<Gid> = self.groups.keys().copied().collect();
+        for mgid in rest {
+            self.next_in_group(now, mgid, out);
         }
     }
 }

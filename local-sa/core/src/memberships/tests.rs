@@ -320,6 +320,31 @@ fn shutdown_leaves_every_group_once() {
 }
 
 #[test]
+fn shutdown_also_leaves_a_group_whose_delete_went_unanswered() {
+    let (mut m, t0) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(t0, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    accept(&mut m, t0, op, F);
+    let mut out = Vec::new();
+    m.remove_member(t0, 1, &mut out);
+    let (op, method, _) = sent(&out);
+    assert_eq!(method, Method::DELETE);
+    let mut out = Vec::new();
+    m.answered(t0, op, None, &mut out);
+    assert!(out.is_empty(), "tried again only after the backoff");
+    assert_eq!(m.groups(), 1, "the master may still hold the bits");
+    let mut out = Vec::new();
+    m.leave_all(t0, &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F), "one last try at once");
+    let mut out = Vec::new();
+    m.answered(t0, op, None, &mut out);
+    assert_eq!(m.groups(), 0, "nothing is kept after shutdown");
+    assert_eq!(m.poll_timeout(), None);
+}
+
+#[test]
 fn given_fields_must_equal_the_groups() {
     let mut g = McMemberRecord::new_zeroed();
     g.set_qkey(0x1234);
