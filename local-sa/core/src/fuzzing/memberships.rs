@@ -265,6 +265,9 @@ impl World {
     /// Leaves everything; the master accepts (`accept`) or loses every
     /// request from then on.
     fn shut_down(&mut self, accept: bool) {
+        // Every member goes; nobody waits for an answer any more.
+        self.model.clear();
+        self.asked.clear();
         let mut out = Vec::new();
         self.machine.leave_all(self.now, &mut out);
         self.apply(out);

@@ -147,7 +147,9 @@ enum Op<M, A> {
 /// One group.
 #[derive(Debug)]
 struct Group<M, A> {
-    /// The record the master last returned for this port.
+    /// The group's record as the master last returned it for this port:
+    /// kept while the group is known here, even when the master holds no
+    /// bits any more, as the template to join it again.
     record: Option<McMemberRecord>,
     /// The JoinState bits the master holds for this port.
     held: JoinState,
@@ -265,6 +267,7 @@ where
     pub fn held(&self, mgid: Gid) -> Option<(McMemberRecord, JoinState)> {
         self.groups
             .get(&mgid)
+            .filter(|g| !g.held.is_empty())
             .and_then(|g| g.record.map(|r| (r, g.held)))
     }
 
@@ -273,6 +276,7 @@ where
     pub fn group_records(&self) -> Vec<McMemberRecord> {
         self.groups
             .values()
+            .filter(|g| !g.held.is_empty())
             .filter_map(|g| {
                 let mut r = g.record?;
                 r.set_port_gid(self.port_gid);
@@ -302,6 +306,10 @@ where
                 change.asker,
                 MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS,
             );
+        }
+        if change.join && self.shutting_down {
+            // Joined now, it would outlive the agent at the master.
+            return refuse(out, change.asker, MadStatus::BUSY);
         }
         let bits = change.record.join_state();
         let gid = change.record.port_gid();
@@ -530,9 +538,6 @@ where
                             group.retry_at = Some(backoff);
                         }
                     }
-                    if group.held.is_empty() {
-                        group.record = None;
-                    }
                     if let Some((asker, mut record)) = asker {
                         record.set_join_state(group.held);
                         out.push(Effect::Answer {
@@ -591,21 +596,13 @@ where
                     return self.send(Some(mgid), Method::DELETE, mc::JOIN, delete, op, out);
                 }
                 let missing = group.needed().minus(group.held);
-                if let (false, Some(mut record)) =
+                if let (false, Some(record)) =
                     (missing.is_empty() || self.shutting_down, group.record)
                 {
                     // Members hold bits the master lost (a failed re-join).
-                    record.set_port_gid(self.port_gid);
-                    record.set_join_state(group.needed());
                     group.busy = true;
-                    return self.send(
-                        Some(mgid),
-                        Method::SET,
-                        REJOIN_MASK,
-                        record,
-                        Op::Rejoin,
-                        out,
-                    );
+                    let needed = group.needed();
+                    return self.rejoin(mgid, record, needed, out);
                 }
             }
             let Some(next) = group.queue.pop_front() else {
@@ -688,47 +685,67 @@ where
     /// Joins every group again with the bits its members hold (a new
     /// master, a restart).
     pub fn rejoin_all(&mut self, out: &mut Vec<Effect<A>>) {
-        let port_gid = self.port_gid;
-        let mut sends = Vec::new();
+        let mut due = Vec::new();
         for (mgid, group) in &mut self.groups {
             let needed = group.needed();
-            let Some(mut record) = group.record else {
+            let Some(record) = group.record else {
                 continue;
             };
             if needed.is_empty() || group.busy {
                 continue;
             }
-            record.set_port_gid(port_gid);
-            record.set_join_state(needed);
             group.busy = true;
-            sends.push((*mgid, record));
+            due.push((*mgid, record, needed));
         }
-        for (mgid, record) in sends {
-            self.send(
-                Some(mgid),
-                Method::SET,
-                REJOIN_MASK,
-                record,
-                Op::Rejoin,
-                out,
-            );
+        for (mgid, record, needed) in due {
+            self.rejoin(mgid, record, needed, out);
         }
+    }
+
+    /// Joins `mgid` again with `bits`, from the group's last `record`
+    /// (the caller marks the group busy).
+    fn rejoin(
+        &mut self,
+        mgid: Gid,
+        mut record: McMemberRecord,
+        bits: JoinState,
+        out: &mut Vec<Effect<A>>,
+    ) {
+        record.set_port_gid(self.port_gid);
+        record.set_join_state(bits);
+        self.send(
+            Some(mgid),
+            Method::SET,
+            REJOIN_MASK,
+            record,
+            Op::Rejoin,
+            out,
+        );
     }
 
     /// Leaves every group (shutdown): one last try for each, backoff or
     /// not; nothing is tried again afterwards. Groups no member holds any
     /// more but whose bits the master still has (an earlier Delete went
-    /// unanswered) get their last try too.
+    /// unanswered) get their last try too, and joins that come after it are
+    /// refused with BUSY.
     pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
         self.shutting_down = true;
         for group in self.groups.values_mut() {
             group.retry_at = None;
         }
-        let members: Vec<M> = self
+        // Every member goes: those holding bits, those waiting for their
+        // turn, and those whose join is out (its answer must not make
+        // them members again).
+        let mut members: Vec<M> = self
             .groups
             .values()
-            .flat_map(|g| g.members.keys().copied())
+            .flat_map(|g| g.members.keys().chain(g.queue.iter().map(|q| &q.member)))
+            .copied()
             .collect();
+        members.extend(self.ops.values().filter_map(|(_, op)| match op {
+            Op::Join { member, .. } => Some(*member),
+            _ => None,
+        }));
         for m in members {
             self.remove_member(now, m, out);
         }

@@ -72,6 +72,15 @@ fn answers(effects: &[Effect<&'static str>]) -> Vec<(&'static str, Answer)> {
         .collect()
 }
 
+/// `member` joins with `bits`, and the master accepts, holding `held`.
+fn joined(m: &mut Machine, now: Instant, member: u8, bits: JoinState, held: JoinState) {
+    let mut out = Vec::new();
+    m.request(now, change(true, member, bits, "j"), &mut out);
+    let (op, method, _) = sent(&out);
+    assert_eq!(method, Method::SET);
+    accept(m, now, op, held);
+}
+
 /// The master accepts op `op`, holding `held` for the port.
 fn accept(m: &mut Machine, now: Instant, op: OpId, held: JoinState) -> Vec<Effect<&'static str>> {
     let mut out = Vec::new();
@@ -110,10 +119,7 @@ fn the_second_member_with_held_bits_joins_without_the_master() {
 #[test]
 fn a_leave_deletes_only_the_bits_nobody_else_holds() {
     let (mut m, now) = (machine(), Instant::now());
-    let mut out = Vec::new();
-    m.request(now, change(true, 1, F | N, "a"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, now, op, F | N);
+    joined(&mut m, now, 1, F | N, F | N);
     let mut out = Vec::new();
     m.request(now, change(true, 2, N, "b"), &mut out);
     assert!(matches!(answers(&out)[..], [("b", Answer::Joined(_))]));
@@ -256,10 +262,7 @@ fn a_renewing_member_that_does_not_renew_is_left_for_it() {
 #[test]
 fn an_unanswered_leave_is_tried_again_after_the_backoff() {
     let (mut m, t0) = (machine(), Instant::now());
-    let mut out = Vec::new();
-    m.request(t0, change(true, 1, F, "a"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, t0, op, F);
+    joined(&mut m, t0, 1, F, F);
     let mut out = Vec::new();
     m.request(t0, change(false, 1, F, "b"), &mut out);
     let (op, ..) = sent(&out);
@@ -281,14 +284,8 @@ fn an_unanswered_leave_is_tried_again_after_the_backoff() {
 #[test]
 fn a_new_master_gets_every_group_back_with_the_members_bits() {
     let (mut m, now) = (machine(), Instant::now());
-    let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, now, op, F);
-    let mut out = Vec::new();
-    m.request(now, change(true, 2, N, "b"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, now, op, F | N);
+    joined(&mut m, now, 1, F, F);
+    joined(&mut m, now, 2, N, F | N);
     let mut out = Vec::new();
     m.rejoin_all(&mut out);
     let (op, method, bits) = sent(&out);
@@ -304,10 +301,7 @@ fn a_new_master_gets_every_group_back_with_the_members_bits() {
 #[test]
 fn shutdown_leaves_every_group_once() {
     let (mut m, now) = (machine(), Instant::now());
-    let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, now, op, F);
+    joined(&mut m, now, 1, F, F);
     let mut out = Vec::new();
     m.leave_all(now, &mut out);
     let (op, method, bits) = sent(&out);
@@ -320,12 +314,36 @@ fn shutdown_leaves_every_group_once() {
 }
 
 #[test]
+fn a_leave_that_finds_the_master_lost_the_group_joins_the_rest_again() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 1, F, F);
+    joined(&mut m, now, 2, N, F | N);
+    let mut out = Vec::new();
+    m.request(now, change(false, 2, N, "b"), &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, N));
+    // Meanwhile the master restarted: it holds nothing and refuses.
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
+    match &answers(&out)[..] {
+        [("b", Answer::Left(r))] => assert_eq!(r.join_state(), JoinState::NONE),
+        other => panic!("{other:?}"),
+    }
+    let (op, method, bits) = sent(&out);
+    assert_eq!(
+        (method, bits),
+        (Method::SET, F),
+        "member 1's bits are joined again"
+    );
+    assert!(m.group_records().is_empty(), "nothing held meanwhile");
+    accept(&mut m, now, op, F);
+    assert_eq!(m.held(MGID).map(|(_, s)| s), Some(F));
+}
+
+#[test]
 fn shutdown_also_leaves_a_group_whose_delete_went_unanswered() {
     let (mut m, t0) = (machine(), Instant::now());
-    let mut out = Vec::new();
-    m.request(t0, change(true, 1, F, "a"), &mut out);
-    let (op, ..) = sent(&out);
-    accept(&mut m, t0, op, F);
+    joined(&mut m, t0, 1, F, F);
     let mut out = Vec::new();
     m.remove_member(t0, 1, &mut out);
     let (op, method, _) = sent(&out);
@@ -342,6 +360,35 @@ fn shutdown_also_leaves_a_group_whose_delete_went_unanswered() {
     m.answered(t0, op, None, &mut out);
     assert_eq!(m.groups(), 0, "nothing is kept after shutdown");
     assert_eq!(m.poll_timeout(), None);
+}
+
+#[test]
+fn shutdown_also_ends_joins_still_out_or_waiting() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut waiting = Vec::new();
+    m.request(now, change(true, 2, N, "b"), &mut waiting);
+    assert!(waiting.is_empty(), "b waits for a's join");
+    let mut out = Vec::new();
+    m.leave_all(now, &mut out);
+    assert!(out.is_empty(), "nothing to send while a's join is out");
+    // The master accepts a's join after all: its bits go at once, and b
+    // never joins.
+    let out = accept(&mut m, now, op, F);
+    assert!(answers(&out).is_empty(), "{out:?}");
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+    assert!(accept(&mut m, now, op, JoinState::NONE).is_empty());
+    assert_eq!((m.groups(), m.members()), (0, 0));
+    let mut out = Vec::new();
+    m.request(now, change(true, 3, F, "c"), &mut out);
+    assert_eq!(
+        answers(&out),
+        [("c", Answer::Refused(MadStatus::BUSY))],
+        "no new joins once shutting down"
+    );
 }
 
 #[test]
