@@ -683,10 +683,15 @@ where
     }
 
     /// Joins every group again with the bits its members hold (a new
-    /// master, a restart).
+    /// master, a restart): at once, or once a request out for the group
+    /// ends.
     pub fn rejoin_all(&mut self, out: &mut Vec<Effect<A>>) {
         let mut due = Vec::new();
         for (mgid, group) in &mut self.groups {
+            // Whatever the master held may be gone. A group whose request
+            // is out joins again when that request ends, unless its answer
+            // shows the master holds what the members need.
+            group.held = JoinState::NONE;
             let needed = group.needed();
             let Some(record) = group.record else {
                 continue;

@@ -299,6 +299,33 @@ fn a_new_master_gets_every_group_back_with_the_members_bits() {
 }
 
 #[test]
+fn a_group_busy_when_the_master_changes_joins_again_after() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 2, N, N);
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let mut out = Vec::new();
+    m.rejoin_all(&mut out);
+    assert!(out.is_empty(), "the group's join is out");
+    // The join is lost; the new master holds nothing for the port.
+    let mut out = Vec::new();
+    m.answered(now, op, None, &mut out);
+    let (_, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, N), "member 2's bits again");
+    assert!(matches!(
+        answers(&out)[..],
+        [(
+            "a",
+            Answer::Master {
+                status: MadStatus::BUSY,
+                ..
+            }
+        )]
+    ));
+}
+
+#[test]
 fn shutdown_leaves_every_group_once() {
     let (mut m, now) = (machine(), Instant::now());
     joined(&mut m, now, 1, F, F);
