@@ -4,11 +4,10 @@
 //! wherever OpenSM's answer arrives whole (the simulator cuts OpenSM's
 //! multi-MAD answers to their first two records; those two must equal
 //! local-sa's first two).
-//!
-//! Needs the local-sa and lsaquery binaries (`cargo build -p local-sa
-//! --bins`; `cargo test --workspace` builds them).
 
 use conformance::saquery::mad_blocks;
+use std::time::Duration;
+
 use conformance::{Fabric, LocalSa, Node, NodePort, Topology};
 use mad_codec::header::RmppType;
 use mad_codec::{MAD_LEN, MadStatus, Method, SaMad};
@@ -288,4 +287,36 @@ fn with_the_master_gone_cached_answers_flow_and_misses_get_busy() {
         "after the upstream time-out, not the client's"
     );
     drop(sa);
+}
+
+#[test]
+fn lsaquery_acknowledges_the_whole_table_before_it_exits() {
+    // local-sa sends a table through RMPP. If lsaquery left without
+    // acknowledging the last segment, local-sa would send the table again
+    // to whatever runs on the node next, and finally abort the transfer.
+    let fabric = Fabric::builder(Topology::fat_tree(4, 5, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    let me = node.port().unwrap();
+    let (sent, aborted) = (sa.counter("rmpp_transfers"), sa.counter("rmpp_aborts"));
+    let table = ask(&node, &[], &to_args(&["-p", "--slid", &me.lid.to_string()]));
+    assert!(
+        table.records().len() > 3,
+        "a table of several segments: {} records",
+        table.records().len()
+    );
+    sa.wait_until(
+        "the table's transfer to end",
+        Duration::from_secs(30),
+        |c| c["rmpp_transfers"] > sent || c["rmpp_aborts"] > aborted,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let c = sa.counters();
+    assert_eq!(
+        (c["rmpp_transfers"] - sent, c["rmpp_aborts"] - aborted),
+        (1, 0),
+        "the transfer completed, every segment acknowledged"
+    );
 }

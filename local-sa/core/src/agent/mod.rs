@@ -49,7 +49,7 @@ use self::forward::Forwarding;
 use self::parties::{Asker, Member, Subscriber};
 use self::purpose::Purpose;
 use self::subscriptions::Subscriptions;
-use crate::address::{Received, Transmit};
+use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
@@ -98,7 +98,7 @@ pub struct SaCore {
     canary_registered: bool,
     next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,
-    upstream: Requester<crate::address::Address, Purpose>,
+    upstream: Requester<Address, Purpose>,
     forwarding: Forwarding,
     transfers: Transfers,
     out: VecDeque<Transmit>,
@@ -305,8 +305,9 @@ impl SaCore {
         self.handle_timeout(now);
     }
 
-    /// Withdraws every subscription at the master (the caller gives their
-    /// answers a moment to arrive before closing) and stops refreshing.
+    /// Withdraws every subscription, membership and the canary at the
+    /// master (the caller gives their answers a moment to arrive before
+    /// closing) and stops refreshing.
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.next_refresh = None;
@@ -430,7 +431,7 @@ impl SaCore {
     fn answer_received(
         &mut self,
         now: Instant,
-        from: crate::address::Address,
+        from: Address,
         status: u32,
         mad: &[u8],
         cut: Option<usize>,
