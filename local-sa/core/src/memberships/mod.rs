@@ -560,8 +560,10 @@ where
             (Op::Rejoin, other) => {
                 warn!(?mgid, status = ?other.map(|(s, _)| s), "re-joining a group at the master failed; trying again later");
                 let shutting_down = self.shutting_down;
+                // A re-join only adds bits: one that failed left the master
+                // holding what it held (after a new master, nothing: the
+                // re-registration has forgotten what the old one held).
                 if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
-                    group.held = JoinState::NONE;
                     group.retry_at = (!shutting_down).then_some(backoff);
                 }
             }

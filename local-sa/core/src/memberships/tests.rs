@@ -326,6 +326,29 @@ fn a_group_busy_when_the_master_changes_joins_again_after() {
 }
 
 #[test]
+fn a_failed_rejoin_leaves_what_the_master_held() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 2, N, N);
+    // Member 3's join is accepted, but the master's answer shows it
+    // holding Non alone: Full is joined again for it.
+    let mut out = Vec::new();
+    m.request(now, change(true, 3, F, "a"), &mut out);
+    let (op, ..) = sent(&out);
+    let out = accept(&mut m, now, op, N);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, F | N));
+    // That re-join is lost: the master still holds Non, which shutdown
+    // must delete.
+    let mut out = Vec::new();
+    m.answered(now, op, None, &mut out);
+    assert!(out.is_empty());
+    let mut out = Vec::new();
+    m.leave_all(now, &mut out);
+    let (_, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, N));
+}
+
+#[test]
 fn shutdown_leaves_every_group_once() {
     let (mut m, now) = (machine(), Instant::now());
     joined(&mut m, now, 1, F, F);
