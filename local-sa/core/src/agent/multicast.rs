@@ -135,7 +135,7 @@ impl SaCore {
     fn apply_membership_effects(
         &mut self,
         now: Instant,
-        effects: Vec<Effect<Asker>>,
+        effects: Vec<Effect<Member, Asker>>,
         master: Option<&bytes::Bytes>,
     ) {
         for effect in effects {
@@ -151,6 +151,9 @@ impl SaCore {
                     b.header_mut().sa.set_component_mask(mask);
                     self.send_upstream(now, Purpose::Membership(op), &b.into_bytes());
                 }
+                // Counted and logged by the memberships; a member by MAD
+                // has nobody to tell.
+                Effect::LeaseEnded { .. } => {}
                 Effect::Answer { asker, answer } => match (answer, &asker, master) {
                     (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(&asker, &r),
                     (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => {

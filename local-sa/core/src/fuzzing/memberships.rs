@@ -111,7 +111,7 @@ impl World {
         kept
     }
 
-    fn apply(&mut self, effects: Vec<Effect<Asker>>) {
+    fn apply(&mut self, effects: Vec<Effect<u8, Asker>>) {
         for e in effects {
             match e {
                 Effect::Send {
@@ -129,6 +129,11 @@ impl World {
                     self.in_flight.push(Sent { op, method, record });
                 }
                 Effect::Answer { asker, answer } => self.answer(asker, &answer),
+                Effect::LeaseEnded { member } => {
+                    // It holds nothing and waits for nothing any more.
+                    self.model.retain(|(_, m), _| *m != member);
+                    self.asked.retain(|(m, _), _| *m != member);
+                }
             }
         }
     }
@@ -236,22 +241,6 @@ impl World {
         self.now += by;
         let mut out = Vec::new();
         self.machine.handle_timeout(self.now, &mut out);
-        // A member whose lease ended holds nothing anywhere any more.
-        let gone: Vec<u8> = self
-            .model
-            .keys()
-            .map(|(_, m)| *m)
-            .filter(|m| {
-                *m < 2
-                    && GROUPS
-                        .iter()
-                        .all(|g| self.machine.member_bits(*g, m).is_empty())
-            })
-            .collect();
-        for m in gone {
-            self.model.retain(|(_, who), _| *who != m);
-            self.asked.retain(|(who, _), _| *who != m);
-        }
         self.apply(out);
     }
 

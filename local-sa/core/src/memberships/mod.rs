@@ -15,7 +15,8 @@
 //! members hold.
 //!
 //! Like [`informinfo::Registry`] it returns [`Effect`]s for its caller to
-//! carry out — requests to send the master, answers to give — and is
+//! carry out — requests to send the master, answers to give, members whose
+//! lease ended — and is
 //! generic over how members (`M`) and the askers waiting for answers (`A`)
 //! are identified. The invariant it keeps, and that its fuzz target checks:
 //! once the master has answered everything, the bits it holds for this port
@@ -38,9 +39,9 @@ use tracing::{debug, info, warn};
 /// Names a request to the master, so that its answer finds its way back.
 pub type OpId = u64;
 
-/// What the caller must do.
+/// What the caller must do, or be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect<A> {
+pub enum Effect<M, A> {
     /// Send `method` (Set: join, Delete: leave) of `record` with component
     /// mask `mask` to the master, and report its answer with
     /// [`Memberships::answered`] under `op`.
@@ -60,6 +61,12 @@ pub enum Effect<A> {
         asker: A,
         /// What to tell it.
         answer: Answer,
+    },
+    /// `member` did not join again within its lease: it holds nothing any
+    /// more, and its requests still waiting are dropped unanswered.
+    LeaseEnded {
+        /// Who.
+        member: M,
     },
 }
 
@@ -292,8 +299,8 @@ where
     }
 
     /// A member joins or leaves.
-    pub fn request(&mut self, now: Instant, change: Change<M, A>, out: &mut Vec<Effect<A>>) {
-        let refuse = |out: &mut Vec<Effect<A>>, asker: A, status| {
+    pub fn request(&mut self, now: Instant, change: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
+        let refuse = |out: &mut Vec<Effect<M, A>>, asker: A, status| {
             out.push(Effect::Answer {
                 asker,
                 answer: Answer::Refused(status),
@@ -345,7 +352,7 @@ where
         }
     }
 
-    fn join(&mut self, now: Instant, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<A>>) {
+    fn join(&mut self, now: Instant, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
         let bits = c.record.join_state();
         let lease = now + self.config.member_lease;
         let group = self.groups.entry(mgid).or_default();
@@ -378,7 +385,7 @@ where
         self.send(Some(mgid), Method::SET, c.mask, c.record, op, out);
     }
 
-    fn leave(&mut self, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<A>>) {
+    fn leave(&mut self, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
         let bits = c.record.join_state();
         let Some(group) = self.groups.get_mut(&mgid) else {
             return out.push(Effect::Answer {
@@ -441,7 +448,7 @@ where
         mask: ComponentMask,
         record: McMemberRecord,
         op: Op<M, A>,
-        out: &mut Vec<Effect<A>>,
+        out: &mut Vec<Effect<M, A>>,
     ) {
         let id = self.next_op;
         self.next_op += 1;
@@ -461,7 +468,7 @@ where
         now: Instant,
         op: OpId,
         answer: Option<(MadStatus, Option<McMemberRecord>)>,
-        out: &mut Vec<Effect<A>>,
+        out: &mut Vec<Effect<M, A>>,
     ) {
         let Some((mgid, op)) = self.ops.remove(&op) else {
             return;
@@ -578,7 +585,7 @@ where
 
     /// After a request for `mgid` ends: bits nobody needs are deleted, or
     /// the next waiting request goes, or the group is forgotten.
-    fn next_in_group(&mut self, now: Instant, mgid: Gid, out: &mut Vec<Effect<A>>) {
+    fn next_in_group(&mut self, now: Instant, mgid: Gid, out: &mut Vec<Effect<M, A>>) {
         // Waiting requests are taken one by one until one goes to the
         // master (they may complete here, or be refused).
         loop {
@@ -624,7 +631,7 @@ where
     /// Everything `member` holds goes (its connection closed, its lease
     /// ended): bits nobody else holds are deleted at the master, and
     /// nobody is answered for its requests still waiting.
-    pub fn remove_member(&mut self, now: Instant, member: M, out: &mut Vec<Effect<A>>) {
+    pub fn remove_member(&mut self, now: Instant, member: M, out: &mut Vec<Effect<M, A>>) {
         for (_, op) in self.ops.values_mut() {
             if let Op::Join {
                 member: m, gone, ..
@@ -662,15 +669,20 @@ where
 
     /// Ends the leases of members that did not renew, and brings groups
     /// whose retry is due in line with the master.
-    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
-        let expired: Vec<M> = self
-            .groups
-            .values()
-            .flat_map(|g| g.leases.iter().filter(|(_, t)| **t <= now).map(|(m, _)| *m))
-            .collect();
+    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Effect<M, A>>) {
+        let mut expired: Vec<M> = Vec::new();
+        for g in self.groups.values() {
+            for (m, _) in g.leases.iter().filter(|(_, t)| **t <= now) {
+                // A member with leases in several groups ends once.
+                if !expired.contains(m) {
+                    expired.push(*m);
+                }
+            }
+        }
         for member in expired {
             info!(?member, "a multicast member's lease ended");
             self.counts.leases_ended += 1;
+            out.push(Effect::LeaseEnded { member });
             self.remove_member(now, member, out);
         }
         let due: Vec<Gid> = self
@@ -687,7 +699,7 @@ where
     /// Joins every group again with the bits its members hold (a new
     /// master, a restart): at once, or once a request out for the group
     /// ends.
-    pub fn rejoin_all(&mut self, out: &mut Vec<Effect<A>>) {
+    pub fn rejoin_all(&mut self, out: &mut Vec<Effect<M, A>>) {
         let mut due = Vec::new();
         for (mgid, group) in &mut self.groups {
             // Whatever the master held may be gone. A group whose request
@@ -716,7 +728,7 @@ where
         mgid: Gid,
         mut record: McMemberRecord,
         bits: JoinState,
-        out: &mut Vec<Effect<A>>,
+        out: &mut Vec<Effect<M, A>>,
     ) {
         record.set_port_gid(self.port_gid);
         record.set_join_state(bits);
@@ -735,7 +747,7 @@ where
     /// more but whose bits the master still has (an earlier Delete went
     /// unanswered) get their last try too, and joins that come after it are
     /// refused with BUSY.
-    pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<A>>) {
+    pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<M, A>>) {
         self.shutting_down = true;
         for group in self.groups.values_mut() {
             group.retry_at = None;

@@ -48,26 +48,26 @@ fn change(
 }
 
 /// The one Send among `effects`: its op, method and JoinState.
-fn sent(effects: &[Effect<&'static str>]) -> (OpId, Method, JoinState) {
+fn sent(effects: &[Effect<u8, &'static str>]) -> (OpId, Method, JoinState) {
     let sends: Vec<_> = effects
         .iter()
         .filter_map(|e| match e {
             Effect::Send {
                 op, method, record, ..
             } => Some((*op, *method, record.join_state())),
-            Effect::Answer { .. } => None,
+            Effect::Answer { .. } | Effect::LeaseEnded { .. } => None,
         })
         .collect();
     assert_eq!(sends.len(), 1, "{effects:?}");
     sends[0]
 }
 
-fn answers(effects: &[Effect<&'static str>]) -> Vec<(&'static str, Answer)> {
+fn answers(effects: &[Effect<u8, &'static str>]) -> Vec<(&'static str, Answer)> {
     effects
         .iter()
         .filter_map(|e| match e {
             Effect::Answer { asker, answer } => Some((*asker, answer.clone())),
-            Effect::Send { .. } => None,
+            Effect::Send { .. } | Effect::LeaseEnded { .. } => None,
         })
         .collect()
 }
@@ -82,7 +82,12 @@ fn joined(m: &mut Machine, now: Instant, member: u8, bits: JoinState, held: Join
 }
 
 /// The master accepts op `op`, holding `held` for the port.
-fn accept(m: &mut Machine, now: Instant, op: OpId, held: JoinState) -> Vec<Effect<&'static str>> {
+fn accept(
+    m: &mut Machine,
+    now: Instant,
+    op: OpId,
+    held: JoinState,
+) -> Vec<Effect<u8, &'static str>> {
     let mut out = Vec::new();
     m.answered(now, op, Some((MadStatus::OK, Some(record(held)))), &mut out);
     out
@@ -254,6 +259,7 @@ fn a_renewing_member_that_does_not_renew_is_left_for_it() {
     assert_eq!(end - t0, Duration::from_secs(60));
     let mut out = Vec::new();
     m.handle_timeout(end, &mut out);
+    assert_eq!(out[0], Effect::LeaseEnded { member: 1 });
     let (_, method, bits) = sent(&out);
     assert_eq!((method, bits), (Method::DELETE, F));
     assert_eq!(m.counts().leases_ended, 1);
