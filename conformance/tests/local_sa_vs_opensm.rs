@@ -221,7 +221,7 @@ fn path_queries_answer_as_opensm_does() {
         assert_eq!(single.records(), vec![*r], "the path {s} -> {dlid}");
     }
     // Most of them were answered from the cache, not by asking OpenSM.
-    let cached = sa5.wait_until("hits counted", std::time::Duration::from_secs(5), |c| {
+    let cached = sa5.wait_until("hits counted", Duration::from_secs(5), |c| {
         c["hits"] >= hits_before + 30
     });
     assert!(
@@ -283,7 +283,7 @@ fn with_the_master_gone_cached_answers_flow_and_misses_get_busy() {
         "a clear status once the master has not answered"
     );
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(4),
+        started.elapsed() < Duration::from_secs(4),
         "after the upstream time-out, not the client's"
     );
     drop(sa);
