@@ -3,10 +3,11 @@
 //! percentiles (from `lsaquery --bench`), and the CPU each server process
 //! (and ibsim, which carries every MAD) spends per 10 000 answers.
 //!
-//! Build the release binaries first, then run it:
+//! Build the echo agent first (local-sa and lsaquery are built on demand),
+//! then run it:
 //!
 //! ```text
-//! cargo build --release -p local-sa --bins --example sa_echo
+//! cargo build --release -p umad --example sa_echo
 //! cargo run --release -p conformance --bin fabric-bench -- [QUERIES] [WINDOW] [ROUNDS]
 //! ```
 //!

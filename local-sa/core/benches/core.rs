@@ -2,7 +2,7 @@
 //! taken from its bytes to the answer's bytes (decode, lookup, encode)
 //! with 100 K and 1 M records cached, and a 1 M-record SetTable taken in
 //! segment by segment (RMPP reassembly, checks, store). Run with
-//! `cargo bench -p local-sa --bench core`.
+//! `cargo bench -p local-sa-core --bench core`.
 #![allow(missing_docs)]
 
 use std::time::Instant;

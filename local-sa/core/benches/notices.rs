@@ -3,7 +3,7 @@
 //! connections (a notice queued for each), or MAD subscribers (a Report
 //! MAD built for each, and its ReportResp taken back) — and a local
 //! subscribe/unsubscribe of a filter the port already holds. Run with
-//! `cargo bench -p local-sa --bench notices`.
+//! `cargo bench -p local-sa-core --bench notices`.
 #![allow(missing_docs)]
 
 use std::time::Instant;

@@ -3,7 +3,7 @@
 //! and then 100 K records (1000 destinations per source) are inserted as a
 //! load or a refresh inserts them. Allocator overhead and the spare
 //! capacity of growing tables are included. Run with
-//! `cargo bench -p local-sa --bench store_memory`.
+//! `cargo bench -p local-sa-core --bench store_memory`.
 #![allow(missing_docs)]
 
 use local_sa_core::store::PathStore;

@@ -5,7 +5,7 @@
 //! channels); the fabric benchmark compares local-sa's cost with it.
 //!
 //! Run on a port with no other SA agent:
-//! `cargo run --release --example sa_echo` (SIGINT/SIGTERM stop it).
+//! `cargo run --release -p umad --example sa_echo` (SIGINT/SIGTERM stop it).
 
 use std::process::ExitCode;
 
