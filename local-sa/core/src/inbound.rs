@@ -13,7 +13,10 @@ use crate::address::Address;
 #[derive(Debug)]
 pub(crate) enum Inbound {
     /// Not an SA MAD: shorter than the SA headers, or another class.
-    Malformed,
+    Malformed {
+        /// Its length.
+        len: usize,
+    },
     /// An answer to one of our requests, one of our requests handed back
     /// by the transport, or a ReportResp: for whatever sent the request.
     Answer {
@@ -21,6 +24,8 @@ pub(crate) enum Inbound {
         method: Method,
         /// The low 32 bits of its TransactionID.
         tid: u32,
+        /// The MAD.
+        mad: Bytes,
     },
     /// An RMPP ACK, STOP or ABORT about a transfer with a peer.
     RmppControl(SaRequest),
@@ -29,32 +34,30 @@ pub(crate) enum Inbound {
 }
 
 impl Inbound {
-    /// Classifies `mad` from `from`; `status` is the transport's.
-    pub(crate) fn decode(from: Address, status: u32, mad: &Bytes) -> Self {
+    /// Classifies `mad` from `from`; `status` is the transport's. The MAD
+    /// is taken, not copied.
+    pub(crate) fn decode(from: Address, status: u32, mut mad: Bytes) -> Self {
         // One packet carries at most one MAD; anything past it is not part
         // of the MAD (and must not be echoed back in an answer).
-        let mad = mad.slice(..mad.len().min(MAD_LEN));
+        mad.truncate(MAD_LEN);
         let Ok((header, _)) = SaMadHeader::parse(&mad) else {
-            return Self::Malformed;
+            return Self::Malformed { len: mad.len() };
         };
         if header.mad.mgmt_class() != MgmtClass::SUBN_ADM {
-            return Self::Malformed;
+            return Self::Malformed { len: mad.len() };
         }
-        if status != 0 || header.mad.method().is_response() {
-            return Self::Answer {
-                method: header.mad.method(),
-                tid: header.mad.transaction_id_low(),
-            };
+        let method = header.mad.method();
+        if status != 0 || method.is_response() {
+            let tid = header.mad.transaction_id_low();
+            return Self::Answer { method, tid, mad };
         }
+        // Only a request keeps its headers.
+        let header = *header;
         let rmpp = &header.rmpp;
         let control = rmpp.is_active()
             && rmpp.rmpp_type() != RmppType::DATA
             && rmpp.rmpp_type() != RmppType::NONE;
-        let request = SaRequest {
-            from,
-            header: *header,
-            mad,
-        };
+        let request = SaRequest { from, header, mad };
         if control {
             Self::RmppControl(request)
         } else {

@@ -38,12 +38,12 @@ pub(crate) const REPLACE_SOURCES: u32 = 1;
 impl SaCore {
     /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
     /// transfer.
-    pub(super) fn load(&mut self, now: Instant, request: SaRequest) {
+    pub(super) fn load(&mut self, now: Instant, request: &SaRequest) {
         let rmpp = request.header().rmpp;
         let is_segment = rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA;
         if !is_segment {
             let records = vec![request.template::<PathRecord>()];
-            return self.apply(&request, request.header(), Ok(records));
+            return self.apply(request, request.header(), Ok(records));
         }
         let tid = request.tid();
         if !self.transfers.is_receiving(&request.from, tid) {
@@ -55,7 +55,7 @@ impl SaCore {
             if request.sm_key() != self.config.sm_key {
                 // Refuse at the first segment rather than take in the
                 // whole transfer; the answer also ends the sender's wait.
-                return self.deny(&request, request.header());
+                return self.deny(request, request.header());
             }
         }
         let Some(event) =
@@ -70,7 +70,7 @@ impl SaCore {
                 let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
                     .map(|r| r.copied().collect())
                     .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
-                self.apply(&request, header, records);
+                self.apply(request, header, records);
             }
         }
     }

@@ -375,17 +375,13 @@ impl SaCore {
             mad,
             cut,
         } = received;
-        let request = match Inbound::decode(from, status, &mad) {
-            Inbound::Malformed => {
+        let request = match Inbound::decode(from, status, mad) {
+            Inbound::Malformed { len } => {
                 self.counters.malformed += 1;
-                debug!(
-                    len = mad.len(),
-                    lid = from.lid,
-                    "dropping a MAD that is not an SA MAD"
-                );
+                debug!(len, lid = from.lid, "dropping a MAD that is not an SA MAD");
                 return;
             }
-            Inbound::Answer { method, tid } => {
+            Inbound::Answer { method, tid, mad } => {
                 if method == Method::REPORT_RESP && self.report_resp(tid) {
                     return;
                 }
@@ -401,7 +397,7 @@ impl SaCore {
             (AttributeId::PATH_RECORD, Method::GET | Method::GET_TABLE) => {
                 self.path_query(now, request)
             }
-            (AttributeId::PATH_RECORD, Method::SET | Method::DELETE) => self.load(now, request),
+            (AttributeId::PATH_RECORD, Method::SET | Method::DELETE) => self.load(now, &request),
             (AttributeId::CLASS_PORT_INFO, Method::GET) => self.class_port_info(&request),
             (AttributeId::NOTICE, Method::REPORT) => self.report(now, &request),
             (AttributeId::INFORM_INFO, Method::SET) => self.inform_info_set(now, request),
