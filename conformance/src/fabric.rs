@@ -22,6 +22,20 @@ const IBSIM_READY: &str = "Network simulator ready.";
 /// Lines of a log quoted in errors.
 const TAIL_LINES: usize = 25;
 
+/// glibc settings under which `malloc` hands out zeroed memory (freed
+/// memory is filled with 0xff, allocations with its complement; the
+/// thread cache, which skips both, is off).
+///
+/// umad2sim queues each MAD it receives in a `malloc`ed buffer and never
+/// writes the user_mad header's `pkey_index`, so OpenSM reads heap garbage
+/// there. OpenSM keeps the whole source address, P_Key index included, with
+/// an InformInfo subscription and finds the subscription again for an
+/// unsubscribe only if the address is byte-equal: with garbage that differs
+/// between the two MADs, the unsubscribe fails (ERR 4307) and the
+/// subscription stays. A kernel fills the field in; with zeroed buffers the
+/// simulator does what a kernel does here.
+const OPENSM_ZEROED_MALLOC: &str = "glibc.malloc.perturb=255:glibc.malloc.tcache_count=0";
+
 /// Why a fabric could not be started or used.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -460,6 +474,7 @@ impl Fabric {
             .env("IBSIM_SOCKNAME", &self.sockname)
             .env("OSM_TMP_DIR", &osm_dir)
             .env("OSM_CACHE_DIR", &osm_dir)
+            .env("GLIBC_TUNABLES", OPENSM_ZEROED_MALLOC)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(Stdio::null());
