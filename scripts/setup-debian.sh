@@ -10,6 +10,7 @@ packages=(
   libibverbs-dev librdmacm-dev pkg-config             # rdma-sys links these
   libclang1-14 libclang-common-14-dev                 # rdma-sys runs bindgen
   util-linux                                          # setpriv: no stray processes
+  ibacm                                               # ib_acme: the ibacm door's real client
 )
 
 missing=()

@@ -17,14 +17,23 @@ pub struct LocalSa<'f> {
     process: NodeProcess<'f>,
     node: String,
     counters: PathBuf,
+    acm_socket: PathBuf,
 }
 
 impl<'f> LocalSa<'f> {
     /// Starts local-sa (this workspace's, see [`crate::program`]) on
     /// `node` with `args` and waits until it has its port's paths (its
-    /// `refreshes` counter is at least 1).
+    /// `refreshes` counter is at least 1). Unless `args` say otherwise,
+    /// it serves ibacm's protocol on a socket in the fabric's directory
+    /// ([`Self::acm_socket`]), never on the system's.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
+        let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
+        let acm_args: Vec<&std::ffi::OsStr> = if args.contains(&"--acm-socket") {
+            Vec::new()
+        } else {
+            vec!["--acm-socket".as_ref(), acm_socket.as_os_str()]
+        };
         let process = fabric
             .node(node)?
             .workspace_program("local-sa")
@@ -35,17 +44,25 @@ impl<'f> LocalSa<'f> {
             )
             .arg("--stats-file")
             .arg(&counters)
+            .args(acm_args)
             .args(args)
             .spawn()?;
         let mut sa = Self {
             process,
             node: node.to_owned(),
             counters,
+            acm_socket,
         };
         sa.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
             c.get("refreshes").is_some_and(|r| *r >= 1)
         })?;
         Ok(sa)
+    }
+
+    /// The socket it serves ibacm's protocol on (unless started with
+    /// another `--acm-socket`).
+    pub fn acm_socket(&self) -> &std::path::Path {
+        &self.acm_socket
     }
 
     /// The node it runs on.

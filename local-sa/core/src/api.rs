@@ -27,7 +27,7 @@ use mad_codec::{
     ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice, PathRecord,
 };
 
-use crate::request::{Hello, LocalBody, LocalReply, PathQuery, Request, RequestKind};
+use crate::request::{Hello, LocalBody, LocalReply, Lookup, PathQuery, Request, RequestKind};
 
 /// The protocol version this module speaks.
 pub const VERSION: u8 = 1;
@@ -168,14 +168,24 @@ pub fn request_kind_code(kind: RequestKind) -> u8 {
     }
 }
 
+/// The PATH_QUERY body's code for `lookup`.
+fn lookup_code(lookup: Lookup) -> u8 {
+    match lookup {
+        Lookup::Anywhere => 0,
+        Lookup::CacheOnly => 1,
+        Lookup::Master => 2,
+    }
+}
+
 /// The frame carrying `request` under number `id`.
 pub fn request_frame(request: &Request, id: u32) -> Frame {
     let body = match request {
         Request::Hello | Request::ListSubscriptions | Request::ListGroups => Bytes::new(),
-        Request::PathQuery(q) => {
+        Request::PathQuery { query: q, lookup } => {
             let mut b = BytesMut::with_capacity(80);
             b.put_u8(q.method.0);
-            b.put_bytes(0, 7);
+            b.put_u8(lookup_code(*lookup));
+            b.put_bytes(0, 6);
             b.put_u64(q.mask.0);
             b.put_slice(q.template.as_bytes());
             b.freeze()
@@ -215,12 +225,21 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
             if method != Method::GET && method != Method::GET_TABLE {
                 return Err(api_error::BODY);
             }
+            let lookup = match body[1] {
+                0 => Lookup::Anywhere,
+                1 => Lookup::CacheOnly,
+                2 => Lookup::Master,
+                _ => return Err(api_error::BODY),
+            };
             let template = PathRecord::read_from_bytes(&body[16..]).map_err(|_| api_error::BODY)?;
-            Request::PathQuery(PathQuery {
-                method,
-                mask: mask_at(8)?,
-                template,
-            })
+            Request::PathQuery {
+                query: PathQuery {
+                    method,
+                    mask: mask_at(8)?,
+                    template,
+                },
+                lookup,
+            }
         }
         kind::INFORM => {
             exact(InformInfo::LEN)?;
@@ -325,11 +344,16 @@ mod tests {
         let mut t = PathRecord::new_zeroed();
         t.set_dlid(9);
         roundtrip(&Request::Hello);
-        roundtrip(&Request::PathQuery(PathQuery {
-            method: Method::GET_TABLE,
-            mask: ComponentMask(0x30),
-            template: t,
-        }));
+        for lookup in [Lookup::Anywhere, Lookup::CacheOnly, Lookup::Master] {
+            roundtrip(&Request::PathQuery {
+                query: PathQuery {
+                    method: Method::GET_TABLE,
+                    mask: ComponentMask(0x30),
+                    template: t,
+                },
+                lookup,
+            });
+        }
         roundtrip(&Request::Inform(
             InformInfoRepr::generic_subscription(TrapNumber(65), true, 1, 19).to_wire(),
         ));
@@ -360,14 +384,21 @@ mod tests {
         assert_eq!(decode_request(&unknown), Err(api_error::KIND));
         let short = Frame::new(kind::INFORM, 1, 0, Bytes::from_static(&[0; 10]));
         assert_eq!(decode_request(&short), Err(api_error::BODY));
-        let query = Request::PathQuery(PathQuery {
-            method: Method::GET,
-            mask: ComponentMask(0),
-            template: PathRecord::new_zeroed(),
-        });
+        let query = Request::PathQuery {
+            query: PathQuery {
+                method: Method::GET,
+                mask: ComponentMask(0),
+                template: PathRecord::new_zeroed(),
+            },
+            lookup: Lookup::Anywhere,
+        };
         let mut q = request_frame(&query, 1);
         let mut body = q.body.to_vec();
         body[0] = 0x02; // Set is not a query
+        q.body = Bytes::from(body.clone());
+        assert_eq!(decode_request(&q), Err(api_error::BODY));
+        body[0] = Method::GET.0;
+        body[1] = 3; // no such lookup
         q.body = Bytes::from(body);
         assert_eq!(decode_request(&q), Err(api_error::BODY));
     }
@@ -384,6 +415,7 @@ mod tests {
             request: 9,
             answers: Some(RequestKind::Hello),
             status: MadStatus::OK,
+            from_master: false,
             body: LocalBody::Hello(hello),
         };
         let f = reply_frame(&reply);

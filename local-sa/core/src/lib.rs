@@ -11,6 +11,8 @@
 //! * [`address`], [`request`]: what goes in and out: MADs with the
 //!   core's own address type, and requests from programs on this node;
 //! * [`api`]: the local API's wire format;
+//! * [`acm`]: the ibacm door (ibacm's client protocol), and [`naming`]:
+//!   host names and IP addresses to GIDs;
 //! * [`text`]: how the command-line tools read numbers.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
@@ -19,6 +21,7 @@
 //! virtual clock; the fuzz targets feed it raw bytes (see `fuzz/`).
 #![forbid(unsafe_code)]
 
+pub mod acm;
 pub mod address;
 pub mod agent;
 pub mod api;
@@ -29,6 +32,7 @@ pub mod counters;
 pub mod fuzzing;
 mod inbound;
 pub mod memberships;
+pub mod naming;
 pub mod path_query;
 pub mod request;
 pub mod requester;

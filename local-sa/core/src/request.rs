@@ -28,6 +28,22 @@ pub struct PathQuery {
     pub template: PathRecord,
 }
 
+/// Where a PathRecord query may be answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Lookup {
+    /// The store or a kept answer if they know, else the master SA.
+    #[default]
+    Anywhere,
+    /// Only what is known now: a query the store cannot answer is answered
+    /// ERR_NO_RECORDS at once, and goes to the master in the background
+    /// so that a later lookup finds its answer (ibacm's NODELAY).
+    CacheOnly,
+    /// The master SA, whatever is known (ibacm's QUERY_SA, which `ib_acme
+    /// -v` checks against); identical queries in flight still share one
+    /// request.
+    Master,
+}
+
 /// What a local program asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
@@ -35,7 +51,12 @@ pub enum Request {
     Hello,
     /// PathRecord Get or GetTable (any other method is refused with MAD
     /// status 0x000C).
-    PathQuery(PathQuery),
+    PathQuery {
+        /// The query.
+        query: PathQuery,
+        /// Where it may be answered from.
+        lookup: Lookup,
+    },
     /// InformInfo Set: subscribe (Subscribe 1) or unsubscribe (0).
     Inform(InformInfo),
     /// MCMemberRecord Set: join a group with the record's JoinState.
@@ -82,7 +103,7 @@ impl Request {
     pub fn kind(&self) -> RequestKind {
         match self {
             Self::Hello => RequestKind::Hello,
-            Self::PathQuery(_) => RequestKind::PathQuery,
+            Self::PathQuery { .. } => RequestKind::PathQuery,
             Self::Inform(_) => RequestKind::Inform,
             Self::Join { .. } => RequestKind::Join,
             Self::Leave { .. } => RequestKind::Leave,
@@ -114,6 +135,9 @@ pub struct LocalReply {
     pub answers: Option<RequestKind>,
     /// The SA status of the answer (0 for a notice).
     pub status: MadStatus,
+    /// Whether the answer waited for the master SA (false: it came from
+    /// the store or a kept answer, or is a notice).
+    pub from_master: bool,
     /// What it carries.
     pub body: LocalBody,
 }

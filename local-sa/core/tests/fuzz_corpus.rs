@@ -55,6 +55,11 @@ fn memberships_corpus_replays_cleanly() {
 }
 
 #[test]
+fn acm_corpus_replays_cleanly() {
+    replay("corpus", "acm", fuzzing::acm);
+}
+
+#[test]
 fn past_crashes_stay_fixed() {
     replay("regressions", "sa_core", fuzzing::sa_core);
     replay("regressions", "memberships", fuzzing::memberships);

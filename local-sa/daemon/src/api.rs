@@ -79,14 +79,15 @@ impl ApiServer {
         &self.path
     }
 
-    /// Accepts connections for ever, spawning their tasks on `ex` and
-    /// reporting everything on `events`.
+    /// Accepts connections for ever, numbering them from `ids` (shared
+    /// with the other doors), spawning their tasks on `ex` and reporting
+    /// everything on `events`.
     pub(crate) async fn serve(
         self,
         ex: std::rc::Weak<smol::LocalExecutor<'static>>,
+        ids: std::rc::Rc<std::cell::Cell<ConnId>>,
         events: Sender<ApiEvent>,
     ) {
-        let mut next: ConnId = 1;
         loop {
             let stream = match self.listener.accept().await {
                 Ok((s, _)) => s,
@@ -96,8 +97,8 @@ impl ApiServer {
                     continue;
                 }
             };
-            let conn = next;
-            next += 1;
+            let conn = ids.get();
+            ids.set(conn + 1);
             let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
             if events
                 .send(ApiEvent::Opened { conn, writer: tx })
@@ -179,7 +180,8 @@ async fn read_frames(
     let _ = events.send(ApiEvent::Closed { conn }).await;
 }
 
-async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames: Receiver<Bytes>) {
+/// Writes `frames` to `stream` until either ends.
+pub(crate) async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames: Receiver<Bytes>) {
     let mut stream = &*stream;
     while let Ok(frame) = frames.recv().await {
         if stream.write_all(&frame).await.is_err() {

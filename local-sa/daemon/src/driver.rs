@@ -12,10 +12,12 @@ use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
+use crate::acm_socket::AcmEvent;
 use crate::api::ApiEvent;
 use crate::bridge::{self, identity};
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
+use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
 use local_sa_core::request::{ConnId, LocalReply};
 use umad::port::{PortFacts, Sysfs};
@@ -30,6 +32,7 @@ enum Wake {
     Mad(IncomingMad),
     Port(PortEvent),
     Api(ApiEvent),
+    Acm(AcmEvent),
     Signal,
     Timer,
     Stats,
@@ -41,6 +44,7 @@ pub(crate) struct Sources {
     pub(crate) incoming: Receiver<IncomingMad>,
     pub(crate) port_events: Receiver<PortEvent>,
     pub(crate) api: Receiver<ApiEvent>,
+    pub(crate) acm: Receiver<AcmEvent>,
     pub(crate) signals: Signals,
 }
 
@@ -52,8 +56,10 @@ pub(crate) struct Driver {
     pub(crate) facts: PortFacts,
     pub(crate) stats: Option<StatsFile>,
     pub(crate) stats_interval: Duration,
-    /// Each local connection's outgoing frames.
+    /// Each local connection's outgoing frames (both doors).
     pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
+    /// The ibacm door, if it serves.
+    pub(crate) acm: Option<AcmService>,
 }
 
 impl Driver {
@@ -96,6 +102,7 @@ impl Driver {
                     }
                 }
                 Wake::Api(e) => self.api_event(now, e),
+                Wake::Acm(e) => self.acm_event(now, e),
                 Wake::Timer => {
                     armed = None;
                     self.core.handle_timeout(now);
@@ -181,9 +188,31 @@ impl Driver {
         }
     }
 
-    /// A reply from the core, as a frame on its connection.
+    fn acm_event(&mut self, now: Instant, event: AcmEvent) {
+        match event {
+            AcmEvent::Opened { conn, writer } => {
+                self.connections.insert(conn, writer);
+            }
+            AcmEvent::Message { conn, message } => {
+                let Some(acm) = self.acm.as_mut() else { return };
+                match acm.handle_message(conn, &message) {
+                    Step::Reply(reply) => self.send(conn, reply),
+                    // One agent serves every endpoint: the port's.
+                    Step::Ask { id, request, .. } => self.core.handle_local(now, conn, id, request),
+                }
+            }
+            AcmEvent::Closed { conn } => self.disconnect(now, conn),
+        }
+    }
+
+    /// A reply from the core, as a message on its connection: an ibacm
+    /// reply if the ibacm door asked, else a local API frame.
     fn reply(&mut self, r: LocalReply) {
-        self.send(r.conn, api::reply_frame(&r).encode());
+        let acm = self.acm.as_mut().and_then(|a| a.handle_reply(&r));
+        match acm {
+            Some(message) => self.send(r.conn, message),
+            None => self.send(r.conn, api::reply_frame(&r).encode()),
+        }
     }
 
     /// Queues a frame for `conn`; a connection whose queue is full is not
@@ -204,7 +233,10 @@ impl Driver {
     /// Forgets `conn` and releases everything it held.
     fn disconnect(&mut self, now: Instant, conn: ConnId) {
         if self.connections.remove(&conn).is_some() {
-            debug!(conn, "local API connection closed");
+            debug!(conn, "local connection closed");
+        }
+        if let Some(acm) = self.acm.as_mut() {
+            acm.handle_closed(conn);
         }
         self.core.handle_local_closed(now, conn);
     }
@@ -229,6 +261,9 @@ impl Driver {
                         "port changed"
                     );
                     self.core.handle_port_change(now, identity(&facts));
+                    if let Some(acm) = self.acm.as_mut() {
+                        acm.handle_port_change(0, identity(&facts));
+                    }
                     self.facts = facts;
                 }
                 Err(e) => warn!(?event, error = %e, "cannot read the port after an event"),
@@ -252,6 +287,12 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
         match src.api.recv().await {
             Ok(e) => Wake::Api(e),
             // No API (or it stopped): keep serving MADs.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let acm = async {
+        match src.acm.recv().await {
+            Ok(e) => Wake::Acm(e),
             Err(_) => std::future::pending().await,
         }
     };
@@ -281,7 +322,7 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
     smol::future::or(
         mad,
         smol::future::or(
-            api,
+            smol::future::or(api, acm),
             smol::future::or(port, smol::future::or(signal, timers)),
         ),
     )

@@ -1,8 +1,10 @@
 //! The local-sa daemon: see `local-sa --help`.
 
+mod acm_socket;
 mod api;
 mod bridge;
 mod driver;
+mod endpoints;
 mod options;
 mod run;
 mod stats;

@@ -121,6 +121,21 @@ pub(crate) struct Options {
     /// Numeric group ID to give the API socket.
     #[arg(long, value_name = "GID")]
     pub(crate) api_group: Option<u32>,
+    /// A Unix socket to serve ibacm's client protocol on (ib_acme,
+    /// libibacm, librdmacm); repeatable. Default: ibacm's two,
+    /// /run/ibacm-unix.sock (ib_acme) and /run/ibacm.sock (librdmacm),
+    /// where the daemon may create them; "none" serves no ibacm protocol.
+    #[arg(long = "acm-socket", value_name = "PATH")]
+    pub(crate) acm_sockets: Vec<PathBuf>,
+    /// ibacm's hosts file (`address GID` lines: names and IP addresses of
+    /// hosts); default /etc/rdma/ibacm_hosts.data if it exists.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) acm_hosts: Option<PathBuf>,
+    /// ibacm's address file (`address device port pkey` lines: names and
+    /// addresses of this node's endpoints); default
+    /// /etc/rdma/ibacm_addr.cfg if it exists.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) acm_addr: Option<PathBuf>,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
     /// this way; docs/wire-contract.md).
@@ -247,6 +262,22 @@ impl Options {
                 "/run/local-sa/{}-{}.sock",
                 facts.ca, facts.port
             ))),
+        }
+    }
+
+    /// Where to serve ibacm's protocol: the sockets, and whether they are
+    /// the defaults (which may be skipped when they cannot be created).
+    pub(crate) fn acm_socket_paths(&self) -> (Vec<PathBuf>, bool) {
+        match &self.acm_sockets[..] {
+            [] => (
+                vec![
+                    PathBuf::from("/run/ibacm-unix.sock"),
+                    PathBuf::from("/run/ibacm.sock"),
+                ],
+                true,
+            ),
+            [none] if none.as_os_str() == "none" => (Vec::new(), false),
+            given => (given.to_vec(), false),
         }
     }
 

@@ -16,11 +16,14 @@ use tracing::{info, warn};
 
 use crate::driver::{Driver, Sources};
 
+use crate::acm_socket::AcmListener;
 use crate::api;
 use crate::bridge::identity;
+use crate::endpoints;
 use crate::options::Options;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
+use local_sa_core::acm::{AcmConfig, AcmService};
 use umad::port::{PortError, PortFacts, Sysfs};
 use umad::port_events::PortEvents;
 use umad::{AgentSpec, UmadDevice, UmadTransport};
@@ -47,6 +50,8 @@ pub(crate) enum DaemonError {
     Device(String),
     /// Signals could not be watched.
     Signals(std::io::Error),
+    /// The ibacm door could not be set up.
+    Acm(String),
 }
 
 impl std::fmt::Display for DaemonError {
@@ -55,6 +60,7 @@ impl std::fmt::Display for DaemonError {
             Self::Port(e) => write!(f, "{e}"),
             Self::Device(e) => write!(f, "{e}"),
             Self::Signals(e) => write!(f, "cannot watch SIGTERM/SIGINT: {e}"),
+            Self::Acm(e) => write!(f, "{e}"),
         }
     }
 }
@@ -111,6 +117,8 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         }
         None => None,
     };
+    let ids = std::rc::Rc::new(std::cell::Cell::new(1));
+    let (acm, acm_listeners) = acm_door(options, &sysfs, &facts)?;
     let driver = Driver {
         core: SaCore::new(
             config,
@@ -125,25 +133,75 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         stats,
         stats_interval: Duration::from_secs(options.stats_interval),
         connections: HashMap::new(),
+        acm,
     };
     let (api_tx, api_rx) = smol::channel::bounded(1024);
+    let (acm_tx, acm_rx) = smol::channel::bounded(1024);
     let sources = Sources {
         incoming: transport.incoming(),
         port_events: events.events(),
         api: api_rx,
+        acm: acm_rx,
         signals,
     };
     let ex = std::rc::Rc::new(smol::LocalExecutor::new());
     if let Some(server) = api {
-        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), api_tx))
+        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), ids.clone(), api_tx))
             .detach();
     } else {
         drop(api_tx);
     }
+    for listener in acm_listeners {
+        ex.spawn(listener.serve(std::rc::Rc::downgrade(&ex), ids.clone(), acm_tx.clone()))
+            .detach();
+    }
+    drop(acm_tx);
     smol::block_on(ex.run(driver.run(sources)));
     drop(events);
     transport.shutdown();
     Ok(())
+}
+
+/// The ibacm door and its listening sockets, or none if it serves on no
+/// socket. Default sockets that cannot be created are skipped with a
+/// warning; sockets asked for must be created.
+fn acm_door(
+    options: &Options,
+    sysfs: &Sysfs,
+    facts: &PortFacts,
+) -> Result<(Option<AcmService>, Vec<AcmListener>), DaemonError> {
+    let (paths, defaults) = options.acm_socket_paths();
+    let mut listeners = Vec::new();
+    for path in &paths {
+        match AcmListener::bind(path) {
+            Ok(l) => listeners.push(l),
+            Err(e) if defaults => warn!(
+                socket = %path.display(), error = %e,
+                "cannot serve the ibacm protocol on its default socket; ib_acme and librdmacm will not reach local-sa there (--acm-socket PATH chooses another)"
+            ),
+            Err(e) => {
+                return Err(DaemonError::Acm(format!(
+                    "cannot listen on the ibacm socket {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    if listeners.is_empty() {
+        return Ok((None, listeners));
+    }
+    let names = endpoints::names(options).map_err(DaemonError::Acm)?;
+    let eps = endpoints::endpoints(options, sysfs, facts).map_err(DaemonError::Acm)?;
+    info!(
+        endpoints = eps.len(),
+        pkeys = ?eps.iter().map(|e| format!("{:#06x}", e.pkey)).collect::<Vec<_>>(),
+        names = names.len(),
+        "ibacm door ready"
+    );
+    Ok((
+        Some(AcmService::new(AcmConfig::default(), eps, names)),
+        listeners,
+    ))
 }
 
 /// The counters file, unless it cannot be created (then the daemon runs

@@ -164,6 +164,17 @@ impl fmt::Display for PortError {
 
 impl std::error::Error for PortError {}
 
+/// A port's adapter and P_Key table, as ibacm's endpoints describe them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointFacts {
+    /// The adapter's node GUID.
+    pub node_guid: Option<u64>,
+    /// How many ports the adapter has.
+    pub port_count: u8,
+    /// The port's valid P_Keys, in table order, never empty.
+    pub pkeys: Vec<u16>,
+}
+
 /// A sysfs tree: the real one, or a copy for tests.
 #[derive(Debug, Clone)]
 pub struct Sysfs {
@@ -232,6 +243,43 @@ impl Sysfs {
             }
         }
         Ok(all)
+    }
+
+    /// What ibacm's endpoints need of `port`'s adapter and P_Key table:
+    /// the node GUID (`None` if unreadable), its number of ports, and the
+    /// valid P_Keys in table order (the default, 0xFFFF, if the table
+    /// cannot be read, as under the simulator).
+    pub fn endpoint_facts(&self, port: &PortFacts) -> EndpointFacts {
+        let ca = self.infiniband.join(&port.ca);
+        let node_guid = self
+            .read(&ca.join("node_guid"))
+            .ok()
+            .and_then(|t| u64::from_str_radix(&t.replace(':', ""), 16).ok());
+        let port_count = list_dir(&ca.join("ports"))
+            .map(|ports| ports.iter().filter(|p| p.parse::<u8>().is_ok()).count())
+            .unwrap_or(1);
+        let pkey_dir = ca.join("ports").join(port.port.to_string()).join("pkeys");
+        let mut indexed: Vec<(u32, u16)> = list_dir(&pkey_dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|i| {
+                let index = i.parse::<u32>().ok()?;
+                let pkey = u16::try_from(self.number(&pkey_dir.join(i)).ok()?).ok()?;
+                // 0x0000 and 0x8000 are empty table entries.
+                (pkey & 0x7FFF != 0).then_some((index, pkey))
+            })
+            .collect();
+        indexed.sort_unstable();
+        let mut pkeys: Vec<u16> = indexed.into_iter().map(|(_, p)| p).collect();
+        pkeys.dedup();
+        if pkeys.is_empty() {
+            pkeys.push(0xFFFF);
+        }
+        EndpointFacts {
+            node_guid,
+            port_count: u8::try_from(port_count).unwrap_or(u8::MAX),
+            pkeys,
+        }
     }
 
     /// `(umad index, ca, port)` for every umad device.
@@ -376,6 +424,33 @@ mod tests {
         assert_eq!(p.state, PortState::Active);
         assert_eq!(p.cap_mask, 0x0050_c048);
         assert_eq!(p.umad_path().unwrap(), Path::new("/dev/infiniband/umad0"));
+    }
+
+    #[test]
+    fn endpoints_come_from_the_pkey_table_in_order() {
+        let (t, sysfs) = fake_tree("4: ACTIVE\n");
+        let p = sysfs.select(None, None).unwrap();
+        // The simulator writes no P_Key table: the default P_Key serves.
+        let bare = sysfs.endpoint_facts(&p);
+        assert_eq!(
+            (bare.node_guid, bare.port_count, bare.pkeys),
+            (None, 1, vec![0xFFFF])
+        );
+        let ca = t.path().join("infiniband/ibsim0");
+        fs::write(ca.join("node_guid"), "0002:c903:0000:0004\n").unwrap();
+        let pkeys = ca.join("ports/1/pkeys");
+        fs::create_dir_all(&pkeys).unwrap();
+        for (i, v) in [
+            ("0", "0xffff"),
+            ("1", "0x0000"),
+            ("2", "0x8001"),
+            ("10", "0x0002"),
+        ] {
+            fs::write(pkeys.join(i), v).unwrap();
+        }
+        let f = sysfs.endpoint_facts(&p);
+        assert_eq!(f.node_guid, Some(0x0002_c903_0000_0004));
+        assert_eq!(f.pkeys, vec![0xFFFF, 0x8001, 0x0002]);
     }
 
     #[test]

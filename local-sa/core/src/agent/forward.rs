@@ -4,6 +4,7 @@
 //! answered here (a short while for "no such record").
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -62,17 +63,36 @@ impl Forwarding {
             .map(|c| &c.answer)
     }
 
-    /// Queues `waiter` for `key`. True if it is the first (the query must
-    /// go upstream); false if it joins one already there.
+    /// Queues `waiter` for `key`. True if no request for it is out (the
+    /// query must go upstream); false if it joins one already there.
     /// A client resending the same request (same TransactionID) while it
     /// waits is not queued twice: it gets one answer.
     pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> bool {
-        let list = self.waiting.entry(key).or_default();
-        let resent = list.iter().any(|w| w.same_request(&waiter));
-        if !resent {
-            list.push(waiter);
+        match self.waiting.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(vec![waiter]);
+                true
+            }
+            Entry::Occupied(mut o) => {
+                let list = o.get_mut();
+                if !list.iter().any(|w| w.same_request(&waiter)) {
+                    list.push(waiter);
+                }
+                false
+            }
         }
-        list.len() == 1 && !resent
+    }
+
+    /// Marks `key` as asked with nobody waiting (its answer is only
+    /// kept). True if no request for it is out (it must go upstream).
+    pub(crate) fn prefetch(&mut self, key: PathQuery) -> bool {
+        match self.waiting.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(Vec::new());
+                true
+            }
+            Entry::Occupied(_) => false,
+        }
     }
 
     /// Queries waiting for the master.
@@ -158,6 +178,7 @@ mod tests {
             conn,
             id: 1,
             kind: crate::request::RequestKind::PathQuery,
+            waited: false,
         }
     }
 

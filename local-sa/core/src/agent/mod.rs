@@ -326,6 +326,7 @@ impl SaCore {
             conn,
             id,
             kind: request.kind(),
+            waited: false,
         };
         match request {
             Request::Hello => {
@@ -336,9 +337,9 @@ impl SaCore {
                 };
                 self.reply_local(&asker, MadStatus::OK, LocalBody::Hello(hello));
             }
-            Request::PathQuery(query) => {
+            Request::PathQuery { query, lookup } => {
                 if query.method == Method::GET || query.method == Method::GET_TABLE {
-                    self.path_request(now, asker, query);
+                    self.path_request(now, asker, query, lookup);
                 } else {
                     self.answer_status(&asker, MadStatus::METHOD_ATTR_UNSUPPORTED);
                 }
@@ -462,12 +463,19 @@ impl SaCore {
 
     /// Queues `body` with `status` for a local asker.
     fn reply_local(&mut self, asker: &Asker, status: MadStatus, body: LocalBody) {
-        if let Asker::Local { conn, id, kind } = *asker {
+        if let Asker::Local {
+            conn,
+            id,
+            kind,
+            waited,
+        } = *asker
+        {
             self.local_out.push_back(LocalReply {
                 conn,
                 request: id,
                 answers: Some(kind),
                 status,
+                from_master: waited,
                 body,
             });
         }

@@ -352,6 +352,7 @@ impl SaCore {
                         request: 0,
                         answers: None,
                         status: MadStatus::OK,
+                        from_master: false,
                         body: LocalBody::Notice(notice),
                     });
                 }

@@ -19,6 +19,8 @@ pub(crate) enum Asker {
         id: u32,
         /// What it asked.
         kind: RequestKind,
+        /// Whether its answer waited for the master.
+        waited: bool,
     },
 }
 
@@ -32,6 +34,19 @@ impl Asker {
                 a == b && i == j
             }
             _ => false,
+        }
+    }
+
+    /// The same asker, its answer having waited for the master.
+    pub(crate) fn waited(self) -> Self {
+        match self {
+            Self::Local { conn, id, kind, .. } => Self::Local {
+                conn,
+                id,
+                kind,
+                waited: true,
+            },
+            mad => mad,
         }
     }
 

@@ -17,7 +17,7 @@ use super::purpose::Purpose;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, Knowledge, Outcome};
-use crate::request::{ConnId, LocalBody, PathQuery};
+use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::Answer;
 use crate::respond;
 
@@ -29,11 +29,22 @@ impl SaCore {
             mask: request.mask(),
             template: request.template(),
         };
-        self.path_request(now, Asker::Mad(request), query);
+        self.path_request(now, Asker::Mad(request), query, Lookup::Anywhere);
     }
 
-    /// A PathRecord Get/GetTable from anyone.
-    pub(super) fn path_request(&mut self, now: Instant, asker: Asker, query: PathQuery) {
+    /// A PathRecord Get/GetTable from anyone, answered from where `lookup`
+    /// allows.
+    pub(super) fn path_request(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        lookup: Lookup,
+    ) {
+        if lookup == Lookup::Master {
+            self.counters.misses += 1;
+            return self.forward(now, asker, query);
+        }
         let k = Knowledge {
             store: &self.store,
             subnet_prefix: self.port.gid.prefix(),
@@ -57,14 +68,30 @@ impl SaCore {
                     self.answer_waiter(now, &asker, &answer);
                     return;
                 }
-                if self.forwarding.wait(query, asker) {
-                    let request = forward::upstream_request(&query);
-                    self.send_upstream(now, Purpose::Forward(query), &request);
-                } else {
-                    self.counters.coalesced += 1;
+                if lookup == Lookup::CacheOnly {
+                    self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                    if self.forwarding.prefetch(query) {
+                        self.send_forward(now, query);
+                    }
+                    return;
                 }
+                self.forward(now, asker, query);
             }
         }
+    }
+
+    /// Asks the master for `asker` (with whoever asks the same).
+    fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
+        if self.forwarding.wait(query, asker) {
+            self.send_forward(now, query);
+        } else {
+            self.counters.coalesced += 1;
+        }
+    }
+
+    fn send_forward(&mut self, now: Instant, query: PathQuery) {
+        let request = forward::upstream_request(&query);
+        self.send_upstream(now, Purpose::Forward(query), &request);
     }
 
     /// Answers a Get with its one record or a GetTable with all (through
@@ -123,7 +150,12 @@ impl SaCore {
             // exactly what the master sent; a local program cannot be given
             // a table with an unknown part missing, so it is told the
             // answer could not be had. Nothing is kept.
-            let waiters = self.forwarding.release(query);
+            let waiters: Vec<Asker> = self
+                .forwarding
+                .release(query)
+                .into_iter()
+                .map(Asker::waited)
+                .collect();
             warn!(
                 waiters = waiters.len(),
                 "the master's answer to a forwarded query arrived cut; local askers get ERR_NO_RESOURCES"
@@ -146,7 +178,7 @@ impl SaCore {
         };
         let answer = PathAnswer { status, data };
         for w in self.forwarding.answered(now, query, answer.clone()) {
-            self.answer_waiter(now, &w, &answer);
+            self.answer_waiter(now, &w.waited(), &answer);
         }
     }
 

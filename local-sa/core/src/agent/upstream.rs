@@ -61,7 +61,7 @@ impl SaCore {
         match purpose {
             Purpose::Forward(query) => {
                 for w in self.forwarding.release(&query) {
-                    self.answer_status(&w, MadStatus::BUSY);
+                    self.answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),

@@ -3,8 +3,10 @@
 //! feature): `fuzz/fuzz_targets/*.rs` call them, and `tests/fuzz_corpus.rs`
 //! replays the committed corpus through them on stable Rust.
 
+mod acm;
 mod memberships;
 mod sa_core;
 
+pub use acm::acm;
 pub use memberships::memberships;
 pub use sa_core::sa_core;

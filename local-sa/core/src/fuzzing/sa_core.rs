@@ -38,7 +38,7 @@ use mad_codec::{ComponentMask, Gid, InformInfo, MAD_LEN, McMemberRecord, Method,
 use crate::address::{Address, Received};
 use crate::agent::SaCore;
 use crate::config::{AgentConfig, PortIdentity};
-use crate::request::{PathQuery, Request};
+use crate::request::{Lookup, PathQuery, Request};
 
 /// Most MADs one step may produce: an RMPP window (64) plus a refresh
 /// walk's window and the registrations, with room to spare.
@@ -265,14 +265,24 @@ fn local_request(kind: u8, data: &[u8]) -> (Request, &[u8]) {
             } else {
                 Method::GET_TABLE
             };
+            // The mask's top byte selects no PathRecord field: it picks
+            // the method and the lookup.
+            let lookup = match (mask[0] >> 1) % 3 {
+                0 => Lookup::Anywhere,
+                1 => Lookup::CacheOnly,
+                _ => Lookup::Master,
+            };
             let template =
                 PathRecord::read_from_bytes(&t).unwrap_or_else(|_| PathRecord::new_zeroed());
             (
-                Request::PathQuery(PathQuery {
-                    method,
-                    mask: ComponentMask(u64::from_be_bytes(mask)),
-                    template,
-                }),
+                Request::PathQuery {
+                    query: PathQuery {
+                        method,
+                        mask: ComponentMask(u64::from_be_bytes(mask)),
+                        template,
+                    },
+                    lookup,
+                },
                 data,
             )
         }

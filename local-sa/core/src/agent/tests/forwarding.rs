@@ -170,18 +170,21 @@ fn a_client_resending_while_it_waits_gets_one_answer() {
 
 #[test]
 fn local_connections_get_cached_and_forwarded_paths() {
-    use crate::request::{LocalBody, PathQuery, Request};
+    use crate::request::{LocalBody, Lookup, PathQuery, Request};
     use mad_codec::zerocopy::FromZeros;
     let mut b = Bench::started();
     let ask = |slid: u16, dlid: u16| {
         let mut template = mad_codec::PathRecord::new_zeroed();
         template.set_slid(slid);
         template.set_dlid(dlid);
-        Request::PathQuery(PathQuery {
-            method: Method::GET,
-            mask: pr::SLID | pr::DLID,
-            template,
-        })
+        Request::PathQuery {
+            query: PathQuery {
+                method: Method::GET,
+                mask: pr::SLID | pr::DLID,
+                template,
+            },
+            lookup: Lookup::Anywhere,
+        }
     };
     b.core
         .handle_local(b.now, 1, 1, ask(super::bench::MY_LID, 4));
@@ -206,7 +209,7 @@ fn local_connections_get_cached_and_forwarded_paths() {
 
 #[test]
 fn a_cut_table_never_reaches_a_local_connection_as_if_it_were_whole() {
-    use crate::request::{LocalBody, PathQuery, Request};
+    use crate::request::{LocalBody, Lookup, PathQuery, Request};
     use mad_codec::zerocopy::FromZeros;
     let mut master =
         super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
@@ -214,11 +217,14 @@ fn a_cut_table_never_reaches_a_local_connection_as_if_it_were_whole() {
     let mut b = Bench::new(master, AgentConfig::default());
     let mut template = mad_codec::PathRecord::new_zeroed();
     template.set_slid(3);
-    let table = Request::PathQuery(PathQuery {
-        method: Method::GET_TABLE,
-        mask: pr::SLID,
-        template,
-    });
+    let table = Request::PathQuery {
+        query: PathQuery {
+            method: Method::GET_TABLE,
+            mask: pr::SLID,
+            template,
+        },
+        lookup: Lookup::Anywhere,
+    };
     b.core.handle_local(b.now, 1, 5, table);
     b.pump();
     let reply = b.core.poll_local().expect("an answer");

@@ -1,0 +1,214 @@
+//! The real `ib_acme` (rdma-core's ibacm client) against local-sa's ibacm
+//! door on the simulated fabric, with OpenSM as the master: every path
+//! field ib_acme prints equals OpenSM's PathRecord for the same pair, its
+//! SA verification (`-v`, which asks the master through the door) passes,
+//! names and IP addresses resolve through the hosts file, and its
+//! performance and endpoint queries print live figures.
+//!
+//! ibacm's own daemon is not started: it opens verbs devices and sends
+//! its address resolution on a UD QP, which the simulator does not carry
+//! (umad2sim emulates umad only).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use conformance::saquery::mad_blocks;
+use conformance::{Fabric, LocalSa, Node, Topology};
+use mad_codec::zerocopy::FromBytes;
+use mad_codec::{Gid, PathRecord, SaMad};
+
+/// The adapter every simulated node has (umad2sim's name).
+const SIM_CA: &str = "ibsim0";
+
+/// ib_acme, from Debian's ibacm package.
+const IB_ACME: &str = "ib_acme";
+
+/// Runs ib_acme against `socket`; its stdout, and whether it exited 0.
+fn ib_acme(socket: &Path, args: &[&str]) -> (String, bool) {
+    let out = Command::new(IB_ACME)
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {IB_ACME} (install the ibacm package): {e}"));
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.success(),
+    )
+}
+
+/// The fields of the first "Path information" block ib_acme printed.
+fn printed_path(out: &str) -> HashMap<String, String> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("Path information"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once(": ")?;
+            Some((k.to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// OpenSM's PathRecord for `args`, through lsaquery --master on `node`.
+fn opensm_path(node: &Node<'_>, args: &[&str]) -> PathRecord {
+    let out = node
+        .lsaquery()
+        .arg("--master")
+        .args(args)
+        .arg("-d")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks = mad_blocks(&out.stdout);
+    let (_, mad) = blocks
+        .iter()
+        .find(|(l, _)| l == "SA Response")
+        .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
+    let m = SaMad::parse(mad).unwrap_or_else(|e| panic!("{e}"));
+    PathRecord::read_from_bytes(&m.data()[..64]).unwrap()
+}
+
+/// ib_acme's printout of `r`, field by field (acme.c's show_path).
+fn as_ib_acme_prints(r: &PathRecord) -> HashMap<String, String> {
+    let fields = [
+        ("dgid", std::net::Ipv6Addr::from(r.dgid()).to_string()),
+        ("sgid", std::net::Ipv6Addr::from(r.sgid()).to_string()),
+        ("dlid", r.dlid().to_string()),
+        ("slid", r.slid().to_string()),
+        ("flow label", format!("{:#x}", r.flow_label())),
+        ("hop limit", r.hop_limit().to_string()),
+        ("tclass", r.tclass().to_string()),
+        ("reversible", u8::from(r.reversible()).to_string()),
+        ("pkey", format!("{:#x}", r.pkey())),
+        ("sl", r.sl().to_string()),
+        ("mtu", u8::from(r.mtu()).to_string()),
+        ("rate", u8::from(r.rate()).to_string()),
+        ("packet lifetime", r.packet_life().to_string()),
+    ];
+    fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+#[test]
+fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let dest_gid = Gid::new(Gid::DEFAULT_PREFIX, dest.guid);
+    let src_node = fabric.node("h2").unwrap();
+    let src = src_node.port().unwrap();
+    let hosts = fabric.dir().join("ibacm_hosts.data");
+    std::fs::write(
+        &hosts,
+        format!(
+            "# written by the test\nH9_1 {gid}\n10.0.0.9 {gid}\nfd00::9 {gid}\n",
+            gid = dest_gid
+        ),
+    )
+    .unwrap();
+    let addr = fabric.dir().join("ibacm_addr.cfg");
+    std::fs::write(&addr, format!("H2_1 {SIM_CA} 1 default\n")).unwrap();
+    let sa = LocalSa::start(
+        &fabric,
+        "h2",
+        &[
+            "--acm-hosts",
+            hosts.to_str().unwrap(),
+            "--acm-addr",
+            addr.to_str().unwrap(),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let socket = sa.acm_socket();
+    let expected = as_ib_acme_prints(&opensm_path(
+        &src_node,
+        &[
+            "-p",
+            "--slid",
+            &src.lid.to_string(),
+            "--dlid",
+            &dest.lid.to_string(),
+            "--pkey",
+            "0xffff",
+            "-r",
+            "1",
+        ],
+    ));
+
+    // By LID, by GID, by name and by IP: the same path, OpenSM's.
+    let dgid = std::net::Ipv6Addr::from(dest_gid).to_string();
+    for (format, destination) in [
+        ("l", dest.lid.to_string()),
+        ("g", dgid.clone()),
+        ("n", "H9_1".to_owned()),
+        ("i", "10.0.0.9".to_owned()),
+        ("i", "fd00::9".to_owned()),
+    ] {
+        let (out, ok) = ib_acme(socket, &["-f", format, "-d", &destination, "-v"]);
+        assert!(ok, "ib_acme -f {format} -d {destination} failed:\n{out}");
+        assert_eq!(
+            printed_path(&out),
+            expected,
+            "-f {format} -d {destination}:\n{out}"
+        );
+        assert!(
+            out.contains("SA verification: success"),
+            "-f {format}: the master disagrees:\n{out}"
+        );
+    }
+
+    // Cached only (-c), many times (-C): answered from the cache.
+    let (out, ok) = ib_acme(socket, &["-f", "g", "-d", &dgid, "-c", "-C", "1000"]);
+    assert!(ok, "{out}");
+    assert_eq!(printed_path(&out), expected);
+
+    // A destination nobody knows: a clean error, the daemon unaffected.
+    let (out, ok) = ib_acme(socket, &["-f", "n", "-d", "no-such-host"]);
+    assert!(!ok && out.contains("failed"), "{out}");
+    let (out, ok) = ib_acme(socket, &["-f", "l", "-d", "999"]);
+    assert!(!ok, "a LID nobody has resolved:\n{out}");
+    let (out, ok) = ib_acme(socket, &["-f", "l", "-d", &dest.lid.to_string()]);
+    assert!(ok, "the daemon serves on after errors:\n{out}");
+
+    // Counters: combined (row and column), per endpoint, every endpoint.
+    let (out, ok) = ib_acme(socket, &["-P"]);
+    assert!(ok, "{out}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains(',')).collect();
+    assert_eq!(
+        rows[0],
+        "svc,Error Count,Resolve Count,No Data,Addr Query Count,Addr Cache Count,Route Query Count,Route Cache Count"
+    );
+    let counts: Vec<u64> = rows[1]
+        .split(',')
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    // 5 resolves with -v (5 more to the master), 1000 cached, 3 after.
+    assert_eq!(counts[1], 5 + 5 + 1000 + 3, "resolve count:\n{out}");
+    assert!(counts[0] >= 1, "the errors are counted:\n{out}");
+    assert!(counts[6] >= 1000, "cache hits are counted:\n{out}");
+    assert_eq!(
+        counts[4], 3,
+        "names and IPs found in the hosts file:\n{out}"
+    );
+    let (out, _) = ib_acme(socket, &["-P", "col"]);
+    assert!(out.contains("Resolve Count : "), "{out}");
+    let (out, ok) = ib_acme(socket, &["-P", "1"]);
+    assert!(ok && out.lines().count() >= 3, "{out}");
+    let (out, _) = ib_acme(socket, &["-P", "all"]);
+    assert!(
+        out.lines().filter(|l| l.contains(',')).count() >= 2,
+        "{out}"
+    );
+
+    // Endpoints: this port with its P_Key, named by the address file.
+    let (out, ok) = ib_acme(socket, &["-e"]);
+    assert!(ok, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(",local-sa"))
+        .unwrap_or_else(|| panic!("no endpoint listed:\n{out}"));
+    assert!(line.contains(",1,0xffff,1,local-sa,H2_1"), "{line}");
+    drop(sa);
+}

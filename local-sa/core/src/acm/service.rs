@@ -1,0 +1,634 @@
+//! The ibacm door's logic, without I/O: each client message becomes either
+//! a reply at once or a PathRecord [`Request`] for the SA agent of the
+//! endpoint's port; each of the agent's [`LocalReply`]s becomes the
+//! client's reply. The daemon moves bytes; the agent answers from the same
+//! cache, with the same forwarding and coalescing, as it does MADs.
+//!
+//! Semantics follow ibacm (`ibacm/src/acm.c`, `prov/acmp/src/acmp.c`):
+//!
+//! * RESOLVE with a PATH entry: the path's non-zero fields select
+//!   (`acm_path_comp_mask`). With QUERY_SA the template goes to the master
+//!   as it is and the reply is the request with the master's record in
+//!   place; otherwise, like acmp, the template is the destination (DGID
+//!   or DLID) from the source endpoint (its SGID, SLID, P_Key), reversible.
+//! * RESOLVE with SOURCE/DEST entries: the destination (NAME, IP, IP6 via
+//!   the [`Names`] table; GID and LID as they are) from the source
+//!   endpoint (named by an address, GID or LID; the first endpoint if
+//!   none is given), as a Get with SGID, SLID, DGID or DLID, P_Key and
+//!   Reversible.
+//! * NODELAY answers from the cache only (ENODATA on a miss; the query
+//!   goes to the master meanwhile, so that a retry finds it).
+//! * PERF_QUERY: the combined counters, an endpoint's by index (from 1)
+//!   or by source address. EP_QUERY: endpoint N (from 1) of port P (0:
+//!   any).
+//!
+//! Every message gets exactly one reply; a client may pipeline up to
+//! [`AcmConfig::max_pending`] requests, and more are refused with ENOMEM.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+
+use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
+use crate::config::PortIdentity;
+use crate::naming::{Address, Names};
+use crate::request::{ConnId, LocalBody, LocalReply, Lookup, PathQuery, Request};
+
+/// One endpoint: a port and one of its P_Keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Which SA agent serves its port (the daemon's numbering).
+    pub agent: usize,
+    /// The port.
+    pub port: PortIdentity,
+    /// The adapter's node GUID.
+    pub dev_guid: u64,
+    /// The port's number.
+    pub port_num: u8,
+    /// The adapter's number of ports.
+    pub phys_port_cnt: u8,
+    /// The P_Key.
+    pub pkey: u16,
+    /// Names and addresses of this endpoint.
+    pub addresses: Vec<Address>,
+}
+
+impl Endpoint {
+    /// Whether `address` names this endpoint.
+    fn is(&self, address: &Address) -> bool {
+        match address {
+            Address::Gid(gid) => *gid == self.port.gid,
+            Address::Lid(lid) => self.port.lids().contains(lid),
+            other => self.addresses.contains(other),
+        }
+    }
+
+    /// Whether a path template can start here (ibacm's
+    /// `acm_is_path_from_port` and `acm_same_partition`).
+    fn sources(&self, path: &PathRecord) -> bool {
+        let from_port = if !path.sgid().is_zero() {
+            path.sgid() == self.port.gid
+        } else if path.slid() != 0 {
+            self.port.lids().contains(&path.slid())
+        } else {
+            path.dgid().is_zero()
+                || path.dgid() == self.port.gid
+                || path.dgid().prefix() == self.port.gid.prefix()
+        };
+        from_port && (path.pkey() == 0 || (path.pkey() | 0x8000) == (self.pkey | 0x8000))
+    }
+}
+
+/// Limits of the door.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcmConfig {
+    /// Requests one connection may have waiting for the master.
+    pub max_pending: usize,
+}
+
+impl Default for AcmConfig {
+    fn default() -> Self {
+        Self { max_pending: 64 }
+    }
+}
+
+/// What to do with a client's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send this reply.
+    Reply(Bytes),
+    /// Give this request to SA agent `agent` as local request `id` of the
+    /// connection; its reply goes to [`AcmService::handle_reply`].
+    Ask {
+        /// Which agent.
+        agent: usize,
+        /// The request number.
+        id: u32,
+        /// The request.
+        request: Request,
+    },
+}
+
+/// A request waiting for its agent's reply.
+#[derive(Debug)]
+struct Pending {
+    endpoint: usize,
+    header: Header,
+    shape: ReplyShape,
+}
+
+/// How the agent's answer becomes the reply.
+#[derive(Debug)]
+enum ReplyShape {
+    /// A path, and the source entry ibacm echoes when it chose the source.
+    Resolve { source: Option<Entry> },
+    /// The request echoed with the master's record (QUERY_SA).
+    QuerySa(Message),
+}
+
+/// Counts of what the door refused for its own limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DoorCounters {
+    /// Requests refused because their connection had too many waiting.
+    pub refused_pending: u64,
+    /// Messages that could not be decoded.
+    pub malformed: u64,
+}
+
+/// The ibacm door.
+#[derive(Debug)]
+pub struct AcmService {
+    config: AcmConfig,
+    endpoints: Vec<Endpoint>,
+    names: Names,
+    /// ACM counters per endpoint.
+    counters: Vec<[u64; counter::COUNT]>,
+    /// ACM counters of the whole service.
+    combined: [u64; counter::COUNT],
+    pending: HashMap<(ConnId, u32), Pending>,
+    per_conn: HashMap<ConnId, usize>,
+    next_id: u32,
+    door: DoorCounters,
+}
+
+impl AcmService {
+    /// A door serving `endpoints` (the first is the default source),
+    /// resolving names with `names`.
+    pub fn new(config: AcmConfig, endpoints: Vec<Endpoint>, names: Names) -> Self {
+        Self {
+            config,
+            counters: vec![[0; counter::COUNT]; endpoints.len()],
+            endpoints,
+            names,
+            combined: [0; counter::COUNT],
+            pending: HashMap::new(),
+            per_conn: HashMap::new(),
+            next_id: 1,
+            door: DoorCounters::default(),
+        }
+    }
+
+    /// The endpoints served.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    /// A port changed (its LID, GID or master): its endpoints follow.
+    pub fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
+        for ep in self.endpoints.iter_mut().filter(|e| e.agent == agent) {
+            ep.port = port;
+        }
+    }
+
+    /// Replaces the names table (files reloaded).
+    pub fn set_names(&mut self, names: Names) {
+        self.names = names;
+    }
+
+    /// The combined ACM counters.
+    pub fn counters(&self) -> [u64; counter::COUNT] {
+        self.combined
+    }
+
+    /// What the door refused.
+    pub fn door_counters(&self) -> DoorCounters {
+        self.door
+    }
+
+    /// Requests waiting for an agent.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// One whole message from connection `conn` (framed by
+    /// [`wire::message_len`], so at least a header long).
+    pub fn handle_message(&mut self, conn: ConnId, bytes: &[u8]) -> Step {
+        let Some(head) = bytes.first_chunk::<{ wire::HEADER_LEN }>() else {
+            self.door.malformed += 1;
+            return Step::Reply(wire::error_reply(
+                &Header::parse(&[0; wire::HEADER_LEN]),
+                Status::EINVAL,
+            ));
+        };
+        let header = Header::parse(head);
+        let message = match wire::decode(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(conn, error = %e, "a malformed ACM message");
+                self.door.malformed += 1;
+                self.combined[counter::ERROR] += 1;
+                return Step::Reply(wire::error_reply(&header, e.status()));
+            }
+        };
+        match header.op() {
+            Opcode::RESOLVE => self.resolve(conn, message),
+            Opcode::PERF_QUERY => Step::Reply(self.perf_query(&message)),
+            _ => Step::Reply(self.endpoint_query(&header)),
+        }
+    }
+
+    /// The agent answered request `reply.request` of `reply.conn`: the
+    /// reply for the client, if the request was this door's.
+    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
+        let pending = self.pending.remove(&(reply.conn, reply.request))?;
+        if let Some(n) = self.per_conn.get_mut(&reply.conn) {
+            *n = n.saturating_sub(1);
+        }
+        let record = match &reply.body {
+            LocalBody::Records { data, .. } => data
+                .get(..PathRecord::LEN)
+                .and_then(|b| PathRecord::read_from_bytes(b).ok()),
+            _ => None,
+        };
+        let status = match (reply.status, record) {
+            (MadStatus::OK, Some(_)) => Status::SUCCESS,
+            (MadStatus::OK | MadStatus::ERR_NO_RECORDS, _) => Status::ENODATA,
+            (MadStatus::BUSY, _) => Status::ETIMEDOUT,
+            (MadStatus::ERR_NO_RESOURCES, _) => Status::ENOMEM,
+            _ => Status::EINVAL,
+        };
+        let route = if reply.from_master {
+            counter::ROUTE_QUERY
+        } else {
+            counter::ROUTE_CACHE
+        };
+        let bytes = match pending.shape {
+            ReplyShape::Resolve { source } => {
+                if status == Status::SUCCESS {
+                    self.count(pending.endpoint, route);
+                }
+                let mut entries = Vec::with_capacity(2);
+                if let Some(r) = &record {
+                    entries.push(Entry::path(
+                        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL,
+                        r,
+                    ));
+                }
+                entries.extend(source);
+                wire::resolve_reply(&pending.header, status, &entries)
+            }
+            ReplyShape::QuerySa(message) => wire::query_reply(&message, status, record.as_ref()),
+        };
+        self.count_outcome(pending.endpoint, status);
+        Some(bytes)
+    }
+
+    /// Connection `conn` closed: its waiting requests are forgotten (the
+    /// agent is told separately).
+    pub fn handle_closed(&mut self, conn: ConnId) {
+        self.pending.retain(|(c, _), _| *c != conn);
+        self.per_conn.remove(&conn);
+    }
+
+    fn count(&mut self, endpoint: usize, which: usize) {
+        self.combined[which] += 1;
+        if let Some(c) = self.counters.get_mut(endpoint) {
+            c[which] += 1;
+        }
+    }
+
+    /// A RESOLVE is served by `endpoint` (the combined count was taken
+    /// when it arrived).
+    fn resolving(&mut self, endpoint: usize) {
+        if let Some(c) = self.counters.get_mut(endpoint) {
+            c[counter::RESOLVE] += 1;
+        }
+    }
+
+    fn count_outcome(&mut self, endpoint: usize, status: Status) {
+        match status {
+            Status::SUCCESS => {}
+            Status::ENODATA => self.count(endpoint, counter::NODATA),
+            _ => self.count(endpoint, counter::ERROR),
+        }
+    }
+
+    /// An error reply to a RESOLVE, counted.
+    fn refuse(&mut self, endpoint: Option<usize>, header: &Header, status: Status) -> Step {
+        match endpoint {
+            Some(ep) => self.count_outcome(ep, status),
+            None if status == Status::ENODATA => self.combined[counter::NODATA] += 1,
+            None => self.combined[counter::ERROR] += 1,
+        }
+        Step::Reply(wire::resolve_reply(header, status, &[]))
+    }
+
+    fn resolve(&mut self, conn: ConnId, message: Message) -> Step {
+        self.combined[counter::RESOLVE] += 1;
+        let header = message.header;
+        if self.per_conn.get(&conn).copied().unwrap_or(0) >= self.config.max_pending {
+            self.door.refused_pending += 1;
+            return self.refuse(None, &header, Status::ENOMEM);
+        }
+        let first = message.entries.first().copied();
+        match first.and_then(|e| e.path_record().map(|p| (e, p))) {
+            Some((entry, path)) if entry.flags & flags::QUERY_SA != 0 => {
+                self.query_sa(conn, message, path)
+            }
+            Some((entry, path)) => self.resolve_path(conn, header, entry.flags, &path),
+            None => self.resolve_destination(conn, &message),
+        }
+    }
+
+    /// QUERY_SA: the template to the master as it is.
+    fn query_sa(&mut self, conn: ConnId, message: Message, path: PathRecord) -> Step {
+        let header = message.header;
+        let Some(ep) = self.endpoints.iter().position(|e| e.sources(&path)) else {
+            return self.refuse(None, &header, Status::ESRCADDR);
+        };
+        self.resolving(ep);
+        self.count(ep, counter::ROUTE_QUERY);
+        let query = PathQuery {
+            method: Method::GET,
+            mask: path_mask(&path),
+            template: path,
+        };
+        self.ask(
+            conn,
+            ep,
+            header,
+            ReplyShape::QuerySa(message),
+            query,
+            Lookup::Master,
+        )
+    }
+
+    /// A PATH entry without QUERY_SA.
+    fn resolve_path(
+        &mut self,
+        conn: ConnId,
+        header: Header,
+        entry_flags: u32,
+        path: &PathRecord,
+    ) -> Step {
+        if path.dlid() == 0 && path.dgid().is_zero() {
+            return self.refuse(None, &header, Status::EDESTADDR);
+        }
+        let Some(ep) = self.endpoints.iter().position(|e| e.sources(path)) else {
+            return self.refuse(None, &header, Status::ESRCADDR);
+        };
+        self.resolving(ep);
+        let e = &self.endpoints[ep];
+        let mut t = PathRecord::new_zeroed();
+        t.set_dgid(path.dgid());
+        t.set_dlid(path.dlid());
+        t.set_sgid(if path.sgid().is_zero() {
+            e.port.gid
+        } else {
+            path.sgid()
+        });
+        t.set_slid(if path.slid() == 0 {
+            e.port.lid
+        } else {
+            path.slid()
+        });
+        t.set_pkey(e.pkey);
+        t.set_reversible(true);
+        t.set_numb_path(1);
+        let query = PathQuery {
+            method: Method::GET,
+            mask: path_mask(&t),
+            template: t,
+        };
+        let lookup = lookup_for(entry_flags);
+        self.ask(
+            conn,
+            ep,
+            header,
+            ReplyShape::Resolve { source: None },
+            query,
+            lookup,
+        )
+    }
+
+    /// SOURCE/DEST entries.
+    fn resolve_destination(&mut self, conn: ConnId, message: &Message) -> Step {
+        let header = message.header;
+        let (source, dest) = match source_and_destination(&message.entries) {
+            Ok(found) => found,
+            Err(status) => return self.refuse(None, &header, status),
+        };
+        let Ok(dest_address) = dest.address() else {
+            return self.refuse(None, &header, Status::EDESTTYPE);
+        };
+        let (ep, echo) = match source {
+            Some(s) => match s.address() {
+                Ok(a) => match self.endpoints.iter().position(|e| e.is(&a)) {
+                    Some(ep) => (ep, None),
+                    None => return self.refuse(None, &header, Status::ESRCADDR),
+                },
+                Err(_) => return self.refuse(None, &header, Status::ESRCTYPE),
+            },
+            None => {
+                let Some(ep) = self.default_source(&dest_address) else {
+                    return self.refuse(None, &header, Status::ESRCADDR);
+                };
+                let echo = self.endpoints[ep]
+                    .addresses
+                    .iter()
+                    .find(|a| same_kind(a, &dest_address))
+                    .map(|a| Entry::for_address(flags::SOURCE, a));
+                (ep, echo)
+            }
+        };
+        self.resolving(ep);
+        let mut t = PathRecord::new_zeroed();
+        match &dest_address {
+            Address::Lid(lid) => t.set_dlid(*lid),
+            other => match self.names.resolve(other) {
+                Some(gid) => {
+                    if !matches!(other, Address::Gid(_)) {
+                        self.count(ep, counter::ADDR_CACHE);
+                    }
+                    t.set_dgid(gid);
+                }
+                None => return self.refuse(Some(ep), &header, Status::EDESTADDR),
+            },
+        }
+        let e = &self.endpoints[ep];
+        t.set_sgid(e.port.gid);
+        t.set_slid(e.port.lid);
+        t.set_pkey(e.pkey);
+        t.set_reversible(true);
+        t.set_numb_path(1);
+        let query = PathQuery {
+            method: Method::GET,
+            mask: path_mask(&t),
+            template: t,
+        };
+        let lookup = lookup_for(dest.flags);
+        self.ask(
+            conn,
+            ep,
+            header,
+            ReplyShape::Resolve { source: echo },
+            query,
+            lookup,
+        )
+    }
+
+    /// The endpoint a destination is reached from when the client names
+    /// no source: the first with an address of the destination's kind,
+    /// else the first.
+    fn default_source(&self, dest: &Address) -> Option<usize> {
+        self.endpoints
+            .iter()
+            .position(|e| e.addresses.iter().any(|a| same_kind(a, dest)))
+            .or((!self.endpoints.is_empty()).then_some(0))
+    }
+
+    fn ask(
+        &mut self,
+        conn: ConnId,
+        endpoint: usize,
+        header: Header,
+        shape: ReplyShape,
+        query: PathQuery,
+        lookup: Lookup,
+    ) -> Step {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.pending.insert(
+            (conn, id),
+            Pending {
+                endpoint,
+                header,
+                shape,
+            },
+        );
+        *self.per_conn.entry(conn).or_default() += 1;
+        Step::Ask {
+            agent: self.endpoints[endpoint].agent,
+            id,
+            request: Request::PathQuery { query, lookup },
+        }
+    }
+
+    fn perf_query(&self, message: &Message) -> Bytes {
+        let header = &message.header;
+        let index = header.data[1];
+        let by_source = message
+            .entries
+            .first()
+            .filter(|e| e.flags & flags::SOURCE != 0);
+        let endpoint = match (index, by_source) {
+            (0, None) => return wire::perf_reply(header, Status::SUCCESS, &self.combined),
+            (_, Some(entry)) => entry
+                .address()
+                .ok()
+                .and_then(|a| self.endpoints.iter().position(|e| e.is(&a))),
+            (n, None) => Some(usize::from(n) - 1).filter(|i| *i < self.endpoints.len()),
+        };
+        match endpoint {
+            Some(ep) => wire::perf_reply(header, Status::SUCCESS, &self.counters[ep]),
+            None => wire::perf_reply(header, Status::ESRCADDR, &[]),
+        }
+    }
+
+    fn endpoint_query(&self, header: &Header) -> Bytes {
+        let index = usize::from(header.data[0]);
+        let port = header.data[1];
+        let ep = index.checked_sub(1).and_then(|i| {
+            self.endpoints
+                .iter()
+                .filter(|e| port == 0 || e.port_num == port)
+                .nth(i)
+        });
+        let record = ep.map(|e| EndpointRecord {
+            dev_guid: e.dev_guid,
+            port_num: e.port_num,
+            phys_port_cnt: e.phys_port_cnt,
+            pkey: e.pkey,
+            provider: "local-sa".to_owned(),
+            addresses: e.addresses.iter().map(ToString::to_string).collect(),
+        });
+        wire::endpoint_reply(header, record.as_ref())
+    }
+}
+
+/// The lookup an entry's flags ask for.
+fn lookup_for(entry_flags: u32) -> Lookup {
+    if entry_flags & flags::NODELAY != 0 {
+        Lookup::CacheOnly
+    } else {
+        Lookup::Anywhere
+    }
+}
+
+/// Whether two addresses are of one kind (a source echoed for a
+/// destination must be).
+fn same_kind(a: &Address, b: &Address) -> bool {
+    match (a, b) {
+        (Address::Ip(x), Address::Ip(y)) => x.is_ipv4() == y.is_ipv4(),
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
+}
+
+/// The source (if any) and destination entries of a RESOLVE, checked as
+/// ibacm's `acm_svr_verify_resolve` does.
+fn source_and_destination(entries: &[Entry]) -> Result<(Option<Entry>, Entry), Status> {
+    let valid = |e: &Entry| (1..=5).contains(&e.kind.0);
+    let mut source = None;
+    let mut dest = None;
+    for e in entries {
+        if e.flags & flags::SOURCE != 0 {
+            if source.is_some() {
+                return Err(Status::ESRCADDR);
+            }
+            if !valid(e) {
+                return Err(Status::ESRCTYPE);
+            }
+            source = Some(*e);
+        }
+        if e.flags & flags::DEST != 0 {
+            if dest.is_some() {
+                return Err(Status::EDESTADDR);
+            }
+            if !valid(e) {
+                return Err(Status::EDESTTYPE);
+            }
+            dest = Some(*e);
+        }
+    }
+    dest.map(|d| (source, d)).ok_or(Status::EDESTTYPE)
+}
+
+/// The component mask of a path template: its non-zero fields, as
+/// ibacm's `acm_path_comp_mask` computes it.
+pub fn path_mask(p: &PathRecord) -> ComponentMask {
+    let mut m = ComponentMask(0);
+    let mut set = |on: bool, bit: ComponentMask| {
+        if on {
+            m |= bit;
+        }
+    };
+    set(p.service_id() != 0, pr::SERVICE_ID);
+    set(!p.dgid().is_zero(), pr::DGID);
+    set(!p.sgid().is_zero(), pr::SGID);
+    set(p.dlid() != 0, pr::DLID);
+    set(p.slid() != 0, pr::SLID);
+    set(p.flow_label() != 0, pr::FLOW_LABEL);
+    set(p.hop_limit() != 0, pr::HOP_LIMIT);
+    set(p.tclass() != 0, pr::TCLASS);
+    set(p.reversible(), pr::REVERSIBLE);
+    set(p.pkey() != 0, pr::PKEY);
+    set(p.qos_class() != 0, pr::QOS_CLASS);
+    set(p.sl() != 0, pr::SL);
+    set(p.mtu_selector().bits() != 0, pr::MTU_SELECTOR);
+    set(u8::from(p.mtu()) != 0, pr::MTU);
+    set(p.rate_selector().bits() != 0, pr::RATE_SELECTOR);
+    set(u8::from(p.rate()) != 0, pr::RATE);
+    set(
+        p.packet_life_selector().bits() != 0,
+        pr::PACKET_LIFE_TIME_SELECTOR,
+    );
+    set(p.packet_life() != 0, pr::PACKET_LIFE_TIME);
+    m
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,370 @@
+use bytes::BytesMut;
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{AttributeId, Gid};
+
+use super::*;
+use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN, VERSION};
+use crate::naming::NameSource;
+use crate::request::RequestKind;
+
+const PREFIX: u64 = Gid::DEFAULT_PREFIX;
+
+fn port(lid: u16) -> PortIdentity {
+    PortIdentity {
+        lid,
+        lmc: 0,
+        gid: Gid::new(PREFIX, u64::from(lid)),
+        sm_lid: 1,
+        sm_sl: 0,
+    }
+}
+
+/// One port (LID 4) with two P_Keys, and a hosts table naming H5_1.
+fn service() -> AcmService {
+    let ep = |pkey, addresses| Endpoint {
+        agent: 0,
+        port: port(4),
+        dev_guid: 0x44,
+        port_num: 1,
+        phys_port_cnt: 1,
+        pkey,
+        addresses,
+    };
+    let mut names = Names::new();
+    names.insert(
+        Address::Name("H5_1".into()),
+        Gid::new(PREFIX, 5),
+        NameSource::HostsFile,
+    );
+    names.insert(
+        Address::Ip("10.0.0.5".parse().unwrap()),
+        Gid::new(PREFIX, 5),
+        NameSource::HostsFile,
+    );
+    AcmService::new(
+        AcmConfig { max_pending: 2 },
+        vec![
+            ep(
+                0xFFFF,
+                vec![
+                    Address::Name("H4_1".into()),
+                    Address::Ip("10.0.0.4".parse().unwrap()),
+                ],
+            ),
+            ep(0x8001, vec![]),
+        ],
+        names,
+    )
+}
+
+fn message(opcode: Opcode, data: [u8; 3], entries: &[Entry]) -> Vec<u8> {
+    let len = HEADER_LEN + entries.len() * ENTRY_LEN;
+    let mut out = BytesMut::new();
+    Header {
+        version: VERSION,
+        opcode: opcode.0,
+        status: Status::SUCCESS,
+        data,
+        length: len as u16,
+        tid: 77u64.to_ne_bytes(),
+    }
+    .emit(&mut out);
+    for e in entries {
+        e.emit(&mut out);
+    }
+    out.to_vec()
+}
+
+fn resolve(entries: &[Entry]) -> Vec<u8> {
+    message(Opcode::RESOLVE, [0; 3], entries)
+}
+
+fn asked(step: Step) -> (u32, PathQuery, Lookup) {
+    match step {
+        Step::Ask {
+            agent: 0,
+            id,
+            request: Request::PathQuery { query, lookup },
+        } => (id, query, lookup),
+        other => panic!("expected a path query, got {other:?}"),
+    }
+}
+
+fn status_of(step: &Step) -> Status {
+    match step {
+        Step::Reply(b) => Status(b[2]),
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+fn answer(
+    conn: ConnId,
+    id: u32,
+    status: MadStatus,
+    record: Option<&PathRecord>,
+    from_master: bool,
+) -> LocalReply {
+    LocalReply {
+        conn,
+        request: id,
+        answers: Some(RequestKind::PathQuery),
+        status,
+        from_master,
+        body: LocalBody::Records {
+            attribute: AttributeId::PATH_RECORD,
+            stride: PathRecord::LEN,
+            data: Bytes::copy_from_slice(record.map_or(&[][..], |r| r.as_bytes())),
+        },
+    }
+}
+
+fn record(dlid: u16) -> PathRecord {
+    let mut r = PathRecord::new_zeroed();
+    r.set_dgid(Gid::new(PREFIX, u64::from(dlid)));
+    r.set_sgid(Gid::new(PREFIX, 4));
+    r.set_dlid(dlid);
+    r.set_slid(4);
+    r.set_pkey(0xFFFF);
+    r.set_reversible(true);
+    r
+}
+
+#[test]
+fn a_name_resolves_from_the_default_endpoint_like_acmp() {
+    let mut s = service();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, q, lookup) = asked(s.handle_message(9, &resolve(&[dest])));
+    assert_eq!(lookup, Lookup::Anywhere);
+    assert_eq!(q.method, Method::GET);
+    assert_eq!(q.template.dgid(), Gid::new(PREFIX, 5));
+    assert_eq!(
+        (q.template.sgid(), q.template.slid()),
+        (Gid::new(PREFIX, 4), 4)
+    );
+    assert_eq!(q.template.pkey(), 0xFFFF);
+    assert_eq!(
+        q.mask,
+        pr::DGID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
+    );
+    let reply = s
+        .handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), true))
+        .unwrap();
+    // The path, then the source ibacm chose (the endpoint's name).
+    assert_eq!(reply.len(), HEADER_LEN + 2 * ENTRY_LEN);
+    let m = Header::parse(reply[..16].try_into().unwrap());
+    assert_eq!(
+        (m.status, m.length as usize),
+        (Status::SUCCESS, reply.len())
+    );
+    let path = Entry::parse(&reply[16..88]).unwrap();
+    assert_eq!(
+        path.flags,
+        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL
+    );
+    assert_eq!(path.path_record(), Some(record(5)));
+    let source = Entry::parse(&reply[88..160]).unwrap();
+    assert_eq!(source.flags, flags::SOURCE);
+    assert_eq!(source.address(), Ok(Address::Name("H4_1".into())));
+    let c = s.counters();
+    assert_eq!(
+        (
+            c[counter::RESOLVE],
+            c[counter::ADDR_CACHE],
+            c[counter::ROUTE_QUERY]
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(s.pending(), 0);
+}
+
+#[test]
+fn a_path_template_selects_like_an_sa_get() {
+    let mut s = service();
+    let mut t = PathRecord::new_zeroed();
+    t.set_dlid(5);
+    t.set_reversible(true);
+    t.set_numb_path(1);
+    let (id, q, _) = asked(s.handle_message(1, &resolve(&[Entry::path(0, &t)])));
+    assert_eq!(q.template.dlid(), 5);
+    assert_eq!(
+        q.mask,
+        pr::DLID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
+    );
+    let reply = s
+        .handle_reply(&answer(1, id, MadStatus::OK, Some(&record(5)), false))
+        .unwrap();
+    assert_eq!(
+        reply.len(),
+        HEADER_LEN + ENTRY_LEN,
+        "no source entry for a path"
+    );
+    assert_eq!(s.counters()[counter::ROUTE_CACHE], 1);
+}
+
+#[test]
+fn query_sa_sends_the_template_as_it_is_and_echoes_the_request() {
+    let mut s = service();
+    let r = record(5);
+    let req = resolve(&[Entry::path(flags::QUERY_SA, &r)]);
+    let (id, q, lookup) = asked(s.handle_message(1, &req));
+    assert_eq!(lookup, Lookup::Master);
+    assert_eq!(q.template, r);
+    assert_eq!(q.mask, path_mask(&r));
+    let mut better = r;
+    better.set_sl(3);
+    let reply = s
+        .handle_reply(&answer(1, id, MadStatus::OK, Some(&better), true))
+        .unwrap();
+    assert_eq!(reply.len(), req.len());
+    let e = Entry::parse(&reply[16..]).unwrap();
+    assert_eq!(e.flags, flags::QUERY_SA, "the request's entry, echoed");
+    assert_eq!(e.path_record(), Some(better));
+}
+
+#[test]
+fn nodelay_asks_the_cache_only() {
+    let mut s = service();
+    let dest = Entry::for_address(
+        flags::DEST | flags::NODELAY,
+        &Address::Gid(Gid::new(PREFIX, 5)),
+    );
+    let (id, _, lookup) = asked(s.handle_message(1, &resolve(&[dest])));
+    assert_eq!(lookup, Lookup::CacheOnly);
+    let reply = s
+        .handle_reply(&answer(1, id, MadStatus::ERR_NO_RECORDS, None, false))
+        .unwrap();
+    assert_eq!(
+        (reply.len(), Status(reply[2])),
+        (HEADER_LEN, Status::ENODATA)
+    );
+    assert_eq!(s.counters()[counter::NODATA], 1);
+}
+
+#[test]
+fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
+    let mut s = service();
+    let unknown = Entry::for_address(flags::DEST, &Address::Name("nobody".into()));
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[unknown]))),
+        Status::EDESTADDR
+    );
+    let stranger = Entry::for_address(flags::SOURCE, &Address::Gid(Gid::new(PREFIX, 99)));
+    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[stranger, dest]))),
+        Status::ESRCADDR
+    );
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[dest, dest]))),
+        Status::EDESTADDR,
+        "two destinations"
+    );
+    let mut bad_type = dest;
+    bad_type.kind = AddressType(0x0F);
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[bad_type]))),
+        Status::EDESTTYPE
+    );
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[]))),
+        Status::EDESTTYPE
+    );
+    let no_dest = PathRecord::new_zeroed();
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[Entry::path(0, &no_dest)]))),
+        Status::EDESTADDR
+    );
+    let mut other_partition = record(5);
+    other_partition.set_pkey(0x0002);
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[Entry::path(0, &other_partition)]))),
+        Status::ESRCADDR
+    );
+    // The master did not answer; it answered with an error.
+    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
+    let r = s
+        .handle_reply(&answer(1, id, MadStatus::BUSY, None, true))
+        .unwrap();
+    assert_eq!(Status(r[2]), Status::ETIMEDOUT);
+    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
+    let r = s
+        .handle_reply(&answer(1, id, MadStatus::ERR_REQ_INVALID, None, true))
+        .unwrap();
+    assert_eq!(Status(r[2]), Status::EINVAL);
+    let mut bad = resolve(&[dest]);
+    bad[0] = 9;
+    assert_eq!(status_of(&s.handle_message(1, &bad)), Status::EINVAL);
+    assert_eq!(s.door_counters().malformed, 1);
+}
+
+#[test]
+fn a_connection_may_not_pile_up_requests_and_its_close_forgets_them() {
+    let mut s = service();
+    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let (a, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
+    asked(s.handle_message(1, &resolve(&[dest])));
+    assert_eq!(
+        status_of(&s.handle_message(1, &resolve(&[dest]))),
+        Status::ENOMEM
+    );
+    assert_eq!(s.door_counters().refused_pending, 1);
+    asked(s.handle_message(2, &resolve(&[dest])));
+    s.handle_closed(1);
+    assert_eq!(s.pending(), 1);
+    assert!(
+        s.handle_reply(&answer(1, a, MadStatus::OK, Some(&record(5)), false))
+            .is_none()
+    );
+    asked(s.handle_message(1, &resolve(&[dest])));
+}
+
+#[test]
+fn perf_and_endpoint_queries_follow_ibacm() {
+    let mut s = service();
+    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
+    s.handle_reply(&answer(1, id, MadStatus::OK, Some(&record(5)), false));
+    let counters = |b: &[u8]| -> Vec<u64> {
+        b[16..]
+            .chunks(8)
+            .map(|c| u64::from_be_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let mut perf = message(Opcode::PERF_QUERY, [0; 3], &[]);
+    perf[6..8].copy_from_slice(&16u16.to_be_bytes());
+    let Step::Reply(all) = s.handle_message(1, &perf) else {
+        panic!()
+    };
+    assert_eq!(counters(&all), vec![0, 1, 0, 0, 0, 0, 1]);
+    perf[4] = 2; // endpoint 2: nothing happened there
+    let Step::Reply(two) = s.handle_message(1, &perf) else {
+        panic!()
+    };
+    assert_eq!(counters(&two), vec![0; 7]);
+    perf[4] = 3;
+    assert_eq!(status_of(&s.handle_message(1, &perf)), Status::ESRCADDR);
+    let by_name = Entry::for_address(flags::SOURCE, &Address::Name("H4_1".into()));
+    let mut perf = message(Opcode::PERF_QUERY, [0; 3], &[by_name]);
+    perf[6..8].copy_from_slice(&88u16.to_be_bytes());
+    let Step::Reply(one) = s.handle_message(1, &perf) else {
+        panic!()
+    };
+    assert_eq!(counters(&one)[counter::RESOLVE], 1);
+
+    let mut ep = message(Opcode::EP_QUERY, [2, 1, 0], &[]);
+    ep[6..8].copy_from_slice(&16u16.to_be_bytes());
+    let Step::Reply(r) = s.handle_message(1, &ep) else {
+        panic!()
+    };
+    assert_eq!(Status(r[2]), Status::SUCCESS);
+    assert_eq!(
+        &r[28..30],
+        &0x8001u16.to_be_bytes(),
+        "endpoint 2 is P_Key 8001"
+    );
+    ep[3] = 3;
+    assert_eq!(status_of(&s.handle_message(1, &ep)), Status::EINVAL);
+    ep[3] = 1;
+    ep[4] = 2; // port 2 has no endpoints
+    assert_eq!(status_of(&s.handle_message(1, &ep)), Status::EINVAL);
+}

@@ -1,0 +1,126 @@
+//! The ibacm door fed a client's byte stream: messages framed as the
+//! daemon frames them, each answered at once or by a made-up agent reply
+//! (any status, any record, sometimes never, sometimes after the
+//! connection closed). Checks what a client relies on: every reply is a
+//! well-formed message whose length field tells its length, with the ACK
+//! bit and the request's TID; every request is answered at most once; and
+//! nothing waits once its connection is gone.
+
+use bytes::Bytes;
+use mad_codec::{AttributeId, Gid, MadStatus};
+
+use crate::acm::wire::{self, Header, Opcode};
+use crate::acm::{AcmConfig, AcmService, Endpoint, Step};
+use crate::config::PortIdentity;
+use crate::naming::{Address, NameSource, Names};
+use crate::request::{LocalBody, LocalReply};
+
+fn service() -> AcmService {
+    let port = PortIdentity {
+        lid: 4,
+        lmc: 1,
+        gid: Gid::new(Gid::DEFAULT_PREFIX, 4),
+        sm_lid: 1,
+        sm_sl: 0,
+    };
+    let ep = |pkey, addresses| Endpoint {
+        agent: 0,
+        port,
+        dev_guid: 4,
+        port_num: 1,
+        phys_port_cnt: 1,
+        pkey,
+        addresses,
+    };
+    let mut names = Names::new();
+    names.insert(
+        Address::Name("h5".into()),
+        Gid::new(Gid::DEFAULT_PREFIX, 5),
+        NameSource::HostsFile,
+    );
+    AcmService::new(
+        AcmConfig { max_pending: 3 },
+        vec![
+            ep(0xFFFF, vec![Address::Name("h4".into())]),
+            ep(0x8002, vec![Address::Ip("10.0.0.4".parse().unwrap())]),
+        ],
+        names,
+    )
+}
+
+fn check_reply(request: &Header, reply: &[u8]) {
+    let head: &[u8; wire::HEADER_LEN] = reply.first_chunk().expect("a reply is at least a header");
+    let h = Header::parse(head);
+    assert_eq!(usize::from(h.length), reply.len(), "length field lies");
+    assert_eq!(h.version, wire::VERSION);
+    assert_ne!(h.opcode & Opcode::ACK, 0, "reply without ACK");
+    assert_eq!(h.tid, request.tid, "TID not echoed");
+}
+
+/// The harness.
+pub fn acm(data: &[u8]) {
+    let mut s = service();
+    let mut rest = data;
+    let mut waiting: Vec<(u64, u32, Header)> = Vec::new();
+    while let Some((&control, tail)) = rest.split_first() {
+        rest = tail;
+        let conn = u64::from(control % 3);
+        match control >> 5 {
+            // A made-up answer to the oldest waiting request.
+            0 if !waiting.is_empty() => {
+                let (c, id, header) = waiting.remove(0);
+                let status = [
+                    MadStatus::OK,
+                    MadStatus::ERR_NO_RECORDS,
+                    MadStatus::BUSY,
+                    MadStatus::ERR_REQ_INVALID,
+                ][usize::from(control >> 3 & 3)];
+                let n = rest.len().min(64 * usize::from(control & 1));
+                let (record, tail) = rest.split_at(n);
+                rest = tail;
+                let reply = LocalReply {
+                    conn: c,
+                    request: id,
+                    answers: None,
+                    status,
+                    from_master: control & 4 != 0,
+                    body: LocalBody::Records {
+                        attribute: AttributeId::PATH_RECORD,
+                        stride: 64,
+                        data: Bytes::copy_from_slice(record),
+                    },
+                };
+                if let Some(r) = s.handle_reply(&reply) {
+                    check_reply(&header, &r);
+                }
+                assert!(s.handle_reply(&reply).is_none(), "answered twice");
+            }
+            1 => {
+                s.handle_closed(conn);
+                waiting.retain(|(c, ..)| *c != conn);
+            }
+            _ => {
+                let Some(head) = rest.first_chunk::<{ wire::HEADER_LEN }>() else {
+                    return;
+                };
+                let Ok(len) = wire::message_len(head) else {
+                    // The daemon closes such a connection.
+                    s.handle_closed(conn);
+                    waiting.retain(|(c, ..)| *c != conn);
+                    rest = &rest[wire::HEADER_LEN..];
+                    continue;
+                };
+                let Some((message, tail)) = rest.split_at_checked(len) else {
+                    return;
+                };
+                rest = tail;
+                let header = Header::parse(head);
+                match s.handle_message(conn, message) {
+                    Step::Reply(r) => check_reply(&header, &r),
+                    Step::Ask { id, .. } => waiting.push((conn, id, header)),
+                }
+            }
+        }
+        assert_eq!(s.pending(), waiting.len(), "requests lost or left behind");
+    }
+}

@@ -1,0 +1,91 @@
+//! The ibacm door's endpoints (this port × each of its P_Keys) and its
+//! names table, from sysfs and ibacm's two files.
+
+use std::path::{Path, PathBuf};
+
+use tracing::{info, warn};
+
+use crate::bridge::identity;
+use crate::options::Options;
+use local_sa_core::acm::Endpoint;
+use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
+use umad::port::{PortFacts, Sysfs};
+
+/// Where ibacm keeps its files.
+const ACM_CONF_DIR: &str = "/etc/rdma";
+
+/// A file given on the command line, or ibacm's default one if it exists.
+fn chosen(given: Option<&PathBuf>, default: &str) -> Option<PathBuf> {
+    match given {
+        Some(p) => Some(p.clone()),
+        None => Some(Path::new(ACM_CONF_DIR).join(default)).filter(|p| p.exists()),
+    }
+}
+
+/// Reads one of ibacm's files with `parse`.
+fn read<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<Vec<T>, naming::LineError>,
+) -> Result<Vec<T>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The names table: the hosts file's entries.
+pub(crate) fn names(options: &Options) -> Result<Names, String> {
+    let mut names = Names::new();
+    if let Some(path) = chosen(options.acm_hosts.as_ref(), "ibacm_hosts.data") {
+        let entries = read(&path, naming::parse_hosts)?;
+        info!(file = %path.display(), entries = entries.len(), "read the ibacm hosts file");
+        for (address, gid) in entries {
+            names.insert(address, gid, NameSource::HostsFile);
+        }
+    }
+    Ok(names)
+}
+
+/// One endpoint per P_Key of the served port, named by the address
+/// file's lines for this adapter and port.
+pub(crate) fn endpoints(
+    options: &Options,
+    sysfs: &Sysfs,
+    facts: &PortFacts,
+) -> Result<Vec<Endpoint>, String> {
+    let local: Vec<LocalAddress> = match chosen(options.acm_addr.as_ref(), "ibacm_addr.cfg") {
+        Some(path) => read(&path, naming::parse_addr_file)?,
+        None => Vec::new(),
+    };
+    let adapter = sysfs.endpoint_facts(facts);
+    let endpoints: Vec<Endpoint> = adapter
+        .pkeys
+        .iter()
+        .enumerate()
+        .map(|(i, &pkey)| Endpoint {
+            agent: 0,
+            port: identity(facts),
+            dev_guid: adapter.node_guid.unwrap_or(facts.gid.guid()),
+            port_num: facts.port,
+            phys_port_cnt: adapter.port_count,
+            pkey,
+            addresses: local
+                .iter()
+                .filter(|a| a.device == facts.ca && a.port == facts.port)
+                .filter(|a| match a.pkey {
+                    PkeyChoice::Default => i == 0,
+                    PkeyChoice::Value(p) => p | 0x8000 == pkey | 0x8000,
+                })
+                .map(|a| a.address.clone())
+                .collect(),
+        })
+        .collect();
+    for a in &local {
+        if a.device != facts.ca || a.port != facts.port {
+            warn!(
+                address = %a.address, device = %a.device, port = a.port,
+                "the ibacm address file names a port this daemon does not serve"
+            );
+        }
+    }
+    Ok(endpoints)
+}
