@@ -41,11 +41,18 @@ pub(crate) struct AcmListener {
 }
 
 impl AcmListener {
-    /// Binds `path`, mode 0666 like ibacm's (a stale socket file there is
-    /// replaced).
+    /// Binds `path`, mode 0666 like ibacm's. A stale socket file there is
+    /// replaced; one that a live server (ibacm, another local-sa) answers
+    /// on is left alone and refused with `AddrInUse`.
     pub(crate) fn bind(path: &Path) -> io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "another server (ibacm, or another local-sa) answers on it",
+            ));
         }
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
