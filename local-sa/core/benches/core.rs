@@ -10,90 +10,16 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
+use local_sa_core::{Address, Received, SaCore};
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::SaMadHeader;
-use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
-use mad_codec::zerocopy::{FromZeros, IntoBytes};
-use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder, SaRecord};
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder};
 
 mod fixture;
-use fixture::{gid, record};
+use fixture::{DESTS, new_core, settable_segments, table};
 
 fn main() {
     divan::main();
-}
-
-const SM_KEY: u64 = 0x5eed;
-/// Destinations per source: 1 M records are 1000 sources × 1000.
-const DESTS: u16 = 1000;
-
-/// Source LIDs 1..=sources, destination LIDs 2001..=3000.
-fn table(sources: u16) -> Vec<PathRecord> {
-    (1..=sources)
-        .flat_map(|s| (2001..2001 + DESTS).map(move |d| record(s, d)))
-        .collect()
-}
-
-fn new_core(now: Instant) -> SaCore {
-    let port = PortIdentity {
-        lid: 1,
-        lmc: 0,
-        gid: gid(1),
-        sm_lid: 4000,
-        sm_sl: 0,
-    };
-    let mut core = SaCore::new(
-        AgentConfig {
-            sm_key: SM_KEY,
-            ..AgentConfig::default()
-        },
-        port,
-        now,
-        1,
-    );
-    // Its first requests to the master go nowhere here.
-    while core.poll_transmit().is_some() {}
-    core
-}
-
-/// The DATA segments of a SetTable (REPLACE_SOURCES) of `records`, as a
-/// loader sends them, each a shared buffer: the core is handed counted
-/// references to them, as the daemon hands it the buffers it reads (so a
-/// clone in the benchmark is a count, not an allocation).
-fn settable_segments(records: &[PathRecord]) -> Vec<Bytes> {
-    let mut b = SaMadBuilder::request(Method::SET, 7, AttributeId::PATH_RECORD);
-    let h = b.header_mut();
-    h.sa.set_sm_key(SM_KEY);
-    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(1);
-    let header: SaMadHeader = *h;
-    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-    for r in records {
-        data.extend_from_slice(r.as_bytes());
-    }
-    // A receiver on the other end makes the sender open its window.
-    let now = Instant::now();
-    let config = RmppConfig {
-        max_data_len: usize::MAX,
-        ..RmppConfig::default()
-    };
-    let mut sender = Sender::new(header, data.freeze(), config, now).expect("fits RMPP");
-    let mut receiver = Receiver::new(config, now);
-    let mut segments = Vec::new();
-    while sender.state() == TransferState::Active {
-        while let Some(seg) = sender.poll_transmit(now) {
-            receiver.handle_segment(now, &seg);
-            segments.push(Bytes::copy_from_slice(&seg));
-        }
-        while let Some(ack) = receiver.poll_transmit() {
-            sender.handle_control(now, &ack);
-        }
-    }
-    for s in &segments {
-        drop(s.clone());
-    }
-    segments
 }
 
 /// A core holding `sources × 1000` records, loaded through the wire.

@@ -18,17 +18,15 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
+use local_sa_core::{Address, Received, SaCore};
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::SaMadHeader;
-use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
-use mad_codec::zerocopy::{FromZeros, IntoBytes};
-use mad_codec::{
-    AttributeId, Gid, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMadBuilder, SaRecord,
-    Selector,
-};
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder};
 
-const SM_KEY: u64 = 0x5eed;
+#[path = "../benches/fixture/mod.rs"]
+mod fixture;
+use fixture::{DESTS, new_core, settable_segments, table};
+
 /// Sources in the table (`SOURCES` in the environment; 100 by default).
 fn sources() -> u16 {
     std::env::var("SOURCES")
@@ -37,65 +35,7 @@ fn sources() -> u16 {
         .unwrap_or(100)
 }
 
-const DESTS: u16 = 1000;
 const GETS: u32 = 100_000;
-
-fn gid(lid: u16) -> Gid {
-    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 | u64::from(lid))
-}
-
-fn record(slid: u16, dlid: u16) -> PathRecord {
-    PathRecordRepr {
-        sgid: gid(slid),
-        dgid: gid(dlid),
-        slid,
-        dlid,
-        reversible: true,
-        pkey: 0xFFFF,
-        mtu_selector: Selector::Exactly,
-        mtu: Mtu::MTU_4096,
-        rate_selector: Selector::Exactly,
-        rate: Rate::GBPS_100,
-        packet_life_selector: Selector::Exactly,
-        packet_life: 18,
-        ..PathRecordRepr::default()
-    }
-    .to_wire()
-}
-
-/// The DATA segments of a SetTable of the whole table.
-fn segments() -> Vec<Bytes> {
-    let mut b = SaMadBuilder::request(Method::SET, 7, AttributeId::PATH_RECORD);
-    let h = b.header_mut();
-    h.sa.set_sm_key(SM_KEY);
-    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(1);
-    let header: SaMadHeader = *h;
-    let mut data = BytesMut::new();
-    for s in 1..=sources() {
-        for d in 2001..2001 + DESTS {
-            data.extend_from_slice(record(s, d).as_bytes());
-        }
-    }
-    let now = Instant::now();
-    let config = RmppConfig {
-        max_data_len: usize::MAX,
-        ..RmppConfig::default()
-    };
-    let mut sender = Sender::new(header, data.freeze(), config, now).expect("fits RMPP");
-    let mut receiver = Receiver::new(config, now);
-    let mut segments = Vec::new();
-    while sender.state() == TransferState::Active {
-        while let Some(seg) = sender.poll_transmit(now) {
-            receiver.handle_segment(now, &seg);
-            segments.push(Bytes::copy_from_slice(&seg));
-        }
-        while let Some(ack) = receiver.poll_transmit() {
-            sender.handle_control(now, &ack);
-        }
-    }
-    segments
-}
 
 fn requests() -> Vec<Bytes> {
     (0..4096u32)
@@ -136,24 +76,13 @@ fn measured_gets(core: &mut SaCore, now: Instant, requests: &[Bytes]) {
 
 fn main() {
     let now = Instant::now();
-    let port = PortIdentity {
-        lid: 1,
-        lmc: 0,
-        gid: gid(1),
-        sm_lid: 4000,
-        sm_sl: 0,
-    };
-    let config = AgentConfig {
-        sm_key: SM_KEY,
-        ..AgentConfig::default()
-    };
-    let mut core = SaCore::new(config, port, now, 1);
-    while core.poll_transmit().is_some() {}
-    let (segments, requests) = (segments(), requests());
+    let mut core = new_core(now);
+    let (segments, requests) = (settable_segments(&table(sources())), requests());
     // Each MAD is handed over as a counted reference, the way the daemon
     // hands over the buffer it read: make the buffers shared first, so the
-    // count is the core's work and not the first clone's allocation.
-    for b in segments.iter().chain(&requests) {
+    // count is the core's work and not the first clone's allocation (the
+    // segments come shared).
+    for b in &requests {
         drop(b.clone());
     }
     let started = Instant::now();
