@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use conformance::saquery::mad_blocks;
 use conformance::{Fabric, LocalSa, Node, Topology};
@@ -210,5 +211,105 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
         .find(|l| l.contains(",local-sa"))
         .unwrap_or_else(|| panic!("no endpoint listed:\n{out}"));
     assert!(line.contains(",1,0xffff,1,local-sa,H2_1"), "{line}");
+    drop(sa);
+}
+
+/// Names and IP addresses without hosts files: node names from OpenSM's
+/// NodeRecords, and host names and IPs that two other local-sa instances
+/// published in the directory at OpenSM.
+#[test]
+fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let storage = LocalSa::start(
+        &fabric,
+        "h9",
+        &[
+            "--host-name",
+            "storage-9",
+            "--address",
+            "10.9.0.9",
+            "--address",
+            "fd00::99",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let compute = LocalSa::start(
+        &fabric,
+        "h5",
+        &["--host-name", "compute-5", "--address", "10.5.0.5"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let empty = fabric.dir().join("empty_hosts.data");
+    std::fs::write(&empty, "").unwrap();
+    let mut sa = LocalSa::start(
+        &fabric,
+        "h2",
+        &[
+            "--acm-hosts",
+            empty.to_str().unwrap(),
+            "--host-name",
+            "client-2",
+            // Names fetched again every 2 s, to see a withdrawal.
+            "--refresh-interval",
+            "2",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Every host's NodeDescription, and three names and three addresses
+    // from the directory.
+    let hosts = fabric.topology().hcas().len() as u64;
+    sa.wait_until("names from the master", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n >= hosts + 3 + 3)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let socket = sa.acm_socket();
+    let src_node = fabric.node("h2").unwrap();
+    let src = src_node.port().unwrap();
+    for (node, format, destination) in [
+        ("h9", "n", "storage-9"),
+        ("h9", "i", "10.9.0.9"),
+        ("h9", "i", "fd00::99"),
+        ("h9", "n", "h9"),
+        ("h5", "i", "10.5.0.5"),
+        ("h5", "n", "compute-5"),
+        ("h7", "n", "h7"),
+    ] {
+        let dest = fabric.node(node).unwrap().port().unwrap();
+        let expected = as_ib_acme_prints(&opensm_path(
+            &src_node,
+            &[
+                "-p",
+                "--slid",
+                &src.lid.to_string(),
+                "--dlid",
+                &dest.lid.to_string(),
+                "--pkey",
+                "0xffff",
+                "-r",
+                "1",
+            ],
+        ));
+        let (out, ok) = ib_acme(socket, &["-f", format, "-d", destination, "-v"]);
+        assert!(ok, "ib_acme -f {format} -d {destination} failed:\n{out}");
+        assert_eq!(
+            printed_path(&out),
+            expected,
+            "-f {format} -d {destination}:\n{out}"
+        );
+        assert!(out.contains("SA verification: success"), "{out}");
+    }
+    // A clean exit withdraws the directory record: after the next fetch
+    // nobody resolves the name or its addresses.
+    let (_, log) = storage.stop();
+    assert!(!log.contains("panicked"), "{log}");
+    sa.wait_until("storage-9 withdrawn", Duration::from_secs(30), |c| {
+        c.get("names").is_some_and(|n| *n == hosts + 3)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, ok) = ib_acme(sa.acm_socket(), &["-f", "i", "-d", "10.9.0.9"]);
+    assert!(!ok, "a withdrawn address still resolves:\n{out}");
+    drop(compute);
     drop(sa);
 }

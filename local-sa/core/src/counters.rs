@@ -53,8 +53,13 @@ pub struct Counters {
     /// Times every subscription and membership was registered again
     /// (a new master, a client reregister, or a master that lost them).
     pub reregistrations: u64,
+    /// Fetches of host names from the master completed (NodeRecords and
+    /// the local-sa directory).
+    pub name_fetches: u64,
     /// PathRecords cached now.
     pub records: u64,
+    /// Host names and IP addresses learned from the master now.
+    pub names: u64,
     /// Requests to the master SA waiting for their answer now.
     pub upstream_in_flight: u64,
     /// Distinct forwarded queries waiting for the master now.
@@ -93,7 +98,7 @@ impl Counters {
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 30] {
+    fn fields(&self) -> [(&'static str, u64); 32] {
         [
             ("hits", self.hits),
             ("misses", self.misses),
@@ -116,7 +121,9 @@ impl Counters {
             ("joins_upstream", self.joins_upstream),
             ("leaves", self.leaves),
             ("reregistrations", self.reregistrations),
+            ("name_fetches", self.name_fetches),
             ("records", self.records),
+            ("names", self.names),
             ("upstream_in_flight", self.upstream_in_flight),
             ("queries_waiting", self.queries_waiting),
             ("transfers_active", self.transfers_active),

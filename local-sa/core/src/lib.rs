@@ -12,7 +12,8 @@
 //!   core's own address type, and requests from programs on this node;
 //! * [`api`]: the local API's wire format;
 //! * [`acm`]: the ibacm door (ibacm's client protocol), and [`naming`]:
-//!   host names and IP addresses to GIDs;
+//!   host names and IP addresses to GIDs, and the [`directory`] of
+//!   them every local-sa keeps at the master SA;
 //! * [`text`]: how the command-line tools read numbers.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
@@ -27,6 +28,7 @@ pub mod agent;
 pub mod api;
 pub mod config;
 pub mod counters;
+pub mod directory;
 #[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;

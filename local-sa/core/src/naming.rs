@@ -50,6 +50,10 @@ impl fmt::Display for Address {
 pub enum NameSource {
     /// The hosts file.
     HostsFile,
+    /// A port's NodeDescription at the master SA (its first word).
+    NodeDescription,
+    /// A local-sa's record in the directory at the master SA.
+    Directory,
 }
 
 /// What names and addresses map to which GIDs.
@@ -69,6 +73,18 @@ impl Names {
         self.hosts.insert(address, (gid, source));
     }
 
+    /// Adds what `address` maps to unless it already maps to something.
+    pub fn insert_if_absent(&mut self, address: Address, gid: Gid, source: NameSource) {
+        self.hosts.entry(address).or_insert((gid, source));
+    }
+
+    /// Adds every entry of `other` that this table does not have.
+    pub fn fill_from(&mut self, other: &Self) {
+        for (address, entry) in &other.hosts {
+            self.hosts.entry(address.clone()).or_insert(*entry);
+        }
+    }
+
     /// The GID `address` names: a GID is itself; a name or IP address is
     /// looked up. Names compare exactly (host names are case-sensitive in
     /// ibacm's files too).
@@ -78,6 +94,11 @@ impl Names {
             Address::Lid(_) => None,
             other => self.hosts.get(other).map(|(gid, _)| *gid),
         }
+    }
+
+    /// What `address` maps to and where that came from.
+    pub fn lookup(&self, address: &Address) -> Option<(Gid, NameSource)> {
+        self.hosts.get(address).copied()
     }
 
     /// How many names and addresses are known.

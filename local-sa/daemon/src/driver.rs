@@ -60,6 +60,8 @@ pub(crate) struct Driver {
     pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
     /// The ibacm door, if it serves.
     pub(crate) acm: Option<AcmService>,
+    /// The generation of the core's learned names the door has.
+    pub(crate) names_generation: u64,
 }
 
 impl Driver {
@@ -156,6 +158,13 @@ impl Driver {
         }
         while let Some(reply) = self.core.poll_local() {
             self.reply(reply);
+        }
+        if let Some(acm) = self.acm.as_mut() {
+            let generation = self.core.names_generation();
+            if generation != self.names_generation {
+                self.names_generation = generation;
+                acm.set_learned_names(self.core.names().clone());
+            }
         }
         true
     }

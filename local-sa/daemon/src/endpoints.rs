@@ -8,6 +8,8 @@ use tracing::{info, warn};
 use crate::bridge::identity;
 use crate::options::Options;
 use local_sa_core::acm::Endpoint;
+use local_sa_core::directory::Publication;
+use local_sa_core::naming::Address;
 use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
 use umad::port::{PortFacts, Sysfs};
 
@@ -88,4 +90,38 @@ pub(crate) fn endpoints(
         }
     }
     Ok(endpoints)
+}
+
+/// What this port publishes in the local-sa directory: the host name
+/// (`--host-name`, else the kernel's) and its addresses (`--address`, and
+/// the address file's IPs for this port's endpoints). `None` if the
+/// operator said `none` or no host name can be found.
+pub(crate) fn publication(
+    options: &Options,
+    endpoints: &[Endpoint],
+) -> Result<Option<Publication>, String> {
+    let name = match options.host_name.as_deref() {
+        Some("none") => return Ok(None),
+        Some(n) => n.to_owned(),
+        None => match std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            Ok(n) => n.trim().to_owned(),
+            Err(e) => {
+                warn!(error = %e, "cannot read the host name; not publishing this host in the directory (--host-name NAME does)");
+                return Ok(None);
+            }
+        },
+    };
+    let mut addresses = options.addresses.clone();
+    for ep in endpoints {
+        for a in &ep.addresses {
+            if let Address::Ip(ip) = a {
+                if !addresses.contains(ip) {
+                    addresses.push(*ip);
+                }
+            }
+        }
+    }
+    Publication::new(&name, addresses)
+        .map(Some)
+        .map_err(|e| format!("cannot publish this host in the local-sa directory: {e}"))
 }

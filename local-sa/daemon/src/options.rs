@@ -136,6 +136,17 @@ pub(crate) struct Options {
     /// /etc/rdma/ibacm_addr.cfg if it exists.
     #[arg(long, value_name = "FILE")]
     pub(crate) acm_addr: Option<PathBuf>,
+    /// The host name this port publishes in the local-sa directory at the
+    /// master SA, where every local-sa finds it (ib_acme -f n, librdmacm
+    /// by name); default: the kernel's host name; "none" publishes nothing.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host_name: Option<String>,
+    /// An IP address of this host to publish with its name (repeatable;
+    /// at most 3 with the address file's IPs for this port), so that other
+    /// nodes resolve it (ib_acme -f i, rdma_getaddrinfo) without hosts
+    /// files.
+    #[arg(long = "address", value_name = "IP")]
+    pub(crate) addresses: Vec<std::net::IpAddr>,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
     /// this way; docs/wire-contract.md).

@@ -119,13 +119,18 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
     };
     let ids = std::rc::Rc::new(std::cell::Cell::new(1));
     let (acm, acm_listeners) = acm_door(options, &sysfs, &facts)?;
+    let publication =
+        endpoints::publication(options, acm.as_ref().map_or(&[][..], AcmService::endpoints))
+            .map_err(DaemonError::Acm)?;
+    let now = Instant::now();
+    let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
+    if let Some(p) = &publication {
+        info!(host = p.host_name(), addresses = ?p.addresses(), "publishing this host in the local-sa directory");
+    }
+    core.publish(now, publication);
     let driver = Driver {
-        core: SaCore::new(
-            config,
-            identity(&facts),
-            Instant::now(),
-            umad::transaction_id_seed(),
-        ),
+        core,
+        names_generation: 0,
         agent,
         outgoing: transport.outgoing(),
         sysfs,

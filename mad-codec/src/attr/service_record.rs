@@ -66,6 +66,9 @@ pub struct ServiceRecord {
 
 const _: () = assert!(size_of::<ServiceRecord>() == 176);
 
+/// Where ServiceData8 starts; the four data fields run to the end.
+const DATA_OFFSET: usize = 112;
+
 impl SaRecord for ServiceRecord {
     const ATTRIBUTE_ID: AttributeId = AttributeId::SERVICE_RECORD;
 }
@@ -130,6 +133,20 @@ impl ServiceRecord {
     pub fn set_data64(&mut self, data: [u64; 2]) {
         self.data64 = data.map(U64::new);
     }
+
+    /// ServiceData8, 16, 32 and 64 as the 64 bytes they are on the wire
+    /// (the multi-byte fields in network order): for records that carry
+    /// opaque data across all four.
+    pub fn data_bytes(&self) -> [u8; 64] {
+        let mut out = [0; 64];
+        out.copy_from_slice(&self.as_bytes()[DATA_OFFSET..]);
+        out
+    }
+
+    /// Sets all four ServiceData fields from their 64 wire bytes.
+    pub fn set_data_bytes(&mut self, data: &[u8; 64]) {
+        self.as_mut_bytes()[DATA_OFFSET..].copy_from_slice(data);
+    }
 }
 
 impl core::fmt::Debug for ServiceRecord {
@@ -163,5 +180,22 @@ mod tests {
         let long = "x".repeat(100);
         r.set_service_name(&long);
         assert_eq!(r.service_name().len(), 64);
+    }
+
+    #[test]
+    fn data_bytes_span_the_four_data_fields() {
+        let mut r = ServiceRecord::new_zeroed();
+        r.set_data16([0x0102, 0, 0, 0, 0, 0, 0, 0]);
+        r.set_data64([0, 0x0A0B]);
+        let d = r.data_bytes();
+        assert_eq!(&d[16..18], &[1, 2], "ServiceData16[0], network order");
+        assert_eq!(&d[62..64], &[0x0A, 0x0B], "ServiceData64[1]'s low bytes");
+        let mut all = [0u8; 64];
+        all[0] = 0xEE;
+        all[63] = 0x77;
+        r.set_data_bytes(&all);
+        assert_eq!(r.data8()[0], 0xEE);
+        assert_eq!(r.data64()[1], 0x77);
+        assert_eq!(r.service_name(), "", "nothing before the data moved");
     }
 }

@@ -12,7 +12,8 @@
 //!   place; otherwise, like acmp, the template is the destination (DGID
 //!   or DLID) from the source endpoint (its SGID, SLID, P_Key), reversible.
 //! * RESOLVE with SOURCE/DEST entries: the destination (NAME, IP, IP6 via
-//!   the [`Names`] table; GID and LID as they are) from the source
+//!   the [`Names`] tables: the files' first, then what the agents learned
+//!   from the master SA; GID and LID as they are) from the source
 //!   endpoint (named by an address, GID or LID; the first endpoint if
 //!   none is given), as a Get with SGID, SLID, DGID or DLID, P_Key and
 //!   Reversible.
@@ -144,7 +145,10 @@ pub struct DoorCounters {
 pub struct AcmService {
     config: AcmConfig,
     endpoints: Vec<Endpoint>,
+    /// Names from the files (the operator's word: they win).
     names: Names,
+    /// Names the SA agents learned from the master SA.
+    learned: Names,
     /// ACM counters per endpoint.
     counters: Vec<[u64; counter::COUNT]>,
     /// ACM counters of the whole service.
@@ -164,6 +168,7 @@ impl AcmService {
             counters: vec![[0; counter::COUNT]; endpoints.len()],
             endpoints,
             names,
+            learned: Names::new(),
             combined: [0; counter::COUNT],
             pending: HashMap::new(),
             per_conn: HashMap::new(),
@@ -187,6 +192,12 @@ impl AcmService {
     /// Replaces the names table (files reloaded).
     pub fn set_names(&mut self, names: Names) {
         self.names = names;
+    }
+
+    /// Replaces the names learned from the master SA (NodeDescriptions
+    /// and the local-sa directory); the files' names win over them.
+    pub fn set_learned_names(&mut self, names: Names) {
+        self.learned = names;
     }
 
     /// The combined ACM counters.
@@ -439,7 +450,11 @@ impl AcmService {
         let mut t = PathRecord::new_zeroed();
         match &dest_address {
             Address::Lid(lid) => t.set_dlid(*lid),
-            other => match self.names.resolve(other) {
+            other => match self
+                .names
+                .resolve(other)
+                .or_else(|| self.learned.resolve(other))
+            {
                 Some(gid) => {
                     if !matches!(other, Address::Gid(_)) {
                         self.count(ep, counter::ADDR_CACHE);

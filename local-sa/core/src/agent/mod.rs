@@ -29,6 +29,7 @@ mod canary;
 mod forward;
 mod loads;
 mod multicast;
+mod names;
 mod notices;
 mod parties;
 mod paths;
@@ -46,6 +47,7 @@ use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
 use self::forward::Forwarding;
+use self::names::NameState;
 use self::parties::{Asker, Member, Subscriber};
 use self::purpose::Purpose;
 use self::subscriptions::Subscriptions;
@@ -103,6 +105,8 @@ pub struct SaCore {
     transfers: Transfers,
     out: VecDeque<Transmit>,
     counters: Counters,
+    /// Host names from the master, and this port's directory record.
+    naming: NameState,
     shutting_down: bool,
 }
 
@@ -143,6 +147,7 @@ impl SaCore {
             transfers: Transfers::new(config.rmpp),
             out: VecDeque::new(),
             counters: Counters::default(),
+            naming: NameState::default(),
             shutting_down: false,
         };
         agent.handle_timeout(now);
@@ -163,6 +168,7 @@ impl SaCore {
             leaves: m.leaves,
             leases_ended: self.counters.leases_ended + m.leases_ended,
             records: self.store.len() as u64,
+            names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
             queries_waiting: self.forwarding.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
@@ -243,6 +249,7 @@ impl SaCore {
             self.next_registration = None;
             self.register(now);
             self.register_canary(now);
+            self.send_publication(now);
         }
         if self.next_audit.is_some_and(|t| t <= now) {
             self.audit(now);
@@ -317,6 +324,7 @@ impl SaCore {
         self.unsubscribe_all(now);
         self.leave_all(now);
         self.withdraw_canary(now);
+        self.withdraw_publication(now);
     }
 
     /// A request from local connection `conn`, numbered `id` (its answer

@@ -32,6 +32,25 @@ pub(crate) enum Purpose {
     Canary(CanaryStep),
     /// The master's ClassPortInfo.
     MasterInfo,
+    /// Host names for the refresh `epoch`: `table` whole (`key` = `None`)
+    /// or for one port (see `names`).
+    Names {
+        epoch: Epoch,
+        table: NameTable,
+        key: Option<u64>,
+    },
+    /// This port's directory record: registering (or renewing) it, or
+    /// withdrawing it.
+    Publish { register: bool },
+}
+
+/// Which table names come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameTable {
+    /// Channel adapters' NodeRecords (their NodeDescriptions).
+    Nodes,
+    /// The local-sa directory's ServiceRecords.
+    Directory,
 }
 
 /// What a canary request was for.

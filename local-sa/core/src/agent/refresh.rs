@@ -42,6 +42,8 @@ impl SaCore {
         );
         self.refresh = RefreshState::Bulk { epoch };
         self.send_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
+        // Renews this port's directory record's lease.
+        self.send_publication(now);
     }
 
     pub(super) fn bulk_answered(&mut self, now: Instant, epoch: Epoch, answer: &Answer) {
@@ -150,6 +152,7 @@ impl SaCore {
             records = self.store.len(),
             swept, "this port's paths are fresh"
         );
+        self.start_name_fetch(now, epoch);
     }
 
     /// The master did not give the table: keep serving what is cached and

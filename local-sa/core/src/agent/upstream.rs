@@ -47,6 +47,12 @@ impl SaCore {
             Purpose::MasterInfo => self.master_info_answered(now, answer),
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
             Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
+            Purpose::Names { epoch, table, key } => {
+                self.names_answered(now, epoch, table, key, answer)
+            }
+            Purpose::Publish { register } => {
+                self.publication_answered(register, Some(answer.status()))
+            }
         }
     }
 
@@ -73,6 +79,8 @@ impl SaCore {
             Purpose::MasterInfo => self.retry_registration(now),
             Purpose::Membership(op) => self.membership_answered(now, op, None),
             Purpose::Canary(step) => self.canary_answered(now, step, None),
+            Purpose::Names { epoch, .. } => self.names_failed(epoch),
+            Purpose::Publish { register } => self.publication_answered(register, None),
         }
     }
 }

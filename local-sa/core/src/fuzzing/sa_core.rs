@@ -378,7 +378,9 @@ mod tests {
         assert_eq!(s.requests.len(), 5, "the core's requests at start");
         let mut script = vec![6, 4, 0, 192, 0];
         script.extend(&paths);
-        for back in 0..4 {
+        // The other four requests at start, and the two names tables the
+        // finished refresh asked for.
+        for back in 0..6 {
             script.extend([6, back, 0, 0, 0]);
         }
         let mut s = Script::play(&script);

@@ -167,6 +167,11 @@ impl PathStore {
         self.records.iter().map(|(_, s)| &s.record)
     }
 
+    /// Every port the records show, by GUID.
+    pub fn ports(&self) -> impl Iterator<Item = (u64, PortLids)> + '_ {
+        self.ports.iter().map(|(guid, lids)| (*guid, *lids))
+    }
+
     /// The LIDs of the port with this GUID, as the records show them.
     pub fn port(&self, guid: u64) -> Option<PortLids> {
         self.ports.get(&guid).copied()

@@ -178,6 +178,31 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
 }
 
 #[test]
+fn names_learned_from_the_master_resolve_and_the_files_win() {
+    let mut s = service();
+    let mut learned = Names::new();
+    // The master's directory says H5_1 is port 6: the hosts file says 5.
+    for (name, guid) in [("H5_1", 6), ("H7_1", 7)] {
+        learned.insert(
+            Address::Name(name.into()),
+            Gid::new(PREFIX, guid),
+            NameSource::Directory,
+        );
+    }
+    s.set_learned_names(learned);
+    for (name, guid) in [("H5_1", 5), ("H7_1", 7)] {
+        let dest = Entry::for_address(flags::DEST, &Address::Name(name.into()));
+        let (_, q, _) = asked(s.handle_message(9, &resolve(&[dest])));
+        assert_eq!(q.template.dgid(), Gid::new(PREFIX, guid), "{name}");
+    }
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H8_1".into()));
+    assert_eq!(
+        status_of(&s.handle_message(10, &resolve(&[dest]))),
+        Status::EDESTADDR
+    );
+}
+
+#[test]
 fn a_path_template_selects_like_an_sa_get() {
     let mut s = service();
     let mut t = PathRecord::new_zeroed();

@@ -13,13 +13,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use mad_codec::ServiceRecord;
 use mad_codec::attr::class_port_info::cap2;
 use mad_codec::attr::mc_member_record::mask as mc;
+use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::path_record::mask as pr;
+use mad_codec::attr::service_record::mask as sr;
+use mad_codec::codes::NodeType;
 use mad_codec::codes::{NoticeType, ProducerType};
 use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
-use mad_codec::records::SaRecord;
+use mad_codec::records::{SaRecord, put_record};
 use mad_codec::rmpp::{self, RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
@@ -27,6 +29,7 @@ use mad_codec::{
     MAD_LEN, MadStatus, McMemberRecord, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMad,
     SaMadBuilder, Selector, TrapDetails,
 };
+use mad_codec::{NodeRecord, ServiceRecord};
 
 /// How table answers travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +65,10 @@ pub(crate) struct FakeMaster {
     pub(crate) subscriptions: BTreeSet<(u16, u32)>,
     /// TransactionIDs of ReportResps received.
     pub(crate) report_resps: Vec<u64>,
-    /// ServiceRecords held: (ServiceID, ServiceGID).
-    pub(crate) services: BTreeSet<(u64, Gid)>,
+    /// ServiceRecords held, by (ServiceID, ServiceGID).
+    pub(crate) services: BTreeMap<(u64, Gid), ServiceRecord>,
+    /// NodeDescription of the host at each LID (channel adapters).
+    pub(crate) descriptions: BTreeMap<u16, String>,
     /// Multicast groups: the record and each member port's JoinState.
     pub(crate) groups: BTreeMap<Gid, (McMemberRecord, BTreeMap<Gid, JoinState>)>,
     next_mgid: u64,
@@ -123,7 +128,8 @@ impl FakeMaster {
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
-            services: BTreeSet::new(),
+            services: BTreeMap::new(),
+            descriptions: BTreeMap::new(),
             groups: BTreeMap::new(),
             next_mgid: 1,
             next_mlid: 0xC001,
@@ -229,21 +235,61 @@ impl FakeMaster {
                 }
                 self.answer(&h, MadStatus::OK, wire.as_bytes());
             }
+            (AttributeId::SERVICE_RECORD, Method::GET_TABLE) => {
+                let Ok(t) = m.record::<ServiceRecord>() else {
+                    return;
+                };
+                let mask = h.sa.component_mask();
+                let found: Vec<ServiceRecord> = self
+                    .services
+                    .values()
+                    .filter(|r| {
+                        (!mask.intersects(sr::SERVICE_ID) || r.service_id() == t.service_id())
+                            && (!mask.intersects(sr::SERVICE_GID)
+                                || r.service_gid() == t.service_gid())
+                    })
+                    .copied()
+                    .collect();
+                self.table(now, &h, &found);
+            }
+            (AttributeId::NODE_RECORD, Method::GET_TABLE) => {
+                let Ok(t) = m.record::<NodeRecord>() else {
+                    return;
+                };
+                let mask = h.sa.component_mask();
+                let found: Vec<NodeRecord> = self
+                    .descriptions
+                    .iter()
+                    .filter(|(lid, _)| !mask.intersects(nr::LID) || **lid == t.lid())
+                    .map(|(lid, text)| {
+                        let mut r = NodeRecord::new_zeroed();
+                        r.set_lid(*lid);
+                        r.set_node_type(NodeType::CA);
+                        r.set_port_guid(guid(*lid));
+                        r.set_description(text);
+                        r
+                    })
+                    .collect();
+                self.table(now, &h, &found);
+            }
             (AttributeId::SERVICE_RECORD, Method::SET | Method::GET | Method::DELETE) => {
                 let Ok(r) = m.record::<ServiceRecord>() else {
                     return;
                 };
                 let key = (r.service_id(), r.service_gid());
-                let status = match h.mad.method() {
+                let (status, record) = match h.mad.method() {
                     Method::SET => {
-                        self.services.insert(key);
-                        MadStatus::OK
+                        self.services.insert(key, *r);
+                        (MadStatus::OK, *r)
                     }
-                    Method::DELETE if self.services.remove(&key) => MadStatus::OK,
-                    Method::GET if self.services.contains(&key) => MadStatus::OK,
-                    _ => MadStatus::ERR_NO_RECORDS,
+                    Method::DELETE if self.services.remove(&key).is_some() => (MadStatus::OK, *r),
+                    Method::GET => match self.services.get(&key) {
+                        Some(held) => (MadStatus::OK, *held),
+                        None => (MadStatus::ERR_NO_RECORDS, *r),
+                    },
+                    _ => (MadStatus::ERR_NO_RECORDS, *r),
                 };
-                self.answer(&h, status, r.as_bytes());
+                self.answer(&h, status, record.as_bytes());
             }
             (AttributeId::MC_MEMBER_RECORD, Method::SET | Method::DELETE) => {
                 let Ok(r) = m.record::<McMemberRecord>() else {
@@ -357,19 +403,25 @@ impl FakeMaster {
             }
             return;
         }
-        let data: Vec<u8> = found
-            .iter()
-            .flat_map(|r| r.as_bytes().iter().copied())
-            .collect();
+        self.table(now, h, &found);
+    }
+
+    /// Sends `records` as a GetTable answer: in one MAD if they fit, else
+    /// as [`Self::delivery`] says.
+    fn table<R: SaRecord>(&mut self, now: Instant, h: &SaMadHeader, records: &[R]) {
+        let mut data = BytesMut::new();
+        for r in records {
+            put_record(&mut data, r);
+        }
         let mut header = response_header(h, MadStatus::OK);
-        header.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+        header.sa.set_attribute_offset(R::ATTRIBUTE_OFFSET);
         if let Some(one) = rmpp::single_segment(&header, &data) {
             self.out.push_back((one, None));
             return;
         }
         match self.delivery {
             Delivery::Rmpp => {
-                let sender = Sender::new(header, Bytes::from(data), RmppConfig::default(), now)
+                let sender = Sender::new(header, data.freeze(), RmppConfig::default(), now)
                     .expect("the fake master's tables fit RMPP");
                 self.senders.insert(h.mad.transaction_id_low(), sender);
                 self.flush_senders(now);

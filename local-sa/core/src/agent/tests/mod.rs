@@ -7,6 +7,7 @@ mod fake_master;
 mod forwarding;
 mod loads;
 mod multicast;
+mod names;
 mod notices;
 mod population;
 mod subscriptions;

@@ -56,7 +56,8 @@ fn start_registers_and_fetches_this_ports_paths() {
             c.upstream_in_flight,
             c.transfers_active
         ),
-        (1, 5, 0, 0)
+        (1, 7, 0, 0),
+        "ClassPortInfo, two subscriptions, the canary, the paths, then the names tables"
     );
 }
 

@@ -1,0 +1,392 @@
+//! Host names from the master SA, for the ibacm door's name and IP
+//! resolution, and this port's entry in the directory that gives them.
+//!
+//! After each refresh of the paths, two tables are fetched in bulk:
+//!
+//! * NodeRecords of channel adapters (GetTable, NodeType = CA): the first
+//!   word of a port's NodeDescription names its GID (`node17 mlx5_0` →
+//!   `node17`); where several ports share a name, the first one seen
+//!   keeps it;
+//! * the directory ServiceRecords every local-sa publishes
+//!   ([`crate::directory`]; GetTable, ServiceID = the directory's): a
+//!   host name and up to four IP addresses per port. They win over
+//!   NodeDescriptions.
+//!
+//! When an answer comes back cut (a transport without RMPP), the table is
+//! fetched port by port instead — a NodeRecord GetTable by LID and a
+//! directory ServiceRecord Get by GID for each port the PathRecords show,
+//! `walk_window` at a time — as the paths are. The new
+//! names replace the old ones when both tables are in; a fetch that the
+//! master does not answer leaves the old ones in place.
+//!
+//! This port's own directory record is registered with the agent's other
+//! registrations, renewed at every refresh (its lease is three refresh
+//! intervals, so that a node that died without withdrawing it drops out),
+//! and withdrawn at shutdown.
+
+use std::time::Instant;
+
+use mad_codec::attr::node_record::mask as nr;
+use mad_codec::attr::service_record::mask as sr;
+use mad_codec::codes::NodeType;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, Gid, MadStatus, Method, NodeRecord, SaMadBuilder, ServiceRecord};
+use tracing::{debug, info, warn};
+
+use super::SaCore;
+use super::purpose::{NameTable, Purpose};
+use crate::directory::{self, Publication};
+use crate::naming::{Address, MAX_NAME_LEN, NameSource, Names};
+use crate::requester::Answer;
+use crate::store::Epoch;
+
+/// Where the fetch of one table stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TableFetch {
+    /// The bulk GetTable is out.
+    Bulk,
+    /// Fetching port by port: the keys still to ask for (a base LID for
+    /// NodeRecords, a port GUID for the directory) and how many are out.
+    Walk { todo: Vec<u64>, in_flight: usize },
+    /// In.
+    Done,
+}
+
+/// A fetch of both tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct NameFetch {
+    epoch: Epoch,
+    nodes: TableFetch,
+    directory: TableFetch,
+    from_nodes: Names,
+    from_directory: Names,
+}
+
+impl NameFetch {
+    fn table(&mut self, table: NameTable) -> &mut TableFetch {
+        match table {
+            NameTable::Nodes => &mut self.nodes,
+            NameTable::Directory => &mut self.directory,
+        }
+    }
+}
+
+/// What the agent knows of names, and what it publishes.
+#[derive(Debug, Default)]
+pub(super) struct NameState {
+    /// The names from the last complete fetch.
+    pub(super) names: Names,
+    /// Bumped whenever `names` changes.
+    pub(super) generation: u64,
+    pub(super) fetch: Option<NameFetch>,
+    /// What this port publishes in the directory.
+    pub(super) publication: Option<Publication>,
+    /// The master holds this port's directory record.
+    pub(super) published: bool,
+}
+
+/// The host name a NodeDescription gives: its first word, if it is one.
+fn host_name(description: &str) -> Option<&str> {
+    let word = description.split_whitespace().next()?;
+    (word.len() <= MAX_NAME_LEN).then_some(word)
+}
+
+impl SaCore {
+    /// The names and addresses learned from the master SA.
+    pub fn names(&self) -> &Names {
+        &self.naming.names
+    }
+
+    /// A number that changes whenever [`SaCore::names`] does.
+    pub fn names_generation(&self) -> u64 {
+        self.naming.generation
+    }
+
+    /// Publishes `publication` as this port's directory record (`None`
+    /// withdraws it).
+    pub fn publish(&mut self, now: Instant, publication: Option<Publication>) {
+        if publication == self.naming.publication {
+            return;
+        }
+        let withdraw = publication.is_none();
+        self.naming.publication = publication;
+        if withdraw {
+            self.withdraw_publication(now);
+        } else if !self.shutting_down {
+            self.send_publication(now);
+        }
+    }
+
+    /// The directory record's lease: three refresh intervals, at least a
+    /// minute.
+    fn publication_lease(&self) -> u32 {
+        let secs = self.config.refresh_interval.as_secs().saturating_mul(3);
+        u32::try_from(secs.max(60)).unwrap_or(u32::MAX - 1)
+    }
+
+    /// Registers (or renews) this port's directory record.
+    pub(super) fn send_publication(&mut self, now: Instant) {
+        let Some(p) = &self.naming.publication else {
+            return;
+        };
+        if self
+            .upstream
+            .any_pending(|p| *p == Purpose::Publish { register: true })
+        {
+            return;
+        }
+        let record = p.record(self.port.gid, self.publication_lease());
+        let mut b =
+            SaMadBuilder::request(Method::SET, 0, AttributeId::SERVICE_RECORD).record(&record);
+        b.header_mut().sa.set_component_mask(directory::set_mask());
+        self.send_upstream(now, Purpose::Publish { register: true }, &b.into_bytes());
+    }
+
+    /// Withdraws this port's directory record if the master holds it.
+    pub(super) fn withdraw_publication(&mut self, now: Instant) {
+        if !self.naming.published {
+            return;
+        }
+        self.naming.published = false;
+        let mut r = ServiceRecord::new_zeroed();
+        r.set_service_id(directory::SERVICE_ID);
+        r.set_service_gid(self.port.gid);
+        r.set_service_pkey(directory::SERVICE_PKEY);
+        let mut b =
+            SaMadBuilder::request(Method::DELETE, 0, AttributeId::SERVICE_RECORD).record(&r);
+        b.header_mut()
+            .sa
+            .set_component_mask(sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY);
+        self.send_upstream(now, Purpose::Publish { register: false }, &b.into_bytes());
+    }
+
+    /// The master answered a directory Set or Delete (`None`: it did not).
+    pub(super) fn publication_answered(&mut self, register: bool, status: Option<MadStatus>) {
+        match (register, status) {
+            (true, Some(MadStatus::OK)) => {
+                if !self.naming.published {
+                    debug!("this port's directory record is registered at the master");
+                }
+                self.naming.published = true;
+            }
+            (true, other) => warn!(
+                status = ?other,
+                "the master did not take this port's directory record; other nodes will not \
+                 resolve this host's name or addresses until the next refresh"
+            ),
+            (false, _) => {}
+        }
+    }
+
+    /// Starts fetching names for the refresh `epoch` (replacing a fetch
+    /// still running).
+    pub(super) fn start_name_fetch(&mut self, now: Instant, epoch: Epoch) {
+        self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+        self.naming.fetch = Some(NameFetch {
+            epoch,
+            nodes: TableFetch::Bulk,
+            directory: TableFetch::Bulk,
+            from_nodes: Names::new(),
+            from_directory: Names::new(),
+        });
+        for table in [NameTable::Nodes, NameTable::Directory] {
+            self.ask_names(now, epoch, table, None);
+        }
+    }
+
+    /// Asks for `table`, whole (`key` = `None`) or for one port.
+    fn ask_names(&mut self, now: Instant, epoch: Epoch, table: NameTable, key: Option<u64>) {
+        let mad = match table {
+            NameTable::Nodes => {
+                let mut t = NodeRecord::new_zeroed();
+                let mask = match key {
+                    None => {
+                        t.set_node_type(NodeType::CA);
+                        nr::NODE_TYPE
+                    }
+                    Some(lid) => {
+                        t.set_lid(lid as u16);
+                        nr::LID
+                    }
+                };
+                let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD)
+                    .record(&t);
+                b.header_mut().sa.set_component_mask(mask);
+                b.into_bytes()
+            }
+            NameTable::Directory => {
+                let mut t = ServiceRecord::new_zeroed();
+                t.set_service_id(directory::SERVICE_ID);
+                // One port's record is asked for with a Get (its identity
+                // is the whole key), whose answer is a plain MAD: a
+                // table answer travels RMPP-framed, and the simulator cuts
+                // a 176-byte record even when it is alone.
+                let (method, mask) = match key {
+                    None => (Method::GET_TABLE, sr::SERVICE_ID),
+                    Some(guid) => {
+                        t.set_service_gid(Gid::new(self.port.gid.prefix(), guid));
+                        t.set_service_pkey(directory::SERVICE_PKEY);
+                        (
+                            Method::GET,
+                            sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY,
+                        )
+                    }
+                };
+                let mut b =
+                    SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD).record(&t);
+                b.header_mut().sa.set_component_mask(mask);
+                b.into_bytes()
+            }
+        };
+        self.send_upstream(now, Purpose::Names { epoch, table, key }, &mad);
+    }
+
+    /// The master answered a names request.
+    pub(super) fn names_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: NameTable,
+        key: Option<u64>,
+        answer: &Answer,
+    ) {
+        let prefix = self.port.gid.prefix();
+        let walk_keys: Vec<u64> = if key.is_none() && answer.is_cut() {
+            match table {
+                NameTable::Nodes => self.store.ports().map(|(_, p)| u64::from(p.lid)).collect(),
+                NameTable::Directory => self.store.ports().map(|(guid, _)| guid).collect(),
+            }
+        } else {
+            Vec::new()
+        };
+        let Some(fetch) = self.naming.fetch.as_mut().filter(|f| f.epoch == epoch) else {
+            return;
+        };
+        let status = answer.status();
+        if key.is_none() && status != MadStatus::OK && status != MadStatus::ERR_NO_RECORDS {
+            warn!(%status, ?table, "the master refused the names table; keeping the names known");
+            self.naming.fetch = None;
+            return;
+        }
+        if key.is_none() && answer.is_cut() {
+            debug!(
+                ?table,
+                ports = walk_keys.len(),
+                "the names table came back cut; fetching port by port"
+            );
+            *fetch.table(table) = TableFetch::Walk {
+                todo: walk_keys,
+                in_flight: 0,
+            };
+        } else {
+            if status == MadStatus::OK {
+                match table {
+                    NameTable::Nodes => {
+                        for r in answer.records::<NodeRecord>() {
+                            if r.node_type() != NodeType::CA {
+                                continue;
+                            }
+                            if let Some(name) = host_name(&r.description()) {
+                                fetch.from_nodes.insert_if_absent(
+                                    Address::Name(name.to_owned()),
+                                    Gid::new(prefix, r.port_guid()),
+                                    NameSource::NodeDescription,
+                                );
+                            }
+                        }
+                    }
+                    NameTable::Directory if key.is_some() => {
+                        if let Some((gid, p)) = Publication::from_record(&answer.record()) {
+                            p.add_to(gid, &mut fetch.from_directory);
+                        }
+                    }
+                    NameTable::Directory => {
+                        for r in answer.records::<ServiceRecord>() {
+                            if let Some((gid, p)) = Publication::from_record(r) {
+                                p.add_to(gid, &mut fetch.from_directory);
+                            }
+                        }
+                    }
+                }
+            }
+            match fetch.table(table) {
+                TableFetch::Walk { in_flight, .. } => *in_flight = in_flight.saturating_sub(1),
+                t => *t = TableFetch::Done,
+            }
+        }
+        self.walk_names(now, epoch, table);
+    }
+
+    /// The master did not answer a names request: keep the names known.
+    pub(super) fn names_failed(&mut self, epoch: Epoch) {
+        if self.naming.fetch.as_ref().is_some_and(|f| f.epoch == epoch) {
+            self.naming.fetch = None;
+            self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+        }
+    }
+
+    /// Keeps `walk_window` port queries of `table` in flight; takes the
+    /// new names when both tables are in.
+    fn walk_names(&mut self, now: Instant, epoch: Epoch, table: NameTable) {
+        let window = self.config.walk_window;
+        let mut ask = Vec::new();
+        let Some(fetch) = self.naming.fetch.as_mut() else {
+            return;
+        };
+        let state = fetch.table(table);
+        if let TableFetch::Walk { todo, in_flight } = state {
+            while *in_flight < window {
+                let Some(key) = todo.pop() else { break };
+                ask.push(key);
+                *in_flight += 1;
+            }
+            if todo.is_empty() && *in_flight == 0 {
+                *state = TableFetch::Done;
+            }
+        }
+        for key in ask {
+            self.ask_names(now, epoch, table, Some(key));
+        }
+        self.finish_name_fetch();
+    }
+
+    /// Takes the fetched names if both tables are in.
+    fn finish_name_fetch(&mut self) {
+        let done = self
+            .naming
+            .fetch
+            .as_ref()
+            .is_some_and(|f| f.nodes == TableFetch::Done && f.directory == TableFetch::Done);
+        if !done {
+            return;
+        }
+        let Some(fetch) = self.naming.fetch.take() else {
+            return;
+        };
+        self.counters.name_fetches += 1;
+        let mut names = fetch.from_directory;
+        names.fill_from(&fetch.from_nodes);
+        tracing::trace!(?names, "names fetched");
+        if names != self.naming.names {
+            info!(
+                names = names.len(),
+                "host names and addresses from the master SA"
+            );
+            self.naming.names = names;
+            self.naming.generation += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_name;
+
+    #[test]
+    fn a_node_description_names_its_host_by_its_first_word() {
+        assert_eq!(host_name("node17 mlx5_0"), Some("node17"));
+        assert_eq!(host_name("H4_1"), Some("H4_1"));
+        assert_eq!(host_name("   "), None);
+        assert_eq!(host_name(&"x".repeat(64)), None);
+    }
+}
