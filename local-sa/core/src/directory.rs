@@ -47,11 +47,8 @@ pub const MAX_ADDRESSES: usize = 3;
 /// The component mask of a directory record's Set: every field it
 /// defines, all 64 data bytes included.
 pub fn set_mask() -> ComponentMask {
-    let mut mask = sr::SERVICE_ID
-        | sr::SERVICE_GID
-        | sr::SERVICE_PKEY
-        | sr::SERVICE_LEASE
-        | sr::SERVICE_NAME;
+    let mut mask =
+        sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY | sr::SERVICE_LEASE | sr::SERVICE_NAME;
     for i in 0..16 {
         mask |= sr::data8(i);
     }

@@ -7,18 +7,17 @@
 
 use std::cell::Cell;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::{Rc, Weak};
 
 use bytes::Bytes;
 use smol::Async;
 use smol::channel::{self, Sender};
 use smol::io::AsyncReadExt;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::api::{CONNECTION_QUEUE, write_frames};
+use crate::listener::Listener;
 use local_sa_core::acm::wire;
 use local_sa_core::request::ConnId;
 
@@ -36,35 +35,19 @@ pub(crate) enum AcmEvent {
 /// One listening socket.
 #[derive(Debug)]
 pub(crate) struct AcmListener {
-    listener: Async<UnixListener>,
-    path: PathBuf,
+    listener: Listener,
 }
 
 impl AcmListener {
-    /// Binds `path`, mode 0666 like ibacm's. A stale socket file there is
-    /// replaced; one that a live server (ibacm, another local-sa) answers
-    /// on is left alone and refused with `AddrInUse`.
+    /// Binds `path`, mode 0666 like ibacm's (see [`Listener::bind`]).
     pub(crate) fn bind(path: &Path) -> io::Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                "another server (ibacm, or another local-sa) answers on it",
-            ));
-        }
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let listener = UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
-        info!(socket = %path.display(), "ibacm protocol listening");
-        Ok(Self {
-            listener: Async::new(listener)?,
-            path: path.to_owned(),
-        })
+        Ok(Self::new(Listener::bind(path, 0o666, None)?))
+    }
+
+    /// Serves on `listener`.
+    pub(crate) fn new(listener: Listener) -> Self {
+        info!(socket = %listener.label(), "ibacm protocol listening");
+        Self { listener }
     }
 
     /// Accepts connections for ever, numbering them from `ids`, spawning
@@ -76,16 +59,7 @@ impl AcmListener {
         events: Sender<AcmEvent>,
     ) {
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    warn!(socket = %self.path.display(), error = %e, "accepting an ibacm connection failed");
-                    smol::Timer::after(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let conn = ids.get();
-            ids.set(conn + 1);
+            let (conn, stream) = self.listener.accept(&ids).await;
             let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
             if events
                 .send(AcmEvent::Opened { conn, writer: tx })
@@ -101,12 +75,6 @@ impl AcmListener {
             ex.spawn(read_messages(conn, stream, events.clone()))
                 .detach();
         }
-    }
-}
-
-impl Drop for AcmListener {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 

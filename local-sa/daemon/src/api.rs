@@ -6,16 +6,15 @@
 //! that of any closed connection. Bad frames get an error frame and never
 //! touch another connection.
 
-use std::io;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::os::unix::net::UnixStream;
 
 use bytes::Bytes;
 use smol::Async;
 use smol::channel::{self, Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
+
+use crate::listener::Listener;
 
 use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
 use local_sa_core::request::{ConnId, Request};
@@ -48,35 +47,18 @@ pub(crate) enum ApiEvent {
 /// The listening socket.
 #[derive(Debug)]
 pub(crate) struct ApiServer {
-    listener: Async<UnixListener>,
-    path: PathBuf,
+    listener: Listener,
 }
 
 impl ApiServer {
-    /// Binds `path` (a stale socket file there is replaced) with file mode
-    /// `mode` and, if given, group `gid`.
-    pub(crate) fn bind(path: &Path, mode: u32, gid: Option<u32>) -> io::Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let listener = UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-        if gid.is_some() {
-            std::os::unix::fs::chown(path, None, gid)?;
-        }
-        Ok(Self {
-            listener: Async::new(listener)?,
-            path: path.to_owned(),
-        })
+    /// Serves on `listener`.
+    pub(crate) fn new(listener: Listener) -> Self {
+        Self { listener }
     }
 
     /// Where it listens.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
+    pub(crate) fn label(&self) -> &str {
+        self.listener.label()
     }
 
     /// Accepts connections for ever, numbering them from `ids` (shared
@@ -89,16 +71,7 @@ impl ApiServer {
         events: Sender<ApiEvent>,
     ) {
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    warn!(error = %e, "accepting a local API connection failed");
-                    smol::Timer::after(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let conn = ids.get();
-            ids.set(conn + 1);
+            let (conn, stream) = self.listener.accept(&ids).await;
             let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
             if events
                 .send(ApiEvent::Opened { conn, writer: tx })
@@ -114,12 +87,6 @@ impl ApiServer {
                 .detach();
             ex.spawn(read_frames(conn, stream, events.clone())).detach();
         }
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -195,5 +162,5 @@ pub(crate) async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames:
 
 /// Logs where the API listens.
 pub(crate) fn announce(server: &ApiServer, mode: u32) {
-    info!(socket = %server.path().display(), mode = format_args!("{mode:o}"), "local API listening");
+    info!(socket = %server.label(), mode = format_args!("{mode:o}"), "local API listening");
 }

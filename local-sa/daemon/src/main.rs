@@ -1,10 +1,12 @@
 //! The local-sa daemon: see `local-sa --help`.
 
 mod acm_socket;
+mod activation;
 mod api;
 mod bridge;
 mod driver;
 mod endpoints;
+mod listener;
 mod options;
 mod run;
 mod stats;

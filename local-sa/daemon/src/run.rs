@@ -17,9 +17,11 @@ use tracing::{info, warn};
 use crate::driver::{Driver, Sources};
 
 use crate::acm_socket::AcmListener;
+use crate::activation;
 use crate::api;
 use crate::bridge::identity;
 use crate::endpoints;
+use crate::listener::Listener;
 use crate::options::Options;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
@@ -103,22 +105,26 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
         "serving SA PathRecord queries"
     );
-    let api = match options.api_socket_path(&facts) {
-        Some(path) => {
-            let server =
-                api::ApiServer::bind(&path, options.api_mode, options.api_group).map_err(|e| {
+    let activated = activation::activated().map_err(DaemonError::Acm)?;
+    let api = match (activated.api, options.api_socket_path(&facts)) {
+        (Some(inherited), _) => Some(api::ApiServer::new(inherited)),
+        (None, Some(path)) => {
+            let listener =
+                Listener::bind(&path, options.api_mode, options.api_group).map_err(|e| {
                     DaemonError::Device(format!(
                         "cannot listen on the local API socket {}: {e}",
                         path.display()
                     ))
                 })?;
-            api::announce(&server, options.api_mode);
-            Some(server)
+            Some(api::ApiServer::new(listener))
         }
-        None => None,
+        (None, None) => None,
     };
+    if let Some(server) = &api {
+        api::announce(server, options.api_mode);
+    }
     let ids = std::rc::Rc::new(std::cell::Cell::new(1));
-    let (acm, acm_listeners) = acm_door(options, &sysfs, &facts)?;
+    let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
     let publication =
         endpoints::publication(options, acm.as_ref().map_or(&[][..], AcmService::endpoints))
             .map_err(DaemonError::Acm)?;
@@ -168,15 +174,28 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
 }
 
 /// The ibacm door and its listening sockets, or none if it serves on no
-/// socket. Default sockets that cannot be created are skipped with a
-/// warning; sockets asked for must be created.
+/// socket. Sockets systemd passed replace the default ones; default
+/// sockets that cannot be created are skipped with a warning; sockets
+/// asked for with --acm-socket must be created.
 fn acm_door(
     options: &Options,
     sysfs: &Sysfs,
     facts: &PortFacts,
+    inherited: Vec<Listener>,
 ) -> Result<(Option<AcmService>, Vec<AcmListener>), DaemonError> {
-    let (paths, defaults) = options.acm_socket_paths();
-    let mut listeners = Vec::new();
+    let (mut paths, defaults) = options.acm_socket_paths();
+    if defaults && !inherited.is_empty() {
+        paths.clear();
+    }
+    let none = !defaults && paths.is_empty() && !options.acm_sockets.is_empty();
+    if none && !inherited.is_empty() {
+        warn!("--acm-socket none: not serving the ibacm sockets systemd passed");
+    }
+    let mut listeners: Vec<AcmListener> = if none {
+        Vec::new()
+    } else {
+        inherited.into_iter().map(AcmListener::new).collect()
+    };
     for path in &paths {
         match AcmListener::bind(path) {
             Ok(l) => listeners.push(l),

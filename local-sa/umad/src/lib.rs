@@ -5,6 +5,7 @@
 //! the project lives in [`sys`] (private), each with its `// SAFETY:`.
 
 mod abi;
+pub mod activation;
 mod address;
 mod device;
 pub mod port;

@@ -29,6 +29,7 @@ mod canary;
 mod forward;
 mod loads;
 mod multicast;
+mod name_state;
 mod names;
 mod notices;
 mod parties;
@@ -47,7 +48,7 @@ use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
 use self::forward::Forwarding;
-use self::names::NameState;
+use self::name_state::NameState;
 use self::parties::{Asker, Member, Subscriber};
 use self::purpose::Purpose;
 use self::subscriptions::Subscriptions;

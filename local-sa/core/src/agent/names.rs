@@ -34,56 +34,12 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, NodeRecord, SaMadBuilder, S
 use tracing::{debug, info, warn};
 
 use super::SaCore;
+use super::name_state::{NameFetch, TableFetch};
 use super::purpose::{NameTable, Purpose};
 use crate::directory::{self, Publication};
 use crate::naming::{Address, MAX_NAME_LEN, NameSource, Names};
 use crate::requester::Answer;
 use crate::store::Epoch;
-
-/// Where the fetch of one table stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TableFetch {
-    /// The bulk GetTable is out.
-    Bulk,
-    /// Fetching port by port: the keys still to ask for (a base LID for
-    /// NodeRecords, a port GUID for the directory) and how many are out.
-    Walk { todo: Vec<u64>, in_flight: usize },
-    /// In.
-    Done,
-}
-
-/// A fetch of both tables.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct NameFetch {
-    epoch: Epoch,
-    nodes: TableFetch,
-    directory: TableFetch,
-    from_nodes: Names,
-    from_directory: Names,
-}
-
-impl NameFetch {
-    fn table(&mut self, table: NameTable) -> &mut TableFetch {
-        match table {
-            NameTable::Nodes => &mut self.nodes,
-            NameTable::Directory => &mut self.directory,
-        }
-    }
-}
-
-/// What the agent knows of names, and what it publishes.
-#[derive(Debug, Default)]
-pub(super) struct NameState {
-    /// The names from the last complete fetch.
-    pub(super) names: Names,
-    /// Bumped whenever `names` changes.
-    pub(super) generation: u64,
-    pub(super) fetch: Option<NameFetch>,
-    /// What this port publishes in the directory.
-    pub(super) publication: Option<Publication>,
-    /// The master holds this port's directory record.
-    pub(super) published: bool,
-}
 
 /// The host name a NodeDescription gives: its first word, if it is one.
 fn host_name(description: &str) -> Option<&str> {

@@ -7,6 +7,7 @@
 //! `open64`, which the simulator's LD_PRELOAD (umad2sim) does not intercept,
 //! and it would bypass the simulated device and sysfs entirely.
 
+pub(crate) mod activation;
 pub(crate) mod verbs;
 
 use std::ffi::{CStr, CString, OsStr};

@@ -1,0 +1,48 @@
+//! Sockets systemd passed (socket activation), sorted by door: a listening
+//! Unix socket named `api` (`FileDescriptorName=api`) serves the local
+//! API; every other listening Unix socket serves the ibacm protocol (as
+//! ibacm's own `ibacm.socket` passes them, unnamed); a netlink socket is
+//! for the kernel's queries, which this version does not serve yet.
+
+use tracing::{info, warn};
+
+use crate::listener::Listener;
+use umad::activation::{Inherited, SocketKind, take_inherited};
+
+/// The inherited sockets, by door.
+#[derive(Debug, Default)]
+pub(crate) struct Activated {
+    /// The local API's socket.
+    pub(crate) api: Option<Listener>,
+    /// The ibacm protocol's sockets.
+    pub(crate) acm: Vec<Listener>,
+}
+
+/// Takes the sockets systemd passed to this process, if any.
+pub(crate) fn activated() -> Result<Activated, String> {
+    let inherited = take_inherited(|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    let mut out = Activated::default();
+    for Inherited { fd, name, kind } in inherited {
+        match kind {
+            SocketKind::UnixListener => {
+                let listener = Listener::inherited(fd)
+                    .map_err(|e| format!("cannot use the inherited socket {name:?}: {e}"))?;
+                if name == "api" && out.api.is_none() {
+                    out.api = Some(listener);
+                } else {
+                    out.acm.push(listener);
+                }
+            }
+            SocketKind::Netlink { .. } | SocketKind::Datagram => info!(
+                name,
+                ?kind,
+                "an inherited netlink socket: the kernel's RDMA_NL_LS queries are not served by this version; closing it"
+            ),
+            SocketKind::Other => warn!(
+                name,
+                "an inherited descriptor is not a listening Unix socket; closing it"
+            ),
+        }
+    }
+    Ok(out)
+}
