@@ -203,6 +203,39 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
         "{out}"
     );
 
+    // lsaquery --resolve: the same path through the same protocol.
+    let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(&lsaquery)
+        .arg("--acm-socket")
+        .arg(socket)
+        .args(["--resolve", "H9_1", "--json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{json}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        json.starts_with(r#"{"path_flags":["primary","outbound","inbound-reverse","gmp"],"path":{"record":"PathRecord""#),
+        "{json}"
+    );
+    assert!(json.contains(&format!(r#""dlid":{}"#, dest.lid)), "{json}");
+    assert!(
+        json.contains(r#"{"source":"H2_1"}"#),
+        "the source it chose:\n{json}"
+    );
+    let out = Command::new(&lsaquery)
+        .arg("--acm-socket")
+        .arg(socket)
+        .args(["--resolve", "no-such-host"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no-such-host: EDESTADDR"), "{err}");
+
     // Endpoints: this port with its P_Key, named by the address file.
     let (out, ok) = ib_acme(socket, &["-e"]);
     assert!(ok, "{out}");

@@ -63,6 +63,12 @@ EXAMPLES:
                                          hold it until Ctrl-C
   lsaquery --master --join ff12:... -J 2 join by MAD at the master
 
+RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
+  lsaquery --resolve node17              path set to a host by name
+  lsaquery --resolve 10.0.0.9 --json     ... by IP address, as JSON
+  lsaquery --resolve 9 --source 4        ... by LID, from the port at LID 4
+  lsaquery --resolve fe80::2:c903:0:1 --cached-only
+
 EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
   3 no usable port or device; 4 no answer (time-out, or nobody serves
@@ -215,6 +221,34 @@ pub(crate) struct Cli {
     /// --dlid, --sgid, --dgid, --pkey, --sl, ...); give the SA's --smkey.
     #[arg(long = "delete-matching")]
     pub(crate) delete_matching: bool,
+    /// Resolve DEST (a host name, IP address, GID or LID) to its path set
+    /// through the ibacm protocol, as ib_acme does: from local-sa's ibacm
+    /// socket (--acm-socket), answered from its cache like a PathRecord
+    /// query. No umad access needed.
+    #[arg(long, value_name = "DEST", conflicts_with_all = ["load", "delete", "delete_matching", "bench", "subscribe", "join", "leave"])]
+    pub(crate) resolve: Option<String>,
+    /// With --resolve: the source endpoint (a name, address, GID or LID of
+    /// this node; default: the one the server chooses, as ibacm does).
+    #[arg(long, value_name = "SRC", requires = "resolve")]
+    pub(crate) source: Option<String>,
+    /// With --resolve: how to read DEST and --source (default: a number is
+    /// a LID, an IPv6 address in fe80::/64 a GID, other addresses IPs,
+    /// anything else a name).
+    #[arg(
+        long = "resolve-as",
+        value_enum,
+        value_name = "KIND",
+        requires = "resolve"
+    )]
+    pub(crate) resolve_as: Option<crate::resolve::AddressKind>,
+    /// With --resolve: answer from the cache only (ENODATA on a miss),
+    /// like ib_acme -c.
+    #[arg(long = "cached-only", requires = "resolve")]
+    pub(crate) cached_only: bool,
+    /// With --resolve: the ibacm-protocol socket (default
+    /// /run/ibacm-unix.sock, where local-sa serves it and ib_acme looks).
+    #[arg(long = "acm-socket", value_name = "PATH", requires = "resolve")]
+    pub(crate) acm_socket: Option<std::path::PathBuf>,
     /// Benchmark: send the query N times, --window at a time, and print the
     /// answer rate and latency percentiles.
     #[arg(long, value_name = "N", value_parser = number::<u64>)]

@@ -9,6 +9,7 @@ mod print;
 mod query;
 mod records_file;
 mod registration;
+mod resolve;
 mod session;
 
 use std::process::ExitCode;
@@ -110,6 +111,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
+    if let Some(dest) = &cli.resolve {
+        return resolve_path(cli, dest);
+    }
     let mode = Mode::from_cli(cli)?;
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
@@ -315,4 +319,30 @@ fn records<'a, T: SaRecord>(
     mad.records::<T>()
         .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
     Ok(answer.records::<T>().collect())
+}
+
+/// --resolve: the path set through the ibacm protocol.
+fn resolve_path(cli: &Cli, dest: &str) -> Result<(), Failure> {
+    let usage = |e: String| Failure::new(2, e);
+    let dest = resolve::parse(dest, cli.resolve_as).map_err(usage)?;
+    let source = cli
+        .source
+        .as_deref()
+        .map(|s| resolve::parse(s, cli.resolve_as))
+        .transpose()
+        .map_err(usage)?;
+    let socket = cli
+        .acm_socket
+        .clone()
+        .unwrap_or_else(|| resolve::DEFAULT_SOCKET.into());
+    // The server may ask the master, which retries: wait for all of it.
+    let timeout = Duration::from_millis(cli.timeout_ms.max(1)) * (cli.retries + 2);
+    resolve::resolve(
+        &socket,
+        &dest,
+        source.as_ref(),
+        cli.cached_only,
+        cli.json,
+        timeout,
+    )
 }
