@@ -24,16 +24,21 @@ impl<'f> LocalSa<'f> {
     /// Starts local-sa (this workspace's, see [`crate::program`]) on
     /// `node` with `args` and waits until it has its port's paths (its
     /// `refreshes` counter is at least 1). Unless `args` say otherwise,
-    /// it serves ibacm's protocol on a socket in the fabric's directory
-    /// ([`Self::acm_socket`]), never on the system's.
+    /// it serves ibacm's protocol and its local API on sockets in the
+    /// fabric's directory ([`Self::acm_socket`], `<node>.api.sock`), never
+    /// on the system's: fabrics of tests running side by side have nodes
+    /// of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
-        let acm_args: Vec<&std::ffi::OsStr> = if args.contains(&"--acm-socket") {
-            Vec::new()
-        } else {
-            vec!["--acm-socket".as_ref(), acm_socket.as_os_str()]
-        };
+        let api_socket = fabric.dir().join(format!("{node}.api.sock"));
+        let mut socket_args: Vec<&std::ffi::OsStr> = Vec::new();
+        if !args.contains(&"--acm-socket") {
+            socket_args.extend(["--acm-socket".as_ref(), acm_socket.as_os_str()]);
+        }
+        if !args.contains(&"--api-socket") {
+            socket_args.extend(["--api-socket".as_ref(), api_socket.as_os_str()]);
+        }
         let process = fabric
             .node(node)?
             .workspace_program("local-sa")
@@ -44,7 +49,7 @@ impl<'f> LocalSa<'f> {
             )
             .arg("--stats-file")
             .arg(&counters)
-            .args(acm_args)
+            .args(socket_args)
             .args(args)
             .spawn()?;
         let mut sa = Self {

@@ -58,6 +58,9 @@ pub(crate) struct FakeMaster {
     pub(crate) delivery: Delivery,
     /// When false, requests vanish.
     pub(crate) answering: bool,
+    /// Error answers framed as RMPP Active with type 0, as OpenSM's come
+    /// through the simulator, and marked cut by the transport.
+    pub(crate) rmpp_errors: bool,
     pub(crate) qos: bool,
     /// Every request received, in order (RMPP ACKs excluded).
     pub(crate) requests: Vec<Seen>,
@@ -124,6 +127,7 @@ impl FakeMaster {
             paths,
             delivery: Delivery::Rmpp,
             answering: true,
+            rmpp_errors: false,
             qos: false,
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
@@ -443,10 +447,21 @@ impl FakeMaster {
     }
 
     fn answer(&mut self, request: &SaMadHeader, status: MadStatus, data: &[u8]) {
-        let header = response_header(request, status);
+        let mut header = response_header(request, status);
+        let framed = self.rmpp_errors && status != MadStatus::OK;
+        if framed {
+            header.rmpp =
+                RmppHeader::new(RmppType::NONE, RmppFlags::ACTIVE, RmppStatus::NORMAL, 0, 0);
+        }
         let mut mad = BytesMut::from(header.as_bytes());
         mad.extend_from_slice(data);
-        self.out.push_back((mad.freeze(), None));
+        if framed {
+            mad.resize(MAD_LEN, 0xA5);
+            self.out
+                .push_back((mad.freeze(), Some(SaMadHeader::LEN + 168)));
+        } else {
+            self.out.push_back((mad.freeze(), None));
+        }
     }
 
     fn flush_senders(&mut self, now: Instant) {

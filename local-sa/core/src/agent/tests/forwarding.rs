@@ -241,3 +241,37 @@ fn a_cut_table_never_reaches_a_local_connection_as_if_it_were_whole() {
     assert_eq!(got.len(), 1);
     assert_eq!(SaMad::parse(&got[0]).unwrap().mad().status(), MadStatus::OK);
 }
+
+#[test]
+fn an_error_answer_framed_like_a_table_still_reaches_a_local_connection() {
+    use crate::request::{Lookup, PathQuery, Request};
+    use mad_codec::zerocopy::FromZeros;
+    let mut master =
+        super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
+    master.delivery = super::fake_master::Delivery::Cut;
+    master.rmpp_errors = true;
+    let mut b = Bench::new(master, AgentConfig::default());
+    let mut template = mad_codec::PathRecord::new_zeroed();
+    template.set_slid(super::bench::MY_LID);
+    template.set_dlid(999);
+    b.core.handle_local(
+        b.now,
+        1,
+        6,
+        Request::PathQuery {
+            query: PathQuery {
+                method: Method::GET,
+                mask: pr::SLID | pr::DLID,
+                template,
+            },
+            lookup: Lookup::Anywhere,
+        },
+    );
+    b.pump();
+    let reply = b.core.poll_local().expect("an answer");
+    assert_eq!(
+        (reply.request, reply.status),
+        (6, MadStatus::ERR_NO_RECORDS),
+        "the master's status, not a made-up shortage"
+    );
+}
