@@ -15,6 +15,7 @@
 //! # Ok::<(), conformance::FabricError>(())
 //! ```
 
+pub mod acm_client;
 pub mod fabric;
 pub mod golden;
 pub mod local_sa;

@@ -1,7 +1,9 @@
 //! The same PathRecord load against OpenSM, local-sa and a do-nothing echo
 //! agent on one simulated fabric, in one run: answers per second, latency
 //! percentiles (from `lsaquery --bench`), and the CPU each server process
-//! (and ibsim, which carries every MAD) spends per 10 000 answers.
+//! (and ibsim, which carries every MAD) spends per 10 000 answers. Then
+//! the same path through local-sa's ibacm socket — resolved by LID and by
+//! host name — with the same window, from a client in this process.
 //!
 //! Build the echo agent first (local-sa and lsaquery are built on demand),
 //! then run it:
@@ -14,9 +16,14 @@
 //! Defaults: 20 000 queries, 16 outstanding, 3 rounds (the servers take
 //! turns within each round).
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
+use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
 use conformance::{Fabric, LocalSa, Node, Topology};
 
 fn main() -> ExitCode {
@@ -116,7 +123,7 @@ impl Load<'_> {
                 "--window",
                 &self.window.to_string(),
             ])
-            .timeout(std::time::Duration::from_secs(600))
+            .timeout(Duration::from_secs(600))
             .output()
             .map_err(|e| e.to_string())?;
         let (cpu1, sim1) = (
@@ -142,6 +149,57 @@ impl Load<'_> {
             p99: json_number(&out.stdout, "p99").unwrap_or(0.0),
             cpu_per_10k: (cpu1 - cpu0) * per_10k,
             ibsim_per_10k: (sim1 - sim0) * per_10k,
+        })
+    }
+}
+
+/// A load on the ibacm socket: `queries` RESOLVEs (`message(tid)`),
+/// `window` outstanding, each answer checked to be the path to `dlid`.
+struct AcmLoad<'a> {
+    socket: &'a Path,
+    message: &'a dyn Fn(u64) -> Vec<u8>,
+    dlid: u16,
+    queries: u64,
+    window: usize,
+}
+
+impl AcmLoad<'_> {
+    fn measure(&self, server: u32, hz: f64) -> Result<Sample, String> {
+        let mut s = UnixStream::connect(self.socket)
+            .map_err(|e| format!("{}: {e}", self.socket.display()))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let cpu0 = cpu_seconds(server, hz)?;
+        let start = Instant::now();
+        let mut sent_at: HashMap<u64, Instant> = HashMap::new();
+        let mut latencies = Vec::with_capacity(self.queries as usize);
+        let mut sent = 0u64;
+        while (latencies.len() as u64) < self.queries {
+            while sent < self.queries && sent_at.len() < self.window {
+                s.write_all(&(self.message)(sent))
+                    .map_err(|e| e.to_string())?;
+                sent_at.insert(sent, Instant::now());
+                sent += 1;
+            }
+            let (op, status, tid, body) = read_reply(&mut s).map_err(|e| e.to_string())?;
+            if op != RESOLVE | ACK || status != 0 || path_dlid(&body) != Some(self.dlid) {
+                return Err(format!(
+                    "the ibacm door answered request {tid} with opcode {op:#x} status {status}"
+                ));
+            }
+            let at = sent_at.remove(&tid).ok_or("an answer to no request")?;
+            latencies.push(at.elapsed().as_secs_f64() * 1e6);
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let cpu1 = cpu_seconds(server, hz)?;
+        latencies.sort_by(f64::total_cmp);
+        let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
+        Ok(Sample {
+            rate: self.queries as f64 / elapsed,
+            p50: pct(0.5),
+            p99: pct(0.99),
+            cpu_per_10k: (cpu1 - cpu0) * 10_000.0 / self.queries as f64,
+            ibsim_per_10k: 0.0,
         })
     }
 }
@@ -178,7 +236,12 @@ fn run() -> Result<(), String> {
             .map(|p| p.lid)
             .map_err(|e| e.to_string())
     };
-    let sa = LocalSa::start(&fabric, "h20", &[]).map_err(|e| e.to_string())?;
+    let mut sa = LocalSa::start(&fabric, "h20", &[]).map_err(|e| e.to_string())?;
+    // Host names (NodeDescriptions) for the by-name load.
+    sa.wait_until("host names", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n >= 100)
+    })
+    .map_err(|e| e.to_string())?;
     let echo_process = fabric
         .node("h30")
         .and_then(|n| n.command(&echo).serve_requests().spawn())
@@ -250,6 +313,56 @@ fn run() -> Result<(), String> {
         "local-sa CPU per answer / echo agent's: {:.2}x; / OpenSM's: {:.2}x",
         cpu[1] / cpu[2],
         cpu[1] / cpu[0]
+    );
+
+    // The same path through the ibacm socket: no MAD crosses the fabric.
+    let dlid = node_lid("h77")?;
+    let by_lid = move |tid| resolve_lid(dlid, tid);
+    let by_name = |tid| resolve_name("h77", tid);
+    let loads: [(&str, &dyn Fn(u64) -> Vec<u8>); 2] = [
+        ("ibacm socket, by LID", &by_lid),
+        ("ibacm socket, by host name", &by_name),
+    ];
+    let hz = load.ticks_per_second;
+    let mut acm: Vec<Vec<Sample>> = loads.iter().map(|_| Vec::new()).collect();
+    for round in 1..=rounds {
+        for ((name, message), list) in loads.iter().zip(acm.iter_mut()) {
+            let s = AcmLoad {
+                socket: sa.acm_socket(),
+                message: *message,
+                dlid,
+                queries,
+                window,
+            }
+            .measure(sa.pid(), hz)?;
+            println!(
+                "round {round}  local-sa {name:<28} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K",
+                s.rate, s.p50, s.p99, s.cpu_per_10k
+            );
+            list.push(s);
+        }
+    }
+    println!("\n| local-sa door | answers/s | p50 µs | p99 µs | local-sa CPU s per 10K answers |");
+    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| QP1 (PathRecord Get MAD, above) | {:.0} | {:.0} | {:.0} | {:.3} |",
+        median(samples[1].iter().map(|s| s.rate).collect()),
+        median(samples[1].iter().map(|s| s.p50).collect()),
+        median(samples[1].iter().map(|s| s.p99).collect()),
+        cpu[1]
+    );
+    for ((name, _), list) in loads.iter().zip(&acm) {
+        let m = |f: fn(&Sample) -> f64| median(list.iter().map(f).collect());
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.0} | {:.3} |",
+            m(|s| s.rate),
+            m(|s| s.p50),
+            m(|s| s.p99),
+            m(|s| s.cpu_per_10k)
+        );
+    }
+    println!(
+        "\n(medians of {rounds} rounds; the ibacm client is this process, on the same machine)"
     );
     drop(echo_process);
     drop(sa);

@@ -1,11 +1,14 @@
 //! Memory the PathRecord store holds per cached record: the growth of the
 //! process's resident set (VmRSS, what `ps` shows an operator) while 1 M
 //! and then 100 K records (1000 destinations per source) are inserted as a
-//! load or a refresh inserts them. Allocator overhead and the spare
+//! load or a refresh inserts them; and the memory the names table holds
+//! per host (a 10-byte host name and an IPv4 address, as the directory
+//! gives them) for 10 K and 100 K hosts. Allocator overhead and the spare
 //! capacity of growing tables are included. Run with
 //! `cargo bench -p local-sa-core --bench store_memory`.
 #![allow(missing_docs)]
 
+use local_sa_core::naming::{Address, NameSource, Names};
 use local_sa_core::store::PathStore;
 
 mod fixture;
@@ -33,8 +36,40 @@ fn store_of(sources: u16) -> (PathStore, usize) {
     (store, bytes)
 }
 
+fn names_of(hosts: u32) -> (Names, usize) {
+    let before = rss();
+    let mut names = Names::new();
+    for i in 0..hosts {
+        let gid = fixture::gid((i % 40_000) as u16 + 1);
+        names.insert(
+            Address::Name(format!("node{i:06}")),
+            gid,
+            NameSource::Directory,
+        );
+        let ip = std::net::Ipv4Addr::from(0x0A00_0000 | i);
+        names.insert(Address::Ip(ip.into()), gid, NameSource::Directory);
+    }
+    let bytes = rss().saturating_sub(before);
+    (names, bytes)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--hosts")
+        .and_then(|i| args.get(i + 1))
+    {
+        let hosts: u32 = n.parse().expect("a number of hosts");
+        let (names, bytes) = names_of(hosts);
+        println!(
+            "  {hosts:>9} hosts ({} names and addresses): {:>6.1} MiB, {:>5.1} bytes per host",
+            names.len(),
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / f64::from(hosts),
+        );
+        return;
+    }
     // One size per process, so that memory freed by one measurement cannot
     // be reused by the next.
     if let Some(n) = args
@@ -61,11 +96,23 @@ fn main() {
     };
     println!("PathStore memory (resident set growth, 1000 destinations per source)");
     let me = std::env::current_exe().expect("this benchmark's path");
-    for sources in sizes {
+    let run = |flag: &str, n: u32| {
         let out = std::process::Command::new(&me)
-            .args(["--sources", &sources.to_string()])
+            .args([flag, &n.to_string()])
             .output()
             .expect("run");
         print!("{}", String::from_utf8_lossy(&out.stdout));
+    };
+    for sources in sizes {
+        run("--sources", u32::from(*sources));
+    }
+    println!("Names table memory (resident set growth; a host name and an IPv4 address per host)");
+    let hosts: &[u32] = if sizes.len() > 1 {
+        &[10_000, 100_000]
+    } else {
+        &[1000]
+    };
+    for n in hosts {
+        run("--hosts", *n);
     }
 }

@@ -163,7 +163,7 @@ impl Driver {
             let generation = self.core.names_generation();
             if generation != self.names_generation {
                 self.names_generation = generation;
-                acm.set_learned_names(self.core.names().clone());
+                acm.set_learned_names(std::sync::Arc::clone(self.core.names()));
             }
         }
         true

@@ -27,6 +27,7 @@
 //! [`AcmConfig::max_pending`] requests, and more are refused with ENOMEM.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
@@ -148,7 +149,7 @@ pub struct AcmService {
     /// Names from the files (the operator's word: they win).
     names: Names,
     /// Names the SA agents learned from the master SA.
-    learned: Names,
+    learned: Arc<Names>,
     /// ACM counters per endpoint.
     counters: Vec<[u64; counter::COUNT]>,
     /// ACM counters of the whole service.
@@ -168,7 +169,7 @@ impl AcmService {
             counters: vec![[0; counter::COUNT]; endpoints.len()],
             endpoints,
             names,
-            learned: Names::new(),
+            learned: Arc::default(),
             combined: [0; counter::COUNT],
             pending: HashMap::new(),
             per_conn: HashMap::new(),
@@ -196,7 +197,7 @@ impl AcmService {
 
     /// Replaces the names learned from the master SA (NodeDescriptions
     /// and the local-sa directory); the files' names win over them.
-    pub fn set_learned_names(&mut self, names: Names) {
+    pub fn set_learned_names(&mut self, names: Arc<Names>) {
         self.learned = names;
     }
 

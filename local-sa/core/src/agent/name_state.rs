@@ -1,6 +1,8 @@
 //! What the agent holds of host names (see `names` for how they are
 //! fetched and published).
 
+use std::sync::Arc;
+
 use super::purpose::NameTable;
 use crate::directory::Publication;
 use crate::naming::Names;
@@ -40,8 +42,9 @@ impl NameFetch {
 /// What the agent knows of names, and what it publishes.
 #[derive(Debug, Default)]
 pub(super) struct NameState {
-    /// The names from the last complete fetch.
-    pub(super) names: Names,
+    /// The names from the last complete fetch, shared with the ibacm door
+    /// (a large table is held once).
+    pub(super) names: Arc<Names>,
     /// Bumped whenever `names` changes.
     pub(super) generation: u64,
     pub(super) fetch: Option<NameFetch>,

@@ -24,6 +24,7 @@
 //! intervals, so that a node that died without withdrawing it drops out),
 //! and withdrawn at shutdown.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use mad_codec::attr::node_record::mask as nr;
@@ -48,8 +49,9 @@ fn host_name(description: &str) -> Option<&str> {
 }
 
 impl SaCore {
-    /// The names and addresses learned from the master SA.
-    pub fn names(&self) -> &Names {
+    /// The names and addresses learned from the master SA (shared: the
+    /// table is replaced whole when it changes, never changed in place).
+    pub fn names(&self) -> &Arc<Names> {
         &self.naming.names
     }
 
@@ -323,12 +325,12 @@ impl SaCore {
         let mut names = fetch.from_directory;
         names.fill_from(&fetch.from_nodes);
         tracing::trace!(?names, "names fetched");
-        if names != self.naming.names {
+        if names != *self.naming.names {
             info!(
                 names = names.len(),
                 "host names and addresses from the master SA"
             );
-            self.naming.names = names;
+            self.naming.names = Arc::new(names);
             self.naming.generation += 1;
         }
     }

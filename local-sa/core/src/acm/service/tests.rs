@@ -189,7 +189,7 @@ fn names_learned_from_the_master_resolve_and_the_files_win() {
             NameSource::Directory,
         );
     }
-    s.set_learned_names(learned);
+    s.set_learned_names(Arc::new(learned));
     for (name, guid) in [("H5_1", 5), ("H7_1", 7)] {
         let dest = Entry::for_address(flags::DEST, &Address::Name(name.into()));
         let (_, q, _) = asked(s.handle_message(9, &resolve(&[dest])));
