@@ -153,11 +153,14 @@ impl Load<'_> {
     }
 }
 
+/// Builds the RESOLVE message with TransactionID `tid`.
+type MessageFor<'a> = &'a dyn Fn(u64) -> Vec<u8>;
+
 /// A load on the ibacm socket: `queries` RESOLVEs (`message(tid)`),
 /// `window` outstanding, each answer checked to be the path to `dlid`.
 struct AcmLoad<'a> {
     socket: &'a Path,
-    message: &'a dyn Fn(u64) -> Vec<u8>,
+    message: MessageFor<'a>,
     dlid: u16,
     queries: u64,
     window: usize,
@@ -319,7 +322,7 @@ fn run() -> Result<(), String> {
     let dlid = node_lid("h77")?;
     let by_lid = move |tid| resolve_lid(dlid, tid);
     let by_name = |tid| resolve_name("h77", tid);
-    let loads: [(&str, &dyn Fn(u64) -> Vec<u8>); 2] = [
+    let loads: [(&str, MessageFor<'_>); 2] = [
         ("ibacm socket, by LID", &by_lid),
         ("ibacm socket, by host name", &by_name),
     ];
