@@ -346,3 +346,95 @@ fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
     drop(compute);
     drop(sa);
 }
+
+/// With LMC 1 every port has two LIDs, and the switches route each
+/// separately: a resolve by name carries the primary path and an
+/// alternate to the destination's other LID, both OpenSM's records.
+#[test]
+fn with_lmc_a_path_set_carries_an_alternate_path() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .opensm_config(["lmc 1"])
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
+    sa.wait_until("names from the master", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n >= 12)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let src_node = fabric.node("h2").unwrap();
+    let src = src_node.port().unwrap();
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(&lsaquery)
+        .arg("--acm-socket")
+        .arg(sa.acm_socket())
+        .args(["--resolve", "h9", "--json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{json}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = json.lines().collect();
+    assert_eq!(lines.len(), 2, "a primary and an alternate path:\n{json}");
+    assert!(
+        lines[0].starts_with(r#"{"path_flags":["primary","#),
+        "{json}"
+    );
+    assert!(
+        lines[1].starts_with(r#"{"path_flags":["alternate","#),
+        "{json}"
+    );
+    let field = |line: &str, key: &str| -> u16 {
+        let at = line.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+        line[at..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(field(lines[0], "dlid"), dest.lid, "{json}");
+    assert_eq!(
+        field(lines[1], "dlid"),
+        dest.lid + 1,
+        "the other LID:\n{json}"
+    );
+    // Each is OpenSM's record for its LID pair.
+    for line in &lines {
+        let (slid, dlid) = (field(line, "slid"), field(line, "dlid"));
+        let expected = opensm_path(
+            &src_node,
+            &[
+                "-p",
+                "--slid",
+                &slid.to_string(),
+                "--dlid",
+                &dlid.to_string(),
+                "--pkey",
+                "0xffff",
+                "-r",
+                "1",
+            ],
+        );
+        assert_eq!(
+            (
+                expected.slid(),
+                expected.dlid(),
+                u8::from(expected.mtu()),
+                expected.sl()
+            ),
+            (
+                slid,
+                dlid,
+                field(line, "mtu") as u8 & 0x3F,
+                field(line, "sl") as u8
+            ),
+            "{line}"
+        );
+    }
+    assert!(src.lid % 2 == 0, "base LIDs are aligned to the LMC");
+    drop(sa);
+}

@@ -174,6 +174,7 @@ fn lookup_code(lookup: Lookup) -> u8 {
         Lookup::Anywhere => 0,
         Lookup::CacheOnly => 1,
         Lookup::Master => 2,
+        Lookup::KnownOnly => 3,
     }
 }
 
@@ -229,6 +230,7 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
                 0 => Lookup::Anywhere,
                 1 => Lookup::CacheOnly,
                 2 => Lookup::Master,
+                3 => Lookup::KnownOnly,
                 _ => return Err(api_error::BODY),
             };
             let template = PathRecord::read_from_bytes(&body[16..]).map_err(|_| api_error::BODY)?;
@@ -344,7 +346,12 @@ mod tests {
         let mut t = PathRecord::new_zeroed();
         t.set_dlid(9);
         roundtrip(&Request::Hello);
-        for lookup in [Lookup::Anywhere, Lookup::CacheOnly, Lookup::Master] {
+        for lookup in [
+            Lookup::Anywhere,
+            Lookup::CacheOnly,
+            Lookup::Master,
+            Lookup::KnownOnly,
+        ] {
             roundtrip(&Request::PathQuery {
                 query: PathQuery {
                     method: Method::GET_TABLE,
@@ -398,7 +405,7 @@ mod tests {
         q.body = Bytes::from(body.clone());
         assert_eq!(decode_request(&q), Err(api_error::BODY));
         body[0] = Method::GET.0;
-        body[1] = 3; // no such lookup
+        body[1] = 4; // no such lookup
         q.body = Bytes::from(body);
         assert_eq!(decode_request(&q), Err(api_error::BODY));
     }

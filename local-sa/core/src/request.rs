@@ -42,6 +42,10 @@ pub enum Lookup {
     /// -v` checks against); identical queries in flight still share one
     /// request.
     Master,
+    /// Only what is known now, and nothing fetched on a miss
+    /// (ERR_NO_RECORDS): for the ibacm door's alternate paths, which are
+    /// worth having only when they cost the master nothing.
+    KnownOnly,
 }
 
 /// What a local program asks.

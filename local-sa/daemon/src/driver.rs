@@ -219,7 +219,12 @@ impl Driver {
     fn reply(&mut self, r: LocalReply) {
         let acm = self.acm.as_mut().and_then(|a| a.handle_reply(&r));
         match acm {
-            Some(message) => self.send(r.conn, message),
+            Some(Step::Reply(message)) => self.send(r.conn, message),
+            // The door's next question (an alternate path) for the same
+            // client: answered by the next poll of the core.
+            Some(Step::Ask { id, request, .. }) => {
+                self.core.handle_local(Instant::now(), r.conn, id, request);
+            }
             None => self.send(r.conn, api::reply_frame(&r).encode()),
         }
     }

@@ -102,20 +102,6 @@ impl Printed {
     }
 }
 
-/// Writes `text` to stdout. A reader that went away (`| head`) ends the
-/// output quietly rather than with a panic.
-pub(crate) fn write_stdout(text: &str) -> Result<(), crate::session::Failure> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(crate::session::Failure::new(
-            4,
-            format!("cannot write the output: {e}"),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// A JSON string literal.
 pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

@@ -126,8 +126,19 @@ struct Pending {
 /// How the agent's answer becomes the reply.
 #[derive(Debug)]
 enum ReplyShape {
-    /// A path, and the source entry ibacm echoes when it chose the source.
-    Resolve { source: Option<Entry> },
+    /// A path, and the source entry ibacm echoes when it chose the source;
+    /// with `alternate`, the known paths between the two ports are looked
+    /// up next for an alternate.
+    Resolve {
+        source: Option<Entry>,
+        alternate: bool,
+    },
+    /// The primary path is in; these are the known paths between the same
+    /// ports, one of which may be the alternate.
+    Alternate {
+        source: Option<Entry>,
+        primary: PathRecord,
+    },
     /// The request echoed with the master's record (QUERY_SA).
     QuerySa(Message),
 }
@@ -245,17 +256,19 @@ impl AcmService {
 
     /// The agent answered request `reply.request` of `reply.conn`: the
     /// reply for the client, if the request was this door's.
-    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
+    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Step> {
         let pending = self.pending.remove(&(reply.conn, reply.request))?;
         if let Some(n) = self.per_conn.get_mut(&reply.conn) {
             *n = n.saturating_sub(1);
         }
-        let record = match &reply.body {
-            LocalBody::Records { data, .. } => data
-                .get(..PathRecord::LEN)
-                .and_then(|b| PathRecord::read_from_bytes(b).ok()),
-            _ => None,
+        let records: Vec<PathRecord> = match &reply.body {
+            LocalBody::Records { data, stride, .. } if *stride >= PathRecord::LEN => data
+                .chunks_exact(*stride)
+                .filter_map(|b| PathRecord::read_from_bytes(&b[..PathRecord::LEN]).ok())
+                .collect(),
+            _ => Vec::new(),
         };
+        let record = records.first().copied();
         let status = match (reply.status, record) {
             (MadStatus::OK, Some(_)) => Status::SUCCESS,
             (MadStatus::OK | MadStatus::ERR_NO_RECORDS, _) => Status::ENODATA,
@@ -269,24 +282,62 @@ impl AcmService {
             counter::ROUTE_CACHE
         };
         let bytes = match pending.shape {
-            ReplyShape::Resolve { source } => {
+            ReplyShape::Resolve { source, alternate } => {
                 if status == Status::SUCCESS {
                     self.count(pending.endpoint, route);
                 }
-                let mut entries = Vec::with_capacity(2);
-                if let Some(r) = &record {
-                    entries.push(Entry::path(
-                        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL,
-                        r,
-                    ));
+                if let (true, Some(primary)) = (alternate, record) {
+                    return Some(self.ask_alternate(reply.conn, pending, source, primary));
                 }
-                entries.extend(source);
-                wire::resolve_reply(&pending.header, status, &entries)
+                resolve_entries(&pending.header, status, record.as_ref(), None, source)
+            }
+            ReplyShape::Alternate { source, primary } => {
+                // The primary stands whatever the lookup found.
+                let alternate = pick_alternate(&primary, &records);
+                let header = pending.header;
+                self.count_outcome(pending.endpoint, Status::SUCCESS);
+                return Some(Step::Reply(resolve_entries(
+                    &header,
+                    Status::SUCCESS,
+                    Some(&primary),
+                    alternate.as_ref(),
+                    source,
+                )));
             }
             ReplyShape::QuerySa(message) => wire::query_reply(&message, status, record.as_ref()),
         };
         self.count_outcome(pending.endpoint, status);
-        Some(bytes)
+        Some(Step::Reply(bytes))
+    }
+
+    /// Asks for the known paths between the primary's two ports, for an
+    /// alternate: from what the agent holds only, never from the master.
+    fn ask_alternate(
+        &mut self,
+        conn: ConnId,
+        pending: Pending,
+        source: Option<Entry>,
+        primary: PathRecord,
+    ) -> Step {
+        let ep = &self.endpoints[pending.endpoint];
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(ep.port.gid);
+        t.set_dgid(primary.dgid());
+        t.set_pkey(primary.pkey());
+        t.set_reversible(true);
+        let query = PathQuery {
+            method: Method::GET_TABLE,
+            mask: pr::SGID | pr::DGID | pr::PKEY | pr::REVERSIBLE,
+            template: t,
+        };
+        self.ask(
+            conn,
+            pending.endpoint,
+            pending.header,
+            ReplyShape::Alternate { source, primary },
+            query,
+            Lookup::KnownOnly,
+        )
     }
 
     /// Connection `conn` closed: its waiting requests are forgotten (the
@@ -411,7 +462,10 @@ impl AcmService {
             conn,
             ep,
             header,
-            ReplyShape::Resolve { source: None },
+            ReplyShape::Resolve {
+                source: None,
+                alternate: false,
+            },
             query,
             lookup,
         )
@@ -481,7 +535,13 @@ impl AcmService {
             conn,
             ep,
             header,
-            ReplyShape::Resolve { source: echo },
+            ReplyShape::Resolve {
+                source: echo,
+                // A LID names one path; a port (by GID, name or address)
+                // has as many LIDs as the subnet's LMC gives it.
+                alternate: self.endpoints[ep].port.lmc > 0
+                    && !matches!(dest_address, Address::Lid(_)),
+            },
             query,
             lookup,
         )
@@ -648,3 +708,44 @@ pub fn path_mask(p: &PathRecord) -> ComponentMask {
 
 #[cfg(test)]
 mod tests;
+
+/// A RESOLVE reply: the primary path, the alternate if there is one, then
+/// the source entry ibacm echoes (PATH entries first and together, as
+/// librdmacm copies them).
+fn resolve_entries(
+    header: &Header,
+    status: Status,
+    primary: Option<&PathRecord>,
+    alternate: Option<&PathRecord>,
+    source: Option<Entry>,
+) -> Bytes {
+    let mut entries = Vec::with_capacity(3);
+    if let Some(r) = primary {
+        entries.push(Entry::path(
+            flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL,
+            r,
+        ));
+    }
+    if let Some(r) = alternate {
+        entries.push(Entry::path(
+            flags::GMP | flags::ALTERNATE | flags::BIDIRECTIONAL,
+            r,
+        ));
+    }
+    entries.extend(source);
+    wire::resolve_reply(header, status, &entries)
+}
+
+/// The alternate to `primary` among `known` paths between the same ports:
+/// one to another of the destination's LIDs (the switches route by DLID,
+/// so another DLID is another route), from another of the source's LIDs
+/// if there is one; `None` if every known path ends at the primary's DLID.
+pub fn pick_alternate(primary: &PathRecord, known: &[PathRecord]) -> Option<PathRecord> {
+    let other_dlid = |r: &&PathRecord| r.dlid() != primary.dlid();
+    known
+        .iter()
+        .filter(other_dlid)
+        .find(|r| r.slid() != primary.slid())
+        .or_else(|| known.iter().find(other_dlid))
+        .copied()
+}

@@ -68,12 +68,18 @@ impl SaCore {
                     self.answer_waiter(now, &asker, &answer);
                     return;
                 }
-                if lookup == Lookup::CacheOnly {
-                    self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                    if self.forwarding.prefetch(query) {
-                        self.send_forward(now, query);
+                match lookup {
+                    Lookup::CacheOnly => {
+                        self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                        if self.forwarding.prefetch(query) {
+                            self.send_forward(now, query);
+                        }
+                        return;
                     }
-                    return;
+                    Lookup::KnownOnly => {
+                        return self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                    }
+                    Lookup::Anywhere | Lookup::Master => {}
                 }
                 self.forward(now, asker, query);
             }

@@ -1,7 +1,8 @@
 //! The ibacm door fed a client's byte stream: messages framed as the
 //! daemon frames them, each answered at once or by a made-up agent reply
 //! (any status, any record, sometimes never, sometimes after the
-//! connection closed). Checks what a client relies on: every reply is a
+//! connection closed; a primary path may be followed by the door's lookup
+//! of an alternate). Checks what a client relies on: every reply is a
 //! well-formed message whose length field tells its length, with the ACK
 //! bit and the request's TID; every request is answered at most once; and
 //! nothing waits once its connection is gone.
@@ -75,7 +76,9 @@ pub fn acm(data: &[u8]) {
                     MadStatus::BUSY,
                     MadStatus::ERR_REQ_INVALID,
                 ][usize::from(control >> 3 & 3)];
-                let n = rest.len().min(64 * usize::from(control & 1));
+                // Up to three records: an alternate lookup's answer holds
+                // several.
+                let n = rest.len().min(64 * usize::from(control & 3));
                 let (record, tail) = rest.split_at(n);
                 rest = tail;
                 let reply = LocalReply {
@@ -90,8 +93,11 @@ pub fn acm(data: &[u8]) {
                         data: Bytes::copy_from_slice(record),
                     },
                 };
-                if let Some(r) = s.handle_reply(&reply) {
-                    check_reply(&header, &r);
+                match s.handle_reply(&reply) {
+                    Some(Step::Reply(r)) => check_reply(&header, &r),
+                    // The primary is in; the door looks for an alternate.
+                    Some(Step::Ask { id, .. }) => waiting.push((c, id, header)),
+                    None => {}
                 }
                 assert!(s.handle_reply(&reply).is_none(), "answered twice");
             }

@@ -267,9 +267,10 @@ fn local_request(kind: u8, data: &[u8]) -> (Request, &[u8]) {
             };
             // The mask's top byte selects no PathRecord field: it picks
             // the method and the lookup.
-            let lookup = match (mask[0] >> 1) % 3 {
+            let lookup = match (mask[0] >> 1) % 4 {
                 0 => Lookup::Anywhere,
                 1 => Lookup::CacheOnly,
+                2 => Lookup::KnownOnly,
                 _ => Lookup::Master,
             };
             let template =

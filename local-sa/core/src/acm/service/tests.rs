@@ -90,6 +90,14 @@ fn asked(step: Step) -> (u32, PathQuery, Lookup) {
     }
 }
 
+/// The reply a step carries (the door asked nothing more).
+fn replied(step: Step) -> Bytes {
+    match step {
+        Step::Reply(b) => b,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
 fn status_of(step: &Step) -> Status {
     match step {
         Step::Reply(b) => Status(b[2]),
@@ -148,6 +156,7 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
     );
     let reply = s
         .handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), true))
+        .map(replied)
         .unwrap();
     // The path, then the source ibacm chose (the endpoint's name).
     assert_eq!(reply.len(), HEADER_LEN + 2 * ENTRY_LEN);
@@ -217,6 +226,7 @@ fn a_path_template_selects_like_an_sa_get() {
     );
     let reply = s
         .handle_reply(&answer(1, id, MadStatus::OK, Some(&record(5)), false))
+        .map(replied)
         .unwrap();
     assert_eq!(
         reply.len(),
@@ -239,6 +249,7 @@ fn query_sa_sends_the_template_as_it_is_and_echoes_the_request() {
     better.set_sl(3);
     let reply = s
         .handle_reply(&answer(1, id, MadStatus::OK, Some(&better), true))
+        .map(replied)
         .unwrap();
     assert_eq!(reply.len(), req.len());
     let e = Entry::parse(&reply[16..]).unwrap();
@@ -257,6 +268,7 @@ fn nodelay_asks_the_cache_only() {
     assert_eq!(lookup, Lookup::CacheOnly);
     let reply = s
         .handle_reply(&answer(1, id, MadStatus::ERR_NO_RECORDS, None, false))
+        .map(replied)
         .unwrap();
     assert_eq!(
         (reply.len(), Status(reply[2])),
@@ -309,11 +321,13 @@ fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
     let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
     let r = s
         .handle_reply(&answer(1, id, MadStatus::BUSY, None, true))
+        .map(replied)
         .unwrap();
     assert_eq!(Status(r[2]), Status::ETIMEDOUT);
     let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
     let r = s
         .handle_reply(&answer(1, id, MadStatus::ERR_REQ_INVALID, None, true))
+        .map(replied)
         .unwrap();
     assert_eq!(Status(r[2]), Status::EINVAL);
     let mut bad = resolve(&[dest]);
@@ -392,4 +406,150 @@ fn perf_and_endpoint_queries_follow_ibacm() {
     ep[3] = 1;
     ep[4] = 2; // port 2 has no endpoints
     assert_eq!(status_of(&s.handle_message(1, &ep)), Status::EINVAL);
+}
+
+/// The record from the port at LID `slid` (GUID 4) to LID `dlid` of the
+/// port with GUID 5.
+fn record_between(slid: u16, dlid: u16) -> PathRecord {
+    let mut r = record(5);
+    r.set_slid(slid);
+    r.set_dlid(dlid);
+    r
+}
+
+/// `service()` on a subnet with LMC 1: every port has two LIDs.
+fn service_with_lmc() -> AcmService {
+    let mut s = service();
+    for ep in &mut s.endpoints {
+        ep.port.lmc = 1;
+    }
+    s
+}
+
+#[test]
+fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
+    let mut s = service_with_lmc();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let primary = record_between(4, 10);
+    let step = s
+        .handle_reply(&answer(9, id, MadStatus::OK, Some(&primary), false))
+        .unwrap();
+    // The known paths between the two ports, from what the agent holds.
+    let (id, q, lookup) = asked(step);
+    assert_eq!(lookup, Lookup::KnownOnly);
+    assert_eq!(q.method, Method::GET_TABLE);
+    assert_eq!(q.mask, pr::SGID | pr::DGID | pr::PKEY | pr::REVERSIBLE);
+    assert_eq!(
+        (q.template.sgid(), q.template.dgid()),
+        (Gid::new(PREFIX, 4), primary.dgid())
+    );
+    let known = [
+        primary,
+        record_between(5, 10),
+        record_between(4, 11),
+        record_between(5, 11),
+    ];
+    let mut data = BytesMut::new();
+    for r in &known {
+        data.extend_from_slice(r.as_bytes());
+    }
+    let mut table = answer(9, id, MadStatus::OK, None, false);
+    table.body = LocalBody::Records {
+        attribute: AttributeId::PATH_RECORD,
+        stride: PathRecord::LEN,
+        data: data.freeze(),
+    };
+    let reply = replied(s.handle_reply(&table).unwrap());
+    assert_eq!(reply.len(), HEADER_LEN + 3 * ENTRY_LEN);
+    let first = Entry::parse(&reply[16..88]).unwrap();
+    let second = Entry::parse(&reply[88..160]).unwrap();
+    assert_eq!(
+        first.flags,
+        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL
+    );
+    assert_eq!(first.path_record(), Some(primary));
+    assert_eq!(
+        second.flags,
+        flags::GMP | flags::ALTERNATE | flags::BIDIRECTIONAL
+    );
+    assert_eq!(
+        second.path_record(),
+        Some(record_between(5, 11)),
+        "another DLID (another route), from another SLID"
+    );
+    assert_eq!(
+        Entry::parse(&reply[160..232]).unwrap().flags,
+        flags::SOURCE,
+        "the source ibacm echoes comes after the paths"
+    );
+    let c = s.counters();
+    assert_eq!(
+        (
+            c[counter::RESOLVE],
+            c[counter::ROUTE_CACHE],
+            c[counter::ERROR]
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(s.pending(), 0);
+}
+
+#[test]
+fn without_a_known_alternate_the_primary_alone_is_the_answer() {
+    let mut s = service_with_lmc();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let primary = record_between(4, 10);
+    let (id2, _, _) = asked(
+        s.handle_reply(&answer(9, id, MadStatus::OK, Some(&primary), true))
+            .unwrap(),
+    );
+    let reply = replied(
+        s.handle_reply(&answer(9, id2, MadStatus::ERR_NO_RECORDS, None, false))
+            .unwrap(),
+    );
+    assert_eq!(Status(reply[2]), Status::SUCCESS);
+    assert_eq!(
+        reply.len(),
+        HEADER_LEN + 2 * ENTRY_LEN,
+        "primary and source"
+    );
+    assert_eq!(
+        Entry::parse(&reply[16..88]).unwrap().path_record(),
+        Some(primary)
+    );
+    assert_eq!(s.counters()[counter::ROUTE_QUERY], 1);
+}
+
+#[test]
+fn a_lid_or_lmc_zero_asks_for_no_alternate() {
+    // LMC 0: the reply comes with the primary at once.
+    let mut s = service();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let step = s.handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
+    assert!(matches!(step, Some(Step::Reply(_))));
+    // A LID names one path.
+    let mut s = service_with_lmc();
+    let dest = Entry::for_address(flags::DEST, &Address::Lid(10));
+    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let step = s.handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
+    assert!(matches!(step, Some(Step::Reply(_))));
+}
+
+#[test]
+fn the_alternate_ends_at_another_dlid() {
+    let p = record_between(4, 10);
+    assert_eq!(pick_alternate(&p, &[p, record_between(5, 10)]), None);
+    assert_eq!(
+        pick_alternate(&p, &[p, record_between(4, 11)]),
+        Some(record_between(4, 11))
+    );
+    assert_eq!(
+        pick_alternate(&p, &[record_between(4, 11), record_between(5, 11)]),
+        Some(record_between(5, 11)),
+        "another SLID too, when there is one"
+    );
+    assert_eq!(pick_alternate(&p, &[]), None);
 }
