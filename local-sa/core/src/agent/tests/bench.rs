@@ -108,6 +108,26 @@ impl Bench {
         b
     }
 
+    /// An agent for the port at `lid` (another port of the same node, or
+    /// of another) against `master`.
+    pub(crate) fn for_port(master: FakeMaster, lid: u16) -> Self {
+        let now = Instant::now();
+        let port = PortIdentity {
+            lid,
+            gid: gid(lid),
+            ..my_port()
+        };
+        let core = SaCore::new(AgentConfig::default(), port, now, SEED + u32::from(lid));
+        let mut b = Self {
+            core,
+            master,
+            now,
+            sent: VecDeque::new(),
+        };
+        b.pump();
+        b
+    }
+
     /// The agent with the default configuration against a master of
     /// [`HOSTS`] hosts answering through RMPP.
     pub(crate) fn started() -> Self {

@@ -1,6 +1,7 @@
 //! The core against a fake master SA on a virtual clock: every behaviour a
 //! client or the master would notice, without a fabric.
 
+mod acm_ports;
 mod answers;
 mod bench;
 mod fake_master;
