@@ -27,9 +27,10 @@ pub(crate) const CONNECTION_QUEUE: usize = 4096;
 pub(crate) enum ApiEvent {
     /// A connection opened: where its frames go.
     Opened { conn: ConnId, writer: Sender<Bytes> },
-    /// A request.
+    /// A request, for the agent of port `agent`.
     Request {
         conn: ConnId,
+        agent: usize,
         id: u32,
         request: Request,
     },
@@ -44,16 +45,18 @@ pub(crate) enum ApiEvent {
     Closed { conn: ConnId },
 }
 
-/// The listening socket.
+/// The listening socket of one port's local API.
 #[derive(Debug)]
 pub(crate) struct ApiServer {
     listener: Listener,
+    /// The served port whose agent its requests go to.
+    agent: usize,
 }
 
 impl ApiServer {
-    /// Serves on `listener`.
-    pub(crate) fn new(listener: Listener) -> Self {
-        Self { listener }
+    /// Serves port `agent`'s API on `listener`.
+    pub(crate) fn new(listener: Listener, agent: usize) -> Self {
+        Self { listener, agent }
     }
 
     /// Where it listens.
@@ -85,13 +88,15 @@ impl ApiServer {
             let stream = std::rc::Rc::new(stream);
             ex.spawn(write_frames(std::rc::Rc::clone(&stream), rx))
                 .detach();
-            ex.spawn(read_frames(conn, stream, events.clone())).detach();
+            ex.spawn(read_frames(conn, self.agent, stream, events.clone()))
+                .detach();
         }
     }
 }
 
 async fn read_frames(
     conn: ConnId,
+    agent: usize,
     stream: std::rc::Rc<Async<UnixStream>>,
     events: Sender<ApiEvent>,
 ) {
@@ -119,7 +124,12 @@ async fn read_frames(
         let id = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
         let event = match Frame::decode(&rest) {
             Ok(frame) => match decode_request(&frame) {
-                Ok(request) => ApiEvent::Request { conn, id, request },
+                Ok(request) => ApiEvent::Request {
+                    conn,
+                    agent,
+                    id,
+                    request,
+                },
                 Err(status) => ApiEvent::Bad {
                     conn,
                     id,
@@ -160,7 +170,7 @@ pub(crate) async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames:
     let _ = stream.get_ref().shutdown(std::net::Shutdown::Both);
 }
 
-/// Logs where the API listens.
-pub(crate) fn announce(server: &ApiServer, mode: u32) {
-    info!(socket = %server.label(), mode = format_args!("{mode:o}"), "local API listening");
+/// Logs where `port`'s API listens.
+pub(crate) fn announce(server: &ApiServer, mode: u32, port: &umad::port::PortFacts) {
+    info!(%port, socket = %server.label(), mode = format_args!("{mode:o}"), "local API listening");
 }

@@ -1,8 +1,10 @@
-//! The driver: one smol task that feeds the core everything that happens
-//! (MADs, its timer, port events, local API requests, signals) and carries
-//! out what it asks (MADs to send, replies to local connections).
+//! The driver: one smol task that feeds each port's core everything that
+//! happens (its MADs, its timer, its port events, local API and ibacm
+//! requests, signals) and carries out what the cores ask (MADs to send,
+//! replies to local connections).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_signal::Signals;
@@ -15,22 +17,22 @@ use tracing::{debug, info, warn};
 use crate::acm_socket::AcmEvent;
 use crate::api::ApiEvent;
 use crate::bridge::{self, identity};
-use crate::stats::StatsFile;
-use local_sa_core::SaCore;
+use crate::port_agent::PortAgent;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
-use local_sa_core::request::{ConnId, LocalReply};
-use umad::port::{PortFacts, Sysfs};
+use local_sa_core::naming::Names;
+use local_sa_core::request::{ConnId, LocalReply, Request};
+use umad::IncomingMad;
+use umad::port::Sysfs;
 use umad::port_events::PortEvent;
-use umad::{AgentId, IncomingMad, OutgoingMad};
 
 /// How long a shutdown waits for the master to confirm the unsubscribes.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// What woke the driver.
 enum Wake {
-    Mad(IncomingMad),
-    Port(PortEvent),
+    Mad(usize, IncomingMad),
+    Port(usize, PortEvent),
     Api(ApiEvent),
     Acm(AcmEvent),
     Signal,
@@ -39,33 +41,31 @@ enum Wake {
     Closed,
 }
 
-/// The sources the driver waits on.
+/// The sources the driver waits on; MADs and port events come tagged with
+/// the index of their port.
 pub(crate) struct Sources {
-    pub(crate) incoming: Receiver<IncomingMad>,
-    pub(crate) port_events: Receiver<PortEvent>,
+    pub(crate) incoming: Receiver<(usize, IncomingMad)>,
+    pub(crate) port_events: Receiver<(usize, PortEvent)>,
     pub(crate) api: Receiver<ApiEvent>,
     pub(crate) acm: Receiver<AcmEvent>,
     pub(crate) signals: Signals,
 }
 
 pub(crate) struct Driver {
-    pub(crate) core: SaCore,
-    pub(crate) agent: AgentId,
-    pub(crate) outgoing: Sender<OutgoingMad>,
+    /// The served ports; a port's index is its agent number.
+    pub(crate) ports: Vec<PortAgent>,
     pub(crate) sysfs: Sysfs,
-    pub(crate) facts: PortFacts,
-    pub(crate) stats: Option<StatsFile>,
     pub(crate) stats_interval: Duration,
     /// Each local connection's outgoing frames (both doors).
     pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
     /// The ibacm door, if it serves.
     pub(crate) acm: Option<AcmService>,
-    /// The generation of the core's learned names the door has.
-    pub(crate) names_generation: u64,
 }
 
 impl Driver {
-    pub(crate) async fn run(mut self, mut src: Sources) {
+    /// Serves until a signal (or the transports stop); gives the ports
+    /// back to be closed.
+    pub(crate) async fn run(mut self, mut src: Sources) -> Vec<PortAgent> {
         let mut timer = Timer::never();
         let mut armed: Option<Instant> = None;
         let mut stats_timer = if self.stats_interval.is_zero() {
@@ -78,12 +78,15 @@ impl Driver {
             if !self.flush().await {
                 break;
             }
-            if shutdown_by.is_some_and(|t| self.core.is_idle() || Instant::now() >= t) {
+            let idle = self.ports.iter().all(|p| p.core.is_idle());
+            if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
             }
-            let due = [self.core.poll_timeout(), shutdown_by]
-                .into_iter()
-                .flatten()
+            let due = self
+                .ports
+                .iter()
+                .filter_map(|p| p.core.poll_timeout())
+                .chain(shutdown_by)
                 .min();
             if due != armed {
                 match due {
@@ -95,25 +98,31 @@ impl Driver {
             let wake = next_wake(&mut src, &mut timer, &mut stats_timer).await;
             let now = Instant::now();
             match wake {
-                Wake::Mad(m) => {
-                    self.core.handle_mad(now, bridge::received(m));
+                Wake::Mad(i, m) => {
+                    self.ports[i].core.handle_mad(now, bridge::received(m));
                     // Take whatever else has arrived before sending: one
                     // wake-up for a burst.
-                    while let Ok(m) = src.incoming.try_recv() {
-                        self.core.handle_mad(now, bridge::received(m));
+                    while let Ok((i, m)) = src.incoming.try_recv() {
+                        self.ports[i].core.handle_mad(now, bridge::received(m));
                     }
                 }
                 Wake::Api(e) => self.api_event(now, e),
                 Wake::Acm(e) => self.acm_event(now, e),
                 Wake::Timer => {
                     armed = None;
-                    self.core.handle_timeout(now);
+                    for p in &mut self.ports {
+                        if p.core.poll_timeout().is_some_and(|t| t <= now) {
+                            p.core.handle_timeout(now);
+                        }
+                    }
                 }
-                Wake::Port(e) => self.port_event(now, e),
+                Wake::Port(i, e) => self.port_event(now, i, e),
                 Wake::Stats => self.write_stats(),
                 Wake::Signal if shutdown_by.is_none() => {
                     info!("shutting down: withdrawing subscriptions and memberships at the master");
-                    self.core.begin_shutdown(now);
+                    for p in &mut self.ports {
+                        p.core.begin_shutdown(now);
+                    }
                     shutdown_by = Some(now + SHUTDOWN_GRACE);
                 }
                 Wake::Signal => {
@@ -121,52 +130,84 @@ impl Driver {
                     break;
                 }
                 Wake::Closed => {
-                    warn!("the umad transport stopped; exiting");
+                    warn!("the umad transports stopped; exiting");
                     break;
                 }
             }
         }
         self.write_stats();
-        let c = self.core.counters();
-        info!(
-            hits = c.hits,
-            misses = c.misses,
-            coalesced = c.coalesced,
-            upstream_queries = c.upstream_queries,
-            loaded = c.loaded,
-            notices = c.notices,
-            joins_local = c.joins_local,
-            joins_upstream = c.joins_upstream,
-            errors = c.errors,
-            records = c.records,
-            "stopped"
-        );
+        for p in &self.ports {
+            let c = p.core.counters();
+            info!(
+                port = %p.facts,
+                hits = c.hits,
+                misses = c.misses,
+                coalesced = c.coalesced,
+                upstream_queries = c.upstream_queries,
+                loaded = c.loaded,
+                notices = c.notices,
+                joins_local = c.joins_local,
+                joins_upstream = c.joins_upstream,
+                errors = c.errors,
+                records = c.records,
+                "stopped"
+            );
+        }
+        self.ports
     }
 
-    /// Hands every MAD the core wants sent to the writer thread and every
-    /// local reply to its connection. False if the transport is gone.
+    /// Hands every MAD the cores want sent to their writer threads and
+    /// every local reply to its connection; gives the ibacm door new
+    /// names. False if a transport is gone.
     async fn flush(&mut self) -> bool {
-        while let Some(t) = self.core.poll_transmit() {
-            if self
-                .outgoing
-                .send(bridge::outgoing(self.agent, t))
-                .await
-                .is_err()
-            {
-                return false;
+        for i in 0..self.ports.len() {
+            let p = &mut self.ports[i];
+            while let Some(t) = p.core.poll_transmit() {
+                if p.outgoing.send(bridge::outgoing(p.agent, t)).await.is_err() {
+                    return false;
+                }
+            }
+            while let Some(reply) = self.ports[i].core.poll_local() {
+                self.reply(reply);
             }
         }
-        while let Some(reply) = self.core.poll_local() {
-            self.reply(reply);
-        }
-        if let Some(acm) = self.acm.as_mut() {
-            let generation = self.core.names_generation();
-            if generation != self.names_generation {
-                self.names_generation = generation;
-                acm.set_learned_names(std::sync::Arc::clone(self.core.names()));
-            }
-        }
+        self.update_names();
         true
+    }
+
+    /// Gives the ibacm door the names the ports learned, when they change:
+    /// the one port's table as it is, or several ports' merged (the first
+    /// port's entries first).
+    fn update_names(&mut self) {
+        let Some(acm) = self.acm.as_mut() else { return };
+        let mut changed = false;
+        for p in &mut self.ports {
+            let generation = p.core.names_generation();
+            changed |= generation != p.names_generation;
+            p.names_generation = generation;
+        }
+        if !changed {
+            return;
+        }
+        let names = match &self.ports[..] {
+            [one] => Arc::clone(one.core.names()),
+            several => {
+                let mut merged = Names::new();
+                for p in several {
+                    merged.fill_from(p.core.names());
+                }
+                Arc::new(merged)
+            }
+        };
+        acm.set_learned_names(names);
+    }
+
+    /// A local request for port `agent`'s core.
+    fn ask(&mut self, now: Instant, agent: usize, conn: ConnId, id: u32, request: Request) {
+        match self.ports.get_mut(agent) {
+            Some(p) => p.core.handle_local(now, conn, id, request),
+            None => warn!(agent, "a request for a port this daemon does not serve"),
+        }
     }
 
     fn api_event(&mut self, now: Instant, event: ApiEvent) {
@@ -174,9 +215,12 @@ impl Driver {
             ApiEvent::Opened { conn, writer } => {
                 self.connections.insert(conn, writer);
             }
-            ApiEvent::Request { conn, id, request } => {
-                self.core.handle_local(now, conn, id, request);
-            }
+            ApiEvent::Request {
+                conn,
+                agent,
+                id,
+                request,
+            } => self.ask(now, agent, conn, id, request),
             ApiEvent::Bad {
                 conn,
                 id,
@@ -206,24 +250,23 @@ impl Driver {
                 let Some(acm) = self.acm.as_mut() else { return };
                 match acm.handle_message(conn, &message) {
                     Step::Reply(reply) => self.send(conn, reply),
-                    // One agent serves every endpoint: the port's.
-                    Step::Ask { id, request, .. } => self.core.handle_local(now, conn, id, request),
+                    Step::Ask { agent, id, request } => self.ask(now, agent, conn, id, request),
                 }
             }
             AcmEvent::Closed { conn } => self.disconnect(now, conn),
         }
     }
 
-    /// A reply from the core, as a message on its connection: an ibacm
+    /// A reply from a core, as a message on its connection: an ibacm
     /// reply if the ibacm door asked, else a local API frame.
     fn reply(&mut self, r: LocalReply) {
         let acm = self.acm.as_mut().and_then(|a| a.handle_reply(&r));
         match acm {
             Some(Step::Reply(message)) => self.send(r.conn, message),
             // The door's next question (an alternate path) for the same
-            // client: answered by the next poll of the core.
-            Some(Step::Ask { id, request, .. }) => {
-                self.core.handle_local(Instant::now(), r.conn, id, request);
+            // client: answered by the next poll of that core.
+            Some(Step::Ask { agent, id, request }) => {
+                self.ask(Instant::now(), agent, r.conn, id, request);
             }
             None => self.send(r.conn, api::reply_frame(&r).encode()),
         }
@@ -238,13 +281,14 @@ impl Driver {
         if tx.try_send(frame).is_err() {
             warn!(
                 conn,
-                "a local API client does not read its replies: disconnecting it"
+                "a local client does not read its replies: disconnecting it"
             );
             self.disconnect(Instant::now(), conn);
         }
     }
 
-    /// Forgets `conn` and releases everything it held.
+    /// Forgets `conn` and releases everything it held, at every port (an
+    /// ibacm connection may have asked any of them).
     fn disconnect(&mut self, now: Instant, conn: ConnId) {
         if self.connections.remove(&conn).is_some() {
             debug!(conn, "local connection closed");
@@ -252,51 +296,60 @@ impl Driver {
         if let Some(acm) = self.acm.as_mut() {
             acm.handle_closed(conn);
         }
-        self.core.handle_local_closed(now, conn);
+        for p in &mut self.ports {
+            p.core.handle_local_closed(now, conn);
+        }
     }
 
-    fn port_event(&mut self, now: Instant, event: PortEvent) {
+    fn port_event(&mut self, now: Instant, i: usize, event: PortEvent) {
+        let port = &mut self.ports[i];
         match event {
-            PortEvent::Error => warn!(port = %self.facts, "port went down; serving what is cached"),
-            PortEvent::PkeyChange => info!(port = %self.facts, "P_Key table changed"),
+            PortEvent::Error => warn!(port = %port.facts, "port went down; serving what is cached"),
+            PortEvent::PkeyChange => info!(port = %port.facts, "P_Key table changed"),
             PortEvent::Active
             | PortEvent::LidChange
             | PortEvent::SmChange
             | PortEvent::ClientReregister
             | PortEvent::GidChange => match self
                 .sysfs
-                .select(Some(&self.facts.ca), Some(self.facts.port))
+                .select(Some(&port.facts.ca), Some(port.facts.port))
             {
                 Ok(facts) => {
                     info!(
                         ?event,
+                        port = %facts,
                         lid = facts.lid,
                         sm_lid = facts.sm_lid,
                         "port changed"
                     );
-                    self.core.handle_port_change(now, identity(&facts));
+                    port.core.handle_port_change(now, identity(&facts));
                     if let Some(acm) = self.acm.as_mut() {
-                        acm.handle_port_change(0, identity(&facts));
+                        acm.handle_port_change(i, identity(&facts));
                     }
-                    self.facts = facts;
+                    port.facts = facts;
                 }
-                Err(e) => warn!(?event, error = %e, "cannot read the port after an event"),
+                Err(e) => {
+                    warn!(?event, port = %port.facts, error = %e, "cannot read the port after an event");
+                }
             },
         }
     }
 
     fn write_stats(&self) {
-        if let Some(f) = &self.stats {
-            if let Err(e) = f.write(&self.core.counters()) {
-                warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
-            }
+        for p in &self.ports {
+            p.write_stats();
         }
     }
 }
 
 /// Waits for the next thing to happen.
 async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer) -> Wake {
-    let mad = async { src.incoming.recv().await.map_or(Wake::Closed, Wake::Mad) };
+    let mad = async {
+        src.incoming
+            .recv()
+            .await
+            .map_or(Wake::Closed, |(i, m)| Wake::Mad(i, m))
+    };
     let api = async {
         match src.api.recv().await {
             Ok(e) => Wake::Api(e),
@@ -312,7 +365,7 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
     };
     let port = async {
         match src.port_events.recv().await {
-            Ok(e) => Wake::Port(e),
+            Ok((i, e)) => Wake::Port(i, e),
             Err(_) => std::future::pending().await,
         }
     };

@@ -1,5 +1,6 @@
-//! The ibacm door's endpoints (this port × each of its P_Keys) and its
-//! names table, from sysfs and ibacm's two files.
+//! The ibacm door's endpoints (each served port × each of its P_Keys) and
+//! its names table, from sysfs and ibacm's two files; and what each port
+//! publishes in the local-sa directory.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,7 @@ use tracing::{info, warn};
 use crate::bridge::identity;
 use crate::options::Options;
 use local_sa_core::acm::Endpoint;
-use local_sa_core::directory::Publication;
+use local_sa_core::directory::{MAX_ADDRESSES, Publication};
 use local_sa_core::naming::Address;
 use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
 use umad::port::{PortFacts, Sysfs};
@@ -47,42 +48,42 @@ pub(crate) fn names(options: &Options) -> Result<Names, String> {
     Ok(names)
 }
 
-/// One endpoint per P_Key of the served port, named by the address
-/// file's lines for this adapter and port.
+/// One endpoint per P_Key of each served port (`ports[i]` is agent `i`),
+/// named by the address file's lines for that adapter and port.
 pub(crate) fn endpoints(
     options: &Options,
     sysfs: &Sysfs,
-    facts: &PortFacts,
+    ports: &[PortFacts],
 ) -> Result<Vec<Endpoint>, String> {
     let local: Vec<LocalAddress> = match chosen(options.acm_addr.as_ref(), "ibacm_addr.cfg") {
         Some(path) => read(&path, naming::parse_addr_file)?,
         None => Vec::new(),
     };
-    let adapter = sysfs.endpoint_facts(facts);
-    let endpoints: Vec<Endpoint> = adapter
-        .pkeys
-        .iter()
-        .enumerate()
-        .map(|(i, &pkey)| Endpoint {
-            agent: 0,
-            port: identity(facts),
-            dev_guid: adapter.node_guid.unwrap_or(facts.gid.guid()),
-            port_num: facts.port,
-            phys_port_cnt: adapter.port_count,
-            pkey,
-            addresses: local
-                .iter()
-                .filter(|a| a.device == facts.ca && a.port == facts.port)
-                .filter(|a| match a.pkey {
-                    PkeyChoice::Default => i == 0,
-                    PkeyChoice::Value(p) => p | 0x8000 == pkey | 0x8000,
-                })
-                .map(|a| a.address.clone())
-                .collect(),
-        })
-        .collect();
+    let mut endpoints = Vec::new();
+    for (agent, facts) in ports.iter().enumerate() {
+        let adapter = sysfs.endpoint_facts(facts);
+        for (i, &pkey) in adapter.pkeys.iter().enumerate() {
+            endpoints.push(Endpoint {
+                agent,
+                port: identity(facts),
+                dev_guid: adapter.node_guid.unwrap_or(facts.gid.guid()),
+                port_num: facts.port,
+                phys_port_cnt: adapter.port_count,
+                pkey,
+                addresses: local
+                    .iter()
+                    .filter(|a| a.device == facts.ca && a.port == facts.port)
+                    .filter(|a| match a.pkey {
+                        PkeyChoice::Default => i == 0,
+                        PkeyChoice::Value(p) => p | 0x8000 == pkey | 0x8000,
+                    })
+                    .map(|a| a.address.clone())
+                    .collect(),
+            });
+        }
+    }
     for a in &local {
-        if a.device != facts.ca || a.port != facts.port {
+        if !ports.iter().any(|f| a.device == f.ca && a.port == f.port) {
             warn!(
                 address = %a.address, device = %a.device, port = a.port,
                 "the ibacm address file names a port this daemon does not serve"
@@ -92,13 +93,16 @@ pub(crate) fn endpoints(
     Ok(endpoints)
 }
 
-/// What this port publishes in the local-sa directory: the host name
-/// (`--host-name`, else the kernel's) and its addresses (`--address`, and
-/// the address file's IPs for this port's endpoints). `None` if the
-/// operator said `none` or no host name can be found.
+/// What port `agent` publishes in the local-sa directory: the host name
+/// (`--host-name`, else the kernel's) and its addresses: `--address` (on
+/// every port) and the address file's IPs for this port's endpoints, which
+/// must fit, then the port's IPoIB interfaces' (`ipoib`) while they fit.
+/// `None` if the operator said `none` or no host name can be found.
 pub(crate) fn publication(
     options: &Options,
     endpoints: &[Endpoint],
+    agent: usize,
+    ipoib: &[std::net::IpAddr],
 ) -> Result<Option<Publication>, String> {
     let name = match options.host_name.as_deref() {
         Some("none") => return Ok(None),
@@ -112,7 +116,7 @@ pub(crate) fn publication(
         },
     };
     let mut addresses = options.addresses.clone();
-    for ep in endpoints {
+    for ep in endpoints.iter().filter(|e| e.agent == agent) {
         for a in &ep.addresses {
             if let Address::Ip(ip) = a {
                 if !addresses.contains(ip) {
@@ -121,6 +125,19 @@ pub(crate) fn publication(
             }
         }
     }
+    let left_out: Vec<_> = ipoib
+        .iter()
+        .filter(|ip| !addresses.contains(ip))
+        .copied()
+        .collect();
+    let room = MAX_ADDRESSES.saturating_sub(addresses.len());
+    if left_out.len() > room {
+        warn!(
+            published = ?&left_out[..room], left_out = ?&left_out[room..],
+            "more IPoIB addresses than a directory record carries; --address chooses"
+        );
+    }
+    addresses.extend(left_out.into_iter().take(room));
     Publication::new(&name, addresses)
         .map(Some)
         .map_err(|e| format!("cannot publish this host in the local-sa directory: {e}"))

@@ -8,6 +8,7 @@ mod driver;
 mod endpoints;
 mod listener;
 mod options;
+mod port_agent;
 mod run;
 mod stats;
 

@@ -16,10 +16,12 @@ use clap::{CommandFactory, Parser};
 use local_sa_core::AgentConfig;
 use local_sa_core::text::number;
 
-/// Serve SA PathRecord queries from a local cache, on this node's port.
+/// Serve SA PathRecord queries from a local cache, on this node's ports.
 ///
-/// local-sa registers as the Subnet Administration agent on QP1 of one
-/// InfiniBand port. It answers PathRecord Get/GetTable exactly as the
+/// local-sa registers as the Subnet Administration agent on QP1 of each
+/// active InfiniBand port of the node (or of the adapter and port given
+/// with -C/-P), with a cache, registrations and local API socket per port
+/// and one ibacm-protocol door for all of them. It answers PathRecord Get/GetTable exactly as the
 /// master SA (OpenSM) would, from records fetched from the master at start,
 /// on SM changes and every --refresh-interval; what it cannot answer it
 /// forwards to the master (one query per distinct question, however many
@@ -64,18 +66,19 @@ SIGNALS:
   second one exits at once.
 
 EXAMPLES:
-  local-sa                                 first active port, defaults
+  local-sa                                 every active port, defaults
   local-sa -C mlx5_0 -P 1 --sm-key 0xbeef  a given port and SM_Key
   local-sa --config /etc/local-sa.conf
   lsaquery -p --sgid-to-dgid A-B           ask it (lsaquery's default SA
                                            is this node's local-sa)"
 )]
 pub(crate) struct Options {
-    /// Channel adapter to serve (default: the first with an active
-    /// InfiniBand port).
+    /// Channel adapter to serve (default: every adapter with an active
+    /// InfiniBand port): its active ports, or the one -P names.
     #[arg(short = 'C', long, value_name = "CA")]
     pub(crate) ca: Option<String>,
-    /// Port of that adapter.
+    /// Port to serve (of -C's adapter, else of the first adapter that has
+    /// it); only that port.
     #[arg(short = 'P', long, value_name = "N")]
     pub(crate) port: Option<u8>,
     /// Read settings from FILE before the command line (see CONFIG FILE).
@@ -144,7 +147,8 @@ pub(crate) struct Options {
     /// An IP address of this host to publish with its name (repeatable;
     /// at most 3 with the address file's IPs for this port), so that other
     /// nodes resolve it (ib_acme -f i, rdma_getaddrinfo) without hosts
-    /// files.
+    /// files. The port's IPoIB interfaces' addresses are published too,
+    /// while there is room.
     #[arg(long = "address", value_name = "IP")]
     pub(crate) addresses: Vec<std::net::IpAddr>,
     /// Seconds between checks that the master still holds this port's

@@ -1,47 +1,28 @@
-//! The daemon: the SA core of [`local_sa_core::agent`] driven by the umad
-//! transport, the clock, port events, the local API socket and signals, on
-//! one smol thread.
+//! The daemon: one SA core ([`local_sa_core::agent`]) per served port —
+//! by default every active port of every adapter — driven by the umad
+//! transports, the clock, port events, the local API and ibacm sockets and
+//! signals, on one smol thread.
 //!
-//! Everything the core decides happens inside [`SaCore`]; this module only
-//! moves MADs and local API frames in and out, calls it when its timer is
-//! due, tells it when the port changes, writes the counters file and shuts
-//! down on a signal.
+//! Everything the cores decide happens inside them; this module opens the
+//! ports and sockets and starts the [`Driver`], which moves MADs and local
+//! frames in and out.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_signal::{Signal, Signals};
-use mad_codec::Method;
 use tracing::{info, warn};
-
-use crate::driver::{Driver, Sources};
 
 use crate::acm_socket::AcmListener;
 use crate::activation;
 use crate::api;
-use crate::bridge::identity;
+use crate::driver::{Driver, Sources};
 use crate::endpoints;
 use crate::listener::Listener;
 use crate::options::Options;
-use crate::stats::StatsFile;
-use local_sa_core::SaCore;
+use crate::port_agent::PortAgent;
 use local_sa_core::acm::{AcmConfig, AcmService};
 use umad::port::{PortError, PortFacts, Sysfs};
-use umad::port_events::PortEvents;
-use umad::{AgentSpec, UmadDevice, UmadTransport};
-
-/// The request methods the SA agent receives: queries, loads, deletes,
-/// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
-const METHODS: [Method; 5] = [
-    Method::GET,
-    Method::SET,
-    Method::GET_TABLE,
-    Method::DELETE,
-    Method::REPORT,
-];
-
-/// MADs buffered each way between the core and the umad threads.
-const CHANNEL_DEPTH: usize = 4096;
 
 /// Why the daemon could not run.
 #[derive(Debug)]
@@ -72,105 +53,123 @@ impl std::error::Error for DaemonError {}
 /// Runs the daemon until SIGTERM/SIGINT.
 pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
     let sysfs = Sysfs::default();
-    let facts = sysfs
-        .select(options.ca.as_deref(), options.port)
+    let chosen = sysfs
+        .select_all(options.ca.as_deref(), options.port)
         .map_err(DaemonError::Port)?;
-    let umad_path = facts
-        .umad_path()
-        .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;
-    let device = UmadDevice::open(&umad_path)
-        .map_err(|e| DaemonError::Device(format!("{}: {e}", umad_path.display())))?;
-    let agent = device.register_agent(&AgentSpec::sa(&METHODS)).map_err(|e| {
-        DaemonError::Device(format!(
-            "cannot register as the SA agent on {}: {e} (is another SA agent, such as OpenSM or local-sa, \
-             serving this port?)",
-            umad_path.display()
-        ))
-    })?;
-    let mut config = options.agent_config();
-    // RMPP segments as big as the transport carries intact.
-    config.rmpp.segment_data_len = device.transport().segment_data_len();
-    let transport = UmadTransport::start(device, CHANNEL_DEPTH)
-        .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
-    let events = PortEvents::start(
-        &facts,
-        sysfs.clone(),
-        Duration::from_secs(options.port_poll_interval.max(1)),
-    )
-    .map_err(|e| DaemonError::Device(format!("cannot watch port events: {e}")))?;
-    let signals = Signals::new([Signal::Term, Signal::Int]).map_err(DaemonError::Signals)?;
-    let stats = stats_file(options, &facts);
-    info!(
-        port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
-        events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
-        "serving SA PathRecord queries"
-    );
-    let activated = activation::activated().map_err(DaemonError::Acm)?;
-    let api = match (activated.api, options.api_socket_path(&facts)) {
-        (Some(inherited), _) => Some(api::ApiServer::new(inherited)),
-        (None, Some(path)) => {
-            let listener =
-                Listener::bind(&path, options.api_mode, options.api_group).map_err(|e| {
-                    DaemonError::Device(format!(
-                        "cannot listen on the local API socket {}: {e}",
-                        path.display()
-                    ))
-                })?;
-            Some(api::ApiServer::new(listener))
+    if chosen.len() > 1 {
+        for (given, what) in [
+            (options.api_socket.is_some(), "--api-socket"),
+            (options.stats_file.is_some(), "--stats-file"),
+        ] {
+            if given {
+                return Err(DaemonError::Device(format!(
+                    "{what} names one file, and {} ports are to be served ({}): choose one with -C/-P, or leave {what} to its per-port default",
+                    chosen.len(),
+                    chosen
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         }
-        (None, None) => None,
-    };
-    if let Some(server) = &api {
-        api::announce(server, options.api_mode);
     }
-    let ids = std::rc::Rc::new(std::cell::Cell::new(1));
+    let mut ports = Vec::with_capacity(chosen.len());
+    for facts in chosen {
+        ports.push(PortAgent::open(
+            options,
+            &sysfs,
+            facts,
+            options.stats_file.clone(),
+        )?);
+    }
+    let signals = Signals::new([Signal::Term, Signal::Int]).map_err(DaemonError::Signals)?;
+    let mut activated = activation::activated().map_err(DaemonError::Acm)?;
+    let mut api_servers = Vec::new();
+    for (agent, port) in ports.iter().enumerate() {
+        // A passed API socket serves the first port.
+        let server = match (activated.api.take(), options.api_socket_path(&port.facts)) {
+            (Some(inherited), _) => api::ApiServer::new(inherited, agent),
+            (None, Some(path)) => {
+                let listener =
+                    Listener::bind(&path, options.api_mode, options.api_group).map_err(|e| {
+                        DaemonError::Device(format!(
+                            "cannot listen on the local API socket {}: {e}",
+                            path.display()
+                        ))
+                    })?;
+                api::ApiServer::new(listener, agent)
+            }
+            (None, None) => continue,
+        };
+        api::announce(&server, options.api_mode, &port.facts);
+        api_servers.push(server);
+    }
+    let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
     let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
-    let publication =
-        endpoints::publication(options, acm.as_ref().map_or(&[][..], AcmService::endpoints))
-            .map_err(DaemonError::Acm)?;
     let now = Instant::now();
-    let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
-    if let Some(p) = &publication {
-        info!(host = p.host_name(), addresses = ?p.addresses(), "publishing this host in the local-sa directory");
+    let endpoints = acm.as_ref().map_or(&[][..], AcmService::endpoints);
+    for (agent, port) in ports.iter_mut().enumerate() {
+        let ipoib = umad::ipoib::addresses(&port.facts);
+        let publication =
+            endpoints::publication(options, endpoints, agent, &ipoib).map_err(DaemonError::Acm)?;
+        if let Some(p) = &publication {
+            info!(port = %port.facts, host = p.host_name(), addresses = ?p.addresses(), "publishing this host in the local-sa directory");
+        }
+        port.core.publish(now, publication);
     }
-    core.publish(now, publication);
-    let driver = Driver {
-        core,
-        names_generation: 0,
-        agent,
-        outgoing: transport.outgoing(),
-        sysfs,
-        facts,
-        stats,
-        stats_interval: Duration::from_secs(options.stats_interval),
-        connections: HashMap::new(),
-        acm,
-    };
+    let ex = std::rc::Rc::new(smol::LocalExecutor::new());
+    // Every port's MADs and events, tagged with the port, on one channel
+    // each: the driver waits on those.
+    let (mad_tx, mad_rx) = smol::channel::bounded(1024);
+    let (event_tx, event_rx) = smol::channel::bounded(64);
+    for (i, port) in ports.iter().enumerate() {
+        ex.spawn(tag(i, port.transport.incoming(), mad_tx.clone()))
+            .detach();
+        ex.spawn(tag(i, port.events.events(), event_tx.clone()))
+            .detach();
+    }
+    drop((mad_tx, event_tx));
+    let ids = std::rc::Rc::new(std::cell::Cell::new(1));
     let (api_tx, api_rx) = smol::channel::bounded(1024);
     let (acm_tx, acm_rx) = smol::channel::bounded(1024);
-    let sources = Sources {
-        incoming: transport.incoming(),
-        port_events: events.events(),
-        api: api_rx,
-        acm: acm_rx,
-        signals,
-    };
-    let ex = std::rc::Rc::new(smol::LocalExecutor::new());
-    if let Some(server) = api {
-        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), ids.clone(), api_tx))
+    for server in api_servers {
+        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), ids.clone(), api_tx.clone()))
             .detach();
-    } else {
-        drop(api_tx);
     }
     for listener in acm_listeners {
         ex.spawn(listener.serve(std::rc::Rc::downgrade(&ex), ids.clone(), acm_tx.clone()))
             .detach();
     }
-    drop(acm_tx);
-    smol::block_on(ex.run(driver.run(sources)));
-    drop(events);
-    transport.shutdown();
+    drop((api_tx, acm_tx));
+    let driver = Driver {
+        ports,
+        sysfs,
+        stats_interval: Duration::from_secs(options.stats_interval),
+        connections: HashMap::new(),
+        acm,
+    };
+    let sources = Sources {
+        incoming: mad_rx,
+        port_events: event_rx,
+        api: api_rx,
+        acm: acm_rx,
+        signals,
+    };
+    let ports = smol::block_on(ex.run(driver.run(sources)));
+    for port in ports {
+        port.close();
+    }
     Ok(())
+}
+
+/// Passes everything `from` yields to `to`, tagged with port `i`.
+async fn tag<T>(i: usize, from: smol::channel::Receiver<T>, to: smol::channel::Sender<(usize, T)>) {
+    while let Ok(item) = from.recv().await {
+        if to.send((i, item)).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// The ibacm door and its listening sockets, or none if it serves on no
@@ -180,7 +179,7 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
 fn acm_door(
     options: &Options,
     sysfs: &Sysfs,
-    facts: &PortFacts,
+    facts: &[PortFacts],
     inherited: Vec<Listener>,
 ) -> Result<(Option<AcmService>, Vec<AcmListener>), DaemonError> {
     let (mut paths, defaults) = options.acm_socket_paths();
@@ -226,20 +225,4 @@ fn acm_door(
         Some(AcmService::new(AcmConfig::default(), eps, names)),
         listeners,
     ))
-}
-
-/// The counters file, unless it cannot be created (then the daemon runs
-/// without one and says so).
-fn stats_file(options: &Options, facts: &PortFacts) -> Option<StatsFile> {
-    let path = options
-        .stats_file
-        .clone()
-        .unwrap_or_else(|| StatsFile::default_path(&facts.ca, facts.port));
-    match StatsFile::create(path.clone(), &facts.ca, facts.port) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            warn!(path = %path.display(), error = %e, "cannot create the counters file; running without one");
-            None
-        }
-    }
 }

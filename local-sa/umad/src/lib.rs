@@ -8,6 +8,7 @@ mod abi;
 pub mod activation;
 mod address;
 mod device;
+pub mod ipoib;
 pub mod port;
 pub mod port_events;
 pub mod simulator;

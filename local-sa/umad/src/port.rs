@@ -346,8 +346,44 @@ impl Sysfs {
         })
     }
 
+    /// The ports to serve: the one named (`ca` and `port`); every usable
+    /// port of `ca` with a umad device; or, when neither is named, every
+    /// usable port of every adapter with one.
+    pub fn select_all(
+        &self,
+        ca: Option<&str>,
+        port: Option<u8>,
+    ) -> Result<Vec<PortFacts>, PortError> {
+        if port.is_some() {
+            return self.select(ca, port).map(|p| vec![p]);
+        }
+        let all = self.ports()?;
+        let describe =
+            |p: &PortFacts| format!("{} port {} ({:?}, {})", p.ca, p.port, p.state, p.link_layer);
+        let chosen: Vec<PortFacts> = all
+            .iter()
+            .filter(|p| ca.is_none_or(|c| c == p.ca))
+            .filter(|p| p.is_usable() && p.umad_index.is_some())
+            .cloned()
+            .collect();
+        if chosen.is_empty() {
+            if let Some(c) = ca {
+                if !all.iter().any(|p| p.ca == c) {
+                    return Err(PortError::NotFound {
+                        wanted: format!("{c} port (any)"),
+                        available: all.iter().map(describe).collect(),
+                    });
+                }
+            }
+            return Err(PortError::NoActivePort {
+                seen: all.iter().map(describe).collect(),
+            });
+        }
+        Ok(chosen)
+    }
+
     /// The port to use: the one named (`ca`, and `port` on it), else the
-    /// first active InfiniBand port.
+    /// first active InfiniBand port; it must have a umad device.
     pub fn select(&self, ca: Option<&str>, port: Option<u8>) -> Result<PortFacts, PortError> {
         let all = self.ports()?;
         if all.is_empty() {
@@ -469,6 +505,56 @@ mod tests {
             sysfs.select(Some("ibsim0"), Some(1)).unwrap().state,
             PortState::Init
         );
+    }
+
+    #[test]
+    fn every_active_port_with_a_umad_device_is_served() {
+        let (t, sysfs) = fake_tree("4: ACTIVE\n");
+        // A second adapter: port 1 active with a umad device, port 2 down.
+        let ca = t.path().join("infiniband/mlx5_1/ports");
+        for (n, state, lid) in [("1", "4: ACTIVE\n", "0x9"), ("2", "1: DOWN\n", "0x0")] {
+            let port = ca.join(n);
+            fs::create_dir_all(port.join("gids")).unwrap();
+            for (file, value) in [
+                ("lid", lid),
+                ("lid_mask_count", "0"),
+                ("sm_lid", "0x1"),
+                ("sm_sl", "0"),
+                ("state", state),
+                ("cap_mask", "0x0"),
+                ("gids/0", "fe80:0000:0000:0000:0000:0000:0010:0009\n"),
+            ] {
+                fs::write(port.join(file), value).unwrap();
+            }
+        }
+        let umad = t.path().join("infiniband_mad/umad1");
+        fs::create_dir_all(&umad).unwrap();
+        fs::write(umad.join("ibdev"), "mlx5_1\n").unwrap();
+        fs::write(umad.join("port"), "1\n").unwrap();
+        let served = |ca, port| -> Vec<(String, u8)> {
+            sysfs
+                .select_all(ca, port)
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.ca, p.port))
+                .collect()
+        };
+        assert_eq!(
+            served(None, None),
+            [("ibsim0".to_owned(), 1), ("mlx5_1".to_owned(), 1)]
+        );
+        assert_eq!(served(Some("mlx5_1"), None), [("mlx5_1".to_owned(), 1)]);
+        assert_eq!(served(None, Some(1)), [("ibsim0".to_owned(), 1)]);
+        let err = sysfs.select_all(Some("mlx5_9"), None).unwrap_err();
+        assert!(err.to_string().contains("mlx5_9"), "{err}");
+        // An adapter whose ports are all down: said so, naming them.
+        fs::write(
+            t.path().join("infiniband/mlx5_1/ports/1/state"),
+            "1: DOWN\n",
+        )
+        .unwrap();
+        let err = sysfs.select_all(Some("mlx5_1"), None).unwrap_err();
+        assert!(err.to_string().contains("mlx5_1 port 2 (Down"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! One served port: its umad device and SA agent registration, the
+//! transport's reader and writer threads, its port events, its counters
+//! file and the SA core that serves it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mad_codec::Method;
+use smol::channel::Sender;
+use tracing::{info, warn};
+
+use crate::bridge::identity;
+use crate::options::Options;
+use crate::run::DaemonError;
+use crate::stats::StatsFile;
+use local_sa_core::SaCore;
+use umad::port::{PortFacts, Sysfs};
+use umad::port_events::PortEvents;
+use umad::{AgentId, AgentSpec, OutgoingMad, UmadDevice, UmadTransport};
+
+/// The request methods the SA agent receives: queries, loads, deletes,
+/// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::SET,
+    Method::GET_TABLE,
+    Method::DELETE,
+    Method::REPORT,
+];
+
+/// MADs buffered each way between the core and the umad threads.
+const CHANNEL_DEPTH: usize = 4096;
+
+/// A served port.
+pub(crate) struct PortAgent {
+    pub(crate) core: SaCore,
+    pub(crate) agent: AgentId,
+    pub(crate) outgoing: Sender<OutgoingMad>,
+    pub(crate) facts: PortFacts,
+    pub(crate) stats: Option<StatsFile>,
+    /// The generation of the core's learned names the ibacm door has.
+    pub(crate) names_generation: u64,
+    pub(crate) transport: UmadTransport,
+    pub(crate) events: PortEvents,
+}
+
+impl PortAgent {
+    /// Opens `facts`' port and starts serving it: registers as its SA
+    /// agent and starts the core (which starts fetching the port's paths).
+    /// `stats` overrides the counters file's default place.
+    pub(crate) fn open(
+        options: &Options,
+        sysfs: &Sysfs,
+        facts: PortFacts,
+        stats: Option<PathBuf>,
+    ) -> Result<Self, DaemonError> {
+        let umad_path = facts
+            .umad_path()
+            .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;
+        let device = UmadDevice::open(&umad_path)
+            .map_err(|e| DaemonError::Device(format!("{}: {e}", umad_path.display())))?;
+        let agent = device.register_agent(&AgentSpec::sa(&METHODS)).map_err(|e| {
+            DaemonError::Device(format!(
+                "cannot register as the SA agent on {}: {e} (is another SA agent, such as OpenSM or local-sa, \
+                 serving this port?)",
+                umad_path.display()
+            ))
+        })?;
+        let mut config = options.agent_config();
+        // RMPP segments as big as the transport carries intact.
+        config.rmpp.segment_data_len = device.transport().segment_data_len();
+        let transport = UmadTransport::start(device, CHANNEL_DEPTH)
+            .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
+        let events = PortEvents::start(
+            &facts,
+            sysfs.clone(),
+            Duration::from_secs(options.port_poll_interval.max(1)),
+        )
+        .map_err(|e| DaemonError::Device(format!("cannot watch port events: {e}")))?;
+        let stats = stats_file(stats, &facts);
+        info!(
+            port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
+            events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
+            "serving SA PathRecord queries"
+        );
+        let core = SaCore::new(
+            config,
+            identity(&facts),
+            Instant::now(),
+            umad::transaction_id_seed(),
+        );
+        Ok(Self {
+            core,
+            agent,
+            outgoing: transport.outgoing(),
+            facts,
+            stats,
+            names_generation: 0,
+            transport,
+            events,
+        })
+    }
+
+    /// Writes the counters file, if there is one.
+    pub(crate) fn write_stats(&self) {
+        if let Some(f) = &self.stats {
+            if let Err(e) = f.write(&self.core.counters()) {
+                warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
+            }
+        }
+    }
+
+    /// Stops watching the port and joins the transport's threads.
+    pub(crate) fn close(self) {
+        drop(self.events);
+        self.transport.shutdown();
+    }
+}
+
+/// The counters file, unless it cannot be created (then the port is served
+/// without one and the log says so).
+fn stats_file(path: Option<PathBuf>, facts: &PortFacts) -> Option<StatsFile> {
+    let path = path.unwrap_or_else(|| StatsFile::default_path(&facts.ca, facts.port));
+    match StatsFile::create(path.clone(), &facts.ca, facts.port) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            warn!(path = %path.display(), error = %e, "cannot create the counters file; running without one");
+            None
+        }
+    }
+}
