@@ -52,12 +52,16 @@ fn printed_path(out: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// OpenSM's PathRecord for `args`, through lsaquery --master on `node`.
-fn opensm_path(node: &Node<'_>, args: &[&str]) -> PathRecord {
+/// OpenSM's reversible PathRecord from `slid` to `dlid` in the default
+/// partition (what ibacm asks for), through lsaquery --master on `node`.
+fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
+    let (slid, dlid) = (slid.to_string(), dlid.to_string());
     let out = node
         .lsaquery()
         .arg("--master")
-        .args(args)
+        .args([
+            "-p", "--slid", &slid, "--dlid", &dlid, "--pkey", "0xffff", "-r", "1",
+        ])
         .arg("-d")
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -122,20 +126,7 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let socket = sa.acm_socket();
-    let expected = as_ib_acme_prints(&opensm_path(
-        &src_node,
-        &[
-            "-p",
-            "--slid",
-            &src.lid.to_string(),
-            "--dlid",
-            &dest.lid.to_string(),
-            "--pkey",
-            "0xffff",
-            "-r",
-            "1",
-        ],
-    ));
+    let expected = as_ib_acme_prints(&opensm_path(&src_node, src.lid, dest.lid));
 
     // By LID, by GID, by name and by IP: the same path, OpenSM's.
     let dgid = std::net::Ipv6Addr::from(dest_gid).to_string();
@@ -310,20 +301,7 @@ fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
         ("h7", "n", "h7"),
     ] {
         let dest = fabric.node(node).unwrap().port().unwrap();
-        let expected = as_ib_acme_prints(&opensm_path(
-            &src_node,
-            &[
-                "-p",
-                "--slid",
-                &src.lid.to_string(),
-                "--dlid",
-                &dest.lid.to_string(),
-                "--pkey",
-                "0xffff",
-                "-r",
-                "1",
-            ],
-        ));
+        let expected = as_ib_acme_prints(&opensm_path(&src_node, src.lid, dest.lid));
         let (out, ok) = ib_acme(socket, &["-f", format, "-d", destination, "-v"]);
         assert!(ok, "ib_acme -f {format} -d {destination} failed:\n{out}");
         assert_eq!(
@@ -405,20 +383,7 @@ fn with_lmc_a_path_set_carries_an_alternate_path() {
     // Each is OpenSM's record for its LID pair.
     for line in &lines {
         let (slid, dlid) = (field(line, "slid"), field(line, "dlid"));
-        let expected = opensm_path(
-            &src_node,
-            &[
-                "-p",
-                "--slid",
-                &slid.to_string(),
-                "--dlid",
-                &dlid.to_string(),
-                "--pkey",
-                "0xffff",
-                "-r",
-                "1",
-            ],
-        );
+        let expected = opensm_path(&src_node, slid, dlid);
         assert_eq!(
             (
                 expected.slid(),

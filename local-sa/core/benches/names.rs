@@ -8,10 +8,9 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use bytes::BytesMut;
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::acm::wire::{self, Entry, Header, Opcode, Status, flags};
+use local_sa_core::acm::wire::{self, Entry, Opcode, flags};
 use local_sa_core::acm::{AcmConfig, AcmService, Endpoint, Step};
 use local_sa_core::directory::Publication;
 use local_sa_core::naming::{Address, NameSource, Names};
@@ -72,18 +71,13 @@ fn door(hosts: u32) -> AcmService {
 }
 
 fn resolve(dest: &Address) -> Vec<u8> {
-    let mut out = BytesMut::new();
-    Header {
-        version: wire::VERSION,
-        opcode: Opcode::RESOLVE.0,
-        status: Status::SUCCESS,
-        data: [0; 3],
-        length: (wire::HEADER_LEN + wire::ENTRY_LEN) as u16,
-        tid: [0; 8],
-    }
-    .emit(&mut out);
-    Entry::for_address(flags::DEST, dest).emit(&mut out);
-    out.to_vec()
+    wire::request(
+        Opcode::RESOLVE,
+        [0; 3],
+        &[Entry::for_address(flags::DEST, dest)],
+        0,
+    )
+    .to_vec()
 }
 
 /// 4096 messages for destinations spread over the table.

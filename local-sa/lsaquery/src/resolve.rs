@@ -12,7 +12,6 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use clap::ValueEnum;
 use local_sa_core::acm::wire::{self, Entry, Header, Opcode, Status, flags};
 use local_sa_core::naming::{Address, MAX_NAME_LEN};
@@ -87,20 +86,7 @@ fn request(dest: &Address, source: Option<&Address>, cached_only: bool, tid: u64
     if let Some(s) = source {
         entries.push(Entry::for_address(flags::SOURCE, s));
     }
-    let mut out = BytesMut::new();
-    Header {
-        version: wire::VERSION,
-        opcode: Opcode::RESOLVE.0,
-        status: Status::SUCCESS,
-        data: [0; 3],
-        length: (wire::HEADER_LEN + entries.len() * wire::ENTRY_LEN) as u16,
-        tid: tid.to_ne_bytes(),
-    }
-    .emit(&mut out);
-    for e in &entries {
-        e.emit(&mut out);
-    }
-    out.to_vec()
+    wire::request(Opcode::RESOLVE, [0; 3], &entries, tid).to_vec()
 }
 
 /// What a status means, for the error message.

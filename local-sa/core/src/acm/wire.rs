@@ -585,6 +585,26 @@ pub fn error_reply(request: &Header, status: Status) -> Bytes {
     out.freeze()
 }
 
+/// A client's request: `opcode` with `data` and `entries`, TransactionID
+/// `tid` (kept in the host's order, as clients keep it).
+pub fn request(opcode: Opcode, data: [u8; 3], entries: &[Entry], tid: u64) -> Bytes {
+    let len = HEADER_LEN + entries.len() * ENTRY_LEN;
+    let mut out = BytesMut::with_capacity(len);
+    Header {
+        version: VERSION,
+        opcode: opcode.0,
+        status: Status::SUCCESS,
+        data,
+        length: len as u16,
+        tid: tid.to_ne_bytes(),
+    }
+    .emit(&mut out);
+    for e in entries {
+        e.emit(&mut out);
+    }
+    out.freeze()
+}
+
 /// A RESOLVE reply: `status` and, on success, `entries`.
 pub fn resolve_reply(request: &Header, status: Status, entries: &[Entry]) -> Bytes {
     let entries = if status == Status::SUCCESS {

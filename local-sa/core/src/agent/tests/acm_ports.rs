@@ -4,13 +4,13 @@
 //! source names — by GID, LID, address or P_Key — and comes back with
 //! that port's path.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use mad_codec::zerocopy::FromBytes;
 use mad_codec::{Gid, PathRecord};
 
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID};
 use super::fake_master::{FakeMaster, gid, path};
-use crate::acm::wire::{self, Entry, Header, Opcode, Status, flags};
+use crate::acm::wire::{self, Entry, Opcode, Status, flags};
 use crate::acm::{AcmConfig, AcmService, Endpoint, Step};
 use crate::naming::{Address, Names};
 
@@ -46,20 +46,7 @@ fn node() -> (AcmService, [Bench; 2]) {
 }
 
 fn message(opcode: Opcode, data: [u8; 3], entries: &[Entry]) -> Vec<u8> {
-    let mut out = BytesMut::new();
-    Header {
-        version: wire::VERSION,
-        opcode: opcode.0,
-        status: Status::SUCCESS,
-        data,
-        length: (wire::HEADER_LEN + entries.len() * wire::ENTRY_LEN) as u16,
-        tid: [7; 8],
-    }
-    .emit(&mut out);
-    for e in entries {
-        e.emit(&mut out);
-    }
-    out.to_vec()
+    wire::request(opcode, data, entries, 7).to_vec()
 }
 
 /// Sends `msg` through the door and, if it asks an agent, that agent;

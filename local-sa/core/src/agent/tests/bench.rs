@@ -97,7 +97,11 @@ impl Bench {
     /// that needs no time has happened.
     pub(crate) fn new(master: FakeMaster, config: AgentConfig) -> Self {
         let now = Instant::now();
-        let core = SaCore::new(config, my_port(), now, SEED);
+        Self::start(SaCore::new(config, my_port(), now, SEED), master, now)
+    }
+
+    /// `core` started against `master`: everything that needs no time done.
+    fn start(core: SaCore, master: FakeMaster, now: Instant) -> Self {
         let mut b = Self {
             core,
             master,
@@ -118,14 +122,7 @@ impl Bench {
             ..my_port()
         };
         let core = SaCore::new(AgentConfig::default(), port, now, SEED + u32::from(lid));
-        let mut b = Self {
-            core,
-            master,
-            now,
-            sent: VecDeque::new(),
-        };
-        b.pump();
-        b
+        Self::start(core, master, now)
     }
 
     /// The agent with the default configuration against a master of
