@@ -74,6 +74,24 @@ fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
     PathRecord::read_from_bytes(&m.data()[..64]).unwrap()
 }
 
+/// `lsaquery --resolve DEST --json` through `socket`: its output, which
+/// must be a success.
+fn lsaquery_resolve(socket: &Path, dest: &str) -> String {
+    let out = Command::new(conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}")))
+        .arg("--acm-socket")
+        .arg(socket)
+        .args(["--resolve", dest, "--json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{json}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json
+}
+
 /// ib_acme's printout of `r`, field by field (acme.c's show_path).
 fn as_ib_acme_prints(r: &PathRecord) -> HashMap<String, String> {
     let fields = [
@@ -195,19 +213,7 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
     );
 
     // lsaquery --resolve: the same path through the same protocol.
-    let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(&lsaquery)
-        .arg("--acm-socket")
-        .arg(socket)
-        .args(["--resolve", "H9_1", "--json"])
-        .output()
-        .unwrap();
-    let json = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{json}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let json = lsaquery_resolve(socket, "H9_1");
     assert!(
         json.starts_with(r#"{"path_flags":["primary","outbound","inbound-reverse","gmp"],"path":{"record":"PathRecord""#),
         "{json}"
@@ -217,7 +223,7 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
         json.contains(r#"{"source":"H2_1"}"#),
         "the source it chose:\n{json}"
     );
-    let out = Command::new(&lsaquery)
+    let out = Command::new(conformance::program("lsaquery").unwrap())
         .arg("--acm-socket")
         .arg(socket)
         .args(["--resolve", "no-such-host"])
@@ -342,19 +348,7 @@ fn with_lmc_a_path_set_carries_an_alternate_path() {
     let src_node = fabric.node("h2").unwrap();
     let src = src_node.port().unwrap();
     let dest = fabric.node("h9").unwrap().port().unwrap();
-    let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(&lsaquery)
-        .arg("--acm-socket")
-        .arg(sa.acm_socket())
-        .args(["--resolve", "h9", "--json"])
-        .output()
-        .unwrap();
-    let json = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{json}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let json = lsaquery_resolve(sa.acm_socket(), "h9");
     let lines: Vec<&str> = json.lines().collect();
     assert_eq!(lines.len(), 2, "a primary and an alternate path:\n{json}");
     assert!(

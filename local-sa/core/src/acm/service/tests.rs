@@ -3,7 +3,7 @@ use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, Gid};
 
 use super::*;
-use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN, VERSION};
+use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
 use crate::naming::NameSource;
 use crate::request::RequestKind;
 
@@ -58,21 +58,7 @@ fn service() -> AcmService {
 }
 
 fn message(opcode: Opcode, data: [u8; 3], entries: &[Entry]) -> Vec<u8> {
-    let len = HEADER_LEN + entries.len() * ENTRY_LEN;
-    let mut out = BytesMut::new();
-    Header {
-        version: VERSION,
-        opcode: opcode.0,
-        status: Status::SUCCESS,
-        data,
-        length: len as u16,
-        tid: 77u64.to_ne_bytes(),
-    }
-    .emit(&mut out);
-    for e in entries {
-        e.emit(&mut out);
-    }
-    out.to_vec()
+    wire::request(opcode, data, entries, 77).to_vec()
 }
 
 fn resolve(entries: &[Entry]) -> Vec<u8> {
