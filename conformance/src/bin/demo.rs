@@ -126,6 +126,27 @@ fn run() -> Result<(), String> {
     }
     println!("Same record, field by field, without a trip to the master.");
 
+    section("ib_acme -f n -d h87 -v   (ibacm's own client, through local-sa's ibacm socket)");
+    sa.wait_until(
+        "host names from OpenSM's NodeRecords",
+        Duration::from_secs(60),
+        |c| c.get("names").is_some_and(|n| *n > 0),
+    )
+    .map_err(|e| e.to_string())?;
+    let acme = std::process::Command::new("ib_acme")
+        .arg("-S")
+        .arg(sa.acm_socket())
+        .args(["-f", "n", "-d", "h87", "-v"])
+        .output()
+        .map_err(|e| format!("ib_acme (package ibacm): {e}"))?;
+    print!("{}", String::from_utf8_lossy(&acme.stdout));
+    if !acme.status.success() {
+        return Err("ib_acme could not resolve h87 through local-sa".into());
+    }
+    println!(
+        "The host name came from OpenSM's NodeRecords; the path from local-sa's cache;\n\"SA verification\" asked OpenSM through the same socket."
+    );
+
     section(&format!(
         "Every path from h42: lsaquery -p --slid {}",
         me.lid
