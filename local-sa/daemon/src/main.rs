@@ -6,6 +6,7 @@ mod api;
 mod bridge;
 mod driver;
 mod endpoints;
+mod error;
 mod listener;
 mod options;
 mod port_agent;

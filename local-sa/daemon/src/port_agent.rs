@@ -10,8 +10,8 @@ use smol::channel::Sender;
 use tracing::{info, warn};
 
 use crate::bridge::identity;
+use crate::error::DaemonError;
 use crate::options::Options;
-use crate::run::DaemonError;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use umad::port::{PortFacts, Sysfs};

@@ -18,37 +18,12 @@ use crate::activation;
 use crate::api;
 use crate::driver::{Driver, Sources};
 use crate::endpoints;
+use crate::error::DaemonError;
 use crate::listener::Listener;
 use crate::options::Options;
 use crate::port_agent::PortAgent;
 use local_sa_core::acm::{AcmConfig, AcmService};
-use umad::port::{PortError, PortFacts, Sysfs};
-
-/// Why the daemon could not run.
-#[derive(Debug)]
-pub(crate) enum DaemonError {
-    /// No port to serve.
-    Port(PortError),
-    /// The port has no umad device, or it could not be opened or used.
-    Device(String),
-    /// Signals could not be watched.
-    Signals(std::io::Error),
-    /// The ibacm door could not be set up.
-    Acm(String),
-}
-
-impl std::fmt::Display for DaemonError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Port(e) => write!(f, "{e}"),
-            Self::Device(e) => write!(f, "{e}"),
-            Self::Signals(e) => write!(f, "cannot watch SIGTERM/SIGINT: {e}"),
-            Self::Acm(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for DaemonError {}
+use umad::port::{PortFacts, Sysfs};
 
 /// Runs the daemon until SIGTERM/SIGINT.
 pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
