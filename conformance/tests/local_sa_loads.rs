@@ -203,3 +203,73 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sa.counter("denied"), 1);
 }
+
+/// A Delete never turns into "no such path": after a whole-table load of
+/// its own port and a Delete of everything in the default partition,
+/// local-sa asks OpenSM and answers with OpenSM's record.
+#[test]
+fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa =
+        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h2").unwrap();
+    let me = node.port().unwrap().lid.to_string();
+    let peer = fabric.node("h9").unwrap().port().unwrap().lid.to_string();
+    let pair = format!("{me}:{peer}");
+    // Its own table, as it holds it, loaded back whole (replacing).
+    let table = lsaquery(&node, &["--sa-lid", &me, "-p", "--slid", &me]);
+    assert!(table.status.success(), "{}", table.stderr);
+    let file = fabric.dir().join("own.txt");
+    std::fs::write(&file, &table.stdout).unwrap();
+    let out = lsaquery(
+        &node,
+        &[
+            "--sa-lid",
+            &me,
+            "--load",
+            file.to_str().unwrap(),
+            "--replace",
+            "--smkey",
+            KEY,
+        ],
+    );
+    expect_line(&out, "loaded");
+    let out = lsaquery(
+        &node,
+        &[
+            "--sa-lid",
+            &me,
+            "--delete-matching",
+            "--pkey",
+            "0xffff",
+            "--smkey",
+            KEY,
+        ],
+    );
+    expect_line(&out, "deleted");
+    sa.wait_until("everything deleted", std::time::Duration::from_secs(5), |c| {
+        c["records"] == 0
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ours = lsaquery(
+        &node,
+        &["--sa-lid", &me, "--src-to-dst", &pair, "--method", "get", "-d"],
+    );
+    let theirs = lsaquery(
+        &node,
+        &["--master", "--src-to-dst", &pair, "--method", "get", "-d"],
+    );
+    let data = |out: &RunOutput| -> Vec<u8> {
+        let blocks = mad_blocks(&out.stdout);
+        let (_, mad) = blocks
+            .iter()
+            .find(|(l, _)| l == "SA Response")
+            .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
+        let m = SaMad::parse(mad).unwrap();
+        assert_eq!(m.mad().status(), mad_codec::MadStatus::OK, "{}", out.stdout);
+        m.data()[..64].to_vec()
+    };
+    assert_eq!(data(&ours), data(&theirs), "OpenSM's record, through local-sa");
+}

@@ -9,7 +9,9 @@
 //! * `Delete(PathRecord)` with ComponentMask 0 carries N records and removes
 //!   the stored record of each one's (SLID, DLID) pair; with a non-zero
 //!   mask it carries one template and removes every stored record whose
-//!   masked fields equal the template's.
+//!   masked fields equal the template's. A source port that loses a record
+//!   is no longer complete: queries the cache cannot answer for it go to
+//!   the master until a refresh or a whole-table load completes it again.
 //! * Both need the configured SM_Key; anything else is answered
 //!   ERR_REQ_DENIED and changes nothing. Malformed loads (AttributeOffset
 //!   under 8, a record with LID 0) are ERR_REQ_INVALID and change nothing.
@@ -140,16 +142,29 @@ impl SaCore {
     }
 
     fn delete_records(&mut self, mask: ComponentMask, records: &[PathRecord]) -> usize {
+        // The sources that lose a record lose their completeness: what
+        // was removed is unknown from now on (queries for it go to the
+        // master), never known to be absent.
+        let mut sources: HashSet<u64> = HashSet::new();
         let removed = if mask == ComponentMask::NONE {
             records
                 .iter()
-                .filter(|r| self.store.remove(r.slid(), r.dlid()).is_some())
+                .filter_map(|r| self.store.remove(r.slid(), r.dlid()))
+                .map(|gone| sources.insert(gone.sgid().guid()))
                 .count()
         } else {
             let template = records[0];
-            self.store
-                .remove_where(|r, _| matches_template(r, mask, &template))
+            self.store.remove_where(|r, _| {
+                let doomed = matches_template(r, mask, &template);
+                if doomed {
+                    sources.insert(r.sgid().guid());
+                }
+                doomed
+            })
         };
+        for guid in &sources {
+            self.complete_sources.remove(guid);
+        }
         self.counters.deleted += removed as u64;
         self.forwarding.forget_answers();
         info!(removed, "PathRecords deleted");

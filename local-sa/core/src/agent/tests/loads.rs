@@ -233,3 +233,49 @@ fn malformed_loads_are_invalid_and_change_nothing() {
     assert_eq!(b.core.store().len(), before);
     assert_eq!(b.core.counters().errors, 3);
 }
+
+#[test]
+fn a_delete_makes_what_it_removed_unknown_never_absent() {
+    let mut b = Bench::started();
+    let key = AgentConfig::default().sm_key;
+    // This port is complete (its refresh), and a whole-table load makes
+    // source 100 complete too: a Get for a pair either lacks is NO_RECORDS
+    // from the cache.
+    push(&mut b, load_header(Method::SET, 1, key, REPLACE_SOURCES), &table(1));
+    let get = |slid: u16, dlid: u16| {
+        pr_request(Method::GET, 0x70 + u64::from(dlid), pr::SLID | pr::DLID, |t| {
+            t.set_slid(slid);
+            t.set_dlid(dlid);
+        })
+    };
+    assert_eq!(status(&b.query(client(30), &get(100, 60))), MadStatus::ERR_NO_RECORDS);
+    let asked = b.master.requests.len();
+    // Delete everything in the default partition: every record of both.
+    let mut h = load_header(Method::DELETE, 2, key, 0);
+    h.sa.set_component_mask(pr::PKEY);
+    let template = SaMadBuilder::new(h)
+        .record(&{
+            let mut t = PathRecord::new_zeroed();
+            t.set_pkey(0xFFFF);
+            t
+        })
+        .into_bytes();
+    b.ask(client(LOADER), &padded(&template));
+    assert_eq!(b.core.store().len(), 0);
+    // What the cache lost is unknown now: the master answers, with its
+    // own record.
+    let answer = b.query(client(30), &get(MY_LID, 5));
+    assert_eq!(path_records(&answer), [path(MY_LID, 5)]);
+    assert!(b.master.requests.len() > asked, "asked the master");
+    assert!(!b.core.is_ready(), "this port's table is incomplete until its refresh");
+    // Source 100 too: the master, not the cache, says whether it has a
+    // path (this fake master knows no LID 100).
+    let asked = b.master.requests.len();
+    let answer = b.query(client(30), &get(100, 5));
+    assert_eq!(status(&answer), MadStatus::ERR_NO_RECORDS);
+    assert_eq!(b.master.requests.len(), asked + 1, "asked the master");
+    // The next refresh makes this port complete again.
+    b.advance(AgentConfig::default().refresh_interval);
+    assert!(b.core.is_ready());
+    assert_eq!(status(&b.query(client(30), &get(MY_LID, 5))), MadStatus::OK);
+}
