@@ -450,10 +450,10 @@ impl Fabric {
     /// Starts OpenSM (if it is not running) and waits until its SA answers.
     pub fn start_opensm(&self) -> Result<(), FabricError> {
         let mut slot = self.opensm.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(g) = slot.as_mut() {
-            if matches!(g.try_wait(), Ok(None)) {
-                return Ok(());
-            }
+        if let Some(g) = slot.as_mut()
+            && matches!(g.try_wait(), Ok(None))
+        {
+            return Ok(());
         }
         let osm_dir = self.dir.join("opensm");
         fs::create_dir_all(&osm_dir).map_err(io_err("creating the OpenSM directory"))?;

@@ -25,9 +25,10 @@ impl<'f> LocalSa<'f> {
     /// `node` with `args` and waits until it has its port's paths (its
     /// `refreshes` counter is at least 1). Unless `args` say otherwise,
     /// it serves ibacm's protocol and its local API on sockets in the
-    /// fabric's directory ([`Self::acm_socket`], `<node>.api.sock`), never
-    /// on the system's: fabrics of tests running side by side have nodes
-    /// of the same adapter name.
+    /// fabric's directory ([`Self::acm_socket`], `<node>.api.sock`) and
+    /// keeps its port lock in `<node>.run/` there ([`Self::run_dir`]),
+    /// never on the system's: fabrics of tests running side by side have
+    /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
@@ -38,6 +39,10 @@ impl<'f> LocalSa<'f> {
         }
         if !args.contains(&"--api-socket") {
             socket_args.extend(["--api-socket".as_ref(), api_socket.as_os_str()]);
+        }
+        let run_dir = fabric.dir().join(format!("{node}.run"));
+        if !args.contains(&"--run-dir") {
+            socket_args.extend(["--run-dir".as_ref(), run_dir.as_os_str()]);
         }
         let process = fabric
             .node(node)?
@@ -62,6 +67,12 @@ impl<'f> LocalSa<'f> {
             c.get("refreshes").is_some_and(|r| *r >= 1)
         })?;
         Ok(sa)
+    }
+
+    /// The directory of its port lock (unless started with another
+    /// `--run-dir`).
+    pub fn run_dir(&self) -> PathBuf {
+        self.acm_socket.with_file_name(format!("{}.run", self.node))
     }
 
     /// The socket it serves ibacm's protocol on (unless started with

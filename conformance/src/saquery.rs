@@ -50,10 +50,10 @@ pub fn mad_blocks(output: &str) -> Vec<(String, Vec<u8>)> {
             hex.push_str(next);
             hex.push(' ');
         }
-        if let Ok(bytes) = mad_codec::hex::parse(&hex) {
-            if !bytes.is_empty() {
-                blocks.push((label.trim().to_owned(), bytes));
-            }
+        if let Ok(bytes) = mad_codec::hex::parse(&hex)
+            && !bytes.is_empty()
+        {
+            blocks.push((label.trim().to_owned(), bytes));
         }
     }
     blocks

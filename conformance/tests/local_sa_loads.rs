@@ -33,11 +33,11 @@ fn record(slid: u16, dlid: u16) -> PathRecord {
         flow_label: u32::from(slid) << 4 | u32::from(dlid & 0xF),
         hop_limit: (dlid & 0xFF) as u8,
         tclass: (slid & 0xFF) as u8,
-        reversible: dlid % 2 == 0,
+        reversible: dlid.is_multiple_of(2),
         pkey: 0xFFFF,
         sl: (dlid % 16) as u8,
         mtu_selector: Selector::Exactly,
-        mtu: if dlid % 3 == 0 {
+        mtu: if dlid.is_multiple_of(3) {
             Mtu::MTU_4096
         } else {
             Mtu::MTU_2048
@@ -249,13 +249,23 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
         ],
     );
     expect_line(&out, "deleted");
-    sa.wait_until("everything deleted", std::time::Duration::from_secs(5), |c| {
-        c["records"] == 0
-    })
+    sa.wait_until(
+        "everything deleted",
+        std::time::Duration::from_secs(5),
+        |c| c["records"] == 0,
+    )
     .unwrap_or_else(|e| panic!("{e}"));
     let ours = lsaquery(
         &node,
-        &["--sa-lid", &me, "--src-to-dst", &pair, "--method", "get", "-d"],
+        &[
+            "--sa-lid",
+            &me,
+            "--src-to-dst",
+            &pair,
+            "--method",
+            "get",
+            "-d",
+        ],
     );
     let theirs = lsaquery(
         &node,
@@ -271,5 +281,9 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
         assert_eq!(m.mad().status(), mad_codec::MadStatus::OK, "{}", out.stdout);
         m.data()[..64].to_vec()
     };
-    assert_eq!(data(&ours), data(&theirs), "OpenSM's record, through local-sa");
+    assert_eq!(
+        data(&ours),
+        data(&theirs),
+        "OpenSM's record, through local-sa"
+    );
 }

@@ -34,6 +34,8 @@ fn inherited_sockets_serve_ib_acme_and_the_local_api() {
         .arg(&local_sa)
         .arg("--stats-file")
         .arg(&counters)
+        .arg("--run-dir")
+        .arg(fabric.dir().join("activated.run"))
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run systemd-socket-activate (package systemd): {e}"));
     let start = Instant::now();

@@ -155,11 +155,13 @@ impl<S: Clone + Eq + Hash> Deliveries<S> {
             });
         }
         for tid in gave_up {
-            if let Some(f) = self.in_flight.remove(&tid) {
-                if let Some(s) = self.missed(f.subscriber) {
-                    events.retain(|e| !matches!(e, DeliveryEvent::Resend { subscriber, .. } if *subscriber == s));
-                    events.push(DeliveryEvent::LeaseEnded { subscriber: s });
-                }
+            if let Some(f) = self.in_flight.remove(&tid)
+                && let Some(s) = self.missed(f.subscriber)
+            {
+                events.retain(
+                    |e| !matches!(e, DeliveryEvent::Resend { subscriber, .. } if *subscriber == s),
+                );
+                events.push(DeliveryEvent::LeaseEnded { subscriber: s });
             }
         }
         events

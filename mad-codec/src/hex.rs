@@ -23,7 +23,7 @@ pub fn dump(bytes: &[u8]) -> String {
 /// Parses hex digits in any grouping (whitespace is ignored).
 pub fn parse(text: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     digits

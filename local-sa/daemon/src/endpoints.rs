@@ -118,10 +118,10 @@ pub(crate) fn publication(
     let mut addresses = options.addresses.clone();
     for ep in endpoints.iter().filter(|e| e.agent == agent) {
         for a in &ep.addresses {
-            if let Address::Ip(ip) = a {
-                if !addresses.contains(ip) {
-                    addresses.push(*ip);
-                }
+            if let Address::Ip(ip) = a
+                && !addresses.contains(ip)
+            {
+                addresses.push(*ip);
             }
         }
     }

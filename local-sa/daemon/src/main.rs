@@ -10,6 +10,7 @@ mod error;
 mod listener;
 mod options;
 mod port_agent;
+mod port_lock;
 mod run;
 mod stats;
 

@@ -106,14 +106,19 @@ pub(crate) struct Options {
     /// Seconds a forwarded query's "no such record" is reused.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
     pub(crate) negative_ttl: u64,
-    /// Where to write the counters (see COUNTERS).
+    /// Where to write the counters (see COUNTERS; default
+    /// <run-dir>/<ca>-<port>.counters).
     #[arg(long, value_name = "PATH")]
     pub(crate) stats_file: Option<PathBuf>,
+    /// Directory of each port's lock (<ca>-<port>.lock: one local-sa per
+    /// port) and, by default, its local API socket and counters file.
+    #[arg(long, value_name = "DIR", default_value = "/run/local-sa")]
+    pub(crate) run_dir: PathBuf,
     /// Seconds between counter writes; 0 writes them only at exit.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "1")]
     pub(crate) stats_interval: u64,
-    /// The local API's Unix socket (default
-    /// /run/local-sa/<ca>-<port>.sock); "none" serves no local API.
+    /// The local API's Unix socket (default <run-dir>/<ca>-<port>.sock);
+    /// "none" serves no local API.
     #[arg(long, value_name = "PATH")]
     pub(crate) api_socket: Option<PathBuf>,
     /// File mode of the API socket, octal: who may connect (ib_usa's
@@ -273,11 +278,14 @@ impl Options {
         match &self.api_socket {
             Some(p) if p.as_os_str() == "none" => None,
             Some(p) => Some(p.clone()),
-            None => Some(PathBuf::from(format!(
-                "/run/local-sa/{}-{}.sock",
-                facts.ca, facts.port
-            ))),
+            None => Some(self.port_file(facts, "sock")),
         }
+    }
+
+    /// `<run-dir>/<ca>-<port>.<ext>`: where a port's own files live.
+    pub(crate) fn port_file(&self, facts: &umad::port::PortFacts, ext: &str) -> PathBuf {
+        self.run_dir
+            .join(format!("{}-{}.{ext}", facts.ca, facts.port))
     }
 
     /// Where to serve ibacm's protocol: the sockets, and whether they are

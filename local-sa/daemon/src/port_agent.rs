@@ -12,6 +12,7 @@ use tracing::{info, warn};
 use crate::bridge::identity;
 use crate::error::DaemonError;
 use crate::options::Options;
+use crate::port_lock::PortLock;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use umad::port::{PortFacts, Sysfs};
@@ -42,6 +43,8 @@ pub(crate) struct PortAgent {
     pub(crate) names_generation: u64,
     pub(crate) transport: UmadTransport,
     pub(crate) events: PortEvents,
+    /// Held while the port is served.
+    _lock: PortLock,
 }
 
 impl PortAgent {
@@ -54,6 +57,7 @@ impl PortAgent {
         facts: PortFacts,
         stats: Option<PathBuf>,
     ) -> Result<Self, DaemonError> {
+        let lock = PortLock::take(&options.port_file(&facts, "lock"), &facts)?;
         let umad_path = facts
             .umad_path()
             .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;
@@ -77,7 +81,10 @@ impl PortAgent {
             Duration::from_secs(options.port_poll_interval.max(1)),
         )
         .map_err(|e| DaemonError::Device(format!("cannot watch port events: {e}")))?;
-        let stats = stats_file(stats, &facts);
+        let stats = stats_file(
+            stats.unwrap_or_else(|| options.port_file(&facts, "counters")),
+            &facts,
+        );
         info!(
             port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
             events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
@@ -98,29 +105,31 @@ impl PortAgent {
             names_generation: 0,
             transport,
             events,
+            _lock: lock,
         })
     }
 
     /// Writes the counters file, if there is one.
     pub(crate) fn write_stats(&self) {
-        if let Some(f) = &self.stats {
-            if let Err(e) = f.write(&self.core.counters()) {
-                warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
-            }
+        if let Some(f) = &self.stats
+            && let Err(e) = f.write(&self.core.counters())
+        {
+            warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
         }
     }
 
-    /// Stops watching the port and joins the transport's threads.
+    /// Stops watching the port and joins the transport's threads; the
+    /// port's lock goes last.
     pub(crate) fn close(self) {
         drop(self.events);
         self.transport.shutdown();
+        drop(self._lock);
     }
 }
 
 /// The counters file, unless it cannot be created (then the port is served
 /// without one and the log says so).
-fn stats_file(path: Option<PathBuf>, facts: &PortFacts) -> Option<StatsFile> {
-    let path = path.unwrap_or_else(|| StatsFile::default_path(&facts.ca, facts.port));
+fn stats_file(path: PathBuf, facts: &PortFacts) -> Option<StatsFile> {
     match StatsFile::create(path.clone(), &facts.ca, facts.port) {
         Ok(f) => Some(f),
         Err(e) => {

@@ -28,11 +28,6 @@ pub(crate) struct StatsFile {
 }
 
 impl StatsFile {
-    /// The default place for a port's counters file.
-    pub(crate) fn default_path(ca: &str, port: u8) -> PathBuf {
-        PathBuf::from(format!("/run/local-sa/{ca}-{port}.counters"))
-    }
-
     /// A counters file at `path` for `ca`/`port`; creates its directory.
     pub(crate) fn create(path: PathBuf, ca: &str, port: u8) -> io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

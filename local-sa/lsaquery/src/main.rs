@@ -118,10 +118,11 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
-    if cli.sa_lid.is_none() && !cli.master {
-        if let Some(result) = through_local_api(cli, &mode, &port) {
-            return result;
-        }
+    if cli.sa_lid.is_none()
+        && !cli.master
+        && let Some(result) = through_local_api(cli, &mode, &port)
+    {
+        return result;
     }
     let sa_lid = match cli.sa_lid {
         Some(lid) => lid,

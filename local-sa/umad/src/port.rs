@@ -367,13 +367,13 @@ impl Sysfs {
             .cloned()
             .collect();
         if chosen.is_empty() {
-            if let Some(c) = ca {
-                if !all.iter().any(|p| p.ca == c) {
-                    return Err(PortError::NotFound {
-                        wanted: format!("{c} port (any)"),
-                        available: all.iter().map(describe).collect(),
-                    });
-                }
+            if let Some(c) = ca
+                && !all.iter().any(|p| p.ca == c)
+            {
+                return Err(PortError::NotFound {
+                    wanted: format!("{c} port (any)"),
+                    available: all.iter().map(describe).collect(),
+                });
             }
             return Err(PortError::NoActivePort {
                 seen: all.iter().map(describe).collect(),

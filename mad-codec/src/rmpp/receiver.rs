@@ -140,10 +140,10 @@ impl Receiver {
         if seg == 0 || seg > self.window_last {
             return; // outside the window: the sender will resend
         }
-        if let Some((last_seg, _)) = self.last {
-            if seg > last_seg {
-                return self.abort(header, RmppStatus::INCONSISTENT_LAST);
-            }
+        if let Some((last_seg, _)) = self.last
+            && seg > last_seg
+        {
+            return self.abort(header, RmppStatus::INCONSISTENT_LAST);
         }
         let chunk = segment_data(body, self.config.segment_data());
         let flags = rmpp.flags();
@@ -214,14 +214,14 @@ impl Receiver {
 
     /// Completes the transfer or opens the next window when due.
     fn after_progress(&mut self, now: Instant) {
-        if let Some((last_seg, total)) = self.last {
-            if self.last_contiguous == last_seg {
-                self.data.truncate(total);
-                self.state = TransferState::Complete;
-                self.deadline = now + self.config.linger;
-                self.ack_due = true;
-                return;
-            }
+        if let Some((last_seg, total)) = self.last
+            && self.last_contiguous == last_seg
+        {
+            self.data.truncate(total);
+            self.state = TransferState::Complete;
+            self.deadline = now + self.config.linger;
+            self.ack_due = true;
+            return;
         }
         if self.last_contiguous == self.window_last {
             self.window_last = self.window_last.saturating_add(self.config.window.max(1));

@@ -67,13 +67,13 @@ impl SaCore {
             return;
         };
         self.count_transfer(&event);
-        if let Event::Received(whole) = event {
-            if let Ok((header, data)) = SaMadHeader::parse(&whole) {
-                let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
-                    .map(|r| r.copied().collect())
-                    .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
-                self.apply(request, header, records);
-            }
+        if let Event::Received(whole) = event
+            && let Ok((header, data)) = SaMadHeader::parse(&whole)
+        {
+            let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
+                .map(|r| r.copied().collect())
+                .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
+            self.apply(request, header, records);
         }
     }
 

@@ -460,13 +460,12 @@ impl SaCore {
             if let Some(e) = self.transfers.control(now, &peer, tid, mad, &mut self.out) {
                 self.count_transfer(&e);
             }
-        } else if self.transfers.is_receiving(&control.from, tid) {
-            if let Some(e) = self
+        } else if self.transfers.is_receiving(&control.from, tid)
+            && let Some(e) = self
                 .transfers
                 .segment(now, &control.from, tid, mad, &mut self.out)
-            {
-                self.count_transfer(&e);
-            }
+        {
+            self.count_transfer(&e);
         }
     }
 

@@ -67,10 +67,10 @@ fn push_at(table: &mut Vec<Vec<u32>>, lid: u16, id: u32) {
 
 /// Removes `id` from the list at `lid` (order is not kept).
 fn remove_at(table: &mut [Vec<u32>], lid: u16, id: u32) {
-    if let Some(list) = table.get_mut(usize::from(lid)) {
-        if let Some(pos) = list.iter().position(|x| *x == id) {
-            list.swap_remove(pos);
-        }
+    if let Some(list) = table.get_mut(usize::from(lid))
+        && let Some(pos) = list.iter().position(|x| *x == id)
+    {
+        list.swap_remove(pos);
     }
 }
 
@@ -97,11 +97,11 @@ impl PathStore {
         let key = pair_key(slid, dlid);
         self.note_port(record.sgid(), slid);
         self.note_port(record.dgid(), dlid);
-        if let Some(&id) = self.by_pair.get(&key) {
-            if let Some(stored) = self.records.get_mut(id as usize) {
-                *stored = StoredPath { record, epoch };
-                return true;
-            }
+        if let Some(&id) = self.by_pair.get(&key)
+            && let Some(stored) = self.records.get_mut(id as usize)
+        {
+            *stored = StoredPath { record, epoch };
+            return true;
         }
         let slot = self.records.insert(StoredPath { record, epoch });
         let Ok(id) = u32::try_from(slot) else {

@@ -241,14 +241,26 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     // This port is complete (its refresh), and a whole-table load makes
     // source 100 complete too: a Get for a pair either lacks is NO_RECORDS
     // from the cache.
-    push(&mut b, load_header(Method::SET, 1, key, REPLACE_SOURCES), &table(1));
+    push(
+        &mut b,
+        load_header(Method::SET, 1, key, REPLACE_SOURCES),
+        &table(1),
+    );
     let get = |slid: u16, dlid: u16| {
-        pr_request(Method::GET, 0x70 + u64::from(dlid), pr::SLID | pr::DLID, |t| {
-            t.set_slid(slid);
-            t.set_dlid(dlid);
-        })
+        pr_request(
+            Method::GET,
+            0x70 + u64::from(dlid),
+            pr::SLID | pr::DLID,
+            |t| {
+                t.set_slid(slid);
+                t.set_dlid(dlid);
+            },
+        )
     };
-    assert_eq!(status(&b.query(client(30), &get(100, 60))), MadStatus::ERR_NO_RECORDS);
+    assert_eq!(
+        status(&b.query(client(30), &get(100, 60))),
+        MadStatus::ERR_NO_RECORDS
+    );
     let asked = b.master.requests.len();
     // Delete everything in the default partition: every record of both.
     let mut h = load_header(Method::DELETE, 2, key, 0);
@@ -267,7 +279,10 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     let answer = b.query(client(30), &get(MY_LID, 5));
     assert_eq!(path_records(&answer), [path(MY_LID, 5)]);
     assert!(b.master.requests.len() > asked, "asked the master");
-    assert!(!b.core.is_ready(), "this port's table is incomplete until its refresh");
+    assert!(
+        !b.core.is_ready(),
+        "this port's table is incomplete until its refresh"
+    );
     // Source 100 too: the master, not the cache, says whether it has a
     // path (this fake master knows no LID 100).
     let asked = b.master.requests.len();
