@@ -321,3 +321,67 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
         "OpenSM's record, through local-sa"
     );
 }
+
+/// No default SM_Key: until one is configured every load is refused
+/// (OpenSM's well-known 1 included), and the log says why once. The key
+/// comes from a file only its owner reads, and never shows in the log.
+#[test]
+fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
+    use std::os::unix::fs::PermissionsExt;
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h2").unwrap();
+    let lid = node.port().unwrap().lid.to_string();
+    let file = fabric.dir().join("paths.txt");
+    write_dump(&file, &[record(3000, 1), record(3000, 2)]);
+    let file = file.to_str().unwrap();
+    let sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
+    for key in ["0x1", "0x0", KEY] {
+        let out = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", key]);
+        assert!(
+            out.status.code() == Some(1) && out.stderr.contains("0x0700"),
+            "SM_Key {key}: {}",
+            out.stderr
+        );
+    }
+    let (_, log) = sa.stop();
+    assert!(
+        log.contains("no SM_Key configured"),
+        "said at start:\n{log}"
+    );
+    assert_eq!(
+        log.matches("no SM_Key is configured: every load").count(),
+        1,
+        "said once when loads arrive:\n{log}"
+    );
+
+    // A key file others may read is refused at start, saying how to fix it.
+    let key_file = fabric.dir().join("sm_key");
+    std::fs::write(&key_file, format!("# the key\n{KEY}\n")).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = node
+        .workspace_program("local-sa")
+        .arg("--sm-key-file")
+        .arg(&key_file)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("chmod 600"), "{}", out.stderr);
+    // Mode 600: loads with the key are taken, and the log never shows it.
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key_file = key_file.to_str().unwrap().to_owned();
+    let sa = LocalSa::start(&fabric, "h2", &["--sm-key-file", &key_file])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", KEY]);
+    expect_line(&out, "loaded 2 of 2 PathRecords");
+    let denied = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", "0x1"]);
+    assert_eq!(denied.status.code(), Some(1));
+    let (_, log) = sa.stop();
+    let digits = KEY.trim_start_matches("0x");
+    let decimal = u64::from_str_radix(digits, 16).unwrap().to_string();
+    assert!(
+        !log.contains(digits) && !log.contains(&decimal),
+        "the key in the log:\n{log}"
+    );
+}

@@ -5,6 +5,7 @@
 //! Run it with `scripts/demo.sh`, which installs what it needs and builds
 //! first.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ fn main() -> ExitCode {
 fn section(title: &str) {
     println!("\n=== {title}");
 }
+
+/// The SM_Key the demo's local-sa takes loads with.
+const DEMO_SM_KEY: &str = "0x5eed";
 
 fn show(out: &RunOutput) {
     print!("{}{}", out.stdout, out.stderr);
@@ -85,8 +89,19 @@ fn run() -> Result<(), String> {
     section("local-sa on h42");
     let t0 = Instant::now();
     let socket = fabric.dir().join("h42.sock").to_string_lossy().into_owned();
-    let mut sa =
-        LocalSa::start(&fabric, "h42", &["--api-socket", &socket]).map_err(|e| e.to_string())?;
+    // The SM_Key loads must carry, in a file only its owner reads: there is
+    // no default key.
+    let key_file = fabric.dir().join("sm_key");
+    std::fs::write(&key_file, format!("{DEMO_SM_KEY}\n")).map_err(|e| e.to_string())?;
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| e.to_string())?;
+    let key_file = key_file.to_string_lossy().into_owned();
+    let mut sa = LocalSa::start(
+        &fabric,
+        "h42",
+        &["--api-socket", &socket, "--sm-key-file", &key_file],
+    )
+    .map_err(|e| e.to_string())?;
     println!(
         "registered as the SA agent on h42's port, subscribed to traps 64/65 at OpenSM and fetched this port's \
          {} paths in {:.1?}",
@@ -193,7 +208,7 @@ fn run() -> Result<(), String> {
         &file.to_string_lossy(),
         "--replace",
         "--smkey",
-        "1",
+        DEMO_SM_KEY,
     ])?);
     let back = demo.lsaquery(&["-p", "--slid", "3000", "--json"])?;
     show(&back);

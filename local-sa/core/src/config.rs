@@ -38,11 +38,36 @@ impl PortIdentity {
     }
 }
 
+/// The SM_Key loads and deletes must carry. A secret: its `Debug` output
+/// never shows it, so no log line can.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SmKey(u64);
+
+impl SmKey {
+    /// The key `value`.
+    pub const fn new(value: u64) -> Self {
+        Self(value)
+    }
+
+    /// Whether a request's SM_Key is this one.
+    pub const fn matches(self, carried: u64) -> bool {
+        self.0 == carried
+    }
+}
+
+impl std::fmt::Debug for SmKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SmKey(<hidden>)")
+    }
+}
+
 /// How the agent behaves.
 #[derive(Debug, Clone, Copy)]
 pub struct AgentConfig {
-    /// The SM_Key that loads and deletes must carry.
-    pub sm_key: u64,
+    /// The SM_Key that loads and deletes must carry; with none, every load
+    /// and delete is refused (there is no default: OpenSM's well-known
+    /// default, 1, would let any node rewrite the cache).
+    pub sm_key: Option<SmKey>,
     /// How long each request to the master waits for its answer.
     pub upstream_timeout: Duration,
     /// Attempts after the first for requests to the master.
@@ -83,7 +108,7 @@ pub struct AgentConfig {
 impl Default for AgentConfig {
     fn default() -> Self {
         Self {
-            sm_key: 1,
+            sm_key: None,
             upstream_timeout: Duration::from_millis(1000),
             upstream_retries: 3,
             refresh_interval: Duration::from_secs(600),

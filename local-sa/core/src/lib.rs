@@ -45,5 +45,5 @@ mod transfers;
 
 pub use address::{Address, Received, Transmit};
 pub use agent::SaCore;
-pub use config::{AgentConfig, PortIdentity};
+pub use config::{AgentConfig, PortIdentity, SmKey};
 pub use counters::Counters;

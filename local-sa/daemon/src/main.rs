@@ -12,6 +12,7 @@ mod options;
 mod port_agent;
 mod port_lock;
 mod run;
+mod sm_key_file;
 mod stats;
 
 use std::process::ExitCode;

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
-use local_sa_core::AgentConfig;
+use local_sa_core::{AgentConfig, SmKey};
+
+use crate::sm_key_file;
 use local_sa_core::text::number;
 
 /// Serve SA PathRecord queries from a local cache, on this node's ports.
@@ -85,9 +87,16 @@ pub(crate) struct Options {
     #[arg(short = 'c', long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// SM_Key that PathRecord loads and deletes must carry; others are
-    /// refused with ERR_REQ_DENIED.
-    #[arg(long, value_name = "KEY", value_parser = number::<u64>, default_value = "1")]
-    pub(crate) sm_key: u64,
+    /// refused with ERR_REQ_DENIED. There is no default: until a key is
+    /// given, every load and delete is refused. Prefer --sm-key-file (the
+    /// command line shows in `ps`).
+    #[arg(long, value_name = "KEY", value_parser = number::<u64>, conflicts_with = "sm_key_file")]
+    pub(crate) sm_key: Option<u64>,
+    /// Read the SM_Key from FILE, which only its owner may read: the key
+    /// alone, or an OpenSM configuration file's `sm_key` line (share the
+    /// master's /etc/opensm/opensm.conf).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sm_key_file: Option<PathBuf>,
     /// Milliseconds each request to the master SA waits for its answer.
     #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "1000")]
     pub(crate) upstream_timeout: u64,
@@ -200,6 +209,8 @@ pub(crate) enum OptionsError {
         /// clap's verdict.
         error: clap::Error,
     },
+    /// The SM_Key file cannot be used.
+    SmKeyFile(String),
 }
 
 impl std::fmt::Display for OptionsError {
@@ -220,6 +231,7 @@ impl std::fmt::Display for OptionsError {
                 path.display(),
                 error.kind_message()
             ),
+            Self::SmKeyFile(why) => write!(f, "--sm-key-file: {why}"),
         }
     }
 }
@@ -251,6 +263,15 @@ impl Options {
         T: Into<OsString> + Clone,
     {
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let mut options = Self::load_settings(args)?;
+        if let Some(path) = &options.sm_key_file {
+            options.sm_key = Some(sm_key_file::read(path).map_err(OptionsError::SmKeyFile)?);
+        }
+        Ok(options)
+    }
+
+    /// The command line, after the config file's settings if it names one.
+    fn load_settings(args: Vec<OsString>) -> Result<Self, OptionsError> {
         let cli = Self::try_parse_from(&args).map_err(OptionsError::Clap)?;
         let Some(path) = cli.config.clone() else {
             return Ok(cli);
@@ -307,7 +328,7 @@ impl Options {
     /// The SA core's configuration.
     pub(crate) fn agent_config(&self) -> AgentConfig {
         AgentConfig {
-            sm_key: self.sm_key,
+            sm_key: self.sm_key.map(SmKey::new),
             upstream_timeout: Duration::from_millis(self.upstream_timeout.max(1)),
             upstream_retries: self.upstream_retries,
             refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
@@ -406,10 +427,10 @@ mod tests {
         let o = Options::load(["local-sa", "--config", path]).unwrap();
         assert_eq!(
             (o.sm_key, o.refresh_interval, o.ca.as_deref()),
-            (0xbeef, 300, Some("mlx5_0"))
+            (Some(0xbeef), 300, Some("mlx5_0"))
         );
         let o = Options::load(["local-sa", "--config", path, "--sm-key", "7"]).unwrap();
-        assert_eq!((o.sm_key, o.refresh_interval), (7, 300));
+        assert_eq!((o.sm_key, o.refresh_interval), (Some(7), 300));
     }
 
     #[test]

@@ -58,6 +58,11 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
             options.stats_file.clone(),
         )?);
     }
+    if options.sm_key.is_none() {
+        info!(
+            "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
+        );
+    }
     let signals = Signals::new([Signal::Term, Signal::Int]).map_err(DaemonError::Signals)?;
     let mut activated = activation::activated().map_err(DaemonError::Acm)?;
     let mut api_servers = Vec::new();

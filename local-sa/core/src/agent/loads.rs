@@ -12,8 +12,9 @@
 //!   masked fields equal the template's. A source port that loses a record
 //!   is no longer complete: queries the cache cannot answer for it go to
 //!   the master until a refresh or a whole-table load completes it again.
-//! * Both need the configured SM_Key; anything else is answered
-//!   ERR_REQ_DENIED and changes nothing. Malformed loads (AttributeOffset
+//! * Both need the configured SM_Key; anything else, and anything at all
+//!   while no key is configured, is answered ERR_REQ_DENIED and changes
+//!   nothing. Malformed loads (AttributeOffset
 //!   under 8, a record with LID 0) are ERR_REQ_INVALID and change nothing.
 //! * The answer is one MAD: GetResp (Set) or DeleteResp (Delete), the
 //!   request's headers with the status, AttributeModifier holding how many
@@ -54,7 +55,7 @@ impl SaCore {
                 // received, such as the rest of a refused one.
                 return;
             }
-            if request.sm_key() != self.config.sm_key {
+            if !self.authorized(request.sm_key(), request.from.lid) {
                 // Refuse at the first segment rather than take in the
                 // whole transfer; the answer also ends the sender's wait.
                 return self.deny(request, request.header());
@@ -77,12 +78,32 @@ impl SaCore {
         }
     }
 
+    /// Whether a load or delete carrying `carried` may change the cache:
+    /// only with the configured SM_Key, and never while none is
+    /// configured (said once in the log).
+    fn authorized(&mut self, carried: u64, lid: u16) -> bool {
+        match self.config.sm_key {
+            Some(key) if key.matches(carried) => true,
+            Some(_) => {
+                warn!(lid, "PathRecord load or delete without the SM_Key: denied");
+                false
+            }
+            None => {
+                if !self.unkeyed_warned {
+                    self.unkeyed_warned = true;
+                    warn!(
+                        lid,
+                        "a PathRecord load or delete arrived, but no SM_Key is configured: every load \
+                         and delete is refused until one is (--sm-key-file FILE)"
+                    );
+                }
+                false
+            }
+        }
+    }
+
     fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
         self.counters.denied += 1;
-        warn!(
-            lid = request.from.lid,
-            "PathRecord load or delete without the SM_Key: denied"
-        );
         self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
     }
 
@@ -94,7 +115,7 @@ impl SaCore {
         header: &SaMadHeader,
         records: Result<Vec<PathRecord>, &'static str>,
     ) {
-        if header.sa.sm_key() != self.config.sm_key {
+        if !self.authorized(header.sa.sm_key(), request.from.lid) {
             return self.deny(request, header);
         }
         let method = header.mad.method();

@@ -108,6 +108,8 @@ pub struct SaCore {
     counters: Counters,
     /// Host names from the master, and this port's directory record.
     naming: NameState,
+    /// The log said that loads are refused for want of an SM_Key.
+    unkeyed_warned: bool,
     shutting_down: bool,
 }
 
@@ -149,10 +151,17 @@ impl SaCore {
             out: VecDeque::new(),
             counters: Counters::default(),
             naming: NameState::default(),
+            unkeyed_warned: false,
             shutting_down: false,
         };
         agent.handle_timeout(now);
         agent
+    }
+
+    /// Whether a query carrying `sm_key` is trusted (sees what only the
+    /// SM_Key's holder may): never while no key is configured.
+    fn trusted(&self, sm_key: u64) -> bool {
+        self.config.sm_key.is_some_and(|k| k.matches(sm_key))
     }
 
     /// The port as the agent knows it.

@@ -181,7 +181,7 @@ impl SaCore {
         let Some(template) = request.record::<McMemberRecord>() else {
             return self.relay_upstream(now, request);
         };
-        let trusted = request.sm_key() == self.config.sm_key;
+        let trusted = self.trusted(request.sm_key());
         let held = self.memberships.held(template.mgid());
         let about_us = !mask.contains(mc::PORT_GID) || template.port_gid() == self.port.gid;
         // Only MGID (and PortGID) selections are answered here; the master

@@ -205,7 +205,7 @@ impl SaCore {
             return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
         let ii = InformInfoRepr::parse(&wire);
-        let trusted = request.sm_key() == self.config.sm_key;
+        let trusted = self.trusted(request.sm_key());
         let filter = match Filter::of(&ii, trusted) {
             Ok(f) => f,
             Err(e) => {
@@ -495,7 +495,7 @@ impl SaCore {
         if !about_us {
             return self.relay_upstream(now, request);
         }
-        let trusted = request.sm_key() == self.config.sm_key;
+        let trusted = self.trusted(request.sm_key());
         let records: Vec<InformInfoRecord> = self
             .subscription_records(trusted)
             .into_iter()

@@ -81,7 +81,7 @@ impl Script {
     fn play(data: &[u8]) -> Self {
         let now = Instant::now();
         let config = AgentConfig {
-            sm_key: 1,
+            sm_key: Some(crate::config::SmKey::new(1)),
             ..AgentConfig::default()
         };
         let port = port(1, 2);

@@ -12,13 +12,30 @@ use mad_codec::rmpp::{RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
 
-use super::bench::{Bench, HOSTS, MY_LID, client, padded, path_records, pr_request, status};
-use super::fake_master::{gid, path};
+use super::bench::{
+    Bench, HOSTS, MASTER_LID, MY_LID, client, padded, path_records, pr_request, status,
+};
+use super::fake_master::{FakeMaster, gid, path};
 use crate::agent::AgentConfig;
 use crate::agent::loads::REPLACE_SOURCES;
+use crate::config::SmKey;
 
 /// Where loads come from.
 const LOADER: u16 = 50;
+
+/// The SM_Key the agent is configured with.
+const KEY: u64 = 0x5eed;
+
+/// The agent with [`KEY`] configured, started.
+fn keyed() -> Bench {
+    let config = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        ..AgentConfig::default()
+    };
+    let b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
+    assert!(b.core.is_ready());
+    b
+}
 
 /// Paths from LIDs 100.. to LIDs 1..=50: `sources` × 50 records.
 fn table(sources: u16) -> Vec<PathRecord> {
@@ -72,8 +89,8 @@ fn modifier(mad: &[u8]) -> u32 {
 
 #[test]
 fn a_settable_of_thousands_is_stored_and_answered_back_exactly() {
-    let mut b = Bench::started();
-    let sm_key = AgentConfig::default().sm_key;
+    let mut b = keyed();
+    let sm_key = KEY;
     let records = table(40); // 2000 records, 128,000 bytes, 640 segments
     let answer = push(
         &mut b,
@@ -115,8 +132,8 @@ fn a_settable_of_thousands_is_stored_and_answered_back_exactly() {
 
 #[test]
 fn a_replacing_load_drops_what_the_source_had_before() {
-    let mut b = Bench::started();
-    let key = AgentConfig::default().sm_key;
+    let mut b = keyed();
+    let key = KEY;
     push(
         &mut b,
         load_header(Method::SET, 1, key, REPLACE_SOURCES),
@@ -138,7 +155,7 @@ fn a_replacing_load_drops_what_the_source_had_before() {
 
 #[test]
 fn a_load_without_the_sm_key_is_denied_at_its_first_segment_and_changes_nothing() {
-    let mut b = Bench::started();
+    let mut b = keyed();
     let before = b.core.store().len();
     let answer = push(
         &mut b,
@@ -173,8 +190,8 @@ fn a_load_without_the_sm_key_is_denied_at_its_first_segment_and_changes_nothing(
 
 #[test]
 fn delete_removes_exactly_the_records_it_names() {
-    let mut b = Bench::started();
-    let key = AgentConfig::default().sm_key;
+    let mut b = keyed();
+    let key = KEY;
     push(&mut b, load_header(Method::SET, 1, key, 0), &table(4));
     let total = b.core.store().len();
     // N exact records (mask 0): their (SLID, DLID) pairs go.
@@ -208,8 +225,8 @@ fn delete_removes_exactly_the_records_it_names() {
 
 #[test]
 fn malformed_loads_are_invalid_and_change_nothing() {
-    let mut b = Bench::started();
-    let key = AgentConfig::default().sm_key;
+    let mut b = keyed();
+    let key = KEY;
     let before = b.core.store().len();
     let mut bad = table(1);
     bad[30].set_dlid(0);
@@ -236,8 +253,8 @@ fn malformed_loads_are_invalid_and_change_nothing() {
 
 #[test]
 fn a_delete_makes_what_it_removed_unknown_never_absent() {
-    let mut b = Bench::started();
-    let key = AgentConfig::default().sm_key;
+    let mut b = keyed();
+    let key = KEY;
     // This port is complete (its refresh), and a whole-table load makes
     // source 100 complete too: a Get for a pair either lacks is NO_RECORDS
     // from the cache.
@@ -293,4 +310,34 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     b.advance(AgentConfig::default().refresh_interval);
     assert!(b.core.is_ready());
     assert_eq!(status(&b.query(client(30), &get(MY_LID, 5))), MadStatus::OK);
+}
+
+#[test]
+fn without_a_configured_key_every_load_is_denied() {
+    let mut b = Bench::started();
+    let before = b.core.store().len();
+    for key in [0, 1, KEY] {
+        let answer = push(
+            &mut b,
+            load_header(Method::SET, u64::from(key as u8), key, 0),
+            &table(1),
+        );
+        assert_eq!(
+            SaMad::parse(&answer).unwrap().mad().status(),
+            MadStatus::ERR_REQ_DENIED,
+            "SM_Key {key:#x}, OpenSM's default 1 included"
+        );
+    }
+    assert_eq!(b.core.store().len(), before, "nothing stored");
+    assert_eq!(b.core.counters().denied, 3);
+    assert!(!format!("{:?}", AgentConfig::default()).contains("5eed"));
+    let keyed = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        ..AgentConfig::default()
+    };
+    let shown = format!("{keyed:?}");
+    assert!(
+        !shown.contains("5eed") && !shown.contains("24301"),
+        "the key never prints: {shown}"
+    );
 }
