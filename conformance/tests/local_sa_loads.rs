@@ -70,17 +70,19 @@ fn table_from(node: &Node<'_>, sa_lid: &str, sgid: Gid) -> BTreeSet<Vec<u8>> {
         node,
         &["--sa-lid", sa_lid, "-p", "--sgid", &sgid.to_string(), "-d"],
     );
+    let (_, data) = response(&out);
+    data.chunks_exact(64).map(<[u8]>::to_vec).collect()
+}
+
+/// The status and data of the SA answer lsaquery printed with `-d`.
+fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
     let blocks = mad_blocks(&out.stdout);
     let (_, mad) = blocks
         .iter()
         .find(|(l, _)| l == "SA Response")
-        .unwrap_or_else(|| panic!("no answer: {}", out.stderr));
-    SaMad::parse(mad)
-        .unwrap()
-        .data()
-        .chunks_exact(64)
-        .map(<[u8]>::to_vec)
-        .collect()
+        .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
+    let m = SaMad::parse(mad).unwrap();
+    (m.mad().status(), m.data().to_vec())
 }
 
 fn expect_line(out: &RunOutput, line: &str) {
@@ -183,13 +185,8 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
                 "-d",
             ],
         );
-        let blocks = mad_blocks(&out.stdout);
-        let (_, mad) = blocks
-            .iter()
-            .find(|(l, _)| l == "SA Response")
-            .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
-        let m = SaMad::parse(mad).unwrap();
-        (m.mad().status(), m.data()[..64].to_vec())
+        let (status, data) = response(&out);
+        (status, data[..64].to_vec())
     };
     assert_eq!(
         get(3000, 3),
@@ -306,14 +303,9 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
         &["--master", "--src-to-dst", &pair, "--method", "get", "-d"],
     );
     let data = |out: &RunOutput| -> Vec<u8> {
-        let blocks = mad_blocks(&out.stdout);
-        let (_, mad) = blocks
-            .iter()
-            .find(|(l, _)| l == "SA Response")
-            .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
-        let m = SaMad::parse(mad).unwrap();
-        assert_eq!(m.mad().status(), mad_codec::MadStatus::OK, "{}", out.stdout);
-        m.data()[..64].to_vec()
+        let (status, data) = response(out);
+        assert_eq!(status, mad_codec::MadStatus::OK, "{}", out.stdout);
+        data[..64].to_vec()
     };
     assert_eq!(
         data(&ours),

@@ -57,7 +57,7 @@ impl PortAgent {
         facts: PortFacts,
         stats: Option<PathBuf>,
     ) -> Result<Self, DaemonError> {
-        let lock = PortLock::take(&options.port_file(&facts, "lock"), &facts)?;
+        let lock = PortLock::take(&options.port_file(&facts, "lock"), &facts.to_string())?;
         let umad_path = facts
             .umad_path()
             .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;

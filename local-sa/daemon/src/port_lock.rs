@@ -8,7 +8,6 @@ use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use crate::error::DaemonError;
-use umad::port::PortFacts;
 
 /// The held lock of a port.
 #[derive(Debug)]
@@ -17,8 +16,9 @@ pub(crate) struct PortLock {
 }
 
 impl PortLock {
-    /// Takes `path`'s lock for `port`, or says who holds it.
-    pub(crate) fn take(path: &Path, port: &PortFacts) -> Result<Self, DaemonError> {
+    /// Takes `path`'s lock for `port` (named so in messages), or says who
+    /// holds it.
+    pub(crate) fn take(path: &Path, port: &str) -> Result<Self, DaemonError> {
         let io = |e: std::io::Error| {
             DaemonError::Device(format!("cannot lock {} ({port}): {e}", path.display()))
         };
@@ -60,36 +60,21 @@ impl PortLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umad::port::PortState;
 
-    fn port() -> PortFacts {
-        PortFacts {
-            ca: "mlx5_0".into(),
-            port: 1,
-            lid: 4,
-            lmc: 0,
-            sm_lid: 1,
-            sm_sl: 0,
-            gid: mad_codec::Gid::ZERO,
-            state: PortState::Active,
-            cap_mask: 0,
-            link_layer: "InfiniBand".into(),
-            umad_index: Some(0),
-        }
-    }
+    const PORT: &str = "mlx5_0 port 1";
 
     #[test]
     fn a_second_holder_is_refused_naming_the_first() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run/mlx5_0-1.lock");
-        let held = PortLock::take(&path, &port()).unwrap();
-        let e = PortLock::take(&path, &port()).unwrap_err().to_string();
+        let held = PortLock::take(&path, PORT).unwrap();
+        let e = PortLock::take(&path, PORT).unwrap_err().to_string();
         assert!(
             e.contains("already served by another local-sa")
                 && e.contains(&format!("PID {}", std::process::id())),
             "{e}"
         );
         drop(held);
-        PortLock::take(&path, &port()).expect("free again once released");
+        PortLock::take(&path, PORT).expect("free again once released");
     }
 }
