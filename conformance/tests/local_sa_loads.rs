@@ -361,10 +361,13 @@ fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("chmod 600"), "{}", out.stderr);
     // Mode 600: loads with the key are taken, and the log never shows it.
+    // (On another node: the simulator may still route h2's SA MADs to the
+    // local-sa that just stopped there.)
     std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let key_file = key_file.to_str().unwrap().to_owned();
-    let sa = LocalSa::start(&fabric, "h2", &["--sm-key-file", &key_file])
+    let sa = LocalSa::start(&fabric, "h3", &["--sm-key-file", &key_file])
         .unwrap_or_else(|e| panic!("{e}"));
+    let lid = fabric.node("h3").unwrap().port().unwrap().lid.to_string();
     let out = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", KEY]);
     expect_line(&out, "loaded 2 of 2 PathRecords");
     let denied = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", "0x1"]);
