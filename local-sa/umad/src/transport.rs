@@ -12,6 +12,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver, Sender};
 use tracing::{debug, warn};
@@ -52,9 +53,17 @@ impl UmadTransport {
             std::thread::Builder::new()
                 .name("umad-tx".into())
                 .spawn(move || {
+                    let mut failures = Repeats::default();
                     while let Ok(mad) = out_rx.recv_blocking() {
-                        if let Err(e) = device.send(&mad) {
-                            warn!(dest_lid = mad.dest.lid, error = %e, "umad write failed");
+                        if let Err(e) = device.send(&mad)
+                            && let Some(left_out) = failures.allow()
+                        {
+                            warn!(
+                                dest_lid = mad.dest.lid,
+                                error = %e,
+                                earlier_not_logged = left_out,
+                                "umad write failed"
+                            );
                         }
                     }
                 })?
@@ -108,14 +117,42 @@ impl Drop for UmadTransport {
     }
 }
 
+/// A failure that may repeat at the rate MADs arrive: logged at most once a
+/// minute, with how many were left out since the last line.
+#[derive(Debug, Default)]
+struct Repeats {
+    logged: Option<Instant>,
+    left_out: u64,
+}
+
+impl Repeats {
+    /// `Some(left out)` if this one is logged.
+    fn allow(&mut self) -> Option<u64> {
+        let now = Instant::now();
+        match self.logged {
+            Some(t) if now.duration_since(t) < Duration::from_secs(60) => {
+                self.left_out += 1;
+                None
+            }
+            _ => {
+                self.logged = Some(now);
+                Some(std::mem::take(&mut self.left_out))
+            }
+        }
+    }
+}
+
 fn read_loop(device: &UmadDevice, stop: &AtomicBool, incoming: &Sender<IncomingMad>) {
+    let (mut poll_failures, mut read_failures) = (Repeats::default(), Repeats::default());
     while !stop.load(Ordering::Acquire) {
         match device.wait_readable(POLL_MS) {
             Ok(false) => continue,
             Ok(true) => {}
             Err(e) => {
-                warn!(error = %e, "poll on the umad device failed");
-                std::thread::sleep(std::time::Duration::from_millis(POLL_MS as u64));
+                if let Some(left_out) = poll_failures.allow() {
+                    warn!(error = %e, earlier_not_logged = left_out, "poll on the umad device failed");
+                }
+                std::thread::sleep(Duration::from_millis(POLL_MS as u64));
                 continue;
             }
         }
@@ -129,10 +166,27 @@ fn read_loop(device: &UmadDevice, stop: &AtomicBool, incoming: &Sender<IncomingM
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    warn!(error = %e, "umad read failed");
+                    if let Some(left_out) = read_failures.allow() {
+                        warn!(error = %e, earlier_not_logged = left_out, "umad read failed");
+                    }
                     break;
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Repeats;
+
+    #[test]
+    fn a_repeating_failure_is_logged_once_a_minute_with_a_count() {
+        let mut r = Repeats::default();
+        assert_eq!(r.allow(), Some(0));
+        for _ in 0..1000 {
+            assert_eq!(r.allow(), None);
+        }
+        assert_eq!(r.left_out, 1000, "counted for the next line");
     }
 }

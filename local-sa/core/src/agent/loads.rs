@@ -46,7 +46,7 @@ impl SaCore {
         let is_segment = rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA;
         if !is_segment {
             let records = vec![request.template::<PathRecord>()];
-            return self.apply(request, request.header(), Ok(records));
+            return self.apply(now, request, request.header(), Ok(records));
         }
         let tid = request.tid();
         if !self.transfers.is_receiving(&request.from, tid) {
@@ -55,7 +55,7 @@ impl SaCore {
                 // received, such as the rest of a refused one.
                 return;
             }
-            if !self.authorized(request.sm_key(), request.from.lid) {
+            if !self.authorized(now, request.sm_key(), request.from.lid) {
                 // Refuse at the first segment rather than take in the
                 // whole transfer; the answer also ends the sender's wait.
                 return self.deny(request, request.header());
@@ -74,18 +74,24 @@ impl SaCore {
             let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
                 .map(|r| r.copied().collect())
                 .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
-            self.apply(request, header, records);
+            self.apply(now, request, header, records);
         }
     }
 
     /// Whether a load or delete carrying `carried` may change the cache:
     /// only with the configured SM_Key, and never while none is
     /// configured (said once in the log).
-    fn authorized(&mut self, carried: u64, lid: u16) -> bool {
+    fn authorized(&mut self, now: Instant, carried: u64, lid: u16) -> bool {
         match self.config.sm_key {
             Some(key) if key.matches(carried) => true,
             Some(_) => {
-                warn!(lid, "PathRecord load or delete without the SM_Key: denied");
+                if let Some(left_out) = self.log_limit.allow(now, "denied load", lid) {
+                    warn!(
+                        lid,
+                        earlier_not_logged = left_out,
+                        "PathRecord load or delete without the SM_Key: denied"
+                    );
+                }
                 false
             }
             None => {
@@ -111,11 +117,12 @@ impl SaCore {
     /// whose headers are `header` and records `records`.
     fn apply(
         &mut self,
+        now: Instant,
         request: &SaRequest,
         header: &SaMadHeader,
         records: Result<Vec<PathRecord>, &'static str>,
     ) {
-        if !self.authorized(header.sa.sm_key(), request.from.lid) {
+        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
             return self.deny(request, header);
         }
         let method = header.mad.method();
@@ -124,10 +131,15 @@ impl SaCore {
             Ok(r) => r,
             Err(why) => {
                 self.counters.errors += 1;
-                warn!(
-                    lid = request.from.lid,
-                    why, "PathRecord load or delete refused as invalid"
-                );
+                let lid = request.from.lid;
+                if let Some(left_out) = self.log_limit.allow(now, "invalid load", lid) {
+                    warn!(
+                        lid,
+                        why,
+                        earlier_not_logged = left_out,
+                        "PathRecord load or delete refused as invalid"
+                    );
+                }
                 return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
             }
         };

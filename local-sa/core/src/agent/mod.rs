@@ -56,6 +56,7 @@ use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
+use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
 use crate::requester::{Handled, Requester};
@@ -110,6 +111,8 @@ pub struct SaCore {
     naming: NameState,
     /// The log said that loads are refused for want of an SM_Key.
     unkeyed_warned: bool,
+    /// Warnings a peer can cause, limited.
+    log_limit: LogLimit,
     shutting_down: bool,
 }
 
@@ -152,6 +155,7 @@ impl SaCore {
             counters: Counters::default(),
             naming: NameState::default(),
             unkeyed_warned: false,
+            log_limit: LogLimit::new(Duration::from_secs(60)),
             shutting_down: false,
         };
         agent.handle_timeout(now);

@@ -322,11 +322,15 @@ impl SaCore {
         if request.from.lid != self.port.sm_lid {
             // Anyone can send a Report: only the master's count.
             self.counters.denied += 1;
-            warn!(
-                lid = request.from.lid,
-                master = self.port.sm_lid,
-                "a Report not from the master SM: ignored"
-            );
+            let lid = request.from.lid;
+            if let Some(left_out) = self.log_limit.allow(now, "stray report", lid) {
+                warn!(
+                    lid,
+                    master = self.port.sm_lid,
+                    earlier_not_logged = left_out,
+                    "a Report not from the master SM: ignored"
+                );
+            }
             return;
         }
         let Some(notice) = request.record::<Notice>() else {

@@ -168,10 +168,13 @@ impl SaCore {
                 .into_iter()
                 .map(Asker::waited)
                 .collect();
-            warn!(
-                waiters = waiters.len(),
-                "the master's answer to a forwarded query arrived cut; local askers get ERR_NO_RESOURCES"
-            );
+            if let Some(left_out) = self.log_limit.allow(now, "cut answer", self.port.sm_lid) {
+                warn!(
+                    waiters = waiters.len(),
+                    earlier_not_logged = left_out,
+                    "the master's answer to a forwarded query arrived cut; local askers get ERR_NO_RESOURCES"
+                );
+            }
             for w in waiters {
                 match &w {
                     Asker::Mad(request) => self.relay_to(request, answer.mad()),

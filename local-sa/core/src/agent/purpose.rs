@@ -53,6 +53,25 @@ pub(crate) enum NameTable {
     Directory,
 }
 
+impl Purpose {
+    /// What the request was, in a few words (for logs).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Bulk { .. } => "this port's PathRecord table",
+            Self::Walk { .. } => "this port's paths to one LID",
+            Self::GidInService { .. } => "the paths to a port that came into service",
+            Self::Forward(_) => "a forwarded PathRecord query",
+            Self::Inform { .. } => "a subscription change",
+            Self::Relay(_) => "a query relayed for a port",
+            Self::Membership(_) => "a multicast membership change",
+            Self::Canary(_) => "the canary ServiceRecord",
+            Self::MasterInfo => "the master's ClassPortInfo",
+            Self::Names { .. } => "the host names tables",
+            Self::Publish { .. } => "this port's directory record",
+        }
+    }
+}
+
 /// What a canary request was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CanaryStep {

@@ -58,12 +58,16 @@ impl SaCore {
 
     fn upstream_failed(&mut self, now: Instant, purpose: Purpose, failure: Failure) {
         self.counters.upstream_failures += 1;
-        warn!(
-            ?purpose,
-            %failure,
-            master = self.port.sm_lid,
-            "the master SA did not answer"
-        );
+        let master = self.port.sm_lid;
+        if let Some(left_out) = self.log_limit.allow(now, purpose.kind(), master) {
+            warn!(
+                request = purpose.kind(),
+                %failure,
+                master,
+                earlier_not_logged = left_out,
+                "the master SA did not answer"
+            );
+        }
         match purpose {
             Purpose::Forward(query) => {
                 for w in self.forwarding.release(&query) {
