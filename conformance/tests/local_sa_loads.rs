@@ -380,3 +380,37 @@ fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
         "the key in the log:\n{log}"
     );
 }
+
+/// A peer sending loads with a wrong key cannot flood the log: thirty
+/// denied loads from one node, one warning line (the next would come a
+/// minute later, counting the ones left out).
+#[test]
+fn denied_loads_from_one_node_are_one_log_line() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa =
+        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let loader = fabric.node("h9").unwrap();
+    let file = fabric.dir().join("paths.txt");
+    write_dump(&file, &[record(3000, 1)]);
+    let file = file.to_str().unwrap();
+    for _ in 0..30 {
+        let out = lsaquery(
+            &loader,
+            &["--sa-lid", &lid, "--load", file, "--smkey", "0x1"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    }
+    sa.wait_until("30 denied", std::time::Duration::from_secs(5), |c| {
+        c["denied"] == 30
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, log) = sa.stop();
+    assert_eq!(
+        log.matches("without the SM_Key: denied").count(),
+        1,
+        "one line for thirty:\n{log}"
+    );
+}
