@@ -122,7 +122,7 @@ impl Default for AgentConfig {
             delivery: DeliveryConfig::default(),
             reregister_jitter: Duration::from_secs(1),
             member_lease: Duration::from_secs(600),
-            audit_interval: Duration::from_secs(10),
+            audit_interval: Duration::from_secs(180),
         }
     }
 }

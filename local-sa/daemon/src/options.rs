@@ -167,8 +167,10 @@ pub(crate) struct Options {
     pub(crate) addresses: Vec<std::net::IpAddr>,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
-    /// this way; docs/wire-contract.md).
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "10")]
+    /// this way; docs/wire-contract.md). Each port takes its own phase
+    /// within the interval, so that nodes started together do not ask
+    /// together.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "180")]
     pub(crate) audit_interval: u64,
     /// Seconds a multicast member that joined by MAD is kept without
     /// joining again.

@@ -140,7 +140,8 @@ impl SaCore {
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
             canary_registered: false,
-            next_audit: Some(now + config.audit_interval),
+            // Set below, once the port's phase can be computed.
+            next_audit: None,
             local_out: VecDeque::new(),
             // Reports to subscribers take TransactionIDs with the top bit
             // set; requests to the master keep it clear.
@@ -158,6 +159,10 @@ impl SaCore {
             log_limit: LogLimit::new(Duration::from_secs(60)),
             shutting_down: false,
         };
+        // The first audit at this port's own phase in the second half of
+        // the interval; the rest one interval apart.
+        let half = config.audit_interval / 2;
+        agent.next_audit = Some(now + half + agent.spread(half));
         agent.handle_timeout(now);
         agent
     }
@@ -280,13 +285,17 @@ impl SaCore {
         }
     }
 
-    /// This port's share of the re-registration jitter: a fixed fraction,
-    /// from its GUID, of [`AgentConfig::reregister_jitter`].
+    /// This port's share of the re-registration jitter: see
+    /// [`SaCore::spread`].
     fn reregister_delay(&self) -> Duration {
-        let spread = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
-        self.config
-            .reregister_jitter
-            .mul_f64(spread as f64 / 1024.0)
+        self.spread(self.config.reregister_jitter)
+    }
+
+    /// A fixed fraction of `window`, from this port's GUID: where in a
+    /// window this port acts, so that the ports of a fabric spread over it.
+    fn spread(&self, window: Duration) -> Duration {
+        let fraction = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
+        window.mul_f64(fraction as f64 / 1024.0)
     }
 
     /// The port changed: a new LID, or a new master SM (SM change, client

@@ -221,3 +221,33 @@ fn shutdown_withdraws_the_subscriptions() {
         "no refresh after shutdown began"
     );
 }
+
+#[test]
+fn ports_started_together_audit_at_their_own_phase() {
+    use mad_codec::Method;
+    let interval = AgentConfig::default().audit_interval;
+    let audited = |lid: u16| -> Duration {
+        let mut b = Bench::for_port(FakeMaster::new(MASTER_LID, HOSTS), lid);
+        let canary_gets = |b: &Bench| {
+            b.master
+                .requests
+                .iter()
+                .filter(|s| s.attribute == AttributeId::SERVICE_RECORD && s.method == Method::GET)
+                .count()
+        };
+        let mut waited = Duration::ZERO;
+        while canary_gets(&b) == 0 {
+            assert!(waited <= interval, "no audit within one interval");
+            b.advance(Duration::from_secs(1));
+            waited += Duration::from_secs(1);
+        }
+        waited
+    };
+    let phases: Vec<Duration> = [2, 3, 4, 5].into_iter().map(audited).collect();
+    for p in &phases {
+        assert!(*p >= interval / 2 && *p <= interval, "{phases:?}");
+    }
+    let mut distinct = phases.clone();
+    distinct.dedup();
+    assert!(distinct.len() > 1, "not all at once: {phases:?}");
+}
