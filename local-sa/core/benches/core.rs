@@ -7,16 +7,12 @@
 
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 use local_sa_core::{Address, Received, SaCore};
-use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder};
 
 mod fixture;
-use fixture::{DESTS, new_core, settable_segments, table};
+use fixture::{DESTS, get_requests, new_core, settable_segments, table};
 
 fn main() {
     divan::main();
@@ -36,25 +32,6 @@ fn loaded_core(sources: u16) -> SaCore {
         usize::from(sources) * usize::from(DESTS)
     );
     core
-}
-
-/// Get requests for pairs spread over the whole table.
-fn get_requests(sources: u16) -> Vec<Bytes> {
-    (0..4096u32)
-        .map(|i| {
-            let s = 1 + (i.wrapping_mul(2_654_435_761) % u32::from(sources)) as u16;
-            let d = 2001 + (i.wrapping_mul(40_503) % u32::from(DESTS)) as u16;
-            let mut t = PathRecord::new_zeroed();
-            t.set_slid(s);
-            t.set_dlid(d);
-            let mut b = SaMadBuilder::request(Method::GET, u64::from(i), AttributeId::PATH_RECORD)
-                .record(&t);
-            b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
-            let mut mad = BytesMut::from(&b.into_bytes()[..]);
-            mad.resize(256, 0);
-            mad.freeze()
-        })
-        .collect()
 }
 
 #[divan::bench(args = [100, 1000], sample_count = 50, sample_size = 4096)]

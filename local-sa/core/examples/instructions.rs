@@ -17,15 +17,12 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use local_sa_core::{Address, Received, SaCore};
-use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder};
 
 #[path = "../benches/fixture/mod.rs"]
 mod fixture;
-use fixture::{DESTS, new_core, settable_segments, table};
+use fixture::{DESTS, get_requests, new_core, settable_segments, table};
 
 /// Sources in the table (`SOURCES` in the environment; 100 by default).
 fn sources() -> u16 {
@@ -36,24 +33,6 @@ fn sources() -> u16 {
 }
 
 const GETS: u32 = 100_000;
-
-fn requests() -> Vec<Bytes> {
-    (0..4096u32)
-        .map(|i| {
-            let s = 1 + (i.wrapping_mul(2_654_435_761) % u32::from(sources())) as u16;
-            let d = 2001 + (i.wrapping_mul(40_503) % u32::from(DESTS)) as u16;
-            let mut t = PathRecord::new_zeroed();
-            t.set_slid(s);
-            t.set_dlid(d);
-            let mut b = SaMadBuilder::request(Method::GET, u64::from(i), AttributeId::PATH_RECORD)
-                .record(&t);
-            b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
-            let mut mad = BytesMut::from(&b.into_bytes()[..]);
-            mad.resize(256, 0);
-            mad.freeze()
-        })
-        .collect()
-}
 
 #[inline(never)]
 fn measured_ingest(core: &mut SaCore, now: Instant, segments: &[Bytes]) {
@@ -77,7 +56,8 @@ fn measured_gets(core: &mut SaCore, now: Instant, requests: &[Bytes]) {
 fn main() {
     let now = Instant::now();
     let mut core = new_core(now);
-    let (segments, requests) = (settable_segments(&table(sources())), requests());
+    let sources = sources();
+    let (segments, requests) = (settable_segments(&table(sources)), get_requests(sources));
     // Each MAD is handed over as a counted reference, the way the daemon
     // hands over the buffer it read: make the buffers shared first, so the
     // count is the core's work and not the first clone's allocation (the
@@ -90,7 +70,7 @@ fn main() {
     let ingest = started.elapsed();
     assert_eq!(
         core.store().len(),
-        usize::from(sources()) * usize::from(DESTS)
+        usize::from(sources) * usize::from(DESTS)
     );
     let started = Instant::now();
     measured_gets(&mut core, now, &requests);
