@@ -647,30 +647,35 @@ fn same_kind(a: &Address, b: &Address) -> bool {
 /// The source (if any) and destination entries of a RESOLVE, checked as
 /// ibacm's `acm_svr_verify_resolve` does.
 fn source_and_destination(entries: &[Entry]) -> Result<(Option<Entry>, Entry), Status> {
-    let valid = |e: &Entry| (1..=5).contains(&e.kind.0);
     let mut source = None;
     let mut dest = None;
     for e in entries {
         if e.flags & flags::SOURCE != 0 {
-            if source.is_some() {
-                return Err(Status::ESRCADDR);
-            }
-            if !valid(e) {
-                return Err(Status::ESRCTYPE);
-            }
-            source = Some(*e);
+            take_once(&mut source, e, Status::ESRCADDR, Status::ESRCTYPE)?;
         }
         if e.flags & flags::DEST != 0 {
-            if dest.is_some() {
-                return Err(Status::EDESTADDR);
-            }
-            if !valid(e) {
-                return Err(Status::EDESTTYPE);
-            }
-            dest = Some(*e);
+            take_once(&mut dest, e, Status::EDESTADDR, Status::EDESTTYPE)?;
         }
     }
     dest.map(|d| (source, d)).ok_or(Status::EDESTTYPE)
+}
+
+/// Puts `e` in `slot`: `twice` if the slot is taken already, `bad_type`
+/// if `e` is no address type a RESOLVE names (NAME … LID).
+fn take_once(
+    slot: &mut Option<Entry>,
+    e: &Entry,
+    twice: Status,
+    bad_type: Status,
+) -> Result<(), Status> {
+    if slot.is_some() {
+        return Err(twice);
+    }
+    if !(1..=5).contains(&e.kind.0) {
+        return Err(bad_type);
+    }
+    *slot = Some(*e);
+    Ok(())
 }
 
 /// The component mask of a path template: its non-zero fields, as
