@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::saquery::mad_blocks;
+use conformance::saquery::parse_mad_dump;
 use conformance::{Fabric, LocalSa, Node, Topology};
 use mad_codec::zerocopy::FromBytes;
 use mad_codec::{Gid, PathRecord, SaMad};
@@ -65,12 +65,10 @@ fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
         .arg("-d")
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    let blocks = mad_blocks(&out.stdout);
-    let (_, mad) = blocks
-        .iter()
-        .find(|(l, _)| l == "SA Response")
+    let mad = parse_mad_dump(&out.stdout)
+        .and_then(|d| d.response)
         .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
-    let m = SaMad::parse(mad).unwrap_or_else(|e| panic!("{e}"));
+    let m = SaMad::parse(&mad).unwrap_or_else(|e| panic!("{e}"));
     PathRecord::read_from_bytes(&m.data()[..64]).unwrap()
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use conformance::saquery::{mad_blocks, path_record_dump};
+use conformance::saquery::{parse_mad_dump, path_record_dump};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, Selector};
@@ -76,12 +76,10 @@ fn table_from(node: &Node<'_>, sa_lid: &str, sgid: Gid) -> BTreeSet<Vec<u8>> {
 
 /// The status and data of the SA answer lsaquery printed with `-d`.
 fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
-    let blocks = mad_blocks(&out.stdout);
-    let (_, mad) = blocks
-        .iter()
-        .find(|(l, _)| l == "SA Response")
+    let mad = parse_mad_dump(&out.stdout)
+        .and_then(|d| d.response)
         .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
-    let m = SaMad::parse(mad).unwrap();
+    let m = SaMad::parse(&mad).unwrap();
     (m.mad().status(), m.data().to_vec())
 }
 
