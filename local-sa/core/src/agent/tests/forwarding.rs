@@ -170,22 +170,9 @@ fn a_client_resending_while_it_waits_gets_one_answer() {
 
 #[test]
 fn local_connections_get_cached_and_forwarded_paths() {
-    use crate::request::{LocalBody, Lookup, PathQuery, Request};
-    use mad_codec::zerocopy::FromZeros;
+    use crate::request::LocalBody;
     let mut b = Bench::started();
-    let ask = |slid: u16, dlid: u16| {
-        let mut template = mad_codec::PathRecord::new_zeroed();
-        template.set_slid(slid);
-        template.set_dlid(dlid);
-        Request::PathQuery {
-            query: PathQuery {
-                method: Method::GET,
-                mask: pr::SLID | pr::DLID,
-                template,
-            },
-            lookup: Lookup::Anywhere,
-        }
-    };
+    let ask = local_get;
     b.core
         .handle_local(b.now, 1, 1, ask(super::bench::MY_LID, 4));
     let hit = b.core.poll_local().expect("answered at once");
@@ -244,29 +231,13 @@ fn a_cut_table_never_reaches_a_local_connection_as_if_it_were_whole() {
 
 #[test]
 fn an_error_answer_framed_like_a_table_still_reaches_a_local_connection() {
-    use crate::request::{Lookup, PathQuery, Request};
-    use mad_codec::zerocopy::FromZeros;
     let mut master =
         super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
     master.delivery = super::fake_master::Delivery::Cut;
     master.rmpp_errors = true;
     let mut b = Bench::new(master, AgentConfig::default());
-    let mut template = mad_codec::PathRecord::new_zeroed();
-    template.set_slid(super::bench::MY_LID);
-    template.set_dlid(999);
-    b.core.handle_local(
-        b.now,
-        1,
-        6,
-        Request::PathQuery {
-            query: PathQuery {
-                method: Method::GET,
-                mask: pr::SLID | pr::DLID,
-                template,
-            },
-            lookup: Lookup::Anywhere,
-        },
-    );
+    b.core
+        .handle_local(b.now, 1, 6, local_get(super::bench::MY_LID, 999));
     b.pump();
     let reply = b.core.poll_local().expect("an answer");
     assert_eq!(
@@ -274,4 +245,21 @@ fn an_error_answer_framed_like_a_table_still_reaches_a_local_connection() {
         (6, MadStatus::ERR_NO_RECORDS),
         "the master's status, not a made-up shortage"
     );
+}
+
+/// A local program's PathRecord Get by SLID and DLID.
+fn local_get(slid: u16, dlid: u16) -> crate::request::Request {
+    use crate::request::{Lookup, PathQuery, Request};
+    use mad_codec::zerocopy::FromZeros;
+    let mut template = mad_codec::PathRecord::new_zeroed();
+    template.set_slid(slid);
+    template.set_dlid(dlid);
+    Request::PathQuery {
+        query: PathQuery {
+            method: Method::GET,
+            mask: pr::SLID | pr::DLID,
+            template,
+        },
+        lookup: Lookup::Anywhere,
+    }
 }
