@@ -2,7 +2,9 @@
 
 /// Declares a wire code: a transparent newtype over an integer with named
 /// constants. Unknown values are valid and print as `Name(0x..)`, so a code
-/// a peer sends always survives a parse/emit round trip.
+/// a peer sends always survives a parse/emit round trip. Exported for the
+/// codes of other wire formats local-sa speaks (the ibacm protocol's).
+#[macro_export]
 macro_rules! wire_code {
     (
         $(#[$meta:meta])*

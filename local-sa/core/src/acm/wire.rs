@@ -64,17 +64,19 @@ mod field {
     pub(super) const TID: Range<usize> = 8..16;
 }
 
-/// An opcode without its ACK bit.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Opcode(pub u8);
+mad_codec::wire_code! {
+    /// An opcode without its ACK bit.
+    pub struct Opcode(u8) {
+        /// Resolve a destination to a path.
+        RESOLVE = 0x01,
+        /// Performance counters.
+        PERF_QUERY = 0x02,
+        /// Endpoint enumeration.
+        EP_QUERY = 0x03,
+    }
+}
 
 impl Opcode {
-    /// Resolve a destination to a path.
-    pub const RESOLVE: Self = Self(0x01);
-    /// Performance counters.
-    pub const PERF_QUERY: Self = Self(0x02);
-    /// Endpoint enumeration.
-    pub const EP_QUERY: Self = Self(0x03);
     /// The bit a reply sets.
     pub const ACK: u8 = 0x80;
 
@@ -90,110 +92,50 @@ impl Opcode {
     }
 }
 
-impl fmt::Debug for Opcode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::RESOLVE => f.write_str("RESOLVE"),
-            Self::PERF_QUERY => f.write_str("PERF_QUERY"),
-            Self::EP_QUERY => f.write_str("EP_QUERY"),
-            Self(x) => write!(f, "Opcode({x:#04x})"),
-        }
+mad_codec::wire_code! {
+    /// An `ACM_STATUS_*` code (its name in `acm.h` from `name()`).
+    pub struct Status(u8) {
+        /// Success.
+        SUCCESS = 0,
+        /// Out of resources.
+        ENOMEM = 1,
+        /// A malformed or unsupported request.
+        EINVAL = 2,
+        /// No path to the destination.
+        ENODATA = 3,
+        /// Not connected.
+        ENOTCONN = 5,
+        /// The SA did not answer.
+        ETIMEDOUT = 6,
+        /// The source is not a local endpoint.
+        ESRCADDR = 7,
+        /// The source's address type is unsupported.
+        ESRCTYPE = 8,
+        /// The destination is unknown.
+        EDESTADDR = 9,
+        /// The destination's address type is unsupported.
+        EDESTTYPE = 10,
     }
 }
 
-/// An `ACM_STATUS_*` code.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Status(pub u8);
-
-impl Status {
-    /// Success.
-    pub const SUCCESS: Self = Self(0);
-    /// Out of resources.
-    pub const ENOMEM: Self = Self(1);
-    /// A malformed or unsupported request.
-    pub const EINVAL: Self = Self(2);
-    /// No path to the destination.
-    pub const ENODATA: Self = Self(3);
-    /// Not connected.
-    pub const ENOTCONN: Self = Self(5);
-    /// The SA did not answer.
-    pub const ETIMEDOUT: Self = Self(6);
-    /// The source is not a local endpoint.
-    pub const ESRCADDR: Self = Self(7);
-    /// The source's address type is unsupported.
-    pub const ESRCTYPE: Self = Self(8);
-    /// The destination is unknown.
-    pub const EDESTADDR: Self = Self(9);
-    /// The destination's address type is unsupported.
-    pub const EDESTTYPE: Self = Self(10);
-
-    /// Its name in `acm.h`, if it has one.
-    pub const fn name(self) -> Option<&'static str> {
-        Some(match self.0 {
-            0 => "SUCCESS",
-            1 => "ENOMEM",
-            2 => "EINVAL",
-            3 => "ENODATA",
-            5 => "ENOTCONN",
-            6 => "ETIMEDOUT",
-            7 => "ESRCADDR",
-            8 => "ESRCTYPE",
-            9 => "EDESTADDR",
-            10 => "EDESTTYPE",
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Debug for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "Status({})", self.0),
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-/// What an entry's 64 bytes of information hold.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AddressType(pub u16);
-
-impl AddressType {
-    /// No address (an empty entry).
-    pub const INVALID: Self = Self(0x00);
-    /// A NUL-terminated name.
-    pub const NAME: Self = Self(0x01);
-    /// An IPv4 address (4 bytes).
-    pub const IP: Self = Self(0x02);
-    /// An IPv6 address (16 bytes).
-    pub const IP6: Self = Self(0x03);
-    /// A GID (16 bytes; `ACM_ADDRESS_GID` of `acm_prov.h`, accepted by
-    /// ibacm from clients).
-    pub const GID: Self = Self(0x04);
-    /// A LID (2 bytes, network order; `ACM_ADDRESS_LID`).
-    pub const LID: Self = Self(0x05);
-    /// A path record.
-    pub const PATH: Self = Self(0x10);
-}
-
-impl fmt::Debug for AddressType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::INVALID => f.write_str("INVALID"),
-            Self::NAME => f.write_str("NAME"),
-            Self::IP => f.write_str("IP"),
-            Self::IP6 => f.write_str("IP6"),
-            Self::GID => f.write_str("GID"),
-            Self::LID => f.write_str("LID"),
-            Self::PATH => f.write_str("PATH"),
-            Self(x) => write!(f, "AddressType({x:#06x})"),
-        }
+mad_codec::wire_code! {
+    /// What an entry's 64 bytes of information hold.
+    pub struct AddressType(u16) {
+        /// No address (an empty entry).
+        INVALID = 0x00,
+        /// A NUL-terminated name.
+        NAME = 0x01,
+        /// An IPv4 address (4 bytes).
+        IP = 0x02,
+        /// An IPv6 address (16 bytes).
+        IP6 = 0x03,
+        /// A GID (16 bytes; `ACM_ADDRESS_GID` of `acm_prov.h`, accepted by
+        /// ibacm from clients).
+        GID = 0x04,
+        /// A LID (2 bytes, network order; `ACM_ADDRESS_LID`).
+        LID = 0x05,
+        /// A path record.
+        PATH = 0x10,
     }
 }
 
