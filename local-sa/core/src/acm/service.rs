@@ -449,14 +449,7 @@ impl AcmService {
         } else {
             path.slid()
         });
-        t.set_pkey(e.pkey);
-        t.set_reversible(true);
-        t.set_numb_path(1);
-        let query = PathQuery {
-            method: Method::GET,
-            mask: path_mask(&t),
-            template: t,
-        };
+        let query = acmp_get(t, e.pkey);
         let lookup = lookup_for(entry_flags);
         self.ask(
             conn,
@@ -522,14 +515,7 @@ impl AcmService {
         let e = &self.endpoints[ep];
         t.set_sgid(e.port.gid);
         t.set_slid(e.port.lid);
-        t.set_pkey(e.pkey);
-        t.set_reversible(true);
-        t.set_numb_path(1);
-        let query = PathQuery {
-            method: Method::GET,
-            mask: path_mask(&t),
-            template: t,
-        };
+        let query = acmp_get(t, e.pkey);
         let lookup = lookup_for(dest.flags);
         self.ask(
             conn,
@@ -676,6 +662,19 @@ fn take_once(
     }
     *slot = Some(*e);
     Ok(())
+}
+
+/// The Get acmp asks for a template `t` from an endpoint in partition
+/// `pkey`: one reversible path, selected by the template's non-zero fields.
+fn acmp_get(mut t: PathRecord, pkey: u16) -> PathQuery {
+    t.set_pkey(pkey);
+    t.set_reversible(true);
+    t.set_numb_path(1);
+    PathQuery {
+        method: Method::GET,
+        mask: path_mask(&t),
+        template: t,
+    }
 }
 
 /// The component mask of a path template: its non-zero fields, as
