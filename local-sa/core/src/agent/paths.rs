@@ -150,12 +150,9 @@ impl SaCore {
 
     /// The master answered a forwarded query.
     pub(super) fn forward_answered(&mut self, now: Instant, query: &PathQuery, answer: &Answer) {
-        // Only a table can lose records to a cut: an error status, or a
-        // Get's one record, is whole in the bytes that arrive (OpenSM's
-        // error answers travel RMPP-framed through the simulator too).
-        let lost_records = answer.is_cut()
-            && answer.status() == MadStatus::OK
-            && query.method == Method::GET_TABLE;
+        // Only a table can lose records to a cut: a Get's one record is
+        // whole in the bytes that arrive.
+        let lost_records = answer.is_cut() && query.method == Method::GET_TABLE;
         if lost_records {
             // The master's table did not arrive whole (a transport without
             // RMPP): a port gets the answer as it came, so that it sees

@@ -103,10 +103,13 @@ impl Answer {
     }
 
     /// True for a one-MAD answer the transport did not deliver whole (see
-    /// [`crate::address::Received::cut`]): only the records wholly within
-    /// its real bytes count.
+    /// [`crate::address::Received::cut`]) that may have lost records: only
+    /// the records wholly within its real bytes count. An error answer is
+    /// never cut: it carries no records, and its status is in the headers,
+    /// which always arrive (OpenSM's error answers come RMPP-framed through
+    /// the simulator all the same).
     pub fn is_cut(&self) -> bool {
-        self.cut.is_some()
+        self.cut.is_some() && self.status() == MadStatus::OK
     }
 
     /// Its records at its AttributeOffset; of a cut answer only those

@@ -248,6 +248,19 @@ fn a_cut_answer_offers_only_the_records_wholly_within_its_real_bytes() {
     let a = c.outcome.unwrap();
     assert!(a.is_cut());
     assert_eq!(a.records::<PathRecord>().count(), 2);
+    // An error answer framed the same way lost nothing: it is not cut.
+    r.send(now, SA, "table", &get(1), &mut out);
+    let request = out.pop_front().unwrap().mad;
+    let mut error = BytesMut::from(&answer(&request, 0)[..]);
+    SaMadHeader::parse_mut(&mut error)
+        .unwrap()
+        .0
+        .mad
+        .set_status(MadStatus::ERR_NO_RECORDS);
+    error.resize(MAD_LEN, 0xA5);
+    let c = done(r.handle(now, &SA, 0, &error, Some(224), &mut out));
+    let a = c.outcome.unwrap();
+    assert_eq!((a.status(), a.is_cut()), (MadStatus::ERR_NO_RECORDS, false));
 }
 
 #[test]
