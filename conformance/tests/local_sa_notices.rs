@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use conformance::saquery::{mad_blocks, parse_printed_records};
+use conformance::saquery::{parse_mad_dump, parse_printed_records};
 use conformance::{Fabric, LocalSa, Node, Topology};
 use mad_codec::{Gid, MadStatus, SaMad};
 
@@ -18,12 +18,10 @@ fn get(node: &Node<'_>, aim: &[&str], pair: &str) -> (MadStatus, Vec<u8>) {
         .args(["--src-to-dst", pair, "--method", "get", "-d"])
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    let blocks = mad_blocks(&out.stdout);
-    let (_, mad) = blocks
-        .iter()
-        .find(|(l, _)| l == "SA Response")
+    let mad = parse_mad_dump(&out.stdout)
+        .and_then(|d| d.response)
         .unwrap_or_else(|| panic!("no answer: {}", out.stderr));
-    let m = SaMad::parse(mad).unwrap();
+    let m = SaMad::parse(&mad).unwrap();
     let record = if m.mad().status().is_ok() {
         m.data()[..64].to_vec()
     } else {

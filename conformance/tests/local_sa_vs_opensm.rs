@@ -5,7 +5,7 @@
 //! multi-MAD answers to their first two records; those two must equal
 //! local-sa's first two).
 
-use conformance::saquery::mad_blocks;
+use conformance::saquery::parse_mad_dump;
 use std::time::Duration;
 
 use conformance::{Fabric, LocalSa, Node, NodePort, Topology};
@@ -49,14 +49,13 @@ fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
         .arg("-d")
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    let blocks = mad_blocks(&out.stdout);
-    let Some((_, mad)) = blocks.iter().find(|(l, _)| l == "SA Response") else {
+    let Some(mad) = parse_mad_dump(&out.stdout).and_then(|d| d.response) else {
         panic!(
             "lsaquery {aim:?} {args:?}: no answer printed ({})\n{}{}",
             out.status, out.stdout, out.stderr
         );
     };
-    let m = SaMad::parse(mad).unwrap_or_else(|e| panic!("{args:?}: undecodable answer: {e}"));
+    let m = SaMad::parse(&mad).unwrap_or_else(|e| panic!("{args:?}: undecodable answer: {e}"));
     let status = m.mad().status();
     let cut =
         mad.len() == MAD_LEN && m.rmpp().is_active() && m.rmpp().rmpp_type() == RmppType::NONE;
