@@ -7,6 +7,8 @@ use informinfo::DeliveryConfig;
 use mad_codec::Gid;
 use mad_codec::rmpp::RmppConfig;
 
+use crate::transfers::TransferLimits;
+
 use crate::address::Address;
 use crate::requester::RequesterConfig;
 
@@ -90,6 +92,9 @@ pub struct AgentConfig {
     /// segment size the transport carries (the daemon takes it from the
     /// transport).
     pub rmpp: RmppConfig,
+    /// How many RMPP transfers, and how many bytes of them, the agent
+    /// holds at once.
+    pub transfer_limits: TransferLimits,
     /// Reports to MAD subscribers: time-out, retries, and the misses that
     /// end a subscriber's lease.
     pub delivery: DeliveryConfig,
@@ -119,6 +124,7 @@ impl Default for AgentConfig {
             walk_window: 16,
             walk_gap: 64,
             rmpp: RmppConfig::default(),
+            transfer_limits: TransferLimits::default(),
             delivery: DeliveryConfig::default(),
             reregister_jitter: Duration::from_secs(1),
             member_lease: Duration::from_secs(600),

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 /// Counters of one port's SA agent. All count events since start except
-/// the last nine, which say how things stand now.
+/// the last ten, which say how things stand now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
     /// PathRecord queries answered from the cache.
@@ -34,6 +34,14 @@ pub struct Counters {
     pub rmpp_transfers: u64,
     /// RMPP transfers aborted or stopped.
     pub rmpp_aborts: u64,
+    /// RMPP transfers refused or stopped because as many as allowed were
+    /// in progress.
+    pub rmpp_refused_busy: u64,
+    /// RMPP transfers refused because the peer's LID had as many as
+    /// allowed in progress.
+    pub rmpp_refused_per_peer: u64,
+    /// RMPP transfers refused or stopped at the limit on bytes held.
+    pub rmpp_refused_memory: u64,
     /// Full refreshes of this port's paths completed.
     pub refreshes: u64,
     /// Notices received from the master and passed on (duplicates of one
@@ -98,7 +106,7 @@ impl Counters {
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 32] {
+    fn fields(&self) -> [(&'static str, u64); 35] {
         [
             ("hits", self.hits),
             ("misses", self.misses),
@@ -113,6 +121,9 @@ impl Counters {
             ("malformed", self.malformed),
             ("rmpp_transfers", self.rmpp_transfers),
             ("rmpp_aborts", self.rmpp_aborts),
+            ("rmpp_refused_busy", self.rmpp_refused_busy),
+            ("rmpp_refused_per_peer", self.rmpp_refused_per_peer),
+            ("rmpp_refused_memory", self.rmpp_refused_memory),
             ("refreshes", self.refreshes),
             ("notices", self.notices),
             ("reports_sent", self.reports_sent),

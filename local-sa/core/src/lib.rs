@@ -48,3 +48,4 @@ pub use address::{Address, Received, Transmit};
 pub use agent::SaCore;
 pub use config::{AgentConfig, PortIdentity, SmKey};
 pub use counters::Counters;
+pub use transfers::TransferLimits;

@@ -77,6 +77,13 @@ impl Receiver {
         self.data.len() + self.early.values().map(|(b, _, _)| b.len()).sum::<usize>()
     }
 
+    /// Bytes of memory the receiver holds for data: the reassembly buffer's
+    /// capacity and the early segments. Grows with what arrives, never with
+    /// what the first segment announces.
+    pub fn memory(&self) -> usize {
+        self.data.capacity() + self.early.values().map(|(b, _, _)| b.len()).sum::<usize>()
+    }
+
     /// Handles one MAD of the transfer: a DATA segment, or an ABORT from the
     /// sender. Anything else addressed to a receiver is ignored or, if it
     /// breaks the protocol, answered with an ABORT.
@@ -179,7 +186,8 @@ impl Receiver {
         if announced > self.config.max_data_len {
             return self.stop_resources(header);
         }
-        self.data.reserve(announced);
+        // Nothing is reserved for the announced size: a sender that
+        // announces 64 MB and stops after one segment costs one segment.
         self.window_last = 1 + self.config.window.max(1);
         self.ack_due = true;
     }
@@ -293,6 +301,38 @@ impl Receiver {
         out.put_slice(header.as_bytes());
         out.put_slice(&data);
         Some(out.freeze())
+    }
+
+    /// Ends the transfer with STOP (ResX) because the receiving side ran
+    /// out of room for it (its own limits, not this transfer's fault), and
+    /// drops what it held. Does nothing once the transfer has ended.
+    pub fn stop_for_resources(&mut self) {
+        if self.state != TransferState::Active {
+            return;
+        }
+        match self.header {
+            Some(header) => self.stop_resources(&header),
+            None => {
+                self.state = TransferState::Aborted {
+                    status: RmppStatus::RESX,
+                    by_peer: false,
+                }
+            }
+        }
+    }
+
+    /// The STOP (ResX) that refuses the transfer `first_segment` starts,
+    /// for a receiver that will not take it at all (too many transfers
+    /// already). `None` unless `first_segment` is an RMPP DATA segment
+    /// with the First flag.
+    #[must_use]
+    pub fn refusal(first_segment: &[u8]) -> Option<MadBuf> {
+        let (header, _) = SaMadHeader::parse(first_segment).ok()?;
+        let rmpp = &header.rmpp;
+        let starts = rmpp.is_active()
+            && rmpp.rmpp_type() == RmppType::DATA
+            && rmpp.flags().contains(RmppFlags::FIRST);
+        starts.then(|| control_mad(header, RmppType::STOP, RmppStatus::RESX, 0, 0))
     }
 
     fn abort(&mut self, header: &SaMadHeader, status: RmppStatus) {

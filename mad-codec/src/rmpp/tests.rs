@@ -683,6 +683,56 @@ fn receiver_stops_transfers_larger_than_allowed() {
 }
 
 #[test]
+fn receiver_holds_memory_for_what_arrived_not_for_what_was_announced() {
+    let t = now0();
+    let config = RmppConfig::default();
+    let mut r = Receiver::new(config, t);
+    // Announces the largest transfer allowed, then sends one segment.
+    let announced = config.max_data_len as u32 / 200 * 220;
+    r.handle_segment(
+        t,
+        &data_segment(1, RmppFlags::ACTIVE | RmppFlags::FIRST, announced),
+    );
+    assert_eq!(r.state(), TransferState::Active);
+    assert!(
+        r.memory() < 4096,
+        "{} bytes held for one segment",
+        r.memory()
+    );
+}
+
+#[test]
+fn receiver_stopped_for_resources_sends_stop_and_drops_its_data() {
+    let t = now0();
+    let mut r = Receiver::new(RmppConfig::default(), t);
+    r.handle_segment(
+        t,
+        &data_segment(1, RmppFlags::ACTIVE | RmppFlags::FIRST, 440),
+    );
+    let _ = r.poll_transmit(); // the ACK of segment 1
+    r.stop_for_resources();
+    assert_eq!(r.memory(), 0);
+    expect_receiver_end(&mut r, RmppType::STOP, RmppStatus::RESX);
+    // Once ended, nothing more is sent.
+    r.stop_for_resources();
+    assert!(r.poll_transmit().is_none());
+}
+
+#[test]
+fn refusal_answers_only_a_first_data_segment() {
+    let first = data_segment(1, RmppFlags::ACTIVE | RmppFlags::FIRST, 440);
+    let stop = Receiver::refusal(&first).expect("a first segment is refused");
+    let (h, _) = SaMadHeader::parse(&stop).unwrap();
+    assert_eq!(h.rmpp.rmpp_type(), RmppType::STOP);
+    assert_eq!(h.rmpp.status(), RmppStatus::RESX);
+    let (asked, _) = SaMadHeader::parse(&first).unwrap();
+    assert_eq!(h.mad.transaction_id_low(), asked.mad.transaction_id_low());
+    assert_eq!(h.mad.method(), asked.mad.method().toggle_response());
+    assert!(Receiver::refusal(&data_segment(2, RmppFlags::ACTIVE, 0)).is_none());
+    assert!(Receiver::refusal(&first[..20]).is_none());
+}
+
+#[test]
 fn receiver_times_out_with_t2l_and_reacks_after_completion() {
     let t = now0();
     let config = RmppConfig::default();

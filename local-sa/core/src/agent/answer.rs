@@ -11,13 +11,15 @@ use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{ClassPortInfo, ClassPortInfoRepr, MAD_LEN, MadStatus, Method, MgmtClass};
 
+use tracing::warn;
+
 use super::SaCore;
 use super::parties::Asker;
 use crate::address::{GSI_QKEY, Transmit};
 use crate::inbound::SaRequest;
 use crate::request::LocalBody;
 use crate::respond;
-use crate::transfers::Event;
+use crate::transfers::{Event, Refusal};
 
 impl SaCore {
     /// Answers a Get with the first record of `data` or a GetTable with
@@ -39,11 +41,16 @@ impl SaCore {
                 .push_back(Transmit::reply(peer, respond::single(&header, one)));
         } else {
             let header = respond::success_header(h, if data.is_empty() { 0 } else { offset });
-            if let Some(e) =
-                self.transfers
-                    .send(now, peer, request.tid(), header, data, &mut self.out)
-            {
-                self.count_transfer(&e);
+            let sent = self
+                .transfers
+                .send(now, peer, request.tid(), header, data, &mut self.out);
+            if let Some(e) = sent {
+                self.count_transfer(now, &e);
+                if matches!(e, Event::Refused { .. } | Event::Aborted) {
+                    // Not started: say so rather than leave the asker
+                    // waiting, as OpenSM does when it cannot answer.
+                    self.respond_error(request, MadStatus::ERR_NO_RESOURCES);
+                }
             }
         }
     }
@@ -124,10 +131,26 @@ impl SaCore {
         }
     }
 
-    pub(super) fn count_transfer(&mut self, e: &Event) {
-        match e {
+    pub(super) fn count_transfer(&mut self, now: Instant, e: &Event) {
+        match *e {
             Event::Sent | Event::Received(_) => self.counters.rmpp_transfers += 1,
             Event::Aborted => self.counters.rmpp_aborts += 1,
+            Event::Refused { reason, lid } => {
+                let counter = match reason {
+                    Refusal::Busy => &mut self.counters.rmpp_refused_busy,
+                    Refusal::PerPeer => &mut self.counters.rmpp_refused_per_peer,
+                    Refusal::Memory => &mut self.counters.rmpp_refused_memory,
+                };
+                *counter += 1;
+                if let Some(left_out) = self.log_limit.allow(now, "refused transfer", lid) {
+                    warn!(
+                        lid,
+                        reason = reason.as_str(),
+                        earlier_not_logged = left_out,
+                        "RMPP transfer refused"
+                    );
+                }
+            }
         }
     }
 

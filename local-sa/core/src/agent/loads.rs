@@ -67,7 +67,7 @@ impl SaCore {
         else {
             return;
         };
-        self.count_transfer(&event);
+        self.count_transfer(now, &event);
         if let Event::Received(whole) = event
             && let Ok((header, data)) = SaMadHeader::parse(&whole)
         {

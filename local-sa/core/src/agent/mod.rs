@@ -151,7 +151,7 @@ impl SaCore {
                 config.negative_ttl,
                 config.max_cached_answers,
             ),
-            transfers: Transfers::new(config.rmpp),
+            transfers: Transfers::new(config.rmpp, config.transfer_limits),
             out: VecDeque::new(),
             counters: Counters::default(),
             naming: NameState::default(),
@@ -252,7 +252,7 @@ impl SaCore {
             self.upstream_done(now, completion);
         }
         for event in self.transfers.handle_timeout(now, &mut self.out) {
-            self.count_transfer(&event);
+            self.count_transfer(now, &event);
         }
         self.forwarding.prune(now);
         self.notices_timeout(now);
@@ -480,14 +480,14 @@ impl SaCore {
         let (tid, mad) = (control.tid(), control.mad());
         if self.transfers.is_sending(&peer, tid) {
             if let Some(e) = self.transfers.control(now, &peer, tid, mad, &mut self.out) {
-                self.count_transfer(&e);
+                self.count_transfer(now, &e);
             }
         } else if self.transfers.is_receiving(&control.from, tid)
             && let Some(e) = self
                 .transfers
                 .segment(now, &control.from, tid, mad, &mut self.out)
         {
-            self.count_transfer(&e);
+            self.count_transfer(now, &e);
         }
     }
 

@@ -21,13 +21,13 @@ use crate::agent::loads::REPLACE_SOURCES;
 use crate::config::SmKey;
 
 /// Where loads come from.
-const LOADER: u16 = 50;
+pub(super) const LOADER: u16 = 50;
 
 /// The SM_Key the agent is configured with.
-const KEY: u64 = 0x5eed;
+pub(super) const KEY: u64 = 0x5eed;
 
 /// The agent with [`KEY`] configured, started.
-fn keyed() -> Bench {
+pub(super) fn keyed() -> Bench {
     let config = AgentConfig {
         sm_key: Some(SmKey::new(KEY)),
         ..AgentConfig::default()
@@ -38,13 +38,13 @@ fn keyed() -> Bench {
 }
 
 /// Paths from LIDs 100.. to LIDs 1..=50: `sources` × 50 records.
-fn table(sources: u16) -> Vec<PathRecord> {
+pub(super) fn table(sources: u16) -> Vec<PathRecord> {
     (100..100 + sources)
         .flat_map(|s| (1..=50).map(move |d| path(s, d)))
         .collect()
 }
 
-fn load_header(method: Method, tid: u64, sm_key: u64, modifier: u32) -> SaMadHeader {
+pub(super) fn load_header(method: Method, tid: u64, sm_key: u64, modifier: u32) -> SaMadHeader {
     let mut b = SaMadBuilder::request(method, tid, AttributeId::PATH_RECORD);
     let h = b.header_mut();
     h.sa.set_sm_key(sm_key);
@@ -55,7 +55,17 @@ fn load_header(method: Method, tid: u64, sm_key: u64, modifier: u32) -> SaMadHea
 
 /// Sends `records` from the loader as an RMPP transfer and returns the
 /// agent's answer (GetResp or DeleteResp) once the transfer ends.
-fn push(b: &mut Bench, header: SaMadHeader, records: &[PathRecord]) -> Bytes {
+pub(super) fn push(b: &mut Bench, header: SaMadHeader, records: &[PathRecord]) -> Bytes {
+    push_from(b, LOADER, header, records)
+}
+
+/// [`push`] from a loader at `lid`.
+pub(super) fn push_from(
+    b: &mut Bench,
+    lid: u16,
+    header: SaMadHeader,
+    records: &[PathRecord],
+) -> Bytes {
     let data: Vec<u8> = records
         .iter()
         .flat_map(|r| r.as_bytes().iter().copied())
@@ -64,10 +74,10 @@ fn push(b: &mut Bench, header: SaMadHeader, records: &[PathRecord]) -> Bytes {
     let mut answers = VecDeque::new();
     for _ in 0..100_000 {
         while let Some(seg) = sender.poll_transmit(b.now) {
-            b.deliver(client(LOADER), &seg);
+            b.deliver(client(lid), &seg);
         }
         b.pump();
-        for m in b.take_sent(LOADER) {
+        for m in b.take_sent(lid) {
             let (h, _) = SaMadHeader::parse(&m).unwrap();
             if h.rmpp.is_active() {
                 sender.handle_control(b.now, &m);

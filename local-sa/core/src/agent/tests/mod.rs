@@ -12,3 +12,4 @@ mod names;
 mod notices;
 mod population;
 mod subscriptions;
+mod transfer_limits;
