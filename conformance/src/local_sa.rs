@@ -18,6 +18,7 @@ pub struct LocalSa<'f> {
     node: String,
     counters: PathBuf,
     acm_socket: PathBuf,
+    api_socket: PathBuf,
 }
 
 impl<'f> LocalSa<'f> {
@@ -62,6 +63,7 @@ impl<'f> LocalSa<'f> {
             node: node.to_owned(),
             counters,
             acm_socket,
+            api_socket,
         };
         sa.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
             c.get("refreshes").is_some_and(|r| *r >= 1)
@@ -79,6 +81,12 @@ impl<'f> LocalSa<'f> {
     /// another `--acm-socket`).
     pub fn acm_socket(&self) -> &std::path::Path {
         &self.acm_socket
+    }
+
+    /// The socket it serves its local API on (unless started with another
+    /// `--api-socket`).
+    pub fn api_socket(&self) -> &std::path::Path {
+        &self.api_socket
     }
 
     /// The node it runs on.

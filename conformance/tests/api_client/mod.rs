@@ -21,6 +21,7 @@ pub(crate) struct Client {
     stream: UnixStream,
     next: u32,
     notices: Vec<Notice>,
+    reassembly: api::Reassembly,
 }
 
 impl Client {
@@ -31,11 +32,22 @@ impl Client {
             stream,
             next: 1,
             notices: Vec::new(),
+            reassembly: api::Reassembly::default(),
         }
     }
 
-    /// The next frame, if one starts within `timeout`.
+    /// The next frame, if one starts within `timeout`; an answer split
+    /// over several frames, whole.
     fn read_frame(&mut self, timeout: Duration) -> Option<Frame> {
+        loop {
+            let part = self.read_one_frame(timeout)?;
+            if let Some(frame) = self.reassembly.push(part) {
+                return Some(frame);
+            }
+        }
+    }
+
+    fn read_one_frame(&mut self, timeout: Duration) -> Option<Frame> {
         // Wait for the first byte only: once a frame starts, the rest of
         // it is already on its way.
         let mut len = [0u8; 4];

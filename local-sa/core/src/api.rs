@@ -12,7 +12,7 @@
 //! 0   u32  length of what follows (12 + body), at most MAX_FRAME
 //! 4   u8   version (1)
 //! 5   u8   kind
-//! 6   u8   flags (0)
+//! 6   u8   flags: MORE (1) on every frame of a split answer but its last
 //! 7   u8   reserved (0)
 //! 8   u32  request number, chosen by the client, echoed; 0 in notices
 //! 12  u16  status: MAD status of the answer, or an API error (0xFFxx)
@@ -38,6 +38,17 @@ pub const HEADER_LEN: usize = 12;
 /// Longest frame accepted (after the length field): a table of 16 384
 /// PathRecords.
 pub const MAX_FRAME: usize = HEADER_LEN + 64 * 16_384;
+
+/// Body bytes one frame carries at most.
+pub const MAX_BODY: usize = MAX_FRAME - HEADER_LEN;
+
+/// Frame flags.
+pub mod flags {
+    /// More of this answer follows in the next frame with the same
+    /// request number: an answer longer than [`super::MAX_BODY`] is sent
+    /// as several frames, cut between records.
+    pub const MORE: u8 = 0x01;
+}
 
 /// Frame kinds.
 pub mod kind {
@@ -84,6 +95,8 @@ pub mod api_error {
 pub struct Frame {
     /// Its kind.
     pub kind: u8,
+    /// Its flags ([`flags`]).
+    pub flags: u8,
     /// The request number.
     pub request: u32,
     /// Status.
@@ -106,6 +119,7 @@ impl Frame {
     pub fn new(kind: u8, request: u32, status: u16, body: Bytes) -> Self {
         Self {
             kind,
+            flags: 0,
             request,
             status,
             body,
@@ -118,8 +132,7 @@ impl Frame {
         out.put_u32((HEADER_LEN + self.body.len()) as u32);
         out.put_u8(VERSION);
         out.put_u8(self.kind);
-        // Flags: none are defined.
-        out.put_u8(0);
+        out.put_u8(self.flags);
         out.put_u8(0);
         out.put_u32(self.request);
         out.put_u16(self.status);
@@ -148,6 +161,7 @@ impl Frame {
         }
         Ok(Self {
             kind: h[1],
+            flags: h[2],
             request: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
             status: u16::from_be_bytes([h[8], h[9]]),
             body: Bytes::copy_from_slice(body),
@@ -264,8 +278,68 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
     })
 }
 
+/// The frames carrying a reply: one, or for records longer than
+/// [`MAX_BODY`] several, cut between records, each but the last flagged
+/// [`flags::MORE`].
+pub fn reply_frames(reply: &LocalReply) -> Vec<Frame> {
+    let whole = reply_frame(reply);
+    let LocalBody::Records { stride, .. } = &reply.body else {
+        return vec![whole];
+    };
+    if whole.body.len() <= MAX_BODY {
+        return vec![whole];
+    }
+    let stride = (*stride).max(1);
+    let part = MAX_BODY - MAX_BODY % stride;
+    let mut frames: Vec<Frame> = (0..whole.body.len())
+        .step_by(part)
+        .map(|at| Frame {
+            flags: flags::MORE,
+            body: whole.body.slice(at..(at + part).min(whole.body.len())),
+            ..whole.clone()
+        })
+        .collect();
+    if let Some(last) = frames.last_mut() {
+        last.flags = 0;
+    }
+    frames
+}
+
+/// Puts split answers back together on the client side: give it every
+/// answer frame; it returns each answer whole, once its last frame has
+/// arrived.
+#[derive(Debug, Default)]
+pub struct Reassembly {
+    parts: std::collections::HashMap<u32, BytesMut>,
+}
+
+impl Reassembly {
+    /// Takes `frame`; returns the whole answer when `frame` ends one.
+    pub fn push(&mut self, frame: Frame) -> Option<Frame> {
+        let more = frame.flags & flags::MORE != 0;
+        if !more && !self.parts.contains_key(&frame.request) {
+            return Some(frame);
+        }
+        let body = self.parts.entry(frame.request).or_default();
+        body.put_slice(&frame.body);
+        if more {
+            return None;
+        }
+        let body = self
+            .parts
+            .remove(&frame.request)
+            .unwrap_or_default()
+            .freeze();
+        Some(Frame {
+            flags: 0,
+            body,
+            ..frame
+        })
+    }
+}
+
 /// The frame carrying a reply: an answer (the request's kind with
-/// [`kind::ANSWER`] set) or a notice.
+/// [`kind::ANSWER`] set) or a notice, whole (see [`reply_frames`]).
 pub fn reply_frame(reply: &LocalReply) -> Frame {
     let kind = match reply.answers {
         Some(k) => request_kind_code(k) | kind::ANSWER,
@@ -438,5 +512,56 @@ mod tests {
         let f = reply_frame(&notice);
         assert_eq!((f.kind, f.body.len()), (kind::NOTICE, 80));
         assert!(super::notice(&f).is_some());
+    }
+
+    #[test]
+    fn a_table_over_the_frame_limit_goes_as_several_frames_and_comes_back_whole() {
+        // 40,000 PathRecords: 2.56 MB, more than two frames' worth.
+        let data: Bytes = (0..40_000u32)
+            .flat_map(|i| {
+                let mut r = [0u8; 64];
+                r[..4].copy_from_slice(&i.to_be_bytes());
+                r
+            })
+            .collect();
+        let reply = LocalReply {
+            conn: 3,
+            request: 7,
+            answers: Some(RequestKind::PathQuery),
+            status: MadStatus::OK,
+            from_master: false,
+            body: LocalBody::Records {
+                attribute: mad_codec::AttributeId::PATH_RECORD,
+                stride: 64,
+                data: data.clone(),
+            },
+        };
+        let frames = reply_frames(&reply);
+        assert_eq!(frames.len(), 3);
+        let mut whole = None;
+        let mut reassembly = Reassembly::default();
+        for (i, f) in frames.iter().enumerate() {
+            let wire = f.encode();
+            assert!(
+                wire.len() - 4 <= MAX_FRAME,
+                "frame {i} is {} bytes",
+                wire.len()
+            );
+            assert_eq!(f.body.len() % 64, 0, "cut between records");
+            let decoded = Frame::decode(&wire[4..]).unwrap();
+            assert_eq!(decoded.flags & flags::MORE != 0, i < 2);
+            whole = reassembly.push(decoded);
+            assert_eq!(whole.is_some(), i == 2);
+        }
+        let whole = whole.unwrap();
+        assert_eq!((whole.request, whole.flags, whole.body), (7, 0, data));
+        // A short answer is one frame, passed straight through.
+        let short = LocalReply {
+            body: LocalBody::Empty,
+            ..reply
+        };
+        let frames = reply_frames(&short);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(reassembly.push(frames[0].clone()), Some(frames[0].clone()));
     }
 }

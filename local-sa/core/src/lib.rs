@@ -33,7 +33,7 @@ pub mod directory;
 #[doc(hidden)]
 pub mod fuzzing;
 mod inbound;
-mod log_limit;
+pub mod log_limit;
 pub mod memberships;
 pub mod naming;
 pub mod path_query;

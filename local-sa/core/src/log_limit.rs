@@ -2,17 +2,18 @@
 //! anyone, queries to a dead master) at most once per kind and source per
 //! window: the first at once, then, at the first one after the window, a
 //! line that also says how many were left out. A peer flooding the agent
-//! costs the log one line a minute per LID, not one per MAD.
+//! costs the log one line a minute per LID (or user, for local
+//! connections), not one per MAD.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Sources remembered at most; past it every new source shares one entry
-/// (LID 0, "from many").
+/// (source 0, "from many").
 const MAX_SOURCES: usize = 1024;
 
 /// What a warning is about, for counting.
-pub(crate) type Kind = &'static str;
+pub type Kind = &'static str;
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -24,24 +25,26 @@ struct Entry {
 
 /// Which warnings may be written now.
 #[derive(Debug)]
-pub(crate) struct LogLimit {
+pub struct LogLimit {
     window: Duration,
-    entries: HashMap<(Kind, u16), Entry>,
+    entries: HashMap<(Kind, u32), Entry>,
 }
 
 impl LogLimit {
     /// At most one line per kind and source per `window`.
-    pub(crate) fn new(window: Duration) -> Self {
+    pub fn new(window: Duration) -> Self {
         Self {
             window,
             entries: HashMap::new(),
         }
     }
 
-    /// Whether a warning of `kind` from LID `lid` at `now` is written:
-    /// `Some(n)` when it is, `n` being how many of its kind from there
-    /// were left out before it; `None` when it is left out (and counted).
-    pub(crate) fn allow(&mut self, now: Instant, kind: Kind, lid: u16) -> Option<u64> {
+    /// Whether a warning of `kind` from `source` (a LID, a user ID) at
+    /// `now` is written: `Some(n)` when it is, `n` being how many of its
+    /// kind from there were left out before it; `None` when it is left
+    /// out (and counted).
+    pub fn allow(&mut self, now: Instant, kind: Kind, source: impl Into<u32>) -> Option<u64> {
+        let lid: u32 = source.into();
         if self.entries.len() >= MAX_SOURCES && !self.entries.contains_key(&(kind, lid)) {
             let window = self.window;
             self.entries
@@ -87,15 +90,18 @@ mod tests {
     fn one_line_per_source_per_window_then_a_count() {
         let t0 = Instant::now();
         let mut l = LogLimit::new(Duration::from_secs(60));
-        assert_eq!(l.allow(t0, "denied", 17), Some(0));
+        assert_eq!(l.allow(t0, "denied", 17u16), Some(0));
         for i in 1..=412 {
-            assert_eq!(l.allow(t0 + Duration::from_millis(i), "denied", 17), None);
+            assert_eq!(
+                l.allow(t0 + Duration::from_millis(i), "denied", 17u16),
+                None
+            );
         }
-        assert_eq!(l.allow(t0, "denied", 18), Some(0), "another source");
-        assert_eq!(l.allow(t0, "invalid", 17), Some(0), "another kind");
+        assert_eq!(l.allow(t0, "denied", 18u16), Some(0), "another source");
+        assert_eq!(l.allow(t0, "invalid", 17u16), Some(0), "another kind");
         let later = t0 + Duration::from_secs(61);
-        assert_eq!(l.allow(later, "denied", 17), Some(412));
-        assert_eq!(l.allow(later, "denied", 17), None);
+        assert_eq!(l.allow(later, "denied", 17u16), Some(412));
+        assert_eq!(l.allow(later, "denied", 17u16), None);
     }
 
     #[test]

@@ -1,22 +1,20 @@
 //! The ibacm door's sockets: Unix stream sockets carrying ibacm's client
 //! protocol ([`local_sa_core::acm::wire`]). Each connection gets a reader
 //! task (whole messages in, as [`AcmEvent`]s for the driver) and a writer
-//! task (replies out, from a bounded queue), like the local API's. A
-//! message whose length cannot frame it closes its connection; every other
-//! message gets a reply.
+//! task (replies out, from its [`Outbox`]), under the doors' limits, like
+//! the local API's. A message whose length cannot frame it closes its
+//! connection; every other message gets a reply.
 
 use std::cell::Cell;
 use std::io;
 use std::path::Path;
 use std::rc::{Rc, Weak};
 
-use bytes::Bytes;
-use smol::Async;
-use smol::channel::{self, Sender};
-use smol::io::AsyncReadExt;
+use smol::channel::Sender;
 use tracing::{debug, info};
 
-use crate::api::{CONNECTION_QUEUE, write_frames};
+use crate::connection::{Conn, Outbox, ReadEnd, read_frame};
+use crate::doors::{Admission, SharedDoors};
 use crate::listener::Listener;
 use local_sa_core::acm::wire;
 use local_sa_core::request::ConnId;
@@ -25,7 +23,7 @@ use local_sa_core::request::ConnId;
 #[derive(Debug)]
 pub(crate) enum AcmEvent {
     /// A connection opened: where its replies go.
-    Opened { conn: ConnId, writer: Sender<Bytes> },
+    Opened { conn: ConnId, outbox: Outbox },
     /// A whole message.
     Message { conn: ConnId, message: Vec<u8> },
     /// The connection closed.
@@ -56,13 +54,22 @@ impl AcmListener {
         self,
         ex: Weak<smol::LocalExecutor<'static>>,
         ids: Rc<Cell<ConnId>>,
+        doors: SharedDoors,
         events: Sender<AcmEvent>,
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
+            let Some(admission) = Admission::new(&doors, stream.get_ref(), "ibacm") else {
+                continue; // dropped: closed
+            };
+            let stream = Rc::new(Conn {
+                stream,
+                admission,
+                door: "ibacm",
+            });
+            let (outbox, writer) = Outbox::new(&stream);
             if events
-                .send(AcmEvent::Opened { conn, writer: tx })
+                .send(AcmEvent::Opened { conn, outbox })
                 .await
                 .is_err()
             {
@@ -70,41 +77,31 @@ impl AcmListener {
             }
             debug!(conn, "ibacm connection opened");
             let Some(ex) = ex.upgrade() else { return };
-            let stream = Rc::new(stream);
-            ex.spawn(write_frames(Rc::clone(&stream), rx)).detach();
+            ex.spawn(writer).detach();
             ex.spawn(read_messages(conn, stream, events.clone()))
                 .detach();
         }
     }
 }
 
-async fn read_messages(
-    conn: ConnId,
-    stream: Rc<Async<std::os::unix::net::UnixStream>>,
-    events: Sender<AcmEvent>,
-) {
-    let mut stream = &*stream;
+async fn read_messages(conn: ConnId, stream: Rc<Conn>, events: Sender<AcmEvent>) {
+    let mut first = true;
     loop {
         let mut header = [0u8; wire::HEADER_LEN];
-        if stream.read_exact(&mut header).await.is_err() {
-            break;
-        }
-        let len = match wire::message_len(&header) {
-            Ok(n) => n,
-            Err(e) => {
+        let body_len =
+            |h: &[u8; wire::HEADER_LEN]| wire::message_len(h).map(|n| n - wire::HEADER_LEN);
+        let body = match read_frame(&stream, &mut header, body_len, first).await {
+            Ok(body) => body,
+            Err(ReadEnd::Unframeable(e)) => {
                 debug!(conn, error = %e, "closing an ibacm connection whose message cannot be framed");
                 break;
             }
+            Err(ReadEnd::Closed | ReadEnd::Cut) => break,
         };
-        let mut message = vec![0u8; len];
-        message[..wire::HEADER_LEN].copy_from_slice(&header);
-        if stream
-            .read_exact(&mut message[wire::HEADER_LEN..])
-            .await
-            .is_err()
-        {
-            break;
-        }
+        first = false;
+        let mut message = Vec::with_capacity(wire::HEADER_LEN + body.len());
+        message.extend_from_slice(&header);
+        message.extend_from_slice(&body);
         if events
             .send(AcmEvent::Message { conn, message })
             .await

@@ -1,32 +1,29 @@
 //! The local API server: a Unix socket whose connections carry
-//! [`local_sa_core::api`] frames. Each connection gets a reader task (frames in,
-//! as [`ApiEvent`]s for the driver) and a writer task (frames out, from a
-//! bounded queue). A client that does not read its answers and notices
-//! fills its queue and is disconnected; whatever it held is released like
+//! [`local_sa_core::api`] frames. Each connection gets a reader task
+//! (frames in, as [`ApiEvent`]s for the driver) and a writer task (frames
+//! out, from its [`Outbox`]), under the doors' limits ([`crate::doors`]). A
+//! client that does not read its answers and notices lets its queue grow
+//! past its share and is disconnected; whatever it held is released like
 //! that of any closed connection. Bad frames get an error frame and never
 //! touch another connection.
 
-use std::os::unix::net::UnixStream;
+use std::rc::Rc;
 
-use bytes::Bytes;
-use smol::Async;
-use smol::channel::{self, Receiver, Sender};
-use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::channel::Sender;
 use tracing::{debug, info};
 
+use crate::connection::{Conn, Outbox, ReadEnd, read_frame};
+use crate::doors::{Admission, SharedDoors};
 use crate::listener::Listener;
 
 use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
 use local_sa_core::request::{ConnId, Request};
 
-/// Frames queued for one connection before it counts as not reading.
-pub(crate) const CONNECTION_QUEUE: usize = 4096;
-
 /// What happened on the API socket.
 #[derive(Debug)]
 pub(crate) enum ApiEvent {
     /// A connection opened: where its frames go.
-    Opened { conn: ConnId, writer: Sender<Bytes> },
+    Opened { conn: ConnId, outbox: Outbox },
     /// A request, for the agent of port `agent`.
     Request {
         conn: ConnId,
@@ -70,14 +67,23 @@ impl ApiServer {
     pub(crate) async fn serve(
         self,
         ex: std::rc::Weak<smol::LocalExecutor<'static>>,
-        ids: std::rc::Rc<std::cell::Cell<ConnId>>,
+        ids: Rc<std::cell::Cell<ConnId>>,
+        doors: SharedDoors,
         events: Sender<ApiEvent>,
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let (tx, rx) = channel::bounded(CONNECTION_QUEUE);
+            let Some(admission) = Admission::new(&doors, stream.get_ref(), "local API") else {
+                continue; // dropped: closed
+            };
+            let stream = Rc::new(Conn {
+                stream,
+                admission,
+                door: "local API",
+            });
+            let (outbox, writer) = Outbox::new(&stream);
             if events
-                .send(ApiEvent::Opened { conn, writer: tx })
+                .send(ApiEvent::Opened { conn, outbox })
                 .await
                 .is_err()
             {
@@ -85,42 +91,34 @@ impl ApiServer {
             }
             debug!(conn, "local API connection opened");
             let Some(ex) = ex.upgrade() else { return };
-            let stream = std::rc::Rc::new(stream);
-            ex.spawn(write_frames(std::rc::Rc::clone(&stream), rx))
-                .detach();
+            ex.spawn(writer).detach();
             ex.spawn(read_frames(conn, self.agent, stream, events.clone()))
                 .detach();
         }
     }
 }
 
-async fn read_frames(
-    conn: ConnId,
-    agent: usize,
-    stream: std::rc::Rc<Async<UnixStream>>,
-    events: Sender<ApiEvent>,
-) {
-    let mut stream = &*stream;
+async fn read_frames(conn: ConnId, agent: usize, stream: Rc<Conn>, events: Sender<ApiEvent>) {
+    let mut first = true;
     loop {
         let mut len = [0u8; 4];
-        if stream.read_exact(&mut len).await.is_err() {
-            break;
-        }
-        let Ok(n) = Frame::announced(len) else {
-            let _ = events
-                .send(ApiEvent::Bad {
-                    conn,
-                    id: 0,
-                    status: api_error::LENGTH,
-                    close: true,
-                })
-                .await;
-            break;
+        let announced = |h: &[u8; 4]| Frame::announced(*h);
+        let rest = match read_frame(&stream, &mut len, announced, first).await {
+            Ok(rest) => rest,
+            Err(ReadEnd::Unframeable(_)) => {
+                let _ = events
+                    .send(ApiEvent::Bad {
+                        conn,
+                        id: 0,
+                        status: api_error::LENGTH,
+                        close: true,
+                    })
+                    .await;
+                break;
+            }
+            Err(ReadEnd::Closed | ReadEnd::Cut) => break,
         };
-        let mut rest = vec![0u8; n];
-        if stream.read_exact(&mut rest).await.is_err() {
-            break;
-        }
+        first = false;
         let id = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
         let event = match Frame::decode(&rest) {
             Ok(frame) => match decode_request(&frame) {
@@ -155,19 +153,6 @@ async fn read_frames(
         }
     }
     let _ = events.send(ApiEvent::Closed { conn }).await;
-}
-
-/// Writes `frames` to `stream` until either ends.
-pub(crate) async fn write_frames(stream: std::rc::Rc<Async<UnixStream>>, frames: Receiver<Bytes>) {
-    let mut stream = &*stream;
-    while let Ok(frame) = frames.recv().await {
-        if stream.write_all(&frame).await.is_err() {
-            break;
-        }
-    }
-    // The queue closed (the daemon let the connection go) or the peer did:
-    // shut the socket so that the reader sees the end too.
-    let _ = stream.get_ref().shutdown(std::net::Shutdown::Both);
 }
 
 /// Logs where `port`'s API listens.

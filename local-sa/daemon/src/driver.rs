@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 use async_signal::Signals;
 use bytes::Bytes;
 use smol::Timer;
-use smol::channel::{Receiver, Sender};
+use smol::channel::Receiver;
 use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
 use crate::acm_socket::AcmEvent;
 use crate::api::ApiEvent;
 use crate::bridge::{self, identity};
+use crate::connection::Outbox;
+use crate::doors::SharedDoors;
 use crate::port_agent::PortAgent;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
@@ -57,7 +59,9 @@ pub(crate) struct Driver {
     pub(crate) sysfs: Sysfs,
     pub(crate) stats_interval: Duration,
     /// Each local connection's outgoing frames (both doors).
-    pub(crate) connections: HashMap<ConnId, Sender<Bytes>>,
+    pub(crate) connections: HashMap<ConnId, Outbox>,
+    /// What the doors' connections hold and what was refused.
+    pub(crate) doors: SharedDoors,
     /// The ibacm door, if it serves.
     pub(crate) acm: Option<AcmService>,
 }
@@ -212,8 +216,8 @@ impl Driver {
 
     fn api_event(&mut self, now: Instant, event: ApiEvent) {
         match event {
-            ApiEvent::Opened { conn, writer } => {
-                self.connections.insert(conn, writer);
+            ApiEvent::Opened { conn, outbox } => {
+                self.connections.insert(conn, outbox);
             }
             ApiEvent::Request {
                 conn,
@@ -243,8 +247,8 @@ impl Driver {
 
     fn acm_event(&mut self, now: Instant, event: AcmEvent) {
         match event {
-            AcmEvent::Opened { conn, writer } => {
-                self.connections.insert(conn, writer);
+            AcmEvent::Opened { conn, outbox } => {
+                self.connections.insert(conn, outbox);
             }
             AcmEvent::Message { conn, message } => {
                 let Some(acm) = self.acm.as_mut() else { return };
@@ -268,29 +272,30 @@ impl Driver {
             Some(Step::Ask { agent, id, request }) => {
                 self.ask(Instant::now(), agent, r.conn, id, request);
             }
-            None => self.send(r.conn, api::reply_frame(&r).encode()),
+            None => {
+                for frame in api::reply_frames(&r) {
+                    self.send(r.conn, frame.encode());
+                }
+            }
         }
     }
 
-    /// Queues a frame for `conn`; a connection whose queue is full is not
-    /// reading and is let go.
+    /// Queues a frame for `conn`; a connection that lets more than its
+    /// share pile up is not reading and is let go (counted and logged).
     fn send(&mut self, conn: ConnId, frame: Bytes) {
-        let Some(tx) = self.connections.get(&conn) else {
+        let Some(outbox) = self.connections.get(&conn) else {
             return;
         };
-        if tx.try_send(frame).is_err() {
-            warn!(
-                conn,
-                "a local client does not read its replies: disconnecting it"
-            );
+        if !outbox.push(frame) {
             self.disconnect(Instant::now(), conn);
         }
     }
 
-    /// Forgets `conn` and releases everything it held, at every port (an
-    /// ibacm connection may have asked any of them).
+    /// Forgets `conn`, closes it and releases everything it held, at every
+    /// port (an ibacm connection may have asked any of them).
     fn disconnect(&mut self, now: Instant, conn: ConnId) {
-        if self.connections.remove(&conn).is_some() {
+        if let Some(outbox) = self.connections.remove(&conn) {
+            outbox.close();
             debug!(conn, "local connection closed");
         }
         if let Some(acm) = self.acm.as_mut() {
@@ -336,8 +341,9 @@ impl Driver {
     }
 
     fn write_stats(&self) {
+        let doors = self.doors.borrow().counters();
         for p in &self.ports {
-            p.write_stats();
+            p.write_stats(&doors.fields());
         }
     }
 }

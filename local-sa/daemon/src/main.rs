@@ -4,6 +4,8 @@ mod acm_socket;
 mod activation;
 mod api;
 mod bridge;
+mod connection;
+mod doors;
 mod driver;
 mod endpoints;
 mod error;

@@ -180,6 +180,14 @@ pub(crate) struct Options {
     /// events (the simulator).
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "2")]
     pub(crate) port_poll_interval: u64,
+    /// Local connections open at once, the local API's and the ibacm
+    /// protocol's together (further ones are closed at once). Lowered to
+    /// what the open-files limit allows with 128 descriptors kept back.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "4096")]
+    pub(crate) max_connections: usize,
+    /// Local connections one user may have open at once.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
+    pub(crate) max_connections_per_user: usize,
 }
 
 /// A settings problem, with where it came from.

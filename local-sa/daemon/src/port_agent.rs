@@ -110,9 +110,11 @@ impl PortAgent {
     }
 
     /// Writes the counters file, if there is one.
-    pub(crate) fn write_stats(&self) {
+    /// Writes the port's counters, then `extra` ones (the doors', which
+    /// every port's file shows).
+    pub(crate) fn write_stats(&self, extra: &[(&str, u64)]) {
         if let Some(f) = &self.stats
-            && let Err(e) = f.write(&self.core.counters())
+            && let Err(e) = f.write(&self.core.counters(), extra)
         {
             warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
         }

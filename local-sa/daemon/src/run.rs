@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::acm_socket::AcmListener;
 use crate::activation;
 use crate::api;
+use crate::doors::{DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::driver::{Driver, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
@@ -111,15 +112,26 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
     }
     drop((mad_tx, event_tx));
     let ids = std::rc::Rc::new(std::cell::Cell::new(1));
+    let doors = door_account(options);
     let (api_tx, api_rx) = smol::channel::bounded(1024);
     let (acm_tx, acm_rx) = smol::channel::bounded(1024);
     for server in api_servers {
-        ex.spawn(server.serve(std::rc::Rc::downgrade(&ex), ids.clone(), api_tx.clone()))
-            .detach();
+        let serve = server.serve(
+            std::rc::Rc::downgrade(&ex),
+            ids.clone(),
+            doors.clone(),
+            api_tx.clone(),
+        );
+        ex.spawn(serve).detach();
     }
     for listener in acm_listeners {
-        ex.spawn(listener.serve(std::rc::Rc::downgrade(&ex), ids.clone(), acm_tx.clone()))
-            .detach();
+        let serve = listener.serve(
+            std::rc::Rc::downgrade(&ex),
+            ids.clone(),
+            doors.clone(),
+            acm_tx.clone(),
+        );
+        ex.spawn(serve).detach();
     }
     drop((api_tx, acm_tx));
     let driver = Driver {
@@ -127,6 +139,7 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         sysfs,
         stats_interval: Duration::from_secs(options.stats_interval),
         connections: HashMap::new(),
+        doors,
         acm,
     };
     let sources = Sources {
@@ -205,4 +218,36 @@ fn acm_door(
         Some(AcmService::new(AcmConfig::default(), eps, names)),
         listeners,
     ))
+}
+
+/// The doors' account: the limits from the options, the total bounded by
+/// the open-files limit (raised to its hard limit first, as far as the
+/// connections need) and by what the transport allows.
+fn door_account(options: &Options) -> SharedDoors {
+    let limits = DoorLimits {
+        total: options.max_connections,
+        per_user: options.max_connections_per_user,
+        ..DoorLimits::default()
+    };
+    let transport_cap = umad::Transport::of_this_process()
+        .max_open_files()
+        .unwrap_or(u64::MAX);
+    let wanted = ((limits.total + FD_RESERVE) as u64).min(transport_cap);
+    let open_files = match umad::process::raise_open_files_limit(wanted) {
+        Ok(n) => usize::try_from(n.min(transport_cap)).unwrap_or(usize::MAX),
+        Err(e) => {
+            warn!(error = %e, "cannot read the open-files limit; assuming 1024");
+            1024
+        }
+    };
+    let doors = Doors::shared(limits, open_files);
+    let total = doors.borrow().limits().total;
+    if total < limits.total {
+        warn!(
+            open_files,
+            connections = total,
+            "the open-files limit allows fewer local connections than --max-connections"
+        );
+    }
+    doors
 }

@@ -46,7 +46,7 @@ impl StatsFile {
     }
 
     /// Replaces the file's contents with `counters`.
-    pub(crate) fn write(&self, counters: &Counters) -> io::Result<()> {
+    pub(crate) fn write(&self, counters: &Counters, extra: &[(&str, u64)]) -> io::Result<()> {
         let unix_time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -56,6 +56,9 @@ impl StatsFile {
             std::process::id()
         );
         text.push_str(&counters.to_text());
+        for (name, value) in extra {
+            text.push_str(&format!("{name} {value}\n"));
+        }
         let mut tmp = self.path.clone().into_os_string();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
@@ -94,7 +97,7 @@ mod tests {
             records: 3,
             ..Counters::default()
         };
-        f.write(&c).unwrap();
+        f.write(&c, &[("door_connections", 2)]).unwrap();
         let read = StatsFile::read(&path).unwrap();
         assert_eq!(
             read.iter().find(|(n, _)| n == "hits").map(|(_, v)| *v),
@@ -104,8 +107,14 @@ mod tests {
             read.iter().find(|(n, _)| n == "records").map(|(_, v)| *v),
             Some(3)
         );
-        assert_eq!(read.len(), c.to_text().lines().count());
-        f.write(&Counters { hits: 8, ..c }).unwrap();
+        assert_eq!(
+            read.iter()
+                .find(|(n, _)| n == "door_connections")
+                .map(|(_, v)| *v),
+            Some(2)
+        );
+        assert_eq!(read.len(), c.to_text().lines().count() + 1);
+        f.write(&Counters { hits: 8, ..c }, &[]).unwrap();
         let read = StatsFile::read(&path).unwrap();
         assert_eq!(
             read.iter().find(|(n, _)| n == "hits").map(|(_, v)| *v),

@@ -33,6 +33,8 @@ pub(crate) struct Connection {
     stream: Async<UnixStream>,
     next_id: u32,
     json: bool,
+    /// Answers that arrive as several frames, being put back together.
+    reassembly: api::Reassembly,
 }
 
 enum Wake {
@@ -57,10 +59,21 @@ impl Connection {
             stream,
             next_id: 1,
             json,
+            reassembly: api::Reassembly::default(),
         })
     }
 
+    /// The next frame; an answer split over several frames, whole.
     async fn read_frame(&mut self) -> Result<Frame, Failure> {
+        loop {
+            let part = self.read_one_frame().await?;
+            if let Some(frame) = self.reassembly.push(part) {
+                return Ok(frame);
+            }
+        }
+    }
+
+    async fn read_one_frame(&mut self) -> Result<Frame, Failure> {
         let lost =
             |e: std::io::Error| Failure::new(4, format!("local-sa closed the connection: {e}"));
         let mut len = [0u8; 4];

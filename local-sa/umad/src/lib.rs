@@ -11,6 +11,7 @@ mod device;
 pub mod ipoib;
 pub mod port;
 pub mod port_events;
+pub mod process;
 pub mod simulator;
 mod sys;
 mod transport;

@@ -64,6 +64,17 @@ impl Transport {
         self.intact_mad_len() - SaMadHeader::LEN
     }
 
+    /// Descriptors the process can use whatever its open-files limit:
+    /// under umad2sim, file operations on descriptor 1024 and beyond fail
+    /// (EAGAIN) and the process soon crashes — the preload keeps a table
+    /// of 1024 descriptors (seen: local-sa's 1024th local connection).
+    pub fn max_open_files(self) -> Option<u64> {
+        match self {
+            Self::Kernel => None,
+            Self::Umad2sim => Some(1024),
+        }
+    }
+
     /// The user_mad header this process exchanges with the device.
     pub fn header_layout(self) -> HeaderLayout {
         match self {

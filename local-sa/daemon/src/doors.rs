@@ -1,0 +1,312 @@
+//! What local connections may make the daemon hold, on both doors (the
+//! local API and the ibacm protocol): how many connections, per user and in
+//! all, with descriptors kept back for the daemon's own work; the bytes of
+//! frames being received, all connections together; the bytes queued for
+//! one connection that does not read; how long a started frame may take
+//! and how long a new connection may stay silent. Each refusal is counted
+//! and logged at most once a minute per kind and user.
+//!
+//! A connection that has spoken may then stay idle as long as it likes:
+//! librdmacm opens its ibacm connection once per process and never
+//! reconnects, and a subscriber waits for notices. The per-user limit is
+//! what bounds them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use local_sa_core::log_limit::LogLimit;
+use tracing::warn;
+
+/// Descriptors kept back from connections for the daemon's own files,
+/// umad devices and sockets.
+pub(crate) const FD_RESERVE: usize = 128;
+
+/// The limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DoorLimits {
+    /// Connections open at once, both doors together (lowered to what the
+    /// descriptor limit allows after [`FD_RESERVE`]).
+    pub(crate) total: usize,
+    /// Connections open at once by one user.
+    pub(crate) per_user: usize,
+    /// Bytes queued for one connection; a connection that lets more pile
+    /// up is not reading and is closed.
+    pub(crate) queued_out: usize,
+    /// Bytes of frames being received, every connection together; a frame
+    /// that would pass it closes its connection.
+    pub(crate) partial_in: usize,
+    /// Longest a frame may take to arrive once its first byte has.
+    pub(crate) frame_time: Duration,
+    /// Longest a new connection may wait before its first frame.
+    pub(crate) first_frame_time: Duration,
+}
+
+impl Default for DoorLimits {
+    fn default() -> Self {
+        Self {
+            total: 4096,
+            // An MPI job puts a process per core on a node, each with its
+            // own ibacm connection.
+            per_user: 1024,
+            queued_out: 16 << 20,
+            partial_in: 64 << 20,
+            frame_time: Duration::from_secs(10),
+            first_frame_time: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What the doors refused or cut, since start, and how many connections
+/// are open now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DoorCounters {
+    /// Connections open now.
+    pub(crate) connections: u64,
+    /// Connections refused: as many as allowed were open.
+    pub(crate) refused_total: u64,
+    /// Connections refused: the user had as many as allowed open.
+    pub(crate) refused_per_user: u64,
+    /// Connections closed for not reading what was queued for them.
+    pub(crate) slow_readers: u64,
+    /// Connections closed for a frame that took too long, or a first
+    /// frame that never came.
+    pub(crate) slow_senders: u64,
+    /// Connections closed because their frame would pass the bytes all
+    /// frames being received may hold.
+    pub(crate) refused_memory: u64,
+}
+
+impl DoorCounters {
+    /// `name value` pairs, as the stats file lists them.
+    pub(crate) fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("door_connections", self.connections),
+            ("door_refused_total", self.refused_total),
+            ("door_refused_per_user", self.refused_per_user),
+            ("door_slow_readers", self.slow_readers),
+            ("door_slow_senders", self.slow_senders),
+            ("door_refused_memory", self.refused_memory),
+        ]
+    }
+}
+
+/// The doors' shared account.
+#[derive(Debug)]
+pub(crate) struct Doors {
+    limits: DoorLimits,
+    per_user: HashMap<u32, usize>,
+    partial_in: usize,
+    counters: DoorCounters,
+    log: LogLimit,
+}
+
+/// The account, shared by the listeners, the connections' tasks and the
+/// driver (all on one thread).
+pub(crate) type SharedDoors = Rc<RefCell<Doors>>;
+
+impl Doors {
+    /// An account with `limits`, the total lowered so that connections
+    /// leave [`FD_RESERVE`] of `open_files` descriptors free.
+    pub(crate) fn shared(mut limits: DoorLimits, open_files: usize) -> SharedDoors {
+        limits.total = limits
+            .total
+            .min(open_files.saturating_sub(FD_RESERVE).max(1));
+        Rc::new(RefCell::new(Self {
+            limits,
+            per_user: HashMap::new(),
+            partial_in: 0,
+            counters: DoorCounters::default(),
+            log: LogLimit::new(Duration::from_secs(60)),
+        }))
+    }
+
+    pub(crate) fn limits(&self) -> DoorLimits {
+        self.limits
+    }
+
+    pub(crate) fn counters(&self) -> DoorCounters {
+        self.counters
+    }
+
+    /// Counts a refusal or cut of `kind` by `user` and logs it, at most
+    /// once a minute per kind and user.
+    pub(crate) fn note(&mut self, what: Cut, user: u32, door: &str) {
+        let c = &mut self.counters;
+        let (counter, kind) = match what {
+            Cut::Total => (&mut c.refused_total, "connection refused: too many open"),
+            Cut::PerUser => (
+                &mut c.refused_per_user,
+                "connection refused: this user has too many open",
+            ),
+            Cut::SlowReader => (
+                &mut c.slow_readers,
+                "connection closed: it does not read its replies",
+            ),
+            Cut::SlowSender => (
+                &mut c.slow_senders,
+                "connection closed: its frame did not arrive in time",
+            ),
+            Cut::Memory => (
+                &mut c.refused_memory,
+                "connection closed: frames being received hold all the memory allowed",
+            ),
+        };
+        *counter += 1;
+        if let Some(left_out) = self.log.allow(Instant::now(), kind, user) {
+            warn!(door, uid = user, earlier_not_logged = left_out, "{kind}");
+        }
+    }
+}
+
+/// Why a connection was refused or cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    Total,
+    PerUser,
+    SlowReader,
+    SlowSender,
+    Memory,
+}
+
+/// A connection's place in the account, given back when it drops (with
+/// the socket: keep it next to the stream).
+#[derive(Debug)]
+pub(crate) struct Admission {
+    doors: SharedDoors,
+    /// Who connected.
+    pub(crate) user: u32,
+}
+
+impl Admission {
+    /// Admits the connection `socket` if the limits allow; otherwise
+    /// counts and logs the refusal and returns `None` (the caller drops the
+    /// socket, closing it).
+    pub(crate) fn new(doors: &SharedDoors, socket: &UnixStream, door: &str) -> Option<Self> {
+        // A peer whose credentials cannot be read counts as user
+        // u32::MAX: it is limited like any one user.
+        let user = umad::process::peer_uid(socket).unwrap_or(u32::MAX);
+        let mut d = doors.borrow_mut();
+        let held = d.per_user.get(&user).copied().unwrap_or(0);
+        let cut = if d.counters.connections as usize >= d.limits.total {
+            Some(Cut::Total)
+        } else if held >= d.limits.per_user {
+            Some(Cut::PerUser)
+        } else {
+            None
+        };
+        if let Some(cut) = cut {
+            d.note(cut, user, door);
+            return None;
+        }
+        d.per_user.insert(user, held + 1);
+        d.counters.connections += 1;
+        Some(Self {
+            doors: Rc::clone(doors),
+            user,
+        })
+    }
+
+    pub(crate) fn doors(&self) -> &SharedDoors {
+        &self.doors
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        let mut d = self.doors.borrow_mut();
+        d.counters.connections = d.counters.connections.saturating_sub(1);
+        if let Some(n) = d.per_user.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                d.per_user.remove(&self.user);
+            }
+        }
+    }
+}
+
+/// Bytes of one frame being received, counted in the shared account until
+/// dropped.
+#[derive(Debug)]
+pub(crate) struct Receiving {
+    doors: SharedDoors,
+    held: usize,
+}
+
+impl Receiving {
+    pub(crate) fn new(doors: &SharedDoors) -> Self {
+        Self {
+            doors: Rc::clone(doors),
+            held: 0,
+        }
+    }
+
+    /// Counts `n` more bytes; false (nothing counted) if that would pass
+    /// the limit.
+    pub(crate) fn grow(&mut self, n: usize) -> bool {
+        let mut d = self.doors.borrow_mut();
+        if d.partial_in + n > d.limits.partial_in {
+            return false;
+        }
+        d.partial_in += n;
+        self.held += n;
+        true
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.doors.borrow_mut().partial_in -= self.held;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair() -> UnixStream {
+        UnixStream::pair().unwrap().0
+    }
+
+    #[test]
+    fn connections_are_limited_per_user_and_in_all_and_given_back() {
+        let limits = DoorLimits {
+            total: 3,
+            per_user: 2,
+            ..DoorLimits::default()
+        };
+        let doors = Doors::shared(limits, 1 << 20);
+        let a = Admission::new(&doors, &pair(), "test").unwrap();
+        let _b = Admission::new(&doors, &pair(), "test").unwrap();
+        // Every connection here is this user's: the third is over its share.
+        assert!(Admission::new(&doors, &pair(), "test").is_none());
+        assert_eq!(doors.borrow().counters().refused_per_user, 1);
+        drop(a);
+        assert_eq!(doors.borrow().counters().connections, 1);
+        assert!(Admission::new(&doors, &pair(), "test").is_some());
+    }
+
+    #[test]
+    fn descriptors_are_kept_back_for_the_daemon() {
+        let doors = Doors::shared(DoorLimits::default(), 1024);
+        assert_eq!(doors.borrow().limits().total, 1024 - FD_RESERVE);
+    }
+
+    #[test]
+    fn frames_being_received_share_one_budget() {
+        let limits = DoorLimits {
+            partial_in: 1000,
+            ..DoorLimits::default()
+        };
+        let doors = Doors::shared(limits, 1 << 20);
+        let mut one = Receiving::new(&doors);
+        let mut two = Receiving::new(&doors);
+        assert!(one.grow(600));
+        assert!(!two.grow(600));
+        assert!(two.grow(400));
+        drop(one);
+        assert!(two.grow(600));
+    }
+}

@@ -1,0 +1,44 @@
+//! What a daemon serving local sockets needs from the process: how many
+//! descriptors it may open, and which user connected.
+
+use std::io;
+use std::os::fd::AsFd;
+
+use crate::sys::process as sys;
+
+/// Raises the soft limit on open descriptors to the hard limit (as far as
+/// `cap`), and returns the limit now in force.
+pub fn raise_open_files_limit(cap: u64) -> io::Result<u64> {
+    let (soft, hard) = sys::open_files_limit()?;
+    let wanted = hard.min(cap).max(soft);
+    if wanted > soft {
+        sys::set_open_files_soft_limit(wanted)?;
+    }
+    Ok(sys::open_files_limit()?.0)
+}
+
+/// The user ID of the process that connected the Unix socket `socket`.
+pub fn peer_uid(socket: &impl AsFd) -> io::Result<u32> {
+    sys::peer_uid(socket.as_fd())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_of_a_socketpair_is_this_user() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let me = std::fs::metadata("/proc/self").map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        assert_eq!(peer_uid(&a).unwrap(), me.unwrap());
+    }
+
+    #[test]
+    fn the_limit_never_goes_down() {
+        let (soft, _) = sys::open_files_limit().unwrap();
+        assert!(raise_open_files_limit(0).unwrap() >= soft);
+    }
+}

@@ -1,0 +1,63 @@
+//! The process's own limits and who is at the other end of a local
+//! socket: `getrlimit`/`setrlimit(RLIMIT_NOFILE)` and
+//! `getsockopt(SO_PEERCRED)`.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// The soft and hard limits on open file descriptors.
+pub(crate) fn open_files_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit for the call to fill.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Sets the soft limit on open file descriptors to `soft` (at most the
+/// hard limit, which is left as it is).
+pub(crate) fn set_open_files_soft_limit(soft: u64) -> io::Result<()> {
+    let (_, hard) = open_files_limit()?;
+    let lim = libc::rlimit {
+        rlim_cur: soft.min(hard),
+        rlim_max: hard,
+    };
+    // SAFETY: `lim` is a valid rlimit that the call only reads.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The user ID of the process at the other end of the Unix socket `fd`,
+/// as the kernel recorded it when the connection was made.
+pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `fd` is an open descriptor for the duration of the borrow;
+    // `cred` and `len` are valid and writable, and `len` holds the size of
+    // `cred`, so the kernel writes within it.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
