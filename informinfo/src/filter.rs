@@ -60,6 +60,48 @@ impl std::fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
+/// How logs show a filter: what it selects, "all" for a wildcard.
+impl std::fmt::Display for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let all16 = |v: u16| {
+            if v == ALL16 {
+                "all".to_owned()
+            } else {
+                v.to_string()
+            }
+        };
+        let (kind, source) = if self.is_generic {
+            ("generic trap", "producer")
+        } else {
+            ("vendor device", "vendor")
+        };
+        write!(
+            f,
+            "{kind} {}, type {}",
+            all16(self.trap_or_device),
+            all16(self.notice_type)
+        )?;
+        if self.producer_or_vendor == ALL24 {
+            write!(f, ", {source} all")?;
+        } else {
+            write!(f, ", {source} {:#x}", self.producer_or_vendor)?;
+        }
+        if self.gid.is_zero() {
+            if self.lid_range_begin == ALL16 {
+                write!(f, ", from anyone")
+            } else {
+                write!(
+                    f,
+                    ", from LIDs {}-{}",
+                    self.lid_range_begin, self.lid_range_end
+                )
+            }
+        } else {
+            write!(f, ", from {}", self.gid)
+        }
+    }
+}
+
 impl Filter {
     /// The filter of `ii`, after the checks OpenSM makes without looking at
     /// the fabric; `trusted` when the request carried the SM_Key.
@@ -236,5 +278,33 @@ mod tests {
         assert_eq!(f.inform_info(true, 1, 19), ii);
         let off = f.inform_info(false, 1, 19);
         assert_eq!((off.subscribe, Filter::of(&off, false).unwrap()), (0, f));
+    }
+
+    #[test]
+    fn logs_show_what_a_filter_selects() {
+        let f = Filter {
+            gid: Gid::ZERO,
+            lid_range_begin: 0xFFFF,
+            lid_range_end: 0,
+            is_generic: true,
+            notice_type: 0xFFFF,
+            trap_or_device: 64,
+            producer_or_vendor: 0xFF_FFFF,
+        };
+        assert_eq!(
+            f.to_string(),
+            "generic trap 64, type all, producer all, from anyone"
+        );
+        let g = Gid::new(Gid::DEFAULT_PREFIX, 9);
+        let vendor = Filter {
+            gid: g,
+            is_generic: false,
+            producer_or_vendor: 0x2c9,
+            ..f
+        };
+        assert_eq!(
+            vendor.to_string(),
+            format!("vendor device 64, type all, vendor 0x2c9, from {g}")
+        );
     }
 }

@@ -82,6 +82,12 @@ impl LogLimit {
     }
 }
 
+/// How logs show the master's answer to a request: its status, or that
+/// none came.
+pub(crate) fn answer_status(status: Option<mad_codec::MadStatus>) -> String {
+    status.map_or_else(|| "no answer".to_owned(), |s| s.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@
 //! record also tells anyone browsing ServiceRecords which ports run
 //! local-sa.
 
+use crate::log_limit::answer_status;
 use std::time::Instant;
 
 use mad_codec::attr::service_record::mask as sr;
@@ -96,7 +97,7 @@ impl SaCore {
                 self.canary_registered = true;
             }
             (CanaryStep::Register, other) => {
-                warn!(status = ?other, "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
+                warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
                 self.retry_registration(now);
             }
             (CanaryStep::Audit, Some(MadStatus::ERR_NO_RECORDS)) => {

@@ -24,6 +24,7 @@
 //! intervals, so that a node that died without withdrawing it drops out),
 //! and withdrawn at shutdown.
 
+use crate::log_limit::answer_status;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -128,7 +129,7 @@ impl SaCore {
                 self.naming.published = true;
             }
             (true, other) => warn!(
-                status = ?other,
+                status = %answer_status(other),
                 "the master did not take this port's directory record; other nodes will not \
                  resolve this host's name or addresses until the next refresh"
             ),

@@ -136,7 +136,7 @@ impl SaCore {
                         self.answer_asker(&asker, status);
                     }
                     if subscriber == Subscriber::Core {
-                        warn!(%status, ?filter, "the master refused the agent's own subscription");
+                        warn!(%status, %filter, "the master refused the agent's own subscription");
                     }
                 }
             }
@@ -182,7 +182,7 @@ impl SaCore {
                 UpstreamResult::Accepted
             }
             Some(status) => {
-                warn!(?filter, subscribe, %status, "the master refused a subscription change");
+                warn!(%filter, subscribe, %status, "the master refused a subscription change");
                 UpstreamResult::Refused(status.0)
             }
             None => UpstreamResult::NoAnswer,
@@ -292,7 +292,7 @@ impl SaCore {
         self.subscriptions.deliveries.forget(&s);
         self.subscriptions.waiting.retain(|(w, _), _| *w != s);
         if n > 0 {
-            info!(subscriber = ?s, subscriptions = n, "subscriber removed");
+            info!(subscriber = %s, subscriptions = n, "subscriber removed");
         }
         self.apply_inform_effects(now, effects);
     }
@@ -396,7 +396,7 @@ impl SaCore {
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
-        warn!(subscriber = ?s, "a subscriber stopped answering Reports: its subscriptions end");
+        warn!(subscriber = %s, "a subscriber stopped answering Reports: its subscriptions end");
         self.counters.leases_ended += 1;
         self.remove_subscriber(now, s);
     }

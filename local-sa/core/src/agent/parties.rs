@@ -89,3 +89,24 @@ pub(crate) enum Member {
     /// A local connection; its membership lasts while it is open.
     Local(ConnId),
 }
+
+/// How logs show a subscriber.
+impl std::fmt::Display for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Core => write!(f, "local-sa itself"),
+            Self::Mad { gid, qpn } => write!(f, "port {gid} QP {qpn}"),
+            Self::Local(conn) => write!(f, "local connection {conn}"),
+        }
+    }
+}
+
+/// How logs show a multicast member.
+impl std::fmt::Display for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Mad { lid, qpn } => write!(f, "LID {lid} QP {qpn}"),
+            Self::Local(conn) => write!(f, "local connection {conn}"),
+        }
+    }
+}

@@ -26,6 +26,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::log_limit::answer_status;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -225,7 +226,7 @@ pub struct Memberships<M, A> {
 
 impl<M, A> Memberships<M, A>
 where
-    M: Copy + Eq + Hash + Debug,
+    M: Copy + Eq + Hash + Debug + std::fmt::Display,
     A: Clone + Debug,
 {
     /// No groups yet, for the port with GID `port_gid`.
@@ -565,7 +566,10 @@ where
                 }
             }
             (Op::Rejoin, other) => {
-                warn!(?mgid, status = ?other.map(|(s, _)| s), "re-joining a group at the master failed; trying again later");
+                warn!(
+                    mgid = %mgid.map_or("unassigned".to_owned(), |g| g.to_string()),
+                    status = %answer_status(other.map(|(s, _)| s)),
+                    "re-joining a group at the master failed; trying again later");
                 let shutting_down = self.shutting_down;
                 // A re-join only adds bits: one that failed left the master
                 // holding what it held (after a new master, nothing: the
@@ -680,7 +684,7 @@ where
             }
         }
         for member in expired {
-            info!(?member, "a multicast member's lease ended");
+            info!(%member, "a multicast member's lease ended");
             self.counts.leases_ended += 1;
             out.push(Effect::LeaseEnded { member });
             self.remove_member(now, member, out);
