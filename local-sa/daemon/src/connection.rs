@@ -79,10 +79,17 @@ impl Outbox {
         self.tx.try_send(frame).is_ok()
     }
 
-    /// Closes the connection: both its tasks end and what was queued goes.
+    /// Closes the connection at once: both its tasks end and what was
+    /// queued goes.
     pub(crate) fn close(&self) {
         self.tx.close();
         self.conn.shutdown();
+    }
+
+    /// Closes the connection once what is queued has been written (an
+    /// error frame that explains the close, say).
+    pub(crate) fn finish(&self) {
+        self.tx.close();
     }
 }
 

@@ -238,7 +238,10 @@ impl Driver {
                 );
                 self.send(conn, api::error_frame(id, status).encode());
                 if close {
-                    self.disconnect(now, conn);
+                    // After the error frame that says why.
+                    if let Some(outbox) = self.forget(now, conn) {
+                        outbox.finish();
+                    }
                 }
             }
             ApiEvent::Closed { conn } => self.disconnect(now, conn),
@@ -291,11 +294,19 @@ impl Driver {
         }
     }
 
-    /// Forgets `conn`, closes it and releases everything it held, at every
-    /// port (an ibacm connection may have asked any of them).
+    /// Forgets `conn`, closes it at once and releases everything it held.
     fn disconnect(&mut self, now: Instant, conn: ConnId) {
-        if let Some(outbox) = self.connections.remove(&conn) {
+        if let Some(outbox) = self.forget(now, conn) {
             outbox.close();
+        }
+    }
+
+    /// Forgets `conn` and releases everything it held, at every port (an
+    /// ibacm connection may have asked any of them); gives back its outbox
+    /// for the caller to close.
+    fn forget(&mut self, now: Instant, conn: ConnId) -> Option<Outbox> {
+        let outbox = self.connections.remove(&conn);
+        if outbox.is_some() {
             debug!(conn, "local connection closed");
         }
         if let Some(acm) = self.acm.as_mut() {
@@ -304,6 +315,7 @@ impl Driver {
         for p in &mut self.ports {
             p.core.handle_local_closed(now, conn);
         }
+        outbox
     }
 
     fn port_event(&mut self, now: Instant, i: usize, event: PortEvent) {
