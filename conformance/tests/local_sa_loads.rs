@@ -412,3 +412,65 @@ fn denied_loads_from_one_node_are_one_log_line() {
         "one line for thirty:\n{log}"
     );
 }
+
+/// Loads survive loss: with ibsim dropping a share of the packets through
+/// the loader's port, both RMPP ends retransmit (the loader resends from
+/// the last ACK, local-sa repeats its ACKs), and every record arrives
+/// intact. `LOSS_RECORDS` and `LOSS_PERCENT` set the size and the drop
+/// rate (CI: 10,000 records at 5 %; scripts/long-tests.sh: 100,000 at 5 %
+/// and 10 %).
+#[test]
+fn a_load_through_a_lossy_port_arrives_whole() {
+    let env = |name: &str, default: u32| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (count, percent) = (env("LOSS_RECORDS", 10_000), env("LOSS_PERCENT", 5));
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _sa = LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let sa_lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let loader = fabric.node("h9").unwrap();
+    // `count` records from 100 sources.
+    let per_source = count.div_ceil(100);
+    let all: Vec<PathRecord> = (0..count)
+        .map(|i| record(3000 + (i / per_source) as u16, 1 + (i % per_source) as u16))
+        .collect();
+    let file = fabric.dir().join("paths.txt");
+    write_dump(&file, &all);
+    fabric.set_drop_rate("h9", 1, percent as u8).unwrap();
+    let started = std::time::Instant::now();
+    let loaded = loader
+        .lsaquery()
+        .args([
+            "--sa-lid",
+            &sa_lid,
+            "--load",
+            file.to_str().unwrap(),
+            "--replace",
+            "--smkey",
+            KEY,
+        ])
+        .timeout(std::time::Duration::from_secs(900))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "{count} records at {percent} % loss: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    fabric.set_drop_rate("h9", 1, 0).unwrap();
+    expect_line(&loaded, &format!("loaded {count} of {count} PathRecords"));
+    for s in [3000, 3000 + (count - 1) / per_source] {
+        let expected: BTreeSet<Vec<u8>> = all
+            .iter()
+            .filter(|r| u32::from(r.slid()) == s)
+            .map(|r| r.as_bytes().to_vec())
+            .collect();
+        let got = table_from(&loader, &sa_lid, source_gid(s as u16));
+        assert_eq!(got.len(), expected.len(), "records of source {s}");
+        assert!(got == expected, "source {s}: the records differ");
+    }
+}
