@@ -13,8 +13,8 @@ use std::rc::{Rc, Weak};
 use smol::channel::Sender;
 use tracing::{debug, info};
 
-use crate::connection::{Conn, Outbox, ReadEnd, read_frame};
-use crate::doors::{Admission, SharedDoors};
+use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
+use crate::doors::SharedDoors;
 use crate::listener::Listener;
 use local_sa_core::acm::wire;
 use local_sa_core::request::ConnId;
@@ -59,15 +59,9 @@ impl AcmListener {
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let Some(admission) = Admission::new(&doors, stream.get_ref(), "ibacm") else {
-                continue; // dropped: closed
+            let Some((stream, outbox, writer)) = admit(&doors, stream, "ibacm") else {
+                continue;
             };
-            let stream = Rc::new(Conn {
-                stream,
-                admission,
-                door: "ibacm",
-            });
-            let (outbox, writer) = Outbox::new(&stream);
             if events
                 .send(AcmEvent::Opened { conn, outbox })
                 .await

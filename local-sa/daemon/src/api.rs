@@ -12,8 +12,8 @@ use std::rc::Rc;
 use smol::channel::Sender;
 use tracing::{debug, info};
 
-use crate::connection::{Conn, Outbox, ReadEnd, read_frame};
-use crate::doors::{Admission, SharedDoors};
+use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
+use crate::doors::SharedDoors;
 use crate::listener::Listener;
 
 use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
@@ -73,15 +73,9 @@ impl ApiServer {
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let Some(admission) = Admission::new(&doors, stream.get_ref(), "local API") else {
-                continue; // dropped: closed
+            let Some((stream, outbox, writer)) = admit(&doors, stream, "local API") else {
+                continue;
             };
-            let stream = Rc::new(Conn {
-                stream,
-                admission,
-                door: "local API",
-            });
-            let (outbox, writer) = Outbox::new(&stream);
             if events
                 .send(ApiEvent::Opened { conn, outbox })
                 .await

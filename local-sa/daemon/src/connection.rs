@@ -16,7 +16,7 @@ use smol::Async;
 use smol::channel::{self, Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::doors::{Admission, Cut, Receiving};
+use crate::doors::{Admission, Cut, Receiving, SharedDoors};
 
 /// Bytes read from a socket at a time while a frame arrives: memory grows
 /// with what came, not with what the frame's length announced.
@@ -42,6 +42,25 @@ impl Conn {
     fn shutdown(&self) {
         let _ = self.stream.get_ref().shutdown(std::net::Shutdown::Both);
     }
+}
+
+/// A connection a door's listener accepted, if the limits admit it: its
+/// socket with its place in the account, its outbox, and its writer task
+/// to spawn. `None` when refused (counted and logged; the socket closes
+/// as it drops).
+pub(crate) fn admit(
+    doors: &SharedDoors,
+    stream: Async<UnixStream>,
+    door: &'static str,
+) -> Option<(Rc<Conn>, Outbox, impl Future<Output = ()> + use<>)> {
+    let admission = Admission::new(doors, stream.get_ref(), door)?;
+    let conn = Rc::new(Conn {
+        stream,
+        admission,
+        door,
+    });
+    let (outbox, writer) = Outbox::new(&conn);
+    Some((conn, outbox, writer))
 }
 
 /// Where the driver queues a connection's outgoing frames.
