@@ -35,6 +35,8 @@ pub struct Receiver {
     first_payload_length: u32,
     /// Segment number and total data length, once the Last segment is seen.
     last: Option<(u32, usize)>,
+    /// When the receiver was created: the total time limit counts from it.
+    started: Instant,
     deadline: Instant,
     ack_due: bool,
     pending_control: Option<MadBuf>,
@@ -54,7 +56,8 @@ impl Receiver {
             early: BTreeMap::new(),
             first_payload_length: 0,
             last: None,
-            deadline: now + config.total_timeout,
+            started: now,
+            deadline: now + config.total_timeout.min(config.max_duration),
             ack_due: false,
             pending_control: None,
             message_taken: false,
@@ -163,6 +166,9 @@ impl Receiver {
             while let Some((bytes, _, _)) = self.early.remove(&(self.last_contiguous + 1)) {
                 self.append(bytes);
             }
+            // Progress: the time without progress counts from now.
+            self.deadline =
+                (now + self.config.total_timeout).min(self.started + self.config.max_duration);
         } else {
             self.early.insert(seg, (chunk, flags, paylen));
         }
@@ -256,8 +262,9 @@ impl Receiver {
         ))
     }
 
-    /// When [`Receiver::handle_timeout`] must next be called: the total time
-    /// limit while active, the end of the linger once complete.
+    /// When [`Receiver::handle_timeout`] must next be called: the time
+    /// limit (without progress, or in all) while active, the end of the
+    /// linger once complete.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
@@ -266,7 +273,8 @@ impl Receiver {
         }
     }
 
-    /// Aborts with T2L when the transfer has taken too long. Returns true
+    /// Aborts with T2L when the transfer has gone too long without
+    /// progress, or taken too long in all. Returns true
     /// when the receiver is finished with (aborted, or complete and done
     /// lingering) and can be dropped.
     pub fn handle_timeout(&mut self, now: Instant) -> bool {

@@ -256,8 +256,7 @@ fn check(data: &Bytes, config: RmppConfig, o: &Outcome) {
     }
     // Bounded in virtual time too: the receiver gives up after its total
     // time limit, the sender after its retries.
-    let limit =
-        config.total_timeout + config.linger + config.ack_timeout * (config.max_retries + 2);
+    let limit = config.max_duration + config.linger + config.ack_timeout * (config.max_retries + 2);
     assert!(o.elapsed <= limit, "took {:?}", o.elapsed);
 }
 
@@ -389,10 +388,11 @@ fn small_window_moves_window_by_window() {
 
 #[test]
 fn slow_windows_under_loss_hit_the_total_time_limit() {
-    // The same transfer with 10% loss needs more ACK time-outs than the 40 s
+    // The same transfer with 10% loss needs more ACK time-outs than a 40 s
     // total limit allows: the receiver must give up with T2L, not hang.
     let config = RmppConfig {
         window: 2,
+        max_duration: Duration::from_secs(40),
         ..RmppConfig::default()
     };
     let data = payload(64_000, 3);
@@ -415,6 +415,31 @@ fn slow_windows_under_loss_hit_the_total_time_limit() {
             by_peer: false
         }
     );
+}
+
+#[test]
+fn slow_windows_under_loss_complete_while_they_move() {
+    // The same transfer under the default limits: it never goes 40 s
+    // without progress, so it completes, however long it takes in all.
+    let config = RmppConfig {
+        window: 2,
+        ..RmppConfig::default()
+    };
+    let data = payload(64_000, 3);
+    let o = run(
+        &data,
+        config,
+        Impairments {
+            loss: 10,
+            duplicate: 10,
+            reorder: 20,
+            garble_from: MAD_LEN,
+        },
+        3,
+    );
+    check(&data, config, &o);
+    assert_eq!(o.receiver, TransferState::Complete, "{o:?}");
+    assert!(o.elapsed > Duration::from_secs(40), "took {:?}", o.elapsed);
 }
 
 // ---- Exact protocol steps ----------------------------------------------
@@ -763,6 +788,34 @@ fn receiver_times_out_with_t2l_and_reacks_after_completion() {
     assert_eq!(rmpp_of(&again).segment_number(), 1);
     assert!(!r.handle_timeout(t + Duration::from_secs(1)));
     assert!(r.handle_timeout(t + config.linger));
+}
+
+#[test]
+fn a_moving_transfer_outlives_the_time_without_progress_but_not_the_total() {
+    let t = now0();
+    let config = RmppConfig {
+        window: 1000,
+        ..RmppConfig::default()
+    };
+    let mut r = Receiver::new(config, t);
+    // A segment every 30 s: never 40 s without progress.
+    let first = RmppFlags::ACTIVE | RmppFlags::FIRST;
+    r.handle_segment(t, &data_segment(1, first, 0));
+    let step = Duration::from_secs(30);
+    let mut now = t;
+    let mut seg = 2;
+    while now + step < t + config.max_duration {
+        now += step;
+        assert!(!r.handle_timeout(now), "cut at {:?}", now - t);
+        r.handle_segment(now, &data_segment(seg, RmppFlags::ACTIVE, 0));
+        seg += 1;
+    }
+    assert_eq!(r.state(), TransferState::Active);
+    // The total limit ends it however it moves.
+    let end = r.poll_timeout().unwrap();
+    assert_eq!(end - t, config.max_duration);
+    assert!(r.handle_timeout(end));
+    expect_receiver_end(&mut r, RmppType::ABORT, RmppStatus::T2L);
 }
 
 #[test]

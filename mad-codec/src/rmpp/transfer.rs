@@ -29,8 +29,14 @@ pub struct RmppConfig {
     pub ack_timeout: Duration,
     /// Resends without progress before a sender gives up with ABORT TMR.
     pub max_retries: u32,
-    /// Longest a receive may take before ABORT T2L (IBA and kernel: 40 s).
+    /// Longest a receive may go without progress (its first segment, or
+    /// new data in order) before ABORT T2L: the IBA's and the kernel's
+    /// 40 s, counted from the last progress so that a large transfer over
+    /// a slow or lossy path is not cut while it moves.
     pub total_timeout: Duration,
+    /// Longest a receive may take in all, progress or not (ABORT T2L):
+    /// bounds a sender that trickles.
+    pub max_duration: Duration,
     /// How long a finished receiver stays to re-ACK duplicates (10 s).
     pub linger: Duration,
     /// Largest payload, in SA data bytes, a receiver accepts; a larger
@@ -51,6 +57,7 @@ impl Default for RmppConfig {
             ack_timeout: Duration::from_secs(2),
             max_retries: 3,
             total_timeout: Duration::from_secs(40),
+            max_duration: Duration::from_secs(600),
             linger: Duration::from_secs(10),
             max_data_len: 64 << 20,
             segment_data_len: SEGMENT_DATA_LEN,

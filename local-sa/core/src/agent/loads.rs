@@ -218,10 +218,13 @@ impl SaCore {
         header
             .mad
             .set_attribute_modifier(u32::try_from(count).unwrap_or(u32::MAX));
-        self.out.push_back(Transmit::reply(
-            request.reply_to(),
-            respond::single(&header, &[]),
-        ));
+        let answer = respond::single(&header, &[]);
+        // A load that came through RMPP: its receiver lingers, and sends
+        // this again if the loader, having missed it, repeats a segment.
+        self.transfers
+            .remember_answer(&request.from, request.tid(), answer.clone());
+        self.out
+            .push_back(Transmit::reply(request.reply_to(), answer));
     }
 }
 

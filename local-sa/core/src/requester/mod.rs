@@ -26,7 +26,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use mad_codec::header::{RmppStatus, RmppType, SaMadHeader};
+use mad_codec::header::{RmppFlags, RmppStatus, RmppType, SaMadHeader};
 use mad_codec::records::SaRecord;
 use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 use mad_codec::zerocopy::IntoBytes;
@@ -231,6 +231,12 @@ struct Pending<A, T> {
     phase: Phase,
     /// The transport's status the last time it handed the request back.
     undelivered: Option<u32>,
+    /// An RMPP request's last segment: what is sent again when the answer
+    /// does not come once every segment is acknowledged (the answer was
+    /// lost; the receiver answers a repeated last segment again).
+    last_segment: Option<Bytes>,
+    /// Resends of the last segment left.
+    retries_left: u32,
 }
 
 /// Requests in flight.
@@ -313,6 +319,8 @@ impl<A: Clone, T> Requester<A, T> {
                 deadline: now + self.config.timeout,
                 phase: Phase::Waiting,
                 undelivered: None,
+                last_segment: None,
+                retries_left: 0,
             },
         );
         tid
@@ -346,6 +354,8 @@ impl<A: Clone, T> Requester<A, T> {
             deadline: now + self.config.timeout,
             phase: Phase::Sending(sender),
             undelivered: None,
+            last_segment: None,
+            retries_left: self.config.retries,
         };
         flush_sender(&mut p, now, self.config.timeout, out);
         self.pending.insert(tid, p);
@@ -546,6 +556,18 @@ impl<A: Clone, T> Requester<A, T> {
                 }
                 continue;
             }
+            if let Some(last) = &p.last_segment
+                && p.retries_left > 0
+                && matches!(p.phase, Phase::Waiting)
+            {
+                // Every segment is acknowledged but no answer came: ask
+                // again with the last segment.
+                p.retries_left -= 1;
+                p.attempts += 1;
+                p.deadline = now + timeout;
+                out.push_back(Transmit::reply(p.dest.clone(), last.clone()));
+                continue;
+            }
             if p.attempts_left == 0 {
                 ended.push(*tid);
                 continue;
@@ -616,10 +638,13 @@ fn flush_sender<A: Clone, T>(
         return;
     };
     while let Some(segment) = sender.poll_transmit(now) {
-        out.push_back(Transmit::reply(
-            p.dest.clone(),
-            Bytes::copy_from_slice(&segment),
-        ));
+        let segment = Bytes::copy_from_slice(&segment);
+        let is_last = SaMadHeader::parse(&segment)
+            .is_ok_and(|(h, _)| h.rmpp.flags().contains(RmppFlags::LAST));
+        if is_last {
+            p.last_segment = Some(segment.clone());
+        }
+        out.push_back(Transmit::reply(p.dest.clone(), segment));
     }
     match sender.state() {
         TransferState::Active => {

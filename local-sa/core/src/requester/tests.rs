@@ -237,6 +237,38 @@ fn an_rmpp_request_is_sent_segment_by_segment_and_its_answer_taken() {
 }
 
 #[test]
+fn a_load_whose_answer_is_lost_repeats_its_last_segment() {
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    let header = SaMadBuilder::request(Method::SET, 0, AttributeId::PATH_RECORD).into_bytes();
+    let (h, _) = SaMadHeader::parse(&header).unwrap();
+    let data = Bytes::from(vec![0x5A; 64 * 30]);
+    let tid = r.send_rmpp(now, SA, "load", *h, data, &mut out).unwrap();
+    let mut sa = Receiver::new(RmppConfig::default(), now);
+    let mut last = None;
+    for _ in 0..100 {
+        while let Some(seg) = out.pop_front() {
+            last = Some(seg.mad.clone());
+            sa.handle_segment(now, &seg.mad);
+        }
+        let Some(ack) = sa.poll_transmit() else { break };
+        let _ = r.handle(now, &SA, 0, &ack, None, &mut out);
+    }
+    assert_eq!(sa.state(), TransferState::Complete);
+    // Every segment acknowledged, the answer lost: after the time-out the
+    // last segment goes again, once per retry.
+    let later = r.poll_timeout().unwrap();
+    assert!(r.handle_timeout(later, &mut out).is_empty());
+    let resent = out.pop_front().expect("the last segment again");
+    assert_eq!(Some(resent.mad), last);
+    // The answer comes this time.
+    let mut resp =
+        SaMadBuilder::request(Method::GET_RESP, u64::from(tid), AttributeId::PATH_RECORD);
+    resp.header_mut().mad.set_attribute_modifier(30);
+    let c = done(r.handle(later, &SA, 0, &resp.into_bytes(), None, &mut out));
+    assert!(c.outcome.is_ok());
+}
+
+#[test]
 fn a_cut_answer_offers_only_the_records_wholly_within_its_real_bytes() {
     let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
     r.send(now, SA, "table", &get(0), &mut out);

@@ -88,6 +88,10 @@ struct Receiving {
     /// The receiver's memory, counted against the receive limit.
     memory: usize,
     armed: Option<Instant>,
+    /// The answer sent for the load once it was whole: sent again when the
+    /// loader repeats a segment while the receiver lingers (the answer was
+    /// lost on its way).
+    answer: Option<Bytes>,
 }
 
 /// Every transfer in progress.
@@ -252,11 +256,13 @@ impl Transfers {
                     delivered: false,
                     memory: 0,
                     armed: None,
+                    answer: None,
                 },
             );
             self.receiving_per_source.add(key.lid);
         }
         let r = self.receiving.get_mut(&key)?;
+        let finished_before = r.delivered;
         r.receiver.handle_segment(now, mad);
         let over_limit =
             self.receive_bytes - r.memory + r.receiver.memory() > self.limits.receive_bytes;
@@ -265,6 +271,12 @@ impl Transfers {
             r.receiver.stop_for_resources();
         }
         flush_receiver(r, out);
+        if finished_before
+            && let Some(answer) = &r.answer
+            && is_data(mad)
+        {
+            out.push_back(Transmit::reply(r.peer, answer.clone()));
+        }
         let event = match r.receiver.state() {
             TransferState::Complete if !r.delivered => {
                 r.delivered = true;
@@ -290,6 +302,14 @@ impl Transfers {
         };
         self.account_receiver(&key);
         event
+    }
+
+    /// Keeps `answer`, the answer to the load `peer` sent under `tid`, to
+    /// send again if the loader repeats a segment (see [`Receiving`]).
+    pub(crate) fn remember_answer(&mut self, peer: &Address, tid: u32, answer: Bytes) {
+        if let Some(r) = self.receiving.get_mut(&Key::new(peer, tid)) {
+            r.answer = Some(answer);
+        }
     }
 
     /// When [`Transfers::handle_timeout`] must next be called.
@@ -436,4 +456,11 @@ fn flush_receiver(r: &mut Receiving, out: &mut VecDeque<Transmit>) {
     while let Some(m) = r.receiver.poll_transmit() {
         out.push_back(Transmit::reply(r.peer, Bytes::copy_from_slice(&m)));
     }
+}
+
+/// True for an RMPP DATA segment.
+fn is_data(mad: &[u8]) -> bool {
+    SaMadHeader::parse(mad).is_ok_and(|(h, _)| {
+        h.rmpp.is_active() && h.rmpp.rmpp_type() == mad_codec::header::RmppType::DATA
+    })
 }

@@ -189,3 +189,47 @@ fn unacknowledged_table_answers_stop_at_the_per_peer_limit() {
     assert_eq!(b.core.counters().transfers_active, 0);
     assert_eq!(b.core.transfers.held_bytes(), 0);
 }
+
+#[test]
+fn a_lost_load_answer_is_sent_again_for_a_repeated_last_segment() {
+    let mut b = keyed();
+    let records = table(2);
+    let data: Vec<u8> = records.iter().flat_map(|r| r.as_bytes().to_vec()).collect();
+    let header = load_header(Method::SET, 1, KEY, REPLACE_SOURCES);
+    let mut sender = Sender::new(header, data.into(), RmppConfig::default(), b.now).unwrap();
+    let mut last = None;
+    let mut answers = Vec::new();
+    for _ in 0..1000 {
+        while let Some(seg) = sender.poll_transmit(b.now) {
+            let (h, _) = SaMadHeader::parse(&seg).unwrap();
+            if h.rmpp.flags().contains(RmppFlags::LAST) {
+                last = Some(seg);
+            }
+            b.deliver(client(LOADER), &seg);
+        }
+        b.pump();
+        for m in b.take_sent(LOADER) {
+            let (h, _) = SaMadHeader::parse(&m).unwrap();
+            if h.rmpp.is_active() {
+                sender.handle_control(b.now, &m);
+            } else {
+                answers.push(m);
+            }
+        }
+        if sender.state() != TransferState::Active {
+            break;
+        }
+    }
+    assert_eq!(sender.state(), TransferState::Complete);
+    assert_eq!(answers.len(), 1);
+    // That answer is lost; the loader repeats its last segment.
+    b.deliver(client(LOADER), &last.unwrap());
+    b.pump();
+    let again: Vec<_> = b
+        .take_sent(LOADER)
+        .into_iter()
+        .filter(|m| !SaMadHeader::parse(m).unwrap().0.rmpp.is_active())
+        .collect();
+    assert_eq!(again, answers, "the same answer again");
+    assert_eq!(b.core.counters().loaded, 100, "stored once");
+}
