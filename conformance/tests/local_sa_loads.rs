@@ -474,3 +474,40 @@ fn a_load_through_a_lossy_port_arrives_whole() {
         assert!(got == expected, "source {s}: the records differ");
     }
 }
+
+/// On a terminal a long load shows how far it has come (`script` gives
+/// lsaquery one); the bar is wiped before the result line.
+#[test]
+fn a_long_load_on_a_terminal_shows_its_progress() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _sa = LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let sa_lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let loader = fabric.node("h9").unwrap();
+    let all: Vec<PathRecord> = (0..20_000u32)
+        .map(|i| record(3000 + (i / 200) as u16, 1 + (i % 200) as u16))
+        .collect();
+    let file = fabric.dir().join("paths.txt");
+    write_dump(&file, &all);
+    let lsaquery = conformance::program("lsaquery").unwrap();
+    let command = format!(
+        "{} --sa-lid {sa_lid} --load {} --smkey {KEY}",
+        lsaquery.display(),
+        file.display()
+    );
+    let out = loader
+        .command("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let shown = out.stdout.matches(" segments acknowledged").count();
+    assert!(shown >= 1, "no progress shown: {:?}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("\x1b[Kloaded 20000 of 20000 PathRecords"),
+        "the bar is wiped before the result: {:?}",
+        out.stdout
+    );
+}

@@ -68,19 +68,6 @@ impl Client {
         token
     }
 
-    /// Sends `data` under `header` to `dest` as an RMPP transfer.
-    pub(crate) fn start_rmpp(
-        &mut self,
-        dest: MadAddress,
-        header: SaMadHeader,
-        data: Bytes,
-    ) -> Result<Token, Failure> {
-        let token = self.token();
-        self.requester
-            .send_rmpp(Instant::now(), dest, token, header, data, &mut self.out)?;
-        Ok(token)
-    }
-
     /// Sends `request` and waits for its end.
     pub(crate) async fn request(
         &mut self,
@@ -91,16 +78,36 @@ impl Client {
         self.completion_of(token).await
     }
 
-    /// Sends `data` under `header` through RMPP and waits for the answer.
+    /// Sends `data` under `header` through RMPP and waits for the answer,
+    /// telling `progress` (segments acknowledged, segments in all) as the
+    /// receiver acknowledges them.
     pub(crate) async fn request_rmpp(
         &mut self,
         dest: MadAddress,
         header: SaMadHeader,
         data: Bytes,
+        mut progress: impl FnMut(u32, u32),
     ) -> Result<Result<Completion<Token>, Failure>, Closed> {
-        match self.start_rmpp(dest, header, data) {
-            Ok(token) => self.completion_of(token).await.map(Ok),
-            Err(f) => Ok(Err(f)),
+        let token = self.token();
+        let tid =
+            match self
+                .requester
+                .send_rmpp(Instant::now(), dest, token, header, data, &mut self.out)
+            {
+                Ok(tid) => tid,
+                Err(f) => return Ok(Err(f)),
+            };
+        loop {
+            self.flush().await?;
+            while let Some(c) = self.done.pop_front() {
+                if c.token == token {
+                    return Ok(Ok(c));
+                }
+            }
+            if let Some((acked, all)) = self.requester.send_progress(tid) {
+                progress(acked, all);
+            }
+            self.step().await?;
         }
     }
 

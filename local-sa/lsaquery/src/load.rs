@@ -53,11 +53,15 @@ pub(crate) async fn push(
         data.extend_from_slice(r.as_bytes());
     }
     let dest = session.dest;
+    let mut bar = ProgressBar::on_terminal(records.len());
     let completion = session
         .client
-        .request_rmpp(dest, header, Bytes::from(data))
-        .await?
-        .map_err(|e| session.unanswered(e))?;
+        .request_rmpp(dest, header, Bytes::from(data), |acked, all| {
+            bar.show(acked, all);
+        })
+        .await?;
+    bar.finish();
+    let completion = completion.map_err(|e| session.unanswered(e))?;
     let answer = session.answer(completion)?;
     let mad = session.ok(&answer)?;
     Ok(mad.mad().attribute_modifier())
@@ -113,4 +117,48 @@ pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Res
         session.dest.lid
     );
     Ok(())
+}
+
+/// A one-line progress bar on standard error, when it is a terminal and
+/// the load is large enough to take a while: segments acknowledged of all,
+/// redrawn at most ten times a second.
+struct ProgressBar {
+    shown: Option<std::time::Instant>,
+    enabled: bool,
+}
+
+impl ProgressBar {
+    fn on_terminal(records: usize) -> Self {
+        use std::io::IsTerminal as _;
+        Self {
+            shown: None,
+            enabled: records >= 1000 && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&mut self, acked: u32, all: u32) {
+        if !self.enabled || all == 0 {
+            return;
+        }
+        if self
+            .shown
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(100))
+        {
+            return;
+        }
+        self.shown = Some(std::time::Instant::now());
+        let width = 40;
+        let done = (u64::from(acked) * width / u64::from(all)) as usize;
+        eprint!(
+            "\r[{}{}] {acked}/{all} segments acknowledged ",
+            "#".repeat(done),
+            " ".repeat(width as usize - done)
+        );
+    }
+
+    fn finish(&mut self) {
+        if self.shown.is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
 }

@@ -89,6 +89,11 @@ impl Sender {
         self.segments
     }
 
+    /// Segments the receiver has acknowledged, in order.
+    pub fn acknowledged(&self) -> u32 {
+        self.last_ack
+    }
+
     /// The next MAD to put on the wire: a DATA segment inside the window, or
     /// an ABORT this side decided to send.
     #[must_use]

@@ -326,6 +326,21 @@ impl<A: Clone, T> Requester<A, T> {
         tid
     }
 
+    /// How far RMPP request `tid` has gone: segments acknowledged and in
+    /// all (all of them once the transfer is done and the answer awaited).
+    /// `None` for a request not in flight or not sent through RMPP.
+    pub fn send_progress(&self, tid: u32) -> Option<(u32, u32)> {
+        let p = self.pending.get(&tid)?;
+        match &p.phase {
+            Phase::Sending(s) => Some((s.acknowledged(), s.segment_count())),
+            _ => p.last_segment.as_ref().and_then(|last| {
+                let (h, _) = SaMadHeader::parse(last).ok()?;
+                let n = h.rmpp.segment_number();
+                Some((n, n))
+            }),
+        }
+    }
+
     /// Sends `data` under `header` to `dest` as an RMPP transfer, whatever
     /// its length, under a fresh TransactionID, which it returns; fails if
     /// the data is too long for RMPP.

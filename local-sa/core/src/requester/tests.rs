@@ -254,6 +254,8 @@ fn a_load_whose_answer_is_lost_repeats_its_last_segment() {
         let _ = r.handle(now, &SA, 0, &ack, None, &mut out);
     }
     assert_eq!(sa.state(), TransferState::Complete);
+    let segments = 64 * 30 / RmppConfig::default().segment_data() as u32 + 1;
+    assert_eq!(r.send_progress(tid), Some((segments, segments)));
     // Every segment acknowledged, the answer lost: after the time-out the
     // last segment goes again, once per retry.
     let later = r.poll_timeout().unwrap();
