@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== 100,000 half-finished RMPP loads from one node"
-FLOOD_COUNT=100000 cargo test -p conformance --test transfer_limits -- --nocapture
+FLOOD_COUNT=100000 cargo test -p conformance --test local_sa_loads half_finished -- --nocapture
 echo "== 100,000-record loads through 5 % and 10 % packet loss"
 for loss in 5 10; do
   LOSS_RECORDS=100000 LOSS_PERCENT=$loss cargo test -p conformance --test local_sa_loads lossy -- --nocapture

@@ -1,10 +1,12 @@
 //! PathRecord loads and deletes through the simulator: lsaquery on one
 //! host pushes thousands of records over RMPP to local-sa on another, reads
 //! them back exactly, deletes exactly what it names, and is refused without
-//! the SM_Key.
+//! the SM_Key; loads survive packet loss; and a node that starts loads and
+//! never finishes them cannot make local-sa hold memory without end.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 use conformance::saquery::{parse_mad_dump, path_record_dump};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
@@ -81,6 +83,16 @@ fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
         .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
     let m = SaMad::parse(&mad).unwrap();
     (m.mad().status(), m.data().to_vec())
+}
+
+/// Writes the table of local-sa at LID `me` for its own port, as `node`
+/// reads it, to a file to load back.
+fn own_table_file(fabric: &Fabric, node: &Node<'_>, me: &str) -> std::path::PathBuf {
+    let table = lsaquery(node, &["--sa-lid", me, "-p", "--slid", me]);
+    assert!(table.status.success(), "{}", table.stderr);
+    let file = fabric.dir().join("own.txt");
+    std::fs::write(&file, &table.stdout).unwrap();
+    file
 }
 
 fn expect_line(out: &RunOutput, line: &str) {
@@ -194,15 +206,13 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
         )
     );
     assert_eq!(get(3000, 1).0, mad_codec::MadStatus::ERR_NO_RECORDS);
-    sa.wait_until(
-        "the named deletes counted",
-        std::time::Duration::from_secs(5),
-        |c| c["deleted"] == 4,
-    )
+    sa.wait_until("the named deletes counted", Duration::from_secs(5), |c| {
+        c["deleted"] == 4
+    })
     .unwrap_or_else(|e| panic!("{e}"));
 
     // Delete by template: every record to DLID 77, loaded or fetched.
-    sa.wait_until("the load counted", std::time::Duration::from_secs(5), |c| {
+    sa.wait_until("the load counted", Duration::from_secs(5), |c| {
         c["loaded"] == 3000 && c["deleted"] == 4
     })
     .unwrap_or_else(|e| panic!("{e}"));
@@ -224,11 +234,9 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
         &out,
         &format!("deleted {} PathRecords", SOURCES.len() + to_77_from_h5),
     );
-    sa.wait_until(
-        "the deletes counted",
-        std::time::Duration::from_secs(5),
-        |c| c["records"] == before - (SOURCES.len() as u64 + 1),
-    )
+    sa.wait_until("the deletes counted", Duration::from_secs(5), |c| {
+        c["records"] == before - (SOURCES.len() as u64 + 1)
+    })
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sa.counter("denied"), 1);
 }
@@ -248,10 +256,7 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
     let peer = fabric.node("h9").unwrap().port().unwrap().lid.to_string();
     let pair = format!("{me}:{peer}");
     // Its own table, as it holds it, loaded back whole (replacing).
-    let table = lsaquery(&node, &["--sa-lid", &me, "-p", "--slid", &me]);
-    assert!(table.status.success(), "{}", table.stderr);
-    let file = fabric.dir().join("own.txt");
-    std::fs::write(&file, &table.stdout).unwrap();
+    let file = own_table_file(&fabric, &node, &me);
     let out = lsaquery(
         &node,
         &[
@@ -278,11 +283,9 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
         ],
     );
     expect_line(&out, "deleted");
-    sa.wait_until(
-        "everything deleted",
-        std::time::Duration::from_secs(5),
-        |c| c["records"] == 0,
-    )
+    sa.wait_until("everything deleted", Duration::from_secs(5), |c| {
+        c["records"] == 0
+    })
     .unwrap_or_else(|e| panic!("{e}"));
     let ours = lsaquery(
         &node,
@@ -401,10 +404,8 @@ fn denied_loads_from_one_node_are_one_log_line() {
         );
         assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
     }
-    sa.wait_until("30 denied", std::time::Duration::from_secs(5), |c| {
-        c["denied"] == 30
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    sa.wait_until("30 denied", Duration::from_secs(5), |c| c["denied"] == 30)
+        .unwrap_or_else(|e| panic!("{e}"));
     let (_, log) = sa.stop();
     assert_eq!(
         log.matches("without the SM_Key: denied").count(),
@@ -454,7 +455,7 @@ fn a_load_through_a_lossy_port_arrives_whole() {
             "--smkey",
             KEY,
         ])
-        .timeout(std::time::Duration::from_secs(900))
+        .timeout(Duration::from_secs(900))
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
@@ -509,5 +510,119 @@ fn a_long_load_on_a_terminal_shows_its_progress() {
             .contains("\x1b[Kloaded 20000 of 20000 PathRecords"),
         "the bar is wiped before the result: {:?}",
         out.stdout
+    );
+}
+
+/// Loads one node may have in progress at once (local-sa's default).
+const PER_SOURCE: u64 = 8;
+
+/// Resident memory of `pid`, in bytes.
+fn resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS in /proc status");
+    kb * 1024
+}
+
+/// `key=value` from rmpp-flood's summary line.
+fn field(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+}
+
+/// A node that starts loads and never finishes them (10,000, each
+/// announcing a million records, only the first segment sent) gets its
+/// first eight held and every other one refused with STOP (ResX), counted;
+/// local-sa's resident memory stays within 64 MB of idle; and another
+/// node's load and queries are served meanwhile. `FLOOD_COUNT=100000`
+/// gives the full figure (scripts/long-tests.sh).
+#[test]
+fn half_finished_loads_from_one_node_are_refused_past_eight_and_cost_no_memory() {
+    let count: u64 = std::env::var("FLOOD_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa =
+        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let me = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let idle = resident(sa.pid());
+
+    let hostile = fabric.node("h9").unwrap();
+    let out = hostile
+        .command(env!("CARGO_BIN_EXE_rmpp-flood"))
+        .args([
+            "--sa-lid",
+            &me,
+            "--smkey",
+            KEY,
+            "--count",
+            &count.to_string(),
+        ])
+        .timeout(Duration::from_secs(900))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}", out.stderr);
+    let line = out.stdout.trim();
+    assert_eq!(field(line, "stop"), count - PER_SOURCE, "{line}");
+    assert_eq!(field(line, "ack"), PER_SOURCE, "{line}");
+    sa.wait_until("the refusals counted", Duration::from_secs(10), |c| {
+        c["rmpp_refused_per_peer"] == count - PER_SOURCE && c["transfers_active"] == PER_SOURCE
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let grown = resident(sa.pid()).saturating_sub(idle);
+    eprintln!(
+        "{count} half-finished loads: {line}; resident {} KB idle, +{} KB after",
+        idle >> 10,
+        grown >> 10
+    );
+    assert!(
+        grown < 64 << 20,
+        "resident memory grew {} MB over idle",
+        grown >> 20
+    );
+
+    // Another node loads and asks as usual while the eight are held.
+    let node = fabric.node("h5").unwrap();
+    let peer = fabric.node("h7").unwrap().port().unwrap().lid.to_string();
+    let pair = format!("{me}:{peer}");
+    let file = own_table_file(&fabric, &node, &me);
+    let out = lsaquery(
+        &node,
+        &[
+            "--sa-lid",
+            &me,
+            "--load",
+            file.to_str().unwrap(),
+            "--smkey",
+            KEY,
+        ],
+    );
+    expect_line(&out, "loaded");
+    let got = lsaquery(
+        &node,
+        &[
+            "--sa-lid",
+            &me,
+            "--src-to-dst",
+            &pair,
+            "--method",
+            "get",
+            "-d",
+        ],
+    );
+    assert_eq!(response(&got).0, mad_codec::MadStatus::OK);
+    let (_, log) = sa.stop();
+    assert!(
+        log.matches("RMPP transfer refused").count() <= 2,
+        "refusals are not logged one by one:\n{log}"
     );
 }
