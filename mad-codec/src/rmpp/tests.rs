@@ -386,14 +386,12 @@ fn small_window_moves_window_by_window() {
     assert_eq!(o.sender, TransferState::Complete);
 }
 
-#[test]
-fn slow_windows_under_loss_hit_the_total_time_limit() {
-    // The same transfer with 10% loss needs more ACK time-outs than a 40 s
-    // total limit allows: the receiver must give up with T2L, not hang.
+/// A 64,000-byte transfer under `config` but with two-segment windows,
+/// through 10 % loss (and duplicates and reordering), checked.
+fn run_slow_windows_under_loss(config: RmppConfig) -> Outcome {
     let config = RmppConfig {
         window: 2,
-        max_duration: Duration::from_secs(40),
-        ..RmppConfig::default()
+        ..config
     };
     let data = payload(64_000, 3);
     let o = run(
@@ -408,6 +406,17 @@ fn slow_windows_under_loss_hit_the_total_time_limit() {
         3,
     );
     check(&data, config, &o);
+    o
+}
+
+#[test]
+fn slow_windows_under_loss_hit_the_total_time_limit() {
+    // The same transfer with 10% loss needs more ACK time-outs than a 40 s
+    // total limit allows: the receiver must give up with T2L, not hang.
+    let o = run_slow_windows_under_loss(RmppConfig {
+        max_duration: Duration::from_secs(40),
+        ..RmppConfig::default()
+    });
     assert_eq!(
         o.receiver,
         TransferState::Aborted {
@@ -421,23 +430,7 @@ fn slow_windows_under_loss_hit_the_total_time_limit() {
 fn slow_windows_under_loss_complete_while_they_move() {
     // The same transfer under the default limits: it never goes 40 s
     // without progress, so it completes, however long it takes in all.
-    let config = RmppConfig {
-        window: 2,
-        ..RmppConfig::default()
-    };
-    let data = payload(64_000, 3);
-    let o = run(
-        &data,
-        config,
-        Impairments {
-            loss: 10,
-            duplicate: 10,
-            reorder: 20,
-            garble_from: MAD_LEN,
-        },
-        3,
-    );
-    check(&data, config, &o);
+    let o = run_slow_windows_under_loss(RmppConfig::default());
     assert_eq!(o.receiver, TransferState::Complete, "{o:?}");
     assert!(o.elapsed > Duration::from_secs(40), "took {:?}", o.elapsed);
 }
