@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use conformance::saquery::parse_number;
 use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, MAD_LEN, Method, PathRecord, SaMadBuilder, records::SaRecord};
@@ -47,11 +48,8 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         let number = |v: &str| {
-            let parsed = match v.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => v.parse(),
-            };
-            parsed.map_err(|e| format!("{flag} {v}: {e}"))
+            parse_number(v)
+                .ok_or_else(|| format!("{flag} {v}: not a number (decimal, or hex with 0x)"))
         };
         match flag.as_str() {
             "--sa-lid" => args.sa_lid = number(&value)? as u16,
