@@ -152,6 +152,11 @@ fn thirteen_hundred_connections_under_the_simulator_are_refused_past_the_reserve
     })
     .unwrap_or_else(|e| panic!("{e}"));
     drop(served);
+    // Once the daemon has seen them close, a new client gets in.
+    sa.wait_until("connections given back", Duration::from_secs(10), |c| {
+        c["door_connections"] == 0
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut fresh = connect(sa.api_socket());
     assert_eq!(hello(&mut fresh), kind::HELLO_ANSWER);
     let (status, _) = sa.stop();
