@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::memberships::GroupEvent;
 use local_sa_core::request::Request;
 use mad_codec::SaRecord;
 use mad_codec::attr::mc_member_record::mask as mc;
@@ -21,6 +22,7 @@ pub(crate) struct Client {
     stream: UnixStream,
     next: u32,
     notices: Vec<Notice>,
+    group_events: Vec<GroupEvent>,
     reassembly: api::Reassembly,
 }
 
@@ -32,6 +34,7 @@ impl Client {
             stream,
             next: 1,
             notices: Vec::new(),
+            group_events: Vec::new(),
             reassembly: api::Reassembly::default(),
         }
     }
@@ -70,13 +73,45 @@ impl Client {
         Some(Frame::decode(&rest).expect("a version 1 frame"))
     }
 
+    /// Keeps what arrives unasked (notices, group events); false for
+    /// anything else.
     fn keep_notice(&mut self, f: &Frame) -> bool {
+        if f.kind == kind::GROUP_EVENT {
+            self.group_events
+                .push(api::group_event(f).expect("a group event local-sa sends"));
+            return true;
+        }
         if f.kind != kind::NOTICE {
             return false;
         }
         self.notices
             .push(api::notice(f).expect("a notice carries a Notice"));
         true
+    }
+
+    /// Waits up to `timeout` for a group event that satisfies `wanted`
+    /// (it stays counted).
+    pub(crate) fn wait_group_event(
+        &mut self,
+        timeout: Duration,
+        wanted: impl Fn(&GroupEvent) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.group_events.iter().any(&wanted) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            if let Some(f) = self.read_frame(left) {
+                assert!(
+                    self.keep_notice(&f),
+                    "only notices and group events arrive unasked"
+                );
+            }
+        }
     }
 
     /// Sends `request` and returns its answer.
@@ -196,7 +231,10 @@ impl Client {
                 return false;
             }
             if let Some(f) = self.read_frame(left) {
-                assert!(self.keep_notice(&f), "only notices arrive unasked");
+                assert!(
+                    self.keep_notice(&f),
+                    "only notices and group events arrive unasked"
+                );
             }
         }
     }

@@ -22,11 +22,12 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::{FromBytes, IntoBytes};
+use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{
     ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice, PathRecord,
 };
 
+use crate::memberships::GroupEvent;
 use crate::request::{Hello, LocalBody, LocalReply, Lookup, PathQuery, Request, RequestKind};
 
 /// The protocol version this module speaks.
@@ -72,6 +73,9 @@ pub mod kind {
     pub const HELLO_ANSWER: u8 = HELLO | ANSWER;
     /// A notice the connection subscribed to (request number 0).
     pub const NOTICE: u8 = 0xC0;
+    /// News of a multicast group the connection is a member of (request
+    /// number 0): see [`super::group_event`].
+    pub const GROUP_EVENT: u8 = 0xC1;
     /// A request the daemon could not take (see [`super::api_error`]).
     pub const ERROR: u8 = 0xFF;
 }
@@ -341,15 +345,17 @@ impl Reassembly {
 /// The frame carrying a reply: an answer (the request's kind with
 /// [`kind::ANSWER`] set) or a notice, whole (see [`reply_frames`]).
 pub fn reply_frame(reply: &LocalReply) -> Frame {
-    let kind = match reply.answers {
-        Some(k) => request_kind_code(k) | kind::ANSWER,
-        None => kind::NOTICE,
+    let kind = match (reply.answers, &reply.body) {
+        (Some(k), _) => request_kind_code(k) | kind::ANSWER,
+        (None, LocalBody::GroupEvent(_)) => kind::GROUP_EVENT,
+        (None, _) => kind::NOTICE,
     };
     let body = match &reply.body {
         LocalBody::Empty => Bytes::new(),
         LocalBody::Records { data, .. } => data.clone(),
         LocalBody::Notice(n) => Bytes::copy_from_slice(n.as_bytes()),
         LocalBody::Hello(h) => hello_body(h),
+        LocalBody::GroupEvent(e) => group_event_body(e),
     };
     Frame::new(kind, reply.request, reply.status.0, body)
 }
@@ -369,6 +375,50 @@ pub fn decode_hello(body: &[u8]) -> Option<Hello> {
     let lid = u16::from_be_bytes(rest.get(..2)?.try_into().ok()?);
     let sm_lid = u16::from_be_bytes(rest.get(2..4)?.try_into().ok()?);
     Some(Hello { gid, lid, sm_lid })
+}
+
+/// What a group event says: lost (the master deleted the group) or back.
+pub mod group_event {
+    /// The master deleted the group: the port is in it no more.
+    pub const LOST: u8 = 0x01;
+    /// The group exists again (or has a new MLID): the record follows.
+    pub const BACK: u8 = 0x02;
+}
+
+/// Bytes of a group event's body: event (1), 7 reserved, MCMemberRecord
+/// (52, padded to its SA stride of 56).
+pub const GROUP_EVENT_LEN: usize = 8 + McMemberRecord::STRIDE;
+
+/// The body of a group event: the event byte, and the group's record
+/// (only its MGID when it is lost).
+fn group_event_body(e: &GroupEvent) -> Bytes {
+    let (code, record) = match e {
+        GroupEvent::Lost(mgid) => {
+            let mut r = McMemberRecord::new_zeroed();
+            r.set_mgid(*mgid);
+            (group_event::LOST, r)
+        }
+        GroupEvent::Recreated(r) => (group_event::BACK, *r),
+    };
+    let mut b = BytesMut::with_capacity(GROUP_EVENT_LEN);
+    b.put_u8(code);
+    b.put_bytes(0, 7);
+    b.put_slice(record.as_bytes());
+    b.put_bytes(0, McMemberRecord::STRIDE - McMemberRecord::LEN);
+    b.freeze()
+}
+
+/// A group event frame's event, if it is one local-sa sends.
+pub fn group_event(f: &Frame) -> Option<GroupEvent> {
+    if f.kind != kind::GROUP_EVENT || f.body.len() < GROUP_EVENT_LEN {
+        return None;
+    }
+    let record = McMemberRecord::read_from_bytes(f.body.get(8..8 + McMemberRecord::LEN)?).ok()?;
+    match f.body[0] {
+        group_event::LOST => Some(GroupEvent::Lost(record.mgid())),
+        group_event::BACK => Some(GroupEvent::Recreated(record)),
+        _ => None,
+    }
 }
 
 /// A notice frame's Notice.

@@ -7,6 +7,7 @@
 //! [`SaCore::handle_local`]: crate::agent::SaCore::handle_local
 //! [`SaCore::poll_local`]: crate::agent::SaCore::poll_local
 
+use crate::memberships::GroupEvent;
 use bytes::Bytes;
 use mad_codec::{
     AttributeId, ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice,
@@ -162,6 +163,8 @@ pub enum LocalBody {
     },
     /// A notice the program subscribed to.
     Notice(Notice),
+    /// News of a multicast group the program is a member of.
+    GroupEvent(GroupEvent),
     /// The port served.
     Hello(Hello),
 }

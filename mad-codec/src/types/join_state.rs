@@ -65,10 +65,14 @@ impl ops::BitAnd for JoinState {
     }
 }
 
-impl fmt::Debug for JoinState {
+/// The set bits by name, `|`-separated (`Full|Non`), `none` when empty;
+/// bits beyond the four defined ones in hex.
+impl fmt::Display for JoinState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const NAMES: [&str; 4] = ["Full", "Non", "SendOnlyNon", "SendOnlyFull"];
-        write!(f, "JoinState(")?;
+        if self.0 == 0 {
+            return f.write_str("none");
+        }
         let mut first = true;
         for (i, name) in NAMES.iter().enumerate() {
             if self.0 & (1 << i) != 0 {
@@ -82,7 +86,13 @@ impl fmt::Debug for JoinState {
         if self.0 & 0xF0 != 0 {
             write!(f, "{}{:#x}", if first { "" } else { "|" }, self.0 & 0xF0)?;
         }
-        write!(f, ")")
+        Ok(())
+    }
+}
+
+impl fmt::Debug for JoinState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JoinState({self})")
     }
 }
 

@@ -24,6 +24,7 @@ use super::parties::{Asker, Member};
 use super::purpose::Purpose;
 use crate::inbound::SaRequest;
 use crate::memberships::{Answer, Change, Effect, OpId};
+use crate::request::{LocalBody, LocalReply};
 use crate::requester;
 
 impl SaCore {
@@ -122,6 +123,17 @@ impl SaCore {
         self.apply_membership_effects(now, effects, None);
     }
 
+    /// The master created (trap 66) or deleted (trap 67) group `mgid`.
+    pub(super) fn group_notice(&mut self, now: Instant, mgid: Gid, created: bool) {
+        let mut effects = Vec::new();
+        if created {
+            self.memberships.group_created(now, mgid, &mut effects);
+        } else {
+            self.memberships.group_deleted(now, mgid, &mut effects);
+        }
+        self.apply_membership_effects(now, effects, None);
+    }
+
     /// Leaves every group (shutdown).
     pub(super) fn leave_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
@@ -132,7 +144,18 @@ impl SaCore {
     /// Carries out what the memberships ask; `master` is the master's
     /// answer that led to them, if one did (passed on as it came to the
     /// port whose request it answers).
-    fn apply_membership_effects(
+    pub(super) fn apply_membership_effects(
+        &mut self,
+        now: Instant,
+        effects: Vec<Effect<Member, Asker>>,
+        master: Option<&bytes::Bytes>,
+    ) {
+        self.apply_group_effects(now, effects, master);
+        self.follow_group_traps(now);
+    }
+
+    /// Carries out each of the memberships' effects.
+    fn apply_group_effects(
         &mut self,
         now: Instant,
         effects: Vec<Effect<Member, Asker>>,
@@ -154,6 +177,23 @@ impl SaCore {
                 // Counted and logged by the memberships; a member by MAD
                 // has nobody to tell.
                 Effect::LeaseEnded { .. } => {}
+                // A member by MAD learns of group changes from the
+                // master's notices (traps 66/67), as any SA client.
+                Effect::Event {
+                    member: Member::Local(conn),
+                    event,
+                } => self.local_out.push_back(LocalReply {
+                    conn,
+                    request: 0,
+                    answers: None,
+                    status: MadStatus::OK,
+                    from_master: false,
+                    body: LocalBody::GroupEvent(event),
+                }),
+                Effect::Event {
+                    member: Member::Mad { .. },
+                    ..
+                } => {}
                 Effect::Answer { asker, answer } => match (answer, &asker, master) {
                     (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(&asker, &r),
                     (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => {

@@ -43,6 +43,10 @@ const SUBSCRIPTION_RESP_TIME: u8 = 19;
 /// The traps the agent itself subscribes to.
 const CORE_TRAPS: [TrapNumber; 2] = [TrapNumber::GID_IN_SERVICE, TrapNumber::GID_OUT_OF_SERVICE];
 
+/// The traps the agent subscribes to while the port is in some multicast
+/// group: its members hear of the group's deletion and re-creation.
+const GROUP_TRAPS: [TrapNumber; 2] = [TrapNumber::MC_GROUP_CREATED, TrapNumber::MC_GROUP_DELETED];
+
 /// The filter of the agent's own subscription to `trap`.
 fn core_filter(trap: TrapNumber) -> Filter {
     let ii = InformInfoRepr::generic_subscription(trap, true, 1, SUBSCRIPTION_RESP_TIME);
@@ -66,6 +70,26 @@ impl SaCore {
                 core_filter(trap),
                 &mut effects,
             );
+        }
+        self.apply_inform_effects(now, effects);
+    }
+
+    /// Holds traps 66/67 while the port is in some multicast group, and
+    /// only then: every such trap in the fabric reaches every subscriber.
+    pub(super) fn follow_group_traps(&mut self, now: Instant) {
+        let wanted = self.memberships.groups() > 0 && !self.shutting_down;
+        if wanted == self.subscriptions.group_traps {
+            return;
+        }
+        self.subscriptions.group_traps = wanted;
+        let mut effects = Vec::new();
+        for trap in GROUP_TRAPS {
+            let registry = &mut self.subscriptions.registry;
+            if wanted {
+                registry.subscribe(Subscriber::Core, core_filter(trap), &mut effects);
+            } else {
+                registry.unsubscribe(&Subscriber::Core, core_filter(trap), &mut effects);
+            }
         }
         self.apply_inform_effects(now, effects);
     }
@@ -96,7 +120,7 @@ impl SaCore {
     }
 
     /// Carries out what the registry asks.
-    fn apply_inform_effects(&mut self, now: Instant, effects: Vec<Effect<Subscriber>>) {
+    pub(super) fn apply_inform_effects(&mut self, now: Instant, effects: Vec<Effect<Subscriber>>) {
         for effect in effects {
             match effect {
                 Effect::Send { filter, subscribe } => {
@@ -450,6 +474,8 @@ impl SaCore {
                 self.forwarding.forget_answers();
                 self.send_upstream(now, purpose, &b.into_bytes());
             }
+            TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),
+            TrapDetails::McGroupDeleted { mgid } => self.group_notice(now, mgid, false),
             other => debug!(?other, "notice ignored by the agent"),
         }
     }

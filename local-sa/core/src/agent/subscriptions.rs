@@ -33,6 +33,9 @@ pub(super) struct Subscriptions {
     pub(super) waiting: HashMap<(Subscriber, Filter), Vec<Asker>>,
     /// When unanswered subscription requests are tried again.
     pub(super) next_retry: Option<Instant>,
+    /// The agent holds traps 66/67 for itself: while the port is in some
+    /// multicast group.
+    pub(super) group_traps: bool,
 }
 
 impl Subscriptions {
@@ -44,6 +47,7 @@ impl Subscriptions {
             addresses: HashMap::new(),
             waiting: HashMap::new(),
             next_retry: None,
+            group_traps: false,
         }
     }
 

@@ -5,7 +5,7 @@
 //! and leave two groups with any JoinState, a fake master answers, refuses
 //! or loses the machine's requests, members go away, time passes (leases
 //! end, retries come due) and a new master arrives that holds nothing. The
-//! input is a script of steps, each an opcode byte (modulo 7) and its
+//! input is a script of steps, each an opcode byte (modulo 8) and its
 //! operands:
 //!
 //! * `0`: a join or leave: a byte (member in bits 0–1, join in bit 2,
@@ -18,18 +18,27 @@
 //! * `4`: a new master that holds nothing: every group is joined again;
 //! * `5`: the master accepts everything in flight;
 //! * `6`: shutdown, which ends the script: every group is left, and the
-//!   master then answers (a byte: accepts or loses) whatever it is asked.
+//!   master then answers (a byte: accepts or loses) whatever it is asked;
+//! * `7`: another agent on the port (the kernel) joins a group the machine
+//!   knows nothing of yet, directly at the master: a byte (group in bit 3)
+//!   and the JoinState byte.
 //!
 //! Beside the machine runs a model of what each member holds, kept from
 //! the answers the members get. The harness panics when the machine breaks
 //! its contract:
 //!
 //! * a Delete names a bit that a member still holds (one not in the middle
-//!   of leaving it);
+//!   of leaving it), or one the other agent holds;
 //! * an asker is answered twice;
 //! * once the master has answered everything and every retry has run, the
 //!   bits it holds for the port in a group differ from the union of what
-//!   the members hold there, or the machine still waits for something.
+//!   the members hold there (in a group the other agent is in: do not
+//!   include that union and the other agent's bits), or the machine still
+//!   waits for something.
+//!
+//! The master answers the machine's question whether the port is in a
+//! group as OpenSM answers an untrusted one: the record without its
+//! JoinState, or ERR_NO_RECORDS.
 //!
 //! A request the master applied but whose answer was lost is not played:
 //! nothing tells any agent what the master holds then, short of joining
@@ -67,6 +76,8 @@ struct World {
     machine: Memberships<u8, Asker>,
     /// What the master holds for the port, per group.
     master: BTreeMap<Gid, JoinState>,
+    /// What another agent on the port holds, per group.
+    kernel: BTreeMap<Gid, JoinState>,
     in_flight: Vec<Sent>,
     /// What each member holds, per group, as its answers told it.
     model: BTreeMap<(Gid, u8), JoinState>,
@@ -86,6 +97,7 @@ impl World {
             now: Instant::now(),
             machine: Memberships::new(config, PORT),
             master: BTreeMap::new(),
+            kernel: BTreeMap::new(),
             in_flight: Vec::new(),
             model: BTreeMap::new(),
             asked: BTreeMap::new(),
@@ -118,7 +130,7 @@ impl World {
                     op, method, record, ..
                 } => {
                     if method == Method::DELETE {
-                        let kept = self.kept(record.mgid());
+                        let kept = self.kept(record.mgid()) | self.kernel_bits(record.mgid());
                         assert!(
                             kept.minus(record.join_state()) == kept,
                             "a Delete of {:?} in {} while members hold {kept:?}",
@@ -129,6 +141,7 @@ impl World {
                     self.in_flight.push(Sent { op, method, record });
                 }
                 Effect::Answer { asker, answer } => self.answer(asker, &answer),
+                Effect::Event { .. } => {}
                 Effect::LeaseEnded { member } => {
                     // It holds nothing and waits for nothing any more.
                     self.model.retain(|(_, m), _| *m != member);
@@ -136,6 +149,20 @@ impl World {
                 }
             }
         }
+    }
+
+    fn kernel_bits(&self, mgid: Gid) -> JoinState {
+        self.kernel.get(&mgid).copied().unwrap_or(JoinState::NONE)
+    }
+
+    /// The other agent joins `mgid` with `bits`, if the machine does not
+    /// know the group yet.
+    fn kernel_joins(&mut self, mgid: Gid, bits: JoinState) {
+        if self.machine.knows(mgid) || bits.is_empty() {
+            return;
+        }
+        *self.kernel.entry(mgid).or_default() |= bits;
+        *self.master.entry(mgid).or_default() |= bits;
     }
 
     fn answer(&mut self, asker: Asker, answer: &Answer) {
@@ -204,6 +231,15 @@ impl World {
         let bits = sent.record.join_state();
         let answer = match verdict {
             None => None,
+            Some(_) if sent.method == Method::GET => {
+                if self.master.contains_key(&mgid) {
+                    let mut r = sent.record;
+                    r.set_port_gid(Gid::ZERO);
+                    Some((MadStatus::OK, Some(r)))
+                } else {
+                    Some((MadStatus::ERR_NO_RECORDS, None))
+                }
+            }
             Some(false) if sent.method == Method::SET => Some((MadStatus::ERR_REQ_INVALID, None)),
             Some(_) => {
                 let held = self.master.entry(mgid).or_default();
@@ -245,7 +281,8 @@ impl World {
     }
 
     fn new_master(&mut self) {
-        self.master.clear();
+        // The other agent joins the new master again too.
+        self.master = self.kernel.clone();
         let mut out = Vec::new();
         self.machine.rejoin_all(&mut out);
         self.apply(out);
@@ -272,11 +309,18 @@ impl World {
         );
         assert_eq!(self.machine.groups(), 0, "groups kept after shutdown");
         assert_eq!(self.machine.poll_timeout(), None, "retries after shutdown");
-        if accept {
+        if accept && self.kernel.is_empty() {
             assert!(
                 self.master.is_empty(),
                 "the master still holds {:?}",
                 self.master
+            );
+        }
+        for (mgid, bits) in &self.kernel {
+            let at_master = self.master.get(mgid).copied().unwrap_or(JoinState::NONE);
+            assert!(
+                at_master.contains(*bits),
+                "{mgid}: the other agent's {bits} deleted"
             );
         }
     }
@@ -308,10 +352,18 @@ impl World {
                 .filter(|((g, _), _)| *g == mgid)
                 .fold(JoinState::NONE, |acc, (_, b)| acc | *b);
             let at_master = self.master.get(&mgid).copied().unwrap_or(JoinState::NONE);
-            assert_eq!(
-                at_master, union,
-                "{mgid}: the master holds {at_master:?}, the members {union:?}"
-            );
+            let kernel = self.kernel_bits(mgid);
+            if kernel.is_empty() {
+                assert_eq!(
+                    at_master, union,
+                    "{mgid}: the master holds {at_master}, the members {union}"
+                );
+            } else {
+                assert!(
+                    at_master.contains(union | kernel),
+                    "{mgid}: the master holds {at_master}, the members {union}, the other agent {kernel}"
+                );
+            }
         }
     }
 }
@@ -322,7 +374,7 @@ pub fn memberships(data: &[u8]) {
     let mut rest = data;
     while let Some((&op, tail)) = rest.split_first() {
         rest = tail;
-        match op % 7 {
+        match op % 8 {
             0 => {
                 let Some((&[what, bits], tail)) = rest.split_first_chunk::<2>() else {
                     break;
@@ -364,6 +416,13 @@ pub fn memberships(data: &[u8]) {
                 w.pass(Duration::from_secs(u64::from(secs)));
             }
             4 => w.new_master(),
+            7 => {
+                let Some((&[what, bits], tail)) = rest.split_first_chunk::<2>() else {
+                    break;
+                };
+                rest = tail;
+                w.kernel_joins(GROUPS[usize::from((what >> 3) & 1)], JoinState(bits & 0xF));
+            }
             6 => {
                 let accept = rest.first().is_none_or(|b| b & 1 == 0);
                 return w.shut_down(accept);

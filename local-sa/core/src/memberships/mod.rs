@@ -1,33 +1,44 @@
 //! Multicast groups this port belongs to, and who on this node wants it
 //! in them, as a state machine without I/O: per (port, MGID) the JoinState
-//! bits the master holds, the group record it last returned, and each
-//! local member's bits.
+//! bits the master holds, the bits this agent added there, the group record
+//! it last returned, and each local member's bits.
 //!
 //! The rules (the kernel's multicast.c, improved): a join whose bits the
 //! master already holds for this port, with fields that match the group,
 //! completes here without SA traffic; any other join goes upstream once and
 //! the group record is taken from the answer. A leave keeps every bit some
-//! member still holds; the master is asked to delete only the bits nobody
-//! holds any more. One upstream request per group is in flight at a time;
-//! requests that arrive meanwhile wait their turn. Members that must renew
-//! (those that joined by MAD) lose what they hold when their lease ends;
-//! after a new master, every group is joined again with the bits its
-//! members hold.
+//! member still holds; the master is asked to delete only bits nobody here
+//! holds any more **and that this agent's own Sets added**. The master
+//! keeps one JoinState per port, shared with every other agent on it (the
+//! kernel's IPoIB and rdma_cm join through their own SA client): before
+//! its first join of a group, the agent asks the master whether the port
+//! is already in it, and bits someone else held are never deleted. One
+//! upstream request per group is in flight at a time; requests that arrive
+//! meanwhile wait their turn. Members that must renew (those that joined
+//! by MAD) lose what they hold when their lease ends; after a new master,
+//! every group is joined again with the bits its members hold. When the
+//! master deletes a group (trap 67) its members are told, and it is joined
+//! again — at once, or once it exists again (trap 66); members are told
+//! when it is back, and when a new master gives it another MLID.
 //!
 //! Like [`informinfo::Registry`] it returns [`Effect`]s for its caller to
 //! carry out — requests to send the master, answers to give, members whose
-//! lease ended — and is
-//! generic over how members (`M`) and the askers waiting for answers (`A`)
-//! are identified. The invariant it keeps, and that its fuzz target checks:
-//! once the master has answered everything, the bits it holds for this port
-//! in each group are the union of what the group's members hold, and no
-//! Delete ever names a bit some member still holds.
+//! lease ended, group events — and is generic over how members (`M`) and
+//! the askers waiting for answers (`A`) are identified. The invariant it
+//! keeps, and that its fuzz target checks: once the master has answered
+//! everything, the bits it holds for this port in each group are the union
+//! of what the group's members and the port's other agents hold, and no
+//! Delete ever names a bit some member or another agent still holds.
 
+mod change;
+mod group;
 #[cfg(test)]
 mod tests;
 
+pub use self::change::Change;
+use self::group::{ALL_BITS, Group};
 use crate::log_limit::answer_status;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
@@ -69,6 +80,25 @@ pub enum Effect<M, A> {
         /// Who.
         member: M,
     },
+    /// Tell `member` what happened to a group it is in.
+    Event {
+        /// Who.
+        member: M,
+        /// What happened.
+        event: GroupEvent,
+    },
+}
+
+/// Something that happened to a group, that its members should know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupEvent {
+    /// The master deleted the group (trap 67): the port is in it no more.
+    /// The member keeps its bits here; the group is joined again as soon
+    /// as it can be.
+    Lost(Gid),
+    /// The group is back after it was lost, or a new master gave it
+    /// another MLID: its record, with the JoinState the port holds.
+    Recreated(McMemberRecord),
 }
 
 /// The answer to a join or a leave.
@@ -91,24 +121,6 @@ pub enum Answer {
     },
     /// Refused here with this status (OpenSM's checks).
     Refused(MadStatus),
-}
-
-/// A join or a leave by a member.
-#[derive(Debug, Clone)]
-pub struct Change<M, A> {
-    /// Join (true) or leave.
-    pub join: bool,
-    /// Who.
-    pub member: M,
-    /// True for a member that keeps a membership only by joining again
-    /// within the lease (one that joined by MAD).
-    pub renews: bool,
-    /// Who waits for the answer.
-    pub asker: A,
-    /// The request's component mask.
-    pub mask: ComponentMask,
-    /// The request's record.
-    pub record: McMemberRecord,
 }
 
 /// How long memberships last and failures wait.
@@ -146,66 +158,21 @@ enum Op<M, A> {
         bits: JoinState,
         gone: bool,
     },
-    /// Deleting bits nobody holds any more; the leaver, if one waits.
-    Leave { asker: Option<(A, McMemberRecord)> },
-    /// Joining again after the master changed.
-    Rejoin,
+    /// Asking whether the port is in the group before the agent's first
+    /// join of it; the join that waits for the answer (`gone` as above).
+    Probe { change: Change<M, A>, gone: bool },
+    /// Deleting `bits`, which nobody holds any more; the leaver, if one
+    /// waits.
+    Leave {
+        asker: Option<(A, McMemberRecord)>,
+        bits: JoinState,
+    },
+    /// Joining again with `bits` (a new master, a lost group).
+    Rejoin { bits: JoinState },
 }
 
-/// One group.
-#[derive(Debug)]
-struct Group<M, A> {
-    /// The group's record as the master last returned it for this port:
-    /// kept while the group is known here, even when the master holds no
-    /// bits any more, as the template to join it again.
-    record: Option<McMemberRecord>,
-    /// The JoinState bits the master holds for this port.
-    held: JoinState,
-    /// Each local member's bits.
-    members: HashMap<M, JoinState>,
-    /// A request to the master is out for this group.
-    busy: bool,
-    /// Requests waiting for it.
-    queue: VecDeque<Change<M, A>>,
-    /// When each renewing member's lease ends.
-    leases: HashMap<M, Instant>,
-    /// After a request the master did not answer (or refused while
-    /// re-joining): when to bring the master in line again.
-    retry_at: Option<Instant>,
-}
-
-impl<M, A> Default for Group<M, A> {
-    fn default() -> Self {
-        Self {
-            record: None,
-            held: JoinState::NONE,
-            members: HashMap::new(),
-            busy: false,
-            queue: VecDeque::new(),
-            leases: HashMap::new(),
-            retry_at: None,
-        }
-    }
-}
-
-impl<M: Eq + Hash, A> Group<M, A> {
-    /// The bits some member holds.
-    fn needed(&self) -> JoinState {
-        self.members
-            .values()
-            .fold(JoinState::NONE, |acc, b| acc | *b)
-    }
-
-    /// Local members holding `bit`.
-    fn count(&self, bit: JoinState) -> usize {
-        self.members.values().filter(|b| b.contains(bit)).count()
-    }
-
-    /// True when nothing is left of it here.
-    fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.held.is_empty() && !self.busy && self.queue.is_empty()
-    }
-}
+/// The components of the question whether the port is in a group.
+const PROBE_MASK: ComponentMask = ComponentMask(mc::MGID.0 | mc::PORT_GID.0);
 
 /// The components of a re-join: enough to create the group again.
 const REJOIN_MASK: ComponentMask = ComponentMask(
@@ -242,6 +209,11 @@ where
         }
     }
 
+    /// New lease and back-off for what happens from now on.
+    pub fn set_config(&mut self, config: MembershipConfig) {
+        self.config = config;
+    }
+
     /// The port's GID changed: requests from now on carry the new one.
     pub fn set_port_gid(&mut self, gid: Gid) {
         self.port_gid = gid;
@@ -260,6 +232,12 @@ where
     /// Memberships (member × group).
     pub fn members(&self) -> usize {
         self.groups.values().map(|g| g.members.len()).sum()
+    }
+
+    /// True when `mgid` is known here: some member, request or bits of
+    /// this agent's at the master.
+    pub fn knows(&self, mgid: Gid) -> bool {
+        self.groups.contains_key(&mgid)
     }
 
     /// The bits `member` holds in `mgid`.
@@ -368,13 +346,23 @@ where
             let mut answer = group_record;
             answer.set_join_state(group.held);
             self.counts.joins_local += 1;
-            debug!(%mgid, ?bits, "join completed here: the master holds these bits already");
+            debug!(%mgid, %bits, "join completed here: the master holds these bits already");
             return out.push(Effect::Answer {
                 asker: c.asker,
                 answer: Answer::Joined(answer),
             });
         }
         group.busy = true;
+        if group.record.is_none() && !group.probed {
+            // Whether the port is in the group already, through another
+            // agent: the bits that agent holds must never be deleted.
+            let probe = port_record(mgid, self.port_gid, JoinState::NONE);
+            let op = Op::Probe {
+                change: c,
+                gone: false,
+            };
+            return self.send(Some(mgid), Method::GET, PROBE_MASK, probe, op, out);
+        }
         self.counts.joins_upstream += 1;
         let op = Op::Join {
             member: c.member,
@@ -423,7 +411,7 @@ where
             send_only_full = group.count(JoinState::SEND_ONLY_FULL_MEMBER),
             "a member left; members per JoinState bit"
         );
-        let unneeded = group.held.minus(group.needed());
+        let unneeded = group.unneeded();
         if unneeded.is_empty() {
             let mut answer = c.record;
             answer.set_join_state(group.held);
@@ -434,9 +422,10 @@ where
             return self.drop_if_empty(mgid);
         }
         group.busy = true;
-        let delete = delete_record(mgid, self.port_gid, unneeded);
+        let delete = port_record(mgid, self.port_gid, unneeded);
         let op = Op::Leave {
             asker: Some((c.asker, c.record)),
+            bits: unneeded,
         };
         self.send(Some(mgid), Method::DELETE, mc::JOIN, delete, op, out);
     }
@@ -474,42 +463,44 @@ where
         let Some((mgid, op)) = self.ops.remove(&op) else {
             return;
         };
-        let backoff = now + self.config.retry_backoff;
-        match (op, answer) {
-            (
-                Op::Join {
-                    member,
-                    renews,
-                    asker,
-                    bits,
-                    gone,
-                },
-                Some((MadStatus::OK, Some(r))),
-            ) => {
-                let mgid = r.mgid();
-                let lease = now + self.config.member_lease;
-                let group = self.groups.entry(mgid).or_default();
-                group.record = Some(r);
-                group.held = r.join_state();
-                info!(%mgid, held = ?group.held, "joined at the master");
-                if !gone {
-                    *group.members.entry(member).or_default() |= bits;
-                    if renews {
-                        group.leases.insert(member, lease);
-                    }
-                    out.push(Effect::Answer {
-                        asker,
-                        answer: Answer::Master {
-                            status: MadStatus::OK,
-                            record: Some(r),
-                        },
-                    });
+        match op {
+            Op::Join {
+                member,
+                renews,
+                asker,
+                bits,
+                gone,
+            } => self.join_answered(now, member, renews, asker, bits, gone, answer, out),
+            Op::Probe { change, gone } => {
+                if let Some(mgid) = mgid {
+                    return self.probe_answered(now, mgid, change, gone, answer, out);
                 }
-                // A group the master assigned is only known now.
-                self.next_in_group(now, mgid, out);
             }
-            (Op::Join { gone: true, .. }, _) => {}
-            (Op::Join { asker, .. }, answer) => {
+            Op::Leave { asker, bits } => self.leave_answered(now, mgid, asker, bits, answer, out),
+            Op::Rejoin { bits } => self.rejoin_answered(now, mgid, bits, answer, out),
+        }
+        if let Some(mgid) = mgid {
+            if let Some(group) = self.groups.get_mut(&mgid) {
+                group.busy = false;
+            }
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn join_answered(
+        &mut self,
+        now: Instant,
+        member: M,
+        renews: bool,
+        asker: A,
+        bits: JoinState,
+        gone: bool,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+        out: &mut Vec<Effect<M, A>>,
+    ) {
+        let Some((MadStatus::OK, Some(r))) = answer else {
+            if !gone {
                 // The master's verdict goes back unchanged.
                 let status = answer.map_or(MadStatus::BUSY, |(s, _)| {
                     if s == MadStatus::OK {
@@ -526,64 +517,200 @@ where
                     },
                 });
             }
-            (Op::Leave { asker }, answer) => {
-                let shutting_down = self.shutting_down;
-                if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
-                    match answer {
-                        Some((MadStatus::OK, Some(r))) => group.held = r.join_state(),
-                        // The master does not have what we thought: it
-                        // holds nothing.
-                        Some(_) => group.held = JoinState::NONE,
-                        // Shutting down: nobody is left to try again.
-                        None if shutting_down => group.held = JoinState::NONE,
-                        // No answer: keep what we believed and try again
-                        // later.
-                        None => {
-                            warn!(
-                                ?mgid,
-                                "the master did not answer a leave; trying again later"
-                            );
-                            group.retry_at = Some(backoff);
-                        }
-                    }
-                    if let Some((asker, mut record)) = asker {
-                        record.set_join_state(group.held);
-                        out.push(Effect::Answer {
-                            asker,
-                            answer: Answer::Left(left_record(record)),
-                        });
-                    }
-                    let status = answer.map(|(s, _)| s);
-                    if status != Some(MadStatus::OK) {
-                        debug!(?status, "a leave at the master did not complete");
-                    }
+            return;
+        };
+        let mgid = r.mgid();
+        let lease = now + self.config.member_lease;
+        // The bits the master took are this agent's even when the member
+        // went meanwhile: they are then deleted.
+        self.took_record(mgid, r, bits, out);
+        let Some(group) = self.groups.get_mut(&mgid) else {
+            return;
+        };
+        info!(%mgid, held = %group.held, "joined at the master");
+        if !gone {
+            *group.members.entry(member).or_default() |= bits;
+            if renews {
+                group.leases.insert(member, lease);
+            }
+            out.push(Effect::Answer {
+                asker,
+                answer: Answer::Master {
+                    status: MadStatus::OK,
+                    record: Some(r),
+                },
+            });
+        }
+        // A group the master assigned is only known now.
+        self.next_in_group(now, mgid, out);
+    }
+
+    /// The master answered whether the port was in `mgid` before the
+    /// agent's first join of it; the join that waited goes on.
+    fn probe_answered(
+        &mut self,
+        now: Instant,
+        mgid: Gid,
+        change: Change<M, A>,
+        gone: bool,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+        out: &mut Vec<Effect<M, A>>,
+    ) {
+        let group = self.groups.entry(mgid).or_default();
+        group.busy = false;
+        match answer.map(|(status, _)| status) {
+            Some(MadStatus::ERR_NO_RECORDS) => {
+                group.probed = true;
+                group.foreign = JoinState::NONE;
+            }
+            Some(status) => {
+                // In the group already (OpenSM shows an untrusted asker no
+                // JoinState), or the master would not say: whatever the
+                // port holds may be another agent's.
+                group.probed = true;
+                group.foreign = ALL_BITS;
+                if status == MadStatus::OK {
+                    info!(
+                        %mgid,
+                        "this port is in the group already through another agent (the kernel?): local-sa will not delete its bits there"
+                    );
+                } else {
+                    debug!(%mgid, %status, "the master would not say whether this port is in the group");
                 }
             }
-            (Op::Rejoin, Some((MadStatus::OK, Some(r)))) => {
-                if let Some(group) = self.groups.get_mut(&r.mgid()) {
-                    group.record = Some(r);
-                    group.held = r.join_state();
-                }
+            None if !gone => {
+                out.push(Effect::Answer {
+                    asker: change.asker,
+                    answer: Answer::Master {
+                        status: MadStatus::BUSY,
+                        record: None,
+                    },
+                });
+                return self.next_in_group(now, mgid, out);
             }
-            (Op::Rejoin, other) => {
+            None => {}
+        }
+        if gone || self.shutting_down {
+            if !gone {
+                out.push(Effect::Answer {
+                    asker: change.asker,
+                    answer: Answer::Refused(MadStatus::BUSY),
+                });
+            }
+            return self.next_in_group(now, mgid, out);
+        }
+        self.join(now, mgid, change, out);
+    }
+
+    fn leave_answered(
+        &mut self,
+        now: Instant,
+        mgid: Option<Gid>,
+        asker: Option<(A, McMemberRecord)>,
+        bits: JoinState,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+        out: &mut Vec<Effect<M, A>>,
+    ) {
+        let shutting_down = self.shutting_down;
+        let backoff = now + self.config.retry_backoff;
+        let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) else {
+            return;
+        };
+        match answer {
+            Some((MadStatus::OK, Some(r))) => group.delete_answered(bits, r.join_state()),
+            // The master does not have what we thought: it holds nothing.
+            Some(_) => group.forget_held(),
+            // Shutting down: nobody is left to try again.
+            None if shutting_down => group.forget_held(),
+            // No answer: keep what we believed and try again later.
+            None => {
                 warn!(
-                    mgid = %mgid.map_or("unassigned".to_owned(), |g| g.to_string()),
-                    status = %answer_status(other.map(|(s, _)| s)),
-                    "re-joining a group at the master failed; trying again later");
-                let shutting_down = self.shutting_down;
-                // A re-join only adds bits: one that failed left the master
-                // holding what it held (after a new master, nothing: the
-                // re-registration has forgotten what the old one held).
-                if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
-                    group.retry_at = (!shutting_down).then_some(backoff);
-                }
+                    mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+                    "the master did not answer a leave; trying again later"
+                );
+                group.retry_at = Some(backoff);
             }
         }
-        if let Some(mgid) = mgid {
-            if let Some(group) = self.groups.get_mut(&mgid) {
-                group.busy = false;
+        if let Some((asker, mut record)) = asker {
+            record.set_join_state(group.held);
+            out.push(Effect::Answer {
+                asker,
+                answer: Answer::Left(left_record(record)),
+            });
+        }
+        let status = answer.map(|(s, _)| s);
+        if status != Some(MadStatus::OK) {
+            debug!(status = %answer_status(status), "a leave at the master did not complete");
+        }
+    }
+
+    fn rejoin_answered(
+        &mut self,
+        now: Instant,
+        mgid: Option<Gid>,
+        bits: JoinState,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+        out: &mut Vec<Effect<M, A>>,
+    ) {
+        if let Some((MadStatus::OK, Some(r))) = answer {
+            if self.groups.contains_key(&r.mgid()) {
+                self.took_record(r.mgid(), r, bits, out);
             }
-            self.next_in_group(now, mgid, out);
+            return;
+        }
+        let shutting_down = self.shutting_down;
+        let backoff = now + self.config.retry_backoff;
+        let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) else {
+            return;
+        };
+        if group.lost && answer.is_some() {
+            // A lost group without a full member here cannot be created
+            // by this port: it is joined again when it exists (trap 66).
+            info!(
+                mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+                status = %answer_status(answer.map(|(s, _)| s)),
+                "the deleted group cannot be joined again yet; waiting for it to be created"
+            );
+            group.wait_for_creation = true;
+            return;
+        }
+        warn!(
+            mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+            status = %answer_status(answer.map(|(s, _)| s)),
+            "re-joining a group at the master failed; trying again later");
+        // A re-join only adds bits: one that failed left the master
+        // holding what it held (after a new master, nothing: the
+        // re-registration has forgotten what the old one held).
+        group.retry_at = (!shutting_down).then_some(backoff);
+    }
+
+    /// The master answered a Set of `asked` in `mgid` with `r`: the group's
+    /// record and the port's JoinState. Members hear when the group came
+    /// back after it was lost, or came back with another MLID.
+    fn took_record(
+        &mut self,
+        mgid: Gid,
+        r: McMemberRecord,
+        asked: JoinState,
+        out: &mut Vec<Effect<M, A>>,
+    ) {
+        let group = self.groups.entry(mgid).or_default();
+        let moved = group.record.is_some_and(|old| old.mlid() != r.mlid());
+        let news = group.lost || moved;
+        group.record = Some(r);
+        group.lost = false;
+        group.wait_for_creation = false;
+        group.set_answered(asked, r.join_state());
+        if news {
+            info!(%mgid, mlid = r.mlid(), "the group is back; telling its members");
+            let mut record = r;
+            record.set_port_gid(self.port_gid);
+            for member in group.members.keys() {
+                out.push(Effect::Event {
+                    member: *member,
+                    event: GroupEvent::Recreated(record),
+                });
+            }
         }
     }
 
@@ -601,17 +728,19 @@ where
             }
             if group.retry_at.is_none_or(|t| t <= now) {
                 group.retry_at = None;
-                let unneeded = group.held.minus(group.needed());
+                let unneeded = group.unneeded();
                 if !unneeded.is_empty() {
                     group.busy = true;
-                    let delete = delete_record(mgid, self.port_gid, unneeded);
-                    let op = Op::Leave { asker: None };
+                    let delete = port_record(mgid, self.port_gid, unneeded);
+                    let op = Op::Leave {
+                        asker: None,
+                        bits: unneeded,
+                    };
                     return self.send(Some(mgid), Method::DELETE, mc::JOIN, delete, op, out);
                 }
                 let missing = group.needed().minus(group.held);
-                if let (false, Some(record)) =
-                    (missing.is_empty() || self.shutting_down, group.record)
-                {
+                let stay = missing.is_empty() || self.shutting_down || group.wait_for_creation;
+                if let (false, Some(record)) = (stay, group.record) {
                     // Members hold bits the master lost (a failed re-join).
                     group.busy = true;
                     let needed = group.needed();
@@ -637,11 +766,12 @@ where
     /// nobody is answered for its requests still waiting.
     pub fn remove_member(&mut self, now: Instant, member: M, out: &mut Vec<Effect<M, A>>) {
         for (_, op) in self.ops.values_mut() {
-            if let Op::Join {
-                member: m, gone, ..
-            } = op
-            {
-                *gone |= *m == member;
+            match op {
+                Op::Join {
+                    member: m, gone, ..
+                } => *gone |= *m == member,
+                Op::Probe { change, gone } => *gone |= change.member == member,
+                Op::Leave { .. } | Op::Rejoin { .. } => {}
             }
         }
         let mgids: Vec<Gid> = self
@@ -709,7 +839,8 @@ where
             // Whatever the master held may be gone. A group whose request
             // is out joins again when that request ends, unless its answer
             // shows the master holds what the members need.
-            group.held = JoinState::NONE;
+            group.forget_held();
+            group.wait_for_creation = false;
             let needed = group.needed();
             let Some(record) = group.record else {
                 continue;
@@ -723,6 +854,78 @@ where
         for (mgid, record, needed) in due {
             self.rejoin(mgid, record, needed, out);
         }
+    }
+
+    /// The master deleted `mgid` (trap 67): the port holds nothing there
+    /// any more, whoever added it. Its members are told, and it is joined
+    /// again with their bits (which creates it again if a member is a full
+    /// member; otherwise it waits for trap 66).
+    pub fn group_deleted(&mut self, now: Instant, mgid: Gid, out: &mut Vec<Effect<M, A>>) {
+        let Some(group) = self.groups.get_mut(&mgid) else {
+            return;
+        };
+        group.forget_held();
+        group.foreign = JoinState::NONE;
+        group.retry_at = None;
+        group.wait_for_creation = false;
+        if group.members.is_empty() {
+            return self.next_in_group(now, mgid, out);
+        }
+        group.lost = true;
+        info!(%mgid, members = group.members.len(), "the master deleted a group this port's members are in (trap 67)");
+        for member in group.members.keys() {
+            out.push(Effect::Event {
+                member: *member,
+                event: GroupEvent::Lost(mgid),
+            });
+        }
+        self.next_in_group(now, mgid, out);
+    }
+
+    /// The master created `mgid` (trap 66): a lost group waiting for it is
+    /// joined again.
+    pub fn group_created(&mut self, now: Instant, mgid: Gid, out: &mut Vec<Effect<M, A>>) {
+        let Some(group) = self.groups.get_mut(&mgid) else {
+            return;
+        };
+        if group.wait_for_creation {
+            group.wait_for_creation = false;
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    /// A previous agent on this port (one that ended without leaving)
+    /// added `bits` to `mgid` at the master: they are deleted unless a
+    /// member here holds them by then.
+    pub fn adopt(&mut self, now: Instant, mgid: Gid, bits: JoinState, out: &mut Vec<Effect<M, A>>) {
+        if bits.is_empty() || mgid == Gid::ZERO {
+            return;
+        }
+        let group = self.groups.entry(mgid).or_default();
+        group.held |= bits;
+        group.ours |= bits;
+        if !group.busy {
+            self.next_in_group(now, mgid, out);
+        }
+    }
+
+    /// Per group, the bits the master may hold for this port because this
+    /// agent asked for them: what a later agent on the port removes if
+    /// this one ends without leaving ([`Memberships::adopt`]).
+    pub fn possibly_held(&self) -> Vec<(Gid, JoinState)> {
+        let mut bits: BTreeMap<Gid, JoinState> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| !g.ours.is_empty())
+            .map(|(m, g)| (*m, g.ours))
+            .collect();
+        for (mgid, op) in self.ops.values() {
+            let (Some(mgid), Op::Join { bits: b, .. } | Op::Rejoin { bits: b }) = (mgid, op) else {
+                continue;
+            };
+            *bits.entry(*mgid).or_default() |= *b;
+        }
+        bits.into_iter().collect()
     }
 
     /// Joins `mgid` again with `bits`, from the group's last `record`
@@ -741,7 +944,7 @@ where
             Method::SET,
             REJOIN_MASK,
             record,
-            Op::Rejoin,
+            Op::Rejoin { bits },
             out,
         );
     }
@@ -767,7 +970,8 @@ where
             .collect();
         members.extend(self.ops.values().filter_map(|(_, op)| match op {
             Op::Join { member, .. } => Some(*member),
-            _ => None,
+            Op::Probe { change, .. } => Some(change.member),
+            Op::Leave { .. } | Op::Rejoin { .. } => None,
         }));
         for m in members {
             self.remove_member(now, m, out);
@@ -819,8 +1023,9 @@ pub fn compatible(group: &McMemberRecord, mask: ComponentMask, request: &McMembe
         )
 }
 
-/// The record of a Delete of `bits` for this port in `mgid`.
-fn delete_record(mgid: Gid, port_gid: Gid, bits: JoinState) -> McMemberRecord {
+/// A record naming this port in `mgid` with `bits`: a Delete's, or (no
+/// bits) the question whether the port is in the group.
+fn port_record(mgid: Gid, port_gid: Gid, bits: JoinState) -> McMemberRecord {
     let mut r = McMemberRecord::new_zeroed();
     r.set_mgid(mgid);
     r.set_port_gid(port_gid);

@@ -55,7 +55,7 @@ fn sent(effects: &[Effect<u8, &'static str>]) -> (OpId, Method, JoinState) {
             Effect::Send {
                 op, method, record, ..
             } => Some((*op, *method, record.join_state())),
-            Effect::Answer { .. } | Effect::LeaseEnded { .. } => None,
+            Effect::Answer { .. } | Effect::LeaseEnded { .. } | Effect::Event { .. } => None,
         })
         .collect();
     assert_eq!(sends.len(), 1, "{effects:?}");
@@ -67,15 +67,48 @@ fn answers(effects: &[Effect<u8, &'static str>]) -> Vec<(&'static str, Answer)> 
         .iter()
         .filter_map(|e| match e {
             Effect::Answer { asker, answer } => Some((*asker, answer.clone())),
-            Effect::Send { .. } | Effect::LeaseEnded { .. } => None,
+            Effect::Send { .. } | Effect::LeaseEnded { .. } | Effect::Event { .. } => None,
         })
         .collect()
 }
 
+/// `c` is asked; a question whether the port is in the group (before the
+/// machine's first join of it) is answered "no".
+fn ask(
+    m: &mut Machine,
+    now: Instant,
+    c: Change<u8, &'static str>,
+) -> Vec<Effect<u8, &'static str>> {
+    let mut out = Vec::new();
+    m.request(now, c, &mut out);
+    probe_answered(m, now, out, MadStatus::ERR_NO_RECORDS)
+}
+
+/// If `out` holds the question whether the port is in the group, the
+/// master answers it with `status`; the effects that follow replace it.
+fn probe_answered(
+    m: &mut Machine,
+    now: Instant,
+    mut out: Vec<Effect<u8, &'static str>>,
+    status: MadStatus,
+) -> Vec<Effect<u8, &'static str>> {
+    let probe = out.iter().position(
+        |e| matches!(e, Effect::Send { method, mask, .. } if *method == Method::GET && *mask == mc::MGID | mc::PORT_GID),
+    );
+    if let Some(i) = probe {
+        let Effect::Send { op, record, .. } = out.remove(i) else {
+            unreachable!()
+        };
+        assert_eq!(record.port_gid(), PORT);
+        let record = (status == MadStatus::OK).then_some(record);
+        m.answered(now, op, Some((status, record)), &mut out);
+    }
+    out
+}
+
 /// `member` joins with `bits`, and the master accepts, holding `held`.
 fn joined(m: &mut Machine, now: Instant, member: u8, bits: JoinState, held: JoinState) {
-    let mut out = Vec::new();
-    m.request(now, change(true, member, bits, "j"), &mut out);
+    let out = ask(m, now, change(true, member, bits, "j"));
     let (op, method, _) = sent(&out);
     assert_eq!(method, Method::SET);
     accept(m, now, op, held);
@@ -97,7 +130,7 @@ fn accept(
 fn the_second_member_with_held_bits_joins_without_the_master() {
     let (mut m, now) = (machine(), Instant::now());
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, method, bits) = sent(&out);
     assert_eq!((method, bits), (Method::SET, F));
     let out = accept(&mut m, now, op, F);
@@ -112,7 +145,7 @@ fn the_second_member_with_held_bits_joins_without_the_master() {
         )]
     ));
     let mut out = Vec::new();
-    m.request(now, change(true, 2, F, "b"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 2, F, "b")));
     match &answers(&out)[..] {
         [("b", Answer::Joined(r))] => assert_eq!(r.join_state(), F),
         other => panic!("{other:?}"),
@@ -126,11 +159,11 @@ fn a_leave_deletes_only_the_bits_nobody_else_holds() {
     let (mut m, now) = (machine(), Instant::now());
     joined(&mut m, now, 1, F | N, F | N);
     let mut out = Vec::new();
-    m.request(now, change(true, 2, N, "b"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 2, N, "b")));
     assert!(matches!(answers(&out)[..], [("b", Answer::Joined(_))]));
     // Member 1 leaves Non: member 2 still holds it, so no Delete.
     let mut out = Vec::new();
-    m.request(now, change(false, 1, N, "c"), &mut out);
+    out.extend(ask(&mut m, now, change(false, 1, N, "c")));
     match &answers(&out)[..] {
         [("c", Answer::Left(r))] => {
             assert_eq!(r.join_state(), F | N, "still held for the port");
@@ -140,7 +173,7 @@ fn a_leave_deletes_only_the_bits_nobody_else_holds() {
     }
     // Member 1 leaves Full: nobody holds it, so it alone is deleted.
     let mut out = Vec::new();
-    m.request(now, change(false, 1, F, "d"), &mut out);
+    out.extend(ask(&mut m, now, change(false, 1, F, "d")));
     let (op, method, bits) = sent(&out);
     assert_eq!((method, bits), (Method::DELETE, F));
     let out = accept(&mut m, now, op, N);
@@ -156,10 +189,10 @@ fn a_leave_deletes_only_the_bits_nobody_else_holds() {
 fn requests_wait_while_the_master_is_asked_and_then_take_their_turn() {
     let (mut m, now) = (machine(), Instant::now());
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, ..) = sent(&out);
     let mut queued = Vec::new();
-    m.request(now, change(true, 2, F, "b"), &mut queued);
+    queued.extend(ask(&mut m, now, change(true, 2, F, "b")));
     assert!(queued.is_empty(), "b waits for a's answer");
     let out = accept(&mut m, now, op, F);
     let got = answers(&out);
@@ -173,13 +206,13 @@ fn refusals_are_ones_opensm_would_give() {
     let mut out = Vec::new();
     let mut no_join = change(true, 1, F, "a");
     no_join.mask = mc::QKEY | mc::PKEY;
-    m.request(now, no_join, &mut out);
+    out.extend(ask(&mut m, now, no_join));
     let mut other_port = change(true, 1, F, "b");
     other_port
         .record
         .set_port_gid(Gid::new(Gid::DEFAULT_PREFIX, 0x99));
-    m.request(now, other_port, &mut out);
-    m.request(now, change(false, 1, F, "c"), &mut out);
+    out.extend(ask(&mut m, now, other_port));
+    out.extend(ask(&mut m, now, change(false, 1, F, "c")));
     assert_eq!(
         answers(&out),
         [
@@ -198,7 +231,7 @@ fn refusals_are_ones_opensm_would_give() {
 fn the_masters_refusal_or_silence_goes_back_to_the_member() {
     let (mut m, now) = (machine(), Instant::now());
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
@@ -213,7 +246,7 @@ fn the_masters_refusal_or_silence_goes_back_to_the_member() {
         )]
     );
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "b"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "b")));
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.answered(now, op, None, &mut out);
@@ -234,7 +267,7 @@ fn the_masters_refusal_or_silence_goes_back_to_the_member() {
 fn a_member_that_goes_while_its_join_is_out_keeps_nothing() {
     let (mut m, now) = (machine(), Instant::now());
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.remove_member(now, 1, &mut out);
@@ -252,7 +285,7 @@ fn a_renewing_member_that_does_not_renew_is_left_for_it() {
     let mut out = Vec::new();
     let mut c = change(true, 1, F, "a");
     c.renews = true;
-    m.request(t0, c, &mut out);
+    out.extend(ask(&mut m, t0, c));
     let (op, ..) = sent(&out);
     accept(&mut m, t0, op, F);
     let end = m.poll_timeout().expect("a lease");
@@ -270,7 +303,7 @@ fn an_unanswered_leave_is_tried_again_after_the_backoff() {
     let (mut m, t0) = (machine(), Instant::now());
     joined(&mut m, t0, 1, F, F);
     let mut out = Vec::new();
-    m.request(t0, change(false, 1, F, "b"), &mut out);
+    out.extend(ask(&mut m, t0, change(false, 1, F, "b")));
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.answered(t0, op, None, &mut out);
@@ -309,7 +342,7 @@ fn a_group_busy_when_the_master_changes_joins_again_after() {
     let (mut m, now) = (machine(), Instant::now());
     joined(&mut m, now, 2, N, N);
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.rejoin_all(&mut out);
@@ -338,7 +371,7 @@ fn a_failed_rejoin_leaves_what_the_master_held() {
     // Member 3's join is accepted, but the master's answer shows it
     // holding Non alone: Full is joined again for it.
     let mut out = Vec::new();
-    m.request(now, change(true, 3, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 3, F, "a")));
     let (op, ..) = sent(&out);
     let out = accept(&mut m, now, op, N);
     let (op, method, bits) = sent(&out);
@@ -375,7 +408,7 @@ fn a_leave_that_finds_the_master_lost_the_group_joins_the_rest_again() {
     joined(&mut m, now, 1, F, F);
     joined(&mut m, now, 2, N, F | N);
     let mut out = Vec::new();
-    m.request(now, change(false, 2, N, "b"), &mut out);
+    out.extend(ask(&mut m, now, change(false, 2, N, "b")));
     let (op, method, bits) = sent(&out);
     assert_eq!((method, bits), (Method::DELETE, N));
     // Meanwhile the master restarted: it holds nothing and refuses.
@@ -422,10 +455,10 @@ fn shutdown_also_leaves_a_group_whose_delete_went_unanswered() {
 fn shutdown_also_ends_joins_still_out_or_waiting() {
     let (mut m, now) = (machine(), Instant::now());
     let mut out = Vec::new();
-    m.request(now, change(true, 1, F, "a"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 1, F, "a")));
     let (op, ..) = sent(&out);
     let mut waiting = Vec::new();
-    m.request(now, change(true, 2, N, "b"), &mut waiting);
+    waiting.extend(ask(&mut m, now, change(true, 2, N, "b")));
     assert!(waiting.is_empty(), "b waits for a's join");
     let mut out = Vec::new();
     m.leave_all(now, &mut out);
@@ -439,7 +472,7 @@ fn shutdown_also_ends_joins_still_out_or_waiting() {
     assert!(accept(&mut m, now, op, JoinState::NONE).is_empty());
     assert_eq!((m.groups(), m.members()), (0, 0));
     let mut out = Vec::new();
-    m.request(now, change(true, 3, F, "c"), &mut out);
+    out.extend(ask(&mut m, now, change(true, 3, F, "c")));
     assert_eq!(
         answers(&out),
         [("c", Answer::Refused(MadStatus::BUSY))],
@@ -475,4 +508,163 @@ fn given_fields_must_equal_the_groups() {
         !compatible(&g, mc::JOIN | mc::MTU_SELECTOR | mc::MTU, &r),
         "the master decides"
     );
+}
+
+/// The Events among `effects`, as (member, event).
+fn events(effects: &[Effect<u8, &'static str>]) -> Vec<(u8, GroupEvent)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Event { member, event } => Some((*member, *event)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn bits_another_agent_held_before_the_first_join_are_never_deleted() {
+    let (mut m, now) = (machine(), Instant::now());
+    // The kernel holds the port in the group already: the master says the
+    // port is a member, without saying with which bits.
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "a"), &mut out);
+    let out = probe_answered(&mut m, now, out, MadStatus::OK);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, F));
+    accept(&mut m, now, op, F);
+    // The member leaves: Full may be the kernel's, so nothing is deleted,
+    // and nothing of the group is kept here.
+    let out = ask(&mut m, now, change(false, 1, F, "b"));
+    assert!(matches!(answers(&out)[..], [("b", Answer::Left(_))]));
+    assert!(
+        out.iter().all(|e| !matches!(e, Effect::Send { .. })),
+        "{out:?}"
+    );
+    assert_eq!(m.groups(), 0);
+    assert!(m.possibly_held().is_empty());
+}
+
+#[test]
+fn bits_the_master_shows_that_nobody_here_asked_for_stay() {
+    let (mut m, now) = (machine(), Instant::now());
+    // The port was not in the group; the join of Full comes back holding
+    // SendOnlyNon too, which another agent added meanwhile.
+    let son = JoinState::SEND_ONLY_NON_MEMBER;
+    joined(&mut m, now, 1, F, F | son);
+    assert_eq!(m.possibly_held(), [(MGID, F)]);
+    let out = ask(&mut m, now, change(false, 1, F, "b"));
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F), "only this agent's bit");
+    let out = accept(&mut m, now, op, son);
+    match &answers(&out)[..] {
+        [("b", Answer::Left(r))] => assert_eq!(r.join_state(), son, "the port keeps the other bit"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(m.groups(), 0, "nothing of ours is left to track");
+}
+
+#[test]
+fn a_deleted_group_is_joined_again_and_its_members_hear_both_times() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 1, F, F);
+    joined(&mut m, now, 2, N, F | N);
+    let mut out = Vec::new();
+    m.group_deleted(now, MGID, &mut out);
+    let mut lost = events(&out);
+    lost.sort_by_key(|(member, _)| *member);
+    assert_eq!(
+        lost,
+        [(1, GroupEvent::Lost(MGID)), (2, GroupEvent::Lost(MGID))]
+    );
+    // Member 1 is a full member: joining again creates the group, with a
+    // new MLID.
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, F | N));
+    let mut back = record(F | N);
+    back.set_mlid(0xC00A);
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::OK, Some(back))), &mut out);
+    let news = events(&out);
+    assert_eq!(news.len(), 2, "{out:?}");
+    assert!(
+        news.iter()
+            .all(|(_, e)| matches!(e, GroupEvent::Recreated(r) if r.mlid() == 0xC00A))
+    );
+    assert_eq!(
+        m.held(MGID).map(|(r, s)| (r.mlid(), s)),
+        Some((0xC00A, F | N))
+    );
+}
+
+#[test]
+fn a_deleted_group_without_a_full_member_here_waits_for_trap_66() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 2, N, N);
+    let mut out = Vec::new();
+    m.group_deleted(now, MGID, &mut out);
+    assert_eq!(events(&out), [(2, GroupEvent::Lost(MGID))]);
+    let (op, method, _) = sent(&out);
+    assert_eq!(method, Method::SET);
+    // A non-member cannot create the group: the master refuses.
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(m.poll_timeout(), None, "no polling: trap 66 says when");
+    let mut out = Vec::new();
+    m.group_created(now, MGID, &mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, N));
+    let out = accept(&mut m, now, op, N);
+    assert!(matches!(events(&out)[..], [(2, GroupEvent::Recreated(_))]));
+}
+
+#[test]
+fn a_new_master_that_moves_a_group_tells_its_members() {
+    let (mut m, now) = (machine(), Instant::now());
+    joined(&mut m, now, 1, F, F);
+    let mut out = Vec::new();
+    m.rejoin_all(&mut out);
+    let (op, ..) = sent(&out);
+    // Same MLID: nothing to tell.
+    assert!(events(&accept(&mut m, now, op, F)).is_empty());
+    let mut out = Vec::new();
+    m.rejoin_all(&mut out);
+    let (op, ..) = sent(&out);
+    let mut moved = record(F);
+    moved.set_mlid(0xC0FF);
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::OK, Some(moved))), &mut out);
+    assert!(matches!(events(&out)[..], [(1, GroupEvent::Recreated(r))] if r.mlid() == 0xC0FF));
+}
+
+#[test]
+fn what_a_previous_agent_left_is_deleted_unless_a_member_holds_it() {
+    let (mut m, now) = (machine(), Instant::now());
+    let other = Gid::new(0xff12_601b_ffff_0000, 0x43);
+    joined(&mut m, now, 1, F, F);
+    let mut out = Vec::new();
+    m.adopt(now, MGID, F | N, &mut out);
+    m.adopt(now, other, F, &mut out);
+    let mut deletes: Vec<(Gid, JoinState)> = out
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send { method, record, .. } if *method == Method::DELETE => {
+                Some((record.mgid(), record.join_state()))
+            }
+            _ => None,
+        })
+        .collect();
+    deletes.sort_by_key(|(g, _)| *g);
+    assert_eq!(deletes, [(MGID, N), (other, F)], "member 1 keeps Full");
+}
+
+#[test]
+fn bits_being_joined_count_as_possibly_held() {
+    let (mut m, now) = (machine(), Instant::now());
+    let out = ask(&mut m, now, change(true, 1, F, "a"));
+    let (op, ..) = sent(&out);
+    assert_eq!(m.possibly_held(), [(MGID, F)], "asked, not yet answered");
+    let mut out = Vec::new();
+    m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
+    assert!(m.possibly_held().is_empty());
 }

@@ -306,6 +306,20 @@ impl FakeMaster {
                 };
                 self.answer(&h, status, answer.as_bytes());
             }
+            (AttributeId::MC_MEMBER_RECORD, Method::GET) => {
+                let Ok(t) = m.record::<McMemberRecord>() else {
+                    return;
+                };
+                // Whether a port is in a group, as OpenSM answers an
+                // untrusted asker: no PortGID, no JoinState.
+                match self.groups.get(&t.mgid()) {
+                    Some((g, members)) if members.contains_key(&t.port_gid()) => {
+                        let g = *g;
+                        self.answer(&h, MadStatus::OK, g.as_bytes());
+                    }
+                    _ => self.answer(&h, MadStatus::ERR_NO_RECORDS, t.as_bytes()),
+                }
+            }
             _ => self.answer(&h, MadStatus::METHOD_ATTR_UNSUPPORTED, &[]),
         }
     }
