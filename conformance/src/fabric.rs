@@ -416,6 +416,29 @@ impl Fabric {
         &self.dir
     }
 
+    /// Makes ibsim let go of `node`'s clients that died without a word
+    /// (SIGKILL): it forgets a client only when a write to it fails, and
+    /// until then refuses another SM-marked client on the node ("SM
+    /// already exists"). A request from the master's node to `node`'s LID
+    /// is such a write.
+    pub fn forget_dead_clients(&self, node: &str) -> Result<(), FabricError> {
+        let lid = self.node(node)?.port()?.lid;
+        self.node(&self.opensm_node)?
+            .lsaquery()
+            .args([
+                "--sa-lid",
+                &lid.to_string(),
+                "--timeout",
+                "300",
+                "--retries",
+                "0",
+                "-c",
+            ])
+            .timeout(Duration::from_secs(20))
+            .output()?;
+        Ok(())
+    }
+
     /// The `IBSIM_SOCKNAME` of this fabric.
     pub fn sockname(&self) -> &str {
         &self.sockname
@@ -871,6 +894,11 @@ impl NodeProcess<'_> {
     /// no chance to clean up.
     pub fn kill(mut self) {
         self.group.kill();
+    }
+
+    /// Sends `signal` (a name kill(1) knows: HUP, USR1, ...) to its group.
+    pub fn signal(&self, signal: &str) {
+        self.group.signal(signal);
     }
 
     /// What the process is, for messages.

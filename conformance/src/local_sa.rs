@@ -45,6 +45,9 @@ impl<'f> LocalSa<'f> {
         if !args.contains(&"--run-dir") {
             socket_args.extend(["--run-dir".as_ref(), run_dir.as_os_str()]);
         }
+        // A previous local-sa's counters (one killed on this node) must
+        // not pass for this one's.
+        let _ = fs::remove_file(&counters);
         let process = fabric
             .node(node)?
             .workspace_program("local-sa")
@@ -152,6 +155,21 @@ impl<'f> LocalSa<'f> {
     /// Its PID.
     pub fn pid(&self) -> u32 {
         self.process.pid()
+    }
+
+    /// Kills it at once (SIGKILL), as a crash would: it withdraws nothing.
+    pub fn kill(self) {
+        self.process.kill();
+    }
+
+    /// Sends it SIGHUP (reload its configuration).
+    pub fn hang_up(&self) {
+        self.process.signal("HUP");
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.process.try_wait()
     }
 
     /// Sends SIGTERM and waits for it to exit; returns the exit status and

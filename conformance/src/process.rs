@@ -83,6 +83,11 @@ impl Group {
 }
 
 impl Group {
+    /// Sends `signal` (a name kill(1) knows: HUP, USR1, ...) to the group.
+    pub(crate) fn signal(&self, signal: &str) {
+        signal_group(self.pid(), signal);
+    }
+
     /// Kills the group at once (SIGKILL): nothing in it gets to clean up.
     pub(crate) fn kill(&mut self) {
         signal_group(self.pid(), "KILL");

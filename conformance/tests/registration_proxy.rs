@@ -12,7 +12,9 @@
 //!
 //! local-sa subscribes to traps 64 and 65 for itself (its path cache
 //! follows ports in and out of service), so those two are always at
-//! OpenSM for its port, next to whatever its consumers add.
+//! OpenSM for its port, next to whatever its consumers add; and to 66 and
+//! 67 while the port is in some group (its members hear when a group is
+//! deleted and created again).
 
 mod api_client;
 
@@ -23,10 +25,15 @@ use std::time::{Duration, Instant};
 use api_client::Client;
 use conformance::opensm_dump::SaDump;
 use conformance::{Fabric, LocalSa, Topology, eventually};
+use local_sa_core::memberships::GroupEvent;
 use mad_codec::{Gid, JoinState, MadStatus, TrapDetails, TrapNumber};
 
 /// What local-sa subscribes to for itself.
 const OWN_TRAPS: [u16; 2] = [64, 65];
+
+/// What local-sa subscribes to for itself while the port is in a group.
+const GROUP_CREATED: u16 = 66;
+const GROUP_DELETED: u16 = 67;
 
 /// A fat tree whose OpenSM dumps its SA database after every sweep, a
 /// second apart.
@@ -284,7 +291,7 @@ fn a_restarted_opensm_gets_every_registration_back_without_consumer_action() {
     let mut member = agent.client();
     assert_eq!(subscriber.subscribe(TrapNumber::ALL, true), MadStatus::OK);
     assert_eq!(member.join(group, JoinState::FULL_MEMBER), MadStatus::OK);
-    agent.traps_at_opensm(&[0xFFFF]);
+    agent.traps_at_opensm(&[0xFFFF, GROUP_CREATED, GROUP_DELETED]);
     agent.opensm_shows("the membership", |d| {
         agent.member_state(d, group) == Some(1)
     });
@@ -292,7 +299,7 @@ fn a_restarted_opensm_gets_every_registration_back_without_consumer_action() {
     std::fs::remove_file(&agent.dump).unwrap();
     let restart = Instant::now();
     fabric.restart_opensm().unwrap_or_else(|e| panic!("{e}"));
-    agent.traps_at_opensm(&[0xFFFF]);
+    agent.traps_at_opensm(&[0xFFFF, GROUP_CREATED, GROUP_DELETED]);
     agent.opensm_shows("the membership again", |d| {
         agent.member_state(d, group) == Some(1)
     });
@@ -480,7 +487,10 @@ fn ten_thousand_random_registrations_leave_opensm_equal_to_the_model() {
     let (mut subscribes, mut unsubscribes, mut joins, mut leaves, mut closes) = (0, 0, 0, 0, 0);
 
     let check = |agent: &Agent<'_>, model: &[Holdings], at: usize| {
-        let traps: Vec<u16> = model.iter().flat_map(|h| h.traps.clone()).collect();
+        let mut traps: Vec<u16> = model.iter().flat_map(|h| h.traps.clone()).collect();
+        if model.iter().any(|h| !h.groups.is_empty()) {
+            traps.extend([GROUP_CREATED, GROUP_DELETED]);
+        }
         agent.traps_at_opensm(&traps);
         for g in GROUPS {
             let union = model
@@ -585,4 +595,145 @@ fn ten_thousand_random_registrations_leave_opensm_equal_to_the_model() {
         c["joins_local"] > 0 && c["joins_upstream"] > 0,
         "the run exercised both kinds of join"
     );
+}
+
+#[test]
+fn a_killed_local_sa_leaves_nothing_behind_once_restarted() {
+    let fabric = fabric();
+    let agent = Agent::start(&fabric, "h5", &[]);
+    let (only_then, shared) = (mgid(0x71), mgid(0x72));
+    // Consumers of the first local-sa: a subscriber to trap 128, a member
+    // of one group, a member of another. (Not a subscriber to every trap:
+    // under the simulator, the trap 144 that a restarting local-sa's
+    // IsSM flag causes would reach the new process as a Report before
+    // umad2sim is ready for it, and crash it there.)
+    let mut subscriber = agent.client();
+    let mut member = agent.client();
+    let mut other = agent.client();
+    assert_eq!(subscriber.subscribe(TrapNumber(128), true), MadStatus::OK);
+    assert_eq!(
+        member.join(only_then, JoinState::FULL_MEMBER),
+        MadStatus::OK
+    );
+    let full_non = JoinState::FULL_MEMBER | JoinState::NON_MEMBER;
+    assert_eq!(other.join(shared, full_non), MadStatus::OK);
+    agent.traps_at_opensm(&[128, GROUP_CREATED, GROUP_DELETED]);
+    agent.opensm_shows("both memberships", |d| {
+        agent.member_state(d, only_then) == Some(0x1) && agent.member_state(d, shared) == Some(0x3)
+    });
+
+    // SIGKILL: local-sa withdraws nothing, and its consumers are gone too.
+    let (port, dump) = (agent.port, agent.dump.clone());
+    agent.sa.kill();
+    drop((subscriber, member, other));
+    // OpenSM sweeps every second, rewriting its dump when anything changed.
+    std::thread::sleep(Duration::from_secs(3));
+    let (left, _) = SaDump::wait_for(&dump, Duration::from_secs(10), |_| true);
+    assert!(
+        left.traps_of(port).contains(&128)
+            && left.member_state(only_then, port) == Some(0x1)
+            && left.member_state(shared, port) == Some(0x3),
+        "what the killed local-sa registered stays at OpenSM: {left:#?}"
+    );
+
+    // A new local-sa on the port, and a live consumer that holds part of
+    // one group again and subscribes to something else.
+    fabric.forget_dead_clients("h5").unwrap();
+    let agent = Agent::start(&fabric, "h5", &[]);
+    let mut live = agent.client();
+    assert_eq!(live.join(shared, JoinState::FULL_MEMBER), MadStatus::OK);
+    assert_eq!(live.subscribe(TrapNumber(129), true), MadStatus::OK);
+    // OpenSM holds exactly what live consumers hold (and local-sa's own
+    // traps): the dead subscriber's filter, the group nobody holds and
+    // the Non bit nobody holds are gone.
+    agent.traps_at_opensm(&[129, GROUP_CREATED, GROUP_DELETED]);
+    agent.opensm_shows("only the live member's bit", |d| {
+        agent.member_state(d, shared) == Some(0x1) && d.groups.iter().all(|g| g.mgid != only_then)
+    });
+    let log = agent.sa.stderr();
+    assert!(
+        log.contains("removing what a previous local-sa on this port left at the master"),
+        "{log}"
+    );
+    // Once the live consumer goes, nothing of it is left either; a clean
+    // exit removes the record of what local-sa holds.
+    drop(live);
+    agent.traps_at_opensm(&[]);
+    let record = agent.sa.run_dir().join(
+        std::fs::read_dir(agent.sa.run_dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .find(|n| n.to_string_lossy().ends_with(".registrations"))
+            .expect("a registrations record beside the port lock"),
+    );
+    let (status, _) = agent.sa.stop();
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    assert!(!record.exists(), "the record goes with a clean exit");
+}
+
+#[test]
+fn the_kernels_bits_stay_and_members_hear_of_their_groups_deletion_and_return() {
+    let fabric = fabric();
+    let agent = Agent::start(&fabric, "h5", &[]);
+    let master_join = |node: &str, args: &[&str]| {
+        let out = fabric
+            .node(node)
+            .unwrap()
+            .lsaquery()
+            .arg("--master")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lsaquery {args:?}: {}", out.stderr);
+    };
+
+    // The kernel (here: a direct join from the same node, as IPoIB makes
+    // through its own SA client) holds the port in a group as a full
+    // member. A consumer of local-sa joins and leaves the same group: the
+    // port's Full bit, which the kernel holds, stays at OpenSM.
+    let kernels = mgid(0x81);
+    master_join(
+        "h5",
+        &["--join", &kernels.to_string(), "--create", "-J", "1"],
+    );
+    agent.opensm_shows("the kernel's membership", |d| {
+        agent.member_state(d, kernels) == Some(0x1)
+    });
+    let mut member = agent.client();
+    assert_eq!(member.join(kernels, JoinState::FULL_MEMBER), MadStatus::OK);
+    assert_eq!(member.leave(kernels, JoinState::FULL_MEMBER), MadStatus::OK);
+    std::thread::sleep(Duration::from_secs(3));
+    agent.opensm_shows("the kernel's Full bit still there", |d| {
+        agent.member_state(d, kernels) == Some(0x1)
+    });
+
+    // Another node creates a group; the consumer joins it as a non-member.
+    let group = mgid(0x82);
+    master_join("h6", &["--join", &group.to_string(), "--create", "-J", "1"]);
+    assert_eq!(member.join(group, JoinState::NON_MEMBER), MadStatus::OK);
+    agent.opensm_shows("the consumer's Non bit", |d| {
+        agent.member_state(d, group) == Some(0x2)
+    });
+    // Its only full member leaves: OpenSM deletes the group (trap 67),
+    // and the consumer hears it.
+    master_join("h6", &["--leave", &group.to_string(), "-J", "1"]);
+    assert!(
+        member.wait_group_event(Duration::from_secs(60), |e| *e == GroupEvent::Lost(group)),
+        "the member hears its group was deleted: {}",
+        agent.sa.stderr()
+    );
+    // The group is created again (trap 66): local-sa joins it again for
+    // the consumer, and tells it.
+    master_join("h6", &["--join", &group.to_string(), "--create", "-J", "1"]);
+    assert!(
+        member.wait_group_event(Duration::from_secs(60), |e| {
+            matches!(e, GroupEvent::Recreated(r) if r.mgid() == group)
+        }),
+        "the member hears its group is back: {}",
+        agent.sa.stderr()
+    );
+    agent.opensm_shows("the consumer's Non bit again", |d| {
+        agent.member_state(d, group) == Some(0x2)
+    });
 }

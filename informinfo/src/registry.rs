@@ -389,6 +389,26 @@ impl<S: Clone + Eq + Hash> Registry<S> {
         (out, copies)
     }
 
+    /// A previous agent of this port may have left `filter` at the master:
+    /// it is unsubscribed there unless somebody here holds it (then it is
+    /// subscribed again, which the master takes as the same subscription).
+    pub fn assume_held(&mut self, filter: Filter, effects: &mut Vec<Effect<S>>) {
+        let entry = self.entries.entry(filter).or_insert_with(Entry::new);
+        if entry.in_flight.is_none() && entry.at_master == Some(false) {
+            entry.at_master = None;
+        }
+        self.reconcile(filter, effects);
+    }
+
+    /// The filters the master holds or may hold because of this registry:
+    /// held, being subscribed, or in an unknown state.
+    pub fn possibly_at_master(&self) -> impl Iterator<Item = Filter> + '_ {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.at_master != Some(false) || e.in_flight == Some(true))
+            .map(|(f, _)| *f)
+    }
+
     /// The filters the master holds.
     pub fn at_master(&self) -> impl Iterator<Item = Filter> + '_ {
         self.entries

@@ -37,6 +37,7 @@ pub mod log_limit;
 pub mod memberships;
 pub mod naming;
 pub mod path_query;
+pub mod registrations;
 pub mod request;
 pub mod requester;
 mod respond;

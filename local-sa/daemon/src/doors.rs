@@ -97,10 +97,18 @@ impl DoorCounters {
 #[derive(Debug)]
 pub(crate) struct Doors {
     limits: DoorLimits,
+    /// The open-files limit the total is kept within.
+    open_files: usize,
     per_user: HashMap<u32, usize>,
     partial_in: usize,
     counters: DoorCounters,
     log: LogLimit,
+}
+
+/// `total` connections, lowered so that [`FD_RESERVE`] of `open_files`
+/// descriptors stay free.
+fn total_within(total: usize, open_files: usize) -> usize {
+    total.min(open_files.saturating_sub(FD_RESERVE).max(1))
 }
 
 /// The account, shared by the listeners, the connections' tasks and the
@@ -111,11 +119,10 @@ impl Doors {
     /// An account with `limits`, the total lowered so that connections
     /// leave [`FD_RESERVE`] of `open_files` descriptors free.
     pub(crate) fn shared(mut limits: DoorLimits, open_files: usize) -> SharedDoors {
-        limits.total = limits
-            .total
-            .min(open_files.saturating_sub(FD_RESERVE).max(1));
+        limits.total = total_within(limits.total, open_files);
         Rc::new(RefCell::new(Self {
             limits,
+            open_files,
             per_user: HashMap::new(),
             partial_in: 0,
             counters: DoorCounters::default(),
@@ -125,6 +132,14 @@ impl Doors {
 
     pub(crate) fn limits(&self) -> DoorLimits {
         self.limits
+    }
+
+    /// New connection limits (a reloaded configuration), the total kept
+    /// within the open-files limit as at start. Connections open beyond
+    /// them stay; new ones are refused until the count is below.
+    pub(crate) fn set_connection_limits(&mut self, total: usize, per_user: usize) {
+        self.limits.total = total_within(total, self.open_files);
+        self.limits.per_user = per_user;
     }
 
     pub(crate) fn counters(&self) -> DoorCounters {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_signal::Signals;
+use async_signal::{Signal, Signals};
 use bytes::Bytes;
 use smol::Timer;
 use smol::channel::Receiver;
@@ -20,6 +20,7 @@ use crate::bridge::{self, identity};
 use crate::connection::Outbox;
 use crate::doors::SharedDoors;
 use crate::port_agent::PortAgent;
+use crate::settings::Settings;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
 use local_sa_core::naming::Names;
@@ -38,6 +39,7 @@ enum Wake {
     Api(ApiEvent),
     Acm(AcmEvent),
     Signal,
+    HangUp,
     Timer,
     Stats,
     Closed,
@@ -64,6 +66,8 @@ pub(crate) struct Driver {
     pub(crate) doors: SharedDoors,
     /// The ibacm door, if it serves.
     pub(crate) acm: Option<AcmService>,
+    /// The settings, and what reloading them needs.
+    pub(crate) settings: Settings,
 }
 
 impl Driver {
@@ -133,6 +137,8 @@ impl Driver {
                     info!("second signal: exiting at once");
                     break;
                 }
+                Wake::HangUp if shutdown_by.is_none() => self.reload(now),
+                Wake::HangUp => {}
                 Wake::Closed => {
                     warn!("the umad transports stopped; exiting");
                     break;
@@ -166,6 +172,9 @@ impl Driver {
     async fn flush(&mut self) -> bool {
         for i in 0..self.ports.len() {
             let p = &mut self.ports[i];
+            // The record first: it must list whatever these requests may
+            // make the master hold.
+            p.registrations.update(&p.core);
             while let Some(t) = p.core.poll_transmit() {
                 if p.outgoing.send(bridge::outgoing(p.agent, t)).await.is_err() {
                     return false;
@@ -388,8 +397,10 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
         }
     };
     let signal = async {
-        src.signals.next().await;
-        Wake::Signal
+        match src.signals.next().await {
+            Some(Ok(Signal::Hup)) => Wake::HangUp,
+            _ => Wake::Signal,
+        }
     };
     let timers = async {
         smol::future::or(

@@ -10,10 +10,14 @@ mod driver;
 mod endpoints;
 mod error;
 mod listener;
+mod log_control;
 mod options;
 mod port_agent;
 mod port_lock;
+mod registrations_file;
+mod reload;
 mod run;
+mod settings;
 mod sm_key_file;
 mod stats;
 
@@ -22,7 +26,8 @@ use std::process::ExitCode;
 use crate::options::{Options, OptionsError};
 
 fn main() -> ExitCode {
-    let options = match Options::load(std::env::args_os()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let options = match Options::load(args.clone()) {
         Ok(o) => o,
         Err(OptionsError::Clap(e)) => e.exit(),
         Err(e) => {
@@ -30,16 +35,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::builder()
-                .with_default_directive(tracing_subscriber::filter::LevelFilter::INFO.into())
-                .from_env_lossy(),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    match run::run(&options) {
+    let log = match log_control::LogControl::install(options.log_level.as_deref()) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("local-sa: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run::run(&options, args, log) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("local-sa: {e}");

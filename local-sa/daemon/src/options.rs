@@ -59,13 +59,25 @@ COUNTERS:
   rmpp_transfers, records, ... Read it with cat; it is replaced whole.
 
 LOGS:
-  To stderr; RUST_LOG sets the level (default info), e.g.
-  RUST_LOG=local_sa=debug for every query forwarded.
+  To stderr; --log-level (else RUST_LOG, else info) sets the level, e.g.
+  --log-level local_sa=debug for every query forwarded.
 
 SIGNALS:
   SIGTERM or SIGINT: withdraw this port's subscriptions, memberships and
   canary ServiceRecord at the master, write the counters, exit 0. A
   second one exits at once.
+  SIGHUP: read the command line's config file (and the SM_Key file and
+  ibacm hosts file) again and apply what can change while running: log
+  level, SM_Key, time-outs, intervals and lifetimes, connection limits,
+  host names. Records, subscriptions, memberships and connections stay.
+  A file with errors changes nothing (the log says why); settings that
+  need a restart (ports, sockets, directories) are named in the log.
+
+REGISTRATIONS RECORD:
+  <run-dir>/<ca>-<port>.registrations lists what local-sa asked the master
+  SA to hold for the port. A local-sa that ends without withdrawing it
+  (SIGKILL, a crash) leaves it there; the next one on the port removes
+  whatever nobody holds any more. A clean exit removes the file.
 
 EXAMPLES:
   local-sa                                 every active port, defaults
@@ -185,6 +197,10 @@ pub(crate) struct Options {
     /// what the open-files limit allows with 128 descriptors kept back.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "4096")]
     pub(crate) max_connections: usize,
+    /// Log level or filter directives, as RUST_LOG takes them (info,
+    /// debug, local_sa=debug,warn); default RUST_LOG, else info.
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) log_level: Option<String>,
     /// Local connections one user may have open at once.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
     pub(crate) max_connections_per_user: usize,

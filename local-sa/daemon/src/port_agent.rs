@@ -13,6 +13,7 @@ use crate::bridge::identity;
 use crate::error::DaemonError;
 use crate::options::Options;
 use crate::port_lock::PortLock;
+use crate::registrations_file::RegistrationsFile;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use umad::port::{PortFacts, Sysfs};
@@ -43,6 +44,8 @@ pub(crate) struct PortAgent {
     pub(crate) names_generation: u64,
     pub(crate) transport: UmadTransport,
     pub(crate) events: PortEvents,
+    /// What the core asked the master to hold, for the next local-sa.
+    pub(crate) registrations: RegistrationsFile,
     /// Held while the port is served.
     _lock: PortLock,
 }
@@ -90,12 +93,13 @@ impl PortAgent {
             events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
             "serving SA PathRecord queries"
         );
-        let core = SaCore::new(
-            config,
-            identity(&facts),
-            Instant::now(),
-            umad::transaction_id_seed(),
-        );
+        let now = Instant::now();
+        let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
+        let (registrations, previous) =
+            RegistrationsFile::open(options.port_file(&facts, "registrations"));
+        if let Some(previous) = previous {
+            core.adopt(now, &previous);
+        }
         Ok(Self {
             core,
             agent,
@@ -105,6 +109,7 @@ impl PortAgent {
             names_generation: 0,
             transport,
             events,
+            registrations,
             _lock: lock,
         })
     }
@@ -125,6 +130,7 @@ impl PortAgent {
     pub(crate) fn close(self) {
         drop(self.events);
         self.transport.shutdown();
+        self.registrations.close(&self.core);
         drop(self._lock);
     }
 }

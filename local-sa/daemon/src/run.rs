@@ -8,6 +8,7 @@
 //! frames in and out.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use async_signal::{Signal, Signals};
@@ -21,13 +22,20 @@ use crate::driver::{Driver, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
 use crate::listener::Listener;
+use crate::log_control::LogControl;
 use crate::options::Options;
 use crate::port_agent::PortAgent;
+use crate::settings::Settings;
 use local_sa_core::acm::{AcmConfig, AcmService};
 use umad::port::{PortFacts, Sysfs};
 
-/// Runs the daemon until SIGTERM/SIGINT.
-pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
+/// Runs the daemon until SIGTERM/SIGINT; `args` (the command line) and
+/// `log` serve SIGHUP's reload.
+pub(crate) fn run(
+    options: &Options,
+    args: Vec<OsString>,
+    log: LogControl,
+) -> Result<(), DaemonError> {
     let sysfs = Sysfs::default();
     let chosen = sysfs
         .select_all(options.ca.as_deref(), options.port)
@@ -64,7 +72,8 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
             "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
         );
     }
-    let signals = Signals::new([Signal::Term, Signal::Int]).map_err(DaemonError::Signals)?;
+    let signals =
+        Signals::new([Signal::Term, Signal::Int, Signal::Hup]).map_err(DaemonError::Signals)?;
     let mut activated = activation::activated().map_err(DaemonError::Acm)?;
     let mut api_servers = Vec::new();
     for (agent, port) in ports.iter().enumerate() {
@@ -141,6 +150,11 @@ pub(crate) fn run(options: &Options) -> Result<(), DaemonError> {
         connections: HashMap::new(),
         doors,
         acm,
+        settings: Settings {
+            args,
+            options: options.clone(),
+            log,
+        },
     };
     let sources = Sources {
         incoming: mad_rx,

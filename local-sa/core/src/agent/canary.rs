@@ -10,9 +10,15 @@
 //! is gone, and every subscription and membership is sent again. The
 //! record also tells anyone browsing ServiceRecords which ports run
 //! local-sa.
+//!
+//! The canary has a finite lease ([`canary_lease`]): an agent that ends
+//! without withdrawing it (SIGKILL) leaves it at the master for at most
+//! that long. A live agent renews it at the first audit past half the
+//! lease — an audit that found it, so that a renewal never hides a master
+//! that lost its state.
 
 use crate::log_limit::answer_status;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mad_codec::attr::service_record::mask as sr;
 use mad_codec::zerocopy::FromZeros;
@@ -23,7 +29,14 @@ use super::SaCore;
 use super::purpose::{CanaryStep, Purpose};
 
 /// The canary's ServiceID ("LOCALSA" in ASCII, then 1).
-pub(super) const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
+pub(crate) const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
+
+/// The canary's lease: 15 minutes, or three audit intervals when those
+/// are longer, so that an audit always comes between half the lease (when
+/// renewal is due) and its end.
+pub(crate) fn canary_lease(audit_interval: Duration) -> Duration {
+    (audit_interval * 3).max(Duration::from_secs(15 * 60))
+}
 
 impl SaCore {
     fn canary_record(&self) -> ServiceRecord {
@@ -31,7 +44,8 @@ impl SaCore {
         r.set_service_id(SERVICE_ID);
         r.set_service_gid(self.port.gid);
         r.set_service_pkey(0xFFFF);
-        r.set_service_lease(ServiceRecord::INFINITE_LEASE);
+        let lease = canary_lease(self.config.audit_interval).as_secs();
+        r.set_service_lease(u32::try_from(lease).unwrap_or(ServiceRecord::INFINITE_LEASE - 1));
         r.set_service_name("local-sa");
         r
     }
@@ -95,6 +109,7 @@ impl SaCore {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");
                 self.canary_registered = true;
+                self.canary_renewal = Some(now + canary_lease(self.config.audit_interval) / 2);
             }
             (CanaryStep::Register, other) => {
                 warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
@@ -107,6 +122,13 @@ impl SaCore {
                 );
                 self.canary_registered = false;
                 self.master_lost_state(now);
+            }
+            (CanaryStep::Audit, Some(MadStatus::OK))
+                if self.canary_renewal.is_some_and(|t| t <= now) =>
+            {
+                // Still there: its lease starts again.
+                self.canary_renewal = None;
+                self.register_canary(now);
             }
             (CanaryStep::Audit, _) | (CanaryStep::Withdraw, _) => {}
         }

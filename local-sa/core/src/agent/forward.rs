@@ -45,6 +45,13 @@ pub(crate) struct Forwarding {
 }
 
 impl Forwarding {
+    /// How long answers are reused from now on (answers kept keep their
+    /// expiry).
+    pub(crate) fn set_ttls(&mut self, answer_ttl: Duration, negative_ttl: Duration) {
+        self.answer_ttl = answer_ttl;
+        self.negative_ttl = negative_ttl;
+    }
+
     pub(crate) fn new(answer_ttl: Duration, negative_ttl: Duration, max_answers: usize) -> Self {
         Self {
             waiting: HashMap::new(),

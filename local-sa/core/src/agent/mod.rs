@@ -27,6 +27,7 @@
 mod answer;
 mod canary;
 mod forward;
+mod leftovers;
 mod loads;
 mod multicast;
 mod name_state;
@@ -100,6 +101,11 @@ pub struct SaCore {
     memberships: Memberships<Member, Asker>,
     /// The master holds the canary ServiceRecord.
     canary_registered: bool,
+    /// When the canary's lease is renewed, at the first audit from then.
+    canary_renewal: Option<Instant>,
+    /// Moves with every request and answer that may change what the
+    /// master holds for this agent (see `leftovers`).
+    registrations_generation: u64,
     next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,
     upstream: Requester<Address, Purpose>,
@@ -140,6 +146,8 @@ impl SaCore {
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
             canary_registered: false,
+            canary_renewal: None,
+            registrations_generation: 0,
             // Set below, once the port's phase can be computed.
             next_audit: None,
             local_out: VecDeque::new(),
@@ -165,6 +173,43 @@ impl SaCore {
         agent.next_audit = Some(now + half + agent.spread(half));
         agent.handle_timeout(now);
         agent
+    }
+
+    /// Takes `config` (a reloaded configuration) for what happens from
+    /// now on, keeping every record, subscription, membership and transfer:
+    /// the SM_Key, time-outs and retries, intervals, answer lifetimes,
+    /// member lease. The RMPP settings and transfer limits stay as the
+    /// agent started (transfers in progress depend on them).
+    pub fn reconfigure(&mut self, now: Instant, config: AgentConfig) {
+        let config = AgentConfig {
+            rmpp: self.config.rmpp,
+            transfer_limits: self.config.transfer_limits,
+            ..config
+        };
+        if config.sm_key.is_none() && self.config.sm_key.is_some() {
+            // The one log line that loads are refused comes again.
+            self.unkeyed_warned = false;
+        }
+        let refresh_sooner = config.refresh_interval < self.config.refresh_interval;
+        let audit_sooner = config.audit_interval < self.config.audit_interval;
+        self.config = config;
+        self.upstream.set_config(config.upstream());
+        self.forwarding
+            .set_ttls(config.answer_ttl, config.negative_ttl);
+        self.memberships.set_config(MembershipConfig {
+            member_lease: config.member_lease,
+            retry_backoff: config.retry_backoff,
+        });
+        // A shorter interval takes effect now rather than after the long
+        // one already scheduled.
+        if refresh_sooner {
+            self.next_refresh = self
+                .next_refresh
+                .map(|t| t.min(now + config.refresh_interval));
+        }
+        if audit_sooner {
+            self.next_audit = self.next_audit.map(|t| t.min(now + config.audit_interval));
+        }
     }
 
     /// Whether a query carrying `sm_key` is trusted (sees what only the

@@ -15,6 +15,7 @@ impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
     pub(super) fn send_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
         self.counters.upstream_queries += 1;
+        self.note_registration_traffic(&purpose);
         let master = self.port.master();
         self.upstream
             .send(now, master, purpose, request, &mut self.out);
@@ -28,6 +29,7 @@ impl SaCore {
 
     /// A request to the master ended.
     pub(super) fn upstream_done(&mut self, now: Instant, completion: Completion<Purpose>) {
+        self.note_registration_traffic(&completion.token);
         match completion.outcome {
             Ok(answer) => self.upstream_answered(now, completion.token, &answer),
             Err(failure) => self.upstream_failed(now, completion.token, failure),

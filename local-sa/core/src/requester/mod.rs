@@ -262,6 +262,12 @@ impl<A: Clone, T> Requester<A, T> {
         &self.config
     }
 
+    /// New time-outs and retries for requests from now on (those in
+    /// flight keep theirs).
+    pub fn set_config(&mut self, config: RequesterConfig) {
+        self.config = config;
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.pending.len()

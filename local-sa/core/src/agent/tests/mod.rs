@@ -6,6 +6,7 @@ mod answers;
 mod bench;
 mod fake_master;
 mod forwarding;
+mod leftovers;
 mod loads;
 mod multicast;
 mod names;

@@ -1,0 +1,156 @@
+//! What an agent that ended without withdrawing anything leaves at the
+//! master, and its successor on the port removing it: the canary's finite
+//! lease, and the registrations record.
+
+use std::time::Duration;
+
+use mad_codec::attr::mc_member_record::mask as mc;
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{AttributeId, Gid, InformInfoRepr, JoinState, McMemberRecord, Method, TrapNumber};
+
+use super::bench::{Bench, MY_LID};
+use super::fake_master::gid;
+use crate::agent::AgentConfig;
+use crate::agent::canary::{SERVICE_ID, canary_lease};
+use crate::registrations::Registrations;
+use crate::request::Request;
+
+const MGID: Gid = Gid::new(0xff12_601b_ffff_0000, 0x5);
+
+/// Canary registrations (ServiceRecord Sets of its ServiceID) so far.
+fn canary_sets(b: &Bench) -> usize {
+    b.master
+        .requests
+        .iter()
+        .filter(|s| s.attribute == AttributeId::SERVICE_RECORD && s.method == Method::SET)
+        .filter(|s| s.template.as_bytes()[..8] == SERVICE_ID.to_be_bytes())
+        .count()
+}
+
+#[test]
+fn the_canary_has_a_finite_lease_that_the_agent_renews() {
+    let mut b = Bench::started();
+    let config = AgentConfig::default();
+    let lease = canary_lease(config.audit_interval);
+    let held = b.master.services.get(&(SERVICE_ID, gid(MY_LID))).copied();
+    assert_eq!(
+        held.map(|r| u64::from(r.service_lease())),
+        Some(lease.as_secs()),
+        "a lease the master expires"
+    );
+    assert_eq!(canary_sets(&b), 1);
+    b.advance(lease / 2 - Duration::from_secs(1));
+    assert_eq!(canary_sets(&b), 1, "not renewed before half the lease");
+    b.advance(config.audit_interval * 2);
+    assert_eq!(
+        canary_sets(&b),
+        2,
+        "renewed by the first audit after half the lease"
+    );
+}
+
+/// Subscribes local connection `conn` to `trap` and joins it to MGID.
+fn register(b: &mut Bench, conn: u64, trap: u16) {
+    let ii = InformInfoRepr::generic_subscription(TrapNumber(trap), true, 0, 0).to_wire();
+    b.core.handle_local(b.now, conn, 1, Request::Inform(ii));
+    let mut r = McMemberRecord::new_zeroed();
+    r.set_mgid(MGID);
+    r.set_join_state(JoinState::FULL_MEMBER);
+    b.core.handle_local(
+        b.now,
+        conn,
+        2,
+        Request::Join {
+            mask: mc::CREATE,
+            record: r,
+        },
+    );
+    b.pump();
+    while b.core.poll_local().is_some() {}
+}
+
+#[test]
+fn a_successor_removes_what_its_killed_predecessor_left() {
+    // The first agent: a consumer subscribed to trap 128 and joined a
+    // group; then the agent is killed, withdrawing nothing.
+    let mut first = Bench::started();
+    register(&mut first, 1, 128);
+    let record = first.core.registrations();
+    assert_eq!(record.port_gid, gid(MY_LID));
+    assert_eq!(
+        record.groups,
+        [(MGID, JoinState::FULL_MEMBER)],
+        "{record:?}"
+    );
+    let traps: Vec<u16> = record
+        .subscriptions
+        .iter()
+        .map(|f| f.trap_or_device)
+        .collect();
+    assert!(traps.contains(&128) && traps.contains(&64), "{traps:?}");
+    let text = record.to_text();
+    let master = first.master;
+
+    // Its successor reads the record back and adopts it.
+    let mut second = Bench::new(master, AgentConfig::default());
+    let before = second.core.registrations_generation();
+    second
+        .core
+        .adopt(second.now, &Registrations::parse(&text).unwrap());
+    second.pump();
+    assert_ne!(second.core.registrations_generation(), before);
+    let held: Vec<u16> = second
+        .master
+        .subscriptions
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(held, [64, 65], "only the agent's own traps are left");
+    assert_eq!(
+        second.master.member_state(MGID, gid(MY_LID)),
+        JoinState::NONE,
+        "the membership is gone"
+    );
+    assert!(second.core.registrations().groups.is_empty());
+}
+
+#[test]
+fn what_a_new_consumer_holds_by_then_stays() {
+    let mut first = Bench::started();
+    register(&mut first, 1, 128);
+    let record = first.core.registrations();
+    let mut second = Bench::new(first.master, AgentConfig::default());
+    // A consumer is back before the record is adopted.
+    register(&mut second, 7, 128);
+    second.core.adopt(second.now, &record);
+    second.pump();
+    let held: Vec<u16> = second
+        .master
+        .subscriptions
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert!(held.contains(&128), "{held:?}");
+    assert_eq!(
+        second.master.member_state(MGID, gid(MY_LID)),
+        JoinState::FULL_MEMBER
+    );
+}
+
+#[test]
+fn a_record_of_another_port_is_left_alone() {
+    let mut first = Bench::started();
+    register(&mut first, 1, 128);
+    let mut record = first.core.registrations();
+    record.port_gid = gid(MY_LID + 1);
+    let mut second = Bench::new(first.master, AgentConfig::default());
+    second.core.adopt(second.now, &record);
+    second.pump();
+    let held: Vec<u16> = second
+        .master
+        .subscriptions
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert!(held.contains(&128), "{held:?}");
+}
