@@ -33,4 +33,4 @@ pub use local_sa::LocalSa;
 pub use opensm_dump::SaDump;
 pub use tools::{preload_library, program};
 pub use topology::Topology;
-pub use wait::eventually;
+pub use wait::{closed_by_peer, eventually};

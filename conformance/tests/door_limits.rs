@@ -5,12 +5,12 @@
 //! client that stops reading is disconnected and its queue freed; everyone
 //! else is served as before.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{Fabric, LocalSa, Topology, closed_by_peer};
 use local_sa_core::api::{self, Frame, kind};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::path_record::mask as pr;
@@ -29,17 +29,9 @@ fn hello(stream: &mut UnixStream) -> u8 {
     Frame::decode(&rest).unwrap().kind
 }
 
-/// True if the daemon closed `stream` (end of file within a moment).
-fn closed(mut stream: &UnixStream) -> bool {
-    stream
-        .set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    match stream.read(&mut [0u8; 1]) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
-        Err(_) => true,
-    }
+/// True if the daemon closed `stream` within a moment.
+fn closed(stream: &UnixStream) -> bool {
+    closed_by_peer(stream, Duration::from_millis(100))
 }
 
 fn connect(path: &Path) -> UnixStream {

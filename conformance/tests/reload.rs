@@ -7,26 +7,17 @@
 #[allow(dead_code)]
 mod api_client;
 
-use std::io::{ErrorKind, Read};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
 use api_client::Client;
-use conformance::{Fabric, LocalSa, Topology, eventually};
+use conformance::{Fabric, LocalSa, Topology, closed_by_peer, eventually};
 use mad_codec::{MadStatus, TrapNumber};
 
 /// True if the daemon closed `stream` within a moment.
-fn closed(mut stream: &UnixStream) -> bool {
-    stream
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    match stream.read(&mut [0u8; 1]) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
-        Err(_) => true,
-    }
+fn closed(stream: &UnixStream) -> bool {
+    closed_by_peer(stream, Duration::from_millis(200))
 }
 
 /// Waits until local-sa's log contains `text` `times` times.
@@ -99,6 +90,12 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     sa.hang_up();
     log_shows(&sa, "the configuration has errors: nothing changed", 1);
     drop(second);
+    sa.wait_until(
+        "the closed connection given back",
+        Duration::from_secs(5),
+        |c| c["door_connections"] == 1,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let fourth = UnixStream::connect(sa.api_socket()).unwrap();
     let fifth = UnixStream::connect(sa.api_socket()).unwrap();
     assert!(!closed(&fourth) && closed(&fifth), "still two per user");

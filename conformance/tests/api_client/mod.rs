@@ -96,9 +96,14 @@ impl Client {
         timeout: Duration,
         wanted: impl Fn(&GroupEvent) -> bool,
     ) -> bool {
+        self.wait_unasked(timeout, |c| c.group_events.iter().any(&wanted))
+    }
+
+    /// Reads what arrives unasked for up to `timeout`, until `done`.
+    fn wait_unasked(&mut self, timeout: Duration, done: impl Fn(&Self) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.group_events.iter().any(&wanted) {
+            if done(self) {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -221,22 +226,7 @@ impl Client {
         timeout: Duration,
         wanted: impl Fn(&TrapDetails) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.notices.iter().any(|n| wanted(&n.details())) {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            if let Some(f) = self.read_frame(left) {
-                assert!(
-                    self.keep_notice(&f),
-                    "only notices and group events arrive unasked"
-                );
-            }
-        }
+        self.wait_unasked(timeout, |c| c.notices.iter().any(|n| wanted(&n.details())))
     }
 
     /// Collects the notices that arrive within `period`.

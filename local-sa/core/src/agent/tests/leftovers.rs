@@ -49,6 +49,11 @@ fn the_canary_has_a_finite_lease_that_the_agent_renews() {
     );
 }
 
+/// The traps the master holds subscriptions to.
+fn held_traps(b: &Bench) -> Vec<u16> {
+    b.master.subscriptions.iter().map(|(t, _)| *t).collect()
+}
+
 /// Subscribes local connection `conn` to `trap` and joins it to MGID.
 fn register(b: &mut Bench, conn: u64, trap: u16) {
     let ii = InformInfoRepr::generic_subscription(TrapNumber(trap), true, 0, 0).to_wire();
@@ -99,12 +104,7 @@ fn a_successor_removes_what_its_killed_predecessor_left() {
         .adopt(second.now, &Registrations::parse(&text).unwrap());
     second.pump();
     assert_ne!(second.core.registrations_generation(), before);
-    let held: Vec<u16> = second
-        .master
-        .subscriptions
-        .iter()
-        .map(|(t, _)| *t)
-        .collect();
+    let held = held_traps(&second);
     assert_eq!(held, [64, 65], "only the agent's own traps are left");
     assert_eq!(
         second.master.member_state(MGID, gid(MY_LID)),
@@ -124,12 +124,7 @@ fn what_a_new_consumer_holds_by_then_stays() {
     register(&mut second, 7, 128);
     second.core.adopt(second.now, &record);
     second.pump();
-    let held: Vec<u16> = second
-        .master
-        .subscriptions
-        .iter()
-        .map(|(t, _)| *t)
-        .collect();
+    let held = held_traps(&second);
     assert!(held.contains(&128), "{held:?}");
     assert_eq!(
         second.master.member_state(MGID, gid(MY_LID)),
@@ -146,11 +141,6 @@ fn a_record_of_another_port_is_left_alone() {
     let mut second = Bench::new(first.master, AgentConfig::default());
     second.core.adopt(second.now, &record);
     second.pump();
-    let held: Vec<u16> = second
-        .master
-        .subscriptions
-        .iter()
-        .map(|(t, _)| *t)
-        .collect();
+    let held = held_traps(&second);
     assert!(held.contains(&128), "{held:?}");
 }
