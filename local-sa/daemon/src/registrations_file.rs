@@ -19,6 +19,8 @@ pub(crate) struct RegistrationsFile {
     path: PathBuf,
     /// The core's registrations generation last written.
     written: Option<u64>,
+    /// The last write failed (warned once until one succeeds).
+    failing: bool,
 }
 
 impl RegistrationsFile {
@@ -43,6 +45,7 @@ impl RegistrationsFile {
         let file = Self {
             path,
             written: None,
+            failing: false,
         };
         (file, previous)
     }
@@ -55,13 +58,17 @@ impl RegistrationsFile {
             return;
         }
         match write_atomically(&self.path, &core.registrations().to_text()) {
-            Ok(()) => self.written = Some(generation),
+            Ok(()) => {
+                self.written = Some(generation);
+                self.failing = false;
+            }
             Err(e) => {
-                // Tried again at the next change; a warning per failure
-                // would repeat for every registration.
-                if self.written.is_some() || generation == 0 {
+                // Tried again at the next change; warned once until a
+                // write succeeds, not once per registration.
+                if !self.failing {
                     warn!(path = %self.path.display(), error = %e, "cannot write the registrations record; a crash would leave registrations at the master");
                 }
+                self.failing = true;
                 self.written = None;
             }
         }

@@ -309,6 +309,22 @@ impl World {
         );
         assert_eq!(self.machine.groups(), 0, "groups kept after shutdown");
         assert_eq!(self.machine.poll_timeout(), None, "retries after shutdown");
+        // What the master may still hold of the agent's stays listed for
+        // the next agent on the port.
+        let listed: BTreeMap<Gid, JoinState> = self.machine.possibly_held().into_iter().collect();
+        // (Where the other agent is in the group, the agent's bits may not
+        // be its to delete: see the module docs of the machine.)
+        for (mgid, own) in self
+            .master
+            .iter()
+            .filter(|(g, _)| self.kernel_bits(**g).is_empty())
+        {
+            let record = listed.get(mgid).copied().unwrap_or(JoinState::NONE);
+            assert!(
+                record.contains(*own),
+                "{mgid}: the master holds {own} of the agent's, the record lists {record}"
+            );
+        }
         if accept && self.kernel.is_empty() {
             assert!(
                 self.master.is_empty(),

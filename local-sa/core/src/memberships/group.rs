@@ -43,6 +43,10 @@ pub(super) struct Group<M, A> {
     /// Joining the lost group again failed (it needs a full member to be
     /// created): the next try waits for trap 66 or a new master.
     pub(super) wait_for_creation: bool,
+    /// Shutting down, the master did not answer the last Delete: nothing
+    /// more is tried, and `ours` stays listed for the next agent on the
+    /// port ([`super::Memberships::possibly_held`]).
+    pub(super) abandoned: bool,
     /// Each local member's bits.
     pub(super) members: HashMap<M, JoinState>,
     /// A request to the master is out for this group.
@@ -66,6 +70,7 @@ impl<M, A> Default for Group<M, A> {
             probed: false,
             lost: false,
             wait_for_creation: false,
+            abandoned: false,
             members: HashMap::new(),
             busy: false,
             queue: VecDeque::new(),
@@ -83,8 +88,12 @@ impl<M: Eq + Hash, A> Group<M, A> {
             .fold(JoinState::NONE, |acc, b| acc | *b)
     }
 
-    /// Bits this agent added that no member holds any more.
+    /// Bits this agent added that no member holds any more (none once the
+    /// group is abandoned).
     pub(super) fn unneeded(&self) -> JoinState {
+        if self.abandoned {
+            return JoinState::NONE;
+        }
         self.ours.minus(self.needed())
     }
 
@@ -118,8 +127,11 @@ impl<M: Eq + Hash, A> Group<M, A> {
     }
 
     /// True when nothing is left of it here: no member, nothing of ours at
-    /// the master, nothing asked or waiting.
+    /// the master (or given up on at shutdown), nothing asked or waiting.
     pub(super) fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.ours.is_empty() && !self.busy && self.queue.is_empty()
+        self.members.is_empty()
+            && (self.ours.is_empty() || self.abandoned)
+            && !self.busy
+            && self.queue.is_empty()
     }
 }

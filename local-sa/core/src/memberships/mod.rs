@@ -185,6 +185,9 @@ pub struct Memberships<M, A> {
     config: MembershipConfig,
     port_gid: Gid,
     groups: BTreeMap<Gid, Group<M, A>>,
+    /// Groups given up on at shutdown, and the bits of ours the master may
+    /// still hold there.
+    abandoned: BTreeMap<Gid, JoinState>,
     ops: HashMap<OpId, (Option<Gid>, Op<M, A>)>,
     next_op: OpId,
     shutting_down: bool,
@@ -202,6 +205,7 @@ where
             config,
             port_gid,
             groups: BTreeMap::new(),
+            abandoned: BTreeMap::new(),
             ops: HashMap::new(),
             next_op: 0,
             shutting_down: false,
@@ -620,8 +624,9 @@ where
             Some((MadStatus::OK, Some(r))) => group.delete_answered(bits, r.join_state()),
             // The master does not have what we thought: it holds nothing.
             Some(_) => group.forget_held(),
-            // Shutting down: nobody is left to try again.
-            None if shutting_down => group.forget_held(),
+            // Shutting down: nobody is left to try again; what the master
+            // may still hold stays listed for the next agent.
+            None if shutting_down => group.abandoned = true,
             // No answer: keep what we believed and try again later.
             None => {
                 warn!(
@@ -756,8 +761,12 @@ where
     }
 
     fn drop_if_empty(&mut self, mgid: Gid) {
-        if self.groups.get(&mgid).is_some_and(Group::is_empty) {
-            self.groups.remove(&mgid);
+        if self.groups.get(&mgid).is_some_and(Group::is_empty)
+            && let Some(group) = self.groups.remove(&mgid)
+            && group.abandoned
+            && !group.ours.is_empty()
+        {
+            self.abandoned.insert(mgid, group.ours);
         }
     }
 
@@ -918,6 +927,7 @@ where
             .iter()
             .filter(|(_, g)| !g.ours.is_empty())
             .map(|(m, g)| (*m, g.ours))
+            .chain(self.abandoned.iter().map(|(m, b)| (*m, *b)))
             .collect();
         for (mgid, op) in self.ops.values() {
             let (Some(mgid), Op::Join { bits: b, .. } | Op::Rejoin { bits: b }) = (mgid, op) else {

@@ -400,6 +400,11 @@ fn shutdown_leaves_every_group_once() {
     assert!(out.is_empty(), "no retries once shutting down");
     assert_eq!(m.poll_timeout(), None);
     assert_eq!(m.groups(), 0);
+    assert_eq!(
+        m.possibly_held(),
+        [(MGID, F)],
+        "what the master may still hold stays listed for the next agent"
+    );
 }
 
 #[test]
