@@ -146,20 +146,26 @@ pub struct MembershipCounts {
     pub leases_ended: u64,
 }
 
+/// A member's join, out at the master.
+#[derive(Debug, Clone)]
+struct PendingJoin<M, A> {
+    member: M,
+    renews: bool,
+    asker: A,
+    bits: JoinState,
+    /// The member went away meanwhile: its bits are then not kept, and
+    /// nobody is answered.
+    gone: bool,
+}
+
 /// A request to the master about a group.
 #[derive(Debug, Clone)]
 enum Op<M, A> {
-    /// A member's join; `gone` once the member went away meanwhile (its
-    /// bits are then not kept, and nobody is answered).
-    Join {
-        member: M,
-        renews: bool,
-        asker: A,
-        bits: JoinState,
-        gone: bool,
-    },
+    /// A member's join.
+    Join(PendingJoin<M, A>),
     /// Asking whether the port is in the group before the agent's first
-    /// join of it; the join that waits for the answer (`gone` as above).
+    /// join of it; the join that waits for the answer (`gone` as in
+    /// [`PendingJoin`]).
     Probe { change: Change<M, A>, gone: bool },
     /// Deleting `bits`, which nobody holds any more; the leaver, if one
     /// waits.
@@ -314,13 +320,13 @@ where
                 return refuse(out, change.asker, MadStatus::ERR_REQ_INVALID);
             }
             // The master assigns the MGID: nothing here to share.
-            let op = Op::Join {
+            let op = Op::Join(PendingJoin {
                 member: change.member,
                 renews: change.renews,
                 asker: change.asker,
                 bits,
                 gone: false,
-            };
+            });
             return self.send(None, Method::SET, change.mask, change.record, op, out);
         }
         let group = self.groups.entry(mgid).or_default();
@@ -368,13 +374,13 @@ where
             return self.send(Some(mgid), Method::GET, PROBE_MASK, probe, op, out);
         }
         self.counts.joins_upstream += 1;
-        let op = Op::Join {
+        let op = Op::Join(PendingJoin {
             member: c.member,
             renews: c.renews,
             asker: c.asker,
             bits,
             gone: false,
-        };
+        });
         self.send(Some(mgid), Method::SET, c.mask, c.record, op, out);
     }
 
@@ -468,13 +474,7 @@ where
             return;
         };
         match op {
-            Op::Join {
-                member,
-                renews,
-                asker,
-                bits,
-                gone,
-            } => self.join_answered(now, member, renews, asker, bits, gone, answer, out),
+            Op::Join(join) => self.join_answered(now, join, answer, out),
             Op::Probe { change, gone } => {
                 if let Some(mgid) = mgid {
                     return self.probe_answered(now, mgid, change, gone, answer, out);
@@ -491,18 +491,20 @@ where
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn join_answered(
         &mut self,
         now: Instant,
-        member: M,
-        renews: bool,
-        asker: A,
-        bits: JoinState,
-        gone: bool,
+        join: PendingJoin<M, A>,
         answer: Option<(MadStatus, Option<McMemberRecord>)>,
         out: &mut Vec<Effect<M, A>>,
     ) {
+        let PendingJoin {
+            member,
+            renews,
+            asker,
+            bits,
+            gone,
+        } = join;
         let Some((MadStatus::OK, Some(r))) = answer else {
             if !gone {
                 // The master's verdict goes back unchanged.
@@ -776,9 +778,7 @@ where
     pub fn remove_member(&mut self, now: Instant, member: M, out: &mut Vec<Effect<M, A>>) {
         for (_, op) in self.ops.values_mut() {
             match op {
-                Op::Join {
-                    member: m, gone, ..
-                } => *gone |= *m == member,
+                Op::Join(join) => join.gone |= join.member == member,
                 Op::Probe { change, gone } => *gone |= change.member == member,
                 Op::Leave { .. } | Op::Rejoin { .. } => {}
             }
@@ -930,7 +930,9 @@ where
             .chain(self.abandoned.iter().map(|(m, b)| (*m, *b)))
             .collect();
         for (mgid, op) in self.ops.values() {
-            let (Some(mgid), Op::Join { bits: b, .. } | Op::Rejoin { bits: b }) = (mgid, op) else {
+            let (Some(mgid), Op::Join(PendingJoin { bits: b, .. }) | Op::Rejoin { bits: b }) =
+                (mgid, op)
+            else {
                 continue;
             };
             *bits.entry(*mgid).or_default() |= *b;
@@ -979,7 +981,7 @@ where
             .copied()
             .collect();
         members.extend(self.ops.values().filter_map(|(_, op)| match op {
-            Op::Join { member, .. } => Some(*member),
+            Op::Join(join) => Some(join.member),
             Op::Probe { change, .. } => Some(change.member),
             Op::Leave { .. } | Op::Rejoin { .. } => None,
         }));
