@@ -53,6 +53,23 @@ fn record(slid: u16, dlid: u16) -> PathRecord {
     .to_wire()
 }
 
+/// A small fat tree, for tests that need a few nodes.
+fn small_fabric() -> Fabric {
+    Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// local-sa on `node`, taking loads that carry [`KEY`].
+fn keyed_local_sa<'f>(fabric: &'f Fabric, node: &str) -> LocalSa<'f> {
+    LocalSa::start(fabric, node, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `node`'s LID, as lsaquery's `--sa-lid` takes it.
+fn lid_of(fabric: &Fabric, node: &str) -> String {
+    fabric.node(node).unwrap().port().unwrap().lid.to_string()
+}
+
 fn write_dump(path: &Path, records: &[PathRecord]) {
     let text: String = records.iter().map(path_record_dump).collect();
     std::fs::write(path, text).unwrap();
@@ -109,9 +126,8 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa =
-        LocalSa::start(&fabric, "h5", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let sa_lid = fabric.node("h5").unwrap().port().unwrap().lid.to_string();
+    let mut sa = keyed_local_sa(&fabric, "h5");
+    let sa_lid = lid_of(&fabric, "h5");
     let loader = fabric.node("h9").unwrap();
     let all: Vec<PathRecord> = SOURCES
         .flat_map(|s| DESTS.map(move |d| record(s, d)))
@@ -246,14 +262,11 @@ fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they
 /// local-sa asks OpenSM and answers with OpenSM's record.
 #[test]
 fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa =
-        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let fabric = small_fabric();
+    let mut sa = keyed_local_sa(&fabric, "h2");
     let node = fabric.node("h2").unwrap();
     let me = node.port().unwrap().lid.to_string();
-    let peer = fabric.node("h9").unwrap().port().unwrap().lid.to_string();
+    let peer = lid_of(&fabric, "h9");
     let pair = format!("{me}:{peer}");
     // Its own table, as it holds it, loaded back whole (replacing).
     let file = own_table_file(&fabric, &node, &me);
@@ -321,9 +334,7 @@ fn after_a_delete_all_local_sa_answers_what_the_master_knows() {
 #[test]
 fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
     use std::os::unix::fs::PermissionsExt;
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = small_fabric();
     let node = fabric.node("h2").unwrap();
     let lid = node.port().unwrap().lid.to_string();
     let file = fabric.dir().join("paths.txt");
@@ -368,7 +379,7 @@ fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
     let key_file = key_file.to_str().unwrap().to_owned();
     let sa = LocalSa::start(&fabric, "h3", &["--sm-key-file", &key_file])
         .unwrap_or_else(|e| panic!("{e}"));
-    let lid = fabric.node("h3").unwrap().port().unwrap().lid.to_string();
+    let lid = lid_of(&fabric, "h3");
     let out = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", KEY]);
     expect_line(&out, "loaded 2 of 2 PathRecords");
     let denied = lsaquery(&node, &["--sa-lid", &lid, "--load", file, "--smkey", "0x1"]);
@@ -387,12 +398,9 @@ fn without_a_configured_sm_key_loads_are_refused_and_the_key_never_shows() {
 /// minute later, counting the ones left out).
 #[test]
 fn denied_loads_from_one_node_are_one_log_line() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa =
-        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let fabric = small_fabric();
+    let mut sa = keyed_local_sa(&fabric, "h2");
+    let lid = lid_of(&fabric, "h2");
     let loader = fabric.node("h9").unwrap();
     let file = fabric.dir().join("paths.txt");
     write_dump(&file, &[record(3000, 1)]);
@@ -429,11 +437,9 @@ fn a_load_through_a_lossy_port_arrives_whole() {
             .unwrap_or(default)
     };
     let (count, percent) = (env("LOSS_RECORDS", 10_000), env("LOSS_PERCENT", 5));
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let _sa = LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let sa_lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let fabric = small_fabric();
+    let _sa = keyed_local_sa(&fabric, "h2");
+    let sa_lid = lid_of(&fabric, "h2");
     let loader = fabric.node("h9").unwrap();
     // `count` records from 100 sources.
     let per_source = count.div_ceil(100);
@@ -480,11 +486,9 @@ fn a_load_through_a_lossy_port_arrives_whole() {
 /// lsaquery one); the bar is wiped before the result line.
 #[test]
 fn a_long_load_on_a_terminal_shows_its_progress() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let _sa = LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let sa_lid = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let fabric = small_fabric();
+    let _sa = keyed_local_sa(&fabric, "h2");
+    let sa_lid = lid_of(&fabric, "h2");
     let loader = fabric.node("h9").unwrap();
     let all: Vec<PathRecord> = (0..20_000u32)
         .map(|i| record(3000 + (i / 200) as u16, 1 + (i % 200) as u16))
@@ -548,12 +552,9 @@ fn half_finished_loads_from_one_node_are_refused_past_eight_and_cost_no_memory()
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa =
-        LocalSa::start(&fabric, "h2", &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let me = fabric.node("h2").unwrap().port().unwrap().lid.to_string();
+    let fabric = small_fabric();
+    let mut sa = keyed_local_sa(&fabric, "h2");
+    let me = lid_of(&fabric, "h2");
     let idle = resident(sa.pid());
 
     let hostile = fabric.node("h9").unwrap();
@@ -592,7 +593,7 @@ fn half_finished_loads_from_one_node_are_refused_past_eight_and_cost_no_memory()
 
     // Another node loads and asks as usual while the eight are held.
     let node = fabric.node("h5").unwrap();
-    let peer = fabric.node("h7").unwrap().port().unwrap().lid.to_string();
+    let peer = lid_of(&fabric, "h7");
     let pair = format!("{me}:{peer}");
     let file = own_table_file(&fabric, &node, &me);
     let out = lsaquery(

@@ -619,7 +619,8 @@ where
     ) {
         let shutting_down = self.shutting_down;
         let backoff = now + self.config.retry_backoff;
-        let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) else {
+        let Some((mgid, group)) = mgid.and_then(|g| self.groups.get_mut(&g).map(|gr| (g, gr)))
+        else {
             return;
         };
         match answer {
@@ -632,7 +633,7 @@ where
             // No answer: keep what we believed and try again later.
             None => {
                 warn!(
-                    mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+                    %mgid,
                     "the master did not answer a leave; trying again later"
                 );
                 group.retry_at = Some(backoff);
@@ -667,14 +668,15 @@ where
         }
         let shutting_down = self.shutting_down;
         let backoff = now + self.config.retry_backoff;
-        let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) else {
+        let Some((mgid, group)) = mgid.and_then(|g| self.groups.get_mut(&g).map(|gr| (g, gr)))
+        else {
             return;
         };
         if group.lost && answer.is_some() {
             // A lost group without a full member here cannot be created
             // by this port: it is joined again when it exists (trap 66).
             info!(
-                mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+                %mgid,
                 status = %answer_status(answer.map(|(s, _)| s)),
                 "the deleted group cannot be joined again yet; waiting for it to be created"
             );
@@ -682,7 +684,7 @@ where
             return;
         }
         warn!(
-            mgid = %mgid.map_or_else(String::new, |g| g.to_string()),
+            %mgid,
             status = %answer_status(answer.map(|(s, _)| s)),
             "re-joining a group at the master failed; trying again later");
         // A re-join only adds bits: one that failed left the master
