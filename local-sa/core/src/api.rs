@@ -118,6 +118,15 @@ pub enum FrameError {
     Version(u8),
 }
 
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Length(n) => write!(f, "length {n} (at most {MAX_FRAME})"),
+            Self::Version(v) => write!(f, "protocol version {v}"),
+        }
+    }
+}
+
 impl Frame {
     /// A frame.
     pub fn new(kind: u8, request: u32, status: u16, body: Bytes) -> Self {

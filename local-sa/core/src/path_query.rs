@@ -59,6 +59,19 @@ pub enum ForwardReason {
     OtherPartition,
 }
 
+impl std::fmt::Display for ForwardReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Multicast => "multicast destination",
+            Self::UnknownEndpoint => "unknown end",
+            Self::IncompleteSource => "source's paths not all held",
+            Self::NoSource => "no source given",
+            Self::MasterQos => "the master applies QoS",
+            Self::OtherPartition => "another partition",
+        })
+    }
+}
+
 /// What the store knows beyond its records.
 #[derive(Debug, Clone, Copy)]
 pub struct Knowledge<'a> {

@@ -3,7 +3,8 @@
 //!
 //! * the core's dependency tree holds no I/O crate;
 //! * the word `unsafe` appears in code only under `local-sa/umad`;
-//! * no two modules of any crate of the workspace import each other.
+//! * no two modules of any crate of the workspace import each other;
+//! * log lines show values as text (`Display`), never Rust `Debug` dumps.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -255,5 +256,96 @@ fn no_two_modules_import_each_other() {
     assert!(
         cycles.is_empty(),
         "modules that import each other: {cycles:#?}"
+    );
+}
+
+/// The `tracing` macro calls in `text` (outside an inline test module):
+/// for each, its first line number and its text, strings kept.
+fn log_calls(text: &str) -> Vec<(usize, String)> {
+    const MACROS: [&str; 5] = ["trace!(", "debug!(", "info!(", "warn!(", "error!("];
+    let lines: Vec<&str> = text.lines().collect();
+    let mut calls = Vec::new();
+    let mut n = 0;
+    while n < lines.len() {
+        let next = lines.get(n + 1).map_or("", |l| l.trim());
+        if lines[n].trim() == "#[cfg(test)]" && next.starts_with("mod ") {
+            break;
+        }
+        let stripped = code(lines[n]);
+        let Some(at) = MACROS
+            .iter()
+            .filter_map(|m| stripped.find(m).map(|i| i + m.len() - 1))
+            .min()
+        else {
+            n += 1;
+            continue;
+        };
+        // The call runs until its parenthesis closes.
+        let (first, mut depth, mut call) = (n, 0i32, String::new());
+        let mut code_line = stripped[at..].to_owned();
+        let mut raw = lines[n].to_owned();
+        loop {
+            for c in code_line.chars() {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+            }
+            call.push_str(&raw);
+            call.push('\n');
+            n += 1;
+            if depth <= 0 || n >= lines.len() {
+                break;
+            }
+            code_line = code(lines[n]);
+            raw = lines[n].to_owned();
+        }
+        calls.push((first + 1, call));
+    }
+    calls
+}
+
+#[test]
+fn log_lines_show_values_as_text() {
+    let root = workspace();
+    let (mut found, mut calls) = (Vec::new(), 0);
+    for krate in [
+        "informinfo",
+        "local-sa/core",
+        "local-sa/umad",
+        "local-sa/daemon",
+    ] {
+        for file in rust_files(&root.join(krate).join("src")) {
+            let path = file.to_string_lossy();
+            if path.contains("/tests/") || path.contains("/fuzzing/") {
+                continue;
+            }
+            let text = fs::read_to_string(&file).unwrap();
+            for (line, call) in log_calls(&text) {
+                calls += 1;
+                calls += 1;
+                let code: String = call.lines().map(code).collect::<Vec<_>>().join(" ");
+                // `?field` / `field = ?value` in the fields, or `{x:?}` in
+                // the message.
+                let sigil = code.char_indices().any(|(i, c)| {
+                    c == '?'
+                        && code[..i].trim_end().ends_with(['(', ',', '='])
+                        && code[i + 1..]
+                            .starts_with(|c: char| c.is_alphanumeric() || c == '&' || c == '_')
+                });
+                if sigil || call.contains(":?}") || call.contains(":#?}") {
+                    found.push(format!("{}:{line}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        calls > 100,
+        "only {calls} log lines found; is the scan broken?"
+    );
+    assert!(
+        found.is_empty(),
+        "log lines with Debug formatting: {found:#?}"
     );
 }

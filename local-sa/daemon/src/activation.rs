@@ -35,7 +35,6 @@ pub(crate) fn activated() -> Result<Activated, String> {
             }
             SocketKind::Netlink { .. } | SocketKind::Datagram => info!(
                 name,
-                ?kind,
                 "an inherited netlink socket: the kernel's RDMA_NL_LS queries are not served by this version; closing it"
             ),
             SocketKind::Other => warn!(

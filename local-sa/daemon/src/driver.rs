@@ -342,7 +342,7 @@ impl Driver {
             {
                 Ok(facts) => {
                     info!(
-                        ?event,
+                        %event,
                         port = %facts,
                         lid = facts.lid,
                         sm_lid = facts.sm_lid,
@@ -355,7 +355,7 @@ impl Driver {
                     port.facts = facts;
                 }
                 Err(e) => {
-                    warn!(?event, port = %port.facts, error = %e, "cannot read the port after an event");
+                    warn!(%event, port = %port.facts, error = %e, "cannot read the port after an event");
                 }
             },
         }

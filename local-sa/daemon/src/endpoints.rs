@@ -133,7 +133,8 @@ pub(crate) fn publication(
     let room = MAX_ADDRESSES.saturating_sub(addresses.len());
     if left_out.len() > room {
         warn!(
-            published = ?&left_out[..room], left_out = ?&left_out[room..],
+            published = %address_list(&left_out[..room]),
+            left_out = %address_list(&left_out[room..]),
             "more IPoIB addresses than a directory record carries; --address chooses"
         );
     }
@@ -141,4 +142,10 @@ pub(crate) fn publication(
     Publication::new(&name, addresses)
         .map(Some)
         .map_err(|e| format!("cannot publish this host in the local-sa directory: {e}"))
+}
+
+/// Addresses as text for a log line: `10.0.0.1 fe80::1`.
+pub(crate) fn address_list(addresses: &[std::net::IpAddr]) -> String {
+    let text: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    text.join(" ")
 }

@@ -90,7 +90,8 @@ impl PortAgent {
         );
         info!(
             port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
-            events = ?events.source(), stats = ?stats.as_ref().map(StatsFile::path),
+            events = %events.source(),
+            stats = %stats.as_ref().map_or("none".into(), |s| s.path().display().to_string()),
             "serving SA PathRecord queries"
         );
         let now = Instant::now();

@@ -104,7 +104,12 @@ pub(crate) fn run(
         let publication =
             endpoints::publication(options, endpoints, agent, &ipoib).map_err(DaemonError::Acm)?;
         if let Some(p) = &publication {
-            info!(port = %port.facts, host = p.host_name(), addresses = ?p.addresses(), "publishing this host in the local-sa directory");
+            info!(
+                port = %port.facts,
+                host = p.host_name(),
+                addresses = %endpoints::address_list(p.addresses()),
+                "publishing this host in the local-sa directory"
+            );
         }
         port.core.publish(now, publication);
     }
@@ -224,7 +229,7 @@ fn acm_door(
     let eps = endpoints::endpoints(options, sysfs, facts).map_err(DaemonError::Acm)?;
     info!(
         endpoints = eps.len(),
-        pkeys = ?eps.iter().map(|e| format!("{:#06x}", e.pkey)).collect::<Vec<_>>(),
+        pkeys = %eps.iter().map(|e| format!("{:#06x}", e.pkey)).collect::<Vec<_>>().join(" "),
         names = names.len(),
         "ibacm door ready"
     );

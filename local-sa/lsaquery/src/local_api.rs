@@ -79,11 +79,10 @@ impl Connection {
         let mut len = [0u8; 4];
         self.stream.read_exact(&mut len).await.map_err(lost)?;
         let n = Frame::announced(len)
-            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e:?}")))?;
+            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e}")))?;
         let mut rest = vec![0u8; n];
         self.stream.read_exact(&mut rest).await.map_err(lost)?;
-        Frame::decode(&rest)
-            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e:?}")))
+        Frame::decode(&rest).map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e}")))
     }
 
     /// Sends `request` and returns its answer; notices that arrive before

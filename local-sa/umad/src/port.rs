@@ -33,6 +33,19 @@ pub enum PortState {
     Other(u8),
 }
 
+impl fmt::Display for PortState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Down => f.write_str("Down"),
+            Self::Init => f.write_str("Initializing"),
+            Self::Armed => f.write_str("Armed"),
+            Self::Active => f.write_str("Active"),
+            Self::ActiveDefer => f.write_str("ActiveDefer"),
+            Self::Other(n) => write!(f, "state {n}"),
+        }
+    }
+}
+
 impl PortState {
     fn from_code(code: u8) -> Self {
         match code {
@@ -90,7 +103,7 @@ impl fmt::Display for PortFacts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} port {} (LID {}, SM LID {}, GID {}, {:?})",
+            "{} port {} (LID {}, SM LID {}, GID {}, {})",
             self.ca, self.port, self.lid, self.sm_lid, self.gid, self.state
         )
     }
@@ -359,7 +372,7 @@ impl Sysfs {
         }
         let all = self.ports()?;
         let describe =
-            |p: &PortFacts| format!("{} port {} ({:?}, {})", p.ca, p.port, p.state, p.link_layer);
+            |p: &PortFacts| format!("{} port {} ({}, {})", p.ca, p.port, p.state, p.link_layer);
         let chosen: Vec<PortFacts> = all
             .iter()
             .filter(|p| ca.is_none_or(|c| c == p.ca))
@@ -390,7 +403,7 @@ impl Sysfs {
             return Err(PortError::NoPorts);
         }
         let describe =
-            |p: &PortFacts| format!("{} port {} ({:?}, {})", p.ca, p.port, p.state, p.link_layer);
+            |p: &PortFacts| format!("{} port {} ({}, {})", p.ca, p.port, p.state, p.link_layer);
         let chosen = if ca.is_some() || port.is_some() {
             all.iter()
                 .find(|p| ca.is_none_or(|c| c == p.ca) && port.is_none_or(|n| n == p.port))
@@ -494,7 +507,7 @@ mod tests {
         let (_t, sysfs) = fake_tree("2: INIT\n");
         let err = sysfs.select(None, None).unwrap_err().to_string();
         assert!(err.contains("no active InfiniBand port"), "{err}");
-        assert!(err.contains("ibsim0 port 1 (Init"), "{err}");
+        assert!(err.contains("ibsim0 port 1 (Initializing"), "{err}");
         let err = sysfs.select(Some("mlx5_0"), None).unwrap_err().to_string();
         assert!(
             err.contains("no port mlx5_0") && err.contains("ibsim0"),

@@ -36,6 +36,20 @@ pub enum PortEvent {
     GidChange,
 }
 
+impl std::fmt::Display for PortEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Active => "port active",
+            Self::Error => "port error",
+            Self::LidChange => "LID change",
+            Self::PkeyChange => "P_Key change",
+            Self::SmChange => "SM change",
+            Self::ClientReregister => "client reregister",
+            Self::GidChange => "GID change",
+        })
+    }
+}
+
 impl PortEvent {
     /// Maps `enum ibv_event_type` (rdma-core) to a port event.
     pub fn from_verbs(event_type: u32) -> Option<Self> {
@@ -82,6 +96,15 @@ pub enum EventSource {
     Verbs,
     /// Polling sysfs.
     SysfsPoll,
+}
+
+impl std::fmt::Display for EventSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Verbs => "verbs async events",
+            Self::SysfsPoll => "polling sysfs",
+        })
+    }
 }
 
 /// A thread producing events for one port.

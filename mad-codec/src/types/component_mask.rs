@@ -51,6 +51,13 @@ impl ops::BitAnd for ComponentMask {
     }
 }
 
+/// As hex (`0x30` for SGID|DGID of a PathRecord).
+impl fmt::Display for ComponentMask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
 impl fmt::Debug for ComponentMask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ComponentMask({:#x})", self.0)

@@ -351,7 +351,9 @@ impl SaCore {
         let me_changed =
             port.lid != self.port.lid || port.lmc != self.port.lmc || port.gid != self.port.gid;
         info!(
-            ?port,
+            lid = port.lid,
+            gid = %port.gid,
+            sm_lid = port.sm_lid,
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
@@ -489,8 +491,8 @@ impl SaCore {
             }
             (attr, method) => {
                 debug!(
-                    ?attr,
-                    ?method,
+                    %attr,
+                    %method,
                     lid = request.from.lid,
                     "unsupported method/attribute"
                 );

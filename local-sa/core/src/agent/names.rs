@@ -223,13 +223,13 @@ impl SaCore {
         };
         let status = answer.status();
         if key.is_none() && status != MadStatus::OK && status != MadStatus::ERR_NO_RECORDS {
-            warn!(%status, ?table, "the master refused the names table; keeping the names known");
+            warn!(%status, table = table.describe(), "the master refused the names table; keeping the names known");
             self.naming.fetch = None;
             return;
         }
         if key.is_none() && answer.is_cut() {
             debug!(
-                ?table,
+                table = table.describe(),
                 ports = walk_keys.len(),
                 "the names table came back cut; fetching port by port"
             );
@@ -325,7 +325,7 @@ impl SaCore {
         self.counters.name_fetches += 1;
         let mut names = fetch.from_directory;
         names.fill_from(&fetch.from_nodes);
-        tracing::trace!(?names, "names fetched");
+        tracing::trace!(names = names.len(), "names fetched");
         if names != *self.naming.names {
             info!(
                 names = names.len(),

@@ -200,7 +200,7 @@ impl SaCore {
         let result = match status {
             Some(MadStatus::OK) => {
                 debug!(
-                    ?filter,
+                    %filter,
                     subscribe, "the master confirmed a subscription change"
                 );
                 UpstreamResult::Accepted
@@ -476,7 +476,10 @@ impl SaCore {
             }
             TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),
             TrapDetails::McGroupDeleted { mgid } => self.group_notice(now, mgid, false),
-            other => debug!(?other, "notice ignored by the agent"),
+            _ => debug!(
+                trap = %notice.trap_number(),
+                "notice ignored by the agent"
+            ),
         }
     }
 

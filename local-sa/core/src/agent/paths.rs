@@ -62,7 +62,7 @@ impl SaCore {
             }
             Outcome::Forward(reason) => {
                 self.counters.misses += 1;
-                debug!(?reason, mask = ?query.mask, "forwarding a PathRecord query");
+                debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
                 if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
                     self.counters.answer_cache_hits += 1;
                     self.answer_waiter(now, &asker, &answer);

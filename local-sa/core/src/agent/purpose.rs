@@ -53,6 +53,16 @@ pub(crate) enum NameTable {
     Directory,
 }
 
+impl NameTable {
+    /// The table's name (for logs).
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::Nodes => "NodeRecords",
+            Self::Directory => "directory ServiceRecords",
+        }
+    }
+}
+
 impl Purpose {
     /// What the request was, in a few words (for logs).
     pub(crate) fn kind(&self) -> &'static str {
