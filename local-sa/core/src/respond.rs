@@ -3,9 +3,9 @@
 //! exact lengths.
 
 use bytes::{Bytes, BytesMut};
-use mad_codec::MadStatus;
 use mad_codec::header::{RmppHeader, SaMadHeader};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{MadStatus, Method};
 
 /// The headers of a successful answer to `request`: the response method,
 /// status 0, no RMPP, SM_Key 0, and `attribute_offset`.
@@ -28,16 +28,19 @@ pub(crate) fn single(header: &SaMadHeader, data: &[u8]) -> Bytes {
 }
 
 /// An error answer: the whole request as it arrived, with `status`, the
-/// response method, SM_Key 0 and AttributeOffset 0 (an error carries no
-/// records; OpenSM zeroes it for a Get too). The RMPP bytes stay as the
-/// request had them, so an error GetTableResp is not an RMPP transfer.
+/// response method and SM_Key 0, as OpenSM's `osm_sa_send_error` makes it.
+/// AttributeOffset is 0 for a GetTable and the request's own otherwise
+/// (OpenSM zeroes only the GetTable's). The RMPP bytes stay as the request
+/// had them, so an error GetTableResp is not an RMPP transfer.
 pub(crate) fn error(request: &[u8], status: MadStatus) -> Option<Bytes> {
     let mut out = BytesMut::from(request);
     let (h, _) = SaMadHeader::parse_mut(&mut out).ok()?;
+    if h.mad.method() == Method::GET_TABLE {
+        h.sa.set_attribute_offset(0);
+    }
     h.mad.set_method(h.mad.method().response());
     h.mad.set_status(status);
     h.sa.set_sm_key(0);
-    h.sa.set_attribute_offset(0);
     Some(out.freeze())
 }
 
@@ -53,7 +56,7 @@ pub(crate) fn relay(answer: &[u8], request: &SaMadHeader) -> Option<Bytes> {
 
 #[cfg(test)]
 mod tests {
-    use mad_codec::{AttributeId, Method, SaMad, SaMadBuilder};
+    use mad_codec::{AttributeId, SaMad, SaMadBuilder};
 
     use super::*;
 
@@ -71,13 +74,14 @@ mod tests {
         assert_eq!(m.data(), &[5; 200]);
         assert_eq!(m.mad().transaction_id(), 0x1234);
         assert!(error(&req[..40], MadStatus::ERR_REQ_INVALID).is_none());
-        // A Get's too: a client that sent the PathRecord's offset (8) gets
-        // 0 back, as from OpenSM.
-        let mut b = SaMadBuilder::request(Method::GET, 0x1235, AttributeId::PATH_RECORD);
-        b.header_mut().sa.set_attribute_offset(8);
-        let req = b.data(&[0; 64]).into_bytes();
-        let e = error(&req, MadStatus::ERR_NO_RECORDS).unwrap();
-        assert_eq!(SaMad::parse(&e).unwrap().sa().attribute_offset(), 0);
+        // A Get's stays as the client sent it, as from OpenSM.
+        for offset in [0, 8] {
+            let mut b = SaMadBuilder::request(Method::GET, 0x1235, AttributeId::PATH_RECORD);
+            b.header_mut().sa.set_attribute_offset(offset);
+            let req = b.data(&[0; 64]).into_bytes();
+            let e = error(&req, MadStatus::ERR_NO_RECORDS).unwrap();
+            assert_eq!(SaMad::parse(&e).unwrap().sa().attribute_offset(), offset);
+        }
     }
 
     #[test]
