@@ -7,6 +7,7 @@ use informinfo::DeliveryConfig;
 use mad_codec::Gid;
 use mad_codec::rmpp::RmppConfig;
 
+use crate::pacing::MasterPace;
 use crate::transfers::TransferLimits;
 
 use crate::address::Address;
@@ -98,10 +99,10 @@ pub struct AgentConfig {
     /// Reports to MAD subscribers: time-out, retries, and the misses that
     /// end a subscriber's lease.
     pub delivery: DeliveryConfig,
-    /// Longest wait before registering again after the port changes: each
-    /// port waits its own share of it, so that the nodes of a fabric do
-    /// not all call on a new master at once.
-    pub reregister_jitter: Duration,
+    /// How the fabric's agents together pace their refreshes and
+    /// re-registrations after a new master, so that they do not all call
+    /// on it at once.
+    pub pace: MasterPace,
     /// How long a multicast member that joined by MAD stays without
     /// joining again (local API members stay while connected).
     pub member_lease: Duration,
@@ -126,7 +127,7 @@ impl Default for AgentConfig {
             rmpp: RmppConfig::default(),
             transfer_limits: TransferLimits::default(),
             delivery: DeliveryConfig::default(),
-            reregister_jitter: Duration::from_secs(1),
+            pace: MasterPace::default(),
             member_lease: Duration::from_secs(600),
             audit_interval: Duration::from_secs(180),
         }

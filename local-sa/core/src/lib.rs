@@ -14,6 +14,8 @@
 //! * [`acm`]: the ibacm door (ibacm's client protocol), and [`naming`]:
 //!   host names and IP addresses to GIDs, and the [`directory`] of
 //!   them every local-sa keeps at the master SA;
+//! * [`pacing`]: how the fabric's agents spread their calls on a new
+//!   master SA;
 //! * [`text`]: how the command-line tools read numbers.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
@@ -36,6 +38,7 @@ mod inbound;
 pub mod log_limit;
 pub mod memberships;
 pub mod naming;
+pub mod pacing;
 pub mod path_query;
 pub mod registrations;
 pub mod request;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
+use local_sa_core::pacing::MasterPace;
 use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
@@ -184,6 +185,18 @@ pub(crate) struct Options {
     /// together.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "180")]
     pub(crate) audit_interval: u64,
+    /// PathRecords per second the fabric's local-sa nodes together may ask
+    /// a new master SA to compute when they refresh after an SM change:
+    /// each port waits its own share of a window of N² / this (N: the
+    /// fabric's ports), 1 s to 5 min, serving what it holds meanwhile.
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "250000")]
+    pub(crate) master_paths_per_second: u32,
+    /// Subscription and membership requests per second the fabric's
+    /// local-sa nodes together may send a new master SA: each port
+    /// registers again at its own point of a window of N × (its own
+    /// registrations) / this, 1 s to 5 min.
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "5000")]
+    pub(crate) master_registrations_per_second: u32,
     /// Seconds a multicast member that joined by MAD is kept without
     /// joining again.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
@@ -363,6 +376,11 @@ impl Options {
             negative_ttl: Duration::from_secs(self.negative_ttl),
             member_lease: Duration::from_secs(self.member_lease.max(1)),
             audit_interval: Duration::from_secs(self.audit_interval.max(1)),
+            pace: MasterPace {
+                paths_per_second: self.master_paths_per_second.max(1),
+                registrations_per_second: self.master_registrations_per_second.max(1),
+                ..MasterPace::default()
+            },
             ..AgentConfig::default()
         }
     }

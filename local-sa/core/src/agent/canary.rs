@@ -140,6 +140,6 @@ impl SaCore {
         self.master_qos = None;
         self.next_registration = Some(now);
         self.next_reregistration = Some(now + self.reregister_delay());
-        self.next_refresh = Some(now);
+        self.next_refresh = Some(now + self.refresh_delay());
     }
 }

@@ -35,6 +35,7 @@ mod names;
 mod notices;
 mod parties;
 mod paths;
+mod phases;
 mod purpose;
 mod refresh;
 mod subscriptions;
@@ -91,6 +92,9 @@ pub struct SaCore {
     /// ClassPortInfo arrives (QoS-sensitive queries are forwarded till then).
     master_qos: Option<bool>,
     epoch: Epoch,
+    /// Ports of the fabric, as the last complete refresh showed them (0
+    /// before one): how widely refreshes and re-registrations spread.
+    fabric_ports: usize,
     refresh: RefreshState,
     next_refresh: Option<Instant>,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
@@ -139,6 +143,7 @@ impl SaCore {
             complete_sources: FastSet::default(),
             master_qos: None,
             epoch: 0,
+            fabric_ports: 0,
             refresh: RefreshState::Idle,
             next_refresh: Some(now),
             next_registration: Some(now),
@@ -330,19 +335,6 @@ impl SaCore {
         }
     }
 
-    /// This port's share of the re-registration jitter: see
-    /// [`SaCore::spread`].
-    fn reregister_delay(&self) -> Duration {
-        self.spread(self.config.reregister_jitter)
-    }
-
-    /// A fixed fraction of `window`, from this port's GUID: where in a
-    /// window this port acts, so that the ports of a fabric spread over it.
-    fn spread(&self, window: Duration) -> Duration {
-        let fraction = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
-        window.mul_f64(fraction as f64 / 1024.0)
-    }
-
     /// The port changed: a new LID, or a new master SM (SM change, client
     /// reregister). Refreshes everything and registers again with the
     /// master.
@@ -375,7 +367,14 @@ impl SaCore {
         self.upstream
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
         self.refresh = RefreshState::Idle;
-        self.next_refresh = Some(now);
+        // Paths from this port are needed at once when its own identity
+        // changed (the store was emptied); after a new master, what is held
+        // is served while the fabric's ports take their turns.
+        self.next_refresh = Some(if me_changed {
+            now
+        } else {
+            now + self.refresh_delay()
+        });
         self.next_registration = Some(now);
         // Whatever the master held for this port may be gone.
         self.next_reregistration = Some(now + self.reregister_delay());

@@ -147,7 +147,8 @@ impl SaCore {
         self.forwarding.forget_answers();
         self.counters.refreshes += 1;
         self.refresh = RefreshState::Idle;
-        self.next_refresh = Some(now + self.config.refresh_interval);
+        self.next_refresh = Some(self.next_periodic_refresh(now));
+        self.fabric_ports = self.store.port_count();
         info!(
             records = self.store.len(),
             swept, "this port's paths are fresh"

@@ -172,6 +172,11 @@ impl PathStore {
         self.ports.iter().map(|(guid, lids)| (*guid, *lids))
     }
 
+    /// How many ports the records show.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
     /// The LIDs of the port with this GUID, as the records show them.
     pub fn port(&self, guid: u64) -> Option<PortLids> {
         self.ports.get(&guid).copied()

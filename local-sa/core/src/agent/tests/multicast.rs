@@ -283,7 +283,7 @@ fn a_new_master_gets_every_membership_back() {
             ..my_port()
         },
     );
-    b.advance(AgentConfig::default().reregister_jitter);
+    b.advance(AgentConfig::default().pace.min_window);
     assert_eq!(
         b.master.member_state(MGID, gid(MY_LID)),
         JoinState::FULL_MEMBER | JoinState::NON_MEMBER

@@ -44,6 +44,35 @@ fn trap_64_fetches_the_paths_to_the_port_that_came_back() {
     assert!(b.core.store().get(MY_LID, 20).is_some());
 }
 
+/// Trap 64 for one port, several times while the first fetch is out (a
+/// master that repeats its Report, or a port that flaps): one request.
+#[test]
+fn repeated_trap_64s_for_one_port_make_one_request() {
+    let mut b = Bench::started();
+    b.master.paths.push(path(MY_LID, 20));
+    b.master.answering = false;
+    let before = b.master.requests.len();
+    for _ in 0..5 {
+        b.master.report(TrapDetails::GidInService { gid: gid(20) });
+        b.pump();
+    }
+    let asked = |b: &Bench| {
+        b.master.requests[before..]
+            .iter()
+            .filter(|s| s.attribute == AttributeId::PATH_RECORD)
+            .count()
+    };
+    assert_eq!(asked(&b), 1, "one request while the first is out");
+    b.master.answering = true;
+    b.advance(std::time::Duration::from_secs(5));
+    assert!(b.core.store().get(MY_LID, 20).is_some());
+    assert_eq!(
+        asked(&b),
+        2,
+        "the one request, resent once after its time-out"
+    );
+}
+
 #[test]
 fn other_notices_are_acknowledged_and_change_nothing() {
     let mut b = Bench::started();

@@ -11,6 +11,7 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord};
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID, client, my_port, pr_request, status};
 use super::fake_master::{Delivery, FakeMaster, gid, path};
 use crate::agent::{AgentConfig, PortIdentity};
+use crate::pacing::MasterPace;
 
 fn my_paths(b: &Bench) -> Vec<PathRecord> {
     let mut v: Vec<PathRecord> = b.core.store().from_lid(MY_LID).copied().collect();
@@ -88,12 +89,14 @@ fn a_refresh_sweeps_what_the_master_dropped_and_adds_what_it_gained() {
     let mut b = Bench::started();
     b.master.paths.retain(|p| p.dlid() != 7);
     b.master.paths.push(path(MY_LID, 40));
-    b.advance(AgentConfig::default().refresh_interval - Duration::from_secs(1));
+    // The next refresh comes between 3/4 and 5/4 of the interval.
+    let interval = AgentConfig::default().refresh_interval;
+    b.advance(interval * 3 / 4 - Duration::from_secs(1));
     assert!(
         b.core.store().get(MY_LID, 7).is_some(),
         "nothing changes before the refresh is due"
     );
-    b.advance(Duration::from_secs(1));
+    b.advance(interval / 2 + Duration::from_secs(1));
     assert!(b.core.store().get(MY_LID, 7).is_none());
     assert_eq!(
         b.core
@@ -188,7 +191,7 @@ fn a_new_master_gets_the_registrations_and_the_refresh() {
     b.pump();
     assert_eq!(b.master.count(AttributeId::CLASS_PORT_INFO), 1);
     // Subscriptions follow within this port's share of the jitter.
-    b.advance(AgentConfig::default().reregister_jitter);
+    b.advance(AgentConfig::default().pace.min_window);
     assert_eq!(
         b.master.subscriptions.len(),
         2,
@@ -250,4 +253,113 @@ fn ports_started_together_audit_at_their_own_phase() {
     let mut distinct = phases.clone();
     distinct.dedup();
     assert!(distinct.len() > 1, "not all at once: {phases:?}");
+}
+
+/// How long after `start` the first request matching `asked` went to the
+/// master, looking once a second up to `limit`.
+fn waited_for(b: &mut Bench, limit: Duration, asked: impl Fn(&FakeMaster) -> bool) -> Duration {
+    let mut waited = Duration::ZERO;
+    while !asked(&b.master) {
+        assert!(waited <= limit, "nothing within {limit:?}");
+        b.advance(Duration::from_secs(1));
+        waited += Duration::from_secs(1);
+    }
+    waited
+}
+
+fn path_tables(m: &FakeMaster) -> usize {
+    m.count(AttributeId::PATH_RECORD)
+}
+
+#[test]
+fn ports_started_together_refresh_at_their_own_phase() {
+    let interval = AgentConfig::default().refresh_interval;
+    let refreshed = |lid: u16| -> Duration {
+        let mut b = Bench::for_port(FakeMaster::new(MASTER_LID, HOSTS), lid);
+        let first = path_tables(&b.master);
+        waited_for(&mut b, interval * 2, |m| path_tables(m) > first)
+    };
+    let phases: Vec<Duration> = [2, 3, 4, 5, 6].into_iter().map(refreshed).collect();
+    for p in &phases {
+        assert!(
+            *p >= interval * 3 / 4 && *p <= interval * 5 / 4,
+            "{phases:?}"
+        );
+    }
+    let mut distinct = phases.clone();
+    distinct.dedup();
+    assert!(distinct.len() > 1, "not all at once: {phases:?}");
+}
+
+/// After a new master, the refresh waits this port's share of a window of
+/// N² paths at the configured rate: in a fabric twice as large, four times
+/// as long; cached answers flow meanwhile.
+#[test]
+fn after_a_new_master_the_refresh_waits_longer_in_a_larger_fabric() {
+    let config = AgentConfig {
+        pace: MasterPace {
+            paths_per_second: 1,
+            max_window: Duration::from_secs(100_000),
+            ..MasterPace::default()
+        },
+        ..AgentConfig::default()
+    };
+    let delay = |hosts: u16| -> Duration {
+        let mut b = Bench::new(FakeMaster::new(MASTER_LID, hosts), config);
+        assert!(b.core.is_ready());
+        let moved = PortIdentity {
+            sm_lid: 3,
+            ..my_port()
+        };
+        b.master = FakeMaster::new(3, hosts);
+        b.core.handle_port_change(b.now, moved);
+        b.pump();
+        assert_eq!(path_tables(&b.master), 0, "not at once");
+        let get = pr_request(Method::GET, 1, pr::SLID | pr::DLID, |t| {
+            t.set_slid(MY_LID);
+            t.set_dlid(6);
+        });
+        let answer = b.query(client(5), &get);
+        assert_eq!(status(&answer), MadStatus::OK, "served from the cache");
+        let window = Duration::from_secs(u64::from(hosts) * u64::from(hosts));
+        waited_for(&mut b, window, |m| path_tables(m) > 0)
+    };
+    let (small, large) = (delay(20), delay(40));
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(
+        small > Duration::from_secs(1) && (3.8..4.2).contains(&ratio),
+        "{small:?} then {large:?}"
+    );
+}
+
+/// Re-registration with a new master waits this port's share of a window
+/// of N × (its registrations) requests at the configured rate.
+#[test]
+fn after_a_new_master_registrations_spread_over_a_window_growing_with_the_fabric() {
+    let config = AgentConfig {
+        pace: MasterPace {
+            registrations_per_second: 1,
+            max_window: Duration::from_secs(100_000),
+            ..MasterPace::default()
+        },
+        ..AgentConfig::default()
+    };
+    let delay = |hosts: u16| -> Duration {
+        let mut b = Bench::new(FakeMaster::new(MASTER_LID, hosts), config);
+        b.master = FakeMaster::new(3, hosts);
+        let moved = PortIdentity {
+            sm_lid: 3,
+            ..my_port()
+        };
+        b.core.handle_port_change(b.now, moved);
+        b.pump();
+        let limit = Duration::from_secs(u64::from(hosts) * 10);
+        waited_for(&mut b, limit, |m| !m.subscriptions.is_empty())
+    };
+    let (small, large) = (delay(20), delay(40));
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(
+        small > Duration::from_secs(1) && (1.9..2.1).contains(&ratio),
+        "{small:?} then {large:?}"
+    );
 }

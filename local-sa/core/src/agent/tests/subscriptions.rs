@@ -314,7 +314,7 @@ fn a_new_master_gets_every_held_subscription_again() {
             ..super::bench::my_port()
         },
     );
-    b.advance(AgentConfig::default().reregister_jitter);
+    b.advance(AgentConfig::default().pace.min_window);
     let held: Vec<u16> = b.master.subscriptions.iter().map(|(t, _)| *t).collect();
     assert_eq!(
         held,
@@ -382,7 +382,7 @@ fn a_master_restarted_on_the_same_lid_gets_everything_back() {
     // The master restarts: same LID, nothing remembered, no port event.
     b.master = super::fake_master::FakeMaster::new(super::bench::MASTER_LID, super::bench::HOSTS);
     let config = AgentConfig::default();
-    b.advance(config.audit_interval + config.reregister_jitter);
+    b.advance(config.audit_interval + config.pace.min_window);
     let held: Vec<u16> = b.master.subscriptions.iter().map(|(t, _)| *t).collect();
     assert_eq!(
         held,

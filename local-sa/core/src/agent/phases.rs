@@ -1,0 +1,43 @@
+//! When this port calls on the master for work every port of the fabric
+//! does: at its own phase (from its GUID) within a window, so that the
+//! fabric's ports spread over it ([`crate::pacing`] sizes the windows).
+
+use std::time::{Duration, Instant};
+
+use super::SaCore;
+
+impl SaCore {
+    /// A fixed fraction of `window`, from this port's GUID: where in a
+    /// window this port acts.
+    pub(super) fn spread(&self, window: Duration) -> Duration {
+        let fraction = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
+        window.mul_f64(fraction as f64 / 1024.0)
+    }
+
+    /// How long this port waits before registering everything again with a
+    /// new master.
+    pub(super) fn reregister_delay(&self) -> Duration {
+        // The canary and this port's directory record, besides what its
+        // consumers hold.
+        let own = self.subscriptions.registry.filters() + self.memberships.groups() + 2;
+        let window = self
+            .config
+            .pace
+            .reregistration_window(self.fabric_ports, own);
+        self.spread(window)
+    }
+
+    /// How long this port waits before refreshing its paths from a new
+    /// master (meanwhile it serves what it holds).
+    pub(super) fn refresh_delay(&self) -> Duration {
+        self.spread(self.config.pace.refresh_window(self.fabric_ports))
+    }
+
+    /// When the next periodic refresh is due after one at `now`: between
+    /// three quarters and five quarters of the interval, at this port's
+    /// phase, so that ports started together do not refresh together.
+    pub(super) fn next_periodic_refresh(&self, now: Instant) -> Instant {
+        let interval = self.config.refresh_interval;
+        now + interval * 3 / 4 + self.spread(interval / 2)
+    }
+}
