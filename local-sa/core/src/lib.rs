@@ -38,6 +38,7 @@ mod inbound;
 pub mod log_limit;
 pub mod memberships;
 pub mod naming;
+pub mod netlink;
 pub mod pacing;
 pub mod path_query;
 pub mod registrations;

@@ -60,6 +60,12 @@ fn acm_corpus_replays_cleanly() {
 }
 
 #[test]
+fn netlink_corpus_replays_cleanly() {
+    let n = replay("corpus", "netlink", fuzzing::netlink);
+    assert!(n >= 5, "only {n} netlink corpus inputs");
+}
+
+#[test]
 fn past_crashes_stay_fixed() {
     replay("regressions", "sa_core", fuzzing::sa_core);
     replay("regressions", "memberships", fuzzing::memberships);

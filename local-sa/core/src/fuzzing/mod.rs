@@ -5,8 +5,10 @@
 
 mod acm;
 mod memberships;
+mod netlink;
 mod sa_core;
 
 pub use acm::acm;
 pub use memberships::memberships;
+pub use netlink::netlink;
 pub use sa_core::sa_core;

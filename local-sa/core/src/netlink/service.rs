@@ -1,0 +1,352 @@
+//! The kernel door's logic, without I/O: each RESOLVE becomes a PathRecord
+//! [`Request`] for the SA agent of the port the kernel names (device and
+//! port number), answered from the same cache, with the same forwarding
+//! and coalescing, as a MAD; each IP_RESOLVE is answered at once from the
+//! names tables. The daemon moves datagrams.
+//!
+//! Semantics follow the kernel (`sa_query.c`, `addr.c`) and ibacm
+//! (`acm_nl_process_resolve`, `acm_nl_send`):
+//!
+//! * RESOLVE: a Get with the attributes the kernel sent (SGID — this
+//!   port's GID if absent —, DGID, ServiceID, TClass, P_Key, QoSClass) and
+//!   Reversible for the GMP and ALL uses; the reply is the one record,
+//!   flagged as the kernel looks for it. A RESOLVE without a DGID, for a
+//!   port not served, or whose query fails (no path, the master silent)
+//!   gets `RDMA_NL_LS_F_ERR`, and the kernel sends its own MAD at once.
+//! * IP_RESOLVE: the address's GID from the names tables (the files'
+//!   first, then the local-sa directory and NodeDescriptions); an unknown
+//!   address gets ERR (the kernel then times out its lookup, as without a
+//!   listener).
+//! * A message that cannot be decoded gets ERR when its header can be
+//!   read, else is dropped; both are counted. Nothing the kernel or a peer
+//!   sends makes the door hold more than [`NetlinkConfig::max_pending`]
+//!   requests: past that, ERR at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::{MadStatus, Method, PathRecord};
+
+use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
+use crate::config::PortIdentity;
+use crate::naming::{Address, Names};
+use crate::request::{ConnId, LocalBody, LocalReply, Lookup, PathQuery, Request};
+
+/// A port the kernel may name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelPort {
+    /// Which SA agent serves it (the daemon's numbering).
+    pub agent: usize,
+    /// The RDMA device's name, as the kernel sends it (`mlx5_0`).
+    pub device: String,
+    /// The port's number on the device.
+    pub port_num: u8,
+    /// The port.
+    pub port: PortIdentity,
+}
+
+/// Limits of the door.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetlinkConfig {
+    /// RESOLVEs waiting for an agent at once.
+    pub max_pending: usize,
+}
+
+impl Default for NetlinkConfig {
+    fn default() -> Self {
+        Self { max_pending: 4096 }
+    }
+}
+
+/// What the daemon does for a datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send this reply on the socket.
+    Reply(Bytes),
+    /// Give this request to SA agent `agent` as local request `id` of the
+    /// door's connection number; its reply goes to
+    /// [`NetlinkService::handle_reply`].
+    Ask {
+        /// Which agent.
+        agent: usize,
+        /// The request number.
+        id: u32,
+        /// The request.
+        request: Request,
+    },
+}
+
+/// What the door has seen and done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetlinkCounters {
+    /// RESOLVEs received.
+    pub resolves: u64,
+    /// IP_RESOLVEs received.
+    pub ip_resolves: u64,
+    /// Replies with a record or a GID.
+    pub answered: u64,
+    /// Of those, RESOLVEs answered from the cache without the master.
+    pub from_cache: u64,
+    /// Replies with `RDMA_NL_LS_F_ERR`.
+    pub failed: u64,
+    /// Messages that could not be decoded (answered ERR or dropped).
+    pub malformed: u64,
+    /// RESOLVEs for a device or port this daemon does not serve.
+    pub unknown_port: u64,
+    /// RESOLVEs refused because [`NetlinkConfig::max_pending`] were waiting.
+    pub refused_pending: u64,
+    /// Errors the kernel sent back for messages of ours.
+    pub kernel_errors: u64,
+}
+
+/// A RESOLVE waiting for its agent.
+#[derive(Debug)]
+struct Pending {
+    header: Header,
+    path_use: PathUse,
+}
+
+/// The kernel door.
+#[derive(Debug)]
+pub struct NetlinkService {
+    config: NetlinkConfig,
+    /// The connection number the door's requests carry.
+    conn: ConnId,
+    ports: Vec<KernelPort>,
+    /// Names from the files (the operator's word: they win).
+    names: Names,
+    /// Names the SA agents learned from the master SA.
+    learned: Arc<Names>,
+    pending: HashMap<u32, Pending>,
+    next_id: u32,
+    counters: NetlinkCounters,
+    /// The last errno the kernel sent back, for the log.
+    last_kernel_errno: Option<i32>,
+}
+
+impl NetlinkService {
+    /// A door for `ports`, whose requests to the agents carry connection
+    /// number `conn` (one no local connection uses).
+    pub fn new(config: NetlinkConfig, conn: ConnId, ports: Vec<KernelPort>, names: Names) -> Self {
+        Self {
+            config,
+            conn,
+            ports,
+            names,
+            learned: Arc::default(),
+            pending: HashMap::new(),
+            next_id: 1,
+            counters: NetlinkCounters::default(),
+            last_kernel_errno: None,
+        }
+    }
+
+    /// The connection number of the door's requests.
+    pub fn conn(&self) -> ConnId {
+        self.conn
+    }
+
+    /// What the door has seen and done.
+    pub fn counters(&self) -> NetlinkCounters {
+        self.counters
+    }
+
+    /// RESOLVEs waiting for an agent.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The errno of the last error the kernel sent back, once: the daemon
+    /// logs it (EPERM: the daemon lacks CAP_NET_ADMIN).
+    pub fn take_kernel_error(&mut self) -> Option<i32> {
+        self.last_kernel_errno.take()
+    }
+
+    /// A port changed (its LID, GID or master).
+    pub fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
+        for p in self.ports.iter_mut().filter(|p| p.agent == agent) {
+            p.port = port;
+        }
+    }
+
+    /// Replaces the names from the files.
+    pub fn set_names(&mut self, names: Names) {
+        self.names = names;
+    }
+
+    /// Replaces the names learned from the master SA.
+    pub fn set_learned_names(&mut self, names: Arc<Names>) {
+        self.learned = names;
+    }
+
+    /// One datagram from the socket: what to send and ask, in order.
+    pub fn handle_datagram(&mut self, datagram: &[u8]) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for (header, message) in wire::messages(datagram) {
+            let action = match message {
+                Ok(m) => self.handle_message(m.header, m.body),
+                Err(e) => {
+                    tracing::debug!(error = %e, "a malformed netlink message");
+                    self.counters.malformed += 1;
+                    match header {
+                        // Only a request is worth a reply; the kernel
+                        // would take anything else for one.
+                        Some(h) if h.flags & wire::F_REQUEST != 0 => self.fail(&h),
+                        _ => None,
+                    }
+                }
+            };
+            actions.extend(action);
+        }
+        actions
+    }
+
+    fn handle_message(&mut self, header: Header, body: Body) -> Option<Action> {
+        match body {
+            Body::Resolve(r) => {
+                self.counters.resolves += 1;
+                self.resolve(header, r)
+            }
+            Body::IpResolve(r) => {
+                self.counters.ip_resolves += 1;
+                self.ip_resolve(&header, r)
+            }
+            Body::KernelError { errno } => {
+                if errno != 0 {
+                    self.counters.kernel_errors += 1;
+                    self.last_kernel_errno = Some(errno);
+                }
+                None
+            }
+            // Only listeners send SET_TIMEOUT; another one's is no question.
+            Body::SetTimeout(_) => None,
+        }
+    }
+
+    fn resolve(&mut self, header: Header, r: Resolve) -> Option<Action> {
+        let Some(port) = self
+            .ports
+            .iter()
+            .find(|p| p.device == r.device && p.port_num == r.port)
+        else {
+            self.counters.unknown_port += 1;
+            tracing::debug!(
+                device = r.device,
+                port = r.port,
+                "a RESOLVE for a port not served"
+            );
+            return self.fail(&header);
+        };
+        let Some(dgid) = r.dgid else {
+            return self.fail(&header);
+        };
+        if self.pending.len() >= self.config.max_pending {
+            self.counters.refused_pending += 1;
+            return self.fail(&header);
+        }
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(r.sgid.unwrap_or(port.port.gid));
+        t.set_dgid(dgid);
+        let mut mask = pr::SGID | pr::DGID;
+        if let Some(v) = r.service_id {
+            t.set_service_id(v);
+            mask |= pr::SERVICE_ID;
+        }
+        if let Some(v) = r.tclass {
+            t.set_tclass(v);
+            mask |= pr::TCLASS;
+        }
+        if let Some(v) = r.pkey {
+            t.set_pkey(v);
+            mask |= pr::PKEY;
+        }
+        if let Some(v) = r.qos_class {
+            t.set_qos_class(v);
+            mask |= pr::QOS_CLASS;
+        }
+        if r.path_use.reversible() {
+            t.set_reversible(true);
+            mask |= pr::REVERSIBLE;
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.pending.insert(
+            id,
+            Pending {
+                header,
+                path_use: r.path_use,
+            },
+        );
+        Some(Action::Ask {
+            agent: port.agent,
+            id,
+            request: Request::PathQuery {
+                query: PathQuery {
+                    method: Method::GET,
+                    mask,
+                    template: t,
+                },
+                lookup: Lookup::Anywhere,
+            },
+        })
+    }
+
+    fn ip_resolve(&mut self, header: &Header, r: IpResolve) -> Option<Action> {
+        let address = Address::Ip(r.address);
+        let gid = self
+            .names
+            .resolve(&address)
+            .or_else(|| self.learned.resolve(&address));
+        match gid {
+            Some(gid) => {
+                self.counters.answered += 1;
+                Some(Action::Reply(wire::ip_resolve_reply(header, gid)))
+            }
+            None => self.fail(header),
+        }
+    }
+
+    fn fail(&mut self, header: &Header) -> Option<Action> {
+        self.counters.failed += 1;
+        Some(Action::Reply(wire::error_reply(header)))
+    }
+
+    /// An agent answered: the reply for the kernel, if the request was
+    /// this door's.
+    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
+        if reply.conn != self.conn {
+            return None;
+        }
+        let pending = self.pending.remove(&reply.request)?;
+        let record = match &reply.body {
+            LocalBody::Records { data, stride, .. } if *stride >= PathRecord::LEN => data
+                .chunks_exact(*stride)
+                .find_map(|b| PathRecord::read_from_bytes(&b[..PathRecord::LEN]).ok()),
+            _ => None,
+        };
+        match (reply.status, record) {
+            (MadStatus::OK, Some(record)) => {
+                self.counters.answered += 1;
+                if !reply.from_master {
+                    self.counters.from_cache += 1;
+                }
+                Some(wire::resolve_reply(
+                    &pending.header,
+                    pending.path_use,
+                    &[record],
+                ))
+            }
+            _ => {
+                self.counters.failed += 1;
+                Some(wire::error_reply(&pending.header))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

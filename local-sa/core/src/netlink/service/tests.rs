@@ -1,0 +1,322 @@
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{AttributeId, Gid};
+
+use super::*;
+use crate::naming::NameSource;
+use crate::netlink::wire::{F_ERR, path_flags, reply_records};
+
+const PREFIX: u64 = Gid::DEFAULT_PREFIX;
+/// The door's connection number.
+const CONN: ConnId = 1 << 40;
+
+fn port(lid: u16) -> PortIdentity {
+    PortIdentity {
+        lid,
+        lmc: 0,
+        gid: Gid::new(PREFIX, u64::from(lid)),
+        sm_lid: 1,
+        sm_sl: 0,
+    }
+}
+
+/// Ports 1 and 2 of `ibsim0` (LIDs 4 and 5), and a hosts table naming
+/// 10.0.0.9.
+fn service(max_pending: usize) -> NetlinkService {
+    let kp = |agent, port_num, lid| KernelPort {
+        agent,
+        device: "ibsim0".into(),
+        port_num,
+        port: port(lid),
+    };
+    let mut names = Names::new();
+    names.insert(
+        Address::Ip("10.0.0.9".parse().unwrap()),
+        Gid::new(PREFIX, 9),
+        NameSource::HostsFile,
+    );
+    NetlinkService::new(
+        NetlinkConfig { max_pending },
+        CONN,
+        vec![kp(0, 1, 4), kp(1, 2, 5)],
+        names,
+    )
+}
+
+fn resolve(port: u8, path_use: PathUse, dgid: Option<Gid>) -> Resolve {
+    Resolve {
+        device: "ibsim0".into(),
+        port,
+        path_use,
+        service_id: None,
+        dgid,
+        sgid: None,
+        tclass: None,
+        pkey: Some(0xffff),
+        qos_class: None,
+    }
+}
+
+fn one(actions: Vec<Action>) -> Action {
+    let [a] = <[Action; 1]>::try_from(actions).unwrap_or_else(|a| panic!("{a:?}"));
+    a
+}
+
+fn replied(action: Action) -> Bytes {
+    match action {
+        Action::Reply(b) => b,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+fn record(dlid: u16) -> PathRecord {
+    let mut r = PathRecord::new_zeroed();
+    r.set_sgid(Gid::new(PREFIX, 4));
+    r.set_dgid(Gid::new(PREFIX, u64::from(dlid)));
+    r.set_slid(4);
+    r.set_dlid(dlid);
+    r.set_pkey(0xffff);
+    r
+}
+
+fn answer(id: u32, status: MadStatus, records: &[PathRecord], from_master: bool) -> LocalReply {
+    LocalReply {
+        conn: CONN,
+        request: id,
+        answers: Some(crate::request::RequestKind::PathQuery),
+        status,
+        from_master,
+        body: LocalBody::Records {
+            attribute: AttributeId::PATH_RECORD,
+            stride: 64,
+            data: records
+                .iter()
+                .flat_map(|r| r.as_bytes().to_vec())
+                .collect::<Vec<u8>>()
+                .into(),
+        },
+    }
+}
+
+fn flags_of(reply: &[u8]) -> u16 {
+    Header::parse(reply).unwrap().flags
+}
+
+#[test]
+fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
+    for (path_use, reversible, flags) in [
+        (
+            PathUse::GMP,
+            true,
+            path_flags::PRIMARY | path_flags::GMP | path_flags::BIDIRECTIONAL,
+        ),
+        (
+            PathUse::UNIDIRECTIONAL,
+            false,
+            path_flags::PRIMARY | path_flags::OUTBOUND,
+        ),
+        (
+            PathUse::ALL,
+            true,
+            path_flags::PRIMARY | path_flags::GMP | path_flags::BIDIRECTIONAL,
+        ),
+    ] {
+        let mut s = service(8);
+        let mut r = resolve(2, path_use, Some(Gid::new(PREFIX, 9)));
+        r.service_id = Some(0x106);
+        r.tclass = Some(3);
+        r.qos_class = Some(0x12);
+        let Action::Ask { agent, id, request } =
+            one(s.handle_datagram(&wire::resolve_request(55, &r)))
+        else {
+            panic!("not asked");
+        };
+        assert_eq!(agent, 1, "port 2 is agent 1's");
+        let Request::PathQuery { query, lookup } = request else {
+            panic!("not a path query")
+        };
+        assert_eq!((query.method, lookup), (Method::GET, Lookup::Anywhere));
+        let mut mask = pr::SGID | pr::DGID | pr::SERVICE_ID | pr::TCLASS | pr::PKEY | pr::QOS_CLASS;
+        if reversible {
+            mask |= pr::REVERSIBLE;
+        }
+        assert_eq!(query.mask, mask);
+        let t = query.template;
+        assert_eq!(t.sgid(), Gid::new(PREFIX, 5), "the port's own GID");
+        assert_eq!(
+            (
+                t.dgid(),
+                t.service_id(),
+                t.tclass(),
+                t.pkey(),
+                t.qos_class()
+            ),
+            (Gid::new(PREFIX, 9), 0x106, 3, 0xffff, 0x12)
+        );
+        assert_eq!(t.reversible(), reversible);
+        assert_eq!(s.pending(), 1);
+
+        let reply = s
+            .handle_reply(&answer(id, MadStatus::OK, &[record(9)], false))
+            .unwrap();
+        let h = Header::parse(&reply).unwrap();
+        assert_eq!((h.seq, h.kind, h.flags), (55, 0x1000, 0));
+        let got = reply_records(&reply);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, flags);
+        assert_eq!(got[0].1.as_bytes(), record(9).as_bytes());
+        assert_eq!(s.pending(), 0);
+        let c = s.counters();
+        assert_eq!(
+            (c.resolves, c.answered, c.from_cache, c.failed),
+            (1, 1, 1, 0)
+        );
+    }
+}
+
+#[test]
+fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
+    let mut s = service(8);
+    let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(&wire::resolve_request(
+        seq,
+        &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))),
+    ))) {
+        Action::Ask { id, .. } => id,
+        other => panic!("{other:?}"),
+    };
+    for status in [
+        MadStatus::ERR_NO_RECORDS,
+        MadStatus::BUSY,
+        MadStatus::ERR_REQ_INVALID,
+    ] {
+        let id = ask(&mut s, 1);
+        let reply = s.handle_reply(&answer(id, status, &[], true)).unwrap();
+        assert_eq!(flags_of(&reply), F_ERR, "{status}");
+    }
+    // OK without a record is no answer either.
+    let id = ask(&mut s, 2);
+    let reply = s
+        .handle_reply(&answer(id, MadStatus::OK, &[], true))
+        .unwrap();
+    assert_eq!(flags_of(&reply), F_ERR);
+    // Another connection's reply, or an unknown request, is not the door's.
+    let mut other = answer(id, MadStatus::OK, &[record(9)], true);
+    assert_eq!(s.handle_reply(&other), None);
+    other.conn = 7;
+    assert_eq!(s.handle_reply(&other), None);
+    assert_eq!(s.counters().failed, 4);
+}
+
+#[test]
+fn an_unknown_port_or_no_dgid_gets_err_at_once() {
+    let mut s = service(8);
+    for r in [
+        resolve(3, PathUse::GMP, Some(Gid::new(PREFIX, 9))),
+        Resolve {
+            device: "mlx5_0".into(),
+            ..resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))
+        },
+        resolve(1, PathUse::GMP, None),
+    ] {
+        let reply = replied(one(s.handle_datagram(&wire::resolve_request(9, &r))));
+        let h = Header::parse(&reply).unwrap();
+        assert_eq!((h.flags, h.seq, h.len), (F_ERR, 9, 16));
+    }
+    let c = s.counters();
+    assert_eq!((c.unknown_port, c.failed, s.pending()), (2, 3, 0));
+}
+
+#[test]
+fn past_the_pending_limit_resolves_get_err() {
+    let mut s = service(2);
+    let r = wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
+    assert!(matches!(one(s.handle_datagram(&r)), Action::Ask { .. }));
+    assert!(matches!(one(s.handle_datagram(&r)), Action::Ask { .. }));
+    let reply = replied(one(s.handle_datagram(&r)));
+    assert_eq!(flags_of(&reply), F_ERR);
+    assert_eq!(s.counters().refused_pending, 1);
+}
+
+#[test]
+fn ip_resolve_answers_from_the_names_tables() {
+    let mut s = service(8);
+    let ask = |s: &mut NetlinkService, ip: &str| {
+        replied(one(s.handle_datagram(&wire::ip_resolve_request(
+            4,
+            &IpResolve {
+                ifindex: 3,
+                address: ip.parse().unwrap(),
+            },
+        ))))
+    };
+    let reply = ask(&mut s, "10.0.0.9");
+    assert_eq!(flags_of(&reply), 0);
+    assert_eq!(&reply[20..36], &Gid::new(PREFIX, 9).0);
+    assert_eq!(flags_of(&ask(&mut s, "10.0.0.10")), F_ERR);
+    // Learned from the master: answered too; the files win.
+    let mut learned = Names::new();
+    learned.insert(
+        Address::Ip("10.0.0.10".parse().unwrap()),
+        Gid::new(PREFIX, 10),
+        NameSource::Directory,
+    );
+    learned.insert(
+        Address::Ip("10.0.0.9".parse().unwrap()),
+        Gid::new(PREFIX, 99),
+        NameSource::Directory,
+    );
+    s.set_learned_names(Arc::new(learned));
+    assert_eq!(&ask(&mut s, "10.0.0.10")[20..36], &Gid::new(PREFIX, 10).0);
+    assert_eq!(&ask(&mut s, "10.0.0.9")[20..36], &Gid::new(PREFIX, 9).0);
+    let c = s.counters();
+    assert_eq!((c.ip_resolves, c.answered, c.failed), (4, 3, 1));
+}
+
+#[test]
+fn malformed_requests_get_err_and_everything_else_is_dropped() {
+    let mut s = service(8);
+    let mut bad =
+        wire::resolve_request(6, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))).to_vec();
+    bad[wire::HEADER_LEN + wire::DEVICE_NAME_LEN + 1] = 7; // unknown path use
+    let reply = replied(one(s.handle_datagram(&bad)));
+    assert_eq!(
+        (flags_of(&reply), Header::parse(&reply).unwrap().seq),
+        (F_ERR, 6)
+    );
+    // A cut header, and a reply-shaped message: nothing sent.
+    assert!(s.handle_datagram(&bad[..9]).is_empty());
+    bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
+    assert!(s.handle_datagram(&bad).is_empty());
+    assert_eq!(s.counters().malformed, 3);
+}
+
+#[test]
+fn the_kernels_errors_are_kept_for_the_log() {
+    let mut s = service(8);
+    let mut b = Vec::new();
+    b.extend_from_slice(&36u32.to_ne_bytes());
+    b.extend_from_slice(&2u16.to_ne_bytes());
+    b.extend_from_slice(&0u16.to_ne_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&(-1i32).to_ne_bytes());
+    b.extend_from_slice(&[0; 16]);
+    assert!(s.handle_datagram(&b).is_empty());
+    assert_eq!(s.take_kernel_error(), Some(1));
+    assert_eq!(s.take_kernel_error(), None);
+    assert_eq!(s.counters().kernel_errors, 1);
+}
+
+#[test]
+fn a_port_change_follows_into_the_template() {
+    let mut s = service(8);
+    s.handle_port_change(0, port(40));
+    let Action::Ask { request, .. } = one(s.handle_datagram(&wire::resolve_request(
+        1,
+        &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))),
+    ))) else {
+        panic!()
+    };
+    let Request::PathQuery { query, .. } = request else {
+        panic!()
+    };
+    assert_eq!(query.template.sgid(), Gid::new(PREFIX, 40));
+}
