@@ -643,6 +643,7 @@ impl<'f> Node<'f> {
             args: Vec::new(),
             envs: Vec::new(),
             timeout: Duration::from_secs(60),
+            socket: None,
         }
     }
 
@@ -724,9 +725,19 @@ pub struct NodeCommand<'f> {
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     timeout: Duration,
+    /// A socket the program inherits as systemd passes one.
+    socket: Option<std::os::fd::OwnedFd>,
 }
 
 impl<'f> NodeCommand<'f> {
+    /// Passes `socket` to the program as systemd's socket activation
+    /// does: descriptor 3, `LISTEN_FDS=1`, `LISTEN_FDNAMES=name` and
+    /// `LISTEN_PID` (set by a shell that then becomes the program).
+    pub fn pass_socket(mut self, name: &str, socket: std::os::fd::OwnedFd) -> Self {
+        self.socket = Some(socket);
+        self.env("LISTEN_FDS", "1").env("LISTEN_FDNAMES", name)
+    }
+
     /// Adds an argument.
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
@@ -763,7 +774,7 @@ impl<'f> NodeCommand<'f> {
         self
     }
 
-    fn prepare(&self) -> Result<(std::process::Command, PathBuf), FabricError> {
+    fn prepare(&mut self) -> Result<(std::process::Command, PathBuf), FabricError> {
         if let Some(why) = &self.unavailable {
             return Err(FabricError::Program {
                 name: self.program.to_string_lossy().into_owned(),
@@ -773,7 +784,17 @@ impl<'f> NodeCommand<'f> {
         let dir = self.fabric.next_command_dir(&self.node, &self.program)?;
         let stdout = File::create(dir.join("stdout")).map_err(io_err("creating stdout file"))?;
         let stderr = File::create(dir.join("stderr")).map_err(io_err("creating stderr file"))?;
-        let mut cmd = command_dying_with_parent(&self.program);
+        let mut cmd = match self.socket.take() {
+            Some(socket) => {
+                // The shell's PID is the program's after `exec`.
+                let mut cmd = command_dying_with_parent("sh");
+                cmd.args(["-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""])
+                    .arg(&self.program);
+                umad::process::pass_as_first_inherited(&mut cmd, socket);
+                cmd
+            }
+            None => command_dying_with_parent(&self.program),
+        };
         cmd.args(&self.args)
             .current_dir(&dir)
             .env("LD_PRELOAD", &self.fabric.preload)
@@ -799,7 +820,7 @@ impl<'f> NodeCommand<'f> {
     /// Runs the command to completion and captures its output. A command
     /// still running at the time limit is stopped and reported as
     /// [`FabricError::Timeout`].
-    pub fn output(self) -> Result<RunOutput, FabricError> {
+    pub fn output(mut self) -> Result<RunOutput, FabricError> {
         let (cmd, dir) = self.prepare()?;
         let mut group = Group::spawn(cmd, self.describe()).map_err(io_err(self.describe()))?;
         let status = group
@@ -822,7 +843,7 @@ impl<'f> NodeCommand<'f> {
 
     /// Starts the command and returns at once. The process is stopped when
     /// the handle is dropped.
-    pub fn spawn(self) -> Result<NodeProcess<'f>, FabricError> {
+    pub fn spawn(mut self) -> Result<NodeProcess<'f>, FabricError> {
         let (cmd, dir) = self.prepare()?;
         let group = Group::spawn(cmd, self.describe()).map_err(io_err(self.describe()))?;
         Ok(NodeProcess {

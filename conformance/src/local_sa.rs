@@ -31,6 +31,27 @@ impl<'f> LocalSa<'f> {
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
+        Self::start_with(fabric, node, args, None)
+    }
+
+    /// [`LocalSa::start`], passing `socket` as systemd passes a socket
+    /// named `name` (`LISTEN_FDNAMES`).
+    pub fn start_passing(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+        name: &str,
+        socket: std::os::fd::OwnedFd,
+    ) -> Result<Self, FabricError> {
+        Self::start_with(fabric, node, args, Some((name, socket)))
+    }
+
+    fn start_with(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+        socket: Option<(&str, std::os::fd::OwnedFd)>,
+    ) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
         let api_socket = fabric.dir().join(format!("{node}.api.sock"));
@@ -48,9 +69,11 @@ impl<'f> LocalSa<'f> {
         // A previous local-sa's counters (one killed on this node) must
         // not pass for this one's.
         let _ = fs::remove_file(&counters);
-        let process = fabric
-            .node(node)?
-            .workspace_program("local-sa")
+        let mut command = fabric.node(node)?.workspace_program("local-sa");
+        if let Some((name, socket)) = socket {
+            command = command.pass_socket(name, socket);
+        }
+        let process = command
             .serve_requests()
             .env(
                 "RUST_LOG",

@@ -57,13 +57,18 @@ impl Client {
         self.stream
             .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
             .unwrap();
-        match self.stream.read(&mut len[..1]) {
-            Ok(1) => {}
-            Ok(_) => panic!("local-sa closed the connection"),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return None;
+        loop {
+            match self.stream.read(&mut len[..1]) {
+                Ok(1) => break,
+                Ok(_) => panic!("local-sa closed the connection"),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return None;
+                }
+                // A signal delivered to the test process cut the wait
+                // short: wait again.
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => panic!("local API: {e}"),
             }
-            Err(e) => panic!("local API: {e}"),
         }
         self.stream.set_read_timeout(None).unwrap();
         self.stream.read_exact(&mut len[1..]).unwrap();

@@ -1,10 +1,12 @@
 //! Sockets systemd passed (socket activation), sorted by door: a listening
 //! Unix socket named `api` (`FileDescriptorName=api`) serves the local
 //! API; every other listening Unix socket serves the ibacm protocol (as
-//! ibacm's own `ibacm.socket` passes them, unnamed); a netlink socket is
-//! for the kernel's queries, which this version does not serve yet.
+//! ibacm's own `ibacm.socket` passes them, unnamed); a netlink socket (or,
+//! for tests, a datagram socket) is the kernel door's.
 
-use tracing::{info, warn};
+use std::os::fd::OwnedFd;
+
+use tracing::warn;
 
 use crate::listener::Listener;
 use umad::activation::{Inherited, SocketKind, take_inherited};
@@ -16,6 +18,8 @@ pub(crate) struct Activated {
     pub(crate) api: Option<Listener>,
     /// The ibacm protocol's sockets.
     pub(crate) acm: Vec<Listener>,
+    /// The kernel door's socket.
+    pub(crate) netlink: Option<OwnedFd>,
 }
 
 /// Takes the sockets systemd passed to this process, if any.
@@ -33,10 +37,12 @@ pub(crate) fn activated() -> Result<Activated, String> {
                     out.acm.push(listener);
                 }
             }
-            SocketKind::Netlink { .. } | SocketKind::Datagram => info!(
-                name,
-                "an inherited netlink socket: the kernel's RDMA_NL_LS queries are not served by this version; closing it"
-            ),
+            SocketKind::Netlink { .. } | SocketKind::Datagram if out.netlink.is_none() => {
+                out.netlink = Some(fd);
+            }
+            SocketKind::Netlink { .. } | SocketKind::Datagram => {
+                warn!(name, "a second inherited netlink socket; closing it");
+            }
             SocketKind::Other => warn!(
                 name,
                 "an inherited descriptor is not a listening Unix socket; closing it"

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use async_signal::{Signal, Signals};
 use bytes::Bytes;
 use smol::Timer;
-use smol::channel::Receiver;
+use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
@@ -19,11 +19,13 @@ use crate::api::ApiEvent;
 use crate::bridge::{self, identity};
 use crate::connection::Outbox;
 use crate::doors::SharedDoors;
+use crate::kernel_door;
 use crate::port_agent::PortAgent;
 use crate::settings::Settings;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
 use local_sa_core::naming::Names;
+use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService};
 use local_sa_core::request::{ConnId, LocalReply, Request};
 use umad::IncomingMad;
 use umad::port::Sysfs;
@@ -38,6 +40,7 @@ enum Wake {
     Port(usize, PortEvent),
     Api(ApiEvent),
     Acm(AcmEvent),
+    Kernel(Bytes),
     Signal,
     HangUp,
     Timer,
@@ -52,6 +55,8 @@ pub(crate) struct Sources {
     pub(crate) port_events: Receiver<(usize, PortEvent)>,
     pub(crate) api: Receiver<ApiEvent>,
     pub(crate) acm: Receiver<AcmEvent>,
+    /// Datagrams from the kernel door's socket.
+    pub(crate) kernel: Receiver<Bytes>,
     pub(crate) signals: Signals,
 }
 
@@ -66,8 +71,27 @@ pub(crate) struct Driver {
     pub(crate) doors: SharedDoors,
     /// The ibacm door, if it serves.
     pub(crate) acm: Option<AcmService>,
+    /// The kernel door, if it serves.
+    pub(crate) kernel: Option<KernelDoor>,
     /// The settings, and what reloading them needs.
     pub(crate) settings: Settings,
+}
+
+/// The kernel door: its logic and where its replies go.
+pub(crate) struct KernelDoor {
+    pub(crate) service: NetlinkService,
+    /// To the socket's writer.
+    pub(crate) replies: Sender<Bytes>,
+    /// Replies dropped because the writer was that far behind.
+    pub(crate) dropped: u64,
+}
+
+impl KernelDoor {
+    fn send(&mut self, reply: Bytes) {
+        if self.replies.try_send(reply).is_err() {
+            self.dropped += 1;
+        }
+    }
 }
 
 impl Driver {
@@ -116,6 +140,7 @@ impl Driver {
                 }
                 Wake::Api(e) => self.api_event(now, e),
                 Wake::Acm(e) => self.acm_event(now, e),
+                Wake::Kernel(datagram) => self.kernel_datagram(now, &datagram),
                 Wake::Timer => {
                     armed = None;
                     for p in &mut self.ports {
@@ -192,7 +217,9 @@ impl Driver {
     /// the one port's table as it is, or several ports' merged (the first
     /// port's entries first).
     fn update_names(&mut self) {
-        let Some(acm) = self.acm.as_mut() else { return };
+        if self.acm.is_none() && self.kernel.is_none() {
+            return;
+        }
         let mut changed = false;
         for p in &mut self.ports {
             let generation = p.core.names_generation();
@@ -212,7 +239,12 @@ impl Driver {
                 Arc::new(merged)
             }
         };
-        acm.set_learned_names(names);
+        if let Some(door) = self.kernel.as_mut() {
+            door.service.set_learned_names(Arc::clone(&names));
+        }
+        if let Some(acm) = self.acm.as_mut() {
+            acm.set_learned_names(names);
+        }
     }
 
     /// A local request for port `agent`'s core.
@@ -273,9 +305,45 @@ impl Driver {
         }
     }
 
-    /// A reply from a core, as a message on its connection: an ibacm
-    /// reply if the ibacm door asked, else a local API frame.
+    /// A datagram from the kernel: replies to send, questions for the
+    /// cores.
+    fn kernel_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        let Some(door) = self.kernel.as_mut() else {
+            return;
+        };
+        let actions = door.service.handle_datagram(datagram);
+        if let Some(errno) = door.service.take_kernel_error() {
+            warn!(
+                error = %std::io::Error::from_raw_os_error(errno),
+                "the kernel refused a netlink message of ours (EPERM: local-sa needs CAP_NET_ADMIN to answer the kernel)"
+            );
+        }
+        for action in actions {
+            match action {
+                NetlinkAction::Reply(reply) => {
+                    if let Some(door) = self.kernel.as_mut() {
+                        door.send(reply);
+                    }
+                }
+                NetlinkAction::Ask { agent, id, request } => {
+                    self.ask(now, agent, kernel_door::CONN, id, request);
+                }
+            }
+        }
+    }
+
+    /// A reply from a core, as a message on its connection: the kernel's
+    /// if the kernel door asked, an ibacm reply if the ibacm door asked,
+    /// else a local API frame.
     fn reply(&mut self, r: LocalReply) {
+        if r.conn == kernel_door::CONN {
+            if let Some(door) = self.kernel.as_mut()
+                && let Some(reply) = door.service.handle_reply(&r)
+            {
+                door.send(reply);
+            }
+            return;
+        }
         let acm = self.acm.as_mut().and_then(|a| a.handle_reply(&r));
         match acm {
             Some(Step::Reply(message)) => self.send(r.conn, message),
@@ -352,6 +420,9 @@ impl Driver {
                     if let Some(acm) = self.acm.as_mut() {
                         acm.handle_port_change(i, identity(&facts));
                     }
+                    if let Some(door) = self.kernel.as_mut() {
+                        door.service.handle_port_change(i, identity(&facts));
+                    }
                     port.facts = facts;
                 }
                 Err(e) => {
@@ -362,9 +433,13 @@ impl Driver {
     }
 
     fn write_stats(&self) {
-        let doors = self.doors.borrow().counters();
+        let mut fields = self.doors.borrow().counters().fields().to_vec();
+        if let Some(door) = &self.kernel {
+            fields.extend(door.service.counters().fields());
+            fields.push(("netlink_replies_dropped", door.dropped));
+        }
         for p in &self.ports {
-            p.write_stats(&doors.fields());
+            p.write_stats(&fields);
         }
     }
 }
@@ -387,6 +462,12 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
     let acm = async {
         match src.acm.recv().await {
             Ok(e) => Wake::Acm(e),
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let kernel = async {
+        match src.kernel.recv().await {
+            Ok(d) => Wake::Kernel(d),
             Err(_) => std::future::pending().await,
         }
     };
@@ -418,7 +499,7 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
     smol::future::or(
         mad,
         smol::future::or(
-            smol::future::or(api, acm),
+            smol::future::or(api, smol::future::or(acm, kernel)),
             smol::future::or(port, smol::future::or(signal, timers)),
         ),
     )

@@ -9,6 +9,7 @@ mod doors;
 mod driver;
 mod endpoints;
 mod error;
+mod kernel_door;
 mod listener;
 mod log_control;
 mod options;

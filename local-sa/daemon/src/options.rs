@@ -178,6 +178,13 @@ pub(crate) struct Options {
     /// while there is room.
     #[arg(long = "address", value_name = "IP")]
     pub(crate) addresses: Vec<std::net::IpAddr>,
+    /// The kernel's RDMA_NL_LS queries (PathRecords for rdma_cm, IPoIB,
+    /// SRP, iSER and NVMe-oF; IP addresses to GIDs): "auto" answers them
+    /// on a NETLINK_RDMA socket of the daemon's own (or on the one systemd
+    /// passed, `ListenNetlink=rdma 4`), "none" leaves them to the kernel's
+    /// own SA queries. Only one listener should answer: stop ibacm's.
+    #[arg(long, value_name = "auto|none", default_value = "auto", value_parser = ["auto", "none"])]
+    pub(crate) netlink: String,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
     /// this way; docs/wire-contract.md). Each port takes its own phase

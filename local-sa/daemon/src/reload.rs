@@ -25,14 +25,15 @@ impl Driver {
                 return;
             }
         };
-        let names = match self.acm.is_some().then(|| endpoints::names(&new)) {
-            Some(Err(e)) => {
-                error!(error = %e, "the ibacm hosts file has errors: nothing changed");
-                return;
-            }
-            Some(Ok(names)) => Some(names),
-            None => None,
-        };
+        let names =
+            match (self.acm.is_some() || self.kernel.is_some()).then(|| endpoints::names(&new)) {
+                Some(Err(e)) => {
+                    error!(error = %e, "the ibacm hosts file has errors: nothing changed");
+                    return;
+                }
+                Some(Ok(names)) => Some(names),
+                None => None,
+            };
         let log_changed = match self.settings.log.set(new.log_level.as_deref()) {
             Ok(changed) => changed,
             Err(e) => {
@@ -46,8 +47,13 @@ impl Driver {
         self.doors
             .borrow_mut()
             .set_connection_limits(new.max_connections, new.max_connections_per_user);
-        if let (Some(acm), Some(names)) = (self.acm.as_mut(), names) {
-            acm.set_names(names);
+        if let Some(names) = names {
+            if let Some(door) = self.kernel.as_mut() {
+                door.service.set_names(names.clone());
+            }
+            if let Some(acm) = self.acm.as_mut() {
+                acm.set_names(names);
+            }
         }
         let eps = self
             .acm

@@ -18,9 +18,10 @@ use crate::acm_socket::AcmListener;
 use crate::activation;
 use crate::api;
 use crate::doors::{DoorLimits, Doors, FD_RESERVE, SharedDoors};
-use crate::driver::{Driver, Sources};
+use crate::driver::{Driver, KernelDoor, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
+use crate::kernel_door;
 use crate::listener::Listener;
 use crate::log_control::LogControl;
 use crate::options::Options;
@@ -97,6 +98,11 @@ pub(crate) fn run(
     }
     let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
     let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
+    let kernel_socket = kernel_door::socket(activated.netlink.take(), options.netlink == "auto");
+    let kernel = match &kernel_socket {
+        Some(_) => Some(kernel_door::service(options, &ports)?),
+        None => None,
+    };
     let now = Instant::now();
     let endpoints = acm.as_ref().map_or(&[][..], AcmService::endpoints);
     for (agent, port) in ports.iter_mut().enumerate() {
@@ -148,6 +154,25 @@ pub(crate) fn run(
         ex.spawn(serve).detach();
     }
     drop((api_tx, acm_tx));
+    let (kernel_tx, kernel_rx) = smol::channel::bounded(1024);
+    let (kernel_out_tx, kernel_out_rx) = smol::channel::bounded(kernel_door::MAX_QUEUED_REPLIES);
+    if let Some(socket) = kernel_socket {
+        match smol::Async::new(socket) {
+            Ok(socket) => {
+                let socket = std::rc::Rc::new(socket);
+                let _ = kernel_out_tx.try_send(kernel_door::set_timeout(
+                    Duration::from_millis(options.upstream_timeout.max(1)),
+                    options.upstream_retries,
+                ));
+                ex.spawn(kernel_door::read(socket.clone(), kernel_tx))
+                    .detach();
+                ex.spawn(kernel_door::write(socket, kernel_out_rx)).detach();
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot poll the netlink socket; the kernel's queries are not served")
+            }
+        }
+    }
     let driver = Driver {
         ports,
         sysfs,
@@ -155,6 +180,11 @@ pub(crate) fn run(
         connections: HashMap::new(),
         doors,
         acm,
+        kernel: kernel.map(|service| KernelDoor {
+            service,
+            replies: kernel_out_tx,
+            dropped: 0,
+        }),
         settings: Settings {
             args,
             options: options.clone(),
@@ -166,6 +196,7 @@ pub(crate) fn run(
         port_events: event_rx,
         api: api_rx,
         acm: acm_rx,
+        kernel: kernel_rx,
         signals,
     };
     let ports = smol::block_on(ex.run(driver.run(sources)));

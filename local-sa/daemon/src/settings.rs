@@ -35,6 +35,7 @@ pub(crate) fn restart_needed(old: &Options, new: &Options) -> Vec<&'static str> 
     check(old.api_group != new.api_group, "api-group");
     check(old.acm_sockets != new.acm_sockets, "acm-socket");
     check(old.acm_addr != new.acm_addr, "acm-addr");
+    check(old.netlink != new.netlink, "netlink");
     check(
         old.port_poll_interval != new.port_poll_interval,
         "port-poll-interval",

@@ -9,6 +9,7 @@ pub mod activation;
 mod address;
 mod device;
 pub mod ipoib;
+pub mod netlink;
 pub mod port;
 pub mod port_events;
 pub mod process;

@@ -22,6 +22,13 @@ pub fn peer_uid(socket: &impl AsFd) -> io::Result<u32> {
     sys::peer_uid(socket.as_fd())
 }
 
+/// Makes `cmd`'s child inherit `fd` as descriptor 3, the way systemd
+/// passes a socket (the caller sets `LISTEN_FDS=1`, `LISTEN_FDNAMES` and
+/// `LISTEN_PID`): for tests that hand local-sa one end of a socketpair.
+pub fn pass_as_first_inherited(cmd: &mut std::process::Command, fd: std::os::fd::OwnedFd) {
+    sys::pass_as_fd3(cmd, fd);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,6 +103,23 @@ pub struct NetlinkCounters {
     pub kernel_errors: u64,
 }
 
+impl NetlinkCounters {
+    /// The counters as `name value` fields for the counters file.
+    pub fn fields(&self) -> [(&'static str, u64); 9] {
+        [
+            ("netlink_resolves", self.resolves),
+            ("netlink_ip_resolves", self.ip_resolves),
+            ("netlink_answered", self.answered),
+            ("netlink_from_cache", self.from_cache),
+            ("netlink_failed", self.failed),
+            ("netlink_malformed", self.malformed),
+            ("netlink_unknown_port", self.unknown_port),
+            ("netlink_refused_pending", self.refused_pending),
+            ("netlink_kernel_errors", self.kernel_errors),
+        ]
+    }
+}
+
 /// A RESOLVE waiting for its agent.
 #[derive(Debug)]
 struct Pending {

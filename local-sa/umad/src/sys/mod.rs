@@ -9,6 +9,7 @@
 
 pub(crate) mod activation;
 pub(crate) mod ifaddrs;
+pub(crate) mod netlink;
 pub(crate) mod process;
 pub(crate) mod verbs;
 

@@ -3,7 +3,7 @@
 //! `getsockopt(SO_PEERCRED)`.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 /// The soft and hard limits on open file descriptors.
 pub(crate) fn open_files_limit() -> io::Result<(u64, u64)> {
@@ -60,4 +60,30 @@ pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
         return Err(io::Error::last_os_error());
     }
     Ok(cred.uid)
+}
+
+/// Makes `cmd`'s child receive `fd` as descriptor 3 (systemd's first
+/// inherited descriptor), open across its exec.
+pub(crate) fn pass_as_fd3(cmd: &mut std::process::Command, fd: OwnedFd) {
+    use std::os::unix::process::CommandExt;
+    let raw = fd.as_raw_fd();
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: dup2 and fcntl are. It
+    // touches no memory but the integer `raw`, which `fd` (moved into the
+    // closure) keeps open in the parent until the command is dropped.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &fd;
+            let target = super::activation::FIRST_FD;
+            if raw == target {
+                let flags = libc::fcntl(raw, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(raw, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }

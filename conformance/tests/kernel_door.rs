@@ -1,0 +1,197 @@
+//! The kernel door on the fabric: local-sa gets one end of a datagram
+//! socketpair as its inherited `netlink` socket (these machines' kernel
+//! has no NETLINK_RDMA), and the test speaks the kernel's RDMA_NL_LS bytes
+//! on the other end, as `sa_query.c` and `addr.c` would.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixDatagram;
+use std::time::Duration;
+
+use conformance::saquery::parse_mad_dump;
+use conformance::{Fabric, LocalSa, Topology};
+use local_sa_core::netlink::wire::{
+    self, F_ERR, Header, IpResolve, PathUse, Resolve, path_flags, reply_records,
+};
+use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{Gid, SaMad};
+
+fn gid(guid: u64) -> Gid {
+    Gid::new(Gid::DEFAULT_PREFIX, guid)
+}
+
+/// The kernel's end: sends a message and reads the reply.
+struct Kernel(UnixDatagram);
+
+impl Kernel {
+    fn ask(&self, message: &[u8]) -> Vec<u8> {
+        self.0.send(message).unwrap();
+        self.reply()
+    }
+
+    fn reply(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; 4096];
+        let n = self.0.recv(&mut buf).expect("a reply within the time-out");
+        buf.truncate(n);
+        buf
+    }
+}
+
+#[test]
+fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ours, kernel) = UnixDatagram::pair().unwrap();
+    kernel
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let kernel = Kernel(kernel);
+    let _far =
+        LocalSa::start(&fabric, "h9", &["--address", "10.9.0.9"]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start_passing(&fabric, "h2", &[], "netlink", OwnedFd::from(ours))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h2").unwrap();
+    let me = node.port().unwrap();
+    let far = fabric.node("h9").unwrap().port().unwrap();
+
+    // At start, local-sa tells the kernel how long to wait.
+    let set_timeout = kernel.reply();
+    let h = Header::parse(&set_timeout).unwrap();
+    assert_eq!((h.kind, h.flags), (0x1001, wire::F_REQUEST));
+
+    // RESOLVE for each path use: OpenSM's record, the kernel's flags.
+    let device = "ibsim0";
+    for (seq, path_use) in [
+        (10, PathUse::GMP),
+        (11, PathUse::UNIDIRECTIONAL),
+        (12, PathUse::ALL),
+    ] {
+        let request = Resolve {
+            device: device.into(),
+            port: 1,
+            path_use,
+            service_id: None,
+            dgid: Some(gid(far.guid)),
+            sgid: Some(gid(me.guid)),
+            tclass: None,
+            pkey: Some(0xffff),
+            qos_class: None,
+        };
+        let reply = kernel.ask(&wire::resolve_request(seq, &request));
+        let h = Header::parse(&reply).unwrap();
+        assert_eq!((h.seq, h.kind, h.flags), (seq, 0x1000, 0), "{path_use}");
+        let records = reply_records(&reply);
+        assert_eq!(records.len(), 1, "{path_use}");
+        let (flags, record) = records[0];
+        assert_eq!(flags, path_use.record_flags());
+        // OpenSM's answer to the same Get.
+        let mut args = vec![
+            "--master".to_owned(),
+            "-p".into(),
+            "--sgid".into(),
+            gid(me.guid).to_string(),
+            "--dgid".into(),
+            gid(far.guid).to_string(),
+            "--pkey".into(),
+            "0xffff".into(),
+            "--method".into(),
+            "get".into(),
+            "-d".into(),
+        ];
+        if path_use.reversible() {
+            args.extend(["--reversible".into(), "1".into()]);
+        }
+        let out = node.lsaquery().args(&args).output().unwrap();
+        let mad = parse_mad_dump(&out.stdout)
+            .and_then(|d| d.response)
+            .unwrap_or_else(|| panic!("no answer from OpenSM:\n{}{}", out.stdout, out.stderr));
+        let opensm = SaMad::parse(&mad).unwrap();
+        assert_eq!(
+            record.as_bytes(),
+            &opensm.data()[..64],
+            "{path_use}: the record OpenSM gives"
+        );
+        assert_eq!(
+            flags & path_flags::PRIMARY,
+            path_flags::PRIMARY,
+            "{path_use}"
+        );
+    }
+
+    // A destination nobody has, a port not served, a malformed RESOLVE:
+    // ERR, so that the kernel asks the SA itself at once.
+    let unknown = Resolve {
+        device: device.into(),
+        port: 1,
+        path_use: PathUse::GMP,
+        service_id: None,
+        dgid: Some(gid(0xdead_beef)),
+        sgid: None,
+        tclass: None,
+        pkey: None,
+        qos_class: None,
+    };
+    let reply = kernel.ask(&wire::resolve_request(20, &unknown));
+    assert_eq!(Header::parse(&reply).unwrap().flags, F_ERR);
+    let other_port = Resolve {
+        port: 2,
+        ..unknown.clone()
+    };
+    let reply = kernel.ask(&wire::resolve_request(21, &other_port));
+    assert_eq!(Header::parse(&reply).unwrap().flags, F_ERR);
+    let mut lying = wire::resolve_request(22, &unknown).to_vec();
+    let first_attr = wire::HEADER_LEN + wire::RESOLVE_HEADER_LEN;
+    lying[first_attr..first_attr + 2].copy_from_slice(&999u16.to_ne_bytes());
+    let reply = kernel.ask(&lying);
+    assert_eq!(
+        (
+            Header::parse(&reply).unwrap().flags,
+            Header::parse(&reply).unwrap().seq
+        ),
+        (F_ERR, 22)
+    );
+
+    // IP_RESOLVE of the address h9's local-sa published in the directory.
+    sa.wait_until("h9's address learned", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n > 0)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut answered = None;
+    for attempt in 0..30 {
+        let reply = kernel.ask(&wire::ip_resolve_request(
+            30 + attempt,
+            &IpResolve {
+                ifindex: 1,
+                address: "10.9.0.9".parse().unwrap(),
+            },
+        ));
+        if Header::parse(&reply).unwrap().flags == 0 {
+            answered = Some(reply);
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let reply = answered.expect("10.9.0.9 resolved within 30 s");
+    assert_eq!(&reply[20..36], &gid(far.guid).0);
+
+    // Counted (the counters file is written every few seconds); the
+    // malformed RESOLVE counts as malformed only.
+    let counted = sa.wait_until("the kernel door's counters", Duration::from_secs(20), |c| {
+        c.get("netlink_resolves") == Some(&5)
+            && c.get("netlink_ip_resolves").is_some_and(|n| *n >= 1)
+    });
+    let c = sa.counters();
+    assert!(counted.is_ok(), "{c:?}");
+    assert_eq!(
+        (c["netlink_malformed"], c["netlink_unknown_port"]),
+        (1, 1),
+        "{c:?}"
+    );
+    // The three paths came from the cache (the port's table), not from
+    // the master; one answer, the address.
+    assert_eq!(
+        (c["netlink_from_cache"], c["netlink_answered"]),
+        (3, 4),
+        "{c:?}"
+    );
+}
