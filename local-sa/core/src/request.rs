@@ -9,6 +9,8 @@
 
 use crate::memberships::GroupEvent;
 use bytes::Bytes;
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::FromBytes;
 use mad_codec::{
     AttributeId, ComponentMask, Gid, InformInfo, MadStatus, McMemberRecord, Method, Notice,
     PathRecord,
@@ -167,4 +169,19 @@ pub enum LocalBody {
     GroupEvent(GroupEvent),
     /// The port served.
     Hello(Hello),
+}
+
+impl LocalBody {
+    /// The PathRecords a records body holds (the first 64 bytes of each
+    /// record), in order; none for any other body.
+    pub fn path_records(&self) -> impl Iterator<Item = PathRecord> + '_ {
+        let (data, stride) = match self {
+            Self::Records { data, stride, .. } if *stride >= PathRecord::LEN => {
+                (&data[..], *stride)
+            }
+            _ => (&[][..], PathRecord::LEN),
+        };
+        data.chunks_exact(stride)
+            .filter_map(|b| PathRecord::read_from_bytes(&b[..PathRecord::LEN]).ok())
+    }
 }

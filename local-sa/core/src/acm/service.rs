@@ -31,14 +31,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
 
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
 use crate::naming::{Address, Names};
-use crate::request::{ConnId, LocalBody, LocalReply, Lookup, PathQuery, Request};
+use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
 /// One endpoint: a port and one of its P_Keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,13 +260,7 @@ impl AcmService {
         if let Some(n) = self.per_conn.get_mut(&reply.conn) {
             *n = n.saturating_sub(1);
         }
-        let records: Vec<PathRecord> = match &reply.body {
-            LocalBody::Records { data, stride, .. } if *stride >= PathRecord::LEN => data
-                .chunks_exact(*stride)
-                .filter_map(|b| PathRecord::read_from_bytes(&b[..PathRecord::LEN]).ok())
-                .collect(),
-            _ => Vec::new(),
-        };
+        let records: Vec<PathRecord> = reply.body.path_records().collect();
         let record = records.first().copied();
         let status = match (reply.status, record) {
             (MadStatus::OK, Some(_)) => Status::SUCCESS,

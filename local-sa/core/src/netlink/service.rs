@@ -27,14 +27,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::zerocopy::FromZeros;
 use mad_codec::{MadStatus, Method, PathRecord};
 
 use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
 use crate::naming::{Address, Names};
-use crate::request::{ConnId, LocalBody, LocalReply, Lookup, PathQuery, Request};
+use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
 /// A port the kernel may name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,12 +338,7 @@ impl NetlinkService {
             return None;
         }
         let pending = self.pending.remove(&reply.request)?;
-        let record = match &reply.body {
-            LocalBody::Records { data, stride, .. } if *stride >= PathRecord::LEN => data
-                .chunks_exact(*stride)
-                .find_map(|b| PathRecord::read_from_bytes(&b[..PathRecord::LEN]).ok()),
-            _ => None,
-        };
+        let record = reply.body.path_records().next();
         match (reply.status, record) {
             (MadStatus::OK, Some(record)) => {
                 self.counters.answered += 1;

@@ -5,7 +5,9 @@ use mad_codec::{AttributeId, Gid};
 use super::*;
 use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
 use crate::naming::NameSource;
+use crate::request::LocalBody;
 use crate::request::RequestKind;
+use mad_codec::records::SaRecord;
 
 const PREFIX: u64 = Gid::DEFAULT_PREFIX;
 

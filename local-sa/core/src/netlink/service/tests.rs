@@ -4,6 +4,7 @@ use mad_codec::{AttributeId, Gid};
 use super::*;
 use crate::naming::NameSource;
 use crate::netlink::wire::{F_ERR, path_flags, reply_records};
+use crate::request::LocalBody;
 
 const PREFIX: u64 = Gid::DEFAULT_PREFIX;
 /// The door's connection number.
