@@ -18,8 +18,7 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use conformance::saquery::parse_number;
 use mad_codec::MAD_LEN;
-use umad::port::Sysfs;
-use umad::{AgentSpec, MadAddress, OutgoingMad, UmadDevice, UmadTransport};
+use umad::{MadAddress, OutgoingMad};
 
 fn parse_args() -> Result<(u16, Vec<u8>), String> {
     let (mut lid, mut hex) = (None, String::new());
@@ -51,15 +50,7 @@ fn parse_args() -> Result<(u16, Vec<u8>), String> {
 
 fn run() -> Result<String, String> {
     let (lid, mad) = parse_args()?;
-    let port = Sysfs::default()
-        .select(None, None)
-        .map_err(|e| e.to_string())?;
-    let path = port.umad_path().ok_or("the port has no umad device")?;
-    let device = UmadDevice::open(&path).map_err(|e| e.to_string())?;
-    let agent = device
-        .register_agent(&AgentSpec::sa(&[]))
-        .map_err(|e| e.to_string())?;
-    let transport = UmadTransport::start(device, 16).map_err(|e| e.to_string())?;
+    let (port, agent, transport) = conformance::sa_agent::open(16)?;
     let request = OutgoingMad {
         agent,
         dest: MadAddress::gsi(lid, port.sm_sl),

@@ -25,8 +25,7 @@ use conformance::saquery::parse_number;
 use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, MAD_LEN, Method, PathRecord, SaMadBuilder, records::SaRecord};
-use umad::port::Sysfs;
-use umad::{AgentSpec, MadAddress, OutgoingMad, UmadDevice, UmadTransport};
+use umad::{MadAddress, OutgoingMad};
 
 struct Args {
     sa_lid: u16,
@@ -98,15 +97,7 @@ impl Tally {
 
 fn run() -> Result<String, String> {
     let args = parse_args()?;
-    let port = Sysfs::default()
-        .select(None, None)
-        .map_err(|e| e.to_string())?;
-    let path = port.umad_path().ok_or("the port has no umad device")?;
-    let device = UmadDevice::open(&path).map_err(|e| e.to_string())?;
-    let agent = device
-        .register_agent(&AgentSpec::sa(&[]))
-        .map_err(|e| e.to_string())?;
-    let transport = UmadTransport::start(device, 256).map_err(|e| e.to_string())?;
+    let (port, agent, transport) = conformance::sa_agent::open(256)?;
     let tally = Arc::new(Mutex::new(Tally::default()));
     let last_answer = Arc::new(Mutex::new(Instant::now()));
     let done = Arc::new(AtomicBool::new(false));
