@@ -174,11 +174,26 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
     let reply = answered.expect("10.9.0.9 resolved within 30 s");
     assert_eq!(&reply[20..36], &gid(far.guid).0);
 
+    // The kernel refusing our replies (a daemon without CAP_NET_ADMIN
+    // gets EPERM for each): counted each time, logged once.
+    for seq in 40..43u32 {
+        let mut refusal = Vec::new();
+        refusal.extend_from_slice(&36u32.to_ne_bytes());
+        refusal.extend_from_slice(&2u16.to_ne_bytes()); // NLMSG_ERROR
+        refusal.extend_from_slice(&0u16.to_ne_bytes());
+        refusal.extend_from_slice(&seq.to_ne_bytes());
+        refusal.extend_from_slice(&0u32.to_ne_bytes());
+        refusal.extend_from_slice(&(-1i32).to_ne_bytes()); // -EPERM
+        refusal.extend_from_slice(&[0; 16]);
+        kernel.0.send(&refusal).unwrap();
+    }
+
     // Counted (the counters file is written every few seconds); the
     // malformed RESOLVE counts as malformed only.
     let counted = sa.wait_until("the kernel door's counters", Duration::from_secs(20), |c| {
         c.get("netlink_resolves") == Some(&5)
             && c.get("netlink_ip_resolves").is_some_and(|n| *n >= 1)
+            && c.get("netlink_kernel_errors") == Some(&3)
     });
     let c = sa.counters();
     assert!(counted.is_ok(), "{c:?}");
@@ -194,4 +209,9 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
         (3, 4),
         "{c:?}"
     );
+    let refusals = sa
+        .stderr()
+        .matches("the kernel refused a netlink message")
+        .count();
+    assert_eq!(refusals, 1, "three refusals, one log line");
 }

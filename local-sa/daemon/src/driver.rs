@@ -24,6 +24,7 @@ use crate::port_agent::PortAgent;
 use crate::settings::Settings;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
+use local_sa_core::log_limit::LogLimit;
 use local_sa_core::naming::Names;
 use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService};
 use local_sa_core::request::{ConnId, LocalReply, Request};
@@ -84,6 +85,9 @@ pub(crate) struct KernelDoor {
     pub(crate) replies: Sender<Bytes>,
     /// Replies dropped because the writer was that far behind.
     pub(crate) dropped: u64,
+    /// The kernel's refusals, logged once a minute per errno: a daemon
+    /// without CAP_NET_ADMIN is refused every reply.
+    pub(crate) log: LogLimit,
 }
 
 impl KernelDoor {
@@ -312,9 +316,13 @@ impl Driver {
             return;
         };
         let actions = door.service.handle_datagram(datagram);
-        if let Some(errno) = door.service.take_kernel_error() {
+        if let Some(errno) = door.service.take_kernel_error()
+            && let Some(earlier_not_logged) =
+                door.log.allow(now, "kernel refusal", errno.unsigned_abs())
+        {
             warn!(
                 error = %std::io::Error::from_raw_os_error(errno),
+                earlier_not_logged,
                 "the kernel refused a netlink message of ours (EPERM: local-sa needs CAP_NET_ADMIN to answer the kernel)"
             );
         }

@@ -184,6 +184,7 @@ pub(crate) fn run(
             service,
             replies: kernel_out_tx,
             dropped: 0,
+            log: local_sa_core::log_limit::LogLimit::new(Duration::from_secs(60)),
         }),
         settings: Settings {
             args,
