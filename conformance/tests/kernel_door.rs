@@ -215,3 +215,172 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
         .count();
     assert_eq!(refusals, 1, "three refusals, one log line");
 }
+
+/// A RESOLVE from h2's port 1 to `dgid`, as `ib_nl_make_request` sends it.
+fn resolve_to(dgid: Gid, path_use: PathUse) -> Resolve {
+    Resolve {
+        device: "ibsim0".into(),
+        port: 1,
+        path_use,
+        service_id: None,
+        dgid: Some(dgid),
+        sgid: None,
+        tclass: None,
+        pkey: Some(0xffff),
+        qos_class: None,
+    }
+}
+
+/// How many RESOLVEs the kernel has in flight at once in the pipelined
+/// run.
+const PIPELINED: u32 = 10_000;
+
+#[test]
+fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ours, kernel) = UnixDatagram::pair().unwrap();
+    kernel
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let kernel = Kernel(kernel);
+    // The kernel is told to wait 1.5 s; the master gets 3 s per attempt,
+    // so a RESOLVE it leaves unanswered meets the door's deadline first.
+    let args = ["--netlink-timeout", "1500", "--upstream-timeout", "3000"];
+    let mut sa = LocalSa::start_passing(&fabric, "h2", &args, "netlink", OwnedFd::from(ours))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let set_timeout = kernel.reply();
+    let told =
+        wire::messages(&set_timeout)
+            .into_iter()
+            .find_map(|(_, m)| match m.map(|m| m.body) {
+                Ok(wire::Body::SetTimeout(ms)) => ms,
+                _ => None,
+            });
+    assert_eq!(
+        told,
+        Some(1500),
+        "the SET_TIMEOUT carries --netlink-timeout"
+    );
+
+    // Every host of the fabric, each path use, 10,000 RESOLVEs written
+    // without waiting, read back as they come.
+    let hosts: Vec<Gid> = fabric
+        .topology()
+        .hcas()
+        .iter()
+        .map(|h| gid(fabric.node(h).unwrap().port().unwrap().guid))
+        .collect();
+    let uses = [PathUse::GMP, PathUse::UNIDIRECTIONAL, PathUse::ALL];
+    let writer = {
+        let socket = kernel.0.try_clone().unwrap();
+        let hosts = hosts.clone();
+        std::thread::spawn(move || {
+            for seq in 0..PIPELINED {
+                let i = seq as usize;
+                let r = resolve_to(hosts[i % hosts.len()], uses[i / hosts.len() % uses.len()]);
+                socket.send(&wire::resolve_request(seq, &r)).unwrap();
+            }
+        })
+    };
+    let mut seen = vec![0u32; PIPELINED as usize];
+    let mut errors = 0;
+    for _ in 0..PIPELINED {
+        let reply = kernel.reply();
+        let h = Header::parse(&reply).unwrap();
+        let i = h.seq as usize;
+        assert!(i < seen.len(), "a reply to a RESOLVE never sent: seq {i}");
+        seen[i] += 1;
+        if h.flags & F_ERR != 0 {
+            errors += 1;
+            continue;
+        }
+        let records = reply_records(&reply);
+        assert_eq!(records.len(), 1, "seq {i}");
+        let (flags, record) = records[0];
+        let path_use = uses[i / hosts.len() % uses.len()];
+        assert_eq!(flags, path_use.record_flags(), "seq {i}");
+        assert_eq!(record.dgid(), hosts[i % hosts.len()], "seq {i}");
+    }
+    writer.join().unwrap();
+    assert!(seen.iter().all(|n| *n == 1), "each RESOLVE answered once");
+    // h2's own GID is among the hosts: a path to itself exists too.
+    assert_eq!(errors, 0, "every host is reachable");
+
+    // Malformed messages: a cut header is dropped; an unknown operation
+    // and another client's message get ERR with their sequence numbers,
+    // as does a RESOLVE naming no device (a port not served). Nothing
+    // else happens.
+    let valid = wire::resolve_request(50, &resolve_to(hosts[0], PathUse::GMP)).to_vec();
+    kernel.0.send(&valid[..9]).unwrap();
+    let mut unknown_op = valid.clone();
+    unknown_op[4..6].copy_from_slice(&(4u16 << 10 | 9).to_ne_bytes());
+    unknown_op[8..12].copy_from_slice(&51u32.to_ne_bytes());
+    let mut other_client = valid.clone();
+    other_client[4..6].copy_from_slice(&(3u16 << 10).to_ne_bytes());
+    other_client[8..12].copy_from_slice(&52u32.to_ne_bytes());
+    let mut nameless = valid.clone();
+    nameless[wire::HEADER_LEN..wire::HEADER_LEN + wire::DEVICE_NAME_LEN].fill(0);
+    nameless[8..12].copy_from_slice(&53u32.to_ne_bytes());
+    for (message, seq) in [(unknown_op, 51), (other_client, 52), (nameless, 53)] {
+        let reply = kernel.ask(&message);
+        let h = Header::parse(&reply).unwrap();
+        assert_eq!((h.flags, h.seq), (F_ERR, seq));
+    }
+    // The door still answers.
+    let reply = kernel.ask(&valid);
+    assert_eq!(Header::parse(&reply).unwrap().flags, 0);
+
+    // The master goes silent (OpenSM stopped, not killed: under ibsim a
+    // MAD to a LID nobody serves comes back undelivered at once): a
+    // RESOLVE the cache cannot answer gets ERR at the door's deadline
+    // (1.5 s less a tenth), long before the agent's own attempt at the
+    // master times out (3 s).
+    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, &opensm])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
+    };
+    signal("-STOP");
+    let started = std::time::Instant::now();
+    let reply = kernel.ask(&wire::resolve_request(
+        60,
+        &resolve_to(gid(0xdead_beef), PathUse::GMP),
+    ));
+    let waited = started.elapsed();
+    signal("-CONT");
+    let h = Header::parse(&reply).unwrap();
+    assert_eq!((h.flags, h.seq), (F_ERR, 60));
+    eprintln!("ERR for a RESOLVE the master left unanswered after {waited:?}");
+
+    let counted = sa.wait_until("the kernel door's counters", Duration::from_secs(20), |c| {
+        c.get("netlink_past_deadline") == Some(&1)
+    });
+    let c = sa.counters();
+    assert!(counted.is_ok(), "{c:?}");
+    assert_eq!(
+        (
+            c["netlink_resolves"],
+            c["netlink_malformed"],
+            c["netlink_answered"],
+            c["netlink_from_cache"],
+        ),
+        (
+            u64::from(PIPELINED) + 3,
+            3,
+            u64::from(PIPELINED) + 1,
+            u64::from(PIPELINED) + 1
+        ),
+        "{c:?}"
+    );
+    assert_eq!(c["netlink_unknown_port"], 1, "{c:?}");
+    assert!(
+        waited < Duration::from_secs(3),
+        "the ERR came from the deadline, not the agent's time-out: {waited:?}"
+    );
+    assert_eq!(c["netlink_replies_dropped"], 0, "{c:?}");
+}

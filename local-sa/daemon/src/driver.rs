@@ -118,10 +118,12 @@ impl Driver {
             if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
             }
+            let kernel_due = self.kernel.as_mut().and_then(|k| k.service.poll_timeout());
             let due = self
                 .ports
                 .iter()
                 .filter_map(|p| p.core.poll_timeout())
+                .chain(kernel_due)
                 .chain(shutdown_by)
                 .min();
             if due != armed {
@@ -150,6 +152,11 @@ impl Driver {
                     for p in &mut self.ports {
                         if p.core.poll_timeout().is_some_and(|t| t <= now) {
                             p.core.handle_timeout(now);
+                        }
+                    }
+                    if let Some(door) = self.kernel.as_mut() {
+                        for reply in door.service.handle_timeout(now) {
+                            door.send(reply);
                         }
                     }
                 }
@@ -315,7 +322,7 @@ impl Driver {
         let Some(door) = self.kernel.as_mut() else {
             return;
         };
-        let actions = door.service.handle_datagram(datagram);
+        let actions = door.service.handle_datagram(now, datagram);
         if let Some(errno) = door.service.take_kernel_error()
             && let Some(earlier_not_logged) =
                 door.log.allow(now, "kernel refusal", errno.unsigned_abs())

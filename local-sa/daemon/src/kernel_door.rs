@@ -6,13 +6,14 @@
 
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use smol::Async;
 use smol::channel::{Receiver, Sender};
 use tracing::{debug, info, warn};
 
-use local_sa_core::netlink::{KernelPort, NetlinkConfig, NetlinkService, wire};
+use local_sa_core::netlink::{KernelPort, NetlinkConfig, NetlinkService, clamp_kernel_timeout};
 use local_sa_core::request::ConnId;
 use umad::netlink::NetlinkSocket;
 
@@ -49,12 +50,23 @@ pub(crate) fn service(
         })
         .collect();
     let names = crate::endpoints::names(options).map_err(DaemonError::Acm)?;
-    Ok(NetlinkService::new(
-        NetlinkConfig::default(),
-        CONN,
-        kernel_ports,
-        names,
-    ))
+    let config = NetlinkConfig {
+        kernel_timeout: kernel_timeout(options),
+        ..NetlinkConfig::default()
+    };
+    Ok(NetlinkService::new(config, CONN, kernel_ports, names))
+}
+
+/// How long the kernel is told to wait for each reply: --netlink-timeout,
+/// else the agent's worst case.
+pub(crate) fn kernel_timeout(options: &Options) -> Duration {
+    match options.netlink_timeout {
+        Some(ms) => clamp_kernel_timeout(Duration::from_millis(ms)),
+        None => {
+            let agent = options.agent_config();
+            NetlinkConfig::worst_case(agent.upstream_timeout, agent.upstream_retries + 1)
+        }
+    }
 }
 
 /// The socket to serve, if any: the inherited one, else (unless turned
@@ -90,11 +102,31 @@ pub(crate) fn socket(inherited: Option<OwnedFd>, open_own: bool) -> Option<Netli
     }
 }
 
+/// Replies queued for the writer at which the reader stops taking the
+/// kernel's messages until the writer has sent half of them: a peer that
+/// reads its replies slowly slows its own questions (the kernel's own
+/// sends then fail, and it asks the SA itself) instead of losing replies.
+const READ_PAUSE_AT: usize = MAX_QUEUED_REPLIES / 2;
+
+/// How the reader sees the writer's queue.
+pub(crate) struct Backlog {
+    /// The writer's queue (only its length is read).
+    pub(crate) replies: Sender<Bytes>,
+    /// A token whenever the writer's queue has drained below half of
+    /// [`READ_PAUSE_AT`].
+    pub(crate) room: Receiver<()>,
+}
+
 /// Reads datagrams from `socket` and passes them on, until the socket or
-/// the driver goes.
-pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Bytes>) {
+/// the driver goes; pauses while the writer is [`READ_PAUSE_AT`] behind.
+pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Bytes>, backlog: Backlog) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     loop {
+        while backlog.replies.len() >= READ_PAUSE_AT {
+            if backlog.room.recv().await.is_err() {
+                return;
+            }
+        }
         match socket.read_with(|s| s.recv(&mut buf)).await {
             // A datagram socket whose peer closed reads 0 bytes for ever.
             Ok(0) => {
@@ -114,20 +146,19 @@ pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Bytes>) {
     }
 }
 
-/// Writes each reply from `from` to `socket`.
-pub(crate) async fn write(socket: Rc<Async<NetlinkSocket>>, from: Receiver<Bytes>) {
+/// Writes each reply from `from` to `socket`, telling the reader through
+/// `room` when the queue has drained.
+pub(crate) async fn write(
+    socket: Rc<Async<NetlinkSocket>>,
+    from: Receiver<Bytes>,
+    room: Sender<()>,
+) {
     while let Ok(reply) = from.recv().await {
         if let Err(e) = socket.write_with(|s| s.send(&reply)).await {
             debug!(error = %e, "a reply to the kernel was not sent");
         }
+        if from.len() < READ_PAUSE_AT / 2 {
+            let _ = room.try_send(());
+        }
     }
-}
-
-/// The SET_TIMEOUT telling the kernel how long to wait for a reply: the
-/// longest a query can take here (every attempt at the master, and a
-/// margin), within the 40 ms to 200 s the kernel accepts.
-pub(crate) fn set_timeout(per_attempt: std::time::Duration, retries: u32) -> Bytes {
-    let worst = per_attempt.as_millis() * u128::from(retries + 1) + 500;
-    let millis = u32::try_from(worst).unwrap_or(u32::MAX).clamp(40, 200_000);
-    wire::set_timeout(1, std::process::id(), millis)
 }

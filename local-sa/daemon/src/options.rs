@@ -185,6 +185,14 @@ pub(crate) struct Options {
     /// own SA queries. Only one listener should answer: stop ibacm's.
     #[arg(long, value_name = "auto|none", default_value = "auto", value_parser = ["auto", "none"])]
     pub(crate) netlink: String,
+    /// Milliseconds the kernel waits for each answer before it asks the SA
+    /// itself (sent to it at start as SET_TIMEOUT; 40 to 200000). A query
+    /// the master has not answered by nine tenths of this gets an error
+    /// at once, so the kernel falls back without waiting. Default: every
+    /// attempt at the master (--upstream-timeout × (--upstream-retries +
+    /// 1)) and 500 ms; the kernel's own default, until told, is 2000.
+    #[arg(long, value_name = "MS", value_parser = number::<u64>)]
+    pub(crate) netlink_timeout: Option<u64>,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
     /// this way; docs/wire-contract.md). Each port takes its own phase

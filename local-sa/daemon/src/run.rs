@@ -160,13 +160,18 @@ pub(crate) fn run(
         match smol::Async::new(socket) {
             Ok(socket) => {
                 let socket = std::rc::Rc::new(socket);
-                let _ = kernel_out_tx.try_send(kernel_door::set_timeout(
-                    Duration::from_millis(options.upstream_timeout.max(1)),
-                    options.upstream_retries,
-                ));
-                ex.spawn(kernel_door::read(socket.clone(), kernel_tx))
+                if let Some(door) = &kernel {
+                    let _ = kernel_out_tx.try_send(door.set_timeout_message(std::process::id()));
+                }
+                let (room_tx, room_rx) = smol::channel::bounded(1);
+                let backlog = kernel_door::Backlog {
+                    replies: kernel_out_tx.clone(),
+                    room: room_rx,
+                };
+                ex.spawn(kernel_door::read(socket.clone(), kernel_tx, backlog))
                     .detach();
-                ex.spawn(kernel_door::write(socket, kernel_out_rx)).detach();
+                ex.spawn(kernel_door::write(socket, kernel_out_rx, room_tx))
+                    .detach();
             }
             Err(e) => {
                 warn!(error = %e, "cannot poll the netlink socket; the kernel's queries are not served")

@@ -3,6 +3,7 @@
 
 use std::ffi::OsString;
 
+use crate::kernel_door;
 use crate::log_control::LogControl;
 use crate::options::Options;
 
@@ -36,6 +37,11 @@ pub(crate) fn restart_needed(old: &Options, new: &Options) -> Vec<&'static str> 
     check(old.acm_sockets != new.acm_sockets, "acm-socket");
     check(old.acm_addr != new.acm_addr, "acm-addr");
     check(old.netlink != new.netlink, "netlink");
+    // Told the kernel at start; follows the upstream time-outs by default.
+    check(
+        kernel_door::kernel_timeout(old) != kernel_door::kernel_timeout(new),
+        "netlink-timeout",
+    );
     check(
         old.port_poll_interval != new.port_poll_interval,
         "port-poll-interval",
@@ -53,5 +59,17 @@ mod tests {
         let new = Options::load(["local-sa", "-P", "2", "--log-level", "debug"]).unwrap();
         assert_eq!(restart_needed(&old, &new), ["port"]);
         assert!(restart_needed(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn the_kernels_time_out_is_fixed_at_start() {
+        let old = Options::load(["local-sa"]).unwrap();
+        let slower = Options::load(["local-sa", "--upstream-timeout", "3000"]).unwrap();
+        let told = Options::load(["local-sa", "--netlink-timeout", "4500"]).unwrap();
+        assert_eq!(restart_needed(&old, &slower), ["netlink-timeout"]);
+        assert!(
+            restart_needed(&old, &told).is_empty(),
+            "4500 ms is the default"
+        );
     }
 }

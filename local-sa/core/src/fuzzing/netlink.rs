@@ -1,15 +1,85 @@
 //! The netlink decoder fed any datagram: it never panics, and what it
 //! decodes as a kernel request re-encodes to a message that decodes the
 //! same; every reply built for a decoded request decodes as the kernel
-//! would read it.
+//! would read it. Then the door itself takes the datagram: every reply it
+//! sends is one the kernel can read, each counted once, and nothing is
+//! left waiting after its deadline.
 
-use mad_codec::PathRecord;
-use mad_codec::zerocopy::FromBytes;
+use std::time::{Duration, Instant};
 
+use mad_codec::zerocopy::{FromBytes, IntoBytes};
+use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
+
+use crate::config::PortIdentity;
+use crate::naming::Names;
 use crate::netlink::wire::{self, Body};
+use crate::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
+use crate::request::{LocalBody, LocalReply, RequestKind};
 
 /// One datagram.
 pub fn netlink(data: &[u8]) {
+    decoder(data);
+    door(data);
+}
+
+/// The door fed `data`, its agent answering every other question with a
+/// record and leaving the rest to the deadline.
+fn door(data: &[u8]) {
+    const CONN: u64 = 1 << 40;
+    let port = PortIdentity {
+        lid: 4,
+        lmc: 0,
+        gid: Gid::new(Gid::DEFAULT_PREFIX, 4),
+        sm_lid: 1,
+        sm_sl: 0,
+    };
+    let ports = vec![KernelPort {
+        agent: 0,
+        device: "ibsim0".into(),
+        port_num: 1,
+        port,
+    }];
+    let mut door = NetlinkService::new(NetlinkConfig::default(), CONN, ports, Names::new());
+    let now = Instant::now();
+    let mut replies = Vec::new();
+    for (n, action) in door.handle_datagram(now, data).into_iter().enumerate() {
+        match action {
+            Action::Reply(r) => replies.push(r),
+            Action::Ask { id, .. } if n % 2 == 0 => {
+                let record = PathRecord::read_from_bytes(&[0; 64]).unwrap();
+                let reply = LocalReply {
+                    conn: CONN,
+                    request: id,
+                    answers: Some(RequestKind::PathQuery),
+                    status: MadStatus::OK,
+                    from_master: false,
+                    body: LocalBody::Records {
+                        attribute: AttributeId::PATH_RECORD,
+                        stride: 64,
+                        data: record.as_bytes().to_vec().into(),
+                    },
+                };
+                replies.extend(door.handle_reply(&reply));
+                assert_eq!(door.handle_reply(&reply), None, "one reply per RESOLVE");
+            }
+            Action::Ask { .. } => {}
+        }
+    }
+    // What the agent left unanswered gets ERR at its deadline.
+    let due = door.poll_timeout();
+    let late = door.handle_timeout(now + Duration::from_secs(3600));
+    assert_eq!(due.is_some(), !late.is_empty());
+    assert_eq!(door.pending(), 0);
+    replies.extend(late);
+    for r in &replies {
+        let h = wire::Header::parse(r).expect("a reply the kernel can read");
+        assert_eq!(h.len as usize, r.len());
+    }
+    let c = door.counters();
+    assert_eq!(c.answered + c.failed, replies.len() as u64);
+}
+
+fn decoder(data: &[u8]) {
     for (header, message) in wire::messages(data) {
         let Ok(message) = message else {
             if let Some(h) = header {

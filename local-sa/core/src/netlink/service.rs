@@ -21,9 +21,17 @@
 //!   read, else is dropped; both are counted. Nothing the kernel or a peer
 //!   sends makes the door hold more than [`NetlinkConfig::max_pending`]
 //!   requests: past that, ERR at once.
+//! * Time: the kernel waits [`NetlinkConfig::kernel_timeout`] for each
+//!   reply (the door tells it so with SET_TIMEOUT,
+//!   [`NetlinkService::set_timeout_message`]), then sends its own MAD. A
+//!   RESOLVE the agent has not answered by
+//!   [`NetlinkConfig::answer_within`] gets ERR, so that the kernel falls
+//!   back at once rather than at its time-out; the agent's answer, when it
+//!   comes, still fills the cache for the next query.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
@@ -48,17 +56,56 @@ pub struct KernelPort {
     pub port: PortIdentity,
 }
 
-/// Limits of the door.
+/// The time-outs the kernel accepts in a SET_TIMEOUT
+/// (`IB_SA_LOCAL_SVC_TIMEOUT_MIN` and `_MAX` in `sa_query.c`).
+pub const KERNEL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(40)..=Duration::from_millis(200_000);
+
+/// The kernel's time-out until a listener sets one
+/// (`IB_SA_LOCAL_SVC_TIMEOUT_DEFAULT`).
+pub const KERNEL_DEFAULT_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// Limits and times of the door.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetlinkConfig {
     /// RESOLVEs waiting for an agent at once.
     pub max_pending: usize,
+    /// How long the kernel waits for each reply: what the door tells it
+    /// at start, within [`KERNEL_TIMEOUT_RANGE`].
+    pub kernel_timeout: Duration,
 }
 
 impl Default for NetlinkConfig {
     fn default() -> Self {
-        Self { max_pending: 4096 }
+        Self {
+            max_pending: 4096,
+            kernel_timeout: KERNEL_DEFAULT_TIMEOUT,
+        }
     }
+}
+
+impl NetlinkConfig {
+    /// The kernel time-out that covers an agent's worst case: `attempts`
+    /// requests to the master of `per_attempt` each, and half a second for
+    /// the rest, within [`KERNEL_TIMEOUT_RANGE`].
+    pub fn worst_case(per_attempt: Duration, attempts: u32) -> Duration {
+        let worst = per_attempt.saturating_mul(attempts.max(1)) + Duration::from_millis(500);
+        clamp_kernel_timeout(worst)
+    }
+
+    /// When an unanswered RESOLVE gets ERR: the kernel's time-out less a
+    /// tenth (20 ms to 500 ms) for the reply's way to the kernel, so that
+    /// the ERR is there before the kernel stops waiting.
+    pub fn answer_within(&self) -> Duration {
+        let timeout = clamp_kernel_timeout(self.kernel_timeout);
+        let margin = (timeout / 10).clamp(Duration::from_millis(20), Duration::from_millis(500));
+        timeout - margin
+    }
+}
+
+/// `timeout` within the range the kernel accepts.
+pub fn clamp_kernel_timeout(timeout: Duration) -> Duration {
+    timeout.clamp(*KERNEL_TIMEOUT_RANGE.start(), *KERNEL_TIMEOUT_RANGE.end())
 }
 
 /// What the daemon does for a datagram.
@@ -98,13 +145,16 @@ pub struct NetlinkCounters {
     pub unknown_port: u64,
     /// RESOLVEs refused because [`NetlinkConfig::max_pending`] were waiting.
     pub refused_pending: u64,
+    /// RESOLVEs answered ERR because the agent had not answered within
+    /// [`NetlinkConfig::answer_within`] (counted in `failed` too).
+    pub past_deadline: u64,
     /// Errors the kernel sent back for messages of ours.
     pub kernel_errors: u64,
 }
 
 impl NetlinkCounters {
     /// The counters as `name value` fields for the counters file.
-    pub fn fields(&self) -> [(&'static str, u64); 9] {
+    pub fn fields(&self) -> [(&'static str, u64); 10] {
         [
             ("netlink_resolves", self.resolves),
             ("netlink_ip_resolves", self.ip_resolves),
@@ -114,6 +164,7 @@ impl NetlinkCounters {
             ("netlink_malformed", self.malformed),
             ("netlink_unknown_port", self.unknown_port),
             ("netlink_refused_pending", self.refused_pending),
+            ("netlink_past_deadline", self.past_deadline),
             ("netlink_kernel_errors", self.kernel_errors),
         ]
     }
@@ -125,6 +176,10 @@ struct Pending {
     header: Header,
     path_use: PathUse,
 }
+
+/// Past this many deadlines per pending RESOLVE, the deadline queue drops
+/// those of answered RESOLVEs at once rather than when they come due.
+const DEADLINES_PER_PENDING: usize = 4;
 
 /// The kernel door.
 #[derive(Debug)]
@@ -138,6 +193,10 @@ pub struct NetlinkService {
     /// Names the SA agents learned from the master SA.
     learned: Arc<Names>,
     pending: HashMap<u32, Pending>,
+    /// When each asked RESOLVE is due, in the order asked (the deadlines
+    /// grow with it); entries of answered RESOLVEs are dropped as they
+    /// reach the front.
+    deadlines: VecDeque<(Instant, u32)>,
     next_id: u32,
     counters: NetlinkCounters,
     /// The last errno the kernel sent back, for the log.
@@ -155,6 +214,7 @@ impl NetlinkService {
             names,
             learned: Arc::default(),
             pending: HashMap::new(),
+            deadlines: VecDeque::new(),
             next_id: 1,
             counters: NetlinkCounters::default(),
             last_kernel_errno: None,
@@ -199,12 +259,20 @@ impl NetlinkService {
         self.learned = names;
     }
 
-    /// One datagram from the socket: what to send and ask, in order.
-    pub fn handle_datagram(&mut self, datagram: &[u8]) -> Vec<Action> {
+    /// The SET_TIMEOUT to send the kernel at start, from process `pid`.
+    pub fn set_timeout_message(&self, pid: u32) -> Bytes {
+        let timeout = clamp_kernel_timeout(self.config.kernel_timeout);
+        let millis = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        wire::set_timeout(1, pid, millis)
+    }
+
+    /// One datagram from the socket, received at `now`: what to send and
+    /// ask, in order.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Vec<Action> {
         let mut actions = Vec::new();
         for (header, message) in wire::messages(datagram) {
             let action = match message {
-                Ok(m) => self.handle_message(m.header, m.body),
+                Ok(m) => self.handle_message(now, m.header, m.body),
                 Err(e) => {
                     tracing::debug!(error = %e, "a malformed netlink message");
                     self.counters.malformed += 1;
@@ -221,11 +289,11 @@ impl NetlinkService {
         actions
     }
 
-    fn handle_message(&mut self, header: Header, body: Body) -> Option<Action> {
+    fn handle_message(&mut self, now: Instant, header: Header, body: Body) -> Option<Action> {
         match body {
             Body::Resolve(r) => {
                 self.counters.resolves += 1;
-                self.resolve(header, r)
+                self.resolve(now, header, r)
             }
             Body::IpResolve(r) => {
                 self.counters.ip_resolves += 1;
@@ -243,7 +311,7 @@ impl NetlinkService {
         }
     }
 
-    fn resolve(&mut self, header: Header, r: Resolve) -> Option<Action> {
+    fn resolve(&mut self, now: Instant, header: Header, r: Resolve) -> Option<Action> {
         let Some(port) = self
             .ports
             .iter()
@@ -297,6 +365,8 @@ impl NetlinkService {
                 path_use: r.path_use,
             },
         );
+        self.deadlines
+            .push_back((now + self.config.answer_within(), id));
         Some(Action::Ask {
             agent: port.agent,
             id,
@@ -331,8 +401,52 @@ impl NetlinkService {
         Some(Action::Reply(wire::error_reply(header)))
     }
 
+    /// When [`Self::handle_timeout`] has an ERR to send, if ever.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.drop_answered_deadlines();
+        self.deadlines.front().map(|(due, _)| *due)
+    }
+
+    /// ERR for every RESOLVE whose agent has not answered by now: the
+    /// kernel asks the SA itself at once.
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Bytes> {
+        let mut replies = Vec::new();
+        while let Some(&(due, id)) = self.deadlines.front() {
+            if due > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            if let Some(pending) = self.pending.remove(&id) {
+                self.counters.past_deadline += 1;
+                self.counters.failed += 1;
+                replies.push(wire::error_reply(&pending.header));
+            }
+        }
+        if !replies.is_empty() {
+            tracing::debug!(
+                count = replies.len(),
+                "RESOLVEs not answered in time: ERR, the kernel asks the SA itself"
+            );
+        }
+        replies
+    }
+
+    /// Drops the deadlines of answered RESOLVEs from the front, and from
+    /// everywhere when answered ones pile up behind a slow one.
+    fn drop_answered_deadlines(&mut self) {
+        while let Some((_, id)) = self.deadlines.front()
+            && !self.pending.contains_key(id)
+        {
+            self.deadlines.pop_front();
+        }
+        if self.deadlines.len() > DEADLINES_PER_PENDING * self.config.max_pending.max(1) {
+            let pending = &self.pending;
+            self.deadlines.retain(|(_, id)| pending.contains_key(id));
+        }
+    }
+
     /// An agent answered: the reply for the kernel, if the request was
-    /// this door's.
+    /// this door's and is still waiting (not past its deadline).
     pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
         if reply.conn != self.conn {
             return None;

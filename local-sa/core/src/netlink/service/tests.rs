@@ -10,6 +10,9 @@ const PREFIX: u64 = Gid::DEFAULT_PREFIX;
 /// The door's connection number.
 const CONN: ConnId = 1 << 40;
 
+/// The virtual clock's start.
+static T0: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
 fn port(lid: u16) -> PortIdentity {
     PortIdentity {
         lid,
@@ -36,7 +39,10 @@ fn service(max_pending: usize) -> NetlinkService {
         NameSource::HostsFile,
     );
     NetlinkService::new(
-        NetlinkConfig { max_pending },
+        NetlinkConfig {
+            max_pending,
+            ..NetlinkConfig::default()
+        },
         CONN,
         vec![kp(0, 1, 4), kp(1, 2, 5)],
         names,
@@ -127,7 +133,7 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         r.tclass = Some(3);
         r.qos_class = Some(0x12);
         let Action::Ask { agent, id, request } =
-            one(s.handle_datagram(&wire::resolve_request(55, &r)))
+            one(s.handle_datagram(*T0, &wire::resolve_request(55, &r)))
         else {
             panic!("not asked");
         };
@@ -177,10 +183,10 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
 #[test]
 fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
     let mut s = service(8);
-    let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(&wire::resolve_request(
-        seq,
-        &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))),
-    ))) {
+    let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(
+        *T0,
+        &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
+    )) {
         Action::Ask { id, .. } => id,
         other => panic!("{other:?}"),
     };
@@ -218,7 +224,7 @@ fn an_unknown_port_or_no_dgid_gets_err_at_once() {
         },
         resolve(1, PathUse::GMP, None),
     ] {
-        let reply = replied(one(s.handle_datagram(&wire::resolve_request(9, &r))));
+        let reply = replied(one(s.handle_datagram(*T0, &wire::resolve_request(9, &r))));
         let h = Header::parse(&reply).unwrap();
         assert_eq!((h.flags, h.seq, h.len), (F_ERR, 9, 16));
     }
@@ -230,9 +236,15 @@ fn an_unknown_port_or_no_dgid_gets_err_at_once() {
 fn past_the_pending_limit_resolves_get_err() {
     let mut s = service(2);
     let r = wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
-    assert!(matches!(one(s.handle_datagram(&r)), Action::Ask { .. }));
-    assert!(matches!(one(s.handle_datagram(&r)), Action::Ask { .. }));
-    let reply = replied(one(s.handle_datagram(&r)));
+    assert!(matches!(
+        one(s.handle_datagram(*T0, &r)),
+        Action::Ask { .. }
+    ));
+    assert!(matches!(
+        one(s.handle_datagram(*T0, &r)),
+        Action::Ask { .. }
+    ));
+    let reply = replied(one(s.handle_datagram(*T0, &r)));
     assert_eq!(flags_of(&reply), F_ERR);
     assert_eq!(s.counters().refused_pending, 1);
 }
@@ -241,13 +253,16 @@ fn past_the_pending_limit_resolves_get_err() {
 fn ip_resolve_answers_from_the_names_tables() {
     let mut s = service(8);
     let ask = |s: &mut NetlinkService, ip: &str| {
-        replied(one(s.handle_datagram(&wire::ip_resolve_request(
-            4,
-            &IpResolve {
-                ifindex: 3,
-                address: ip.parse().unwrap(),
-            },
-        ))))
+        replied(one(s.handle_datagram(
+            *T0,
+            &wire::ip_resolve_request(
+                4,
+                &IpResolve {
+                    ifindex: 3,
+                    address: ip.parse().unwrap(),
+                },
+            ),
+        )))
     };
     let reply = ask(&mut s, "10.0.0.9");
     assert_eq!(flags_of(&reply), 0);
@@ -278,15 +293,15 @@ fn malformed_requests_get_err_and_everything_else_is_dropped() {
     let mut bad =
         wire::resolve_request(6, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))).to_vec();
     bad[wire::HEADER_LEN + wire::DEVICE_NAME_LEN + 1] = 7; // unknown path use
-    let reply = replied(one(s.handle_datagram(&bad)));
+    let reply = replied(one(s.handle_datagram(*T0, &bad)));
     assert_eq!(
         (flags_of(&reply), Header::parse(&reply).unwrap().seq),
         (F_ERR, 6)
     );
     // A cut header, and a reply-shaped message: nothing sent.
-    assert!(s.handle_datagram(&bad[..9]).is_empty());
+    assert!(s.handle_datagram(*T0, &bad[..9]).is_empty());
     bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
-    assert!(s.handle_datagram(&bad).is_empty());
+    assert!(s.handle_datagram(*T0, &bad).is_empty());
     assert_eq!(s.counters().malformed, 3);
 }
 
@@ -300,7 +315,7 @@ fn the_kernels_errors_are_kept_for_the_log() {
     b.extend_from_slice(&[0; 8]);
     b.extend_from_slice(&(-1i32).to_ne_bytes());
     b.extend_from_slice(&[0; 16]);
-    assert!(s.handle_datagram(&b).is_empty());
+    assert!(s.handle_datagram(*T0, &b).is_empty());
     assert_eq!(s.take_kernel_error(), Some(1));
     assert_eq!(s.take_kernel_error(), None);
     assert_eq!(s.counters().kernel_errors, 1);
@@ -310,14 +325,127 @@ fn the_kernels_errors_are_kept_for_the_log() {
 fn a_port_change_follows_into_the_template() {
     let mut s = service(8);
     s.handle_port_change(0, port(40));
-    let Action::Ask { request, .. } = one(s.handle_datagram(&wire::resolve_request(
-        1,
-        &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))),
-    ))) else {
+    let Action::Ask { request, .. } = one(s.handle_datagram(
+        *T0,
+        &wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
+    )) else {
         panic!()
     };
     let Request::PathQuery { query, .. } = request else {
         panic!()
     };
     assert_eq!(query.template.sgid(), Gid::new(PREFIX, 40));
+}
+
+#[test]
+fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
+    let mut s = service(8);
+    let within = NetlinkConfig::default().answer_within();
+    assert!(within < KERNEL_DEFAULT_TIMEOUT);
+    assert_eq!(s.poll_timeout(), None);
+    let ask = |s: &mut NetlinkService, seq, at| match one(s.handle_datagram(
+        at,
+        &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
+    )) {
+        Action::Ask { id, .. } => id,
+        other => panic!("{other:?}"),
+    };
+    let first = ask(&mut s, 1, *T0);
+    let second = ask(&mut s, 2, *T0 + Duration::from_millis(100));
+    let third = ask(&mut s, 3, *T0 + Duration::from_millis(200));
+    assert_eq!(s.poll_timeout(), Some(*T0 + within));
+    // The first is answered in time; the second is not.
+    assert!(
+        s.handle_reply(&answer(first, MadStatus::OK, &[record(9)], true))
+            .is_some()
+    );
+    assert_eq!(
+        s.poll_timeout(),
+        Some(*T0 + Duration::from_millis(100) + within)
+    );
+    assert!(
+        s.handle_timeout(*T0 + within).is_empty(),
+        "nothing is due yet"
+    );
+    let late = *T0 + Duration::from_millis(150) + within;
+    let errs = s.handle_timeout(late);
+    assert_eq!(errs.len(), 1);
+    let h = Header::parse(&errs[0]).unwrap();
+    assert_eq!((h.flags, h.seq), (F_ERR, 2));
+    // Its answer, when it comes, is not sent a second time.
+    assert_eq!(
+        s.handle_reply(&answer(second, MadStatus::OK, &[record(9)], true)),
+        None
+    );
+    assert!(
+        s.handle_reply(&answer(third, MadStatus::OK, &[record(9)], true))
+            .is_some()
+    );
+    assert_eq!(s.poll_timeout(), None);
+    let c = s.counters();
+    assert_eq!((c.past_deadline, c.failed, c.answered), (1, 1, 2));
+}
+
+#[test]
+fn the_kernel_is_told_a_time_out_it_accepts_and_answers_come_before_it() {
+    // Default agent: 1 s per attempt, 4 attempts.
+    let worst = NetlinkConfig::worst_case(Duration::from_secs(1), 4);
+    assert_eq!(worst, Duration::from_millis(4500));
+    for (timeout, within) in [
+        (Duration::from_millis(4500), 4050),
+        (KERNEL_DEFAULT_TIMEOUT, 1800),
+        (Duration::from_millis(100), 80),
+        (Duration::from_millis(1), 20), // raised to the kernel's 40 ms
+        (Duration::from_secs(3600), 199_500), // cut to its 200 s
+    ] {
+        let config = NetlinkConfig {
+            kernel_timeout: timeout,
+            ..NetlinkConfig::default()
+        };
+        assert_eq!(config.answer_within(), Duration::from_millis(within));
+        let s = NetlinkService::new(config, CONN, Vec::new(), Names::new());
+        let m = s.set_timeout_message(7);
+        let mut messages = wire::messages(&m).into_iter();
+        let (Some((_, Ok(message))), None) = (messages.next(), messages.next()) else {
+            panic!("one SET_TIMEOUT");
+        };
+        let Body::SetTimeout(Some(ms)) = message.body else {
+            panic!("{:?}", message.body)
+        };
+        assert_eq!(
+            Duration::from_millis(u64::from(ms)),
+            clamp_kernel_timeout(timeout)
+        );
+    }
+}
+
+#[test]
+fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
+    let mut s = service(4);
+    let mut ids = Vec::new();
+    let mut at = *T0;
+    // One slow RESOLVE, then many answered at once.
+    for seq in 0..100 {
+        at += Duration::from_millis(1);
+        let Action::Ask { id, .. } = one(s.handle_datagram(
+            at,
+            &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
+        )) else {
+            panic!()
+        };
+        if seq > 0 {
+            assert!(
+                s.handle_reply(&answer(id, MadStatus::OK, &[record(9)], true))
+                    .is_some()
+            );
+        }
+        ids.push(id);
+        s.poll_timeout();
+        assert!(s.deadlines.len() <= DEADLINES_PER_PENDING * 4 + 1);
+    }
+    assert_eq!(s.pending(), 1);
+    assert_eq!(
+        s.poll_timeout(),
+        Some(*T0 + Duration::from_millis(1) + NetlinkConfig::default().answer_within())
+    );
 }
