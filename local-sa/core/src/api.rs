@@ -67,6 +67,12 @@ pub mod kind {
     pub const LIST_SUBSCRIPTIONS: u8 = 0x06;
     /// This port's multicast groups.
     pub const LIST_GROUPS: u8 = 0x07;
+    /// Refresh this port's paths now (administrators only).
+    pub const REFRESH: u8 = 0x08;
+    /// Drop the cached paths (administrators only).
+    pub const FLUSH: u8 = 0x09;
+    /// A page of the cached paths (administrators only).
+    pub const DUMP: u8 = 0x0A;
     /// An answer is the request's kind with this bit set.
     pub const ANSWER: u8 = 0x80;
     /// The answer to HELLO.
@@ -92,7 +98,13 @@ pub mod api_error {
     /// [`super::MAX_FRAME`]: framing is lost, so the connection is
     /// closed after this error.
     pub const LENGTH: u16 = 0xFF04;
+    /// The request is for the node's administrators (root and the
+    /// daemon's own user) and the connection's peer is neither.
+    pub const DENIED: u16 = 0xFF05;
 }
+
+/// Records a DUMP page holds at most: one frame's worth.
+pub const DUMP_PAGE: u32 = (MAX_BODY / PathRecord::LEN) as u32;
 
 /// A decoded frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +204,9 @@ pub fn request_kind_code(kind: RequestKind) -> u8 {
         RequestKind::Leave => kind::LEAVE,
         RequestKind::ListSubscriptions => kind::LIST_SUBSCRIPTIONS,
         RequestKind::ListGroups => kind::LIST_GROUPS,
+        RequestKind::Refresh => kind::REFRESH,
+        RequestKind::Flush => kind::FLUSH,
+        RequestKind::Dump => kind::DUMP,
     }
 }
 
@@ -208,7 +223,17 @@ fn lookup_code(lookup: Lookup) -> u8 {
 /// The frame carrying `request` under number `id`.
 pub fn request_frame(request: &Request, id: u32) -> Frame {
     let body = match request {
-        Request::Hello | Request::ListSubscriptions | Request::ListGroups => Bytes::new(),
+        Request::Hello
+        | Request::ListSubscriptions
+        | Request::ListGroups
+        | Request::Refresh
+        | Request::Flush => Bytes::new(),
+        Request::Dump { from, max } => {
+            let mut b = BytesMut::with_capacity(8);
+            b.put_u32(*from);
+            b.put_u32(*max);
+            b.freeze()
+        }
         Request::PathQuery { query: q, lookup } => {
             let mut b = BytesMut::with_capacity(80);
             b.put_u8(q.method.0);
@@ -287,6 +312,18 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
         }
         kind::LIST_SUBSCRIPTIONS => Request::ListSubscriptions,
         kind::LIST_GROUPS => Request::ListGroups,
+        kind::REFRESH => Request::Refresh,
+        kind::FLUSH => Request::Flush,
+        kind::DUMP => {
+            exact(8)?;
+            let word = |at: usize| {
+                u32::from_be_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
+            };
+            Request::Dump {
+                from: word(0),
+                max: word(4),
+            }
+        }
         _ => return Err(api_error::KIND),
     })
 }
@@ -365,8 +402,22 @@ pub fn reply_frame(reply: &LocalReply) -> Frame {
         LocalBody::Notice(n) => Bytes::copy_from_slice(n.as_bytes()),
         LocalBody::Hello(h) => hello_body(h),
         LocalBody::GroupEvent(e) => group_event_body(e),
+        LocalBody::CacheChange { before, after } => {
+            let mut b = BytesMut::with_capacity(16);
+            b.put_u64(*before);
+            b.put_u64(*after);
+            b.freeze()
+        }
     };
     Frame::new(kind, reply.request, reply.status.0, body)
+}
+
+/// Reads the body of REFRESH's and FLUSH's answers: PathRecords cached
+/// before and after.
+pub fn decode_cache_change(body: &[u8]) -> Option<(u64, u64)> {
+    let before = u64::from_be_bytes(body.get(..8)?.try_into().ok()?);
+    let after = u64::from_be_bytes(body.get(8..16)?.try_into().ok()?);
+    Some((before, after))
 }
 
 /// The body of HELLO's answer: GID (16), LID (2), SM LID (2).
@@ -449,6 +500,7 @@ pub fn describe_error(status: u16) -> &'static str {
         api_error::KIND => "unknown request kind",
         api_error::BODY => "malformed request body",
         api_error::LENGTH => "frame length out of range",
+        api_error::DENIED => "only root and local-sa's own user may do this",
         _ => "error",
     }
 }
@@ -504,6 +556,34 @@ mod tests {
         roundtrip(&Request::Leave { mask, record: m });
         roundtrip(&Request::ListSubscriptions);
         roundtrip(&Request::ListGroups);
+        roundtrip(&Request::Refresh);
+        roundtrip(&Request::Flush);
+        roundtrip(&Request::Dump {
+            from: 0x0004_0009,
+            max: DUMP_PAGE,
+        });
+    }
+
+    #[test]
+    fn cache_changes_survive_the_wire() {
+        let reply = LocalReply {
+            conn: 1,
+            request: 3,
+            answers: Some(RequestKind::Flush),
+            status: MadStatus::OK,
+            from_master: false,
+            body: LocalBody::CacheChange {
+                before: 1_000_000,
+                after: 0,
+            },
+        };
+        let f = reply_frame(&reply);
+        assert_eq!(f.kind, kind::FLUSH | kind::ANSWER);
+        assert_eq!(decode_cache_change(&f.body), Some((1_000_000, 0)));
+        assert_eq!(decode_cache_change(&f.body[..15]), None);
+        // A dump page's body is two words.
+        let short = Frame::new(kind::DUMP, 1, 0, Bytes::from_static(&[0; 7]));
+        assert_eq!(decode_request(&short), Err(api_error::BODY));
     }
 
     #[test]

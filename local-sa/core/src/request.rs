@@ -84,6 +84,23 @@ pub enum Request {
     ListSubscriptions,
     /// The multicast groups this port holds, as MCMemberRecords.
     ListGroups,
+    /// Fetch this port's paths from the master now (a full refresh);
+    /// answered with [`LocalBody::CacheChange`] when it ends. For the
+    /// node's administrators only ([`Request::is_admin`]).
+    Refresh,
+    /// Drop every cached PathRecord: queries go to the master until the
+    /// next refresh or load. Answered with [`LocalBody::CacheChange`].
+    /// Administrators only.
+    Flush,
+    /// A page of the cache: up to `max` PathRecords in (SLID, DLID) order,
+    /// from the pair `from` (SLID << 16 | DLID) on. A record held
+    /// throughout a dump is in exactly one page. Administrators only.
+    Dump {
+        /// The first pair of the page.
+        from: u32,
+        /// Records at most.
+        max: u32,
+    },
 }
 
 /// Which kind of [`Request`] a reply answers.
@@ -103,6 +120,12 @@ pub enum RequestKind {
     ListSubscriptions,
     /// [`Request::ListGroups`].
     ListGroups,
+    /// [`Request::Refresh`].
+    Refresh,
+    /// [`Request::Flush`].
+    Flush,
+    /// [`Request::Dump`].
+    Dump,
 }
 
 impl Request {
@@ -116,7 +139,16 @@ impl Request {
             Self::Leave { .. } => RequestKind::Leave,
             Self::ListSubscriptions => RequestKind::ListSubscriptions,
             Self::ListGroups => RequestKind::ListGroups,
+            Self::Refresh => RequestKind::Refresh,
+            Self::Flush => RequestKind::Flush,
+            Self::Dump { .. } => RequestKind::Dump,
         }
+    }
+
+    /// Whether only the node's administrators (root and the daemon's own
+    /// user) may make it: it controls or shows the whole cache.
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Self::Refresh | Self::Flush | Self::Dump { .. })
     }
 }
 
@@ -169,6 +201,13 @@ pub enum LocalBody {
     GroupEvent(GroupEvent),
     /// The port served.
     Hello(Hello),
+    /// PathRecords cached before and after a refresh or flush.
+    CacheChange {
+        /// Before.
+        before: u64,
+        /// After.
+        after: u64,
+    },
 }
 
 impl LocalBody {

@@ -116,6 +116,21 @@ async fn read_frames(conn: ConnId, agent: usize, stream: Rc<Conn>, events: Sende
         let id = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
         let event = match Frame::decode(&rest) {
             Ok(frame) => match decode_request(&frame) {
+                Ok(request)
+                    if request.is_admin() && !umad::process::is_admin(stream.admission.user) =>
+                {
+                    debug!(
+                        conn,
+                        uid = stream.admission.user,
+                        "a cache-control request from a user who is neither root nor local-sa's: refused"
+                    );
+                    ApiEvent::Bad {
+                        conn,
+                        id,
+                        status: api_error::DENIED,
+                        close: false,
+                    }
+                }
                 Ok(request) => ApiEvent::Request {
                     conn,
                     agent,

@@ -1,6 +1,6 @@
 //! lsaquery's command line: saquery's options, plus where to send.
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgGroup, Parser, ValueEnum};
 use local_sa_core::text::number;
 use mad_codec::Gid;
 
@@ -13,6 +13,7 @@ use mad_codec::Gid;
 #[command(
     name = "lsaquery",
     version,
+    group(ArgGroup::new("cache_control").multiple(false)),
     after_help = "\
 QUERIES (saquery names and aliases):
   ClassPortInfo (CPI)        what the SA supports           (also -c)
@@ -62,6 +63,12 @@ EXAMPLES:
   lsaquery --join :: --create -J 1       create a group (SA-assigned MGID) and
                                          hold it until Ctrl-C
   lsaquery --master --join ff12:... -J 2 join by MAD at the master
+
+CACHE CONTROL (root or local-sa's own user, through the local API):
+  lsaquery --refresh [-P N]              re-fetch port N's paths from the master now
+  lsaquery --flush                       drop the cache; queries go to the master
+  lsaquery --dump [--json] > cache.txt   every cached PathRecord, page by page
+                                         (text that --load reads back)
 
 RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
   lsaquery --resolve node17              path set to a host by name
@@ -249,6 +256,21 @@ pub(crate) struct Cli {
     /// /run/ibacm-unix.sock, where local-sa serves it and ib_acme looks).
     #[arg(long = "acm-socket", value_name = "PATH", requires = "resolve")]
     pub(crate) acm_socket: Option<std::path::PathBuf>,
+    /// Refresh local-sa's cache of this port's paths from the master SA
+    /// now, and print the PathRecords held before and after and the time
+    /// it took (root or local-sa's own user; through the local API).
+    #[arg(long, group = "cache_control", conflicts_with_all = CACHE_CONTROL_CONFLICTS)]
+    pub(crate) refresh: bool,
+    /// Drop every PathRecord local-sa holds for this port: its queries go
+    /// to the master SA until the next refresh or load (root or
+    /// local-sa's own user).
+    #[arg(long, group = "cache_control", conflicts_with_all = CACHE_CONTROL_CONFLICTS)]
+    pub(crate) flush: bool,
+    /// Print every PathRecord local-sa holds for this port, in (SLID,
+    /// DLID) order, as -p prints them (or --json), fetched and printed a
+    /// page at a time (root or local-sa's own user).
+    #[arg(long, group = "cache_control", conflicts_with_all = CACHE_CONTROL_CONFLICTS)]
+    pub(crate) dump: bool,
     /// Benchmark: send the query N times, --window at a time, and print the
     /// answer rate and latency percentiles.
     #[arg(long, value_name = "N", value_parser = number::<u64>)]
@@ -305,6 +327,22 @@ pub(crate) struct Cli {
     #[arg(short = 'd', long, action = clap::ArgAction::Count)]
     pub(crate) debug: u8,
 }
+
+/// What --refresh, --flush and --dump go with none of: they act on
+/// local-sa's cache through its local API, one at a time.
+const CACHE_CONTROL_CONFLICTS: [&str; 11] = [
+    "load",
+    "delete",
+    "delete_matching",
+    "bench",
+    "subscribe",
+    "join",
+    "leave",
+    "resolve",
+    "master",
+    "sa_lid",
+    "query",
+];
 
 /// The SA method to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

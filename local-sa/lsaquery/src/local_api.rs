@@ -87,7 +87,7 @@ impl Connection {
 
     /// Sends `request` and returns its answer; notices that arrive before
     /// it are printed.
-    async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
+    pub(crate) async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
         let id = self.next_id;
         self.next_id += 1;
         let frame = api::request_frame(request, id).encode();
@@ -126,6 +126,11 @@ impl Connection {
             }
             return Ok(f);
         }
+    }
+
+    /// Whether --json was given.
+    pub(crate) fn json(&self) -> bool {
+        self.json
     }
 
     fn print(&self, p: &Printed) {

@@ -1,6 +1,7 @@
 //! lsaquery: a saquery-style client for local-sa and any other SA.
 
 mod bench;
+mod cache_control;
 mod cli;
 mod client;
 mod load;
@@ -113,6 +114,9 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), Failure> {
     if let Some(dest) = &cli.resolve {
         return resolve_path(cli, dest);
+    }
+    if cli.refresh || cli.flush || cli.dump {
+        return cache_control::run(cli);
     }
     let mode = Mode::from_cli(cli)?;
     let port = Sysfs::default()

@@ -22,6 +22,18 @@ pub fn peer_uid(socket: &impl AsFd) -> io::Result<u32> {
     sys::peer_uid(socket.as_fd())
 }
 
+/// This process's effective user ID: the user its files and sockets
+/// belong to.
+pub fn effective_uid() -> u32 {
+    sys::effective_uid()
+}
+
+/// Whether user `uid` may administer this daemon: root, or the user it
+/// runs as.
+pub fn is_admin(uid: u32) -> bool {
+    uid == 0 || uid == effective_uid()
+}
+
 /// Makes `cmd`'s child inherit `fd` as descriptor 3, the way systemd
 /// passes a socket (the caller sets `LISTEN_FDS=1`, `LISTEN_FDNAMES` and
 /// `LISTEN_PID`): for tests that hand local-sa one end of a socketpair.
@@ -32,6 +44,13 @@ pub fn pass_as_first_inherited(cmd: &mut std::process::Command, fd: std::os::fd:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_user_administers_its_own_daemon() {
+        let me = effective_uid();
+        assert!(is_admin(me) && is_admin(0));
+        assert_eq!(is_admin(me.wrapping_add(1)), me.wrapping_add(1) == 0);
+    }
 
     #[test]
     fn the_peer_of_a_socketpair_is_this_user() {

@@ -25,6 +25,7 @@
 //! [`SaCore::new`], so the same inputs give the same outputs.
 
 mod answer;
+mod cache_control;
 mod canary;
 mod forward;
 mod leftovers;
@@ -96,6 +97,8 @@ pub struct SaCore {
     /// before one): how widely refreshes and re-registrations spread.
     fabric_ports: usize,
     refresh: RefreshState,
+    /// Local requests waiting for the refresh to end.
+    refresh_waiters: Vec<cache_control::RefreshWaiter>,
     next_refresh: Option<Instant>,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,
@@ -145,6 +148,7 @@ impl SaCore {
             epoch: 0,
             fabric_ports: 0,
             refresh: RefreshState::Idle,
+            refresh_waiters: Vec::new(),
             next_refresh: Some(now),
             next_registration: Some(now),
             next_reregistration: None,
@@ -368,9 +372,10 @@ impl SaCore {
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
         self.refresh = RefreshState::Idle;
         // Paths from this port are needed at once when its own identity
-        // changed (the store was emptied); after a new master, what is held
-        // is served while the fabric's ports take their turns.
-        self.next_refresh = Some(if me_changed {
+        // changed (the store was emptied) or an administrator waits for
+        // them; after a new master, what is held is served while the
+        // fabric's ports take their turns.
+        self.next_refresh = Some(if me_changed || !self.refresh_waiters.is_empty() {
             now
         } else {
             now + self.refresh_delay()
@@ -386,6 +391,7 @@ impl SaCore {
     /// closing) and stops refreshing.
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
+        self.answer_refresh_waiters(MadStatus::BUSY);
         self.next_refresh = None;
         self.next_registration = None;
         self.next_reregistration = None;
@@ -434,6 +440,9 @@ impl SaCore {
                 let records = self.memberships.group_records();
                 self.answer_local_records(&asker, &records);
             }
+            Request::Refresh => self.local_refresh(now, asker),
+            Request::Flush => self.local_flush(&asker),
+            Request::Dump { from, max } => self.local_dump(&asker, from, max),
         }
     }
 
@@ -442,6 +451,7 @@ impl SaCore {
         self.remove_subscriber(now, Subscriber::Local(conn));
         self.remove_member(now, Member::Local(conn));
         self.forget_local_waiters(conn);
+        self.forget_refresh_waiters(conn);
         self.local_out.retain(|r| r.conn != conn);
     }
 

@@ -153,6 +153,7 @@ impl SaCore {
             records = self.store.len(),
             swept, "this port's paths are fresh"
         );
+        self.answer_refresh_waiters(MadStatus::OK);
         self.start_name_fetch(now, epoch);
     }
 
@@ -166,5 +167,8 @@ impl SaCore {
         if !self.shutting_down {
             self.next_refresh = Some(now + self.config.retry_backoff);
         }
+        // The master did not give the table: as for a query it left
+        // unanswered.
+        self.answer_refresh_waiters(MadStatus::BUSY);
     }
 }

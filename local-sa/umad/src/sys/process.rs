@@ -62,6 +62,13 @@ pub(crate) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(cred.uid)
 }
 
+/// This process's effective user ID.
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory of ours and
+    // cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Makes `cmd`'s child receive `fd` as descriptor 3 (systemd's first
 /// inherited descriptor), open across its exec.
 pub(crate) fn pass_as_fd3(cmd: &mut std::process::Command, fd: OwnedFd) {

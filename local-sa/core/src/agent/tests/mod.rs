@@ -4,6 +4,7 @@
 mod acm_ports;
 mod answers;
 mod bench;
+mod cache_control;
 mod fake_master;
 mod forwarding;
 mod leftovers;

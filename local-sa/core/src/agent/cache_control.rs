@@ -1,0 +1,82 @@
+//! The node's administrators' hold on the cache, through the local API:
+//! a full refresh now (answered when it ends, with the records before and
+//! after), a flush (every record dropped: queries go to the master until
+//! the next refresh or load), and a dump, page by page. Who may ask is the
+//! daemon's to check ([`crate::request::Request::is_admin`]).
+
+use std::time::Instant;
+
+use mad_codec::MadStatus;
+use tracing::info;
+
+use super::SaCore;
+use super::parties::Asker;
+use crate::request::{ConnId, LocalBody};
+
+/// Someone waiting for a refresh to end.
+#[derive(Debug)]
+pub(super) struct RefreshWaiter {
+    asker: Asker,
+    /// Records cached when it asked.
+    before: usize,
+}
+
+impl SaCore {
+    /// Refreshes this port's paths now, or joins the refresh running;
+    /// `asker` hears when it ends.
+    pub(super) fn local_refresh(&mut self, now: Instant, asker: Asker) {
+        info!(
+            records = self.store.len(),
+            "a full refresh of this port's paths asked for locally"
+        );
+        self.refresh_waiters.push(RefreshWaiter {
+            asker,
+            before: self.store.len(),
+        });
+        self.start_refresh(now);
+    }
+
+    /// A refresh ended (`status` OK) or failed: every waiter hears it.
+    pub(super) fn answer_refresh_waiters(&mut self, status: MadStatus) {
+        let after = self.store.len() as u64;
+        for w in std::mem::take(&mut self.refresh_waiters) {
+            let body = LocalBody::CacheChange {
+                before: w.before as u64,
+                after,
+            };
+            self.reply_local(&w.asker, status, body);
+        }
+    }
+
+    /// Forgets the refresh waiters of connection `conn` (it closed).
+    pub(super) fn forget_refresh_waiters(&mut self, conn: ConnId) {
+        self.refresh_waiters
+            .retain(|w| !matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
+    }
+
+    /// Drops every cached record and kept answer; no source counts as
+    /// complete, so every query goes to the master until the next refresh
+    /// or load fills the store again.
+    pub(super) fn local_flush(&mut self, asker: &Asker) {
+        let before = self.store.len() as u64;
+        self.store.clear();
+        self.complete_sources.clear();
+        self.forwarding.forget_answers();
+        info!(
+            dropped = before,
+            "the cache was flushed by a local request; queries go to the master until the next refresh"
+        );
+        self.reply_local(
+            asker,
+            MadStatus::OK,
+            LocalBody::CacheChange { before, after: 0 },
+        );
+    }
+
+    /// A page of the cache.
+    pub(super) fn local_dump(&mut self, asker: &Asker, from: u32, max: u32) {
+        let max = max.min(crate::api::DUMP_PAGE) as usize;
+        let page = self.store.page(from, max);
+        self.answer_local_records(asker, &page);
+    }
+}

@@ -1,0 +1,131 @@
+//! --refresh, --flush and --dump: the node's administrators' hold on
+//! local-sa's cache, through the local API (docs/local-api.md). local-sa
+//! refuses them to anyone but root and its own user.
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use local_sa_core::api::{self, DUMP_PAGE, Frame};
+use local_sa_core::request::Request;
+use mad_codec::{PathRecord, Records};
+
+use crate::local_api::Connection;
+use crate::print::json_string;
+use crate::session::Failure;
+
+/// PathRecords cached before and after, from a REFRESH or FLUSH answer.
+fn change(f: &Frame) -> Result<(u64, u64), Failure> {
+    api::decode_cache_change(&f.body)
+        .ok_or_else(|| Failure::new(4, "local-sa's answer carries no record counts"))
+}
+
+/// `--refresh`: a full refresh now; its outcome and duration.
+pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Failure> {
+    let started = Instant::now();
+    let answer = conn.call(&Request::Refresh).await?;
+    let took = started.elapsed().as_secs_f64();
+    let (before, after) = change(&answer)?;
+    if conn.json() {
+        println!(
+            "{{\"port\": {}, \"before\": {before}, \"after\": {after}, \"seconds\": {took:.3}}}",
+            json_string(port)
+        );
+    } else {
+        println!("{port}: {before} PathRecords before, {after} after; refreshed in {took:.3} s");
+    }
+    Ok(())
+}
+
+/// `--flush`: everything dropped.
+pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failure> {
+    let answer = conn.call(&Request::Flush).await?;
+    let (before, _) = change(&answer)?;
+    if conn.json() {
+        println!("{{\"port\": {}, \"dropped\": {before}}}", json_string(port));
+    } else {
+        println!(
+            "{port}: {before} PathRecords dropped; queries go to the master SA until the next refresh or load"
+        );
+    }
+    Ok(())
+}
+
+/// `--dump`: every cached record, a page at a time, printed as it comes;
+/// a reader that stops reading (`| head`) ends it quietly.
+pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
+    let json = conn.json();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut from = 0u32;
+    let mut printed = 0u64;
+    loop {
+        let answer = conn
+            .call(&Request::Dump {
+                from,
+                max: DUMP_PAGE,
+            })
+            .await?;
+        let page: Vec<&PathRecord> = Records::with_standard_stride(&answer.body).collect();
+        for r in &page {
+            let p = crate::print::path_record(r);
+            let text = if json {
+                p.to_json() + "\n"
+            } else {
+                p.to_text()
+            };
+            if let Err(e) = out.write_all(text.as_bytes()) {
+                return closed_or(e);
+            }
+            printed += 1;
+        }
+        let next = page
+            .last()
+            .map(|r| (u32::from(r.slid()) << 16 | u32::from(r.dlid())).checked_add(1));
+        match next {
+            Some(Some(n)) if page.len() == DUMP_PAGE as usize => from = n,
+            _ => break,
+        }
+    }
+    if let Err(e) = out.flush() {
+        return closed_or(e);
+    }
+    eprintln!("lsaquery: {printed} PathRecords");
+    Ok(())
+}
+
+/// A closed stdout (the reader had enough) is no failure.
+fn closed_or(e: std::io::Error) -> Result<(), Failure> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(Failure::new(4, format!("cannot write the dump: {e}")))
+    }
+}
+
+/// Runs --refresh, --flush or --dump against the local API socket given
+/// (--api-socket; no InfiniBand device needed) or the one of the port
+/// selected with -C/-P.
+pub(crate) fn run(cli: &crate::cli::Cli) -> Result<(), Failure> {
+    let path = match &cli.api_socket {
+        Some(p) => p.clone(),
+        None => {
+            let port = umad::port::Sysfs::default()
+                .select(cli.ca.as_deref(), cli.port)
+                .map_err(|e| Failure::new(3, e.to_string()))?;
+            crate::local_api::default_socket(&port.ca, port.port)
+        }
+    };
+    smol::block_on(async {
+        let mut conn = Connection::open(&path, cli.json)?;
+        let hello = conn.call(&Request::Hello).await?;
+        let port = api::decode_hello(&hello.body)
+            .map(|h| format!("port LID {} ({})", h.lid, h.gid))
+            .ok_or_else(|| Failure::new(4, "local-sa's HELLO answer is malformed"))?;
+        if cli.refresh {
+            refresh(&mut conn, &port).await
+        } else if cli.flush {
+            flush(&mut conn, &port).await
+        } else {
+            dump(&mut conn).await
+        }
+    })
+}
