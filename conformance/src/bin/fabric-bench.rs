@@ -3,7 +3,9 @@
 //! percentiles (from `lsaquery --bench`), and the CPU each server process
 //! (and ibsim, which carries every MAD) spends per 10 000 answers. Then
 //! the same path through local-sa's ibacm socket — resolved by LID and by
-//! host name — with the same window, from a client in this process.
+//! host name — and through its kernel door (an RDMA_NL_LS RESOLVE on a
+//! socketpair, as the kernel would send it), with the same window, from a
+//! client in this process.
 //!
 //! Build the echo agent first (local-sa and lsaquery are built on demand),
 //! then run it:
@@ -18,13 +20,16 @@
 
 use std::collections::HashMap;
 use std::io::Write as _;
-use std::os::unix::net::UnixStream;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
 use conformance::{Fabric, LocalSa, Node, Topology};
+use local_sa_core::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
+use mad_codec::Gid;
 
 fn main() -> ExitCode {
     match run() {
@@ -193,17 +198,84 @@ impl AcmLoad<'_> {
             let at = sent_at.remove(&tid).ok_or("an answer to no request")?;
             latencies.push(at.elapsed().as_secs_f64() * 1e6);
         }
-        let elapsed = start.elapsed().as_secs_f64();
-        let cpu1 = cpu_seconds(server, hz)?;
+        let cpu = cpu_seconds(server, hz)? - cpu0;
+        Ok(Sample::of_socket(latencies, start.elapsed(), cpu))
+    }
+}
+
+/// A load on the kernel door: `queries` RESOLVEs from `sgid` to `dgid`
+/// (GMP use, as rdma_cm's route resolution), `window` outstanding, each
+/// reply checked to carry the record to `dlid`.
+struct KernelLoad<'a> {
+    socket: &'a UnixDatagram,
+    sgid: Gid,
+    dgid: Gid,
+    dlid: u16,
+    queries: u64,
+    window: usize,
+}
+
+impl KernelLoad<'_> {
+    fn measure(&self, server: u32, hz: f64) -> Result<Sample, String> {
+        let resolve = Resolve {
+            device: "ibsim0".into(),
+            port: 1,
+            path_use: PathUse::GMP,
+            service_id: None,
+            dgid: Some(self.dgid),
+            sgid: Some(self.sgid),
+            tclass: None,
+            pkey: Some(0xffff),
+            qos_class: None,
+        };
+        let cpu0 = cpu_seconds(server, hz)?;
+        let start = Instant::now();
+        let mut sent_at: HashMap<u32, Instant> = HashMap::new();
+        let mut latencies = Vec::with_capacity(self.queries as usize);
+        let mut buf = vec![0u8; 4096];
+        let mut sent = 0u32;
+        while (latencies.len() as u64) < self.queries {
+            while u64::from(sent) < self.queries && sent_at.len() < self.window {
+                self.socket
+                    .send(&wire::resolve_request(sent, &resolve))
+                    .map_err(|e| e.to_string())?;
+                sent_at.insert(sent, Instant::now());
+                sent += 1;
+            }
+            let n = self.socket.recv(&mut buf).map_err(|e| e.to_string())?;
+            let reply = &buf[..n];
+            let h = Header::parse(reply).ok_or("a reply without a netlink header")?;
+            let records = reply_records(reply);
+            if h.flags != 0 || records.len() != 1 || records[0].1.dlid() != self.dlid {
+                return Err(format!(
+                    "the kernel door answered RESOLVE {} with flags {:#x} and {} records",
+                    h.seq,
+                    h.flags,
+                    records.len()
+                ));
+            }
+            let at = sent_at.remove(&h.seq).ok_or("a reply to no RESOLVE")?;
+            latencies.push(at.elapsed().as_secs_f64() * 1e6);
+        }
+        let cpu = cpu_seconds(server, hz)? - cpu0;
+        Ok(Sample::of_socket(latencies, start.elapsed(), cpu))
+    }
+}
+
+impl Sample {
+    /// A run on one of local-sa's sockets: answers' latencies in µs, the
+    /// run's duration, local-sa's CPU seconds.
+    fn of_socket(mut latencies: Vec<f64>, elapsed: Duration, cpu: f64) -> Self {
         latencies.sort_by(f64::total_cmp);
-        let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
-        Ok(Sample {
-            rate: self.queries as f64 / elapsed,
+        let n = latencies.len().max(1);
+        let pct = |p: f64| latencies.get(((n - 1) as f64 * p) as usize).copied().unwrap_or(0.0);
+        Self {
+            rate: n as f64 / elapsed.as_secs_f64(),
             p50: pct(0.5),
             p99: pct(0.99),
-            cpu_per_10k: (cpu1 - cpu0) * 10_000.0 / self.queries as f64,
+            cpu_per_10k: cpu * 10_000.0 / n as f64,
             ibsim_per_10k: 0.0,
-        })
+        }
     }
 }
 
@@ -239,7 +311,16 @@ fn run() -> Result<(), String> {
             .map(|p| p.lid)
             .map_err(|e| e.to_string())
     };
-    let mut sa = LocalSa::start(&fabric, "h20", &[]).map_err(|e| e.to_string())?;
+    // local-sa's kernel door on one end of a socketpair; this process is
+    // the kernel on the other.
+    let (ours, kernel) = UnixDatagram::pair().map_err(|e| e.to_string())?;
+    kernel
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    let mut sa = LocalSa::start_passing(&fabric, "h20", &[], "netlink", OwnedFd::from(ours))
+        .map_err(|e| e.to_string())?;
+    // The SET_TIMEOUT local-sa sends at start.
+    kernel.recv(&mut [0u8; 256]).map_err(|e| e.to_string())?;
     // Host names (NodeDescriptions) for the by-name load.
     sa.wait_until("host names", Duration::from_secs(60), |c| {
         c.get("names").is_some_and(|n| *n >= 100)
@@ -327,8 +408,31 @@ fn run() -> Result<(), String> {
         ("ibacm socket, by host name", &by_name),
     ];
     let hz = load.ticks_per_second;
+    let node_gid = |n: &str| {
+        fabric
+            .node(n)
+            .and_then(|n| n.port())
+            .map(|p| Gid::new(Gid::DEFAULT_PREFIX, p.guid))
+            .map_err(|e| e.to_string())
+    };
+    let kernel_load = KernelLoad {
+        socket: &kernel,
+        sgid: node_gid("h20")?,
+        dgid: node_gid("h77")?,
+        dlid,
+        queries,
+        window,
+    };
+    const KERNEL_DOOR: &str = "kernel door (RDMA_NL_LS RESOLVE, socketpair)";
     let mut acm: Vec<Vec<Sample>> = loads.iter().map(|_| Vec::new()).collect();
+    let mut netlink = Vec::new();
     for round in 1..=rounds {
+        let report = |name: &str, s: &Sample| {
+            println!(
+                "round {round}  local-sa {name:<28} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K",
+                s.rate, s.p50, s.p99, s.cpu_per_10k
+            );
+        };
         for ((name, message), list) in loads.iter().zip(acm.iter_mut()) {
             let s = AcmLoad {
                 socket: sa.acm_socket(),
@@ -338,12 +442,12 @@ fn run() -> Result<(), String> {
                 window,
             }
             .measure(sa.pid(), hz)?;
-            println!(
-                "round {round}  local-sa {name:<28} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K",
-                s.rate, s.p50, s.p99, s.cpu_per_10k
-            );
+            report(name, &s);
             list.push(s);
         }
+        let s = kernel_load.measure(sa.pid(), hz)?;
+        report(KERNEL_DOOR, &s);
+        netlink.push(s);
     }
     println!("\n| local-sa door | answers/s | p50 µs | p99 µs | local-sa CPU s per 10K answers |");
     println!("|---|---:|---:|---:|---:|");
@@ -354,7 +458,12 @@ fn run() -> Result<(), String> {
         median(samples[1].iter().map(|s| s.p99).collect()),
         cpu[1]
     );
-    for ((name, _), list) in loads.iter().zip(&acm) {
+    let sockets = loads
+        .iter()
+        .map(|(name, _)| *name)
+        .chain([KERNEL_DOOR])
+        .zip(acm.iter().chain([&netlink]));
+    for (name, list) in sockets {
         let m = |f: fn(&Sample) -> f64| median(list.iter().map(f).collect());
         println!(
             "| {name} | {:.0} | {:.0} | {:.0} | {:.3} |",
@@ -365,7 +474,7 @@ fn run() -> Result<(), String> {
         );
     }
     println!(
-        "\n(medians of {rounds} rounds; the ibacm client is this process, on the same machine)"
+        "\n(medians of {rounds} rounds; the ibacm client and the kernel's end are this process, on the same machine)"
     );
     drop(echo_process);
     drop(sa);
