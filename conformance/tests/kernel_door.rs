@@ -61,16 +61,20 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
 
     // RESOLVE for each path use: OpenSM's record, the kernel's flags.
     let device = "ibsim0";
-    for (seq, path_use) in [
-        (10, PathUse::GMP),
-        (11, PathUse::UNIDIRECTIONAL),
-        (12, PathUse::ALL),
+    // rdma_cm's route resolution names a ServiceID (its port space and
+    // port: RDMA_PS_TCP, port 0x1234); IPoIB and the others do not.
+    const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_1234;
+    for (seq, path_use, service_id) in [
+        (10, PathUse::GMP, None),
+        (11, PathUse::UNIDIRECTIONAL, None),
+        (12, PathUse::ALL, None),
+        (13, PathUse::GMP, Some(RDMA_CM_SERVICE_ID)),
     ] {
         let request = Resolve {
             device: device.into(),
             port: 1,
             path_use,
-            service_id: None,
+            service_id,
             dgid: Some(gid(far.guid)),
             sgid: Some(gid(me.guid)),
             tclass: None,
@@ -100,6 +104,9 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
         ];
         if path_use.reversible() {
             args.extend(["--reversible".into(), "1".into()]);
+        }
+        if let Some(id) = service_id {
+            args.extend(["--service_id".into(), format!("{id:#x}")]);
         }
         let out = node.lsaquery().args(&args).output().unwrap();
         let mad = parse_mad_dump(&out.stdout)
@@ -191,7 +198,7 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
     // Counted (the counters file is written every few seconds); the
     // malformed RESOLVE counts as malformed only.
     let counted = sa.wait_until("the kernel door's counters", Duration::from_secs(20), |c| {
-        c.get("netlink_resolves") == Some(&5)
+        c.get("netlink_resolves") == Some(&6)
             && c.get("netlink_ip_resolves").is_some_and(|n| *n >= 1)
             && c.get("netlink_kernel_errors") == Some(&3)
     });
@@ -202,11 +209,11 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
         (1, 1),
         "{c:?}"
     );
-    // The three paths came from the cache (the port's table), not from
+    // The four paths came from the cache (the port's table), not from
     // the master; one answer, the address.
     assert_eq!(
         (c["netlink_from_cache"], c["netlink_answered"]),
-        (3, 4),
+        (4, 5),
         "{c:?}"
     );
     let refusals = sa

@@ -268,7 +268,12 @@ impl Sample {
     fn of_socket(mut latencies: Vec<f64>, elapsed: Duration, cpu: f64) -> Self {
         latencies.sort_by(f64::total_cmp);
         let n = latencies.len().max(1);
-        let pct = |p: f64| latencies.get(((n - 1) as f64 * p) as usize).copied().unwrap_or(0.0);
+        let pct = |p: f64| {
+            latencies
+                .get(((n - 1) as f64 * p) as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
         Self {
             rate: n as f64 / elapsed.as_secs_f64(),
             p50: pct(0.5),

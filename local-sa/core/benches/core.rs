@@ -20,7 +20,7 @@ use local_sa_core::request::Request;
 use local_sa_core::{Address, Received, SaCore};
 
 mod fixture;
-use fixture::{DESTS, gid, get_requests, new_core, settable_segments, table};
+use fixture::{DESTS, get_requests, gid, new_core, settable_segments, table};
 
 fn main() {
     divan::main();
@@ -130,7 +130,15 @@ fn dump_1m_by_pages(bencher: Bencher<'_, '_>) {
             let (mut from, mut records, mut id) = (0u32, 0usize, 0u32);
             loop {
                 id += 1;
-                core.handle_local(now, 1, id, Request::Dump { from, max: DUMP_PAGE });
+                core.handle_local(
+                    now,
+                    1,
+                    id,
+                    Request::Dump {
+                        from,
+                        max: DUMP_PAGE,
+                    },
+                );
                 let page = core.poll_local().expect("a page");
                 let last = page.body.path_records().last();
                 let n = page.body.path_records().count();
