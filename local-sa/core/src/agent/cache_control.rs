@@ -10,16 +10,8 @@ use mad_codec::MadStatus;
 use tracing::info;
 
 use super::SaCore;
-use super::parties::Asker;
+use super::parties::{Asker, RefreshWaiter};
 use crate::request::{ConnId, LocalBody};
-
-/// Someone waiting for a refresh to end.
-#[derive(Debug)]
-pub(super) struct RefreshWaiter {
-    asker: Asker,
-    /// Records cached when it asked.
-    before: usize,
-}
 
 impl SaCore {
     /// Refreshes this port's paths now, or joins the refresh running;

@@ -52,7 +52,7 @@ use tracing::{debug, info};
 
 use self::forward::Forwarding;
 use self::name_state::NameState;
-use self::parties::{Asker, Member, Subscriber};
+use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
 use self::subscriptions::Subscriptions;
 use crate::address::{Address, Received, Transmit};
@@ -98,7 +98,7 @@ pub struct SaCore {
     fabric_ports: usize,
     refresh: RefreshState,
     /// Local requests waiting for the refresh to end.
-    refresh_waiters: Vec<cache_control::RefreshWaiter>,
+    refresh_waiters: Vec<RefreshWaiter>,
     next_refresh: Option<Instant>,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,

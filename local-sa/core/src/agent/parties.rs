@@ -1,5 +1,6 @@
 //! Who the agent deals with: askers, who wait for an answer; subscribers,
-//! who hold notice subscriptions; members, who hold multicast memberships.
+//! who hold notice subscriptions; members, who hold multicast memberships;
+//! refresh waiters, who wait for the port's paths to be fetched again.
 
 use mad_codec::Gid;
 
@@ -109,4 +110,12 @@ impl std::fmt::Display for Member {
             Self::Local(conn) => write!(f, "local connection {conn}"),
         }
     }
+}
+
+/// Someone waiting for a refresh of the port's paths to end.
+#[derive(Debug)]
+pub(crate) struct RefreshWaiter {
+    pub(crate) asker: Asker,
+    /// PathRecords cached when it asked.
+    pub(crate) before: usize,
 }
