@@ -1,0 +1,92 @@
+//! The storm simulator: an all-to-all job start on N nodes against a model
+//! master SA, with and without local-sa on every node, on a virtual clock
+//! (no fabric, deterministic). Each node runs the real local-sa core
+//! ([`local_sa_core::SaCore`]) behind its QP1 door; ranks resolve every
+//! other host with PathRecord Gets. Prints, per N, what the master served
+//! (queries in total and in its busiest second), how long until the last
+//! rank had all its paths, and the resolves' p50/p99.
+//!
+//! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS]`
+//! (default 128,512,2048 and 1 rank per node).
+#![allow(missing_docs)]
+
+mod master;
+mod world;
+
+use std::time::Duration;
+
+use master::MasterModel;
+use world::{Outcome, Scenario};
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let sizes: Vec<u16> = args
+        .first()
+        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![128, 512, 2048]);
+    let ranks: u16 = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(1);
+    let model = MasterModel {
+        queries_per_second: 25_000.0,
+        records_per_second: 1_000_000.0,
+        queue: 4096,
+    };
+    println!(
+        "model master: {} queries/s + {} records/s in table answers, queue {}; {ranks} rank(s) per node, 16 resolves outstanding per rank",
+        model.queries_per_second, model.records_per_second, model.queue
+    );
+    println!(
+        "\n| N | setup | master path queries | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &hosts in &sizes {
+        for local_sa in [false, true] {
+            let s = Scenario {
+                hosts,
+                ranks,
+                window: 16,
+                local_sa,
+                master: model,
+                wire: Duration::from_micros(5),
+                rank_timeout: Duration::from_secs(1),
+            };
+            let o = world::run(s, Duration::from_secs(3600));
+            print_row(hosts, local_sa, &o);
+        }
+    }
+}
+
+fn print_row(hosts: u16, local_sa: bool, o: &Outcome) {
+    let both = |f: fn(&master::MasterLoad) -> u64| f(&o.fill) + f(&o.job);
+    let busiest = o.fill.busiest_second().max(o.job.busiest_second());
+    println!(
+        "| {hosts} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} |",
+        if local_sa {
+            "local-sa (bulk load)"
+        } else {
+            "no local-sa"
+        },
+        both(|l| l.path_queries),
+        both(|l| l.other_queries),
+        both(|l| l.records),
+        busiest,
+        both(|l| l.dropped),
+        o.fill_time.as_secs_f64(),
+        o.job_time.as_secs_f64(),
+        shown(o.p50),
+        shown(o.p99),
+        shown(o.max),
+        o.rank_retries,
+    );
+}
+
+/// A latency in the unit that reads best.
+fn shown(d: Duration) -> String {
+    if d < Duration::from_millis(10) {
+        format!("{} µs", d.as_micros())
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,303 @@
+//! The model master SA: PathRecords of a fabric of `hosts` ports at LIDs
+//! 1..=hosts, computed when asked (nothing stored per pair), served one
+//! request at a time at a fixed cost, with a bounded queue.
+//!
+//! Cost model (stated in BENCHMARKS.md): a request costs
+//! `1 / queries_per_second` plus `records / records_per_second` for the
+//! records its answer carries; a request that finds the queue full is
+//! dropped (its sender times out and retries, as against a real SA).
+//! Anything but PathRecords is answered at once with an empty OK answer
+//! (ClassPortInfo zeroed, the request's record echoed for Sets): the
+//! registrations a core makes at start load the queue like any request.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::rmpp::{RmppConfig, Sender, TransferState, single_segment};
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{
+    AttributeId, ClassPortInfo, Gid, MadStatus, Method, Mtu, PathRecord, PathRecordRepr, Rate,
+    SaMad, SaMadHeader, SaRecord, Selector,
+};
+
+use local_sa_core::Address;
+
+/// The port GID of the host at `lid`.
+pub(crate) fn gid(lid: u16) -> Gid {
+    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 | u64::from(lid))
+}
+
+/// The host at `gid`, if it is one of the model's.
+fn lid_of(gid: Gid, hosts: u16) -> Option<u16> {
+    let lid = (gid.guid() & 0xFFFF) as u16;
+    (gid == self::gid(lid) && (1..=hosts).contains(&lid)).then_some(lid)
+}
+
+/// The path from `slid` to `dlid`: 100 Gb/s, MTU 4096, reversible, as
+/// OpenSM answers for a healthy fat tree.
+pub(crate) fn path(slid: u16, dlid: u16) -> PathRecord {
+    PathRecordRepr {
+        sgid: gid(slid),
+        dgid: gid(dlid),
+        slid,
+        dlid,
+        reversible: true,
+        pkey: 0xFFFF,
+        mtu_selector: Selector::Exactly,
+        mtu: Mtu::MTU_4096,
+        rate_selector: Selector::Exactly,
+        rate: Rate::GBPS_100,
+        packet_life_selector: Selector::Exactly,
+        packet_life: 18,
+        ..PathRecordRepr::default()
+    }
+    .to_wire()
+}
+
+/// The master's rates and queue.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MasterModel {
+    /// Requests per second it serves, each answering one record.
+    pub(crate) queries_per_second: f64,
+    /// Records per second it adds to a table answer.
+    pub(crate) records_per_second: f64,
+    /// Requests waiting at most; more are dropped.
+    pub(crate) queue: usize,
+}
+
+/// What the master saw.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MasterLoad {
+    /// PathRecord requests served.
+    pub(crate) path_queries: u64,
+    /// Other requests served (registrations, ClassPortInfo, names).
+    pub(crate) other_queries: u64,
+    /// Records its answers carried.
+    pub(crate) records: u64,
+    /// Requests dropped at a full queue.
+    pub(crate) dropped: u64,
+    /// Requests served in each second of the run.
+    pub(crate) per_second: Vec<u64>,
+}
+
+impl MasterLoad {
+    /// Requests served in the busiest second.
+    pub(crate) fn busiest_second(&self) -> u64 {
+        self.per_second.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// An RMPP transfer: the asker's LID and QP, the TransactionID.
+type TransferKey = (u16, u32, u64);
+
+/// The model master at `lid`.
+pub(crate) struct Master {
+    pub(crate) lid: u16,
+    hosts: u16,
+    model: MasterModel,
+    start: Instant,
+    /// Requests waiting: who asked, what.
+    queue: VecDeque<(Address, Bytes)>,
+    /// When the request in service is done, if one is.
+    busy_until: Option<Instant>,
+    /// Table answers being sent with RMPP, by asker and TransactionID,
+    /// with where their segments go.
+    senders: HashMap<TransferKey, (Sender, Address)>,
+    pub(crate) load: MasterLoad,
+}
+
+impl Master {
+    pub(crate) fn new(lid: u16, hosts: u16, model: MasterModel, start: Instant) -> Self {
+        Self {
+            lid,
+            hosts,
+            model,
+            start,
+            queue: VecDeque::new(),
+            busy_until: None,
+            senders: HashMap::new(),
+            load: MasterLoad::default(),
+        }
+    }
+
+    /// A MAD arrived: RMPP ACKs go to their transfer at once; requests
+    /// wait their turn. Returns MADs to send now.
+    pub(crate) fn receive(
+        &mut self,
+        now: Instant,
+        from: Address,
+        mad: Bytes,
+    ) -> Vec<(Address, Bytes)> {
+        let Ok(m) = SaMad::parse(&mad) else {
+            return Vec::new();
+        };
+        let h = *m.header();
+        if h.rmpp.is_active() && !h.mad.method().is_response() {
+            let key = (from.lid, from.qpn, h.mad.transaction_id());
+            if let Some((s, _)) = self.senders.get_mut(&key) {
+                s.handle_control(now, &mad);
+            }
+            return self.flush(now, key);
+        }
+        if h.mad.method().is_response() {
+            // Answers to the master's own requests (Report responses): none
+            // in this model.
+            return Vec::new();
+        }
+        if self.queue.len() >= self.model.queue {
+            self.load.dropped += 1;
+            return Vec::new();
+        }
+        self.queue.push_back((from, mad));
+        Vec::new()
+    }
+
+    /// When [`Self::poll`] has work: the request in service ends, or an
+    /// RMPP transfer's ACK is overdue. (Call [`Self::poll`] after
+    /// [`Self::receive`]: an idle master starts a request at once.)
+    pub(crate) fn next_event(&self) -> Option<Instant> {
+        let rmpp = self.senders.values().filter_map(|(s, _)| s.poll_timeout());
+        self.busy_until.into_iter().chain(rmpp).min()
+    }
+
+    /// Serves what is due at `now`: finishes the request in service,
+    /// starts the next, resends overdue RMPP windows.
+    pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
+        let mut out = Vec::new();
+        let keys: Vec<_> = self
+            .senders
+            .iter()
+            .filter(|(_, (s, _))| s.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            if let Some((s, _)) = self.senders.get_mut(&key) {
+                s.handle_timeout(now);
+            }
+            out.extend(self.flush(now, key));
+        }
+        if self.busy_until.is_some_and(|t| t > now) {
+            return out;
+        }
+        self.busy_until = None;
+        if let Some((from, mad)) = self.queue.pop_front() {
+            let (answer, records) = self.answer(now, from, &mad);
+            let cost = 1.0 / self.model.queries_per_second
+                + records as f64 / self.model.records_per_second;
+            self.busy_until = Some(now + Duration::from_secs_f64(cost));
+            let second = now.saturating_duration_since(self.start).as_secs() as usize;
+            if self.load.per_second.len() <= second {
+                self.load.per_second.resize(second + 1, 0);
+            }
+            self.load.per_second[second] += 1;
+            out.extend(answer);
+        }
+        out
+    }
+
+    fn flush(&mut self, now: Instant, key: TransferKey) -> Vec<(Address, Bytes)> {
+        let mut out = Vec::new();
+        if let Some((s, to)) = self.senders.get_mut(&key) {
+            while let Some(seg) = s.poll_transmit(now) {
+                out.push((*to, Bytes::copy_from_slice(&seg)));
+            }
+            if s.state() != TransferState::Active {
+                self.senders.remove(&key);
+            }
+        }
+        out
+    }
+
+    /// The answer to one request, and how many records it carries.
+    fn answer(
+        &mut self,
+        now: Instant,
+        from: Address,
+        mad: &[u8],
+    ) -> (Vec<(Address, Bytes)>, usize) {
+        let Ok(m) = SaMad::parse(mad) else {
+            return (Vec::new(), 0);
+        };
+        let h = *m.header();
+        let reply_to = from.reply();
+        if h.mad.attribute_id() != AttributeId::PATH_RECORD {
+            self.load.other_queries += 1;
+            let data: Bytes = if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
+                Bytes::copy_from_slice(ClassPortInfo::new_zeroed().as_bytes())
+            } else if h.mad.method() == Method::SET {
+                Bytes::copy_from_slice(m.data())
+            } else {
+                Bytes::new()
+            };
+            return (vec![(reply_to, single(&h, MadStatus::OK, &data))], 0);
+        }
+        self.load.path_queries += 1;
+        let mut t = PathRecord::new_zeroed();
+        let n = m.data().len().min(PathRecord::LEN);
+        t.as_mut_bytes()[..n].copy_from_slice(&m.data()[..n]);
+        let mask = h.sa.component_mask();
+        let hosts = self.hosts;
+        let end = |lid_bit, gid_bit, lid: u16, gid: Gid| -> Option<Option<u16>> {
+            if mask.intersects(lid_bit) {
+                Some((1..=hosts).contains(&lid).then_some(lid))
+            } else if mask.intersects(gid_bit) {
+                Some(lid_of(gid, hosts))
+            } else {
+                None
+            }
+        };
+        let source = end(pr::SLID, pr::SGID, t.slid(), t.sgid());
+        let dest = end(pr::DLID, pr::DGID, t.dlid(), t.dgid());
+        let records: Vec<PathRecord> = match (source, dest) {
+            (Some(None), _) | (_, Some(None)) => Vec::new(),
+            (Some(Some(s)), Some(Some(d))) => vec![path(s, d)],
+            (Some(Some(s)), None) => (1..=hosts).map(|d| path(s, d)).collect(),
+            (None, Some(Some(d))) => (1..=hosts).map(|s| path(s, d)).collect(),
+            (None, None) => Vec::new(),
+        };
+        self.load.records += records.len() as u64;
+        if h.mad.method() == Method::GET {
+            return match records.first() {
+                Some(r) => (vec![(reply_to, single(&h, MadStatus::OK, r.as_bytes()))], 1),
+                None => (
+                    vec![(reply_to, single(&h, MadStatus::ERR_NO_RECORDS, &[]))],
+                    0,
+                ),
+            };
+        }
+        let count = records.len();
+        let mut data = BytesMut::with_capacity(count * PathRecord::LEN);
+        for r in &records {
+            data.extend_from_slice(r.as_bytes());
+        }
+        let mut header = response(&h, MadStatus::OK);
+        header.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+        if let Some(one) = single_segment(&header, &data) {
+            return (vec![(reply_to, one)], count);
+        }
+        let Ok(sender) = Sender::new(header, data.freeze(), RmppConfig::default(), now) else {
+            return (Vec::new(), count);
+        };
+        let key = (from.lid, from.qpn, h.mad.transaction_id());
+        self.senders.insert(key, (sender, reply_to));
+        (self.flush(now, key), count)
+    }
+}
+
+fn response(request: &SaMadHeader, status: MadStatus) -> SaMadHeader {
+    let mut h = *request;
+    h.mad.set_method(request.mad.method().response());
+    h.mad.set_status(status);
+    h.rmpp = mad_codec::RmppHeader::new_zeroed();
+    h.sa.set_sm_key(0);
+    h
+}
+
+/// A one-MAD answer carrying `data`.
+fn single(request: &SaMadHeader, status: MadStatus, data: &[u8]) -> Bytes {
+    let mut mad = BytesMut::from(response(request, status).as_bytes());
+    mad.extend_from_slice(data);
+    mad.freeze()
+}

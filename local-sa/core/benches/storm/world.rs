@@ -1,0 +1,427 @@
+//! One simulated job start: `hosts` nodes, each with `ranks` ranks that
+//! resolve a path to every other host, asking either their node's
+//! local-sa (the real [`SaCore`], over its QP1 door) or the master SA
+//! directly (the baseline). Everything runs on one virtual clock: MADs
+//! take [`Scenario::wire`] to arrive, the master takes its modelled time
+//! per request, the cores their own timers. Nothing depends on the real
+//! clock, so a run is deterministic.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
+use slab::Slab;
+
+use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
+
+use crate::master::{Master, MasterLoad, MasterModel, gid};
+
+/// What is simulated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scenario {
+    /// Nodes, one port each, at LIDs 1..=hosts.
+    pub(crate) hosts: u16,
+    /// Ranks per node.
+    pub(crate) ranks: u16,
+    /// Resolves each rank has outstanding at once.
+    pub(crate) window: usize,
+    /// Whether each node runs local-sa (else ranks ask the master).
+    pub(crate) local_sa: bool,
+    /// The master.
+    pub(crate) master: MasterModel,
+    /// One MAD's time on the wire.
+    pub(crate) wire: Duration,
+    /// A rank's wait for an answer before it asks again.
+    pub(crate) rank_timeout: Duration,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    /// The master's load while the caches filled (local-sa only: from the
+    /// cores' start until every core had its table).
+    pub(crate) fill: MasterLoad,
+    /// The master's load during the job (from the ranks' start).
+    pub(crate) job: MasterLoad,
+    /// From the ranks' start until the last rank had all its paths.
+    pub(crate) job_time: Duration,
+    /// From the cores' start until every core had its table.
+    pub(crate) fill_time: Duration,
+    /// Per resolve, from its first request to its answer.
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+    /// The slowest resolve.
+    pub(crate) max: Duration,
+    /// Resolves asked again after [`Scenario::rank_timeout`] or an error.
+    pub(crate) rank_retries: u64,
+}
+
+/// Who receives a MAD or a wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Party {
+    Master,
+    Core(u16),
+    Rank(u16, u16),
+}
+
+#[derive(Debug)]
+enum Event {
+    Deliver {
+        to: Party,
+        from: Address,
+        mad: Bytes,
+    },
+    Wake(Party),
+}
+
+/// A rank: the peers it still has to resolve and what it has asked.
+#[derive(Debug, Default)]
+struct Rank {
+    next_peer: u16,
+    /// TransactionID → (destination LID, first asked, last asked).
+    outstanding: HashMap<u64, (u16, Instant, Instant)>,
+    done: u16,
+    /// Its timer is armed.
+    wake_armed: bool,
+}
+
+/// QP numbers of ranks start here (QP1 is the cores').
+const RANK_QP: u32 = 100;
+
+struct World {
+    s: Scenario,
+    now: Instant,
+    start: Instant,
+    events: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    payloads: Slab<Event>,
+    seq: u64,
+    master: Master,
+    /// When the master's wake-up is scheduled (one at a time).
+    master_wake: Option<Instant>,
+    cores: Vec<SaCore>,
+    core_wake: Vec<Option<Instant>>,
+    ranks: Vec<Vec<Rank>>,
+    ranks_started: bool,
+    ranks_done: usize,
+    latencies: Vec<Duration>,
+    rank_retries: u64,
+    next_tid: u64,
+    fill: MasterLoad,
+    fill_time: Duration,
+    job_start: Instant,
+    last_done: Instant,
+}
+
+fn rank_address(node: u16, rank: u16) -> Address {
+    Address {
+        qpn: RANK_QP + u32::from(rank),
+        ..Address::gsi(node, 0)
+    }
+}
+
+fn get_request(tid: u64, slid: u16, dlid: u16) -> Bytes {
+    let mut t = PathRecord::new_zeroed();
+    t.set_slid(slid);
+    t.set_dlid(dlid);
+    let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
+    let mut mad = BytesMut::from(&b.into_bytes()[..]);
+    mad.resize(256, 0);
+    mad.freeze()
+}
+
+impl World {
+    fn new(s: Scenario) -> Self {
+        let start = Instant::now();
+        let master_lid = s.hosts + 1;
+        let master = Master::new(master_lid, s.hosts, s.master, start);
+        let mut w = Self {
+            s,
+            now: start,
+            start,
+            events: BinaryHeap::new(),
+            payloads: Slab::new(),
+            seq: 0,
+            master,
+            master_wake: None,
+            cores: Vec::new(),
+            core_wake: Vec::new(),
+            ranks: (0..s.hosts)
+                .map(|_| (0..s.ranks).map(|_| Rank::default()).collect())
+                .collect(),
+            ranks_started: false,
+            ranks_done: 0,
+            latencies: Vec::new(),
+            rank_retries: 0,
+            next_tid: 1,
+            fill: MasterLoad::default(),
+            fill_time: Duration::ZERO,
+            job_start: start,
+            last_done: start,
+        };
+        if s.local_sa {
+            for lid in 1..=s.hosts {
+                let port = PortIdentity {
+                    lid,
+                    lmc: 0,
+                    gid: gid(lid),
+                    sm_lid: master_lid,
+                    sm_sl: 0,
+                };
+                let core = SaCore::new(AgentConfig::default(), port, start, u32::from(lid));
+                w.cores.push(core);
+                w.core_wake.push(None);
+            }
+            for lid in 1..=s.hosts {
+                w.after_core(lid);
+            }
+        } else {
+            w.start_ranks();
+        }
+        w
+    }
+
+    fn schedule(&mut self, at: Instant, event: Event) {
+        self.seq += 1;
+        let id = self.payloads.insert(event);
+        self.events.push(Reverse((at, self.seq, id)));
+    }
+
+    /// Where a MAD addressed to `to` goes.
+    fn party_at(&self, to: &Address) -> Option<Party> {
+        if to.lid == self.master.lid {
+            return Some(Party::Master);
+        }
+        if !(1..=self.s.hosts).contains(&to.lid) {
+            return None;
+        }
+        if to.qpn >= RANK_QP {
+            Some(Party::Rank(to.lid, (to.qpn - RANK_QP) as u16))
+        } else if self.s.local_sa {
+            Some(Party::Core(to.lid))
+        } else {
+            None
+        }
+    }
+
+    fn send(&mut self, from: Address, to: &Address, mad: Bytes) {
+        if let Some(party) = self.party_at(to) {
+            let at = self.now + self.s.wire;
+            self.schedule(
+                at,
+                Event::Deliver {
+                    to: party,
+                    from,
+                    mad,
+                },
+            );
+        }
+    }
+
+    /// Sends what core `lid` has to send and arms its timer.
+    fn after_core(&mut self, lid: u16) {
+        let i = usize::from(lid - 1);
+        let me = Address::gsi(lid, 0);
+        while let Some(t) = self.cores[i].poll_transmit() {
+            self.send(me, &t.dest, t.mad);
+        }
+        while self.cores[i].poll_local().is_some() {}
+        if let Some(t) = self.cores[i].poll_timeout()
+            && self.core_wake[i].is_none_or(|w| t < w || w <= self.now)
+        {
+            self.core_wake[i] = Some(t);
+            self.schedule(t.max(self.now), Event::Wake(Party::Core(lid)));
+        }
+        if !self.ranks_started && self.cores.iter().all(SaCore::is_ready) {
+            self.start_ranks();
+        }
+    }
+
+    fn after_master(&mut self, out: Vec<(Address, Bytes)>) {
+        let me = Address::gsi(self.master.lid, 0);
+        for (to, mad) in out {
+            self.send(me, &to, mad);
+        }
+        if let Some(t) = self.master.next_event()
+            && self.master_wake.is_none_or(|w| t < w)
+        {
+            self.master_wake = Some(t);
+            self.schedule(t.max(self.now), Event::Wake(Party::Master));
+        }
+    }
+
+    fn start_ranks(&mut self) {
+        self.ranks_started = true;
+        self.fill_time = self.now - self.start;
+        self.fill = std::mem::take(&mut self.master.load);
+        self.job_start = self.now;
+        for node in 1..=self.s.hosts {
+            for r in 0..self.s.ranks {
+                self.rank_ask(node, r);
+            }
+        }
+    }
+
+    /// Rank `r` of `node` fills its window.
+    fn rank_ask(&mut self, node: u16, r: u16) {
+        loop {
+            let rank = &self.ranks[usize::from(node - 1)][usize::from(r)];
+            if rank.outstanding.len() >= self.s.window || rank.next_peer > self.s.hosts {
+                break;
+            }
+            let mut peer = rank.next_peer.max(1);
+            if peer == node {
+                peer += 1;
+            }
+            if peer > self.s.hosts {
+                self.ranks[usize::from(node - 1)][usize::from(r)].next_peer = peer;
+                break;
+            }
+            let tid = self.next_tid;
+            self.next_tid += 1;
+            let rank = &mut self.ranks[usize::from(node - 1)][usize::from(r)];
+            rank.next_peer = peer + 1;
+            rank.outstanding.insert(tid, (peer, self.now, self.now));
+            self.rank_send(node, r, tid, peer);
+        }
+        let rank = &mut self.ranks[usize::from(node - 1)][usize::from(r)];
+        if !rank.outstanding.is_empty() && !rank.wake_armed {
+            rank.wake_armed = true;
+            let at = self.now + self.s.rank_timeout;
+            self.schedule(at, Event::Wake(Party::Rank(node, r)));
+        }
+    }
+
+    fn rank_send(&mut self, node: u16, r: u16, tid: u64, peer: u16) {
+        let to = if self.s.local_sa {
+            Address::gsi(node, 0)
+        } else {
+            Address::gsi(self.master.lid, 0)
+        };
+        self.send(rank_address(node, r), &to, get_request(tid, node, peer));
+    }
+
+    fn rank_answer(&mut self, node: u16, r: u16, mad: &[u8]) {
+        let Ok(m) = SaMad::parse(mad) else { return };
+        let tid = m.mad().transaction_id();
+        let rank = &mut self.ranks[usize::from(node - 1)][usize::from(r)];
+        let Some(&(_, first, _)) = rank.outstanding.get(&tid) else {
+            return;
+        };
+        if m.mad().status() != MadStatus::OK {
+            // BUSY or a time-out upstream: ask again after a while.
+            self.rank_retries += 1;
+            return;
+        }
+        rank.outstanding.remove(&tid);
+        rank.done += 1;
+        self.latencies.push(self.now - first);
+        if rank.done == self.s.hosts - 1 {
+            self.ranks_done += 1;
+            self.last_done = self.now;
+        }
+        self.rank_ask(node, r);
+    }
+
+    /// Rank timer: resend what has waited too long.
+    fn rank_wake(&mut self, node: u16, r: u16) {
+        let timeout = self.s.rank_timeout;
+        let now = self.now;
+        self.ranks[usize::from(node - 1)][usize::from(r)].wake_armed = false;
+        let overdue: Vec<(u64, u16)> = self.ranks[usize::from(node - 1)][usize::from(r)]
+            .outstanding
+            .iter()
+            .filter(|(_, (_, _, last))| now - *last >= timeout)
+            .map(|(tid, (peer, _, _))| (*tid, *peer))
+            .collect();
+        for (tid, peer) in overdue {
+            self.rank_retries += 1;
+            if let Some(e) = self.ranks[usize::from(node - 1)][usize::from(r)]
+                .outstanding
+                .get_mut(&tid)
+            {
+                e.2 = now;
+            }
+            self.rank_send(node, r, tid, peer);
+        }
+        let rank = &mut self.ranks[usize::from(node - 1)][usize::from(r)];
+        if !rank.outstanding.is_empty() {
+            rank.wake_armed = true;
+            self.schedule(now + timeout, Event::Wake(Party::Rank(node, r)));
+        }
+    }
+
+    /// Runs until every rank has its paths, or `limit` of virtual time.
+    fn run(mut self, limit: Duration) -> Outcome {
+        let total_ranks = usize::from(self.s.hosts) * usize::from(self.s.ranks);
+        while self.ranks_done < total_ranks {
+            let Some(Reverse((at, _, id))) = self.events.pop() else {
+                break;
+            };
+            if at - self.start > limit {
+                break;
+            }
+            self.now = at;
+            match self.payloads.remove(id) {
+                Event::Deliver { to, from, mad } => match to {
+                    Party::Master => {
+                        let mut out = self.master.receive(self.now, from, mad);
+                        out.extend(self.master.poll(self.now));
+                        self.after_master(out);
+                    }
+                    Party::Core(lid) => {
+                        self.cores[usize::from(lid - 1)]
+                            .handle_mad(self.now, Received::new(from, mad));
+                        self.after_core(lid);
+                    }
+                    Party::Rank(node, r) => self.rank_answer(node, r, &mad),
+                },
+                Event::Wake(Party::Master) => {
+                    if self.master_wake.is_some_and(|w| w <= self.now) {
+                        self.master_wake = None;
+                    }
+                    let out = self.master.poll(self.now);
+                    self.after_master(out);
+                }
+                Event::Wake(Party::Core(lid)) => {
+                    let i = usize::from(lid - 1);
+                    if self.core_wake[i].is_some_and(|w| w <= self.now) {
+                        self.core_wake[i] = None;
+                    }
+                    if self.cores[i].poll_timeout().is_some_and(|t| t <= self.now) {
+                        self.cores[i].handle_timeout(self.now);
+                    }
+                    self.after_core(lid);
+                }
+                Event::Wake(Party::Rank(node, r)) => self.rank_wake(node, r),
+            }
+        }
+        let mut latencies = std::mem::take(&mut self.latencies);
+        latencies.sort_unstable();
+        let pct = |p: f64| {
+            latencies
+                .get(((latencies.len().max(1) - 1) as f64 * p) as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        Outcome {
+            fill: self.fill.clone(),
+            job: self.master.load.clone(),
+            job_time: self.last_done - self.job_start,
+            fill_time: self.fill_time,
+            p50: pct(0.5),
+            p99: pct(0.99),
+            max: pct(1.0),
+            rank_retries: self.rank_retries,
+        }
+    }
+}
+
+/// Runs `s` for at most `limit` of virtual time.
+pub(crate) fn run(s: Scenario, limit: Duration) -> Outcome {
+    World::new(s).run(limit)
+}
