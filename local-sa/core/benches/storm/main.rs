@@ -10,6 +10,8 @@
 //! (default 128,512,2048 and 1 rank per node).
 #![allow(missing_docs)]
 
+#[path = "../fixture/mod.rs"]
+mod fixture;
 mod master;
 mod world;
 

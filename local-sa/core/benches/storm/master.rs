@@ -1,5 +1,6 @@
 //! The model master SA: PathRecords of a fabric of `hosts` ports at LIDs
-//! 1..=hosts, computed when asked (nothing stored per pair), served one
+//! 1..=hosts (the benchmarks' fixture records: 100 Gb/s, MTU 4096,
+//! reversible), computed when asked (nothing stored per pair), served one
 //! request at a time at a fixed cost, with a bounded queue.
 //!
 //! Cost model (stated in BENCHMARKS.md): a request costs
@@ -18,42 +19,18 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::rmpp::{RmppConfig, Sender, TransferState, single_segment};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ClassPortInfo, Gid, MadStatus, Method, Mtu, PathRecord, PathRecordRepr, Rate,
-    SaMad, SaMadHeader, SaRecord, Selector,
+    AttributeId, ClassPortInfo, Gid, MadStatus, Method, PathRecord, SaMad, SaMadHeader, SaRecord,
 };
 
 use local_sa_core::Address;
 
-/// The port GID of the host at `lid`.
-pub(crate) fn gid(lid: u16) -> Gid {
-    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 | u64::from(lid))
-}
+pub(crate) use crate::fixture::gid;
+use crate::fixture::record as path;
 
 /// The host at `gid`, if it is one of the model's.
 fn lid_of(gid: Gid, hosts: u16) -> Option<u16> {
     let lid = (gid.guid() & 0xFFFF) as u16;
     (gid == self::gid(lid) && (1..=hosts).contains(&lid)).then_some(lid)
-}
-
-/// The path from `slid` to `dlid`: 100 Gb/s, MTU 4096, reversible, as
-/// OpenSM answers for a healthy fat tree.
-pub(crate) fn path(slid: u16, dlid: u16) -> PathRecord {
-    PathRecordRepr {
-        sgid: gid(slid),
-        dgid: gid(dlid),
-        slid,
-        dlid,
-        reversible: true,
-        pkey: 0xFFFF,
-        mtu_selector: Selector::Exactly,
-        mtu: Mtu::MTU_4096,
-        rate_selector: Selector::Exactly,
-        rate: Rate::GBPS_100,
-        packet_life_selector: Selector::Exactly,
-        packet_life: 18,
-        ..PathRecordRepr::default()
-    }
-    .to_wire()
 }
 
 /// The master's rates and queue.
