@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::api::DUMP_PAGE;
+use local_sa_core::api::{DUMP_PAGE, dump_from_after};
 use local_sa_core::naming::Names;
 use local_sa_core::netlink::wire::{self, PathUse, Resolve};
 use local_sa_core::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
@@ -145,7 +145,7 @@ fn dump_1m_by_pages(bencher: Bencher<'_, '_>) {
                 records += n;
                 match last {
                     Some(r) if n == DUMP_PAGE as usize => {
-                        from = (u32::from(r.slid()) << 16 | u32::from(r.dlid())) + 1;
+                        from = dump_from_after(&r).expect("not the last pair");
                     }
                     _ => break,
                 }

@@ -106,6 +106,12 @@ pub mod api_error {
 /// Records a DUMP page holds at most: one frame's worth.
 pub const DUMP_PAGE: u32 = (MAX_BODY / PathRecord::LEN) as u32;
 
+/// Where the DUMP page after the one ending with `last` starts; `None`
+/// after the last pair there can be.
+pub fn dump_from_after(last: &PathRecord) -> Option<u32> {
+    crate::store::pair_key(last.slid(), last.dlid()).checked_add(1)
+}
+
 /// A decoded frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {

@@ -77,10 +77,7 @@ pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
             }
             printed += 1;
         }
-        let next = page
-            .last()
-            .map(|r| (u32::from(r.slid()) << 16 | u32::from(r.dlid())).checked_add(1));
-        match next {
+        match page.last().map(|r| api::dump_from_after(r)) {
             Some(Some(n)) if page.len() == DUMP_PAGE as usize => from = n,
             _ => break,
         }

@@ -1,6 +1,6 @@
 //! The storm simulator: an all-to-all job start on N nodes against a model
 //! master SA, with and without local-sa on every node, on a virtual clock
-//! (no fabric, deterministic). Each node runs the real local-sa core
+//! (no fabric; repeatable but for the core's hash-map order). Each node runs the real local-sa core
 //! ([`local_sa_core::SaCore`]) behind its QP1 door; ranks resolve every
 //! other host with PathRecord Gets. Prints, per N, what the master served
 //! (queries in total and in its busiest second), how long until the last

@@ -11,7 +11,7 @@
 //! (ClassPortInfo zeroed, the request's record echoed for Sets): the
 //! registrations a core makes at start load the queue like any request.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -80,8 +80,9 @@ pub(crate) struct Master {
     /// When the request in service is done, if one is.
     busy_until: Option<Instant>,
     /// Table answers being sent with RMPP, by asker and TransactionID,
-    /// with where their segments go.
-    senders: HashMap<TransferKey, (Sender, Address)>,
+    /// with where their segments go (ordered, so that the master's
+    /// part of a run repeats exactly).
+    senders: BTreeMap<TransferKey, (Sender, Address)>,
     pub(crate) load: MasterLoad,
 }
 
@@ -94,7 +95,7 @@ impl Master {
             start,
             queue: VecDeque::new(),
             busy_until: None,
-            senders: HashMap::new(),
+            senders: BTreeMap::new(),
             load: MasterLoad::default(),
         }
     }

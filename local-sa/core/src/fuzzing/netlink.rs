@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use mad_codec::zerocopy::{FromBytes, IntoBytes};
+use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
 
 use crate::config::PortIdentity;
@@ -46,7 +46,7 @@ fn door(data: &[u8]) {
         match action {
             Action::Reply(r) => replies.push(r),
             Action::Ask { id, .. } if n % 2 == 0 => {
-                let record = PathRecord::read_from_bytes(&[0; 64]).unwrap();
+                let record = PathRecord::new_zeroed();
                 let reply = LocalReply {
                     conn: CONN,
                     request: id,
@@ -99,7 +99,7 @@ fn decoder(data: &[u8]) {
                 let record = data
                     .get(..64)
                     .and_then(|b| PathRecord::read_from_bytes(b).ok())
-                    .unwrap_or_else(|| PathRecord::read_from_bytes(&[0; 64]).unwrap());
+                    .unwrap_or_else(PathRecord::new_zeroed);
                 let reply = wire::resolve_reply(&message.header, r.path_use, &[record]);
                 let read = wire::reply_records(&reply);
                 assert_eq!(read.len(), 1);

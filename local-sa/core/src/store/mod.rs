@@ -52,7 +52,9 @@ pub struct PathStore {
     lid_owner: FastMap<u16, u64>,
 }
 
-fn pair_key(slid: u16, dlid: u16) -> u32 {
+/// The key of the pair (SLID, DLID): SLID << 16 | DLID, the order of
+/// [`PathStore::page`].
+pub fn pair_key(slid: u16, dlid: u16) -> u32 {
     u32::from(slid) << 16 | u32::from(dlid)
 }
 
@@ -346,7 +348,7 @@ mod tests {
             if page.len() < 4 {
                 break;
             }
-            from = (u32::from(last.slid()) << 16 | u32::from(last.dlid())) + 1;
+            from = pair_key(last.slid(), last.dlid()) + 1;
         }
         let mut all: Vec<(u16, u16)> = s.iter().map(|r| (r.slid(), r.dlid())).collect();
         all.sort_unstable();

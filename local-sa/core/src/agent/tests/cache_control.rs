@@ -6,7 +6,7 @@ use mad_codec::{AttributeId, MadStatus, Method};
 use super::bench::{Bench, HOSTS, MY_LID, client, path_records, pr_request, status};
 use super::fake_master::path;
 use crate::agent::AgentConfig;
-use crate::api::DUMP_PAGE;
+use crate::api::{DUMP_PAGE, dump_from_after};
 use crate::request::{LocalBody, LocalReply, Request};
 
 /// Bulk tables of this port's paths the master was asked for.
@@ -138,7 +138,7 @@ fn a_dump_pages_through_every_record_once_in_order() {
         seen.extend(page.iter().copied());
         match page.last() {
             Some(last) if page.len() == 5 => {
-                from = (u32::from(last.slid()) << 16 | u32::from(last.dlid())) + 1;
+                from = dump_from_after(last).expect("not the last pair");
             }
             _ => break,
         }
