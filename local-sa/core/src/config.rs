@@ -75,9 +75,22 @@ pub struct AgentConfig {
     pub upstream_timeout: Duration,
     /// Attempts after the first for requests to the master.
     pub upstream_retries: u32,
+    /// How long each attempt of a request for a whole table (this port's
+    /// paths, the names) waits, plus this port's share of half as long
+    /// again; `upstream_retries` attempts follow the first, as for other
+    /// requests. When every port of a fabric asks at once (a cold start),
+    /// the master queues the tables one behind the other: the answer to
+    /// any attempt ends the request, so with four attempts a table
+    /// queued for up to about a minute is not wasted, and OpenSM drops
+    /// the repeated requests on arrival while its queue holds ten seconds
+    /// of work (`max_msg_fifo_timeout`).
+    pub table_timeout: Duration,
     /// How often this port's paths are refreshed from the master.
     pub refresh_interval: Duration,
     /// How long a refresh or subscription that failed waits to try again.
+    /// A refresh that fails again waits at its port's phase within a
+    /// window that doubles each time (up to the pace's longest window), so
+    /// that ports the master turned away together do not return together.
     pub retry_backoff: Duration,
     /// How long the master's answer to a forwarded query is reused.
     pub answer_ttl: Duration,
@@ -117,6 +130,7 @@ impl Default for AgentConfig {
             sm_key: None,
             upstream_timeout: Duration::from_millis(1000),
             upstream_retries: 3,
+            table_timeout: Duration::from_secs(12),
             refresh_interval: Duration::from_secs(600),
             retry_backoff: Duration::from_secs(5),
             answer_ttl: Duration::from_secs(60),

@@ -116,10 +116,20 @@ pub(crate) struct Options {
     /// Attempts after the first for requests to the master SA.
     #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "3")]
     pub(crate) upstream_retries: u32,
+    /// Milliseconds each attempt of a request for a whole table (this
+    /// port's paths, the names) waits, plus this port's share of half as
+    /// long again: when a whole fabric starts at once the master queues
+    /// every port's table, and giving up on one it is still to answer
+    /// would cost it the table twice.
+    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "12000")]
+    pub(crate) table_timeout: u64,
     /// Seconds between full refreshes of this port's paths.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
     pub(crate) refresh_interval: u64,
-    /// Seconds a failed refresh or subscription waits before trying again.
+    /// Seconds a failed refresh or subscription waits before trying again;
+    /// a refresh that fails again also waits this port's share of a
+    /// window that doubles each time (ports turned away together come
+    /// back spread).
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
     pub(crate) retry_backoff: u64,
     /// Seconds the master's answer to a forwarded query is reused.
@@ -385,6 +395,7 @@ impl Options {
             sm_key: self.sm_key.map(SmKey::new),
             upstream_timeout: Duration::from_millis(self.upstream_timeout.max(1)),
             upstream_retries: self.upstream_retries,
+            table_timeout: Duration::from_millis(self.table_timeout.max(1)),
             refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
             answer_ttl: Duration::from_secs(self.answer_ttl),

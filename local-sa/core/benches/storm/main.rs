@@ -6,8 +6,9 @@
 //! (queries in total and in its busiest second), how long until the last
 //! rank had all its paths, and the resolves' p50/p99.
 //!
-//! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS]`
-//! (default 128,512,2048 and 1 rank per node).
+//! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS] [SETUPS]`
+//! (default 128,512,2048, 1 rank per node, and both setups; SETUPS is
+//! `baseline` or `local-sa` for one of them).
 #![allow(missing_docs)]
 
 #[path = "../fixture/mod.rs"]
@@ -30,21 +31,27 @@ fn main() {
         .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![128, 512, 2048]);
     let ranks: u16 = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(1);
+    let setups: &[bool] = match args.get(2).map(String::as_str) {
+        Some("baseline") => &[false],
+        Some("local-sa") => &[true],
+        _ => &[false, true],
+    };
     let model = MasterModel {
         queries_per_second: 25_000.0,
         records_per_second: 1_000_000.0,
         queue: 4096,
+        fifo_timeout: Duration::from_secs(10),
     };
     println!(
-        "model master: {} queries/s + {} records/s in table answers, queue {}; {ranks} rank(s) per node, 16 resolves outstanding per rank",
-        model.queries_per_second, model.records_per_second, model.queue
+        "model master: {} queries/s + {} records/s in table answers, queue {}, requests dropped while the queue's wait passes {:?}; {ranks} rank(s) per node, 16 resolves outstanding per rank",
+        model.queries_per_second, model.records_per_second, model.queue, model.fifo_timeout
     );
     println!(
-        "\n| N | setup | master path queries | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries |"
+        "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &hosts in &sizes {
-        for local_sa in [false, true] {
+        for &local_sa in setups {
             let s = Scenario {
                 hosts,
                 ranks,
@@ -53,6 +60,7 @@ fn main() {
                 master: model,
                 wire: Duration::from_micros(5),
                 rank_timeout: Duration::from_secs(1),
+                horizon: Duration::from_secs(60),
             };
             let o = world::run(s, Duration::from_secs(3600));
             print_row(hosts, local_sa, &o);
@@ -64,13 +72,14 @@ fn print_row(hosts: u16, local_sa: bool, o: &Outcome) {
     let both = |f: fn(&master::MasterLoad) -> u64| f(&o.fill) + f(&o.job);
     let busiest = o.fill.busiest_second().max(o.job.busiest_second());
     println!(
-        "| {hosts} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} |",
+        "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} |",
         if local_sa {
             "local-sa (bulk load)"
         } else {
             "no local-sa"
         },
         both(|l| l.path_queries),
+        both(|l| l.tables),
         both(|l| l.other_queries),
         both(|l| l.records),
         busiest,

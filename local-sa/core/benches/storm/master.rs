@@ -5,11 +5,21 @@
 //!
 //! Cost model (stated in BENCHMARKS.md): a request costs
 //! `1 / queries_per_second` plus `records / records_per_second` for the
-//! records its answer carries; a request that finds the queue full is
-//! dropped (its sender times out and retries, as against a real SA).
-//! Anything but PathRecords is answered at once with an empty OK answer
-//! (ClassPortInfo zeroed, the request's record echoed for Sets): the
-//! registrations a core makes at start load the queue like any request.
+//! records its answer carries. A request that finds its queue full is
+//! dropped (its sender times out and retries, as against a real SA), and
+//! so is a Get that arrives while the last Get taken from the queue had
+//! waited longer than `fifo_timeout` (OpenSM's `max_msg_fifo_timeout`
+//! rule, 10 s by default: osm_sa_mad_ctrl.c drops such a request on
+//! arrival). What is queued is served, however long it waited: OpenSM
+//! does not look again, so an answer its asker gave up on is work lost.
+//! As in OpenSM (its "subnadmin_set" dispatcher), Sets and Deletes have a
+//! queue and a server of their own, without the queue-time rule.
+//!
+//! Anything but PathRecords is answered with an empty OK answer
+//! (ClassPortInfo zeroed, the request's record echoed for Sets); a
+//! GetTable of NodeRecords or ServiceRecords (the naming layer's directory
+//! loads) costs one record per host, as the real tables would. The
+//! registrations a core makes load the queues like any request.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -40,8 +50,11 @@ pub(crate) struct MasterModel {
     pub(crate) queries_per_second: f64,
     /// Records per second it adds to a table answer.
     pub(crate) records_per_second: f64,
-    /// Requests waiting at most; more are dropped.
+    /// Requests waiting in each queue at most; more are dropped.
     pub(crate) queue: usize,
+    /// Requests arriving while the last one served had waited longer are
+    /// dropped (OpenSM: `max_msg_fifo_timeout`).
+    pub(crate) fifo_timeout: Duration,
 }
 
 /// What the master saw.
@@ -49,11 +62,13 @@ pub(crate) struct MasterModel {
 pub(crate) struct MasterLoad {
     /// PathRecord requests served.
     pub(crate) path_queries: u64,
+    /// Of those, GetTables for a whole port's paths (bulk loads).
+    pub(crate) tables: u64,
     /// Other requests served (registrations, ClassPortInfo, names).
     pub(crate) other_queries: u64,
     /// Records its answers carried.
     pub(crate) records: u64,
-    /// Requests dropped at a full queue.
+    /// Requests dropped at a full queue or by the queue-time rule.
     pub(crate) dropped: u64,
     /// Requests served in each second of the run.
     pub(crate) per_second: Vec<u64>,
@@ -66,6 +81,17 @@ impl MasterLoad {
     }
 }
 
+/// One of the master's request queues and its server.
+#[derive(Default)]
+struct Dispatcher {
+    /// Requests waiting: since when, who asked, what.
+    queue: VecDeque<(Instant, Address, Bytes)>,
+    /// How long the last request taken from the queue had waited.
+    last_wait: Duration,
+    /// When the request in service is done, if one is.
+    busy_until: Option<Instant>,
+}
+
 /// An RMPP transfer: the asker's LID and QP, the TransactionID.
 type TransferKey = (u16, u32, u64);
 
@@ -75,10 +101,10 @@ pub(crate) struct Master {
     hosts: u16,
     model: MasterModel,
     start: Instant,
-    /// Requests waiting: who asked, what.
-    queue: VecDeque<(Address, Bytes)>,
-    /// When the request in service is done, if one is.
-    busy_until: Option<Instant>,
+    /// Gets and GetTables.
+    gets: Dispatcher,
+    /// Sets and Deletes.
+    sets: Dispatcher,
     /// Table answers being sent with RMPP, by asker and TransactionID,
     /// with where their segments go (ordered, so that the master's
     /// part of a run repeats exactly).
@@ -93,8 +119,8 @@ impl Master {
             hosts,
             model,
             start,
-            queue: VecDeque::new(),
-            busy_until: None,
+            gets: Dispatcher::default(),
+            sets: Dispatcher::default(),
             senders: BTreeMap::new(),
             load: MasterLoad::default(),
         }
@@ -124,11 +150,18 @@ impl Master {
             // in this model.
             return Vec::new();
         }
-        if self.queue.len() >= self.model.queue {
+        let is_set = matches!(h.mad.method(), Method::SET | Method::DELETE);
+        let d = if is_set {
+            &mut self.sets
+        } else {
+            &mut self.gets
+        };
+        let overloaded = !is_set && d.queue.len() > 1 && d.last_wait > self.model.fifo_timeout;
+        if d.queue.len() >= self.model.queue || overloaded {
             self.load.dropped += 1;
             return Vec::new();
         }
-        self.queue.push_back((from, mad));
+        d.queue.push_back((now, from, mad));
         Vec::new()
     }
 
@@ -137,7 +170,11 @@ impl Master {
     /// [`Self::receive`]: an idle master starts a request at once.)
     pub(crate) fn next_event(&self) -> Option<Instant> {
         let rmpp = self.senders.values().filter_map(|(s, _)| s.poll_timeout());
-        self.busy_until.into_iter().chain(rmpp).min()
+        [self.gets.busy_until, self.sets.busy_until]
+            .into_iter()
+            .flatten()
+            .chain(rmpp)
+            .min()
     }
 
     /// Serves what is due at `now`: finishes the request in service,
@@ -156,15 +193,27 @@ impl Master {
             }
             out.extend(self.flush(now, key));
         }
-        if self.busy_until.is_some_and(|t| t > now) {
-            return out;
+        for sets in [false, true] {
+            out.extend(self.serve(now, sets));
         }
-        self.busy_until = None;
-        if let Some((from, mad)) = self.queue.pop_front() {
+        out
+    }
+
+    /// Starts the next request of one dispatcher if it is idle.
+    fn serve(&mut self, now: Instant, sets: bool) -> Vec<(Address, Bytes)> {
+        let d = if sets { &mut self.sets } else { &mut self.gets };
+        if d.busy_until.is_some_and(|t| t > now) {
+            return Vec::new();
+        }
+        d.busy_until = None;
+        let mut out = Vec::new();
+        if let Some((queued, from, mad)) = d.queue.pop_front() {
+            d.last_wait = now - queued;
             let (answer, records) = self.answer(now, from, &mad);
             let cost = 1.0 / self.model.queries_per_second
                 + records as f64 / self.model.records_per_second;
-            self.busy_until = Some(now + Duration::from_secs_f64(cost));
+            let d = if sets { &mut self.sets } else { &mut self.gets };
+            d.busy_until = Some(now + Duration::from_secs_f64(cost));
             let second = now.saturating_duration_since(self.start).as_secs() as usize;
             if self.load.per_second.len() <= second {
                 self.load.per_second.resize(second + 1, 0);
@@ -202,6 +251,17 @@ impl Master {
         let reply_to = from.reply();
         if h.mad.attribute_id() != AttributeId::PATH_RECORD {
             self.load.other_queries += 1;
+            let directory_load = h.mad.method() == Method::GET_TABLE
+                && matches!(
+                    h.mad.attribute_id(),
+                    AttributeId::NODE_RECORD | AttributeId::SERVICE_RECORD
+                );
+            let cost = if directory_load {
+                usize::from(self.hosts)
+            } else {
+                0
+            };
+            self.load.records += cost as u64;
             let data: Bytes = if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
                 Bytes::copy_from_slice(ClassPortInfo::new_zeroed().as_bytes())
             } else if h.mad.method() == Method::SET {
@@ -209,7 +269,7 @@ impl Master {
             } else {
                 Bytes::new()
             };
-            return (vec![(reply_to, single(&h, MadStatus::OK, &data))], 0);
+            return (vec![(reply_to, single(&h, MadStatus::OK, &data))], cost);
         }
         self.load.path_queries += 1;
         let mut t = PathRecord::new_zeroed();
@@ -244,6 +304,9 @@ impl Master {
                     0,
                 ),
             };
+        }
+        if source.is_some() && dest.is_none() {
+            self.load.tables += 1;
         }
         let count = records.len();
         let mut data = BytesMut::with_capacity(count * PathRecord::LEN);

@@ -39,6 +39,10 @@ pub(crate) struct Scenario {
     pub(crate) wire: Duration,
     /// A rank's wait for an answer before it asks again.
     pub(crate) rank_timeout: Duration,
+    /// The master's load is counted at least this long from the start,
+    /// past the job's end (what the start's registrations and directory
+    /// loads cost comes after the caches are filled).
+    pub(crate) horizon: Duration,
 }
 
 /// What a run measured.
@@ -372,11 +376,12 @@ impl World {
     /// Runs until every rank has its paths, or `limit` of virtual time.
     fn run(mut self, limit: Duration) -> Outcome {
         let total_ranks = usize::from(self.s.hosts) * usize::from(self.s.ranks);
-        while self.ranks_done < total_ranks {
+        let horizon = self.start + self.s.horizon;
+        while self.ranks_done < total_ranks || self.now < horizon {
             let Some(Reverse((at, _, id))) = self.events.pop() else {
                 break;
             };
-            if at - self.start > limit {
+            if at - self.start > limit || (self.ranks_done == total_ranks && at > horizon) {
                 break;
             }
             self.now = at;

@@ -97,11 +97,18 @@ pub struct SaCore {
     /// before one): how widely refreshes and re-registrations spread.
     fabric_ports: usize,
     refresh: RefreshState,
+    /// Refreshes that failed since the last one that completed.
+    refresh_failures: u32,
     /// Local requests waiting for the refresh to end.
     refresh_waiters: Vec<RefreshWaiter>,
     next_refresh: Option<Instant>,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,
+    /// At start, the agent registers once its first refresh has ended:
+    /// when a whole fabric starts together, each port's few registrations
+    /// then follow its table rather than join every port's tables in the
+    /// master's queue at once (where they would crowd tables out).
+    register_after_refresh: bool,
     /// When every subscription is sent again after a port change.
     next_reregistration: Option<Instant>,
     subscriptions: Subscriptions,
@@ -148,9 +155,11 @@ impl SaCore {
             epoch: 0,
             fabric_ports: 0,
             refresh: RefreshState::Idle,
+            refresh_failures: 0,
             refresh_waiters: Vec::new(),
             next_refresh: Some(now),
-            next_registration: Some(now),
+            next_registration: None,
+            register_after_refresh: true,
             next_reregistration: None,
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
@@ -289,6 +298,7 @@ impl SaCore {
             self.transfers.poll_timeout(),
             self.next_refresh,
             self.next_registration,
+            self.naming.fetch_at.map(|(t, _)| t),
             self.next_reregistration,
             self.subscriptions.poll_timeout(),
             self.memberships.poll_timeout(),
@@ -323,6 +333,12 @@ impl SaCore {
             self.register(now);
             self.register_canary(now);
             self.send_publication(now);
+        }
+        if let Some((at, epoch)) = self.naming.fetch_at
+            && at <= now
+        {
+            self.naming.fetch_at = None;
+            self.start_name_fetch(now, epoch);
         }
         if self.next_audit.is_some_and(|t| t <= now) {
             self.audit(now);
@@ -381,6 +397,7 @@ impl SaCore {
             now + self.refresh_delay()
         });
         self.next_registration = Some(now);
+        self.register_after_refresh = false;
         // Whatever the master held for this port may be gone.
         self.next_reregistration = Some(now + self.reregister_delay());
         self.handle_timeout(now);

@@ -2,6 +2,7 @@
 //! fetched and published).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::purpose::NameTable;
 use crate::directory::Publication;
@@ -48,6 +49,9 @@ pub(super) struct NameState {
     /// Bumped whenever `names` changes.
     pub(super) generation: u64,
     pub(super) fetch: Option<NameFetch>,
+    /// When the fetch for a refresh's epoch starts (after the first
+    /// refresh, at the port's phase).
+    pub(super) fetch_at: Option<(Instant, Epoch)>,
     /// What this port publishes in the directory.
     pub(super) publication: Option<Publication>,
     /// The master holds this port's directory record.

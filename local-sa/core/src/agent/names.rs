@@ -141,6 +141,7 @@ impl SaCore {
     /// still running).
     pub(super) fn start_name_fetch(&mut self, now: Instant, epoch: Epoch) {
         self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+        self.naming.fetch_at = None;
         self.naming.fetch = Some(NameFetch {
             epoch,
             nodes: TableFetch::Bulk,
@@ -197,7 +198,12 @@ impl SaCore {
                 b.into_bytes()
             }
         };
-        self.send_upstream(now, Purpose::Names { epoch, table, key }, &mad);
+        let purpose = Purpose::Names { epoch, table, key };
+        if key.is_none() {
+            self.send_table_upstream(now, purpose, &mad);
+        } else {
+            self.send_upstream(now, purpose, &mad);
+        }
     }
 
     /// The master answered a names request.

@@ -33,6 +33,21 @@ impl SaCore {
         self.spread(self.config.pace.refresh_window(self.fabric_ports))
     }
 
+    /// How long this port waits to refresh again after its refresh
+    /// failed `refresh_failures` times in a row: the back-off, then its
+    /// phase within a window of the back-off doubled for each failure
+    /// before this one, held at the pace's longest window. A master that
+    /// turned many ports away at once (all of them starting together)
+    /// sees them come back spread, fewer at a time after each failure.
+    pub(super) fn refresh_retry_delay(&self) -> Duration {
+        let backoff = self.config.retry_backoff;
+        let doublings = self.refresh_failures.saturating_sub(1).min(16);
+        let window = backoff
+            .saturating_mul(1 << doublings)
+            .min(self.config.pace.max_window);
+        backoff + self.spread(window)
+    }
+
     /// When the next periodic refresh is due after one at `now`: between
     /// three quarters and five quarters of the interval, at this port's
     /// phase, so that ports started together do not refresh together.

@@ -41,9 +41,12 @@ impl SaCore {
             "refreshing this port's paths"
         );
         self.refresh = RefreshState::Bulk { epoch };
-        self.send_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
-        // Renews this port's directory record's lease.
-        self.send_publication(now);
+        self.send_table_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
+        // Renews this port's directory record's lease (at start, the
+        // registration after this refresh publishes it).
+        if !self.register_after_refresh {
+            self.send_publication(now);
+        }
     }
 
     pub(super) fn bulk_answered(&mut self, now: Instant, epoch: Epoch, answer: &Answer) {
@@ -147,6 +150,7 @@ impl SaCore {
         self.forwarding.forget_answers();
         self.counters.refreshes += 1;
         self.refresh = RefreshState::Idle;
+        self.refresh_failures = 0;
         self.next_refresh = Some(self.next_periodic_refresh(now));
         self.fabric_ports = self.store.port_count();
         info!(
@@ -154,7 +158,24 @@ impl SaCore {
             swept, "this port's paths are fresh"
         );
         self.answer_refresh_waiters(MadStatus::OK);
-        self.start_name_fetch(now, epoch);
+        if self.register_after_refresh {
+            // The start: the fabric's size is known now. The directory
+            // loads (two tables of a record per host, twice the paths'
+            // cost) and the registrations follow at this port's phase,
+            // so that a fabric started together asks for them spread.
+            self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+        } else {
+            self.start_name_fetch(now, epoch);
+        }
+        self.registration_after_first_refresh(now);
+    }
+
+    /// Schedules the start's registration, once the first refresh ended
+    /// (done or failed), at this port's phase of the re-registration window.
+    fn registration_after_first_refresh(&mut self, now: Instant) {
+        if std::mem::take(&mut self.register_after_refresh) {
+            self.next_registration = Some(now + self.reregister_delay());
+        }
     }
 
     /// The master did not give the table: keep serving what is cached and
@@ -164,8 +185,10 @@ impl SaCore {
             return;
         }
         self.refresh = RefreshState::Idle;
+        self.refresh_failures = self.refresh_failures.saturating_add(1);
+        self.registration_after_first_refresh(now);
         if !self.shutting_down {
-            self.next_refresh = Some(now + self.config.retry_backoff);
+            self.next_refresh = Some(now + self.refresh_retry_delay());
         }
         // The master did not give the table: as for a query it left
         // unanswered.

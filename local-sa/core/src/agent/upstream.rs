@@ -9,7 +9,7 @@ use tracing::warn;
 use super::SaCore;
 use super::purpose::Purpose;
 use crate::inbound::SaRequest;
-use crate::requester::{Answer, Completion, Failure};
+use crate::requester::{Answer, Attempts, Completion, Failure};
 
 impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
@@ -19,6 +19,24 @@ impl SaCore {
         let master = self.port.master();
         self.upstream
             .send(now, master, purpose, request, &mut self.out);
+    }
+
+    /// Sends a request for a whole table to the master. Each attempt
+    /// waits [`AgentConfig::table_timeout`](crate::AgentConfig) and this
+    /// port's share of half as long again: when a whole fabric asks at
+    /// once, the attempts after the first (the same request, which an
+    /// answer to any of them ends) then reach the master spread, not
+    /// together the moment its queue empties.
+    pub(super) fn send_table_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
+        self.counters.upstream_queries += 1;
+        let master = self.port.master();
+        let timeout = self.config.table_timeout;
+        let attempts = Attempts {
+            timeout: timeout + self.spread(timeout / 2),
+            retries: self.config.upstream_retries,
+        };
+        self.upstream
+            .send_with(now, master, purpose, request, attempts, &mut self.out);
     }
 
     /// Passes a port's query to the master; its answer goes back as it came.

@@ -56,6 +56,16 @@ impl Default for RequesterConfig {
     }
 }
 
+/// How long each attempt of one request waits, and how many more follow
+/// the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempts {
+    /// Each attempt's wait.
+    pub timeout: Duration,
+    /// Attempts after the first.
+    pub retries: u32,
+}
+
 /// An SA's answer: one MAD, or a reassembled RMPP transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -227,6 +237,8 @@ struct Pending<A, T> {
     request: Bytes,
     attempts: u32,
     attempts_left: u32,
+    /// How long each of its attempts waits.
+    timeout: Duration,
     deadline: Instant,
     phase: Phase,
     /// The transport's status the last time it handed the request back.
@@ -284,10 +296,6 @@ impl<A: Clone, T> Requester<A, T> {
         tid
     }
 
-    fn timeout_ms(&self) -> u32 {
-        u32::try_from(self.config.timeout.as_millis()).unwrap_or(u32::MAX)
-    }
-
     /// Sends `request` (a whole MAD; padded to 256 bytes if shorter) to
     /// `dest` under a fresh TransactionID, which it returns.
     pub fn send(
@@ -298,6 +306,26 @@ impl<A: Clone, T> Requester<A, T> {
         request: &[u8],
         out: &mut VecDeque<Transmit<A>>,
     ) -> u32 {
+        let attempts = Attempts {
+            timeout: self.config.timeout,
+            retries: self.config.retries,
+        };
+        self.send_with(now, dest, token, request, attempts, out)
+    }
+
+    /// As [`Self::send`], with `attempts` rather than the configured ones:
+    /// for a request the SA may take long over (a whole table), which
+    /// sending again too soon would have it do twice.
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        dest: A,
+        token: T,
+        request: &[u8],
+        attempts: Attempts,
+        out: &mut VecDeque<Transmit<A>>,
+    ) -> u32 {
+        let Attempts { timeout, retries } = attempts;
         let tid = self.take_tid();
         let mut mad = BytesMut::from(request);
         if mad.len() < MAD_LEN {
@@ -312,7 +340,7 @@ impl<A: Clone, T> Requester<A, T> {
         out.push_back(Transmit {
             dest: dest.clone(),
             mad: request.clone(),
-            timeout_ms: self.timeout_ms(),
+            timeout_ms: millis(timeout),
         });
         self.pending.insert(
             tid,
@@ -321,8 +349,9 @@ impl<A: Clone, T> Requester<A, T> {
                 dest,
                 request,
                 attempts: 1,
-                attempts_left: self.config.retries,
-                deadline: now + self.config.timeout,
+                attempts_left: retries,
+                timeout,
+                deadline: now + timeout,
                 phase: Phase::Waiting,
                 undelivered: None,
                 last_segment: None,
@@ -372,6 +401,7 @@ impl<A: Clone, T> Requester<A, T> {
             request: Bytes::copy_from_slice(header.as_bytes()),
             attempts: 1,
             attempts_left: 0,
+            timeout: self.config.timeout,
             deadline: now + self.config.timeout,
             phase: Phase::Sending(sender),
             undelivered: None,
@@ -400,10 +430,10 @@ impl<A: Clone, T> Requester<A, T> {
             return Handled::NotOurs;
         };
         let tid = h.mad.transaction_id_low();
-        let timeout = self.config.timeout;
         let Some(p) = self.pending.get_mut(&tid) else {
             return Handled::NotOurs;
         };
+        let timeout = p.timeout;
         if status != 0 {
             return self.undelivered(now, tid, status, out);
         }
@@ -521,10 +551,10 @@ impl<A: Clone, T> Requester<A, T> {
         status: u32,
         out: &mut VecDeque<Transmit<A>>,
     ) -> Handled<T> {
-        let (timeout, timeout_ms) = (self.config.timeout, self.timeout_ms());
         let Some(p) = self.pending.get_mut(&tid) else {
             return Handled::NotOurs;
         };
+        let (timeout, timeout_ms) = (p.timeout, millis(p.timeout));
         p.undelivered = Some(status);
         let sent_whole = !matches!(p.phase, Phase::Sending(_)) && p.attempts_left > 0;
         if sent_whole {
@@ -561,12 +591,12 @@ impl<A: Clone, T> Requester<A, T> {
         now: Instant,
         out: &mut VecDeque<Transmit<A>>,
     ) -> Vec<Completion<T>> {
-        let (timeout, timeout_ms) = (self.config.timeout, self.timeout_ms());
         let mut ended = Vec::new();
         for (tid, p) in &mut self.pending {
             if now < p.deadline {
                 continue;
             }
+            let (timeout, timeout_ms) = (p.timeout, millis(p.timeout));
             if let Phase::Sending(sender) = &mut p.phase {
                 sender.handle_timeout(now);
                 flush_sender(p, now, timeout, out);
@@ -616,7 +646,7 @@ impl<A: Clone, T> Requester<A, T> {
                 (_, Some(status)) => Failure::Undeliverable { status },
                 (_, None) => Failure::Timeout {
                     attempts: p.attempts,
-                    per_attempt: timeout,
+                    per_attempt: p.timeout,
                 },
             };
             done.push(Completion {
@@ -649,6 +679,11 @@ impl<A: Clone, T> Requester<A, T> {
 
 /// Puts out what an RMPP request's sender has to send; once it is done,
 /// the request waits one time-out for its answer.
+/// A time-out as the transport takes it, in milliseconds.
+fn millis(timeout: Duration) -> u32 {
+    u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX)
+}
+
 fn flush_sender<A: Clone, T>(
     p: &mut Pending<A, T>,
     now: Instant,

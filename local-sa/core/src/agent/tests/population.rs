@@ -158,22 +158,104 @@ fn while_the_master_is_silent_cached_answers_flow_and_misses_fail_after_the_time
 
 #[test]
 fn an_agent_started_without_a_master_keeps_trying_and_fills_once_it_answers() {
+    let config = AgentConfig::default();
     let mut master = FakeMaster::new(MASTER_LID, HOSTS);
     master.answering = false;
-    let mut b = Bench::new(master, AgentConfig::default());
-    b.advance(Duration::from_secs(30));
+    let mut b = Bench::new(master, config);
+    // Until its first refresh has ended, the agent asks for nothing but
+    // the table, and not twice within the table time-out: a master that
+    // has it queued is not made to compute it twice.
+    b.advance(config.table_timeout - Duration::from_millis(1));
+    assert_eq!(b.master.requests.len(), 1, "only the table, once");
+    b.advance(Duration::from_secs(300));
     assert!(!b.core.is_ready());
     assert!(b.core.store().is_empty());
-    let attempts = b.master.count(AttributeId::PATH_RECORD);
+    let attempts = path_tables(&b.master);
     assert!(
-        attempts >= 8,
-        "the bulk table was asked for again and again ({attempts})"
+        (6..=20).contains(&attempts),
+        "the table again and again, less and less often ({attempts})"
+    );
+    assert!(
+        b.master.count(AttributeId::CLASS_PORT_INFO) > 0,
+        "registered once the first refresh failed"
     );
     b.master.answering = true;
-    b.advance(AgentConfig::default().retry_backoff + AgentConfig::default().upstream_timeout * 4);
+    b.advance(config.retry_backoff + config.pace.max_window + config.table_timeout);
     assert!(b.core.is_ready());
     assert_eq!(my_paths(&b), expected_paths(1..=HOSTS));
     assert_eq!(b.master.subscriptions.len(), 2);
+}
+
+/// A table the master leaves unanswered is asked for again after the
+/// port's own time-out (the table time-out and its phase of half as long
+/// again), and a refresh that failed is tried again after the back-off and
+/// the port's phase of a window that doubles with each failure: ports
+/// turned away together come back spread.
+#[test]
+fn failed_refreshes_come_back_later_each_time() {
+    let config = AgentConfig::default();
+    let attempts = 1 + config.upstream_retries as usize;
+    let asked = |lid: u16| -> Vec<Duration> {
+        let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+        master.answering = false;
+        let mut b = Bench::for_port(master, lid);
+        assert_eq!(path_tables(&b.master), 1);
+        let mut asked = vec![Duration::ZERO];
+        let step = Duration::from_millis(250);
+        let mut t = Duration::ZERO;
+        while t < Duration::from_secs(900) {
+            let before = path_tables(&b.master);
+            b.advance(step);
+            t += step;
+            if path_tables(&b.master) > before {
+                asked.push(t);
+            }
+        }
+        asked
+    };
+    let slack = Duration::from_millis(250);
+    let (mut spacings, mut fifth) = (Vec::new(), Vec::new());
+    for lid in [2, 3, 4, 5] {
+        let asked = asked(lid);
+        let rounds: Vec<&[Duration]> = asked.chunks_exact(attempts).collect();
+        assert!(rounds.len() >= 6, "{asked:?}");
+        // Within a refresh, the attempts are the port's time-out apart.
+        let spacing = rounds[0][1] - rounds[0][0];
+        assert!(
+            spacing + slack >= config.table_timeout
+                && spacing <= config.table_timeout * 3 / 2 + slack,
+            "{asked:?}"
+        );
+        for round in &rounds {
+            for w in round.windows(2) {
+                assert!((w[1] - w[0]).abs_diff(spacing) <= slack, "{asked:?}");
+            }
+        }
+        // From the last attempt's time-out to the next refresh.
+        let waits: Vec<Duration> = rounds
+            .windows(2)
+            .map(|r| r[1][0] - r[0][attempts - 1] - spacing)
+            .collect();
+        assert!(waits[0] + slack >= config.retry_backoff, "{waits:?}");
+        assert!(
+            waits.windows(2).all(|w| w[1] + slack >= w[0]),
+            "each wait at least the one before: {waits:?}"
+        );
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w <= config.retry_backoff + config.pace.max_window + slack),
+            "{waits:?}"
+        );
+        spacings.push(spacing);
+        fifth.push(waits[4]);
+    }
+    // Four ports, four phases: their attempts and their refreshes apart.
+    for phases in [&mut spacings, &mut fifth] {
+        phases.sort();
+        phases.dedup_by(|a, b| a.abs_diff(*b) < Duration::from_millis(500));
+        assert!(phases.len() >= 3, "{phases:?}");
+    }
 }
 
 #[test]
@@ -346,6 +428,9 @@ fn after_a_new_master_registrations_spread_over_a_window_growing_with_the_fabric
     };
     let delay = |hosts: u16| -> Duration {
         let mut b = Bench::new(FakeMaster::new(MASTER_LID, hosts), config);
+        // The start's registrations are paced too; wait for them.
+        let limit = Duration::from_secs(u64::from(hosts) * 10);
+        waited_for(&mut b, limit, |m| !m.subscriptions.is_empty());
         b.master = FakeMaster::new(3, hosts);
         let moved = PortIdentity {
             sm_lid: 3,
