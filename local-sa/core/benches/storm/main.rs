@@ -8,12 +8,15 @@
 //!
 //! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS] [SETUPS]`
 //! (default 128,512,2048, 1 rank per node, and both setups; SETUPS is
-//! `baseline` or `local-sa` for one of them).
+//! `baseline` or `local-sa` for one of them). `--plot=FILE` also writes
+//! the master's path queries against N as an SVG, log–log, with each
+//! setup's fitted slope.
 #![allow(missing_docs)]
 
 #[path = "../fixture/mod.rs"]
 mod fixture;
 mod master;
+mod plot;
 mod world;
 
 use std::time::Duration;
@@ -22,6 +25,7 @@ use master::MasterModel;
 use world::{Outcome, Scenario};
 
 fn main() {
+    let plot_to = std::env::args().find_map(|a| a.strip_prefix("--plot=").map(String::from));
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -50,6 +54,18 @@ fn main() {
         "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut series = [
+        plot::Series {
+            name: "no local-sa: ranks ask the master",
+            colour: "#c0392b",
+            points: Vec::new(),
+        },
+        plot::Series {
+            name: "local-sa on every node (bulk load)",
+            colour: "#2471a3",
+            points: Vec::new(),
+        },
+    ];
     for &hosts in &sizes {
         for &local_sa in setups {
             let s = Scenario {
@@ -64,6 +80,29 @@ fn main() {
             };
             let o = world::run(s, Duration::from_secs(3600));
             print_row(hosts, local_sa, &o);
+            let queries = o.fill.path_queries + o.job.path_queries;
+            series[usize::from(local_sa)]
+                .points
+                .push((f64::from(hosts), queries as f64));
+        }
+    }
+    println!();
+    for s in &series {
+        if let Some(k) = plot::slope(&s.points) {
+            println!(
+                "fitted slope of master path queries against N, {}: {k:.3}",
+                s.name
+            );
+        }
+    }
+    if let Some(path) = plot_to {
+        let title = format!(
+            "An all-to-all job start: the master's PathRecord queries ({} queries/s model master)",
+            model.queries_per_second
+        );
+        match std::fs::write(&path, plot::svg(&title, &series)) {
+            Ok(()) => println!("plot written to {path}"),
+            Err(e) => eprintln!("cannot write the plot to {path}: {e}"),
         }
     }
 }
