@@ -31,7 +31,20 @@ impl<'f> LocalSa<'f> {
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, None)
+        Self::start_with(fabric, node, args, None)?.until_fetched()
+    }
+
+    /// [`LocalSa::start`] without waiting for its paths: for a local-sa
+    /// told to wait for a load (`--load-wait`). Returns once it writes its
+    /// counters.
+    pub fn start_unfilled(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+    ) -> Result<Self, FabricError> {
+        let mut sa = Self::start_with(fabric, node, args, None)?;
+        sa.wait_until("running", Duration::from_secs(60), |c| !c.is_empty())?;
+        Ok(sa)
     }
 
     /// [`LocalSa::start`], passing `socket` as systemd passes a socket
@@ -43,7 +56,14 @@ impl<'f> LocalSa<'f> {
         name: &str,
         socket: std::os::fd::OwnedFd,
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, Some((name, socket)))
+        Self::start_with(fabric, node, args, Some((name, socket)))?.until_fetched()
+    }
+
+    fn until_fetched(mut self) -> Result<Self, FabricError> {
+        self.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
+            c.get("refreshes").is_some_and(|r| *r >= 1)
+        })?;
+        Ok(self)
     }
 
     fn start_with(
@@ -84,17 +104,13 @@ impl<'f> LocalSa<'f> {
             .args(socket_args)
             .args(args)
             .spawn()?;
-        let mut sa = Self {
+        Ok(Self {
             process,
             node: node.to_owned(),
             counters,
             acm_socket,
             api_socket,
-        };
-        sa.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
-            c.get("refreshes").is_some_and(|r| *r >= 1)
-        })?;
-        Ok(sa)
+        })
     }
 
     /// The directory of its port lock (unless started with another

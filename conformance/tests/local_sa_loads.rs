@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use conformance::saquery::{parse_mad_dump, path_record_dump};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
-use mad_codec::zerocopy::IntoBytes;
+use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, Selector};
 
 /// The SM_Key local-sa is started with.
@@ -626,4 +626,84 @@ fn half_finished_loads_from_one_node_are_refused_past_eight_and_cost_no_memory()
         log.matches("RMPP transfer refused").count() <= 2,
         "refusals are not logged one by one:\n{log}"
     );
+}
+
+/// A distributor next to the master fills a node: local-sa started with
+/// `--load-wait` does not ask OpenSM for its table; the load of its own
+/// paths (OpenSM's, pushed from another node with REPLACE_SOURCES) stands
+/// for its refresh, and its answers are then OpenSM's, byte for byte.
+#[test]
+fn a_distributors_load_stands_for_the_nodes_own_refresh() {
+    let fabric = small_fabric();
+    let mut sa = LocalSa::start_unfilled(&fabric, "h2", &["--sm-key", KEY, "--load-wait", "300"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let me = fabric.node("h2").unwrap().port().unwrap();
+    let distributor = fabric.node("h9").unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        (sa.counter("refreshes"), sa.counter("records")),
+        (0, 0),
+        "waiting for the load, not asking OpenSM"
+    );
+
+    // What OpenSM holds for h2's port, one destination at a time (the
+    // simulator cuts multi-MAD answers).
+    let mut records = Vec::new();
+    for host in fabric.topology().hcas() {
+        let dlid = fabric.node(host).unwrap().port().unwrap().lid;
+        let out = lsaquery(
+            &distributor,
+            &[
+                "--master",
+                "-p",
+                "--slid",
+                &me.lid.to_string(),
+                "--dlid",
+                &dlid.to_string(),
+                "-d",
+            ],
+        );
+        let (status, data) = response(&out);
+        assert_eq!(status, mad_codec::MadStatus::OK, "{}", out.stderr);
+        records.extend(
+            data.chunks_exact(64)
+                .map(|r| PathRecord::read_from_bytes(r).unwrap()),
+        );
+    }
+    let file = fabric.dir().join("h2-from-opensm.txt");
+    write_dump(&file, &records);
+    let loaded = lsaquery(
+        &distributor,
+        &[
+            "--sa-lid",
+            &me.lid.to_string(),
+            "--load",
+            file.to_str().unwrap(),
+            "--replace",
+            "--smkey",
+            KEY,
+        ],
+    );
+    let n = records.len();
+    expect_line(&loaded, &format!("loaded {n} of {n} PathRecords"));
+    sa.wait_until(
+        "the load taken as a refresh",
+        Duration::from_secs(10),
+        |c| c.get("refreshes_loaded") == Some(&1),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        sa.counter("refreshes"),
+        0,
+        "OpenSM was not asked for the table"
+    );
+    assert_eq!(sa.counter("records"), n as u64);
+
+    // A GetTable from h2's port, answered by h2's local-sa from the load,
+    // equals what OpenSM holds.
+    let gid = Gid::new(Gid::DEFAULT_PREFIX, me.guid);
+    let from_sa = table_from(&distributor, &me.lid.to_string(), gid);
+    let from_opensm: BTreeSet<Vec<u8>> = records.iter().map(|r| r.as_bytes().to_vec()).collect();
+    assert_eq!(from_sa, from_opensm);
+    assert_eq!(sa.counter("refreshes"), 0);
 }

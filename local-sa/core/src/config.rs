@@ -85,8 +85,16 @@ pub struct AgentConfig {
     /// the repeated requests on arrival while its queue holds ten seconds
     /// of work (`max_msg_fifo_timeout`).
     pub table_timeout: Duration,
-    /// How often this port's paths are refreshed from the master.
+    /// How often this port's paths are refreshed from the master. A load
+    /// that replaces this port's paths (from a distributor) counts as a
+    /// refresh: the next one waits a whole interval from it.
     pub refresh_interval: Duration,
+    /// How long the first refresh waits at start for a load of this
+    /// port's paths before asking the master itself (plus the port's
+    /// phase of a quarter as long again): where a distributor next to the
+    /// master fills every node, the nodes need not each ask for their
+    /// table. Zero (the default) asks at once.
+    pub load_wait: Duration,
     /// How long a refresh or subscription that failed waits to try again.
     /// A refresh that fails again waits at its port's phase within a
     /// window that doubles each time (up to the pace's longest window), so
@@ -132,6 +140,7 @@ impl Default for AgentConfig {
             upstream_retries: 3,
             table_timeout: Duration::from_secs(12),
             refresh_interval: Duration::from_secs(600),
+            load_wait: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             answer_ttl: Duration::from_secs(60),
             negative_ttl: Duration::from_secs(5),

@@ -44,6 +44,9 @@ pub struct Counters {
     pub rmpp_refused_memory: u64,
     /// Full refreshes of this port's paths completed.
     pub refreshes: u64,
+    /// Loads that replaced this port's paths and so stood for a refresh
+    /// (a distributor's).
+    pub refreshes_loaded: u64,
     /// Notices received from the master and passed on (duplicates of one
     /// notice count once).
     pub notices: u64,
@@ -106,7 +109,7 @@ impl Counters {
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 35] {
+    fn fields(&self) -> [(&'static str, u64); 36] {
         [
             ("hits", self.hits),
             ("misses", self.misses),
@@ -125,6 +128,7 @@ impl Counters {
             ("rmpp_refused_per_peer", self.rmpp_refused_per_peer),
             ("rmpp_refused_memory", self.rmpp_refused_memory),
             ("refreshes", self.refreshes),
+            ("refreshes_loaded", self.refreshes_loaded),
             ("notices", self.notices),
             ("reports_sent", self.reports_sent),
             ("leases_ended", self.leases_ended),

@@ -126,6 +126,14 @@ pub(crate) struct Options {
     /// Seconds between full refreshes of this port's paths.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
     pub(crate) refresh_interval: u64,
+    /// Seconds the first refresh waits at start for a load of this port's
+    /// paths (from a distributor next to the master, or `lsaquery --load
+    /// FILE --replace`) before asking the master itself (plus this port's
+    /// share of a quarter as long again, so that the ports a distributor
+    /// has not reached do not all ask at once); a load of this
+    /// port's paths always counts as a refresh. 0 asks at once.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "0")]
+    pub(crate) load_wait: u64,
     /// Seconds a failed refresh or subscription waits before trying again;
     /// a refresh that fails again also waits this port's share of a
     /// window that doubles each time (ports turned away together come
@@ -397,6 +405,7 @@ impl Options {
             upstream_retries: self.upstream_retries,
             table_timeout: Duration::from_millis(self.table_timeout.max(1)),
             refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
+            load_wait: Duration::from_secs(self.load_wait),
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
             answer_ttl: Duration::from_secs(self.answer_ttl),
             negative_ttl: Duration::from_secs(self.negative_ttl),

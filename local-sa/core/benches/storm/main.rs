@@ -7,12 +7,15 @@
 //! rank had all its paths, and the resolves' p50/p99.
 //!
 //! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS] [SETUPS]`
-//! (default 128,512,2048, 1 rank per node, and both setups; SETUPS is
-//! `baseline` or `local-sa` for one of them). `--plot=FILE` also writes
+//! (default 128,512,2048, 1 rank per node, and every setup; SETUPS is a
+//! comma-separated choice of `baseline`, `local-sa` (each node loads its
+//! own table) and `distributor` (a distributor next to the master pushes
+//! every node its table, 32 nodes at a time). `--plot=FILE` also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 #![allow(missing_docs)]
 
+mod distributor;
 #[path = "../fixture/mod.rs"]
 mod fixture;
 mod master;
@@ -35,10 +38,9 @@ fn main() {
         .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![128, 512, 2048]);
     let ranks: u16 = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(1);
-    let setups: &[bool] = match args.get(2).map(String::as_str) {
-        Some("baseline") => &[false],
-        Some("local-sa") => &[true],
-        _ => &[false, true],
+    let setups: Vec<Setup> = match args.get(2) {
+        Some(list) => list.split(',').filter_map(Setup::parse).collect(),
+        None => vec![Setup::Baseline, Setup::BulkLoad, Setup::Distributor],
     };
     let model = MasterModel {
         queries_per_second: 25_000.0,
@@ -51,9 +53,9 @@ fn main() {
         model.queries_per_second, model.records_per_second, model.queue, model.fifo_timeout
     );
     println!(
-        "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries |"
+        "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries | loads pushed again |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut series = [
         plot::Series {
             name: "no local-sa: ranks ask the master",
@@ -67,23 +69,25 @@ fn main() {
         },
     ];
     for &hosts in &sizes {
-        for &local_sa in setups {
+        for &setup in &setups {
             let s = Scenario {
                 hosts,
                 ranks,
                 window: 16,
-                local_sa,
+                local_sa: setup != Setup::Baseline,
+                distributor: (setup == Setup::Distributor).then_some(32),
                 master: model,
                 wire: Duration::from_micros(5),
                 rank_timeout: Duration::from_secs(1),
                 horizon: Duration::from_secs(60),
             };
             let o = world::run(s, Duration::from_secs(3600));
-            print_row(hosts, local_sa, &o);
+            print_row(hosts, setup, &o);
             let queries = o.fill.path_queries + o.job.path_queries;
-            series[usize::from(local_sa)]
-                .points
-                .push((f64::from(hosts), queries as f64));
+            // Log axes: the distributor's zero has no place on them.
+            if let Some(s) = series.get_mut(setup as usize) {
+                s.points.push((f64::from(hosts), queries as f64));
+            }
         }
     }
     println!();
@@ -107,16 +111,42 @@ fn main() {
     }
 }
 
-fn print_row(hosts: u16, local_sa: bool, o: &Outcome) {
+/// Who gives the ranks their paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// No local-sa: the ranks ask the master.
+    Baseline,
+    /// local-sa on every node, each loading its own table from the master.
+    BulkLoad,
+    /// local-sa on every node, filled by a distributor next to the master.
+    Distributor,
+}
+
+impl Setup {
+    fn parse(name: &str) -> Option<Self> {
+        match name {
+            "baseline" => Some(Self::Baseline),
+            "local-sa" => Some(Self::BulkLoad),
+            "distributor" => Some(Self::Distributor),
+            _ => None,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Baseline => "no local-sa",
+            Self::BulkLoad => "local-sa (bulk load)",
+            Self::Distributor => "local-sa (distributor, 32 at a time)",
+        }
+    }
+}
+
+fn print_row(hosts: u16, setup: Setup, o: &Outcome) {
     let both = |f: fn(&master::MasterLoad) -> u64| f(&o.fill) + f(&o.job);
     let busiest = o.fill.busiest_second().max(o.job.busiest_second());
     println!(
-        "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} |",
-        if local_sa {
-            "local-sa (bulk load)"
-        } else {
-            "no local-sa"
-        },
+        "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} | {} |",
+        setup.label(),
         both(|l| l.path_queries),
         both(|l| l.tables),
         both(|l| l.other_queries),
@@ -129,6 +159,7 @@ fn print_row(hosts: u16, local_sa: bool, o: &Outcome) {
         shown(o.p99),
         shown(o.max),
         o.rank_retries,
+        o.loads_retried,
     );
 }
 

@@ -18,8 +18,9 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
 use slab::Slab;
 
-use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore};
+use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
+use crate::distributor::{Distributor, SM_KEY};
 use crate::master::{Master, MasterLoad, MasterModel, gid};
 
 /// What is simulated.
@@ -33,6 +34,10 @@ pub(crate) struct Scenario {
     pub(crate) window: usize,
     /// Whether each node runs local-sa (else ranks ask the master).
     pub(crate) local_sa: bool,
+    /// With local-sa: a distributor next to the master fills the nodes,
+    /// this many at a time, and the cores wait for it (`load_wait`) rather
+    /// than ask the master for their tables.
+    pub(crate) distributor: Option<usize>,
     /// The master.
     pub(crate) master: MasterModel,
     /// One MAD's time on the wire.
@@ -64,12 +69,15 @@ pub(crate) struct Outcome {
     pub(crate) max: Duration,
     /// Resolves asked again after [`Scenario::rank_timeout`] or an error.
     pub(crate) rank_retries: u64,
+    /// Loads the distributor had to push again.
+    pub(crate) loads_retried: u64,
 }
 
 /// Who receives a MAD or a wake-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Party {
     Master,
+    Distributor,
     Core(u16),
     Rank(u16, u16),
 }
@@ -95,6 +103,15 @@ struct Rank {
     wake_armed: bool,
 }
 
+/// MADs per second the distributor's port sends (the model's assumption:
+/// a user-space MAD sender on one HCA port).
+const DISTRIBUTOR_MADS_PER_SECOND: f64 = 250_000.0;
+
+/// How long the cores wait for the distributor before asking the master
+/// (the daemon's `--load-wait`): longer than the distributor takes to
+/// reach the last of 8,192 nodes at its MAD rate (about 84 s).
+const DISTRIBUTOR_LOAD_WAIT: Duration = Duration::from_secs(120);
+
 /// QP numbers of ranks start here (QP1 is the cores').
 const RANK_QP: u32 = 100;
 
@@ -108,6 +125,10 @@ struct World {
     master: Master,
     /// When the master's wake-up is scheduled (one at a time).
     master_wake: Option<Instant>,
+    distributor: Option<Distributor>,
+    distributor_wake: Option<Instant>,
+    /// When the distributor's port can put its next MAD on the wire.
+    distributor_free: Instant,
     cores: Vec<SaCore>,
     core_wake: Vec<Option<Instant>>,
     /// Cores that have had their table, and how many.
@@ -157,6 +178,11 @@ impl World {
             seq: 0,
             master,
             master_wake: None,
+            distributor: s
+                .distributor
+                .map(|window| Distributor::new(master_lid + 1, s.hosts, window)),
+            distributor_wake: None,
+            distributor_free: start,
             cores: Vec::new(),
             core_wake: Vec::new(),
             core_ready: vec![false; usize::from(s.hosts)],
@@ -183,12 +209,24 @@ impl World {
                     sm_lid: master_lid,
                     sm_sl: 0,
                 };
-                let core = SaCore::new(AgentConfig::default(), port, start, u32::from(lid));
+                let config = match s.distributor {
+                    Some(_) => AgentConfig {
+                        sm_key: Some(SmKey::new(SM_KEY)),
+                        load_wait: DISTRIBUTOR_LOAD_WAIT,
+                        ..AgentConfig::default()
+                    },
+                    None => AgentConfig::default(),
+                };
+                let core = SaCore::new(config, port, start, u32::from(lid));
                 w.cores.push(core);
                 w.core_wake.push(None);
             }
             for lid in 1..=s.hosts {
                 w.after_core(lid);
+            }
+            if let Some(d) = w.distributor.as_mut() {
+                let out = d.poll(start);
+                w.after_distributor(out);
             }
         } else {
             w.start_ranks();
@@ -206,6 +244,9 @@ impl World {
     fn party_at(&self, to: &Address) -> Option<Party> {
         if to.lid == self.master.lid {
             return Some(Party::Master);
+        }
+        if self.distributor.as_ref().is_some_and(|d| d.lid == to.lid) {
+            return Some(Party::Distributor);
         }
         if !(1..=self.s.hosts).contains(&to.lid) {
             return None;
@@ -266,6 +307,32 @@ impl World {
         {
             self.master_wake = Some(t);
             self.schedule(t.max(self.now), Event::Wake(Party::Master));
+        }
+    }
+
+    fn after_distributor(&mut self, out: Vec<(Address, Bytes)>) {
+        let Some(d) = &self.distributor else { return };
+        let me = Address::gsi(d.lid, 0);
+        let next = d.next_event();
+        // The distributor's one port sends at most `DISTRIBUTOR_MADS_PER_SECOND`.
+        let gap = Duration::from_secs_f64(1.0 / DISTRIBUTOR_MADS_PER_SECOND);
+        for (to, mad) in out {
+            let leaves = self.distributor_free.max(self.now);
+            self.distributor_free = leaves + gap;
+            if let Some(party) = self.party_at(&to) {
+                let event = Event::Deliver {
+                    to: party,
+                    from: me,
+                    mad,
+                };
+                self.schedule(leaves + self.s.wire, event);
+            }
+        }
+        if let Some(t) = next
+            && self.distributor_wake.is_none_or(|w| t < w)
+        {
+            self.distributor_wake = Some(t);
+            self.schedule(t.max(self.now), Event::Wake(Party::Distributor));
         }
     }
 
@@ -398,6 +465,14 @@ impl World {
                         self.after_core(lid);
                     }
                     Party::Rank(node, r) => self.rank_answer(node, r, &mad),
+                    Party::Distributor => {
+                        let now = self.now;
+                        let out = match self.distributor.as_mut() {
+                            Some(d) => d.receive(now, from, &mad),
+                            None => Vec::new(),
+                        };
+                        self.after_distributor(out);
+                    }
                 },
                 Event::Wake(Party::Master) => {
                     if self.master_wake.is_some_and(|w| w <= self.now) {
@@ -417,6 +492,17 @@ impl World {
                     self.after_core(lid);
                 }
                 Event::Wake(Party::Rank(node, r)) => self.rank_wake(node, r),
+                Event::Wake(Party::Distributor) => {
+                    if self.distributor_wake.is_some_and(|w| w <= self.now) {
+                        self.distributor_wake = None;
+                    }
+                    let now = self.now;
+                    let out = match self.distributor.as_mut() {
+                        Some(d) => d.poll(now),
+                        None => Vec::new(),
+                    };
+                    self.after_distributor(out);
+                }
             }
         }
         let mut latencies = std::mem::take(&mut self.latencies);
@@ -436,6 +522,7 @@ impl World {
             p99: pct(0.99),
             max: pct(1.0),
             rank_retries: self.rank_retries,
+            loads_retried: self.distributor.as_ref().map_or(0, |d| d.retries),
         }
     }
 }

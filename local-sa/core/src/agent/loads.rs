@@ -145,7 +145,12 @@ impl SaCore {
         };
         let count = if method == Method::SET {
             let replace = header.mad.attribute_modifier() & REPLACE_SOURCES != 0;
-            self.store_records(&records, replace)
+            let count = self.store_records(&records, replace);
+            let me = self.port.gid.guid();
+            if replace && records.iter().any(|r| r.sgid().guid() == me) {
+                self.own_paths_loaded(now);
+            }
+            count
         } else {
             self.delete_records(mask, &records)
         };

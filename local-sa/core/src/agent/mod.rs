@@ -157,6 +157,7 @@ impl SaCore {
             refresh: RefreshState::Idle,
             refresh_failures: 0,
             refresh_waiters: Vec::new(),
+            // Set below, once the port's phase can be computed.
             next_refresh: Some(now),
             next_registration: None,
             register_after_refresh: true,
@@ -185,6 +186,13 @@ impl SaCore {
             log_limit: LogLimit::new(Duration::from_secs(60)),
             shutting_down: false,
         };
+        // Waiting for a distributor's load: the ports it has not reached
+        // by then ask the master at their own phase of a quarter more,
+        // not all in the same second.
+        if !config.load_wait.is_zero() {
+            let wait = config.load_wait + agent.spread(config.load_wait / 4);
+            agent.next_refresh = Some(now + wait);
+        }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;

@@ -170,6 +170,26 @@ impl SaCore {
         self.registration_after_first_refresh(now);
     }
 
+    /// A load replaced this port's paths (a distributor next to the
+    /// master pushed them): that is a refresh the master was not asked
+    /// for. The next refresh from the master waits a whole interval, and
+    /// at start the registrations and directory loads follow as after a
+    /// refresh. A refresh already running goes on: its table is the
+    /// master's word.
+    pub(super) fn own_paths_loaded(&mut self, now: Instant) {
+        if self.refresh != RefreshState::Idle || self.shutting_down {
+            return;
+        }
+        self.counters.refreshes_loaded += 1;
+        self.refresh_failures = 0;
+        self.next_refresh = Some(self.next_periodic_refresh(now));
+        self.fabric_ports = self.store.port_count();
+        if self.register_after_refresh {
+            self.naming.fetch_at = Some((now + self.refresh_delay(), self.epoch));
+        }
+        self.registration_after_first_refresh(now);
+    }
+
     /// Schedules the start's registration, once the first refresh ended
     /// (done or failed), at this port's phase of the re-registration window.
     fn registration_after_first_refresh(&mut self, now: Instant) {

@@ -3,6 +3,7 @@
 //! changed by a refused or malformed one.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
@@ -350,4 +351,73 @@ fn without_a_configured_key_every_load_is_denied() {
         !shown.contains("5eed") && !shown.contains("24301"),
         "the key never prints: {shown}"
     );
+}
+
+/// Where a distributor next to the master fills every node: with
+/// `load_wait`, the agent waits for the load of its own paths instead of
+/// asking the master for its table; the load stands for the refresh (the
+/// agent is ready, registers, and the next refresh from the master waits
+/// a whole interval).
+#[test]
+fn a_load_of_this_ports_paths_stands_for_its_refresh() {
+    let config = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        load_wait: Duration::from_secs(30),
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
+    assert!(!b.core.is_ready());
+    b.advance(Duration::from_secs(10));
+    assert!(
+        b.master.requests.is_empty(),
+        "nothing asked of the master yet"
+    );
+    let mine: Vec<PathRecord> = (1..=HOSTS).map(|d| path(MY_LID, d)).collect();
+    let answer = push(
+        &mut b,
+        load_header(Method::SET, 9, KEY, REPLACE_SOURCES),
+        &mine,
+    );
+    assert_eq!(status(&answer), MadStatus::OK);
+    assert!(b.core.is_ready(), "its own paths are complete");
+    assert_eq!(b.core.counters().refreshes_loaded, 1);
+    b.advance(config.pace.min_window);
+    assert_eq!(
+        b.master.count(AttributeId::PATH_RECORD),
+        0,
+        "no table asked for"
+    );
+    assert_eq!(b.master.subscriptions.len(), 2, "registered after the load");
+    // The refresh from the master comes a whole interval later at the
+    // earliest (at the port's phase from three quarters of it).
+    b.advance(config.refresh_interval * 3 / 4 - Duration::from_secs(1));
+    assert_eq!(b.master.count(AttributeId::PATH_RECORD), 0);
+    b.advance(config.refresh_interval / 2 + Duration::from_secs(1));
+    assert_eq!(b.master.count(AttributeId::PATH_RECORD), 1);
+    // A load of other ports' paths is no refresh of this one's.
+    let others = push(
+        &mut b,
+        load_header(Method::SET, 10, KEY, REPLACE_SOURCES),
+        &table(2),
+    );
+    assert_eq!(status(&others), MadStatus::OK);
+    assert_eq!(b.core.counters().refreshes_loaded, 1);
+}
+
+/// No load by `load_wait`: the agent asks the master itself.
+#[test]
+fn without_a_load_by_the_wait_the_master_is_asked() {
+    let config = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        load_wait: Duration::from_secs(30),
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
+    b.advance(Duration::from_secs(29));
+    assert!(b.master.requests.is_empty());
+    // By the wait and the port's phase of a quarter of it.
+    b.advance(Duration::from_secs(1) + config.load_wait / 4);
+    assert!(b.core.is_ready());
+    assert_eq!(b.master.count(AttributeId::PATH_RECORD), 1);
+    assert_eq!(b.core.counters().refreshes_loaded, 0);
 }
