@@ -353,6 +353,15 @@ fn without_a_configured_key_every_load_is_denied() {
     );
 }
 
+/// [`KEY`] configured, waiting 30 s at start for a load of its paths.
+fn waiting_for_a_load() -> AgentConfig {
+    AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        load_wait: Duration::from_secs(30),
+        ..AgentConfig::default()
+    }
+}
+
 /// Where a distributor next to the master fills every node: with
 /// `load_wait`, the agent waits for the load of its own paths instead of
 /// asking the master for its table; the load stands for the refresh (the
@@ -360,11 +369,7 @@ fn without_a_configured_key_every_load_is_denied() {
 /// a whole interval).
 #[test]
 fn a_load_of_this_ports_paths_stands_for_its_refresh() {
-    let config = AgentConfig {
-        sm_key: Some(SmKey::new(KEY)),
-        load_wait: Duration::from_secs(30),
-        ..AgentConfig::default()
-    };
+    let config = waiting_for_a_load();
     let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
     assert!(!b.core.is_ready());
     b.advance(Duration::from_secs(10));
@@ -407,11 +412,7 @@ fn a_load_of_this_ports_paths_stands_for_its_refresh() {
 /// No load by `load_wait`: the agent asks the master itself.
 #[test]
 fn without_a_load_by_the_wait_the_master_is_asked() {
-    let config = AgentConfig {
-        sm_key: Some(SmKey::new(KEY)),
-        load_wait: Duration::from_secs(30),
-        ..AgentConfig::default()
-    };
+    let config = waiting_for_a_load();
     let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
     b.advance(Duration::from_secs(29));
     assert!(b.master.requests.is_empty());
