@@ -10,7 +10,12 @@
 //! (default 128,512,2048, 1 rank per node, and every setup; SETUPS is a
 //! comma-separated choice of `baseline`, `local-sa` (each node loads its
 //! own table) and `distributor` (a distributor next to the master pushes
-//! every node its table, 32 nodes at a time). `--plot=FILE` also writes
+//! every node its table, 32 nodes at a time).
+//!
+//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 events` runs
+//! instead, for each N, an SM failover and a reboot of 5 % of the nodes
+//! after the job, with and without the cores' jitter, and prints what
+//! the master received from the event on. `--plot=FILE` also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 #![allow(missing_docs)]
@@ -25,7 +30,7 @@ mod world;
 use std::time::Duration;
 
 use master::MasterModel;
-use world::{Outcome, Scenario};
+use world::{Disturbance, Outcome, Scenario};
 
 fn main() {
     let plot_to = std::env::args().find_map(|a| a.strip_prefix("--plot=").map(String::from));
@@ -38,10 +43,6 @@ fn main() {
         .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![128, 512, 2048]);
     let ranks: u16 = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(1);
-    let setups: Vec<Setup> = match args.get(2) {
-        Some(list) => list.split(',').filter_map(Setup::parse).collect(),
-        None => vec![Setup::Baseline, Setup::BulkLoad, Setup::Distributor],
-    };
     let model = MasterModel {
         queries_per_second: 25_000.0,
         records_per_second: 1_000_000.0,
@@ -52,6 +53,13 @@ fn main() {
         "model master: {} queries/s + {} records/s in table answers, queue {}, requests dropped while the queue's wait passes {:?}; {ranks} rank(s) per node, 16 resolves outstanding per rank",
         model.queries_per_second, model.records_per_second, model.queue, model.fifo_timeout
     );
+    if args.get(2).map(String::as_str) == Some("events") {
+        return events(&sizes, ranks, model);
+    }
+    let setups: Vec<Setup> = match args.get(2) {
+        Some(list) => list.split(',').filter_map(Setup::parse).collect(),
+        None => vec![Setup::Baseline, Setup::BulkLoad, Setup::Distributor],
+    };
     println!(
         "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries | loads pushed again |"
     );
@@ -76,6 +84,8 @@ fn main() {
                 window: 16,
                 local_sa: setup != Setup::Baseline,
                 distributor: (setup == Setup::Distributor).then_some(32),
+                disturbance: None,
+                jitter: true,
                 master: model,
                 wire: Duration::from_micros(5),
                 rank_timeout: Duration::from_secs(1),
@@ -107,6 +117,55 @@ fn main() {
         match std::fs::write(&path, plot::svg(&title, &series)) {
             Ok(()) => println!("plot written to {path}"),
             Err(e) => eprintln!("cannot write the plot to {path}: {e}"),
+        }
+    }
+}
+
+/// An SM failover and a 5 % reboot wave after the job, with and without
+/// the cores' jitter: what the master receives from the event on.
+fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
+    println!(
+        "\n| N | event | jitter | master requests | of them PathRecord | records | busiest second | dropped | until every port touched refreshed |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    for &hosts in sizes {
+        for event in [Disturbance::Failover, Disturbance::Reboot(5)] {
+            for jitter in [true, false] {
+                let s = Scenario {
+                    hosts,
+                    ranks,
+                    window: 16,
+                    local_sa: true,
+                    distributor: None,
+                    disturbance: Some(event),
+                    jitter,
+                    master: model,
+                    wire: Duration::from_micros(5),
+                    rank_timeout: Duration::from_secs(1),
+                    horizon: Duration::from_secs(60),
+                };
+                let o = world::run(s, Duration::from_secs(3600));
+                let Some(a) = o.aftermath else { continue };
+                let l = &a.load;
+                println!(
+                    "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    match event {
+                        Disturbance::Failover => "SM failover".to_string(),
+                        Disturbance::Reboot(p) => format!("{p} % of nodes reboot"),
+                    },
+                    if jitter { "yes" } else { "no" },
+                    l.path_queries + l.other_queries,
+                    l.path_queries,
+                    l.records,
+                    l.busiest_second(),
+                    l.dropped,
+                    a.settled
+                        .map_or("not within the run".to_string(), |d| format!(
+                            "{:.2} s",
+                            d.as_secs_f64()
+                        )),
+                );
+            }
         }
     }
 }

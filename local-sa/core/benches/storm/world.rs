@@ -38,6 +38,12 @@ pub(crate) struct Scenario {
     /// this many at a time, and the cores wait for it (`load_wait`) rather
     /// than ask the master for their tables.
     pub(crate) distributor: Option<usize>,
+    /// What happens once the job is over (and at least `horizon` from the
+    /// start): its load is measured on its own for `EVENT_HORIZON`.
+    pub(crate) disturbance: Option<Disturbance>,
+    /// Whether the cores spread what every port does at once over their
+    /// phases (their default); without, every window is zero.
+    pub(crate) jitter: bool,
     /// The master.
     pub(crate) master: MasterModel,
     /// One MAD's time on the wire.
@@ -48,6 +54,29 @@ pub(crate) struct Scenario {
     /// past the job's end (what the start's registrations and directory
     /// loads cost comes after the caches are filled).
     pub(crate) horizon: Duration,
+}
+
+/// An event that makes many ports call on the master at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Disturbance {
+    /// The master SM moves to another LID (a failover): every port
+    /// refreshes and registers again with the new one.
+    Failover,
+    /// This percentage of the nodes reboot at once: their local-sa starts
+    /// afresh.
+    Reboot(u8),
+}
+
+/// How long the load after a disturbance is measured.
+const EVENT_HORIZON: Duration = Duration::from_secs(330);
+
+/// What a disturbance cost.
+#[derive(Debug, Clone)]
+pub(crate) struct Aftermath {
+    /// The master's load from the event for [`EVENT_HORIZON`].
+    pub(crate) load: MasterLoad,
+    /// From the event until every port it touched had refreshed again.
+    pub(crate) settled: Option<Duration>,
 }
 
 /// What a run measured.
@@ -71,6 +100,8 @@ pub(crate) struct Outcome {
     pub(crate) rank_retries: u64,
     /// Loads the distributor had to push again.
     pub(crate) loads_retried: u64,
+    /// What the disturbance cost, if there was one.
+    pub(crate) aftermath: Option<Aftermath>,
 }
 
 /// Who receives a MAD or a wake-up.
@@ -144,6 +175,12 @@ struct World {
     fill_time: Duration,
     job_start: Instant,
     last_done: Instant,
+    /// When the disturbance happened, each touched core's refresh count
+    /// then (`None` once it has refreshed since), and how many have not.
+    disturbed: Option<(Instant, Vec<Option<u64>>, usize)>,
+    settled: Option<Duration>,
+    /// The master's load before the disturbance.
+    job_load: Option<MasterLoad>,
 }
 
 fn rank_address(node: u16, rank: u16) -> Address {
@@ -199,6 +236,9 @@ impl World {
             fill_time: Duration::ZERO,
             job_start: start,
             last_done: start,
+            disturbed: None,
+            settled: None,
+            job_load: None,
         };
         if s.local_sa {
             for lid in 1..=s.hosts {
@@ -209,15 +249,7 @@ impl World {
                     sm_lid: master_lid,
                     sm_sl: 0,
                 };
-                let config = match s.distributor {
-                    Some(_) => AgentConfig {
-                        sm_key: Some(SmKey::new(SM_KEY)),
-                        load_wait: DISTRIBUTOR_LOAD_WAIT,
-                        ..AgentConfig::default()
-                    },
-                    None => AgentConfig::default(),
-                };
-                let core = SaCore::new(config, port, start, u32::from(lid));
+                let core = SaCore::new(core_config(&s), port, start, u32::from(lid));
                 w.cores.push(core);
                 w.core_wake.push(None);
             }
@@ -232,6 +264,50 @@ impl World {
             w.start_ranks();
         }
         w
+    }
+
+    /// Makes the disturbance happen now.
+    fn disturb(&mut self, what: Disturbance) {
+        let now = self.now;
+        // The load from here on is the event's.
+        self.job_load = Some(std::mem::take(&mut self.master.load));
+        let touched: Vec<u16> = match what {
+            Disturbance::Failover => {
+                let lid = self.master.lid + 2;
+                self.master = Master::new(lid, self.s.hosts, self.s.master, self.start);
+                self.master_wake = None;
+                for core in &mut self.cores {
+                    let port = PortIdentity {
+                        sm_lid: lid,
+                        ..core.port()
+                    };
+                    core.handle_port_change(now, port);
+                }
+                (1..=self.s.hosts).collect()
+            }
+            Disturbance::Reboot(percent) => {
+                let every = (100 / u16::from(percent.max(1))).max(1);
+                let chosen: Vec<u16> = (1..=self.s.hosts).filter(|l| l % every == 0).collect();
+                for &lid in &chosen {
+                    let i = usize::from(lid - 1);
+                    let port = self.cores[i].port();
+                    let seed = u32::from(lid) + 0x10_0000;
+                    self.cores[i] = SaCore::new(core_config(&self.s), port, now, seed);
+                }
+                chosen
+            }
+        };
+        let mut marks = vec![None; self.cores.len()];
+        for &lid in &touched {
+            let c = self.cores[usize::from(lid - 1)].counters();
+            marks[usize::from(lid - 1)] = Some(c.refreshes + c.refreshes_loaded);
+        }
+        self.disturbed = Some((now, marks, touched.len()));
+        for lid in touched {
+            self.after_core(lid);
+        }
+        let out = self.master.poll(now);
+        self.after_master(out);
     }
 
     fn schedule(&mut self, at: Instant, event: Event) {
@@ -294,6 +370,18 @@ impl World {
         }
         if !self.ranks_started && self.cores_ready == self.cores.len() {
             self.start_ranks();
+        }
+        if let Some((at, marks, left)) = &mut self.disturbed
+            && let Some(before) = marks[i]
+        {
+            let c = self.cores[i].counters();
+            if c.refreshes + c.refreshes_loaded > before {
+                marks[i] = None;
+                *left -= 1;
+                if *left == 0 {
+                    self.settled = Some(self.now - *at);
+                }
+            }
         }
     }
 
@@ -443,13 +531,20 @@ impl World {
     /// Runs until every rank has its paths, or `limit` of virtual time.
     fn run(mut self, limit: Duration) -> Outcome {
         let total_ranks = usize::from(self.s.hosts) * usize::from(self.s.ranks);
-        let horizon = self.start + self.s.horizon;
-        while self.ranks_done < total_ranks || self.now < horizon {
-            let Some(Reverse((at, _, id))) = self.events.pop() else {
+        let mut horizon = self.start + self.s.horizon;
+        let mut pending = self.s.disturbance;
+        while let Some(Reverse((at, seq, id))) = self.events.pop() {
+            if at - self.start > limit {
                 break;
-            };
-            if at - self.start > limit || (self.ranks_done == total_ranks && at > horizon) {
-                break;
+            }
+            if self.ranks_done == total_ranks && at > horizon {
+                let Some(what) = pending.take() else { break };
+                // The disturbance comes first; this event waits its turn.
+                self.events.push(Reverse((at, seq, id)));
+                self.now = self.now.max(horizon);
+                horizon = self.now + EVENT_HORIZON;
+                self.disturb(what);
+                continue;
             }
             self.now = at;
             match self.payloads.remove(id) {
@@ -513,9 +608,17 @@ impl World {
                 .copied()
                 .unwrap_or_default()
         };
+        let aftermath = self.disturbed.is_some().then(|| Aftermath {
+            load: self.master.load.clone(),
+            settled: self.settled,
+        });
         Outcome {
+            aftermath,
             fill: self.fill.clone(),
-            job: self.master.load.clone(),
+            job: self
+                .job_load
+                .clone()
+                .unwrap_or_else(|| self.master.load.clone()),
             job_time: self.last_done - self.job_start,
             fill_time: self.fill_time,
             p50: pct(0.5),
@@ -525,6 +628,23 @@ impl World {
             loads_retried: self.distributor.as_ref().map_or(0, |d| d.retries),
         }
     }
+}
+
+/// How every simulated core is configured.
+fn core_config(s: &Scenario) -> AgentConfig {
+    let mut config = match s.distributor {
+        Some(_) => AgentConfig {
+            sm_key: Some(SmKey::new(SM_KEY)),
+            load_wait: DISTRIBUTOR_LOAD_WAIT,
+            ..AgentConfig::default()
+        },
+        None => AgentConfig::default(),
+    };
+    if !s.jitter {
+        config.pace.min_window = Duration::ZERO;
+        config.pace.max_window = Duration::ZERO;
+    }
+    config
 }
 
 /// Runs `s` for at most `limit` of virtual time.
