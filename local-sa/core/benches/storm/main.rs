@@ -1,7 +1,8 @@
 //! The storm simulator: an all-to-all job start on N nodes against a model
 //! master SA, with and without local-sa on every node, on a virtual clock
-//! (no fabric; repeatable but for the core's hash-map order). Each node runs the real local-sa core
-//! ([`local_sa_core::SaCore`]) behind its QP1 door; ranks resolve every
+//! (no fabric; repeatable but for the core's hash-map order). Each node
+//! runs the real local-sa core ([`local_sa_core::SaCore`]) behind its QP1
+//! door; ranks resolve every
 //! other host with PathRecord Gets. Prints, per N, what the master served
 //! (queries in total and in its busiest second), how long until the last
 //! rank had all its paths, and the resolves' p50/p99.
@@ -10,14 +11,14 @@
 //! (default 128,512,2048, 1 rank per node, and every setup; SETUPS is a
 //! comma-separated choice of `baseline`, `local-sa` (each node loads its
 //! own table) and `distributor` (a distributor next to the master pushes
-//! every node its table, 32 nodes at a time).
+//! every node its table, 32 nodes at a time). `--plot=FILE` also writes
+//! the master's path queries against N as an SVG, log–log, with each
+//! setup's fitted slope.
 //!
 //! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 events` runs
 //! instead, for each N, an SM failover and a reboot of 5 % of the nodes
 //! after the job, with and without the cores' jitter, and prints what
-//! the master received from the event on. `--plot=FILE` also writes
-//! the master's path queries against N as an SVG, log–log, with each
-//! setup's fitted slope.
+//! the master received from the event on.
 #![allow(missing_docs)]
 
 mod distributor;

@@ -1,7 +1,10 @@
 //! One simulated job start: `hosts` nodes, each with `ranks` ranks that
 //! resolve a path to every other host, asking either their node's
 //! local-sa (the real [`SaCore`], over its QP1 door) or the master SA
-//! directly (the baseline). Everything runs on one virtual clock: MADs
+//! directly (the baseline). The cores fill their caches from the master,
+//! or a distributor next to it pushes them their tables; after the job an
+//! SM failover or a reboot wave may follow ([`Disturbance`]), its load
+//! measured on its own. Everything runs on one virtual clock: MADs
 //! take [`Scenario::wire`] to arrive, the master takes its modelled time
 //! per request, the cores their own timers. Nothing depends on the real
 //! clock. The simulator's own order is fixed; the cores' inner hash
