@@ -23,6 +23,14 @@ fn gid(guid: u64) -> Gid {
 struct Kernel(UnixDatagram);
 
 impl Kernel {
+    /// A socketpair: local-sa's end, and the kernel's, whose reads give
+    /// up after `patience`.
+    fn pair(patience: Duration) -> (OwnedFd, Self) {
+        let (ours, kernel) = UnixDatagram::pair().unwrap();
+        kernel.set_read_timeout(Some(patience)).unwrap();
+        (OwnedFd::from(ours), Self(kernel))
+    }
+
     fn ask(&self, message: &[u8]) -> Vec<u8> {
         self.0.send(message).unwrap();
         self.reply()
@@ -41,14 +49,10 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let (ours, kernel) = UnixDatagram::pair().unwrap();
-    kernel
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let kernel = Kernel(kernel);
+    let (ours, kernel) = Kernel::pair(Duration::from_secs(20));
     let _far =
         LocalSa::start(&fabric, "h9", &["--address", "10.9.0.9"]).unwrap_or_else(|e| panic!("{e}"));
-    let mut sa = LocalSa::start_passing(&fabric, "h2", &[], "netlink", OwnedFd::from(ours))
+    let mut sa = LocalSa::start_passing(&fabric, "h2", &[], "netlink", ours)
         .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();
     let me = node.port().unwrap();
@@ -247,15 +251,11 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let (ours, kernel) = UnixDatagram::pair().unwrap();
-    kernel
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let kernel = Kernel(kernel);
+    let (ours, kernel) = Kernel::pair(Duration::from_secs(30));
     // The kernel is told to wait 1.5 s; the master gets 3 s per attempt,
     // so a RESOLVE it leaves unanswered meets the door's deadline first.
     let args = ["--netlink-timeout", "1500", "--upstream-timeout", "3000"];
-    let mut sa = LocalSa::start_passing(&fabric, "h2", &args, "netlink", OwnedFd::from(ours))
+    let mut sa = LocalSa::start_passing(&fabric, "h2", &args, "netlink", ours)
         .unwrap_or_else(|e| panic!("{e}"));
     let set_timeout = kernel.reply();
     let told =

@@ -41,6 +41,19 @@ impl PortIdentity {
     }
 }
 
+/// The port at `lid` in the doors' tests: its GUID is its LID, under the
+/// default prefix; the master SM at LID 1.
+#[cfg(test)]
+pub(crate) fn test_port(lid: u16) -> PortIdentity {
+    PortIdentity {
+        lid,
+        lmc: 0,
+        gid: Gid::new(Gid::DEFAULT_PREFIX, u64::from(lid)),
+        sm_lid: 1,
+        sm_sl: 0,
+    }
+}
+
 /// The SM_Key loads and deletes must carry. A secret: its `Debug` output
 /// never shows it, so no log line can.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -150,24 +150,34 @@ impl SaCore {
         self.forwarding.forget_answers();
         self.counters.refreshes += 1;
         self.refresh = RefreshState::Idle;
-        self.refresh_failures = 0;
-        self.next_refresh = Some(self.next_periodic_refresh(now));
-        self.fabric_ports = self.store.port_count();
         info!(
             records = self.store.len(),
             swept, "this port's paths are fresh"
         );
         self.answer_refresh_waiters(MadStatus::OK);
-        if self.register_after_refresh {
-            // The start: the fabric's size is known now. The directory
-            // loads (two tables of a record per host, twice the paths'
-            // cost) and the registrations follow at this port's phase,
-            // so that a fabric started together asks for them spread.
-            self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
-        } else {
+        if !self.paths_fresh(now, epoch) {
             self.start_name_fetch(now, epoch);
         }
+    }
+
+    /// What follows this port's paths being fresh, from the master or a
+    /// load: the next refresh a whole interval on, the fabric's size
+    /// from them, and at start the registrations and the first directory
+    /// loads. Returns whether this was the start's.
+    fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
+        self.refresh_failures = 0;
+        self.next_refresh = Some(self.next_periodic_refresh(now));
+        self.fabric_ports = self.store.port_count();
+        let first = self.register_after_refresh;
+        if first {
+            // The fabric's size is known now. The directory loads (two
+            // tables of a record per host, twice the paths' cost) and the
+            // registrations follow at this port's phase, so that a fabric
+            // started together asks for them spread.
+            self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+        }
         self.registration_after_first_refresh(now);
+        first
     }
 
     /// A load replaced this port's paths (a distributor next to the
@@ -181,13 +191,7 @@ impl SaCore {
             return;
         }
         self.counters.refreshes_loaded += 1;
-        self.refresh_failures = 0;
-        self.next_refresh = Some(self.next_periodic_refresh(now));
-        self.fabric_ports = self.store.port_count();
-        if self.register_after_refresh {
-            self.naming.fetch_at = Some((now + self.refresh_delay(), self.epoch));
-        }
-        self.registration_after_first_refresh(now);
+        self.paths_fresh(now, self.epoch);
     }
 
     /// Schedules the start's registration, once the first refresh ended

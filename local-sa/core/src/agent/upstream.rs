@@ -14,11 +14,8 @@ use crate::requester::{Answer, Attempts, Completion, Failure};
 impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
     pub(super) fn send_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
-        self.counters.upstream_queries += 1;
-        self.note_registration_traffic(&purpose);
-        let master = self.port.master();
-        self.upstream
-            .send(now, master, purpose, request, &mut self.out);
+        let attempts = self.upstream.config().attempts();
+        self.send_upstream_with(now, purpose, request, attempts);
     }
 
     /// Sends a request for a whole table to the master. Each attempt
@@ -28,13 +25,24 @@ impl SaCore {
     /// answer to any of them ends) then reach the master spread, not
     /// together the moment its queue empties.
     pub(super) fn send_table_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
-        self.counters.upstream_queries += 1;
-        let master = self.port.master();
         let timeout = self.config.table_timeout;
         let attempts = Attempts {
             timeout: timeout + self.spread(timeout / 2),
             retries: self.config.upstream_retries,
         };
+        self.send_upstream_with(now, purpose, request, attempts);
+    }
+
+    fn send_upstream_with(
+        &mut self,
+        now: Instant,
+        purpose: Purpose,
+        request: &[u8],
+        attempts: Attempts,
+    ) {
+        self.counters.upstream_queries += 1;
+        self.note_registration_traffic(&purpose);
+        let master = self.port.master();
         self.upstream
             .send_with(now, master, purpose, request, attempts, &mut self.out);
     }

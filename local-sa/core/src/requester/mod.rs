@@ -46,6 +46,16 @@ pub struct RequesterConfig {
     pub rmpp: RmppConfig,
 }
 
+impl RequesterConfig {
+    /// The attempts a request gets unless it is sent with its own.
+    pub fn attempts(&self) -> Attempts {
+        Attempts {
+            timeout: self.timeout,
+            retries: self.retries,
+        }
+    }
+}
+
 impl Default for RequesterConfig {
     fn default() -> Self {
         Self {
@@ -306,10 +316,7 @@ impl<A: Clone, T> Requester<A, T> {
         request: &[u8],
         out: &mut VecDeque<Transmit<A>>,
     ) -> u32 {
-        let attempts = Attempts {
-            timeout: self.config.timeout,
-            retries: self.config.retries,
-        };
+        let attempts = self.config.attempts();
         self.send_with(now, dest, token, request, attempts, out)
     }
 

@@ -4,22 +4,13 @@ use mad_codec::{AttributeId, Gid};
 
 use super::*;
 use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
+use crate::config::test_port as port;
 use crate::naming::NameSource;
 use crate::request::LocalBody;
 use crate::request::RequestKind;
 use mad_codec::records::SaRecord;
 
 const PREFIX: u64 = Gid::DEFAULT_PREFIX;
-
-fn port(lid: u16) -> PortIdentity {
-    PortIdentity {
-        lid,
-        lmc: 0,
-        gid: Gid::new(PREFIX, u64::from(lid)),
-        sm_lid: 1,
-        sm_sl: 0,
-    }
-}
 
 /// One port (LID 4) with two P_Keys, and a hosts table naming H5_1.
 fn service() -> AcmService {

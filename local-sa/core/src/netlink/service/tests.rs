@@ -2,6 +2,7 @@ use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, Gid};
 
 use super::*;
+use crate::config::test_port as port;
 use crate::naming::NameSource;
 use crate::netlink::wire::{F_ERR, path_flags, reply_records};
 use crate::request::LocalBody;
@@ -12,16 +13,6 @@ const CONN: ConnId = 1 << 40;
 
 /// The virtual clock's start.
 static T0: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
-
-fn port(lid: u16) -> PortIdentity {
-    PortIdentity {
-        lid,
-        lmc: 0,
-        gid: Gid::new(PREFIX, u64::from(lid)),
-        sm_lid: 1,
-        sm_sl: 0,
-    }
-}
 
 /// Ports 1 and 2 of `ibsim0` (LIDs 4 and 5), and a hosts table naming
 /// 10.0.0.9.
