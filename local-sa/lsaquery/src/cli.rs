@@ -14,6 +14,7 @@ use mad_codec::Gid;
     name = "lsaquery",
     version,
     group(ArgGroup::new("cache_control").multiple(false)),
+    group(ArgGroup::new("windowed").args(["bench", "distribute"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases):
   ClassPortInfo (CPI)        what the SA supports           (also -c)
@@ -44,6 +45,17 @@ LOADS (local-sa's PathRecord Set/Delete; docs/wire-contract.md):
   --delete FILE              delete the records of a dump
   --delete-matching ...      delete what the PathRecord options select
 
+DISTRIBUTING (run next to the master SA; docs/distributor.md):
+  --distribute --smkey K     find every port running local-sa (an SA
+                             ClassPortInfo probe), get each one's table from
+                             the master and load it (Set, REPLACE_SOURCES),
+                             --window nodes at a time
+  --targets LIDS             only these ports (e.g. 4,7,20-40)
+  --from FILE                records from a dump instead of the master
+  --snapshot FILE            write what the nodes now hold
+  --delta FILE               after a reroute: send only what changed since
+                             that snapshot (Set the changed, Delete the gone)
+
 Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
 whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
 value in bits 5..0; e.g. -M 0x84 is \"MTU exactly 2048\".
@@ -58,6 +70,10 @@ EXAMPLES:
   lsaquery --master -p > paths.txt       dump the master's paths, then
   lsaquery --load paths.txt --smkey 1      load them into local-sa
   lsaquery --delete-matching --dlid 9 --smkey 1
+  lsaquery --distribute --smkey 1 --snapshot paths.snap
+                                         fill every local-sa from the master
+  lsaquery --distribute --smkey 1 --delta paths.snap --snapshot paths.snap
+                                         ... and after a reroute, the changes
   lsaquery --src-to-dst 4:1 --method get --bench 100000 --window 32
   lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
   lsaquery --join :: --create -J 1       create a group (SA-assigned MGID) and
@@ -275,9 +291,53 @@ pub(crate) struct Cli {
     /// answer rate and latency percentiles.
     #[arg(long, value_name = "N", value_parser = number::<u64>)]
     pub(crate) bench: Option<u64>,
-    /// With --bench: queries outstanding at once.
-    #[arg(long, value_name = "W", default_value_t = 16, requires = "bench")]
+    /// With --bench: queries outstanding at once. With --distribute: nodes
+    /// being fetched for or loaded at once.
+    #[arg(long, value_name = "W", default_value_t = 16, requires = "windowed")]
     pub(crate) window: usize,
+
+    /// Fill every local-sa on the fabric with its PathRecords from the
+    /// master SA (or --from FILE): each node's table as one load with
+    /// REPLACE_SOURCES, which stands for the node's own refresh. Give the
+    /// nodes' --smkey. Prints a summary; exit status 1 if a node was not
+    /// filled.
+    #[arg(long, conflicts_with_all = ["load", "delete", "delete_matching", "bench", "subscribe", "join", "leave", "resolve"])]
+    pub(crate) distribute: bool,
+    /// With --distribute: only the ports at these LIDs (their lowest),
+    /// e.g. 4,7,20-40.
+    #[arg(long, value_name = "LIDS", value_parser = lid_list, requires = "distribute")]
+    pub(crate) targets: Option<LidList>,
+    /// With --distribute: take the records from this dump (as -p, --dump
+    /// or --snapshot write them) rather than from the master; its sources
+    /// are the ports probed.
+    #[arg(long, value_name = "FILE", requires = "distribute")]
+    pub(crate) from: Option<std::path::PathBuf>,
+    /// With --distribute: write every record the nodes now hold, as a
+    /// dump, for a later --delta.
+    #[arg(long, value_name = "FILE", requires = "distribute")]
+    pub(crate) snapshot: Option<std::path::PathBuf>,
+    /// With --distribute: send each node only what changed since this
+    /// snapshot (a Set of new and changed records, a Delete of the pairs
+    /// gone); a node the snapshot does not hold gets its whole table.
+    #[arg(long, value_name = "FILE", requires = "distribute")]
+    pub(crate) delta: Option<std::path::PathBuf>,
+    /// With --distribute: queries in flight at the master at once.
+    #[arg(
+        long = "master-window",
+        value_name = "N",
+        default_value_t = 16,
+        requires = "distribute"
+    )]
+    pub(crate) master_window: usize,
+    /// With --distribute: milliseconds each attempt of a whole table at
+    /// the master waits (the master may take long over a big one).
+    #[arg(
+        long = "table-timeout",
+        value_name = "MS",
+        default_value_t = 12_000,
+        requires = "distribute"
+    )]
+    pub(crate) table_timeout_ms: u64,
 
     /// SM_Key to send (0, the default, is an untrusted query).
     #[arg(long, value_parser = number::<u64>, default_value = "0")]
@@ -328,6 +388,33 @@ pub(crate) struct Cli {
     pub(crate) debug: u8,
 }
 
+/// LIDs, sorted and without repeats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LidList(pub(crate) Vec<u16>);
+
+/// A list of LIDs and LID ranges: `4,7,20-40`.
+fn lid_list(s: &str) -> Result<LidList, String> {
+    let mut lids = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (number::<u16>(a.trim())?, number::<u16>(b.trim())?),
+            None => {
+                let l = number::<u16>(part)?;
+                (l, l)
+            }
+        };
+        if first == 0 || last < first || last > 0xBFFF {
+            return Err(format!(
+                "{part:?} is not a LID or a range of LIDs (1-49151)"
+            ));
+        }
+        lids.extend(first..=last);
+    }
+    lids.sort_unstable();
+    lids.dedup();
+    Ok(LidList(lids))
+}
+
 /// What --refresh, --flush and --dump go with none of: they act on
 /// local-sa's cache through its local API, one at a time.
 const CACHE_CONTROL_CONFLICTS: [&str; 11] = [
@@ -362,5 +449,14 @@ mod tests {
     fn cli_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn lid_lists_take_ranges_and_refuse_nonsense() {
+        assert_eq!(lid_list("4, 7,2-3,7").unwrap().0, [2, 3, 4, 7]);
+        assert_eq!(lid_list("0x10").unwrap().0, [16]);
+        for bad in ["0", "5-3", "x", "4,,5", "", "49152"] {
+            assert!(lid_list(bad).is_err(), "{bad:?}");
+        }
     }
 }

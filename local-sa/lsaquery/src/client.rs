@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use local_sa_core::address::Transmit;
-use local_sa_core::requester::{Completion, Failure, Handled, Requester, RequesterConfig};
+use local_sa_core::requester::{
+    Attempts, Completion, Failure, Handled, Requester, RequesterConfig,
+};
 use mad_codec::MadHeader;
 use mad_codec::header::SaMadHeader;
 use smol::channel::{Receiver, Sender};
@@ -66,6 +68,41 @@ impl Client {
         self.requester
             .send(Instant::now(), dest, token, request, &mut self.out);
         token
+    }
+
+    /// As [`Client::start`], with `attempts` rather than the configured
+    /// ones.
+    pub(crate) fn start_with(
+        &mut self,
+        dest: MadAddress,
+        request: &[u8],
+        attempts: Attempts,
+    ) -> Token {
+        let token = self.token();
+        self.requester.send_with(
+            Instant::now(),
+            dest,
+            token,
+            request,
+            attempts,
+            &mut self.out,
+        );
+        token
+    }
+
+    /// Sends `data` under `header` through RMPP; its end comes from
+    /// [`Client::next_completion`] under the returned token. Fails if the
+    /// data is too long for RMPP.
+    pub(crate) fn start_rmpp(
+        &mut self,
+        dest: MadAddress,
+        header: SaMadHeader,
+        data: Bytes,
+    ) -> Result<Token, Failure> {
+        let token = self.token();
+        self.requester
+            .send_rmpp(Instant::now(), dest, token, header, data, &mut self.out)?;
+        Ok(token)
     }
 
     /// Sends `request` and waits for its end.

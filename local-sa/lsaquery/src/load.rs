@@ -5,17 +5,23 @@
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
+use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
 
+use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::records_file;
 use crate::session::{Failure, Session};
 
 /// AttributeModifier bit 0 of a load: the records are the whole table of
 /// every source they name.
-const REPLACE_SOURCES: u32 = 1;
+pub(crate) const REPLACE_SOURCES: u32 = 1;
+
+/// AttributeModifier bit 0 of a delete: the pairs are gone at the master
+/// too; the sources stay complete.
+pub(crate) const KNOWN_ABSENT: u32 = 1;
 
 /// Reads the PathRecords of a text dump.
 pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {
@@ -32,6 +38,29 @@ pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {
     Ok(records)
 }
 
+/// The headers and data of a Set or Delete of `records` carrying
+/// `sm_key`, for an RMPP transfer.
+pub(crate) fn request(
+    sm_key: u64,
+    method: Method,
+    mask: ComponentMask,
+    modifier: u32,
+    records: &[PathRecord],
+) -> (SaMadHeader, Bytes) {
+    let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD);
+    let h = b.header_mut();
+    h.sa.set_sm_key(sm_key);
+    h.sa.set_component_mask(mask);
+    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+    h.mad.set_attribute_modifier(modifier);
+    let header = *h;
+    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
+    for r in records {
+        data.extend_from_slice(r.as_bytes());
+    }
+    (header, data.freeze())
+}
+
 /// Sends `records` with `method` (Set or Delete) and reports how many the
 /// SA stored or removed.
 pub(crate) async fn push(
@@ -41,23 +70,13 @@ pub(crate) async fn push(
     modifier: u32,
     records: &[PathRecord],
 ) -> Result<u32, Failure> {
-    let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD);
-    let h = b.header_mut();
-    h.sa.set_sm_key(session.sm_key);
-    h.sa.set_component_mask(mask);
-    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(modifier);
-    let header = *h;
-    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-    for r in records {
-        data.extend_from_slice(r.as_bytes());
-    }
+    let (header, data) = request(session.sm_key, method, mask, modifier, records);
     let dest = session.dest;
-    let mut bar = ProgressBar::on_terminal(records.len());
+    let mut bar = ProgressBar::on_terminal(records.len() >= 1000);
     let completion = session
         .client
-        .request_rmpp(dest, header, Bytes::from(data), |acked, all| {
-            bar.show(acked, all);
+        .request_rmpp(dest, header, data, |acked, all| {
+            bar.show(acked.into(), all.into(), "segments acknowledged");
         })
         .await?;
     bar.finish();
@@ -117,48 +136,4 @@ pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Res
         session.dest.lid
     );
     Ok(())
-}
-
-/// A one-line progress bar on standard error, when it is a terminal and
-/// the load is large enough to take a while: segments acknowledged of all,
-/// redrawn at most ten times a second.
-struct ProgressBar {
-    shown: Option<std::time::Instant>,
-    enabled: bool,
-}
-
-impl ProgressBar {
-    fn on_terminal(records: usize) -> Self {
-        use std::io::IsTerminal as _;
-        Self {
-            shown: None,
-            enabled: records >= 1000 && std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn show(&mut self, acked: u32, all: u32) {
-        if !self.enabled || all == 0 {
-            return;
-        }
-        if self
-            .shown
-            .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(100))
-        {
-            return;
-        }
-        self.shown = Some(std::time::Instant::now());
-        let width = 40;
-        let done = (u64::from(acked) * width / u64::from(all)) as usize;
-        eprint!(
-            "\r[{}{}] {acked}/{all} segments acknowledged ",
-            "#".repeat(done),
-            " ".repeat(width as usize - done)
-        );
-    }
-
-    fn finish(&mut self) {
-        if self.shown.is_some() {
-            eprint!("\r\x1b[K");
-        }
-    }
 }

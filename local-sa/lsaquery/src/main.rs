@@ -4,9 +4,11 @@ mod bench;
 mod cache_control;
 mod cli;
 mod client;
+mod distribute;
 mod load;
 mod local_api;
 mod print;
+mod progress;
 mod query;
 mod records_file;
 mod registration;
@@ -39,6 +41,7 @@ enum Mode {
     Load(std::path::PathBuf),
     DeleteNamed(std::path::PathBuf),
     DeleteMatching(Query),
+    Distribute(distribute::Options),
     Subscribe(mad_codec::TrapNumber),
     Join(mad_codec::Gid),
     Leave(mad_codec::Gid),
@@ -55,12 +58,27 @@ impl Mode {
             cli.delete.is_some(),
             cli.delete_matching,
             cli.bench.is_some(),
+            cli.distribute,
         ];
         if modes.iter().filter(|m| **m).count() > 1 {
             return Err(usage(
-                "--subscribe, --join, --leave, --load, --delete, --delete-matching and --bench go one at a time"
+                "--subscribe, --join, --leave, --load, --delete, --delete-matching, --bench and --distribute go \
+                 one at a time"
                     .into(),
             ));
+        }
+        if cli.distribute {
+            return Ok(Self::Distribute(distribute::Options {
+                targets: cli.targets.clone().map(|l| l.0),
+                from: cli.from.clone(),
+                delta: cli.delta.clone(),
+                snapshot: cli.snapshot.clone(),
+                window: cli.window,
+                master_window: cli.master_window,
+                attempts: cli.retries + 1,
+                table_timeout: Duration::from_millis(cli.table_timeout_ms.max(1)),
+                probe_timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+            }));
         }
         if let Some(path) = &cli.load {
             return Ok(Self::Load(path.clone()));
@@ -128,9 +146,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     {
         return result;
     }
+    // A distributor fetches from the master SA unless told otherwise.
     let sa_lid = match cli.sa_lid {
         Some(lid) => lid,
-        None if cli.master => port.sm_lid,
+        None if cli.master || cli.distribute => port.sm_lid,
         None => port.lid,
     };
     if sa_lid == 0 {
@@ -179,6 +198,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             Mode::Load(path) => load::load(session, path, cli.replace).await,
             Mode::DeleteNamed(path) => load::delete_named(session, path).await,
             Mode::DeleteMatching(q) => load::delete_matching(session, q).await,
+            Mode::Distribute(options) => distribute::run(session, options).await,
             Mode::Subscribe(trap) => registration::subscribe(session, cli, *trap).await,
             Mode::Join(mgid) => {
                 registration::membership(

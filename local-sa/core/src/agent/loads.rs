@@ -12,6 +12,9 @@
 //!   masked fields equal the template's. A source port that loses a record
 //!   is no longer complete: queries the cache cannot answer for it go to
 //!   the master until a refresh or a whole-table load completes it again.
+//!   With AttributeModifier bit 0 set, the sender says the pairs no longer
+//!   exist at the master (a distributor's delta after a reroute): the
+//!   sources stay as complete as they were.
 //! * Both need the configured SM_Key; anything else, and anything at all
 //!   while no key is configured, is answered ERR_REQ_DENIED and changes
 //!   nothing. Malformed loads (AttributeOffset
@@ -37,6 +40,11 @@ use crate::transfers::Event;
 /// AttributeModifier bit 0 of a Set: the load is the whole table of each
 /// source it names.
 pub(crate) const REPLACE_SOURCES: u32 = 1;
+
+/// AttributeModifier bit 0 of a Delete: the pairs are gone at the master
+/// too, so what is removed is known absent and the sources keep their
+/// completeness.
+pub(crate) const KNOWN_ABSENT: u32 = 1;
 
 impl SaCore {
     /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
@@ -152,7 +160,8 @@ impl SaCore {
             }
             count
         } else {
-            self.delete_records(mask, &records)
+            let absent = header.mad.attribute_modifier() & KNOWN_ABSENT != 0;
+            self.delete_records(mask, &records, absent)
         };
         self.answer_load(request, header, MadStatus::OK, count);
     }
@@ -179,10 +188,16 @@ impl SaCore {
         records.len()
     }
 
-    fn delete_records(&mut self, mask: ComponentMask, records: &[PathRecord]) -> usize {
-        // The sources that lose a record lose their completeness: what
-        // was removed is unknown from now on (queries for it go to the
-        // master), never known to be absent.
+    fn delete_records(
+        &mut self,
+        mask: ComponentMask,
+        records: &[PathRecord],
+        known_absent: bool,
+    ) -> usize {
+        // Unless the sender says the pairs are gone at the master too, the
+        // sources that lose a record lose their completeness: what was
+        // removed is unknown from now on (queries for it go to the master),
+        // not known to be absent.
         let mut sources: HashSet<u64> = HashSet::new();
         let removed = if mask == ComponentMask::NONE {
             records
@@ -200,12 +215,14 @@ impl SaCore {
                 doomed
             })
         };
-        for guid in &sources {
-            self.complete_sources.remove(guid);
+        if !known_absent {
+            for guid in &sources {
+                self.complete_sources.remove(guid);
+            }
         }
         self.counters.deleted += removed as u64;
         self.forwarding.forget_answers();
-        info!(removed, "PathRecords deleted");
+        info!(removed, known_absent, "PathRecords deleted");
         removed
     }
 

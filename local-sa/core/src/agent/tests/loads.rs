@@ -18,7 +18,7 @@ use super::bench::{
 };
 use super::fake_master::{FakeMaster, gid, path};
 use crate::agent::AgentConfig;
-use crate::agent::loads::REPLACE_SOURCES;
+use crate::agent::loads::{KNOWN_ABSENT, REPLACE_SOURCES};
 use crate::config::SmKey;
 
 /// Where loads come from.
@@ -321,6 +321,51 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     b.advance(AgentConfig::default().refresh_interval);
     assert!(b.core.is_ready());
     assert_eq!(status(&b.query(client(30), &get(MY_LID, 5))), MadStatus::OK);
+}
+
+#[test]
+fn a_delete_of_pairs_gone_at_the_master_keeps_the_sources_complete() {
+    let mut b = keyed();
+    push(
+        &mut b,
+        load_header(Method::SET, 1, KEY, REPLACE_SOURCES),
+        &table(1),
+    );
+    let get = |slid: u16, dlid: u16| {
+        pr_request(
+            Method::GET,
+            0x90 + u64::from(dlid),
+            pr::SLID | pr::DLID,
+            |t| {
+                t.set_slid(slid);
+                t.set_dlid(dlid);
+            },
+        )
+    };
+    // A distributor's delta after a reroute: (100, 7) and this port's
+    // (MY_LID, 5) are gone at the master.
+    let answer = push(
+        &mut b,
+        load_header(Method::DELETE, 2, KEY, KNOWN_ABSENT),
+        &[path(100, 7), path(MY_LID, 5)],
+    );
+    assert_eq!(modifier(&answer), 2, "both removed");
+    let asked = b.master.requests.len();
+    // Known absent: the cache says so itself, and answers the rest.
+    assert_eq!(
+        status(&b.query(client(30), &get(100, 7))),
+        MadStatus::ERR_NO_RECORDS
+    );
+    assert_eq!(
+        status(&b.query(client(30), &get(MY_LID, 5))),
+        MadStatus::ERR_NO_RECORDS
+    );
+    assert_eq!(
+        path_records(&b.query(client(30), &get(100, 8))),
+        [path(100, 8)]
+    );
+    assert_eq!(b.master.requests.len(), asked, "the master was not asked");
+    assert!(b.core.is_ready(), "this port's table is still complete");
 }
 
 #[test]

@@ -1,0 +1,170 @@
+//! Which ports there are and which of them run local-sa: the sources of a
+//! dump, or the destinations of this port's paths at the master; then an
+//! SA ClassPortInfo probe to each.
+
+use std::collections::BTreeMap;
+
+use local_sa_core::requester::Attempts;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use umad::MadAddress;
+
+use super::Tally;
+use crate::session::{Failure, Session};
+
+/// Highest unicast LID.
+const MAX_UNICAST_LID: u16 = 0xBFFF;
+
+/// How far past the highest LID that answered a walk goes on (as
+/// local-sa's own per-destination refresh).
+const WALK_GAP: u16 = 64;
+
+/// A port of the fabric: its GID and lowest LID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Endpoint {
+    pub(super) lid: u16,
+    pub(super) gid: Gid,
+}
+
+/// What is known of the fabric before distributing.
+pub(super) struct Fabric {
+    /// Every port, by GID, at its lowest LID.
+    pub(super) endpoints: Vec<Endpoint>,
+    /// Every destination LID (all of each port's LIDs, under an LMC):
+    /// what a per-destination fetch asks for.
+    pub(super) dlids: Vec<u16>,
+}
+
+impl Fabric {
+    /// The ports that are sources of `records`, by their lowest SLID.
+    pub(super) fn from_sources(records: &[PathRecord]) -> Self {
+        Self::from_pairs(records.iter().map(|r| (r.slid(), r.sgid())))
+    }
+
+    /// The ports that are destinations of `records`.
+    pub(super) fn from_destinations(records: &[PathRecord]) -> Self {
+        Self::from_pairs(records.iter().map(|r| (r.dlid(), r.dgid())))
+    }
+
+    fn from_pairs(pairs: impl Iterator<Item = (u16, Gid)>) -> Self {
+        let mut lowest: BTreeMap<Gid, u16> = BTreeMap::new();
+        let mut dlids = Vec::new();
+        for (lid, gid) in pairs {
+            dlids.push(lid);
+            let l = lowest.entry(gid).or_insert(lid);
+            *l = (*l).min(lid);
+        }
+        dlids.sort_unstable();
+        dlids.dedup();
+        let mut endpoints: Vec<Endpoint> = lowest
+            .into_iter()
+            .map(|(gid, lid)| Endpoint { lid, gid })
+            .collect();
+        endpoints.sort_by_key(|e| e.lid);
+        Self { endpoints, dlids }
+    }
+}
+
+/// A PathRecord GetTable from `sgid`, to `dlid` if given.
+pub(super) fn table_request(sgid: Gid, dlid: Option<u16>) -> bytes::Bytes {
+    let mut t = PathRecord::new_zeroed();
+    t.set_sgid(sgid);
+    let mut mask = pr::SGID;
+    if let Some(d) = dlid {
+        t.set_dlid(d);
+        mask |= pr::DLID;
+    }
+    let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(mask);
+    b.into_bytes()
+}
+
+/// This port's paths at the master: one GetTable, or, when its answer
+/// comes back cut (a transport without RMPP, such as ibsim), one per
+/// destination LID, walking upward until [`WALK_GAP`] LIDs past the
+/// highest that answered.
+pub(super) async fn own_paths(
+    session: &mut Session,
+    master: MadAddress,
+    window: usize,
+    tally: &mut Tally,
+) -> Result<Vec<PathRecord>, Failure> {
+    let gid = session.port.gid;
+    tally.tables += 1;
+    let answer = session.exchange(&table_request(gid, None)).await?;
+    session.ok(&answer)?;
+    if !answer.is_cut() {
+        return Ok(answer.records::<PathRecord>().copied().collect());
+    }
+    tally.cut = true;
+    let floor = session.port.lid.max(master.lid);
+    let (mut next, mut highest, mut in_flight) = (1u16, 0u16, 0usize);
+    let mut records = Vec::new();
+    loop {
+        let limit = floor
+            .max(highest)
+            .saturating_add(WALK_GAP)
+            .min(MAX_UNICAST_LID);
+        while in_flight < window.max(1) && next <= limit {
+            session
+                .client
+                .start(master, &table_request(gid, Some(next)));
+            tally.per_destination += 1;
+            next += 1;
+            in_flight += 1;
+        }
+        if in_flight == 0 {
+            return Ok(records);
+        }
+        let c = session.client.next_completion().await?;
+        in_flight -= 1;
+        let answer = session.answer(c)?;
+        if answer.status() == MadStatus::OK {
+            for r in answer.records::<PathRecord>() {
+                highest = highest.max(r.dlid());
+                records.push(*r);
+            }
+        }
+    }
+}
+
+/// The endpoints among `candidates` that answer an SA ClassPortInfo Get:
+/// those running local-sa (or another SA). Each probe gets two attempts of
+/// `timeout`; a port without an SA agent answers at once on most
+/// transports (an unsupported-class answer, or an undelivered send).
+pub(super) async fn running_an_sa(
+    session: &mut Session,
+    candidates: &[Endpoint],
+    window: usize,
+    timeout: std::time::Duration,
+) -> Result<Vec<Endpoint>, Failure> {
+    let request = SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
+    let attempts = Attempts {
+        timeout,
+        retries: 1,
+    };
+    let mut by_token = BTreeMap::new();
+    let mut found = Vec::new();
+    let mut next = candidates.iter();
+    loop {
+        while by_token.len() < window.max(1) {
+            let Some(e) = next.next() else { break };
+            let dest = MadAddress::gsi(e.lid, session.port.sm_sl);
+            let token = session.client.start_with(dest, &request, attempts);
+            by_token.insert(token, *e);
+        }
+        if by_token.is_empty() {
+            break;
+        }
+        let c = session.client.next_completion().await?;
+        let Some(e) = by_token.remove(&c.token) else {
+            continue;
+        };
+        if c.outcome.is_ok_and(|a| a.status() == MadStatus::OK) {
+            found.push(e);
+        }
+    }
+    found.sort_by_key(|e| e.lid);
+    Ok(found)
+}

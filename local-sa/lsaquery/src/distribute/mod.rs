@@ -1,0 +1,520 @@
+//! `--distribute`: fill every local-sa on the fabric with its PathRecords,
+//! from next to the master SA.
+//!
+//! 1. Endpoints: the source ports of `--from FILE`, or the destinations of
+//!    this port's paths at the master; narrowed to `--targets` if given.
+//! 2. Which of them run local-sa: an SA ClassPortInfo Get to each (the
+//!    master's own LID is left out).
+//! 3. For each, `--window` nodes at a time: its table — one GetTable
+//!    (SGID = the node's) at the master, or per destination LID when the
+//!    transport cuts multi-MAD answers, at most `--master-window` queries
+//!    in flight in all; or its records in `--from FILE` — then a Set over
+//!    RMPP with REPLACE_SOURCES (the node's whole table, which stands for
+//!    its own refresh), carrying `--smkey`.
+//!
+//! With `--delta OLD` (a `--snapshot` of an earlier run) a node gets only
+//! what changed: a Set of the records new or changed and a Delete with
+//! KNOWN_ABSENT of the pairs gone (docs/wire-contract.md); a node OLD
+//! does not know gets its whole table. A node that fails is tried again
+//! after the others; the summary names every node that still failed.
+
+mod delta;
+mod endpoints;
+mod summary;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
+use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+use umad::MadAddress;
+
+use self::delta::Push;
+use self::endpoints::{Endpoint, Fabric, table_request};
+pub(crate) use self::summary::Tally;
+use self::summary::{NodeOutcome, Summary};
+use crate::client::Token;
+use crate::load::{KNOWN_ABSENT, REPLACE_SOURCES};
+use crate::progress::ProgressBar;
+use crate::session::{Failure, Session};
+
+/// What `--distribute` was asked to do.
+pub(crate) struct Options {
+    /// Only these LIDs (each a port's lowest LID).
+    pub(crate) targets: Option<Vec<u16>>,
+    /// Records from this dump rather than from the master.
+    pub(crate) from: Option<PathBuf>,
+    /// Send only the differences from this snapshot.
+    pub(crate) delta: Option<PathBuf>,
+    /// Write what each node now holds here.
+    pub(crate) snapshot: Option<PathBuf>,
+    /// Nodes fetched or pushed to at once.
+    pub(crate) window: usize,
+    /// Queries in flight at the master at once.
+    pub(crate) master_window: usize,
+    /// Attempts per node.
+    pub(crate) attempts: u32,
+    /// Wait per attempt of a whole table at the master.
+    pub(crate) table_timeout: Duration,
+    /// Wait per attempt of the probe that tells whether a port runs
+    /// local-sa.
+    pub(crate) probe_timeout: Duration,
+}
+
+/// Runs a distribution and prints its summary.
+pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
+    let started = Instant::now();
+    let master = session.dest;
+    let mut tally = Tally::default();
+    let from_file = options.from.as_deref().map(crate::load::read).transpose()?;
+    let old = options
+        .delta
+        .as_deref()
+        .map(crate::load::read)
+        .transpose()?;
+    let fabric = match &from_file {
+        Some(records) => Fabric::from_sources(records),
+        None => {
+            let own =
+                endpoints::own_paths(session, master, options.master_window, &mut tally).await?;
+            Fabric::from_destinations(&own)
+        }
+    };
+    let candidates: Vec<Endpoint> = fabric
+        .endpoints
+        .iter()
+        .filter(|e| e.lid != master.lid)
+        .filter(|e| options.targets.as_ref().is_none_or(|t| t.contains(&e.lid)))
+        .copied()
+        .collect();
+    if let Some(t) = &options.targets
+        && let Some(unknown) = t.iter().find(|l| !candidates.iter().any(|e| e.lid == **l))
+    {
+        return Err(Failure::new(
+            2,
+            format!(
+                "--targets: LID {unknown} is no port's lowest LID {} (or it is the master's)",
+                if from_file.is_some() {
+                    "among the sources of --from"
+                } else {
+                    "among the master's paths from this port"
+                }
+            ),
+        ));
+    }
+    let nodes = endpoints::running_an_sa(
+        session,
+        &candidates,
+        options.master_window,
+        options.probe_timeout,
+    )
+    .await?;
+    let probed = candidates.len();
+    let mut run = Distribution::new(session, master, options, &fabric, nodes, tally);
+    if let Some(records) = &from_file {
+        run.tables_from(records);
+    }
+    if let Some(records) = &old {
+        run.old_tables(records);
+    }
+    run.all().await?;
+    let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
+    if let Some(path) = &options.snapshot {
+        summary::write_snapshot(path, &summary.snapshot)?;
+    }
+    summary.print(session.json);
+    summary.exit()
+}
+
+/// A node being filled.
+struct Node {
+    at: Endpoint,
+    /// Its records at the master (or in `--from`), once fetched.
+    table: Option<Vec<PathRecord>>,
+    /// Its records in the `--delta` snapshot.
+    old: Option<Vec<PathRecord>>,
+    /// Records fetched so far, and queries still to come back.
+    fetched: Vec<PathRecord>,
+    outstanding: usize,
+    /// Loads and deletes still to send.
+    pushes: VecDeque<Push>,
+    /// Bumped when an attempt fails: answers to an earlier one are stale.
+    attempt: u32,
+    failure: Option<String>,
+    outcome: NodeOutcome,
+}
+
+/// What a request in flight is for.
+#[derive(Debug, Clone, Copy)]
+enum Flight {
+    /// A whole table, or one destination's paths.
+    Fetch {
+        node: usize,
+        attempt: u32,
+        dlid: Option<u16>,
+    },
+    /// A load or delete.
+    Push { node: usize, attempt: u32 },
+}
+
+struct Distribution<'s> {
+    session: &'s mut Session,
+    master: MadAddress,
+    window: usize,
+    master_window: usize,
+    attempts: u32,
+    table_attempts: Attempts,
+    /// Every destination LID, for per-destination fetches.
+    dlids: Vec<u16>,
+    nodes: Vec<Node>,
+    /// Nodes waiting for their (next) turn.
+    queue: VecDeque<usize>,
+    /// Master queries waiting for room: a node and a destination LID (none:
+    /// the whole table).
+    asks: VecDeque<(usize, u32, Option<u16>)>,
+    flights: HashMap<Token, Flight>,
+    at_master: usize,
+    busy: usize,
+    tally: Tally,
+    bar: ProgressBar,
+}
+
+impl<'s> Distribution<'s> {
+    fn new(
+        session: &'s mut Session,
+        master: MadAddress,
+        options: &Options,
+        fabric: &Fabric,
+        found: Vec<Endpoint>,
+        tally: Tally,
+    ) -> Self {
+        let nodes: Vec<Node> = found
+            .into_iter()
+            .map(|at| Node {
+                at,
+                table: None,
+                old: None,
+                fetched: Vec::new(),
+                outstanding: 0,
+                pushes: VecDeque::new(),
+                attempt: 0,
+                failure: None,
+                outcome: NodeOutcome::default(),
+            })
+            .collect();
+        let queue = (0..nodes.len()).collect();
+        let bar = ProgressBar::on_terminal(nodes.len() > 1);
+        Self {
+            session,
+            master,
+            window: options.window.max(1),
+            master_window: options.master_window.max(1),
+            attempts: options.attempts.max(1),
+            table_attempts: Attempts {
+                timeout: options.table_timeout,
+                retries: 3,
+            },
+            dlids: fabric.dlids.clone(),
+            nodes,
+            queue,
+            asks: VecDeque::new(),
+            flights: HashMap::new(),
+            at_master: 0,
+            busy: 0,
+            tally,
+            bar,
+        }
+    }
+
+    /// Takes each node's table from `records` (a `--from` dump): nothing
+    /// is asked of the master.
+    fn tables_from(&mut self, records: &[PathRecord]) {
+        let by_source = group_by_source(records);
+        for n in &mut self.nodes {
+            n.table = Some(by_source.get(&n.at.gid).cloned().unwrap_or_default());
+        }
+    }
+
+    /// Each node's records in the `--delta` snapshot.
+    fn old_tables(&mut self, records: &[PathRecord]) {
+        let mut by_source = group_by_source(records);
+        for n in &mut self.nodes {
+            n.old = Some(by_source.remove(&n.at.gid).unwrap_or_default());
+        }
+    }
+
+    /// Runs until every node is filled or out of attempts.
+    async fn all(&mut self) -> Result<(), Failure> {
+        loop {
+            self.start_nodes();
+            self.start_asks();
+            self.show_progress();
+            if self.flights.is_empty() {
+                // Every busy node has a request in flight once its turn
+                // has started, so nothing is left to do.
+                debug_assert!(self.busy == 0 && self.queue.is_empty());
+                self.bar.finish();
+                return Ok(());
+            }
+            let c = self.session.client.next_completion().await?;
+            let Some(flight) = self.flights.remove(&c.token) else {
+                continue;
+            };
+            match flight {
+                Flight::Fetch {
+                    node,
+                    attempt,
+                    dlid,
+                } => {
+                    self.at_master -= 1;
+                    if self.nodes[node].attempt == attempt {
+                        self.fetched(node, dlid, c.outcome);
+                    }
+                }
+                Flight::Push { node, attempt } => {
+                    if self.nodes[node].attempt == attempt {
+                        self.pushed(node, c.outcome);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts queued nodes while fewer than `window` are busy.
+    fn start_nodes(&mut self) {
+        while self.busy < self.window {
+            let Some(i) = self.queue.pop_front() else {
+                return;
+            };
+            self.busy += 1;
+            let attempt = self.nodes[i].attempt;
+            if self.nodes[i].table.is_some() {
+                self.begin_pushes(i);
+                continue;
+            }
+            let n = &mut self.nodes[i];
+            n.fetched.clear();
+            if self.tally.cut {
+                n.outstanding = self.dlids.len();
+                self.asks
+                    .extend(self.dlids.iter().map(|d| (i, attempt, Some(*d))));
+            } else {
+                n.outstanding = 1;
+                self.asks.push_back((i, attempt, None));
+            }
+        }
+    }
+
+    /// Sends waiting master queries while fewer than `master_window` are
+    /// in flight.
+    fn start_asks(&mut self) {
+        while self.at_master < self.master_window {
+            let Some((i, attempt, dlid)) = self.asks.pop_front() else {
+                return;
+            };
+            if self.nodes[i].attempt != attempt {
+                continue;
+            }
+            let request = table_request(self.nodes[i].at.gid, dlid);
+            let token = match dlid {
+                None => {
+                    self.tally.tables += 1;
+                    self.session
+                        .client
+                        .start_with(self.master, &request, self.table_attempts)
+                }
+                Some(_) => {
+                    self.tally.per_destination += 1;
+                    self.session.client.start(self.master, &request)
+                }
+            };
+            self.at_master += 1;
+            self.flights.insert(
+                token,
+                Flight::Fetch {
+                    node: i,
+                    attempt,
+                    dlid,
+                },
+            );
+        }
+    }
+
+    /// An answer (or none) to one of node `i`'s master queries.
+    fn fetched(&mut self, i: usize, dlid: Option<u16>, outcome: Result<Answer, RequestFailure>) {
+        let whole_table = dlid.is_none();
+        let answer = match outcome {
+            Ok(a) => a,
+            Err(e) => return self.failed(i, format!("the master: {e}"), true),
+        };
+        let status = answer.status();
+        if status == MadStatus::ERR_NO_RECORDS && !whole_table {
+            // No path to that destination.
+        } else if status != MadStatus::OK {
+            return self.failed(
+                i,
+                format!(
+                    "the master answered {:#06x} ({})",
+                    status.0,
+                    status.describe()
+                ),
+                status.is_busy(),
+            );
+        } else if whole_table && answer.is_cut() {
+            // The transport cuts multi-MAD answers: ask per destination,
+            // for this node and every later one.
+            self.tally.cut = true;
+            let attempt = self.nodes[i].attempt;
+            self.nodes[i].outstanding = self.dlids.len() + 1;
+            self.asks
+                .extend(self.dlids.iter().map(|d| (i, attempt, Some(*d))));
+        } else {
+            self.nodes[i]
+                .fetched
+                .extend(answer.records::<PathRecord>().copied());
+        }
+        let n = &mut self.nodes[i];
+        n.outstanding -= 1;
+        if n.outstanding > 0 {
+            return;
+        }
+        if n.fetched.is_empty() {
+            return self.failed(i, "the master has no PathRecords from it".into(), false);
+        }
+        n.table = Some(std::mem::take(&mut n.fetched));
+        self.begin_pushes(i);
+    }
+
+    /// Node `i`'s table is known: works out what to send it, and starts.
+    fn begin_pushes(&mut self, i: usize) {
+        let n = &mut self.nodes[i];
+        let table = n.table.clone().unwrap_or_default();
+        if table.is_empty() {
+            return self.failed(i, "its port has no PathRecords in --from".into(), false);
+        }
+        n.pushes = delta::pushes(n.old.as_deref(), table).into();
+        n.outcome.unchanged = n.pushes.is_empty();
+        self.push_next(i);
+    }
+
+    /// Sends node `i`'s next load or delete; done when none is left.
+    fn push_next(&mut self, i: usize) {
+        let n = &mut self.nodes[i];
+        let Some(push) = n.pushes.front() else {
+            n.outcome.done = true;
+            self.busy -= 1;
+            return;
+        };
+        let (method, modifier) = match push {
+            Push::Whole(_) => (Method::SET, REPLACE_SOURCES),
+            Push::Changed(_) => (Method::SET, 0),
+            Push::Vanished(_) => (Method::DELETE, KNOWN_ABSENT),
+        };
+        let (header, data) = crate::load::request(
+            self.session.sm_key,
+            method,
+            ComponentMask::NONE,
+            modifier,
+            push.records(),
+        );
+        let dest = MadAddress::gsi(n.at.lid, self.session.port.sm_sl);
+        let attempt = n.attempt;
+        match self.session.client.start_rmpp(dest, header, data) {
+            Ok(token) => {
+                self.tally.transfers += 1;
+                self.flights
+                    .insert(token, Flight::Push { node: i, attempt });
+            }
+            Err(e) => self.failed(i, format!("cannot send: {e}"), false),
+        }
+    }
+
+    /// The end of node `i`'s current load or delete.
+    fn pushed(&mut self, i: usize, outcome: Result<Answer, RequestFailure>) {
+        let answer = match outcome {
+            Ok(a) => a,
+            Err(e) => return self.failed(i, e.to_string(), true),
+        };
+        let status = answer.status();
+        if status != MadStatus::OK {
+            return self.failed(
+                i,
+                format!("answered {:#06x} ({})", status.0, status.describe()),
+                status.is_busy(),
+            );
+        }
+        let count = answer.header().mad.attribute_modifier();
+        let n = &mut self.nodes[i];
+        match n.pushes.pop_front() {
+            Some(Push::Vanished(_)) => n.outcome.deleted += u64::from(count),
+            Some(_) => n.outcome.stored += u64::from(count),
+            None => {}
+        }
+        self.push_next(i);
+    }
+
+    /// Node `i`'s attempt failed: it goes to the back of the queue if it
+    /// has attempts left and trying again could help, else it is done.
+    fn failed(&mut self, i: usize, why: String, worth_retrying: bool) {
+        self.busy -= 1;
+        let n = &mut self.nodes[i];
+        n.attempt += 1;
+        n.outstanding = 0;
+        n.pushes.clear();
+        n.outcome.stored = 0;
+        n.outcome.deleted = 0;
+        n.outcome.unchanged = false;
+        if worth_retrying && n.attempt < self.attempts {
+            self.tally.retried += 1;
+            self.queue.push_back(i);
+        } else {
+            n.failure = Some(why);
+        }
+    }
+
+    fn show_progress(&mut self) {
+        let done = self
+            .nodes
+            .iter()
+            .filter(|n| n.outcome.done || n.failure.is_some())
+            .count();
+        self.bar.show(
+            done as u64,
+            self.nodes.len() as u64,
+            "local-sa nodes filled",
+        );
+    }
+
+    /// What happened to each node, and what was asked.
+    fn finish(self) -> (Vec<summary::NodeReport>, Tally) {
+        let reports = self
+            .nodes
+            .into_iter()
+            .map(|n| summary::NodeReport {
+                lid: n.at.lid,
+                gid: n.at.gid,
+                outcome: n.outcome,
+                failure: n.failure,
+                // What the node holds now, as far as the distributor
+                // knows: its new table if this run gave it one, else
+                // what the snapshot said.
+                holds: if n.outcome.done {
+                    n.table.unwrap_or_default()
+                } else {
+                    n.old.unwrap_or_default()
+                },
+            })
+            .collect();
+        (reports, self.tally)
+    }
+}
+
+/// Records by source port.
+fn group_by_source(records: &[PathRecord]) -> BTreeMap<mad_codec::Gid, Vec<PathRecord>> {
+    let mut by: BTreeMap<_, Vec<PathRecord>> = BTreeMap::new();
+    for r in records {
+        by.entry(r.sgid()).or_default().push(*r);
+    }
+    by
+}

@@ -1,0 +1,210 @@
+//! What a distribution did: counts, failures, the snapshot it leaves for
+//! the next `--delta`, and its exit status.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use mad_codec::{Gid, PathRecord};
+
+use crate::print::json_string;
+use crate::session::Failure;
+
+/// What was asked of the master and sent to the nodes.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// Whole-table GetTables at the master.
+    pub(crate) tables: u64,
+    /// Per-destination GetTables at the master.
+    pub(crate) per_destination: u64,
+    /// The master's multi-MAD answers came cut (no RMPP on the transport).
+    pub(crate) cut: bool,
+    /// Loads and deletes sent (RMPP transfers).
+    pub(crate) transfers: u64,
+    /// Node attempts that failed and were tried again.
+    pub(crate) retried: u64,
+}
+
+/// How one node fared.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct NodeOutcome {
+    /// Everything it needed was sent and acknowledged.
+    pub(super) done: bool,
+    /// It needed nothing (a delta with no change).
+    pub(super) unchanged: bool,
+    /// Records it stored, and removed.
+    pub(super) stored: u64,
+    pub(super) deleted: u64,
+}
+
+/// One node, at the end.
+pub(super) struct NodeReport {
+    pub(super) lid: u16,
+    pub(super) gid: Gid,
+    pub(super) outcome: NodeOutcome,
+    pub(super) failure: Option<String>,
+    /// What it holds as far as the distributor knows.
+    pub(super) holds: Vec<PathRecord>,
+}
+
+pub(super) struct Summary {
+    nodes: Vec<NodeReport>,
+    tally: Tally,
+    probed: usize,
+    elapsed: Duration,
+    master_lid: u16,
+    /// Every record the nodes hold, for `--snapshot`.
+    pub(super) snapshot: Vec<PathRecord>,
+}
+
+impl Summary {
+    pub(super) fn new(
+        (mut nodes, tally): (Vec<NodeReport>, Tally),
+        probed: usize,
+        elapsed: Duration,
+        master_lid: u16,
+    ) -> Self {
+        let snapshot = nodes
+            .iter_mut()
+            .flat_map(|n| std::mem::take(&mut n.holds))
+            .collect();
+        Self {
+            nodes,
+            tally,
+            probed,
+            elapsed,
+            master_lid,
+            snapshot,
+        }
+    }
+
+    fn count(&self, which: impl Fn(&NodeReport) -> bool) -> usize {
+        self.nodes.iter().filter(|n| which(n)).count()
+    }
+
+    fn sum(&self, field: impl Fn(&NodeOutcome) -> u64) -> u64 {
+        self.nodes.iter().map(|n| field(&n.outcome)).sum()
+    }
+
+    pub(super) fn print(&self, json: bool) {
+        if json {
+            println!("{}", self.json());
+        } else {
+            print!("{}", self.text());
+        }
+    }
+
+    fn text(&self) -> String {
+        let filled = self.count(|n| n.outcome.done && !n.outcome.unchanged);
+        let unchanged = self.count(|n| n.outcome.unchanged && n.outcome.done);
+        let failed = self.count(|n| n.failure.is_some());
+        let t = &self.tally;
+        let mut out = format!(
+            "{} local-sa nodes among {} ports probed: {filled} filled, {unchanged} unchanged, {failed} failed, in {:.3} s\n",
+            self.nodes.len(),
+            self.probed,
+            self.elapsed.as_secs_f64(),
+        );
+        let _ = writeln!(
+            out,
+            "PathRecords: {} stored, {} deleted, in {} RMPP transfers ({} retries)",
+            self.sum(|o| o.stored),
+            self.sum(|o| o.deleted),
+            t.transfers,
+            t.retried
+        );
+        let _ = write!(
+            out,
+            "master SA at LID {}: {} whole tables, {} per-destination queries",
+            self.master_lid, t.tables, t.per_destination
+        );
+        out.push_str(if t.cut {
+            " (its multi-MAD answers arrive cut: no RMPP on this transport)\n"
+        } else {
+            "\n"
+        });
+        for n in &self.nodes {
+            if let Some(why) = &n.failure {
+                let _ = writeln!(out, "failed: LID {} ({}): {why}", n.lid, n.gid);
+            }
+        }
+        out
+    }
+
+    fn json(&self) -> String {
+        let t = &self.tally;
+        let failures: Vec<String> = self
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                n.failure.as_ref().map(|why| {
+                    format!(
+                        "{{\"lid\":{},\"gid\":\"{}\",\"error\":{}}}",
+                        n.lid,
+                        n.gid,
+                        json_string(why)
+                    )
+                })
+            })
+            .collect();
+        format!(
+            "{{\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
+             \"failed\":{},\"stored\":{},\"deleted\":{},\"transfers\":{},\"retries\":{},\
+             \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"failures\":[{}]}}",
+            self.master_lid,
+            self.elapsed.as_secs_f64(),
+            self.probed,
+            self.nodes.len(),
+            self.count(|n| n.outcome.done && !n.outcome.unchanged),
+            self.count(|n| n.outcome.done && n.outcome.unchanged),
+            self.count(|n| n.failure.is_some()),
+            self.sum(|o| o.stored),
+            self.sum(|o| o.deleted),
+            t.transfers,
+            t.retried,
+            t.tables,
+            t.per_destination,
+            t.cut,
+            failures.join(",")
+        )
+    }
+
+    /// Exit status: 0 when every node got what it needed; 1 when some did
+    /// not; 4 when no port runs local-sa.
+    pub(super) fn exit(&self) -> Result<(), Failure> {
+        if self.nodes.is_empty() {
+            return Err(Failure::new(
+                4,
+                format!(
+                    "none of the {} ports probed answered as an SA (is local-sa running on them?)",
+                    self.probed
+                ),
+            ));
+        }
+        let failed = self.count(|n| n.failure.is_some());
+        if failed > 0 {
+            return Err(Failure::new(
+                1,
+                format!(
+                    "{failed} of {} local-sa nodes were not filled",
+                    self.nodes.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Writes `records` as a text dump (what `--load`, `--from` and `--delta`
+/// read).
+pub(super) fn write_snapshot(path: &Path, records: &[PathRecord]) -> Result<(), Failure> {
+    let mut text = String::with_capacity(records.len() * 700);
+    for r in records {
+        text.push_str(&crate::print::path_record(r).to_text());
+    }
+    // Written beside and renamed, so that a reader never sees half.
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| Failure::new(2, format!("cannot write {}: {e}", path.display())))
+}
