@@ -1,0 +1,152 @@
+//! A job's path resolution from one node, as an MPI or rdma_cm start does
+//! it without a local cache: a PathRecord Get (SLID, DLID) to an SA for
+//! every destination LID, `--ranks` times over (one pass per rank),
+//! `--window` queries outstanding. Prints what came back and how long it
+//! took, on one line:
+//!
+//! ```text
+//! path-sweep --sa-lid LID --dlids LIDS [--ranks R] [--window W]
+//! asked 324 answered 324 no_records 0 unanswered 0 seconds 0.412
+//! ```
+//!
+//! Run it on a node of the simulated fabric (through the preload, as
+//! `fabric-scale` does): `--sa-lid` the master's LID for the baseline, the
+//! node's own for its local-sa.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bytes::Bytes;
+use conformance::saquery::parse_number;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
+use umad::{MadAddress, OutgoingMad};
+
+struct Args {
+    sa_lid: u16,
+    /// Destination LIDs: `4,7,20-40`.
+    dlids: Vec<u16>,
+    ranks: u32,
+    window: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        sa_lid: 0,
+        dlids: Vec::new(),
+        ranks: 1,
+        window: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
+        let number = |v: &str| parse_number(v).ok_or(format!("{arg} {v}: not a number"));
+        match arg.as_str() {
+            "--sa-lid" => args.sa_lid = number(&value()?)? as u16,
+            "--dlids" => {
+                for part in value()?.split(',') {
+                    let (a, b) = part.split_once('-').unwrap_or((part, part));
+                    args.dlids.extend(number(a)? as u16..=number(b)? as u16);
+                }
+            }
+            "--ranks" => args.ranks = number(&value()?)? as u32,
+            "--window" => args.window = number(&value()?)? as usize,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.sa_lid == 0 || args.dlids.is_empty() {
+        return Err("give --sa-lid LID and --dlids LIDS (e.g. 4,7,20-40)".into());
+    }
+    Ok(args)
+}
+
+fn request(slid: u16, dlid: u16, tid: u64) -> Bytes {
+    let mut t = PathRecord::new_zeroed();
+    t.set_slid(slid);
+    t.set_dlid(dlid);
+    let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
+    let mut mad = b.into_bytes().to_vec();
+    mad.resize(mad_codec::MAD_LEN, 0);
+    Bytes::from(mad)
+}
+
+fn run() -> Result<String, String> {
+    let args = parse_args()?;
+    let (port, agent, transport) = conformance::sa_agent::open(256)?;
+    let dest = MadAddress::gsi(args.sa_lid, port.sm_sl);
+    let mut todo = (0..args.ranks).flat_map(|_| args.dlids.iter().copied());
+    let (mut asked, mut answered, mut no_records, mut unanswered) = (0u64, 0u64, 0u64, 0u64);
+    // By the TransactionID's low 32 bits: the MAD layer owns the high ones.
+    let mut in_flight: HashMap<u32, ()> = HashMap::new();
+    let started = Instant::now();
+    let mut next_tid = umad::transaction_id_seed();
+    loop {
+        while in_flight.len() < args.window.max(1) {
+            let Some(dlid) = todo.next() else { break };
+            next_tid = next_tid.wrapping_add(1);
+            let m = OutgoingMad {
+                agent,
+                dest,
+                mad: request(port.lid, dlid, u64::from(next_tid)),
+                timeout_ms: 1000,
+                retries: 3,
+            };
+            transport
+                .outgoing()
+                .send_blocking(m)
+                .map_err(|_| "the transport stopped")?;
+            in_flight.insert(next_tid, ());
+            asked += 1;
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        // Each request gives up after its retries; nothing for a minute
+        // means the transport is stuck.
+        let answer = smol::block_on(async {
+            smol::future::or(
+                async { transport.incoming().recv().await.ok() },
+                async {
+                    smol::Timer::after(std::time::Duration::from_secs(60)).await;
+                    None
+                },
+            )
+            .await
+        })
+        .ok_or("no MAD for a minute")?;
+        let Ok(mad) = SaMad::parse(&answer.mad) else {
+            continue;
+        };
+        if in_flight.remove(&(mad.mad().transaction_id() as u32)).is_none() {
+            continue;
+        }
+        if answer.status != 0 {
+            unanswered += 1;
+        } else if mad.mad().status() == MadStatus::OK {
+            answered += 1;
+        } else {
+            no_records += 1;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    transport.shutdown();
+    Ok(format!(
+        "asked {asked} answered {answered} no_records {no_records} unanswered {unanswered} seconds {seconds:.3}"
+    ))
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("path-sweep: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
