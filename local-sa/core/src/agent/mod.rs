@@ -61,7 +61,7 @@ use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
 use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
-use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
+use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
 use crate::requester::{Handled, Requester};
 use crate::store::{Epoch, FastSet, PathStore};
 use crate::transfers::Transfers;
@@ -90,8 +90,11 @@ pub struct SaCore {
     store: PathStore,
     complete_sources: FastSet<u64>,
     /// Whether the master applies QoS policy; `None` until its
-    /// ClassPortInfo arrives (QoS-sensitive queries are forwarded till then).
+    /// ClassPortInfo arrives (QoS-sensitive queries wait for it while it
+    /// is asked, and are forwarded otherwise).
     master_qos: Option<bool>,
+    /// Queries naming a P_Key, SL, ... waiting for that ClassPortInfo.
+    qos_waiters: Vec<(Asker, PathQuery)>,
     epoch: Epoch,
     /// Ports of the fabric, as the last complete refresh showed them (0
     /// before one): how widely refreshes and re-registrations spread.
@@ -152,6 +155,7 @@ impl SaCore {
             store: PathStore::new(),
             complete_sources: FastSet::default(),
             master_qos: None,
+            qos_waiters: Vec::new(),
             epoch: 0,
             fabric_ports: 0,
             refresh: RefreshState::Idle,

@@ -58,11 +58,7 @@ impl SaCore {
     /// Asks the master what it supports and subscribes the agent to traps
     /// 64 and 65.
     pub(super) fn register(&mut self, now: Instant) {
-        if self.master_qos.is_none() && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
-            let req =
-                SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
-            self.send_upstream(now, Purpose::MasterInfo, &req);
-        }
+        self.ask_master_info(now);
         let mut effects = Vec::new();
         for trap in CORE_TRAPS {
             self.subscriptions.registry.subscribe(
@@ -72,6 +68,18 @@ impl SaCore {
             );
         }
         self.apply_inform_effects(now, effects);
+    }
+
+    /// Asks the master's ClassPortInfo unless it is known or asked: until
+    /// it says whether the master applies QoS, queries naming a P_Key, SL,
+    /// ServiceID, QoS class or TClass (every ibacm and kernel query) go
+    /// to the master.
+    pub(super) fn ask_master_info(&mut self, now: Instant) {
+        if self.master_qos.is_none() && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
+            let req =
+                SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
+            self.send_upstream(now, Purpose::MasterInfo, &req);
+        }
     }
 
     /// Holds traps 66/67 while the port is in some multicast group, and
@@ -508,6 +516,7 @@ impl SaCore {
             }
             _ => self.retry_registration(now),
         }
+        self.release_qos_waiters(now);
     }
 
     pub(super) fn retry_registration(&mut self, now: Instant) {

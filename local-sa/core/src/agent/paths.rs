@@ -16,10 +16,14 @@ use super::parties::Asker;
 use super::purpose::Purpose;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::path_query::{self, Knowledge, Outcome};
+use crate::path_query::{self, ForwardReason, Knowledge, Outcome};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::Answer;
 use crate::respond;
+
+/// Queries held while the master's ClassPortInfo is asked; past this
+/// they go to the master as before.
+const MAX_QOS_WAITERS: usize = 4096;
 
 impl SaCore {
     /// A PathRecord Get/GetTable MAD.
@@ -60,6 +64,14 @@ impl SaCore {
                 self.counters.hits += 1;
                 self.answer_status(&asker, status);
             }
+            Outcome::Forward(ForwardReason::MasterQos)
+                if lookup == Lookup::Anywhere && self.awaiting_master_info() =>
+            {
+                // Whether the master applies QoS is being asked: wait for
+                // that one small answer rather than ask the master this.
+                self.counters.coalesced += 1;
+                self.qos_waiters.push((asker, query));
+            }
             Outcome::Forward(reason) => {
                 self.counters.misses += 1;
                 debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
@@ -83,6 +95,22 @@ impl SaCore {
                 }
                 self.forward(now, asker, query);
             }
+        }
+    }
+
+    /// True when the master's ClassPortInfo is unknown but asked, and the
+    /// queries waiting for it are fewer than [`MAX_QOS_WAITERS`].
+    fn awaiting_master_info(&self) -> bool {
+        self.master_qos.is_none()
+            && self.qos_waiters.len() < MAX_QOS_WAITERS
+            && self.upstream.any_pending(|p| *p == Purpose::MasterInfo)
+    }
+
+    /// The master's ClassPortInfo came, or did not: the queries that
+    /// waited for it are answered now, from the cache if they may be.
+    pub(super) fn release_qos_waiters(&mut self, now: Instant) {
+        for (asker, query) in std::mem::take(&mut self.qos_waiters) {
+            self.path_request(now, asker, query, Lookup::Anywhere);
         }
     }
 
@@ -198,6 +226,7 @@ impl SaCore {
     /// local connection `conn` is forgotten (it closed).
     pub(super) fn forget_local_waiters(&mut self, conn: ConnId) {
         self.forwarding.forget_where(|w| w.conn() == Some(conn));
+        self.qos_waiters.retain(|(w, _)| w.conn() != Some(conn));
     }
 }
 

@@ -41,6 +41,13 @@ impl SaCore {
             "refreshing this port's paths"
         );
         self.refresh = RefreshState::Bulk { epoch };
+        if self.register_after_refresh {
+            // At start, whether the master applies QoS is asked just
+            // before the table (one small request, answered first), so
+            // that queries naming a P_Key — every ibacm and kernel query —
+            // are answered from the cache as soon as the table is in.
+            self.ask_master_info(now);
+        }
         self.send_table_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
         // Renews this port's directory record's lease (at start, the
         // registration after this refresh publishes it).
@@ -173,8 +180,11 @@ impl SaCore {
             // The fabric's size is known now. The directory loads (two
             // tables of a record per host, twice the paths' cost) and the
             // registrations follow at this port's phase, so that a fabric
-            // started together asks for them spread.
+            // started together asks for them spread. Whether the master
+            // applies QoS is asked now if the paths came in a load (a
+            // refresh asked it with the table).
             self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+            self.ask_master_info(now);
         }
         self.registration_after_first_refresh(now);
         first

@@ -108,7 +108,13 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, None)
             }
             Purpose::Relay(request) => self.respond_error(&request, MadStatus::BUSY),
-            Purpose::MasterInfo => self.retry_registration(now),
+            // At start it was asked with the table: the registration that
+            // follows the first refresh asks it again.
+            Purpose::MasterInfo if self.register_after_refresh => self.release_qos_waiters(now),
+            Purpose::MasterInfo => {
+                self.retry_registration(now);
+                self.release_qos_waiters(now);
+            }
             Purpose::Membership(op) => self.membership_answered(now, op, None),
             Purpose::Canary(step) => self.canary_answered(now, step, None),
             Purpose::Names { epoch, .. } => self.names_failed(epoch),

@@ -362,9 +362,9 @@ mod tests {
 
     #[test]
     fn the_master_answers_what_the_core_asked() {
-        // At start the core asks for its paths, and nothing else until
-        // they are in: answering that request with three of its paths
-        // makes it ready.
+        // At start the core asks for the master's ClassPortInfo and its
+        // paths, and nothing else until they are in: answering the paths
+        // (the newer request) with three of them makes it ready.
         let paths: Vec<u8> = (3..6u16)
             .flat_map(|dlid| {
                 let mut r = PathRecord::new_zeroed();
@@ -376,14 +376,14 @@ mod tests {
             })
             .collect();
         let s = Script::play(&[0u8, 0]);
-        assert_eq!(s.requests.len(), 1, "the core's requests at start");
+        assert_eq!(s.requests.len(), 2, "the core's requests at start");
         let mut script = vec![6, 0, 0, 192, 0];
         script.extend(&paths);
         // Within a second (the start's window on a fabric this small):
-        // ClassPortInfo, traps 64 and 65, the canary and the two names
-        // tables; the master answers them all.
+        // traps 64 and 65, the canary and the two names tables; the
+        // master answers them all, and the ClassPortInfo from the start.
         script.extend([2, 0xE8, 0x03]);
-        for back in 0..6 {
+        for back in 0..7 {
             script.extend([6, back, 0, 0, 0]);
         }
         let mut s = Script::play(&script);

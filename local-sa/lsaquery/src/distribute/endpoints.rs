@@ -10,7 +10,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::MadAddress;
 
-use super::Tally;
+use super::summary::Tally;
 use crate::session::{Failure, Session};
 
 /// Highest unicast LID.

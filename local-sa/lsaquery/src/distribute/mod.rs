@@ -32,8 +32,7 @@ use umad::MadAddress;
 
 use self::delta::Push;
 use self::endpoints::{Endpoint, Fabric, table_request};
-pub(crate) use self::summary::Tally;
-use self::summary::{NodeOutcome, Summary};
+use self::summary::{NodeOutcome, Summary, Tally};
 use crate::client::Token;
 use crate::load::{KNOWN_ABSENT, REPLACE_SOURCES};
 use crate::progress::ProgressBar;

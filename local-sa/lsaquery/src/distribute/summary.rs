@@ -12,17 +12,17 @@ use crate::session::Failure;
 
 /// What was asked of the master and sent to the nodes.
 #[derive(Debug, Default)]
-pub(crate) struct Tally {
+pub(super) struct Tally {
     /// Whole-table GetTables at the master.
-    pub(crate) tables: u64,
+    pub(super) tables: u64,
     /// Per-destination GetTables at the master.
-    pub(crate) per_destination: u64,
+    pub(super) per_destination: u64,
     /// The master's multi-MAD answers came cut (no RMPP on the transport).
-    pub(crate) cut: bool,
+    pub(super) cut: bool,
     /// Loads and deletes sent (RMPP transfers).
-    pub(crate) transfers: u64,
+    pub(super) transfers: u64,
     /// Node attempts that failed and were tried again.
-    pub(crate) retried: u64,
+    pub(super) retried: u64,
 }
 
 /// How one node fared.

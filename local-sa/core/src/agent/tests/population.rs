@@ -163,10 +163,16 @@ fn an_agent_started_without_a_master_keeps_trying_and_fills_once_it_answers() {
     master.answering = false;
     let mut b = Bench::new(master, config);
     // Until its first refresh has ended, the agent asks for nothing but
-    // the table, and not twice within the table time-out: a master that
-    // has it queued is not made to compute it twice.
+    // the table and the master's ClassPortInfo, and not for the table
+    // twice within the table time-out: a master that has it queued is not
+    // made to compute it twice.
     b.advance(config.table_timeout - Duration::from_millis(1));
-    assert_eq!(b.master.requests.len(), 1, "only the table, once");
+    assert_eq!(path_tables(&b.master), 1, "the table, once");
+    assert_eq!(
+        b.master.requests.len(),
+        1 + b.master.count(AttributeId::CLASS_PORT_INFO),
+        "nothing else"
+    );
     b.advance(Duration::from_secs(300));
     assert!(!b.core.is_ready());
     assert!(b.core.store().is_empty());
@@ -176,7 +182,7 @@ fn an_agent_started_without_a_master_keeps_trying_and_fills_once_it_answers() {
         "the table again and again, less and less often ({attempts})"
     );
     assert!(
-        b.master.count(AttributeId::CLASS_PORT_INFO) > 0,
+        !b.master.subscriptions.is_empty() || b.master.count(AttributeId::INFORM_INFO) > 0,
         "registered once the first refresh failed"
     );
     b.master.answering = true;
@@ -447,4 +453,66 @@ fn after_a_new_master_registrations_spread_over_a_window_growing_with_the_fabric
         small > Duration::from_secs(1) && (1.9..2.1).contains(&ratio),
         "{small:?} then {large:?}"
     );
+}
+
+#[test]
+fn a_query_naming_a_pkey_is_answered_from_the_cache_as_soon_as_the_table_is_in() {
+    // Registrations far off: only what the first table brings happens.
+    let mut config = AgentConfig::default();
+    config.pace.min_window = Duration::from_secs(3600);
+    config.pace.max_window = Duration::from_secs(3600);
+    let now = std::time::Instant::now();
+    let mut b = Bench {
+        core: crate::SaCore::new(config, my_port(), now, 7),
+        master: FakeMaster::new(MASTER_LID, HOSTS),
+        now,
+        sent: std::collections::VecDeque::new(),
+    };
+    b.pump();
+    assert!(b.core.is_ready());
+    assert!(b.master.subscriptions.is_empty(), "not registered yet");
+    // As the ibacm and kernel doors ask: with the P_Key.
+    let asked = b.master.requests.len();
+    let answer = b.query(
+        client(30),
+        &pr_request(Method::GET, 0x61, pr::SLID | pr::DLID | pr::PKEY, |t| {
+            t.set_slid(MY_LID);
+            t.set_dlid(5);
+            t.set_pkey(0xFFFF);
+        }),
+    );
+    assert_eq!(status(&answer), MadStatus::OK);
+    assert_eq!(
+        b.master.requests.len(),
+        asked,
+        "answered from the cache: the master's ClassPortInfo came with the table"
+    );
+}
+
+#[test]
+fn while_the_masters_class_port_info_is_asked_a_query_naming_a_pkey_waits_for_it() {
+    let mut b = Bench::started();
+    // A port change: whether the master applies QoS is asked again.
+    b.core.handle_port_change(b.now, b.core.port());
+    let pkey_query = pr_request(Method::GET, 0x62, pr::SLID | pr::DLID | pr::PKEY, |t| {
+        t.set_slid(MY_LID);
+        t.set_dlid(5);
+        t.set_pkey(0xFFFF);
+    });
+    let asked = b.master.requests.len();
+    b.deliver(client(30), &pkey_query);
+    assert!(b.take_sent(30).is_empty(), "waiting, not answered yet");
+    b.pump();
+    let answers = b.take_sent(30);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(status(&answers[0]), MadStatus::OK);
+    let since: Vec<AttributeId> = b.master.requests[asked..]
+        .iter()
+        .map(|s| s.attribute)
+        .collect();
+    assert!(
+        !since.contains(&AttributeId::PATH_RECORD),
+        "not forwarded: {since:?}"
+    );
+    assert_eq!(b.core.counters().coalesced, 1);
 }
