@@ -99,8 +99,8 @@ impl Counted {
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
         s.write_all(b"status\n").map_err(|e| e.to_string())?;
-        let mut lines = BufReader::new(s.try_clone().map_err(|e| e.to_string())?).lines();
-        while let Some(line) = lines.next() {
+        let lines = BufReader::new(s.try_clone().map_err(|e| e.to_string())?).lines();
+        for line in lines {
             let line = line.map_err(|e| e.to_string())?;
             if let Some(rest) = line.trim().strip_prefix("SA MADs rcvd") {
                 let n = rest
@@ -288,8 +288,7 @@ fn acm_job(sas: &[LocalSa<'_>], lids: &[u16], ranks: u32) -> Result<(), String> 
         }
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into())))
-            .collect::<Result<(), String>>()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into())))
     })
 }
 
@@ -409,7 +408,10 @@ fn distributed(
         .map_err(|e| e.to_string())?;
     let seconds = start.elapsed().as_secs_f64();
     if !out.status.success() {
-        return Err(format!("lsaquery --distribute: {}{}", out.stdout, out.stderr));
+        return Err(format!(
+            "lsaquery --distribute: {}{}",
+            out.stdout, out.stderr
+        ));
     }
     let filled = c.sa_mads()?;
     for line in out.stdout.lines() {
@@ -461,22 +463,16 @@ fn run() -> Result<(), String> {
         topology.switches().len()
     );
     let snapshot = std::env::temp_dir().join(format!("fabric-scale-{}.snap", std::process::id()));
-    let runs: [(&str, Box<dyn Fn() -> Result<Vec<Phase>, String>>); 4] = [
-        ("baseline (no local-sa)", Box::new(|| baseline(&topology, ranks))),
-        ("local-sa, self-filled", Box::new(|| self_filled(&topology, ranks))),
-        (
-            "local-sa, distributor",
-            Box::new(|| distributed(&topology, ranks, &snapshot, false)),
-        ),
-        (
-            "local-sa, distributor --from",
-            Box::new(|| distributed(&topology, ranks, &snapshot, true)),
-        ),
-    ];
-    for (name, scenario) in runs {
-        let phases = scenario()?;
-        report(name, &phases);
-    }
+    report("baseline (no local-sa)", &baseline(&topology, ranks)?);
+    report("local-sa, self-filled", &self_filled(&topology, ranks)?);
+    report(
+        "local-sa, distributor",
+        &distributed(&topology, ranks, &snapshot, false)?,
+    );
+    report(
+        "local-sa, distributor --from",
+        &distributed(&topology, ranks, &snapshot, true)?,
+    );
     let _ = std::fs::remove_file(&snapshot);
     Ok(())
 }

@@ -107,20 +107,20 @@ fn run() -> Result<String, String> {
         // Each request gives up after its retries; nothing for a minute
         // means the transport is stuck.
         let answer = smol::block_on(async {
-            smol::future::or(
-                async { transport.incoming().recv().await.ok() },
-                async {
-                    smol::Timer::after(std::time::Duration::from_secs(60)).await;
-                    None
-                },
-            )
+            smol::future::or(async { transport.incoming().recv().await.ok() }, async {
+                smol::Timer::after(std::time::Duration::from_secs(60)).await;
+                None
+            })
             .await
         })
         .ok_or("no MAD for a minute")?;
         let Ok(mad) = SaMad::parse(&answer.mad) else {
             continue;
         };
-        if in_flight.remove(&(mad.mad().transaction_id() as u32)).is_none() {
+        if in_flight
+            .remove(&(mad.mad().transaction_id() as u32))
+            .is_none()
+        {
             continue;
         }
         if answer.status != 0 {

@@ -5,13 +5,17 @@
 //! door; ranks resolve every
 //! other host with PathRecord Gets. Prints, per N, what the master served
 //! (queries in total and in its busiest second), how long until the last
-//! rank had all its paths, and the resolves' p50/p99.
+//! rank had all its paths, the resolves' p50/p99, and the simulator's
+//! peak memory per node.
 //!
 //! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS] [SETUPS]`
-//! (default 128,512,2048, 1 rank per node, and every setup; SETUPS is a
-//! comma-separated choice of `baseline`, `local-sa` (each node loads its
-//! own table) and `distributor` (a distributor next to the master pushes
-//! every node its table, 32 nodes at a time). `--plot=FILE` also writes
+//! (default 128,512,2048, 1 rank per node, and the first three setups;
+//! SETUPS is a comma-separated choice of `baseline`, `local-sa` (each node
+//! loads its own table), `distributor` (a distributor next to the master
+//! pushes every node its table, 32 nodes at a time), `acm` (as `local-sa`,
+//! the ranks asking through the ibacm door) and `cold` (local-sa with an
+//! empty cache: every resolve a miss it forwards, coalescing the ranks'
+//! identical ones). `--plot=FILE` also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 //!
@@ -25,16 +29,23 @@ mod distributor;
 #[path = "../fixture/mod.rs"]
 mod fixture;
 mod master;
+mod memory;
 mod plot;
 mod world;
 
 use std::time::Duration;
 
 use master::MasterModel;
-use world::{Disturbance, Outcome, Scenario};
+use world::{Disturbance, Door, Outcome, Scenario};
+
+/// The argument that makes the process run one (N, setup) and print its
+/// row: each run gets a process of its own, so that its peak memory is
+/// its own.
+const SINGLE: &str = "--single";
 
 fn main() {
     let plot_to = std::env::args().find_map(|a| a.strip_prefix("--plot=").map(String::from));
+    let single = std::env::args().any(|a| a == SINGLE);
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -50,6 +61,21 @@ fn main() {
         queue: 4096,
         fifo_timeout: Duration::from_secs(10),
     };
+    if single {
+        let (Some(&hosts), Some(setup)) =
+            (sizes.first(), args.get(2).and_then(|s| Setup::parse(s)))
+        else {
+            eprintln!("{SINGLE} takes N RANKS SETUP");
+            std::process::exit(2);
+        };
+        let o = world::run(
+            scenario(hosts, ranks, setup, model),
+            Duration::from_secs(3600),
+        );
+        print_row(hosts, setup, &o, memory::peak() / u64::from(hosts));
+        println!("path queries {}", o.fill.path_queries + o.job.path_queries);
+        return;
+    }
     println!(
         "model master: {} queries/s + {} records/s in table answers, queue {}, requests dropped while the queue's wait passes {:?}; {ranks} rank(s) per node, 16 resolves outstanding per rank",
         model.queries_per_second, model.records_per_second, model.queue, model.fifo_timeout
@@ -62,9 +88,9 @@ fn main() {
         None => vec![Setup::Baseline, Setup::BulkLoad, Setup::Distributor],
     };
     println!(
-        "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries | loads pushed again |"
+        "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries | loads pushed again | memory per node |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut series = [
         plot::Series {
             name: "no local-sa: ranks ask the master",
@@ -79,22 +105,9 @@ fn main() {
     ];
     for &hosts in &sizes {
         for &setup in &setups {
-            let s = Scenario {
-                hosts,
-                ranks,
-                window: 16,
-                local_sa: setup != Setup::Baseline,
-                distributor: (setup == Setup::Distributor).then_some(32),
-                disturbance: None,
-                jitter: true,
-                master: model,
-                wire: Duration::from_micros(5),
-                rank_timeout: Duration::from_secs(1),
-                horizon: Duration::from_secs(60),
+            let Some(queries) = run_alone(hosts, ranks, setup) else {
+                continue;
             };
-            let o = world::run(s, Duration::from_secs(3600));
-            print_row(hosts, setup, &o);
-            let queries = o.fill.path_queries + o.job.path_queries;
             // Log axes: the distributor's zero has no place on them.
             if let Some(s) = series.get_mut(setup as usize) {
                 s.points.push((f64::from(hosts), queries as f64));
@@ -122,6 +135,55 @@ fn main() {
     }
 }
 
+/// Runs one (N, setup) in a process of its own, prints its row and
+/// returns the master's path queries.
+fn run_alone(hosts: u16, ranks: u16, setup: Setup) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let out = std::process::Command::new(exe)
+        .args([SINGLE, &hosts.to_string(), &ranks.to_string(), setup.name()])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut queries = None;
+    for line in text.lines() {
+        match line.strip_prefix("path queries ") {
+            Some(n) => queries = n.parse().ok(),
+            None => println!("{line}"),
+        }
+    }
+    if queries.is_none() {
+        eprintln!(
+            "the run of {hosts} nodes, {} failed: {}",
+            setup.label(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    queries
+}
+
+/// The scenario of one (N, setup) row.
+fn scenario(hosts: u16, ranks: u16, setup: Setup, model: MasterModel) -> Scenario {
+    Scenario {
+        hosts,
+        ranks,
+        window: 16,
+        local_sa: setup != Setup::Baseline,
+        door: if setup == Setup::Acm {
+            Door::Acm
+        } else {
+            Door::Qp1
+        },
+        cold: setup == Setup::Cold,
+        distributor: (setup == Setup::Distributor).then_some(32),
+        disturbance: None,
+        jitter: true,
+        master: model,
+        wire: Duration::from_micros(5),
+        rank_timeout: Duration::from_secs(1),
+        horizon: Duration::from_secs(60),
+    }
+}
+
 /// An SM failover and a 5 % reboot wave after the job, with and without
 /// the cores' jitter: what the master receives from the event on.
 fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
@@ -137,6 +199,8 @@ fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
                     ranks,
                     window: 16,
                     local_sa: true,
+                    door: Door::Qp1,
+                    cold: false,
                     distributor: None,
                     disturbance: Some(event),
                     jitter,
@@ -180,15 +244,32 @@ enum Setup {
     BulkLoad,
     /// local-sa on every node, filled by a distributor next to the master.
     Distributor,
+    /// As `BulkLoad`, the ranks asking through the ibacm door.
+    Acm,
+    /// local-sa on every node with an empty cache.
+    Cold,
 }
 
 impl Setup {
     fn parse(name: &str) -> Option<Self> {
-        match name {
-            "baseline" => Some(Self::Baseline),
-            "local-sa" => Some(Self::BulkLoad),
-            "distributor" => Some(Self::Distributor),
-            _ => None,
+        [
+            Self::Baseline,
+            Self::BulkLoad,
+            Self::Distributor,
+            Self::Acm,
+            Self::Cold,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::BulkLoad => "local-sa",
+            Self::Distributor => "distributor",
+            Self::Acm => "acm",
+            Self::Cold => "cold",
         }
     }
 
@@ -197,15 +278,17 @@ impl Setup {
             Self::Baseline => "no local-sa",
             Self::BulkLoad => "local-sa (bulk load)",
             Self::Distributor => "local-sa (distributor, 32 at a time)",
+            Self::Acm => "local-sa (bulk load), ibacm door",
+            Self::Cold => "local-sa, empty cache (misses forwarded)",
         }
     }
 }
 
-fn print_row(hosts: u16, setup: Setup, o: &Outcome) {
+fn print_row(hosts: u16, setup: Setup, o: &Outcome, memory_per_node: u64) {
     let both = |f: fn(&master::MasterLoad) -> u64| f(&o.fill) + f(&o.job);
     let busiest = o.fill.busiest_second().max(o.job.busiest_second());
     println!(
-        "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} | {} |",
+        "| {hosts} | {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} | {} | {} | {} | {} | {:.0} kB |",
         setup.label(),
         both(|l| l.path_queries),
         both(|l| l.tables),
@@ -220,6 +303,7 @@ fn print_row(hosts: u16, setup: Setup, o: &Outcome) {
         shown(o.max),
         o.rank_retries,
         o.loads_retried,
+        memory_per_node as f64 / 1000.0,
     );
 }
 

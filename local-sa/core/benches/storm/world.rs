@@ -1,7 +1,8 @@
 //! One simulated job start: `hosts` nodes, each with `ranks` ranks that
 //! resolve a path to every other host, asking either their node's
-//! local-sa (the real [`SaCore`], over its QP1 door) or the master SA
-//! directly (the baseline). The cores fill their caches from the master,
+//! local-sa (the real [`SaCore`], over its QP1 door or through the real
+//! ibacm door, [`AcmService`], as ib_acme and librdmacm do) or the master
+//! SA directly (the baseline). The cores fill their caches from the master,
 //! or a distributor next to it pushes them their tables; after the job an
 //! SM failover or a reboot wave may follow ([`Disturbance`]), its load
 //! measured on its own. Everything runs on one virtual clock: MADs
@@ -21,6 +22,9 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
 use slab::Slab;
 
+use local_sa_core::acm::wire::{self as acm_wire, Entry, Opcode, Status as AcmStatus, flags};
+use local_sa_core::acm::{AcmConfig, AcmService, Endpoint, Step};
+use local_sa_core::naming::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
 use crate::distributor::{Distributor, SM_KEY};
@@ -37,6 +41,12 @@ pub(crate) struct Scenario {
     pub(crate) window: usize,
     /// Whether each node runs local-sa (else ranks ask the master).
     pub(crate) local_sa: bool,
+    /// How ranks ask their node's local-sa.
+    pub(crate) door: Door,
+    /// With local-sa: the cores never get their tables (they wait for a
+    /// load that does not come) and the job starts at once, every
+    /// resolve a miss the core forwards (coalescing identical ones).
+    pub(crate) cold: bool,
     /// With local-sa: a distributor next to the master fills the nodes,
     /// this many at a time, and the cores wait for it (`load_wait`) rather
     /// than ask the master for their tables.
@@ -57,6 +67,17 @@ pub(crate) struct Scenario {
     /// past the job's end (what the start's registrations and directory
     /// loads cost comes after the caches are filled).
     pub(crate) horizon: Duration,
+}
+
+/// How a rank asks its node's local-sa.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Door {
+    /// A PathRecord Get (SLID, DLID) on QP1, as MPI libraries and
+    /// saquery-style clients send it.
+    Qp1,
+    /// An ibacm RESOLVE by LID on the node's ibacm socket, as ib_acme and
+    /// librdmacm's `rdma_getaddrinfo` send it.
+    Acm,
 }
 
 /// An event that makes many ports call on the master at once.
@@ -146,6 +167,9 @@ const DISTRIBUTOR_MADS_PER_SECOND: f64 = 250_000.0;
 /// reach the last of 8,192 nodes at its MAD rate (about 84 s).
 const DISTRIBUTOR_LOAD_WAIT: Duration = Duration::from_secs(120);
 
+/// A cold core's wait for a load: longer than any run.
+const COLD_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 /// QP numbers of ranks start here (QP1 is the cores').
 const RANK_QP: u32 = 100;
 
@@ -164,6 +188,8 @@ struct World {
     /// When the distributor's port can put its next MAD on the wire.
     distributor_free: Instant,
     cores: Vec<SaCore>,
+    /// Each node's ibacm door, when ranks use it.
+    acm: Vec<AcmService>,
     core_wake: Vec<Option<Instant>>,
     /// Cores that have had their table, and how many.
     core_ready: Vec<bool>,
@@ -224,6 +250,7 @@ impl World {
             distributor_wake: None,
             distributor_free: start,
             cores: Vec::new(),
+            acm: Vec::new(),
             core_wake: Vec::new(),
             core_ready: vec![false; usize::from(s.hosts)],
             cores_ready: 0,
@@ -253,8 +280,14 @@ impl World {
                     sm_sl: 0,
                 };
                 let core = SaCore::new(core_config(&s), port, start, u32::from(lid));
+                if s.door == Door::Acm {
+                    w.acm.push(acm_door(port));
+                }
                 w.cores.push(core);
                 w.core_wake.push(None);
+            }
+            if s.cold {
+                w.start_ranks();
             }
             for lid in 1..=s.hosts {
                 w.after_core(lid);
@@ -360,7 +393,14 @@ impl World {
         while let Some(t) = self.cores[i].poll_transmit() {
             self.send(me, &t.dest, t.mad);
         }
-        while self.cores[i].poll_local().is_some() {}
+        while let Some(reply) = self.cores[i].poll_local() {
+            let Some(door) = self.acm.get_mut(i) else {
+                continue;
+            };
+            if let Some(step) = door.handle_reply(&reply) {
+                self.acm_step(lid, reply.conn, step);
+            }
+        }
         if let Some(t) = self.cores[i].poll_timeout()
             && self.core_wake[i].is_none_or(|w| t < w || w <= self.now)
         {
@@ -470,6 +510,12 @@ impl World {
     }
 
     fn rank_send(&mut self, node: u16, r: u16, tid: u64, peer: u16) {
+        if self.s.local_sa && self.s.door == Door::Acm {
+            let dest = Entry::for_address(flags::DEST, &naming::Address::Lid(peer));
+            let message = acm_wire::request(Opcode::RESOLVE, [0; 3], &[dest], tid);
+            let step = self.acm[usize::from(node - 1)].handle_message(u64::from(r), &message);
+            return self.acm_step(node, u64::from(r), step);
+        }
         let to = if self.s.local_sa {
             Address::gsi(node, 0)
         } else {
@@ -478,14 +524,47 @@ impl World {
         self.send(rank_address(node, r), &to, get_request(tid, node, peer));
     }
 
-    fn rank_answer(&mut self, node: u16, r: u16, mad: &[u8]) {
-        let Ok(m) = SaMad::parse(mad) else { return };
-        let tid = m.mad().transaction_id();
+    /// What node `node`'s ibacm door does with connection `conn`'s
+    /// request: a reply goes to the rank over its socket (no wire), a
+    /// request to the node's core.
+    fn acm_step(&mut self, node: u16, conn: u64, step: Step) {
+        match step {
+            Step::Reply(bytes) => {
+                let event = Event::Deliver {
+                    to: Party::Rank(node, conn as u16),
+                    from: Address::gsi(node, 0),
+                    mad: bytes,
+                };
+                self.schedule(self.now, event);
+            }
+            Step::Ask { id, request, .. } => {
+                let i = usize::from(node - 1);
+                self.cores[i].handle_local(self.now, conn, id, request);
+                // The reply, from the cache at once or after the master's
+                // answer, comes back through `after_core`.
+                self.after_core(node);
+            }
+        }
+    }
+
+    fn rank_answer(&mut self, node: u16, r: u16, answer: &[u8]) {
+        let (tid, ok) = if self.s.local_sa && self.s.door == Door::Acm {
+            let Some(tid) = answer.get(8..16).and_then(|t| t.try_into().ok()) else {
+                return;
+            };
+            (
+                u64::from_ne_bytes(tid),
+                answer.get(2) == Some(&AcmStatus::SUCCESS.0),
+            )
+        } else {
+            let Ok(m) = SaMad::parse(answer) else { return };
+            (m.mad().transaction_id(), m.mad().status() == MadStatus::OK)
+        };
         let rank = &mut self.ranks[usize::from(node - 1)][usize::from(r)];
         let Some(&(_, first, _)) = rank.outstanding.get(&tid) else {
             return;
         };
-        if m.mad().status() != MadStatus::OK {
+        if !ok {
             // BUSY or a time-out upstream: ask again after a while.
             self.rank_retries += 1;
             return;
@@ -633,12 +712,31 @@ impl World {
     }
 }
 
+/// A node's ibacm door: one endpoint, its port, the default P_Key.
+fn acm_door(port: PortIdentity) -> AcmService {
+    let endpoint = Endpoint {
+        agent: 0,
+        port,
+        dev_guid: port.gid.guid(),
+        port_num: 1,
+        phys_port_cnt: 1,
+        pkey: 0xFFFF,
+        addresses: Vec::new(),
+    };
+    AcmService::new(AcmConfig::default(), vec![endpoint], Names::new())
+}
+
 /// How every simulated core is configured.
 fn core_config(s: &Scenario) -> AgentConfig {
     let mut config = match s.distributor {
         Some(_) => AgentConfig {
             sm_key: Some(SmKey::new(SM_KEY)),
             load_wait: DISTRIBUTOR_LOAD_WAIT,
+            ..AgentConfig::default()
+        },
+        // Waits for a load that never comes: the cache stays empty.
+        None if s.cold => AgentConfig {
+            load_wait: COLD_WAIT,
             ..AgentConfig::default()
         },
         None => AgentConfig::default(),
