@@ -94,6 +94,19 @@ pub(super) fn push_from(
     answers.pop_front().unwrap()
 }
 
+/// A PathRecord Get for the pair (SLID, DLID).
+fn pair_get(slid: u16, dlid: u16) -> Bytes {
+    pr_request(
+        Method::GET,
+        0x70 + u64::from(dlid),
+        pr::SLID | pr::DLID,
+        |t| {
+            t.set_slid(slid);
+            t.set_dlid(dlid);
+        },
+    )
+}
+
 fn modifier(mad: &[u8]) -> u32 {
     SaMad::parse(mad).unwrap().mad().attribute_modifier()
 }
@@ -274,19 +287,8 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
         load_header(Method::SET, 1, key, REPLACE_SOURCES),
         &table(1),
     );
-    let get = |slid: u16, dlid: u16| {
-        pr_request(
-            Method::GET,
-            0x70 + u64::from(dlid),
-            pr::SLID | pr::DLID,
-            |t| {
-                t.set_slid(slid);
-                t.set_dlid(dlid);
-            },
-        )
-    };
     assert_eq!(
-        status(&b.query(client(30), &get(100, 60))),
+        status(&b.query(client(30), &pair_get(100, 60))),
         MadStatus::ERR_NO_RECORDS
     );
     let asked = b.master.requests.len();
@@ -304,7 +306,7 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     assert_eq!(b.core.store().len(), 0);
     // What the cache lost is unknown now: the master answers, with its
     // own record.
-    let answer = b.query(client(30), &get(MY_LID, 5));
+    let answer = b.query(client(30), &pair_get(MY_LID, 5));
     assert_eq!(path_records(&answer), [path(MY_LID, 5)]);
     assert!(b.master.requests.len() > asked, "asked the master");
     assert!(
@@ -314,13 +316,16 @@ fn a_delete_makes_what_it_removed_unknown_never_absent() {
     // Source 100 too: the master, not the cache, says whether it has a
     // path (this fake master knows no LID 100).
     let asked = b.master.requests.len();
-    let answer = b.query(client(30), &get(100, 5));
+    let answer = b.query(client(30), &pair_get(100, 5));
     assert_eq!(status(&answer), MadStatus::ERR_NO_RECORDS);
     assert_eq!(b.master.requests.len(), asked + 1, "asked the master");
     // The next refresh makes this port complete again.
     b.advance(AgentConfig::default().refresh_interval);
     assert!(b.core.is_ready());
-    assert_eq!(status(&b.query(client(30), &get(MY_LID, 5))), MadStatus::OK);
+    assert_eq!(
+        status(&b.query(client(30), &pair_get(MY_LID, 5))),
+        MadStatus::OK
+    );
 }
 
 #[test]
@@ -331,17 +336,6 @@ fn a_delete_of_pairs_gone_at_the_master_keeps_the_sources_complete() {
         load_header(Method::SET, 1, KEY, REPLACE_SOURCES),
         &table(1),
     );
-    let get = |slid: u16, dlid: u16| {
-        pr_request(
-            Method::GET,
-            0x90 + u64::from(dlid),
-            pr::SLID | pr::DLID,
-            |t| {
-                t.set_slid(slid);
-                t.set_dlid(dlid);
-            },
-        )
-    };
     // A distributor's delta after a reroute: (100, 7) and this port's
     // (MY_LID, 5) are gone at the master.
     let answer = push(
@@ -353,15 +347,15 @@ fn a_delete_of_pairs_gone_at_the_master_keeps_the_sources_complete() {
     let asked = b.master.requests.len();
     // Known absent: the cache says so itself, and answers the rest.
     assert_eq!(
-        status(&b.query(client(30), &get(100, 7))),
+        status(&b.query(client(30), &pair_get(100, 7))),
         MadStatus::ERR_NO_RECORDS
     );
     assert_eq!(
-        status(&b.query(client(30), &get(MY_LID, 5))),
+        status(&b.query(client(30), &pair_get(MY_LID, 5))),
         MadStatus::ERR_NO_RECORDS
     );
     assert_eq!(
-        path_records(&b.query(client(30), &get(100, 8))),
+        path_records(&b.query(client(30), &pair_get(100, 8))),
         [path(100, 8)]
     );
     assert_eq!(b.master.requests.len(), asked, "the master was not asked");
