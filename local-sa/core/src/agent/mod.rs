@@ -93,6 +93,9 @@ pub struct SaCore {
     /// ClassPortInfo arrives (QoS-sensitive queries wait for it while it
     /// is asked, and are forwarded otherwise).
     master_qos: Option<bool>,
+    /// The SM LID whose ClassPortInfo `master_qos` came from: after the
+    /// master moves it is used until the new one's answer.
+    master_qos_of: u16,
     /// Queries naming a P_Key, SL, ... waiting for that ClassPortInfo.
     qos_waiters: Vec<(Asker, PathQuery)>,
     epoch: Epoch,
@@ -155,6 +158,7 @@ impl SaCore {
             store: PathStore::new(),
             complete_sources: FastSet::default(),
             master_qos: None,
+            master_qos_of: 0,
             qos_waiters: Vec::new(),
             epoch: 0,
             fabric_ports: 0,
@@ -392,8 +396,8 @@ impl SaCore {
         if me_changed {
             self.store.clear();
             self.complete_sources.clear();
+            self.master_qos = None;
         }
-        self.master_qos = None;
         self.forwarding.forget_answers();
         // The refresh in progress is superseded by the one starting now.
         self.upstream
@@ -408,7 +412,18 @@ impl SaCore {
         } else {
             now + self.refresh_delay()
         });
-        self.next_registration = Some(now);
+        // A new identity registers at once. After a new master (or a
+        // ClientReregister) its ClassPortInfo, the canary and this port's
+        // directory record go at the port's phase of the re-registration
+        // window, before its subscriptions: a fabric whose SM moved does
+        // not send them all in the same second. Until then the cache
+        // answers with what the old master said — its paths and its QoS
+        // policy — as it does until the refresh.
+        self.next_registration = Some(if me_changed {
+            now
+        } else {
+            now + self.reregister_delay()
+        });
         self.register_after_refresh = false;
         // Whatever the master held for this port may be gone.
         self.next_reregistration = Some(now + self.reregister_delay());

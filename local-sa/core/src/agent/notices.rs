@@ -70,12 +70,13 @@ impl SaCore {
         self.apply_inform_effects(now, effects);
     }
 
-    /// Asks the master's ClassPortInfo unless it is known or asked: until
-    /// it says whether the master applies QoS, queries naming a P_Key, SL,
-    /// ServiceID, QoS class or TClass (every ibacm and kernel query) go
-    /// to the master.
+    /// Asks the master's ClassPortInfo unless this master's is known or
+    /// asked: until one says whether the master applies QoS, queries
+    /// naming a P_Key, SL, ServiceID, QoS class or TClass (every ibacm and
+    /// kernel query) go to the master.
     pub(super) fn ask_master_info(&mut self, now: Instant) {
-        if self.master_qos.is_none() && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
+        let known = self.master_qos.is_some() && self.master_qos_of == self.port.sm_lid;
+        if !known && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
             self.send_upstream(now, Purpose::MasterInfo, &req);
@@ -513,6 +514,7 @@ impl SaCore {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
                 self.master_qos = Some(qos);
+                self.master_qos_of = self.port.sm_lid;
             }
             _ => self.retry_registration(now),
         }

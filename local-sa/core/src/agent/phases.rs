@@ -17,9 +17,9 @@ impl SaCore {
     /// How long this port waits before registering everything again with a
     /// new master.
     pub(super) fn reregister_delay(&self) -> Duration {
-        // The canary and this port's directory record, besides what its
-        // consumers hold.
-        let own = self.subscriptions.registry.filters() + self.memberships.groups() + 2;
+        // The master's ClassPortInfo, the canary and this port's directory
+        // record, besides what its consumers hold.
+        let own = self.subscriptions.registry.filters() + self.memberships.groups() + 3;
         let window = self
             .config
             .pace
