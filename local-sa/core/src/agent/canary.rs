@@ -141,5 +141,6 @@ impl SaCore {
         self.next_registration = Some(now);
         self.next_reregistration = Some(now + self.reregister_delay());
         self.next_refresh = Some(now + self.refresh_delay());
+        self.naming.keep_after_next_refresh = true;
     }
 }

@@ -412,6 +412,7 @@ impl SaCore {
         } else {
             now + self.refresh_delay()
         });
+        self.naming.keep_after_next_refresh = master_changed && !me_changed;
         // A new identity registers at once. After a new master (or a
         // ClientReregister) its ClassPortInfo, the canary and this port's
         // directory record go at the port's phase of the re-registration

@@ -52,6 +52,9 @@ pub(super) struct NameState {
     /// When the fetch for a refresh's epoch starts (after the first
     /// refresh, at the port's phase).
     pub(super) fetch_at: Option<(Instant, Epoch)>,
+    /// The next refresh follows a new master (or one that lost its
+    /// state): the names are kept rather than fetched after it.
+    pub(super) keep_after_next_refresh: bool,
     /// What this port publishes in the directory.
     pub(super) publication: Option<Publication>,
     /// The master holds this port's directory record.

@@ -162,7 +162,17 @@ impl SaCore {
             swept, "this port's paths are fresh"
         );
         self.answer_refresh_waiters(MadStatus::OK);
-        if !self.paths_fresh(now, epoch) {
+        if self.paths_fresh(now, epoch) {
+            return;
+        }
+        if std::mem::take(&mut self.naming.keep_after_next_refresh) {
+            // A new master's directory fills again as every port
+            // publishes at its phase; a fetch now would cost the master
+            // two tables per port, on top of the refreshes, for a partial
+            // directory. The names held stand until the next periodic
+            // refresh.
+            debug!("names kept until the next periodic refresh (a new master)");
+        } else {
             self.start_name_fetch(now, epoch);
         }
     }

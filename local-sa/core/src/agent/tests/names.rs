@@ -151,3 +151,36 @@ fn a_master_that_lost_its_records_gets_the_publication_again() {
             .contains_key(&(directory::SERVICE_ID, gid(MY_LID)))
     );
 }
+
+#[test]
+fn after_a_new_master_the_names_held_stand_until_the_next_periodic_refresh() {
+    let mut b = Bench::new(master(Delivery::Rmpp), AgentConfig::default());
+    let asked = b.master.count(AttributeId::NODE_RECORD);
+    // The SM moves; the new master (same fabric) has no directory yet.
+    let mut fresh = master(Delivery::Rmpp);
+    fresh.lid = 3;
+    fresh
+        .services
+        .retain(|(id, _), _| *id != directory::SERVICE_ID);
+    b.master = fresh;
+    let moved = crate::PortIdentity {
+        sm_lid: 3,
+        ..super::bench::my_port()
+    };
+    b.core.handle_port_change(b.now, moved);
+    b.advance(AgentConfig::default().pace.max_window);
+    assert!(b.master.count(AttributeId::PATH_RECORD) > 0, "refreshed");
+    assert_eq!(
+        b.master.count(AttributeId::NODE_RECORD),
+        0,
+        "no names fetched after the port change's refresh (before it: {asked})"
+    );
+    assert_eq!(
+        b.core.names().resolve(&name("compute-5")),
+        Some(gid(5)),
+        "the directory's names kept"
+    );
+    // The next periodic refresh fetches them again.
+    b.advance(AgentConfig::default().refresh_interval);
+    assert_eq!(b.master.count(AttributeId::NODE_RECORD), 1);
+}
