@@ -186,6 +186,30 @@ impl<'f> LocalSa<'f> {
         }
     }
 
+    /// Waits (up to 30 s) until a load of this port's own paths has
+    /// stood for its refresh, and checks that the master was not asked
+    /// for the table: what a distributor's load does to a node started
+    /// with `--load-wait`.
+    pub fn filled_by_a_load(&mut self) -> Result<(), FabricError> {
+        self.wait_until(
+            "a load taken as its refresh",
+            Duration::from_secs(30),
+            |c| c.get("refreshes_loaded").is_some_and(|n| *n >= 1),
+        )?;
+        match self.counter("refreshes") {
+            0 => Ok(()),
+            n => Err(FabricError::NotReady {
+                what: format!(
+                    "local-sa on {} filled by a load only (it refreshed from the master {n} times)",
+                    self.node
+                ),
+                waited: Duration::ZERO,
+                log: self.process.dir().join("stderr"),
+                tail: self.stderr(),
+            }),
+        }
+    }
+
     /// What it has logged so far.
     pub fn stderr(&self) -> String {
         self.process.stderr()

@@ -167,18 +167,7 @@ fn the_distributor_fills_every_local_sa_with_what_opensm_holds_and_then_only_the
         &format!("3 local-sa nodes among {ports} ports probed: 3 filled, 0 unchanged, 0 failed"),
     );
     for sa in &mut nodes {
-        sa.wait_until(
-            "the load taken as its refresh",
-            Duration::from_secs(10),
-            |c| c.get("refreshes_loaded") == Some(&1),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            sa.counter("refreshes"),
-            0,
-            "{}: OpenSM was not asked",
-            sa.node()
-        );
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }
 
     // Each node answers a GetTable from its port from the load, and the

@@ -686,17 +686,8 @@ fn a_distributors_load_stands_for_the_nodes_own_refresh() {
     );
     let n = records.len();
     expect_line(&loaded, &format!("loaded {n} of {n} PathRecords"));
-    sa.wait_until(
-        "the load taken as a refresh",
-        Duration::from_secs(10),
-        |c| c.get("refreshes_loaded") == Some(&1),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        sa.counter("refreshes"),
-        0,
-        "OpenSM was not asked for the table"
-    );
+    sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sa.counter("refreshes_loaded"), 1);
     assert_eq!(sa.counter("records"), n as u64);
 
     // A GetTable from h2's port, answered by h2's local-sa from the load,

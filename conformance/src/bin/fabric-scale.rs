@@ -418,13 +418,7 @@ fn distributed(
         println!("    {line}");
     }
     for sa in &mut sas {
-        sa.wait_until("the load", Duration::from_secs(30), |k| {
-            k.get("refreshes_loaded").is_some_and(|r| *r >= 1)
-        })
-        .map_err(|e| e.to_string())?;
-        if sa.counter("refreshes") != 0 {
-            return Err(format!("{} asked OpenSM for its table", sa.node()));
-        }
+        sa.filled_by_a_load().map_err(|e| e.to_string())?;
     }
     // The nodes' counters lag up to a second behind: what they sent
     // during the fill is counted with what they sent after it.
