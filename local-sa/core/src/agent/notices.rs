@@ -521,8 +521,11 @@ impl SaCore {
         self.release_qos_waiters(now);
     }
 
+    /// Registers again after the back-off — except at start, where the
+    /// registration follows the first refresh whatever failed before it
+    /// (the ClassPortInfo asked with the table).
     pub(super) fn retry_registration(&mut self, now: Instant) {
-        if !self.shutting_down {
+        if !self.shutting_down && !self.register_after_refresh {
             let at = now + self.config.retry_backoff;
             self.next_registration = Some(self.next_registration.map_or(at, |t| t.min(at)));
         }

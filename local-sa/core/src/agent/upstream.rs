@@ -108,9 +108,6 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, None)
             }
             Purpose::Relay(request) => self.respond_error(&request, MadStatus::BUSY),
-            // At start it was asked with the table: the registration that
-            // follows the first refresh asks it again.
-            Purpose::MasterInfo if self.register_after_refresh => self.release_qos_waiters(now),
             Purpose::MasterInfo => {
                 self.retry_registration(now);
                 self.release_qos_waiters(now);

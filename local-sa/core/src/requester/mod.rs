@@ -684,13 +684,13 @@ impl<A: Clone, T> Requester<A, T> {
     }
 }
 
-/// Puts out what an RMPP request's sender has to send; once it is done,
-/// the request waits one time-out for its answer.
 /// A time-out as the transport takes it, in milliseconds.
 fn millis(timeout: Duration) -> u32 {
     u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX)
 }
 
+/// Puts out what an RMPP request's sender has to send; once it is done,
+/// the request waits one time-out for its answer.
 fn flush_sender<A: Clone, T>(
     p: &mut Pending<A, T>,
     now: Instant,
