@@ -35,6 +35,7 @@ pub mod directory;
 #[doc(hidden)]
 pub mod fuzzing;
 mod inbound;
+pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;
 pub mod naming;

@@ -330,7 +330,8 @@ pub(crate) struct Cli {
     )]
     pub(crate) master_window: usize,
     /// With --distribute: milliseconds each attempt of a whole table at
-    /// the master waits (the master may take long over a big one).
+    /// the master waits (the master may take long over a big one;
+    /// --retries more attempts follow the first).
     #[arg(
         long = "table-timeout",
         value_name = "MS",

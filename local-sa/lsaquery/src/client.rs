@@ -64,10 +64,8 @@ impl Client {
     /// Sends `request` (a whole MAD) to `dest`; its end comes from
     /// [`Client::next_completion`] under the returned token.
     pub(crate) fn start(&mut self, dest: MadAddress, request: &[u8]) -> Token {
-        let token = self.token();
-        self.requester
-            .send(Instant::now(), dest, token, request, &mut self.out);
-        token
+        let attempts = self.requester.config().attempts();
+        self.start_with(dest, request, attempts)
     }
 
     /// As [`Client::start`], with `attempts` rather than the configured

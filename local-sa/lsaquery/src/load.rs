@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
+use local_sa_core::load_flags::REPLACE_SOURCES;
 use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
@@ -14,14 +15,6 @@ use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::records_file;
 use crate::session::{Failure, Session};
-
-/// AttributeModifier bit 0 of a load: the records are the whole table of
-/// every source they name.
-pub(crate) const REPLACE_SOURCES: u32 = 1;
-
-/// AttributeModifier bit 0 of a delete: the pairs are gone at the master
-/// too; the sources stay complete.
-pub(crate) const KNOWN_ABSENT: u32 = 1;
 
 /// Reads the PathRecords of a text dump.
 pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {

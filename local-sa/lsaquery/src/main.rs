@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use local_sa_core::requester::{Answer, RequesterConfig};
+use local_sa_core::requester::{Answer, Attempts, RequesterConfig};
 use mad_codec::records::SaRecord;
 use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, Method, NodeRecord, PathRecord, SaMad,
@@ -76,7 +76,10 @@ impl Mode {
                 window: cli.window,
                 master_window: cli.master_window,
                 attempts: cli.retries + 1,
-                table_timeout: Duration::from_millis(cli.table_timeout_ms.max(1)),
+                table_attempts: Attempts {
+                    timeout: Duration::from_millis(cli.table_timeout_ms.max(1)),
+                    retries: cli.retries,
+                },
                 probe_timeout: Duration::from_millis(cli.timeout_ms.max(1)),
             }));
         }

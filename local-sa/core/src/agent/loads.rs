@@ -34,17 +34,9 @@ use tracing::{info, warn};
 use super::SaCore;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
+use crate::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
 use crate::respond;
 use crate::transfers::Event;
-
-/// AttributeModifier bit 0 of a Set: the load is the whole table of each
-/// source it names.
-pub(crate) const REPLACE_SOURCES: u32 = 1;
-
-/// AttributeModifier bit 0 of a Delete: the pairs are gone at the master
-/// too, so what is removed is known absent and the sources keep their
-/// completeness.
-pub(crate) const KNOWN_ABSENT: u32 = 1;
 
 impl SaCore {
     /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP

@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use local_sa_core::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
 use umad::MadAddress;
@@ -34,7 +35,6 @@ use self::delta::Push;
 use self::endpoints::{Endpoint, Fabric, table_request};
 use self::summary::{NodeOutcome, Summary, Tally};
 use crate::client::Token;
-use crate::load::{KNOWN_ABSENT, REPLACE_SOURCES};
 use crate::progress::ProgressBar;
 use crate::session::{Failure, Session};
 
@@ -54,8 +54,9 @@ pub(crate) struct Options {
     pub(crate) master_window: usize,
     /// Attempts per node.
     pub(crate) attempts: u32,
-    /// Wait per attempt of a whole table at the master.
-    pub(crate) table_timeout: Duration,
+    /// Each whole table's attempts at the master (the master may take
+    /// long over one).
+    pub(crate) table_attempts: Attempts,
     /// Wait per attempt of the probe that tells whether a port runs
     /// local-sa.
     pub(crate) probe_timeout: Duration,
@@ -210,10 +211,7 @@ impl<'s> Distribution<'s> {
             window: options.window.max(1),
             master_window: options.master_window.max(1),
             attempts: options.attempts.max(1),
-            table_attempts: Attempts {
-                timeout: options.table_timeout,
-                retries: 3,
-            },
+            table_attempts: options.table_attempts,
             dlids: fabric.dlids.clone(),
             nodes,
             queue,

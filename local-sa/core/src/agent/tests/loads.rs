@@ -18,8 +18,8 @@ use super::bench::{
 };
 use super::fake_master::{FakeMaster, gid, path};
 use crate::agent::AgentConfig;
-use crate::agent::loads::{KNOWN_ABSENT, REPLACE_SOURCES};
 use crate::config::SmKey;
+use crate::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
 
 /// Where loads come from.
 pub(super) const LOADER: u16 = 50;

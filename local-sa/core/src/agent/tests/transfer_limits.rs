@@ -16,8 +16,8 @@ use super::bench::{Bench, HOSTS, MASTER_LID, client, path_records, pr_request, s
 use super::fake_master::{FakeMaster, gid};
 use super::loads::{KEY, LOADER, keyed, load_header, push, push_from, table};
 use crate::agent::AgentConfig;
-use crate::agent::loads::REPLACE_SOURCES;
 use crate::config::SmKey;
+use crate::load_flags::REPLACE_SOURCES;
 use crate::transfers::TransferLimits;
 
 /// The first segment of a load announcing `records` PathRecords, from
