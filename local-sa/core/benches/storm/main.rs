@@ -195,19 +195,9 @@ fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
         for event in [Disturbance::Failover, Disturbance::Reboot(5)] {
             for jitter in [true, false] {
                 let s = Scenario {
-                    hosts,
-                    ranks,
-                    window: 16,
-                    local_sa: true,
-                    door: Door::Qp1,
-                    cold: false,
-                    distributor: None,
                     disturbance: Some(event),
                     jitter,
-                    master: model,
-                    wire: Duration::from_micros(5),
-                    rank_timeout: Duration::from_secs(1),
-                    horizon: Duration::from_secs(60),
+                    ..scenario(hosts, ranks, Setup::BulkLoad, model)
                 };
                 let o = world::run(s, Duration::from_secs(3600));
                 let Some(a) = o.aftermath else { continue };
