@@ -1,7 +1,10 @@
 //! Memory the PathRecord store holds per cached record: the growth of the
 //! process's resident set (VmRSS, what `ps` shows an operator) while 1 M
 //! and then 100 K records (1000 destinations per source) are inserted as a
-//! load or a refresh inserts them; and the memory the names table holds
+//! load or a refresh inserts them; the same for one node's own table (one
+//! source, a record to each of 8,191 or 9,999 other hosts, inserted as a
+//! bulk load inserts it: room for the table made first, then the records);
+//! and the memory the names table holds
 //! per host (a 10-byte host name and an IPv4 address, as the directory
 //! gives them) for 10 K and 100 K hosts. Allocator overhead and the spare
 //! capacity of growing tables are included. Run with
@@ -31,6 +34,17 @@ fn store_of(sources: u16) -> (PathStore, usize) {
         for d in 2001..3001u16 {
             store.insert(record(s, d), 1);
         }
+    }
+    let bytes = rss().saturating_sub(before);
+    (store, bytes)
+}
+
+fn own_table_of(hosts: u16) -> (PathStore, usize) {
+    let before = rss();
+    let mut store = PathStore::new();
+    store.expect_table(usize::from(hosts) - 1);
+    for d in 2..=hosts {
+        store.insert(record(1, d), 1);
     }
     let bytes = rss().saturating_sub(before);
     (store, bytes)
@@ -70,6 +84,21 @@ fn main() {
         );
         return;
     }
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--own")
+        .and_then(|i| args.get(i + 1))
+    {
+        let hosts: u16 = n.parse().expect("a number of hosts");
+        let (store, bytes) = own_table_of(hosts);
+        println!(
+            "  {:>9} records of one source: {:>6.2} MiB, {:>5.1} bytes per record",
+            store.len(),
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / store.len() as f64,
+        );
+        return;
+    }
     // One size per process, so that memory freed by one measurement cannot
     // be reused by the next.
     if let Some(n) = args
@@ -105,6 +134,15 @@ fn main() {
     };
     for sources in sizes {
         run("--sources", u32::from(*sources));
+    }
+    println!("One node's own table (resident set growth)");
+    let own: &[u32] = if sizes.len() > 1 {
+        &[8192, 10_000]
+    } else {
+        &[100]
+    };
+    for n in own {
+        run("--own", *n);
     }
     println!("Names table memory (resident set growth; a host name and an IPv4 address per host)");
     let hosts: &[u32] = if sizes.len() > 1 {

@@ -161,6 +161,7 @@ impl SaCore {
     fn store_records(&mut self, records: &[PathRecord], replace: bool) -> usize {
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
+        self.store.expect_table(records.len());
         for r in records {
             self.store.insert(*r, epoch);
         }

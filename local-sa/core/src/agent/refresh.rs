@@ -77,6 +77,8 @@ impl SaCore {
             self.refresh = start;
             return self.walk(now);
         }
+        self.store
+            .expect_table(answer.records::<PathRecord>().count());
         for r in answer.records::<PathRecord>() {
             self.store.insert(*r, epoch);
         }

@@ -5,9 +5,10 @@
 //!   naming both ends, by LID or by GID, comes down to.
 //! * `by_source` and `by_dest` list the records from or to one LID, for
 //!   queries that name one end only. LIDs are 16-bit, so these are dense
-//!   tables of at most 48K lists, not per-record maps.
+//!   tables of 8 bytes per LID ([`lid_lists`]), not per-record maps.
 //! * `ports` resolves a port GUID (the interface ID of a GID) to the base
-//!   LID and LMC the records carry for it.
+//!   LID and LMC the records carry for it; `lid_owner`, dense by LID, gives
+//!   the GUID back.
 //!
 //! Every record carries the epoch of the refresh that last confirmed it;
 //! a full refresh stamps what it sees with a new epoch and then sweeps the
@@ -15,12 +16,16 @@
 
 use std::ops::RangeInclusive;
 
+use std::num::NonZeroU64;
+
 use mad_codec::{Gid, PathRecord};
 use slab::Slab;
 
 mod fast_hash;
+mod lid_lists;
 
 pub use self::fast_hash::{FastHasher, FastMap, FastSet};
+use self::lid_lists::LidLists;
 
 /// A refresh generation.
 pub type Epoch = u32;
@@ -46,34 +51,18 @@ pub struct PortLids {
 pub struct PathStore {
     records: Slab<StoredPath>,
     by_pair: FastMap<u32, u32>,
-    by_source: Vec<Vec<u32>>,
-    by_dest: Vec<Vec<u32>>,
+    by_source: LidLists,
+    by_dest: LidLists,
     ports: FastMap<u64, PortLids>,
-    lid_owner: FastMap<u16, u64>,
+    /// The GUID last seen at each LID. A GUID of 0 is not a port's (IBA
+    /// 4.1.1: EUI-64, never zero), so it is not recorded.
+    lid_owner: Vec<Option<NonZeroU64>>,
 }
 
 /// The key of the pair (SLID, DLID): SLID << 16 | DLID, the order of
 /// [`PathStore::page`].
 pub fn pair_key(slid: u16, dlid: u16) -> u32 {
     u32::from(slid) << 16 | u32::from(dlid)
-}
-
-/// Adds `id` to the list at `lid`, growing the table as needed.
-fn push_at(table: &mut Vec<Vec<u32>>, lid: u16, id: u32) {
-    let i = usize::from(lid);
-    if table.len() <= i {
-        table.resize_with(i + 1, Vec::new);
-    }
-    table[i].push(id);
-}
-
-/// Removes `id` from the list at `lid` (order is not kept).
-fn remove_at(table: &mut [Vec<u32>], lid: u16, id: u32) {
-    if let Some(list) = table.get_mut(usize::from(lid))
-        && let Some(pos) = list.iter().position(|x| *x == id)
-    {
-        list.swap_remove(pos);
-    }
 }
 
 impl PathStore {
@@ -90,6 +79,19 @@ impl PathStore {
     /// True when the store holds nothing.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+    }
+
+    /// Makes room for a table of `records` records about to be
+    /// inserted into an empty store (a first fill or a refresh after a
+    /// clear): exactly that room, where growing by doubling would hold up
+    /// to twice what the table needs. A store that holds records already
+    /// mostly gets replacements and is left as it is.
+    pub fn expect_table(&mut self, records: usize) {
+        if !self.is_empty() {
+            return;
+        }
+        self.records.reserve_exact(records);
+        self.by_pair.reserve(records);
     }
 
     /// Inserts or replaces the record for its (SLID, DLID) pair, stamped
@@ -112,13 +114,17 @@ impl PathStore {
             return false;
         };
         self.by_pair.insert(key, id);
-        push_at(&mut self.by_source, slid, id);
-        push_at(&mut self.by_dest, dlid, id);
+        self.by_source.push(slid, id);
+        self.by_dest.push(dlid, id);
         false
     }
 
     fn note_port(&mut self, gid: Gid, lid: u16) {
-        self.lid_owner.insert(lid, gid.guid());
+        let i = usize::from(lid);
+        if self.lid_owner.len() <= i {
+            self.lid_owner.resize(i + 1, None);
+        }
+        self.lid_owner[i] = NonZeroU64::new(gid.guid());
         let entry = self
             .ports
             .entry(gid.guid())
@@ -141,26 +147,23 @@ impl PathStore {
     pub fn remove(&mut self, slid: u16, dlid: u16) -> Option<PathRecord> {
         let id = self.by_pair.remove(&pair_key(slid, dlid))?;
         let stored = self.records.try_remove(id as usize)?;
-        remove_at(&mut self.by_source, slid, id);
-        remove_at(&mut self.by_dest, dlid, id);
+        self.by_source.remove(slid, id);
+        self.by_dest.remove(dlid, id);
         Some(stored.record)
     }
 
     /// Records whose SLID is `slid`.
     pub fn from_lid(&self, slid: u16) -> impl Iterator<Item = &PathRecord> {
-        self.list(&self.by_source, slid)
+        self.list(self.by_source.get(slid))
     }
 
     /// Records whose DLID is `dlid`.
     pub fn to_lid(&self, dlid: u16) -> impl Iterator<Item = &PathRecord> {
-        self.list(&self.by_dest, dlid)
+        self.list(self.by_dest.get(dlid))
     }
 
-    fn list<'a>(&'a self, table: &'a [Vec<u32>], lid: u16) -> impl Iterator<Item = &'a PathRecord> {
-        table
-            .get(usize::from(lid))
-            .into_iter()
-            .flatten()
+    fn list<'a>(&'a self, ids: &'a [u32]) -> impl Iterator<Item = &'a PathRecord> {
+        ids.iter()
             .filter_map(|id| self.records.get(*id as usize).map(|s| &s.record))
     }
 
@@ -175,8 +178,8 @@ impl PathStore {
     /// meanwhile.
     pub fn page(&self, from: u32, max: usize) -> Vec<PathRecord> {
         let mut page = Vec::with_capacity(max.min(self.len()));
-        let first = usize::from((from >> 16) as u16);
-        for (slid, ids) in self.by_source.iter().enumerate().skip(first) {
+        let first = (from >> 16) as u16;
+        for (slid, ids) in self.by_source.from(first) {
             if page.len() >= max {
                 break;
             }
@@ -210,7 +213,12 @@ impl PathStore {
 
     /// The GUID of the port that answers to `lid`, as the records show it.
     pub fn port_at(&self, lid: u16) -> Option<(u64, PortLids)> {
-        let guid = *self.lid_owner.get(&lid)?;
+        let guid = self
+            .lid_owner
+            .get(usize::from(lid))
+            .copied()
+            .flatten()?
+            .get();
         self.port(guid).map(|p| (guid, p))
     }
 
@@ -222,15 +230,16 @@ impl PathStore {
         };
         let mut removed = 0;
         for lid in port.lid..=port.lid.saturating_add(port.span) {
-            if self.lid_owner.get(&lid) == Some(&guid) {
-                self.lid_owner.remove(&lid);
+            if let Some(owner) = self.lid_owner.get_mut(usize::from(lid))
+                && owner.map(NonZeroU64::get) == Some(guid)
+            {
+                *owner = None;
             }
             let ids: Vec<u32> = self
                 .by_dest
-                .get(usize::from(lid))
-                .into_iter()
-                .chain(self.by_source.get(usize::from(lid)))
-                .flatten()
+                .get(lid)
+                .iter()
+                .chain(self.by_source.get(lid))
                 .copied()
                 .collect();
             for id in ids {
@@ -257,7 +266,7 @@ impl PathStore {
     pub fn sweep_from(&mut self, slids: RangeInclusive<u16>, current: Epoch) -> usize {
         let mut stale = Vec::new();
         for slid in slids {
-            let ids = self.by_source.get(usize::from(slid)).into_iter().flatten();
+            let ids = self.by_source.get(slid).iter();
             stale.extend(
                 ids.filter_map(|id| self.records.get(*id as usize))
                     .filter(|s| s.epoch != current)
