@@ -137,7 +137,7 @@ impl SaCore {
     /// Everything the master held for this port is gone: subscriptions,
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {
-        self.master_qos = None;
+        self.master_info = None;
         self.next_registration = Some(now);
         self.next_reregistration = Some(now + self.reregister_delay());
         self.next_refresh = Some(now + self.refresh_delay());

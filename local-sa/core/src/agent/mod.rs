@@ -82,6 +82,15 @@ enum RefreshState {
     },
 }
 
+/// The master SA's ClassPortInfo, as far as path queries need it.
+#[derive(Debug, Clone, Copy)]
+struct MasterInfo {
+    /// Whether it applies QoS policy (CapabilityMask2's QoS bit).
+    qos: bool,
+    /// The SM LID it came from.
+    sm_lid: u16,
+}
+
 /// An SA agent for one port.
 #[derive(Debug)]
 pub struct SaCore {
@@ -89,13 +98,11 @@ pub struct SaCore {
     port: PortIdentity,
     store: PathStore,
     complete_sources: FastSet<u64>,
-    /// Whether the master applies QoS policy; `None` until its
-    /// ClassPortInfo arrives (QoS-sensitive queries wait for it while it
-    /// is asked, and are forwarded otherwise).
-    master_qos: Option<bool>,
-    /// The SM LID whose ClassPortInfo `master_qos` came from: after the
-    /// master moves it is used until the new one's answer.
-    master_qos_of: u16,
+    /// What the master's ClassPortInfo said; `None` until it arrives
+    /// (QoS-sensitive queries wait for it while it is asked, and are
+    /// forwarded otherwise). After the master moves, the old master's
+    /// answer is used until the new one's.
+    master_info: Option<MasterInfo>,
     /// Queries naming a P_Key, SL, ... waiting for that ClassPortInfo.
     qos_waiters: Vec<(Asker, PathQuery)>,
     epoch: Epoch,
@@ -157,8 +164,7 @@ impl SaCore {
             port,
             store: PathStore::new(),
             complete_sources: FastSet::default(),
-            master_qos: None,
-            master_qos_of: 0,
+            master_info: None,
             qos_waiters: Vec::new(),
             epoch: 0,
             fabric_ports: 0,
@@ -396,7 +402,7 @@ impl SaCore {
         if me_changed {
             self.store.clear();
             self.complete_sources.clear();
-            self.master_qos = None;
+            self.master_info = None;
         }
         self.forwarding.forget_answers();
         // The refresh in progress is superseded by the one starting now.

@@ -28,9 +28,9 @@ use mad_codec::{
 };
 use tracing::{debug, info, warn};
 
-use super::SaCore;
 use super::parties::{Asker, Subscriber};
 use super::purpose::Purpose;
+use super::{MasterInfo, SaCore};
 use crate::address::{Address, Transmit};
 use crate::inbound::SaRequest;
 use crate::request::{LocalBody, LocalReply};
@@ -75,7 +75,9 @@ impl SaCore {
     /// naming a P_Key, SL, ServiceID, QoS class or TClass (every ibacm and
     /// kernel query) go to the master.
     pub(super) fn ask_master_info(&mut self, now: Instant) {
-        let known = self.master_qos.is_some() && self.master_qos_of == self.port.sm_lid;
+        let known = self
+            .master_info
+            .is_some_and(|m| m.sm_lid == self.port.sm_lid);
         if !known && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
@@ -513,8 +515,10 @@ impl SaCore {
             (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
-                self.master_qos = Some(qos);
-                self.master_qos_of = self.port.sm_lid;
+                self.master_info = Some(MasterInfo {
+                    qos,
+                    sm_lid: self.port.sm_lid,
+                });
             }
             _ => self.retry_registration(now),
         }

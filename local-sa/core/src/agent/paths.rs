@@ -53,7 +53,7 @@ impl SaCore {
             store: &self.store,
             subnet_prefix: self.port.gid.prefix(),
             complete_sources: &self.complete_sources,
-            master_qos: self.master_qos.unwrap_or(true),
+            master_qos: self.master_info.is_none_or(|m| m.qos),
         };
         match path_query::evaluate(&k, query.method, query.mask, &query.template) {
             Outcome::Records(records) => {
@@ -101,7 +101,7 @@ impl SaCore {
     /// True when the master's ClassPortInfo is unknown but asked, and the
     /// queries waiting for it are fewer than [`MAX_QOS_WAITERS`].
     fn awaiting_master_info(&self) -> bool {
-        self.master_qos.is_none()
+        self.master_info.is_none()
             && self.qos_waiters.len() < MAX_QOS_WAITERS
             && self.upstream.any_pending(|p| *p == Purpose::MasterInfo)
     }
