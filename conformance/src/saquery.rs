@@ -26,6 +26,15 @@ pub fn parse_mad_dump(output: &str) -> Option<MadDump> {
     })
 }
 
+/// The status and data (the records from the AttributeOffset on) of the
+/// SA answer saquery or lsaquery printed with `-d`; `None` when no answer
+/// was printed or it does not decode as an SA MAD.
+pub fn printed_answer(output: &str) -> Option<(mad_codec::MadStatus, Vec<u8>)> {
+    let mad = parse_mad_dump(output)?.response?;
+    let m = mad_codec::SaMad::parse(&mad).ok()?;
+    Some((m.mad().status(), m.data().to_vec()))
+}
+
 /// True for a line of hex groups, as MAD dumps are printed (groups of two
 /// bytes, the last of an odd-length dump one byte).
 pub fn is_hex_line(line: &str) -> bool {

@@ -14,10 +14,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::saquery::parse_mad_dump;
+use conformance::saquery::printed_answer;
 use conformance::{Fabric, LocalSa, Node, Topology};
 use mad_codec::zerocopy::FromBytes;
-use mad_codec::{Gid, PathRecord, SaMad};
+use mad_codec::{Gid, PathRecord};
 
 /// The adapter every simulated node has (umad2sim's name).
 const SIM_CA: &str = "ibsim0";
@@ -65,11 +65,9 @@ fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
         .arg("-d")
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mad = parse_mad_dump(&out.stdout)
-        .and_then(|d| d.response)
+    let (_, data) = printed_answer(&out.stdout)
         .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
-    let m = SaMad::parse(&mad).unwrap_or_else(|e| panic!("{e}"));
-    PathRecord::read_from_bytes(&m.data()[..64]).unwrap()
+    PathRecord::read_from_bytes(&data[..64]).unwrap()
 }
 
 /// `lsaquery --resolve DEST --json` through `socket`: its output, which

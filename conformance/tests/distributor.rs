@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use conformance::saquery::{parse_mad_dump, parse_printed_records, path_record_dump};
+use conformance::saquery::{parse_printed_records, path_record_dump, printed_answer};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
-use mad_codec::{Gid, PathRecord, SaMad};
+use mad_codec::{Gid, PathRecord};
 
 /// The SM_Key the local-sa nodes are started with.
 const KEY: &str = "0x5eed";
@@ -78,11 +78,7 @@ fn table_from(node: &Node<'_>, sa_lid: u16, sgid: Gid) -> Vec<PathRecord> {
 
 /// The status and data of the SA answer lsaquery printed with `-d`.
 fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
-    let mad = parse_mad_dump(&out.stdout)
-        .and_then(|d| d.response)
-        .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
-    let m = SaMad::parse(&mad).unwrap();
-    (m.mad().status(), m.data().to_vec())
+    printed_answer(&out.stdout).unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr))
 }
 
 /// What OpenSM answers for the paths from `slid` to `dlid` (the simulator

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use conformance::saquery::{parse_mad_dump, path_record_dump};
+use conformance::saquery::{path_record_dump, printed_answer};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
-use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, SaMad, Selector};
+use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, Selector};
 
 /// The SM_Key local-sa is started with.
 const KEY: &str = "0x5eed";
@@ -95,11 +95,7 @@ fn table_from(node: &Node<'_>, sa_lid: &str, sgid: Gid) -> BTreeSet<Vec<u8>> {
 
 /// The status and data of the SA answer lsaquery printed with `-d`.
 fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
-    let mad = parse_mad_dump(&out.stdout)
-        .and_then(|d| d.response)
-        .unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr));
-    let m = SaMad::parse(&mad).unwrap();
-    (m.mad().status(), m.data().to_vec())
+    printed_answer(&out.stdout).unwrap_or_else(|| panic!("no answer: {}{}", out.stdout, out.stderr))
 }
 
 /// Writes the table of local-sa at LID `me` for its own port, as `node`

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use conformance::saquery::{parse_mad_dump, parse_printed_records};
+use conformance::saquery::{parse_printed_records, printed_answer};
 use conformance::{Fabric, LocalSa, Node, Topology};
-use mad_codec::{Gid, MadStatus, SaMad};
+use mad_codec::{Gid, MadStatus};
 
 /// Status and record bytes of a PathRecord Get for `pair` from `node`,
 /// to local-sa (no `aim`) or to OpenSM (`--master`).
@@ -18,16 +18,14 @@ fn get(node: &Node<'_>, aim: &[&str], pair: &str) -> (MadStatus, Vec<u8>) {
         .args(["--src-to-dst", pair, "--method", "get", "-d"])
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mad = parse_mad_dump(&out.stdout)
-        .and_then(|d| d.response)
-        .unwrap_or_else(|| panic!("no answer: {}", out.stderr));
-    let m = SaMad::parse(&mad).unwrap();
-    let record = if m.mad().status().is_ok() {
-        m.data()[..64].to_vec()
+    let (status, data) =
+        printed_answer(&out.stdout).unwrap_or_else(|| panic!("no answer: {}", out.stderr));
+    let record = if status.is_ok() {
+        data[..64].to_vec()
     } else {
         Vec::new()
     };
-    (m.mad().status(), record)
+    (status, record)
 }
 
 #[test]
