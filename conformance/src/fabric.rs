@@ -644,6 +644,7 @@ impl<'f> Node<'f> {
             envs: Vec::new(),
             timeout: Duration::from_secs(60),
             socket: None,
+            closed_stdout: false,
         }
     }
 
@@ -727,6 +728,8 @@ pub struct NodeCommand<'f> {
     timeout: Duration,
     /// A socket the program inherits as systemd passes one.
     socket: Option<std::os::fd::OwnedFd>,
+    /// Standard output a pipe nobody reads ([`NodeCommand::closed_stdout`]).
+    closed_stdout: bool,
 }
 
 impl<'f> NodeCommand<'f> {
@@ -768,6 +771,14 @@ impl<'f> NodeCommand<'f> {
         self.env("SIM_SET_ISSM", "1")
     }
 
+    /// Standard output is a pipe whose reader has already gone (`| head`
+    /// at its worst): every write to it fails with EPIPE. Nothing of it
+    /// is captured.
+    pub fn closed_stdout(mut self) -> Self {
+        self.closed_stdout = true;
+        self
+    }
+
     /// Time limit for [`NodeCommand::output`] (default 60 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -804,6 +815,11 @@ impl<'f> NodeCommand<'f> {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
+        if self.closed_stdout {
+            let (reader, writer) = io::pipe().map_err(io_err("creating a pipe"))?;
+            drop(reader);
+            cmd.stdout(writer);
+        }
         Ok((cmd, dir))
     }
 

@@ -53,6 +53,29 @@ fn administrators_dump_flush_and_refresh_the_cache() {
         "{}",
         dump.stderr
     );
+    // A reader that goes away (`lsaquery ... | head -1`) ends the output
+    // quietly, with exit status 0, whatever is being printed.
+    for args in [
+        &["--dump"][..],
+        &["-p"],
+        &["-p", "--json"],
+        &["-p", "--dlid", &far.lid.to_string(), "-d"],
+    ] {
+        let out = node
+            .lsaquery()
+            .arg("--api-socket")
+            .arg(&api)
+            .args(args)
+            .closed_stdout()
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && !out.stderr.contains("panicked"),
+            "lsaquery {args:?} into a closed pipe: {}\n{}",
+            out.status,
+            out.stderr
+        );
+    }
     let mut opensm = String::new();
     for line in dump.stdout.lines() {
         let dlid = json_number(line, "dlid");

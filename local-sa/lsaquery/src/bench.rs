@@ -61,9 +61,9 @@ pub(crate) async fn run(
     t.latencies.sort_unstable();
     let report = Report::new(&t, total, window, elapsed);
     if session.json {
-        println!("{}", report.json(session.dest.lid));
+        outln!("{}", report.json(session.dest.lid))?;
     } else {
-        print!("{}", report.text(session.dest.lid, query));
+        out!("{}", report.text(session.dest.lid, query))?;
     }
     match (t.latencies.is_empty(), t.first_failure) {
         (true, Some(f)) => Err(Failure::new(4, format!("no query was answered: {f}"))),

@@ -26,12 +26,12 @@ pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Fai
     let took = started.elapsed().as_secs_f64();
     let (before, after) = change(&answer)?;
     if conn.json() {
-        println!(
+        outln!(
             "{{\"port\": {}, \"before\": {before}, \"after\": {after}, \"seconds\": {took:.3}}}",
             json_string(port)
-        );
+        )?;
     } else {
-        println!("{port}: {before} PathRecords before, {after} after; refreshed in {took:.3} s");
+        outln!("{port}: {before} PathRecords before, {after} after; refreshed in {took:.3} s")?;
     }
     Ok(())
 }
@@ -41,11 +41,11 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
     let answer = conn.call(&Request::Flush).await?;
     let (before, _) = change(&answer)?;
     if conn.json() {
-        println!("{{\"port\": {}, \"dropped\": {before}}}", json_string(port));
+        outln!("{{\"port\": {}, \"dropped\": {before}}}", json_string(port))?;
     } else {
-        println!(
+        outln!(
             "{port}: {before} PathRecords dropped; queries go to the master SA until the next refresh or load"
-        );
+        )?;
     }
     Ok(())
 }

@@ -91,11 +91,11 @@ pub(crate) async fn load(session: &mut Session, path: &Path, replace: bool) -> R
         &records,
     )
     .await?;
-    println!(
+    outln!(
         "loaded {stored} of {} PathRecords into the SA at LID {}",
         records.len(),
         session.dest.lid
-    );
+    )?;
     Ok(())
 }
 
@@ -103,11 +103,11 @@ pub(crate) async fn load(session: &mut Session, path: &Path, replace: bool) -> R
 pub(crate) async fn delete_named(session: &mut Session, path: &Path) -> Result<(), Failure> {
     let records = read(path)?;
     let removed = push(session, Method::DELETE, ComponentMask::NONE, 0, &records).await?;
-    println!(
+    outln!(
         "deleted {removed} of {} PathRecords from the SA at LID {}",
         records.len(),
         session.dest.lid
-    );
+    )?;
     Ok(())
 }
 
@@ -124,9 +124,9 @@ pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Res
         .map(|(r, _)| r)
         .map_err(|_| Failure::new(2, "--delete-matching: no PathRecord template"))?;
     let removed = push(session, Method::DELETE, query.mask, 0, &[template]).await?;
-    println!(
+    outln!(
         "deleted {removed} PathRecords from the SA at LID {}",
         session.dest.lid
-    );
+    )?;
     Ok(())
 }

@@ -98,7 +98,7 @@ impl Connection {
         loop {
             let f = self.read_frame().await?;
             if f.kind == kind::NOTICE {
-                self.print_notice(&f);
+                self.print_notice(&f)?;
                 continue;
             }
             if f.request != id {
@@ -133,27 +133,24 @@ impl Connection {
         self.json
     }
 
-    fn print(&self, p: &Printed) {
-        if self.json {
-            println!("{}", p.to_json());
-        } else {
-            print!("{}", p.to_text());
-        }
+    fn print(&self, p: &Printed) -> Result<(), Failure> {
+        p.print(self.json)
     }
 
-    fn print_notice(&self, f: &Frame) -> bool {
+    fn print_notice(&self, f: &Frame) -> Result<bool, Failure> {
         match api::notice(f) {
             Some(n) => {
-                self.print(&crate::print::notice(&n));
-                true
+                self.print(&crate::print::notice(&n))?;
+                Ok(true)
             }
-            None => false,
+            None => Ok(false),
         }
     }
 
-    /// Prints notices until `--count`, `--duration` or a signal; returns
-    /// how many came.
-    async fn wait(&mut self, cli: &Cli) -> Result<u64, Failure> {
+    /// Prints notices until `--count`, `--duration`, a signal or an
+    /// output that cannot be written (its failure is returned beside the
+    /// count, for after the clean-up); returns how many came.
+    async fn wait(&mut self, cli: &Cli) -> Result<(u64, Option<Failure>), Failure> {
         let mut signals =
             async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
                 .map_err(|e| Failure::new(3, format!("cannot watch signals: {e}")))?;
@@ -180,11 +177,14 @@ impl Connection {
                 Ok(Wake::Stop)
             };
             match frame.or(signal).or(timer).await? {
-                Wake::Frame(f) => seen += u64::from(self.print_notice(&f)),
+                Wake::Frame(f) => match self.print_notice(&f) {
+                    Ok(notice) => seen += u64::from(notice),
+                    Err(output) => return Ok((seen, Some(output))),
+                },
                 Wake::Stop => break,
             }
         }
-        Ok(seen)
+        Ok((seen, None))
     }
 }
 
@@ -199,13 +199,13 @@ pub(crate) async fn subscribe(
     )))
     .await?;
     eprintln!("lsaquery: subscribed to trap {trap} through local-sa");
-    let seen = conn.wait(cli).await?;
+    let (seen, output) = conn.wait(cli).await?;
     conn.call(&Request::Inform(crate::registration::inform_info(
         trap, false,
     )))
     .await?;
     eprintln!("lsaquery: unsubscribed after {seen} notice(s)");
-    Ok(())
+    output.map_or(Ok(()), Err)
 }
 
 /// `--join MGID` through the local API: the membership is held while
@@ -218,12 +218,17 @@ pub(crate) async fn join(
     let mask = cli.comp_mask.map_or(mask, mad_codec::ComponentMask);
     let answer = conn.call(&Request::Join { mask, record }).await?;
     let joined = first::<McMemberRecord>(&answer)?;
-    conn.print(&crate::print::mc_member(&joined));
-    eprintln!(
-        "lsaquery: joined {}; holding the membership (Ctrl-C, --duration or --count ends it)",
-        joined.mgid()
-    );
-    let _ = conn.wait(cli).await?;
+    let printed = conn.print(&crate::print::mc_member(&joined));
+    let output = match printed {
+        Ok(()) => {
+            eprintln!(
+                "lsaquery: joined {}; holding the membership (Ctrl-C, --duration or --count ends it)",
+                joined.mgid()
+            );
+            conn.wait(cli).await?.1
+        }
+        Err(output) => Some(output),
+    };
     let mut leave = joined;
     leave.set_join_state(record.join_state());
     conn.call(&Request::Leave {
@@ -232,7 +237,7 @@ pub(crate) async fn join(
     })
     .await?;
     eprintln!("lsaquery: left {}", joined.mgid());
-    Ok(())
+    output.map_or(Ok(()), Err)
 }
 
 /// `-I`, `-g`, `-m` through the local API: this port's registrations.
@@ -250,12 +255,12 @@ pub(crate) async fn list(
             } else {
                 crate::print::mc_group(r)
             };
-            conn.print(&p);
+            conn.print(&p)?;
         }
     } else {
         let answer = conn.call(&Request::ListSubscriptions).await?;
         for r in Records::<InformInfoRecord>::with_standard_stride(&answer.body) {
-            conn.print(&crate::print::inform_info_record(r, show_keys));
+            conn.print(&crate::print::inform_info_record(r, show_keys))?;
         }
     }
     Ok(())

@@ -1,5 +1,8 @@
 //! lsaquery: a saquery-style client for local-sa and any other SA.
 
+// First, so that its `out!` and `outln!` are known to every module below.
+#[macro_use]
+mod stdout;
 mod bench;
 mod cache_control;
 mod cli;
@@ -126,7 +129,9 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("lsaquery: {}", f.message);
+            if !f.message.is_empty() {
+                eprintln!("lsaquery: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
@@ -287,7 +292,7 @@ async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
         );
     }
     for p in printed(session, query, &mad, &answer)? {
-        session.print(&p);
+        session.print(&p)?;
     }
     Ok(())
 }

@@ -81,6 +81,15 @@ impl Printed {
         out
     }
 
+    /// Writes it to standard output: a JSON line with `json`, else text.
+    pub(crate) fn print(&self, json: bool) -> Result<(), crate::session::Failure> {
+        if json {
+            outln!("{}", self.to_json())
+        } else {
+            out!("{}", self.to_text())
+        }
+    }
+
     /// One JSON object: `{"record": heading, field: value, ...}`. Numbers
     /// are JSON numbers; GIDs and names are strings.
     pub(crate) fn to_json(&self) -> String {

@@ -73,6 +73,9 @@ pub(crate) async fn subscribe(
         .duration
         .map(|s| Instant::now() + Duration::from_secs(s));
     let mut seen = 0u64;
+    // What ended the loop early, returned after the unsubscribing: a
+    // Report that could not be answered or printed.
+    let mut ended = None;
     while cli.count.is_none_or(|c| seen < c) {
         let next = async {
             session
@@ -92,7 +95,13 @@ pub(crate) async fn subscribe(
             Event::Stop
         };
         match next.or(signal).or(timer).await {
-            Event::Mad(m) => seen += u64::from(report(session, cli, &m).await?),
+            Event::Mad(m) => match report(session, cli, &m).await {
+                Ok(notice) => seen += u64::from(notice),
+                Err(f) => {
+                    ended = Some(f);
+                    break;
+                }
+            },
             Event::Stop => break,
             Event::Lost(f) => return Err(f),
         }
@@ -103,7 +112,7 @@ pub(crate) async fn subscribe(
         .await?;
     session.ok(&answer)?;
     eprintln!("lsaquery: unsubscribed after {seen} notice(s)");
-    Ok(())
+    ended.map_or(Ok(()), Err)
 }
 
 /// Answers and prints one Report; other MADs are ignored. Returns whether
@@ -124,12 +133,12 @@ async fn report(session: &mut Session, cli: &Cli, m: &IncomingMad) -> Result<boo
     }
     session.client.send(m.source.reply(), resp.freeze()).await?;
     if cli.debug > 0 {
-        println!("SA Report:\n{}", mad_codec::hex::dump(&m.mad));
+        outln!("SA Report:\n{}", mad_codec::hex::dump(&m.mad))?;
     }
     let Ok(notice) = mad.record::<Notice>() else {
         return Ok(false);
     };
-    session.print(&crate::print::notice(notice));
+    session.print(&crate::print::notice(notice))?;
     Ok(true)
 }
 
@@ -208,6 +217,5 @@ pub(crate) async fn membership(
     let answered = mad
         .record::<McMemberRecord>()
         .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
-    session.print(&crate::print::mc_member(answered));
-    Ok(())
+    session.print(&crate::print::mc_member(answered))
 }

@@ -198,20 +198,7 @@ pub(crate) fn resolve(
             }
         }
     }
-    write_stdout(&out)
-}
-
-/// Writes `text` to stdout. A reader that went away (`| head`) ends the
-/// output quietly rather than with a panic.
-pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure::new(4, format!("cannot write the output: {e}")))
-        }
-        _ => Ok(()),
-    }
+    crate::stdout::write(&out)
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use umad::{IncomingMad, MadAddress};
 use crate::client::{Client, Closed, Token};
 use crate::print::Printed;
 
-/// An exit status and what to say about it.
+/// An exit status and what to say about it; or, with status 0 and
+/// nothing to say, a stop that is no failure (the reader of the output
+/// went away).
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) code: u8,
@@ -21,6 +23,11 @@ impl Failure {
             code,
             message: message.into(),
         }
+    }
+
+    /// Standard output was closed by its reader: stop, successfully.
+    pub(crate) fn output_closed() -> Self {
+        Self::new(0, "")
     }
 }
 
@@ -54,8 +61,8 @@ impl Session {
     pub(crate) fn answer(&self, c: Completion<Token>) -> Result<Answer, Failure> {
         let answer = c.outcome.map_err(|e| self.unanswered(e))?;
         if self.debug {
-            println!("SA Request:\n{}", mad_codec::hex::dump(&c.request));
-            println!("SA Response:\n{}", mad_codec::hex::dump(answer.mad()));
+            outln!("SA Request:\n{}", mad_codec::hex::dump(&c.request))?;
+            outln!("SA Response:\n{}", mad_codec::hex::dump(answer.mad()))?;
         }
         Ok(answer)
     }
@@ -103,11 +110,7 @@ impl Session {
     }
 
     /// Prints a record as text or a JSON line.
-    pub(crate) fn print(&self, p: &Printed) {
-        if self.json {
-            println!("{}", p.to_json());
-        } else {
-            print!("{}", p.to_text());
-        }
+    pub(crate) fn print(&self, p: &Printed) -> Result<(), Failure> {
+        p.print(self.json)
     }
 }

@@ -123,7 +123,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     if let Some(path) = &options.snapshot {
         summary::write_snapshot(path, &summary.snapshot)?;
     }
-    summary.print(session.json);
+    summary.print(session.json)?;
     summary.exit()
 }
 

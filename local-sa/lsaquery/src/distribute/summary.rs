@@ -86,11 +86,11 @@ impl Summary {
         self.nodes.iter().map(|n| field(&n.outcome)).sum()
     }
 
-    pub(super) fn print(&self, json: bool) {
+    pub(super) fn print(&self, json: bool) -> Result<(), Failure> {
         if json {
-            println!("{}", self.json());
+            outln!("{}", self.json())
         } else {
-            print!("{}", self.text());
+            out!("{}", self.text())
         }
     }
 
