@@ -126,6 +126,8 @@ pub(crate) struct Outcome {
     pub(crate) loads_retried: u64,
     /// What the disturbance cost, if there was one.
     pub(crate) aftermath: Option<Aftermath>,
+    /// Ranks still without all their paths when the time limit came.
+    pub(crate) unfinished_ranks: usize,
 }
 
 /// Who receives a MAD or a wake-up.
@@ -708,6 +710,7 @@ impl World {
             max: pct(1.0),
             rank_retries: self.rank_retries,
             loads_retried: self.distributor.as_ref().map_or(0, |d| d.retries),
+            unfinished_ranks: total_ranks - self.ranks_done,
         }
     }
 }
