@@ -42,10 +42,10 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let config = fabric.dir().join("local-sa.conf");
+    let config = fabric.dir().join("local-sa.toml");
     write(
         &config,
-        "log-level = info\nmax-connections-per-user = 1024\n",
+        "log-level = \"info\"\nmax-connections-per-user = 1024\n",
     );
     let mut sa = LocalSa::start(&fabric, "h2", &["--config", config.to_str().unwrap()])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -60,7 +60,10 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     assert!(!sa.stderr().contains(" DEBUG "), "info level at first");
 
     // Debug logs, and two connections per user.
-    write(&config, "log-level = debug\nmax-connections-per-user = 2\n");
+    write(
+        &config,
+        "log-level = \"debug\"\nmax-connections-per-user = 2\n",
+    );
     sa.hang_up();
     log_shows(&sa, "configuration reloaded", 1);
     assert_eq!(sa.try_wait(), None, "SIGHUP does not end local-sa");
@@ -85,7 +88,7 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     // A file with an error changes nothing.
     write(
         &config,
-        "log-level = info\nmax-connections-per-user = lots\n",
+        "log-level = \"info\"\nmax-connections-per-user = \"lots\"\n",
     );
     sa.hang_up();
     log_shows(&sa, "the configuration has errors: nothing changed", 1);
@@ -103,7 +106,7 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     // A setting fixed at start is named, and the rest applies.
     write(
         &config,
-        "log-level = info\nmax-connections-per-user = 1024\napi-mode = 600\n",
+        "log-level = \"info\"\nmax-connections-per-user = 1024\napi-mode = 600\n",
     );
     sa.hang_up();
     log_shows(&sa, "configuration reloaded", 2);

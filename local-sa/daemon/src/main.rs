@@ -36,6 +36,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if options.check_config {
+        return match options::effective_settings(args) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("local-sa: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let log = match log_control::LogControl::install(options.log_level.as_deref()) {
         Ok(log) => log,
         Err(e) => {

@@ -1,22 +1,25 @@
-//! The daemon's settings: command-line options, optionally preceded by a
-//! config file of the same settings.
-//!
-//! A config file holds `name = value` lines whose names are the long
-//! option names (`sm-key = 0x1234`); `#` starts a comment. Its lines are
-//! parsed exactly as if they came first on the command line, so every
-//! setting is validated once, the same way, and an option given on the
-//! command line overrides the file.
+//! The daemon's settings: command-line options, preceded by a TOML config
+//! file of the same settings (config_file.rs). The command line wins.
+
+mod config_file;
+mod effective;
+#[cfg(test)]
+mod sample;
+mod suggest;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::parser::ValueSource;
 use clap::{CommandFactory, Parser};
 
 use local_sa_core::pacing::MasterPace;
 use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
+use config_file::{FileError, FileSetting};
+pub(crate) use effective::effective_settings;
 use local_sa_core::text::number;
 
 /// Serve SA PathRecord queries from a local cache, on this node's ports.
@@ -42,10 +45,14 @@ use local_sa_core::text::number;
     args_override_self = true,
     after_help = "\
 CONFIG FILE:
-  --config FILE reads settings from FILE first: one `name = value` per
-  line, named like the long options without their dashes (sm-key = 0x2,
-  refresh-interval = 300), `#` comments. Command-line options win. Keep
-  the SM_Key there rather than on the command line, where `ps` shows it.
+  Settings are read first from /etc/local-sa/local-sa.toml, if it exists,
+  or from --config FILE: TOML whose keys are the long options' names
+  (refresh-interval = 300, sm-key-file = \"/etc/local-sa/sm_key\",
+  acm-socket = [\"/run/a.sock\"]); local-sa.toml(5) and the commented
+  sample, local-sa.toml, list them all. An option on the command line
+  replaces the file's. Errors name the file, line, column and key.
+  local-sa --check-config checks them all and prints the settings in
+  effect, with where each came from, as a config file.
 
 LOCAL API:
   Programs on this node that cannot open the umad device ask for paths,
@@ -83,7 +90,7 @@ REGISTRATIONS RECORD:
 EXAMPLES:
   local-sa                                 every active port, defaults
   local-sa -C mlx5_0 -P 1 --sm-key 0xbeef  a given port and SM_Key
-  local-sa --config /etc/local-sa.conf
+  local-sa --config ./test.toml --check-config
   lsaquery -p --sgid-to-dgid A-B           ask it (lsaquery's default SA
                                            is this node's local-sa)"
 )]
@@ -96,9 +103,17 @@ pub(crate) struct Options {
     /// it); only that port.
     #[arg(short = 'P', long, value_name = "N")]
     pub(crate) port: Option<u8>,
-    /// Read settings from FILE before the command line (see CONFIG FILE).
+    /// Read settings from FILE before the command line (see CONFIG
+    /// FILE); default /etc/local-sa/local-sa.toml if it exists; "none"
+    /// reads none.
     #[arg(short = 'c', long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Check the config file and the command line, print the settings in
+    /// effect (as a config file, each with where it came from) and exit:
+    /// 0 if they are good, 2 with the first mistake if not. Starts
+    /// nothing.
+    #[arg(long)]
+    pub(crate) check_config: bool,
     /// SM_Key that PathRecord loads and deletes must carry; others are
     /// refused with ERR_REQ_DENIED. There is no default: until a key is
     /// given, every load and delete is refused. Prefer --sm-key-file (the
@@ -265,17 +280,11 @@ pub(crate) enum OptionsError {
         /// Why.
         source: std::io::Error,
     },
-    /// A line of the config file is not a known `name = value`.
-    Line {
-        /// The file.
-        path: PathBuf,
-        /// Line number, from 1.
-        line: usize,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// A value in the config file was refused.
-    Value {
+    /// A mistake at a place in the config file.
+    File(FileError),
+    /// The config file's settings do not go together (`sm-key` and
+    /// `sm-key-file`).
+    Together {
         /// The file.
         path: PathBuf,
         /// clap's verdict.
@@ -292,16 +301,12 @@ impl std::fmt::Display for OptionsError {
             Self::Read { path, source } => {
                 write!(f, "cannot read config file {}: {source}", path.display())
             }
-            Self::Line {
-                path,
-                line,
-                message,
-            } => write!(f, "{}:{line}: {message}", path.display()),
-            Self::Value { path, error } => write!(
+            Self::File(e) => write!(f, "{e}"),
+            Self::Together { path, error } => write!(
                 f,
                 "in config file {}: {}",
                 path.display(),
-                error.kind_message()
+                kind_message(error)
             ),
             Self::SmKeyFile(why) => write!(f, "--sm-key-file: {why}"),
         }
@@ -310,60 +315,138 @@ impl std::fmt::Display for OptionsError {
 
 impl std::error::Error for OptionsError {}
 
-trait KindMessage {
-    fn kind_message(&self) -> String;
+/// clap's message without its usage footer; for a refused value, the
+/// value and why.
+fn kind_message(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() == ErrorKind::ValueValidation
+        && let (Some(ContextValue::String(value)), Some(why)) = (
+            error.get(ContextKind::InvalidValue),
+            std::error::Error::source(error),
+        )
+    {
+        return format!("invalid value {value:?}: {why}");
+    }
+    let text = error.to_string();
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned()
 }
 
-impl KindMessage for clap::Error {
-    /// clap's message without its usage footer.
-    fn kind_message(&self) -> String {
-        let text = self.to_string();
-        text.lines()
-            .next()
-            .unwrap_or_default()
-            .trim_start_matches("error: ")
-            .to_owned()
-    }
+/// The arguments the settings are parsed from: the config file's, then
+/// the command line's.
+pub(crate) struct Sources {
+    /// The program name, the config file's settings (those the command
+    /// line does not give), then the command line.
+    pub(crate) merged: Vec<OsString>,
+    /// The config file read, if any.
+    pub(crate) file: Option<PathBuf>,
+    /// The long names of the settings the command line gave.
+    pub(crate) from_command_line: Vec<String>,
 }
 
 impl Options {
     /// Parses the command line `args` (program name first), reading the
-    /// config file it names first.
+    /// config file it names (or the default one, if it exists) first.
     pub(crate) fn load<I, T>(args: I) -> Result<Self, OptionsError>
     where
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let mut options = Self::load_settings(args)?;
+        let sources = Self::sources(args)?;
+        let mut options = Self::try_parse_from(&sources.merged).map_err(OptionsError::Clap)?;
         if let Some(path) = &options.sm_key_file {
             options.sm_key = Some(sm_key_file::read(path).map_err(OptionsError::SmKeyFile)?);
         }
         Ok(options)
     }
 
-    /// The command line, after the config file's settings if it names one.
-    fn load_settings(args: Vec<OsString>) -> Result<Self, OptionsError> {
-        let cli = Self::try_parse_from(&args).map_err(OptionsError::Clap)?;
-        let Some(path) = cli.config.clone() else {
-            return Ok(cli);
+    /// The config file's settings and the command line's, checked.
+    pub(crate) fn sources<I, T>(args: I) -> Result<Sources, OptionsError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let command = Self::command();
+        let cli = command
+            .clone()
+            .try_get_matches_from(&args)
+            .map_err(OptionsError::Clap)?;
+        let given = |long: &str| {
+            command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .is_some_and(|a| {
+                    cli.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+                })
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| OptionsError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let from_file = config_args(&path, &text)?;
+        let from_command_line: Vec<String> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| given(l))
+            .map(str::to_owned)
+            .collect();
         let program = args.first().cloned().unwrap_or_else(|| "local-sa".into());
-        // The file alone first, so that its errors name the file.
-        Self::try_parse_from(std::iter::once(program.clone()).chain(from_file.iter().cloned()))
-            .map_err(|error| OptionsError::Value {
+        let Some((path, text)) = Self::config_text(cli.get_one::<PathBuf>("config"))? else {
+            return Ok(Sources {
+                merged: args,
+                file: None,
+                from_command_line,
+            });
+        };
+        let settings = config_file::parse(&path, &text, &command).map_err(OptionsError::File)?;
+        // Each setting alone first, so that a refused value names its
+        // place in the file.
+        for s in &settings {
+            Self::try_parse_from(std::iter::once(program.clone()).chain(s.args())).map_err(
+                |e| {
+                    OptionsError::File(FileError {
+                        path: path.clone(),
+                        at: s.at,
+                        key: Some(s.name.clone()),
+                        message: kind_message(&e),
+                    })
+                },
+            )?;
+        }
+        let file_args = || settings.iter().flat_map(FileSetting::args);
+        Self::try_parse_from(std::iter::once(program.clone()).chain(file_args())).map_err(
+            |error| OptionsError::Together {
                 path: path.clone(),
                 error,
-            })?;
+            },
+        )?;
+        // A setting the command line gives replaces the file's whole
+        // (a list of sockets too, which would otherwise add up).
+        let kept: Vec<&FileSetting> = settings.iter().filter(|s| !given(&s.name)).collect();
         let merged = std::iter::once(program)
-            .chain(from_file)
-            .chain(args.into_iter().skip(1));
-        Self::try_parse_from(merged).map_err(OptionsError::Clap)
+            .chain(kept.iter().flat_map(|s| s.args()))
+            .chain(args.into_iter().skip(1))
+            .collect();
+        Ok(Sources {
+            merged,
+            file: Some(path),
+            from_command_line,
+        })
+    }
+
+    /// The config file to read and its text: `--config`'s (an error if it
+    /// cannot be read), none for `--config none`, else the default one
+    /// if it exists.
+    fn config_text(given: Option<&PathBuf>) -> Result<Option<(PathBuf, String)>, OptionsError> {
+        let (path, required) = match given {
+            Some(p) if p.as_os_str() == "none" => return Ok(None),
+            Some(p) => (p.clone(), true),
+            None => (PathBuf::from(config_file::DEFAULT_PATH), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some((path, text))),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(OptionsError::Read { path, source }),
+        }
     }
 
     /// Where the local API listens for `facts`' port, if anywhere.
@@ -429,47 +512,6 @@ fn octal(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("{s:?} is not a file mode (octal, e.g. 660)"))
 }
 
-/// The settings a config file may hold: every long option but these.
-fn settable(name: &str) -> bool {
-    !matches!(name, "config" | "help" | "version")
-}
-
-/// A config file's lines as command-line arguments.
-fn config_args(path: &Path, text: &str) -> Result<Vec<OsString>, OptionsError> {
-    let command = Options::command();
-    let known: Vec<String> = command
-        .get_arguments()
-        .filter_map(|a| a.get_long())
-        .filter(|n| settable(n))
-        .map(str::to_owned)
-        .collect();
-    let mut args = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or_default().trim();
-        if line.is_empty() {
-            continue;
-        }
-        let bad = |message: String| OptionsError::Line {
-            path: path.to_owned(),
-            line: i + 1,
-            message,
-        };
-        let (name, value) = line
-            .split_once('=')
-            .ok_or_else(|| bad(format!("expected `name = value`, found {line:?}")))?;
-        let (name, value) = (name.trim(), value.trim());
-        if !known.iter().any(|k| k == name) {
-            return Err(bad(format!(
-                "unknown setting {name:?}; known: {}",
-                known.join(", ")
-            )));
-        }
-        args.push(format!("--{name}").into());
-        args.push(value.into());
-    }
-    Ok(args)
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
@@ -500,7 +542,8 @@ mod tests {
     #[test]
     fn the_file_comes_first_and_the_command_line_wins() {
         let f = file(
-            "# site settings\nsm-key = 0xbeef\nrefresh-interval = 300   # five minutes\n\nca = mlx5_0\n",
+            "# site settings\nsm-key = \"0xbeef\"\nrefresh-interval = 300   # five minutes\n\n\
+             ca = \"mlx5_0\"\nacm-socket = [\"/run/a.sock\", \"/run/b.sock\"]\n",
         );
         let path = f.path().to_str().unwrap();
         let o = Options::load(["local-sa", "--config", path]).unwrap();
@@ -508,41 +551,70 @@ mod tests {
             (o.sm_key, o.refresh_interval, o.ca.as_deref()),
             (Some(0xbeef), 300, Some("mlx5_0"))
         );
-        let o = Options::load(["local-sa", "--config", path, "--sm-key", "7"]).unwrap();
+        assert_eq!(
+            o.acm_sockets,
+            [PathBuf::from("/run/a.sock"), "/run/b.sock".into()]
+        );
+        let o = Options::load([
+            "local-sa",
+            "--config",
+            path,
+            "--sm-key",
+            "7",
+            "--acm-socket",
+            "/run/c.sock",
+        ])
+        .unwrap();
         assert_eq!((o.sm_key, o.refresh_interval), (Some(7), 300));
+        assert_eq!(
+            o.acm_sockets,
+            [PathBuf::from("/run/c.sock")],
+            "replaced, not added to"
+        );
     }
 
     #[test]
     fn bad_files_say_where() {
-        let f = file("sm-key = 1\nsmkey = 2\n");
-        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(":2: unknown setting \"smkey\""), "{e}");
-        let f = file("sm-key 2\n");
-        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(":1: expected `name = value`"), "{e}");
-        let f = file("upstream-retries = many\n");
-        let e = Options::load(["local-sa", "-c", f.path().to_str().unwrap()])
+        let load = |text: &str| {
+            let f = file(text);
+            let path = f.path().to_str().unwrap().to_owned();
+            let e = Options::load(["local-sa", "-c", &path])
+                .unwrap_err()
+                .to_string();
+            e.strip_prefix(&path).map(str::to_owned).unwrap_or(e)
+        };
+        assert_eq!(
+            load("sm-key = 1\nsmkey = 2\n"),
+            ":2:1: smkey: unknown setting; did you mean `sm-key`?"
+        );
+        assert_eq!(
+            load("port = 1\nupstream-retries = \"many\"\n"),
+            ":2:20: upstream-retries: invalid value \"many\": \"many\" is not a number (decimal, or hex with 0x)"
+        );
+        assert_eq!(
+            load("api-mode = 999\n"),
+            ":1:12: api-mode: invalid value \"999\": \"999\" is not a file mode (octal, e.g. 660)"
+        );
+        assert_eq!(
+            load("netlink = \"yes\"\n"),
+            ":1:11: netlink: invalid value 'yes' for '--netlink <auto|none>'"
+        );
+        assert!(
+            load("sm-key = 1\nsm-key-file = \"/etc/k\"\n").starts_with("in config file"),
+            "settings that conflict"
+        );
+        assert!(load("sm-key 2\n").starts_with(":1:8: "), "TOML syntax");
+        assert!(load("config = \"/etc/other\"\n").contains("unknown setting"));
+        let e = Options::load(["local-sa", "-c", "/nonexistent/local-sa.toml"])
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("in config file") && e.contains("not a number"),
+            e.contains("cannot read config file /nonexistent/local-sa.toml"),
             "{e}"
         );
-        let f = file("config = /etc/other\n");
         assert!(
-            Options::load(["local-sa", "-c", f.path().to_str().unwrap()]).is_err(),
-            "no config from config"
-        );
-        let e = Options::load(["local-sa", "-c", "/nonexistent/local-sa.conf"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("cannot read config file /nonexistent/local-sa.conf"),
-            "{e}"
+            Options::load(["local-sa", "-c", "none"]).is_ok(),
+            "none reads none"
         );
     }
 

@@ -1,0 +1,192 @@
+//! The commented sample config file (`dist/local-sa.toml`, installed as
+//! /etc/local-sa/local-sa.toml), written from the options' own help and
+//! defaults so that it cannot fall behind them: a test compares the
+//! committed file with [`render`].
+
+use std::fmt::Write as _;
+
+use clap::{ArgAction, Command};
+
+use super::config_file::settable;
+use super::effective::toml_value;
+
+/// An example value for each setting that has no default, as TOML.
+const EXAMPLES: [(&str, &str); 14] = [
+    ("ca", "\"mlx5_0\""),
+    ("port", "1"),
+    ("sm-key", "\"0x0000000000000001\""),
+    ("sm-key-file", "\"/etc/local-sa/sm_key\""),
+    ("stats-file", "\"/run/local-sa/mlx5_0-1.counters\""),
+    ("api-socket", "\"/run/local-sa/mlx5_0-1.sock\""),
+    ("api-group", "0"),
+    (
+        "acm-socket",
+        "[\"/run/ibacm-unix.sock\", \"/run/ibacm.sock\"]",
+    ),
+    ("acm-hosts", "\"/etc/rdma/ibacm_hosts.data\""),
+    ("acm-addr", "\"/etc/rdma/ibacm_addr.cfg\""),
+    ("host-name", "\"node001\""),
+    ("address", "[\"192.0.2.10\"]"),
+    ("netlink-timeout", "4500"),
+    ("log-level", "\"info\""),
+];
+
+/// Width the help text is wrapped to.
+const WIDTH: usize = 76;
+
+/// The sample config file for `command`'s options: each setting's help as
+/// comments, then the setting, commented out, at its default (or, without
+/// one, an example).
+pub(crate) fn render(command: &Command) -> String {
+    let mut out = String::from(
+        "# local-sa's settings: /etc/local-sa/local-sa.toml, or local-sa --config FILE.\n\
+         #\n\
+         # TOML. Each key is a long option of `local-sa --help` and takes the same\n\
+         # values: an integer or a string (hexadecimal and octal values as strings,\n\
+         # \"0x1234\"), a list for options that may be repeated. An option on the\n\
+         # command line replaces the file's. Every setting below is commented out\n\
+         # at its default (or an example, where there is none): uncomment and\n\
+         # change what you need, then check with `local-sa --check-config`.\n\
+         # SIGHUP reads the file again (see SIGNALS in local-sa(8)).\n",
+    );
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long().filter(|l| settable(l)) else {
+            continue;
+        };
+        let help = arg
+            .get_long_help()
+            .or_else(|| arg.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        // clap drops a one-paragraph help's full stop.
+        let help = if help.ends_with(['.', ':', ')']) || help.is_empty() {
+            help
+        } else {
+            format!("{help}.")
+        };
+        out.push('\n');
+        for paragraph in help.split("\n\n") {
+            for line in wrap(&paragraph.split_whitespace().collect::<Vec<_>>(), WIDTH) {
+                let _ = writeln!(out, "# {line}");
+            }
+        }
+        let defaults: Vec<String> = arg
+            .get_default_values()
+            .iter()
+            .map(|v| toml_value(&v.to_string_lossy()))
+            .collect();
+        let value = match defaults.as_slice() {
+            [] => EXAMPLES
+                .iter()
+                .find(|(k, _)| *k == long)
+                .map_or_else(String::new, |(_, v)| (*v).to_owned()),
+            [one] if !matches!(arg.get_action(), ArgAction::Append) => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let _ = writeln!(out, "#{long} = {value}");
+    }
+    out
+}
+
+/// `words` as lines of at most `width` characters (a longer word alone).
+fn wrap(words: &[&str], width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in words {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::path::Path;
+
+    use clap::CommandFactory as _;
+
+    use super::*;
+    use crate::options::Options;
+
+    /// The committed sample.
+    const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/local-sa.toml");
+
+    /// `LOCAL_SA_BLESS=1 cargo test -p local-sa sample` writes the file
+    /// after the options change.
+    #[test]
+    fn the_committed_sample_is_the_options_own() {
+        let rendered = render(&Options::command());
+        if std::env::var_os("LOCAL_SA_BLESS").is_some() {
+            std::fs::write(SAMPLE, &rendered).unwrap();
+        }
+        let committed = std::fs::read_to_string(SAMPLE).unwrap_or_default();
+        assert!(
+            committed == rendered,
+            "{SAMPLE} is behind the options: run LOCAL_SA_BLESS=1 cargo test -p local-sa sample"
+        );
+    }
+
+    #[test]
+    fn every_setting_has_a_value_and_the_sample_parses_as_it_is_and_uncommented() {
+        let rendered = render(&Options::command());
+        assert!(
+            !rendered
+                .lines()
+                .any(|l| l.starts_with('#') && l.ends_with(" = ")),
+            "a setting without a default needs an example in EXAMPLES:\n{rendered}"
+        );
+        let load = |text: &str| {
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            Options::load(["local-sa", "-c", f.path().to_str().unwrap()]).map_err(|e| e.to_string())
+        };
+        let as_shipped = load(&rendered).unwrap();
+        let defaults = Options::load(["local-sa", "-c", "none"]).unwrap();
+        assert_eq!(
+            format!(
+                "{:?}",
+                Options {
+                    config: None,
+                    ..as_shipped
+                }
+            ),
+            format!(
+                "{:?}",
+                Options {
+                    config: None,
+                    ..defaults.clone()
+                }
+            )
+        );
+        // Every line uncommented but the key and its file (which would
+        // be read) is a good setting, and a default stays the default.
+        let uncommented: String = rendered
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .filter(|l| l.contains(" = ") && !l.starts_with(' ') && !l.starts_with("sm-key"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let o = load(&uncommented).unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        assert_eq!(
+            (o.refresh_interval, o.api_mode, o.port, o.acm_sockets.len()),
+            (defaults.refresh_interval, defaults.api_mode, Some(1), 2)
+        );
+        assert!(Path::new(SAMPLE).exists());
+    }
+
+    #[test]
+    fn wrapping_keeps_every_word_within_the_width() {
+        let words = ["a", "bb", "ccc", "dddd", "eeeeeeeeee"];
+        assert_eq!(wrap(&words, 6), ["a bb", "ccc", "dddd", "eeeeeeeeee"]);
+        assert!(wrap(&[], 6).is_empty());
+    }
+}
