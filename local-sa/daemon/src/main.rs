@@ -9,6 +9,7 @@ mod doors;
 mod driver;
 mod endpoints;
 mod error;
+mod generate;
 mod kernel_door;
 mod listener;
 mod log_control;
@@ -36,6 +37,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(what) = &options.generate {
+        return match generate::generate(what) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("local-sa: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if options.check_config {
         return match options::effective_settings(args) {
             Ok(text) => {

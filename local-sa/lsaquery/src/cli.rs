@@ -92,6 +92,12 @@ RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
   lsaquery --resolve 9 --source 4        ... by LID, from the port at LID 4
   lsaquery --resolve fe80::2:c903:0:1 --cached-only
 
+FILES:
+  /run/local-sa/<ca>-<port>.sock   local-sa's local API (registrations,
+                                   cache control)
+  /run/ibacm-unix.sock             the ibacm protocol (--resolve)
+  /dev/infiniband/umad*            the port's MAD device (queries, loads)
+
 EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
   3 no usable port or device; 4 no answer (time-out, or nobody serves
@@ -387,6 +393,10 @@ pub(crate) struct Cli {
     /// Print the request and response MADs in hex (as saquery -d -d).
     #[arg(short = 'd', long, action = clap::ArgAction::Count)]
     pub(crate) debug: u8,
+    /// Print the manual page lsaquery(8) (man) or a shell's completion
+    /// script (bash, zsh, fish) and exit.
+    #[arg(long, value_name = "WHAT", value_parser = ["man", "bash", "zsh", "fish"])]
+    pub(crate) generate: Option<String>,
 }
 
 /// LIDs, sorted and without repeats.

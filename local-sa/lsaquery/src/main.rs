@@ -8,6 +8,7 @@ mod cache_control;
 mod cli;
 mod client;
 mod distribute;
+mod generate;
 mod load;
 mod local_api;
 mod print;
@@ -138,6 +139,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
+    if let Some(what) = &cli.generate {
+        return generate::run(what);
+    }
     if let Some(dest) = &cli.resolve {
         return resolve_path(cli, dest);
     }

@@ -89,7 +89,10 @@ impl FileSetting {
 
 /// The long options a config file may set: all but these.
 pub(crate) fn settable(name: &str) -> bool {
-    !matches!(name, "config" | "check-config" | "help" | "version")
+    !matches!(
+        name,
+        "config" | "check-config" | "generate" | "help" | "version"
+    )
 }
 
 /// Reads the settings of config file `path` (with contents `text`), for

@@ -3,8 +3,7 @@
 
 mod config_file;
 mod effective;
-#[cfg(test)]
-mod sample;
+pub(crate) mod sample;
 mod suggest;
 
 use std::ffi::OsString;
@@ -87,6 +86,22 @@ REGISTRATIONS RECORD:
   (SIGKILL, a crash) leaves it there; the next one on the port removes
   whatever nobody holds any more. A clean exit removes the file.
 
+FILES:
+  /etc/local-sa/local-sa.toml          settings (local-sa.toml(5))
+  /run/local-sa/<ca>-<port>.lock       one local-sa per port
+  /run/local-sa/<ca>-<port>.sock       the port's local API socket
+  /run/local-sa/<ca>-<port>.counters   the port's counters
+  /run/local-sa/<ca>-<port>.registrations  what the master holds for it
+  /run/ibacm-unix.sock, /run/ibacm.sock  the ibacm protocol's sockets
+  /etc/rdma/ibacm_hosts.data, /etc/rdma/ibacm_addr.cfg  ibacm's names
+  /dev/infiniband/umad*                the ports' MAD devices
+
+EXIT STATUS:
+  0 stopped by SIGTERM or SIGINT, or --check-config/--generate done;
+  2 the settings are wrong (command line, config file, SM_Key file);
+  3 it could not start or went on no longer (no usable port, a port
+  another local-sa serves, a socket it cannot bind).
+
 EXAMPLES:
   local-sa                                 every active port, defaults
   local-sa -C mlx5_0 -P 1 --sm-key 0xbeef  a given port and SM_Key
@@ -114,6 +129,11 @@ pub(crate) struct Options {
     /// nothing.
     #[arg(long)]
     pub(crate) check_config: bool,
+    /// Print a manual page (man: local-sa(8); config-man:
+    /// local-sa.toml(5)), the commented sample config file (config) or a
+    /// shell's completion script (bash, zsh, fish) and exit.
+    #[arg(long, value_name = "WHAT", value_parser = crate::generate::WHAT)]
+    pub(crate) generate: Option<String>,
     /// SM_Key that PathRecord loads and deletes must carry; others are
     /// refused with ERR_REQ_DENIED. There is no default: until a key is
     /// given, every load and delete is refused. Prefer --sm-key-file (the

@@ -1,7 +1,8 @@
-//! The commented sample config file (`dist/local-sa.toml`, installed as
-//! /etc/local-sa/local-sa.toml), written from the options' own help and
-//! defaults so that it cannot fall behind them: a test compares the
-//! committed file with [`render`].
+//! The config file's documentation: the commented sample
+//! (`dist/local-sa.toml`, installed as /etc/local-sa/local-sa.toml) and
+//! the settings of local-sa.toml(5), written from the options' own help
+//! and defaults so that they cannot fall behind them: a test compares the
+//! committed sample with [`render`].
 
 use std::fmt::Write as _;
 
@@ -34,23 +35,31 @@ const EXAMPLES: [(&str, &str); 14] = [
 /// Width the help text is wrapped to.
 const WIDTH: usize = 76;
 
-/// The sample config file for `command`'s options: each setting's help as
-/// comments, then the setting, commented out, at its default (or, without
-/// one, an example).
-pub(crate) fn render(command: &Command) -> String {
-    let mut out = String::from(
-        "# local-sa's settings: /etc/local-sa/local-sa.toml, or local-sa --config FILE.\n\
-         #\n\
-         # TOML. Each key is a long option of `local-sa --help` and takes the same\n\
-         # values: an integer or a string (hexadecimal and octal values as strings,\n\
-         # \"0x1234\"), a list for options that may be repeated. An option on the\n\
-         # command line replaces the file's. Every setting below is commented out\n\
-         # at its default (or an example, where there is none): uncomment and\n\
-         # change what you need, then check with `local-sa --check-config`.\n\
-         # SIGHUP reads the file again (see SIGNALS in local-sa(8)).\n",
-    );
+/// What the file's documentation says about one setting.
+pub(crate) struct SettingDoc {
+    /// Its key.
+    pub(crate) key: String,
+    /// Its help, in paragraphs.
+    pub(crate) help: Vec<String>,
+    /// Its default as TOML, if it has one.
+    pub(crate) default: Option<String>,
+    /// An example value (the default, where there is one), as TOML.
+    pub(crate) example: String,
+}
+
+/// What the sample and local-sa.toml(5) say of the file as a whole.
+pub(crate) const ABOUT: &str = "\
+TOML. Each key is a long option of `local-sa --help` and takes the same \
+values: an integer or a string (hexadecimal and octal values as strings, \
+\"0x1234\"), a list for options that may be repeated. An option on the \
+command line replaces the file's. Check a file with `local-sa \
+--check-config`; SIGHUP reads it again (see SIGNALS in local-sa(8)).";
+
+/// Every setting of the file, in `--help` order.
+pub(crate) fn settings(command: &Command) -> Vec<SettingDoc> {
+    let mut docs = Vec::new();
     for arg in command.get_arguments() {
-        let Some(long) = arg.get_long().filter(|l| settable(l)) else {
+        let Some(key) = arg.get_long().filter(|l| settable(l)) else {
             continue;
         };
         let help = arg
@@ -64,26 +73,59 @@ pub(crate) fn render(command: &Command) -> String {
         } else {
             format!("{help}.")
         };
-        out.push('\n');
-        for paragraph in help.split("\n\n") {
-            for line in wrap(&paragraph.split_whitespace().collect::<Vec<_>>(), WIDTH) {
-                let _ = writeln!(out, "# {line}");
-            }
-        }
+        let help = help
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
         let defaults: Vec<String> = arg
             .get_default_values()
             .iter()
             .map(|v| toml_value(&v.to_string_lossy()))
             .collect();
-        let value = match defaults.as_slice() {
-            [] => EXAMPLES
-                .iter()
-                .find(|(k, _)| *k == long)
-                .map_or_else(String::new, |(_, v)| (*v).to_owned()),
-            [one] if !matches!(arg.get_action(), ArgAction::Append) => one.clone(),
-            many => format!("[{}]", many.join(", ")),
+        let default = match defaults.as_slice() {
+            [] => None,
+            [one] if !matches!(arg.get_action(), ArgAction::Append) => Some(one.clone()),
+            many => Some(format!("[{}]", many.join(", "))),
         };
-        let _ = writeln!(out, "#{long} = {value}");
+        let example = default.clone().unwrap_or_else(|| {
+            EXAMPLES
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or_else(String::new, |(_, v)| (*v).to_owned())
+        });
+        docs.push(SettingDoc {
+            key: key.to_owned(),
+            help,
+            default,
+            example,
+        });
+    }
+    docs
+}
+
+/// The sample config file for `command`'s options: each setting's help as
+/// comments, then the setting, commented out, at its default (or, without
+/// one, an example).
+pub(crate) fn render(command: &Command) -> String {
+    let mut out = String::from(
+        "# local-sa's settings: /etc/local-sa/local-sa.toml, or local-sa --config FILE.\n#\n",
+    );
+    let about: Vec<&str> = ABOUT.split_whitespace().collect();
+    for line in wrap(&about, WIDTH) {
+        let _ = writeln!(out, "# {line}");
+    }
+    out.push_str(
+        "#\n# Every setting below is commented out at its default (or an example,\n\
+         # where there is none): uncomment and change what you need.\n",
+    );
+    for doc in settings(command) {
+        out.push('\n');
+        for paragraph in &doc.help {
+            for line in wrap(&paragraph.split_whitespace().collect::<Vec<_>>(), WIDTH) {
+                let _ = writeln!(out, "# {line}");
+            }
+        }
+        let _ = writeln!(out, "#{} = {}", doc.key, doc.example);
     }
     out
 }

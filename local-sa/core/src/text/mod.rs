@@ -1,5 +1,9 @@
 //! What the command-line tools share.
 
+mod manual;
+
+pub use manual::{escape_line as roff_line, man_section, man_sections};
+
 /// Parses a number the way saquery's strtoul does: decimal, or hex with
 /// 0x. For clap's `value_parser`.
 pub fn number<T: TryFrom<u64>>(s: &str) -> Result<T, String> {

@@ -1,0 +1,176 @@
+//! `local-sa --generate WHAT`: the manual pages, the sample config file
+//! and the shell completions, written from the option definitions (for
+//! packaging: scripts/package-deb.sh).
+
+use std::fmt::Write as _;
+
+use clap::{Command, CommandFactory as _};
+use clap_complete::Shell;
+use local_sa_core::text::{man_section, man_sections, roff_line};
+
+use crate::options::Options;
+use crate::options::sample;
+
+/// What `--generate` can write.
+pub(crate) const WHAT: [&str; 6] = ["man", "config-man", "config", "bash", "zsh", "fish"];
+
+/// The text `--generate what` writes.
+pub(crate) fn generate(what: &str) -> Result<String, String> {
+    let command = Options::command();
+    match what {
+        "man" => Ok(man_page(command)),
+        "config-man" => Ok(config_man_page(&command)),
+        "config" => Ok(sample::render(&command)),
+        shell => {
+            let shell: Shell = shell
+                .parse()
+                .map_err(|_| format!("cannot generate {what:?}; one of {}", WHAT.join(", ")))?;
+            Ok(completions(shell, command, "local-sa"))
+        }
+    }
+}
+
+/// A shell's completion script for `command`.
+pub(crate) fn completions(shell: Shell, mut command: Command, name: &str) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// local-sa(8).
+fn man_page(command: Command) -> String {
+    let after_help = command
+        .get_after_help()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let mut out = standard_sections(command, "8");
+    out.push_str(&man_sections(&after_help));
+    out.push_str(&man_section(
+        "SEE ALSO",
+        "lsaquery(8), local-sa.toml(5), opensm(8), saquery(8), ibacm(8),\n\
+         ib_acme(1), rdma_cm(7), systemd.socket(5)",
+    ));
+    out
+}
+
+/// A man page's title, NAME, SYNOPSIS, DESCRIPTION and OPTIONS, from clap.
+pub(crate) fn standard_sections(command: Command, section: &str) -> String {
+    let version = command.get_version().unwrap_or_default().to_owned();
+    let man = clap_mangen::Man::new(command)
+        .section(section)
+        .source(format!("local-sa {version}"))
+        .manual("local-sa");
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = man.render_title(&mut out);
+    let _ = man.render_name_section(&mut out);
+    let _ = man.render_synopsis_section(&mut out);
+    let _ = man.render_description_section(&mut out);
+    let _ = man.render_options_section(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// local-sa.toml(5): the file, and every setting with its help and
+/// default.
+fn config_man_page(command: &Command) -> String {
+    let version = command.get_version().unwrap_or_default();
+    let mut out = format!(
+        ".TH LOCAL\\-SA.TOML 5 \"\" \"local\\-sa {version}\" \"local\\-sa\"\n\
+         .SH NAME\nlocal\\-sa.toml \\- local\\-sa's configuration file\n\
+         .SH SYNOPSIS\n/etc/local\\-sa/local\\-sa.toml\n\
+         .SH DESCRIPTION\n{}\n.SH SETTINGS\n",
+        roff_line(
+            &sample::ABOUT
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    );
+    for doc in sample::settings(command) {
+        let _ = writeln!(
+            out,
+            ".TP\n\\fB{}\\fR = \\fI{}\\fR",
+            roff_line(&doc.key),
+            roff_line(&doc.example)
+        );
+        for (i, paragraph) in doc.help.iter().enumerate() {
+            if i > 0 {
+                out.push_str(".IP\n");
+            }
+            let _ = writeln!(out, "{}", roff_line(paragraph));
+        }
+        let default = match &doc.default {
+            Some(d) => format!("Default: {d}."),
+            None => "Not set by default.".to_owned(),
+        };
+        let _ = writeln!(out, ".IP\n{}", roff_line(&default));
+    }
+    out.push_str(&man_section(
+        "EXAMPLE",
+        "# /etc/local-sa/local-sa.toml\n\
+         sm-key-file = \"/etc/opensm/opensm.conf\"\n\
+         refresh-interval = 300\n\
+         acm-socket = [\"/run/ibacm-unix.sock\", \"/run/ibacm.sock\"]\n\
+         log-level = \"local_sa=debug,info\"",
+    ));
+    out.push_str(&man_section(
+        "FILES",
+        "/etc/local-sa/local-sa.toml   read at start and on SIGHUP",
+    ));
+    out.push_str(&man_section("SEE ALSO", "local-sa(8), lsaquery(8)"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manual_has_every_option_and_the_written_sections() {
+        let page = generate("man").unwrap();
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "OPTIONS",
+            "\"CONFIG FILE\"",
+            "SIGNALS",
+            "\"EXIT STATUS\"",
+            "FILES",
+            "EXAMPLES",
+            "\"SEE ALSO\"",
+        ] {
+            assert!(
+                page.contains(&format!(".SH {section}\n")),
+                "no {section}:\n{page}"
+            );
+        }
+        for arg in Options::command().get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let roff = long.replace('-', "\\-");
+                assert!(page.contains(&format!("\\-\\-{roff}")), "no --{long}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_config_manual_has_every_setting_with_its_default() {
+        let page = generate("config-man").unwrap();
+        assert!(
+            page.contains("\\fBrefresh\\-interval\\fR = \\fI600\\fR\n"),
+            "{page}"
+        );
+        assert!(page.contains("Default: 600."), "{page}");
+        assert!(page.contains("\\fBsm\\-key\\-file\\fR = "), "{page}");
+        assert!(!page.contains("check\\-config\\fR"), "not a setting");
+    }
+
+    #[test]
+    fn completions_know_the_options() {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = generate(shell).unwrap();
+            assert!(script.contains("refresh-interval"), "{shell}");
+        }
+        assert!(generate("tcsh").unwrap_err().contains("man, config-man"));
+    }
+}
