@@ -31,7 +31,7 @@ impl<'f> LocalSa<'f> {
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, None)?.until_fetched()
+        Self::start_with(fabric, node, args, None, &[])?.until_fetched()
     }
 
     /// [`LocalSa::start`] without waiting for its paths: for a local-sa
@@ -42,9 +42,21 @@ impl<'f> LocalSa<'f> {
         node: &str,
         args: &[&str],
     ) -> Result<Self, FabricError> {
-        let mut sa = Self::start_with(fabric, node, args, None)?;
+        let mut sa = Self::start_with(fabric, node, args, None, &[])?;
         sa.wait_until("running", Duration::from_secs(60), |c| !c.is_empty())?;
         Ok(sa)
+    }
+
+    /// Starts local-sa as [`LocalSa::start`] does, with `env` added to its
+    /// environment (`NOTIFY_SOCKET`, as systemd sets it), and returns at
+    /// once.
+    pub fn spawn_with_env(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Self, FabricError> {
+        Self::start_with(fabric, node, args, None, env)
     }
 
     /// [`LocalSa::start`], passing `socket` as systemd passes a socket
@@ -56,7 +68,7 @@ impl<'f> LocalSa<'f> {
         name: &str,
         socket: std::os::fd::OwnedFd,
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, Some((name, socket)))?.until_fetched()
+        Self::start_with(fabric, node, args, Some((name, socket)), &[])?.until_fetched()
     }
 
     fn until_fetched(mut self) -> Result<Self, FabricError> {
@@ -71,6 +83,7 @@ impl<'f> LocalSa<'f> {
         node: &str,
         args: &[&str],
         socket: Option<(&str, std::os::fd::OwnedFd)>,
+        env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
@@ -92,6 +105,9 @@ impl<'f> LocalSa<'f> {
         let mut command = fabric.node(node)?.workspace_program("local-sa");
         if let Some((name, socket)) = socket {
             command = command.pass_socket(name, socket);
+        }
+        for (key, value) in env {
+            command = command.env(key, value);
         }
         let process = command
             .serve_requests()

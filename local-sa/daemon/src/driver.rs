@@ -21,6 +21,7 @@ use crate::connection::Outbox;
 use crate::doors::SharedDoors;
 use crate::kernel_door;
 use crate::port_agent::PortAgent;
+use crate::service_manager::Notifier;
 use crate::settings::Settings;
 use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
@@ -46,6 +47,7 @@ enum Wake {
     HangUp,
     Timer,
     Stats,
+    Watchdog,
     Closed,
 }
 
@@ -76,6 +78,11 @@ pub(crate) struct Driver {
     pub(crate) kernel: Option<KernelDoor>,
     /// The settings, and what reloading them needs.
     pub(crate) settings: Settings,
+    /// The service manager (systemd), if it watches.
+    pub(crate) notifier: Notifier,
+    /// When to say READY=1 even though a port has no table yet (None:
+    /// only once every port has one); None once said.
+    pub(crate) ready_by: Option<Option<Instant>>,
 }
 
 /// The kernel door: its logic and where its replies go.
@@ -109,11 +116,16 @@ impl Driver {
         } else {
             Timer::interval(self.stats_interval)
         };
+        let mut watchdog = match self.notifier.watchdog_interval() {
+            Some(every) => Timer::interval(every),
+            None => Timer::never(),
+        };
         let mut shutdown_by: Option<Instant> = None;
         loop {
             if !self.flush().await {
                 break;
             }
+            self.announce_ready(Instant::now());
             let idle = self.ports.iter().all(|p| p.core.is_idle());
             if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
@@ -125,6 +137,7 @@ impl Driver {
                 .filter_map(|p| p.core.poll_timeout())
                 .chain(kernel_due)
                 .chain(shutdown_by)
+                .chain(self.ready_by.flatten())
                 .min();
             if due != armed {
                 match due {
@@ -133,7 +146,7 @@ impl Driver {
                 }
                 armed = due;
             }
-            let wake = next_wake(&mut src, &mut timer, &mut stats_timer).await;
+            let wake = next_wake(&mut src, &mut timer, &mut stats_timer, &mut watchdog).await;
             let now = Instant::now();
             match wake {
                 Wake::Mad(i, m) => {
@@ -162,8 +175,11 @@ impl Driver {
                 }
                 Wake::Port(i, e) => self.port_event(now, i, e),
                 Wake::Stats => self.write_stats(),
+                Wake::Watchdog => self.notifier.notify("WATCHDOG=1"),
                 Wake::Signal if shutdown_by.is_none() => {
                     info!("shutting down: withdrawing subscriptions and memberships at the master");
+                    self.notifier
+                        .notify("STOPPING=1\nSTATUS=withdrawing registrations at the master");
                     for p in &mut self.ports {
                         p.core.begin_shutdown(now);
                     }
@@ -447,6 +463,38 @@ impl Driver {
         }
     }
 
+    /// Says READY=1 to the service manager once every port has its first
+    /// table (its sockets were bound before the driver started), or once
+    /// `--ready-timeout` has passed without: the daemon serves meanwhile,
+    /// forwarding what it cannot answer.
+    fn announce_ready(&mut self, now: Instant) {
+        let Some(by) = self.ready_by else {
+            return;
+        };
+        let waiting: Vec<String> = self
+            .ports
+            .iter()
+            .filter(|p| !p.core.is_ready())
+            .map(|p| p.facts.to_string())
+            .collect();
+        let records: u64 = self.ports.iter().map(|p| p.core.counters().records).sum();
+        if waiting.is_empty() {
+            let status = format!("serving {} port(s), {records} paths", self.ports.len());
+            info!("{status}: ready");
+            self.notifier.ready(&status);
+        } else if by.is_some_and(|t| now >= t) {
+            let status = format!(
+                "serving; no paths yet for {} (their queries go to the master meanwhile)",
+                waiting.join(", ")
+            );
+            warn!("--ready-timeout passed: {status}");
+            self.notifier.ready(&status);
+        } else {
+            return;
+        }
+        self.ready_by = None;
+    }
+
     fn write_stats(&self) {
         let mut fields = self.doors.borrow().counters().fields().to_vec();
         if let Some(door) = &self.kernel {
@@ -460,7 +508,12 @@ impl Driver {
 }
 
 /// Waits for the next thing to happen.
-async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer) -> Wake {
+async fn next_wake(
+    src: &mut Sources,
+    timer: &mut Timer,
+    stats_timer: &mut Timer,
+    watchdog: &mut Timer,
+) -> Wake {
     let mad = async {
         src.incoming
             .recv()
@@ -504,10 +557,16 @@ async fn next_wake(src: &mut Sources, timer: &mut Timer, stats_timer: &mut Timer
                 timer.await;
                 Wake::Timer
             },
-            async {
-                stats_timer.await;
-                Wake::Stats
-            },
+            smol::future::or(
+                async {
+                    stats_timer.await;
+                    Wake::Stats
+                },
+                async {
+                    watchdog.await;
+                    Wake::Watchdog
+                },
+            ),
         )
         .await
     };

@@ -19,6 +19,7 @@ mod port_lock;
 mod registrations_file;
 mod reload;
 mod run;
+mod service_manager;
 mod settings;
 mod sm_key_file;
 mod stats;

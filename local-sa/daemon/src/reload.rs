@@ -22,6 +22,9 @@ impl Driver {
             Ok(new) => new,
             Err(e) => {
                 error!(error = %e, "the configuration has errors: nothing changed");
+                self.notifier.status(&format!(
+                    "SIGHUP: the configuration has errors, nothing changed: {e}"
+                ));
                 return;
             }
         };
@@ -84,6 +87,7 @@ impl Driver {
             max_connections_per_user = limits.per_user,
             "configuration reloaded"
         );
+        self.notifier.status("SIGHUP: configuration reloaded");
         self.settings.options = new;
     }
 }

@@ -26,6 +26,7 @@ use crate::listener::Listener;
 use crate::log_control::LogControl;
 use crate::options::Options;
 use crate::port_agent::PortAgent;
+use crate::service_manager::Notifier;
 use crate::settings::Settings;
 use local_sa_core::acm::{AcmConfig, AcmService};
 use umad::port::{PortFacts, Sysfs};
@@ -196,6 +197,11 @@ pub(crate) fn run(
             options: options.clone(),
             log,
         },
+        notifier: Notifier::from_env(),
+        ready_by: Some(
+            (options.ready_timeout > 0)
+                .then(|| Instant::now() + Duration::from_secs(options.ready_timeout)),
+        ),
     };
     let sources = Sources {
         incoming: mad_rx,

@@ -246,6 +246,12 @@ pub(crate) struct Options {
     /// 1)) and 500 ms; the kernel's own default, until told, is 2000.
     #[arg(long, value_name = "MS", value_parser = number::<u64>)]
     pub(crate) netlink_timeout: Option<u64>,
+    /// Seconds after start at which local-sa tells systemd it is ready
+    /// (Type=notify) even if a port has no paths yet (it serves meanwhile,
+    /// forwarding its queries to the master); it says so as soon as every
+    /// port has its first table. 0 waits for the tables however long.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60")]
+    pub(crate) ready_timeout: u64,
     /// Seconds between checks that the master still holds this port's
     /// registrations (a master restarted without a port event is noticed
     /// this way; docs/wire-contract.md). Each port takes its own phase
