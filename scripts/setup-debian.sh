@@ -12,6 +12,7 @@ packages=(
   util-linux                                          # setpriv: no stray processes
   ibacm                                               # ib_acme: the ibacm door's real client
   systemd                                             # systemd-socket-activate: socket activation as systemd does it
+  dpkg-dev man-db                                     # the Debian package: dpkg-shlibdeps; its man pages checked
 )
 
 missing=()

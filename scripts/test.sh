@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check: installs what is missing, then formatting, lints, the whole
 # test suite (unit tests, golden vectors, fuzz-corpus replay, and the tests
-# against OpenSM and saquery on simulated fabrics), benchmarks compiled, and
-# a short fuzzing smoke run of every target.
+# against OpenSM and saquery on simulated fabrics), benchmarks compiled, the
+# Debian package built, installed, checked and purged, and a short fuzzing
+# smoke run of every target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh --fuzz
@@ -16,6 +17,8 @@ echo "== cargo test"
 cargo test --workspace --quiet
 echo "== benchmarks compile"
 cargo bench --workspace --no-run --quiet
+echo "== Debian package: build, install, verify, purge"
+scripts/check-deb.sh
 echo "== fuzz targets: ${FUZZ_SECONDS:=15}s each"
 fuzz/run.sh "$FUZZ_SECONDS"
 echo "== leftover simulator processes"
