@@ -211,12 +211,12 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
     // lsaquery --resolve: the same path through the same protocol.
     let json = lsaquery_resolve(socket, "H9_1");
     assert!(
-        json.starts_with(r#"{"path_flags":["primary","outbound","inbound-reverse","gmp"],"path":{"record":"PathRecord""#),
+        json.starts_with(r#"{"schema":1,"path_flags":["primary","outbound","inbound-reverse","gmp"],"path":{"schema":1,"record":"PathRecord""#),
         "{json}"
     );
     assert!(json.contains(&format!(r#""dlid":{}"#, dest.lid)), "{json}");
     assert!(
-        json.contains(r#"{"source":"H2_1"}"#),
+        json.contains(r#"{"schema":1,"source":"H2_1"}"#),
         "the source it chose:\n{json}"
     );
     let out = Command::new(conformance::program("lsaquery").unwrap())
@@ -348,11 +348,11 @@ fn with_lmc_a_path_set_carries_an_alternate_path() {
     let lines: Vec<&str> = json.lines().collect();
     assert_eq!(lines.len(), 2, "a primary and an alternate path:\n{json}");
     assert!(
-        lines[0].starts_with(r#"{"path_flags":["primary","#),
+        lines[0].starts_with(r#"{"schema":1,"path_flags":["primary","#),
         "{json}"
     );
     assert!(
-        lines[1].starts_with(r#"{"path_flags":["alternate","#),
+        lines[1].starts_with(r#"{"schema":1,"path_flags":["alternate","#),
         "{json}"
     );
     let field = |line: &str, key: &str| -> u16 {

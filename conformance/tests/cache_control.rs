@@ -1,7 +1,8 @@
 //! The administrators' hold on local-sa's cache on the fabric:
 //! `lsaquery --dump` shows what OpenSM gave, `--flush` empties it (queries
 //! then go to OpenSM), `--refresh` fills it again at once; anyone but
-//! root and local-sa's own user is refused.
+//! root and local-sa's own user is refused; what `--dump --json` writes,
+//! `--load` reads back.
 
 use std::time::Duration;
 
@@ -19,7 +20,8 @@ fn administrators_dump_flush_and_refresh_the_cache() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sa =
+        LocalSa::start(&fabric, "h2", &["--sm-key", "0x5a"]).unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();
     let me = node.port().unwrap();
     let far = fabric.node("h9").unwrap().port().unwrap();
@@ -155,6 +157,16 @@ fn administrators_dump_flush_and_refresh_the_cache() {
     );
     let dump = lsaquery(&["--dump", "--json"]);
     assert_eq!(sorted(&dump.stdout), sorted(&opensm));
+
+    // What --dump --json writes, --load reads: flushed, then loaded from
+    // the dump, the cache holds the same records.
+    let file = fabric.dir().join("h2-dump.json");
+    std::fs::write(&file, &dump.stdout).unwrap();
+    lsaquery(&["--flush"]);
+    let load = lsaquery(&["--load", file.to_str().unwrap(), "--smkey", "0x5a"]);
+    assert!(load.stdout.contains(&format!("{held}")), "{}", load.stdout);
+    let reloaded = lsaquery(&["--dump", "--json"]);
+    assert_eq!(sorted(&reloaded.stdout), sorted(&dump.stdout));
 }
 
 /// The number after `"key":` in a JSON line.

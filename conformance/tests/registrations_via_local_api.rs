@@ -77,18 +77,18 @@ fn subscribe_join_and_list_through_the_local_api() {
     assert!(
         eventually(Duration::from_secs(30), || member
             .stdout()
-            .contains("\"JoinState\":1")),
+            .contains("\"join_state\":1")),
         "{}",
         member.stderr()
     );
     let out = lsaquery(&["-m", "--json"]);
     assert!(out.status.success(), "{}", out.stderr);
     assert!(
-        out.stdout.contains("\"MGID\":\"ff12:a01b:"),
+        out.stdout.contains("\"mgid\":\"ff12:a01b:"),
         "an SA-assigned MGID: {}",
         out.stdout
     );
-    assert!(out.stdout.contains("\"JoinState\":1"), "{}", out.stdout);
+    assert!(out.stdout.contains("\"join_state\":1"), "{}", out.stdout);
     // --leave is for memberships joined by MAD; through the API the member
     // leaves by stopping.
     let out = lsaquery(&["--leave", "ff12:a01b::1"]);

@@ -109,9 +109,9 @@ fn a_group_is_created_listed_and_left() {
         .unwrap();
     assert!(out.status.success(), "{}", out.stderr);
     let json = out.stdout.trim();
-    assert!(json.contains("\"JoinState\":1"), "{json}");
+    assert!(json.contains("\"join_state\":1"), "{json}");
     let mgid = json
-        .split("\"MGID\":\"")
+        .split("\"mgid\":\"")
         .nth(1)
         .and_then(|r| r.split('"').next())
         .unwrap()

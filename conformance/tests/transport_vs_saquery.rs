@@ -112,7 +112,10 @@ fn json_output_carries_the_same_values() {
     );
     assert!(out.status.success(), "{}", out.stderr);
     let line = out.stdout.trim();
-    assert!(line.starts_with("{\"record\":\"PathRecord\""), "{line}");
+    assert!(
+        line.starts_with("{\"schema\":1,\"record\":\"PathRecord\""),
+        "{line}"
+    );
     assert!(line.contains(&format!("\"slid\":{}", me.lid)), "{line}");
     assert!(line.contains(&format!("\"dlid\":{}", me.sm_lid)), "{line}");
     assert_eq!(out.stdout.lines().count(), 1);

@@ -10,7 +10,7 @@ use local_sa_core::request::Request;
 use mad_codec::{PathRecord, Records};
 
 use crate::local_api::Connection;
-use crate::print::json_string;
+use crate::print::{JSON_SCHEMA, json_string};
 use crate::session::Failure;
 
 /// PathRecords cached before and after, from a REFRESH or FLUSH answer.
@@ -27,7 +27,7 @@ pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Fai
     let (before, after) = change(&answer)?;
     if conn.json() {
         outln!(
-            "{{\"port\": {}, \"before\": {before}, \"after\": {after}, \"seconds\": {took:.3}}}",
+            "{{\"schema\":{JSON_SCHEMA},\"port\":{},\"before\":{before},\"after\":{after},\"seconds\":{took:.3}}}",
             json_string(port)
         )?;
     } else {
@@ -41,7 +41,10 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
     let answer = conn.call(&Request::Flush).await?;
     let (before, _) = change(&answer)?;
     if conn.json() {
-        outln!("{{\"port\": {}, \"dropped\": {before}}}", json_string(port))?;
+        outln!(
+            "{{\"schema\":{JSON_SCHEMA},\"port\":{},\"dropped\":{before}}}",
+            json_string(port)
+        )?;
     } else {
         outln!(
             "{port}: {before} PathRecords dropped; queries go to the master SA until the next refresh or load"

@@ -370,7 +370,9 @@ pub(crate) struct Cli {
     /// uses get.
     #[arg(long, value_enum)]
     pub(crate) method: Option<MethodArg>,
-    /// Print one JSON object per record instead of saquery's text.
+    /// Print one JSON object per record instead of saquery's text
+    /// (docs/json.md: snake_case keys, 64-bit values as "0x…" strings;
+    /// --load reads PathRecords back).
     #[arg(long)]
     pub(crate) json: bool,
     /// Channel adapter to use (default: the first with an active port).

@@ -12,6 +12,7 @@ use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, Notice, PathRecord, TrapDetails,
 };
+use mad_codec::{Mtu, Rate};
 
 /// How saquery formats a value.
 #[derive(Debug, Clone, Copy)]
@@ -90,25 +91,87 @@ impl Printed {
         }
     }
 
-    /// One JSON object: `{"record": heading, field: value, ...}`. Numbers
-    /// are JSON numbers; GIDs and names are strings.
+    /// One JSON object (docs/json.md): `{"schema": 1, "record": heading,
+    /// field: value, ...}` with saquery's field names in snake_case.
+    /// 64-bit values (GUIDs, ServiceIDs, keys) are `"0x…"` strings, which
+    /// parsers that hold numbers as doubles keep exact; other numbers are
+    /// numbers; GIDs and names are strings. An MTU or rate code comes with
+    /// its meaning (`mtu_bytes`, `rate_gbps`; null for a code without one).
     pub(crate) fn to_json(&self) -> String {
-        let mut out = String::from("{");
+        let mut out = format!("{{\"schema\":{JSON_SCHEMA}");
         let _ = write!(
             out,
-            "\"record\":{}",
+            ",\"record\":{}",
             json_string(self.heading.trim_end_matches(" dump"))
         );
         for (name, value) in &self.fields {
-            let _ = write!(out, ",{}:", json_string(name));
+            let key = json_key(name);
+            let _ = write!(out, ",{}:", json_string(&key));
             let _ = match value {
                 Value::Text(t) => write!(out, "{}", json_string(t)),
+                Value::Num(v, Fmt::Guid) => write!(out, "\"0x{v:016x}\""),
                 Value::Num(v, _) => write!(out, "{v}"),
             };
+            if let Value::Num(v, _) = value {
+                // Selector bits 7..6 aside.
+                let code = (*v & 0x3F) as u8;
+                let _ = match key.as_str() {
+                    "mtu" => match Mtu(code).bytes() {
+                        Some(b) => write!(out, ",\"mtu_bytes\":{b}"),
+                        None => write!(out, ",\"mtu_bytes\":null"),
+                    },
+                    "rate" => match rate_gbps(Rate(code)) {
+                        Some(g) => write!(out, ",\"rate_gbps\":{g}"),
+                        None => write!(out, ",\"rate_gbps\":null"),
+                    },
+                    _ => Ok(()),
+                };
+            }
         }
         out.push('}');
         out
     }
+}
+
+/// The version of the JSON lsaquery prints: raised when a key changes
+/// meaning or goes away (new keys do not raise it).
+pub(crate) const JSON_SCHEMA: u32 = 1;
+
+/// A saquery field name as a JSON key: snake_case, words split at spaces,
+/// slashes and lower-to-upper steps ("Capability mask 2" →
+/// "capability_mask_2", "PortGid" → "port_gid", "Trap HL/QP" →
+/// "trap_hl_qp"); saquery's own snake_case names stay as they are.
+pub(crate) fn json_key(name: &str) -> String {
+    match name {
+        "TClass" => return "tclass".into(),
+        "ServiceP_Key" => return "service_pkey".into(),
+        _ => {}
+    }
+    let mut key = String::with_capacity(name.len() + 4);
+    let mut previous: Option<char> = None;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !key.is_empty() && !key.ends_with('_') {
+                key.push('_');
+            }
+        } else {
+            if c.is_ascii_uppercase()
+                && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
+                && !key.ends_with('_')
+            {
+                key.push('_');
+            }
+            key.push(c.to_ascii_lowercase());
+        }
+        previous = Some(c);
+    }
+    key.trim_end_matches('_').to_owned()
+}
+
+/// A rate code's bandwidth in Gb/s (2.5, 10, ...), for codes with one.
+fn rate_gbps(rate: Rate) -> Option<String> {
+    let name = rate.name()?.strip_prefix("GBPS_")?;
+    Some(name.replace('_', "."))
 }
 
 /// A JSON string literal.
@@ -394,7 +457,7 @@ pub(crate) fn notice(n: &Notice) -> Printed {
 
 #[cfg(test)]
 mod tests {
-    use mad_codec::zerocopy::FromBytes;
+    use mad_codec::zerocopy::{FromBytes, FromZeros};
 
     use super::*;
 
@@ -428,10 +491,47 @@ mod tests {
         assert_eq!(path_record(r).to_text(), expected);
         let json = path_record(r).to_json();
         assert!(
-            json.starts_with("{\"record\":\"PathRecord\",\"service_id\":0,\"dgid\":\"fe80::10:1\""),
+            json.starts_with(
+                "{\"schema\":1,\"record\":\"PathRecord\",\"service_id\":\"0x0000000000000000\",\"dgid\":\"fe80::10:1\""
+            ),
             "{json}"
         );
-        assert!(json.contains("\"mtu\":132"));
+        assert!(json.contains(",\"mtu\":132,\"mtu_bytes\":2048,"), "{json}");
+        assert!(json.contains(",\"rate\":131,\"rate_gbps\":10,"), "{json}");
+    }
+
+    #[test]
+    fn json_keys_are_snake_case() {
+        for (name, key) in [
+            ("service_id", "service_id"),
+            ("Capability mask 2", "capability_mask_2"),
+            ("PortGid", "port_gid"),
+            ("NodeDescription", "node_description"),
+            ("Trap HL/QP", "trap_hl_qp"),
+            ("Redirect TC/SL/FL", "redirect_tc_sl_fl"),
+            ("MGID", "mgid"),
+            ("SL", "sl"),
+            ("TClass", "tclass"),
+            ("ServiceP_Key", "service_pkey"),
+            ("Response time value", "response_time_value"),
+        ] {
+            assert_eq!(json_key(name), key, "{name}");
+        }
+    }
+
+    #[test]
+    fn guids_are_exact_strings_and_unknown_codes_have_no_meaning() {
+        let mut r = PathRecord::new_zeroed();
+        r.set_service_id(0x1122_3344_5566_7788);
+        r.as_mut_bytes()[54] = 0x3F;
+        r.as_mut_bytes()[55] = 0x82;
+        let json = path_record(&r).to_json();
+        assert!(
+            json.contains("\"service_id\":\"0x1122334455667788\""),
+            "{json}"
+        );
+        assert!(json.contains("\"mtu_bytes\":null"), "{json}");
+        assert!(json.contains("\"rate_gbps\":2.5"), "{json}");
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 
+use crate::print::JSON_SCHEMA;
+
 /// Where each printed field lives in the 64-byte record.
 const FIELDS: [(&str, std::ops::Range<usize>); 16] = [
     ("service_id", 0..8),
@@ -26,55 +28,138 @@ const FIELDS: [(&str, std::ops::Range<usize>); 16] = [
     ("resv2", 58..64),
 ];
 
-/// Every PathRecord in `text`, in order. Errors name the line.
+/// Every PathRecord in `text`, in order: a text dump, or the JSON lines
+/// `lsaquery -p --json` and `lsaquery --dump --json` print. Errors name
+/// the line.
 pub(crate) fn parse(text: &str) -> Result<Vec<PathRecord>, String> {
+    if text.trim_start().starts_with('{') {
+        parse_json(text)
+    } else {
+        parse_text(text)
+    }
+}
+
+/// One record being read: its fields so far, and where it began.
+struct Partial {
+    record: PathRecord,
+    line: usize,
+    /// Bit i: FIELDS[i] seen.
+    seen: u32,
+}
+
+impl Partial {
+    fn new(line: usize) -> Self {
+        Self {
+            record: PathRecord::new_zeroed(),
+            line,
+            seen: 0,
+        }
+    }
+
+    /// Sets field `name` from its printed `value`; `at` names the line.
+    fn set(&mut self, at: usize, name: &str, value: &str) -> Result<(), String> {
+        let index = FIELDS
+            .iter()
+            .position(|(f, _)| *f == name)
+            .ok_or_else(|| format!("line {at}: unknown field {name:?}"))?;
+        set(&mut self.record, name, value).map_err(|e| format!("line {at}: {name}: {e}"))?;
+        self.seen |= 1 << index;
+        Ok(())
+    }
+
+    /// The record, if every field was given.
+    fn finish(self) -> Result<PathRecord, String> {
+        let missing: Vec<&str> = FIELDS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.seen & (1 << i) == 0)
+            .map(|(_, (n, _))| *n)
+            .collect();
+        if missing.is_empty() {
+            Ok(self.record)
+        } else {
+            Err(format!(
+                "line {}: PathRecord without {}",
+                self.line,
+                missing.join(", ")
+            ))
+        }
+    }
+}
+
+/// "PathRecord dump:" blocks of `name....value` lines.
+fn parse_text(text: &str) -> Result<Vec<PathRecord>, String> {
     let mut records = Vec::new();
-    let mut current: Option<(PathRecord, usize, u32)> = None;
-    let finish =
-        |c: Option<(PathRecord, usize, u32)>, out: &mut Vec<PathRecord>| -> Result<(), String> {
-            if let Some((r, line, seen)) = c {
-                let missing: Vec<&str> = FIELDS
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| seen & (1 << i) == 0)
-                    .map(|(_, (n, _))| *n)
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(format!(
-                        "line {line}: PathRecord without {}",
-                        missing.join(", ")
-                    ));
-                }
-                out.push(r);
-            }
-            Ok(())
-        };
+    let mut current: Option<Partial> = None;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw.trim();
         if line == "PathRecord dump:" {
-            finish(current.take(), &mut records)?;
-            current = Some((PathRecord::new_zeroed(), n, 0));
+            if let Some(done) = current.replace(Partial::new(n)) {
+                records.push(done.finish()?);
+            }
             continue;
         }
         if line.is_empty() {
             continue;
         }
-        let Some((record, _, seen)) = current.as_mut() else {
+        let Some(partial) = current.as_mut() else {
             return Err(format!(
                 "line {n}: expected \"PathRecord dump:\", found {line:?}"
             ));
         };
         let (name, value) = split_field(line)
             .ok_or_else(|| format!("line {n}: expected name....value, found {line:?}"))?;
-        let index = FIELDS
-            .iter()
-            .position(|(f, _)| *f == name)
-            .ok_or_else(|| format!("line {n}: unknown field {name:?}"))?;
-        set(record, name, value).map_err(|e| format!("line {n}: {name}: {e}"))?;
-        *seen |= 1 << index;
+        partial.set(n, name, value)?;
     }
-    finish(current, &mut records)?;
+    if let Some(done) = current {
+        records.push(done.finish()?);
+    }
+    Ok(records)
+}
+
+/// One JSON object per line (docs/json.md): PathRecords of schema
+/// [`JSON_SCHEMA`], with the fields of the text dump under the same names;
+/// `mtu_bytes` and `rate_gbps`, which only explain `mtu` and `rate`, are
+/// not read.
+fn parse_json(text: &str) -> Result<Vec<PathRecord>, String> {
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let object: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(line).map_err(|e| format!("line {n}: not a JSON object: {e}"))?;
+        match object.get("schema").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(JSON_SCHEMA) => {}
+            other => {
+                return Err(format!(
+                    "line {n}: schema {other:?}: this lsaquery reads schema {JSON_SCHEMA}"
+                ));
+            }
+        }
+        let kind = object.get("record").and_then(serde_json::Value::as_str);
+        if kind != Some("PathRecord") {
+            return Err(format!("line {n}: a {kind:?} record, not a PathRecord"));
+        }
+        let mut partial = Partial::new(n);
+        for (name, value) in &object {
+            if matches!(
+                name.as_str(),
+                "schema" | "record" | "mtu_bytes" | "rate_gbps"
+            ) {
+                continue;
+            }
+            let value = match value {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(v) => v.to_string(),
+                other => return Err(format!("line {n}: {name}: not a number or string: {other}")),
+            };
+            partial.set(n, name, &value)?;
+        }
+        records.push(partial.finish()?);
+    }
     Ok(records)
 }
 
@@ -175,6 +260,48 @@ mod tests {
         assert_eq!(back.len(), 5);
         for (a, b) in records.iter().zip(&back) {
             assert_eq!(a.as_bytes(), b.as_bytes());
+        }
+    }
+
+    #[test]
+    fn json_lines_read_back_to_the_same_bytes() {
+        let mut records: Vec<PathRecord> = (1..=5).map(sample).collect();
+        records[2].set_service_id(0xFEDC_BA98_7654_3210);
+        let json: String = records
+            .iter()
+            .map(|r| crate::print::path_record(r).to_json() + "\n")
+            .collect();
+        let back = parse(&json).unwrap();
+        assert_eq!(back.len(), 5);
+        for (a, b) in records.iter().zip(&back) {
+            assert_eq!(a.as_bytes(), b.as_bytes());
+        }
+        let line = json.lines().next().unwrap();
+        for (bad, why) in [
+            (
+                line.replace("\"schema\":1", "\"schema\":2"),
+                "line 1: schema Some(2)",
+            ),
+            (
+                line.replace("PathRecord", "NodeRecord"),
+                "line 1: a Some(\"NodeRecord\") record",
+            ),
+            (
+                line.replace("\"dlid\":", "\"dlidd\":"),
+                "line 1: unknown field \"dlidd\"",
+            ),
+            (
+                line.replace(",\"pkey\":32769", ""),
+                "line 1: PathRecord without pkey",
+            ),
+            (
+                line.replace("\"slid\":", "\"slid\":true,\"x\":"),
+                "line 1: slid: not a number",
+            ),
+            (format!("{line}\n{{"), "line 2: not a JSON object"),
+        ] {
+            let e = parse(&bad).unwrap_err();
+            assert!(e.starts_with(why), "{e}\n{bad}");
         }
     }
 

@@ -179,7 +179,8 @@ pub(crate) fn resolve(
                     .map(|n| print::json_string(n))
                     .collect();
                 out.push_str(&format!(
-                    "{{\"path_flags\":[{}],\"path\":{}}}\n",
+                    "{{\"schema\":{},\"path_flags\":[{}],\"path\":{}}}\n",
+                    print::JSON_SCHEMA,
                     names.join(","),
                     printed.to_json()
                 ));
@@ -190,7 +191,8 @@ pub(crate) fn resolve(
         } else if let Ok(a) = e.address() {
             if json {
                 out.push_str(&format!(
-                    "{{\"source\":{}}}\n",
+                    "{{\"schema\":{},\"source\":{}}}\n",
+                    print::JSON_SCHEMA,
                     print::json_string(&a.to_string())
                 ));
             } else {

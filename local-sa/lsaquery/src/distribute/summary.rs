@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mad_codec::{Gid, PathRecord};
 
-use crate::print::json_string;
+use crate::print::{JSON_SCHEMA, json_string};
 use crate::session::Failure;
 
 /// What was asked of the master and sent to the nodes.
@@ -148,7 +148,7 @@ impl Summary {
             })
             .collect();
         format!(
-            "{{\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
+            "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
              \"failed\":{},\"stored\":{},\"deleted\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"failures\":[{}]}}",
             self.master_lid,
