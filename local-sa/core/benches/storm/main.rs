@@ -15,7 +15,7 @@
 //! pushes every node its table, 32 nodes at a time), `acm` (as `local-sa`,
 //! the ranks asking through the ibacm door) and `cold` (local-sa with an
 //! empty cache: every resolve a miss it forwards, coalescing the ranks'
-//! identical ones). `--plot=FILE` also writes
+//! identical ones). `--plot=FILE` (relative to the workspace root) also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 //!
@@ -33,6 +33,7 @@ mod memory;
 mod plot;
 mod world;
 
+use std::path::Path;
 use std::time::Duration;
 
 use master::MasterModel;
@@ -48,7 +49,12 @@ const SINGLE: &str = "--single";
 const LIMIT: Duration = Duration::from_secs(3 * 3600);
 
 fn main() {
-    let plot_to = std::env::args().find_map(|a| a.strip_prefix("--plot=").map(String::from));
+    // Relative to the workspace root, where the documented commands run
+    // (cargo runs a bench in its package's directory).
+    let plot_to = std::env::args().find_map(|a| {
+        a.strip_prefix("--plot=")
+            .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p))
+    });
     let single = std::env::args().any(|a| a == SINGLE);
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -132,8 +138,8 @@ fn main() {
             model.queries_per_second
         );
         match std::fs::write(&path, plot::svg(&title, &series)) {
-            Ok(()) => println!("plot written to {path}"),
-            Err(e) => eprintln!("cannot write the plot to {path}: {e}"),
+            Ok(()) => println!("plot written to {}", path.display()),
+            Err(e) => eprintln!("cannot write the plot to {}: {e}", path.display()),
         }
     }
 }
