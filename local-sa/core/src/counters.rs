@@ -2,91 +2,136 @@
 
 use std::fmt::Write as _;
 
-/// Counters of one port's SA agent. All count events since start except
-/// the last ten, which say how things stand now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
+/// Whether a value only grows (events since start) or says how things
+/// stand now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A count of events since start.
+    Counter,
+    /// A level now.
+    Gauge,
+}
+
+/// One counter's name, value, kind and meaning (its documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Described {
+    /// Its name (`hits`).
+    pub name: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// What it counts, in a sentence.
+    pub help: &'static str,
+}
+
+/// Declares [`Counters`] from its fields' documentation and kinds, so that
+/// the counters file, the metrics endpoint and the code say the same.
+macro_rules! counters {
+    ( $( $(#[doc = $doc:literal])+ $name:ident : $kind:ident, )* ) => {
+        /// Counters of one port's SA agent: events since start, and (the
+        /// gauges) how things stand now.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Counters {
+            $( $(#[doc = $doc])+ pub $name: u64, )*
+        }
+
+        impl Counters {
+            /// Every counter with its kind and meaning, in a fixed order.
+            pub fn described(&self) -> Vec<Described> {
+                vec![ $( Described {
+                    name: stringify!($name),
+                    value: self.$name,
+                    kind: Kind::$kind,
+                    help: concat!($($doc),+),
+                }, )* ]
+            }
+        }
+    };
+}
+
+counters! {
     /// PathRecord queries answered from the cache.
-    pub hits: u64,
+    hits: Counter,
     /// PathRecord queries the cache could not answer (sent upstream or
     /// joined to a query already upstream).
-    pub misses: u64,
+    misses: Counter,
     /// Misses that joined an identical query already upstream.
-    pub coalesced: u64,
+    coalesced: Counter,
     /// Misses answered from an earlier upstream answer still fresh.
-    pub answer_cache_hits: u64,
+    answer_cache_hits: Counter,
     /// Requests sent to the master SA (queries, refreshes, subscriptions).
-    pub upstream_queries: u64,
+    upstream_queries: Counter,
     /// Requests to the master SA that got no answer after every retry.
-    pub upstream_failures: u64,
+    upstream_failures: Counter,
     /// PathRecords loaded by Set (SetTable).
-    pub loaded: u64,
+    loaded: Counter,
     /// PathRecords removed by Delete.
-    pub deleted: u64,
+    deleted: Counter,
     /// Loads and deletes refused for a wrong SM_Key, and Reports ignored
     /// because they did not come from the master SM.
-    pub denied: u64,
+    denied: Counter,
     /// Requests answered with an error status.
-    pub errors: u64,
+    errors: Counter,
     /// MADs dropped as malformed.
-    pub malformed: u64,
+    malformed: Counter,
     /// RMPP transfers completed (answers sent, loads received).
-    pub rmpp_transfers: u64,
+    rmpp_transfers: Counter,
     /// RMPP transfers aborted or stopped.
-    pub rmpp_aborts: u64,
+    rmpp_aborts: Counter,
     /// RMPP transfers refused or stopped because as many as allowed were
     /// in progress.
-    pub rmpp_refused_busy: u64,
+    rmpp_refused_busy: Counter,
     /// RMPP transfers refused because the peer's LID had as many as
     /// allowed in progress.
-    pub rmpp_refused_per_peer: u64,
+    rmpp_refused_per_peer: Counter,
     /// RMPP transfers refused or stopped at the limit on bytes held.
-    pub rmpp_refused_memory: u64,
+    rmpp_refused_memory: Counter,
     /// Full refreshes of this port's paths completed.
-    pub refreshes: u64,
+    refreshes: Counter,
     /// Loads that replaced this port's paths and so stood for a refresh
     /// (a distributor's).
-    pub refreshes_loaded: u64,
+    refreshes_loaded: Counter,
     /// Notices received from the master and passed on (duplicates of one
     /// notice count once).
-    pub notices: u64,
+    notices: Counter,
     /// Reports sent to MAD subscribers (resends not counted).
-    pub reports_sent: u64,
+    reports_sent: Counter,
     /// MAD consumers dropped: subscribers for not answering Reports,
     /// multicast members for not joining again within their lease.
-    pub leases_ended: u64,
+    leases_ended: Counter,
     /// Multicast joins completed here (the master held the bits).
-    pub joins_local: u64,
+    joins_local: Counter,
     /// Multicast joins sent to the master.
-    pub joins_upstream: u64,
+    joins_upstream: Counter,
     /// Multicast leaves.
-    pub leaves: u64,
+    leaves: Counter,
     /// Times every subscription and membership was registered again
     /// (a new master, a client reregister, or a master that lost them).
-    pub reregistrations: u64,
+    reregistrations: Counter,
     /// Fetches of host names from the master completed (NodeRecords and
     /// the local-sa directory).
-    pub name_fetches: u64,
+    name_fetches: Counter,
     /// PathRecords cached now.
-    pub records: u64,
+    records: Gauge,
     /// Host names and IP addresses learned from the master now.
-    pub names: u64,
+    names: Gauge,
     /// Requests to the master SA waiting for their answer now.
-    pub upstream_in_flight: u64,
+    upstream_in_flight: Gauge,
     /// Distinct forwarded queries waiting for the master now.
-    pub queries_waiting: u64,
+    queries_waiting: Gauge,
     /// RMPP transfers in progress now.
-    pub transfers_active: u64,
+    transfers_active: Gauge,
     /// Distinct subscriptions (filters) this port holds now.
-    pub subscriptions: u64,
+    subscriptions: Gauge,
     /// Subscribers (the agent, ports, local connections) now.
-    pub subscribers: u64,
+    subscribers: Gauge,
     /// Multicast groups this port belongs to now.
-    pub groups: u64,
+    groups: Gauge,
     /// Local memberships (member × group) now.
-    pub members: u64,
+    members: Gauge,
     /// Reports to MAD subscribers waiting for their answer now.
-    pub reports_in_flight: u64,
+    reports_in_flight: Gauge,
 }
 
 impl Counters {
@@ -101,52 +146,43 @@ impl Counters {
 
     /// One JSON object.
     pub fn to_json(&self) -> String {
-        let body: Vec<String> = self
-            .fields()
-            .iter()
-            .map(|(n, v)| format!("\"{n}\":{v}"))
-            .collect();
+        let body: Vec<String> = self.fields().map(|(n, v)| format!("\"{n}\":{v}")).collect();
         format!("{{{}}}", body.join(","))
     }
 
-    fn fields(&self) -> [(&'static str, u64); 36] {
-        [
-            ("hits", self.hits),
-            ("misses", self.misses),
-            ("coalesced", self.coalesced),
-            ("answer_cache_hits", self.answer_cache_hits),
-            ("upstream_queries", self.upstream_queries),
-            ("upstream_failures", self.upstream_failures),
-            ("loaded", self.loaded),
-            ("deleted", self.deleted),
-            ("denied", self.denied),
-            ("errors", self.errors),
-            ("malformed", self.malformed),
-            ("rmpp_transfers", self.rmpp_transfers),
-            ("rmpp_aborts", self.rmpp_aborts),
-            ("rmpp_refused_busy", self.rmpp_refused_busy),
-            ("rmpp_refused_per_peer", self.rmpp_refused_per_peer),
-            ("rmpp_refused_memory", self.rmpp_refused_memory),
-            ("refreshes", self.refreshes),
-            ("refreshes_loaded", self.refreshes_loaded),
-            ("notices", self.notices),
-            ("reports_sent", self.reports_sent),
-            ("leases_ended", self.leases_ended),
-            ("joins_local", self.joins_local),
-            ("joins_upstream", self.joins_upstream),
-            ("leaves", self.leaves),
-            ("reregistrations", self.reregistrations),
-            ("name_fetches", self.name_fetches),
-            ("records", self.records),
-            ("names", self.names),
-            ("upstream_in_flight", self.upstream_in_flight),
-            ("queries_waiting", self.queries_waiting),
-            ("transfers_active", self.transfers_active),
-            ("subscriptions", self.subscriptions),
-            ("subscribers", self.subscribers),
-            ("groups", self.groups),
-            ("members", self.members),
-            ("reports_in_flight", self.reports_in_flight),
-        ]
+    fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        self.described().into_iter().map(|d| (d.name, d.value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_says_what_it_counts_and_the_gauges_are_the_levels_now() {
+        let described = Counters::default().described();
+        assert_eq!(
+            described.len(),
+            Counters::default().to_text().lines().count()
+        );
+        for d in &described {
+            assert!(d.help.trim().ends_with('.'), "{}: {:?}", d.name, d.help);
+            // The struct's own rule: the levels say "now".
+            assert_eq!(
+                d.kind == Kind::Gauge,
+                d.help.trim_end().ends_with("now."),
+                "{}: {:?}",
+                d.name,
+                d.help
+            );
+        }
+        let c = Counters {
+            hits: 3,
+            records: 9,
+            ..Counters::default()
+        };
+        assert!(c.to_text().starts_with("hits 3\nmisses 0\n"));
+        assert!(c.to_json().contains("\"records\":9"));
     }
 }

@@ -78,6 +78,8 @@ pub(crate) struct Driver {
     pub(crate) kernel: Option<KernelDoor>,
     /// The settings, and what reloading them needs.
     pub(crate) settings: Settings,
+    /// What the metrics endpoint serves, if there is one.
+    pub(crate) metrics: Option<std::rc::Rc<crate::metrics_server::Shared>>,
     /// The service manager (systemd), if it watches.
     pub(crate) notifier: Notifier,
     /// When to say READY=1 even though a port has no table yet (None:
@@ -111,11 +113,13 @@ impl Driver {
     pub(crate) async fn run(mut self, mut src: Sources) -> Vec<PortAgent> {
         let mut timer = Timer::never();
         let mut armed: Option<Instant> = None;
-        let mut stats_timer = if self.stats_interval.is_zero() {
-            Timer::never()
-        } else {
-            Timer::interval(self.stats_interval)
+        let mut stats_timer = match (self.stats_interval.is_zero(), &self.metrics) {
+            (false, _) => Timer::interval(self.stats_interval),
+            // The file only at exit, but the metrics every second.
+            (true, Some(_)) => Timer::interval(Duration::from_secs(1)),
+            (true, None) => Timer::never(),
         };
+        self.update_metrics();
         let mut watchdog = match self.notifier.watchdog_interval() {
             Some(every) => Timer::interval(every),
             None => Timer::never(),
@@ -174,7 +178,12 @@ impl Driver {
                     }
                 }
                 Wake::Port(i, e) => self.port_event(now, i, e),
-                Wake::Stats => self.write_stats(),
+                Wake::Stats => {
+                    self.update_metrics();
+                    if !self.stats_interval.is_zero() {
+                        self.write_stats();
+                    }
+                }
                 Wake::Watchdog => self.notifier.notify("WATCHDOG=1"),
                 Wake::Signal if shutdown_by.is_none() => {
                     info!("shutting down: withdrawing subscriptions and memberships at the master");
@@ -495,15 +504,41 @@ impl Driver {
         self.ready_by = None;
     }
 
-    fn write_stats(&self) {
+    /// The doors' and the kernel door's counters.
+    fn daemon_counters(&self) -> Vec<(&'static str, u64)> {
         let mut fields = self.doors.borrow().counters().fields().to_vec();
         if let Some(door) = &self.kernel {
             fields.extend(door.service.counters().fields());
             fields.push(("netlink_replies_dropped", door.dropped));
         }
+        fields
+    }
+
+    fn write_stats(&self) {
+        let fields = self.daemon_counters();
         for p in &self.ports {
             p.write_stats(&fields);
         }
+    }
+
+    /// Renders the counters for the metrics endpoint.
+    fn update_metrics(&self) {
+        let Some(shared) = &self.metrics else {
+            return;
+        };
+        let ports: Vec<(String, Vec<_>)> = self
+            .ports
+            .iter()
+            .map(|p| {
+                (
+                    format!("{}/{}", p.facts.ca, p.facts.port),
+                    p.core.counters().described(),
+                )
+            })
+            .collect();
+        let mut daemon = self.daemon_counters();
+        daemon.push(("metrics_refused", shared.refused.get()));
+        *shared.text.borrow_mut() = crate::metrics::render(&ports, &daemon);
     }
 }
 

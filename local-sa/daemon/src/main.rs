@@ -13,6 +13,8 @@ mod generate;
 mod kernel_door;
 mod listener;
 mod log_control;
+mod metrics;
+mod metrics_server;
 mod options;
 mod port_agent;
 mod port_lock;

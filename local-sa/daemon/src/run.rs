@@ -24,6 +24,7 @@ use crate::error::DaemonError;
 use crate::kernel_door;
 use crate::listener::Listener;
 use crate::log_control::LogControl;
+use crate::metrics_server::{self, MetricsListener};
 use crate::options::Options;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
@@ -120,7 +121,24 @@ pub(crate) fn run(
         }
         port.core.publish(now, publication);
     }
+    let metrics =
+        match &options.metrics {
+            Some(addr) => Some(MetricsListener::bind(addr).map_err(|e| {
+                DaemonError::Device(format!("cannot serve metrics at {addr:?}: {e}"))
+            })?),
+            None => None,
+        };
     let ex = std::rc::Rc::new(smol::LocalExecutor::new());
+    let metrics = metrics.map(|listener| {
+        let shared = std::rc::Rc::new(metrics_server::Shared::default());
+        ex.spawn(metrics_server::serve(
+            listener,
+            shared.clone(),
+            std::rc::Rc::downgrade(&ex),
+        ))
+        .detach();
+        shared
+    });
     // Every port's MADs and events, tagged with the port, on one channel
     // each: the driver waits on those.
     let (mad_tx, mad_rx) = smol::channel::bounded(1024);
@@ -197,6 +215,7 @@ pub(crate) fn run(
             options: options.clone(),
             log,
         },
+        metrics,
         notifier: Notifier::from_env(),
         ready_by: Some(
             (options.ready_timeout > 0)

@@ -37,6 +37,7 @@ pub(crate) fn restart_needed(old: &Options, new: &Options) -> Vec<&'static str> 
     check(old.acm_sockets != new.acm_sockets, "acm-socket");
     check(old.acm_addr != new.acm_addr, "acm-addr");
     check(old.netlink != new.netlink, "netlink");
+    check(old.metrics != new.metrics, "metrics");
     // Told the kernel at start; follows the upstream time-outs by default.
     check(
         kernel_door::kernel_timeout(old) != kernel_door::kernel_timeout(new),

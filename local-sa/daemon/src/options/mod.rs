@@ -64,6 +64,7 @@ COUNTERS:
   /run/local-sa/<ca>-<port>.counters) with `name value` lines: hits,
   misses, coalesced, upstream_queries, loaded, deleted, denied, errors,
   rmpp_transfers, records, ... Read it with cat; it is replaced whole.
+  --metrics ADDR serves the same counters to Prometheus (GET /metrics).
 
 LOGS:
   To stderr; --log-level (else RUST_LOG, else info) sets the level, e.g.
@@ -288,6 +289,13 @@ pub(crate) struct Options {
     /// debug, local_sa=debug,warn); default RUST_LOG, else info.
     #[arg(long, value_name = "LEVEL")]
     pub(crate) log_level: Option<String>,
+    /// Serve the counters in Prometheus' text format at
+    /// http://ADDR/metrics: a TCP address (127.0.0.1:9464) or an absolute
+    /// Unix socket path (/run/local-sa/metrics.sock). Every port's
+    /// counters, labelled port="<ca>/<port>", and the doors'; refreshed
+    /// every --stats-interval (every second when that is 0). Default: none.
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics_server::parse_addr)]
+    pub(crate) metrics: Option<crate::metrics_server::MetricsAddr>,
     /// Local connections one user may have open at once.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
     pub(crate) max_connections_per_user: usize,

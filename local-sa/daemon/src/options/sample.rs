@@ -12,7 +12,7 @@ use super::config_file::settable;
 use super::effective::toml_value;
 
 /// An example value for each setting that has no default, as TOML.
-const EXAMPLES: [(&str, &str); 14] = [
+const EXAMPLES: [(&str, &str); 15] = [
     ("ca", "\"mlx5_0\""),
     ("port", "1"),
     ("sm-key", "\"0x0000000000000001\""),
@@ -30,6 +30,7 @@ const EXAMPLES: [(&str, &str); 14] = [
     ("address", "[\"192.0.2.10\"]"),
     ("netlink-timeout", "4500"),
     ("log-level", "\"info\""),
+    ("metrics", "\"127.0.0.1:9464\""),
 ];
 
 /// Width the help text is wrapped to.

@@ -1,0 +1,241 @@
+//! The counters in Prometheus' text exposition format (version 0.0.4),
+//! for `--metrics`: each port's counters labelled `port="<ca>/<port>"`,
+//! the doors' and the kernel door's for the daemon as a whole. Counters
+//! are named `local_sa_<name>_total`, gauges `local_sa_<name>`; HELP is
+//! the counter's own documentation.
+
+use std::fmt::Write as _;
+
+use local_sa_core::counters::{Described, Kind};
+
+/// The doors' and the kernel door's counters: kind and meaning.
+const DAEMON_COUNTERS: [(&str, Kind, &str); 18] = [
+    (
+        "door_connections",
+        Kind::Gauge,
+        "Local connections (local API and ibacm protocol) open now.",
+    ),
+    (
+        "door_refused_total",
+        Kind::Counter,
+        "Local connections refused: as many as allowed (--max-connections) were open.",
+    ),
+    (
+        "door_refused_per_user",
+        Kind::Counter,
+        "Local connections refused: the user had as many as allowed (--max-connections-per-user) open.",
+    ),
+    (
+        "door_slow_readers",
+        Kind::Counter,
+        "Local connections closed for not reading what was queued for them.",
+    ),
+    (
+        "door_slow_senders",
+        Kind::Counter,
+        "Local connections closed for a frame that took too long, or a first frame that never came.",
+    ),
+    (
+        "door_refused_memory",
+        Kind::Counter,
+        "Local connections closed because their frame would pass the bytes all frames being received may hold.",
+    ),
+    (
+        "netlink_resolves",
+        Kind::Counter,
+        "RDMA_NL_LS RESOLVEs (PathRecord queries) received from the kernel.",
+    ),
+    (
+        "netlink_ip_resolves",
+        Kind::Counter,
+        "RDMA_NL_LS IP_RESOLVEs received from the kernel.",
+    ),
+    (
+        "netlink_answered",
+        Kind::Counter,
+        "Replies to the kernel with a record or a GID.",
+    ),
+    (
+        "netlink_from_cache",
+        Kind::Counter,
+        "RESOLVEs answered from the cache without the master.",
+    ),
+    (
+        "netlink_failed",
+        Kind::Counter,
+        "Replies to the kernel with RDMA_NL_LS_F_ERR.",
+    ),
+    (
+        "netlink_malformed",
+        Kind::Counter,
+        "Netlink messages that could not be decoded (answered ERR or dropped).",
+    ),
+    (
+        "netlink_unknown_port",
+        Kind::Counter,
+        "RESOLVEs for a device or port this daemon does not serve.",
+    ),
+    (
+        "netlink_refused_pending",
+        Kind::Counter,
+        "RESOLVEs refused because as many as allowed were waiting.",
+    ),
+    (
+        "netlink_past_deadline",
+        Kind::Counter,
+        "RESOLVEs answered ERR because the master had not answered in time (counted in failed too).",
+    ),
+    (
+        "netlink_kernel_errors",
+        Kind::Counter,
+        "Errors the kernel sent back for messages of local-sa's.",
+    ),
+    (
+        "netlink_replies_dropped",
+        Kind::Counter,
+        "Replies to the kernel dropped because its socket was full.",
+    ),
+    (
+        "metrics_refused",
+        Kind::Counter,
+        "Metrics connections refused at the limit on connections open.",
+    ),
+];
+
+/// A metric's exposition name.
+fn metric_name(name: &str, kind: Kind) -> String {
+    match kind {
+        Kind::Counter if !name.ends_with("_total") => format!("local_sa_{name}_total"),
+        _ => format!("local_sa_{name}"),
+    }
+}
+
+/// `# HELP` and `# TYPE` lines.
+fn header(out: &mut String, metric: &str, kind: Kind, help: &str) {
+    let kind = match kind {
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
+    };
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = help.replace('\\', "\\\\");
+    let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
+}
+
+/// A label value, escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The exposition: `ports` (each port's label and counters, in the same
+/// order for every port) and `daemon`'s counters.
+pub(crate) fn render(ports: &[(String, Vec<Described>)], daemon: &[(&str, u64)]) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        "local_sa_build_info",
+        Kind::Gauge,
+        "local-sa's version.",
+    );
+    let _ = writeln!(
+        out,
+        "local_sa_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some((_, first)) = ports.first() {
+        for (i, d) in first.iter().enumerate() {
+            let metric = metric_name(d.name, d.kind);
+            header(&mut out, &metric, d.kind, d.help);
+            for (port, counters) in ports {
+                if let Some(c) = counters.get(i) {
+                    let _ = writeln!(out, "{metric}{{port=\"{}\"}} {}", label(port), c.value);
+                }
+            }
+        }
+    }
+    for (name, value) in daemon {
+        let (kind, help) = DAEMON_COUNTERS
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map_or((Kind::Counter, "A local-sa counter."), |(_, k, h)| (*k, *h));
+        let metric = metric_name(name, kind);
+        header(&mut out, &metric, kind, help);
+        let _ = writeln!(out, "{metric} {value}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use local_sa_core::Counters;
+
+    use super::*;
+
+    #[test]
+    fn counters_and_gauges_per_port_with_help() {
+        let a = Counters {
+            hits: 5,
+            records: 7,
+            ..Counters::default()
+        };
+        let b = Counters {
+            hits: 1,
+            ..Counters::default()
+        };
+        let text = render(
+            &[
+                ("mlx5_0/1".into(), a.described()),
+                ("mlx5_0/\"2\"".into(), b.described()),
+            ],
+            &[("door_connections", 3), ("door_refused_total", 2)],
+        );
+        assert!(
+            text.contains(
+                "# HELP local_sa_hits_total PathRecord queries answered from the cache.\n\
+             # TYPE local_sa_hits_total counter\n\
+             local_sa_hits_total{port=\"mlx5_0/1\"} 5\n\
+             local_sa_hits_total{port=\"mlx5_0/\\\"2\\\"\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE local_sa_records gauge\nlocal_sa_records{port=\"mlx5_0/1\"} 7\n")
+        );
+        assert!(
+            text.contains("# TYPE local_sa_door_connections gauge\nlocal_sa_door_connections 3\n")
+        );
+        assert!(text.contains(
+            "# TYPE local_sa_door_refused_total counter\nlocal_sa_door_refused_total 2\n"
+        ));
+        assert!(text.starts_with("# HELP local_sa_build_info"));
+        // Every sample line is `name{labels} value` or `name value`.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = line.rsplit_once(' ').unwrap();
+            assert!(value.parse::<u64>().is_ok(), "{line}");
+            assert!(name.starts_with("local_sa_"), "{line}");
+        }
+    }
+
+    #[test]
+    fn every_daemon_counter_is_described() {
+        use crate::doors::DoorCounters;
+        let mut names: Vec<&str> = DoorCounters::default()
+            .fields()
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        names.extend(
+            local_sa_core::netlink::NetlinkCounters::default()
+                .fields()
+                .iter()
+                .map(|(n, _)| *n),
+        );
+        names.extend(["netlink_replies_dropped", "metrics_refused"]);
+        for name in &names {
+            assert!(DAEMON_COUNTERS.iter().any(|(n, _, _)| n == name), "{name}");
+        }
+        assert_eq!(names.len(), DAEMON_COUNTERS.len());
+    }
+}
