@@ -73,6 +73,8 @@ pub mod kind {
     pub const FLUSH: u8 = 0x09;
     /// A page of the cached paths (administrators only).
     pub const DUMP: u8 = 0x0A;
+    /// How the port's agent is doing: `name value` lines.
+    pub const STATUS: u8 = 0x0B;
     /// An answer is the request's kind with this bit set.
     pub const ANSWER: u8 = 0x80;
     /// The answer to HELLO.
@@ -213,6 +215,7 @@ pub fn request_kind_code(kind: RequestKind) -> u8 {
         RequestKind::Refresh => kind::REFRESH,
         RequestKind::Flush => kind::FLUSH,
         RequestKind::Dump => kind::DUMP,
+        RequestKind::Status => kind::STATUS,
     }
 }
 
@@ -233,7 +236,8 @@ pub fn request_frame(request: &Request, id: u32) -> Frame {
         | Request::ListSubscriptions
         | Request::ListGroups
         | Request::Refresh
-        | Request::Flush => Bytes::new(),
+        | Request::Flush
+        | Request::Status => Bytes::new(),
         Request::Dump { from, max } => {
             let mut b = BytesMut::with_capacity(8);
             b.put_u32(*from);
@@ -320,6 +324,7 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
         kind::LIST_GROUPS => Request::ListGroups,
         kind::REFRESH => Request::Refresh,
         kind::FLUSH => Request::Flush,
+        kind::STATUS => Request::Status,
         kind::DUMP => {
             exact(8)?;
             let word = |at: usize| {
@@ -414,6 +419,7 @@ pub fn reply_frame(reply: &LocalReply) -> Frame {
             b.put_u64(*after);
             b.freeze()
         }
+        LocalBody::Status(report) => Bytes::from(report.to_text()),
     };
     Frame::new(kind, reply.request, reply.status.0, body)
 }
@@ -564,6 +570,7 @@ mod tests {
         roundtrip(&Request::ListGroups);
         roundtrip(&Request::Refresh);
         roundtrip(&Request::Flush);
+        roundtrip(&Request::Status);
         roundtrip(&Request::Dump {
             from: 0x0004_0009,
             max: DUMP_PAGE,

@@ -101,6 +101,9 @@ pub enum Request {
         /// Records at most.
         max: u32,
     },
+    /// How the port's agent is doing ([`LocalBody::Status`]): anyone
+    /// may ask.
+    Status,
 }
 
 /// Which kind of [`Request`] a reply answers.
@@ -126,6 +129,8 @@ pub enum RequestKind {
     Flush,
     /// [`Request::Dump`].
     Dump,
+    /// [`Request::Status`].
+    Status,
 }
 
 impl Request {
@@ -142,6 +147,7 @@ impl Request {
             Self::Refresh => RequestKind::Refresh,
             Self::Flush => RequestKind::Flush,
             Self::Dump { .. } => RequestKind::Dump,
+            Self::Status => RequestKind::Status,
         }
     }
 
@@ -208,6 +214,46 @@ pub enum LocalBody {
         /// After.
         after: u64,
     },
+    /// How the agent (and the daemon around it) is doing.
+    Status(StatusReport),
+}
+
+/// Named values, in order: a status report. Names are snake_case words;
+/// values are text on one line (a name may repeat: `recent_warning`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusReport(pub Vec<(String, String)>);
+
+impl StatusReport {
+    /// Adds `name` with `value` (line breaks become spaces).
+    pub fn push(&mut self, name: &str, value: impl std::fmt::Display) {
+        let value = value.to_string().replace(['\n', '\r'], " ");
+        self.0.push((name.to_owned(), value));
+    }
+
+    /// The first value named `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `name value` lines: the wire form.
+    pub fn to_text(&self) -> String {
+        self.0.iter().map(|(n, v)| format!("{n} {v}\n")).collect()
+    }
+
+    /// Reads [`StatusReport::to_text`]'s lines back.
+    pub fn from_text(text: &str) -> Self {
+        Self(
+            text.lines()
+                .filter_map(|l| {
+                    let (n, v) = l.split_once(' ').unwrap_or((l, ""));
+                    (!n.is_empty()).then(|| (n.to_owned(), v.to_owned()))
+                })
+                .collect(),
+        )
+    }
 }
 
 impl LocalBody {

@@ -28,7 +28,7 @@ use local_sa_core::api;
 use local_sa_core::log_limit::LogLimit;
 use local_sa_core::naming::Names;
 use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService};
-use local_sa_core::request::{ConnId, LocalReply, Request};
+use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
 use umad::IncomingMad;
 use umad::port::Sysfs;
 use umad::port_events::PortEvent;
@@ -78,6 +78,8 @@ pub(crate) struct Driver {
     pub(crate) kernel: Option<KernelDoor>,
     /// The settings, and what reloading them needs.
     pub(crate) settings: Settings,
+    /// When the daemon started.
+    pub(crate) started: Instant,
     /// What the metrics endpoint serves, if there is one.
     pub(crate) metrics: Option<std::rc::Rc<crate::metrics_server::Shared>>,
     /// The service manager (systemd), if it watches.
@@ -241,7 +243,10 @@ impl Driver {
                     return false;
                 }
             }
-            while let Some(reply) = self.ports[i].core.poll_local() {
+            while let Some(mut reply) = self.ports[i].core.poll_local() {
+                if let LocalBody::Status(report) = &mut reply.body {
+                    self.add_daemon_status(i, report);
+                }
                 self.reply(reply);
             }
         }
@@ -502,6 +507,29 @@ impl Driver {
             return;
         }
         self.ready_by = None;
+    }
+
+    /// What the daemon adds to port `i`'s status: itself, the port as the
+    /// device shows it, the doors, the last warnings.
+    fn add_daemon_status(&self, i: usize, report: &mut StatusReport) {
+        let now = Instant::now();
+        report.push("version", env!("CARGO_PKG_VERSION"));
+        report.push("pid", std::process::id());
+        report.push(
+            "uptime_s",
+            now.saturating_duration_since(self.started).as_secs(),
+        );
+        if let Some(p) = self.ports.get(i) {
+            report.push("port", format!("{}/{}", p.facts.ca, p.facts.port));
+            report.push("port_state", p.facts.state);
+        }
+        report.push(
+            "door_connections",
+            self.doors.borrow().counters().connections,
+        );
+        for line in self.settings.log.recent().lines(now) {
+            report.push("recent_warning", line);
+        }
     }
 
     /// The doors' and the kernel door's counters.

@@ -8,11 +8,7 @@ use clap::{Command, CommandFactory as _};
 use clap_complete::Shell;
 use local_sa_core::text::{man_section, man_sections, roff_line};
 
-use crate::options::Options;
-use crate::options::sample;
-
-/// What `--generate` can write.
-pub(crate) const WHAT: [&str; 6] = ["man", "config-man", "config", "bash", "zsh", "fish"];
+use crate::options::{GENERATE, Options, sample};
 
 /// The text `--generate what` writes.
 pub(crate) fn generate(what: &str) -> Result<String, String> {
@@ -24,7 +20,7 @@ pub(crate) fn generate(what: &str) -> Result<String, String> {
         shell => {
             let shell: Shell = shell
                 .parse()
-                .map_err(|_| format!("cannot generate {what:?}; one of {}", WHAT.join(", ")))?;
+                .map_err(|_| format!("cannot generate {what:?}; one of {}", GENERATE.join(", ")))?;
             Ok(completions(shell, command, "local-sa"))
         }
     }

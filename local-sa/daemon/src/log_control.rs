@@ -5,11 +5,15 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Registry, reload};
 
-/// Replaces the running log filter.
+use crate::recent_warnings::RecentWarnings;
+
+/// Replaces the running log filter; keeps the last warnings.
 pub(crate) struct LogControl {
     handle: reload::Handle<EnvFilter, Registry>,
     /// The directives in force, for messages.
     current: String,
+    /// The last warnings and errors logged.
+    recent: RecentWarnings,
 }
 
 /// The filter `level` names (RUST_LOG's syntax), or RUST_LOG's, or info.
@@ -29,6 +33,7 @@ impl LogControl {
     pub(crate) fn install(level: Option<&str>) -> Result<Self, String> {
         let (filter, current) = filter(level)?;
         let (layer, handle) = reload::Layer::new(filter);
+        let recent = RecentWarnings::default();
         tracing_subscriber::registry()
             .with(layer)
             .with(
@@ -36,8 +41,13 @@ impl LogControl {
                     .with_writer(std::io::stderr)
                     .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
             )
+            .with(recent.clone())
             .init();
-        Ok(Self { handle, current })
+        Ok(Self {
+            handle,
+            current,
+            recent,
+        })
     }
 
     /// Takes `level`'s filter; true if that changed it.
@@ -56,5 +66,10 @@ impl LogControl {
     /// The directives in force.
     pub(crate) fn current(&self) -> &str {
         &self.current
+    }
+
+    /// The last warnings and errors logged.
+    pub(crate) fn recent(&self) -> &RecentWarnings {
+        &self.recent
     }
 }

@@ -18,6 +18,7 @@ mod metrics_server;
 mod options;
 mod port_agent;
 mod port_lock;
+mod recent_warnings;
 mod registrations_file;
 mod reload;
 mod run;
@@ -53,7 +54,7 @@ fn main() -> ExitCode {
         };
     }
     if options.check_config {
-        return match options::effective_settings(args) {
+        return match options::effective::effective_settings(args) {
             Ok(text) => {
                 print!("{text}");
                 ExitCode::SUCCESS

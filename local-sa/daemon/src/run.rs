@@ -215,6 +215,7 @@ pub(crate) fn run(
             options: options.clone(),
             log,
         },
+        started: Instant::now(),
         metrics,
         notifier: Notifier::from_env(),
         ready_by: Some(

@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::failure::Failure;
 use crate::query::Query;
-use crate::session::{Failure, Session};
+use crate::session::Session;
 
 #[derive(Debug, Default)]
 struct Tally {

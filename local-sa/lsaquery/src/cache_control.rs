@@ -9,9 +9,9 @@ use local_sa_core::api::{self, DUMP_PAGE, Frame};
 use local_sa_core::request::Request;
 use mad_codec::{PathRecord, Records};
 
+use crate::failure::Failure;
 use crate::local_api::Connection;
 use crate::print::{JSON_SCHEMA, json_string};
-use crate::session::Failure;
 
 /// PathRecords cached before and after, from a REFRESH or FLUSH answer.
 fn change(f: &Frame) -> Result<(u64, u64), Failure> {

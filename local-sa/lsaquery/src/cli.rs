@@ -80,6 +80,10 @@ EXAMPLES:
                                          hold it until Ctrl-C
   lsaquery --master --join ff12:... -J 2 join by MAD at the master
 
+STATUS (anyone, through the local API):
+  lsaquery --status [--json]             each port's local-sa: master, paths and
+                                         their age, consumers, last warnings
+
 CACHE CONTROL (root or local-sa's own user, through the local API):
   lsaquery --refresh [-P N]              re-fetch port N's paths from the master now
   lsaquery --flush                       drop the cache; queries go to the master
@@ -293,6 +297,12 @@ pub(crate) struct Cli {
     /// page at a time (root or local-sa's own user).
     #[arg(long, group = "cache_control", conflicts_with_all = CACHE_CONTROL_CONFLICTS)]
     pub(crate) dump: bool,
+    /// How local-sa is doing on each port of this node (or the one -C/-P
+    /// or --api-socket names): the port and its master SA, records and
+    /// when they were refreshed, consumers, queries, the daemon and its
+    /// last warnings; --json for one object per port. Anyone may ask.
+    #[arg(long, group = "cache_control", conflicts_with_all = CACHE_CONTROL_CONFLICTS)]
+    pub(crate) status: bool,
     /// Benchmark: send the query N times, --window at a time, and print the
     /// answer rate and latency percentiles.
     #[arg(long, value_name = "N", value_parser = number::<u64>)]

@@ -6,7 +6,7 @@ use clap_complete::Shell;
 use local_sa_core::text::{man_section, man_sections};
 
 use crate::cli::Cli;
-use crate::session::Failure;
+use crate::failure::Failure;
 
 /// Writes what `--generate what` asks for to standard output.
 pub(crate) fn run(what: &str) -> Result<(), Failure> {

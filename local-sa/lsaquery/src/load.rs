@@ -11,10 +11,11 @@ use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
 
+use crate::failure::Failure;
 use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::records_file;
-use crate::session::{Failure, Session};
+use crate::session::Session;
 
 /// Reads the PathRecords of a text dump.
 pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {

@@ -20,8 +20,8 @@ use smol::stream::StreamExt as _;
 use std::os::unix::net::UnixStream;
 
 use crate::cli::Cli;
+use crate::failure::Failure;
 use crate::print::Printed;
-use crate::session::Failure;
 
 /// The default socket of the local-sa serving `ca` port `port`.
 pub(crate) fn default_socket(ca: &str, port: u8) -> PathBuf {

@@ -8,6 +8,7 @@ mod cache_control;
 mod cli;
 mod client;
 mod distribute;
+mod failure;
 mod generate;
 mod load;
 mod local_api;
@@ -18,6 +19,7 @@ mod records_file;
 mod registration;
 mod resolve;
 mod session;
+mod status;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,9 +36,10 @@ use umad::{AgentSpec, MadAddress, UmadDevice, UmadTransport};
 
 use crate::cli::Cli;
 use crate::client::Client;
+use crate::failure::Failure;
 use crate::print::Printed;
 use crate::query::{Kind, Query};
-use crate::session::{Failure, Session};
+use crate::session::Session;
 
 /// What this run does.
 enum Mode {
@@ -144,6 +147,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     }
     if let Some(dest) = &cli.resolve {
         return resolve_path(cli, dest);
+    }
+    if cli.status {
+        return status::run(cli);
     }
     if cli.refresh || cli.flush || cli.dump {
         return cache_control::run(cli);

@@ -83,7 +83,7 @@ impl Printed {
     }
 
     /// Writes it to standard output: a JSON line with `json`, else text.
-    pub(crate) fn print(&self, json: bool) -> Result<(), crate::session::Failure> {
+    pub(crate) fn print(&self, json: bool) -> Result<(), crate::failure::Failure> {
         if json {
             outln!("{}", self.to_json())
         } else {

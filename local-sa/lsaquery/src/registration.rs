@@ -15,7 +15,8 @@ use smol::stream::StreamExt as _;
 use umad::IncomingMad;
 
 use crate::cli::Cli;
-use crate::session::{Failure, Session};
+use crate::failure::Failure;
+use crate::session::Session;
 
 /// RespTimeValue sent in subscriptions; unsubscribing must repeat it.
 const RESP_TIME_VALUE: u8 = 19;

@@ -18,8 +18,8 @@ use local_sa_core::naming::{Address, MAX_NAME_LEN};
 use local_sa_core::text::number;
 use mad_codec::Gid;
 
+use crate::failure::Failure;
 use crate::print;
-use crate::session::Failure;
 
 /// ibacm's socket for ib_acme, where local-sa serves by default.
 pub(crate) const DEFAULT_SOCKET: &str = "/run/ibacm-unix.sock";

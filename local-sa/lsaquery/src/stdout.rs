@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 
-use crate::session::Failure;
+use crate::failure::Failure;
 
 /// Writes `text` to standard output, at once.
 pub(crate) fn write(text: &str) -> Result<(), Failure> {

@@ -39,6 +39,7 @@ mod paths;
 mod phases;
 mod purpose;
 mod refresh;
+mod status;
 mod subscriptions;
 #[cfg(test)]
 mod tests;
@@ -112,6 +113,11 @@ pub struct SaCore {
     refresh: RefreshState,
     /// Refreshes that failed since the last one that completed.
     refresh_failures: u32,
+    /// When the refresh running now began.
+    refresh_began: Option<Instant>,
+    /// When this port's paths were last made fresh, and how long the
+    /// refresh took (`None`: a load replaced them).
+    last_fresh: Option<(Instant, Option<Duration>)>,
     /// Local requests waiting for the refresh to end.
     refresh_waiters: Vec<RefreshWaiter>,
     next_refresh: Option<Instant>,
@@ -170,6 +176,8 @@ impl SaCore {
             fabric_ports: 0,
             refresh: RefreshState::Idle,
             refresh_failures: 0,
+            refresh_began: None,
+            last_fresh: None,
             refresh_waiters: Vec::new(),
             // Set below, once the port's phase can be computed.
             next_refresh: Some(now),
@@ -494,6 +502,10 @@ impl SaCore {
             Request::Refresh => self.local_refresh(now, asker),
             Request::Flush => self.local_flush(&asker),
             Request::Dump { from, max } => self.local_dump(&asker, from, max),
+            Request::Status => {
+                let status = self.status(now);
+                self.reply_local(&asker, MadStatus::OK, LocalBody::Status(status));
+            }
         }
     }
 

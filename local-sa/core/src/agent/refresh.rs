@@ -41,6 +41,7 @@ impl SaCore {
             "refreshing this port's paths"
         );
         self.refresh = RefreshState::Bulk { epoch };
+        self.refresh_began = Some(now);
         if self.register_after_refresh {
             // At start, whether the master applies QoS is asked just
             // before the table (one small request, answered first), so
@@ -159,6 +160,11 @@ impl SaCore {
         self.forwarding.forget_answers();
         self.counters.refreshes += 1;
         self.refresh = RefreshState::Idle;
+        let took = self
+            .refresh_began
+            .take()
+            .map(|t| now.saturating_duration_since(t));
+        self.last_fresh = Some((now, took));
         info!(
             records = self.store.len(),
             swept, "this port's paths are fresh"
@@ -213,6 +219,7 @@ impl SaCore {
             return;
         }
         self.counters.refreshes_loaded += 1;
+        self.last_fresh = Some((now, None));
         self.paths_fresh(now, self.epoch);
     }
 

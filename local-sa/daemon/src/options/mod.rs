@@ -2,7 +2,7 @@
 //! file of the same settings (config_file.rs). The command line wins.
 
 mod config_file;
-mod effective;
+pub(crate) mod effective;
 pub(crate) mod sample;
 mod suggest;
 
@@ -18,7 +18,6 @@ use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
 use config_file::{FileError, FileSetting};
-pub(crate) use effective::effective_settings;
 use local_sa_core::text::number;
 
 /// Serve SA PathRecord queries from a local cache, on this node's ports.
@@ -133,7 +132,7 @@ pub(crate) struct Options {
     /// Print a manual page (man: local-sa(8); config-man:
     /// local-sa.toml(5)), the commented sample config file (config) or a
     /// shell's completion script (bash, zsh, fish) and exit.
-    #[arg(long, value_name = "WHAT", value_parser = crate::generate::WHAT)]
+    #[arg(long, value_name = "WHAT", value_parser = GENERATE)]
     pub(crate) generate: Option<String>,
     /// SM_Key that PathRecord loads and deletes must carry; others are
     /// refused with ERR_REQ_DENIED. There is no default: until a key is
@@ -300,6 +299,9 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
     pub(crate) max_connections_per_user: usize,
 }
+
+/// What `--generate` can write (generate.rs).
+pub(crate) const GENERATE: [&str; 6] = ["man", "config-man", "config", "bash", "zsh", "fish"];
 
 /// A settings problem, with where it came from.
 #[derive(Debug)]

@@ -11,7 +11,8 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::MadAddress;
 
 use super::summary::Tally;
-use crate::session::{Failure, Session};
+use crate::failure::Failure;
+use crate::session::Session;
 
 /// Highest unicast LID.
 const MAX_UNICAST_LID: u16 = 0xBFFF;

@@ -35,8 +35,9 @@ use self::delta::Push;
 use self::endpoints::{Endpoint, Fabric, table_request};
 use self::summary::{NodeOutcome, Summary, Tally};
 use crate::client::Token;
+use crate::failure::Failure;
 use crate::progress::ProgressBar;
-use crate::session::{Failure, Session};
+use crate::session::Session;
 
 /// What `--distribute` was asked to do.
 pub(crate) struct Options {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mad_codec::{Gid, PathRecord};
 
+use crate::failure::Failure;
 use crate::print::{JSON_SCHEMA, json_string};
-use crate::session::Failure;
 
 /// What was asked of the master and sent to the nodes.
 #[derive(Debug, Default)]

@@ -1,0 +1,66 @@
+//! What `lsaquery --status` shows of one port's agent: who it is, where
+//! its master is, how fresh its paths are, what it holds for its
+//! consumers.
+
+use std::time::Instant;
+
+use super::{RefreshState, SaCore};
+use crate::request::StatusReport;
+
+impl SaCore {
+    /// This port's status now, as named values in a fixed order.
+    pub(super) fn status(&self, now: Instant) -> StatusReport {
+        let ms = |t: Instant| now.saturating_duration_since(t).as_millis().to_string();
+        let c = self.counters();
+        let mut s = StatusReport::default();
+        s.push("port_gid", self.port.gid);
+        s.push("lid", self.port.lid);
+        s.push("sm_lid", self.port.sm_lid);
+        if let Some(m) = self.master_info {
+            s.push("master_sa_lid", m.sm_lid);
+        }
+        let table = if self.is_ready() {
+            "complete"
+        } else {
+            "incomplete"
+        };
+        s.push("table", table);
+        s.push("records", self.store.len());
+        s.push("names", c.names);
+        if let Some((at, took)) = self.last_fresh {
+            s.push("last_refresh_age_ms", ms(at));
+            match took {
+                Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
+                None => s.push("last_refresh_by", "load"),
+            }
+        }
+        if self.refresh != RefreshState::Idle
+            && let Some(began) = self.refresh_began
+        {
+            s.push("refreshing_for_ms", ms(began));
+        }
+        if let Some(next) = self.next_refresh {
+            s.push(
+                "next_refresh_in_ms",
+                next.saturating_duration_since(now).as_millis(),
+            );
+        }
+        s.push("refresh_failures_in_a_row", self.refresh_failures);
+        for (name, value) in [
+            ("refreshes", c.refreshes),
+            ("refreshes_loaded", c.refreshes_loaded),
+            ("subscriptions", c.subscriptions),
+            ("subscribers", c.subscribers),
+            ("groups", c.groups),
+            ("members", c.members),
+            ("hits", c.hits),
+            ("misses", c.misses),
+            ("upstream_in_flight", c.upstream_in_flight),
+            ("upstream_failures", c.upstream_failures),
+            ("errors", c.errors),
+        ] {
+            s.push(name, value);
+        }
+        s
+    }
+}

@@ -1,0 +1,212 @@
+//! `lsaquery --status`: how each local-sa on this node is doing, through
+//! its local API's STATUS (docs/local-api.md): the port and its master,
+//! how fresh its paths are, what it holds for its consumers, its last
+//! warnings. Every served port by default; -C/-P or --api-socket for one.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use local_sa_core::request::{Request, StatusReport};
+
+use crate::cli::Cli;
+use crate::failure::Failure;
+use crate::local_api::{Connection, default_socket};
+use crate::print::{JSON_SCHEMA, json_string};
+
+/// Prints the status of the local-sa behind each socket asked about.
+pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
+    let sockets: Vec<PathBuf> = match &cli.api_socket {
+        Some(p) => vec![p.clone()],
+        None => umad::port::Sysfs::default()
+            .select_all(cli.ca.as_deref(), cli.port)
+            .map_err(|e| Failure::new(3, e.to_string()))?
+            .iter()
+            .map(|p| default_socket(&p.ca, p.port))
+            .collect(),
+    };
+    let mut unreachable = None;
+    for socket in &sockets {
+        match smol::block_on(ask(socket, cli.json)) {
+            Ok(report) if cli.json => outln!("{}", json(socket, &report))?,
+            Ok(report) => out!("{}", human(&report))?,
+            Err(f) => {
+                eprintln!("lsaquery: {}", f.message);
+                unreachable = Some(f);
+            }
+        }
+    }
+    match unreachable {
+        // A failure already printed: the exit status alone.
+        Some(f) => Err(Failure::new(f.code, String::new())),
+        None => Ok(()),
+    }
+}
+
+async fn ask(socket: &std::path::Path, json: bool) -> Result<StatusReport, Failure> {
+    let mut conn = Connection::open(socket, json)?;
+    let answer = conn.call(&Request::Status).await?;
+    let text = String::from_utf8(answer.body.to_vec())
+        .map_err(|_| Failure::new(4, "local-sa's STATUS answer is not text"))?;
+    Ok(StatusReport::from_text(&text))
+}
+
+/// Milliseconds as a person reads them.
+fn ago(ms: &str) -> String {
+    let Ok(ms) = ms.parse::<u64>() else {
+        return ms.to_owned();
+    };
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=9_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        10_000..=5_999_999 => format!("{} s", ms / 1000),
+        _ if ms < 48 * 3_600_000 => format!("{} min", ms / 60_000),
+        _ => format!("{} h", ms / 3_600_000),
+    }
+}
+
+/// The report as a few lines a person reads.
+pub(crate) fn human(r: &StatusReport) -> String {
+    let v = |name: &str| r.get(name).unwrap_or("?");
+    let mut out = String::new();
+    let master = r.get("master_sa_lid").map_or_else(
+        || "master SA not heard from yet".to_owned(),
+        |l| format!("master SA at LID {l}"),
+    );
+    let _ = writeln!(
+        out,
+        "{}: {}, LID {}, SM LID {}; {master}",
+        v("port"),
+        v("port_state"),
+        v("lid"),
+        v("sm_lid"),
+    );
+    let mut paths = format!("{} ({} table)", v("records"), v("table"));
+    match (r.get("last_refresh_age_ms"), r.get("last_refresh_took_ms")) {
+        (Some(age), Some(took)) => {
+            let _ = write!(paths, ", refreshed {} ago in {}", ago(age), ago(took));
+        }
+        (Some(age), None) => {
+            let _ = write!(paths, ", loaded {} ago", ago(age));
+        }
+        _ => paths.push_str(", not refreshed yet"),
+    }
+    if let Some(ms) = r.get("refreshing_for_ms") {
+        let _ = write!(paths, "; refreshing for {}", ago(ms));
+    } else if let Some(ms) = r.get("next_refresh_in_ms") {
+        let _ = write!(paths, "; next in {}", ago(ms));
+    }
+    let failures = v("refresh_failures_in_a_row");
+    if failures != "0" {
+        let _ = write!(paths, "; {failures} failed in a row");
+    }
+    let _ = writeln!(out, "  paths        {paths}");
+    let _ = writeln!(out, "  names        {}", v("names"));
+    let _ = writeln!(
+        out,
+        "  consumers    {} subscriptions for {} subscribers; {} groups, {} memberships",
+        v("subscriptions"),
+        v("subscribers"),
+        v("groups"),
+        v("members")
+    );
+    let _ = writeln!(
+        out,
+        "  queries      {} from the cache, {} not; {} waiting for the master, {} it never answered; {} error answers",
+        v("hits"),
+        v("misses"),
+        v("upstream_in_flight"),
+        v("upstream_failures"),
+        v("errors")
+    );
+    let uptime = r
+        .get("uptime_s")
+        .map_or_else(|| "?".to_owned(), |s| ago(&format!("{s}000")));
+    let _ = writeln!(
+        out,
+        "  daemon       local-sa {}, pid {}, up {uptime}; {} local connections",
+        v("version"),
+        v("pid"),
+        v("door_connections")
+    );
+    let warnings: Vec<&str> =
+        r.0.iter()
+            .filter(|(n, _)| n == "recent_warning")
+            .map(|(_, w)| w.as_str())
+            .collect();
+    if warnings.is_empty() {
+        let _ = writeln!(out, "  warnings     none");
+    }
+    for (i, w) in warnings.iter().enumerate() {
+        let (secs, text) = w.split_once(' ').unwrap_or(("?", w));
+        let label = if i == 0 { "warnings" } else { "" };
+        let _ = writeln!(out, "  {label:<12} {secs} s ago: {text}");
+    }
+    out
+}
+
+/// The report as one JSON object (docs/json.md): numbers as numbers, the
+/// warnings as a list.
+pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
+    let mut out = format!(
+        "{{\"schema\":{JSON_SCHEMA},\"socket\":{}",
+        json_string(&socket.display().to_string())
+    );
+    let mut warnings = Vec::new();
+    for (name, value) in &r.0 {
+        if name == "recent_warning" {
+            warnings.push(json_string(value));
+            continue;
+        }
+        let value = match value.parse::<u64>() {
+            Ok(n) if n < 1 << 53 => n.to_string(),
+            _ => json_string(value),
+        };
+        let _ = write!(out, ",{}:{value}", json_string(name));
+    }
+    let _ = write!(out, ",\"recent_warnings\":[{}]}}", warnings.join(","));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> StatusReport {
+        StatusReport::from_text(
+            "port_gid fe80::10:3\nlid 5\nsm_lid 1\nmaster_sa_lid 1\ntable complete\nrecords 17\n\
+             names 3\nlast_refresh_age_ms 2500\nlast_refresh_took_ms 12\nnext_refresh_in_ms 597500\n\
+             refresh_failures_in_a_row 0\nsubscriptions 3\nsubscribers 2\ngroups 1\nmembers 2\n\
+             hits 10\nmisses 2\nupstream_in_flight 0\nupstream_failures 0\nerrors 0\nversion 0.1.0\n\
+             pid 42\nuptime_s 3\nport ibsim0/1\nport_state Active\ndoor_connections 1\n\
+             recent_warning 12 WARN the master refused a subscription change status=0x0200\n",
+        )
+    }
+
+    #[test]
+    fn a_person_reads_where_things_stand() {
+        let text = human(&report());
+        assert_eq!(
+            text,
+            "ibsim0/1: Active, LID 5, SM LID 1; master SA at LID 1\n\
+             \x20 paths        17 (complete table), refreshed 2.5 s ago in 12 ms; next in 597 s\n\
+             \x20 names        3\n\
+             \x20 consumers    3 subscriptions for 2 subscribers; 1 groups, 2 memberships\n\
+             \x20 queries      10 from the cache, 2 not; 0 waiting for the master, 0 it never answered; 0 error answers\n\
+             \x20 daemon       local-sa 0.1.0, pid 42, up 3.0 s; 1 local connections\n\
+             \x20 warnings     12 s ago: WARN the master refused a subscription change status=0x0200\n"
+        );
+    }
+
+    #[test]
+    fn json_has_numbers_strings_and_the_warnings() {
+        let j = json(
+            std::path::Path::new("/run/local-sa/ibsim0-1.sock"),
+            &report(),
+        );
+        assert!(j.starts_with("{\"schema\":1,\"socket\":\"/run/local-sa/ibsim0-1.sock\",\"port_gid\":\"fe80::10:3\",\"lid\":5,"), "{j}");
+        assert!(j.contains(",\"table\":\"complete\","), "{j}");
+        assert!(j.ends_with(",\"recent_warnings\":[\"12 WARN the master refused a subscription change status=0x0200\"]}"), "{j}");
+        let parsed: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(parsed["records"], 17);
+    }
+}
