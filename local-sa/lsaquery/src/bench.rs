@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::failure::Failure;
+use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::session::Session;
 
@@ -32,6 +33,7 @@ pub(crate) async fn run(
         ..Tally::default()
     };
     let start = Instant::now();
+    let mut bar = ProgressBar::on_terminal(total >= 10_000);
     let (mut sent, mut ended) = (0u64, 0u64);
     let mut in_flight = HashMap::new();
     while ended < total {
@@ -45,6 +47,7 @@ pub(crate) async fn run(
             continue;
         };
         ended += 1;
+        bar.show(ended, total, "queries ended");
         match c.outcome {
             Ok(answer) => {
                 t.latencies.push(started.elapsed());
@@ -59,6 +62,7 @@ pub(crate) async fn run(
         }
     }
     let elapsed = start.elapsed();
+    bar.finish();
     t.latencies.sort_unstable();
     let report = Report::new(&t, total, window, elapsed);
     if session.json {

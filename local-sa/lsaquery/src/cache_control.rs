@@ -6,12 +6,13 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use local_sa_core::api::{self, DUMP_PAGE, Frame};
-use local_sa_core::request::Request;
+use local_sa_core::request::{Request, StatusReport};
 use mad_codec::{PathRecord, Records};
 
 use crate::failure::Failure;
 use crate::local_api::Connection;
 use crate::print::{JSON_SCHEMA, json_string};
+use crate::progress::ProgressBar;
 
 /// PathRecords cached before and after, from a REFRESH or FLUSH answer.
 fn change(f: &Frame) -> Result<(u64, u64), Failure> {
@@ -57,6 +58,16 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
 /// a reader that stops reading (`| head`) ends it quietly.
 pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
     let json = conn.json();
+    // How many to expect, for the progress bar (when standard error is a
+    // terminal and the dump is long).
+    let held = match conn.call(&Request::Status).await {
+        Ok(status) => StatusReport::from_text(&String::from_utf8_lossy(&status.body))
+            .get("records")
+            .and_then(|r| r.parse::<u64>().ok())
+            .unwrap_or(0),
+        Err(_) => 0,
+    };
+    let mut bar = ProgressBar::on_terminal(held >= u64::from(DUMP_PAGE));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut from = 0u32;
     let mut printed = 0u64;
@@ -80,11 +91,13 @@ pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
             }
             printed += 1;
         }
+        bar.show(printed, held.max(printed), "PathRecords");
         match page.last().map(|r| api::dump_from_after(r)) {
             Some(Some(n)) if page.len() == DUMP_PAGE as usize => from = n,
             _ => break,
         }
     }
+    bar.finish();
     if let Err(e) = out.flush() {
         return closed_or(e);
     }
