@@ -28,8 +28,9 @@ QUERIES (saquery names and aliases):
 
 WHICH SA:
   By default queries go to this node's own LID: the local-sa serving this
-  port. --master sends them to the port's SM LID (the master SA, as saquery
-  does); --sa-lid LID to any SA.
+  port; those for records local-sa does not keep (NodeRecord,
+  ServiceRecord) go to the port's SM LID, as saquery sends them. --master
+  sends every query to the SM LID (the master SA); --sa-lid LID to any SA.
 
 REGISTRATIONS:
   Through local-sa's local API socket by default (no umad access needed):

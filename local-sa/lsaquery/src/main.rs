@@ -164,10 +164,16 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     {
         return result;
     }
-    // A distributor fetches from the master SA unless told otherwise.
+    // A distributor fetches from the master SA unless told otherwise, and
+    // so does a query for records local-sa does not keep (NodeRecords,
+    // ServiceRecords), which it would refuse.
+    let relayed = match &mode {
+        Mode::Query(q) | Mode::Bench(q) => !q.kind.served_by_local_sa(),
+        _ => false,
+    };
     let sa_lid = match cli.sa_lid {
         Some(lid) => lid,
-        None if cli.master || cli.distribute => port.sm_lid,
+        None if cli.master || cli.distribute || relayed => port.sm_lid,
         None => port.lid,
     };
     if sa_lid == 0 {
@@ -295,14 +301,19 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
 async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
     let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
     let mad = session.ok(&answer)?;
+    let printed = printed(session, query, &mad, &answer)?;
     if answer.is_cut() {
         eprintln!(
             "lsaquery: warning: the answer claims RMPP but arrived as one cut MAD (a transport without RMPP, \
-             such as ibsim); only the whole records at its start are shown"
+             such as ibsim); only the records wholly within its intact bytes are shown: {}",
+            match printed.len() {
+                0 => "none was".to_owned(),
+                n => format!("{n}"),
+            }
         );
     }
-    for p in printed(session, query, &mad, &answer)? {
-        session.print(&p)?;
+    for p in &printed {
+        session.print(p)?;
     }
     Ok(())
 }

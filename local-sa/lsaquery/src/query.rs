@@ -41,6 +41,13 @@ impl Kind {
         })
     }
 
+    /// Whether local-sa answers this query itself; the others go to the
+    /// master SA even when local-sa is the default SA (as saquery sends
+    /// every query there).
+    pub(crate) fn served_by_local_sa(self) -> bool {
+        !matches!(self, Self::NodeRecord | Self::ServiceRecord)
+    }
+
     pub(crate) fn attribute(self) -> AttributeId {
         match self {
             Self::ClassPortInfo => AttributeId::CLASS_PORT_INFO,
