@@ -42,28 +42,10 @@ fn main() -> ExitCode {
         }
     };
     if let Some(what) = &options.generate {
-        return match generate::generate(what) {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("local-sa: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return print_and_exit(generate::generate(what));
     }
     if options.check_config {
-        return match options::effective::effective_settings(args) {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("local-sa: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return print_and_exit(options::effective::effective_settings(args));
     }
     let log = match log_control::LogControl::install(options.log_level.as_deref()) {
         Ok(log) => log,
@@ -77,6 +59,22 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("local-sa: {e}");
             ExitCode::from(3)
+        }
+    }
+}
+
+/// For the options that print and exit (--generate, --check-config): the
+/// text to standard output and status 0, or the error and status 2. A
+/// reader that closes the pipe early (`| head`) is no failure.
+fn print_and_exit(result: Result<String, impl std::fmt::Display>) -> ExitCode {
+    match result {
+        Ok(text) => {
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("local-sa: {e}");
+            ExitCode::from(2)
         }
     }
 }
