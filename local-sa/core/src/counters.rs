@@ -109,6 +109,12 @@ counters! {
     /// Times every subscription and membership was registered again
     /// (a new master, a client reregister, or a master that lost them).
     reregistrations: Counter,
+    /// Queries for records local-sa does not keep (NodeRecords,
+    /// ServiceRecords, ...) passed to the master, its answer passed back.
+    relayed: Counter,
+    /// Such queries answered BUSY because as many as allowed were waiting
+    /// for the master.
+    relays_refused: Counter,
     /// Fetches of host names from the master completed (NodeRecords and
     /// the local-sa directory).
     name_fetches: Counter,

@@ -18,6 +18,7 @@ use super::parties::Asker;
 use crate::address::{GSI_QKEY, Transmit};
 use crate::inbound::SaRequest;
 use crate::request::LocalBody;
+use crate::requester::Answer;
 use crate::respond;
 use crate::transfers::{Event, Refusal};
 
@@ -124,6 +125,19 @@ impl SaCore {
 
     /// Passes the master's `answer` to the port that asked `request`,
     /// unchanged but for the port's TransactionID.
+    /// The master's answer to a relayed query, back to its asker: a
+    /// table's records through an RMPP transfer of this agent's (the
+    /// master's came as several MADs, or cut); anything else as it came.
+    pub(super) fn relay_answer(&mut self, now: Instant, request: &SaRequest, answer: &Answer) {
+        if request.method() == Method::GET_TABLE && answer.status() == MadStatus::OK {
+            let data = Bytes::copy_from_slice(answer.intact_data());
+            let offset = answer.header().sa.attribute_offset();
+            self.answer_data(now, request, data, offset);
+        } else {
+            self.relay_to(request, answer.mad());
+        }
+    }
+
     pub(super) fn relay_to(&mut self, request: &SaRequest, answer: &[u8]) {
         if let Some(relayed) = respond::relay(answer, request.header()) {
             self.out

@@ -115,6 +115,8 @@ pub struct SaCore {
     refresh_failures: u32,
     /// When the refresh running now began.
     refresh_began: Option<Instant>,
+    /// Relayed queries waiting for the master.
+    relays: usize,
     /// When this port's paths were last made fresh, and how long the
     /// refresh took (`None`: a load replaced them).
     last_fresh: Option<(Instant, Option<Duration>)>,
@@ -178,6 +180,7 @@ impl SaCore {
             refresh_failures: 0,
             refresh_began: None,
             last_fresh: None,
+            relays: 0,
             refresh_waiters: Vec::new(),
             // Set below, once the port's phase can be computed.
             next_refresh: Some(now),
@@ -561,6 +564,9 @@ impl SaCore {
             (AttributeId::INFORM_INFO_RECORD, Method::GET | Method::GET_TABLE) => {
                 self.inform_info_records(now, request)
             }
+            // Records this agent does not keep: the master's to answer,
+            // as if the asker had asked it.
+            (_, Method::GET | Method::GET_TABLE) => self.relay_upstream(now, request),
             (attr, method) => {
                 debug!(
                     %attr,

@@ -11,6 +11,10 @@ use super::purpose::Purpose;
 use crate::inbound::SaRequest;
 use crate::requester::{Answer, Attempts, Completion, Failure};
 
+/// Relayed queries that may wait for the master at once: each holds the
+/// asker's request (at most a MAD) and an upstream request.
+pub(super) const MAX_RELAYS: usize = 1024;
+
 impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
     pub(super) fn send_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
@@ -47,8 +51,16 @@ impl SaCore {
             .send_with(now, master, purpose, request, attempts, &mut self.out);
     }
 
-    /// Passes a port's query to the master; its answer goes back as it came.
+    /// Passes a port's query to the master; its answer goes back as it
+    /// came (a table through RMPP of local-sa's own). At most
+    /// [`MAX_RELAYS`] wait at once: more are answered BUSY.
     pub(super) fn relay_upstream(&mut self, now: Instant, request: SaRequest) {
+        if self.relays >= MAX_RELAYS {
+            self.counters.relays_refused += 1;
+            return self.respond_error(&request, MadStatus::BUSY);
+        }
+        self.relays += 1;
+        self.counters.relayed += 1;
         let mad = request.mad().clone();
         self.send_upstream(now, Purpose::Relay(request), &mad);
     }
@@ -71,7 +83,10 @@ impl SaCore {
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, Some(answer.status()))
             }
-            Purpose::Relay(request) => self.relay_to(&request, answer.mad()),
+            Purpose::Relay(request) => {
+                self.relays = self.relays.saturating_sub(1);
+                self.relay_answer(now, &request, answer);
+            }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
             Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
@@ -107,7 +122,10 @@ impl SaCore {
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, None)
             }
-            Purpose::Relay(request) => self.respond_error(&request, MadStatus::BUSY),
+            Purpose::Relay(request) => {
+                self.relays = self.relays.saturating_sub(1);
+                self.respond_error(&request, MadStatus::BUSY);
+            }
             Purpose::MasterInfo => {
                 self.retry_registration(now);
                 self.release_qos_waiters(now);

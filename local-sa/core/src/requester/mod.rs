@@ -143,6 +143,21 @@ impl Answer {
         records.into_iter().flatten().take(whole)
     }
 
+    /// The SA data as records at its AttributeOffset: all of it, or of a
+    /// cut answer only the records wholly within its real bytes.
+    pub fn intact_data(&self) -> &[u8] {
+        let data = self.data();
+        let stride = usize::from(self.header.sa.attribute_offset()) * 8;
+        match self.cut {
+            Some(intact) if stride > 0 => {
+                let whole = intact.saturating_sub(SaMadHeader::LEN) / stride;
+                &data[..(whole * stride).min(data.len())]
+            }
+            Some(intact) => &data[..intact.saturating_sub(SaMadHeader::LEN).min(data.len())],
+            None => data,
+        }
+    }
+
     /// The one record of a Get's answer, padded with zeros if the answer is
     /// shorter than a record.
     pub fn record<T: SaRecord>(&self) -> T {

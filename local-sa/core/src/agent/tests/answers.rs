@@ -8,8 +8,8 @@ use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{
-    AttributeId, ClassPortInfo, ClassPortInfoRepr, ComponentMask, MadStatus, Method, PathRecord,
-    SaMad, SaMadBuilder,
+    AttributeId, ClassPortInfo, ClassPortInfoRepr, ComponentMask, MadStatus, Method, NodeRecord,
+    PathRecord, SaMad, SaMadBuilder,
 };
 
 use super::bench::{Bench, HOSTS, MY_LID, client, padded, path_records, pr_request, status};
@@ -82,10 +82,83 @@ fn get_with_no_match_and_gettable_with_no_match_answer_as_opensm_does() {
 }
 
 #[test]
-fn requests_the_agent_does_not_serve_get_0x000c_and_bad_versions_0x0004() {
+fn queries_for_records_the_agent_does_not_keep_are_the_masters_to_answer() {
+    let mut b = Bench::started();
+    for lid in 3..=HOSTS {
+        b.master
+            .descriptions
+            .insert(lid, format!("node{lid} mlx5_0"));
+    }
+    // A NodeRecord table: more than one MAD, passed on through an RMPP
+    // transfer of the agent's own, under the asker's TransactionID.
+    let table =
+        padded(&SaMadBuilder::request(Method::GET_TABLE, 8, AttributeId::NODE_RECORD).into_bytes());
+    let answer = b.query(client(30), &table);
+    let m = SaMad::parse(&answer).unwrap();
+    assert_eq!(m.mad().status(), MadStatus::OK);
+    assert_eq!(
+        (m.mad().method(), m.mad().transaction_id()),
+        (Method::GET_TABLE_RESP, 8)
+    );
+    let nodes: Vec<&NodeRecord> = m.records::<NodeRecord>().unwrap().collect();
+    assert_eq!(
+        nodes.len(),
+        usize::from(HOSTS) - 2,
+        "every node the master knows"
+    );
+    assert_eq!(nodes[0].description(), "node3 mlx5_0");
+    // The master's refusal comes back as it gave it.
+    let get = padded(&SaMadBuilder::request(Method::GET, 9, AttributeId::NODE_RECORD).into_bytes());
+    let refused = b.ask(client(30), &get);
+    assert_eq!(refused.len(), 1);
+    let m = SaMad::parse(&refused[0]).unwrap();
+    assert_eq!(m.mad().status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
+    assert_eq!(m.mad().transaction_id(), 9);
+    assert_eq!(b.core.counters().relayed, 2);
+}
+
+#[test]
+fn relayed_queries_waiting_for_the_master_are_bounded() {
+    let mut b = Bench::started();
+    let get = |tid: u64| {
+        padded(&SaMadBuilder::request(Method::GET, tid, AttributeId::NODE_RECORD).into_bytes())
+    };
+    // A master that does not answer: every relay waits.
+    b.master.answering = false;
+    for tid in 0..1024 {
+        b.deliver(client(30), &get(100 + tid));
+    }
+    b.pump();
+    assert!(b.take_sent(30).is_empty(), "all waiting for the master");
+    b.deliver(client(30), &get(5000));
+    b.pump();
+    let refused = b.take_sent(30);
+    assert_eq!(refused.len(), 1);
+    assert_eq!(status(&refused[0]), MadStatus::BUSY);
+    assert_eq!(
+        SaMad::parse(&refused[0]).unwrap().mad().transaction_id(),
+        5000
+    );
+    assert_eq!(
+        (b.core.counters().relayed, b.core.counters().relays_refused),
+        (1024, 1)
+    );
+    // Given up on (BUSY, as the master never answered), they make room
+    // again.
+    b.advance(std::time::Duration::from_secs(10));
+    let busy = b.take_sent(30);
+    assert_eq!(busy.len(), 1024);
+    assert!(busy.iter().all(|m| status(m) == MadStatus::BUSY));
+    b.master.answering = true;
+    assert_eq!(b.ask(client(30), &get(5001)).len(), 1);
+    assert_eq!(b.core.counters().relays_refused, 1);
+}
+
+#[test]
+fn other_methods_the_agent_does_not_serve_get_0x000c_and_bad_versions_0x0004() {
     let mut b = Bench::started();
     let node =
-        padded(&SaMadBuilder::request(Method::GET, 9, AttributeId::NODE_RECORD).into_bytes());
+        padded(&SaMadBuilder::request(Method::SET, 9, AttributeId::NODE_RECORD).into_bytes());
     let answer = b.ask(client(30), &node);
     assert_eq!(answer.len(), 1, "not silence");
     let m = SaMad::parse(&answer[0]).unwrap();
@@ -94,6 +167,7 @@ fn requests_the_agent_does_not_serve_get_0x000c_and_bad_versions_0x0004() {
         (m.mad().method(), m.mad().transaction_id()),
         (Method::GET_RESP, 9)
     );
+    assert_eq!(b.core.counters().relayed, 0);
 
     let mut bad = BytesMut::from(&pr_request(Method::GET, 10, ComponentMask::NONE, |_| {})[..]);
     bad[0] = 2; // base version 2
