@@ -1,5 +1,9 @@
 //! The daemon's log: to stderr, filtered by --log-level (else RUST_LOG,
-//! else info), with a filter that SIGHUP can replace while running.
+//! else info), with a filter that SIGHUP can replace while running. When
+//! systemd connected stderr to the journal (`JOURNAL_STREAM` names it),
+//! the log goes to the journal directly instead, each event's fields as
+//! journal fields, prefixed `F_` (`journalctl -u local-sa -o verbose`); if
+//! the journal does not answer, stderr as elsewhere.
 
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -28,19 +32,42 @@ fn filter(level: Option<&str>) -> Result<(EnvFilter, String), String> {
         .map_err(|e| format!("log level {directives:?}: {e}"))
 }
 
+/// Whether stderr is the stream `journal_stream` (`JOURNAL_STREAM`'s
+/// `<device>:<inode>`) names: systemd's sign that it goes to the journal.
+fn stderr_is_the_journal(journal_stream: Option<&str>) -> bool {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let Some((dev, ino)) = journal_stream.and_then(|s| s.split_once(':')) else {
+        return false;
+    };
+    let stderr = std::io::stderr();
+    let Ok(fd) = stderr.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    let Ok(meta) = std::fs::File::from(fd).metadata() else {
+        return false;
+    };
+    dev.parse() == Ok(meta.dev()) && ino.parse() == Ok(meta.ino())
+}
+
 impl LogControl {
     /// Installs the log with `level`'s filter.
     pub(crate) fn install(level: Option<&str>) -> Result<Self, String> {
         let (filter, current) = filter(level)?;
         let (layer, handle) = reload::Layer::new(filter);
         let recent = RecentWarnings::default();
+        let journal = stderr_is_the_journal(std::env::var("JOURNAL_STREAM").ok().as_deref())
+            .then(tracing_journald::layer)
+            .and_then(Result::ok);
+        let stderr = journal.is_none().then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        });
         tracing_subscriber::registry()
             .with(layer)
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
-            )
+            .with(stderr)
+            .with(journal)
             .with(recent.clone())
             .init();
         Ok(Self {
@@ -71,5 +98,25 @@ impl LogControl {
     /// The last warnings and errors logged.
     pub(crate) fn recent(&self) -> &RecentWarnings {
         &self.recent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+
+    use super::*;
+
+    #[test]
+    fn the_journal_is_recognised_by_stderrs_device_and_inode() {
+        let fd = std::io::stderr().as_fd().try_clone_to_owned().unwrap();
+        let meta = std::fs::File::from(fd).metadata().unwrap();
+        let this = format!("{}:{}", meta.dev(), meta.ino());
+        assert!(stderr_is_the_journal(Some(&this)));
+        let other = format!("{}:{}", meta.dev(), meta.ino() + 1);
+        assert!(!stderr_is_the_journal(Some(&other)));
+        assert!(!stderr_is_the_journal(Some("nonsense")));
+        assert!(!stderr_is_the_journal(None));
     }
 }

@@ -67,7 +67,9 @@ COUNTERS:
 
 LOGS:
   To stderr; --log-level (else RUST_LOG, else info) sets the level, e.g.
-  --log-level local_sa=debug for every query forwarded.
+  --log-level local_sa=debug for every query forwarded. Under systemd
+  (stderr is the journal: JOURNAL_STREAM), to the journal directly, each
+  event's fields as journal fields (F_PORT=..., journalctl -o verbose).
 
 SIGNALS:
   SIGTERM or SIGINT: withdraw this port's subscriptions, memberships and
