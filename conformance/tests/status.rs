@@ -1,6 +1,6 @@
 //! `lsaquery --status` against a local-sa on the fabric: the port, the
 //! master SA (OpenSM), the table it fetched and when, in words and in
-//! JSON; and a clear failure where no local-sa listens.
+//! JSON; and a clear failure, with a hint, where no local-sa listens.
 
 use conformance::{Fabric, LocalSa, Topology};
 
@@ -59,4 +59,27 @@ fn status_shows_the_port_its_master_and_its_table() {
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", out.stderr);
     assert!(out.stderr.contains("is local-sa running"), "{}", out.stderr);
+
+    // A query on a node where no local-sa runs: the hint, not only the
+    // transport's status.
+    let other = fabric.node("h9").unwrap();
+    let there = other.port().unwrap();
+    let out = other
+        .lsaquery()
+        .args([
+            "-p",
+            "--slid",
+            &there.lid.to_string(),
+            "--dlid",
+            &me.lid.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("is local-sa running on this port? --master asks the master SA"),
+        "{}",
+        out.stderr
+    );
 }

@@ -49,7 +49,13 @@ impl Session {
             ),
             other => other.to_string(),
         };
-        Failure::new(4, format!("SA at LID {lid}: {why}"))
+        // This node's own LID is where local-sa answers.
+        let hint = if lid == self.port.lid {
+            "; is local-sa running on this port? --master asks the master SA"
+        } else {
+            ""
+        };
+        Failure::new(4, format!("SA at LID {lid}: {why}{hint}"))
     }
 
     /// The answer as an SA MAD if its status is success; otherwise the
