@@ -165,6 +165,35 @@ fn the_distributor_fills_every_local_sa_with_what_opensm_holds_and_then_only_the
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }
+    // The names tables went with the paths: each node resolves the
+    // fabric's host names (OpenSM's NodeDescriptions) from the load,
+    // without asking OpenSM for them.
+    let hosts = fabric.topology().hcas().len();
+    expect(
+        &out,
+        &format!("names: {hosts} adapters' NodeRecords and 0 directory entries, 6 tables taken"),
+    );
+    for (sa, name) in nodes.iter().zip(NODES) {
+        assert_eq!(sa.counter("name_tables_loaded"), 2, "{name}");
+        assert_eq!(sa.counter("names"), hosts as u64, "{name}");
+        assert_eq!(sa.counter("name_fetches"), 0, "{name}");
+    }
+    let resolved = std::process::Command::new(conformance::program("lsaquery").unwrap())
+        .arg("--acm-socket")
+        .arg(nodes[0].acm_socket())
+        .args(["--resolve", "h9", "--json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&resolved.stdout);
+    assert!(
+        resolved.status.success(),
+        "h2 resolves h9 by name: {json}{}",
+        String::from_utf8_lossy(&resolved.stderr)
+    );
+    assert!(
+        json.contains(&format!("\"dlid\":{}", lid_of(&fabric, "h9"))),
+        "{json}"
+    );
 
     // Each node answers a GetTable from its port from the load, and the
     // snapshot holds exactly what the nodes hold.
@@ -310,6 +339,7 @@ fn a_wrong_key_or_a_port_without_local_sa_fails_clearly_and_changes_nothing() {
     );
     for sa in &nodes {
         assert_eq!(sa.counter("records"), 0, "{}", sa.node());
+        assert_eq!(sa.counter("name_tables_loaded"), 0, "{}", sa.node());
     }
 
     // A port named that runs no local-sa.

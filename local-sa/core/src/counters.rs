@@ -118,6 +118,9 @@ counters! {
     /// Fetches of host names from the master completed (NodeRecords and
     /// the local-sa directory).
     name_fetches: Counter,
+    /// Names tables (NodeRecords, directory ServiceRecords) loaded by a
+    /// distributor.
+    name_tables_loaded: Counter,
     /// PathRecords cached now.
     records: Gauge,
     /// Host names and IP addresses learned from the master now.

@@ -8,3 +8,9 @@ pub const REPLACE_SOURCES: u32 = 1;
 /// Bit 0 of a Delete: the pairs are gone at the master too, so what is
 /// removed is known absent and the sources keep their completeness.
 pub const KNOWN_ABSENT: u32 = 1;
+
+/// Bit 0 of a Set of NodeRecords or ServiceRecords: a distributor's whole
+/// names table (the fabric's channel adapters, or the local-sa
+/// directory), which replaces that table's names. Without it such a Set
+/// is not local-sa's to take (0x000C).
+pub const NAMES_TABLE: u32 = 1;

@@ -50,7 +50,9 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
   --distribute --smkey K     find every port running local-sa (an SA
                              ClassPortInfo probe), get each one's table from
                              the master and load it (Set, REPLACE_SOURCES),
-                             --window nodes at a time
+                             --window nodes at a time; the names tables
+                             (NodeRecords, directory) go with it, fetched
+                             once
   --targets LIDS             only these ports (e.g. 4,7,20-40)
   --from FILE                records from a dump instead of the master
   --snapshot FILE            write what the nodes now hold

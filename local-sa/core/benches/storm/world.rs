@@ -248,7 +248,7 @@ impl World {
             master_wake: None,
             distributor: s
                 .distributor
-                .map(|window| Distributor::new(master_lid + 1, s.hosts, window)),
+                .map(|window| Distributor::new(master_lid + 1, master_lid, s.hosts, window)),
             distributor_wake: None,
             distributor_free: start,
             cores: Vec::new(),

@@ -24,6 +24,8 @@
 //!   records were stored or removed.
 
 use std::collections::HashSet;
+
+use bytes::Bytes;
 use std::time::Instant;
 
 use mad_codec::attr::path_record::mask as pr;
@@ -42,46 +44,61 @@ impl SaCore {
     /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
     /// transfer.
     pub(super) fn load(&mut self, now: Instant, request: &SaRequest) {
+        let Some((header, data)) = self.take_load(now, request) else {
+            return;
+        };
+        let records = if is_segment(request) {
+            Records::<PathRecord>::new(&data, header.sa.attribute_offset())
+                .map(|r| r.copied().collect())
+                .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")
+        } else {
+            Ok(vec![request.template::<PathRecord>()])
+        };
+        self.apply(now, request, &header, records);
+    }
+
+    /// A load's whole content — its headers and data — once it is in: at
+    /// once for a single MAD, at the last segment for an RMPP transfer.
+    /// A transfer without the SM_Key is refused at its first segment
+    /// rather than taken in whole (the answer also ends the sender's
+    /// wait); a single MAD's key is checked with its content.
+    pub(super) fn take_load(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+    ) -> Option<(SaMadHeader, Bytes)> {
         let rmpp = request.header().rmpp;
-        let is_segment = rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA;
-        if !is_segment {
-            let records = vec![request.template::<PathRecord>()];
-            return self.apply(now, request, request.header(), Ok(records));
+        if !is_segment(request) {
+            let data = request.mad().slice(SaMadHeader::LEN..);
+            return Some((*request.header(), data));
         }
         let tid = request.tid();
         if !self.transfers.is_receiving(&request.from, tid) {
             if !rmpp.flags().contains(RmppFlags::FIRST) {
                 // A segment of a transfer not (or no longer) being
                 // received, such as the rest of a refused one.
-                return;
+                return None;
             }
             if !self.authorized(now, request.sm_key(), request.from.lid) {
-                // Refuse at the first segment rather than take in the
-                // whole transfer; the answer also ends the sender's wait.
-                return self.deny(request, request.header());
+                self.deny(request, request.header());
+                return None;
             }
         }
-        let Some(event) =
+        let event =
             self.transfers
-                .segment(now, &request.from, tid, request.mad(), &mut self.out)
-        else {
-            return;
-        };
+                .segment(now, &request.from, tid, request.mad(), &mut self.out)?;
         self.count_transfer(now, &event);
-        if let Event::Received(whole) = event
-            && let Ok((header, data)) = SaMadHeader::parse(&whole)
-        {
-            let records = Records::<PathRecord>::new(data, header.sa.attribute_offset())
-                .map(|r| r.copied().collect())
-                .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords");
-            self.apply(now, request, header, records);
-        }
+        let Event::Received(whole) = event else {
+            return None;
+        };
+        let header = *SaMadHeader::parse(&whole).ok()?.0;
+        Some((header, whole.slice(SaMadHeader::LEN..)))
     }
 
     /// Whether a load or delete carrying `carried` may change the cache:
     /// only with the configured SM_Key, and never while none is
     /// configured (said once in the log).
-    fn authorized(&mut self, now: Instant, carried: u64, lid: u16) -> bool {
+    pub(super) fn authorized(&mut self, now: Instant, carried: u64, lid: u16) -> bool {
         match self.config.sm_key {
             Some(key) if key.matches(carried) => true,
             Some(_) => {
@@ -108,7 +125,7 @@ impl SaCore {
         }
     }
 
-    fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
+    pub(super) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
         self.counters.denied += 1;
         self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
     }
@@ -221,7 +238,7 @@ impl SaCore {
 
     /// Answers a load: its headers with `status`, the response method,
     /// SM_Key 0 and the count in AttributeModifier; no data.
-    fn answer_load(
+    pub(super) fn answer_load(
         &mut self,
         request: &SaRequest,
         header: &SaMadHeader,
@@ -241,6 +258,13 @@ impl SaCore {
         self.out
             .push_back(Transmit::reply(request.reply_to(), answer));
     }
+}
+
+/// Whether `request` is a segment of an RMPP transfer (else a load of one
+/// MAD).
+fn is_segment(request: &SaRequest) -> bool {
+    let rmpp = request.header().rmpp;
+    rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA
 }
 
 /// The records of a load, checked: there must be some, a template Delete

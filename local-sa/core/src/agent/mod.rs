@@ -31,6 +31,7 @@ mod forward;
 mod leftovers;
 mod loads;
 mod multicast;
+mod name_loads;
 mod name_state;
 mod names;
 mod notices;
@@ -552,6 +553,9 @@ impl SaCore {
                 self.path_query(now, request)
             }
             (AttributeId::PATH_RECORD, Method::SET | Method::DELETE) => self.load(now, &request),
+            (AttributeId::NODE_RECORD | AttributeId::SERVICE_RECORD, Method::SET) => {
+                self.names_load(now, &request)
+            }
             (AttributeId::CLASS_PORT_INFO, Method::GET) => self.class_port_info(&request),
             (AttributeId::NOTICE, Method::REPORT) => self.report(now, &request),
             (AttributeId::INFORM_INFO, Method::SET) => self.inform_info_set(now, request),

@@ -25,6 +25,9 @@ pub(super) enum TableFetch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct NameFetch {
     pub(super) epoch: Epoch,
+    /// The tables come in loads from a distributor, not from the master
+    /// (a table still `Bulk` is awaited).
+    pub(super) loaded: bool,
     pub(super) nodes: TableFetch,
     pub(super) directory: TableFetch,
     pub(super) from_nodes: Names,
@@ -55,6 +58,9 @@ pub(super) struct NameState {
     /// The next refresh follows a new master (or one that lost its
     /// state): the names are kept rather than fetched after it.
     pub(super) keep_after_next_refresh: bool,
+    /// Names came in a distributor's load: the start's fetch from the
+    /// master is not needed.
+    pub(super) loaded: bool,
     /// What this port publishes in the directory.
     pub(super) publication: Option<Publication>,
     /// The master holds this port's directory record.

@@ -144,6 +144,7 @@ impl SaCore {
         self.naming.fetch_at = None;
         self.naming.fetch = Some(NameFetch {
             epoch,
+            loaded: false,
             nodes: TableFetch::Bulk,
             directory: TableFetch::Bulk,
             from_nodes: Names::new(),
@@ -224,7 +225,12 @@ impl SaCore {
         } else {
             Vec::new()
         };
-        let Some(fetch) = self.naming.fetch.as_mut().filter(|f| f.epoch == epoch) else {
+        let Some(fetch) = self
+            .naming
+            .fetch
+            .as_mut()
+            .filter(|f| f.epoch == epoch && !f.loaded)
+        else {
             return;
         };
         let status = answer.status();
@@ -247,30 +253,21 @@ impl SaCore {
             if status == MadStatus::OK {
                 match table {
                     NameTable::Nodes => {
-                        for r in answer.records::<NodeRecord>() {
-                            if r.node_type() != NodeType::CA {
-                                continue;
-                            }
-                            if let Some(name) = host_name(&r.description()) {
-                                fetch.from_nodes.insert_if_absent(
-                                    Address::Name(name.to_owned()),
-                                    Gid::new(prefix, r.port_guid()),
-                                    NameSource::NodeDescription,
-                                );
-                            }
-                        }
+                        add_node_names(
+                            prefix,
+                            answer.records::<NodeRecord>(),
+                            &mut fetch.from_nodes,
+                        );
                     }
                     NameTable::Directory if key.is_some() => {
-                        if let Some((gid, p)) = Publication::from_record(&answer.record()) {
-                            p.add_to(gid, &mut fetch.from_directory);
-                        }
+                        let record = answer.record::<ServiceRecord>();
+                        add_directory_names([&record], &mut fetch.from_directory);
                     }
                     NameTable::Directory => {
-                        for r in answer.records::<ServiceRecord>() {
-                            if let Some((gid, p)) = Publication::from_record(r) {
-                                p.add_to(gid, &mut fetch.from_directory);
-                            }
-                        }
+                        add_directory_names(
+                            answer.records::<ServiceRecord>(),
+                            &mut fetch.from_directory,
+                        );
                     }
                 }
             }
@@ -284,7 +281,12 @@ impl SaCore {
 
     /// The master did not answer a names request: keep the names known.
     pub(super) fn names_failed(&mut self, epoch: Epoch) {
-        if self.naming.fetch.as_ref().is_some_and(|f| f.epoch == epoch) {
+        if self
+            .naming
+            .fetch
+            .as_ref()
+            .is_some_and(|f| f.epoch == epoch && !f.loaded)
+        {
             self.naming.fetch = None;
             self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
         }
@@ -316,7 +318,7 @@ impl SaCore {
     }
 
     /// Takes the fetched names if both tables are in.
-    fn finish_name_fetch(&mut self) {
+    pub(super) fn finish_name_fetch(&mut self) {
         let done = self
             .naming
             .fetch
@@ -328,7 +330,9 @@ impl SaCore {
         let Some(fetch) = self.naming.fetch.take() else {
             return;
         };
-        self.counters.name_fetches += 1;
+        if !fetch.loaded {
+            self.counters.name_fetches += 1;
+        }
         let mut names = fetch.from_directory;
         names.fill_from(&fetch.from_nodes);
         tracing::trace!(names = names.len(), "names fetched");
@@ -341,6 +345,47 @@ impl SaCore {
             self.naming.generation += 1;
         }
     }
+}
+
+/// Adds the host names of `records`' channel adapters (a port's first
+/// word of NodeDescription) to `names`, the first port seen keeping a
+/// shared name. Returns how many records were a CA's.
+pub(super) fn add_node_names<'a>(
+    prefix: u64,
+    records: impl IntoIterator<Item = &'a NodeRecord>,
+    names: &mut Names,
+) -> usize {
+    let mut adapters = 0;
+    for r in records {
+        if r.node_type() != NodeType::CA {
+            continue;
+        }
+        adapters += 1;
+        if let Some(name) = host_name(&r.description()) {
+            names.insert_if_absent(
+                Address::Name(name.to_owned()),
+                Gid::new(prefix, r.port_guid()),
+                NameSource::NodeDescription,
+            );
+        }
+    }
+    adapters
+}
+
+/// Adds what `records` that are directory entries publish to `names`.
+/// Returns how many were.
+pub(super) fn add_directory_names<'a>(
+    records: impl IntoIterator<Item = &'a ServiceRecord>,
+    names: &mut Names,
+) -> usize {
+    let mut entries = 0;
+    for r in records {
+        if let Some((gid, p)) = Publication::from_record(r) {
+            entries += 1;
+            p.add_to(gid, names);
+        }
+    }
+    entries
 }
 
 #[cfg(test)]

@@ -200,8 +200,11 @@ impl SaCore {
             // registrations follow at this port's phase, so that a fabric
             // started together asks for them spread. Whether the master
             // applies QoS is asked now if the paths came in a load (a
-            // refresh asked it with the table).
-            self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+            // refresh asked it with the table). Names a distributor
+            // loaded need no fetch.
+            if !self.naming.loaded {
+                self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+            }
             self.ask_master_info(now);
         }
         self.registration_after_first_refresh(now);

@@ -5,7 +5,11 @@
 //!    this port's paths at the master; narrowed to `--targets` if given.
 //! 2. Which of them run local-sa: an SA ClassPortInfo Get to each (the
 //!    master's own LID is left out).
-//! 3. For each, `--window` nodes at a time: its table — one GetTable
+//! 3. The names tables (NodeRecords of channel adapters, the local-sa
+//!    directory's ServiceRecords), once from the master ([`names`]).
+//! 4. For each, `--window` nodes at a time: the names tables (a Set with
+//!    NAMES_TABLE each, so that the node need not fetch them), then its
+//!    table — one GetTable
 //!    (SGID = the node's) at the master, or per destination LID when the
 //!    transport cuts multi-MAD answers, at most `--master-window` queries
 //!    in flight in all; or its records in `--from FILE` — then a Set over
@@ -20,6 +24,7 @@
 
 mod delta;
 mod endpoints;
+mod names;
 mod summary;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -112,7 +117,29 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     )
     .await?;
     let probed = candidates.len();
-    let mut run = Distribution::new(session, master, options, &fabric, nodes, tally);
+    let names = if nodes.is_empty() {
+        None
+    } else {
+        names::fetch(
+            session,
+            master,
+            &fabric.endpoints,
+            options.master_window,
+            &mut tally,
+        )
+        .await
+        .inspect_err(|e| {
+            eprintln!(
+                "lsaquery: the names tables are not distributed: {}",
+                e.message
+            )
+        })
+        .ok()
+    };
+    if let Some(n) = &names {
+        tally.names = Some((n.nodes.records, n.directory.records));
+    }
+    let mut run = Distribution::new(session, master, options, &fabric, nodes, tally, names);
     if let Some(records) = &from_file {
         run.tables_from(records);
     }
@@ -138,6 +165,8 @@ struct Node {
     /// Records fetched so far, and queries still to come back.
     fetched: Vec<PathRecord>,
     outstanding: usize,
+    /// Names tables still to send (2: both; they go first).
+    names_left: u8,
     /// Loads and deletes still to send.
     pushes: VecDeque<Push>,
     /// Bumped when an attempt fails: answers to an earlier one are stale.
@@ -155,8 +184,12 @@ enum Flight {
         attempt: u32,
         dlid: Option<u16>,
     },
-    /// A load or delete.
-    Push { node: usize, attempt: u32 },
+    /// A load or delete (`names`: of a names table).
+    Push {
+        node: usize,
+        attempt: u32,
+        names: bool,
+    },
 }
 
 struct Distribution<'s> {
@@ -179,6 +212,8 @@ struct Distribution<'s> {
     busy: usize,
     tally: Tally,
     bar: ProgressBar,
+    /// The names tables every node is sent, if the master gave them.
+    names: Option<names::NamesTables>,
 }
 
 impl<'s> Distribution<'s> {
@@ -189,6 +224,7 @@ impl<'s> Distribution<'s> {
         fabric: &Fabric,
         found: Vec<Endpoint>,
         tally: Tally,
+        names: Option<names::NamesTables>,
     ) -> Self {
         let nodes: Vec<Node> = found
             .into_iter()
@@ -198,6 +234,7 @@ impl<'s> Distribution<'s> {
                 old: None,
                 fetched: Vec::new(),
                 outstanding: 0,
+                names_left: 0,
                 pushes: VecDeque::new(),
                 attempt: 0,
                 failure: None,
@@ -222,6 +259,7 @@ impl<'s> Distribution<'s> {
             busy: 0,
             tally,
             bar,
+            names,
         }
     }
 
@@ -270,9 +308,17 @@ impl<'s> Distribution<'s> {
                         self.fetched(node, dlid, c.outcome);
                     }
                 }
-                Flight::Push { node, attempt } => {
+                Flight::Push {
+                    node,
+                    attempt,
+                    names,
+                } => {
                     if self.nodes[node].attempt == attempt {
-                        self.pushed(node, c.outcome);
+                        if names {
+                            self.names_pushed(node, c.outcome);
+                        } else {
+                            self.pushed(node, c.outcome);
+                        }
                     }
                 }
             }
@@ -393,12 +439,42 @@ impl<'s> Distribution<'s> {
         }
         n.pushes = delta::pushes(n.old.as_deref(), table).into();
         n.outcome.unchanged = n.pushes.is_empty();
+        n.names_left = if self.names.is_some() { 2 } else { 0 };
         self.push_next(i);
     }
 
-    /// Sends node `i`'s next load or delete; done when none is left.
+    /// Sends node `i`'s next names table, load or delete; done when none
+    /// is left.
     fn push_next(&mut self, i: usize) {
         let n = &mut self.nodes[i];
+        let dest = MadAddress::gsi(n.at.lid, self.session.port.sm_sl);
+        let attempt = n.attempt;
+        if let Some(tables) = &self.names
+            && n.names_left > 0
+        {
+            let table = if n.names_left == 2 {
+                &tables.nodes
+            } else {
+                &tables.directory
+            };
+            let sent = self
+                .session
+                .client
+                .start_rmpp(dest, table.header, table.data.clone());
+            return match sent {
+                Ok(token) => {
+                    self.flights.insert(
+                        token,
+                        Flight::Push {
+                            node: i,
+                            attempt,
+                            names: true,
+                        },
+                    );
+                }
+                Err(e) => self.failed(i, format!("cannot send: {e}"), false),
+            };
+        }
         let Some(push) = n.pushes.front() else {
             n.outcome.done = true;
             self.busy -= 1;
@@ -416,13 +492,17 @@ impl<'s> Distribution<'s> {
             modifier,
             push.records(),
         );
-        let dest = MadAddress::gsi(n.at.lid, self.session.port.sm_sl);
-        let attempt = n.attempt;
         match self.session.client.start_rmpp(dest, header, data) {
             Ok(token) => {
                 self.tally.transfers += 1;
-                self.flights
-                    .insert(token, Flight::Push { node: i, attempt });
+                self.flights.insert(
+                    token,
+                    Flight::Push {
+                        node: i,
+                        attempt,
+                        names: false,
+                    },
+                );
             }
             Err(e) => self.failed(i, format!("cannot send: {e}"), false),
         }
@@ -448,6 +528,36 @@ impl<'s> Distribution<'s> {
             Some(Push::Vanished(_)) => n.outcome.deleted += u64::from(count),
             Some(_) => n.outcome.stored += u64::from(count),
             None => {}
+        }
+        self.push_next(i);
+    }
+
+    /// The end of node `i`'s current names table. A local-sa that does
+    /// not take names loads (older than the names contract: 0x000C) gets
+    /// its paths all the same, and fetches its names itself.
+    fn names_pushed(&mut self, i: usize, outcome: Result<Answer, RequestFailure>) {
+        let answer = match outcome {
+            Ok(a) => a,
+            Err(e) => return self.failed(i, e.to_string(), true),
+        };
+        let status = answer.status();
+        let n = &mut self.nodes[i];
+        if status == MadStatus::METHOD_ATTR_UNSUPPORTED {
+            n.names_left = 0;
+            n.outcome.names_refused = true;
+        } else if status == MadStatus::OK {
+            n.names_left -= 1;
+            self.tally.names_pushed += 1;
+        } else {
+            return self.failed(
+                i,
+                format!(
+                    "answered {:#06x} ({}) to its names table",
+                    status.0,
+                    status.describe()
+                ),
+                status.is_busy(),
+            );
         }
         self.push_next(i);
     }

@@ -23,6 +23,11 @@ pub(super) struct Tally {
     pub(super) transfers: u64,
     /// Node attempts that failed and were tried again.
     pub(super) retried: u64,
+    /// The names tables from the master: adapters' NodeRecords and
+    /// directory entries (none: not distributed).
+    pub(super) names: Option<(usize, usize)>,
+    /// Names tables the nodes took.
+    pub(super) names_pushed: u64,
 }
 
 /// How one node fared.
@@ -35,6 +40,8 @@ pub(super) struct NodeOutcome {
     /// Records it stored, and removed.
     pub(super) stored: u64,
     pub(super) deleted: u64,
+    /// Its local-sa does not take names loads (it fetches its own).
+    pub(super) names_refused: bool,
 }
 
 /// One node, at the end.
@@ -113,6 +120,20 @@ impl Summary {
             t.transfers,
             t.retried
         );
+        match t.names {
+            Some((adapters, entries)) => {
+                let _ = writeln!(
+                    out,
+                    "names: {adapters} adapters' NodeRecords and {entries} directory entries, {} tables taken{}",
+                    t.names_pushed,
+                    match self.count(|n| n.outcome.names_refused) {
+                        0 => String::new(),
+                        k => format!(" ({k} nodes do not take names loads and fetch their own)"),
+                    }
+                );
+            }
+            None => out.push_str("names: not distributed\n"),
+        }
         let _ = write!(
             out,
             "master SA at LID {}: {} whole tables, {} per-destination queries",
@@ -150,7 +171,8 @@ impl Summary {
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
              \"failed\":{},\"stored\":{},\"deleted\":{},\"transfers\":{},\"retries\":{},\
-             \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"failures\":[{}]}}",
+             \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
+             \"names_refused\":{},\"failures\":[{}]}}",
             self.master_lid,
             self.elapsed.as_secs_f64(),
             self.probed,
@@ -165,6 +187,8 @@ impl Summary {
             t.tables,
             t.per_destination,
             t.cut,
+            t.names_pushed,
+            self.count(|n| n.outcome.names_refused),
             failures.join(",")
         )
     }

@@ -71,7 +71,13 @@ pub(super) fn push_from(
         .iter()
         .flat_map(|r| r.as_bytes().iter().copied())
         .collect();
-    let mut sender = Sender::new(header, Bytes::from(data), RmppConfig::default(), b.now).unwrap();
+    push_bytes(b, lid, header, Bytes::from(data))
+}
+
+/// Sends `data` under `header` from a loader at `lid` as an RMPP
+/// transfer and returns the agent's one answer once the transfer ends.
+pub(super) fn push_bytes(b: &mut Bench, lid: u16, header: SaMadHeader, data: Bytes) -> Bytes {
+    let mut sender = Sender::new(header, data, RmppConfig::default(), b.now).unwrap();
     let mut answers = VecDeque::new();
     for _ in 0..100_000 {
         while let Some(seg) = sender.poll_transmit(b.now) {
@@ -107,7 +113,7 @@ fn pair_get(slid: u16, dlid: u16) -> Bytes {
     )
 }
 
-fn modifier(mad: &[u8]) -> u32 {
+pub(super) fn modifier(mad: &[u8]) -> u32 {
     SaMad::parse(mad).unwrap().mad().attribute_modifier()
 }
 
@@ -393,7 +399,7 @@ fn without_a_configured_key_every_load_is_denied() {
 }
 
 /// [`KEY`] configured, waiting 30 s at start for a load of its paths.
-fn waiting_for_a_load() -> AgentConfig {
+pub(super) fn waiting_for_a_load() -> AgentConfig {
     AgentConfig {
         sm_key: Some(SmKey::new(KEY)),
         load_wait: Duration::from_secs(30),

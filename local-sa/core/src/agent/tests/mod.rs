@@ -10,6 +10,7 @@ mod forwarding;
 mod leftovers;
 mod loads;
 mod multicast;
+mod name_loads;
 mod names;
 mod notices;
 mod population;

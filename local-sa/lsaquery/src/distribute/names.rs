@@ -1,0 +1,167 @@
+//! The names tables a distribution pushes with the paths: the channel
+//! adapters' NodeRecords (host names from NodeDescriptions) and the
+//! local-sa directory's ServiceRecords (host names and IP addresses),
+//! asked of the master once per run — two GetTables, or, when the
+//! transport cuts multi-MAD answers, one query per port — and sent to
+//! every node as a Set with NAMES_TABLE (docs/wire-contract.md), so that
+//! no node asks the master for them itself.
+
+use bytes::{Bytes, BytesMut};
+use local_sa_core::directory;
+use local_sa_core::load_flags::NAMES_TABLE;
+use mad_codec::attr::node_record::mask as nr;
+use mad_codec::attr::service_record::mask as sr;
+use mad_codec::codes::NodeType;
+use mad_codec::header::SaMadHeader;
+use mad_codec::records::put_record;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{
+    AttributeId, MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord,
+};
+use umad::MadAddress;
+
+use super::endpoints::Endpoint;
+use super::summary::Tally;
+use crate::failure::Failure;
+use crate::session::Session;
+
+/// One names table, ready to send: its Set's headers and its records.
+#[derive(Clone)]
+pub(super) struct NamesLoad {
+    pub(super) header: SaMadHeader,
+    pub(super) data: Bytes,
+    pub(super) records: usize,
+}
+
+/// Both tables.
+pub(super) struct NamesTables {
+    pub(super) nodes: NamesLoad,
+    pub(super) directory: NamesLoad,
+}
+
+/// Fetches both tables from `master`; `ports` are asked one by one if the
+/// whole tables come back cut.
+pub(super) async fn fetch(
+    session: &mut Session,
+    master: MadAddress,
+    ports: &[Endpoint],
+    window: usize,
+    tally: &mut Tally,
+) -> Result<NamesTables, Failure> {
+    let nodes: Vec<NodeRecord> = fetch_table(session, master, ports, window, tally, |port| {
+        let mut t = NodeRecord::new_zeroed();
+        let mask = match port {
+            None => {
+                t.set_node_type(NodeType::CA);
+                nr::NODE_TYPE
+            }
+            Some(p) => {
+                t.set_lid(p.lid);
+                nr::LID
+            }
+        };
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(mask);
+        b.into_bytes()
+    })
+    .await?
+    .into_iter()
+    .filter(|r: &NodeRecord| r.node_type() == NodeType::CA)
+    .collect();
+    let entries: Vec<ServiceRecord> = fetch_table(session, master, ports, window, tally, |port| {
+        let mut t = ServiceRecord::new_zeroed();
+        t.set_service_id(directory::SERVICE_ID);
+        // One port's entry is a Get (a plain MAD answer): a table answer
+        // travels RMPP-framed and a cut transport garbles a 176-byte
+        // record even alone.
+        let (method, mask) = match port {
+            None => (Method::GET_TABLE, sr::SERVICE_ID),
+            Some(p) => {
+                t.set_service_gid(p.gid);
+                t.set_service_pkey(directory::SERVICE_PKEY);
+                (
+                    Method::GET,
+                    sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY,
+                )
+            }
+        };
+        let mut b = SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(mask);
+        b.into_bytes()
+    })
+    .await?
+    .into_iter()
+    .filter(|r: &ServiceRecord| directory::Publication::from_record(r).is_some())
+    .collect();
+    Ok(NamesTables {
+        nodes: load(session.sm_key, &nodes),
+        directory: load(session.sm_key, &entries),
+    })
+}
+
+/// One table: the whole GetTable (`request(None)`), or per port when its
+/// answer is cut. A port without a record (ERR_NO_RECORDS) has none.
+async fn fetch_table<R: SaRecord>(
+    session: &mut Session,
+    master: MadAddress,
+    ports: &[Endpoint],
+    window: usize,
+    tally: &mut Tally,
+    request: impl Fn(Option<&Endpoint>) -> Bytes,
+) -> Result<Vec<R>, Failure> {
+    tally.tables += 1;
+    let whole = session.client.request(master, &request(None)).await?;
+    let answer = session.answer(whole)?;
+    if answer.status() == MadStatus::ERR_NO_RECORDS {
+        return Ok(Vec::new());
+    }
+    session.ok(&answer)?;
+    if !answer.is_cut() {
+        return Ok(answer.records::<R>().copied().collect());
+    }
+    tally.cut = true;
+    let mut records = Vec::new();
+    let mut next = ports.iter();
+    let mut in_flight = 0usize;
+    loop {
+        while in_flight < window.max(1) {
+            let Some(p) = next.next() else { break };
+            session.client.start(master, &request(Some(p)));
+            tally.per_destination += 1;
+            in_flight += 1;
+        }
+        if in_flight == 0 {
+            return Ok(records);
+        }
+        let c = session.client.next_completion().await?;
+        in_flight -= 1;
+        let answer = session.answer(c)?;
+        if answer.status() == MadStatus::OK {
+            records.extend(answer.records::<R>().copied());
+        }
+    }
+}
+
+/// The Set that carries `records` as a names table.
+fn load<R: SaRecord>(sm_key: u64, records: &[R]) -> NamesLoad {
+    let mut b = SaMadBuilder::request(Method::SET, 0, R::ATTRIBUTE_ID);
+    let h = b.header_mut();
+    h.sa.set_sm_key(sm_key);
+    h.sa.set_attribute_offset(R::ATTRIBUTE_OFFSET);
+    h.mad.set_attribute_modifier(NAMES_TABLE);
+    let mut data = BytesMut::with_capacity(records.len().max(1) * R::STRIDE);
+    for r in records {
+        put_record(&mut data, r);
+    }
+    if records.is_empty() {
+        // An empty table still replaces the node's: one zeroed record,
+        // which no node takes for a name.
+        data.resize(R::STRIDE, 0);
+    }
+    NamesLoad {
+        header: *h,
+        data: data.freeze(),
+        records: records.len(),
+    }
+}
