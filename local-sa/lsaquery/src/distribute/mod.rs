@@ -120,21 +120,22 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let names = if nodes.is_empty() {
         None
     } else {
-        names::fetch(
-            session,
-            master,
-            &fabric.endpoints,
-            options.master_window,
-            &mut tally,
-        )
-        .await
-        .inspect_err(|e| {
-            eprintln!(
-                "lsaquery: the names tables are not distributed: {}",
-                e.message
-            )
-        })
-        .ok()
+        // Asked port by port when the answers come cut: every port of
+        // the fabric, which for a dump is every destination (its sources
+        // are only the nodes).
+        let ports = match &from_file {
+            Some(records) => Fabric::from_destinations(records).endpoints,
+            None => fabric.endpoints.clone(),
+        };
+        names::fetch(session, master, &ports, options.master_window, &mut tally)
+            .await
+            .inspect_err(|e| {
+                eprintln!(
+                    "lsaquery: the names tables are not distributed: {}",
+                    e.message
+                )
+            })
+            .ok()
     };
     if let Some(n) = &names {
         tally.names = Some((n.nodes.records, n.directory.records));
