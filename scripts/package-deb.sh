@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 
 version=$(cargo pkgid -p local-sa | sed 's/.*[@#]//')
 arch=$(dpkg --print-architecture)
-target=${CARGO_TARGET_DIR:-target}
+# Absolute: dpkg-shlibdeps runs in a directory of its own.
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 cargo build --release --quiet -p local-sa -p lsaquery
 bin="$target/release"
 
@@ -60,8 +61,12 @@ shlibs=$(mktemp -d)
 trap 'rm -rf "$shlibs"' EXIT
 mkdir -p "$shlibs/debian"
 printf 'Source: local-sa\n\nPackage: local-sa\nArchitecture: any\n' > "$shlibs/debian/control"
-depends=$(cd "$shlibs" && dpkg-shlibdeps -O -e"$OLDPWD/$root/usr/sbin/local-sa" -e"$OLDPWD/$root/usr/sbin/lsaquery" 2>/dev/null |
-  sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$shlibs" && dpkg-shlibdeps -O -e"$root/usr/sbin/local-sa" -e"$root/usr/sbin/lsaquery" 2>"$shlibs/errors" |
+  sed -n 's/^shlibs:Depends=//p') || {
+  echo "package-deb: dpkg-shlibdeps could not work out the dependencies:" >&2
+  cat "$shlibs/errors" >&2
+  exit 1
+}
 
 install -d "$root/DEBIAN"
 cat > "$root/DEBIAN/control" <<CONTROL
