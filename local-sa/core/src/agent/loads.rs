@@ -24,9 +24,9 @@
 //!   records were stored or removed.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use bytes::Bytes;
-use std::time::Instant;
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::{RmppFlags, RmppType, SaMadHeader};

@@ -61,6 +61,7 @@ use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
+use crate::load_flags::NAMES_TABLE;
 use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
@@ -553,7 +554,11 @@ impl SaCore {
                 self.path_query(now, request)
             }
             (AttributeId::PATH_RECORD, Method::SET | Method::DELETE) => self.load(now, &request),
-            (AttributeId::NODE_RECORD | AttributeId::SERVICE_RECORD, Method::SET) => {
+            // A distributor's names table; without the flag such a Set
+            // (a service registration, say) is not local-sa's to take.
+            (AttributeId::NODE_RECORD | AttributeId::SERVICE_RECORD, Method::SET)
+                if request.header().mad.attribute_modifier() & NAMES_TABLE != 0 =>
+            {
                 self.names_load(now, &request)
             }
             (AttributeId::CLASS_PORT_INFO, Method::GET) => self.class_port_info(&request),

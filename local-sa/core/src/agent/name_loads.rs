@@ -1,6 +1,6 @@
 //! Names tables pushed by a distributor next to the master
 //! (docs/wire-contract.md): a Set of NodeRecords or of directory
-//! ServiceRecords with [`NAMES_TABLE`] in AttributeModifier and the
+//! ServiceRecords with `NAMES_TABLE` in AttributeModifier and the
 //! SM_Key, one MAD or an RMPP transfer, is that table whole — what the
 //! port would otherwise fetch from the master after its paths.
 //!
@@ -19,30 +19,19 @@
 use std::time::Instant;
 
 use mad_codec::{AttributeId, MadStatus, NodeRecord, Records, ServiceRecord};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::SaCore;
 use super::name_state::{NameFetch, TableFetch};
 use super::names::{add_directory_names, add_node_names};
 use super::purpose::{NameTable, Purpose};
 use crate::inbound::SaRequest;
-use crate::load_flags::NAMES_TABLE;
 use crate::naming::Names;
 
 impl SaCore {
-    /// A Set of NodeRecords or ServiceRecords: marked [`NAMES_TABLE`], a
-    /// names load (one MAD, or a segment of an RMPP transfer); otherwise
-    /// not local-sa's to take (a service registration belongs to the
-    /// master).
+    /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
+    /// MAD, or a segment of an RMPP transfer.
     pub(super) fn names_load(&mut self, now: Instant, request: &SaRequest) {
-        if request.header().mad.attribute_modifier() & NAMES_TABLE == 0 {
-            debug!(
-                attr = %request.attribute(),
-                lid = request.from.lid,
-                "a Set that is no names load: not local-sa's"
-            );
-            return self.respond_error(request, MadStatus::METHOD_ATTR_UNSUPPORTED);
-        }
         let Some((header, data)) = self.take_load(now, request) else {
             return;
         };

@@ -31,8 +31,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use local_sa_core::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
+use mad_codec::header::SaMadHeader;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
 use umad::MadAddress;
 
@@ -449,7 +451,6 @@ impl<'s> Distribution<'s> {
     fn push_next(&mut self, i: usize) {
         let n = &mut self.nodes[i];
         let dest = MadAddress::gsi(n.at.lid, self.session.port.sm_sl);
-        let attempt = n.attempt;
         if let Some(tables) = &self.names
             && n.names_left > 0
         {
@@ -458,23 +459,8 @@ impl<'s> Distribution<'s> {
             } else {
                 &tables.directory
             };
-            let sent = self
-                .session
-                .client
-                .start_rmpp(dest, table.header, table.data.clone());
-            return match sent {
-                Ok(token) => {
-                    self.flights.insert(
-                        token,
-                        Flight::Push {
-                            node: i,
-                            attempt,
-                            names: true,
-                        },
-                    );
-                }
-                Err(e) => self.failed(i, format!("cannot send: {e}"), false),
-            };
+            let (header, data) = (table.header, table.data.clone());
+            return self.start_transfer(i, dest, header, data, true);
         }
         let Some(push) = n.pushes.front() else {
             n.outcome.done = true;
@@ -493,15 +479,29 @@ impl<'s> Distribution<'s> {
             modifier,
             push.records(),
         );
+        self.tally.transfers += 1;
+        self.start_transfer(i, dest, header, data, false);
+    }
+
+    /// Starts one of node `i`'s transfers (`names`: of a names table)
+    /// and keeps track of it.
+    fn start_transfer(
+        &mut self,
+        i: usize,
+        dest: MadAddress,
+        header: SaMadHeader,
+        data: Bytes,
+        names: bool,
+    ) {
         match self.session.client.start_rmpp(dest, header, data) {
             Ok(token) => {
-                self.tally.transfers += 1;
+                let attempt = self.nodes[i].attempt;
                 self.flights.insert(
                     token,
                     Flight::Push {
                         node: i,
                         attempt,
-                        names: false,
+                        names,
                     },
                 );
             }
