@@ -58,9 +58,10 @@ mod sa_mad;
 pub mod types;
 
 pub use attr::{
-    ClassPortInfo, ClassPortInfoRepr, InformInfo, InformInfoRecord, InformInfoRepr, McMemberRecord,
-    McMemberRecordRepr, NodeRecord, Notice, NoticeRepr, PathRecord, PathRecordRepr, ServiceRecord,
-    TrapDetails,
+    ClassPortInfo, ClassPortInfoRepr, GuidInfoRecord, InformInfo, InformInfoRecord, InformInfoRepr,
+    LftRecord, LinkRecord, McMemberRecord, McMemberRecordRepr, MftRecord, NodeRecord, Notice,
+    NoticeRepr, PathRecord, PathRecordRepr, PkeyTableRecord, PortInfoRecord, ServiceRecord,
+    Sl2VlTableRecord, SmInfoRecord, SwitchInfoRecord, TrapDetails, VlArbTableRecord,
 };
 pub use codes::{AttributeId, MadStatus, Method, MgmtClass, TrapNumber};
 pub use error::ParseError;

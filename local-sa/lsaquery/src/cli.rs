@@ -16,20 +16,31 @@ use mad_codec::Gid;
     group(ArgGroup::new("cache_control").multiple(false)),
     group(ArgGroup::new("windowed").args(["bench", "distribute"]).multiple(true)),
     after_help = "\
-QUERIES (saquery names and aliases):
+QUERIES (saquery names and aliases; LID may be a node name):
   ClassPortInfo (CPI)        what the SA supports           (also -c)
   NodeRecord (NR) [lid]      nodes, or the node at a LID    (default, also -N)
+  PortInfoRecord (PIR) [[lid]/[port]/[options]]
+  SL2VLTableRecord (SL2VL) [[lid]/[in_port]/[out_port]]
+  PKeyTableRecord (PKTR) [[lid]/[port]/[block]]   (OpenSM: needs --smkey)
+  VLArbitrationTableRecord (VLAR) [[lid]/[port]/[block]]
+  InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
+  LinkRecord (LR) [[from_lid]/[from_port]] [[to_lid]/[to_port]]   (also -x)
+  ServiceRecord (SR)         registered services            (also -S)
   PathRecord (PR)            paths selected by the options  (also -p, --src-to-dst,
                                                              --sgid-to-dgid)
   MCMemberRecord (MCMR)      multicast member records       (also -m)
-  ServiceRecord (SR)         registered services            (also -S)
-  InformInfoRecord (IIR) [subscriber-gid]  subscriptions    (also -I)
+  LFTRecord (LFTR) [[lid]/[block]]
+  MFTRecord (MFTR) [[mlid]/[position]/[block]]
+  GUIDInfoRecord (GIR) [[lid]/[block]]
+  SwitchInfoRecord (SWIR) [lid]
+  SMInfoRecord (SMIR) [lid]
   -g                         multicast groups
+  -s                         ports with IsSM, then with IsSMdisabled
 
 WHICH SA:
   By default queries go to this node's own LID: the local-sa serving this
-  port; those for records local-sa does not keep (NodeRecord,
-  ServiceRecord) go to the port's SM LID, as saquery sends them. --master
+  port; those for records local-sa does not keep (every query but CPI, PR,
+  MCMR and IIR) go to the port's SM LID, as saquery sends them. --master
   sends every query to the SM LID (the master SA); --sa-lid LID to any SA.
 
 REGISTRATIONS:
@@ -111,11 +122,14 @@ EXIT STATUS:
   the SA class at that LID)."
 )]
 pub(crate) struct Cli {
-    /// Query name (see QUERIES below).
+    /// Query name (see QUERIES below), or a node's LID or name for its
+    /// NodeRecord.
     pub(crate) query: Option<String>,
-    /// The query's argument: a LID for NodeRecord, a GID for
-    /// InformInfoRecord.
+    /// The query's argument: LID[/N[/N]] (a LID or node name, then the
+    /// numbers the query takes), a GID for InformInfoRecord.
     pub(crate) arg: Option<String>,
+    /// LinkRecord's second argument: TO_LID[/TO_PORT].
+    pub(crate) arg2: Option<String>,
 
     /// Get PathRecords.
     #[arg(short = 'p')]
@@ -138,6 +152,13 @@ pub(crate) struct Cli {
     /// Get InformInfoRecords (subscriptions).
     #[arg(short = 'I')]
     pub(crate) inform_info_records: bool,
+    /// Get LinkRecords.
+    #[arg(short = 'x')]
+    pub(crate) link_records: bool,
+    /// List the ports whose PortInfo CapabilityMask has IsSM, then those
+    /// with IsSMdisabled.
+    #[arg(short = 's')]
+    pub(crate) sm_ports: bool,
 
     /// PathRecord from LID SRC to LID DST (NumbPath 127).
     #[arg(long = "src-to-dst", value_name = "SRC:DST")]
@@ -362,8 +383,9 @@ pub(crate) struct Cli {
     /// SM_Key to send (0, the default, is an untrusted query).
     #[arg(long, value_parser = number::<u64>, default_value = "0")]
     pub(crate) smkey: u64,
-    /// Show ServiceKey and InformInfo QPN instead of hiding them.
-    #[arg(long = "show-keys")]
+    /// Show ServiceKey, InformInfo QPN and PortInfo M_Key instead of hiding
+    /// them.
+    #[arg(short = 'K', long = "show-keys", visible_alias = "show_keys")]
     pub(crate) show_keys: bool,
 
     /// Send to the SA at this LID. Default: this node's own LID (its

@@ -38,6 +38,7 @@ use crate::cli::Cli;
 use crate::client::Client;
 use crate::failure::Failure;
 use crate::print::Printed;
+use crate::query::names::Names;
 use crate::query::{Kind, Query};
 use crate::session::Session;
 
@@ -55,7 +56,7 @@ enum Mode {
 }
 
 impl Mode {
-    fn from_cli(cli: &Cli) -> Result<Self, Failure> {
+    fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Self, Failure> {
         let usage = |e: String| Failure::new(2, e);
         let modes = [
             cli.subscribe.is_some(),
@@ -97,12 +98,12 @@ impl Mode {
             return Ok(Self::DeleteNamed(path.clone()));
         }
         if cli.delete_matching {
-            return query::path_template(cli)
+            return query::path_template(cli, names)
                 .map(Self::DeleteMatching)
                 .map_err(usage);
         }
         if cli.bench.is_some() {
-            return query::from_cli(cli).map(Self::Bench).map_err(usage);
+            return query::from_cli(cli, names).map(Self::Bench).map_err(usage);
         }
         if let Some(t) = &cli.subscribe {
             return registration::trap_number(t)
@@ -115,7 +116,7 @@ impl Mode {
         if let Some(g) = cli.leave {
             return Ok(Self::Leave(g));
         }
-        query::from_cli(cli).map(Self::Query).map_err(usage)
+        query::from_cli(cli, names).map(Self::Query).map_err(usage)
     }
 }
 
@@ -154,7 +155,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     if cli.refresh || cli.flush || cli.dump {
         return cache_control::run(cli);
     }
-    let mode = Mode::from_cli(cli)?;
+    // Node names are looked up once the session is up; this first pass
+    // tells what is asked, and where.
+    let mode = Mode::from_cli(cli, Names::Pending)?;
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
@@ -216,6 +219,14 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let result = smol::block_on(async {
         let gid = session.port.gid;
         let session = &mut session;
+        let wanted = query::node_names(cli);
+        let resolved;
+        let mode = if wanted.is_empty() {
+            mode
+        } else {
+            resolved = lookup_names(session, &wanted).await?;
+            Mode::from_cli(cli, Names::Resolved(&resolved))?
+        };
         match &mode {
             Mode::Query(q) => query(session, q).await,
             Mode::Bench(q) => bench::run(session, q, cli.bench.unwrap_or(0), cli.window).await,
@@ -298,10 +309,74 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
     Some(smol::block_on(run))
 }
 
+/// Each node name's LID, from the SA's NodeRecords (the first port whose
+/// NodeDescription is the name, as saquery takes it).
+async fn lookup_names(
+    session: &mut Session,
+    wanted: &[String],
+) -> Result<std::collections::HashMap<String, u16>, Failure> {
+    let mut found = std::collections::HashMap::new();
+    for name in wanted {
+        let q = query::node_by_name(name);
+        let answer = session.exchange(&q.to_mad(session.sm_key)).await?;
+        let mad = session.ok(&answer)?;
+        mad.records::<NodeRecord>()
+            .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
+        let Some(r) = answer.records::<NodeRecord>().next() else {
+            return Err(Failure::new(
+                1,
+                format!(
+                    "no node is named {name:?} at the SA at LID {} (a name is a node's whole \
+                     NodeDescription; the query names are in --help)",
+                    session.dest.lid
+                ),
+            ));
+        };
+        found.insert(name.clone(), r.lid());
+    }
+    Ok(found)
+}
+
 async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
+    match query.kind {
+        Kind::SmPorts => {
+            // saquery -s: two lists under their headings.
+            outln!("IsSM ports")?;
+            one_query(session, query, None).await?;
+            outln!("\nIsSMdisabled ports")?;
+            one_query(session, &query.sm_disabled_ports(), None).await
+        }
+        Kind::SwitchInfoRecord => {
+            // Whether MulticastFDBTop is printed depends on the SA's
+            // ClassPortInfo, which saquery asks first.
+            let cpi = Query {
+                kind: Kind::ClassPortInfo,
+                method: Method::GET,
+                mask: mad_codec::ComponentMask::NONE,
+                record: Vec::new(),
+                modifier: 0,
+            };
+            let answer = session.exchange(&cpi.to_mad(session.sm_key)).await?;
+            let mad = session.ok(&answer)?;
+            let caps = record::<ClassPortInfo>(&mad)?.capability_mask2();
+            one_query(session, query, Some(caps)).await
+        }
+        _ => one_query(session, query, None).await,
+    }
+}
+
+/// ClassPortInfo.CapabilityMask2 bit: the SA fills SwitchInfo's
+/// MulticastFDBTop.
+const IS_MULTICAST_FDB_TOP_SUPPORTED: u32 = 1 << 3;
+
+async fn one_query(
+    session: &mut Session,
+    query: &Query,
+    sa_capability_mask2: Option<u32>,
+) -> Result<(), Failure> {
     let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
     let mad = session.ok(&answer)?;
-    let printed = printed(session, query, &mad, &answer)?;
+    let printed = printed(session, query, &mad, &answer, sa_capability_mask2)?;
     if answer.is_cut() {
         eprintln!(
             "lsaquery: warning: the answer claims RMPP but arrived as one cut MAD (a transport without RMPP, \
@@ -324,9 +399,36 @@ fn printed(
     query: &Query,
     mad: &SaMad<'_>,
     answer: &Answer,
+    sa_capability_mask2: Option<u32>,
 ) -> Result<Vec<Printed>, Failure> {
     let keys = session.show_keys;
+    fn each<T: SaRecord>(
+        mad: &SaMad<'_>,
+        query: &Query,
+        answer: &Answer,
+        print: impl Fn(&T) -> Printed,
+    ) -> Result<Vec<Printed>, Failure> {
+        Ok(records::<T>(mad, query, answer)?
+            .into_iter()
+            .map(print)
+            .collect())
+    }
+    let mcast_top =
+        sa_capability_mask2.is_some_and(|caps| caps & IS_MULTICAST_FDB_TOP_SUPPORTED != 0);
     Ok(match query.kind {
+        Kind::PortInfoRecord => each(mad, query, answer, |r| print::port_info_record(r, keys))?,
+        Kind::SmPorts => each(mad, query, answer, print::port_info_summary)?,
+        Kind::Sl2VlTableRecord => each(mad, query, answer, print::sl2vl_table_record)?,
+        Kind::PkeyTableRecord => each(mad, query, answer, print::pkey_table_record)?,
+        Kind::VlArbTableRecord => each(mad, query, answer, print::vl_arb_table_record)?,
+        Kind::LinkRecord => each(mad, query, answer, print::link_record)?,
+        Kind::LftRecord => each(mad, query, answer, print::lft_record)?,
+        Kind::MftRecord => each(mad, query, answer, print::mft_record)?,
+        Kind::GuidInfoRecord => each(mad, query, answer, print::guid_info_record)?,
+        Kind::SmInfoRecord => each(mad, query, answer, print::sm_info_record)?,
+        Kind::SwitchInfoRecord => each(mad, query, answer, |r| {
+            print::switch_info_record(r, mcast_top)
+        })?,
         Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(mad)?)],
         Kind::PathRecord => records::<PathRecord>(mad, query, answer)?
             .into_iter()

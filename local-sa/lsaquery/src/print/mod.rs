@@ -4,6 +4,9 @@
 //! printf format saquery uses for it, so that the text output matches
 //! saquery's byte for byte and the JSON output carries the same names.
 
+mod fabric;
+mod port_info;
+
 use std::fmt::Write as _;
 
 use mad_codec::attr::ServiceRecord;
@@ -13,6 +16,9 @@ use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, Notice, PathRecord, TrapDetails,
 };
 use mad_codec::{Mtu, Rate};
+
+pub(crate) use fabric::*;
+pub(crate) use port_info::*;
 
 /// How saquery formats a value.
 #[derive(Debug, Clone, Copy)]
@@ -33,16 +39,32 @@ enum Fmt {
 enum Value {
     Num(u64, Fmt),
     Text(String),
+    /// A table's entries: a JSON array (of `"0x…"` strings with
+    /// [`Fmt::Guid`]).
+    List(Vec<u64>, Fmt),
+}
+
+/// A part of a printed record.
+#[derive(Debug, Clone)]
+enum Item {
+    /// `\t\tname....value` in the text, `"name": value` in JSON.
+    Field(&'static str, Value),
+    /// A line of the text as saquery prints it (sub-headings, table rows,
+    /// libibmad's fields); JSON leaves it out.
+    Line(String),
+    /// A value only the JSON carries, the text showing it in lines.
+    Json(&'static str, Value),
 }
 
 /// One printed record.
 #[derive(Debug, Clone)]
 pub(crate) struct Printed {
     heading: &'static str,
-    /// Width of name plus dots (24 for most records, 25 for ClassPortInfo).
+    /// Width of name plus dots (24 for most records, 25 for ClassPortInfo,
+    /// 27 for the switch and port tables).
     width: usize,
-    /// The fields in print order.
-    fields: Vec<(&'static str, Value)>,
+    /// The record in print order.
+    items: Vec<Item>,
 }
 
 impl Printed {
@@ -50,24 +72,69 @@ impl Printed {
         Self {
             heading,
             width,
-            fields: Vec::new(),
+            items: Vec::new(),
         }
     }
 
     fn num(mut self, name: &'static str, v: impl Into<u64>, fmt: Fmt) -> Self {
-        self.fields.push((name, Value::Num(v.into(), fmt)));
+        self.items
+            .push(Item::Field(name, Value::Num(v.into(), fmt)));
         self
     }
 
     fn text(mut self, name: &'static str, v: impl Into<String>) -> Self {
-        self.fields.push((name, Value::Text(v.into())));
+        self.items.push(Item::Field(name, Value::Text(v.into())));
         self
     }
 
-    /// saquery's text: the heading, then `\t\tname.....value` lines.
+    /// A line of text only (printed after two tabs).
+    fn line(mut self, text: impl Into<String>) -> Self {
+        self.items.push(Item::Line(format!("\t\t{}", text.into())));
+        self
+    }
+
+    /// A line of text only, exactly as given.
+    fn raw_line(mut self, text: impl Into<String>) -> Self {
+        self.items.push(Item::Line(text.into()));
+        self
+    }
+
+    /// A table's entries, for JSON only.
+    fn list(mut self, name: &'static str, values: Vec<u64>, fmt: Fmt) -> Self {
+        self.items.push(Item::Json(name, Value::List(values, fmt)));
+        self
+    }
+
+    /// A number for JSON only.
+    fn json_num(self, name: &'static str, v: impl Into<u64>) -> Self {
+        self.json_value(name, v.into(), Fmt::Dec)
+    }
+
+    /// A value for JSON only.
+    fn json_value(mut self, name: &'static str, v: u64, fmt: Fmt) -> Self {
+        self.items.push(Item::Json(name, Value::Num(v, fmt)));
+        self
+    }
+
+    /// Text for JSON only.
+    fn json_text(mut self, name: &'static str, v: impl Into<String>) -> Self {
+        self.items.push(Item::Json(name, Value::Text(v.into())));
+        self
+    }
+
+    /// saquery's text: the heading, then `\t\tname.....value` lines and
+    /// the record's other lines.
     pub(crate) fn to_text(&self) -> String {
         let mut out = format!("{}:\n", self.heading);
-        for (name, value) in &self.fields {
+        for item in &self.items {
+            let (name, value) = match item {
+                Item::Field(name, value) => (name, value),
+                Item::Line(line) => {
+                    let _ = writeln!(out, "{line}");
+                    continue;
+                }
+                Item::Json(..) => continue,
+            };
             let dots = self.width.saturating_sub(name.len()).max(1);
             let _ = write!(out, "\t\t{name}{}", ".".repeat(dots));
             let _ = match value {
@@ -77,6 +144,7 @@ impl Printed {
                 Value::Num(v, Fmt::HexLower) => writeln!(out, "0x{v:x}"),
                 Value::Num(v, Fmt::HexUpper(w)) => writeln!(out, "0x{v:0w$X}"),
                 Value::Num(v, Fmt::Guid) => writeln!(out, "0x{v:016x}"),
+                Value::List(..) => writeln!(out),
             };
         }
         out
@@ -104,13 +172,28 @@ impl Printed {
             ",\"record\":{}",
             json_string(self.heading.trim_end_matches(" dump"))
         );
-        for (name, value) in &self.fields {
+        for (name, value) in self.items.iter().filter_map(|item| match item {
+            Item::Field(name, value) | Item::Json(name, value) => Some((name, value)),
+            Item::Line(_) => None,
+        }) {
             let key = json_key(name);
             let _ = write!(out, ",{}:", json_string(&key));
             let _ = match value {
                 Value::Text(t) => write!(out, "{}", json_string(t)),
                 Value::Num(v, Fmt::Guid) => write!(out, "\"0x{v:016x}\""),
                 Value::Num(v, _) => write!(out, "{v}"),
+                Value::List(values, fmt) => {
+                    out.push('[');
+                    for (i, v) in values.iter().enumerate() {
+                        let comma = if i == 0 { "" } else { "," };
+                        let _ = match fmt {
+                            Fmt::Guid => write!(out, "{comma}\"0x{v:016x}\""),
+                            _ => write!(out, "{comma}{v}"),
+                        };
+                    }
+                    out.push(']');
+                    Ok(())
+                }
             };
             if let Value::Num(v, _) = value {
                 // Selector bits 7..6 aside.
@@ -145,6 +228,14 @@ pub(crate) fn json_key(name: &str) -> String {
     match name {
         "TClass" => return "tclass".into(),
         "ServiceP_Key" => return "service_pkey".into(),
+        // Acronyms run into the next word.
+        "LinearFDBCap" => return "linear_fdb_cap".into(),
+        "RandomFDBCap" => return "random_fdb_cap".into(),
+        "MulticastFDBCap" => return "multicast_fdb_cap".into(),
+        "LinearFDBTop" => return "linear_fdb_top".into(),
+        "MulticastFDBTop" => return "multicast_fdb_top".into(),
+        "SMState" => return "sm_state".into(),
+        "LifeTimeValue/PortStateChange/OpSL2VL" => return "life_state".into(),
         _ => {}
     }
     let mut key = String::with_capacity(name.len() + 4);
@@ -382,8 +473,10 @@ pub(crate) fn inform_info_record(r: &InformInfoRecord, show_keys: bool) -> Print
         NOT_DISPLAYED.into()
     };
     let p = Printed::new("InformInfoRecord dump", 24)
+        .line("RID")
         .text("SubscriberGID", r.subscriber_gid().to_string())
         .num("SubscriberEnum", r.enumeration(), Fmt::Hex)
+        .line("InformInfo dump:")
         .text("gid", ii.gid().to_string())
         .num("lid_range_begin", ii.lid_range_begin(), Fmt::Dec)
         .num("lid_range_end", ii.lid_range_end(), Fmt::Dec)

@@ -1,5 +1,8 @@
 //! Turning the command line into an SA request.
 
+mod fabric;
+pub(crate) mod names;
+
 use bytes::Bytes;
 use mad_codec::attr::{
     inform_info_record::mask as iir, mc_member_record::mask as mcmr, node_record::mask as nr,
@@ -14,6 +17,8 @@ use mad_codec::{
 };
 
 use crate::cli::{Cli, MethodArg};
+pub(crate) use fabric::{CAPABILITY_MASK_MATCH, IS_SM, IS_SM_DISABLED};
+use names::Names;
 
 /// What is being asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +30,18 @@ pub(crate) enum Kind {
     McGroups,
     ServiceRecord,
     InformInfoRecord,
+    PortInfoRecord,
+    Sl2VlTableRecord,
+    PkeyTableRecord,
+    VlArbTableRecord,
+    LinkRecord,
+    LftRecord,
+    MftRecord,
+    GuidInfoRecord,
+    SwitchInfoRecord,
+    SmInfoRecord,
+    /// `-s`: the ports with IsSM, then those with IsSMdisabled.
+    SmPorts,
 }
 
 impl Kind {
@@ -37,6 +54,16 @@ impl Kind {
             "mcmemberrecord" | "mcmr" => Self::McMemberRecord,
             "servicerecord" | "sr" => Self::ServiceRecord,
             "informinforecord" | "iir" => Self::InformInfoRecord,
+            "portinforecord" | "pir" => Self::PortInfoRecord,
+            "sl2vltablerecord" | "sl2vl" => Self::Sl2VlTableRecord,
+            "pkeytablerecord" | "pktr" => Self::PkeyTableRecord,
+            "vlarbitrationtablerecord" | "vlar" => Self::VlArbTableRecord,
+            "linkrecord" | "lr" => Self::LinkRecord,
+            "lftrecord" | "lftr" => Self::LftRecord,
+            "mftrecord" | "mftr" => Self::MftRecord,
+            "guidinforecord" | "gir" => Self::GuidInfoRecord,
+            "switchinforecord" | "swir" => Self::SwitchInfoRecord,
+            "sminforecord" | "smir" => Self::SmInfoRecord,
             _ => return None,
         })
     }
@@ -45,7 +72,14 @@ impl Kind {
     /// master SA even when local-sa is the default SA (as saquery sends
     /// every query there).
     pub(crate) fn served_by_local_sa(self) -> bool {
-        !matches!(self, Self::NodeRecord | Self::ServiceRecord)
+        matches!(
+            self,
+            Self::ClassPortInfo
+                | Self::PathRecord
+                | Self::McMemberRecord
+                | Self::McGroups
+                | Self::InformInfoRecord
+        )
     }
 
     pub(crate) fn attribute(self) -> AttributeId {
@@ -56,6 +90,16 @@ impl Kind {
             Self::McMemberRecord | Self::McGroups => McMemberRecord::ATTRIBUTE_ID,
             Self::ServiceRecord => AttributeId::SERVICE_RECORD,
             Self::InformInfoRecord => InformInfoRecord::ATTRIBUTE_ID,
+            Self::PortInfoRecord | Self::SmPorts => AttributeId::PORT_INFO_RECORD,
+            Self::Sl2VlTableRecord => AttributeId::SL_TO_VL_MAPPING_TABLE_RECORD,
+            Self::PkeyTableRecord => AttributeId::PKEY_TABLE_RECORD,
+            Self::VlArbTableRecord => AttributeId::VL_ARBITRATION_TABLE_RECORD,
+            Self::LinkRecord => AttributeId::LINK_RECORD,
+            Self::LftRecord => AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
+            Self::MftRecord => AttributeId::MULTICAST_FORWARDING_TABLE_RECORD,
+            Self::GuidInfoRecord => AttributeId::GUID_INFO_RECORD,
+            Self::SwitchInfoRecord => AttributeId::SWITCH_INFO_RECORD,
+            Self::SmInfoRecord => AttributeId::SM_INFO_RECORD,
         }
     }
 }
@@ -68,20 +112,29 @@ pub(crate) struct Query {
     pub(crate) mask: ComponentMask,
     /// The template record (empty for ClassPortInfo and unfiltered tables).
     pub(crate) record: Vec<u8>,
+    /// The AttributeModifier (PortInfoRecord's capability-mask match).
+    pub(crate) modifier: u32,
 }
 
 impl Query {
     /// The request MAD; the client sets the TransactionID.
     pub(crate) fn to_mad(&self, sm_key: u64) -> Bytes {
         let mut b = SaMadBuilder::request(self.method, 0, self.kind.attribute());
+        b.header_mut().mad.set_attribute_modifier(self.modifier);
         b.header_mut().sa.set_sm_key(sm_key);
         b.header_mut().sa.set_component_mask(self.mask);
         b.data(&self.record).into_bytes()
     }
 }
 
-fn kind(cli: &Cli) -> Result<(Kind, Option<&str>), String> {
-    let positional = cli.query.as_deref();
+/// The query the command line names, and its arguments (saquery's
+/// positional words after the query name).
+fn kind(cli: &Cli) -> Result<(Kind, Vec<&str>), String> {
+    let positional: Vec<&str> = [&cli.query, &cli.arg, &cli.arg2]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
     let by_flag = [
         (cli.class_port_info, Kind::ClassPortInfo),
         (
@@ -93,6 +146,8 @@ fn kind(cli: &Cli) -> Result<(Kind, Option<&str>), String> {
         (cli.members, Kind::McMemberRecord),
         (cli.service_records, Kind::ServiceRecord),
         (cli.inform_info_records, Kind::InformInfoRecord),
+        (cli.link_records, Kind::LinkRecord),
+        (cli.sm_ports, Kind::SmPorts),
     ];
     let flagged: Vec<Kind> = by_flag
         .iter()
@@ -103,27 +158,48 @@ fn kind(cli: &Cli) -> Result<(Kind, Option<&str>), String> {
         return Err(format!("choose one query; got {flagged:?}"));
     }
     if let Some(k) = flagged.first() {
-        // A positional word after a flag is the query's argument.
-        return Ok((*k, cli.arg.as_deref().or(positional)));
+        // Positional words after a flag are the query's arguments.
+        return Ok((*k, positional));
     }
-    match positional {
-        Some(name) => match Kind::from_name(name) {
-            Some(k) => Ok((k, cli.arg.as_deref())),
-            // saquery: an unknown word is a node name/LID for NodeRecord.
-            None if name.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
-                Ok((Kind::NodeRecord, Some(name)))
-            }
-            None => Err(format!(
-                "unknown query {name:?} (see --help for the query names)"
-            )),
+    match positional.split_first() {
+        Some((name, rest)) => match Kind::from_name(name) {
+            Some(k) => Ok((k, rest.to_vec())),
+            // saquery: any other word is a node's LID or name (NodeRecord).
+            None => Ok((Kind::NodeRecord, positional)),
         },
-        None => Ok((Kind::NodeRecord, None)),
+        None => Ok((Kind::NodeRecord, Vec::new())),
     }
 }
 
-/// Builds the request the command line describes.
-pub(crate) fn from_cli(cli: &Cli) -> Result<Query, String> {
-    let (kind, arg) = kind(cli)?;
+/// The node names the command line gives where saquery takes a LID: they
+/// are looked up (NodeRecord by NodeDescription) before the query is
+/// built with [`from_cli`].
+pub(crate) fn node_names(cli: &Cli) -> Vec<String> {
+    let mut words: Vec<&str> = Vec::new();
+    if let Some(pair) = &cli.src_to_dst {
+        words.extend(pair.split(':'));
+    }
+    if let Ok((kind, args)) = kind(cli)
+        && !matches!(kind, Kind::InformInfoRecord | Kind::PathRecord)
+    {
+        // The LID is the part before the first '/'.
+        words.extend(args.iter().filter_map(|a| a.split('/').next()));
+    }
+    let mut found: Vec<String> = words
+        .into_iter()
+        .filter(|w| names::is_name(w))
+        .map(str::to_owned)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Builds the request the command line describes, with its node names
+/// standing for the LIDs `names` gives.
+pub(crate) fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
+    let (kind, args) = kind(cli)?;
+    let arg = args.first().copied();
     let default_method = if kind == Kind::ClassPortInfo {
         Method::GET
     } else {
@@ -134,14 +210,21 @@ pub(crate) fn from_cli(cli: &Cli) -> Result<Query, String> {
         Some(MethodArg::Get) => Method::GET,
         Some(MethodArg::GetTable) => Method::GET_TABLE,
     };
+    let mut modifier = 0;
     let (mask, record) = match kind {
         Kind::ClassPortInfo | Kind::ServiceRecord | Kind::McGroups => {
             (ComponentMask::NONE, Vec::new())
         }
-        Kind::NodeRecord => node_record(arg)?,
-        Kind::PathRecord => path_record(cli)?,
+        Kind::NodeRecord => node_record(arg, names)?,
+        Kind::PathRecord => path_record(cli, names)?,
         Kind::McMemberRecord => mc_member_record(cli),
         Kind::InformInfoRecord => inform_info_record(arg)?,
+        Kind::SmPorts => {
+            // The IsSM query; the IsSMdisabled one follows it.
+            modifier = CAPABILITY_MASK_MATCH;
+            fabric::capability_template(IS_SM)
+        }
+        _ => fabric::template(kind, &args, names)?,
     };
     let mask = cli.comp_mask.map_or(mask, ComponentMask);
     Ok(Query {
@@ -149,37 +232,59 @@ pub(crate) fn from_cli(cli: &Cli) -> Result<Query, String> {
         method,
         mask,
         record,
+        modifier,
     })
+}
+
+impl Query {
+    /// `-s`'s second query: the ports with IsSMdisabled.
+    pub(crate) fn sm_disabled_ports(&self) -> Self {
+        let (mask, record) = fabric::capability_template(IS_SM_DISABLED);
+        Self {
+            mask,
+            record,
+            ..self.clone()
+        }
+    }
 }
 
 /// A PathRecord Get with the template and mask the PathRecord options
 /// describe, whatever query the rest of the command line names.
-pub(crate) fn path_template(cli: &Cli) -> Result<Query, String> {
-    let (mask, record) = path_record(cli)?;
+pub(crate) fn path_template(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
+    let (mask, record) = path_record(cli, names)?;
     Ok(Query {
         kind: Kind::PathRecord,
         method: Method::GET,
         mask: cli.comp_mask.map_or(mask, ComponentMask),
         record,
+        modifier: 0,
     })
 }
 
-fn lid(text: &str) -> Result<u16, String> {
-    if text.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
-        return Err(format!("{text:?}: node names are not resolved; give a LID"));
-    }
-    match local_sa_core::text::number::<u16>(text)? {
-        0 => Err("LID 0 is not a valid LID".into()),
-        l => Ok(l),
+/// The NodeRecord Get that finds a node by name, as saquery matches it:
+/// the whole NodeDescription.
+pub(crate) fn node_by_name(name: &str) -> Query {
+    let mut r = NodeRecord::new_zeroed();
+    r.set_description(name);
+    Query {
+        kind: Kind::NodeRecord,
+        method: Method::GET_TABLE,
+        mask: nr::NODE_DESCRIPTION,
+        record: r.as_bytes().to_vec(),
+        modifier: 0,
     }
 }
 
-fn node_record(arg: Option<&str>) -> Result<(ComponentMask, Vec<u8>), String> {
+fn node_record(arg: Option<&str>, names: Names<'_>) -> Result<(ComponentMask, Vec<u8>), String> {
     let mut r = NodeRecord::new_zeroed();
     let mut mask = ComponentMask::NONE;
-    if let Some(a) = arg {
-        // saquery accepts "lid/port/..." and uses the LID.
-        r.set_lid(lid(a.split('/').next().unwrap_or(a))?);
+    // saquery accepts "lid/port/..." and uses the LID (0: every node).
+    if let Some(lid) = arg
+        .map(|a| names::optional_lid(a.split('/').next().unwrap_or(a), names))
+        .transpose()?
+        .flatten()
+    {
+        r.set_lid(lid);
         mask |= nr::LID;
     }
     Ok((mask, r.as_bytes().to_vec()))
@@ -189,7 +294,7 @@ fn selector_byte(byte: u8) -> (Selector, u8) {
     (Selector::from_bits(byte >> 6), byte & 0x3F)
 }
 
-fn path_record(cli: &Cli) -> Result<(ComponentMask, Vec<u8>), String> {
+fn path_record(cli: &Cli, names: Names<'_>) -> Result<(ComponentMask, Vec<u8>), String> {
     let mut r = PathRecord::new_zeroed();
     let mut m = ComponentMask::NONE;
     let (mut slid, mut dlid) = (cli.slid, cli.dlid);
@@ -199,8 +304,8 @@ fn path_record(cli: &Cli) -> Result<(ComponentMask, Vec<u8>), String> {
         let (s, d) = pair
             .split_once(':')
             .ok_or_else(|| format!("--src-to-dst wants SRC:DST, got {pair:?}"))?;
-        slid = Some(lid(s)?);
-        dlid = Some(lid(d)?);
+        slid = Some(names::lid(s, names)?);
+        dlid = Some(names::lid(d, names)?);
         numb_path = numb_path.or(Some(0x7F));
     }
     if let Some(pair) = &cli.sgid_to_dgid {
@@ -373,7 +478,7 @@ mod tests {
     fn query(args: &[&str]) -> Result<Query, String> {
         let cli =
             Cli::try_parse_from(std::iter::once("lsaquery").chain(args.iter().copied())).unwrap();
-        from_cli(&cli)
+        from_cli(&cli, Names::Pending)
     }
 
     #[test]
@@ -421,10 +526,12 @@ mod tests {
 
     #[test]
     fn bad_requests_are_explained() {
+        let cli = Cli::try_parse_from(["lsaquery", "--src-to-dst", "h1:4"]).unwrap();
+        assert_eq!(node_names(&cli), ["h1"]);
         assert!(
-            query(&["--src-to-dst", "h1:h2"])
+            from_cli(&cli, Names::Resolved(&Default::default()))
                 .unwrap_err()
-                .contains("give a LID")
+                .contains("no node is named \"h1\"")
         );
         assert!(
             query(&["--src-to-dst", "4"])
@@ -432,6 +539,11 @@ mod tests {
                 .contains("SRC:DST")
         );
         assert!(query(&["-c", "-p"]).unwrap_err().contains("choose one"));
-        assert!(query(&["Bogus"]).unwrap_err().contains("unknown query"));
+        let cli = Cli::try_parse_from(["lsaquery", "Bogus"]).unwrap();
+        assert!(
+            from_cli(&cli, Names::Resolved(&Default::default()))
+                .unwrap_err()
+                .contains("no node is named \"Bogus\"")
+        );
     }
 }
