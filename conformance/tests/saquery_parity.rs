@@ -43,6 +43,13 @@ fn same_with(node: &Node<'_>, ours: &[&str], args: &[&str]) -> String {
     ours.stdout
 }
 
+/// lsaquery's output, which must be a success.
+fn ours(node: &Node<'_>, args: &[&str]) -> String {
+    let out = node.lsaquery().args(args).output().unwrap();
+    assert!(out.status.success(), "lsaquery {args:?}: {}", out.stderr);
+    out.stdout
+}
+
 /// The value of the first `name....value` line.
 fn value<'a>(text: &'a str, name: &str) -> &'a str {
     text.lines()
@@ -181,5 +188,115 @@ fn node_names_stand_for_their_lids() {
         missing.stderr.contains("no node is named \"nosuchnode\""),
         "{}",
         missing.stderr
+    );
+}
+
+#[test]
+fn local_sa_passes_on_the_records_it_does_not_keep() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _sa = conformance::LocalSa::start(&fabric, "h3", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h3").unwrap();
+    let me = node.port().unwrap();
+    let lid = me.lid.to_string();
+    let link = same(&node, &["-x", &format!("{lid}/1")]);
+    let switch = value(&link, "ToLID").to_owned();
+    // Asked of local-sa by MAD, as any SA client on the fabric may: it
+    // relays each to the master and the master's answer back.
+    for args in [
+        vec!["LFTR".to_owned(), format!("{switch}/0")],
+        vec!["PIR".to_owned(), format!("{lid}/1")],
+        vec!["SMIR".to_owned(), me.sm_lid.to_string()],
+        vec!["GIR".to_owned(), format!("{lid}/0")],
+    ] {
+        let theirs = node.saquery(&args).unwrap();
+        let through = node
+            .lsaquery()
+            .args(["--sa-lid", &lid])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(through.status.success(), "{args:?}: {}", through.stderr);
+        assert!(!theirs.stdout.is_empty(), "{args:?}: {}", theirs.stderr);
+        assert_eq!(through.stdout, theirs.stdout, "{args:?} through local-sa");
+    }
+}
+
+#[test]
+fn listings_names_and_registrations_print_as_saquery_prints_them() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h4").unwrap();
+    let far = fabric.node("h9").unwrap().port().unwrap();
+    let far_lid = far.lid.to_string();
+    let far_guid = format!("{:#x}", far.guid);
+
+    // A subscription and a group with a member at OpenSM, for IIR, -I,
+    // -m and MCMR to show.
+    let subscriber = fabric.node("h5").unwrap();
+    let mut sub = subscriber
+        .lsaquery()
+        .args(["--master", "--subscribe", "64", "--duration", "60"])
+        .serve_requests()
+        .spawn()
+        .unwrap();
+    let joined = subscriber
+        .lsaquery()
+        .args(["--master", "--join", "::"])
+        .output()
+        .unwrap();
+    assert!(joined.status.success(), "{}", joined.stderr);
+    assert!(
+        conformance::eventually(std::time::Duration::from_secs(10), || {
+            node.saquery(["-I"])
+                .unwrap()
+                .stdout
+                .contains("InformInfoRecord dump")
+        }),
+        "{}",
+        sub.stderr()
+    );
+    let iir = same_with(&node, &["--master"], &["-I"]);
+    assert!(
+        iir.contains("\t\tRID\n") && iir.contains("\t\tInformInfo dump:\n"),
+        "{iir}"
+    );
+    same_with(&node, &["--master"], &["IIR"]);
+    same_with(&node, &["--master"], &["-g"]);
+    let members = same_with(&node, &["--master"], &["-m"]);
+    assert!(members.contains("MCMemberRecord member dump:"), "{members}");
+    same_with(&node, &["--master"], &["-m", "0xc000"]);
+    same_with(&node, &["--master"], &["MCMR"]);
+    let _ = sub.try_wait();
+
+    // Node listings. ibsim passes the first NodeRecord of a whole table
+    // intact, so the listings that take every record are compared as
+    // they come. -O and -U ask the SA for their node by LID or GUID
+    // (saquery takes the whole table, and under ibsim finds only that
+    // first node).
+    same(&node, &["-D"]);
+    same(&node, &["-N"]);
+    assert_eq!(ours(&node, &["-O", &far_lid]), "h9\n");
+    assert_eq!(ours(&node, &["-U", &far_guid]), "h9\n");
+    same(&node, &["-L", "h1"]);
+    same(&node, &["-l", "h1"]);
+    same(&node, &["-G", "h1"]);
+
+    // A node-name map renames nodes in every listing and record.
+    let map = fabric.dir().join("node-name-map");
+    let far_record = same(&node, &["NR", &far_lid]);
+    let node_guid = value(&far_record, "node_guid");
+    std::fs::write(&map, format!("# test map\n{node_guid} \"far-host\"\n")).unwrap();
+    let map = map.to_str().unwrap();
+    assert_eq!(
+        ours(&node, &["--node-name-map", map, "-O", &far_lid]),
+        "far-host\n"
+    );
+    let record = same(&node, &["--node-name-map", map, "NR", &far_lid]);
+    assert!(
+        record.contains("NodeDescription.........far-host\n"),
+        "{record}"
     );
 }

@@ -152,6 +152,29 @@ pub(crate) struct Cli {
     /// Get InformInfoRecords (subscriptions).
     #[arg(short = 'I')]
     pub(crate) inform_info_records: bool,
+    /// List each adapter's LID and node name (NodeDescription, or the
+    /// node-name map's).
+    #[arg(short = 'D', long = "list")]
+    pub(crate) list: bool,
+    /// Print the LIDs of the nodes named by the argument.
+    #[arg(short = 'L')]
+    pub(crate) lids: bool,
+    /// Print the LID of the first node named by the argument.
+    #[arg(short = 'l')]
+    pub(crate) unique_lid: bool,
+    /// Print the port GUIDs of the nodes named by the argument.
+    #[arg(short = 'G')]
+    pub(crate) guids: bool,
+    /// Print the name of the node at the LID given as argument.
+    #[arg(short = 'O')]
+    pub(crate) name_of_lid: bool,
+    /// Print the name of the node with the port GUID given as argument.
+    #[arg(short = 'U')]
+    pub(crate) name_of_guid: bool,
+    /// Node GUID to name map, as infiniband-diags reads it (default
+    /// /etc/rdma/ib-node-name-map if it exists).
+    #[arg(long = "node-name-map", value_name = "FILE")]
+    pub(crate) node_name_map: Option<std::path::PathBuf>,
     /// Get LinkRecords.
     #[arg(short = 'x')]
     pub(crate) link_records: bool,

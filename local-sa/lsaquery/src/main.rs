@@ -10,8 +10,10 @@ mod client;
 mod distribute;
 mod failure;
 mod generate;
+mod listing;
 mod load;
 mod local_api;
+mod node_names;
 mod print;
 mod progress;
 mod query;
@@ -37,6 +39,7 @@ use umad::{AgentSpec, MadAddress, UmadDevice, UmadTransport};
 use crate::cli::Cli;
 use crate::client::Client;
 use crate::failure::Failure;
+use crate::listing::Listing;
 use crate::print::Printed;
 use crate::query::names::Names;
 use crate::query::{Kind, Query};
@@ -158,6 +161,8 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     // Node names are looked up once the session is up; this first pass
     // tells what is asked, and where.
     let mode = Mode::from_cli(cli, Names::Pending)?;
+    let node_names = node_names::NodeNameMap::open(cli.node_name_map.as_deref())
+        .map_err(|e| Failure::new(2, e))?;
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
         .map_err(|e| Failure::new(3, e.to_string()))?;
@@ -215,6 +220,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         debug: cli.debug > 0,
         json: cli.json,
         show_keys: cli.show_keys,
+        node_names,
     };
     let result = smol::block_on(async {
         let gid = session.port.gid;
@@ -266,8 +272,8 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
     let listing = |q: &Query| {
         matches!(
             q.kind,
-            Kind::InformInfoRecord | Kind::McGroups | Kind::McMemberRecord
-        ) && cli.arg.is_none()
+            Kind::InformInfoRecord | Kind::McGroups | Kind::McMemberRecord | Kind::McMembers
+        ) && q.argument.is_none()
     };
     match mode {
         Mode::Subscribe(_) | Mode::Join(_) => {}
@@ -298,7 +304,7 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
                 local_api::list(
                     &mut conn,
                     groups,
-                    q.kind == Kind::McMemberRecord,
+                    matches!(q.kind, Kind::McMemberRecord | Kind::McMembers),
                     cli.show_keys,
                 )
                 .await
@@ -355,11 +361,36 @@ async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
                 mask: mad_codec::ComponentMask::NONE,
                 record: Vec::new(),
                 modifier: 0,
+                argument: None,
             };
             let answer = session.exchange(&cpi.to_mad(session.sm_key)).await?;
             let mad = session.ok(&answer)?;
             let caps = record::<ClassPortInfo>(&mad)?.capability_mask2();
             one_query(session, query, Some(caps)).await
+        }
+        Kind::Nodes(listing) => {
+            let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
+            let mad = session.ok(&answer)?;
+            let nodes = records::<NodeRecord>(&mad, query, &answer)?;
+            // -O and -U asked the SA for their node; the others pick.
+            let wanted = match listing {
+                Listing::NameOfLid | Listing::NameOfGuid => None,
+                _ => query.argument.as_deref(),
+            };
+            listing::print_nodes(session, listing, wanted, &nodes)
+        }
+        Kind::McMembers => {
+            let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
+            let mad = session.ok(&answer)?;
+            let members = records::<McMemberRecord>(&mad, query, &answer)?;
+            let all_nodes = Query {
+                kind: Kind::NodeRecord,
+                ..query.clone()
+            };
+            let node_answer = session.exchange(&all_nodes.to_mad(session.sm_key)).await?;
+            let node_mad = session.ok(&node_answer)?;
+            let nodes = records::<NodeRecord>(&node_mad, &all_nodes, &node_answer)?;
+            listing::print_members(session, query.argument.as_deref(), &members, &nodes)
         }
         _ => one_query(session, query, None).await,
     }
@@ -416,6 +447,8 @@ fn printed(
     let mcast_top =
         sa_capability_mask2.is_some_and(|caps| caps & IS_MULTICAST_FDB_TOP_SUPPORTED != 0);
     Ok(match query.kind {
+        // Printed by `query` as saquery lists them.
+        Kind::Nodes(_) | Kind::McMembers => Vec::new(),
         Kind::PortInfoRecord => each(mad, query, answer, |r| print::port_info_record(r, keys))?,
         Kind::SmPorts => each(mad, query, answer, print::port_info_summary)?,
         Kind::Sl2VlTableRecord => each(mad, query, answer, print::sl2vl_table_record)?,
@@ -436,7 +469,7 @@ fn printed(
             .collect(),
         Kind::NodeRecord => records::<NodeRecord>(mad, query, answer)?
             .into_iter()
-            .map(print::node_record)
+            .map(|r| print::node_record(r, &session.node_names))
             .collect(),
         Kind::McGroups => records::<McMemberRecord>(mad, query, answer)?
             .into_iter()

@@ -18,6 +18,8 @@ pub(crate) struct Session {
     pub(crate) debug: bool,
     pub(crate) json: bool,
     pub(crate) show_keys: bool,
+    /// Names for nodes, by node GUID (`--node-name-map`).
+    pub(crate) node_names: crate::node_names::NodeNameMap,
 }
 
 impl Session {

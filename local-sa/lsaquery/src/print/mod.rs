@@ -324,7 +324,9 @@ fn node_type_name(t: NodeType) -> &'static str {
     }
 }
 
-pub(crate) fn node_record(r: &NodeRecord) -> Printed {
+/// saquery's NodeRecord, the description as the node-name map names the
+/// node.
+pub(crate) fn node_record(r: &NodeRecord, names: &crate::node_names::NodeNameMap) -> Printed {
     let reserved = u16::from_be_bytes([r.as_bytes()[2], r.as_bytes()[3]]);
     Printed::new("NodeRecord dump", 24)
         .num("lid", r.lid(), Fmt::Dec)
@@ -341,7 +343,10 @@ pub(crate) fn node_record(r: &NodeRecord) -> Printed {
         .num("revision", r.revision(), Fmt::Hex)
         .num("port_num", r.local_port_num(), Fmt::Dec)
         .num("vendor_id", r.vendor_id(), Fmt::Hex)
-        .text("NodeDescription", r.description())
+        .text(
+            "NodeDescription",
+            names.name(r.node_guid(), &r.description_bytes()),
+        )
 }
 
 pub(crate) fn class_port_info(c: &ClassPortInfo) -> Printed {
@@ -395,7 +400,24 @@ pub(crate) fn mc_member(r: &McMemberRecord) -> Printed {
         .num("HopLimit", r.hop_limit(), Fmt::HexLower)
         .num("Scope", r.scope(), Fmt::HexLower)
         .num("JoinState", r.join_state().0, Fmt::HexLower)
-        .num("ProxyJoin", b[49], Fmt::HexLower)
+        .num("ProxyJoin", proxy_join(r), Fmt::HexLower)
+}
+
+/// ProxyJoin as saquery reads it: OpenSM's `proxy_join:1` bit field, the
+/// lowest bit of byte 49 on the machines it runs on.
+fn proxy_join(r: &McMemberRecord) -> u8 {
+    r.as_bytes()[49] & 1
+}
+
+/// saquery -m's member, with the name of its port's node.
+pub(crate) fn mc_member_with_node(r: &McMemberRecord, node: String) -> Printed {
+    Printed::new("MCMemberRecord member dump", 24)
+        .text("MGID", r.mgid().to_string())
+        .num("Mlid", r.mlid(), Fmt::Hex)
+        .text("PortGid", r.port_gid().to_string())
+        .num("ScopeState", r.as_bytes()[48], Fmt::Hex)
+        .num("ProxyJoin", proxy_join(r), Fmt::Hex)
+        .text("NodeDescription", node)
 }
 
 pub(crate) fn service_record(r: &ServiceRecord, show_keys: bool) -> Printed {

@@ -17,6 +17,7 @@ use mad_codec::{
 };
 
 use crate::cli::{Cli, MethodArg};
+use crate::listing::Listing;
 pub(crate) use fabric::{CAPABILITY_MASK_MATCH, IS_SM, IS_SM_DISABLED};
 use names::Names;
 
@@ -25,8 +26,12 @@ use names::Names;
 pub(crate) enum Kind {
     ClassPortInfo,
     NodeRecord,
+    /// saquery's node listings (-N, -D, -L, -l, -G, -O, -U).
+    Nodes(Listing),
     PathRecord,
     McMemberRecord,
+    /// -m: memberships with their nodes' names.
+    McMembers,
     McGroups,
     ServiceRecord,
     InformInfoRecord,
@@ -77,6 +82,7 @@ impl Kind {
             Self::ClassPortInfo
                 | Self::PathRecord
                 | Self::McMemberRecord
+                | Self::McMembers
                 | Self::McGroups
                 | Self::InformInfoRecord
         )
@@ -85,9 +91,9 @@ impl Kind {
     pub(crate) fn attribute(self) -> AttributeId {
         match self {
             Self::ClassPortInfo => AttributeId::CLASS_PORT_INFO,
-            Self::NodeRecord => NodeRecord::ATTRIBUTE_ID,
+            Self::NodeRecord | Self::Nodes(_) => NodeRecord::ATTRIBUTE_ID,
             Self::PathRecord => PathRecord::ATTRIBUTE_ID,
-            Self::McMemberRecord | Self::McGroups => McMemberRecord::ATTRIBUTE_ID,
+            Self::McMemberRecord | Self::McMembers | Self::McGroups => McMemberRecord::ATTRIBUTE_ID,
             Self::ServiceRecord => AttributeId::SERVICE_RECORD,
             Self::InformInfoRecord => InformInfoRecord::ATTRIBUTE_ID,
             Self::PortInfoRecord | Self::SmPorts => AttributeId::PORT_INFO_RECORD,
@@ -114,6 +120,9 @@ pub(crate) struct Query {
     pub(crate) record: Vec<u8>,
     /// The AttributeModifier (PortInfoRecord's capability-mask match).
     pub(crate) modifier: u32,
+    /// The query's first argument as given (a node listing's name, -m's
+    /// MLID).
+    pub(crate) argument: Option<String>,
 }
 
 impl Query {
@@ -141,9 +150,15 @@ fn kind(cli: &Cli) -> Result<(Kind, Vec<&str>), String> {
             cli.path_records || cli.src_to_dst.is_some() || cli.sgid_to_dgid.is_some(),
             Kind::PathRecord,
         ),
-        (cli.node_records, Kind::NodeRecord),
+        (cli.node_records, Kind::Nodes(Listing::Records)),
+        (cli.list, Kind::Nodes(Listing::Descriptions)),
+        (cli.lids, Kind::Nodes(Listing::Lids)),
+        (cli.unique_lid, Kind::Nodes(Listing::UniqueLid)),
+        (cli.guids, Kind::Nodes(Listing::Guids)),
+        (cli.name_of_lid, Kind::Nodes(Listing::NameOfLid)),
+        (cli.name_of_guid, Kind::Nodes(Listing::NameOfGuid)),
         (cli.groups, Kind::McGroups),
-        (cli.members, Kind::McMemberRecord),
+        (cli.members, Kind::McMembers),
         (cli.service_records, Kind::ServiceRecord),
         (cli.inform_info_records, Kind::InformInfoRecord),
         (cli.link_records, Kind::LinkRecord),
@@ -180,7 +195,10 @@ pub(crate) fn node_names(cli: &Cli) -> Vec<String> {
         words.extend(pair.split(':'));
     }
     if let Ok((kind, args)) = kind(cli)
-        && !matches!(kind, Kind::InformInfoRecord | Kind::PathRecord)
+        && !matches!(
+            kind,
+            Kind::InformInfoRecord | Kind::PathRecord | Kind::Nodes(_) | Kind::McMembers
+        )
     {
         // The LID is the part before the first '/'.
         words.extend(args.iter().filter_map(|a| a.split('/').next()));
@@ -212,10 +230,11 @@ pub(crate) fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
     };
     let mut modifier = 0;
     let (mask, record) = match kind {
-        Kind::ClassPortInfo | Kind::ServiceRecord | Kind::McGroups => {
+        Kind::ClassPortInfo | Kind::ServiceRecord | Kind::McGroups | Kind::McMembers => {
             (ComponentMask::NONE, Vec::new())
         }
         Kind::NodeRecord => node_record(arg, names)?,
+        Kind::Nodes(listing) => nodes(listing, arg)?,
         Kind::PathRecord => path_record(cli, names)?,
         Kind::McMemberRecord => mc_member_record(cli),
         Kind::InformInfoRecord => inform_info_record(arg)?,
@@ -233,6 +252,7 @@ pub(crate) fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
         mask,
         record,
         modifier,
+        argument: arg.map(str::to_owned),
     })
 }
 
@@ -258,7 +278,39 @@ pub(crate) fn path_template(cli: &Cli, names: Names<'_>) -> Result<Query, String
         mask: cli.comp_mask.map_or(mask, ComponentMask),
         record,
         modifier: 0,
+        argument: None,
     })
+}
+
+/// A node listing's NodeRecord query: every record, to pick from as
+/// saquery does, except for -O and -U, whose LID or port GUID the SA
+/// finds.
+fn nodes(listing: Listing, arg: Option<&str>) -> Result<(ComponentMask, Vec<u8>), String> {
+    let arg = match arg {
+        Some(a) => a,
+        None if listing.needs_argument() => {
+            let what = match listing {
+                Listing::NameOfLid => "a LID",
+                Listing::NameOfGuid => "a port GUID",
+                _ => "a node name",
+            };
+            return Err(format!("{listing:?} needs {what}"));
+        }
+        None => return Ok((ComponentMask::NONE, Vec::new())),
+    };
+    let mut r = NodeRecord::new_zeroed();
+    let mask = match listing {
+        Listing::NameOfLid => {
+            r.set_lid(names::lid(arg, Names::Pending)?);
+            nr::LID
+        }
+        Listing::NameOfGuid => {
+            r.set_port_guid(local_sa_core::text::number::<u64>(arg)?);
+            nr::PORT_GUID
+        }
+        _ => return Ok((ComponentMask::NONE, Vec::new())),
+    };
+    Ok((mask, r.as_bytes().to_vec()))
 }
 
 /// The NodeRecord Get that finds a node by name, as saquery matches it:
@@ -272,6 +324,7 @@ pub(crate) fn node_by_name(name: &str) -> Query {
         mask: nr::NODE_DESCRIPTION,
         record: r.as_bytes().to_vec(),
         modifier: 0,
+        argument: None,
     }
 }
 
