@@ -110,6 +110,39 @@ fn every_saquery_query_type_prints_as_saquery_prints_it() {
     same(&node, &["PKTR", &format!("{lid}//0")]);
     let pkeys = same(&node, &["--smkey", "1", "PKTR", &format!("{lid}//0")]);
     assert!(pkeys.contains("0xffff"), "{pkeys}");
+    // The key from infiniband-diags' shared defaults instead.
+    let conf = fabric.dir().join("ibdiag.conf");
+    std::fs::write(
+        &conf,
+        "# shared defaults\nsa_key=0x1\ntimeout=2000\nMLX_EPI=false\n",
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    assert_eq!(
+        same(&node, &["-z", conf, "PKTR", &format!("{lid}//0")]),
+        pkeys
+    );
+    // -e shows the refused request's answer.
+    let refused = node
+        .lsaquery()
+        .args(["-e", "PKTR", &format!("{lid}//0")])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused.stderr.contains("answered ERR_"),
+        "the status by name: {}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("answer with status 0x")
+            && refused
+                .stderr
+                .lines()
+                .any(conformance::saquery::is_hex_line),
+        "{}",
+        refused.stderr
+    );
 
     let port_info = same(&node, &["PIR", &format!("{lid}/1")]);
     assert!(

@@ -453,6 +453,19 @@ pub(crate) struct Cli {
     /// Print the request and response MADs in hex (as saquery -d -d).
     #[arg(short = 'd', long, action = clap::ArgAction::Count)]
     pub(crate) debug: u8,
+    /// Show send and receive errors: the request, and the answer if one
+    /// came, in hex when the SA refuses or does not answer.
+    #[arg(short = 'e', long)]
+    pub(crate) errors: bool,
+    /// Log more of what lsaquery does (-v: info, -vv: debug; RUST_LOG
+    /// overrides).
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// infiniband-diags' defaults file: its CA, Port, timeout and sa_key
+    /// apply where the command line gives none (default
+    /// /etc/infiniband-diags/ibdiag.conf, if it exists).
+    #[arg(short = 'z', long = "config", value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
     /// Print the manual page lsaquery(8) (man) or a shell's completion
     /// script (bash, zsh, fish) and exit.
     #[arg(long, value_name = "WHAT", value_parser = ["man", "bash", "zsh", "fish"])]

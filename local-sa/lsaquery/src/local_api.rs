@@ -118,9 +118,10 @@ impl Connection {
                 return Err(Failure::new(
                     1,
                     format!(
-                        "local-sa answered status {:#06x} ({})",
+                        "local-sa answered {} ({}; status {:#06x})",
+                        status.names(),
+                        status.describe(),
                         status.0,
-                        status.describe()
                     ),
                 ));
             }

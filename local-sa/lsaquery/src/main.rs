@@ -10,6 +10,7 @@ mod client;
 mod distribute;
 mod failure;
 mod generate;
+mod ibdiag_conf;
 mod listing;
 mod load;
 mod local_api;
@@ -26,7 +27,6 @@ mod status;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
 use local_sa_core::requester::{Answer, Attempts, RequesterConfig};
 use mad_codec::records::SaRecord;
 use mad_codec::{
@@ -124,11 +124,22 @@ impl Mode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_command_line() {
+        Ok(cli) => cli,
+        Err(f) => {
+            eprintln!("lsaquery: {}", f.message);
+            return ExitCode::from(f.code);
+        }
+    };
+    let level = match cli.verbose {
+        0 => tracing_subscriber::filter::LevelFilter::WARN,
+        1 => tracing_subscriber::filter::LevelFilter::INFO,
+        _ => tracing_subscriber::filter::LevelFilter::DEBUG,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::builder()
-                .with_default_directive(tracing_subscriber::filter::LevelFilter::WARN.into())
+                .with_default_directive(level.into())
                 .from_env_lossy(),
         )
         .with_writer(std::io::stderr)
@@ -143,6 +154,31 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// The command line, with infiniband-diags' defaults (ibdiag.conf) where
+/// it gives no CA, port, time-out or SM_Key.
+fn parse_command_line() -> Result<Cli, Failure> {
+    use clap::parser::ValueSource;
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let defaults = ibdiag_conf::Defaults::open(cli.config.as_deref())
+        .map_err(|e| Failure::new(2, format!("infiniband-diags defaults {e}")))?;
+    let unset = |id: &str| matches.value_source(id) != Some(ValueSource::CommandLine);
+    if cli.ca.is_none() {
+        cli.ca = defaults.ca;
+    }
+    if cli.port.is_none() {
+        cli.port = defaults.port;
+    }
+    if let Some(t) = defaults.timeout_ms.filter(|_| unset("timeout_ms")) {
+        cli.timeout_ms = t;
+    }
+    if let Some(k) = defaults.sa_key.filter(|_| unset("smkey")) {
+        cli.smkey = k;
+    }
+    Ok(cli)
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
@@ -218,6 +254,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         client: Client::new(agent, &transport, config),
         sm_key: cli.smkey,
         debug: cli.debug > 0,
+        show_errors: cli.errors,
         json: cli.json,
         show_keys: cli.show_keys,
         node_names,

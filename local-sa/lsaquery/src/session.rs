@@ -16,6 +16,8 @@ pub(crate) struct Session {
     pub(crate) dest: MadAddress,
     pub(crate) sm_key: u64,
     pub(crate) debug: bool,
+    /// `-e`: the MADs of a refused or unanswered request, in hex.
+    pub(crate) show_errors: bool,
     pub(crate) json: bool,
     pub(crate) show_keys: bool,
     /// Names for nodes, by node GUID (`--node-name-map`).
@@ -27,6 +29,13 @@ impl Session {
     /// hex with `-d`.
     pub(crate) async fn exchange(&mut self, request: &[u8]) -> Result<Answer, Failure> {
         let completion = self.client.request(self.dest, request).await?;
+        if self.show_errors && completion.outcome.is_err() {
+            eprintln!(
+                "lsaquery: unanswered request to LID {}:\n{}",
+                self.dest.lid,
+                mad_codec::hex::dump(&completion.request)
+            );
+        }
         self.answer(completion)
     }
 
@@ -70,14 +79,23 @@ impl Session {
             )
         })?;
         let status = mad.mad().status();
+        if !status.is_ok() && self.show_errors {
+            eprintln!(
+                "lsaquery: answer with status {:#06x} from LID {}:\n{}",
+                status.0,
+                self.dest.lid,
+                mad_codec::hex::dump(answer.mad())
+            );
+        }
         if !status.is_ok() {
             return Err(Failure::new(
                 1,
                 format!(
-                    "SA at LID {} answered status {:#06x} ({})",
+                    "SA at LID {} answered {} ({}; status {:#06x})",
                     self.dest.lid,
+                    status.names(),
+                    status.describe(),
                     status.0,
-                    status.describe()
                 ),
             ));
         }

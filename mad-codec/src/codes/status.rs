@@ -62,6 +62,37 @@ impl MadStatus {
         (self.0 >> 8) as u8
     }
 
+    /// The status by the specification's names, parts joined with `+`
+    /// (`ERR_REQ_INVALID`, `BUSY+ERR_NO_RECORDS`, `OK`); a code without a
+    /// name is shown by number (`ERR_0x0a`, `INVALID_FIELD_5`).
+    pub fn names(self) -> String {
+        if let Some(name) = self.name() {
+            return name.into();
+        }
+        let mut parts: Vec<String> = Vec::new();
+        if self.is_busy() {
+            parts.push("BUSY".into());
+        }
+        if self.is_redirect() {
+            parts.push("REDIRECT".into());
+        }
+        match self.invalid_field() {
+            0 => {}
+            code => parts.push(match Self(u16::from(code) << 2).name() {
+                Some(name) => name.into(),
+                None => format!("INVALID_FIELD_{code}"),
+            }),
+        }
+        match self.class_code() {
+            0 => {}
+            code => parts.push(match Self(u16::from(code) << 8).name() {
+                Some(name) => name.into(),
+                None => format!("ERR_{code:#04x}"),
+            }),
+        }
+        parts.join("+")
+    }
+
     /// What the status means, in words, for messages.
     pub fn describe(self) -> String {
         let mut parts = Vec::new();
@@ -120,5 +151,8 @@ mod tests {
             "method/attribute combination not supported"
         );
         assert_eq!(MadStatus::OK.describe(), "success");
+        assert_eq!(MadStatus::ERR_REQ_INVALID.names(), "ERR_REQ_INVALID");
+        assert_eq!(both.names(), "BUSY+ERR_NO_RECORDS");
+        assert_eq!(MadStatus(0x0a14).names(), "INVALID_FIELD_5+ERR_0x0a");
     }
 }
