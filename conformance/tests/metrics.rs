@@ -99,4 +99,40 @@ fn a_query_shows_in_the_metrics() {
         "{body}"
     );
     assert!(body.contains("local_sa_build_info{version=\""), "{body}");
+
+    // The breakdowns: the query's answer by attribute, method and status,
+    // the master's answer times (the first fill at least), the store's
+    // bytes.
+    let label = port.trim_start_matches('{').trim_end_matches('}');
+    assert!(
+        sample(
+            body,
+            &format!(
+                "local_sa_answers_total{{{label},attribute=\"PATH_RECORD\",method=\"GET_TABLE\",status=\"OK\"}}"
+            )
+        )
+        .is_some_and(|n| n >= 1),
+        "{body}"
+    );
+    assert!(
+        body.contains("# TYPE local_sa_upstream_latency_seconds histogram\n"),
+        "{body}"
+    );
+    let answered = sample(
+        body,
+        &format!("local_sa_upstream_latency_seconds_count{port}"),
+    );
+    assert!(answered.is_some_and(|n| n >= 1), "{body}");
+    assert_eq!(
+        sample(
+            body,
+            &format!("local_sa_upstream_latency_seconds_bucket{{{label},le=\"+Inf\"}}")
+        ),
+        answered,
+        "{body}"
+    );
+    assert!(
+        sample(body, &format!("local_sa_cache_bytes{port}")).is_some_and(|b| b > records * 64),
+        "a record is 64 bytes and more: {body}"
+    );
 }

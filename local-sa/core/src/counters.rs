@@ -123,6 +123,9 @@ counters! {
     name_tables_loaded: Counter,
     /// PathRecords cached now.
     records: Gauge,
+    /// Bytes the PathRecord store holds on the heap, estimated from its
+    /// tables' capacities without the allocator's overhead, now.
+    cache_bytes: Gauge,
     /// Host names and IP addresses learned from the master now.
     names: Gauge,
     /// Requests to the master SA waiting for their answer now.

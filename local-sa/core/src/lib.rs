@@ -46,6 +46,7 @@ pub mod registrations;
 pub mod request;
 pub mod requester;
 mod respond;
+pub mod stats;
 pub mod store;
 pub mod text;
 mod transfers;

@@ -554,14 +554,13 @@ impl Driver {
         let Some(shared) = &self.metrics else {
             return;
         };
-        let ports: Vec<(String, Vec<_>)> = self
+        let ports: Vec<crate::metrics::PortMetrics> = self
             .ports
             .iter()
-            .map(|p| {
-                (
-                    format!("{}/{}", p.facts.ca, p.facts.port),
-                    p.core.counters().described(),
-                )
+            .map(|p| crate::metrics::PortMetrics {
+                label: format!("{}/{}", p.facts.ca, p.facts.port),
+                counters: p.core.counters().described(),
+                stats: p.core.stats().clone(),
             })
             .collect();
         let mut daemon = self.daemon_counters();

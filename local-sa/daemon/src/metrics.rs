@@ -7,6 +7,18 @@
 use std::fmt::Write as _;
 
 use local_sa_core::counters::{Described, Kind};
+use local_sa_core::stats::Stats;
+
+/// One port's part of the exposition.
+pub(crate) struct PortMetrics {
+    /// `<ca>/<port>`.
+    pub(crate) label: String,
+    /// Its counters, in the same order for every port.
+    pub(crate) counters: Vec<Described>,
+    /// Its answers by attribute, method and status, and the master's
+    /// answer times.
+    pub(crate) stats: Stats,
+}
 
 /// The doors' and the kernel door's counters: kind and meaning.
 const DAEMON_COUNTERS: [(&str, Kind, &str); 18] = [
@@ -129,9 +141,9 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The exposition: `ports` (each port's label and counters, in the same
-/// order for every port) and `daemon`'s counters.
-pub(crate) fn render(ports: &[(String, Vec<Described>)], daemon: &[(&str, u64)]) -> String {
+/// The exposition: `ports`' counters and breakdowns, then `daemon`'s
+/// counters.
+pub(crate) fn render(ports: &[PortMetrics], daemon: &[(&str, u64)]) -> String {
     let mut out = String::new();
     header(
         &mut out,
@@ -144,16 +156,18 @@ pub(crate) fn render(ports: &[(String, Vec<Described>)], daemon: &[(&str, u64)])
         "local_sa_build_info{{version=\"{}\"}} 1",
         env!("CARGO_PKG_VERSION")
     );
-    if let Some((_, first)) = ports.first() {
-        for (i, d) in first.iter().enumerate() {
+    if let Some(first) = ports.first() {
+        for (i, d) in first.counters.iter().enumerate() {
             let metric = metric_name(d.name, d.kind);
             header(&mut out, &metric, d.kind, d.help);
-            for (port, counters) in ports {
-                if let Some(c) = counters.get(i) {
-                    let _ = writeln!(out, "{metric}{{port=\"{}\"}} {}", label(port), c.value);
+            for p in ports {
+                if let Some(c) = p.counters.get(i) {
+                    let _ = writeln!(out, "{metric}{{port=\"{}\"}} {}", label(&p.label), c.value);
                 }
             }
         }
+        render_answers(&mut out, ports);
+        render_latency(&mut out, ports);
     }
     for (name, value) in daemon {
         let (kind, help) = DAEMON_COUNTERS
@@ -167,9 +181,76 @@ pub(crate) fn render(ports: &[(String, Vec<Described>)], daemon: &[(&str, u64)])
     out
 }
 
+/// A wire code's name, or its number.
+fn code_name(name: Option<&str>, value: u16) -> String {
+    name.map_or_else(|| format!("{value:#06x}"), str::to_owned)
+}
+
+/// `local_sa_answers_total{port, attribute, method, status}`.
+fn render_answers(out: &mut String, ports: &[PortMetrics]) {
+    let metric = "local_sa_answers_total";
+    header(
+        out,
+        metric,
+        Kind::Counter,
+        "Answers to SA requests from the fabric, by the request's attribute and method and the \
+         status answered (attribute \"other\": past the limit on series).",
+    );
+    for p in ports {
+        let port = label(&p.label);
+        for (key, n) in p.stats.answers.series() {
+            let _ = writeln!(
+                out,
+                "{metric}{{port=\"{port}\",attribute=\"{}\",method=\"{}\",status=\"{}\"}} {n}",
+                code_name(key.attribute.name(), key.attribute.0),
+                code_name(key.method.name(), u16::from(key.method.0)),
+                key.status.names(),
+            );
+        }
+        let others = p.stats.answers.others();
+        if others > 0 {
+            let _ = writeln!(
+                out,
+                "{metric}{{port=\"{port}\",attribute=\"other\",method=\"other\",status=\"other\"}} {others}"
+            );
+        }
+    }
+}
+
+/// `local_sa_upstream_latency_seconds`, a histogram.
+fn render_latency(out: &mut String, ports: &[PortMetrics]) {
+    let metric = "local_sa_upstream_latency_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {metric} How long the master SA took to answer this port's requests (from the \
+         first attempt; unanswered requests are counted in upstream_failures).\n# TYPE {metric} \
+         histogram"
+    );
+    for p in ports {
+        let port = label(&p.label);
+        let h = &p.stats.upstream_latency;
+        for (bound_micros, n) in h.cumulative() {
+            let le = bound_micros as f64 / 1e6;
+            let _ = writeln!(out, "{metric}_bucket{{port=\"{port}\",le=\"{le}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "{metric}_bucket{{port=\"{port}\",le=\"+Inf\"}} {}\n{metric}_sum{{port=\"{port}\"}} {}\n\
+             {metric}_count{{port=\"{port}\"}} {}",
+            h.count(),
+            h.sum_micros() as f64 / 1e6,
+            h.count()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use local_sa_core::Counters;
+    use local_sa_core::stats::AnswerKey;
+    use mad_codec::{AttributeId, MadStatus, Method};
 
     use super::*;
 
@@ -184,10 +265,27 @@ mod tests {
             hits: 1,
             ..Counters::default()
         };
+        let mut stats = Stats::default();
+        stats.answers.count(AnswerKey {
+            attribute: AttributeId::PATH_RECORD,
+            method: Method::GET_TABLE,
+            status: MadStatus::OK,
+        });
+        stats.answers.count(AnswerKey {
+            attribute: AttributeId(0x7777),
+            method: Method::GET,
+            status: MadStatus(0x000C),
+        });
+        stats.upstream_latency.observe(Duration::from_micros(1_500));
+        let port = |label: &str, counters: &Counters, stats: Stats| PortMetrics {
+            label: label.into(),
+            counters: counters.described(),
+            stats,
+        };
         let text = render(
             &[
-                ("mlx5_0/1".into(), a.described()),
-                ("mlx5_0/\"2\"".into(), b.described()),
+                port("mlx5_0/1", &a, stats),
+                port("mlx5_0/\"2\"", &b, Stats::default()),
             ],
             &[("door_connections", 3), ("door_refused_total", 2)],
         );
@@ -210,10 +308,23 @@ mod tests {
             "# TYPE local_sa_door_refused_total counter\nlocal_sa_door_refused_total 2\n"
         ));
         assert!(text.starts_with("# HELP local_sa_build_info"));
+        assert!(text.contains(
+            "local_sa_answers_total{port=\"mlx5_0/1\",attribute=\"PATH_RECORD\",method=\"GET_TABLE\",status=\"OK\"} 1\n"
+        ));
+        assert!(text.contains(
+            "attribute=\"0x7777\",method=\"GET\",status=\"METHOD_ATTR_UNSUPPORTED\"} 1\n"
+        ));
+        assert!(text.contains("# TYPE local_sa_upstream_latency_seconds histogram\n"));
+        assert!(text.contains(
+            "local_sa_upstream_latency_seconds_bucket{port=\"mlx5_0/1\",le=\"0.001\"} 0\n\
+             local_sa_upstream_latency_seconds_bucket{port=\"mlx5_0/1\",le=\"0.0025\"} 1\n"
+        ));
+        assert!(text.contains("local_sa_upstream_latency_seconds_sum{port=\"mlx5_0/1\"} 0.0015\n"));
+        assert!(text.contains("local_sa_upstream_latency_seconds_count{port=\"mlx5_0/1\"} 1\n"));
         // Every sample line is `name{labels} value` or `name value`.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (name, value) = line.rsplit_once(' ').unwrap();
-            assert!(value.parse::<u64>().is_ok(), "{line}");
+            assert!(value.parse::<f64>().is_ok(), "{line}");
             assert!(name.starts_with("local_sa_"), "{line}");
         }
     }

@@ -20,6 +20,7 @@ use crate::inbound::SaRequest;
 use crate::request::LocalBody;
 use crate::requester::Answer;
 use crate::respond;
+use crate::stats::AnswerKey;
 use crate::transfers::{Event, Refusal};
 
 impl SaCore {
@@ -40,6 +41,7 @@ impl SaCore {
             let one = data.get(..usize::from(offset) * 8).unwrap_or(&data[..]);
             self.out
                 .push_back(Transmit::reply(peer, respond::single(&header, one)));
+            self.count_answer(request, MadStatus::OK);
         } else {
             let header = respond::success_header(h, if data.is_empty() { 0 } else { offset });
             let sent = self
@@ -50,9 +52,10 @@ impl SaCore {
                 if matches!(e, Event::Refused { .. } | Event::Aborted) {
                     // Not started: say so rather than leave the asker
                     // waiting, as OpenSM does when it cannot answer.
-                    self.respond_error(request, MadStatus::ERR_NO_RESOURCES);
+                    return self.respond_error(request, MadStatus::ERR_NO_RESOURCES);
                 }
             }
+            self.count_answer(request, MadStatus::OK);
         }
     }
 
@@ -86,6 +89,7 @@ impl SaCore {
                     request.reply_to(),
                     respond::single(&header, record.as_bytes()),
                 ));
+                self.count_answer(request, MadStatus::OK);
             }
             Asker::Local { .. } => self.answer_local_records(asker, std::slice::from_ref(record)),
         }
@@ -120,7 +124,17 @@ impl SaCore {
         self.counters.errors += 1;
         if let Some(mad) = respond::error(request.mad(), status) {
             self.out.push_back(Transmit::reply(request.reply_to(), mad));
+            self.count_answer(request, status);
         }
+    }
+
+    /// Counts an answer to a port's request in its series.
+    fn count_answer(&mut self, request: &SaRequest, status: MadStatus) {
+        self.stats.answers.count(AnswerKey {
+            attribute: request.attribute(),
+            method: request.method(),
+            status,
+        });
     }
 
     /// Passes the master's `answer` to the port that asked `request`,
@@ -140,8 +154,11 @@ impl SaCore {
 
     pub(super) fn relay_to(&mut self, request: &SaRequest, answer: &[u8]) {
         if let Some(relayed) = respond::relay(answer, request.header()) {
+            let status =
+                mad_codec::SaMad::parse(&relayed).map_or(MadStatus::OK, |m| m.mad().status());
             self.out
                 .push_back(Transmit::reply(request.reply_to(), relayed));
+            self.count_answer(request, status);
         }
     }
 

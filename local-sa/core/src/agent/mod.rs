@@ -66,6 +66,7 @@ use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
 use crate::requester::{Handled, Requester};
+use crate::stats::Stats;
 use crate::store::{Epoch, FastSet, PathStore};
 use crate::transfers::Transfers;
 
@@ -150,6 +151,8 @@ pub struct SaCore {
     transfers: Transfers,
     out: VecDeque<Transmit>,
     counters: Counters,
+    /// Answers by attribute, method and status; the master's answer times.
+    stats: Stats,
     /// Host names from the master, and this port's directory record.
     naming: NameState,
     /// The log said that loads are refused for want of an SM_Key.
@@ -208,6 +211,7 @@ impl SaCore {
             transfers: Transfers::new(config.rmpp, config.transfer_limits),
             out: VecDeque::new(),
             counters: Counters::default(),
+            stats: Stats::default(),
             naming: NameState::default(),
             unkeyed_warned: false,
             log_limit: LogLimit::new(Duration::from_secs(60)),
@@ -285,6 +289,7 @@ impl SaCore {
             leaves: m.leaves,
             leases_ended: self.counters.leases_ended + m.leases_ended,
             records: self.store.len() as u64,
+            cache_bytes: self.store.heap_bytes() as u64,
             names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
             queries_waiting: self.forwarding.waiting() as u64,
@@ -296,6 +301,12 @@ impl SaCore {
             reports_in_flight: self.subscriptions.reports_in_flight() as u64,
             ..self.counters
         }
+    }
+
+    /// Answers by attribute, method and status, and how long the master
+    /// took to answer.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
     }
 
     /// The PathRecord store.

@@ -68,6 +68,11 @@ impl SaCore {
     /// A request to the master ended.
     pub(super) fn upstream_done(&mut self, now: Instant, completion: Completion<Purpose>) {
         self.note_registration_traffic(&completion.token);
+        if completion.outcome.is_ok() {
+            self.stats
+                .upstream_latency
+                .observe(now.saturating_duration_since(completion.sent));
+        }
         match completion.outcome {
             Ok(answer) => self.upstream_answered(now, completion.token, &answer),
             Err(failure) => self.upstream_failed(now, completion.token, failure),

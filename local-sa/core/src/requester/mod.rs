@@ -232,6 +232,9 @@ pub struct Completion<T> {
     pub request: Bytes,
     /// Its answer, or why there is none.
     pub outcome: Result<Answer, Failure>,
+    /// When its first attempt was sent (with the `now` of the answer, how
+    /// long the answer took).
+    pub sent: Instant,
 }
 
 /// What [`Requester::handle`] made of a MAD.
@@ -258,6 +261,8 @@ enum Phase {
 #[derive(Debug)]
 struct Pending<A, T> {
     token: T,
+    /// When the first attempt went.
+    sent: Instant,
     dest: A,
     request: Bytes,
     attempts: u32,
@@ -368,6 +373,7 @@ impl<A: Clone, T> Requester<A, T> {
             tid,
             Pending {
                 token,
+                sent: now,
                 dest,
                 request,
                 attempts: 1,
@@ -419,6 +425,7 @@ impl<A: Clone, T> Requester<A, T> {
             })?;
         let mut p = Pending {
             token,
+            sent: now,
             dest,
             request: Bytes::copy_from_slice(header.as_bytes()),
             attempts: 1,
@@ -493,6 +500,7 @@ impl<A: Clone, T> Requester<A, T> {
                     token: p.token,
                     request: p.request,
                     outcome: Ok(answer),
+                    sent: p.sent,
                 }),
                 None => Handled::NotOurs,
             };
@@ -558,6 +566,7 @@ impl<A: Clone, T> Requester<A, T> {
                 token: p.token,
                 request: p.request,
                 outcome,
+                sent: p.sent,
             }),
             None => Handled::NotOurs,
         }
@@ -596,6 +605,7 @@ impl<A: Clone, T> Requester<A, T> {
                 token: p.token,
                 request: p.request,
                 outcome: Err(Failure::Undeliverable { status }),
+                sent: p.sent,
             }),
             None => Handled::NotOurs,
         }
@@ -675,6 +685,7 @@ impl<A: Clone, T> Requester<A, T> {
                 token: p.token,
                 request: p.request,
                 outcome: Err(outcome),
+                sent: p.sent,
             });
         }
         done
@@ -688,6 +699,7 @@ impl<A: Clone, T> Requester<A, T> {
                 token: p.token,
                 request: p.request,
                 outcome: Err(Failure::Cancelled),
+                sent: p.sent,
             })
             .collect()
     }

@@ -28,6 +28,18 @@ pub(super) struct LidLists {
 }
 
 impl LidLists {
+    /// Heap bytes held, from capacities.
+    pub(super) fn heap_bytes(&self) -> usize {
+        let spilled: usize = self
+            .spill
+            .iter()
+            .map(|(_, ids)| ids.capacity() * size_of::<u32>())
+            .sum();
+        self.table.capacity() * size_of::<Ids>()
+            + self.spill.capacity() * (size_of::<Vec<u32>>() + size_of::<usize>())
+            + spilled
+    }
+
     /// The ids at `lid` (in no particular order).
     pub(super) fn get(&self, lid: u16) -> &[u32] {
         match self.table.get(usize::from(lid)) {

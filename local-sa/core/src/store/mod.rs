@@ -81,6 +81,22 @@ impl PathStore {
         self.records.is_empty()
     }
 
+    /// Heap bytes the store holds, from its tables' capacities (a slab
+    /// entry counted as the record, its epoch and the slab's tag; a hash
+    /// table slot as its key, value and control byte), without the
+    /// allocator's own overhead.
+    pub fn heap_bytes(&self) -> usize {
+        fn slots<K, V>(map: &FastMap<K, V>) -> usize {
+            map.capacity() * (size_of::<(K, V)>() + 1)
+        }
+        self.records.capacity() * (size_of::<StoredPath>() + size_of::<usize>())
+            + slots(&self.by_pair)
+            + slots(&self.ports)
+            + self.by_source.heap_bytes()
+            + self.by_dest.heap_bytes()
+            + self.lid_owner.capacity() * size_of::<Option<NonZeroU64>>()
+    }
+
     /// Makes room for a table of `records` records about to be
     /// inserted into an empty store (a first fill or a refresh after a
     /// clear): exactly that room, where growing by doubling would hold up

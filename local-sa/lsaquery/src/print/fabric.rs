@@ -10,7 +10,7 @@ use mad_codec::{
     SmInfoRecord, SwitchInfoRecord, VlArbTableRecord,
 };
 
-use super::{Fmt, Printed};
+use super::printed::{Fmt, Printed};
 
 /// The first multicast LID: MFT blocks count from it.
 const MULTICAST_LID_START: u64 = 0xC000;

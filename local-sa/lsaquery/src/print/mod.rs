@@ -6,6 +6,7 @@
 
 mod fabric;
 mod port_info;
+mod printed;
 
 use std::fmt::Write as _;
 
@@ -15,278 +16,11 @@ use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{
     ClassPortInfo, InformInfoRecord, McMemberRecord, NodeRecord, Notice, PathRecord, TrapDetails,
 };
-use mad_codec::{Mtu, Rate};
 
 pub(crate) use fabric::*;
 pub(crate) use port_info::*;
-
-/// How saquery formats a value.
-#[derive(Debug, Clone, Copy)]
-enum Fmt {
-    /// `%u`
-    Dec,
-    /// `0x%X`
-    Hex,
-    /// `0x%x`
-    HexLower,
-    /// `0x%0NX` (upper case, N digits)
-    HexUpper(usize),
-    /// `0x%016` PRIx64 (lower case, 16 digits)
-    Guid,
-}
-
-#[derive(Debug, Clone)]
-enum Value {
-    Num(u64, Fmt),
-    Text(String),
-    /// A table's entries: a JSON array (of `"0x…"` strings with
-    /// [`Fmt::Guid`]).
-    List(Vec<u64>, Fmt),
-}
-
-/// A part of a printed record.
-#[derive(Debug, Clone)]
-enum Item {
-    /// `\t\tname....value` in the text, `"name": value` in JSON.
-    Field(&'static str, Value),
-    /// A line of the text as saquery prints it (sub-headings, table rows,
-    /// libibmad's fields); JSON leaves it out.
-    Line(String),
-    /// A value only the JSON carries, the text showing it in lines.
-    Json(&'static str, Value),
-}
-
-/// One printed record.
-#[derive(Debug, Clone)]
-pub(crate) struct Printed {
-    heading: &'static str,
-    /// Width of name plus dots (24 for most records, 25 for ClassPortInfo,
-    /// 27 for the switch and port tables).
-    width: usize,
-    /// The record in print order.
-    items: Vec<Item>,
-}
-
-impl Printed {
-    fn new(heading: &'static str, width: usize) -> Self {
-        Self {
-            heading,
-            width,
-            items: Vec::new(),
-        }
-    }
-
-    fn num(mut self, name: &'static str, v: impl Into<u64>, fmt: Fmt) -> Self {
-        self.items
-            .push(Item::Field(name, Value::Num(v.into(), fmt)));
-        self
-    }
-
-    fn text(mut self, name: &'static str, v: impl Into<String>) -> Self {
-        self.items.push(Item::Field(name, Value::Text(v.into())));
-        self
-    }
-
-    /// A line of text only (printed after two tabs).
-    fn line(mut self, text: impl Into<String>) -> Self {
-        self.items.push(Item::Line(format!("\t\t{}", text.into())));
-        self
-    }
-
-    /// A line of text only, exactly as given.
-    fn raw_line(mut self, text: impl Into<String>) -> Self {
-        self.items.push(Item::Line(text.into()));
-        self
-    }
-
-    /// A table's entries, for JSON only.
-    fn list(mut self, name: &'static str, values: Vec<u64>, fmt: Fmt) -> Self {
-        self.items.push(Item::Json(name, Value::List(values, fmt)));
-        self
-    }
-
-    /// A number for JSON only.
-    fn json_num(self, name: &'static str, v: impl Into<u64>) -> Self {
-        self.json_value(name, v.into(), Fmt::Dec)
-    }
-
-    /// A value for JSON only.
-    fn json_value(mut self, name: &'static str, v: u64, fmt: Fmt) -> Self {
-        self.items.push(Item::Json(name, Value::Num(v, fmt)));
-        self
-    }
-
-    /// Text for JSON only.
-    fn json_text(mut self, name: &'static str, v: impl Into<String>) -> Self {
-        self.items.push(Item::Json(name, Value::Text(v.into())));
-        self
-    }
-
-    /// saquery's text: the heading, then `\t\tname.....value` lines and
-    /// the record's other lines.
-    pub(crate) fn to_text(&self) -> String {
-        let mut out = format!("{}:\n", self.heading);
-        for item in &self.items {
-            let (name, value) = match item {
-                Item::Field(name, value) => (name, value),
-                Item::Line(line) => {
-                    let _ = writeln!(out, "{line}");
-                    continue;
-                }
-                Item::Json(..) => continue,
-            };
-            let dots = self.width.saturating_sub(name.len()).max(1);
-            let _ = write!(out, "\t\t{name}{}", ".".repeat(dots));
-            let _ = match value {
-                Value::Text(t) => writeln!(out, "{t}"),
-                Value::Num(v, Fmt::Dec) => writeln!(out, "{v}"),
-                Value::Num(v, Fmt::Hex) => writeln!(out, "0x{v:X}"),
-                Value::Num(v, Fmt::HexLower) => writeln!(out, "0x{v:x}"),
-                Value::Num(v, Fmt::HexUpper(w)) => writeln!(out, "0x{v:0w$X}"),
-                Value::Num(v, Fmt::Guid) => writeln!(out, "0x{v:016x}"),
-                Value::List(..) => writeln!(out),
-            };
-        }
-        out
-    }
-
-    /// Writes it to standard output: a JSON line with `json`, else text.
-    pub(crate) fn print(&self, json: bool) -> Result<(), crate::failure::Failure> {
-        if json {
-            outln!("{}", self.to_json())
-        } else {
-            out!("{}", self.to_text())
-        }
-    }
-
-    /// One JSON object (docs/json.md): `{"schema": 1, "record": heading,
-    /// field: value, ...}` with saquery's field names in snake_case.
-    /// 64-bit values (GUIDs, ServiceIDs, keys) are `"0x…"` strings, which
-    /// parsers that hold numbers as doubles keep exact; other numbers are
-    /// numbers; GIDs and names are strings. An MTU or rate code comes with
-    /// its meaning (`mtu_bytes`, `rate_gbps`; null for a code without one).
-    pub(crate) fn to_json(&self) -> String {
-        let mut out = format!("{{\"schema\":{JSON_SCHEMA}");
-        let _ = write!(
-            out,
-            ",\"record\":{}",
-            json_string(self.heading.trim_end_matches(" dump"))
-        );
-        for (name, value) in self.items.iter().filter_map(|item| match item {
-            Item::Field(name, value) | Item::Json(name, value) => Some((name, value)),
-            Item::Line(_) => None,
-        }) {
-            let key = json_key(name);
-            let _ = write!(out, ",{}:", json_string(&key));
-            let _ = match value {
-                Value::Text(t) => write!(out, "{}", json_string(t)),
-                Value::Num(v, Fmt::Guid) => write!(out, "\"0x{v:016x}\""),
-                Value::Num(v, _) => write!(out, "{v}"),
-                Value::List(values, fmt) => {
-                    out.push('[');
-                    for (i, v) in values.iter().enumerate() {
-                        let comma = if i == 0 { "" } else { "," };
-                        let _ = match fmt {
-                            Fmt::Guid => write!(out, "{comma}\"0x{v:016x}\""),
-                            _ => write!(out, "{comma}{v}"),
-                        };
-                    }
-                    out.push(']');
-                    Ok(())
-                }
-            };
-            if let Value::Num(v, _) = value {
-                // Selector bits 7..6 aside.
-                let code = (*v & 0x3F) as u8;
-                let _ = match key.as_str() {
-                    "mtu" => match Mtu(code).bytes() {
-                        Some(b) => write!(out, ",\"mtu_bytes\":{b}"),
-                        None => write!(out, ",\"mtu_bytes\":null"),
-                    },
-                    "rate" => match rate_gbps(Rate(code)) {
-                        Some(g) => write!(out, ",\"rate_gbps\":{g}"),
-                        None => write!(out, ",\"rate_gbps\":null"),
-                    },
-                    _ => Ok(()),
-                };
-            }
-        }
-        out.push('}');
-        out
-    }
-}
-
-/// The version of the JSON lsaquery prints: raised when a key changes
-/// meaning or goes away (new keys do not raise it).
-pub(crate) const JSON_SCHEMA: u32 = 1;
-
-/// A saquery field name as a JSON key: snake_case, words split at spaces,
-/// slashes and lower-to-upper steps ("Capability mask 2" →
-/// "capability_mask_2", "PortGid" → "port_gid", "Trap HL/QP" →
-/// "trap_hl_qp"); saquery's own snake_case names stay as they are.
-pub(crate) fn json_key(name: &str) -> String {
-    match name {
-        "TClass" => return "tclass".into(),
-        "ServiceP_Key" => return "service_pkey".into(),
-        // Acronyms run into the next word.
-        "LinearFDBCap" => return "linear_fdb_cap".into(),
-        "RandomFDBCap" => return "random_fdb_cap".into(),
-        "MulticastFDBCap" => return "multicast_fdb_cap".into(),
-        "LinearFDBTop" => return "linear_fdb_top".into(),
-        "MulticastFDBTop" => return "multicast_fdb_top".into(),
-        "SMState" => return "sm_state".into(),
-        "LifeTimeValue/PortStateChange/OpSL2VL" => return "life_state".into(),
-        _ => {}
-    }
-    let mut key = String::with_capacity(name.len() + 4);
-    let mut previous: Option<char> = None;
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() {
-            if !key.is_empty() && !key.ends_with('_') {
-                key.push('_');
-            }
-        } else {
-            if c.is_ascii_uppercase()
-                && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
-                && !key.ends_with('_')
-            {
-                key.push('_');
-            }
-            key.push(c.to_ascii_lowercase());
-        }
-        previous = Some(c);
-    }
-    key.trim_end_matches('_').to_owned()
-}
-
-/// A rate code's bandwidth in Gb/s (2.5, 10, ...), for codes with one.
-fn rate_gbps(rate: Rate) -> Option<String> {
-    let name = rate.name()?.strip_prefix("GBPS_")?;
-    Some(name.replace('_', "."))
-}
-
-/// A JSON string literal.
-pub(crate) fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-const NOT_DISPLAYED: &str = "<not displayed>";
+use printed::{Fmt, NOT_DISPLAYED};
+pub(crate) use printed::{JSON_SCHEMA, Printed, json_string};
 
 pub(crate) fn path_record(r: &PathRecord) -> Printed {
     let b = r.as_bytes();
@@ -616,25 +350,6 @@ mod tests {
     }
 
     #[test]
-    fn json_keys_are_snake_case() {
-        for (name, key) in [
-            ("service_id", "service_id"),
-            ("Capability mask 2", "capability_mask_2"),
-            ("PortGid", "port_gid"),
-            ("NodeDescription", "node_description"),
-            ("Trap HL/QP", "trap_hl_qp"),
-            ("Redirect TC/SL/FL", "redirect_tc_sl_fl"),
-            ("MGID", "mgid"),
-            ("SL", "sl"),
-            ("TClass", "tclass"),
-            ("ServiceP_Key", "service_pkey"),
-            ("Response time value", "response_time_value"),
-        ] {
-            assert_eq!(json_key(name), key, "{name}");
-        }
-    }
-
-    #[test]
     fn guids_are_exact_strings_and_unknown_codes_have_no_meaning() {
         let mut r = PathRecord::new_zeroed();
         r.set_service_id(0x1122_3344_5566_7788);
@@ -647,10 +362,5 @@ mod tests {
         );
         assert!(json.contains("\"mtu_bytes\":null"), "{json}");
         assert!(json.contains("\"rate_gbps\":2.5"), "{json}");
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
     }
 }

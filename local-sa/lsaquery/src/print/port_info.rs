@@ -5,7 +5,7 @@
 
 use mad_codec::PortInfoRecord;
 
-use super::{Fmt, NOT_DISPLAYED, Printed};
+use super::printed::{Fmt, NOT_DISPLAYED, Printed};
 
 /// How libibmad spells a field's value.
 #[derive(Clone, Copy)]

@@ -14,7 +14,7 @@ use mad_codec::{
     PortInfoRecord, Sl2VlTableRecord, SmInfoRecord, SwitchInfoRecord, VlArbTableRecord,
 };
 
-use super::Kind;
+use super::kind::Kind;
 use super::names::{LidArgument, Names, lid_and_numbers, narrow};
 
 /// PortInfo.CapabilityMask bits `-s` lists ports by.

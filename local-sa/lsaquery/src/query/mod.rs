@@ -1,6 +1,7 @@
 //! Turning the command line into an SA request.
 
 mod fabric;
+mod kind;
 pub(crate) mod names;
 
 use bytes::Bytes;
@@ -8,107 +9,18 @@ use mad_codec::attr::{
     inform_info_record::mask as iir, mc_member_record::mask as mcmr, node_record::mask as nr,
     path_record::mask as pr,
 };
-use mad_codec::records::SaRecord;
 use mad_codec::types::Selector;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    AttributeId, ComponentMask, Gid, InformInfoRecord, JoinState, McMemberRecord, Method, Mtu,
-    NodeRecord, PathRecord, Rate, SaMadBuilder,
+    ComponentMask, Gid, InformInfoRecord, JoinState, McMemberRecord, Method, Mtu, NodeRecord,
+    PathRecord, Rate, SaMadBuilder,
 };
 
 use crate::cli::{Cli, MethodArg};
 use crate::listing::Listing;
 pub(crate) use fabric::{CAPABILITY_MASK_MATCH, IS_SM, IS_SM_DISABLED};
+pub(crate) use kind::Kind;
 use names::Names;
-
-/// What is being asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    ClassPortInfo,
-    NodeRecord,
-    /// saquery's node listings (-N, -D, -L, -l, -G, -O, -U).
-    Nodes(Listing),
-    PathRecord,
-    McMemberRecord,
-    /// -m: memberships with their nodes' names.
-    McMembers,
-    McGroups,
-    ServiceRecord,
-    InformInfoRecord,
-    PortInfoRecord,
-    Sl2VlTableRecord,
-    PkeyTableRecord,
-    VlArbTableRecord,
-    LinkRecord,
-    LftRecord,
-    MftRecord,
-    GuidInfoRecord,
-    SwitchInfoRecord,
-    SmInfoRecord,
-    /// `-s`: the ports with IsSM, then those with IsSMdisabled.
-    SmPorts,
-}
-
-impl Kind {
-    fn from_name(name: &str) -> Option<Self> {
-        let n = name.to_ascii_lowercase();
-        Some(match n.as_str() {
-            "classportinfo" | "cpi" => Self::ClassPortInfo,
-            "noderecord" | "nr" => Self::NodeRecord,
-            "pathrecord" | "pr" => Self::PathRecord,
-            "mcmemberrecord" | "mcmr" => Self::McMemberRecord,
-            "servicerecord" | "sr" => Self::ServiceRecord,
-            "informinforecord" | "iir" => Self::InformInfoRecord,
-            "portinforecord" | "pir" => Self::PortInfoRecord,
-            "sl2vltablerecord" | "sl2vl" => Self::Sl2VlTableRecord,
-            "pkeytablerecord" | "pktr" => Self::PkeyTableRecord,
-            "vlarbitrationtablerecord" | "vlar" => Self::VlArbTableRecord,
-            "linkrecord" | "lr" => Self::LinkRecord,
-            "lftrecord" | "lftr" => Self::LftRecord,
-            "mftrecord" | "mftr" => Self::MftRecord,
-            "guidinforecord" | "gir" => Self::GuidInfoRecord,
-            "switchinforecord" | "swir" => Self::SwitchInfoRecord,
-            "sminforecord" | "smir" => Self::SmInfoRecord,
-            _ => return None,
-        })
-    }
-
-    /// Whether local-sa answers this query itself; the others go to the
-    /// master SA even when local-sa is the default SA (as saquery sends
-    /// every query there).
-    pub(crate) fn served_by_local_sa(self) -> bool {
-        matches!(
-            self,
-            Self::ClassPortInfo
-                | Self::PathRecord
-                | Self::McMemberRecord
-                | Self::McMembers
-                | Self::McGroups
-                | Self::InformInfoRecord
-        )
-    }
-
-    pub(crate) fn attribute(self) -> AttributeId {
-        match self {
-            Self::ClassPortInfo => AttributeId::CLASS_PORT_INFO,
-            Self::NodeRecord | Self::Nodes(_) => NodeRecord::ATTRIBUTE_ID,
-            Self::PathRecord => PathRecord::ATTRIBUTE_ID,
-            Self::McMemberRecord | Self::McMembers | Self::McGroups => McMemberRecord::ATTRIBUTE_ID,
-            Self::ServiceRecord => AttributeId::SERVICE_RECORD,
-            Self::InformInfoRecord => InformInfoRecord::ATTRIBUTE_ID,
-            Self::PortInfoRecord | Self::SmPorts => AttributeId::PORT_INFO_RECORD,
-            Self::Sl2VlTableRecord => AttributeId::SL_TO_VL_MAPPING_TABLE_RECORD,
-            Self::PkeyTableRecord => AttributeId::PKEY_TABLE_RECORD,
-            Self::VlArbTableRecord => AttributeId::VL_ARBITRATION_TABLE_RECORD,
-            Self::LinkRecord => AttributeId::LINK_RECORD,
-            Self::LftRecord => AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
-            Self::MftRecord => AttributeId::MULTICAST_FORWARDING_TABLE_RECORD,
-            Self::GuidInfoRecord => AttributeId::GUID_INFO_RECORD,
-            Self::SwitchInfoRecord => AttributeId::SWITCH_INFO_RECORD,
-            Self::SmInfoRecord => AttributeId::SM_INFO_RECORD,
-        }
-    }
-}
 
 /// A request ready to send.
 #[derive(Debug, Clone)]
@@ -525,6 +437,7 @@ fn inform_info_record(arg: Option<&str>) -> Result<(ComponentMask, Vec<u8>), Str
 mod tests {
     use clap::Parser;
     use mad_codec::SaMad;
+    use mad_codec::records::SaRecord;
 
     use super::*;
 
