@@ -17,8 +17,10 @@ use crate::header::{RmppFlags, RmppHeader, RmppStatus, RmppType};
 use crate::records::{Records, SaRecord, put_records};
 use crate::rmpp::{Receiver, RmppConfig, SEGMENT_DATA_LEN, Sender, TransferState};
 use crate::{
-    AttributeId, ClassPortInfo, InformInfo, InformInfoRecord, MadBuf, McMemberRecord, NodeRecord,
-    Notice, PathRecord, SaMad, SaMadBuilder, SaMadHeader, ServiceRecord,
+    AttributeId, ClassPortInfo, GuidInfoRecord, InformInfo, InformInfoRecord, LftRecord,
+    LinkRecord, MadBuf, McMemberRecord, MftRecord, NodeRecord, Notice, PathRecord, PkeyTableRecord,
+    PortInfoRecord, SaMad, SaMadBuilder, SaMadHeader, ServiceRecord, Sl2VlTableRecord,
+    SmInfoRecord, SwitchInfoRecord, VlArbTableRecord,
 };
 
 /// Parses `data` as one SA MAD and calls every accessor of its headers and
@@ -52,6 +54,57 @@ pub fn parse_mad(data: &[u8]) {
         AttributeId::PATH_RECORD => touch::<PathRecord>(&mad),
         AttributeId::MC_MEMBER_RECORD => touch::<McMemberRecord>(&mad),
         AttributeId::INFORM_INFO_RECORD => touch::<InformInfoRecord>(&mad),
+        AttributeId::PORT_INFO_RECORD => {
+            touch::<PortInfoRecord>(&mad);
+            if let Ok(r) = mad.record::<PortInfoRecord>() {
+                // Every bit position and width a dump may ask, and past
+                // the end.
+                for offset in (0..520).step_by(7) {
+                    let _ = r.port_info_field(offset, offset % 70);
+                }
+                let _ = (r.base_lid(), r.master_sm_lid(), r.capability_mask());
+            }
+        }
+        AttributeId::SL_TO_VL_MAPPING_TABLE_RECORD => {
+            touch::<Sl2VlTableRecord>(&mad);
+            if let Ok(r) = mad.record::<Sl2VlTableRecord>() {
+                assert!(r.vls().iter().all(|vl| *vl < 16));
+            }
+        }
+        AttributeId::SWITCH_INFO_RECORD => touch::<SwitchInfoRecord>(&mad),
+        AttributeId::LINEAR_FORWARDING_TABLE_RECORD => touch::<LftRecord>(&mad),
+        AttributeId::MULTICAST_FORWARDING_TABLE_RECORD => {
+            touch::<MftRecord>(&mad);
+            if let Ok(r) = mad.record::<MftRecord>() {
+                assert!(r.position() < 16 && r.block() < 512);
+                let _ = r.port_masks();
+            }
+        }
+        AttributeId::SM_INFO_RECORD => {
+            touch::<SmInfoRecord>(&mad);
+            if let Ok(r) = mad.record::<SmInfoRecord>() {
+                assert!(r.priority() < 16 && r.state() < 16);
+            }
+        }
+        AttributeId::LINK_RECORD => touch::<LinkRecord>(&mad),
+        AttributeId::GUID_INFO_RECORD => {
+            touch::<GuidInfoRecord>(&mad);
+            if let Ok(r) = mad.record::<GuidInfoRecord>() {
+                let _ = r.guids();
+            }
+        }
+        AttributeId::PKEY_TABLE_RECORD => {
+            touch::<PkeyTableRecord>(&mad);
+            if let Ok(r) = mad.record::<PkeyTableRecord>() {
+                let _ = r.pkeys();
+            }
+        }
+        AttributeId::VL_ARBITRATION_TABLE_RECORD => {
+            touch::<VlArbTableRecord>(&mad);
+            if let Ok(r) = mad.record::<VlArbTableRecord>() {
+                assert!(r.entries().iter().all(|(vl, _)| *vl < 16));
+            }
+        }
         _ => {}
     }
 }
@@ -107,13 +160,23 @@ pub fn walk_records(data: &[u8]) {
         return;
     };
     let offset = u16::from_be_bytes([*hi, *lo]);
-    match kind % 6 {
+    match kind % 16 {
         0 => walk::<PathRecord>(payload, offset),
         1 => walk::<McMemberRecord>(payload, offset),
         2 => walk::<NodeRecord>(payload, offset),
         3 => walk::<ServiceRecord>(payload, offset),
         4 => walk::<InformInfoRecord>(payload, offset),
-        _ => walk::<InformInfo>(payload, offset),
+        5 => walk::<InformInfo>(payload, offset),
+        6 => walk::<PortInfoRecord>(payload, offset),
+        7 => walk::<Sl2VlTableRecord>(payload, offset),
+        8 => walk::<SwitchInfoRecord>(payload, offset),
+        9 => walk::<LftRecord>(payload, offset),
+        10 => walk::<MftRecord>(payload, offset),
+        11 => walk::<SmInfoRecord>(payload, offset),
+        12 => walk::<LinkRecord>(payload, offset),
+        13 => walk::<GuidInfoRecord>(payload, offset),
+        14 => walk::<PkeyTableRecord>(payload, offset),
+        _ => walk::<VlArbTableRecord>(payload, offset),
     }
 }
 
