@@ -182,3 +182,45 @@ pub(crate) fn mft_record(r: &MftRecord) -> Printed {
         Fmt::Dec,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::zerocopy::{FromZeros, IntoBytes};
+
+    use super::*;
+
+    #[test]
+    fn tables_print_saquery_s_rows_and_json_arrays() {
+        let mut lft = LftRecord::new_zeroed();
+        lft.set_lid(3);
+        lft.set_block(1);
+        let mut ports = [0u8; 64];
+        ports[0] = 7;
+        lft.set_ports(ports);
+        let p = lft_record(&lft);
+        let text = p.to_text();
+        assert!(text.starts_with(
+            "LFT Record dump:\n\t\tLID........................3\n\t\tBlock......................1\n\t\tLFT:\n\t\tLID\tPort Number\n\t\t64\t7\n\t\t65\t0\n"
+        ), "{text}");
+        assert!(text.ends_with("\t\t127\t0\n\n"), "{text}");
+        let json = p.to_json();
+        assert!(json.contains("\"first_lid\":64,\"ports\":[7,0,0"), "{json}");
+
+        let mut slvl = Sl2VlTableRecord::new_zeroed();
+        slvl.as_mut_bytes()[8] = 0x12; // SL 0 → VL 1, SL 1 → VL 2
+        let text = sl2vl_table_record(&slvl).to_text();
+        assert!(
+            text.contains(
+                "\t\tSL: 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14|15|\n\t\tVL: 1| 2| 0|"
+            ),
+            "{text}"
+        );
+        let mut mft = MftRecord::new_zeroed();
+        mft.set_position_block(1, 2);
+        let text = mft_record(&mft).to_text();
+        assert!(
+            text.contains("\t\tPosition...................1\n\t\tBlock......................2\n")
+        );
+        assert!(text.contains("\t\t0xc040\t0x0000\n"), "{text}");
+    }
+}
