@@ -269,7 +269,7 @@ fn opensm_refusals_reach_the_member_unchanged() {
     assert_eq!(direct.status.code(), Some(1), "{}", direct.stderr);
     let theirs = direct
         .stderr
-        .split("answered status ")
+        .split("; status ")
         .nth(1)
         .and_then(|s| s.get(..6))
         .and_then(|s| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok())
