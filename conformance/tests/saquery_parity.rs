@@ -302,6 +302,11 @@ fn listings_names_and_registrations_print_as_saquery_prints_them() {
     assert!(members.contains("MCMemberRecord member dump:"), "{members}");
     same_with(&node, &["--master"], &["-m", "0xc000"]);
     same_with(&node, &["--master"], &["MCMR"]);
+    same_with(&node, &["--master"], &["MCMR", "-X", "0", "-J", "1"]);
+    same(
+        &node,
+        &["-Y", "0", "SMIR", &node.port().unwrap().sm_lid.to_string()],
+    );
     let _ = sub.try_wait();
 
     // Node listings. ibsim passes the first NodeRecord of a whole table

@@ -79,6 +79,9 @@ EXAMPLES:
   lsaquery --src-to-dst 4:1              the path from LID 4 to LID 1
   lsaquery -p --slid 4 -n 1 --json       one path from LID 4, as JSON
   lsaquery NR 1 --method get             NodeRecord Get for LID 1
+  lsaquery PIR node17/1                  PortInfo of node17's port 1 (from the master)
+  lsaquery LFTR 3/0 --json               block 0 of the switch at LID 3's forwarding table
+  lsaquery -O 12; lsaquery -L node17     the name at LID 12; node17's LIDs
   lsaquery --master -p --dlid 1          ask the master SA instead
   lsaquery --sa-lid 7 -p --dlid 1        ask the SA at LID 7
   lsaquery --master -p > paths.txt       dump the master's paths, then
@@ -134,7 +137,8 @@ pub(crate) struct Cli {
     /// Get PathRecords.
     #[arg(short = 'p')]
     pub(crate) path_records: bool,
-    /// Get NodeRecords.
+    /// Get the NodeRecords of the nodes named by the argument (every
+    /// node's without one).
     #[arg(short = 'N')]
     pub(crate) node_records: bool,
     /// Get the SA's ClassPortInfo.
@@ -143,7 +147,8 @@ pub(crate) struct Cli {
     /// Get multicast groups.
     #[arg(short = 'g')]
     pub(crate) groups: bool,
-    /// Get multicast member records (MCMemberRecords).
+    /// Get multicast memberships, each with its node's name (an MLID
+    /// argument: that group's members' port GIDs).
     #[arg(short = 'm')]
     pub(crate) members: bool,
     /// Get ServiceRecords.
@@ -252,6 +257,12 @@ pub(crate) struct Cli {
     /// JoinState (MCMemberRecord).
     #[arg(short = 'J', long = "join_state", value_parser = number::<u8>)]
     pub(crate) join_state: Option<u8>,
+    /// ProxyJoin (MCMemberRecord), 0 or 1.
+    #[arg(short = 'X', long = "proxy_join", value_parser = number::<u8>)]
+    pub(crate) proxy_join: Option<u8>,
+    /// P_Key index the MADs go with (default 0, the default P_Key).
+    #[arg(short = 'Y', long = "pkey-idx", value_parser = number::<u16>, value_name = "IDX")]
+    pub(crate) pkey_index: Option<u16>,
     /// ServiceID (PathRecord).
     #[arg(long = "service_id", value_parser = number::<u64>)]
     pub(crate) service_id: Option<u64>,

@@ -249,7 +249,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let transport =
         UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
     let mut session = Session {
-        dest: MadAddress::gsi(sa_lid, port.sm_sl),
+        dest: MadAddress {
+            pkey_index: cli.pkey_index.unwrap_or(0),
+            ..MadAddress::gsi(sa_lid, port.sm_sl)
+        },
         port,
         client: Client::new(agent, &transport, config),
         sm_key: cli.smkey,
@@ -383,10 +386,15 @@ async fn lookup_names(
 async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
     match query.kind {
         Kind::SmPorts => {
-            // saquery -s: two lists under their headings.
-            outln!("IsSM ports")?;
+            // saquery -s: two lists under their headings (JSON lines
+            // tell them apart by their capability_mask).
+            if !session.json {
+                outln!("IsSM ports")?;
+            }
             one_query(session, query, None).await?;
-            outln!("\nIsSMdisabled ports")?;
+            if !session.json {
+                outln!("\nIsSMdisabled ports")?;
+            }
             one_query(session, &query.sm_disabled_ports(), None).await
         }
         Kind::SwitchInfoRecord => {

@@ -420,6 +420,14 @@ fn mc_member_record(cli: &Cli) -> (ComponentMask, Vec<u8>) {
         r.set_join_state(JoinState(v));
         m |= mcmr::JOIN_STATE;
     }
+    if let Some(v) = cli.proxy_join {
+        // As saquery and OpenSM read it: their `proxy_join:1` bit field,
+        // the lowest bit of byte 49 on x86 (the specification's ProxyJoin
+        // is its highest).
+        let mut bytes = r.as_bytes().to_vec();
+        bytes[49] = (bytes[49] & !1) | (v & 1);
+        return (m | mcmr::PROXY_JOIN, bytes);
+    }
     (m, r.as_bytes().to_vec())
 }
 
