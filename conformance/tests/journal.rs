@@ -89,7 +89,7 @@ fn logs_go_to_the_journal_with_their_fields() {
     let dir = fabric.dir();
     // systemd sets JOURNAL_STREAM to the device and inode of the stream it
     // gives the service as standard error; a shell does it here.
-    let mut daemon = node
+    let daemon = node
         .command("sh")
         .args([
             "-c".as_ref(),
