@@ -59,7 +59,8 @@ impl AcmListener {
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let Some((stream, outbox, writer)) = admit(&doors, stream, "ibacm") else {
+            let Some((stream, outbox, writer)) = admit(&doors, stream, crate::doors::ACM_DOOR)
+            else {
                 continue;
             };
             if events

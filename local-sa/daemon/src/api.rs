@@ -73,7 +73,8 @@ impl ApiServer {
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let Some((stream, outbox, writer)) = admit(&doors, stream, "local API") else {
+            let Some((stream, outbox, writer)) = admit(&doors, stream, crate::doors::API_DOOR)
+            else {
                 continue;
             };
             if events

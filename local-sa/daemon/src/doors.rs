@@ -65,6 +65,10 @@ impl Default for DoorLimits {
 pub(crate) struct DoorCounters {
     /// Connections open now.
     pub(crate) connections: u64,
+    /// Of them, the local API's.
+    pub(crate) api_connections: u64,
+    /// Of them, the ibacm protocol's.
+    pub(crate) acm_connections: u64,
     /// Connections refused: as many as allowed were open.
     pub(crate) refused_total: u64,
     /// Connections refused: the user had as many as allowed open.
@@ -81,9 +85,11 @@ pub(crate) struct DoorCounters {
 
 impl DoorCounters {
     /// `name value` pairs, as the stats file lists them.
-    pub(crate) fn fields(&self) -> [(&'static str, u64); 6] {
+    pub(crate) fn fields(&self) -> [(&'static str, u64); 8] {
         [
             ("door_connections", self.connections),
+            ("door_api_connections", self.api_connections),
+            ("door_acm_connections", self.acm_connections),
             ("door_refused_total", self.refused_total),
             ("door_refused_per_user", self.refused_per_user),
             ("door_slow_readers", self.slow_readers),
@@ -193,13 +199,36 @@ pub(crate) struct Admission {
     doors: SharedDoors,
     /// Who connected.
     pub(crate) user: u32,
+    /// Through which door.
+    door: &'static str,
 }
+
+impl DoorCounters {
+    /// The open-connections gauge of `door` ("local API" or "ibacm"), if
+    /// it has one.
+    fn door_gauge(&mut self, door: &str) -> Option<&mut u64> {
+        match door {
+            API_DOOR => Some(&mut self.api_connections),
+            ACM_DOOR => Some(&mut self.acm_connections),
+            _ => None,
+        }
+    }
+}
+
+/// The local API door's name, in logs and counters.
+pub(crate) const API_DOOR: &str = "local API";
+/// The ibacm protocol door's name.
+pub(crate) const ACM_DOOR: &str = "ibacm";
 
 impl Admission {
     /// Admits the connection `socket` if the limits allow; otherwise
     /// counts and logs the refusal and returns `None` (the caller drops the
     /// socket, closing it).
-    pub(crate) fn new(doors: &SharedDoors, socket: &UnixStream, door: &str) -> Option<Self> {
+    pub(crate) fn new(
+        doors: &SharedDoors,
+        socket: &UnixStream,
+        door: &'static str,
+    ) -> Option<Self> {
         // A peer whose credentials cannot be read counts as user
         // u32::MAX: it is limited like any one user.
         let user = umad::process::peer_uid(socket).unwrap_or(u32::MAX);
@@ -218,9 +247,13 @@ impl Admission {
         }
         d.per_user.insert(user, held + 1);
         d.counters.connections += 1;
+        if let Some(n) = d.counters.door_gauge(door) {
+            *n += 1;
+        }
         Some(Self {
             doors: Rc::clone(doors),
             user,
+            door,
         })
     }
 
@@ -233,6 +266,9 @@ impl Drop for Admission {
     fn drop(&mut self) {
         let mut d = self.doors.borrow_mut();
         d.counters.connections = d.counters.connections.saturating_sub(1);
+        if let Some(n) = d.counters.door_gauge(self.door) {
+            *n = n.saturating_sub(1);
+        }
         if let Some(n) = d.per_user.get_mut(&self.user) {
             *n -= 1;
             if *n == 0 {
@@ -293,13 +329,19 @@ mod tests {
             ..DoorLimits::default()
         };
         let doors = Doors::shared(limits, 1 << 20);
-        let a = Admission::new(&doors, &pair(), "test").unwrap();
-        let _b = Admission::new(&doors, &pair(), "test").unwrap();
+        let a = Admission::new(&doors, &pair(), API_DOOR).unwrap();
+        let _b = Admission::new(&doors, &pair(), ACM_DOOR).unwrap();
+        let c = doors.borrow().counters();
+        assert_eq!((c.api_connections, c.acm_connections), (1, 1));
         // Every connection here is this user's: the third is over its share.
         assert!(Admission::new(&doors, &pair(), "test").is_none());
         assert_eq!(doors.borrow().counters().refused_per_user, 1);
         drop(a);
-        assert_eq!(doors.borrow().counters().connections, 1);
+        let c = doors.borrow().counters();
+        assert_eq!(
+            (c.connections, c.api_connections, c.acm_connections),
+            (1, 0, 1)
+        );
         assert!(Admission::new(&doors, &pair(), "test").is_some());
     }
 

@@ -21,11 +21,21 @@ pub(crate) struct PortMetrics {
 }
 
 /// The doors' and the kernel door's counters: kind and meaning.
-const DAEMON_COUNTERS: [(&str, Kind, &str); 18] = [
+const DAEMON_COUNTERS: [(&str, Kind, &str); 20] = [
     (
         "door_connections",
         Kind::Gauge,
         "Local connections (local API and ibacm protocol) open now.",
+    ),
+    (
+        "door_api_connections",
+        Kind::Gauge,
+        "Local API connections (registrations, cache control, status) open now.",
+    ),
+    (
+        "door_acm_connections",
+        Kind::Gauge,
+        "ibacm-protocol connections (ib_acme, librdmacm, lsaquery --resolve) open now.",
     ),
     (
         "door_refused_total",
