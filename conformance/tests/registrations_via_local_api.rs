@@ -89,6 +89,26 @@ fn subscribe_join_and_list_through_the_local_api() {
         out.stdout
     );
     assert!(out.stdout.contains("\"join_state\":1"), "{}", out.stdout);
+    // A filter makes it a query of the SA (this node's local-sa, by MAD),
+    // not a listing of the API's.
+    let mlid = out
+        .stdout
+        .split("\"mlid\":")
+        .nth(1)
+        .and_then(|r| r.split([',', '}']).next())
+        .unwrap_or_else(|| panic!("an MLID in {}", out.stdout))
+        .to_owned();
+    let out = lsaquery(&["MCMR", "--mlid", &mlid]);
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("MCMember Record dump:")
+            && out.stdout.contains(&format!(
+                "\t\tmlid....................{:#x}\n",
+                mlid.parse::<u16>().unwrap()
+            )),
+        "{}",
+        out.stdout
+    );
     // --leave is for memberships joined by MAD; through the API the member
     // leaves by stopping.
     let out = lsaquery(&["--leave", "ff12:a01b::1"]);

@@ -260,7 +260,8 @@ pub(crate) struct Cli {
     /// ProxyJoin (MCMemberRecord), 0 or 1.
     #[arg(short = 'X', long = "proxy_join", value_parser = number::<u8>)]
     pub(crate) proxy_join: Option<u8>,
-    /// P_Key index the MADs go with (default 0, the default P_Key).
+    /// P_Key index the MADs go with (default 0, the default P_Key; as
+    /// infiniband-diags' other tools take it, saquery has no -Y).
     #[arg(short = 'Y', long = "pkey-idx", value_parser = number::<u16>, value_name = "IDX")]
     pub(crate) pkey_index: Option<u16>,
     /// ServiceID (PathRecord).
@@ -445,10 +446,10 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) json: bool,
     /// Channel adapter to use (default: the first with an active port).
-    #[arg(short = 'C', long)]
+    #[arg(short = 'C', long, visible_alias = "Ca")]
     pub(crate) ca: Option<String>,
     /// Port number on the adapter.
-    #[arg(short = 'P', long)]
+    #[arg(short = 'P', long, visible_alias = "Port")]
     pub(crate) port: Option<u8>,
     /// Milliseconds to wait for an answer, per attempt.
     #[arg(

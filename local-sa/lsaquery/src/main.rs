@@ -309,11 +309,14 @@ fn run(cli: &Cli) -> Result<(), Failure> {
 /// Registrations go through the local API unless an SA is named: returns
 /// the outcome when this run does.
 fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<(), Failure>> {
+    // This node's registrations, unfiltered: a filter (an argument, or
+    // MCMemberRecord options) asks an SA.
     let listing = |q: &Query| {
         matches!(
             q.kind,
             Kind::InformInfoRecord | Kind::McGroups | Kind::McMemberRecord | Kind::McMembers
         ) && q.argument.is_none()
+            && q.mask == mad_codec::ComponentMask::NONE
     };
     match mode {
         Mode::Subscribe(_) | Mode::Join(_) => {}
