@@ -3,11 +3,10 @@
 //! saquery does, the names through the node-name map.
 
 use mad_codec::codes::NodeType;
-use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{McMemberRecord, NodeRecord};
 
 use crate::failure::Failure;
-use crate::print::{self, Printed};
+use crate::print;
 use crate::session::Session;
 
 /// What a node listing prints.
@@ -36,12 +35,6 @@ impl Listing {
     }
 }
 
-fn description(r: &NodeRecord) -> &[u8; 64] {
-    // NodeDescription is the record's last 64 bytes.
-    let bytes = r.as_bytes();
-    bytes[bytes.len() - 64..].try_into().unwrap_or(&[0; 64])
-}
-
 /// Prints a node listing of `records`; `wanted` is the command line's
 /// name (or, for -O and -U, the records were asked for by LID or GUID).
 pub(crate) fn print_nodes(
@@ -51,10 +44,10 @@ pub(crate) fn print_nodes(
     records: &[&NodeRecord],
 ) -> Result<(), Failure> {
     let map = &session.node_names;
-    let name = |r: &NodeRecord| map.name(r.node_guid(), description(r));
+    let name = |r: &NodeRecord| map.name(r.node_guid(), &r.description_bytes());
     let named = |r: &&&NodeRecord| {
         wanted.is_none_or(|w| {
-            w == crate::node_names::clean_description(description(r)) || w == name(r)
+            w == crate::node_names::clean_description(&r.description_bytes()) || w == name(r)
         })
     };
     if listing == Listing::Descriptions {
@@ -105,7 +98,7 @@ pub(crate) fn print_members(
             .find(|n| n.port_guid() == interface_id)
             .map_or_else(
                 || "<unknown>".to_owned(),
-                |n| map.name(n.node_guid(), description(n)),
+                |n| map.name(n.node_guid(), &n.description_bytes()),
             )
     };
     let mlid = mlid
@@ -118,14 +111,10 @@ pub(crate) fn print_members(
             Some(_) if !session.json => {
                 outln!("\t\tPortGid.................{} ({name})", m.port_gid())?
             }
-            _ => session.print(&member(m, name))?,
+            _ => session.print(&print::mc_member_with_node(m, name))?,
         }
     }
     Ok(())
-}
-
-fn member(m: &McMemberRecord, node: String) -> Printed {
-    print::mc_member_with_node(m, node)
 }
 
 #[cfg(test)]
@@ -136,13 +125,12 @@ mod tests {
     use crate::node_names::NodeNameMap;
 
     #[test]
-    fn a_record_s_description_is_its_last_64_bytes() {
+    fn a_node_without_a_mapped_name_goes_by_its_description() {
         let mut r = NodeRecord::new_zeroed();
         r.set_description("h9 HCA-1");
         assert_eq!(
-            crate::node_names::clean_description(description(&r)),
+            NodeNameMap::default().name(1, &r.description_bytes()),
             "h9 HCA-1"
         );
-        assert_eq!(NodeNameMap::default().name(1, description(&r)), "h9 HCA-1");
     }
 }
