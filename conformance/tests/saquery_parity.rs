@@ -131,6 +131,45 @@ fn every_saquery_query_type_prints_as_saquery_prints_it() {
         same(&node, &["-z", conf, "PKTR", &format!("{lid}//0")]),
         pkeys
     );
+    // "--smkey x" asks for the key on the terminal, as saquery does
+    // (`script` gives lsaquery one, and types the key).
+    let lsaquery = conformance::program("lsaquery").unwrap();
+    let typed = node
+        .command("sh")
+        .args([
+            "-c",
+            &format!(
+                "printf '1\\n' | script -qec '{} --smkey x PKTR {lid}//0' /dev/null",
+                lsaquery.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(typed.status.success(), "{}{}", typed.stdout, typed.stderr);
+    assert!(
+        typed.stdout.contains("SM_Key: ") && typed.stdout.contains("PKeyTableRecord dump:"),
+        "the key typed at the prompt: {}{}",
+        typed.stdout,
+        typed.stderr
+    );
+    // Without a terminal to ask on, a clear refusal.
+    let no_tty = node
+        .command("setsid")
+        .args([
+            "-w".as_ref(),
+            lsaquery.as_os_str(),
+            "--smkey".as_ref(),
+            "x".as_ref(),
+            "-c".as_ref(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(no_tty.status.code(), Some(2), "{}", no_tty.stderr);
+    assert!(
+        no_tty.stderr.contains("no terminal to ask on"),
+        "{}",
+        no_tty.stderr
+    );
     // -e shows the refused request's answer.
     let refused = node
         .lsaquery()

@@ -221,8 +221,8 @@ pub(crate) struct Cli {
     /// NumbPath (PathRecord): at most this many paths per pair.
     #[arg(short = 'n', long = "numb_path", value_parser = number::<u8>)]
     pub(crate) numb_path: Option<u8>,
-    /// P_Key.
-    #[arg(long, value_parser = number::<u16>)]
+    /// P_Key ("x": asked for on the terminal, without echo).
+    #[arg(long, value_parser = crate::key_prompt::pkey)]
     pub(crate) pkey: Option<u16>,
     /// QoS class (PathRecord).
     #[arg(short = 'Q', long = "qos_class", value_parser = number::<u16>)]
@@ -239,8 +239,9 @@ pub(crate) struct Cli {
     /// PacketLifeTime byte: selector (bits 7..6) and value.
     #[arg(long = "pkt_lifetime", value_parser = number::<u8>)]
     pub(crate) pkt_lifetime: Option<u8>,
-    /// Q_Key (MCMemberRecord).
-    #[arg(short = 'q', long, value_parser = number::<u32>)]
+    /// Q_Key (MCMemberRecord; "x": asked for on the terminal, without
+    /// echo).
+    #[arg(short = 'q', long, value_parser = crate::key_prompt::qkey)]
     pub(crate) qkey: Option<u32>,
     /// Traffic class.
     #[arg(short = 'T', long, value_parser = number::<u8>)]
@@ -415,8 +416,10 @@ pub(crate) struct Cli {
     )]
     pub(crate) table_timeout_ms: u64,
 
-    /// SM_Key to send (0, the default, is an untrusted query).
-    #[arg(long, value_parser = number::<u64>, default_value = "0")]
+    /// SM_Key to send (0, the default, is an untrusted query). "x" (any
+    /// value not starting with a hex digit) asks for it on the terminal,
+    /// without echo, keeping it out of `ps` and the shell's history.
+    #[arg(long, value_parser = crate::key_prompt::sm_key, default_value = "0")]
     pub(crate) smkey: u64,
     /// Show ServiceKey, InformInfo QPN and PortInfo M_Key instead of hiding
     /// them.

@@ -11,6 +11,7 @@ mod distribute;
 mod failure;
 mod generate;
 mod ibdiag_conf;
+mod key_prompt;
 mod listing;
 mod load;
 mod local_api;
