@@ -7,8 +7,9 @@ use mad_codec::Gid;
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
 ///
 /// lsaquery speaks saquery's options and prints saquery's text, so scripts
-/// written for one work with the other; --json prints one JSON object per
-/// record instead.
+/// written for one work with the other (saquery's long spellings of the
+/// one-letter queries, `--p`, `--x`, `--N`, ..., included); --json prints
+/// one JSON object per record instead.
 #[derive(Debug, Parser)]
 #[command(
     name = "lsaquery",
@@ -135,57 +136,57 @@ pub(crate) struct Cli {
     pub(crate) arg2: Option<String>,
 
     /// Get PathRecords.
-    #[arg(short = 'p')]
+    #[arg(short = 'p', alias = "p")]
     pub(crate) path_records: bool,
     /// Get the NodeRecords of the nodes named by the argument (every
     /// node's without one).
-    #[arg(short = 'N')]
+    #[arg(short = 'N', alias = "N")]
     pub(crate) node_records: bool,
     /// Get the SA's ClassPortInfo.
-    #[arg(short = 'c')]
+    #[arg(short = 'c', alias = "c")]
     pub(crate) class_port_info: bool,
     /// Get multicast groups.
-    #[arg(short = 'g')]
+    #[arg(short = 'g', alias = "g")]
     pub(crate) groups: bool,
     /// Get multicast memberships, each with its node's name (an MLID
     /// argument: that group's members' port GIDs).
-    #[arg(short = 'm')]
+    #[arg(short = 'm', alias = "m")]
     pub(crate) members: bool,
     /// Get ServiceRecords.
-    #[arg(short = 'S')]
+    #[arg(short = 'S', alias = "S")]
     pub(crate) service_records: bool,
     /// Get InformInfoRecords (subscriptions).
-    #[arg(short = 'I')]
+    #[arg(short = 'I', alias = "I")]
     pub(crate) inform_info_records: bool,
     /// List each adapter's LID and node name (NodeDescription, or the
     /// node-name map's).
     #[arg(short = 'D', long = "list")]
     pub(crate) list: bool,
     /// Print the LIDs of the nodes named by the argument.
-    #[arg(short = 'L')]
+    #[arg(short = 'L', alias = "L")]
     pub(crate) lids: bool,
     /// Print the LID of the first node named by the argument.
-    #[arg(short = 'l')]
+    #[arg(short = 'l', alias = "l")]
     pub(crate) unique_lid: bool,
     /// Print the port GUIDs of the nodes named by the argument.
-    #[arg(short = 'G')]
+    #[arg(short = 'G', alias = "G")]
     pub(crate) guids: bool,
     /// Print the name of the node at the LID given as argument.
-    #[arg(short = 'O')]
+    #[arg(short = 'O', alias = "O")]
     pub(crate) name_of_lid: bool,
     /// Print the name of the node with the port GUID given as argument.
-    #[arg(short = 'U')]
+    #[arg(short = 'U', alias = "U")]
     pub(crate) name_of_guid: bool,
     /// Node GUID to name map, as infiniband-diags reads it (default
     /// /etc/rdma/ib-node-name-map if it exists).
     #[arg(long = "node-name-map", value_name = "FILE")]
     pub(crate) node_name_map: Option<std::path::PathBuf>,
     /// Get LinkRecords.
-    #[arg(short = 'x')]
+    #[arg(short = 'x', alias = "x")]
     pub(crate) link_records: bool,
     /// List the ports whose PortInfo CapabilityMask has IsSM, then those
     /// with IsSMdisabled.
-    #[arg(short = 's')]
+    #[arg(short = 's', alias = "s")]
     pub(crate) sm_ports: bool,
 
     /// PathRecord from LID SRC to LID DST (NumbPath 127).

@@ -482,6 +482,8 @@ mod tests {
             query(&["NR", "3", "--method", "get"]).unwrap().method,
             Method::GET
         );
+        assert_eq!(query(&["--x", "4/1"]).unwrap().kind, Kind::LinkRecord);
+        assert_eq!(query(&["--s"]).unwrap().kind, Kind::SmPorts);
         let nr = query(&["5"]).unwrap();
         assert_eq!((nr.kind, nr.mask), (Kind::NodeRecord, nr::LID));
     }
