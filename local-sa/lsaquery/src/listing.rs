@@ -41,11 +41,11 @@ pub(crate) fn print_nodes(
     session: &Session,
     listing: Listing,
     wanted: Option<&str>,
-    records: &[&NodeRecord],
+    records: &[NodeRecord],
 ) -> Result<(), Failure> {
     let map = &session.node_names;
     let name = |r: &NodeRecord| map.name(r.node_guid(), &r.description_bytes());
-    let named = |r: &&&NodeRecord| {
+    let named = |r: &&NodeRecord| {
         wanted.is_none_or(|w| {
             w == crate::node_names::clean_description(&r.description_bytes()) || w == name(r)
         })
@@ -87,8 +87,8 @@ pub(crate) fn print_nodes(
 pub(crate) fn print_members(
     session: &Session,
     mlid: Option<&str>,
-    members: &[&McMemberRecord],
-    nodes: &[&NodeRecord],
+    members: &[McMemberRecord],
+    nodes: &[NodeRecord],
 ) -> Result<(), Failure> {
     let map = &session.node_names;
     let node_name = |m: &McMemberRecord| {

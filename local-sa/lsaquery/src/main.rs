@@ -30,10 +30,7 @@ use std::time::Duration;
 
 use local_sa_core::requester::{Answer, Attempts, RequesterConfig};
 use mad_codec::records::SaRecord;
-use mad_codec::{
-    ClassPortInfo, InformInfoRecord, McMemberRecord, Method, NodeRecord, PathRecord, SaMad,
-    ServiceRecord,
-};
+use mad_codec::{ClassPortInfo, McMemberRecord, Method, NodeRecord, SaMad};
 use umad::port::{PortFacts, Sysfs};
 use umad::{AgentSpec, MadAddress, UmadDevice, UmadTransport};
 
@@ -367,12 +364,8 @@ async fn lookup_names(
 ) -> Result<std::collections::HashMap<String, u16>, Failure> {
     let mut found = std::collections::HashMap::new();
     for name in wanted {
-        let q = query::node_by_name(name);
-        let answer = session.exchange(&q.to_mad(session.sm_key)).await?;
-        let mad = session.ok(&answer)?;
-        mad.records::<NodeRecord>()
-            .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
-        let Some(r) = answer.records::<NodeRecord>().next() else {
+        let nodes = fetch::<NodeRecord>(session, &query::node_by_name(name)).await?;
+        let Some(r) = nodes.first() else {
             return Err(Failure::new(
                 1,
                 format!(
@@ -404,23 +397,12 @@ async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
         Kind::SwitchInfoRecord => {
             // Whether MulticastFDBTop is printed depends on the SA's
             // ClassPortInfo, which saquery asks first.
-            let cpi = Query {
-                kind: Kind::ClassPortInfo,
-                method: Method::GET,
-                mask: mad_codec::ComponentMask::NONE,
-                record: Vec::new(),
-                modifier: 0,
-                argument: None,
-            };
-            let answer = session.exchange(&cpi.to_mad(session.sm_key)).await?;
-            let mad = session.ok(&answer)?;
-            let caps = record::<ClassPortInfo>(&mad)?.capability_mask2();
+            let cpi = Query::plain(Kind::ClassPortInfo, Method::GET);
+            let caps = fetch::<ClassPortInfo>(session, &cpi).await?[0].capability_mask2();
             one_query(session, query, Some(caps)).await
         }
         Kind::Nodes(listing) => {
-            let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
-            let mad = session.ok(&answer)?;
-            let nodes = records::<NodeRecord>(&mad, query, &answer)?;
+            let nodes = fetch::<NodeRecord>(session, query).await?;
             // -O and -U asked the SA for their node; the others pick.
             let wanted = match listing {
                 Listing::NameOfLid | Listing::NameOfGuid => None,
@@ -429,20 +411,24 @@ async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
             listing::print_nodes(session, listing, wanted, &nodes)
         }
         Kind::McMembers => {
-            let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
-            let mad = session.ok(&answer)?;
-            let members = records::<McMemberRecord>(&mad, query, &answer)?;
-            let all_nodes = Query {
-                kind: Kind::NodeRecord,
-                ..query.clone()
-            };
-            let node_answer = session.exchange(&all_nodes.to_mad(session.sm_key)).await?;
-            let node_mad = session.ok(&node_answer)?;
-            let nodes = records::<NodeRecord>(&node_mad, &all_nodes, &node_answer)?;
+            let members = fetch::<McMemberRecord>(session, query).await?;
+            let all_nodes = Query::plain(Kind::NodeRecord, Method::GET_TABLE);
+            let nodes = fetch::<NodeRecord>(session, &all_nodes).await?;
             listing::print_members(session, query.argument.as_deref(), &members, &nodes)
         }
         _ => one_query(session, query, None).await,
     }
+}
+
+/// The records of `query`'s answer (a Get's one, a GetTable's whole
+/// ones), or why there are none.
+async fn fetch<T: SaRecord>(session: &mut Session, query: &Query) -> Result<Vec<T>, Failure> {
+    let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
+    let mad = session.ok(&answer)?;
+    Ok(records::<T>(&mad, query, &answer)?
+        .into_iter()
+        .copied()
+        .collect())
 }
 
 /// ClassPortInfo.CapabilityMask2 bit: the SA fills SwitchInfo's
@@ -512,30 +498,14 @@ fn printed(
             print::switch_info_record(r, mcast_top)
         })?,
         Kind::ClassPortInfo => vec![print::class_port_info(record::<ClassPortInfo>(mad)?)],
-        Kind::PathRecord => records::<PathRecord>(mad, query, answer)?
-            .into_iter()
-            .map(print::path_record)
-            .collect(),
-        Kind::NodeRecord => records::<NodeRecord>(mad, query, answer)?
-            .into_iter()
-            .map(|r| print::node_record(r, &session.node_names))
-            .collect(),
-        Kind::McGroups => records::<McMemberRecord>(mad, query, answer)?
-            .into_iter()
-            .map(print::mc_group)
-            .collect(),
-        Kind::McMemberRecord => records::<McMemberRecord>(mad, query, answer)?
-            .into_iter()
-            .map(print::mc_member)
-            .collect(),
-        Kind::ServiceRecord => records::<ServiceRecord>(mad, query, answer)?
-            .into_iter()
-            .map(|r| print::service_record(r, keys))
-            .collect(),
-        Kind::InformInfoRecord => records::<InformInfoRecord>(mad, query, answer)?
-            .into_iter()
-            .map(|r| print::inform_info_record(r, keys))
-            .collect(),
+        Kind::PathRecord => each(mad, query, answer, print::path_record)?,
+        Kind::NodeRecord => each(mad, query, answer, |r| {
+            print::node_record(r, &session.node_names)
+        })?,
+        Kind::McGroups => each(mad, query, answer, print::mc_group)?,
+        Kind::McMemberRecord => each(mad, query, answer, print::mc_member)?,
+        Kind::ServiceRecord => each(mad, query, answer, |r| print::service_record(r, keys))?,
+        Kind::InformInfoRecord => each(mad, query, answer, |r| print::inform_info_record(r, keys))?,
     })
 }
 

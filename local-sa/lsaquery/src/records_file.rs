@@ -307,24 +307,7 @@ mod tests {
 
     #[test]
     fn saquery_output_is_read() {
-        let text = "PathRecord dump:
-\t\tservice_id..............0x0000000000000000
-\t\tdgid....................fe80::10:1
-\t\tsgid....................fe80::10:4
-\t\tdlid....................1
-\t\tslid....................4
-\t\thop_flow_raw............0x0
-\t\ttclass..................0x0
-\t\tnum_path_revers.........0x80
-\t\tpkey....................0xFFFF
-\t\tqos_class...............0x0
-\t\tsl......................0x0
-\t\tmtu.....................0x84
-\t\trate....................0x83
-\t\tpkt_life................0x92
-\t\tpreference..............0x0
-\t\tresv2...................0x000000000000
-";
+        let text = crate::print::SAQUERY_PATH_RECORD_TEXT;
         let r = parse(text).unwrap();
         assert_eq!(r.len(), 1);
         assert_eq!((r[0].slid(), r[0].dlid(), r[0].pkey()), (4, 1, 0xFFFF));

@@ -304,22 +304,11 @@ pub(crate) fn notice(n: &Notice) -> Printed {
     p.text("issuer_gid", n.issuer_gid().to_string())
 }
 
+/// saquery's text for the PathRecord of
+/// conformance/vectors/pr-gettable-lids.mad: what lsaquery prints for it
+/// and reads back.
 #[cfg(test)]
-mod tests {
-    use mad_codec::zerocopy::{FromBytes, FromZeros};
-
-    use super::*;
-
-    /// The record and text of conformance/vectors/pr-gettable-lids.mad.
-    #[test]
-    fn path_record_text_matches_saquery() {
-        let bytes: [u8; 64] = [
-            0, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 1, 0xfe,
-            0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 4, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0x80,
-            0xff, 0xff, 0, 0, 0x84, 0x83, 0x92, 0, 0, 0, 0, 0, 0, 0,
-        ];
-        let r = PathRecord::ref_from_bytes(&bytes[..]).unwrap();
-        let expected = "PathRecord dump:
+pub(crate) const SAQUERY_PATH_RECORD_TEXT: &str = "PathRecord dump:
 \t\tservice_id..............0x0000000000000000
 \t\tdgid....................fe80::10:1
 \t\tsgid....................fe80::10:4
@@ -337,6 +326,23 @@ mod tests {
 \t\tpreference..............0x0
 \t\tresv2...................0x000000000000
 ";
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::zerocopy::{FromBytes, FromZeros};
+
+    use super::*;
+
+    /// The record and text of conformance/vectors/pr-gettable-lids.mad.
+    #[test]
+    fn path_record_text_matches_saquery() {
+        let bytes: [u8; 64] = [
+            0, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 1, 0xfe,
+            0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 4, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0x80,
+            0xff, 0xff, 0, 0, 0x84, 0x83, 0x92, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let r = PathRecord::ref_from_bytes(&bytes[..]).unwrap();
+        let expected = SAQUERY_PATH_RECORD_TEXT;
         assert_eq!(path_record(r).to_text(), expected);
         let json = path_record(r).to_json();
         assert!(

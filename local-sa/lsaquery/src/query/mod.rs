@@ -38,6 +38,29 @@ pub(crate) struct Query {
 }
 
 impl Query {
+    /// `kind` without a template: ClassPortInfo with Get, every record with
+    /// GetTable.
+    pub(crate) fn plain(kind: Kind, method: Method) -> Self {
+        Self {
+            kind,
+            method,
+            mask: ComponentMask::NONE,
+            record: Vec::new(),
+            modifier: 0,
+            argument: None,
+        }
+    }
+
+    /// `-s`'s second query: the ports with IsSMdisabled.
+    pub(crate) fn sm_disabled_ports(&self) -> Self {
+        let (mask, record) = fabric::capability_template(IS_SM_DISABLED);
+        Self {
+            mask,
+            record,
+            ..self.clone()
+        }
+    }
+
     /// The request MAD; the client sets the TransactionID.
     pub(crate) fn to_mad(&self, sm_key: u64) -> Bytes {
         let mut b = SaMadBuilder::request(self.method, 0, self.kind.attribute());
@@ -166,18 +189,6 @@ pub(crate) fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
         modifier,
         argument: arg.map(str::to_owned),
     })
-}
-
-impl Query {
-    /// `-s`'s second query: the ports with IsSMdisabled.
-    pub(crate) fn sm_disabled_ports(&self) -> Self {
-        let (mask, record) = fabric::capability_template(IS_SM_DISABLED);
-        Self {
-            mask,
-            record,
-            ..self.clone()
-        }
-    }
 }
 
 /// A PathRecord Get with the template and mask the PathRecord options
