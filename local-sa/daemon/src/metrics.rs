@@ -138,6 +138,12 @@ fn header(out: &mut String, metric: &str, kind: Kind, help: &str) {
         Kind::Counter => "counter",
         Kind::Gauge => "gauge",
     };
+    typed_header(out, metric, kind, help);
+}
+
+/// `# HELP` and `# TYPE` lines for a metric of type `kind` (`histogram`
+/// too).
+fn typed_header(out: &mut String, metric: &str, kind: &str, help: &str) {
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let help = help.replace('\\', "\\\\");
     let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} {kind}");
@@ -230,11 +236,12 @@ fn render_answers(out: &mut String, ports: &[PortMetrics]) {
 /// `local_sa_upstream_latency_seconds`, a histogram.
 fn render_latency(out: &mut String, ports: &[PortMetrics]) {
     let metric = "local_sa_upstream_latency_seconds";
-    let _ = writeln!(
+    typed_header(
         out,
-        "# HELP {metric} How long the master SA took to answer this port's requests (from the \
-         first attempt; unanswered requests are counted in upstream_failures).\n# TYPE {metric} \
-         histogram"
+        metric,
+        "histogram",
+        "How long the master SA took to answer this port's requests (from the first attempt; \
+         unanswered requests are counted in upstream_failures).",
     );
     for p in ports {
         let port = label(&p.label);
