@@ -22,17 +22,11 @@ impl Defaults {
     /// Reads `path`, or the default file if there is one (a missing
     /// default file means no defaults, as for saquery).
     pub(crate) fn open(path: Option<&Path>) -> Result<Self, String> {
-        let (path, must_exist) = match path {
-            Some(p) => (p, true),
-            None => (Path::new(DEFAULT_PATH), false),
+        let Some((path, bytes)) = crate::diag_file::read(path, DEFAULT_PATH)? else {
+            return Ok(Self::default());
         };
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text).map_err(|e| format!("{}:{e}", path.display())),
-            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Self::default())
-            }
-            Err(e) => Err(format!("{}: {e}", path.display())),
-        }
+        let text = String::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
     }
 
     /// `name=value` lines; `#` starts a comment line. Keys other tools

@@ -7,6 +7,7 @@ mod bench;
 mod cache_control;
 mod cli;
 mod client;
+mod diag_file;
 mod distribute;
 mod failure;
 mod generate;

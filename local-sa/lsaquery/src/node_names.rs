@@ -16,17 +16,10 @@ pub(crate) struct NodeNameMap(HashMap<u64, String>);
 impl NodeNameMap {
     /// Reads `path`; with no path, the default map if there is one.
     pub(crate) fn open(path: Option<&Path>) -> Result<Self, String> {
-        let (path, must_exist) = match path {
-            Some(p) => (p, true),
-            None => (Path::new(DEFAULT_MAP), false),
-        };
-        match std::fs::read(path) {
-            Ok(bytes) => Self::parse(&String::from_utf8_lossy(&bytes))
+        match crate::diag_file::read(path, DEFAULT_MAP).map_err(|e| format!("node-name map {e}"))? {
+            Some((path, bytes)) => Self::parse(&String::from_utf8_lossy(&bytes))
                 .map_err(|e| format!("node-name map {}: {e}", path.display())),
-            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Self::default())
-            }
-            Err(e) => Err(format!("node-name map {}: {e}", path.display())),
+            None => Ok(Self::default()),
         }
     }
 
