@@ -45,13 +45,14 @@ pub(crate) fn error(request: &[u8], status: MadStatus) -> Option<Bytes> {
 }
 
 /// Another SA's answer passed on to the asker of `request`: unchanged but
-/// for the asker's TransactionID.
-pub(crate) fn relay(answer: &[u8], request: &SaMadHeader) -> Option<Bytes> {
+/// for the asker's TransactionID; with the answer's status.
+pub(crate) fn relay(answer: &[u8], request: &SaMadHeader) -> Option<(Bytes, MadStatus)> {
     let tid = request.mad.transaction_id();
     let mut out = BytesMut::from(answer);
     let (h, _) = SaMadHeader::parse_mut(&mut out).ok()?;
     h.mad.set_transaction_id(tid);
-    Some(out.freeze())
+    let status = h.mad.status();
+    Some((out.freeze(), status))
 }
 
 #[cfg(test)]

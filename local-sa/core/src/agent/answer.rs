@@ -153,9 +153,7 @@ impl SaCore {
     }
 
     pub(super) fn relay_to(&mut self, request: &SaRequest, answer: &[u8]) {
-        if let Some(relayed) = respond::relay(answer, request.header()) {
-            let status =
-                mad_codec::SaMad::parse(&relayed).map_or(MadStatus::OK, |m| m.mad().status());
+        if let Some((relayed, status)) = respond::relay(answer, request.header()) {
             self.out
                 .push_back(Transmit::reply(request.reply_to(), relayed));
             self.count_answer(request, status);
