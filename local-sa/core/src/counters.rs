@@ -130,6 +130,12 @@ counters! {
     names: Gauge,
     /// Requests to the master SA waiting for their answer now.
     upstream_in_flight: Gauge,
+    /// Registration requests (subscriptions, joins, leaves) waiting for
+    /// their turn at the master's pace now.
+    registrations_waiting: Gauge,
+    /// Registration requests out at the master (at most the pace's
+    /// `registrations_in_flight`) now.
+    registrations_in_flight: Gauge,
     /// Distinct forwarded queries waiting for the master now.
     queries_waiting: Gauge,
     /// RMPP transfers in progress now.

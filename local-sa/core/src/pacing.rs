@@ -17,8 +17,16 @@
 //!
 //! Both are kept between `min_window` (also the window while the fabric's
 //! size is unknown) and `max_window`. What is cached is served meanwhile.
+//!
+//! The same registrations rate paces every registration a port sends, not
+//! only re-registration: a port's share of it (the rate over the fabric's
+//! ports, as if every port sent at once) refills a [`TokenBucket`], and at
+//! most [`MasterPace::registrations_in_flight`] are out at a time. A local
+//! user who joins a thousand groups and closes the connection then costs
+//! the master a steady trickle of leaves, not a thousand at once (which
+//! would overflow its queue, and under the simulator wedge the fabric).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the fabric's local-sa agents together may ask of a master SA per
 /// second after an event that concerns them all.
@@ -34,6 +42,9 @@ pub struct MasterPace {
     pub min_window: Duration,
     /// Longest window.
     pub max_window: Duration,
+    /// Subscription and membership requests one port may have out to the
+    /// master at once (at least 1).
+    pub registrations_in_flight: usize,
 }
 
 impl Default for MasterPace {
@@ -43,6 +54,7 @@ impl Default for MasterPace {
             registrations_per_second: 5_000,
             min_window: Duration::from_secs(1),
             max_window: Duration::from_secs(300),
+            registrations_in_flight: 16,
         }
     }
 }
@@ -63,6 +75,18 @@ impl MasterPace {
         )
     }
 
+    /// Registrations per second one port of a fabric of `ports` ports may
+    /// send: its share of [`MasterPace::registrations_per_second`] (all
+    /// of it while the fabric's size is unknown), and never less than
+    /// [`MIN_PORT_REGISTRATION_RATE`], so that a port of a very large
+    /// fabric still gets its consumers' few registrations through.
+    pub fn port_registration_rate(&self, ports: usize) -> f64 {
+        let rate = f64::from(self.registrations_per_second.max(1));
+        (rate / ports.max(1) as f64)
+            .max(MIN_PORT_REGISTRATION_RATE)
+            .min(rate)
+    }
+
     /// The time `work` takes at `rate` per second, within the bounds.
     fn window(&self, work: f64, rate: u32) -> Duration {
         let secs = work / f64::from(rate.max(1));
@@ -70,6 +94,84 @@ impl MasterPace {
         Duration::try_from_secs_f64(secs)
             .unwrap_or(max)
             .clamp(self.min_window, max)
+    }
+}
+
+/// The slowest a port's registrations go, whatever the fabric's size.
+pub const MIN_PORT_REGISTRATION_RATE: f64 = 1.0;
+
+/// How many registrations a port may send together before its pace holds
+/// it back: a job's few joins go at once, a flood goes at the pace.
+pub const REGISTRATION_BURST: u32 = 32;
+
+/// A rate with a burst: sends are allowed at `rate` a second on average,
+/// up to `burst` at once after a quiet spell (the generic cell rate
+/// algorithm, on integer time: the same calls give the same answers).
+/// Sans-IO: the time comes with every call.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    /// Time between two sends at the rate.
+    interval: Duration,
+    burst: u32,
+    /// When the next send would be due if every send so far had gone at
+    /// the rate; `None` before the first.
+    due: Option<Instant>,
+}
+
+impl TokenBucket {
+    /// Full, refilling at `rate` a second (a send a day if `rate` is not
+    /// a positive number) up to `burst`.
+    pub fn new(rate: f64, burst: u32) -> Self {
+        Self {
+            interval: interval(rate),
+            burst: burst.max(1),
+            due: None,
+        }
+    }
+
+    /// Sends a second.
+    pub fn rate(&self) -> f64 {
+        1.0 / self.interval.as_secs_f64()
+    }
+
+    /// Refills at `rate` from now on.
+    pub fn set_rate(&mut self, rate: f64) {
+        self.interval = interval(rate);
+    }
+
+    /// Takes a token if one is there at `now`.
+    pub fn try_take(&mut self, now: Instant) -> bool {
+        let due = self.due.map_or(now, |d| d.max(now));
+        if due.saturating_duration_since(now) > self.tolerance() {
+            return false;
+        }
+        self.due = Some(due + self.interval);
+        true
+    }
+
+    /// When the next token is there: `None` while one is (the bucket has
+    /// not been emptied).
+    pub fn next_token(&self) -> Option<Instant> {
+        let due = self.due?;
+        Some(due.checked_sub(self.tolerance()).unwrap_or(due))
+    }
+
+    /// How far ahead of the rate a burst may run.
+    fn tolerance(&self) -> Duration {
+        self.interval.saturating_mul(self.burst - 1)
+    }
+}
+
+/// The time between two sends at `rate` a second: at least a nanosecond,
+/// a day if `rate` is not a positive number.
+fn interval(rate: f64) -> Duration {
+    let day = Duration::from_secs(86_400);
+    if rate.is_finite() && rate > 0.0 {
+        Duration::try_from_secs_f64(1.0 / rate)
+            .unwrap_or(day)
+            .clamp(Duration::from_nanos(1), day)
+    } else {
+        day
     }
 }
 
@@ -106,8 +208,59 @@ mod tests {
             registrations_per_second: 1,
             min_window: Duration::from_secs(5),
             max_window: Duration::from_secs(2),
+            registrations_in_flight: 1,
         };
         assert_eq!(pace.refresh_window(usize::MAX), Duration::from_secs(5));
         assert_eq!(pace.reregistration_window(0, 0), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_ports_registration_rate_is_its_share_of_the_fabrics() {
+        let pace = MasterPace::default();
+        assert_eq!(pace.port_registration_rate(0), 5_000.0, "size unknown");
+        assert_eq!(pace.port_registration_rate(100), 50.0);
+        assert_eq!(
+            pace.port_registration_rate(1_000_000),
+            MIN_PORT_REGISTRATION_RATE,
+            "never slower than the floor"
+        );
+        let slow = MasterPace {
+            registrations_per_second: 0,
+            ..pace
+        };
+        assert_eq!(slow.port_registration_rate(10), 1.0);
+    }
+
+    #[test]
+    fn a_bucket_lets_a_burst_through_then_holds_to_its_rate() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(10.0, 4);
+        assert_eq!(b.next_token(), None, "full");
+        let taken = (0..10).filter(|_| b.try_take(t0)).count();
+        assert_eq!(taken, 4, "the burst");
+        assert_eq!(b.next_token(), Some(t0 + Duration::from_millis(100)));
+        assert!(!b.try_take(t0 + Duration::from_millis(99)));
+        assert!(b.try_take(t0 + Duration::from_millis(100)));
+        // At the rate after that: ten in a second.
+        let second = (1..=1000)
+            .map(|ms| t0 + Duration::from_millis(100 + ms))
+            .filter(|t| b.try_take(*t))
+            .count();
+        assert_eq!(second, 10);
+        // A long quiet spell fills it up to the burst, no further.
+        let later = t0 + Duration::from_secs(60);
+        let taken = (0..10).filter(|_| b.try_take(later)).count();
+        assert_eq!(taken, 4);
+        // A slower rate from now on: its burst, then one a second.
+        b.set_rate(1.0);
+        assert_eq!(b.rate(), 1.0);
+        let soon = later + Duration::from_millis(500);
+        assert_eq!((0..10).filter(|_| b.try_take(soon)).count(), 4);
+        assert!(!b.try_take(soon + Duration::from_millis(999)));
+        assert!(b.try_take(soon + Duration::from_secs(1)));
+        // A rate that is no rate: a send a day.
+        let mut never = TokenBucket::new(0.0, 1);
+        assert!(never.try_take(t0));
+        assert!(!never.try_take(t0 + Duration::from_secs(3600)));
     }
 }

@@ -128,7 +128,7 @@ impl Driver {
         };
         let mut shutdown_by: Option<Instant> = None;
         loop {
-            if !self.flush().await {
+            if !self.flush() {
                 break;
             }
             self.announce_ready(Instant::now());
@@ -232,14 +232,16 @@ impl Driver {
     /// Hands every MAD the cores want sent to their writer threads and
     /// every local reply to its connection; gives the ibacm door new
     /// names. False if a transport is gone.
-    async fn flush(&mut self) -> bool {
+    fn flush(&mut self) -> bool {
+        let now = Instant::now();
         for i in 0..self.ports.len() {
             let p = &mut self.ports[i];
             // The record first: it must list whatever these requests may
             // make the master hold.
             p.registrations.update(&p.core);
             while let Some(t) = p.core.poll_transmit() {
-                if p.outgoing.send(bridge::outgoing(p.agent, t)).await.is_err() {
+                let mad = bridge::outgoing(p.agent, t);
+                if p.send(now, mad).is_err() {
                     return false;
                 }
             }
@@ -559,7 +561,7 @@ impl Driver {
             .iter()
             .map(|p| crate::metrics::PortMetrics {
                 label: format!("{}/{}", p.facts.ca, p.facts.port),
-                counters: p.core.counters().described(),
+                counters: p.counters(),
                 stats: p.core.stats().clone(),
             })
             .collect();

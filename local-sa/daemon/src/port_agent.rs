@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use local_sa_core::log_limit::LogLimit;
 use mad_codec::Method;
-use smol::channel::Sender;
+use smol::channel::{Sender, TrySendError};
 use tracing::{info, warn};
 
 use crate::bridge::identity;
@@ -16,6 +17,7 @@ use crate::port_lock::PortLock;
 use crate::registrations_file::RegistrationsFile;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
+use local_sa_core::counters::{Described, Kind};
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvents;
 use umad::{AgentId, AgentSpec, OutgoingMad, UmadDevice, UmadTransport};
@@ -33,6 +35,10 @@ const METHODS: [Method; 5] = [
 /// MADs buffered each way between the core and the umad threads.
 const CHANNEL_DEPTH: usize = 4096;
 
+/// The umad writer thread is gone: the port can send nothing more.
+#[derive(Debug)]
+pub(crate) struct TransportClosed;
+
 /// A served port.
 pub(crate) struct PortAgent {
     pub(crate) core: SaCore,
@@ -46,6 +52,11 @@ pub(crate) struct PortAgent {
     pub(crate) events: PortEvents,
     /// What the core asked the master to hold, for the next local-sa.
     pub(crate) registrations: RegistrationsFile,
+    /// MADs dropped because the writer thread was [`CHANNEL_DEPTH`]
+    /// behind (the device did not take them), and the once-a-minute log
+    /// of it.
+    pub(crate) dropped_out: u64,
+    drop_log: LogLimit,
     /// Held while the port is served.
     _lock: PortLock,
 }
@@ -111,16 +122,56 @@ impl PortAgent {
             transport,
             events,
             registrations,
+            dropped_out: 0,
+            drop_log: LogLimit::new(Duration::from_secs(60)),
             _lock: lock,
         })
     }
 
-    /// Writes the counters file, if there is one.
+    /// Hands `mad` to the writer thread without waiting: the driver never
+    /// waits for the device (a device that does not take MADs must not
+    /// stop the doors). When the writer is [`CHANNEL_DEPTH`] MADs behind
+    /// the MAD is dropped and counted, as a full send queue drops it on
+    /// the wire: an answer's asker and a request's requester both send
+    /// again.
+    pub(crate) fn send(&mut self, now: Instant, mad: OutgoingMad) -> Result<(), TransportClosed> {
+        match self.outgoing.try_send(mad) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Closed(_)) => Err(TransportClosed),
+            Err(TrySendError::Full(mad)) => {
+                self.dropped_out += 1;
+                if let Some(earlier_not_logged) = self.drop_log.allow(now, "writer behind", 0u32) {
+                    warn!(
+                        port = %self.facts,
+                        dest_lid = mad.dest.lid,
+                        earlier_not_logged,
+                        "the umad device is not taking MADs as fast as they come: dropped one"
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The port's counters: the core's, then the daemon's own of the
+    /// port (its transport).
+    pub(crate) fn counters(&self) -> Vec<Described> {
+        let mut all = self.core.counters().described();
+        all.push(Described {
+            name: "umad_sends_dropped",
+            value: self.dropped_out,
+            kind: Kind::Counter,
+            help: "MADs to send dropped because the umad device was not taking them (its \
+                   writer thread that far behind).",
+        });
+        all
+    }
+
     /// Writes the port's counters, then `extra` ones (the doors', which
-    /// every port's file shows).
+    /// every port's file shows), to the counters file if there is one.
     pub(crate) fn write_stats(&self, extra: &[(&str, u64)]) {
         if let Some(f) = &self.stats
-            && let Err(e) = f.write(&self.core.counters(), extra)
+            && let Err(e) = f.write(&self.counters(), extra)
         {
             warn!(path = %f.path().display(), error = %e, "cannot write the counters file");
         }

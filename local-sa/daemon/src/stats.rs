@@ -18,7 +18,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use local_sa_core::Counters;
+use local_sa_core::counters::Described;
 
 /// The counters file of one port.
 #[derive(Debug, Clone)]
@@ -45,8 +45,8 @@ impl StatsFile {
         &self.path
     }
 
-    /// Replaces the file's contents with `counters`.
-    pub(crate) fn write(&self, counters: &Counters, extra: &[(&str, u64)]) -> io::Result<()> {
+    /// Replaces the file's contents with `counters`, then `extra`.
+    pub(crate) fn write(&self, counters: &[Described], extra: &[(&str, u64)]) -> io::Result<()> {
         let unix_time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -55,8 +55,8 @@ impl StatsFile {
             self.label,
             std::process::id()
         );
-        text.push_str(&counters.to_text());
-        for (name, value) in extra {
+        let port = counters.iter().map(|d| (d.name, d.value));
+        for (name, value) in port.chain(extra.iter().copied()) {
             text.push_str(&format!("{name} {value}\n"));
         }
         let mut tmp = self.path.clone().into_os_string();
@@ -86,6 +86,7 @@ impl StatsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use local_sa_core::Counters;
 
     #[test]
     fn the_file_holds_every_counter_and_is_replaced_whole() {
@@ -97,7 +98,7 @@ mod tests {
             records: 3,
             ..Counters::default()
         };
-        f.write(&c, &[("door_connections", 2)]).unwrap();
+        f.write(&c.described(), &[("door_connections", 2)]).unwrap();
         let read = StatsFile::read(&path).unwrap();
         assert_eq!(
             read.iter().find(|(n, _)| n == "hits").map(|(_, v)| *v),
@@ -114,7 +115,8 @@ mod tests {
             Some(2)
         );
         assert_eq!(read.len(), c.to_text().lines().count() + 1);
-        f.write(&Counters { hits: 8, ..c }, &[]).unwrap();
+        f.write(&Counters { hits: 8, ..c }.described(), &[])
+            .unwrap();
         let read = StatsFile::read(&path).unwrap();
         assert_eq!(
             read.iter().find(|(n, _)| n == "hits").map(|(_, v)| *v),

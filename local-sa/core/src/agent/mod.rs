@@ -40,6 +40,7 @@ mod paths;
 mod phases;
 mod purpose;
 mod refresh;
+mod registration_queue;
 mod status;
 mod subscriptions;
 #[cfg(test)]
@@ -56,6 +57,7 @@ use self::forward::Forwarding;
 use self::name_state::NameState;
 use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
+use self::registration_queue::RegistrationQueue;
 use self::subscriptions::Subscriptions;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
@@ -147,6 +149,8 @@ pub struct SaCore {
     next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,
     upstream: Requester<Address, Purpose>,
+    /// Registration requests waiting for their turn at the master's pace.
+    registration_queue: RegistrationQueue,
     forwarding: Forwarding,
     transfers: Transfers,
     out: VecDeque<Transmit>,
@@ -203,6 +207,7 @@ impl SaCore {
             // Reports to subscribers take TransactionIDs with the top bit
             // set; requests to the master keep it clear.
             upstream: Requester::new(config.upstream(), seed & 0x3FFF_FFFF),
+            registration_queue: RegistrationQueue::new(&config.pace),
             forwarding: Forwarding::new(
                 config.answer_ttl,
                 config.negative_ttl,
@@ -292,6 +297,8 @@ impl SaCore {
             cache_bytes: self.store.heap_bytes() as u64,
             names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
+            registrations_waiting: self.registration_queue.waiting() as u64,
+            registrations_in_flight: self.registration_queue.in_flight() as u64,
             queries_waiting: self.forwarding.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
             subscriptions: self.subscriptions.registry.filters() as u64,
@@ -319,9 +326,10 @@ impl SaCore {
         self.complete_sources.contains(&self.port.gid.guid())
     }
 
-    /// True when nothing is left in flight to the master.
+    /// True when nothing is left in flight to the master, or waiting to
+    /// go there.
     pub fn is_idle(&self) -> bool {
-        self.upstream.in_flight() == 0
+        self.upstream.in_flight() == 0 && self.registration_queue.waiting() == 0
     }
 
     /// The next MAD to send.
@@ -341,6 +349,7 @@ impl SaCore {
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.upstream.poll_timeout(),
+            self.registrations_timeout(),
             self.transfers.poll_timeout(),
             self.next_refresh,
             self.next_registration,
@@ -361,6 +370,7 @@ impl SaCore {
         for completion in self.upstream.handle_timeout(now, &mut self.out) {
             self.upstream_done(now, completion);
         }
+        self.release_registrations(now);
         for event in self.transfers.handle_timeout(now, &mut self.out) {
             self.count_transfer(now, &event);
         }

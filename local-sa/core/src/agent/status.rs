@@ -58,9 +58,15 @@ impl SaCore {
             ("upstream_in_flight", c.upstream_in_flight),
             ("upstream_failures", c.upstream_failures),
             ("errors", c.errors),
+            ("registrations_waiting", c.registrations_waiting),
+            ("registrations_in_flight", c.registrations_in_flight),
         ] {
             s.push(name, value);
         }
+        s.push(
+            "registrations_per_s",
+            format!("{:.1}", self.registration_queue.rate()),
+        );
         s
     }
 }

@@ -6,8 +6,11 @@ use std::time::Instant;
 use mad_codec::MadStatus;
 use tracing::warn;
 
+use bytes::Bytes;
+
 use super::SaCore;
 use super::purpose::Purpose;
+use super::registration_queue::Queued;
 use crate::inbound::SaRequest;
 use crate::requester::{Answer, Attempts, Completion, Failure};
 
@@ -46,6 +49,14 @@ impl SaCore {
     ) {
         self.counters.upstream_queries += 1;
         self.note_registration_traffic(&purpose);
+        if purpose.is_registration() {
+            self.registration_queue.push(Queued {
+                purpose,
+                request: Bytes::copy_from_slice(request),
+                attempts,
+            });
+            return self.release_registrations(now);
+        }
         let master = self.port.master();
         self.upstream
             .send_with(now, master, purpose, request, attempts, &mut self.out);
@@ -68,6 +79,7 @@ impl SaCore {
     /// A request to the master ended.
     pub(super) fn upstream_done(&mut self, now: Instant, completion: Completion<Purpose>) {
         self.note_registration_traffic(&completion.token);
+        let registration = completion.token.is_registration();
         if completion.outcome.is_ok() {
             self.stats
                 .upstream_latency
@@ -77,6 +89,34 @@ impl SaCore {
             Ok(answer) => self.upstream_answered(now, completion.token, &answer),
             Err(failure) => self.upstream_failed(now, completion.token, failure),
         }
+        if registration {
+            self.registration_queue.done();
+            self.release_registrations(now);
+        }
+    }
+
+    /// Sends the registration requests whose turn has come: at this
+    /// port's share of the fabric's pace, a bounded number out at once.
+    pub(super) fn release_registrations(&mut self, now: Instant) {
+        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
+        let most = self.config.pace.registrations_in_flight;
+        while let Some(next) = self.registration_queue.release(now, rate, most) {
+            let master = self.port.master();
+            self.upstream.send_with(
+                now,
+                master,
+                next.purpose,
+                &next.request,
+                next.attempts,
+                &mut self.out,
+            );
+        }
+    }
+
+    /// When the next waiting registration request may go.
+    pub(super) fn registrations_timeout(&self) -> Option<Instant> {
+        self.registration_queue
+            .next_release(self.config.pace.registrations_in_flight)
     }
 
     fn upstream_answered(&mut self, now: Instant, purpose: Purpose, answer: &Answer) {

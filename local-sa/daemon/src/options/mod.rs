@@ -268,9 +268,13 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "250000")]
     pub(crate) master_paths_per_second: u32,
     /// Subscription and membership requests per second the fabric's
-    /// local-sa nodes together may send a new master SA: each port
-    /// registers again at its own point of a window of N × (its own
-    /// registrations) / this, 1 s to 5 min.
+    /// local-sa nodes together may send the master SA. Each port sends
+    /// every registration (its consumers' joins, leaves and
+    /// subscriptions, and their withdrawal when a consumer goes) at its
+    /// share, this / N a second (N: the fabric's ports; at least 1 a
+    /// second), after a burst of 32, with at most 16 out at once; after
+    /// an SM change each port registers again at its own point of a
+    /// window of N × (its own registrations) / this, 1 s to 5 min.
     #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "5000")]
     pub(crate) master_registrations_per_second: u32,
     /// Seconds a multicast member that joined by MAD is kept without

@@ -14,5 +14,6 @@ mod name_loads;
 mod names;
 mod notices;
 mod population;
+mod registration_pace;
 mod subscriptions;
 mod transfer_limits;
