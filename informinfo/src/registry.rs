@@ -424,6 +424,19 @@ impl<S: Clone + Eq + Hash> Registry<S> {
             .flat_map(|(s, fs)| fs.iter().map(move |f| (s, *f)))
     }
 
+    /// True when `subscriber` holds `filter` (confirmed, or waiting for
+    /// the master).
+    pub fn holds(&self, subscriber: &S, filter: &Filter) -> bool {
+        self.by_subscriber
+            .get(subscriber)
+            .is_some_and(|filters| filters.contains(filter))
+    }
+
+    /// True when `subscriber` holds any filter.
+    pub fn holds_any(&self, subscriber: &S) -> bool {
+        self.by_subscriber.contains_key(subscriber)
+    }
+
     /// Distinct filters with at least one holder.
     pub fn filters(&self) -> usize {
         self.entries.values().filter(|e| e.wanted()).count()

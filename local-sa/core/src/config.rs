@@ -8,6 +8,7 @@ use mad_codec::Gid;
 use mad_codec::rmpp::RmppConfig;
 
 use crate::pacing::MasterPace;
+use crate::quota::RegistrationLimits;
 use crate::transfers::TransferLimits;
 
 use crate::address::Address;
@@ -143,6 +144,9 @@ pub struct AgentConfig {
     /// How often the master is asked whether it still holds this port's
     /// registrations (the canary ServiceRecord).
     pub audit_interval: Duration,
+    /// What one user (or requester port) may make the master hold
+    /// through this agent.
+    pub limits: RegistrationLimits,
 }
 
 impl Default for AgentConfig {
@@ -166,6 +170,7 @@ impl Default for AgentConfig {
             pace: MasterPace::default(),
             member_lease: Duration::from_secs(600),
             audit_interval: Duration::from_secs(180),
+            limits: RegistrationLimits::default(),
         }
     }
 }

@@ -71,6 +71,14 @@ counters! {
     /// Loads and deletes refused for a wrong SM_Key, and Reports ignored
     /// because they did not come from the master SM.
     denied: Counter,
+    /// Joins refused because their owner (a local user, a requester
+    /// port) held as many groups as it may.
+    refused_groups: Counter,
+    /// Joins refused because they would have created a group past their
+    /// owner's creations.
+    refused_group_creations: Counter,
+    /// Subscriptions refused because their owner held as many as it may.
+    refused_subscriptions: Counter,
     /// Requests answered with an error status.
     errors: Counter,
     /// MADs dropped as malformed.
@@ -106,6 +114,13 @@ counters! {
     joins_upstream: Counter,
     /// Multicast leaves.
     leaves: Counter,
+    /// Groups whose leave the master never answered, given up after eight
+    /// tries (the next local-sa on the port deletes them, from its
+    /// registrations record).
+    leaves_given_up: Counter,
+    /// Groups forgotten because the master, asked before an unanswered
+    /// leave was tried again, no longer held the port in them.
+    groups_gone_at_master: Counter,
     /// Times every subscription and membership was registered again
     /// (a new master, a client reregister, or a master that lost them).
     reregistrations: Counter,

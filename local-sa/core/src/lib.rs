@@ -42,6 +42,7 @@ pub mod naming;
 pub mod netlink;
 pub mod pacing;
 pub mod path_query;
+pub mod quota;
 pub mod registrations;
 pub mod request;
 pub mod requester;

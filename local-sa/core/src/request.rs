@@ -238,6 +238,14 @@ impl StatusReport {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value named `name`, in order.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// `name value` lines: the wire form.
     pub fn to_text(&self) -> String {
         self.0.iter().map(|(n, v)| format!("{n} {v}\n")).collect()

@@ -17,13 +17,18 @@ use crate::doors::SharedDoors;
 use crate::listener::Listener;
 
 use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
+use local_sa_core::quota::LocalUser;
 use local_sa_core::request::{ConnId, Request};
 
 /// What happened on the API socket.
 #[derive(Debug)]
 pub(crate) enum ApiEvent {
-    /// A connection opened: where its frames go.
-    Opened { conn: ConnId, outbox: Outbox },
+    /// A connection opened: where its frames go, and whose it is.
+    Opened {
+        conn: ConnId,
+        outbox: Outbox,
+        user: LocalUser,
+    },
     /// A request, for the agent of port `agent`.
     Request {
         conn: ConnId,
@@ -77,11 +82,13 @@ impl ApiServer {
             else {
                 continue;
             };
-            if events
-                .send(ApiEvent::Opened { conn, outbox })
-                .await
-                .is_err()
-            {
+            let uid = stream.admission.user;
+            let user = LocalUser {
+                uid,
+                privileged: umad::process::is_admin(uid),
+            };
+            let opened = ApiEvent::Opened { conn, outbox, user };
+            if events.send(opened).await.is_err() {
                 return;
             }
             debug!(conn, "local API connection opened");

@@ -300,8 +300,12 @@ impl Driver {
 
     fn api_event(&mut self, now: Instant, event: ApiEvent) {
         match event {
-            ApiEvent::Opened { conn, outbox } => {
+            ApiEvent::Opened { conn, outbox, user } => {
                 self.connections.insert(conn, outbox);
+                // What it registers counts against its user's limits.
+                for p in &mut self.ports {
+                    p.core.handle_local_opened(conn, user);
+                }
             }
             ApiEvent::Request {
                 conn,
@@ -563,6 +567,7 @@ impl Driver {
                 label: format!("{}/{}", p.facts.ca, p.facts.port),
                 counters: p.counters(),
                 stats: p.core.stats().clone(),
+                registrants: p.core.registrants(),
             })
             .collect();
         let mut daemon = self.daemon_counters();

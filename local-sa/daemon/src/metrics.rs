@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use local_sa_core::agent::Registrant;
 use local_sa_core::counters::{Described, Kind};
 use local_sa_core::stats::Stats;
 
@@ -18,7 +19,13 @@ pub(crate) struct PortMetrics {
     /// Its answers by attribute, method and status, and the master's
     /// answer times.
     pub(crate) stats: Stats,
+    /// Who holds its registrations (and was refused some), the most
+    /// first.
+    pub(crate) registrants: Vec<Registrant>,
 }
+
+/// Owners per port the metrics show, the most registrations first.
+const METRIC_REGISTRANTS: usize = 32;
 
 /// The doors' and the kernel door's counters: kind and meaning.
 const DAEMON_COUNTERS: [(&str, Kind, &str); 20] = [
@@ -184,6 +191,7 @@ pub(crate) fn render(ports: &[PortMetrics], daemon: &[(&str, u64)]) -> String {
         }
         render_answers(&mut out, ports);
         render_latency(&mut out, ports);
+        render_registrants(&mut out, ports);
     }
     for (name, value) in daemon {
         let (kind, help) = DAEMON_COUNTERS
@@ -233,6 +241,52 @@ fn render_answers(out: &mut String, ports: &[PortMetrics]) {
     }
 }
 
+/// Per owner (a user, a requester port) of a port's registrations: what
+/// it holds and what was refused to it, for the owners with the most.
+fn render_registrants(out: &mut String, ports: &[PortMetrics]) {
+    type Value = fn(&Registrant) -> u64;
+    let series: [(&str, Kind, &str, Value); 4] = [
+        (
+            "local_sa_registrant_groups",
+            Kind::Gauge,
+            "Distinct multicast groups an owner (a local user, a requester port) holds or is joining through this port now.",
+            |r| r.groups as u64,
+        ),
+        (
+            "local_sa_registrant_created_groups",
+            Kind::Gauge,
+            "Of them, groups its joins created at the master, now.",
+            |r| r.created as u64,
+        ),
+        (
+            "local_sa_registrant_subscriptions",
+            Kind::Gauge,
+            "Distinct notice subscriptions an owner holds through this port now.",
+            |r| r.subscriptions as u64,
+        ),
+        (
+            "local_sa_registrant_refused_total",
+            Kind::Counter,
+            "Registrations refused to an owner for its limits.",
+            |r| r.refused,
+        ),
+    ];
+    for (metric, kind, help, value) in series {
+        header(out, metric, kind, help);
+        for p in ports {
+            let port = label(&p.label);
+            for r in p.registrants.iter().take(METRIC_REGISTRANTS) {
+                let owner = label(&r.owner.to_string());
+                let _ = writeln!(
+                    out,
+                    "{metric}{{port=\"{port}\",owner=\"{owner}\"}} {}",
+                    value(r)
+                );
+            }
+        }
+    }
+}
+
 /// `local_sa_upstream_latency_seconds`, a histogram.
 fn render_latency(out: &mut String, ports: &[PortMetrics]) {
     let metric = "local_sa_upstream_latency_seconds";
@@ -266,6 +320,7 @@ mod tests {
     use std::time::Duration;
 
     use local_sa_core::Counters;
+    use local_sa_core::quota::Owner;
     use local_sa_core::stats::AnswerKey;
     use mad_codec::{AttributeId, MadStatus, Method};
 
@@ -298,6 +353,13 @@ mod tests {
             label: label.into(),
             counters: counters.described(),
             stats,
+            registrants: vec![Registrant {
+                owner: Owner::User(1000),
+                groups: 64,
+                created: 16,
+                subscriptions: 2,
+                refused: 936,
+            }],
         };
         let text = render(
             &[
@@ -338,6 +400,13 @@ mod tests {
         ));
         assert!(text.contains("local_sa_upstream_latency_seconds_sum{port=\"mlx5_0/1\"} 0.0015\n"));
         assert!(text.contains("local_sa_upstream_latency_seconds_count{port=\"mlx5_0/1\"} 1\n"));
+        assert!(text.contains(
+            "# TYPE local_sa_registrant_groups gauge\n\
+             local_sa_registrant_groups{port=\"mlx5_0/1\",owner=\"uid 1000\"} 64\n"
+        ));
+        assert!(text.contains(
+            "local_sa_registrant_refused_total{port=\"mlx5_0/1\",owner=\"uid 1000\"} 936\n"
+        ));
         // Every sample line is `name{labels} value` or `name value`.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (name, value) = line.rsplit_once(' ').unwrap();

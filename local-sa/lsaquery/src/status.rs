@@ -118,6 +118,28 @@ pub(crate) fn human(r: &StatusReport) -> String {
         v("upstream_failures"),
         v("errors")
     );
+    if let Some(rate) = r.get("registrations_per_s") {
+        let _ = writeln!(
+            out,
+            "  registering  {} waiting, {} at the master, {rate}/s; refused: {} joins, {} creations, {} subscriptions",
+            v("registrations_waiting"),
+            v("registrations_in_flight"),
+            v("refused_groups"),
+            v("refused_group_creations"),
+            v("refused_subscriptions"),
+        );
+    }
+    for (i, line) in r.all("registrant").enumerate() {
+        let label = if i == 0 { "registrants" } else { "" };
+        let text = match Registrant::parse(line) {
+            Some(g) => format!(
+                "{}: {} groups ({} created), {} subscriptions; {} refused",
+                g.owner, g.groups, g.created, g.subscriptions, g.refused
+            ),
+            None => line.to_owned(),
+        };
+        let _ = writeln!(out, "  {label:<12} {text}");
+    }
     let uptime = r
         .get("uptime_s")
         .map_or_else(|| "?".to_owned(), |s| ago(&format!("{s}000")));
@@ -128,11 +150,7 @@ pub(crate) fn human(r: &StatusReport) -> String {
         v("pid"),
         v("door_connections")
     );
-    let warnings: Vec<&str> =
-        r.0.iter()
-            .filter(|(n, _)| n == "recent_warning")
-            .map(|(_, w)| w.as_str())
-            .collect();
+    let warnings: Vec<&str> = r.all("recent_warning").collect();
     if warnings.is_empty() {
         let _ = writeln!(out, "  warnings     none");
     }
@@ -152,9 +170,24 @@ pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
         json_string(&socket.display().to_string())
     );
     let mut warnings = Vec::new();
+    let mut registrants = Vec::new();
     for (name, value) in &r.0 {
         if name == "recent_warning" {
             warnings.push(json_string(value));
+            continue;
+        }
+        if name == "registrant" {
+            registrants.push(match Registrant::parse(value) {
+                Some(g) => format!(
+                    "{{\"owner\":{},\"groups\":{},\"created\":{},\"subscriptions\":{},\"refused\":{}}}",
+                    json_string(g.owner),
+                    g.groups,
+                    g.created,
+                    g.subscriptions,
+                    g.refused
+                ),
+                None => json_string(value),
+            });
             continue;
         }
         let value = match value.parse::<u64>() {
@@ -163,8 +196,42 @@ pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
         };
         let _ = write!(out, ",{}:{value}", json_string(name));
     }
-    let _ = write!(out, ",\"recent_warnings\":[{}]}}", warnings.join(","));
+    let _ = write!(
+        out,
+        ",\"registrants\":[{}],\"recent_warnings\":[{}]}}",
+        registrants.join(","),
+        warnings.join(",")
+    );
     out
+}
+
+/// A `registrant` line of the report: `<owner> groups=N created=N
+/// subscriptions=N refused=N`.
+struct Registrant<'a> {
+    owner: &'a str,
+    groups: u64,
+    created: u64,
+    subscriptions: u64,
+    refused: u64,
+}
+
+impl<'a> Registrant<'a> {
+    fn parse(line: &'a str) -> Option<Self> {
+        let at = line.find(" groups=")?;
+        let (owner, rest) = (&line[..at], &line[at + 1..]);
+        let mut values = rest.split(' ').map(|kv| kv.split_once('='));
+        let mut next = |key: &str| match values.next() {
+            Some(Some((k, v))) if k == key => v.parse().ok(),
+            _ => None,
+        };
+        Some(Self {
+            owner,
+            groups: next("groups")?,
+            created: next("created")?,
+            subscriptions: next("subscriptions")?,
+            refused: next("refused")?,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -205,8 +272,36 @@ mod tests {
         );
         assert!(j.starts_with("{\"schema\":1,\"socket\":\"/run/local-sa/ibsim0-1.sock\",\"port_gid\":\"fe80::10:3\",\"lid\":5,"), "{j}");
         assert!(j.contains(",\"table\":\"complete\","), "{j}");
-        assert!(j.ends_with(",\"recent_warnings\":[\"12 WARN the master refused a subscription change status=0x0200\"]}"), "{j}");
+        assert!(j.ends_with(",\"registrants\":[],\"recent_warnings\":[\"12 WARN the master refused a subscription change status=0x0200\"]}"), "{j}");
         let parsed: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert_eq!(parsed["records"], 17);
+    }
+
+    fn registering() -> StatusReport {
+        StatusReport::from_text(
+            "registrations_waiting 900\nregistrations_in_flight 16\nrefused_groups 936\n\
+             refused_group_creations 4\nrefused_subscriptions 0\nregistrations_per_s 312.5\n\
+             registrant uid 1000 groups=64 created=16 subscriptions=2 refused=940\n\
+             registrant port fe80::10:9 groups=0 created=0 subscriptions=1 refused=0\n",
+        )
+    }
+
+    #[test]
+    fn registrations_and_their_owners_read_as_sentences() {
+        let text = human(&registering());
+        assert!(
+            text.contains(
+                "  registering  900 waiting, 16 at the master, 312.5/s; refused: 936 joins, 4 creations, 0 subscriptions\n\
+                 \x20 registrants  uid 1000: 64 groups (16 created), 2 subscriptions; 940 refused\n\
+                 \x20              port fe80::10:9: 0 groups (0 created), 1 subscriptions; 0 refused\n"
+            ),
+            "{text}"
+        );
+        let j = json(std::path::Path::new("/s"), &registering());
+        let parsed: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(parsed["registrants"][0]["owner"], "uid 1000");
+        assert_eq!(parsed["registrants"][0]["refused"], 940);
+        assert_eq!(parsed["registrants"][1]["subscriptions"], 1);
+        assert_eq!(parsed["refused_groups"], 936);
     }
 }

@@ -24,6 +24,7 @@
 //! source: the time comes with every call and the TransactionID seed with
 //! [`SaCore::new`], so the same inputs give the same outputs.
 
+mod admission;
 mod answer;
 mod cache_control;
 mod canary;
@@ -39,6 +40,7 @@ mod parties;
 mod paths;
 mod phases;
 mod purpose;
+mod quotas;
 mod refresh;
 mod registration_queue;
 mod status;
@@ -57,6 +59,8 @@ use self::forward::Forwarding;
 use self::name_state::NameState;
 use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
+use self::quotas::Quotas;
+pub use self::quotas::Registrant;
 use self::registration_queue::RegistrationQueue;
 use self::subscriptions::Subscriptions;
 use crate::address::{Address, Received, Transmit};
@@ -139,6 +143,8 @@ pub struct SaCore {
     next_reregistration: Option<Instant>,
     subscriptions: Subscriptions,
     memberships: Memberships<Member, Asker>,
+    /// Who holds which registrations, against the per-owner limits.
+    quotas: Quotas,
     /// The master holds the canary ServiceRecord.
     canary_registered: bool,
     /// When the canary's lease is renewed, at the first audit from then.
@@ -198,6 +204,7 @@ impl SaCore {
             next_reregistration: None,
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
+            quotas: Quotas::default(),
             canary_registered: false,
             canary_renewal: None,
             registrations_generation: 0,
@@ -292,6 +299,8 @@ impl SaCore {
             joins_local: m.joins_local,
             joins_upstream: m.joins_upstream,
             leaves: m.leaves,
+            leaves_given_up: m.leaves_given_up,
+            groups_gone_at_master: m.groups_gone_at_master,
             leases_ended: self.counters.leases_ended + m.leases_ended,
             records: self.store.len() as u64,
             cache_bytes: self.store.heap_bytes() as u64,
@@ -542,6 +551,7 @@ impl SaCore {
         self.forget_local_waiters(conn);
         self.forget_refresh_waiters(conn);
         self.local_out.retain(|r| r.conn != conn);
+        self.quotas.users.remove(&conn);
     }
 
     /// Handles one MAD the port received.

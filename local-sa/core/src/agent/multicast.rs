@@ -42,16 +42,16 @@ impl SaCore {
         let Some(record) = request.record::<McMemberRecord>() else {
             return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
+        let (join, mask) = (request.method() == Method::SET, request.mask());
+        let asker = Asker::Mad(request);
         let change = Change {
-            join: request.method() == Method::SET,
-            member: Member::Mad {
-                lid: request.from.lid,
-                qpn: request.from.qpn,
-            },
+            join,
+            member: asker.member(),
             renews: true,
-            mask: request.mask(),
+            mask,
             record,
-            asker: Asker::Mad(request),
+            asker,
+            may_create: false,
         };
         self.membership_change(now, change);
     }
@@ -75,14 +75,21 @@ impl SaCore {
             asker,
             mask: mask | mc::PORT_GID,
             record,
+            may_create: false,
         };
         self.membership_change(now, change);
     }
 
-    fn membership_change(&mut self, now: Instant, change: Change<Member, Asker>) {
+    /// A join (let in by its owner's limits, or refused) or a leave.
+    fn membership_change(&mut self, now: Instant, mut change: Change<Member, Asker>) {
+        if change.join && !self.admit_join(now, &mut change) {
+            return self.answer_status(&change.asker, MadStatus::ERR_NO_RESOURCES);
+        }
+        let member = change.member;
         let mut effects = Vec::new();
         self.memberships.request(now, change, &mut effects);
         self.apply_membership_effects(now, effects, None);
+        self.settle_member(member);
     }
 
     /// The master answered a membership request, or did not (`None`).
@@ -106,6 +113,7 @@ impl SaCore {
     pub(super) fn remove_member(&mut self, now: Instant, member: Member) {
         let mut effects = Vec::new();
         self.memberships.remove_member(now, member, &mut effects);
+        self.release_member(member);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -176,7 +184,7 @@ impl SaCore {
                 }
                 // Counted and logged by the memberships; a member by MAD
                 // has nobody to tell.
-                Effect::LeaseEnded { .. } => {}
+                Effect::LeaseEnded { member } => self.release_member(member),
                 // A member by MAD learns of group changes from the
                 // master's notices (traps 66/67), as any SA client.
                 Effect::Event {
@@ -194,22 +202,40 @@ impl SaCore {
                     member: Member::Mad { .. },
                     ..
                 } => {}
-                Effect::Answer { asker, answer } => match (answer, &asker, master) {
-                    (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(&asker, &r),
-                    (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => {
-                        self.relay_to(request, mad)
-                    }
-                    (
+                Effect::Answer { asker, answer } => {
+                    let member = asker.member();
+                    match &answer {
                         Answer::Master {
-                            record: Some(r), ..
-                        },
-                        _,
-                        _,
-                    ) => self.answer_record(&asker, &r),
-                    (Answer::Master { status, .. } | Answer::Refused(status), _, _) => {
-                        self.answer_status(&asker, status)
+                            status: MadStatus::OK,
+                            record: Some(r),
+                        } => self.join_granted(member, r.mgid()),
+                        Answer::Refused(MadStatus::ERR_NO_RESOURCES) => {
+                            self.creation_refused(now, member)
+                        }
+                        _ => {}
                     }
+                    self.answer_membership(&asker, answer, master);
+                    self.settle_member(member);
+                }
+            }
+        }
+    }
+
+    /// Answers a join or a leave: a record, the master's answer passed on
+    /// as it came, or a status.
+    fn answer_membership(&mut self, asker: &Asker, answer: Answer, master: Option<&bytes::Bytes>) {
+        match (answer, asker, master) {
+            (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(asker, &r),
+            (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => self.relay_to(request, mad),
+            (
+                Answer::Master {
+                    record: Some(r), ..
                 },
+                _,
+                _,
+            ) => self.answer_record(asker, &r),
+            (Answer::Master { status, .. } | Answer::Refused(status), _, _) => {
+                self.answer_status(asker, status)
             }
         }
     }

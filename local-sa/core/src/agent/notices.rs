@@ -170,6 +170,7 @@ impl SaCore {
                     {
                         self.answer_asker(&asker, status);
                     }
+                    self.settle_subscriber(subscriber);
                     if subscriber == Subscriber::Core {
                         warn!(%status, %filter, "the master refused the agent's own subscription");
                     }
@@ -217,7 +218,17 @@ impl SaCore {
                 UpstreamResult::Accepted
             }
             Some(status) => {
-                warn!(%filter, subscribe, %status, "the master refused a subscription change");
+                if let Some(earlier_not_logged) =
+                    self.log_limit.allow(now, "subscription refused", 0u32)
+                {
+                    warn!(
+                        %filter,
+                        subscribe,
+                        %status,
+                        earlier_not_logged,
+                        "the master refused a subscription change"
+                    );
+                }
                 UpstreamResult::Refused(status.0)
             }
             None => UpstreamResult::NoAnswer,
@@ -287,6 +298,12 @@ impl SaCore {
         subscribe: bool,
         asker: Asker,
     ) {
+        if subscribe && !self.admit_subscription(now, s, filter) {
+            if !self.subscriptions.registry.holds_any(&s) {
+                self.subscriptions.addresses.remove(&s);
+            }
+            return self.answer_asker(&asker, MadStatus::ERR_NO_RESOURCES);
+        }
         let mut effects = Vec::new();
         let reply = if subscribe {
             self.subscriptions
@@ -309,7 +326,8 @@ impl SaCore {
             Reply::NotHeld => self.answer_asker(&asker, MadStatus::ERR_REQ_INVALID),
         }
         self.apply_inform_effects(now, effects);
-        if !subscribe && self.subscriptions.registry.holdings().all(|(h, _)| *h != s) {
+        self.settle_subscriber(s);
+        if !subscribe && !self.subscriptions.registry.holds_any(&s) {
             self.subscriptions.addresses.remove(&s);
             self.subscriptions.deliveries.forget(&s);
         }
@@ -326,8 +344,16 @@ impl SaCore {
         self.subscriptions.addresses.remove(&s);
         self.subscriptions.deliveries.forget(&s);
         self.subscriptions.waiting.retain(|(w, _), _| *w != s);
-        if n > 0 {
-            info!(subscriber = %s, subscriptions = n, "subscriber removed");
+        self.settle_subscriber(s);
+        if n > 0
+            && let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber removed", 0u32)
+        {
+            info!(
+                subscriber = %s,
+                subscriptions = n,
+                earlier_not_logged,
+                "subscriber removed"
+            );
         }
         self.apply_inform_effects(now, effects);
     }
@@ -431,7 +457,13 @@ impl SaCore {
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
-        warn!(subscriber = %s, "a subscriber stopped answering Reports: its subscriptions end");
+        if let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber silent", 0u32) {
+            warn!(
+                subscriber = %s,
+                earlier_not_logged,
+                "a subscriber stopped answering Reports: its subscriptions end"
+            );
+        }
         self.counters.leases_ended += 1;
         self.remove_subscriber(now, s);
     }
@@ -468,10 +500,14 @@ impl SaCore {
                 let removed = self.store.remove_port(gid.guid());
                 self.complete_sources.remove(&gid.guid());
                 self.forwarding.forget_answers();
-                info!(%gid, removed, "port out of service (trap 65)");
+                if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 65", 0u32) {
+                    info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
+                }
             }
             TrapDetails::GidInService { gid } => {
-                info!(%gid, "port in service (trap 64)");
+                if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 64", 0u32) {
+                    info!(%gid, earlier_not_logged, "port in service (trap 64)");
+                }
                 let purpose = Purpose::GidInService { guid: gid.guid() };
                 if self.upstream.any_pending(|p| *p == purpose) {
                     return;

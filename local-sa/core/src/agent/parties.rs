@@ -58,6 +58,18 @@ impl Asker {
             Self::Mad(_) => None,
         }
     }
+
+    /// The multicast member that asks: a local connection, or the QP of
+    /// this port a MAD came from.
+    pub(crate) fn member(&self) -> Member {
+        match self {
+            Self::Local { conn, .. } => Member::Local(*conn),
+            Self::Mad(request) => Member::Mad {
+                lid: request.from.lid,
+                qpn: request.from.qpn,
+            },
+        }
+    }
 }
 
 /// Who holds a subscription.

@@ -7,6 +7,9 @@ use std::time::Instant;
 use super::{RefreshState, SaCore};
 use crate::request::StatusReport;
 
+/// Owners the status lists, the most registrations first.
+const STATUS_REGISTRANTS: usize = 16;
+
 impl SaCore {
     /// This port's status now, as named values in a fixed order.
     pub(super) fn status(&self, now: Instant) -> StatusReport {
@@ -60,6 +63,9 @@ impl SaCore {
             ("errors", c.errors),
             ("registrations_waiting", c.registrations_waiting),
             ("registrations_in_flight", c.registrations_in_flight),
+            ("refused_groups", c.refused_groups),
+            ("refused_group_creations", c.refused_group_creations),
+            ("refused_subscriptions", c.refused_subscriptions),
         ] {
             s.push(name, value);
         }
@@ -67,6 +73,15 @@ impl SaCore {
             "registrations_per_s",
             format!("{:.1}", self.registration_queue.rate()),
         );
+        for r in self.registrants().iter().take(STATUS_REGISTRANTS) {
+            s.push(
+                "registrant",
+                format!(
+                    "{} groups={} created={} subscriptions={} refused={}",
+                    r.owner, r.groups, r.created, r.subscriptions, r.refused
+                ),
+            );
+        }
         s
     }
 }

@@ -9,7 +9,8 @@
 //! operands:
 //!
 //! * `0`: a join or leave: a byte (member in bits 0–1, join in bit 2,
-//!   group in bit 3, no JOIN component in bit 7) and the JoinState byte;
+//!   group in bit 3, the member's owner out of group creations in bit 4,
+//!   no JOIN component in bit 7) and the JoinState byte;
 //! * `1`: the master answers a request in flight: a byte picks which, a
 //!   byte whether it accepts it, refuses it (a join) or loses it before
 //!   applying it;
@@ -63,6 +64,15 @@ const BACKOFF: Duration = Duration::from_secs(5);
 
 /// Who waits for an answer: a member and the number of its request.
 type Asker = (u8, u32);
+
+/// How a request is asked.
+#[derive(Clone, Copy)]
+struct Flags {
+    /// It carries the JOIN components (and the CREATE ones).
+    mask_ok: bool,
+    /// Its owner may create groups.
+    may_create: bool,
+}
 
 /// A request the machine sent the master.
 struct Sent {
@@ -192,7 +202,7 @@ impl World {
         }
     }
 
-    fn request(&mut self, member: u8, join: bool, mgid: Gid, bits: JoinState, mask_ok: bool) {
+    fn request(&mut self, member: u8, join: bool, mgid: Gid, bits: JoinState, flags: Flags) {
         let seq = self.next_seq;
         self.next_seq += 1;
         let mut record = McMemberRecord::new_zeroed();
@@ -200,7 +210,7 @@ impl World {
         record.set_port_gid(PORT);
         record.set_qkey(0x1234);
         record.set_join_state(bits);
-        let mask = if mask_ok {
+        let mask = if flags.mask_ok {
             mc::CREATE
         } else {
             mc::QKEY | mc::PKEY
@@ -213,6 +223,7 @@ impl World {
             asker: (member, seq),
             mask,
             record,
+            may_create: flags.may_create,
         };
         let mut out = Vec::new();
         self.machine.request(self.now, change, &mut out);
@@ -346,10 +357,11 @@ impl World {
             while !self.in_flight.is_empty() {
                 self.master_answers(0, Some(true));
             }
-            if self.machine.poll_timeout().is_none() {
+            let Some(next) = self.machine.poll_timeout() else {
                 break;
-            }
-            self.pass(BACKOFF + Duration::from_secs(1));
+            };
+            let until = next.saturating_duration_since(self.now);
+            self.pass(until.max(BACKOFF) + Duration::from_secs(1));
         }
         assert!(self.in_flight.is_empty() && !self.machine.is_busy());
         assert!(
@@ -361,6 +373,8 @@ impl World {
             self.machine.poll_timeout().is_none(),
             "retries or leases still pending after settling"
         );
+        let listed: BTreeMap<Gid, JoinState> = self.machine.possibly_held().into_iter().collect();
+        let gave_up = self.machine.counts().leaves_given_up > 0;
         for mgid in GROUPS {
             let union = self
                 .model
@@ -369,7 +383,16 @@ impl World {
                 .fold(JoinState::NONE, |acc, (_, b)| acc | *b);
             let at_master = self.master.get(&mgid).copied().unwrap_or(JoinState::NONE);
             let kernel = self.kernel_bits(mgid);
-            if kernel.is_empty() {
+            let record = listed.get(&mgid).copied().unwrap_or(JoinState::NONE);
+            if kernel.is_empty() && gave_up && at_master != union {
+                // A leave the master never answered, given up: what it
+                // still holds is nobody's here and listed for the next
+                // agent on the port.
+                assert!(
+                    at_master.contains(union) && (union | record).contains(at_master),
+                    "{mgid}: the master holds {at_master}, the members {union}, the record {record}"
+                );
+            } else if kernel.is_empty() {
                 assert_eq!(
                     at_master, union,
                     "{mgid}: the master holds {at_master}, the members {union}"
@@ -397,13 +420,11 @@ pub fn memberships(data: &[u8]) {
                 };
                 rest = tail;
                 let group = GROUPS[usize::from((what >> 3) & 1)];
-                w.request(
-                    what & 3,
-                    what & 4 != 0,
-                    group,
-                    JoinState(bits & 0xF),
-                    what & 0x80 == 0,
-                );
+                let flags = Flags {
+                    mask_ok: what & 0x80 == 0,
+                    may_create: what & 0x10 == 0,
+                };
+                w.request(what & 3, what & 4 != 0, group, JoinState(bits & 0xF), flags);
             }
             1 => {
                 let Some((&[which, verdict], tail)) = rest.split_first_chunk::<2>() else {

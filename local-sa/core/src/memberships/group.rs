@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use mad_codec::{JoinState, McMemberRecord};
 
-use super::change::Change;
+use super::change::{Change, OpId};
 
 /// Every JoinState bit: what "someone else may hold any of them" looks
 /// like.
@@ -37,6 +37,11 @@ pub(super) struct Group<M, A> {
     /// The master was asked whether the port was in the group before this
     /// agent's first join.
     pub(super) probed: bool,
+    /// Whether the group exists at the master, as far as a join that
+    /// would create it needed to know (`None`: not asked).
+    pub(super) exists: Option<bool>,
+    /// The member whose join created the group at the master.
+    pub(super) creator: Option<M>,
     /// The master deleted the group (trap 67) since members were last told
     /// its record: they hear again once it is back.
     pub(super) lost: bool,
@@ -51,6 +56,8 @@ pub(super) struct Group<M, A> {
     pub(super) members: HashMap<M, JoinState>,
     /// A request to the master is out for this group.
     pub(super) busy: bool,
+    /// Which one, once sent.
+    pub(super) op: Option<OpId>,
     /// Requests waiting for it.
     pub(super) queue: VecDeque<Change<M, A>>,
     /// When each renewing member's lease ends.
@@ -58,6 +65,12 @@ pub(super) struct Group<M, A> {
     /// After a request the master did not answer (or refused while
     /// re-joining): when to bring the master in line again.
     pub(super) retry_at: Option<Instant>,
+    /// Leaves of this group the master did not answer, in a row: the next
+    /// try first asks whether the port is still in the group.
+    pub(super) leave_failures: u32,
+    /// After such a failure, the master said the port is still in the
+    /// group: the next try is the Delete itself.
+    pub(super) leave_verified: bool,
 }
 
 impl<M, A> Default for Group<M, A> {
@@ -68,14 +81,19 @@ impl<M, A> Default for Group<M, A> {
             ours: JoinState::NONE,
             foreign: JoinState::NONE,
             probed: false,
+            exists: None,
+            creator: None,
             lost: false,
             wait_for_creation: false,
             abandoned: false,
             members: HashMap::new(),
             busy: false,
+            op: None,
             queue: VecDeque::new(),
             leases: HashMap::new(),
             retry_at: None,
+            leave_failures: 0,
+            leave_verified: false,
         }
     }
 }

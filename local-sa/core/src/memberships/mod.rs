@@ -35,9 +35,9 @@ mod group;
 #[cfg(test)]
 mod tests;
 
-pub use self::change::Change;
+pub use self::change::{Change, OpId};
 use self::group::{ALL_BITS, Group};
-use crate::log_limit::answer_status;
+use crate::log_limit::{LogLimit, answer_status};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -47,9 +47,6 @@ use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, Gid, JoinState, MadStatus, McMemberRecord, Method, Selector};
 use tracing::{debug, info, warn};
-
-/// Names a request to the master, so that its answer finds its way back.
-pub type OpId = u64;
 
 /// What the caller must do, or be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +116,9 @@ pub enum Answer {
         /// The master's record, on success.
         record: Option<McMemberRecord>,
     },
-    /// Refused here with this status (OpenSM's checks).
+    /// Refused here with this status: OpenSM's checks, or
+    /// ERR_NO_RESOURCES for a join that would have created the group
+    /// without [`Change::may_create`].
     Refused(MadStatus),
 }
 
@@ -144,7 +143,20 @@ pub struct MembershipCounts {
     pub leaves: u64,
     /// Members dropped because their lease ended.
     pub leases_ended: u64,
+    /// Groups whose leave the master never answered, given up after
+    /// [`MAX_LEAVE_TRIES`] tries (the next agent on the port deletes
+    /// them, from its record).
+    pub leaves_given_up: u64,
+    /// Groups forgotten because the master, asked before a leave was
+    /// tried again, no longer held the port in them.
+    pub groups_gone_at_master: u64,
 }
+
+/// Tries of one leave the master does not answer, before it is given up.
+pub const MAX_LEAVE_TRIES: u32 = 8;
+
+/// The longest wait between two tries of an unanswered leave.
+const MAX_LEAVE_BACKOFF: Duration = Duration::from_secs(300);
 
 /// A member's join, out at the master.
 #[derive(Debug, Clone)]
@@ -156,6 +168,8 @@ struct PendingJoin<M, A> {
     /// The member went away meanwhile: its bits are then not kept, and
     /// nobody is answered.
     gone: bool,
+    /// The group did not exist: this join creates it.
+    creates: bool,
 }
 
 /// A request to the master about a group.
@@ -164,9 +178,14 @@ enum Op<M, A> {
     /// A member's join.
     Join(PendingJoin<M, A>),
     /// Asking whether the port is in the group before the agent's first
-    /// join of it; the join that waits for the answer (`gone` as in
-    /// [`PendingJoin`]).
-    Probe { change: Change<M, A>, gone: bool },
+    /// join of it (or, `group`, whether the group exists, before a join
+    /// that would create it); the join that waits for the answer (`gone`
+    /// as in [`PendingJoin`]).
+    Probe {
+        change: Change<M, A>,
+        gone: bool,
+        group: bool,
+    },
     /// Deleting `bits`, which nobody holds any more; the leaver, if one
     /// waits.
     Leave {
@@ -175,10 +194,40 @@ enum Op<M, A> {
     },
     /// Joining again with `bits` (a new master, a lost group).
     Rejoin { bits: JoinState },
+    /// Asking whether the port is still in the group before trying again
+    /// a leave the master did not answer.
+    Verify,
+}
+
+/// A probe's answer, and the join waiting for it.
+struct Probe<M, A> {
+    change: Change<M, A>,
+    gone: bool,
+    /// Whether the group exists (else: whether the port is in it).
+    group: bool,
 }
 
 /// The components of the question whether the port is in a group.
 const PROBE_MASK: ComponentMask = ComponentMask(mc::MGID.0 | mc::PORT_GID.0);
+
+/// The components of the question whether a group exists (OpenSM answers
+/// an untrusted asker one record per group).
+const EXISTS_MASK: ComponentMask = mc::MGID;
+
+impl<M, A> Op<M, A> {
+    /// The member whose request waits for this one, if it is still there.
+    fn waiting_member(&self) -> Option<&M> {
+        match self {
+            Self::Join(j) if !j.gone => Some(&j.member),
+            Self::Probe {
+                change,
+                gone: false,
+                ..
+            } => Some(&change.member),
+            _ => None,
+        }
+    }
+}
 
 /// The components of a re-join: enough to create the group again.
 const REJOIN_MASK: ComponentMask = ComponentMask(
@@ -198,6 +247,9 @@ pub struct Memberships<M, A> {
     next_op: OpId,
     shutting_down: bool,
     counts: MembershipCounts,
+    /// Lines about groups and members, which a local user or a peer can
+    /// cause by the thousand: at most one a minute per kind.
+    log: LogLimit,
 }
 
 impl<M, A> Memberships<M, A>
@@ -216,6 +268,7 @@ where
             next_op: 0,
             shutting_down: false,
             counts: MembershipCounts::default(),
+            log: LogLimit::new(Duration::from_secs(60)),
         }
     }
 
@@ -287,6 +340,31 @@ where
         !self.ops.is_empty()
     }
 
+    /// True when `member` holds bits in `mgid`, or has a join or leave of
+    /// it waiting or out (for [`Gid::ZERO`]: a join asking the master to
+    /// assign a group).
+    pub fn involves(&self, mgid: Gid, member: &M) -> bool {
+        if mgid == Gid::ZERO {
+            return self
+                .ops
+                .values()
+                .any(|(g, op)| g.is_none() && op.waiting_member() == Some(member));
+        }
+        let Some(g) = self.groups.get(&mgid) else {
+            return false;
+        };
+        g.members.contains_key(member)
+            || g.queue.iter().any(|c| c.member == *member)
+            || g.op
+                .and_then(|id| self.ops.get(&id))
+                .is_some_and(|(_, op)| op.waiting_member() == Some(member))
+    }
+
+    /// The member whose join created `mgid` at the master, if one here did.
+    pub fn created_by(&self, mgid: Gid) -> Option<M> {
+        self.groups.get(&mgid).and_then(|g| g.creator)
+    }
+
     /// A member joins or leaves.
     pub fn request(&mut self, now: Instant, change: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
         let refuse = |out: &mut Vec<Effect<M, A>>, asker: A, status| {
@@ -319,13 +397,18 @@ where
             if !change.join {
                 return refuse(out, change.asker, MadStatus::ERR_REQ_INVALID);
             }
-            // The master assigns the MGID: nothing here to share.
+            // The master assigns the MGID, creating a group: nothing
+            // here to share.
+            if !change.may_create {
+                return refuse(out, change.asker, MadStatus::ERR_NO_RESOURCES);
+            }
             let op = Op::Join(PendingJoin {
                 member: change.member,
                 renews: change.renews,
                 asker: change.asker,
                 bits,
                 gone: false,
+                creates: true,
             });
             return self.send(None, Method::SET, change.mask, change.record, op, out);
         }
@@ -339,6 +422,7 @@ where
         } else {
             self.leave(mgid, change, out);
         }
+        self.drop_if_empty(mgid);
     }
 
     fn join(&mut self, now: Instant, mgid: Gid, c: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
@@ -362,17 +446,40 @@ where
                 answer: Answer::Joined(answer),
             });
         }
-        group.busy = true;
         if group.record.is_none() && !group.probed {
             // Whether the port is in the group already, through another
             // agent: the bits that agent holds must never be deleted.
+            group.busy = true;
             let probe = port_record(mgid, self.port_gid, JoinState::NONE);
             let op = Op::Probe {
                 change: c,
                 gone: false,
+                group: false,
             };
             return self.send(Some(mgid), Method::GET, PROBE_MASK, probe, op, out);
         }
+        if group.record.is_none() && group.exists.is_none() && c.can_create() {
+            // Whether this join creates the group: creating one costs
+            // the fabric a multicast LID, and its member's owner may
+            // create only so many.
+            group.busy = true;
+            let probe = port_record(mgid, Gid::ZERO, JoinState::NONE);
+            let op = Op::Probe {
+                change: c,
+                gone: false,
+                group: true,
+            };
+            return self.send(Some(mgid), Method::GET, EXISTS_MASK, probe, op, out);
+        }
+        let creates = group.record.is_none() && group.exists == Some(false) && c.can_create();
+        if creates && !c.may_create {
+            debug!(%mgid, "a join that would create a group, past its owner's limit: refused");
+            return out.push(Effect::Answer {
+                asker: c.asker,
+                answer: Answer::Refused(MadStatus::ERR_NO_RESOURCES),
+            });
+        }
+        group.busy = true;
         self.counts.joins_upstream += 1;
         let op = Op::Join(PendingJoin {
             member: c.member,
@@ -380,6 +487,7 @@ where
             asker: c.asker,
             bits,
             gone: false,
+            creates,
         });
         self.send(Some(mgid), Method::SET, c.mask, c.record, op, out);
     }
@@ -452,6 +560,9 @@ where
     ) {
         let id = self.next_op;
         self.next_op += 1;
+        if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g)) {
+            group.op = Some(id);
+        }
         self.ops.insert(id, (mgid, op));
         out.push(Effect::Send {
             op: id,
@@ -470,18 +581,34 @@ where
         answer: Option<(MadStatus, Option<McMemberRecord>)>,
         out: &mut Vec<Effect<M, A>>,
     ) {
-        let Some((mgid, op)) = self.ops.remove(&op) else {
+        let id = op;
+        let Some((mgid, op)) = self.ops.remove(&id) else {
             return;
         };
+        if let Some(group) = mgid.and_then(|g| self.groups.get_mut(&g))
+            && group.op == Some(id)
+        {
+            group.op = None;
+        }
         match op {
             Op::Join(join) => self.join_answered(now, join, answer, out),
-            Op::Probe { change, gone } => {
+            Op::Probe {
+                change,
+                gone,
+                group,
+            } => {
                 if let Some(mgid) = mgid {
-                    return self.probe_answered(now, mgid, change, gone, answer, out);
+                    let probe = Probe {
+                        change,
+                        gone,
+                        group,
+                    };
+                    return self.probe_answered(now, mgid, probe, answer, out);
                 }
             }
             Op::Leave { asker, bits } => self.leave_answered(now, mgid, asker, bits, answer, out),
             Op::Rejoin { bits } => self.rejoin_answered(now, mgid, bits, answer, out),
+            Op::Verify => self.verify_answered(now, mgid, answer),
         }
         if let Some(mgid) = mgid {
             if let Some(group) = self.groups.get_mut(&mgid) {
@@ -504,6 +631,7 @@ where
             asker,
             bits,
             gone,
+            creates,
         } = join;
         let Some((MadStatus::OK, Some(r))) = answer else {
             if !gone {
@@ -529,12 +657,16 @@ where
         let lease = now + self.config.member_lease;
         // The bits the master took are this agent's even when the member
         // went meanwhile: they are then deleted.
-        self.took_record(mgid, r, bits, out);
+        self.took_record(now, mgid, r, bits, out);
         let Some(group) = self.groups.get_mut(&mgid) else {
             return;
         };
-        info!(%mgid, held = %group.held, "joined at the master");
+        debug!(%mgid, held = %group.held, creates, "joined at the master");
+        group.exists = Some(true);
         if !gone {
+            if creates {
+                group.creator = Some(member);
+            }
             *group.members.entry(member).or_default() |= bits;
             if renews {
                 group.leases.insert(member, lease);
@@ -552,39 +684,54 @@ where
     }
 
     /// The master answered whether the port was in `mgid` before the
-    /// agent's first join of it; the join that waited goes on.
+    /// agent's first join of it, or whether the group exists before a
+    /// join that would create it; the join that waited goes on.
     fn probe_answered(
         &mut self,
         now: Instant,
         mgid: Gid,
-        change: Change<M, A>,
-        gone: bool,
+        probe: Probe<M, A>,
         answer: Option<(MadStatus, Option<McMemberRecord>)>,
         out: &mut Vec<Effect<M, A>>,
     ) {
+        let Probe {
+            change,
+            gone,
+            group: about_group,
+        } = probe;
         let group = self.groups.entry(mgid).or_default();
         group.busy = false;
-        match answer.map(|(status, _)| status) {
-            Some(MadStatus::ERR_NO_RECORDS) => {
+        match (answer.map(|(status, _)| status), about_group) {
+            (Some(MadStatus::ERR_NO_RECORDS), true) => group.exists = Some(false),
+            // Any other answer: it exists, or the master would not say
+            // (the join then finds out, and counts as no creation).
+            (Some(_), true) => group.exists = Some(true),
+            (Some(MadStatus::ERR_NO_RECORDS), false) => {
                 group.probed = true;
                 group.foreign = JoinState::NONE;
             }
-            Some(status) => {
+            (Some(status), false) => {
                 // In the group already (OpenSM shows an untrusted asker no
                 // JoinState), or the master would not say: whatever the
                 // port holds may be another agent's.
                 group.probed = true;
                 group.foreign = ALL_BITS;
                 if status == MadStatus::OK {
-                    info!(
-                        %mgid,
-                        "this port is in the group already through another agent (the kernel?): local-sa will not delete its bits there"
-                    );
+                    group.exists = Some(true);
+                    if let Some(earlier_not_logged) =
+                        self.log.allow(now, "group held by another agent", 0u32)
+                    {
+                        info!(
+                            %mgid,
+                            earlier_not_logged,
+                            "this port is in the group already through another agent (the kernel?): local-sa will not delete its bits there"
+                        );
+                    }
                 } else {
                     debug!(%mgid, %status, "the master would not say whether this port is in the group");
                 }
             }
-            None if !gone => {
+            (None, _) if !gone => {
                 out.push(Effect::Answer {
                     asker: change.asker,
                     answer: Answer::Master {
@@ -594,7 +741,7 @@ where
                 });
                 return self.next_in_group(now, mgid, out);
             }
-            None => {}
+            (None, _) => {}
         }
         if gone || self.shutting_down {
             if !gone {
@@ -606,6 +753,9 @@ where
             return self.next_in_group(now, mgid, out);
         }
         self.join(now, mgid, change, out);
+        // A join refused here (a creation past its owner's limit) leaves
+        // the group free for the next request.
+        self.next_in_group(now, mgid, out);
     }
 
     fn leave_answered(
@@ -617,28 +767,25 @@ where
         answer: Option<(MadStatus, Option<McMemberRecord>)>,
         out: &mut Vec<Effect<M, A>>,
     ) {
-        let shutting_down = self.shutting_down;
-        let backoff = now + self.config.retry_backoff;
-        let Some((mgid, group)) = mgid.and_then(|g| self.groups.get_mut(&g).map(|gr| (g, gr)))
-        else {
+        let Some(mgid) = mgid.filter(|g| self.groups.contains_key(g)) else {
             return;
         };
         match answer {
-            Some((MadStatus::OK, Some(r))) => group.delete_answered(bits, r.join_state()),
-            // The master does not have what we thought: it holds nothing.
-            Some(_) => group.forget_held(),
-            // Shutting down: nobody is left to try again; what the master
-            // may still hold stays listed for the next agent.
-            None if shutting_down => group.abandoned = true,
-            // No answer: keep what we believed and try again later.
-            None => {
-                warn!(
-                    %mgid,
-                    "the master did not answer a leave; trying again later"
-                );
-                group.retry_at = Some(backoff);
+            Some(_) => {
+                let group = self.group_mut(mgid);
+                group.leave_failures = 0;
+                group.leave_verified = false;
+                match answer {
+                    Some((MadStatus::OK, Some(r))) => group.delete_answered(bits, r.join_state()),
+                    // The master does not have what we thought: it holds
+                    // nothing.
+                    _ => group.forget_held(),
+                }
             }
+            // No answer: keep what we believed and try again later.
+            None => self.leave_unanswered(now, mgid),
         }
+        let group = self.group_mut(mgid);
         if let Some((asker, mut record)) = asker {
             record.set_join_state(group.held);
             out.push(Effect::Answer {
@@ -662,7 +809,7 @@ where
     ) {
         if let Some((MadStatus::OK, Some(r))) = answer {
             if self.groups.contains_key(&r.mgid()) {
-                self.took_record(r.mgid(), r, bits, out);
+                self.took_record(now, r.mgid(), r, bits, out);
             }
             return;
         }
@@ -672,25 +819,109 @@ where
         else {
             return;
         };
+        let status = answer_status(answer.map(|(s, _)| s));
         if group.lost && answer.is_some() {
             // A lost group without a full member here cannot be created
             // by this port: it is joined again when it exists (trap 66).
-            info!(
-                %mgid,
-                status = %answer_status(answer.map(|(s, _)| s)),
-                "the deleted group cannot be joined again yet; waiting for it to be created"
-            );
             group.wait_for_creation = true;
+            if let Some(earlier_not_logged) = self.log.allow(now, "lost group waits", 0u32) {
+                info!(
+                    %mgid,
+                    %status,
+                    earlier_not_logged,
+                    "the deleted group cannot be joined again yet; waiting for it to be created"
+                );
+            }
             return;
         }
-        warn!(
-            %mgid,
-            status = %answer_status(answer.map(|(s, _)| s)),
-            "re-joining a group at the master failed; trying again later");
         // A re-join only adds bits: one that failed left the master
         // holding what it held (after a new master, nothing: the
         // re-registration has forgotten what the old one held).
         group.retry_at = (!shutting_down).then_some(backoff);
+        if let Some(earlier_not_logged) = self.log.allow(now, "rejoin failed", 0u32) {
+            warn!(
+                %mgid,
+                %status,
+                earlier_not_logged,
+                "re-joining a group at the master failed; trying again later"
+            );
+        }
+    }
+
+    /// A leave of `mgid` (or the question before trying it again) got no
+    /// answer: tried again later, waiting twice as long each time, and
+    /// given up after [`MAX_LEAVE_TRIES`] — the group then stays listed
+    /// for the next agent on the port ([`Self::possibly_held`]).
+    fn leave_unanswered(&mut self, now: Instant, mgid: Gid) {
+        let backoff = self.config.retry_backoff;
+        let shutting_down = self.shutting_down;
+        let group = self.group_mut(mgid);
+        if shutting_down {
+            // Nobody is left to try again; what the master may still hold
+            // stays listed for the next agent.
+            group.abandoned = true;
+            return;
+        }
+        group.leave_failures += 1;
+        group.leave_verified = false;
+        let tries = group.leave_failures;
+        if tries >= MAX_LEAVE_TRIES {
+            group.abandoned = true;
+            self.counts.leaves_given_up += 1;
+            if let Some(earlier_not_logged) = self.log.allow(now, "leave given up", 0u32) {
+                warn!(
+                    %mgid,
+                    tries,
+                    earlier_not_logged,
+                    "the master never answered a leave: given up (the next local-sa on this port deletes it)"
+                );
+            }
+            return;
+        }
+        let wait = backoff
+            .saturating_mul(1 << (tries - 1).min(16))
+            .min(MAX_LEAVE_BACKOFF.max(backoff));
+        group.retry_at = Some(now + wait);
+        if let Some(earlier_not_logged) = self.log.allow(now, "leave unanswered", 0u32) {
+            warn!(
+                %mgid,
+                tries,
+                retry_in_s = wait.as_secs(),
+                earlier_not_logged,
+                "the master did not answer a leave; asking whether the port is still in the group, then trying again"
+            );
+        }
+    }
+
+    /// The master answered whether the port is still in `mgid`, before an
+    /// unanswered leave is tried again: a group it no longer holds the
+    /// port in is forgotten here too.
+    fn verify_answered(
+        &mut self,
+        now: Instant,
+        mgid: Option<Gid>,
+        answer: Option<(MadStatus, Option<McMemberRecord>)>,
+    ) {
+        let Some(mgid) = mgid.filter(|g| self.groups.contains_key(g)) else {
+            return;
+        };
+        match answer.map(|(s, _)| s) {
+            Some(MadStatus::ERR_NO_RECORDS) => {
+                let group = self.group_mut(mgid);
+                group.forget_held();
+                group.leave_failures = 0;
+                self.counts.groups_gone_at_master += 1;
+                debug!(%mgid, "the master no longer holds the port in the group: nothing to leave");
+            }
+            // Still in it (or the master would not say): the Delete next.
+            Some(_) => self.group_mut(mgid).leave_verified = true,
+            None => self.leave_unanswered(now, mgid),
+        }
+    }
+
+    /// The group `mgid`, which the caller knows exists.
+    fn group_mut(&mut self, mgid: Gid) -> &mut Group<M, A> {
+        self.groups.entry(mgid).or_default()
     }
 
     /// The master answered a Set of `asked` in `mgid` with `r`: the group's
@@ -698,6 +929,7 @@ where
     /// back after it was lost, or came back with another MLID.
     fn took_record(
         &mut self,
+        now: Instant,
         mgid: Gid,
         r: McMemberRecord,
         asked: JoinState,
@@ -711,7 +943,9 @@ where
         group.wait_for_creation = false;
         group.set_answered(asked, r.join_state());
         if news {
-            info!(%mgid, mlid = r.mlid(), "the group is back; telling its members");
+            if let Some(earlier_not_logged) = self.log.allow(now, "group back", 0u32) {
+                info!(%mgid, mlid = r.mlid(), earlier_not_logged, "the group is back; telling its members");
+            }
             let mut record = r;
             record.set_port_gid(self.port_gid);
             for member in group.members.keys() {
@@ -738,8 +972,16 @@ where
             if group.retry_at.is_none_or(|t| t <= now) {
                 group.retry_at = None;
                 let unneeded = group.unneeded();
+                if !unneeded.is_empty() && group.leave_failures > 0 && !group.leave_verified {
+                    // The last Delete went unanswered: is there still
+                    // anything to delete?
+                    group.busy = true;
+                    let probe = port_record(mgid, self.port_gid, JoinState::NONE);
+                    return self.send(Some(mgid), Method::GET, PROBE_MASK, probe, Op::Verify, out);
+                }
                 if !unneeded.is_empty() {
                     group.busy = true;
+                    group.leave_verified = false;
                     let delete = port_record(mgid, self.port_gid, unneeded);
                     let op = Op::Leave {
                         asker: None,
@@ -781,8 +1023,8 @@ where
         for (_, op) in self.ops.values_mut() {
             match op {
                 Op::Join(join) => join.gone |= join.member == member,
-                Op::Probe { change, gone } => *gone |= change.member == member,
-                Op::Leave { .. } | Op::Rejoin { .. } => {}
+                Op::Probe { change, gone, .. } => *gone |= change.member == member,
+                Op::Leave { .. } | Op::Rejoin { .. } | Op::Verify => {}
             }
         }
         let mgids: Vec<Gid> = self
@@ -825,7 +1067,9 @@ where
             }
         }
         for member in expired {
-            info!(%member, "a multicast member's lease ended");
+            if let Some(earlier_not_logged) = self.log.allow(now, "member lease", 0u32) {
+                info!(%member, earlier_not_logged, "a multicast member's lease ended");
+            }
             self.counts.leases_ended += 1;
             out.push(Effect::LeaseEnded { member });
             self.remove_member(now, member, out);
@@ -883,7 +1127,10 @@ where
             return self.next_in_group(now, mgid, out);
         }
         group.lost = true;
-        info!(%mgid, members = group.members.len(), "the master deleted a group this port's members are in (trap 67)");
+        let members = group.members.len();
+        if let Some(earlier_not_logged) = self.log.allow(now, "group deleted", 0u32) {
+            info!(%mgid, members, earlier_not_logged, "the master deleted a group this port's members are in (trap 67)");
+        }
         for member in group.members.keys() {
             out.push(Effect::Event {
                 member: *member,
@@ -971,7 +1218,9 @@ where
     pub fn leave_all(&mut self, now: Instant, out: &mut Vec<Effect<M, A>>) {
         self.shutting_down = true;
         for group in self.groups.values_mut() {
+            // One last try each, at once and straight to the Delete.
             group.retry_at = None;
+            group.leave_verified = true;
         }
         // Every member goes: those holding bits, those waiting for their
         // turn, and those whose join is out (its answer must not make
@@ -985,7 +1234,7 @@ where
         members.extend(self.ops.values().filter_map(|(_, op)| match op {
             Op::Join(join) => Some(join.member),
             Op::Probe { change, .. } => Some(change.member),
-            Op::Leave { .. } | Op::Rejoin { .. } => None,
+            Op::Leave { .. } | Op::Rejoin { .. } | Op::Verify => None,
         }));
         for m in members {
             self.remove_member(now, m, out);

@@ -44,6 +44,7 @@ fn change(
         asker,
         mask: mc::JOIN | mc::CREATE,
         record: record(bits),
+        may_create: true,
     }
 }
 
@@ -73,7 +74,8 @@ fn answers(effects: &[Effect<u8, &'static str>]) -> Vec<(&'static str, Answer)> 
 }
 
 /// `c` is asked; a question whether the port is in the group (before the
-/// machine's first join of it) is answered "no".
+/// machine's first join of it) is answered "no", and so is the question
+/// whether the group exists (before a join that would create it).
 fn ask(
     m: &mut Machine,
     now: Instant,
@@ -84,22 +86,28 @@ fn ask(
     probe_answered(m, now, out, MadStatus::ERR_NO_RECORDS)
 }
 
-/// If `out` holds the question whether the port is in the group, the
-/// master answers it with `status`; the effects that follow replace it.
+/// While `out` holds a question whether the port is in a group, or
+/// whether a group exists, the master answers it with `status`; the
+/// effects that follow replace it.
 fn probe_answered(
     m: &mut Machine,
     now: Instant,
     mut out: Vec<Effect<u8, &'static str>>,
     status: MadStatus,
 ) -> Vec<Effect<u8, &'static str>> {
-    let probe = out.iter().position(
-        |e| matches!(e, Effect::Send { method, mask, .. } if *method == Method::GET && *mask == mc::MGID | mc::PORT_GID),
-    );
-    if let Some(i) = probe {
-        let Effect::Send { op, record, .. } = out.remove(i) else {
+    let probe = |e: &Effect<u8, &'static str>| {
+        matches!(e, Effect::Send { method, mask, .. }
+            if *method == Method::GET && (*mask == mc::MGID | mc::PORT_GID || *mask == mc::MGID))
+    };
+    while let Some(i) = out.iter().position(probe) {
+        let Effect::Send {
+            op, record, mask, ..
+        } = out.remove(i)
+        else {
             unreachable!()
         };
-        assert_eq!(record.port_gid(), PORT);
+        let expected = if mask == mc::MGID { Gid::ZERO } else { PORT };
+        assert_eq!(record.port_gid(), expected);
         let record = (status == MadStatus::OK).then_some(record);
         m.answered(now, op, Some((status, record)), &mut out);
     }
@@ -298,8 +306,35 @@ fn a_renewing_member_that_does_not_renew_is_left_for_it() {
     assert_eq!(m.counts().leases_ended, 1);
 }
 
+/// The one request among `effects`: its op, method, mask and JoinState.
+fn request_of(effects: &[Effect<u8, &'static str>]) -> (OpId, Method, ComponentMask, JoinState) {
+    let (op, method, _) = sent(effects);
+    let mask = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Send { mask, .. } => Some(*mask),
+            _ => None,
+        })
+        .unwrap();
+    let bits = sent(effects).2;
+    (op, method, mask, bits)
+}
+
+/// The timer fires at its time; what the machine sends then.
+fn retry(
+    m: &mut Machine,
+    after: Instant,
+    wait: Duration,
+) -> (OpId, Method, ComponentMask, JoinState) {
+    let at = m.poll_timeout().expect("a retry");
+    assert_eq!(at - after, wait);
+    let mut out = Vec::new();
+    m.handle_timeout(at, &mut out);
+    request_of(&out)
+}
+
 #[test]
-fn an_unanswered_leave_is_tried_again_after_the_backoff() {
+fn an_unanswered_leave_asks_whether_anything_is_left_and_converges() {
     let (mut m, t0) = (machine(), Instant::now());
     joined(&mut m, t0, 1, F, F);
     let mut out = Vec::new();
@@ -308,15 +343,65 @@ fn an_unanswered_leave_is_tried_again_after_the_backoff() {
     let mut out = Vec::new();
     m.answered(t0, op, None, &mut out);
     assert!(matches!(answers(&out)[..], [("b", Answer::Left(_))]));
-    let retry = m.poll_timeout().expect("a retry");
-    assert_eq!(retry - t0, Duration::from_secs(5));
+
+    // After the backoff: is the port still in the group? Yes: the Delete.
+    let (op, method, mask, _) = retry(&mut m, t0, Duration::from_secs(5));
+    assert_eq!((method, mask), (Method::GET, mc::MGID | mc::PORT_GID));
+    let t1 = t0 + Duration::from_secs(5);
     let mut out = Vec::new();
-    m.handle_timeout(retry, &mut out);
-    let (_, method, bits) = sent(&out);
+    m.answered(t1, op, Some((MadStatus::OK, Some(record(F)))), &mut out);
+    let (op, method, _, bits) = request_of(&out);
     assert_eq!(
         (method, bits),
         (Method::DELETE, F),
         "the master is brought in line"
+    );
+
+    // Unanswered again: twice as long; then the master says the port is
+    // not in the group any more: forgotten, nothing more to try.
+    let mut out = Vec::new();
+    m.answered(t1, op, None, &mut out);
+    let (op, method, ..) = retry(&mut m, t1, Duration::from_secs(10));
+    assert_eq!(method, Method::GET);
+    let mut out = Vec::new();
+    m.answered(t1, op, Some((MadStatus::ERR_NO_RECORDS, None)), &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(m.groups(), 0);
+    assert_eq!(m.counts().groups_gone_at_master, 1);
+    assert_eq!(m.poll_timeout(), None);
+    assert!(m.possibly_held().is_empty());
+}
+
+#[test]
+fn a_leave_the_master_never_answers_is_given_up_and_left_for_the_next_agent() {
+    let (mut m, t0) = (machine(), Instant::now());
+    joined(&mut m, t0, 1, F, F);
+    let mut out = Vec::new();
+    m.remove_member(t0, 1, &mut out);
+    let (mut op, ..) = sent(&out);
+    let mut now = t0;
+    let mut waits = Vec::new();
+    for _ in 0..MAX_LEAVE_TRIES {
+        let mut out = Vec::new();
+        m.answered(now, op, None, &mut out);
+        let Some(at) = m.poll_timeout() else { break };
+        waits.push((at - now).as_secs());
+        now = at;
+        let mut out = Vec::new();
+        m.handle_timeout(now, &mut out);
+        op = sent(&out).0;
+    }
+    assert_eq!(
+        waits,
+        [5, 10, 20, 40, 80, 160, 300],
+        "doubling, held at 5 min"
+    );
+    assert_eq!(m.groups(), 0, "given up here");
+    assert_eq!(m.counts().leaves_given_up, 1);
+    assert_eq!(
+        m.possibly_held(),
+        vec![(MGID, F)],
+        "listed for the next agent on the port"
     );
 }
 

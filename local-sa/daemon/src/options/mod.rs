@@ -14,6 +14,7 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, Parser};
 
 use local_sa_core::pacing::MasterPace;
+use local_sa_core::quota::RegistrationLimits;
 use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
@@ -304,6 +305,23 @@ pub(crate) struct Options {
     /// Local connections one user may have open at once.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
     pub(crate) max_connections_per_user: usize,
+    /// Distinct multicast groups one user's local API connections (or one
+    /// port's MAD members) may hold through local-sa, those being joined
+    /// included; a join of one more is refused with ERR_NO_RESOURCES.
+    /// Root and local-sa's own user may hold 16 times as many. A group
+    /// many of a user's processes join counts once.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "64")]
+    pub(crate) max_groups_per_user: usize,
+    /// Of those, groups one user's joins may create at the master (each
+    /// takes one of the fabric's multicast LIDs, of which OpenSM has about
+    /// a thousand); root and local-sa's own user 16 times as many.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "16")]
+    pub(crate) max_group_creations_per_user: usize,
+    /// Distinct notice subscriptions (InformInfo filters) one user's local
+    /// API connections (or one subscriber port's MADs) may hold through
+    /// local-sa; root and local-sa's own user 16 times as many.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "256")]
+    pub(crate) max_subscriptions_per_user: usize,
 }
 
 /// What `--generate` can write (generate.rs).
@@ -540,6 +558,11 @@ impl Options {
                 paths_per_second: self.master_paths_per_second.max(1),
                 registrations_per_second: self.master_registrations_per_second.max(1),
                 ..MasterPace::default()
+            },
+            limits: RegistrationLimits {
+                groups: self.max_groups_per_user,
+                created_groups: self.max_group_creations_per_user,
+                subscriptions: self.max_subscriptions_per_user,
             },
             ..AgentConfig::default()
         }

@@ -310,10 +310,12 @@ impl FakeMaster {
                 let Ok(t) = m.record::<McMemberRecord>() else {
                     return;
                 };
-                // Whether a port is in a group, as OpenSM answers an
-                // untrusted asker: no PortGID, no JoinState.
+                // Whether a port is in a group (or, without PortGID in
+                // the mask, whether the group exists), as OpenSM answers
+                // an untrusted asker: no PortGID, no JoinState.
+                let port = h.sa.component_mask().contains(mc::PORT_GID);
                 match self.groups.get(&t.mgid()) {
-                    Some((g, members)) if members.contains_key(&t.port_gid()) => {
+                    Some((g, members)) if !port || members.contains_key(&t.port_gid()) => {
                         let g = *g;
                         self.answer(&h, MadStatus::OK, g.as_bytes());
                     }

@@ -1,0 +1,177 @@
+//! Registrations let in, or refused, by their owner's limits
+//! ([`crate::quota`]): a join of a group its owner does not hold yet, a
+//! join that would create a group, a subscription to a filter its owner
+//! does not hold yet. A refusal is answered ERR_NO_RESOURCES, counted,
+//! remembered per owner and logged at most once a minute per owner.
+//!
+//! Owners: a local connection's user (root and local-sa's own user get
+//! [`PRIVILEGED_FACTOR`](crate::quota::PRIVILEGED_FACTOR) times the
+//! limits); for MADs, the requester port (members by MAD are on this
+//! port; subscribers anywhere on the fabric). The agent's own
+//! subscriptions count against nobody.
+
+use std::time::Instant;
+
+use informinfo::Filter;
+use mad_codec::Gid;
+use tracing::warn;
+
+use super::SaCore;
+use super::parties::{Asker, Member, Subscriber};
+use super::quotas::{Refused, Registrant};
+use crate::memberships::Change;
+use crate::quota::{LocalUser, Owner, RegistrationLimits};
+use crate::request::ConnId;
+
+/// The user a connection counts as until its door says whose it is.
+const UNKNOWN_USER: LocalUser = LocalUser {
+    uid: u32::MAX,
+    privileged: false,
+};
+
+impl SaCore {
+    /// Local connection `conn` is `user`'s (the door knows it from the
+    /// socket's peer credentials). A connection never introduced counts
+    /// as an unprivileged user of unknown ID.
+    pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
+        self.quotas.users.insert(conn, user);
+    }
+
+    /// Every owner holding or refused registrations, the most first.
+    pub fn registrants(&self) -> Vec<Registrant> {
+        self.quotas.registrants()
+    }
+
+    /// Who `member` counts against, and the limits that apply.
+    fn member_owner(&self, member: &Member) -> (Owner, RegistrationLimits) {
+        match member {
+            Member::Local(conn) => self.local_owner(*conn),
+            Member::Mad { .. } => (Owner::Port(self.port.gid), self.config.limits),
+        }
+    }
+
+    /// Who `subscriber` counts against, and the limits that apply; the
+    /// agent itself counts against nobody.
+    fn subscriber_owner(&self, s: &Subscriber) -> Option<(Owner, RegistrationLimits)> {
+        match s {
+            Subscriber::Core => None,
+            Subscriber::Local(conn) => Some(self.local_owner(*conn)),
+            Subscriber::Mad { gid, .. } => Some((Owner::Port(*gid), self.config.limits)),
+        }
+    }
+
+    fn local_owner(&self, conn: ConnId) -> (Owner, RegistrationLimits) {
+        let user = self
+            .quotas
+            .users
+            .get(&conn)
+            .copied()
+            .unwrap_or(UNKNOWN_USER);
+        let limits = if user.privileged {
+            self.config.limits.privileged()
+        } else {
+            self.config.limits
+        };
+        (Owner::User(user.uid), limits)
+    }
+
+    /// Lets `change` (a join) in if its owner holds the group already or
+    /// has groups left, saying whether it may create the group; false if
+    /// it is refused (counted and logged; the caller answers it).
+    pub(super) fn admit_join(&mut self, now: Instant, change: &mut Change<Member, Asker>) -> bool {
+        let (owner, limits) = self.member_owner(&change.member);
+        let mgid = change.record.mgid();
+        let another = mgid == Gid::ZERO || !self.quotas.groups.holds(&owner, &mgid);
+        if another && self.quotas.groups.count(&owner) >= limits.groups {
+            self.registration_refused(now, owner, Refused::Group, limits.groups);
+            return false;
+        }
+        change.may_create = self.quotas.created.count(&owner) < limits.created_groups;
+        self.quotas.groups.claim(owner, change.member, mgid);
+        true
+    }
+
+    /// The master gave `member` group `mgid`: claimed (a group the master
+    /// named is known only now), and counted as created if its join
+    /// created it.
+    pub(super) fn join_granted(&mut self, member: Member, mgid: Gid) {
+        let (owner, _) = self.member_owner(&member);
+        self.quotas.groups.claim(owner, member, mgid);
+        if self.memberships.created_by(mgid) == Some(member) {
+            self.quotas.created.claim(owner, member, mgid);
+        }
+    }
+
+    /// A join was refused because it would have created a group past its
+    /// owner's creations.
+    pub(super) fn creation_refused(&mut self, now: Instant, member: Member) {
+        let (owner, limits) = self.member_owner(&member);
+        self.registration_refused(now, owner, Refused::Creation, limits.created_groups);
+    }
+
+    /// Gives up the groups `member` holds no more.
+    pub(super) fn settle_member(&mut self, member: Member) {
+        let memberships = &self.memberships;
+        self.quotas
+            .groups
+            .settle(&member, |g| memberships.involves(*g, &member));
+        self.quotas.created.settle(&member, |g| {
+            memberships.created_by(*g) == Some(member) && memberships.involves(*g, &member)
+        });
+    }
+
+    /// `member` holds nothing any more.
+    pub(super) fn release_member(&mut self, member: Member) {
+        self.quotas.groups.release(&member);
+        self.quotas.created.release(&member);
+    }
+
+    /// Lets a subscription to `filter` by `s` in if its owner holds the
+    /// filter already or has subscriptions left; false if it is refused
+    /// (counted and logged; the caller answers it).
+    pub(super) fn admit_subscription(
+        &mut self,
+        now: Instant,
+        s: Subscriber,
+        filter: Filter,
+    ) -> bool {
+        let Some((owner, limits)) = self.subscriber_owner(&s) else {
+            return true;
+        };
+        let another = !self.quotas.filters.holds(&owner, &filter);
+        if another && self.quotas.filters.count(&owner) >= limits.subscriptions {
+            self.registration_refused(now, owner, Refused::Subscription, limits.subscriptions);
+            return false;
+        }
+        self.quotas.filters.claim(owner, s, filter);
+        true
+    }
+
+    /// Gives up the filters `s` holds no more.
+    pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
+        let registry = &self.subscriptions.registry;
+        self.quotas.filters.settle(&s, |f| registry.holds(&s, f));
+    }
+
+    fn registration_refused(&mut self, now: Instant, owner: Owner, what: Refused, limit: usize) {
+        match what {
+            Refused::Group => self.counters.refused_groups += 1,
+            Refused::Creation => self.counters.refused_group_creations += 1,
+            Refused::Subscription => self.counters.refused_subscriptions += 1,
+        }
+        self.quotas.note_refusal(owner);
+        let (kind, source) = match owner {
+            Owner::User(uid) => ("registration limit of a user", uid),
+            Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),
+        };
+        if let Some(earlier_not_logged) = self.log_limit.allow(now, kind, source) {
+            warn!(
+                %owner,
+                refused = what.describe(),
+                limit,
+                earlier_not_logged,
+                "a registration past its owner's limit: refused with ERR_NO_RESOURCES"
+            );
+        }
+    }
+}
