@@ -169,6 +169,11 @@ impl Client {
         matches!(self.stream.read(&mut [0u8; 1]), Ok(0))
     }
 
+    /// Asks which port local-sa serves (HELLO); the answer's length.
+    pub(crate) fn hello(&mut self) -> usize {
+        self.call(&Request::Hello).body.len()
+    }
+
     /// How many subscriptions local-sa says this port holds.
     pub(crate) fn list_subscriptions(&mut self) -> usize {
         let f = self.call(&Request::ListSubscriptions);

@@ -76,8 +76,12 @@ impl SaCore {
     }
 
     /// Lets `change` (a join) in if its owner holds the group already or
-    /// has groups left, saying whether it may create the group; false if
-    /// it is refused (counted and logged; the caller answers it).
+    /// has groups left; false if it is refused (counted and logged; the
+    /// caller answers it). A join that may create the group takes one of
+    /// its owner's creations at once, so that joins sent together cannot
+    /// create more between them; it gives it back if the group turns out
+    /// to exist ([`Self::settle_member`]). With none left it may still
+    /// join a group that exists.
     pub(super) fn admit_join(&mut self, now: Instant, change: &mut Change<Member, Asker>) -> bool {
         let (owner, limits) = self.member_owner(&change.member);
         let mgid = change.record.mgid();
@@ -86,7 +90,11 @@ impl SaCore {
             self.registration_refused(now, owner, Refused::Group, limits.groups);
             return false;
         }
-        change.may_create = self.quotas.created.count(&owner) < limits.created_groups;
+        let may_create = another && (mgid == Gid::ZERO || change.can_create());
+        change.may_create = may_create && self.quotas.created.count(&owner) < limits.created_groups;
+        if change.may_create {
+            self.quotas.created.claim(owner, change.member, mgid);
+        }
         self.quotas.groups.claim(owner, change.member, mgid);
         true
     }
@@ -109,14 +117,15 @@ impl SaCore {
         self.registration_refused(now, owner, Refused::Creation, limits.created_groups);
     }
 
-    /// Gives up the groups `member` holds no more.
+    /// Gives up the groups `member` holds no more, and the creations it
+    /// did not make.
     pub(super) fn settle_member(&mut self, member: Member) {
         let memberships = &self.memberships;
         self.quotas
             .groups
             .settle(&member, |g| memberships.involves(*g, &member));
         self.quotas.created.settle(&member, |g| {
-            memberships.created_by(*g) == Some(member) && memberships.involves(*g, &member)
+            memberships.involves(*g, &member) && memberships.may_have_created(*g, &member)
         });
     }
 

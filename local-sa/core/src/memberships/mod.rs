@@ -365,6 +365,23 @@ where
         self.groups.get(&mgid).and_then(|g| g.creator)
     }
 
+    /// True when `member` created `mgid` at the master, or its join of it
+    /// is still out and may yet (whether the group exists is not known);
+    /// false once it is known that it did not. For [`Gid::ZERO`]: a join
+    /// asking the master to assign a group is out.
+    pub fn may_have_created(&self, mgid: Gid, member: &M) -> bool {
+        if mgid == Gid::ZERO {
+            return self.involves(mgid, member);
+        }
+        let Some(g) = self.groups.get(&mgid) else {
+            return false;
+        };
+        if g.creator.is_some() {
+            return g.creator.as_ref() == Some(member);
+        }
+        g.record.is_none() && g.exists != Some(true) && self.involves(mgid, member)
+    }
+
     /// A member joins or leaves.
     pub fn request(&mut self, now: Instant, change: Change<M, A>, out: &mut Vec<Effect<M, A>>) {
         let refuse = |out: &mut Vec<Effect<M, A>>, asker: A, status| {

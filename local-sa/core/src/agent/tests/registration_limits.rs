@@ -298,3 +298,50 @@ fn a_ports_mad_subscriptions_count_against_that_port() {
     let port = Owner::Port(gid(5));
     assert_eq!(usage(&b, port), (0, 0, 2, 1));
 }
+
+#[test]
+fn joins_sent_together_cannot_create_more_than_the_limit() {
+    let limits = RegistrationLimits::default();
+    let mut b = with_groups(4);
+    b.core.handle_local_opened(1, ALICE);
+    // Thirty joins of new groups and four of existing ones, all asked
+    // before the master has answered any of them.
+    let wanted: Vec<Gid> = (0..30).map(new_group).chain((0..4).map(existing)).collect();
+    for (i, mgid) in wanted.iter().enumerate() {
+        let mut r = McMemberRecord::new_zeroed();
+        r.set_mgid(*mgid);
+        r.set_qkey(0x1234);
+        r.set_pkey(0xFFFF);
+        r.set_join_state(JoinState::FULL_MEMBER);
+        let join = Request::Join {
+            mask: mc::CREATE,
+            record: r,
+        };
+        b.core.handle_local(b.now, 1, i as u32, join);
+    }
+    b.pump();
+    b.advance(std::time::Duration::from_secs(5));
+    let replies: Vec<(u32, MadStatus)> = std::iter::from_fn(|| b.core.poll_local())
+        .map(|r| (r.request, r.status))
+        .collect();
+    assert_eq!(replies.len(), wanted.len());
+    let ok = |range: std::ops::Range<u32>| {
+        replies
+            .iter()
+            .filter(|(id, s)| range.contains(id) && *s == MadStatus::OK)
+            .count()
+    };
+    assert_eq!(ok(0..30), limits.created_groups, "{replies:?}");
+    assert_eq!(ok(30..34), 4, "joins of groups that exist: {replies:?}");
+    let created = b
+        .master
+        .groups
+        .keys()
+        .filter(|g| (0..30).map(new_group).any(|n| n == **g))
+        .count();
+    assert_eq!(created, limits.created_groups);
+    assert_eq!(
+        usage(&b, Owner::User(ALICE.uid)),
+        (limits.created_groups + 4, limits.created_groups, 0, 14)
+    );
+}
