@@ -17,7 +17,6 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use conformance::saquery::parse_number;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
@@ -85,7 +84,7 @@ fn run() -> Result<String, String> {
         let request = OutgoingMad {
             agent,
             dest: MadAddress::gsi(args.sa_lid, port.sm_sl),
-            mad: Bytes::from(b.into_bytes()),
+            mad: b.into_bytes(),
             timeout_ms: GIVE_UP.as_millis() as u32,
             retries: 0,
         };
