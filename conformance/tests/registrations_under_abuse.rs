@@ -123,6 +123,19 @@ fn lines_about_the_flood(log: &str) -> Vec<&str> {
         .collect()
 }
 
+/// How many lines of `log` contain `text`.
+fn lines_with(log: &str, text: &str) -> usize {
+    log.lines().filter(|l| l.contains(text)).count()
+}
+
+/// How many flooded groups OpenSM holds `port` in.
+fn flooded_held(d: &SaDump, port: Gid) -> usize {
+    d.groups
+        .iter()
+        .filter(|g| flooded(g.mgid) && g.members.iter().any(|(p, _)| *p == port))
+        .count()
+}
+
 #[test]
 fn a_thousand_joins_then_a_close_every_door_answers_during_the_leaves() {
     let fabric = fabric();
@@ -213,9 +226,7 @@ fn a_thousand_joins_then_a_close_every_door_answers_during_the_leaves() {
     // OpenSM holds none of the groups for the port, and local-sa agrees.
     let dump = fabric.opensm_dir().join("opensm-sa.dump");
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(60), |d| {
-        !d.groups
-            .iter()
-            .any(|g| flooded(g.mgid) && g.members.iter().any(|(p, _)| *p == port))
+        flooded_held(d, port) == 0
     });
     assert!(
         held,
@@ -305,12 +316,7 @@ fn an_unprivileged_users_joins_stop_at_its_limits_and_roots_do_not() {
     // OpenSM never held more than root's hundred and nobody's sixteen;
     // once nobody's connections closed, root's hundred.
     let dump = fabric.opensm_dir().join("opensm-sa.dump");
-    let ours = |d: &SaDump| {
-        d.groups
-            .iter()
-            .filter(|g| flooded(g.mgid) && g.members.iter().any(|(p, _)| *p == port))
-            .count()
-    };
+    let ours = |d: &SaDump| flooded_held(d, port);
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(60), |d| ours(d) == 100);
     assert!(
         held,
@@ -321,11 +327,7 @@ fn an_unprivileged_users_joins_stop_at_its_limits_and_roots_do_not() {
 
     // One line for the refusals of that user, not a thousand.
     let log = sa.stderr();
-    let refusals = log
-        .lines()
-        .filter(|l| l.contains("past its owner's limit"))
-        .count();
-    assert_eq!(refusals, 1, "{log}");
+    assert_eq!(lines_with(&log, "past its owner's limit"), 1, "{log}");
     assert!(lines_about_the_flood(&log).len() <= 2);
 
     root.kill().unwrap();
@@ -371,15 +373,8 @@ fn ten_thousand_subscriptions_from_one_user_stop_at_its_limit_and_go_at_close() 
     assert_eq!(sa.counter("refused_subscriptions"), 9744);
 
     let log = sa.stderr();
-    let refusals = log
-        .lines()
-        .filter(|l| l.contains("past its owner's limit"))
-        .count();
-    assert_eq!(refusals, 1, "{log}");
-    assert!(
-        log.lines().filter(|l| l.contains("WARN")).count() <= 3,
-        "{log}"
-    );
+    assert_eq!(lines_with(&log, "past its owner's limit"), 1, "{log}");
+    assert!(lines_with(&log, "WARN") <= 3, "{log}");
 }
 
 #[test]
@@ -388,12 +383,7 @@ fn leaves_a_silent_master_missed_are_retried_asked_about_and_converge() {
     let mut sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
     let port = port_gid(&fabric, "h5");
     let dump = fabric.opensm_dir().join("opensm-sa.dump");
-    let ours = |d: &SaDump| {
-        d.groups
-            .iter()
-            .filter(|g| flooded(g.mgid) && g.members.iter().any(|(p, _)| *p == port))
-            .count()
-    };
+    let ours = |d: &SaDump| flooded_held(d, port);
     let mut root = flood(
         sa.api_socket(),
         false,
@@ -425,16 +415,10 @@ fn leaves_a_silent_master_missed_are_retried_asked_about_and_converge() {
     std::thread::sleep(Duration::from_secs(12));
     assert!(hello(sa.api_socket()) < Duration::from_secs(1));
     let log = sa.stderr();
-    let unanswered = log
-        .lines()
-        .filter(|l| l.contains("did not answer a leave"))
-        .count();
+    let unanswered = lines_with(&log, "did not answer a leave");
     assert_eq!(unanswered, 1, "one line a minute: {log}");
     assert!(
-        log.lines()
-            .filter(|l| l.contains("the master SA did not answer"))
-            .count()
-            <= 1,
+        lines_with(&log, "the master SA did not answer") <= 1,
         "{log}"
     );
     assert!(sa.counter("registrations_in_flight") <= 16);

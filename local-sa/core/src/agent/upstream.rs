@@ -3,10 +3,9 @@
 
 use std::time::Instant;
 
+use bytes::Bytes;
 use mad_codec::MadStatus;
 use tracing::warn;
-
-use bytes::Bytes;
 
 use super::SaCore;
 use super::purpose::Purpose;
@@ -47,7 +46,6 @@ impl SaCore {
         request: &[u8],
         attempts: Attempts,
     ) {
-        self.counters.upstream_queries += 1;
         self.note_registration_traffic(&purpose);
         if purpose.is_registration() {
             self.registration_queue.push(Queued {
@@ -57,6 +55,7 @@ impl SaCore {
             });
             return self.release_registrations(now);
         }
+        self.counters.upstream_queries += 1;
         let master = self.port.master();
         self.upstream
             .send_with(now, master, purpose, request, attempts, &mut self.out);
@@ -101,6 +100,7 @@ impl SaCore {
         let rate = self.config.pace.port_registration_rate(self.fabric_ports);
         let most = self.config.pace.registrations_in_flight;
         while let Some(next) = self.registration_queue.release(now, rate, most) {
+            self.counters.upstream_queries += 1;
             let master = self.port.master();
             self.upstream.send_with(
                 now,

@@ -719,10 +719,10 @@ where
         let group = self.groups.entry(mgid).or_default();
         group.busy = false;
         match (answer.map(|(status, _)| status), about_group) {
-            (Some(MadStatus::ERR_NO_RECORDS), true) => group.exists = Some(false),
-            // Any other answer: it exists, or the master would not say
-            // (the join then finds out, and counts as no creation).
-            (Some(_), true) => group.exists = Some(true),
+            (Some(MadStatus::OK), true) => group.exists = Some(true),
+            // It does not exist, or the master would not say: the join
+            // counts as creating it.
+            (Some(_), true) => group.exists = Some(false),
             (Some(MadStatus::ERR_NO_RECORDS), false) => {
                 group.probed = true;
                 group.foreign = JoinState::NONE;
