@@ -64,6 +64,10 @@ counters! {
     upstream_queries: Counter,
     /// Requests to the master SA that got no answer after every retry.
     upstream_failures: Counter,
+    /// Queries answered BUSY without asking the master: 4,096 already
+    /// waited for a place there, or this one waited until its asker had
+    /// given up.
+    upstream_refused: Counter,
     /// PathRecords loaded by Set (SetTable).
     loaded: Counter,
     /// PathRecords removed by Delete.
@@ -148,6 +152,9 @@ counters! {
     /// Registration requests (subscriptions, joins, leaves) waiting for
     /// their turn at the master's pace now.
     registrations_waiting: Gauge,
+    /// Queries for consumers and ports (forwarded, relayed) waiting for
+    /// one of the 64 places at the master now.
+    queries_queued: Gauge,
     /// Registration requests out at the master (at most the pace's
     /// `registrations_in_flight`) now.
     registrations_in_flight: Gauge,

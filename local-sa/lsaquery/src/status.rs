@@ -118,6 +118,12 @@ pub(crate) fn human(r: &StatusReport) -> String {
         v("upstream_failures"),
         v("errors")
     );
+    if let (Some(queued), Some(refused)) = (r.get("queries_queued"), r.get("upstream_refused")) {
+        let _ = writeln!(
+            out,
+            "  to master    {queued} queries waiting for a place there; {refused} answered BUSY for too many waiting"
+        );
+    }
     if let Some(rate) = r.get("registrations_per_s") {
         let _ = writeln!(
             out,

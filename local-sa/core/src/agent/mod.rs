@@ -42,12 +42,12 @@ mod phases;
 mod purpose;
 mod quotas;
 mod refresh;
-mod registration_queue;
 mod status;
 mod subscriptions;
 #[cfg(test)]
 mod tests;
 mod upstream;
+mod upstream_queue;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -61,8 +61,8 @@ use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
-use self::registration_queue::RegistrationQueue;
 use self::subscriptions::Subscriptions;
+use self::upstream_queue::UpstreamQueue;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
@@ -156,7 +156,9 @@ pub struct SaCore {
     local_out: VecDeque<LocalReply>,
     upstream: Requester<Address, Purpose>,
     /// Registration requests waiting for their turn at the master's pace.
-    registration_queue: RegistrationQueue,
+    registration_queue: UpstreamQueue,
+    /// Queries asked for consumers and ports waiting for a place.
+    query_queue: UpstreamQueue,
     forwarding: Forwarding,
     transfers: Transfers,
     out: VecDeque<Transmit>,
@@ -214,7 +216,8 @@ impl SaCore {
             // Reports to subscribers take TransactionIDs with the top bit
             // set; requests to the master keep it clear.
             upstream: Requester::new(config.upstream(), seed & 0x3FFF_FFFF),
-            registration_queue: RegistrationQueue::new(&config.pace),
+            registration_queue: UpstreamQueue::paced(&config.pace),
+            query_queue: UpstreamQueue::unpaced(),
             forwarding: Forwarding::new(
                 config.answer_ttl,
                 config.negative_ttl,
@@ -307,6 +310,7 @@ impl SaCore {
             names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
             registrations_waiting: self.registration_queue.waiting() as u64,
+            queries_queued: self.query_queue.waiting() as u64,
             registrations_in_flight: self.registration_queue.in_flight() as u64,
             queries_waiting: self.forwarding.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
@@ -338,7 +342,9 @@ impl SaCore {
     /// True when nothing is left in flight to the master, or waiting to
     /// go there.
     pub fn is_idle(&self) -> bool {
-        self.upstream.in_flight() == 0 && self.registration_queue.waiting() == 0
+        self.upstream.in_flight() == 0
+            && self.registration_queue.waiting() == 0
+            && self.query_queue.waiting() == 0
     }
 
     /// The next MAD to send.
@@ -358,7 +364,7 @@ impl SaCore {
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.upstream.poll_timeout(),
-            self.registrations_timeout(),
+            self.queues_timeout(),
             self.transfers.poll_timeout(),
             self.next_refresh,
             self.next_registration,
@@ -379,7 +385,7 @@ impl SaCore {
         for completion in self.upstream.handle_timeout(now, &mut self.out) {
             self.upstream_done(now, completion);
         }
-        self.release_registrations(now);
+        self.release_queued(now);
         for event in self.transfers.handle_timeout(now, &mut self.out) {
             self.count_transfer(now, &event);
         }

@@ -64,16 +64,6 @@ impl NameTable {
 }
 
 impl Purpose {
-    /// True for a request that registers something at the master, or
-    /// withdraws or looks for a registration: what the registration queue
-    /// paces.
-    pub(crate) fn is_registration(&self) -> bool {
-        matches!(
-            self,
-            Self::Inform { .. } | Self::Membership(_) | Self::Canary(_) | Self::Publish { .. }
-        )
-    }
-
     /// What the request was, in a few words (for logs).
     pub(crate) fn kind(&self) -> &'static str {
         match self {

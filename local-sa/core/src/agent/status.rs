@@ -61,6 +61,8 @@ impl SaCore {
             ("upstream_in_flight", c.upstream_in_flight),
             ("upstream_failures", c.upstream_failures),
             ("errors", c.errors),
+            ("queries_queued", c.queries_queued),
+            ("upstream_refused", c.upstream_refused),
             ("registrations_waiting", c.registrations_waiting),
             ("registrations_in_flight", c.registrations_in_flight),
             ("refused_groups", c.refused_groups),
@@ -71,7 +73,7 @@ impl SaCore {
         }
         s.push(
             "registrations_per_s",
-            format!("{:.1}", self.registration_queue.rate()),
+            format!("{:.1}", self.registration_queue.rate().unwrap_or(0.0)),
         );
         for r in self.registrants().iter().take(STATUS_REGISTRANTS) {
             s.push(

@@ -9,7 +9,9 @@ use tracing::warn;
 
 use super::SaCore;
 use super::purpose::Purpose;
-use super::registration_queue::Queued;
+use super::upstream_queue::{
+    Lane, MAX_QUERIES_IN_FLIGHT, MAX_QUERIES_WAITING, Queued, UpstreamQueue,
+};
 use crate::inbound::SaRequest;
 use crate::requester::{Answer, Attempts, Completion, Failure};
 
@@ -47,18 +49,90 @@ impl SaCore {
         attempts: Attempts,
     ) {
         self.note_registration_traffic(&purpose);
-        if purpose.is_registration() {
-            self.registration_queue.push(Queued {
-                purpose,
-                request: Bytes::copy_from_slice(request),
-                attempts,
-            });
-            return self.release_registrations(now);
+        let Some(lane) = purpose.lane() else {
+            return self.send_now(now, purpose, request, attempts);
+        };
+        if lane == Lane::Query && self.query_queue.waiting() >= MAX_QUERIES_WAITING {
+            return self.refuse_query(now, purpose);
         }
+        let queued = Queued {
+            purpose,
+            request: Bytes::copy_from_slice(request),
+            attempts,
+            asked: now,
+        };
+        self.queue(lane).push(queued);
+        self.release_queued(now);
+    }
+
+    fn send_now(&mut self, now: Instant, purpose: Purpose, request: &[u8], attempts: Attempts) {
         self.counters.upstream_queries += 1;
         let master = self.port.master();
         self.upstream
             .send_with(now, master, purpose, request, attempts, &mut self.out);
+    }
+
+    fn queue(&mut self, lane: Lane) -> &mut UpstreamQueue {
+        match lane {
+            Lane::Registration => &mut self.registration_queue,
+            Lane::Query => &mut self.query_queue,
+        }
+    }
+
+    /// Sends the waiting requests whose turn has come: registrations at
+    /// this port's share of the fabric's pace, a bounded number out in
+    /// each lane.
+    pub(super) fn release_queued(&mut self, now: Instant) {
+        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
+        let most = self.config.pace.registrations_in_flight;
+        while let Some(next) = self.registration_queue.release(now, rate, most) {
+            self.send_now(now, next.purpose, &next.request, next.attempts);
+        }
+        while let Some(gone) = self.query_queue.take_given_up(now) {
+            self.refuse_query(now, gone.purpose);
+        }
+        while let Some(next) = self.query_queue.release(now, 0.0, MAX_QUERIES_IN_FLIGHT) {
+            self.send_now(now, next.purpose, &next.request, next.attempts);
+        }
+    }
+
+    /// When the next waiting registration may go, or the oldest waiting
+    /// query's asker gives up (queries go as soon as a place frees up,
+    /// when an answer comes).
+    pub(super) fn queues_timeout(&self) -> Option<Instant> {
+        let registration = self
+            .registration_queue
+            .next_release(self.config.pace.registrations_in_flight);
+        registration
+            .into_iter()
+            .chain(self.query_queue.next_given_up())
+            .min()
+    }
+
+    /// A query for someone finds [`MAX_QUERIES_WAITING`] waiting already,
+    /// or waited until its asker gave up: answered BUSY, counted, logged
+    /// once a minute.
+    fn refuse_query(&mut self, now: Instant, purpose: Purpose) {
+        self.counters.upstream_refused += 1;
+        if let Some(earlier_not_logged) = self.log_limit.allow(now, "queries waiting", 0u32) {
+            warn!(
+                most = MAX_QUERIES_WAITING,
+                earlier_not_logged,
+                "more queries for the master than it gets through in time: answered BUSY"
+            );
+        }
+        match purpose {
+            Purpose::Forward(query) => {
+                for w in self.forwarding.release(&query) {
+                    self.answer_status(&w.waited(), MadStatus::BUSY);
+                }
+            }
+            Purpose::Relay(request) => {
+                self.relays = self.relays.saturating_sub(1);
+                self.respond_error(&request, MadStatus::BUSY);
+            }
+            _ => {}
+        }
     }
 
     /// Passes a port's query to the master; its answer goes back as it
@@ -78,7 +152,7 @@ impl SaCore {
     /// A request to the master ended.
     pub(super) fn upstream_done(&mut self, now: Instant, completion: Completion<Purpose>) {
         self.note_registration_traffic(&completion.token);
-        let registration = completion.token.is_registration();
+        let lane = completion.token.lane();
         if completion.outcome.is_ok() {
             self.stats
                 .upstream_latency
@@ -88,35 +162,10 @@ impl SaCore {
             Ok(answer) => self.upstream_answered(now, completion.token, &answer),
             Err(failure) => self.upstream_failed(now, completion.token, failure),
         }
-        if registration {
-            self.registration_queue.done();
-            self.release_registrations(now);
+        if let Some(lane) = lane {
+            self.queue(lane).done();
+            self.release_queued(now);
         }
-    }
-
-    /// Sends the registration requests whose turn has come: at this
-    /// port's share of the fabric's pace, a bounded number out at once.
-    pub(super) fn release_registrations(&mut self, now: Instant) {
-        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
-        let most = self.config.pace.registrations_in_flight;
-        while let Some(next) = self.registration_queue.release(now, rate, most) {
-            self.counters.upstream_queries += 1;
-            let master = self.port.master();
-            self.upstream.send_with(
-                now,
-                master,
-                next.purpose,
-                &next.request,
-                next.attempts,
-                &mut self.out,
-            );
-        }
-    }
-
-    /// When the next waiting registration request may go.
-    pub(super) fn registrations_timeout(&self) -> Option<Instant> {
-        self.registration_queue
-            .next_release(self.config.pace.registrations_in_flight)
     }
 
     fn upstream_answered(&mut self, now: Instant, purpose: Purpose, answer: &Answer) {

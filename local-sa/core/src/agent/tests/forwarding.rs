@@ -263,3 +263,37 @@ fn local_get(slid: u16, dlid: u16) -> crate::request::Request {
         lookup: Lookup::Anywhere,
     }
 }
+
+#[test]
+fn distinct_misses_past_what_the_master_gets_through_are_answered_busy() {
+    let mut b = Bench::started();
+    b.master.answering = false;
+    let before = b.master.requests.len();
+    // Five thousand distinct misses from one port, all at once.
+    let asker = client(30);
+    for i in 0..5000u16 {
+        b.deliver(asker, &elsewhere(u64::from(i), 1000 + i));
+    }
+    b.pump();
+    assert_eq!(b.master.requests.len() - before, 64, "64 out at once");
+    let c = b.core.counters();
+    assert_eq!(c.queries_queued, 4096, "the rest wait, up to 4,096");
+    let refused = b.take_sent(30);
+    assert_eq!(refused.len(), 5000 - 64 - 4096, "past that, BUSY at once");
+    assert!(refused.iter().all(|m| status(m) == MadStatus::BUSY));
+    assert_eq!(c.upstream_refused, refused.len() as u64);
+
+    // The master stays silent: the waiting ones are answered BUSY once
+    // their askers would have given up, not later.
+    b.advance(AgentConfig::default().upstream_timeout * 4);
+    let busy = b.take_sent(30);
+    assert_eq!(busy.len(), 64 + 4096);
+    assert!(busy.iter().all(|m| status(m) == MadStatus::BUSY));
+    assert_eq!(b.core.counters().queries_queued, 0);
+
+    // The master answers again: a query goes at once.
+    b.master.answering = true;
+    let got = b.ask(client(31), &elsewhere(1, 4));
+    assert_eq!(got.len(), 1);
+    assert_eq!(status(&got[0]), MadStatus::OK);
+}

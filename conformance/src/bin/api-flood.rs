@@ -1,22 +1,25 @@
-//! A local user flooding local-sa's local API with registrations, as the
-//! documented protocol allows any user to (docs/local-api.md): N joins of
-//! distinct groups, or N subscriptions with distinct filters, on one
-//! connection, every answer read; then the connection closes, and with it
-//! everything it held.
+//! A local user flooding local-sa's local API, as the documented protocol
+//! allows any user to (docs/local-api.md): N joins of distinct groups, N
+//! subscriptions with distinct filters, or N distinct PathRecord queries
+//! for the master, on one connection, every answer read; then the
+//! connection closes, and with it everything it held.
 //!
 //! ```text
-//! registration-flood --api-socket PATH (--joins N | --subscriptions N)
-//!                    [--first K] [--window W] [--hold-s S]
+//! api-flood --api-socket PATH (--joins N | --subscriptions N | --path-queries N)
+//!           [--first K] [--window W] [--hold-s S]
 //! ```
 //!
 //! Joins are IPoIB-style creating joins (Full member, with Q_Key 0x0B1B,
 //! P_Key 0xFFFF, TClass, FlowLabel and SL) of `ff12:401b:ffff::1:K` and
 //! on; subscriptions are to generic trap 1000 + K and on, from anyone
 //! (distinct filters, each a registration at the master; OpenSM takes any
-//! trap number). At most W requests are
-//! unanswered at a time (default 64). With `--hold-s` the connection stays
-//! open that long after the last answer. Output, one line:
-//! `answered=N ok=A no_resources=B other=C` (C counts every other status).
+//! trap number); path queries are Gets of the path from LID 1 to LID
+//! 100 + K and on with ServiceID K and on, asked of the master only (each
+//! a query local-sa must pass on). At most W requests are unanswered at a
+//! time (default 64). With `--hold-s` the connection stays open that long
+//! after the last answer. Output, one line:
+//! `answered=N ok=A no_resources=B busy=C other=D` (D counts every other
+//! status).
 //! Run it as the user whose limits are to be tried (setpriv).
 
 use std::io::{Read, Write};
@@ -26,16 +29,20 @@ use std::time::Duration;
 
 use conformance::saquery::parse_number;
 use local_sa_core::api::{self, Frame, kind};
-use local_sa_core::request::Request;
+use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::mc_member_record::mask as mc;
+use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{Gid, InformInfoRepr, JoinState, MadStatus, McMemberRecord, TrapNumber};
+use mad_codec::{
+    Gid, InformInfoRepr, JoinState, MadStatus, McMemberRecord, Method, PathRecord, TrapNumber,
+};
 
 #[derive(Default)]
 struct Args {
     socket: String,
     joins: u64,
     subscriptions: u64,
+    path_queries: u64,
     first: u64,
     window: u64,
     hold: Duration,
@@ -57,14 +64,18 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--joins" => args.joins = n,
             "--subscriptions" => args.subscriptions = n,
+            "--path-queries" => args.path_queries = n,
             "--first" => args.first = n,
             "--window" => args.window = n.max(1),
             "--hold-s" => args.hold = Duration::from_secs(n),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if args.socket.is_empty() || (args.joins == 0) == (args.subscriptions == 0) {
-        return Err("give --api-socket and one of --joins or --subscriptions".into());
+    let kinds = [args.joins, args.subscriptions, args.path_queries];
+    if args.socket.is_empty() || kinds.iter().filter(|n| **n > 0).count() != 1 {
+        return Err(
+            "give --api-socket and one of --joins, --subscriptions or --path-queries".into(),
+        );
     }
     Ok(args)
 }
@@ -82,10 +93,23 @@ fn request(args: &Args, i: u64) -> Request {
             mask: mc::CREATE,
             record: r,
         }
-    } else {
+    } else if args.subscriptions > 0 {
         let trap = TrapNumber((1000 + n % 60_000) as u16);
         let ii = InformInfoRepr::generic_subscription(trap, true, 0, 0);
         Request::Inform(ii.to_wire())
+    } else {
+        let mut t = PathRecord::new_zeroed();
+        t.set_slid(1);
+        t.set_dlid((100 + n % 40_000) as u16);
+        t.set_service_id(n);
+        Request::PathQuery {
+            query: PathQuery {
+                method: Method::GET,
+                mask: pr::SLID | pr::DLID | pr::SERVICE_ID,
+                template: t,
+            },
+            lookup: Lookup::Master,
+        }
     }
 }
 
@@ -114,12 +138,12 @@ fn answer(stream: &mut UnixStream, parts: &mut api::Reassembly) -> Result<Frame,
 
 fn run() -> Result<String, String> {
     let args = parse_args()?;
-    let count = args.joins.max(args.subscriptions);
+    let count = args.joins.max(args.subscriptions).max(args.path_queries);
     let mut stream =
         UnixStream::connect(&args.socket).map_err(|e| format!("{}: {e}", args.socket))?;
     let mut parts = api::Reassembly::default();
     let (mut sent, mut answered) = (0u64, 0u64);
-    let (mut ok, mut no_resources, mut other) = (0u64, 0u64, 0u64);
+    let (mut ok, mut no_resources, mut busy, mut other) = (0u64, 0u64, 0u64, 0u64);
     while answered < count {
         while sent < count && sent - answered < args.window {
             let frame = api::request_frame(&request(&args, sent), sent as u32 + 1).encode();
@@ -133,12 +157,13 @@ fn run() -> Result<String, String> {
         match api::status(&frame) {
             MadStatus::OK => ok += 1,
             MadStatus::ERR_NO_RESOURCES => no_resources += 1,
+            MadStatus::BUSY => busy += 1,
             _ => other += 1,
         }
     }
     std::thread::sleep(args.hold);
     Ok(format!(
-        "answered={answered} ok={ok} no_resources={no_resources} other={other}"
+        "answered={answered} ok={ok} no_resources={no_resources} busy={busy} other={other}"
     ))
 }
 
@@ -149,7 +174,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("registration-flood: {e}");
+            eprintln!("api-flood: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,6 +1,8 @@
-//! Registrations under abuse, against OpenSM: a local user's connection
-//! joins a thousand groups (or subscribes ten thousand filters) through
-//! local-sa's local API and closes.
+//! What local users make local-sa ask the master, under abuse, against
+//! OpenSM: a local user's connection joins a thousand groups (or
+//! subscribes ten thousand filters, or asks five thousand distinct
+//! queries only the master can answer) through local-sa's local API and
+//! closes.
 //!
 //! * Every door keeps answering while local-sa works through the backlog:
 //!   a root HELLO on the local API, an ibacm RESOLVE and a PathRecord Get
@@ -13,6 +15,9 @@
 //! * Afterwards OpenSM holds nothing of theirs, and local-sa's counters
 //!   agree with it.
 //! * The log says so in a line or two, not one per group.
+//! * Queries beyond what the master gets through in time are answered
+//!   BUSY by local-sa, and the fabric goes on working for everyone (a
+//!   burst of five thousand once wedged the simulated fabric).
 //!
 //! OpenSM's view is read from its SA database dump (`sa_db_dump`), which
 //! shows every record; queries through the simulator show only the first
@@ -44,7 +49,7 @@ fn fabric() -> Fabric {
 
 /// The flood client, run as root (`as_nobody` false) or as nobody.
 fn flood(api: &Path, as_nobody: bool, args: &[&str]) -> Command {
-    let program = env!("CARGO_BIN_EXE_registration-flood");
+    let program = env!("CARGO_BIN_EXE_api-flood");
     let mut cmd = if as_nobody {
         let mut c = Command::new("setpriv");
         c.args([
@@ -66,7 +71,7 @@ fn summary(out: &Output, key: &str) -> u64 {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "registration-flood: {text}{}",
+        "api-flood: {text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
     text.split_whitespace()
@@ -438,4 +443,38 @@ fn leaves_a_silent_master_missed_are_retried_asked_about_and_converge() {
         c["groups_gone_at_master"] > 0,
         "some Deletes OpenSM applied late were found done: {c:?}"
     );
+}
+
+#[test]
+fn five_thousand_queries_for_the_master_leave_the_fabric_working() {
+    let fabric = fabric();
+    let mut sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    // Any user may ask; all five thousand at once, on one connection.
+    let out = flood(
+        sa.api_socket(),
+        true,
+        &["--path-queries", "5000", "--window", "5000"],
+    )
+    .output()
+    .unwrap();
+    let (answered, busy, other) = (
+        summary(&out, "answered"),
+        summary(&out, "busy"),
+        summary(&out, "other"),
+    );
+    assert_eq!(answered, 5000);
+    // Unknown LIDs: the master's NO_RECORDS for what it was asked, BUSY
+    // for what waited too long or found too many waiting.
+    assert!(other > 0 && other + busy == 5000, "{out:?}");
+    sa.wait_until("the refusals counted", Duration::from_secs(10), |c| {
+        c["upstream_refused"] == busy && c["upstream_in_flight"] == 0
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sa.counter("umad_sends_dropped"), 0);
+    assert!(hello(sa.api_socket()) < Duration::from_secs(1));
+    // Another node's client is answered by OpenSM: nothing wedged.
+    let c = fabric.node("h6").unwrap().saquery(["-c"]).unwrap();
+    assert!(c.status.success(), "{}", c.stderr);
+    let log = sa.stderr();
+    assert!(lines_with(&log, "WARN") <= 2, "{log}");
 }

@@ -1,0 +1,187 @@
+//! Requests to the master that consumers and peers cause, waiting for
+//! their turn, so that what local-sa has out at the master stays bounded
+//! whatever they ask. Two lanes:
+//!
+//! * **registrations** — subscriptions, multicast joins, leaves and the
+//!   Gets before them, the canary, this port's directory record — go at
+//!   one pace, whatever asked for them (a consumer, a connection closing,
+//!   a re-registration after a new master, a retry): this port's share of
+//!   the fabric's `--master-registrations-per-second` ([`MasterPace`]),
+//!   after a burst of [`REGISTRATION_BURST`], at most
+//!   [`MasterPace::registrations_in_flight`] out at once. The queue needs
+//!   no bound of its own: each group and each filter has at most one
+//!   request at a time, and the per-user limits bound groups and filters.
+//! * **queries** — PathRecord queries the cache could not answer, and
+//!   queries relayed for ports — at most [`MAX_QUERIES_IN_FLIGHT`] out at
+//!   once, at most [`MAX_QUERIES_WAITING`] waiting; past that a query is
+//!   answered BUSY at once. A query waits no longer than its own attempts
+//!   would have taken (its asker has given up by then): then it is
+//!   answered BUSY too.
+//!
+//! A burst the master cannot absorb — a thousand leaves when a connection
+//! that joined a thousand groups closes, five thousand distinct queries a
+//! local user asks at once — would overflow its queue and, under the
+//! simulator, wedge the whole fabric; here it becomes a stream the master
+//! keeps up with, while every door goes on being served. What local-sa
+//! asks for itself (its table, the walk of it, names, ClassPortInfo) is
+//! bounded by its own windows and goes at once.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::purpose::Purpose;
+use crate::pacing::{MasterPace, REGISTRATION_BURST, TokenBucket};
+use crate::requester::Attempts;
+
+/// Queries out at the master at once, at most.
+pub(super) const MAX_QUERIES_IN_FLIGHT: usize = 64;
+
+/// Queries waiting for a place, at most; more are answered BUSY.
+pub(super) const MAX_QUERIES_WAITING: usize = 4096;
+
+/// Which queue a request to the master waits in, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// A registration, paced.
+    Registration,
+    /// A query asked for someone, bounded.
+    Query,
+}
+
+impl Purpose {
+    /// The lane a request for this purpose waits in; `None` for what the
+    /// agent asks for itself, which goes at once.
+    pub(super) fn lane(&self) -> Option<Lane> {
+        match self {
+            Self::Inform { .. } | Self::Membership(_) | Self::Canary(_) | Self::Publish { .. } => {
+                Some(Lane::Registration)
+            }
+            Self::Forward(_) | Self::Relay(_) => Some(Lane::Query),
+            Self::Bulk { .. }
+            | Self::Walk { .. }
+            | Self::GidInService { .. }
+            | Self::MasterInfo
+            | Self::Names { .. } => None,
+        }
+    }
+}
+
+/// A request waiting for its turn.
+#[derive(Debug)]
+pub(super) struct Queued {
+    pub(super) purpose: Purpose,
+    pub(super) request: Bytes,
+    pub(super) attempts: Attempts,
+    /// When it was asked.
+    pub(super) asked: Instant,
+}
+
+impl Queued {
+    /// When its asker has given up: its attempts' time from when it was
+    /// asked.
+    fn given_up(&self) -> Instant {
+        let Attempts { timeout, retries } = self.attempts;
+        self.asked + timeout.saturating_mul(retries.saturating_add(1))
+    }
+}
+
+/// Requests of one lane waiting, how many are out, and the lane's pace.
+#[derive(Debug)]
+pub(super) struct UpstreamQueue {
+    waiting: VecDeque<Queued>,
+    in_flight: usize,
+    /// `None`: as fast as places free up.
+    pace: Option<TokenBucket>,
+}
+
+impl UpstreamQueue {
+    /// The registrations' lane, at the pace of a port of a fabric of
+    /// unknown size.
+    pub(super) fn paced(pace: &MasterPace) -> Self {
+        Self {
+            waiting: VecDeque::new(),
+            in_flight: 0,
+            pace: Some(TokenBucket::new(
+                pace.port_registration_rate(0),
+                REGISTRATION_BURST,
+            )),
+        }
+    }
+
+    /// A lane bounded only by the requests out.
+    pub(super) fn unpaced() -> Self {
+        Self {
+            waiting: VecDeque::new(),
+            in_flight: 0,
+            pace: None,
+        }
+    }
+
+    /// Requests waiting for their turn.
+    pub(super) fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Requests out at the master.
+    pub(super) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Requests a second it sends, if it is paced.
+    pub(super) fn rate(&self) -> Option<f64> {
+        self.pace.as_ref().map(TokenBucket::rate)
+    }
+
+    /// Queues a request; [`Self::release`] says when it goes.
+    pub(super) fn push(&mut self, queued: Queued) {
+        self.waiting.push_back(queued);
+    }
+
+    /// The next request that may go now, with at most `most` out (and, if
+    /// paced, at `rate` a second): counted as out.
+    pub(super) fn release(&mut self, now: Instant, rate: f64, most: usize) -> Option<Queued> {
+        if self.in_flight >= most.max(1) || self.waiting.is_empty() {
+            return None;
+        }
+        if let Some(bucket) = &mut self.pace {
+            if rate != bucket.rate() {
+                bucket.set_rate(rate);
+            }
+            if !bucket.try_take(now) {
+                return None;
+            }
+        }
+        let next = self.waiting.pop_front()?;
+        self.in_flight += 1;
+        Some(next)
+    }
+
+    /// The oldest waiting request if its asker has given up by `now`.
+    pub(super) fn take_given_up(&mut self, now: Instant) -> Option<Queued> {
+        if self.waiting.front()?.given_up() > now {
+            return None;
+        }
+        self.waiting.pop_front()
+    }
+
+    /// When the oldest waiting request's asker gives up.
+    pub(super) fn next_given_up(&self) -> Option<Instant> {
+        self.waiting.front().map(Queued::given_up)
+    }
+
+    /// A request that was out ended.
+    pub(super) fn done(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// When the next waiting request may go, if one waits with a place
+    /// free for it (at most `most` out) and only the pace holds it.
+    pub(super) fn next_release(&self, most: usize) -> Option<Instant> {
+        if self.waiting.is_empty() || self.in_flight >= most.max(1) {
+            return None;
+        }
+        self.pace.as_ref().and_then(TokenBucket::next_token)
+    }
+}
