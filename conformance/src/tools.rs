@@ -15,6 +15,22 @@ pub(crate) fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// How the test tools (`mad-probe`, `qp1-watch`, `api-flood`, ...) end:
+/// their one summary line on standard output and success, or their error
+/// after the tool's `name` on standard error and failure.
+pub fn report(name: &str, outcome: Result<String, String>) -> std::process::ExitCode {
+    match outcome {
+        Ok(line) => {
+            println!("{line}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The umad2sim preload library: `$UMAD2SIM_LIB`, else Debian's multiarch
 /// location.
 pub fn preload_library() -> Option<PathBuf> {

@@ -168,14 +168,5 @@ fn run() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("api-flood: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    conformance::report("api-flood", run())
 }

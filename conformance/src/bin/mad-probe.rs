@@ -77,14 +77,5 @@ fn run() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("mad-probe: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    conformance::report("mad-probe", run())
 }

@@ -139,14 +139,5 @@ fn run() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("path-sweep: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    conformance::report("path-sweep", run())
 }

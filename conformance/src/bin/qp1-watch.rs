@@ -133,14 +133,5 @@ fn run() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("qp1-watch: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    conformance::report("qp1-watch", run())
 }

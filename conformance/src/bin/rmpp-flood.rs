@@ -165,14 +165,5 @@ fn run() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("rmpp-flood: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    conformance::report("rmpp-flood", run())
 }
