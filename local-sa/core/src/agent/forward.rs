@@ -20,6 +20,21 @@ pub(crate) fn upstream_request(q: &PathQuery) -> Bytes {
     b.into_bytes()
 }
 
+/// Askers one query may gather while it waits for the master; more are
+/// answered BUSY at once (and each new one is checked against them all).
+pub(crate) const MAX_WAITERS: usize = 1024;
+
+/// What became of an asker of a query that must wait for the master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// The first: the query must go upstream.
+    First,
+    /// It joins the query already there.
+    Joined,
+    /// [`MAX_WAITERS`] wait already: the asker, not kept.
+    Full(Asker),
+}
+
 /// The master's answer to a query: status and record data.
 #[derive(Debug, Clone)]
 pub(crate) struct PathAnswer {
@@ -70,22 +85,25 @@ impl Forwarding {
             .map(|c| &c.answer)
     }
 
-    /// Queues `waiter` for `key`. True if no request for it is out (the
-    /// query must go upstream); false if it joins one already there.
-    /// A client resending the same request (same TransactionID) while it
-    /// waits is not queued twice: it gets one answer.
-    pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> bool {
+    /// Queues `waiter` for `key`: the first (the query must go upstream),
+    /// one more joining a query already there, or one too many. A client
+    /// resending the same request (same TransactionID) while it waits is
+    /// not queued twice: it gets one answer.
+    pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> Waiting {
         match self.waiting.entry(key) {
             Entry::Vacant(v) => {
                 v.insert(vec![waiter]);
-                true
+                Waiting::First
             }
             Entry::Occupied(mut o) => {
                 let list = o.get_mut();
                 if !list.iter().any(|w| w.same_request(&waiter)) {
+                    if list.len() >= MAX_WAITERS {
+                        return Waiting::Full(waiter);
+                    }
                     list.push(waiter);
                 }
-                false
+                Waiting::Joined
             }
         }
     }
@@ -197,15 +215,41 @@ mod tests {
     fn identical_queries_coalesce_and_answers_are_kept() {
         let t0 = Instant::now();
         let mut f = Forwarding::new(Duration::from_secs(60), Duration::from_secs(5), 10);
-        assert!(f.wait(key(1), waiter(10)), "the first asker sends");
-        assert!(!f.wait(key(1), waiter(11)), "the second waits");
-        assert!(f.wait(key(2), waiter(10)), "another query is another query");
+        assert_eq!(
+            f.wait(key(1), waiter(10)),
+            Waiting::First,
+            "the first asker sends"
+        );
+        assert_eq!(
+            f.wait(key(1), waiter(11)),
+            Waiting::Joined,
+            "the second waits"
+        );
+        assert_eq!(
+            f.wait(key(2), waiter(10)),
+            Waiting::First,
+            "another query is another query"
+        );
+        // A thousand more join; one past that is given back.
+        for conn in 12..(12 + MAX_WAITERS as u64 - 2) {
+            assert_eq!(f.wait(key(1), waiter(conn)), Waiting::Joined);
+        }
+        assert_eq!(f.wait(key(1), waiter(5)), Waiting::Full(waiter(5)));
+        assert_eq!(
+            f.wait(key(1), waiter(10)),
+            Waiting::Joined,
+            "a resend is still the same request"
+        );
         let ok = PathAnswer {
             status: MadStatus::OK,
             data: Bytes::from_static(&[0; 64]),
         };
         let waiters = f.answered(t0, &key(1), ok);
-        assert_eq!(waiters.iter().map(conn).collect::<Vec<_>>(), [10, 11]);
+        assert_eq!(waiters.len(), MAX_WAITERS);
+        assert_eq!(
+            waiters.iter().take(2).map(conn).collect::<Vec<_>>(),
+            [10, 11]
+        );
         assert!(f.cached(t0 + Duration::from_secs(59), &key(1)).is_some());
         assert!(f.cached(t0 + Duration::from_secs(61), &key(1)).is_none());
         // "No such record" is kept briefly; other errors not at all.

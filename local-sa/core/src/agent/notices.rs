@@ -37,6 +37,10 @@ use crate::request::{LocalBody, LocalReply};
 use crate::requester::Answer;
 use crate::respond;
 
+/// Requests for one subscriber's one subscription that may wait for the
+/// master's answer; more are answered BUSY.
+const MAX_WAITING_ASKERS: usize = 64;
+
 /// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
 const SUBSCRIPTION_RESP_TIME: u8 = 19;
 
@@ -316,12 +320,16 @@ impl SaCore {
         };
         match reply {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
-            Reply::Pending => self
-                .subscriptions
-                .waiting
-                .entry((s, filter))
-                .or_default()
-                .push(asker),
+            Reply::Pending => {
+                let waiting = self.subscriptions.waiting.entry((s, filter)).or_default();
+                if waiting.len() >= MAX_WAITING_ASKERS {
+                    // The same subscription asked again and again while the
+                    // master is asked: the first ones get its answer.
+                    self.answer_asker(&asker, MadStatus::BUSY);
+                } else {
+                    waiting.push(asker);
+                }
+            }
             // OpenSM answers an unsubscribe it cannot match this way.
             Reply::NotHeld => self.answer_asker(&asker, MadStatus::ERR_REQ_INVALID),
         }

@@ -11,7 +11,7 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord};
 use tracing::{debug, warn};
 
 use super::SaCore;
-use super::forward::{self, PathAnswer};
+use super::forward::{self, PathAnswer, Waiting};
 use super::parties::Asker;
 use super::purpose::Purpose;
 use crate::address::Transmit;
@@ -116,10 +116,13 @@ impl SaCore {
 
     /// Asks the master for `asker` (with whoever asks the same).
     fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
-        if self.forwarding.wait(query, asker) {
-            self.send_forward(now, query);
-        } else {
-            self.counters.coalesced += 1;
+        match self.forwarding.wait(query, asker) {
+            Waiting::First => self.send_forward(now, query),
+            Waiting::Joined => self.counters.coalesced += 1,
+            Waiting::Full(asker) => {
+                self.counters.upstream_refused += 1;
+                self.answer_status(&asker, MadStatus::BUSY);
+            }
         }
     }
 

@@ -152,6 +152,11 @@ pub struct MembershipCounts {
     pub groups_gone_at_master: u64,
 }
 
+/// Joins and leaves of one group that may wait while a request for it is
+/// out; more are answered BUSY (a client pipelining them gets no more of
+/// the agent's memory).
+pub const MAX_WAITING_PER_GROUP: usize = 256;
+
 /// Tries of one leave the master does not answer, before it is given up.
 pub const MAX_LEAVE_TRIES: u32 = 8;
 
@@ -431,6 +436,9 @@ where
         }
         let group = self.groups.entry(mgid).or_default();
         if group.busy {
+            if group.queue.len() >= MAX_WAITING_PER_GROUP {
+                return refuse(out, change.asker, MadStatus::BUSY);
+            }
             group.queue.push_back(change);
             return;
         }

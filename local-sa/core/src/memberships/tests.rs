@@ -758,3 +758,25 @@ fn bits_being_joined_count_as_possibly_held() {
     m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
     assert!(m.possibly_held().is_empty());
 }
+
+#[test]
+fn requests_piling_up_behind_a_busy_group_are_bounded() {
+    let (mut m, now) = (machine(), Instant::now());
+    let mut out = Vec::new();
+    m.request(now, change(true, 1, F, "first"), &mut out);
+    assert_eq!(
+        sent(&out).1,
+        Method::GET,
+        "the group is busy with its probe"
+    );
+    let mut out = Vec::new();
+    for _ in 0..MAX_WAITING_PER_GROUP + 10 {
+        m.request(now, change(true, 2, N, "more"), &mut out);
+    }
+    let busy = answers(&out);
+    assert_eq!(busy.len(), 10, "past the bound, answered at once");
+    assert!(
+        busy.iter()
+            .all(|(_, a)| *a == Answer::Refused(MadStatus::BUSY))
+    );
+}
