@@ -55,7 +55,7 @@ pub(crate) struct PortAgent {
     /// MADs dropped because the writer thread was [`CHANNEL_DEPTH`]
     /// behind (the device did not take them), and the once-a-minute log
     /// of it.
-    pub(crate) dropped_out: u64,
+    dropped_out: u64,
     drop_log: LogLimit,
     /// Held while the port is served.
     _lock: PortLock,

@@ -71,10 +71,8 @@ impl SaCore {
         ] {
             s.push(name, value);
         }
-        s.push(
-            "registrations_per_s",
-            format!("{:.1}", self.registration_queue.rate().unwrap_or(0.0)),
-        );
+        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
+        s.push("registrations_per_s", format!("{rate:.1}"));
         for r in self.registrants().iter().take(STATUS_REGISTRANTS) {
             s.push(
                 "registrant",

@@ -129,11 +129,6 @@ impl UpstreamQueue {
         self.in_flight
     }
 
-    /// Requests a second it sends, if it is paced.
-    pub(super) fn rate(&self) -> Option<f64> {
-        self.pace.as_ref().map(TokenBucket::rate)
-    }
-
     /// Queues a request; [`Self::release`] says when it goes.
     pub(super) fn push(&mut self, queued: Queued) {
         self.waiting.push_back(queued);
