@@ -125,6 +125,24 @@ pub(crate) fn command_dying_with_parent(program: impl AsRef<std::ffi::OsStr>) ->
     }
 }
 
+/// A command for `program` run as user and group `uid` with no other
+/// groups (util-linux's setpriv, which the simulator's tests need anyway),
+/// dying with the thread that spawns it: an unprivileged local user, for
+/// tests of what such a user can make the daemon do.
+pub fn command_as_user(uid: u32, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        format!("--reuid={uid}"),
+        format!("--regid={uid}"),
+        "--clear-groups".into(),
+        "--pdeathsig".into(),
+        "KILL".into(),
+        "--".into(),
+    ])
+    .arg(program);
+    cmd
+}
+
 /// The last `lines` lines of a log file (empty if it cannot be read).
 pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -5,12 +5,13 @@
 //! client that stops reading is disconnected and its queue freed; everyone
 //! else is served as before.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology, closed_by_peer};
+use conformance::{Fabric, LocalSa, Topology, closed_by_peer, command_as_user};
 use local_sa_core::api::{self, Frame, kind};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::path_record::mask as pr;
@@ -153,4 +154,73 @@ fn thirteen_hundred_connections_under_the_simulator_are_refused_past_the_reserve
     assert_eq!(hello(&mut fresh), kind::HELLO_ANSWER);
     let (status, _) = sa.stop();
     assert_eq!(status.and_then(|s| s.code()), Some(0), "a clean exit");
+}
+
+/// Under the simulator's open-files limit (896 connections in all), an
+/// unprivileged user who opens 1,300 connections holds a quarter of them;
+/// root's `lsaquery -I` and another user's clients are served meanwhile.
+#[test]
+fn one_unprivileged_user_cannot_lock_out_root_or_another_user() {
+    const NOBODY: u32 = 65534;
+    const ANOTHER: u32 = 65533;
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let flood = env!("CARGO_BIN_EXE_api-flood");
+    let api = sa.api_socket().to_owned();
+    let mut holder = command_as_user(NOBODY, flood)
+        .arg("--api-socket")
+        .arg(&api)
+        .args(["--connections", "1300", "--hold-s", "120"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(
+        first.trim(),
+        "connections=1300 served=224 refused=1076",
+        "a quarter of 896"
+    );
+    // Root is served, ten times out of ten.
+    let node = fabric.node("h2").unwrap();
+    for _ in 0..10 {
+        let out = node
+            .lsaquery()
+            .arg("--api-socket")
+            .arg(&api)
+            .arg("-I")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    }
+    // So is another unprivileged user.
+    let other = command_as_user(ANOTHER, flood)
+        .arg("--api-socket")
+        .arg(&api)
+        .args(["--connections", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&other.stdout);
+    assert!(
+        text.starts_with("connections=5 served=5 refused=0"),
+        "{text}{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    sa.wait_until("the refusals counted", Duration::from_secs(5), |c| {
+        c["door_refused_per_user"] == 1076
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let (status, log) = sa.stop();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "a clean exit");
+    assert_eq!(
+        log.matches("this user has too many open").count(),
+        1,
+        "1,076 refusals, one log line"
+    );
 }

@@ -244,6 +244,9 @@ fn resolve_to(dgid: Gid, path_use: PathUse) -> Resolve {
 /// run.
 const PIPELINED: u32 = 10_000;
 
+/// How many junk datagrams follow the empty one.
+const JUNK: usize = 206;
+
 #[test]
 fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
@@ -337,6 +340,19 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     let reply = kernel.ask(&valid);
     assert_eq!(Header::parse(&reply).unwrap().flags, 0);
 
+    // An empty datagram is not the end of the socket, and junk after it
+    // (too short to hold a header: dropped, counted) stops nothing.
+    kernel.0.send(&[]).unwrap();
+    for n in 0..JUNK {
+        kernel.0.send(&[0xa5; 15][..1 + n % 15]).unwrap();
+    }
+    let reply = kernel.ask(&valid);
+    assert_eq!(
+        Header::parse(&reply).unwrap().flags,
+        0,
+        "answered after junk"
+    );
+
     // The master goes silent (OpenSM stopped, not killed: under ibsim a
     // MAD to a LID nobody serves comes back undelivered at once): a
     // RESOLVE the cache cannot answer gets ERR at the door's deadline
@@ -375,13 +391,14 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
             c["netlink_from_cache"],
         ),
         (
-            u64::from(PIPELINED) + 3,
-            3,
-            u64::from(PIPELINED) + 1,
-            u64::from(PIPELINED) + 1
+            u64::from(PIPELINED) + 4,
+            3 + JUNK as u64,
+            u64::from(PIPELINED) + 2,
+            u64::from(PIPELINED) + 2
         ),
         "{c:?}"
     );
+    assert_eq!(c["netlink_empty"], 1, "{c:?}");
     assert_eq!(c["netlink_unknown_port"], 1, "{c:?}");
     assert!(
         waited < Duration::from_secs(3),

@@ -34,11 +34,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use api_client::Client;
 use conformance::opensm_dump::SaDump;
-use conformance::{Fabric, LocalSa, Topology, acm_client};
+use conformance::{Fabric, LocalSa, Topology, acm_client, command_as_user};
 use mad_codec::Gid;
 
 /// The uid and gid of `nobody`, an unprivileged user.
-const NOBODY: &str = "65534";
+const NOBODY: u32 = 65534;
 
 fn fabric() -> Fabric {
     Fabric::builder(Topology::fat_tree(4, 4, 2))
@@ -51,14 +51,7 @@ fn fabric() -> Fabric {
 fn flood(api: &Path, as_nobody: bool, args: &[&str]) -> Command {
     let program = env!("CARGO_BIN_EXE_api-flood");
     let mut cmd = if as_nobody {
-        let mut c = Command::new("setpriv");
-        c.args([
-            &format!("--reuid={NOBODY}"),
-            &format!("--regid={NOBODY}"),
-            "--clear-groups",
-            program,
-        ]);
-        c
+        command_as_user(NOBODY, program)
     } else {
         Command::new(program)
     };

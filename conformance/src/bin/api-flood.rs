@@ -2,11 +2,12 @@
 //! allows any user to (docs/local-api.md): N joins of distinct groups, N
 //! subscriptions with distinct filters, or N distinct PathRecord queries
 //! for the master, on one connection, every answer read; then the
-//! connection closes, and with it everything it held.
+//! connection closes, and with it everything it held. Or N connections,
+//! each greeted with HELLO, the ones answered held open.
 //!
 //! ```text
-//! api-flood --api-socket PATH (--joins N | --subscriptions N | --path-queries N)
-//!           [--first K] [--window W] [--hold-s S]
+//! api-flood --api-socket PATH (--joins N | --subscriptions N | --path-queries N
+//!           | --connections N) [--first K] [--window W] [--hold-s S]
 //! ```
 //!
 //! Joins are IPoIB-style creating joins (Full member, with Q_Key 0x0B1B,
@@ -19,7 +20,8 @@
 //! time (default 64). With `--hold-s` the connection stays open that long
 //! after the last answer. Output, one line:
 //! `answered=N ok=A no_resources=B busy=C other=D` (D counts every other
-//! status).
+//! status); for connections, `connections=N served=S refused=R` before the
+//! hold and `released=S` after it.
 //! Run it as the user whose limits are to be tried (setpriv).
 
 use std::io::{Read, Write};
@@ -43,6 +45,7 @@ struct Args {
     joins: u64,
     subscriptions: u64,
     path_queries: u64,
+    connections: u64,
     first: u64,
     window: u64,
     hold: Duration,
@@ -65,16 +68,23 @@ fn parse_args() -> Result<Args, String> {
             "--joins" => args.joins = n,
             "--subscriptions" => args.subscriptions = n,
             "--path-queries" => args.path_queries = n,
+            "--connections" => args.connections = n,
             "--first" => args.first = n,
             "--window" => args.window = n.max(1),
             "--hold-s" => args.hold = Duration::from_secs(n),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    let kinds = [args.joins, args.subscriptions, args.path_queries];
+    let kinds = [
+        args.joins,
+        args.subscriptions,
+        args.path_queries,
+        args.connections,
+    ];
     if args.socket.is_empty() || kinds.iter().filter(|n| **n > 0).count() != 1 {
         return Err(
-            "give --api-socket and one of --joins, --subscriptions or --path-queries".into(),
+            "give --api-socket and one of --joins, --subscriptions, --path-queries or --connections"
+                .into(),
         );
     }
     Ok(args)
@@ -136,8 +146,41 @@ fn answer(stream: &mut UnixStream, parts: &mut api::Reassembly) -> Result<Frame,
     }
 }
 
+/// Opens `args.connections` connections, greets each, holds the answered
+/// ones for `args.hold` after saying how many.
+fn connections(args: &Args) -> Result<String, String> {
+    let mut served = Vec::new();
+    let mut refused = 0u64;
+    for _ in 0..args.connections {
+        let mut stream =
+            UnixStream::connect(&args.socket).map_err(|e| format!("{}: {e}", args.socket))?;
+        let mut parts = api::Reassembly::default();
+        // A refused connection may be closed before the HELLO is written.
+        let greeted = stream
+            .write_all(&api::request_frame(&Request::Hello, 1).encode())
+            .map_err(|e| e.to_string())
+            .and_then(|()| answer(&mut stream, &mut parts));
+        match greeted {
+            Ok(f) if f.kind == kind::HELLO_ANSWER => served.push(stream),
+            _ => refused += 1,
+        }
+    }
+    let line = format!(
+        "connections={} served={} refused={refused}",
+        args.connections,
+        served.len()
+    );
+    println!("{line}");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    std::thread::sleep(args.hold);
+    Ok(format!("released={}", served.len()))
+}
+
 fn run() -> Result<String, String> {
     let args = parse_args()?;
+    if args.connections > 0 {
+        return connections(&args);
+    }
     let count = args.joins.max(args.subscriptions).max(args.path_queries);
     let mut stream =
         UnixStream::connect(&args.socket).map_err(|e| format!("{}: {e}", args.socket))?;

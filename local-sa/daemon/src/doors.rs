@@ -10,6 +10,12 @@
 //! librdmacm opens its ibacm connection once per process and never
 //! reconnects, and a subscriber waits for notices. The per-user limit is
 //! what bounds them.
+//!
+//! Shares are fair whatever the open-files limit makes of the total: one
+//! user holds at most a quarter of the total (and never more than the
+//! per-user limit), and an eighth of the total is kept for root and
+//! local-sa's own user, so that users who take every slot they may still
+//! leave the administrator's `lsaquery` a way in.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -24,13 +30,20 @@ use tracing::warn;
 /// umad devices and sockets.
 pub(crate) const FD_RESERVE: usize = 128;
 
+/// The share of the total one user may hold: a quarter.
+const USER_SHARE_DIVISOR: usize = 4;
+/// The share of the total only root and local-sa's own user may use: an
+/// eighth.
+const ADMIN_RESERVE_DIVISOR: usize = 8;
+
 /// The limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DoorLimits {
     /// Connections open at once, both doors together (lowered to what the
     /// descriptor limit allows after [`FD_RESERVE`]).
     pub(crate) total: usize,
-    /// Connections open at once by one user.
+    /// Connections open at once by one user (lowered to a quarter of the
+    /// total; see [`DoorLimits::user_cap`]).
     pub(crate) per_user: usize,
     /// Bytes queued for one connection; a connection that lets more pile
     /// up is not reading and is closed.
@@ -56,6 +69,25 @@ impl Default for DoorLimits {
             frame_time: Duration::from_secs(10),
             first_frame_time: Duration::from_secs(30),
         }
+    }
+}
+
+impl DoorLimits {
+    /// Connections user `uid` may hold at once: the per-user limit, and
+    /// for anyone but root and the daemon's own user also a quarter of the
+    /// total.
+    fn user_cap(&self, admin: bool) -> usize {
+        if admin {
+            self.per_user
+        } else {
+            self.per_user.min((self.total / USER_SHARE_DIVISOR).max(1))
+        }
+    }
+
+    /// Connections everyone but root and the daemon's own user may hold
+    /// together: the total less an eighth kept for them.
+    fn shared_cap(&self) -> usize {
+        self.total - self.total / ADMIN_RESERVE_DIVISOR
     }
 }
 
@@ -106,6 +138,8 @@ pub(crate) struct Doors {
     /// The open-files limit the total is kept within.
     open_files: usize,
     per_user: HashMap<u32, usize>,
+    /// Connections held by users other than root and the daemon's own.
+    unprivileged: usize,
     partial_in: usize,
     counters: DoorCounters,
     log: LogLimit,
@@ -130,6 +164,7 @@ impl Doors {
             limits,
             open_files,
             per_user: HashMap::new(),
+            unprivileged: 0,
             partial_in: 0,
             counters: DoorCounters::default(),
             log: LogLimit::new(Duration::from_secs(60)),
@@ -199,6 +234,8 @@ pub(crate) struct Admission {
     doors: SharedDoors,
     /// Who connected.
     pub(crate) user: u32,
+    /// Whether that is root or the daemon's own user.
+    admin: bool,
     /// Through which door.
     door: &'static str,
 }
@@ -230,13 +267,21 @@ impl Admission {
         door: &'static str,
     ) -> Option<Self> {
         // A peer whose credentials cannot be read counts as user
-        // u32::MAX: it is limited like any one user.
+        // u32::MAX: it is limited like any one unprivileged user.
         let user = umad::process::peer_uid(socket).unwrap_or(u32::MAX);
+        Self::admit(doors, user, umad::process::is_admin(user), door)
+    }
+
+    /// Admits a connection of `user` (`admin`: root or the daemon's own
+    /// user) if the limits allow.
+    fn admit(doors: &SharedDoors, user: u32, admin: bool, door: &'static str) -> Option<Self> {
         let mut d = doors.borrow_mut();
         let held = d.per_user.get(&user).copied().unwrap_or(0);
-        let cut = if d.counters.connections as usize >= d.limits.total {
+        let cut = if d.counters.connections as usize >= d.limits.total
+            || (!admin && d.unprivileged >= d.limits.shared_cap())
+        {
             Some(Cut::Total)
-        } else if held >= d.limits.per_user {
+        } else if held >= d.limits.user_cap(admin) {
             Some(Cut::PerUser)
         } else {
             None
@@ -246,6 +291,9 @@ impl Admission {
             return None;
         }
         d.per_user.insert(user, held + 1);
+        if !admin {
+            d.unprivileged += 1;
+        }
         d.counters.connections += 1;
         if let Some(n) = d.counters.door_gauge(door) {
             *n += 1;
@@ -253,6 +301,7 @@ impl Admission {
         Some(Self {
             doors: Rc::clone(doors),
             user,
+            admin,
             door,
         })
     }
@@ -266,6 +315,9 @@ impl Drop for Admission {
     fn drop(&mut self) {
         let mut d = self.doors.borrow_mut();
         d.counters.connections = d.counters.connections.saturating_sub(1);
+        if !self.admin {
+            d.unprivileged = d.unprivileged.saturating_sub(1);
+        }
         if let Some(n) = d.counters.door_gauge(self.door) {
             *n = n.saturating_sub(1);
         }
@@ -343,6 +395,48 @@ mod tests {
             (1, 0, 1)
         );
         assert!(Admission::new(&doors, &pair(), "test").is_some());
+    }
+
+    #[test]
+    fn no_user_takes_more_than_a_quarter_and_admins_keep_a_reserve() {
+        // The simulator's open-files limit: 1,024 descriptors, so 896
+        // connections in all, 224 per user, 112 kept for the admins.
+        let doors = Doors::shared(DoorLimits::default(), 1024);
+        let admit = |user, admin| Admission::admit(&doors, user, admin, API_DOOR);
+        let mut held = Vec::new();
+        let flooder: Vec<_> = (0..1300).filter_map(|_| admit(65534, false)).collect();
+        assert_eq!(flooder.len(), 224, "a quarter of 896");
+        assert_eq!(doors.borrow().counters().refused_per_user, 1300 - 224);
+        // Three more users take their quarters, as far as the unprivileged
+        // share (784) allows.
+        for user in 1000..1003 {
+            held.extend((0..300).filter_map(|_| admit(user, false)));
+        }
+        assert_eq!(held.len() + flooder.len(), 896 - 896 / 8);
+        assert!(admit(1003, false).is_none(), "the shared part is full");
+        // Root and the daemon's user are still let in.
+        let admins: Vec<_> = (0..112).filter_map(|_| admit(0, true)).collect();
+        assert_eq!(admins.len(), 112);
+        assert!(admit(0, true).is_none(), "the total holds");
+        drop(flooder);
+        assert!(admit(1003, false).is_some());
+    }
+
+    #[test]
+    fn the_per_user_limit_below_the_share_holds() {
+        let limits = DoorLimits {
+            per_user: 10,
+            ..DoorLimits::default()
+        };
+        let doors = Doors::shared(limits, 1 << 20);
+        let user: Vec<_> = (0..20)
+            .filter_map(|_| Admission::admit(&doors, 7, false, API_DOOR))
+            .collect();
+        assert_eq!(user.len(), 10);
+        let root: Vec<_> = (0..20)
+            .filter_map(|_| Admission::admit(&doors, 0, true, API_DOOR))
+            .collect();
+        assert_eq!(root.len(), 10, "the option holds for root too");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use local_sa_core::acm::{AcmService, Step};
 use local_sa_core::api;
 use local_sa_core::log_limit::LogLimit;
 use local_sa_core::naming::Names;
-use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService};
+use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService, Sender as NetlinkSender};
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
 use umad::IncomingMad;
 use umad::port::Sysfs;
@@ -42,7 +42,7 @@ enum Wake {
     Port(usize, PortEvent),
     Api(ApiEvent),
     Acm(AcmEvent),
-    Kernel(Bytes),
+    Kernel(kernel_door::Datagram),
     Signal,
     HangUp,
     Timer,
@@ -59,7 +59,7 @@ pub(crate) struct Sources {
     pub(crate) api: Receiver<ApiEvent>,
     pub(crate) acm: Receiver<AcmEvent>,
     /// Datagrams from the kernel door's socket.
-    pub(crate) kernel: Receiver<Bytes>,
+    pub(crate) kernel: Receiver<kernel_door::Datagram>,
     pub(crate) signals: Signals,
 }
 
@@ -165,7 +165,7 @@ impl Driver {
                 }
                 Wake::Api(e) => self.api_event(now, e),
                 Wake::Acm(e) => self.acm_event(now, e),
-                Wake::Kernel(datagram) => self.kernel_datagram(now, &datagram),
+                Wake::Kernel((from, datagram)) => self.kernel_datagram(now, from, &datagram),
                 Wake::Timer => {
                     armed = None;
                     for p in &mut self.ports {
@@ -354,11 +354,11 @@ impl Driver {
 
     /// A datagram from the kernel: replies to send, questions for the
     /// cores.
-    fn kernel_datagram(&mut self, now: Instant, datagram: &[u8]) {
+    fn kernel_datagram(&mut self, now: Instant, from: NetlinkSender, datagram: &[u8]) {
         let Some(door) = self.kernel.as_mut() else {
             return;
         };
-        let actions = door.service.handle_datagram(now, datagram);
+        let actions = door.service.handle_datagram(now, from, datagram);
         if let Some(errno) = door.service.take_kernel_error()
             && let Some(earlier_not_logged) =
                 door.log.allow(now, "kernel refusal", errno.unsigned_abs())

@@ -13,7 +13,9 @@ use smol::Async;
 use smol::channel::{Receiver, Sender};
 use tracing::{debug, info, warn};
 
-use local_sa_core::netlink::{KernelPort, NetlinkConfig, NetlinkService, clamp_kernel_timeout};
+use local_sa_core::netlink::{
+    KernelPort, NetlinkConfig, NetlinkService, Sender as NetlinkSender, clamp_kernel_timeout,
+};
 use local_sa_core::request::ConnId;
 use umad::netlink::NetlinkSocket;
 
@@ -74,6 +76,12 @@ pub(crate) fn kernel_timeout(options: &Options) -> Duration {
 pub(crate) fn socket(inherited: Option<OwnedFd>, open_own: bool) -> Option<NetlinkSocket> {
     if let Some(fd) = inherited {
         return match NetlinkSocket::inherited(fd) {
+            Ok(s) if !s.can_verify_senders() => {
+                warn!(
+                    "the inherited socket is neither netlink nor connected, so nothing on it can be told to come from the kernel; the kernel's queries are not served"
+                );
+                None
+            }
             Ok(s) => {
                 info!("serving the kernel's RDMA_NL_LS queries on the inherited netlink socket");
                 Some(s)
@@ -117,9 +125,15 @@ pub(crate) struct Backlog {
     pub(crate) room: Receiver<()>,
 }
 
-/// Reads datagrams from `socket` and passes them on, until the socket or
-/// the driver goes; pauses while the writer is [`READ_PAUSE_AT`] behind.
-pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Bytes>, backlog: Backlog) {
+/// A datagram and who sent it.
+pub(crate) type Datagram = (NetlinkSender, Bytes);
+
+/// Reads datagrams from `socket` and passes them on with their senders
+/// (the driver's door drops what is not the kernel's), until the socket
+/// fails or the driver goes; pauses while the writer is [`READ_PAUSE_AT`]
+/// behind. An empty datagram is passed on like any other: a datagram
+/// socket has no end-of-file.
+pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Datagram>, backlog: Backlog) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     loop {
         while backlog.replies.len() >= READ_PAUSE_AT {
@@ -128,13 +142,14 @@ pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Bytes>, ba
             }
         }
         match socket.read_with(|s| s.recv(&mut buf)).await {
-            // A datagram socket whose peer closed reads 0 bytes for ever.
-            Ok(0) => {
-                info!("the kernel door's socket was closed by its peer");
-                return;
-            }
-            Ok(n) => {
-                if to.send(Bytes::copy_from_slice(&buf[..n])).await.is_err() {
+            Ok(got) => {
+                let from = match got.from {
+                    umad::netlink::Sender::Kernel => NetlinkSender::Kernel,
+                    umad::netlink::Sender::Process(port) => NetlinkSender::Process(port),
+                    umad::netlink::Sender::Unknown => NetlinkSender::Unknown,
+                };
+                let datagram = Bytes::copy_from_slice(&buf[..got.len]);
+                if to.send((from, datagram)).await.is_err() {
                     return;
                 }
             }

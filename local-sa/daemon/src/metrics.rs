@@ -28,7 +28,7 @@ pub(crate) struct PortMetrics {
 const METRIC_REGISTRANTS: usize = 32;
 
 /// The doors' and the kernel door's counters: kind and meaning.
-const DAEMON_COUNTERS: [(&str, Kind, &str); 20] = [
+const DAEMON_COUNTERS: [(&str, Kind, &str); 22] = [
     (
         "door_connections",
         Kind::Gauge,
@@ -98,6 +98,16 @@ const DAEMON_COUNTERS: [(&str, Kind, &str); 20] = [
         "netlink_malformed",
         Kind::Counter,
         "Netlink messages that could not be decoded (answered ERR or dropped).",
+    ),
+    (
+        "netlink_not_from_kernel",
+        Kind::Counter,
+        "Netlink datagrams from a sender other than the kernel, dropped unread.",
+    ),
+    (
+        "netlink_empty",
+        Kind::Counter,
+        "Empty netlink datagrams, ignored.",
     ),
     (
         "netlink_unknown_port",

@@ -2,6 +2,12 @@
 //! socket joined to the local service group, or one inherited (systemd's
 //! `ListenNetlink=rdma 4`, or any datagram socket standing in for it in
 //! tests). Replies go back with a plain `send`, so both work the same.
+//!
+//! Each datagram comes with who sent it, from the address the kernel
+//! gives (not the header the sender writes): the kernel itself is port 0
+//! of a netlink socket; a stand-in socket is trusted only when it is
+//! connected, since a connected datagram socket receives from its peer
+//! alone.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -12,6 +18,60 @@ use crate::sys::netlink as sys;
 #[derive(Debug)]
 pub struct NetlinkSocket {
     fd: OwnedFd,
+    /// What the socket is, which decides who can write to it.
+    kind: SocketKind,
+}
+
+/// What kind of socket the door reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SocketKind {
+    /// A netlink socket: every datagram names its sender's port.
+    Netlink,
+    /// A connected datagram socket (a socketpair in tests): only its peer
+    /// can write to it.
+    ConnectedStandIn,
+    /// Any other socket: anyone who can reach it can write to it.
+    Unverified,
+}
+
+/// Who sent a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// The kernel (netlink port 0), or the peer of a connected stand-in.
+    Kernel,
+    /// A process: a netlink sender with this port ID (usually its PID).
+    Process(u32),
+    /// A sender whose address proves nothing (an unconnected stand-in
+    /// socket, a family other than netlink).
+    Unknown,
+}
+
+impl Sender {
+    /// The sender of a datagram with source address `source` on a socket
+    /// of `kind`.
+    fn of(kind: SocketKind, source: sys::SourceAddress) -> Self {
+        match (kind, source.netlink_port) {
+            (SocketKind::Netlink, Some(0)) => Self::Kernel,
+            (SocketKind::Netlink, Some(port)) => Self::Process(port),
+            (SocketKind::ConnectedStandIn, _) => Self::Kernel,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// Whether the kernel sent it.
+    pub fn is_kernel(self) -> bool {
+        self == Self::Kernel
+    }
+}
+
+/// One datagram read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Its length, cut to the buffer (0 for an empty datagram, which is
+    /// not end-of-file: a datagram socket has none).
+    pub len: usize,
+    /// Who sent it.
+    pub from: Sender,
 }
 
 impl NetlinkSocket {
@@ -20,19 +80,37 @@ impl NetlinkSocket {
     pub fn open() -> io::Result<Self> {
         Ok(Self {
             fd: sys::open_rdma_ls()?,
+            kind: SocketKind::Netlink,
         })
     }
 
     /// Uses an inherited datagram socket.
     pub fn inherited(fd: OwnedFd) -> io::Result<Self> {
         sys::set_nonblocking(fd.as_fd())?;
-        Ok(Self { fd })
+        let kind = if sys::socket_family(fd.as_fd())? == libc::AF_NETLINK as libc::sa_family_t {
+            SocketKind::Netlink
+        } else if sys::is_connected(fd.as_fd()) {
+            SocketKind::ConnectedStandIn
+        } else {
+            SocketKind::Unverified
+        };
+        Ok(Self { fd, kind })
     }
 
-    /// One datagram into `buf`: its length (cut to `buf`), or
-    /// `WouldBlock`.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        sys::recv(self.fd.as_fd(), buf)
+    /// Whether what arrives on the socket can come from the kernel at
+    /// all: false for a stand-in socket anyone can write to, whose every
+    /// datagram is then [`Sender::Unknown`].
+    pub fn can_verify_senders(&self) -> bool {
+        self.kind != SocketKind::Unverified
+    }
+
+    /// One datagram into `buf` and who sent it, or `WouldBlock`.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
+        let (len, source) = sys::recv_from(self.fd.as_fd(), buf)?;
+        Ok(Received {
+            len,
+            from: Sender::of(self.kind, source),
+        })
     }
 
     /// Sends one datagram (to the kernel, for a netlink socket).
@@ -64,10 +142,62 @@ mod tests {
             "non-blocking"
         );
         kernel.send(b"query").unwrap();
-        assert_eq!(s.recv(&mut buf).unwrap(), 5);
+        let got = s.recv(&mut buf).unwrap();
+        assert_eq!(
+            got,
+            Received {
+                len: 5,
+                from: Sender::Kernel
+            },
+            "a connected stand-in's peer is the only one who can write"
+        );
         assert_eq!(&buf[..5], b"query");
+        kernel.send(b"").unwrap();
+        assert_eq!(s.recv(&mut buf).unwrap().len, 0, "an empty datagram");
         s.send(b"reply").unwrap();
         assert_eq!(kernel.recv(&mut buf).unwrap(), 5);
+    }
+
+    #[test]
+    fn only_port_zero_of_a_netlink_socket_is_the_kernel() {
+        let netlink = |port| sys::SourceAddress {
+            family: libc::AF_NETLINK as libc::sa_family_t,
+            netlink_port: Some(port),
+        };
+        let unnamed = sys::SourceAddress {
+            family: libc::AF_UNSPEC as libc::sa_family_t,
+            netlink_port: None,
+        };
+        assert_eq!(Sender::of(SocketKind::Netlink, netlink(0)), Sender::Kernel);
+        assert_eq!(
+            Sender::of(SocketKind::Netlink, netlink(4242)),
+            Sender::Process(4242)
+        );
+        assert_eq!(Sender::of(SocketKind::Netlink, unnamed), Sender::Unknown);
+        assert_eq!(
+            Sender::of(SocketKind::ConnectedStandIn, unnamed),
+            Sender::Kernel
+        );
+        assert_eq!(Sender::of(SocketKind::Unverified, unnamed), Sender::Unknown);
+        assert_eq!(
+            Sender::of(SocketKind::Unverified, netlink(0)),
+            Sender::Unknown,
+            "only a netlink socket's addresses are the kernel's word"
+        );
+    }
+
+    #[test]
+    fn an_unconnected_stand_in_cannot_tell_who_writes() {
+        let dir = std::env::temp_dir().join(format!("nl-stand-in-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let ours = UnixDatagram::bind(&dir).unwrap();
+        let s = NetlinkSocket::inherited(OwnedFd::from(ours)).unwrap();
+        assert!(!s.can_verify_senders());
+        let anyone = UnixDatagram::unbound().unwrap();
+        anyone.send_to(b"query", &dir).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(s.recv(&mut buf).unwrap().from, Sender::Unknown);
+        let _ = std::fs::remove_file(&dir);
     }
 
     #[test]

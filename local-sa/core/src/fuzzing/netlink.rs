@@ -13,7 +13,7 @@ use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
 use crate::config::PortIdentity;
 use crate::naming::Names;
 use crate::netlink::wire::{self, Body};
-use crate::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
+use crate::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
 use crate::request::{LocalBody, LocalReply, RequestKind};
 
 /// One datagram.
@@ -42,7 +42,11 @@ fn door(data: &[u8]) {
     let mut door = NetlinkService::new(NetlinkConfig::default(), CONN, ports, Names::new());
     let now = Instant::now();
     let mut replies = Vec::new();
-    for (n, action) in door.handle_datagram(now, data).into_iter().enumerate() {
+    for (n, action) in door
+        .handle_datagram(now, Sender::Kernel, data)
+        .into_iter()
+        .enumerate()
+    {
         match action {
             Action::Reply(r) => replies.push(r),
             Action::Ask { id, .. } if n % 2 == 0 => {

@@ -21,6 +21,13 @@
 //!   read, else is dropped; both are counted. Nothing the kernel or a peer
 //!   sends makes the door hold more than [`NetlinkConfig::max_pending`]
 //!   requests: past that, ERR at once.
+//! * Only the kernel is answered. The daemon says who sent each datagram
+//!   from the socket's source address (not the header's port ID, which the
+//!   sender writes); a message from anyone else could carry the sequence
+//!   number of one of the kernel's pending queries and have the kernel
+//!   take our reply for the answer to it, so it is dropped unread,
+//!   counted and logged once a minute per sender. An empty datagram is
+//!   counted and ignored: it is not the end of anything.
 //! * Time: the kernel waits [`NetlinkConfig::kernel_timeout`] for each
 //!   reply (the door tells it so with SET_TIMEOUT,
 //!   [`NetlinkService::set_timeout_message`]), then sends its own MAD. A
@@ -40,6 +47,7 @@ use mad_codec::{MadStatus, Method, PathRecord};
 
 use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
+use crate::log_limit::LogLimit;
 use crate::naming::{Address, Names};
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
@@ -108,6 +116,17 @@ pub fn clamp_kernel_timeout(timeout: Duration) -> Duration {
     timeout.clamp(*KERNEL_TIMEOUT_RANGE.start(), *KERNEL_TIMEOUT_RANGE.end())
 }
 
+/// Who sent a datagram, as the socket's source address says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// The kernel.
+    Kernel,
+    /// Another process, with its netlink port ID.
+    Process(u32),
+    /// A sender the address does not name.
+    Unknown,
+}
+
 /// What the daemon does for a datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -150,11 +169,15 @@ pub struct NetlinkCounters {
     pub past_deadline: u64,
     /// Errors the kernel sent back for messages of ours.
     pub kernel_errors: u64,
+    /// Datagrams from a sender other than the kernel, dropped unread.
+    pub not_from_kernel: u64,
+    /// Empty datagrams, ignored.
+    pub empty: u64,
 }
 
 impl NetlinkCounters {
     /// The counters as `name value` fields for the counters file.
-    pub fn fields(&self) -> [(&'static str, u64); 10] {
+    pub fn fields(&self) -> [(&'static str, u64); 12] {
         [
             ("netlink_resolves", self.resolves),
             ("netlink_ip_resolves", self.ip_resolves),
@@ -166,6 +189,8 @@ impl NetlinkCounters {
             ("netlink_refused_pending", self.refused_pending),
             ("netlink_past_deadline", self.past_deadline),
             ("netlink_kernel_errors", self.kernel_errors),
+            ("netlink_not_from_kernel", self.not_from_kernel),
+            ("netlink_empty", self.empty),
         ]
     }
 }
@@ -201,6 +226,8 @@ pub struct NetlinkService {
     counters: NetlinkCounters,
     /// The last errno the kernel sent back, for the log.
     last_kernel_errno: Option<i32>,
+    /// Lines about datagrams not from the kernel: one a minute per sender.
+    log: LogLimit,
 }
 
 impl NetlinkService {
@@ -218,6 +245,7 @@ impl NetlinkService {
             next_id: 1,
             counters: NetlinkCounters::default(),
             last_kernel_errno: None,
+            log: LogLimit::new(Duration::from_secs(60)),
         }
     }
 
@@ -266,10 +294,29 @@ impl NetlinkService {
         wire::set_timeout(1, pid, millis)
     }
 
-    /// One datagram from the socket, received at `now`: what to send and
-    /// ask, in order.
-    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Vec<Action> {
+    /// One datagram from `from`, received at `now`: what to send and ask,
+    /// in order (nothing, for one not from the kernel).
+    pub fn handle_datagram(&mut self, now: Instant, from: Sender, datagram: &[u8]) -> Vec<Action> {
         let mut actions = Vec::new();
+        if from != Sender::Kernel {
+            self.counters.not_from_kernel += 1;
+            let port = match from {
+                Sender::Process(port) => port,
+                _ => u32::MAX,
+            };
+            if let Some(earlier_not_logged) = self.log.allow(now, "not from the kernel", port) {
+                tracing::warn!(
+                    sender_port = ?(port != u32::MAX).then_some(port),
+                    earlier_not_logged,
+                    "a netlink message not from the kernel was dropped unread (only the kernel's queries are answered)"
+                );
+            }
+            return actions;
+        }
+        if datagram.is_empty() {
+            self.counters.empty += 1;
+            return actions;
+        }
         for (header, message) in wire::messages(datagram) {
             let action = match message {
                 Ok(m) => self.handle_message(now, m.header, m.body),

@@ -288,7 +288,8 @@ pub(crate) struct Options {
     pub(crate) port_poll_interval: u64,
     /// Local connections open at once, the local API's and the ibacm
     /// protocol's together (further ones are closed at once). Lowered to
-    /// what the open-files limit allows with 128 descriptors kept back.
+    /// what the open-files limit allows with 128 descriptors kept back;
+    /// an eighth is kept for root and local-sa's own user.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "4096")]
     pub(crate) max_connections: usize,
     /// Log level or filter directives, as RUST_LOG takes them (info,
@@ -302,7 +303,10 @@ pub(crate) struct Options {
     /// every --stats-interval (every second when that is 0). Default: none.
     #[arg(long, value_name = "ADDR", value_parser = crate::metrics_server::parse_addr)]
     pub(crate) metrics: Option<crate::metrics_server::MetricsAddr>,
-    /// Local connections one user may have open at once.
+    /// Local connections one user may have open at once. Whatever this
+    /// says, a user other than root and local-sa's own holds at most a
+    /// quarter of --max-connections (as lowered by the open-files limit),
+    /// and an eighth of it is kept for root and local-sa's own user.
     #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
     pub(crate) max_connections_per_user: usize,
     /// Distinct multicast groups one user's local API connections (or one

@@ -60,14 +60,92 @@ pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// Receives one datagram into `buf` (its length, cut to `buf`).
-pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+/// Where a datagram came from, as `recvfrom` gives it: the address
+/// family, and for a netlink sender its port ID (0 is the kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SourceAddress {
+    pub(crate) family: libc::sa_family_t,
+    pub(crate) netlink_port: Option<u32>,
+}
+
+/// Receives one datagram into `buf`: its length (cut to `buf`) and its
+/// sender's address.
+pub(crate) fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SourceAddress)> {
+    // SAFETY: sockaddr_storage is plain data; all zeros is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes, and `addr`
+    // for `len` bytes, for the call; the kernel writes at most `len`.
+    let n = unsafe {
+        libc::recvfrom(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            0,
+            (&raw mut addr).cast::<libc::sockaddr>(),
+            &raw mut len,
+        )
+    };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(n as usize)
+    // An unnamed sender (a socketpair's peer) leaves the length 0 and the
+    // family unset.
+    let family = if len as usize >= size_of::<libc::sa_family_t>() {
+        addr.ss_family
+    } else {
+        libc::AF_UNSPEC as libc::sa_family_t
+    };
+    let netlink_port = (family == libc::AF_NETLINK as libc::sa_family_t
+        && len as usize >= size_of::<libc::sockaddr_nl>())
+    .then(|| {
+        // SAFETY: the kernel filled a sockaddr_nl (family AF_NETLINK, the
+        // length checked); sockaddr_storage is large and aligned enough.
+        let nl = unsafe { &*(&raw const addr).cast::<libc::sockaddr_nl>() };
+        nl.nl_pid
+    });
+    Ok((
+        n as usize,
+        SourceAddress {
+            family,
+            netlink_port,
+        },
+    ))
+}
+
+/// The socket's own address family (`getsockname`).
+pub(crate) fn socket_family(fd: BorrowedFd<'_>) -> io::Result<libc::sa_family_t> {
+    // SAFETY: sockaddr_storage is plain data; all zeros is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `addr` is valid for writes of `len` bytes for the call.
+    let rc = unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&raw mut addr).cast::<libc::sockaddr>(),
+            &raw mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(addr.ss_family)
+}
+
+/// Whether the socket is connected to a peer (`getpeername` succeeds).
+pub(crate) fn is_connected(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: sockaddr_storage is plain data; all zeros is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `addr` is valid for writes of `len` bytes for the call.
+    let rc = unsafe {
+        libc::getpeername(
+            fd.as_raw_fd(),
+            (&raw mut addr).cast::<libc::sockaddr>(),
+            &raw mut len,
+        )
+    };
+    rc == 0
 }
 
 /// Sends `buf` as one datagram to the socket's default destination.

@@ -124,7 +124,7 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         r.tclass = Some(3);
         r.qos_class = Some(0x12);
         let Action::Ask { agent, id, request } =
-            one(s.handle_datagram(*T0, &wire::resolve_request(55, &r)))
+            one(s.handle_datagram(*T0, Sender::Kernel, &wire::resolve_request(55, &r)))
         else {
             panic!("not asked");
         };
@@ -176,6 +176,7 @@ fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
     let mut s = service(8);
     let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(
         *T0,
+        Sender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
         Action::Ask { id, .. } => id,
@@ -215,7 +216,11 @@ fn an_unknown_port_or_no_dgid_gets_err_at_once() {
         },
         resolve(1, PathUse::GMP, None),
     ] {
-        let reply = replied(one(s.handle_datagram(*T0, &wire::resolve_request(9, &r))));
+        let reply = replied(one(s.handle_datagram(
+            *T0,
+            Sender::Kernel,
+            &wire::resolve_request(9, &r),
+        )));
         let h = Header::parse(&reply).unwrap();
         assert_eq!((h.flags, h.seq, h.len), (F_ERR, 9, 16));
     }
@@ -228,14 +233,14 @@ fn past_the_pending_limit_resolves_get_err() {
     let mut s = service(2);
     let r = wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
     assert!(matches!(
-        one(s.handle_datagram(*T0, &r)),
+        one(s.handle_datagram(*T0, Sender::Kernel, &r)),
         Action::Ask { .. }
     ));
     assert!(matches!(
-        one(s.handle_datagram(*T0, &r)),
+        one(s.handle_datagram(*T0, Sender::Kernel, &r)),
         Action::Ask { .. }
     ));
-    let reply = replied(one(s.handle_datagram(*T0, &r)));
+    let reply = replied(one(s.handle_datagram(*T0, Sender::Kernel, &r)));
     assert_eq!(flags_of(&reply), F_ERR);
     assert_eq!(s.counters().refused_pending, 1);
 }
@@ -246,6 +251,7 @@ fn ip_resolve_answers_from_the_names_tables() {
     let ask = |s: &mut NetlinkService, ip: &str| {
         replied(one(s.handle_datagram(
             *T0,
+            Sender::Kernel,
             &wire::ip_resolve_request(
                 4,
                 &IpResolve {
@@ -284,15 +290,15 @@ fn malformed_requests_get_err_and_everything_else_is_dropped() {
     let mut bad =
         wire::resolve_request(6, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))).to_vec();
     bad[wire::HEADER_LEN + wire::DEVICE_NAME_LEN + 1] = 7; // unknown path use
-    let reply = replied(one(s.handle_datagram(*T0, &bad)));
+    let reply = replied(one(s.handle_datagram(*T0, Sender::Kernel, &bad)));
     assert_eq!(
         (flags_of(&reply), Header::parse(&reply).unwrap().seq),
         (F_ERR, 6)
     );
     // A cut header, and a reply-shaped message: nothing sent.
-    assert!(s.handle_datagram(*T0, &bad[..9]).is_empty());
+    assert!(s.handle_datagram(*T0, Sender::Kernel, &bad[..9]).is_empty());
     bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
-    assert!(s.handle_datagram(*T0, &bad).is_empty());
+    assert!(s.handle_datagram(*T0, Sender::Kernel, &bad).is_empty());
     assert_eq!(s.counters().malformed, 3);
 }
 
@@ -306,7 +312,7 @@ fn the_kernels_errors_are_kept_for_the_log() {
     b.extend_from_slice(&[0; 8]);
     b.extend_from_slice(&(-1i32).to_ne_bytes());
     b.extend_from_slice(&[0; 16]);
-    assert!(s.handle_datagram(*T0, &b).is_empty());
+    assert!(s.handle_datagram(*T0, Sender::Kernel, &b).is_empty());
     assert_eq!(s.take_kernel_error(), Some(1));
     assert_eq!(s.take_kernel_error(), None);
     assert_eq!(s.counters().kernel_errors, 1);
@@ -318,6 +324,7 @@ fn a_port_change_follows_into_the_template() {
     s.handle_port_change(0, port(40));
     let Action::Ask { request, .. } = one(s.handle_datagram(
         *T0,
+        Sender::Kernel,
         &wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) else {
         panic!()
@@ -336,6 +343,7 @@ fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
     assert_eq!(s.poll_timeout(), None);
     let ask = |s: &mut NetlinkService, seq, at| match one(s.handle_datagram(
         at,
+        Sender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
         Action::Ask { id, .. } => id,
@@ -420,6 +428,7 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
         at += Duration::from_millis(1);
         let Action::Ask { id, .. } = one(s.handle_datagram(
             at,
+            Sender::Kernel,
             &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
         )) else {
             panic!()
@@ -439,4 +448,27 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
         s.poll_timeout(),
         Some(*T0 + Duration::from_millis(1) + NetlinkConfig::default().answer_within())
     );
+}
+
+#[test]
+fn only_the_kernel_is_answered_and_an_empty_datagram_stops_nothing() {
+    let mut s = service(16);
+    let query = wire::resolve_request(7, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
+    // Another process sends the kernel's next query, sequence number and
+    // all: nothing is asked, nothing sent back.
+    for from in [Sender::Process(4242), Sender::Unknown] {
+        assert!(s.handle_datagram(*T0, from, &query).is_empty());
+    }
+    assert!(s.handle_datagram(*T0, Sender::Kernel, &[]).is_empty());
+    let c = s.counters();
+    assert_eq!(
+        (c.not_from_kernel, c.empty, c.resolves, c.malformed),
+        (2, 1, 0, 0)
+    );
+    assert_eq!(s.pending(), 0);
+    // The kernel's own query after them is asked as ever.
+    assert!(matches!(
+        one(s.handle_datagram(*T0, Sender::Kernel, &query)),
+        Action::Ask { .. }
+    ));
 }
