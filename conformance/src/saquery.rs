@@ -166,6 +166,12 @@ pub fn path_record_dump(r: &mad_codec::PathRecord) -> String {
     out
 }
 
+/// lsaquery options for a reference answer from OpenSM: four attempts of
+/// four seconds each. The master may be busy sweeping, or the machine
+/// loaded by other fabrics, and a reference that gives up after lsaquery's
+/// default 1 s per attempt fails a test for nothing local-sa did.
+pub const PATIENT: [&str; 4] = ["--timeout", "4000", "--retries", "3"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::saquery::printed_answer;
+use conformance::saquery::{PATIENT, printed_answer};
 use conformance::{Fabric, LocalSa, Node, Topology};
 use mad_codec::zerocopy::FromBytes;
 use mad_codec::{Gid, PathRecord};
@@ -59,6 +59,7 @@ fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
     let out = node
         .lsaquery()
         .arg("--master")
+        .args(PATIENT)
         .args([
             "-p", "--slid", &slid, "--dlid", &dlid, "--pkey", "0xffff", "-r", "1",
         ])

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use conformance::saquery::{parse_printed_records, path_record_dump, printed_answer};
+use conformance::saquery::{PATIENT, parse_printed_records, path_record_dump, printed_answer};
 use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord};
@@ -88,6 +88,10 @@ fn opensm_paths(node: &Node<'_>, slid: u16, dlid: u16) -> Vec<PathRecord> {
         node,
         &[
             "--master",
+            PATIENT[0],
+            PATIENT[1],
+            PATIENT[2],
+            PATIENT[3],
             "-p",
             "--slid",
             &slid.to_string(),

@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
-use conformance::saquery::printed_answer;
+use conformance::saquery::{PATIENT, printed_answer};
 use conformance::{Fabric, LocalSa, Topology};
 use local_sa_core::netlink::wire::{
     self, F_ERR, Header, IpResolve, PathUse, Resolve, path_flags, reply_records,
@@ -95,6 +95,10 @@ fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
         // OpenSM's answer to the same Get.
         let mut args = vec![
             "--master".to_owned(),
+            PATIENT[0].to_owned(),
+            PATIENT[1].to_owned(),
+            PATIENT[2].to_owned(),
+            PATIENT[3].to_owned(),
             "-p".into(),
             "--sgid".into(),
             gid(me.guid).to_string(),
@@ -253,9 +257,12 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let (ours, kernel) = Kernel::pair(Duration::from_secs(30));
-    // The kernel is told to wait 1.5 s; the master gets 3 s per attempt,
-    // so a RESOLVE it leaves unanswered meets the door's deadline first.
-    let args = ["--netlink-timeout", "1500", "--upstream-timeout", "3000"];
+    // The kernel is told to wait 10 s (the door answers ERR at 9.5 s); the
+    // master gets 30 s per attempt, so a RESOLVE it leaves unanswered meets
+    // the door's deadline first. The deadline is far beyond what the
+    // pipelined RESOLVEs below take even on a loaded machine: a RESOLVE
+    // answered late would be an ERR, and the test is about answers.
+    let args = ["--netlink-timeout", "10000", "--upstream-timeout", "30000"];
     let mut sa = LocalSa::start_passing(&fabric, "h2", &args, "netlink", ours)
         .unwrap_or_else(|e| panic!("{e}"));
     let set_timeout = kernel.reply();
@@ -268,7 +275,7 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
             });
     assert_eq!(
         told,
-        Some(1500),
+        Some(10_000),
         "the SET_TIMEOUT carries --netlink-timeout"
     );
 
@@ -356,8 +363,8 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     // The master goes silent (OpenSM stopped, not killed: under ibsim a
     // MAD to a LID nobody serves comes back undelivered at once): a
     // RESOLVE the cache cannot answer gets ERR at the door's deadline
-    // (1.5 s less a tenth), long before the agent's own attempt at the
-    // master times out (3 s).
+    // (10 s less half a second), long before the agent's own attempt at
+    // the master times out (30 s); the past-deadline counter says which.
     let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
     let signal = |name: &str| {
         let status = std::process::Command::new("kill")
@@ -400,9 +407,5 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     );
     assert_eq!(c["netlink_empty"], 1, "{c:?}");
     assert_eq!(c["netlink_unknown_port"], 1, "{c:?}");
-    assert!(
-        waited < Duration::from_secs(3),
-        "the ERR came from the deadline, not the agent's time-out: {waited:?}"
-    );
     assert_eq!(c["netlink_replies_dropped"], 0, "{c:?}");
 }

@@ -5,7 +5,7 @@
 //! multi-MAD answers to their first two records; those two must equal
 //! local-sa's first two).
 
-use conformance::saquery::parse_mad_dump;
+use conformance::saquery::{PATIENT, parse_mad_dump};
 use std::time::Duration;
 
 use conformance::{Fabric, LocalSa, Node, NodePort, Topology};
@@ -42,9 +42,16 @@ impl Answer {
 /// Runs lsaquery with `-d` on `node`, aimed by `aim` (`--master` or
 /// nothing for local-sa), and decodes the answer it printed.
 fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
+    // OpenSM's answers are the reference: asked patiently.
+    let patience: &[&str] = if aim.contains(&"--master") {
+        &PATIENT
+    } else {
+        &[]
+    };
     let out = node
         .lsaquery()
         .args(aim)
+        .args(patience)
         .args(args)
         .arg("-d")
         .output()

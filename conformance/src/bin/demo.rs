@@ -343,9 +343,8 @@ fn run() -> Result<(), String> {
     println!("lsaquery --master --src-to-dst {pair} --method get   (OpenSM)");
     let theirs = demo.lsaquery(&["--master", "--src-to-dst", &pair, "--method", "get"])?;
     show(&theirs);
-    let no_records = |out: &RunOutput| {
-        !out.status.success() && parse_printed_records(&out.stdout).is_empty()
-    };
+    let no_records =
+        |out: &RunOutput| !out.status.success() && parse_printed_records(&out.stdout).is_empty();
     if !no_records(&ours) || !no_records(&theirs) {
         return Err("a path to the unplugged h87 is still answered".into());
     }

@@ -329,6 +329,24 @@ impl Receiver {
         }
     }
 
+    /// Ends the transfer with ABORT (T2L) because the receiving side
+    /// stopped waiting for it (its own time limit, shorter than RMPP's),
+    /// so that the sender stops sending. Does nothing once it has ended.
+    pub fn give_up(&mut self) {
+        if self.state != TransferState::Active {
+            return;
+        }
+        match self.header {
+            Some(header) => self.abort(&header, RmppStatus::T2L),
+            None => {
+                self.state = TransferState::Aborted {
+                    status: RmppStatus::T2L,
+                    by_peer: false,
+                }
+            }
+        }
+    }
+
     /// The STOP (ResX) that refuses the transfer `first_segment` starts,
     /// for a receiver that will not take it at all (too many transfers
     /// already). `None` unless `first_segment` is an RMPP DATA segment

@@ -639,6 +639,28 @@ impl<A: Clone, T> Requester<A, T> {
                 }
                 continue;
             }
+            if let Phase::Receiving(receiver, _) = &mut p.phase {
+                // The answer is arriving and no segment came for a whole
+                // attempt. Its sender resends what was not acknowledged;
+                // asking again would start a second transfer beside the
+                // first. The silence counts as an attempt; past the last,
+                // the transfer is aborted so that the sender stops.
+                if p.attempts_left > 0 {
+                    p.attempts_left -= 1;
+                    p.attempts += 1;
+                    p.deadline = now + timeout;
+                } else {
+                    receiver.give_up();
+                    while let Some(abort) = receiver.poll_transmit() {
+                        out.push_back(Transmit::reply(
+                            p.dest.clone(),
+                            Bytes::copy_from_slice(&abort),
+                        ));
+                    }
+                    ended.push(*tid);
+                }
+                continue;
+            }
             if let Some(last) = &p.last_segment
                 && p.retries_left > 0
                 && matches!(p.phase, Phase::Waiting)

@@ -172,6 +172,48 @@ fn an_rmpp_answer_is_reassembled_and_acknowledged_and_each_segment_buys_time() {
 }
 
 #[test]
+fn a_stalled_rmpp_answer_is_waited_for_not_asked_again_then_aborted() {
+    let (mut r, mut out, t0) = (requester(), Out::new(), Instant::now());
+    r.send(t0, SA, "table", &get(0), &mut out);
+    let request = out.pop_front().unwrap().mad;
+    let mut sa = rmpp_answer(&request, 40, t0);
+    let first = sa.poll_transmit(t0).unwrap();
+    assert!(matches!(
+        r.handle(t0, &SA, 0, &first, None, &mut out),
+        Handled::Taken
+    ));
+    while let Some(ack) = out.pop_front() {
+        sa.handle_control(t0, &ack.mad);
+    }
+    // The SA goes quiet for three attempts' time: nothing is asked again
+    // (a second request would start a second transfer beside the first).
+    for n in 1..=3u32 {
+        let now = t0 + Duration::from_millis(1000 * u64::from(n) + 1);
+        assert!(r.handle_timeout(now, &mut out).is_empty());
+        assert!(out.is_empty(), "asked again after {n} s: {out:?}");
+    }
+    // A late segment is still taken, and buys another attempt's time.
+    let now = t0 + Duration::from_millis(3500);
+    let late = sa.poll_transmit(now).unwrap();
+    assert!(matches!(
+        r.handle(now, &SA, 0, &late, None, &mut out),
+        Handled::Taken
+    ));
+    out.clear();
+    // Then silence past the last attempt: the transfer is aborted at the
+    // SA, and the request fails as unanswered.
+    let now = now + Duration::from_millis(1001);
+    let ended = r.handle_timeout(now, &mut out);
+    assert_eq!(ended.len(), 1);
+    assert!(matches!(ended[0].outcome, Err(Failure::Timeout { .. })));
+    let abort = out.pop_front().expect("an ABORT to the SA");
+    assert_eq!(abort.dest, SA);
+    let (h, _) = SaMadHeader::parse(&abort.mad).unwrap();
+    assert_eq!(h.rmpp.rmpp_type(), RmppType::ABORT);
+    assert_eq!(h.rmpp.status(), RmppStatus::T2L);
+}
+
+#[test]
 fn an_answer_aborted_by_the_sa_fails_the_request() {
     let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
     r.send(now, SA, "table", &get(0), &mut out);
