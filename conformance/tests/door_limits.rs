@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use conformance::{Fabric, LocalSa, Topology, closed_by_peer, command_as_user};
-use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::doors::api::{self, Frame, kind};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;

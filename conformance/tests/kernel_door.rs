@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use conformance::saquery::{PATIENT, printed_answer};
 use conformance::{Fabric, LocalSa, Topology};
-use local_sa_core::netlink::wire::{
+use local_sa_core::doors::netlink::wire::{
     self, F_ERR, Header, IpResolve, PathUse, Resolve, path_flags, reply_records,
 };
 use mad_codec::Gid;

@@ -325,7 +325,7 @@ fn a_restarted_opensm_gets_every_registration_back_without_consumer_action() {
 
 #[test]
 fn bad_frames_get_specific_errors_and_disturb_no_other_client() {
-    use local_sa_core::api::{Frame, api_error, kind, request_frame};
+    use local_sa_core::doors::api::{Frame, api_error, kind, request_frame};
     use local_sa_core::request::Request;
     let fabric = fabric();
     let agent = Agent::start(&fabric, "h5", &["--api-mode", "660"]);

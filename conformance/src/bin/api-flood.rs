@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use conformance::saquery::parse_number;
-use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::doors::api::{self, Frame, kind};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::attr::path_record::mask as pr;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
 use conformance::{Fabric, LocalSa, Node, Topology};
-use local_sa_core::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
+use local_sa_core::doors::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
 use mad_codec::Gid;
 
 fn main() -> ExitCode {

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::doors::api::{self, Frame, kind};
 use local_sa_core::memberships::GroupEvent;
 use local_sa_core::request::Request;
 use mad_codec::SaRecord;

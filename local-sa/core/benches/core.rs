@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::api::{DUMP_PAGE, dump_from_after};
+use local_sa_core::doors::api::{DUMP_PAGE, dump_from_after};
+use local_sa_core::doors::netlink::wire::{self, PathUse, Resolve};
+use local_sa_core::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
 use local_sa_core::naming::Names;
-use local_sa_core::netlink::wire::{self, PathUse, Resolve};
-use local_sa_core::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
 use local_sa_core::request::Request;
 use local_sa_core::{Address, Received, SaCore};
 

@@ -10,10 +10,12 @@
 //!   retries, RMPP), for the agent and for lsaquery alike;
 //! * [`address`], [`request`]: what goes in and out: MADs with the
 //!   core's own address type, and requests from programs on this node;
-//! * [`api`]: the local API's wire format;
-//! * [`acm`]: the ibacm door (ibacm's client protocol), and [`naming`]:
-//!   host names and IP addresses to GIDs, and the [`directory`] of
-//!   them every local-sa keeps at the master SA;
+//! * [`doors`]: the local API, ibacm's client protocol and the kernel's
+//!   RDMA_NL_LS, each a wire format and a service turning its messages
+//!   into requests and the agents' replies back; [`path_flags`], what
+//!   their path entries say; [`naming`]: host names and IP addresses to
+//!   GIDs, and the [`directory`] of them every local-sa keeps at the
+//!   master SA;
 //! * [`pacing`]: how the fabric's agents spread their calls on a new
 //!   master SA;
 //! * [`text`]: how the command-line tools read numbers.
@@ -24,13 +26,12 @@
 //! virtual clock; the fuzz targets feed it raw bytes (see `fuzz/`).
 #![forbid(unsafe_code)]
 
-pub mod acm;
 pub mod address;
 pub mod agent;
-pub mod api;
 pub mod config;
 pub mod counters;
 pub mod directory;
+pub mod doors;
 #[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -39,8 +40,8 @@ pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;
 pub mod naming;
-pub mod netlink;
 pub mod pacing;
+pub mod path_flags;
 pub mod path_query;
 pub mod quota;
 pub mod registrations;

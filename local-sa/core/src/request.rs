@@ -106,6 +106,16 @@ pub enum Request {
     Status,
 }
 
+/// Records a [`Request::Dump`] page holds at most: 16,384, what one
+/// local API frame holds (the agent and the door agree on it).
+pub const DUMP_PAGE: u32 = 16_384;
+
+/// Where the DUMP page after the one ending with `last` starts; `None`
+/// after the last pair there can be.
+pub fn dump_from_after(last: &PathRecord) -> Option<u32> {
+    crate::store::pair_key(last.slid(), last.dlid()).checked_add(1)
+}
+
 /// Which kind of [`Request`] a reply answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RequestKind {

@@ -4,6 +4,7 @@
 //! * the core's dependency tree holds no I/O crate;
 //! * the word `unsafe` appears in code only under `local-sa/umad`;
 //! * no two modules of any crate of the workspace import each other;
+//! * the core's agent (and everything but the doors) imports no door;
 //! * log lines show values as text (`Display`), never Rust `Debug` dumps.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -257,6 +258,31 @@ fn no_two_modules_import_each_other() {
         cycles.is_empty(),
         "modules that import each other: {cycles:#?}"
     );
+}
+
+#[test]
+fn the_agent_never_imports_a_door() {
+    // The doors translate for the agents; what both speak lives below
+    // them (requests and replies, path flags, group events). Tests may
+    // drive a door and the agents together, as the daemon does, and so
+    // may the fuzz harnesses.
+    let edges = imports(&workspace().join("local-sa/core/src"));
+    let is_door = |m: &Vec<String>| m.first().is_some_and(|s| s == "doors");
+    let mut wrong = Vec::new();
+    for (from, targets) in &edges {
+        let exempt =
+            is_door(from) || from.iter().any(|s| s == "tests" || s == "fuzzing") || from.is_empty();
+        for to in targets.iter().filter(|t| is_door(t)) {
+            if !exempt {
+                wrong.push(format!("{} -> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(
+        edges.keys().any(is_door),
+        "no door module found; is the scan broken?"
+    );
+    assert!(wrong.is_empty(), "modules that import a door: {wrong:#?}");
 }
 
 /// The `tracing` macro calls in `text` (outside an inline test module):

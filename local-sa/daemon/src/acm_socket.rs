@@ -1,5 +1,5 @@
 //! The ibacm door's sockets: Unix stream sockets carrying ibacm's client
-//! protocol ([`local_sa_core::acm::wire`]). Each connection gets a reader
+//! protocol ([`local_sa_core::doors::acm::wire`]). Each connection gets a reader
 //! task (whole messages in, as [`AcmEvent`]s for the driver) and a writer
 //! task (replies out, from its [`Outbox`]), under the doors' limits, like
 //! the local API's. A message whose length cannot frame it closes its
@@ -16,7 +16,7 @@ use tracing::{debug, info};
 use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
 use crate::doors::SharedDoors;
 use crate::listener::Listener;
-use local_sa_core::acm::wire;
+use local_sa_core::doors::acm::wire;
 use local_sa_core::request::ConnId;
 
 /// What happened on an ibacm socket.

@@ -1,5 +1,5 @@
 //! The local API server: a Unix socket whose connections carry
-//! [`local_sa_core::api`] frames. Each connection gets a reader task
+//! [`local_sa_core::doors::api`] frames. Each connection gets a reader task
 //! (frames in, as [`ApiEvent`]s for the driver) and a writer task (frames
 //! out, from its [`Outbox`]), under the doors' limits ([`crate::doors`]). A
 //! client that does not read its answers and notices lets its queue grow
@@ -16,7 +16,7 @@ use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
 use crate::doors::SharedDoors;
 use crate::listener::Listener;
 
-use local_sa_core::api::{Frame, FrameError, api_error, decode_request};
+use local_sa_core::doors::api::{Frame, FrameError, api_error, decode_request};
 use local_sa_core::quota::LocalUser;
 use local_sa_core::request::{ConnId, Request};
 

@@ -23,11 +23,13 @@ use crate::kernel_door;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
-use local_sa_core::acm::{AcmService, Step};
-use local_sa_core::api;
+use local_sa_core::doors::acm::{AcmService, Step};
+use local_sa_core::doors::api;
+use local_sa_core::doors::netlink::{
+    Action as NetlinkAction, NetlinkService, Sender as NetlinkSender,
+};
 use local_sa_core::log_limit::LogLimit;
 use local_sa_core::naming::Names;
-use local_sa_core::netlink::{Action as NetlinkAction, NetlinkService, Sender as NetlinkSender};
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
 use umad::IncomingMad;
 use umad::port::Sysfs;

@@ -8,8 +8,8 @@ use tracing::{info, warn};
 
 use crate::bridge::identity;
 use crate::options::Options;
-use local_sa_core::acm::Endpoint;
 use local_sa_core::directory::{MAX_ADDRESSES, Publication};
+use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::naming::Address;
 use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
 use umad::port::{PortFacts, Sysfs};

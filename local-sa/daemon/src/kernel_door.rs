@@ -13,7 +13,7 @@ use smol::Async;
 use smol::channel::{Receiver, Sender};
 use tracing::{debug, info, warn};
 
-use local_sa_core::netlink::{
+use local_sa_core::doors::netlink::{
     KernelPort, NetlinkConfig, NetlinkService, Sender as NetlinkSender, clamp_kernel_timeout,
 };
 use local_sa_core::request::ConnId;

@@ -434,7 +434,7 @@ mod tests {
             .map(|(n, _)| *n)
             .collect();
         names.extend(
-            local_sa_core::netlink::NetlinkCounters::default()
+            local_sa_core::doors::netlink::NetlinkCounters::default()
                 .fields()
                 .iter()
                 .map(|(n, _)| *n),

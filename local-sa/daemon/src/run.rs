@@ -29,7 +29,7 @@ use crate::options::Options;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
-use local_sa_core::acm::{AcmConfig, AcmService};
+use local_sa_core::doors::acm::{AcmConfig, AcmService};
 use umad::port::{PortFacts, Sysfs};
 
 /// Runs the daemon until SIGTERM/SIGINT; `args` (the command line) and

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::time::Instant;
 
-use local_sa_core::api::{self, DUMP_PAGE, Frame};
+use local_sa_core::doors::api::{self, DUMP_PAGE, Frame};
 use local_sa_core::request::{Request, StatusReport};
 use mad_codec::{PathRecord, Records};
 

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use local_sa_core::api::{self, Frame, kind};
+use local_sa_core::doors::api::{self, Frame, kind};
 use local_sa_core::request::Request;
 use mad_codec::records::SaRecord;
 use mad_codec::{InformInfoRecord, McMemberRecord, Records, TrapNumber};

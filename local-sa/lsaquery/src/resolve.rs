@@ -13,8 +13,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use local_sa_core::acm::wire::{self, Entry, Header, Opcode, Status, flags};
+use local_sa_core::doors::acm::wire::{self, Entry, Header, Opcode, Status, flags};
 use local_sa_core::naming::{Address, MAX_NAME_LEN};
+use local_sa_core::path_flags;
 use local_sa_core::text::number;
 use mad_codec::Gid;
 
@@ -106,12 +107,12 @@ fn meaning(status: Status) -> &'static str {
 /// The names of a PATH entry's flags.
 fn flag_names(f: u32) -> Vec<&'static str> {
     [
-        (flags::PRIMARY, "primary"),
-        (flags::ALTERNATE, "alternate"),
-        (flags::OUTBOUND, "outbound"),
-        (flags::INBOUND, "inbound"),
-        (flags::INBOUND_REVERSE, "inbound-reverse"),
-        (flags::GMP, "gmp"),
+        (path_flags::PRIMARY, "primary"),
+        (path_flags::ALTERNATE, "alternate"),
+        (path_flags::OUTBOUND, "outbound"),
+        (path_flags::INBOUND, "inbound"),
+        (path_flags::INBOUND_REVERSE, "inbound-reverse"),
+        (path_flags::GMP, "gmp"),
     ]
     .into_iter()
     .filter(|(bit, _)| f & bit != 0)
@@ -247,7 +248,7 @@ mod tests {
     #[test]
     fn path_flags_are_named() {
         assert_eq!(
-            flag_names(flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL),
+            flag_names(path_flags::GMP | path_flags::PRIMARY | path_flags::BIDIRECTIONAL),
             ["primary", "outbound", "inbound-reverse", "gmp"]
         );
     }

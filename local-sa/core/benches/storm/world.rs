@@ -22,8 +22,10 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
 use slab::Slab;
 
-use local_sa_core::acm::wire::{self as acm_wire, Entry, Opcode, Status as AcmStatus, flags};
-use local_sa_core::acm::{AcmConfig, AcmService, Endpoint, Step};
+use local_sa_core::doors::acm::wire::{
+    self as acm_wire, Entry, Opcode, Status as AcmStatus, flags,
+};
+use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
 use local_sa_core::naming::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 

@@ -67,7 +67,7 @@ impl SaCore {
 
     /// A page of the cache.
     pub(super) fn local_dump(&mut self, asker: &Asker, from: u32, max: u32) {
-        let max = max.min(crate::api::DUMP_PAGE) as usize;
+        let max = max.min(crate::request::DUMP_PAGE) as usize;
         let page = self.store.page(from, max);
         self.answer_local_records(asker, &page);
     }

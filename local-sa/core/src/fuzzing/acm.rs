@@ -10,9 +10,9 @@
 use bytes::Bytes;
 use mad_codec::{AttributeId, Gid, MadStatus};
 
-use crate::acm::wire::{self, Header, Opcode};
-use crate::acm::{AcmConfig, AcmService, Endpoint, Step};
 use crate::config::PortIdentity;
+use crate::doors::acm::wire::{self, Header, Opcode};
+use crate::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
 use crate::naming::{Address, NameSource, Names};
 use crate::request::{LocalBody, LocalReply};
 

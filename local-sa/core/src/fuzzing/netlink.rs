@@ -11,9 +11,9 @@ use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
 
 use crate::config::PortIdentity;
+use crate::doors::netlink::wire::{self, Body};
+use crate::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
 use crate::naming::Names;
-use crate::netlink::wire::{self, Body};
-use crate::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
 use crate::request::{LocalBody, LocalReply, RequestKind};
 
 /// One datagram.

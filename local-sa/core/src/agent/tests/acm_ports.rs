@@ -10,8 +10,8 @@ use mad_codec::{Gid, PathRecord};
 
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID};
 use super::fake_master::{FakeMaster, gid, path};
-use crate::acm::wire::{self, Entry, Opcode, Status, flags};
-use crate::acm::{AcmConfig, AcmService, Endpoint, Step};
+use crate::doors::acm::wire::{self, Entry, Opcode, Status, flags};
+use crate::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
 use crate::naming::{Address, Names};
 
 /// The node's second port.

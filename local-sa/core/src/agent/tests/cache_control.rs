@@ -6,7 +6,7 @@ use mad_codec::{AttributeId, MadStatus, Method};
 use super::bench::{Bench, HOSTS, MY_LID, client, path_records, pr_request, status};
 use super::fake_master::path;
 use crate::agent::AgentConfig;
-use crate::api::{DUMP_PAGE, dump_from_after};
+use crate::request::{DUMP_PAGE, dump_from_after};
 use crate::request::{LocalBody, LocalReply, Request};
 
 /// Bulk tables of this port's paths the master was asked for.

@@ -3,8 +3,8 @@ use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, Gid};
 
 use super::*;
-use crate::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
 use crate::config::test_port as port;
+use crate::doors::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
 use crate::naming::NameSource;
 use crate::request::LocalBody;
 use crate::request::RequestKind;
@@ -147,7 +147,7 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
     let path = Entry::parse(&reply[16..88]).unwrap();
     assert_eq!(
         path.flags,
-        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL
+        path_flags::GMP | path_flags::PRIMARY | path_flags::BIDIRECTIONAL
     );
     assert_eq!(path.path_record(), Some(record(5)));
     let source = Entry::parse(&reply[88..160]).unwrap();
@@ -445,12 +445,12 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
     let second = Entry::parse(&reply[88..160]).unwrap();
     assert_eq!(
         first.flags,
-        flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL
+        path_flags::GMP | path_flags::PRIMARY | path_flags::BIDIRECTIONAL
     );
     assert_eq!(first.path_record(), Some(primary));
     assert_eq!(
         second.flags,
-        flags::GMP | flags::ALTERNATE | flags::BIDIRECTIONAL
+        path_flags::GMP | path_flags::ALTERNATE | path_flags::BIDIRECTIONAL
     );
     assert_eq!(
         second.path_record(),

@@ -105,14 +105,10 @@ pub mod api_error {
     pub const DENIED: u16 = 0xFF05;
 }
 
-/// Records a DUMP page holds at most: one frame's worth.
-pub const DUMP_PAGE: u32 = (MAX_BODY / PathRecord::LEN) as u32;
+pub use crate::request::{DUMP_PAGE, dump_from_after};
 
-/// Where the DUMP page after the one ending with `last` starts; `None`
-/// after the last pair there can be.
-pub fn dump_from_after(last: &PathRecord) -> Option<u32> {
-    crate::store::pair_key(last.slid(), last.dlid()).checked_add(1)
-}
+// A page is one frame's worth.
+const _: () = assert!(DUMP_PAGE as usize * PathRecord::LEN == MAX_BODY);
 
 /// A decoded frame.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -128,19 +128,7 @@ impl PathUse {
     }
 }
 
-/// `ib_path_rec_data` flags (`rdma/ib_user_sa.h`).
-pub mod path_flags {
-    /// `IB_PATH_GMP`.
-    pub const GMP: u32 = 1;
-    /// `IB_PATH_PRIMARY`.
-    pub const PRIMARY: u32 = 1 << 1;
-    /// `IB_PATH_OUTBOUND`.
-    pub const OUTBOUND: u32 = 1 << 3;
-    /// `IB_PATH_INBOUND_REVERSE`.
-    pub const INBOUND_REVERSE: u32 = 1 << 5;
-    /// `IB_PATH_BIDIRECTIONAL`.
-    pub const BIDIRECTIONAL: u32 = OUTBOUND | INBOUND_REVERSE;
-}
+pub use crate::path_flags;
 
 mad_codec::wire_code! {
     /// An attribute type (`LS_NLA_TYPE_*`), without its flags.

@@ -139,8 +139,9 @@ mad_codec::wire_code! {
     }
 }
 
-/// Entry flags. Requests use SOURCE/DEST and the request flags; replies
-/// flag each PATH entry like `ibv_path_data` (`infiniband/sa.h`).
+/// Request flags of an entry, and of the message. Replies flag each PATH
+/// entry with [`crate::path_flags`] instead, in the same bits: a flags
+/// field is read by what the entry is (`SOURCE` and `GMP` are both bit 0).
 pub mod flags {
     /// The entry is the source.
     pub const SOURCE: u32 = 1 << 0;
@@ -150,20 +151,6 @@ pub mod flags {
     pub const QUERY_SA: u32 = 1 << 31;
     /// Answer from the cache only; do not wait for a query.
     pub const NODELAY: u32 = 1 << 30;
-    /// `IBV_PATH_FLAG_GMP`: the path for management datagrams (CM).
-    pub const GMP: u32 = 1 << 0;
-    /// `IBV_PATH_FLAG_PRIMARY`.
-    pub const PRIMARY: u32 = 1 << 1;
-    /// `IBV_PATH_FLAG_ALTERNATE`.
-    pub const ALTERNATE: u32 = 1 << 2;
-    /// `IBV_PATH_FLAG_OUTBOUND`: the forward data path.
-    pub const OUTBOUND: u32 = 1 << 3;
-    /// `IBV_PATH_FLAG_INBOUND`.
-    pub const INBOUND: u32 = 1 << 4;
-    /// `IBV_PATH_FLAG_INBOUND_REVERSE`: the reverse data path.
-    pub const INBOUND_REVERSE: u32 = 1 << 5;
-    /// `IBV_PATH_FLAG_BIDIRECTIONAL`.
-    pub const BIDIRECTIONAL: u32 = OUTBOUND | INBOUND_REVERSE;
 }
 
 /// The ACM counters, in `ACM_CNTR_*` order.

@@ -37,6 +37,7 @@ use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
 use crate::naming::{Address, Names};
+use crate::path_flags;
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
 /// One endpoint: a port and one of its P_Keys.
@@ -719,13 +720,13 @@ fn resolve_entries(
     let mut entries = Vec::with_capacity(3);
     if let Some(r) = primary {
         entries.push(Entry::path(
-            flags::GMP | flags::PRIMARY | flags::BIDIRECTIONAL,
+            path_flags::GMP | path_flags::PRIMARY | path_flags::BIDIRECTIONAL,
             r,
         ));
     }
     if let Some(r) = alternate {
         entries.push(Entry::path(
-            flags::GMP | flags::ALTERNATE | flags::BIDIRECTIONAL,
+            path_flags::GMP | path_flags::ALTERNATE | path_flags::BIDIRECTIONAL,
             r,
         ));
     }
