@@ -104,7 +104,7 @@ fn netlink_resolve(bencher: Bencher<'_, '_>, sources: u16) {
                 Action::Ask { id, request, .. } => {
                     core.handle_local(now, CONN, id, request);
                     while let Some(r) = core.poll_local() {
-                        reply = door.handle_reply(&r);
+                        reply = door.reply_to(&r);
                     }
                 }
                 Action::Reply(r) => reply = Some(r),

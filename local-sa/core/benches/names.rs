@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 use local_sa_core::directory::Publication;
+use local_sa_core::doors::Door;
 use local_sa_core::doors::acm::wire::{self, Entry, Opcode, flags};
 use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
 use local_sa_core::naming::{Address, NameSource, Names};

@@ -143,20 +143,21 @@ pub(crate) enum ReadEnd<E> {
     Cut,
 }
 
-/// Reads one frame: `header.len()` bytes, then as many more as `body_len`
-/// says the header announces; returns those. The first byte may take as
-/// long as it takes (unless `first`: a new connection's first frame must
-/// start in time); the rest must arrive within the frame time, and the
-/// bytes held meanwhile count against the shared budget.
-pub(crate) async fn read_frame<E, const N: usize>(
+/// Reads one frame: `header_len` bytes, then as many more as `body_len`
+/// says the header announces; returns the whole frame. The first byte may
+/// take as long as it takes (unless `first`: a new connection's first
+/// frame must start in time); the rest must arrive within the frame time,
+/// and the bytes held meanwhile count against the shared budget.
+pub(crate) async fn read_frame<E>(
     conn: &Conn,
-    header: &mut [u8; N],
-    body_len: impl FnOnce(&[u8; N]) -> Result<usize, E>,
+    header_len: usize,
+    body_len: impl FnOnce(&[u8]) -> Result<usize, E>,
     first: bool,
 ) -> Result<Vec<u8>, ReadEnd<E>> {
+    let mut frame = vec![0u8; header_len.max(1)];
     let limits = conn.admission.doors().borrow().limits();
     let mut stream = &conn.stream;
-    let start = stream.read_exact(&mut header[..1]);
+    let start = stream.read_exact(&mut frame[..1]);
     let started = if first {
         with_deadline(limits.first_frame_time, start).await
     } else {
@@ -172,26 +173,25 @@ pub(crate) async fn read_frame<E, const N: usize>(
     }
     let rest = async {
         stream
-            .read_exact(&mut header[1..])
+            .read_exact(&mut frame[1..])
             .await
             .map_err(|_| ReadEnd::Closed)?;
-        let len = body_len(header).map_err(ReadEnd::Unframeable)?;
+        let len = header_len + body_len(&frame).map_err(ReadEnd::Unframeable)?;
         let mut account = Receiving::new(conn.admission.doors());
-        let mut body = Vec::new();
-        while body.len() < len {
-            let n = (len - body.len()).min(READ_CHUNK);
+        while frame.len() < len {
+            let n = (len - frame.len()).min(READ_CHUNK);
             if !account.grow(n) {
                 conn.note(Cut::Memory);
                 return Err(ReadEnd::Cut);
             }
-            let at = body.len();
-            body.resize(at + n, 0);
+            let at = frame.len();
+            frame.resize(at + n, 0);
             stream
-                .read_exact(&mut body[at..])
+                .read_exact(&mut frame[at..])
                 .await
                 .map_err(|_| ReadEnd::Closed)?;
         }
-        Ok(body)
+        Ok(frame)
     };
     match with_deadline(limits.frame_time, rest).await {
         Some(result) => result,
@@ -246,9 +246,10 @@ mod tests {
 
     /// Frames of a 4-byte length and that many bytes.
     async fn next(conn: &Conn, first: bool) -> Result<Vec<u8>, ReadEnd<()>> {
-        let mut header = [0u8; 4];
-        let len = |h: &[u8; 4]| Ok(u32::from_be_bytes(*h) as usize);
-        read_frame(conn, &mut header, len, first).await
+        let len = |h: &[u8]| Ok(u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize);
+        read_frame(conn, 4, len, first)
+            .await
+            .map(|f| f[4..].to_vec())
     }
 
     fn read(conn: &Conn, first: bool) -> Result<Vec<u8>, ReadEnd<()>> {

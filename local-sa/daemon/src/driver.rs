@@ -1,7 +1,8 @@
 //! The driver: one smol task that feeds each port's core everything that
-//! happens (its MADs, its timer, its port events, local API and ibacm
-//! requests, signals) and carries out what the cores ask (MADs to send,
-//! replies to local connections).
+//! happens (its MADs, its timer, its port events, signals) and every
+//! door everything that happens at its sockets, and carries out what they
+//! ask: MADs to send, requests for the cores, the cores' replies back to
+//! the door that asked, bytes for connections.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,21 +15,15 @@ use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
 use tracing::{debug, info, warn};
 
-use crate::acm_socket::AcmEvent;
-use crate::api::ApiEvent;
 use crate::bridge::{self, identity};
 use crate::connection::Outbox;
+use crate::door_socket::{DoorEvent, DoorId};
 use crate::doors::SharedDoors;
-use crate::kernel_door;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
-use local_sa_core::doors::acm::{AcmService, Step};
-use local_sa_core::doors::api;
-use local_sa_core::doors::netlink::{
-    Action as NetlinkAction, NetlinkService, Sender as NetlinkSender,
-};
-use local_sa_core::log_limit::LogLimit;
+use local_sa_core::doors::acm::Endpoint;
+use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::naming::Names;
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
 use umad::IncomingMad;
@@ -42,9 +37,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 enum Wake {
     Mad(usize, IncomingMad),
     Port(usize, PortEvent),
-    Api(ApiEvent),
-    Acm(AcmEvent),
-    Kernel(kernel_door::Datagram),
+    Door(DoorEvent),
     Signal,
     HangUp,
     Timer,
@@ -58,10 +51,8 @@ enum Wake {
 pub(crate) struct Sources {
     pub(crate) incoming: Receiver<(usize, IncomingMad)>,
     pub(crate) port_events: Receiver<(usize, PortEvent)>,
-    pub(crate) api: Receiver<ApiEvent>,
-    pub(crate) acm: Receiver<AcmEvent>,
-    /// Datagrams from the kernel door's socket.
-    pub(crate) kernel: Receiver<kernel_door::Datagram>,
+    /// What happens at every door's sockets.
+    pub(crate) doors: Receiver<DoorEvent>,
     pub(crate) signals: Signals,
 }
 
@@ -70,14 +61,16 @@ pub(crate) struct Driver {
     pub(crate) ports: Vec<PortAgent>,
     pub(crate) sysfs: Sysfs,
     pub(crate) stats_interval: Duration,
-    /// Each local connection's outgoing frames (both doors).
-    pub(crate) connections: HashMap<ConnId, Outbox>,
+    /// The doors served, by [`DoorId`].
+    pub(crate) doors: Vec<Box<dyn Door>>,
+    /// Every open connection: its door, and where its bytes go.
+    pub(crate) connections: HashMap<ConnId, Connection>,
     /// What the doors' connections hold and what was refused.
-    pub(crate) doors: SharedDoors,
-    /// The ibacm door, if it serves.
-    pub(crate) acm: Option<AcmService>,
-    /// The kernel door, if it serves.
-    pub(crate) kernel: Option<KernelDoor>,
+    pub(crate) account: SharedDoors,
+    /// The ibacm door's endpoints, for the directory record.
+    pub(crate) acm_endpoints: Vec<Endpoint>,
+    /// Whether a door resolves names (the files are read again on reload).
+    pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.
     pub(crate) settings: Settings,
     /// When the daemon started.
@@ -91,24 +84,27 @@ pub(crate) struct Driver {
     pub(crate) ready_by: Option<Option<Instant>>,
 }
 
-/// The kernel door: its logic and where its replies go.
-pub(crate) struct KernelDoor {
-    pub(crate) service: NetlinkService,
-    /// To the socket's writer.
-    pub(crate) replies: Sender<Bytes>,
-    /// Replies dropped because the writer was that far behind.
-    pub(crate) dropped: u64,
-    /// The kernel's refusals, logged once a minute per errno: a daemon
-    /// without CAP_NET_ADMIN is refused every reply.
-    pub(crate) log: LogLimit,
+/// An open connection of a door.
+pub(crate) struct Connection {
+    pub(crate) door: DoorId,
+    pub(crate) sink: Sink,
 }
 
-impl KernelDoor {
-    fn send(&mut self, reply: Bytes) {
-        if self.replies.try_send(reply).is_err() {
-            self.dropped += 1;
-        }
-    }
+/// Where a connection's bytes go.
+pub(crate) enum Sink {
+    /// A stream connection's queue.
+    Stream(Outbox),
+    /// A datagram socket's writer (the kernel door's).
+    Datagram(DatagramSink),
+}
+
+/// The writer of a datagram door's socket.
+pub(crate) struct DatagramSink {
+    /// To the socket's writer.
+    pub(crate) replies: Sender<Bytes>,
+    /// Datagrams dropped because the writer was that far behind (the
+    /// kernel asks the SA itself after its time-out).
+    pub(crate) dropped: u64,
 }
 
 impl Driver {
@@ -138,12 +134,16 @@ impl Driver {
             if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
             }
-            let kernel_due = self.kernel.as_mut().and_then(|k| k.service.poll_timeout());
+            let doors_due: Vec<Instant> = self
+                .doors
+                .iter_mut()
+                .filter_map(|d| d.poll_timeout())
+                .collect();
             let due = self
                 .ports
                 .iter()
                 .filter_map(|p| p.core.poll_timeout())
-                .chain(kernel_due)
+                .chain(doors_due)
                 .chain(shutdown_by)
                 .chain(self.ready_by.flatten())
                 .min();
@@ -165,9 +165,14 @@ impl Driver {
                         self.ports[i].core.handle_mad(now, bridge::received(m));
                     }
                 }
-                Wake::Api(e) => self.api_event(now, e),
-                Wake::Acm(e) => self.acm_event(now, e),
-                Wake::Kernel((from, datagram)) => self.kernel_datagram(now, from, &datagram),
+                Wake::Door(e) => {
+                    self.door_event(now, e);
+                    // Take whatever else has arrived at the doors: one
+                    // wake-up for a burst.
+                    while let Ok(e) = src.doors.try_recv() {
+                        self.door_event(now, e);
+                    }
+                }
                 Wake::Timer => {
                     armed = None;
                     for p in &mut self.ports {
@@ -175,9 +180,10 @@ impl Driver {
                             p.core.handle_timeout(now);
                         }
                     }
-                    if let Some(door) = self.kernel.as_mut() {
-                        for reply in door.service.handle_timeout(now) {
-                            door.send(reply);
+                    for d in 0..self.doors.len() {
+                        if self.doors[d].poll_timeout().is_some_and(|t| t <= now) {
+                            self.doors[d].handle_timeout(now);
+                            self.carry_out(now, d);
                         }
                     }
                 }
@@ -262,7 +268,7 @@ impl Driver {
     /// the one port's table as it is, or several ports' merged (the first
     /// port's entries first).
     fn update_names(&mut self) {
-        if self.acm.is_none() && self.kernel.is_none() {
+        if !self.names_wanted {
             return;
         }
         let mut changed = false;
@@ -284,11 +290,8 @@ impl Driver {
                 Arc::new(merged)
             }
         };
-        if let Some(door) = self.kernel.as_mut() {
-            door.service.set_learned_names(Arc::clone(&names));
-        }
-        if let Some(acm) = self.acm.as_mut() {
-            acm.set_learned_names(names);
+        for door in &mut self.doors {
+            door.set_learned_names(Arc::clone(&names));
         }
     }
 
@@ -300,152 +303,121 @@ impl Driver {
         }
     }
 
-    fn api_event(&mut self, now: Instant, event: ApiEvent) {
-        match event {
-            ApiEvent::Opened { conn, outbox, user } => {
-                self.connections.insert(conn, outbox);
-                // What it registers counts against its user's limits.
-                for p in &mut self.ports {
-                    p.core.handle_local_opened(conn, user);
-                }
+    /// Something happened at a door's socket.
+    fn door_event(&mut self, now: Instant, event: DoorEvent) {
+        let (door, input) = match &event {
+            DoorEvent::Opened {
+                door, conn, user, ..
+            } => (
+                *door,
+                Input::Opened {
+                    conn: *conn,
+                    user: *user,
+                },
+            ),
+            DoorEvent::Message { conn, bytes } => match self.connections.get(conn) {
+                Some(c) => (c.door, Input::Message { conn: *conn, bytes }),
+                None => return,
+            },
+            DoorEvent::Unframeable { conn } => match self.connections.get(conn) {
+                Some(c) => (c.door, Input::Unframeable { conn: *conn }),
+                None => return,
+            },
+            DoorEvent::Closed { conn } => {
+                self.disconnect(now, *conn);
+                return;
             }
-            ApiEvent::Request {
-                conn,
-                agent,
-                id,
-                request,
-            } => self.ask(now, agent, conn, id, request),
-            ApiEvent::Bad {
-                conn,
-                id,
-                status,
-                close,
-            } => {
-                debug!(
-                    conn,
-                    status = format_args!("{status:#06x}"),
-                    "a bad local API frame"
-                );
-                self.send(conn, api::error_frame(id, status).encode());
-                if close {
-                    // After the error frame that says why.
-                    if let Some(outbox) = self.forget(now, conn) {
+            DoorEvent::Datagram { door, from, bytes } => {
+                (*door, Input::Datagram { from: *from, bytes })
+            }
+        };
+        self.doors[door].handle_input(now, input);
+        if let DoorEvent::Opened {
+            door, conn, outbox, ..
+        } = event
+        {
+            let sink = Sink::Stream(outbox);
+            self.connections.insert(conn, Connection { door, sink });
+        }
+        self.carry_out(now, door);
+    }
+
+    /// Does what door `door` asks, in order.
+    fn carry_out(&mut self, now: Instant, door: DoorId) {
+        while let Some(output) = self.doors[door].poll_output() {
+            match output {
+                Output::Send { conn, bytes } => self.send(conn, bytes),
+                Output::Close { conn } => {
+                    // After what is queued (the error frame that says why).
+                    if let Some(Sink::Stream(outbox)) = self.forget(now, conn) {
                         outbox.finish();
                     }
                 }
-            }
-            ApiEvent::Closed { conn } => self.disconnect(now, conn),
-        }
-    }
-
-    fn acm_event(&mut self, now: Instant, event: AcmEvent) {
-        match event {
-            AcmEvent::Opened { conn, outbox } => {
-                self.connections.insert(conn, outbox);
-            }
-            AcmEvent::Message { conn, message } => {
-                let Some(acm) = self.acm.as_mut() else { return };
-                match acm.handle_message(conn, &message) {
-                    Step::Reply(reply) => self.send(conn, reply),
-                    Step::Ask { agent, id, request } => self.ask(now, agent, conn, id, request),
-                }
-            }
-            AcmEvent::Closed { conn } => self.disconnect(now, conn),
-        }
-    }
-
-    /// A datagram from the kernel: replies to send, questions for the
-    /// cores.
-    fn kernel_datagram(&mut self, now: Instant, from: NetlinkSender, datagram: &[u8]) {
-        let Some(door) = self.kernel.as_mut() else {
-            return;
-        };
-        let actions = door.service.handle_datagram(now, from, datagram);
-        if let Some(errno) = door.service.take_kernel_error()
-            && let Some(earlier_not_logged) =
-                door.log.allow(now, "kernel refusal", errno.unsigned_abs())
-        {
-            warn!(
-                error = %std::io::Error::from_raw_os_error(errno),
-                earlier_not_logged,
-                "the kernel refused a netlink message of ours (EPERM: local-sa needs CAP_NET_ADMIN to answer the kernel)"
-            );
-        }
-        for action in actions {
-            match action {
-                NetlinkAction::Reply(reply) => {
-                    if let Some(door) = self.kernel.as_mut() {
-                        door.send(reply);
+                Output::Ask {
+                    agent,
+                    conn,
+                    id,
+                    request,
+                } => self.ask(now, agent, conn, id, request),
+                Output::Registrant { conn, user } => {
+                    for p in &mut self.ports {
+                        p.core.handle_local_opened(conn, user);
                     }
                 }
-                NetlinkAction::Ask { agent, id, request } => {
-                    self.ask(now, agent, kernel_door::CONN, id, request);
-                }
             }
         }
     }
 
-    /// A reply from a core, as a message on its connection: the kernel's
-    /// if the kernel door asked, an ibacm reply if the ibacm door asked,
-    /// else a local API frame.
+    /// A reply from a core, for the door of the connection that asked
+    /// (none if the connection has closed meanwhile).
     fn reply(&mut self, r: LocalReply) {
-        if r.conn == kernel_door::CONN {
-            if let Some(door) = self.kernel.as_mut()
-                && let Some(reply) = door.service.handle_reply(&r)
-            {
-                door.send(reply);
-            }
+        let Some(door) = self.connections.get(&r.conn).map(|c| c.door) else {
             return;
-        }
-        let acm = self.acm.as_mut().and_then(|a| a.handle_reply(&r));
-        match acm {
-            Some(Step::Reply(message)) => self.send(r.conn, message),
-            // The door's next question (an alternate path) for the same
-            // client: answered by the next poll of that core.
-            Some(Step::Ask { agent, id, request }) => {
-                self.ask(Instant::now(), agent, r.conn, id, request);
-            }
-            None => {
-                for frame in api::reply_frames(&r) {
-                    self.send(r.conn, frame.encode());
-                }
-            }
-        }
+        };
+        let now = Instant::now();
+        self.doors[door].handle_reply(now, &r);
+        self.carry_out(now, door);
     }
 
     /// Queues a frame for `conn`; a connection that lets more than its
     /// share pile up is not reading and is let go (counted and logged).
     fn send(&mut self, conn: ConnId, frame: Bytes) {
-        let Some(outbox) = self.connections.get(&conn) else {
+        let Some(c) = self.connections.get_mut(&conn) else {
             return;
         };
-        if !outbox.push(frame) {
-            self.disconnect(Instant::now(), conn);
+        match &mut c.sink {
+            Sink::Stream(outbox) => {
+                if !outbox.push(frame) {
+                    self.disconnect(Instant::now(), conn);
+                }
+            }
+            Sink::Datagram(sink) => {
+                if sink.replies.try_send(frame).is_err() {
+                    sink.dropped += 1;
+                }
+            }
         }
     }
 
     /// Forgets `conn`, closes it at once and releases everything it held.
     fn disconnect(&mut self, now: Instant, conn: ConnId) {
-        if let Some(outbox) = self.forget(now, conn) {
+        if let Some(Sink::Stream(outbox)) = self.forget(now, conn) {
             outbox.close();
         }
     }
 
-    /// Forgets `conn` and releases everything it held, at every port (an
-    /// ibacm connection may have asked any of them); gives back its outbox
-    /// for the caller to close.
-    fn forget(&mut self, now: Instant, conn: ConnId) -> Option<Outbox> {
-        let outbox = self.connections.remove(&conn);
-        if outbox.is_some() {
-            debug!(conn, "local connection closed");
-        }
-        if let Some(acm) = self.acm.as_mut() {
-            acm.handle_closed(conn);
-        }
+    /// Forgets `conn` and releases everything it held, at its door and at
+    /// every port (an ibacm connection may have asked any of them); gives
+    /// back its sink for the caller to close.
+    fn forget(&mut self, now: Instant, conn: ConnId) -> Option<Sink> {
+        let c = self.connections.remove(&conn)?;
+        debug!(conn, "local connection closed");
+        self.doors[c.door].handle_input(now, Input::Closed { conn });
         for p in &mut self.ports {
             p.core.handle_local_closed(now, conn);
         }
-        outbox
+        // Whatever the door still queues for it finds no connection.
+        Some(c.sink)
     }
 
     fn port_event(&mut self, now: Instant, i: usize, event: PortEvent) {
@@ -470,11 +442,8 @@ impl Driver {
                         "port changed"
                     );
                     port.core.handle_port_change(now, identity(&facts));
-                    if let Some(acm) = self.acm.as_mut() {
-                        acm.handle_port_change(i, identity(&facts));
-                    }
-                    if let Some(door) = self.kernel.as_mut() {
-                        door.service.handle_port_change(i, identity(&facts));
+                    for door in &mut self.doors {
+                        door.handle_port_change(i, identity(&facts));
                     }
                     port.facts = facts;
                 }
@@ -533,19 +502,29 @@ impl Driver {
         }
         report.push(
             "door_connections",
-            self.doors.borrow().counters().connections,
+            self.account.borrow().counters().connections,
         );
         for line in self.settings.log.recent().lines(now) {
             report.push("recent_warning", line);
         }
     }
 
-    /// The doors' and the kernel door's counters.
+    /// The doors' counters: the connections' account, each door's own,
+    /// and the datagrams the kernel door's writer dropped.
     fn daemon_counters(&self) -> Vec<(&'static str, u64)> {
-        let mut fields = self.doors.borrow().counters().fields().to_vec();
-        if let Some(door) = &self.kernel {
-            fields.extend(door.service.counters().fields());
-            fields.push(("netlink_replies_dropped", door.dropped));
+        let mut fields = self.account.borrow().counters().fields().to_vec();
+        for door in &self.doors {
+            fields.extend(door.counter_fields());
+            let sink = door
+                .datagram_conn()
+                .and_then(|conn| self.connections.get(&conn));
+            if let Some(Connection {
+                sink: Sink::Datagram(s),
+                ..
+            }) = sink
+            {
+                fields.push(("netlink_replies_dropped", s.dropped));
+            }
         }
         fields
     }
@@ -591,22 +570,10 @@ async fn next_wake(
             .await
             .map_or(Wake::Closed, |(i, m)| Wake::Mad(i, m))
     };
-    let api = async {
-        match src.api.recv().await {
-            Ok(e) => Wake::Api(e),
-            // No API (or it stopped): keep serving MADs.
-            Err(_) => std::future::pending().await,
-        }
-    };
-    let acm = async {
-        match src.acm.recv().await {
-            Ok(e) => Wake::Acm(e),
-            Err(_) => std::future::pending().await,
-        }
-    };
-    let kernel = async {
-        match src.kernel.recv().await {
-            Ok(d) => Wake::Kernel(d),
+    let doors = async {
+        match src.doors.recv().await {
+            Ok(e) => Wake::Door(e),
+            // No door (or they all stopped): keep serving MADs.
             Err(_) => std::future::pending().await,
         }
     };
@@ -644,7 +611,7 @@ async fn next_wake(
     smol::future::or(
         mad,
         smol::future::or(
-            smol::future::or(api, smol::future::or(acm, kernel)),
+            doors,
             smol::future::or(port, smol::future::or(signal, timers)),
         ),
     )

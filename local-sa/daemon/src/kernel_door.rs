@@ -20,6 +20,7 @@ use local_sa_core::request::ConnId;
 use umad::netlink::NetlinkSocket;
 
 use crate::bridge::identity;
+use crate::door_socket::{DoorEvent, DoorId};
 use crate::error::DaemonError;
 use crate::options::Options;
 use crate::port_agent::PortAgent;
@@ -125,15 +126,17 @@ pub(crate) struct Backlog {
     pub(crate) room: Receiver<()>,
 }
 
-/// A datagram and who sent it.
-pub(crate) type Datagram = (NetlinkSender, Bytes);
-
 /// Reads datagrams from `socket` and passes them on with their senders
 /// (the driver's door drops what is not the kernel's), until the socket
 /// fails or the driver goes; pauses while the writer is [`READ_PAUSE_AT`]
 /// behind. An empty datagram is passed on like any other: a datagram
 /// socket has no end-of-file.
-pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Datagram>, backlog: Backlog) {
+pub(crate) async fn read(
+    socket: Rc<Async<NetlinkSocket>>,
+    door: DoorId,
+    to: Sender<DoorEvent>,
+    backlog: Backlog,
+) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     loop {
         while backlog.replies.len() >= READ_PAUSE_AT {
@@ -148,8 +151,12 @@ pub(crate) async fn read(socket: Rc<Async<NetlinkSocket>>, to: Sender<Datagram>,
                     umad::netlink::Sender::Process(port) => NetlinkSender::Process(port),
                     umad::netlink::Sender::Unknown => NetlinkSender::Unknown,
                 };
-                let datagram = Bytes::copy_from_slice(&buf[..got.len]);
-                if to.send((from, datagram)).await.is_err() {
+                let bytes = Bytes::copy_from_slice(&buf[..got.len]);
+                if to
+                    .send(DoorEvent::Datagram { door, from, bytes })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

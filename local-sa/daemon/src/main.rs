@@ -1,10 +1,9 @@
 //! The local-sa daemon: see `local-sa --help`.
 
-mod acm_socket;
 mod activation;
-mod api;
 mod bridge;
 mod connection;
+mod door_socket;
 mod doors;
 mod driver;
 mod endpoints;

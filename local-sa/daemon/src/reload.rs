@@ -28,15 +28,14 @@ impl Driver {
                 return;
             }
         };
-        let names =
-            match (self.acm.is_some() || self.kernel.is_some()).then(|| endpoints::names(&new)) {
-                Some(Err(e)) => {
-                    error!(error = %e, "the ibacm hosts file has errors: nothing changed");
-                    return;
-                }
-                Some(Ok(names)) => Some(names),
-                None => None,
-            };
+        let names = match self.names_wanted.then(|| endpoints::names(&new)) {
+            Some(Err(e)) => {
+                error!(error = %e, "the ibacm hosts file has errors: nothing changed");
+                return;
+            }
+            Some(Ok(names)) => Some(names),
+            None => None,
+        };
         let log_changed = match self.settings.log.set(new.log_level.as_deref()) {
             Ok(changed) => changed,
             Err(e) => {
@@ -47,24 +46,17 @@ impl Driver {
         for p in &mut self.ports {
             p.core.reconfigure(now, new.agent_config());
         }
-        self.doors
+        self.account
             .borrow_mut()
             .set_connection_limits(new.max_connections, new.max_connections_per_user);
         if let Some(names) = names {
-            if let Some(door) = self.kernel.as_mut() {
-                door.service.set_names(names.clone());
-            }
-            if let Some(acm) = self.acm.as_mut() {
-                acm.set_names(names);
+            for door in &mut self.doors {
+                door.set_names(names.clone());
             }
         }
-        let eps = self
-            .acm
-            .as_ref()
-            .map_or_else(Vec::new, |a| a.endpoints().to_vec());
         for (agent, p) in self.ports.iter_mut().enumerate() {
             let ipoib = umad::ipoib::addresses(&p.facts);
-            match endpoints::publication(&new, &eps, agent, &ipoib) {
+            match endpoints::publication(&new, &self.acm_endpoints, agent, &ipoib) {
                 Ok(publication) => p.core.publish(now, publication),
                 Err(e) => {
                     warn!(port = %p.facts, error = %e, "this port's directory record is unchanged")
@@ -78,7 +70,7 @@ impl Driver {
                 "changed in the configuration, but take effect only when local-sa restarts"
             );
         }
-        let limits = self.doors.borrow().limits();
+        let limits = self.account.borrow().limits();
         info!(
             log_level = self.settings.log.current(),
             log_level_changed = log_changed,

@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 use async_signal::{Signal, Signals};
 use tracing::{info, warn};
 
-use crate::acm_socket::AcmListener;
 use crate::activation;
-use crate::api;
-use crate::doors::{DoorLimits, Doors, FD_RESERVE, SharedDoors};
-use crate::driver::{Driver, KernelDoor, Sources};
+use crate::door_socket::StreamListener;
+use crate::doors::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
+use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
 use crate::kernel_door;
@@ -29,7 +28,9 @@ use crate::options::Options;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
+use local_sa_core::doors::Door;
 use local_sa_core::doors::acm::{AcmConfig, AcmService};
+use local_sa_core::doors::api::ApiService;
 use umad::port::{PortFacts, Sysfs};
 
 /// Runs the daemon until SIGTERM/SIGINT; `args` (the command line) and
@@ -78,35 +79,62 @@ pub(crate) fn run(
     let signals =
         Signals::new([Signal::Term, Signal::Int, Signal::Hup]).map_err(DaemonError::Signals)?;
     let mut activated = activation::activated().map_err(DaemonError::Acm)?;
-    let mut api_servers = Vec::new();
+    // Every door's service, by DoorId, and its sockets.
+    let mut doors: Vec<Box<dyn Door>> = Vec::new();
+    let mut listeners = Vec::new();
     for (agent, port) in ports.iter().enumerate() {
         // A passed API socket serves the first port.
-        let server = match (activated.api.take(), options.api_socket_path(&port.facts)) {
-            (Some(inherited), _) => api::ApiServer::new(inherited, agent),
-            (None, Some(path)) => {
-                let listener =
-                    Listener::bind(&path, options.api_mode, options.api_group).map_err(|e| {
-                        DaemonError::Device(format!(
-                            "cannot listen on the local API socket {}: {e}",
-                            path.display()
-                        ))
-                    })?;
-                api::ApiServer::new(listener, agent)
-            }
+        let listener = match (activated.api.take(), options.api_socket_path(&port.facts)) {
+            (Some(inherited), _) => inherited,
+            (None, Some(path)) => Listener::bind(&path, options.api_mode, options.api_group)
+                .map_err(|e| {
+                    DaemonError::Device(format!(
+                        "cannot listen on the local API socket {}: {e}",
+                        path.display()
+                    ))
+                })?,
             (None, None) => continue,
         };
-        api::announce(&server, options.api_mode, &port.facts);
-        api_servers.push(server);
+        info!(port = %port.facts, socket = %listener.label(), mode = format_args!("{:o}", options.api_mode), "local API listening");
+        let door = ApiService::new(agent);
+        let framing = door.framing().expect("a stream door");
+        listeners.push(StreamListener::new(
+            listener,
+            doors.len(),
+            API_DOOR,
+            framing,
+        ));
+        doors.push(Box::new(door));
     }
     let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
     let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
+    let acm_endpoints = acm
+        .as_ref()
+        .map_or_else(Vec::new, |a| a.endpoints().to_vec());
+    let acm_serves = acm.is_some();
+    if let Some(acm) = acm {
+        let framing = acm.framing().expect("a stream door");
+        for listener in acm_listeners {
+            info!(socket = %listener.label(), "ibacm protocol listening");
+            listeners.push(StreamListener::new(
+                listener,
+                doors.len(),
+                ACM_DOOR,
+                framing,
+            ));
+        }
+        doors.push(Box::new(acm));
+    }
     let kernel_socket = kernel_door::socket(activated.netlink.take(), options.netlink == "auto");
     let kernel = match &kernel_socket {
         Some(_) => Some(kernel_door::service(options, &ports)?),
         None => None,
     };
+    // The ibacm and kernel doors resolve names; the files are read again
+    // on reload for them.
+    let names_wanted = acm_serves || kernel.is_some();
     let now = Instant::now();
-    let endpoints = acm.as_ref().map_or(&[][..], AcmService::endpoints);
+    let endpoints = &acm_endpoints[..];
     for (agent, port) in ports.iter_mut().enumerate() {
         let ipoib = umad::ipoib::addresses(&port.facts);
         let publication =
@@ -151,65 +179,62 @@ pub(crate) fn run(
     }
     drop((mad_tx, event_tx));
     let ids = std::rc::Rc::new(std::cell::Cell::new(1));
-    let doors = door_account(options);
-    let (api_tx, api_rx) = smol::channel::bounded(1024);
-    let (acm_tx, acm_rx) = smol::channel::bounded(1024);
-    for server in api_servers {
-        let serve = server.serve(
-            std::rc::Rc::downgrade(&ex),
-            ids.clone(),
-            doors.clone(),
-            api_tx.clone(),
-        );
-        ex.spawn(serve).detach();
-    }
-    for listener in acm_listeners {
+    let account = door_account(options);
+    let (door_tx, door_rx) = smol::channel::bounded(1024);
+    for listener in listeners {
         let serve = listener.serve(
             std::rc::Rc::downgrade(&ex),
             ids.clone(),
-            doors.clone(),
-            acm_tx.clone(),
+            account.clone(),
+            door_tx.clone(),
         );
         ex.spawn(serve).detach();
     }
-    drop((api_tx, acm_tx));
-    let (kernel_tx, kernel_rx) = smol::channel::bounded(1024);
-    let (kernel_out_tx, kernel_out_rx) = smol::channel::bounded(kernel_door::MAX_QUEUED_REPLIES);
-    if let Some(socket) = kernel_socket {
+    let mut connections = HashMap::new();
+    if let (Some(socket), Some(service)) = (kernel_socket, kernel) {
         match smol::Async::new(socket) {
             Ok(socket) => {
                 let socket = std::rc::Rc::new(socket);
-                if let Some(door) = &kernel {
-                    let _ = kernel_out_tx.try_send(door.set_timeout_message(std::process::id()));
-                }
+                let (out_tx, out_rx) = smol::channel::bounded(kernel_door::MAX_QUEUED_REPLIES);
+                // How long the kernel is to wait for each reply, first.
+                let _ = out_tx.try_send(service.set_timeout_message(std::process::id()));
                 let (room_tx, room_rx) = smol::channel::bounded(1);
                 let backlog = kernel_door::Backlog {
-                    replies: kernel_out_tx.clone(),
+                    replies: out_tx.clone(),
                     room: room_rx,
                 };
-                ex.spawn(kernel_door::read(socket.clone(), kernel_tx, backlog))
+                let door = doors.len();
+                ex.spawn(kernel_door::read(
+                    socket.clone(),
+                    door,
+                    door_tx.clone(),
+                    backlog,
+                ))
+                .detach();
+                ex.spawn(kernel_door::write(socket, out_rx, room_tx))
                     .detach();
-                ex.spawn(kernel_door::write(socket, kernel_out_rx, room_tx))
-                    .detach();
+                let sink = Sink::Datagram(DatagramSink {
+                    replies: out_tx,
+                    dropped: 0,
+                });
+                connections.insert(kernel_door::CONN, Connection { door, sink });
+                doors.push(Box::new(service));
             }
             Err(e) => {
                 warn!(error = %e, "cannot poll the netlink socket; the kernel's queries are not served")
             }
         }
     }
+    drop(door_tx);
     let driver = Driver {
         ports,
         sysfs,
         stats_interval: Duration::from_secs(options.stats_interval),
-        connections: HashMap::new(),
         doors,
-        acm,
-        kernel: kernel.map(|service| KernelDoor {
-            service,
-            replies: kernel_out_tx,
-            dropped: 0,
-            log: local_sa_core::log_limit::LogLimit::new(Duration::from_secs(60)),
-        }),
+        connections,
+        account,
+        acm_endpoints,
+        names_wanted,
         settings: Settings {
             args,
             options: options.clone(),
@@ -226,9 +251,7 @@ pub(crate) fn run(
     let sources = Sources {
         incoming: mad_rx,
         port_events: event_rx,
-        api: api_rx,
-        acm: acm_rx,
-        kernel: kernel_rx,
+        doors: door_rx,
         signals,
     };
     let ports = smol::block_on(ex.run(driver.run(sources)));
@@ -256,7 +279,7 @@ fn acm_door(
     sysfs: &Sysfs,
     facts: &[PortFacts],
     inherited: Vec<Listener>,
-) -> Result<(Option<AcmService>, Vec<AcmListener>), DaemonError> {
+) -> Result<(Option<AcmService>, Vec<Listener>), DaemonError> {
     let (mut paths, defaults) = options.acm_socket_paths();
     if defaults && !inherited.is_empty() {
         paths.clear();
@@ -265,13 +288,10 @@ fn acm_door(
     if none && !inherited.is_empty() {
         warn!("--acm-socket none: not serving the ibacm sockets systemd passed");
     }
-    let mut listeners: Vec<AcmListener> = if none {
-        Vec::new()
-    } else {
-        inherited.into_iter().map(AcmListener::new).collect()
-    };
+    let mut listeners: Vec<Listener> = if none { Vec::new() } else { inherited };
     for path in &paths {
-        match AcmListener::bind(path) {
+        // Mode 0666, as ibacm's.
+        match Listener::bind(path, 0o666, None) {
             Ok(l) => listeners.push(l),
             Err(e) if defaults => warn!(
                 socket = %path.display(), error = %e,

@@ -401,7 +401,7 @@ impl World {
             let Some(door) = self.acm.get_mut(i) else {
                 continue;
             };
-            if let Some(step) = door.handle_reply(&reply) {
+            if let Some(step) = door.reply_step(&reply) {
                 self.acm_step(lid, reply.conn, step);
             }
         }

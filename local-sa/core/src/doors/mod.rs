@@ -16,3 +16,7 @@
 pub mod acm;
 pub mod api;
 pub mod netlink;
+
+pub mod door;
+
+pub use door::{Door, Framing, Input, Output};

@@ -93,13 +93,13 @@ pub fn acm(data: &[u8]) {
                         data: Bytes::copy_from_slice(record),
                     },
                 };
-                match s.handle_reply(&reply) {
+                match s.reply_step(&reply) {
                     Some(Step::Reply(r)) => check_reply(&header, &r),
                     // The primary is in; the door looks for an alternate.
                     Some(Step::Ask { id, .. }) => waiting.push((c, id, header)),
                     None => {}
                 }
-                assert!(s.handle_reply(&reply).is_none(), "answered twice");
+                assert!(s.reply_step(&reply).is_none(), "answered twice");
             }
             1 => {
                 s.handle_closed(conn);

@@ -63,15 +63,15 @@ fn door(data: &[u8]) {
                         data: record.as_bytes().to_vec().into(),
                     },
                 };
-                replies.extend(door.handle_reply(&reply));
-                assert_eq!(door.handle_reply(&reply), None, "one reply per RESOLVE");
+                replies.extend(door.reply_to(&reply));
+                assert_eq!(door.reply_to(&reply), None, "one reply per RESOLVE");
             }
             Action::Ask { .. } => {}
         }
     }
     // What the agent left unanswered gets ERR at its deadline.
-    let due = door.poll_timeout();
-    let late = door.handle_timeout(now + Duration::from_secs(3600));
+    let due = door.next_deadline();
+    let late = door.expire(now + Duration::from_secs(3600));
     assert_eq!(due.is_some(), !late.is_empty());
     assert_eq!(door.pending(), 0);
     replies.extend(late);

@@ -63,7 +63,7 @@ fn resolve(door: &mut AcmService, ports: &mut [Bench; 2], msg: &[u8]) -> (Bytes,
                 b.core.handle_local(b.now, 1, id, request);
                 b.pump();
                 let reply = b.core.poll_local().expect("the agent answers");
-                step = door.handle_reply(&reply).expect("the door's own request");
+                step = door.reply_step(&reply).expect("the door's own request");
             }
         }
     }

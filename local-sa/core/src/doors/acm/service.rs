@@ -26,8 +26,9 @@
 //! Every message gets exactly one reply; a client may pipeline up to
 //! [`AcmConfig::max_pending`] requests, and more are refused with ENOMEM.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
@@ -36,6 +37,7 @@ use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
 
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
+use crate::doors::{Door, Framing, Input, Output};
 use crate::naming::{Address, Names};
 use crate::path_flags;
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
@@ -169,6 +171,8 @@ pub struct AcmService {
     per_conn: HashMap<ConnId, usize>,
     next_id: u32,
     door: DoorCounters,
+    /// What the daemon is to do, in order.
+    out: VecDeque<Output>,
 }
 
 impl AcmService {
@@ -186,30 +190,13 @@ impl AcmService {
             per_conn: HashMap::new(),
             next_id: 1,
             door: DoorCounters::default(),
+            out: VecDeque::new(),
         }
     }
 
     /// The endpoints served.
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.endpoints
-    }
-
-    /// A port changed (its LID, GID or master): its endpoints follow.
-    pub fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
-        for ep in self.endpoints.iter_mut().filter(|e| e.agent == agent) {
-            ep.port = port;
-        }
-    }
-
-    /// Replaces the names table (files reloaded).
-    pub fn set_names(&mut self, names: Names) {
-        self.names = names;
-    }
-
-    /// Replaces the names learned from the master SA (NodeDescriptions
-    /// and the local-sa directory); the files' names win over them.
-    pub fn set_learned_names(&mut self, names: Arc<Names>) {
-        self.learned = names;
     }
 
     /// The combined ACM counters.
@@ -256,7 +243,7 @@ impl AcmService {
 
     /// The agent answered request `reply.request` of `reply.conn`: the
     /// reply for the client, if the request was this door's.
-    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Step> {
+    pub fn reply_step(&mut self, reply: &LocalReply) -> Option<Step> {
         let pending = self.pending.remove(&(reply.conn, reply.request))?;
         if let Some(n) = self.per_conn.get_mut(&reply.conn) {
             *n = n.saturating_sub(1);
@@ -668,6 +655,86 @@ fn acmp_get(mut t: PathRecord, pkey: u16) -> PathQuery {
         method: Method::GET,
         mask: path_mask(&t),
         template: t,
+    }
+}
+
+impl AcmService {
+    /// Queues what `step` says for connection `conn`.
+    fn push_step(&mut self, conn: ConnId, step: Step) {
+        self.out.push_back(match step {
+            Step::Reply(bytes) => Output::Send { conn, bytes },
+            Step::Ask { agent, id, request } => Output::Ask {
+                agent,
+                conn,
+                id,
+                request,
+            },
+        });
+    }
+}
+
+/// The bytes after the header a message's header announces.
+fn body_len(header: &[u8]) -> Result<usize, String> {
+    let header = header
+        .first_chunk::<{ wire::HEADER_LEN }>()
+        .ok_or_else(|| "a short header".to_owned())?;
+    wire::message_len(header)
+        .map(|n| n - wire::HEADER_LEN)
+        .map_err(|e| e.to_string())
+}
+
+impl Door for AcmService {
+    fn framing(&self) -> Option<Framing> {
+        Some(Framing {
+            header_len: wire::HEADER_LEN,
+            body_len,
+        })
+    }
+
+    fn handle_input(&mut self, _now: Instant, input: Input<'_>) {
+        match input {
+            Input::Message { conn, bytes } => {
+                let step = self.handle_message(conn, bytes);
+                self.push_step(conn, step);
+            }
+            Input::Unframeable { conn } => {
+                tracing::debug!(
+                    conn,
+                    "closing an ibacm connection whose message cannot be framed"
+                );
+                self.out.push_back(Output::Close { conn });
+            }
+            Input::Closed { conn } => self.handle_closed(conn),
+            Input::Opened { .. } | Input::Datagram { .. } => {}
+        }
+    }
+
+    fn handle_reply(&mut self, _now: Instant, reply: &LocalReply) {
+        if let Some(step) = self.reply_step(reply) {
+            // A reply, or the door's next question (an alternate path) for
+            // the same client.
+            self.push_step(reply.conn, step);
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
+        for ep in self.endpoints.iter_mut().filter(|e| e.agent == agent) {
+            ep.port = port;
+        }
+    }
+
+    fn set_names(&mut self, names: Names) {
+        self.names = names;
+    }
+
+    /// The names learned from the master SA (NodeDescriptions and the
+    /// local-sa directory); the files' names win over them.
+    fn set_learned_names(&mut self, names: Arc<Names>) {
+        self.learned = names;
     }
 }
 

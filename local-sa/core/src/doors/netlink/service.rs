@@ -47,6 +47,7 @@ use mad_codec::{MadStatus, Method, PathRecord};
 
 use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
+use crate::doors::{Door, Framing, Input, Output};
 use crate::log_limit::LogLimit;
 use crate::naming::{Address, Names};
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
@@ -224,10 +225,11 @@ pub struct NetlinkService {
     deadlines: VecDeque<(Instant, u32)>,
     next_id: u32,
     counters: NetlinkCounters,
-    /// The last errno the kernel sent back, for the log.
-    last_kernel_errno: Option<i32>,
-    /// Lines about datagrams not from the kernel: one a minute per sender.
+    /// Lines about datagrams not from the kernel (one a minute per sender)
+    /// and the kernel's refusals (one a minute per errno).
     log: LogLimit,
+    /// What the daemon is to do, in order.
+    out: VecDeque<Output>,
 }
 
 impl NetlinkService {
@@ -244,8 +246,8 @@ impl NetlinkService {
             deadlines: VecDeque::new(),
             next_id: 1,
             counters: NetlinkCounters::default(),
-            last_kernel_errno: None,
             log: LogLimit::new(Duration::from_secs(60)),
+            out: VecDeque::new(),
         }
     }
 
@@ -264,27 +266,21 @@ impl NetlinkService {
         self.pending.len()
     }
 
-    /// The errno of the last error the kernel sent back, once: the daemon
-    /// logs it (EPERM: the daemon lacks CAP_NET_ADMIN).
-    pub fn take_kernel_error(&mut self) -> Option<i32> {
-        self.last_kernel_errno.take()
-    }
-
-    /// A port changed (its LID, GID or master).
-    pub fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
-        for p in self.ports.iter_mut().filter(|p| p.agent == agent) {
-            p.port = port;
+    /// The kernel refused a message of ours with `errno`: logged once a
+    /// minute per errno (a daemon without CAP_NET_ADMIN is refused every
+    /// reply).
+    fn log_kernel_refusal(&mut self, now: Instant, errno: i32) {
+        if let Some(earlier_not_logged) =
+            self.log.allow(now, "kernel refusal", errno.unsigned_abs())
+        {
+            // The kernel sends the errno negated.
+            let error = std::io::Error::from_raw_os_error(errno.saturating_abs());
+            tracing::warn!(
+                %error,
+                earlier_not_logged,
+                "the kernel refused a netlink message of ours (EPERM: local-sa needs CAP_NET_ADMIN to answer the kernel)"
+            );
         }
-    }
-
-    /// Replaces the names from the files.
-    pub fn set_names(&mut self, names: Names) {
-        self.names = names;
-    }
-
-    /// Replaces the names learned from the master SA.
-    pub fn set_learned_names(&mut self, names: Arc<Names>) {
-        self.learned = names;
     }
 
     /// The SET_TIMEOUT to send the kernel at start, from process `pid`.
@@ -349,7 +345,7 @@ impl NetlinkService {
             Body::KernelError { errno } => {
                 if errno != 0 {
                     self.counters.kernel_errors += 1;
-                    self.last_kernel_errno = Some(errno);
+                    self.log_kernel_refusal(now, errno);
                 }
                 None
             }
@@ -449,14 +445,14 @@ impl NetlinkService {
     }
 
     /// When [`Self::handle_timeout`] has an ERR to send, if ever.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+    pub fn next_deadline(&mut self) -> Option<Instant> {
         self.drop_answered_deadlines();
         self.deadlines.front().map(|(due, _)| *due)
     }
 
     /// ERR for every RESOLVE whose agent has not answered by now: the
     /// kernel asks the SA itself at once.
-    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Bytes> {
+    pub fn expire(&mut self, now: Instant) -> Vec<Bytes> {
         let mut replies = Vec::new();
         while let Some(&(due, id)) = self.deadlines.front() {
             if due > now {
@@ -494,7 +490,7 @@ impl NetlinkService {
 
     /// An agent answered: the reply for the kernel, if the request was
     /// this door's and is still waiting (not past its deadline).
-    pub fn handle_reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
+    pub fn reply_to(&mut self, reply: &LocalReply) -> Option<Bytes> {
         if reply.conn != self.conn {
             return None;
         }
@@ -522,3 +518,78 @@ impl NetlinkService {
 
 #[cfg(test)]
 mod tests;
+
+impl Door for NetlinkService {
+    fn framing(&self) -> Option<Framing> {
+        None
+    }
+
+    fn datagram_conn(&self) -> Option<ConnId> {
+        Some(self.conn)
+    }
+
+    fn handle_input(&mut self, now: Instant, input: Input<'_>) {
+        let Input::Datagram { from, bytes } = input else {
+            return;
+        };
+        for action in self.handle_datagram(now, from, bytes) {
+            let output = match action {
+                Action::Reply(bytes) => Output::Send {
+                    conn: self.conn,
+                    bytes,
+                },
+                Action::Ask { agent, id, request } => Output::Ask {
+                    agent,
+                    conn: self.conn,
+                    id,
+                    request,
+                },
+            };
+            self.out.push_back(output);
+        }
+    }
+
+    fn handle_reply(&mut self, _now: Instant, reply: &LocalReply) {
+        if let Some(bytes) = self.reply_to(reply) {
+            self.out.push_back(Output::Send {
+                conn: self.conn,
+                bytes,
+            });
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.next_deadline()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        for bytes in self.expire(now) {
+            self.out.push_back(Output::Send {
+                conn: self.conn,
+                bytes,
+            });
+        }
+    }
+
+    fn handle_port_change(&mut self, agent: usize, port: PortIdentity) {
+        for p in self.ports.iter_mut().filter(|p| p.agent == agent) {
+            p.port = port;
+        }
+    }
+
+    fn set_names(&mut self, names: Names) {
+        self.names = names;
+    }
+
+    fn set_learned_names(&mut self, names: Arc<Names>) {
+        self.learned = names;
+    }
+
+    fn counter_fields(&self) -> Vec<(&'static str, u64)> {
+        self.counters.fields().to_vec()
+    }
+}

@@ -134,7 +134,7 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
         pr::DGID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
     );
     let reply = s
-        .handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), true))
+        .reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), true))
         .map(replied)
         .unwrap();
     // The path, then the source ibacm chose (the endpoint's name).
@@ -204,7 +204,7 @@ fn a_path_template_selects_like_an_sa_get() {
         pr::DLID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
     );
     let reply = s
-        .handle_reply(&answer(1, id, MadStatus::OK, Some(&record(5)), false))
+        .reply_step(&answer(1, id, MadStatus::OK, Some(&record(5)), false))
         .map(replied)
         .unwrap();
     assert_eq!(
@@ -227,7 +227,7 @@ fn query_sa_sends_the_template_as_it_is_and_echoes_the_request() {
     let mut better = r;
     better.set_sl(3);
     let reply = s
-        .handle_reply(&answer(1, id, MadStatus::OK, Some(&better), true))
+        .reply_step(&answer(1, id, MadStatus::OK, Some(&better), true))
         .map(replied)
         .unwrap();
     assert_eq!(reply.len(), req.len());
@@ -246,7 +246,7 @@ fn nodelay_asks_the_cache_only() {
     let (id, _, lookup) = asked(s.handle_message(1, &resolve(&[dest])));
     assert_eq!(lookup, Lookup::CacheOnly);
     let reply = s
-        .handle_reply(&answer(1, id, MadStatus::ERR_NO_RECORDS, None, false))
+        .reply_step(&answer(1, id, MadStatus::ERR_NO_RECORDS, None, false))
         .map(replied)
         .unwrap();
     assert_eq!(
@@ -299,13 +299,13 @@ fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
     // The master did not answer; it answered with an error.
     let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
     let r = s
-        .handle_reply(&answer(1, id, MadStatus::BUSY, None, true))
+        .reply_step(&answer(1, id, MadStatus::BUSY, None, true))
         .map(replied)
         .unwrap();
     assert_eq!(Status(r[2]), Status::ETIMEDOUT);
     let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
     let r = s
-        .handle_reply(&answer(1, id, MadStatus::ERR_REQ_INVALID, None, true))
+        .reply_step(&answer(1, id, MadStatus::ERR_REQ_INVALID, None, true))
         .map(replied)
         .unwrap();
     assert_eq!(Status(r[2]), Status::EINVAL);
@@ -330,7 +330,7 @@ fn a_connection_may_not_pile_up_requests_and_its_close_forgets_them() {
     s.handle_closed(1);
     assert_eq!(s.pending(), 1);
     assert!(
-        s.handle_reply(&answer(1, a, MadStatus::OK, Some(&record(5)), false))
+        s.reply_step(&answer(1, a, MadStatus::OK, Some(&record(5)), false))
             .is_none()
     );
     asked(s.handle_message(1, &resolve(&[dest])));
@@ -341,7 +341,7 @@ fn perf_and_endpoint_queries_follow_ibacm() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
     let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
-    s.handle_reply(&answer(1, id, MadStatus::OK, Some(&record(5)), false));
+    s.reply_step(&answer(1, id, MadStatus::OK, Some(&record(5)), false));
     let counters = |b: &[u8]| -> Vec<u64> {
         b[16..]
             .chunks(8)
@@ -412,7 +412,7 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
     let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
     let primary = record_between(4, 10);
     let step = s
-        .handle_reply(&answer(9, id, MadStatus::OK, Some(&primary), false))
+        .reply_step(&answer(9, id, MadStatus::OK, Some(&primary), false))
         .unwrap();
     // The known paths between the two ports, from what the agent holds.
     let (id, q, lookup) = asked(step);
@@ -439,7 +439,7 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
         stride: PathRecord::LEN,
         data: data.freeze(),
     };
-    let reply = replied(s.handle_reply(&table).unwrap());
+    let reply = replied(s.reply_step(&table).unwrap());
     assert_eq!(reply.len(), HEADER_LEN + 3 * ENTRY_LEN);
     let first = Entry::parse(&reply[16..88]).unwrap();
     let second = Entry::parse(&reply[88..160]).unwrap();
@@ -481,11 +481,11 @@ fn without_a_known_alternate_the_primary_alone_is_the_answer() {
     let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
     let primary = record_between(4, 10);
     let (id2, _, _) = asked(
-        s.handle_reply(&answer(9, id, MadStatus::OK, Some(&primary), true))
+        s.reply_step(&answer(9, id, MadStatus::OK, Some(&primary), true))
             .unwrap(),
     );
     let reply = replied(
-        s.handle_reply(&answer(9, id2, MadStatus::ERR_NO_RECORDS, None, false))
+        s.reply_step(&answer(9, id2, MadStatus::ERR_NO_RECORDS, None, false))
             .unwrap(),
     );
     assert_eq!(Status(reply[2]), Status::SUCCESS);
@@ -507,13 +507,13 @@ fn a_lid_or_lmc_zero_asks_for_no_alternate() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
     let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
-    let step = s.handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
+    let step = s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
     assert!(matches!(step, Some(Step::Reply(_))));
     // A LID names one path.
     let mut s = service_with_lmc();
     let dest = Entry::for_address(flags::DEST, &Address::Lid(10));
     let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
-    let step = s.handle_reply(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
+    let step = s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
     assert!(matches!(step, Some(Step::Reply(_))));
 }
 

@@ -154,7 +154,7 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         assert_eq!(s.pending(), 1);
 
         let reply = s
-            .handle_reply(&answer(id, MadStatus::OK, &[record(9)], false))
+            .reply_to(&answer(id, MadStatus::OK, &[record(9)], false))
             .unwrap();
         let h = Header::parse(&reply).unwrap();
         assert_eq!((h.seq, h.kind, h.flags), (55, 0x1000, 0));
@@ -188,20 +188,18 @@ fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
         MadStatus::ERR_REQ_INVALID,
     ] {
         let id = ask(&mut s, 1);
-        let reply = s.handle_reply(&answer(id, status, &[], true)).unwrap();
+        let reply = s.reply_to(&answer(id, status, &[], true)).unwrap();
         assert_eq!(flags_of(&reply), F_ERR, "{status}");
     }
     // OK without a record is no answer either.
     let id = ask(&mut s, 2);
-    let reply = s
-        .handle_reply(&answer(id, MadStatus::OK, &[], true))
-        .unwrap();
+    let reply = s.reply_to(&answer(id, MadStatus::OK, &[], true)).unwrap();
     assert_eq!(flags_of(&reply), F_ERR);
     // Another connection's reply, or an unknown request, is not the door's.
     let mut other = answer(id, MadStatus::OK, &[record(9)], true);
-    assert_eq!(s.handle_reply(&other), None);
+    assert_eq!(s.reply_to(&other), None);
     other.conn = 7;
-    assert_eq!(s.handle_reply(&other), None);
+    assert_eq!(s.reply_to(&other), None);
     assert_eq!(s.counters().failed, 4);
 }
 
@@ -303,7 +301,7 @@ fn malformed_requests_get_err_and_everything_else_is_dropped() {
 }
 
 #[test]
-fn the_kernels_errors_are_kept_for_the_log() {
+fn the_kernels_errors_are_counted_and_answered_with_nothing() {
     let mut s = service(8);
     let mut b = Vec::new();
     b.extend_from_slice(&36u32.to_ne_bytes());
@@ -313,9 +311,8 @@ fn the_kernels_errors_are_kept_for_the_log() {
     b.extend_from_slice(&(-1i32).to_ne_bytes());
     b.extend_from_slice(&[0; 16]);
     assert!(s.handle_datagram(*T0, Sender::Kernel, &b).is_empty());
-    assert_eq!(s.take_kernel_error(), Some(1));
-    assert_eq!(s.take_kernel_error(), None);
-    assert_eq!(s.counters().kernel_errors, 1);
+    assert!(s.handle_datagram(*T0, Sender::Kernel, &b).is_empty());
+    assert_eq!(s.counters().kernel_errors, 2);
 }
 
 #[test]
@@ -340,7 +337,7 @@ fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
     let mut s = service(8);
     let within = NetlinkConfig::default().answer_within();
     assert!(within < KERNEL_DEFAULT_TIMEOUT);
-    assert_eq!(s.poll_timeout(), None);
+    assert_eq!(s.next_deadline(), None);
     let ask = |s: &mut NetlinkService, seq, at| match one(s.handle_datagram(
         at,
         Sender::Kernel,
@@ -352,35 +349,32 @@ fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
     let first = ask(&mut s, 1, *T0);
     let second = ask(&mut s, 2, *T0 + Duration::from_millis(100));
     let third = ask(&mut s, 3, *T0 + Duration::from_millis(200));
-    assert_eq!(s.poll_timeout(), Some(*T0 + within));
+    assert_eq!(s.next_deadline(), Some(*T0 + within));
     // The first is answered in time; the second is not.
     assert!(
-        s.handle_reply(&answer(first, MadStatus::OK, &[record(9)], true))
+        s.reply_to(&answer(first, MadStatus::OK, &[record(9)], true))
             .is_some()
     );
     assert_eq!(
-        s.poll_timeout(),
+        s.next_deadline(),
         Some(*T0 + Duration::from_millis(100) + within)
     );
-    assert!(
-        s.handle_timeout(*T0 + within).is_empty(),
-        "nothing is due yet"
-    );
+    assert!(s.expire(*T0 + within).is_empty(), "nothing is due yet");
     let late = *T0 + Duration::from_millis(150) + within;
-    let errs = s.handle_timeout(late);
+    let errs = s.expire(late);
     assert_eq!(errs.len(), 1);
     let h = Header::parse(&errs[0]).unwrap();
     assert_eq!((h.flags, h.seq), (F_ERR, 2));
     // Its answer, when it comes, is not sent a second time.
     assert_eq!(
-        s.handle_reply(&answer(second, MadStatus::OK, &[record(9)], true)),
+        s.reply_to(&answer(second, MadStatus::OK, &[record(9)], true)),
         None
     );
     assert!(
-        s.handle_reply(&answer(third, MadStatus::OK, &[record(9)], true))
+        s.reply_to(&answer(third, MadStatus::OK, &[record(9)], true))
             .is_some()
     );
-    assert_eq!(s.poll_timeout(), None);
+    assert_eq!(s.next_deadline(), None);
     let c = s.counters();
     assert_eq!((c.past_deadline, c.failed, c.answered), (1, 1, 2));
 }
@@ -435,17 +429,17 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
         };
         if seq > 0 {
             assert!(
-                s.handle_reply(&answer(id, MadStatus::OK, &[record(9)], true))
+                s.reply_to(&answer(id, MadStatus::OK, &[record(9)], true))
                     .is_some()
             );
         }
         ids.push(id);
-        s.poll_timeout();
+        s.next_deadline();
         assert!(s.deadlines.len() <= DEADLINES_PER_PENDING * 4 + 1);
     }
     assert_eq!(s.pending(), 1);
     assert_eq!(
-        s.poll_timeout(),
+        s.next_deadline(),
         Some(*T0 + Duration::from_millis(1) + NetlinkConfig::default().answer_within())
     );
 }

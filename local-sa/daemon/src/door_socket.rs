@@ -1,0 +1,151 @@
+//! The doors' sockets: one listener type for every stream door (the local
+//! API's per port, the ibacm protocol's), whose connections are read by
+//! the door's own [`Framing`] and written from an [`Outbox`], under the
+//! doors' limits ([`crate::doors`]); and the events all doors' sockets —
+//! the kernel door's datagrams included — send the driver on one channel.
+//!
+//! A door is a core service ([`local_sa_core::doors::Door`]); adding one
+//! takes its wire module and service in the core and a socket here.
+
+use std::cell::Cell;
+use std::rc::{Rc, Weak};
+
+use bytes::Bytes;
+use smol::channel::Sender;
+use tracing::debug;
+
+use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
+use crate::doors::SharedDoors;
+use crate::listener::Listener;
+use local_sa_core::doors::Framing;
+use local_sa_core::doors::netlink::Sender as DatagramSender;
+use local_sa_core::quota::LocalUser;
+use local_sa_core::request::ConnId;
+
+/// A door's index in the driver's table.
+pub(crate) type DoorId = usize;
+
+/// What happened at a door's socket.
+#[derive(Debug)]
+pub(crate) enum DoorEvent {
+    /// A connection opened: where its messages go, and whose it is.
+    Opened {
+        door: DoorId,
+        conn: ConnId,
+        outbox: Outbox,
+        user: LocalUser,
+    },
+    /// A whole message.
+    Message { conn: ConnId, bytes: Vec<u8> },
+    /// A header that cannot frame a message; reading stopped.
+    Unframeable { conn: ConnId },
+    /// The connection closed.
+    Closed { conn: ConnId },
+    /// A datagram on a datagram door's socket, and who sent it.
+    Datagram {
+        door: DoorId,
+        from: DatagramSender,
+        bytes: Bytes,
+    },
+}
+
+/// A listening socket of a stream door.
+#[derive(Debug)]
+pub(crate) struct StreamListener {
+    listener: Listener,
+    door: DoorId,
+    /// The door's name, for logs and the connection counters.
+    name: &'static str,
+    framing: Framing,
+}
+
+impl StreamListener {
+    /// Serves door `door` (named `name`, framed by `framing`) on
+    /// `listener`.
+    pub(crate) fn new(
+        listener: Listener,
+        door: DoorId,
+        name: &'static str,
+        framing: Framing,
+    ) -> Self {
+        Self {
+            listener,
+            door,
+            name,
+            framing,
+        }
+    }
+
+    /// Accepts connections for ever, numbering them from `ids` (shared by
+    /// every door), spawning their tasks on `ex` and reporting everything
+    /// on `events`.
+    pub(crate) async fn serve(
+        self,
+        ex: Weak<smol::LocalExecutor<'static>>,
+        ids: Rc<Cell<ConnId>>,
+        doors: SharedDoors,
+        events: Sender<DoorEvent>,
+    ) {
+        loop {
+            let (conn, stream) = self.listener.accept(&ids).await;
+            let Some((stream, outbox, writer)) = admit(&doors, stream, self.name) else {
+                continue;
+            };
+            let uid = stream.admission.user;
+            let user = LocalUser {
+                uid,
+                privileged: umad::process::is_admin(uid),
+            };
+            let opened = DoorEvent::Opened {
+                door: self.door,
+                conn,
+                outbox,
+                user,
+            };
+            if events.send(opened).await.is_err() {
+                return;
+            }
+            debug!(conn, door = self.name, "connection opened");
+            let Some(ex) = ex.upgrade() else { return };
+            ex.spawn(writer).detach();
+            ex.spawn(read_messages(conn, self.framing, stream, events.clone()))
+                .detach();
+        }
+    }
+}
+
+/// Reads `stream`'s messages as `framing` frames them until it closes or
+/// a header cannot frame one.
+async fn read_messages(
+    conn: ConnId,
+    framing: Framing,
+    stream: Rc<Conn>,
+    events: Sender<DoorEvent>,
+) {
+    let mut first = true;
+    let end = loop {
+        match read_frame(&stream, framing.header_len, framing.body_len, first).await {
+            Ok(bytes) => {
+                first = false;
+                if events
+                    .send(DoorEvent::Message { conn, bytes })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(ReadEnd::Unframeable(reason)) => {
+                debug!(
+                    conn,
+                    door = stream.door,
+                    reason,
+                    "a message that cannot be framed"
+                );
+                break DoorEvent::Unframeable { conn };
+            }
+            Err(ReadEnd::Closed | ReadEnd::Cut) => break DoorEvent::Closed { conn },
+        }
+    };
+    let _ = events.send(end).await;
+}
