@@ -1,6 +1,7 @@
 //! InfiniBand management datagrams (MADs) for Subnet Administration: the MAD,
 //! RMPP and SA headers, the SA attributes local-sa speaks, a multi-record
-//! view, and a sans-IO RMPP engine.
+//! view, a sans-IO RMPP engine, and the [`address`] a MAD goes to or comes
+//! from.
 //!
 //! This crate does no I/O and keeps no clock: time enters the RMPP engine as
 //! an argument. Every byte local-sa sends or receives goes through it.
@@ -43,6 +44,7 @@
 #[macro_use]
 mod macros;
 
+pub mod address;
 pub mod attr;
 mod bits;
 pub mod codes;

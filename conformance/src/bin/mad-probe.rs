@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use conformance::saquery::parse_number;
 use mad_codec::MAD_LEN;
-use umad::{MadAddress, OutgoingMad};
+use umad::{Address, OutgoingMad};
 
 fn parse_args() -> Result<(u16, Vec<u8>), String> {
     let (mut lid, mut hex) = (None, String::new());
@@ -53,7 +53,7 @@ fn run() -> Result<String, String> {
     let (port, agent, transport) = conformance::sa_agent::open(16)?;
     let request = OutgoingMad {
         agent,
-        dest: MadAddress::gsi(lid, port.sm_sl),
+        dest: Address::gsi(lid, port.sm_sl),
         mad: Bytes::from(mad),
         timeout_ms: 1000,
         retries: 2,

@@ -22,7 +22,7 @@ use conformance::saquery::parse_number;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
-use umad::{MadAddress, OutgoingMad};
+use umad::{Address, OutgoingMad};
 
 struct Args {
     sa_lid: u16,
@@ -76,7 +76,7 @@ fn request(slid: u16, dlid: u16, tid: u64) -> Bytes {
 fn run() -> Result<String, String> {
     let args = parse_args()?;
     let (port, agent, transport) = conformance::sa_agent::open(256)?;
-    let dest = MadAddress::gsi(args.sa_lid, port.sm_sl);
+    let dest = Address::gsi(args.sa_lid, port.sm_sl);
     let mut todo = (0..args.ranks).flat_map(|_| args.dlids.iter().copied());
     let (mut asked, mut answered, mut no_records, mut unanswered) = (0u64, 0u64, 0u64, 0u64);
     // By the TransactionID's low 32 bits: the MAD layer owns the high ones.

@@ -21,7 +21,7 @@ use conformance::saquery::parse_number;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadHeader, Method, PathRecord, SaMadBuilder};
-use umad::{MadAddress, OutgoingMad};
+use umad::{Address, OutgoingMad};
 
 /// How long a request waits for its answer.
 const GIVE_UP: Duration = Duration::from_secs(2);
@@ -83,7 +83,7 @@ fn run() -> Result<String, String> {
         b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
         let request = OutgoingMad {
             agent,
-            dest: MadAddress::gsi(args.sa_lid, port.sm_sl),
+            dest: Address::gsi(args.sa_lid, port.sm_sl),
             mad: b.into_bytes(),
             timeout_ms: GIVE_UP.as_millis() as u32,
             retries: 0,

@@ -25,7 +25,7 @@ use conformance::saquery::parse_number;
 use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType, SaMadHeader};
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, MAD_LEN, Method, PathRecord, SaMadBuilder, records::SaRecord};
-use umad::{MadAddress, OutgoingMad};
+use umad::{Address, OutgoingMad};
 
 struct Args {
     sa_lid: u16,
@@ -127,7 +127,7 @@ fn run() -> Result<String, String> {
         })
     };
     let outgoing = transport.outgoing();
-    let dest = MadAddress::gsi(args.sa_lid, port.sm_sl);
+    let dest = Address::gsi(args.sa_lid, port.sm_sl);
     let base = u64::from(std::process::id()) << 32;
     for n in 0..args.count {
         // Keep at most `window` unanswered, unless answers have stopped.

@@ -19,7 +19,7 @@ use mad_codec::header::SaMadHeader;
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 use tracing::trace;
-use umad::{AgentId, IncomingMad, MadAddress, OutgoingMad, UmadTransport};
+use umad::{Address, AgentId, IncomingMad, OutgoingMad, UmadTransport};
 
 /// Names one request of this client's.
 pub(crate) type Token = u64;
@@ -30,11 +30,11 @@ pub(crate) struct Closed;
 
 /// One agent's requests and the MADs that come back.
 pub(crate) struct Client {
-    requester: Requester<MadAddress, Token>,
+    requester: Requester<Address, Token>,
     agent: AgentId,
     outgoing: Sender<OutgoingMad>,
     incoming: Receiver<IncomingMad>,
-    out: VecDeque<Transmit<MadAddress>>,
+    out: VecDeque<Transmit<Address>>,
     done: VecDeque<Completion<Token>>,
     unsolicited: VecDeque<IncomingMad>,
     next_token: Token,
@@ -63,7 +63,7 @@ impl Client {
 
     /// Sends `request` (a whole MAD) to `dest`; its end comes from
     /// [`Client::next_completion`] under the returned token.
-    pub(crate) fn start(&mut self, dest: MadAddress, request: &[u8]) -> Token {
+    pub(crate) fn start(&mut self, dest: Address, request: &[u8]) -> Token {
         let attempts = self.requester.config().attempts();
         self.start_with(dest, request, attempts)
     }
@@ -72,7 +72,7 @@ impl Client {
     /// ones.
     pub(crate) fn start_with(
         &mut self,
-        dest: MadAddress,
+        dest: Address,
         request: &[u8],
         attempts: Attempts,
     ) -> Token {
@@ -93,7 +93,7 @@ impl Client {
     /// data is too long for RMPP.
     pub(crate) fn start_rmpp(
         &mut self,
-        dest: MadAddress,
+        dest: Address,
         header: SaMadHeader,
         data: Bytes,
     ) -> Result<Token, Failure> {
@@ -106,7 +106,7 @@ impl Client {
     /// Sends `request` and waits for its end.
     pub(crate) async fn request(
         &mut self,
-        dest: MadAddress,
+        dest: Address,
         request: &[u8],
     ) -> Result<Completion<Token>, Closed> {
         let token = self.start(dest, request);
@@ -118,7 +118,7 @@ impl Client {
     /// receiver acknowledges them.
     pub(crate) async fn request_rmpp(
         &mut self,
-        dest: MadAddress,
+        dest: Address,
         header: SaMadHeader,
         data: Bytes,
         mut progress: impl FnMut(u32, u32),
@@ -181,7 +181,7 @@ impl Client {
     }
 
     /// Sends a MAD that expects no answer (a ReportResp).
-    pub(crate) async fn send(&mut self, dest: MadAddress, mad: Bytes) -> Result<(), Closed> {
+    pub(crate) async fn send(&mut self, dest: Address, mad: Bytes) -> Result<(), Closed> {
         self.out.push_back(Transmit::reply(dest, mad));
         self.flush().await
     }

@@ -33,7 +33,7 @@ use local_sa_core::requester::{Answer, Attempts, RequesterConfig};
 use mad_codec::records::SaRecord;
 use mad_codec::{ClassPortInfo, McMemberRecord, Method, NodeRecord, SaMad};
 use umad::port::{PortFacts, Sysfs};
-use umad::{AgentSpec, MadAddress, UmadDevice, UmadTransport};
+use umad::{Address, AgentSpec, UmadDevice, UmadTransport};
 
 use crate::cli::Cli;
 use crate::client::Client;
@@ -248,9 +248,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let transport =
         UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
     let mut session = Session {
-        dest: MadAddress {
+        dest: Address {
             pkey_index: cli.pkey_index.unwrap_or(0),
-            ..MadAddress::gsi(sa_lid, port.sm_sl)
+            ..Address::gsi(sa_lid, port.sm_sl)
         },
         port,
         client: Client::new(agent, &transport, config),

@@ -3,7 +3,7 @@
 use local_sa_core::requester::{Answer, Completion, Failure as RequestFailure};
 use mad_codec::SaMad;
 use umad::port::PortFacts;
-use umad::{IncomingMad, MadAddress};
+use umad::{Address, IncomingMad};
 
 use crate::client::{Client, Token};
 use crate::failure::Failure;
@@ -13,7 +13,7 @@ use crate::print::Printed;
 pub(crate) struct Session {
     pub(crate) port: PortFacts,
     pub(crate) client: Client,
-    pub(crate) dest: MadAddress,
+    pub(crate) dest: Address,
     pub(crate) sm_key: u64,
     pub(crate) debug: bool,
     /// `-e`: the MADs of a refused or unanswered request, in hex.

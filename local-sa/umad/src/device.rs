@@ -13,7 +13,7 @@ use crate::abi::{
     HeaderLayout, IB_USER_MAD_ENABLE_PKEY, IB_USER_MAD_REGISTER_AGENT,
     IB_USER_MAD_UNREGISTER_AGENT, RegisterAgentRequest, USER_MAD_HEADER_LEN, UserMadHeader,
 };
-use crate::address::MadAddress;
+use crate::address::{self, Address};
 use crate::simulator::Transport;
 use crate::sys::{Fd, ReadOutcome};
 
@@ -54,7 +54,7 @@ pub struct OutgoingMad {
     /// The agent sending it.
     pub agent: AgentId,
     /// Where it goes.
-    pub dest: MadAddress,
+    pub dest: Address,
     /// The MAD, at most 256 bytes (shorter ones are padded by the kernel).
     pub mad: Bytes,
     /// For requests: how long the kernel waits for the response (0 for
@@ -76,7 +76,7 @@ pub struct IncomingMad {
     /// serves the class.
     pub status: u32,
     /// Where it came from.
-    pub source: MadAddress,
+    pub source: Address,
     /// The MAD at the length it arrived.
     pub mad: Bytes,
     /// `Some(n)` when only its first `n` bytes are real (see
@@ -231,7 +231,7 @@ impl UmadDevice {
         h.agent_id.set(out.agent.0);
         h.timeout_ms.set(out.timeout_ms);
         h.retries.set(out.retries);
-        out.dest.write_into(&mut h);
+        address::write_into(&out.dest, &mut h);
         let header_len = self.layout.header_len();
         let mut buf = Vec::with_capacity(header_len + out.mad.len());
         buf.extend_from_slice(&h.as_bytes()[..header_len]);
@@ -274,7 +274,7 @@ impl UmadDevice {
         Ok(Some(IncomingMad {
             agent: AgentId(h.agent_id.get()),
             status: h.status.get(),
-            source: MadAddress::read_from(&h),
+            source: address::read_from(&h),
             mad: Bytes::copy_from_slice(mad),
             cut: self.transport.cut(mad),
         }))

@@ -18,7 +18,7 @@ mod sys;
 mod transport;
 
 pub use abi::HeaderLayout;
-pub use address::{GSI_QKEY, Grh, MadAddress};
+pub use address::{Address, GSI_QKEY, Grh};
 pub use device::{
     AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, status_hint, transaction_id_seed,
 };

@@ -8,7 +8,7 @@ use local_sa_core::requester::Attempts;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
-use umad::MadAddress;
+use umad::Address;
 
 use super::summary::Tally;
 use crate::failure::Failure;
@@ -87,7 +87,7 @@ pub(super) fn table_request(sgid: Gid, dlid: Option<u16>) -> bytes::Bytes {
 /// highest that answered.
 pub(super) async fn own_paths(
     session: &mut Session,
-    master: MadAddress,
+    master: Address,
     window: usize,
     tally: &mut Tally,
 ) -> Result<Vec<PathRecord>, Failure> {
@@ -151,7 +151,7 @@ pub(super) async fn running_an_sa(
     loop {
         while by_token.len() < window.max(1) {
             let Some(e) = next.next() else { break };
-            let dest = MadAddress::gsi(e.lid, session.port.sm_sl);
+            let dest = Address::gsi(e.lid, session.port.sm_sl);
             let token = session.client.start_with(dest, &request, attempts);
             by_token.insert(token, *e);
         }

@@ -36,7 +36,7 @@ use local_sa_core::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
-use umad::MadAddress;
+use umad::Address;
 
 use self::delta::Push;
 use self::endpoints::{Endpoint, Fabric, table_request};
@@ -197,7 +197,7 @@ enum Flight {
 
 struct Distribution<'s> {
     session: &'s mut Session,
-    master: MadAddress,
+    master: Address,
     window: usize,
     master_window: usize,
     attempts: u32,
@@ -222,7 +222,7 @@ struct Distribution<'s> {
 impl<'s> Distribution<'s> {
     fn new(
         session: &'s mut Session,
-        master: MadAddress,
+        master: Address,
         options: &Options,
         fabric: &Fabric,
         found: Vec<Endpoint>,
@@ -450,7 +450,7 @@ impl<'s> Distribution<'s> {
     /// is left.
     fn push_next(&mut self, i: usize) {
         let n = &mut self.nodes[i];
-        let dest = MadAddress::gsi(n.at.lid, self.session.port.sm_sl);
+        let dest = Address::gsi(n.at.lid, self.session.port.sm_sl);
         if let Some(tables) = &self.names
             && n.names_left > 0
         {
@@ -488,7 +488,7 @@ impl<'s> Distribution<'s> {
     fn start_transfer(
         &mut self,
         i: usize,
-        dest: MadAddress,
+        dest: Address,
         header: SaMadHeader,
         data: Bytes,
         names: bool,

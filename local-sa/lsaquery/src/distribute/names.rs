@@ -18,7 +18,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{
     AttributeId, MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord,
 };
-use umad::MadAddress;
+use umad::Address;
 
 use super::endpoints::Endpoint;
 use super::summary::Tally;
@@ -43,7 +43,7 @@ pub(super) struct NamesTables {
 /// whole tables come back cut.
 pub(super) async fn fetch(
     session: &mut Session,
-    master: MadAddress,
+    master: Address,
     ports: &[Endpoint],
     window: usize,
     tally: &mut Tally,
@@ -104,7 +104,7 @@ pub(super) async fn fetch(
 /// answer is cut. A port without a record (ERR_NO_RECORDS) has none.
 async fn fetch_table<R: SaRecord>(
     session: &mut Session,
-    master: MadAddress,
+    master: Address,
     ports: &[Endpoint],
     window: usize,
     tally: &mut Tally,
