@@ -21,7 +21,7 @@ impl SaCore {
             records = self.store.len(),
             "a full refresh of this port's paths asked for locally"
         );
-        self.refresh_waiters.push(RefreshWaiter {
+        self.refresh.waiters.push(RefreshWaiter {
             asker,
             before: self.store.len(),
         });
@@ -31,7 +31,7 @@ impl SaCore {
     /// A refresh ended (`status` OK) or failed: every waiter hears it.
     pub(super) fn answer_refresh_waiters(&mut self, status: MadStatus) {
         let after = self.store.len() as u64;
-        for w in std::mem::take(&mut self.refresh_waiters) {
+        for w in std::mem::take(&mut self.refresh.waiters) {
             let body = LocalBody::CacheChange {
                 before: w.before as u64,
                 after,
@@ -42,7 +42,8 @@ impl SaCore {
 
     /// Forgets the refresh waiters of connection `conn` (it closed).
     pub(super) fn forget_refresh_waiters(&mut self, conn: ConnId) {
-        self.refresh_waiters
+        self.refresh
+            .waiters
             .retain(|w| !matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
     }
 

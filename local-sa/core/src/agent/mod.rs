@@ -92,6 +92,24 @@ enum RefreshState {
     },
 }
 
+/// The refresh of the port's paths from the master: where it stands, how
+/// it went, who waits for it, when the next is due.
+#[derive(Debug)]
+struct Refresh {
+    state: RefreshState,
+    /// Refreshes that failed since the last one that completed.
+    failures: u32,
+    /// When the refresh running now began.
+    began: Option<Instant>,
+    /// When this port's paths were last made fresh, and how long the
+    /// refresh took (`None`: a load replaced them).
+    last_fresh: Option<(Instant, Option<Duration>)>,
+    /// Local requests waiting for the refresh to end.
+    waiters: Vec<RefreshWaiter>,
+    /// When the next refresh is due.
+    next: Option<Instant>,
+}
+
 /// The master SA's ClassPortInfo, as far as path queries need it.
 #[derive(Debug, Clone, Copy)]
 struct MasterInfo {
@@ -119,19 +137,10 @@ pub struct SaCore {
     /// Ports of the fabric, as the last complete refresh showed them (0
     /// before one): how widely refreshes and re-registrations spread.
     fabric_ports: usize,
-    refresh: RefreshState,
-    /// Refreshes that failed since the last one that completed.
-    refresh_failures: u32,
-    /// When the refresh running now began.
-    refresh_began: Option<Instant>,
+    /// Where the refresh of this port's paths stands.
+    refresh: Refresh,
     /// Relayed queries waiting for the master.
     relays: usize,
-    /// When this port's paths were last made fresh, and how long the
-    /// refresh took (`None`: a load replaced them).
-    last_fresh: Option<(Instant, Option<Duration>)>,
-    /// Local requests waiting for the refresh to end.
-    refresh_waiters: Vec<RefreshWaiter>,
-    next_refresh: Option<Instant>,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,
     /// At start, the agent registers once its first refresh has ended:
@@ -193,14 +202,16 @@ impl SaCore {
             qos_waiters: Vec::new(),
             epoch: 0,
             fabric_ports: 0,
-            refresh: RefreshState::Idle,
-            refresh_failures: 0,
-            refresh_began: None,
-            last_fresh: None,
+            refresh: Refresh {
+                state: RefreshState::Idle,
+                failures: 0,
+                began: None,
+                last_fresh: None,
+                waiters: Vec::new(),
+                next: Some(now),
+            },
             relays: 0,
-            refresh_waiters: Vec::new(),
             // Set below, once the port's phase can be computed.
-            next_refresh: Some(now),
             next_registration: None,
             register_after_refresh: true,
             next_reregistration: None,
@@ -237,7 +248,7 @@ impl SaCore {
         // not all in the same second.
         if !config.load_wait.is_zero() {
             let wait = config.load_wait + agent.spread(config.load_wait / 4);
-            agent.next_refresh = Some(now + wait);
+            agent.refresh.next = Some(now + wait);
         }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
@@ -275,8 +286,9 @@ impl SaCore {
         // A shorter interval takes effect now rather than after the long
         // one already scheduled.
         if refresh_sooner {
-            self.next_refresh = self
-                .next_refresh
+            self.refresh.next = self
+                .refresh
+                .next
                 .map(|t| t.min(now + config.refresh_interval));
         }
         if audit_sooner {
@@ -366,7 +378,7 @@ impl SaCore {
             self.upstream.poll_timeout(),
             self.queues_timeout(),
             self.transfers.poll_timeout(),
-            self.next_refresh,
+            self.refresh.next,
             self.next_registration,
             self.naming.fetch_at.map(|(t, _)| t),
             self.next_reregistration,
@@ -395,8 +407,8 @@ impl SaCore {
         if self.shutting_down {
             return;
         }
-        if self.next_refresh.is_some_and(|t| t <= now) {
-            self.next_refresh = None;
+        if self.refresh.next.is_some_and(|t| t <= now) {
+            self.refresh.next = None;
             self.start_refresh(now);
         }
         if self.next_registration.is_some_and(|t| t <= now) {
@@ -457,12 +469,12 @@ impl SaCore {
         // The refresh in progress is superseded by the one starting now.
         self.upstream
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
-        self.refresh = RefreshState::Idle;
+        self.refresh.state = RefreshState::Idle;
         // Paths from this port are needed at once when its own identity
         // changed (the store was emptied) or an administrator waits for
         // them; after a new master, what is held is served while the
         // fabric's ports take their turns.
-        self.next_refresh = Some(if me_changed || !self.refresh_waiters.is_empty() {
+        self.refresh.next = Some(if me_changed || !self.refresh.waiters.is_empty() {
             now
         } else {
             now + self.refresh_delay()
@@ -492,7 +504,7 @@ impl SaCore {
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
-        self.next_refresh = None;
+        self.refresh.next = None;
         self.next_registration = None;
         self.next_reregistration = None;
         self.next_audit = None;

@@ -25,7 +25,7 @@ const MAX_UNICAST_LID: u16 = 0xBFFF;
 impl SaCore {
     /// Starts a refresh unless one is running.
     pub(super) fn start_refresh(&mut self, now: Instant) {
-        if self.refresh != RefreshState::Idle {
+        if self.refresh.state != RefreshState::Idle {
             return;
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -40,8 +40,8 @@ impl SaCore {
             master = self.port.sm_lid,
             "refreshing this port's paths"
         );
-        self.refresh = RefreshState::Bulk { epoch };
-        self.refresh_began = Some(now);
+        self.refresh.state = RefreshState::Bulk { epoch };
+        self.refresh.began = Some(now);
         if self.register_after_refresh {
             // At start, whether the master applies QoS is asked just
             // before the table (one small request, answered first), so
@@ -58,7 +58,7 @@ impl SaCore {
     }
 
     pub(super) fn bulk_answered(&mut self, now: Instant, epoch: Epoch, answer: &Answer) {
-        if self.refresh != (RefreshState::Bulk { epoch }) {
+        if self.refresh.state != (RefreshState::Bulk { epoch }) {
             return;
         }
         if answer.status() != MadStatus::OK {
@@ -75,7 +75,7 @@ impl SaCore {
                 highest_found: 0,
                 in_flight: 0,
             };
-            self.refresh = start;
+            self.refresh.state = start;
             return self.walk(now);
         }
         self.store
@@ -94,7 +94,7 @@ impl SaCore {
             mut next,
             highest_found,
             mut in_flight,
-        } = self.refresh
+        } = self.refresh.state
         else {
             return;
         };
@@ -115,7 +115,7 @@ impl SaCore {
             next += 1;
             in_flight += 1;
         }
-        self.refresh = RefreshState::Walk {
+        self.refresh.state = RefreshState::Walk {
             epoch,
             next,
             highest_found,
@@ -132,7 +132,7 @@ impl SaCore {
             next,
             mut highest_found,
             in_flight,
-        } = self.refresh
+        } = self.refresh.state
         else {
             return;
         };
@@ -145,7 +145,7 @@ impl SaCore {
                 highest_found = highest_found.max(dlid);
             }
         }
-        self.refresh = RefreshState::Walk {
+        self.refresh.state = RefreshState::Walk {
             epoch,
             next,
             highest_found,
@@ -159,12 +159,13 @@ impl SaCore {
         self.complete_sources.insert(self.port.gid.guid());
         self.forwarding.forget_answers();
         self.counters.refreshes += 1;
-        self.refresh = RefreshState::Idle;
+        self.refresh.state = RefreshState::Idle;
         let took = self
-            .refresh_began
+            .refresh
+            .began
             .take()
             .map(|t| now.saturating_duration_since(t));
-        self.last_fresh = Some((now, took));
+        self.refresh.last_fresh = Some((now, took));
         info!(
             records = self.store.len(),
             swept, "this port's paths are fresh"
@@ -190,8 +191,8 @@ impl SaCore {
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
     fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
-        self.refresh_failures = 0;
-        self.next_refresh = Some(self.next_periodic_refresh(now));
+        self.refresh.failures = 0;
+        self.refresh.next = Some(self.next_periodic_refresh(now));
         self.fabric_ports = self.store.port_count();
         let first = self.register_after_refresh;
         if first {
@@ -218,11 +219,11 @@ impl SaCore {
     /// refresh. A refresh already running goes on: its table is the
     /// master's word.
     pub(super) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.refresh != RefreshState::Idle || self.shutting_down {
+        if self.refresh.state != RefreshState::Idle || self.shutting_down {
             return;
         }
         self.counters.refreshes_loaded += 1;
-        self.last_fresh = Some((now, None));
+        self.refresh.last_fresh = Some((now, None));
         self.paths_fresh(now, self.epoch);
     }
 
@@ -237,14 +238,14 @@ impl SaCore {
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(super) fn refresh_failed(&mut self, now: Instant) {
-        if self.refresh == RefreshState::Idle {
+        if self.refresh.state == RefreshState::Idle {
             return;
         }
-        self.refresh = RefreshState::Idle;
-        self.refresh_failures = self.refresh_failures.saturating_add(1);
+        self.refresh.state = RefreshState::Idle;
+        self.refresh.failures = self.refresh.failures.saturating_add(1);
         self.registration_after_first_refresh(now);
         if !self.shutting_down {
-            self.next_refresh = Some(now + self.refresh_retry_delay());
+            self.refresh.next = Some(now + self.refresh_retry_delay());
         }
         // The master did not give the table: as for a query it left
         // unanswered.

@@ -30,25 +30,25 @@ impl SaCore {
         s.push("table", table);
         s.push("records", self.store.len());
         s.push("names", c.names);
-        if let Some((at, took)) = self.last_fresh {
+        if let Some((at, took)) = self.refresh.last_fresh {
             s.push("last_refresh_age_ms", ms(at));
             match took {
                 Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
                 None => s.push("last_refresh_by", "load"),
             }
         }
-        if self.refresh != RefreshState::Idle
-            && let Some(began) = self.refresh_began
+        if self.refresh.state != RefreshState::Idle
+            && let Some(began) = self.refresh.began
         {
             s.push("refreshing_for_ms", ms(began));
         }
-        if let Some(next) = self.next_refresh {
+        if let Some(next) = self.refresh.next {
             s.push(
                 "next_refresh_in_ms",
                 next.saturating_duration_since(now).as_millis(),
             );
         }
-        s.push("refresh_failures_in_a_row", self.refresh_failures);
+        s.push("refresh_failures_in_a_row", self.refresh.failures);
         for (name, value) in [
             ("refreshes", c.refreshes),
             ("refreshes_loaded", c.refreshes_loaded),
