@@ -11,6 +11,7 @@ packages=(
   libclang1-14 libclang-common-14-dev                 # rdma-sys runs bindgen
   util-linux                                          # setpriv: no stray processes
   ibacm                                               # ib_acme: the ibacm door's real client
+  libibumad-dev                                       # fabric-bench's C agent: the floor of answering a MAD
   systemd                                             # systemd-socket-activate: socket activation as systemd does it
   dpkg-dev man-db                                     # the Debian package: dpkg-shlibdeps; its man pages checked
 )

@@ -1,5 +1,8 @@
-//! The same PathRecord load against OpenSM, local-sa and a do-nothing echo
-//! agent on one simulated fabric, in one run: answers per second, latency
+//! The same PathRecord load against OpenSM, local-sa and two do-nothing
+//! echo agents — one in C on libibumad (`conformance/bench/sa_echo.c`,
+//! compiled here with the system's C compiler: the floor of answering a
+//! MAD at all), one on local-sa's own transport — on one simulated
+//! fabric, in one run: answers per second, latency
 //! percentiles (from `lsaquery --bench`), and the CPU each server process
 //! (and ibsim, which carries every MAD) spends per 10 000 answers. Then
 //! the same path through local-sa's ibacm socket — resolved by LID and by
@@ -7,8 +10,8 @@
 //! socketpair, as the kernel would send it), with the same window, from a
 //! client in this process.
 //!
-//! Build the echo agent first (local-sa and lsaquery are built on demand),
-//! then run it:
+//! Build the Rust echo agent first (local-sa and lsaquery are built on
+//! demand; the C agent needs libibumad-dev), then run it:
 //!
 //! ```text
 //! cargo build --release -p umad --example sa_echo
@@ -284,6 +287,27 @@ impl Sample {
     }
 }
 
+/// Compiles the C echo agent to `out` with `$CC` (else `cc`), optimised
+/// as a C agent would ship, against libibumad.
+fn compile_c_echo(out: &Path) -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sa_echo.c");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let status = std::process::Command::new(&cc)
+        .args(["-O2", "-Wall", "-o"])
+        .arg(out)
+        .arg(&source)
+        .arg("-libumad")
+        .status()
+        .map_err(|e| format!("{}: {e}", cc.to_string_lossy()))?;
+    if !status.success() {
+        return Err(format!(
+            "compiling {} failed ({status}): is libibumad-dev installed?",
+            source.display()
+        ));
+    }
+    Ok(out.to_path_buf())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -306,6 +330,7 @@ fn run() -> Result<(), String> {
             echo.display()
         ));
     }
+    let c_echo = compile_c_echo(&local_sa.with_file_name("sa_echo_c"))?;
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .map_err(|e| e.to_string())?;
@@ -335,6 +360,10 @@ fn run() -> Result<(), String> {
         .node("h30")
         .and_then(|n| n.command(&echo).serve_requests().spawn())
         .map_err(|e| e.to_string())?;
+    let c_echo_process = fabric
+        .node("h50")
+        .and_then(|n| n.command(&c_echo).serve_requests().spawn())
+        .map_err(|e| e.to_string())?;
     let servers = [
         Server {
             name: "OpenSM 3.3.23",
@@ -350,6 +379,11 @@ fn run() -> Result<(), String> {
             name: "echo agent (transport floor)",
             lid: node_lid("h30")?,
             pid: echo_process.pid(),
+        },
+        Server {
+            name: "C echo agent, libibumad (floor)",
+            lid: node_lid("h50")?,
+            pid: c_echo_process.pid(),
         },
     ];
     // The path from local-sa's own port: what it holds for its node.
@@ -399,7 +433,8 @@ fn run() -> Result<(), String> {
     }
     println!("\n(medians of {rounds} rounds)");
     println!(
-        "local-sa CPU per answer / echo agent's: {:.2}x; / OpenSM's: {:.2}x",
+        "local-sa CPU per answer / the C agent's: {:.2}x; / the Rust echo agent's: {:.2}x; / OpenSM's: {:.2}x",
+        cpu[1] / cpu[3],
         cpu[1] / cpu[2],
         cpu[1] / cpu[0]
     );
@@ -482,6 +517,7 @@ fn run() -> Result<(), String> {
         "\n(medians of {rounds} rounds; the ibacm client and the kernel's end are this process, on the same machine)"
     );
     drop(echo_process);
+    drop(c_echo_process);
     drop(sa);
     Ok(())
 }
