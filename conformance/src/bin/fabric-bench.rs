@@ -19,7 +19,9 @@
 //! ```
 //!
 //! Defaults: 20 000 queries, 16 outstanding, 3 rounds (the servers take
-//! turns within each round).
+//! turns within each round). With `LOCAL_SA_BEFORE=PATH` (another build of
+//! local-sa, e.g. an earlier commit's), that build serves one more node
+//! and takes its turn too: before and after, in one run.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -287,6 +289,51 @@ impl Sample {
     }
 }
 
+/// Starts the local-sa at `program` on `node` with its sockets and files in
+/// the fabric's directory and no kernel door, and waits until it has its
+/// port's paths.
+fn start_other_local_sa<'f>(
+    fabric: &'f Fabric,
+    node: &str,
+    program: &Path,
+) -> Result<conformance::NodeProcess<'f>, String> {
+    let dir = fabric.dir();
+    let file = |suffix: &str| dir.join(format!("{node}.{suffix}"));
+    let counters = file("counters");
+    let process = fabric
+        .node(node)
+        .and_then(|n| {
+            n.command(program)
+                .serve_requests()
+                .arg("--stats-file")
+                .arg(&counters)
+                .arg("--acm-socket")
+                .arg(file("acm.sock"))
+                .arg("--api-socket")
+                .arg(file("api.sock"))
+                .arg("--run-dir")
+                .arg(file("run"))
+                .args(["--netlink", "none"])
+                .spawn()
+        })
+        .map_err(|e| e.to_string())?;
+    let fetched = conformance::eventually(Duration::from_secs(60), || {
+        std::fs::read_to_string(&counters).is_ok_and(|text| {
+            text.lines().any(|l| {
+                l.strip_prefix("refreshes ")
+                    .is_some_and(|n| n.trim() != "0")
+            })
+        })
+    });
+    if !fetched {
+        return Err(format!(
+            "{}: no paths fetched on {node} within 60 s",
+            program.display()
+        ));
+    }
+    Ok(process)
+}
+
 /// Compiles the C echo agent to `out` with `$CC` (else `cc`), optimised
 /// as a C agent would ship, against libibumad.
 fn compile_c_echo(out: &Path) -> Result<PathBuf, String> {
@@ -364,7 +411,11 @@ fn run() -> Result<(), String> {
         .node("h50")
         .and_then(|n| n.command(&c_echo).serve_requests().spawn())
         .map_err(|e| e.to_string())?;
-    let servers = [
+    let before = match std::env::var_os("LOCAL_SA_BEFORE") {
+        Some(path) => Some(start_other_local_sa(&fabric, "h60", Path::new(&path))?),
+        None => None,
+    };
+    let mut servers = vec![
         Server {
             name: "OpenSM 3.3.23",
             lid: node_lid("h1")?,
@@ -386,6 +437,13 @@ fn run() -> Result<(), String> {
             pid: c_echo_process.pid(),
         },
     ];
+    if let Some(p) = &before {
+        servers.push(Server {
+            name: "local-sa, LOCAL_SA_BEFORE build",
+            lid: node_lid("h60")?,
+            pid: p.pid(),
+        });
+    }
     // The path from local-sa's own port: what it holds for its node.
     let pair = format!("{}:{}", node_lid("h20")?, node_lid("h77")?);
     let load = Load {
@@ -438,6 +496,13 @@ fn run() -> Result<(), String> {
         cpu[1] / cpu[2],
         cpu[1] / cpu[0]
     );
+    if let Some(b) = cpu.get(4) {
+        println!(
+            "the LOCAL_SA_BEFORE build's CPU per answer / the C agent's: {:.2}x; this build's / that one's: {:.2}x",
+            b / cpu[3],
+            cpu[1] / b
+        );
+    }
 
     // The same path through the ibacm socket: no MAD crosses the fabric.
     let dlid = node_lid("h77")?;
@@ -518,6 +583,7 @@ fn run() -> Result<(), String> {
     );
     drop(echo_process);
     drop(c_echo_process);
+    drop(before);
     drop(sa);
     Ok(())
 }

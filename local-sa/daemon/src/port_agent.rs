@@ -20,7 +20,7 @@ use local_sa_core::SaCore;
 use local_sa_core::counters::{Described, Kind};
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvents;
-use umad::{AgentId, AgentSpec, OutgoingMad, UmadDevice, UmadTransport};
+use umad::{AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, UmadTransport};
 
 /// The request methods the SA agent receives: queries, loads, deletes,
 /// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
@@ -33,7 +33,11 @@ const METHODS: [Method; 5] = [
 ];
 
 /// MADs buffered each way between the core and the umad threads.
-const CHANNEL_DEPTH: usize = 4096;
+pub(crate) const CHANNEL_DEPTH: usize = 4096;
+
+/// Where a port's MADs go: its index (the driver's agent number) and the
+/// channel every port's reader delivers to.
+pub(crate) type Incoming<'a> = (usize, &'a Sender<(usize, IncomingMad)>);
 
 /// The umad writer thread is gone: the port can send nothing more.
 #[derive(Debug)]
@@ -43,7 +47,6 @@ pub(crate) struct TransportClosed;
 pub(crate) struct PortAgent {
     pub(crate) core: SaCore,
     pub(crate) agent: AgentId,
-    pub(crate) outgoing: Sender<OutgoingMad>,
     pub(crate) facts: PortFacts,
     pub(crate) stats: Option<StatsFile>,
     /// The generation of the core's learned names the ibacm door has.
@@ -70,6 +73,7 @@ impl PortAgent {
         sysfs: &Sysfs,
         facts: PortFacts,
         stats: Option<PathBuf>,
+        incoming: Incoming<'_>,
     ) -> Result<Self, DaemonError> {
         let lock = PortLock::take(&options.port_file(&facts, "lock"), &facts.to_string())?;
         let umad_path = facts
@@ -87,8 +91,9 @@ impl PortAgent {
         let mut config = options.agent_config();
         // RMPP segments as big as the transport carries intact.
         config.rmpp.segment_data_len = device.transport().segment_data_len();
-        let transport = UmadTransport::start(device, CHANNEL_DEPTH)
-            .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
+        let transport =
+            UmadTransport::start_tagged(device, CHANNEL_DEPTH, incoming.0, incoming.1.clone())
+                .map_err(|e| DaemonError::Device(format!("cannot start the umad threads: {e}")))?;
         let events = PortEvents::start(
             &facts,
             sysfs.clone(),
@@ -115,7 +120,6 @@ impl PortAgent {
         Ok(Self {
             core,
             agent,
-            outgoing: transport.outgoing(),
             facts,
             stats,
             names_generation: 0,
@@ -135,7 +139,7 @@ impl PortAgent {
     /// the wire: an answer's asker and a request's requester both send
     /// again.
     pub(crate) fn send(&mut self, now: Instant, mad: OutgoingMad) -> Result<(), TransportClosed> {
-        match self.outgoing.try_send(mad) {
+        match self.transport.send(mad) {
             Ok(()) => Ok(()),
             Err(TrySendError::Closed(_)) => Err(TransportClosed),
             Err(TrySendError::Full(mad)) => {

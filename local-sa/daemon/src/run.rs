@@ -62,15 +62,20 @@ pub(crate) fn run(
             }
         }
     }
+    // Every port's reader delivers its MADs, tagged with the port, on one
+    // channel: the driver waits on that.
+    let (mad_tx, mad_rx) = smol::channel::bounded(crate::port_agent::CHANNEL_DEPTH);
     let mut ports = Vec::with_capacity(chosen.len());
-    for facts in chosen {
+    for (i, facts) in chosen.into_iter().enumerate() {
         ports.push(PortAgent::open(
             options,
             &sysfs,
             facts,
             options.stats_file.clone(),
+            (i, &mad_tx),
         )?);
     }
+    drop(mad_tx);
     if options.sm_key.is_none() {
         info!(
             "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
@@ -167,17 +172,13 @@ pub(crate) fn run(
         .detach();
         shared
     });
-    // Every port's MADs and events, tagged with the port, on one channel
-    // each: the driver waits on those.
-    let (mad_tx, mad_rx) = smol::channel::bounded(1024);
+    // Every port's events, tagged with the port, on one channel.
     let (event_tx, event_rx) = smol::channel::bounded(64);
     for (i, port) in ports.iter().enumerate() {
-        ex.spawn(tag(i, port.transport.incoming(), mad_tx.clone()))
-            .detach();
         ex.spawn(tag(i, port.events.events(), event_tx.clone()))
             .detach();
     }
-    drop((mad_tx, event_tx));
+    drop(event_tx);
     let ids = std::rc::Rc::new(std::cell::Cell::new(1));
     let account = door_account(options);
     let (door_tx, door_rx) = smol::channel::bounded(1024);

@@ -4,13 +4,17 @@
 //! The reader thread polls with a short time-out (the simulator's `poll`
 //! can watch only the umad descriptor, so there is no second descriptor to
 //! wake it), reads everything waiting and feeds the incoming channel; the
-//! writer thread drains the outgoing channel. On shutdown the stop flag and
+//! writer thread drains the outgoing channel. A MAD sent while nothing is
+//! queued for the writer goes out on the sender's own thread instead
+//! ([`UmadTransport::send`]): the device's descriptor is non-blocking, so
+//! that costs no more than the write, and saves waking the writer. On
+//! shutdown the stop flag and
 //! the closed channel end both loops, both are joined, and only then is
 //! the device closed.
 
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -28,6 +32,9 @@ pub struct UmadTransport {
     device: Arc<UmadDevice>,
     incoming: Receiver<IncomingMad>,
     outgoing: Sender<OutgoingMad>,
+    /// MADs given to the writer thread and not yet written: while there
+    /// are any, new ones queue behind them, so that MADs leave in order.
+    queued: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -36,9 +43,38 @@ impl UmadTransport {
     /// Starts the threads. `depth` bounds each channel: a slow consumer
     /// makes the reader wait (and the kernel queue absorb the rest).
     pub fn start(device: UmadDevice, depth: usize) -> io::Result<Self> {
+        let (in_tx, in_rx) = channel::bounded(depth.max(1));
+        Self::spawn(device, depth, in_rx, move |mad| {
+            in_tx.send_blocking(mad).is_ok()
+        })
+    }
+
+    /// Starts the threads, the reader delivering each MAD tagged `tag` on
+    /// `incoming`, a channel several transports share: a daemon serving
+    /// several ports waits on one channel, with no task in between. Its
+    /// own [`UmadTransport::incoming`] then stays empty (closed).
+    pub fn start_tagged(
+        device: UmadDevice,
+        depth: usize,
+        tag: usize,
+        incoming: Sender<(usize, IncomingMad)>,
+    ) -> io::Result<Self> {
+        let (_, unused) = channel::bounded(1);
+        Self::spawn(device, depth, unused, move |mad| {
+            incoming.send_blocking((tag, mad)).is_ok()
+        })
+    }
+
+    /// The threads, the reader handing each MAD to `deliver` (false: no
+    /// one takes them any more).
+    fn spawn(
+        device: UmadDevice,
+        depth: usize,
+        incoming: Receiver<IncomingMad>,
+        deliver: impl FnMut(IncomingMad) -> bool + Send + 'static,
+    ) -> io::Result<Self> {
         let device = Arc::new(device);
         let stop = Arc::new(AtomicBool::new(false));
-        let (in_tx, in_rx) = channel::bounded(depth.max(1));
         let (out_tx, out_rx) = channel::bounded::<OutgoingMad>(depth.max(1));
 
         let reader = {
@@ -46,16 +82,20 @@ impl UmadTransport {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("umad-rx".into())
-                .spawn(move || read_loop(&device, &stop, &in_tx))?
+                .spawn(move || read_loop(&device, &stop, deliver))?
         };
+        let queued = Arc::new(AtomicUsize::new(0));
         let writer = {
             let device = Arc::clone(&device);
+            let queued = Arc::clone(&queued);
             std::thread::Builder::new()
                 .name("umad-tx".into())
                 .spawn(move || {
                     let mut failures = Repeats::default();
                     while let Ok(mad) = out_rx.recv_blocking() {
-                        if let Err(e) = device.send(&mad)
+                        let sent = device.send(&mad);
+                        queued.fetch_sub(1, Ordering::AcqRel);
+                        if let Err(e) = sent
                             && let Some(left_out) = failures.allow()
                         {
                             warn!(
@@ -70,8 +110,9 @@ impl UmadTransport {
         };
         Ok(Self {
             device,
-            incoming: in_rx,
+            incoming,
             outgoing: out_tx,
+            queued,
             stop,
             threads: vec![reader, writer],
         })
@@ -85,6 +126,20 @@ impl UmadTransport {
     /// MADs as they arrive. Ends when the transport shuts down.
     pub fn incoming(&self) -> Receiver<IncomingMad> {
         self.incoming.clone()
+    }
+
+    /// Sends `mad`: at once on this thread when nothing waits for the
+    /// writer thread and the device takes it, else through the writer
+    /// thread (which reports failures). `Full` when the writer thread is
+    /// as far behind as its channel allows; the MAD is given back.
+    pub fn send(&self, mad: OutgoingMad) -> Result<(), channel::TrySendError<OutgoingMad>> {
+        if self.queued.load(Ordering::Acquire) == 0 && self.device.send(&mad).is_ok() {
+            return Ok(());
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.outgoing.try_send(mad).inspect_err(|_| {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        })
     }
 
     /// Where to put MADs to send.
@@ -142,7 +197,7 @@ impl Repeats {
     }
 }
 
-fn read_loop(device: &UmadDevice, stop: &AtomicBool, incoming: &Sender<IncomingMad>) {
+fn read_loop(device: &UmadDevice, stop: &AtomicBool, mut deliver: impl FnMut(IncomingMad) -> bool) {
     let (mut poll_failures, mut read_failures) = (Repeats::default(), Repeats::default());
     while !stop.load(Ordering::Acquire) {
         match device.wait_readable(POLL_MS) {
@@ -159,7 +214,7 @@ fn read_loop(device: &UmadDevice, stop: &AtomicBool, incoming: &Sender<IncomingM
         loop {
             match device.recv() {
                 Ok(Some(mad)) => {
-                    if incoming.send_blocking(mad).is_err() {
+                    if !deliver(mad) {
                         debug!("incoming channel closed; umad reader stops");
                         return;
                     }
