@@ -10,11 +10,12 @@
 use std::cell::Cell;
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use smol::Async;
 use smol::channel::{self, Receiver, Sender};
-use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::io::AsyncWriteExt;
 
 use crate::doors::{Admission, Cut, Receiving, SharedDoors};
 
@@ -112,12 +113,39 @@ impl Outbox {
     }
 }
 
-/// Writes `frames` to the connection until either ends.
+/// Bytes of queued frames the writer puts into one write at most.
+const WRITE_BATCH: usize = 64 << 10;
+
+/// Writes `frames` to the connection until either ends: every frame
+/// queued by the time the writer runs goes out in one write (up to
+/// [`WRITE_BATCH`]), so that answers to pipelined requests cost one
+/// system call between them.
 async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>, queued: Rc<Cell<usize>>) {
     let mut stream = &conn.stream;
+    let mut batch = Vec::new();
     while let Ok(frame) = frames.recv().await {
-        let written = stream.write_all(&frame).await;
-        queued.set(queued.get().saturating_sub(frame.len()));
+        let written = match frames.try_recv() {
+            // One frame: as it is.
+            Err(_) => stream.write_all(&frame).await,
+            Ok(second) => {
+                batch.clear();
+                batch.extend_from_slice(&frame);
+                batch.extend_from_slice(&second);
+                while batch.len() < WRITE_BATCH
+                    && let Ok(more) = frames.try_recv()
+                {
+                    batch.extend_from_slice(&more);
+                }
+                stream.write_all(&batch).await
+            }
+        };
+        let len = if batch.is_empty() {
+            frame.len()
+        } else {
+            batch.len()
+        };
+        queued.set(queued.get().saturating_sub(len));
+        batch.clear();
         if written.is_err() {
             break;
         }
@@ -143,61 +171,119 @@ pub(crate) enum ReadEnd<E> {
     Cut,
 }
 
-/// Reads one frame: `header_len` bytes, then as many more as `body_len`
-/// says the header announces; returns the whole frame. The first byte may
-/// take as long as it takes (unless `first`: a new connection's first
-/// frame must start in time); the rest must arrive within the frame time,
-/// and the bytes held meanwhile count against the shared budget.
-pub(crate) async fn read_frame<E>(
-    conn: &Conn,
-    header_len: usize,
-    body_len: impl FnOnce(&[u8]) -> Result<usize, E>,
+/// Reads a connection's frames: as many bytes as the socket has at a time
+/// (up to [`READ_CHUNK`]), cut into whole frames, so that a client that
+/// pipelines its requests costs one read for many. A new connection's
+/// first bytes must come within the first-frame time; after that the
+/// connection may stay silent as long as it likes, but a frame it has
+/// started must finish within the frame time. The bytes held count
+/// against the shared budget.
+pub(crate) struct FrameReader {
+    buf: Vec<u8>,
+    /// Where the next frame starts in `buf`.
+    start: usize,
+    /// When the frame at `start` began to arrive, if it has.
+    started: Option<Instant>,
     first: bool,
-) -> Result<Vec<u8>, ReadEnd<E>> {
-    let mut frame = vec![0u8; header_len.max(1)];
-    let limits = conn.admission.doors().borrow().limits();
-    let mut stream = &conn.stream;
-    let start = stream.read_exact(&mut frame[..1]);
-    let started = if first {
-        with_deadline(limits.first_frame_time, start).await
-    } else {
-        Some(start.await)
-    };
-    match started {
-        None => {
-            conn.note(Cut::SlowSender);
-            return Err(ReadEnd::Cut);
+    account: Receiving,
+}
+
+impl FrameReader {
+    pub(crate) fn new(conn: &Conn) -> Self {
+        Self {
+            buf: Vec::new(),
+            start: 0,
+            started: None,
+            first: true,
+            account: Receiving::new(conn.admission.doors()),
         }
-        Some(Err(_)) => return Err(ReadEnd::Closed),
-        Some(Ok(())) => {}
     }
-    let rest = async {
-        stream
-            .read_exact(&mut frame[1..])
-            .await
-            .map_err(|_| ReadEnd::Closed)?;
-        let len = header_len + body_len(&frame).map_err(ReadEnd::Unframeable)?;
-        let mut account = Receiving::new(conn.admission.doors());
-        while frame.len() < len {
-            let n = (len - frame.len()).min(READ_CHUNK);
-            if !account.grow(n) {
+
+    /// The next whole frame: `header_len` bytes, then as many more as
+    /// `body_len` says the header announces.
+    pub(crate) async fn next<E>(
+        &mut self,
+        conn: &Conn,
+        header_len: usize,
+        body_len: impl Fn(&[u8]) -> Result<usize, E>,
+    ) -> Result<Vec<u8>, ReadEnd<E>> {
+        let limits = conn.admission.doors().borrow().limits();
+        loop {
+            let held = &self.buf[self.start..];
+            if held.len() >= header_len {
+                let len =
+                    header_len + body_len(&held[..header_len]).map_err(ReadEnd::Unframeable)?;
+                if held.len() >= len {
+                    let frame = held[..len].to_vec();
+                    self.consume(len);
+                    return Ok(frame);
+                }
+            }
+            let deadline = match self.started {
+                Some(t) => Some(t + limits.frame_time),
+                None if self.first => Some(Instant::now() + limits.first_frame_time),
+                None => None,
+            };
+            let read = self.fill(conn);
+            let n = match deadline {
+                Some(at) => {
+                    match with_deadline(at.saturating_duration_since(Instant::now()), read).await {
+                        Some(n) => n?,
+                        None => {
+                            conn.note(Cut::SlowSender);
+                            return Err(ReadEnd::Cut);
+                        }
+                    }
+                }
+                None => read.await?,
+            };
+            if n > 0 && self.started.is_none() {
+                self.started = Some(Instant::now());
+                self.first = false;
+            }
+        }
+    }
+
+    /// Reads what the socket has, up to [`READ_CHUNK`] bytes, once it has
+    /// something: an idle connection holds no buffer and no budget.
+    async fn fill<E>(&mut self, conn: &Conn) -> Result<usize, ReadEnd<E>> {
+        loop {
+            conn.stream.readable().await.map_err(|_| ReadEnd::Closed)?;
+            if !self.account.grow(READ_CHUNK) {
                 conn.note(Cut::Memory);
                 return Err(ReadEnd::Cut);
             }
-            let at = frame.len();
-            frame.resize(at + n, 0);
-            stream
-                .read_exact(&mut frame[at..])
-                .await
-                .map_err(|_| ReadEnd::Closed)?;
+            let at = self.buf.len();
+            self.buf.resize(at + READ_CHUNK, 0);
+            let read = std::io::Read::read(&mut conn.stream.get_ref(), &mut self.buf[at..]);
+            let n = read.as_ref().map_or(0, |n| *n);
+            self.buf.truncate(at + n);
+            self.account.shrink(READ_CHUNK - n);
+            match read {
+                Ok(0) => return Err(ReadEnd::Closed),
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(ReadEnd::Closed),
+            }
         }
-        Ok(frame)
-    };
-    match with_deadline(limits.frame_time, rest).await {
-        Some(result) => result,
-        None => {
-            conn.note(Cut::SlowSender);
-            Err(ReadEnd::Cut)
+    }
+
+    /// Drops the first `len` bytes held (a frame taken).
+    fn consume(&mut self, len: usize) {
+        self.start += len;
+        self.account.shrink(len);
+        if self.start == self.buf.len() {
+            // Nothing held: the memory goes back too.
+            self.buf = Vec::new();
+            self.start = 0;
+            self.started = None;
+        } else {
+            // The next frame has begun.
+            self.started = Some(Instant::now());
+            if self.start >= READ_CHUNK {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
         }
     }
 }
@@ -245,34 +331,43 @@ mod tests {
     }
 
     /// Frames of a 4-byte length and that many bytes.
-    async fn next(conn: &Conn, first: bool) -> Result<Vec<u8>, ReadEnd<()>> {
+    async fn next(reader: &mut FrameReader, conn: &Conn) -> Result<Vec<u8>, ReadEnd<()>> {
         let len = |h: &[u8]| Ok(u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize);
-        read_frame(conn, 4, len, first)
-            .await
-            .map(|f| f[4..].to_vec())
+        reader.next(conn, 4, len).await.map(|f| f[4..].to_vec())
     }
 
-    fn read(conn: &Conn, first: bool) -> Result<Vec<u8>, ReadEnd<()>> {
-        smol::block_on(next(conn, first))
+    fn read(reader: &mut FrameReader, conn: &Conn) -> Result<Vec<u8>, ReadEnd<()>> {
+        smol::block_on(next(reader, conn))
     }
 
     #[test]
-    fn a_frame_arrives_whole() {
+    fn pipelined_frames_arrive_whole_and_in_order() {
         let doors = Doors::shared(quick(), 1 << 20);
         let (conn, mut peer) = connection(&doors);
-        peer.write_all(&[0, 0, 0, 3, 7, 8, 9]).unwrap();
-        assert_eq!(read(&conn, true).ok(), Some(vec![7, 8, 9]));
+        let mut reader = FrameReader::new(&conn);
+        peer.write_all(&[0, 0, 0, 3, 7, 8, 9, 0, 0, 0, 1, 4, 0, 0])
+            .unwrap();
+        assert_eq!(read(&mut reader, &conn).ok(), Some(vec![7, 8, 9]));
+        assert_eq!(read(&mut reader, &conn).ok(), Some(vec![4]));
+        // The third frame's header arrives in two pieces.
+        peer.write_all(&[0, 2, 5, 6]).unwrap();
+        assert_eq!(read(&mut reader, &conn).ok(), Some(vec![5, 6]));
+        assert_eq!(doors.borrow().partial_in_held(), 0, "nothing held after");
     }
 
     #[test]
     fn a_silent_new_connection_and_a_stalled_frame_are_cut() {
         let doors = Doors::shared(quick(), 1 << 20);
         let (conn, _peer) = connection(&doors);
-        assert!(matches!(read(&conn, true), Err(ReadEnd::Cut)));
+        let mut reader = FrameReader::new(&conn);
+        assert!(matches!(read(&mut reader, &conn), Err(ReadEnd::Cut)));
         // Once a connection has spoken it may stay silent...
         let (conn, mut peer) = connection(&doors);
+        let mut reader = FrameReader::new(&conn);
+        peer.write_all(&[0, 0, 0, 1, 9]).unwrap();
+        assert_eq!(read(&mut reader, &conn).ok(), Some(vec![9]));
         let waiting = smol::block_on(async {
-            smol::future::or(async { Some(next(&conn, false).await) }, async {
+            smol::future::or(async { Some(next(&mut reader, &conn).await) }, async {
                 smol::Timer::after(Duration::from_millis(300)).await;
                 None
             })
@@ -281,7 +376,7 @@ mod tests {
         assert!(waiting.is_none(), "no time limit between frames");
         // ...but a frame it starts must finish in time.
         peer.write_all(&[0, 0, 0, 100, 1, 2]).unwrap();
-        assert!(matches!(read(&conn, false), Err(ReadEnd::Cut)));
+        assert!(matches!(read(&mut reader, &conn), Err(ReadEnd::Cut)));
         assert_eq!(doors.borrow().counters().slow_senders, 2);
     }
 
@@ -289,15 +384,19 @@ mod tests {
     fn frames_being_received_cannot_pass_the_memory_budget() {
         let doors = Doors::shared(quick(), 1 << 20);
         let (conn, mut peer) = connection(&doors);
+        let mut reader = FrameReader::new(&conn);
         // Announces 1 MiB against a budget of 100 KB and sends 100 KB: cut
         // at the budget, and nothing stays counted.
         peer.write_all(&(1u32 << 20).to_be_bytes()).unwrap();
         peer.write_all(&[0u8; 100_000]).unwrap();
-        assert!(matches!(read(&conn, true), Err(ReadEnd::Cut)));
+        assert!(matches!(read(&mut reader, &conn), Err(ReadEnd::Cut)));
         assert_eq!(doors.borrow().counters().refused_memory, 1);
+        drop(reader);
+        assert_eq!(doors.borrow().partial_in_held(), 0);
         let (conn, mut peer) = connection(&doors);
+        let mut reader = FrameReader::new(&conn);
         peer.write_all(&[0, 0, 0, 2, 1, 2]).unwrap();
-        assert_eq!(read(&conn, true).ok(), Some(vec![1, 2]));
+        assert_eq!(read(&mut reader, &conn).ok(), Some(vec![1, 2]));
     }
 
     #[test]

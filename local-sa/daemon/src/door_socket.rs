@@ -14,7 +14,7 @@ use bytes::Bytes;
 use smol::channel::Sender;
 use tracing::debug;
 
-use crate::connection::{Conn, Outbox, ReadEnd, admit, read_frame};
+use crate::connection::{Conn, FrameReader, Outbox, ReadEnd, admit};
 use crate::doors::SharedDoors;
 use crate::listener::Listener;
 use local_sa_core::doors::Framing;
@@ -122,11 +122,13 @@ async fn read_messages(
     stream: Rc<Conn>,
     events: Sender<DoorEvent>,
 ) {
-    let mut first = true;
+    let mut reader = FrameReader::new(&stream);
     let end = loop {
-        match read_frame(&stream, framing.header_len, framing.body_len, first).await {
+        match reader
+            .next(&stream, framing.header_len, framing.body_len)
+            .await
+        {
             Ok(bytes) => {
-                first = false;
                 if events
                     .send(DoorEvent::Message { conn, bytes })
                     .await

@@ -187,6 +187,12 @@ impl Doors {
         self.counters
     }
 
+    /// Bytes of frames being received, every connection together.
+    #[cfg(test)]
+    pub(crate) fn partial_in_held(&self) -> usize {
+        self.partial_in
+    }
+
     /// Counts a refusal or cut of `kind` by `user` and logs it, at most
     /// once a minute per kind and user.
     pub(crate) fn note(&mut self, what: Cut, user: u32, door: &str) {
@@ -356,6 +362,15 @@ impl Receiving {
         d.partial_in += n;
         self.held += n;
         true
+    }
+}
+
+impl Receiving {
+    /// Gives back `n` of the bytes counted (they left the buffer).
+    pub(crate) fn shrink(&mut self, n: usize) {
+        let n = n.min(self.held);
+        self.doors.borrow_mut().partial_in -= n;
+        self.held -= n;
     }
 }
 

@@ -126,38 +126,44 @@ pub(crate) struct Backlog {
     pub(crate) room: Receiver<()>,
 }
 
-/// Reads datagrams from `socket` and passes them on with their senders
-/// (the driver's door drops what is not the kernel's), until the socket
-/// fails or the driver goes; pauses while the writer is [`READ_PAUSE_AT`]
-/// behind. An empty datagram is passed on like any other: a datagram
-/// socket has no end-of-file.
+/// Reads datagrams from `socket` — every one waiting, up to a batch, per
+/// system call — and passes them on with their senders (the driver's
+/// door drops what is not the kernel's), until the socket fails or the
+/// driver goes; pauses while the writer is [`READ_PAUSE_AT`] behind. An
+/// empty datagram is passed on like any other: a datagram socket has no
+/// end-of-file.
 pub(crate) async fn read(
     socket: Rc<Async<NetlinkSocket>>,
     door: DoorId,
     to: Sender<DoorEvent>,
     backlog: Backlog,
 ) {
-    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut buf = vec![0u8; MAX_DATAGRAM * NetlinkSocket::BATCH];
     loop {
         while backlog.replies.len() >= READ_PAUSE_AT {
             if backlog.room.recv().await.is_err() {
                 return;
             }
         }
-        match socket.read_with(|s| s.recv(&mut buf)).await {
-            Ok(got) => {
-                let from = match got.from {
-                    umad::netlink::Sender::Kernel => NetlinkSender::Kernel,
-                    umad::netlink::Sender::Process(port) => NetlinkSender::Process(port),
-                    umad::netlink::Sender::Unknown => NetlinkSender::Unknown,
-                };
-                let bytes = Bytes::copy_from_slice(&buf[..got.len]);
-                if to
-                    .send(DoorEvent::Datagram { door, from, bytes })
-                    .await
-                    .is_err()
-                {
-                    return;
+        match socket
+            .read_with(|s| s.recv_many(&mut buf, MAX_DATAGRAM))
+            .await
+        {
+            Ok(batch) => {
+                for (got, slot) in batch.iter().zip(buf.chunks(MAX_DATAGRAM)) {
+                    let from = match got.from {
+                        umad::netlink::Sender::Kernel => NetlinkSender::Kernel,
+                        umad::netlink::Sender::Process(port) => NetlinkSender::Process(port),
+                        umad::netlink::Sender::Unknown => NetlinkSender::Unknown,
+                    };
+                    let bytes = Bytes::copy_from_slice(&slot[..got.len]);
+                    if to
+                        .send(DoorEvent::Datagram { door, from, bytes })
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
                 }
             }
             Err(e) => {
@@ -168,17 +174,36 @@ pub(crate) async fn read(
     }
 }
 
-/// Writes each reply from `from` to `socket`, telling the reader through
-/// `room` when the queue has drained.
+/// Writes the replies from `from` to `socket` — every one queued, up to a
+/// batch, per system call —, telling the reader through `room` when the
+/// queue has drained.
 pub(crate) async fn write(
     socket: Rc<Async<NetlinkSocket>>,
     from: Receiver<Bytes>,
     room: Sender<()>,
 ) {
-    while let Ok(reply) = from.recv().await {
-        if let Err(e) = socket.write_with(|s| s.send(&reply)).await {
-            debug!(error = %e, "a reply to the kernel was not sent");
+    let mut batch: Vec<Bytes> = Vec::with_capacity(NetlinkSocket::BATCH);
+    while let Ok(first) = from.recv().await {
+        batch.push(first);
+        while batch.len() < NetlinkSocket::BATCH
+            && let Ok(more) = from.try_recv()
+        {
+            batch.push(more);
         }
+        let mut sent = 0;
+        while sent < batch.len() {
+            let rest: Vec<&[u8]> = batch[sent..].iter().map(|b| &b[..]).collect();
+            match socket.write_with(|s| s.send_many(&rest)).await {
+                Ok(n) => sent += n.max(1),
+                Err(e) => {
+                    // That one is lost (the kernel asks the SA itself
+                    // after its time-out); the rest still go.
+                    debug!(error = %e, "a reply to the kernel was not sent");
+                    sent += 1;
+                }
+            }
+        }
+        batch.clear();
         if from.len() < READ_PAUSE_AT / 2 {
             let _ = room.try_send(());
         }

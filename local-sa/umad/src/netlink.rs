@@ -113,6 +113,30 @@ impl NetlinkSocket {
         })
     }
 
+    /// Every datagram waiting, up to [`NetlinkSocket::BATCH`], in one
+    /// system call: datagram `i` is in the `i`th `slot`-byte piece of
+    /// `buf` (cut to it). `WouldBlock` when none is waiting.
+    pub fn recv_many(&self, buf: &mut [u8], slot: usize) -> io::Result<Vec<Received>> {
+        let got = sys::recv_many(self.fd.as_fd(), buf, slot)?;
+        Ok(got
+            .into_iter()
+            .map(|(len, source)| Received {
+                len,
+                from: Sender::of(self.kind, source),
+            })
+            .collect())
+    }
+
+    /// Datagrams [`NetlinkSocket::recv_many`] and
+    /// [`NetlinkSocket::send_many`] move per call at most.
+    pub const BATCH: usize = sys::BATCH;
+
+    /// Sends up to [`NetlinkSocket::BATCH`] datagrams in one system call:
+    /// how many went (the first ones), or `WouldBlock` when none could.
+    pub fn send_many(&self, datagrams: &[&[u8]]) -> io::Result<usize> {
+        sys::send_many(self.fd.as_fd(), datagrams)
+    }
+
     /// Sends one datagram (to the kernel, for a netlink socket).
     pub fn send(&self, datagram: &[u8]) -> io::Result<usize> {
         sys::send(self.fd.as_fd(), datagram)
@@ -154,6 +178,24 @@ mod tests {
         assert_eq!(&buf[..5], b"query");
         kernel.send(b"").unwrap();
         assert_eq!(s.recv(&mut buf).unwrap().len, 0, "an empty datagram");
+        // Several at once, each in its slot, cut to it; and back.
+        for d in [&b"one"[..], b"", b"a datagram longer than its slot"] {
+            kernel.send(d).unwrap();
+        }
+        let mut slots = [0u8; 3 * 8];
+        let got = s.recv_many(&mut slots, 8).unwrap();
+        let lens: Vec<usize> = got.iter().map(|r| r.len).collect();
+        assert_eq!(lens, [3, 0, 8]);
+        assert!(got.iter().all(|r| r.from == Sender::Kernel));
+        assert_eq!(&slots[..3], b"one");
+        assert_eq!(&slots[16..24], b"a datagr");
+        assert_eq!(
+            s.recv_many(&mut slots, 8).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        assert_eq!(s.send_many(&[b"r1", b"r2"]).unwrap(), 2);
+        assert_eq!(kernel.recv(&mut buf).unwrap(), 2);
+        assert_eq!(kernel.recv(&mut buf).unwrap(), 2);
         s.send(b"reply").unwrap();
         assert_eq!(kernel.recv(&mut buf).unwrap(), 5);
     }

@@ -89,28 +89,125 @@ pub(crate) fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok((n as usize, source_address(&addr, len as usize)))
+}
+
+/// The sender's address the kernel wrote into `addr` (`len` bytes of it).
+fn source_address(addr: &libc::sockaddr_storage, len: usize) -> SourceAddress {
     // An unnamed sender (a socketpair's peer) leaves the length 0 and the
     // family unset.
-    let family = if len as usize >= size_of::<libc::sa_family_t>() {
+    let family = if len >= size_of::<libc::sa_family_t>() {
         addr.ss_family
     } else {
         libc::AF_UNSPEC as libc::sa_family_t
     };
     let netlink_port = (family == libc::AF_NETLINK as libc::sa_family_t
-        && len as usize >= size_of::<libc::sockaddr_nl>())
+        && len >= size_of::<libc::sockaddr_nl>())
     .then(|| {
         // SAFETY: the kernel filled a sockaddr_nl (family AF_NETLINK, the
         // length checked); sockaddr_storage is large and aligned enough.
-        let nl = unsafe { &*(&raw const addr).cast::<libc::sockaddr_nl>() };
+        let nl = unsafe { &*std::ptr::from_ref(addr).cast::<libc::sockaddr_nl>() };
         nl.nl_pid
     });
-    Ok((
-        n as usize,
-        SourceAddress {
-            family,
-            netlink_port,
-        },
-    ))
+    SourceAddress {
+        family,
+        netlink_port,
+    }
+}
+
+/// Datagrams one [`recv_many`] or [`send_many`] call moves at most.
+pub(crate) const BATCH: usize = 32;
+
+/// Receives up to [`BATCH`] datagrams waiting on `fd` in one call, each
+/// into its own `slot`-byte piece of `buf` (cut to it): their lengths and
+/// senders, in order; `WouldBlock` when none is waiting.
+pub(crate) fn recv_many(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    slot: usize,
+) -> io::Result<Vec<(usize, SourceAddress)>> {
+    let slot = slot.max(1);
+    let count = (buf.len() / slot).min(BATCH);
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: sockaddr_storage, iovec and mmsghdr are plain data; all
+    // zeros is a valid value of each.
+    let mut addrs: [libc::sockaddr_storage; BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    for (i, piece) in buf.chunks_exact_mut(slot).take(count).enumerate() {
+        iovs[i] = libc::iovec {
+            iov_base: piece.as_mut_ptr().cast(),
+            iov_len: slot,
+        };
+        let h = &mut msgs[i].msg_hdr;
+        h.msg_name = (&raw mut addrs[i]).cast();
+        h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_iov = &raw mut iovs[i];
+        h.msg_iovlen = 1;
+    }
+    // SAFETY: the first `count` entries of `msgs` point at `count` valid
+    // iovecs over disjoint `slot`-byte pieces of `buf` and at `count`
+    // sockaddr_storage buffers, all of which outlive the call; the kernel
+    // writes at most what each names.
+    let n = unsafe {
+        libc::recvmmsg(
+            fd.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            count as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let received = (0..n as usize)
+        .map(|i| {
+            let len = (msgs[i].msg_len as usize).min(slot);
+            let addr_len = msgs[i].msg_hdr.msg_namelen as usize;
+            (len, source_address(&addrs[i], addr_len))
+        })
+        .collect();
+    Ok(received)
+}
+
+/// Sends `datagrams` (at most [`BATCH`] of them) to the socket's default
+/// destination in one call: how many went (the first ones), or
+/// `WouldBlock` when none could.
+pub(crate) fn send_many(fd: BorrowedFd<'_>, datagrams: &[&[u8]]) -> io::Result<usize> {
+    let count = datagrams.len().min(BATCH);
+    // SAFETY: iovec and mmsghdr are plain data; all zeros is a valid
+    // value of each (no address: the default destination).
+    let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    for (i, d) in datagrams.iter().take(count).enumerate() {
+        iovs[i] = libc::iovec {
+            iov_base: d.as_ptr().cast_mut().cast(),
+            iov_len: d.len(),
+        };
+        msgs[i].msg_hdr.msg_iov = &raw mut iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: the first `count` entries of `msgs` point at `count` iovecs
+    // over the datagrams, which outlive the call; the kernel only reads
+    // them (and writes `msg_len`).
+    let n = unsafe {
+        libc::sendmmsg(
+            fd.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            count as libc::c_uint,
+            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 /// The socket's own address family (`getsockname`).
