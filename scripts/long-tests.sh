@@ -11,4 +11,6 @@ echo "== 100,000-record loads through 5 % and 10 % packet loss"
 for loss in 5 10; do
   LOSS_RECORDS=100000 LOSS_PERCENT=$loss cargo test -p conformance --test local_sa_loads lossy -- --nocapture
 done
+echo "== soak: 1,000,000 connect-resolve-close cycles on each socket, 100,000 subscriptions, 1,000 loads, SIGHUPs"
+SOAK_SCALE=1 cargo test --release -p conformance --test soak -- --nocapture
 echo "long tests passed"

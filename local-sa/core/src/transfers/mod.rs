@@ -83,8 +83,9 @@ struct Sending {
 struct Receiving {
     receiver: Receiver,
     peer: Address,
-    /// Set once the reassembled MAD has been handed out.
-    delivered: bool,
+    /// When the reassembled MAD was handed out, once it has been: the
+    /// receiver lingers after that only to re-ACK.
+    finished: Option<Instant>,
     /// The receiver's memory, counted against the receive limit.
     memory: usize,
     armed: Option<Instant>,
@@ -126,7 +127,12 @@ impl Transfers {
     /// Transfers in progress: answers not yet acknowledged, loads not yet
     /// whole (a finished load lingering to re-ACK does not count).
     pub(crate) fn in_progress(&self) -> usize {
-        self.sending.len() + self.receiving.values().filter(|r| !r.delivered).count()
+        self.sending.len()
+            + self
+                .receiving
+                .values()
+                .filter(|r| r.finished.is_none())
+                .count()
     }
 
     /// Transfers held, lingering ones included.
@@ -238,6 +244,7 @@ impl Transfers {
     ) -> Option<Event> {
         let key = Key::new(peer, tid);
         if !self.receiving.contains_key(&key) {
+            self.make_room(peer.lid);
             if let Some(reason) = self.refuse_receive(peer.lid) {
                 // Only a first segment is answered: the rest of a refused
                 // transfer is dropped, as is any stray segment.
@@ -253,7 +260,7 @@ impl Transfers {
                 Receiving {
                     receiver: Receiver::new(self.config, now),
                     peer: peer.reply(),
-                    delivered: false,
+                    finished: None,
                     memory: 0,
                     armed: None,
                     answer: None,
@@ -262,7 +269,7 @@ impl Transfers {
             self.receiving_per_source.add(key.lid);
         }
         let r = self.receiving.get_mut(&key)?;
-        let finished_before = r.delivered;
+        let finished_before = r.finished.is_some();
         r.receiver.handle_segment(now, mad);
         let over_limit =
             self.receive_bytes - r.memory + r.receiver.memory() > self.limits.receive_bytes;
@@ -278,8 +285,8 @@ impl Transfers {
             out.push_back(Transmit::reply(r.peer, answer.clone()));
         }
         let event = match r.receiver.state() {
-            TransferState::Complete if !r.delivered => {
-                r.delivered = true;
+            TransferState::Complete if r.finished.is_none() => {
+                r.finished = Some(now);
                 r.receiver.take_message().map(Event::Received)
             }
             TransferState::Aborted { .. } => {
@@ -400,6 +407,29 @@ impl Transfers {
             &mut r.armed,
             next,
         );
+    }
+
+    /// Makes room for a new load from `lid` where only finished loads
+    /// lingering to re-ACK fill a limit: the oldest of them goes (of
+    /// `lid`'s own for the per-peer limit). A loader that starts another
+    /// load has its last answer, and one that loads in a loop is not
+    /// refused by its own finished loads.
+    fn make_room(&mut self, lid: u16) {
+        let per_source_full =
+            self.receiving_per_source.get(lid) >= self.limits.receiving_per_source;
+        let full = self.receiving.len() >= self.limits.receiving;
+        if !per_source_full && !full {
+            return;
+        }
+        let oldest = self
+            .receiving
+            .iter()
+            .filter(|(k, r)| r.finished.is_some() && (!per_source_full || k.lid == lid))
+            .min_by_key(|(_, r)| r.finished)
+            .map(|(k, _)| *k);
+        if let Some(key) = oldest {
+            self.remove_receiving(&key);
+        }
     }
 
     /// Why a new load from `lid` cannot start now, if it cannot.

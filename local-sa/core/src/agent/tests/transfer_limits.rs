@@ -233,3 +233,18 @@ fn a_lost_load_answer_is_sent_again_for_a_repeated_last_segment() {
     assert_eq!(again, answers, "the same answer again");
     assert_eq!(b.core.counters().loaded, 100, "stored once");
 }
+
+#[test]
+fn a_loader_loading_in_a_loop_is_not_refused_by_its_own_finished_loads() {
+    // Each finished load lingers to re-ACK a lost final ACK; twenty in a
+    // row from one LID pass the per-peer limit of eight lingering ones.
+    let mut b = keyed();
+    let limits = TransferLimits::default();
+    for tid in 1..=(limits.receiving_per_source as u64 * 2 + 4) {
+        let header = load_header(Method::SET, tid, KEY, REPLACE_SOURCES);
+        let answer = push(&mut b, header, &table(2));
+        assert_eq!(status(&answer), MadStatus::OK, "load {tid}");
+    }
+    assert_eq!(b.core.counters().rmpp_refused_per_peer, 0);
+    assert!(b.core.transfers.held() <= limits.receiving_per_source);
+}
