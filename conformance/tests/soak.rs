@@ -9,6 +9,8 @@
 //! on each socket, 100,000 subscribe/unsubscribe pairs, 1,000 loads. Every
 //! test run does a hundredth of it (the default `SOAK_SCALE=0.01`).
 
+// The consumer client registration_proxy uses; this test needs a part.
+#[allow(dead_code)]
 mod api_client;
 
 use std::io::{Read, Write};
