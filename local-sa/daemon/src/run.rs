@@ -101,15 +101,13 @@ pub(crate) fn run(
             (None, None) => continue,
         };
         info!(port = %port.facts, socket = %listener.label(), mode = format_args!("{:o}", options.api_mode), "local API listening");
-        let door = ApiService::new(agent);
-        let framing = door.framing().expect("a stream door");
         listeners.push(StreamListener::new(
             listener,
             doors.len(),
             API_DOOR,
-            framing,
+            ApiService::FRAMING,
         ));
-        doors.push(Box::new(door));
+        doors.push(Box::new(ApiService::new(agent)));
     }
     let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
     let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
@@ -118,14 +116,13 @@ pub(crate) fn run(
         .map_or_else(Vec::new, |a| a.endpoints().to_vec());
     let acm_serves = acm.is_some();
     if let Some(acm) = acm {
-        let framing = acm.framing().expect("a stream door");
         for listener in acm_listeners {
             info!(socket = %listener.label(), "ibacm protocol listening");
             listeners.push(StreamListener::new(
                 listener,
                 doors.len(),
                 ACM_DOOR,
-                framing,
+                AcmService::FRAMING,
             ));
         }
         doors.push(Box::new(acm));

@@ -683,12 +683,18 @@ fn body_len(header: &[u8]) -> Result<usize, String> {
         .map_err(|e| e.to_string())
 }
 
+impl AcmService {
+    /// How its messages are framed: ibacm's header, whose length field
+    /// counts the whole message.
+    pub const FRAMING: Framing = Framing {
+        header_len: wire::HEADER_LEN,
+        body_len,
+    };
+}
+
 impl Door for AcmService {
     fn framing(&self) -> Option<Framing> {
-        Some(Framing {
-            header_len: wire::HEADER_LEN,
-            body_len,
-        })
+        Some(Self::FRAMING)
     }
 
     fn handle_input(&mut self, _now: Instant, input: Input<'_>) {

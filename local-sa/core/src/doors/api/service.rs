@@ -92,12 +92,18 @@ fn body_len(header: &[u8]) -> Result<usize, String> {
     Frame::announced(*field).map_err(|e| e.to_string())
 }
 
+impl ApiService {
+    /// How its frames are framed: a 4-byte length field announcing the
+    /// rest.
+    pub const FRAMING: Framing = Framing {
+        header_len: 4,
+        body_len,
+    };
+}
+
 impl Door for ApiService {
     fn framing(&self) -> Option<Framing> {
-        Some(Framing {
-            header_len: 4,
-            body_len,
-        })
+        Some(Self::FRAMING)
     }
 
     fn handle_input(&mut self, _now: Instant, input: Input<'_>) {
