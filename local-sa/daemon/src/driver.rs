@@ -134,11 +134,7 @@ impl Driver {
             if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
             }
-            let doors_due: Vec<Instant> = self
-                .doors
-                .iter_mut()
-                .filter_map(|d| d.poll_timeout())
-                .collect();
+            let doors_due = self.doors.iter_mut().filter_map(|d| d.poll_timeout()).min();
             let due = self
                 .ports
                 .iter()
