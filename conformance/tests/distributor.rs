@@ -56,11 +56,17 @@ fn lid_of(fabric: &Fabric, node: &str) -> u16 {
     fabric.node(node).unwrap().port().unwrap().lid
 }
 
-/// The records local-sa at `sa_lid` answers for a GetTable from `sgid`.
+/// The records local-sa at `sa_lid` answers for a GetTable from `sgid`
+/// (asked patiently: what is checked is the table, not how fast it comes
+/// on a loaded machine).
 fn table_from(node: &Node<'_>, sa_lid: u16, sgid: Gid) -> Vec<PathRecord> {
     let out = lsaquery(
         node,
         &[
+            PATIENT[0],
+            PATIENT[1],
+            PATIENT[2],
+            PATIENT[3],
             "--sa-lid",
             &sa_lid.to_string(),
             "-p",
