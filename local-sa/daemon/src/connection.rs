@@ -1,5 +1,5 @@
 //! One local connection of either door: its socket with its place in the
-//! doors' account ([`crate::doors`]), the queue of frames going out with
+//! doors' account ([`crate::door_limits`]), the queue of frames going out with
 //! the bytes in it, and reading frames in under the limits.
 //!
 //! Frames go out through an [`Outbox`]: the driver queues, a writer task
@@ -17,7 +17,7 @@ use smol::Async;
 use smol::channel::{self, Receiver, Sender};
 use smol::io::AsyncWriteExt;
 
-use crate::doors::{Admission, Cut, Receiving, SharedDoors};
+use crate::door_limits::{Admission, Cut, Receiving, SharedDoors};
 
 /// Bytes read from a socket at a time while a frame arrives: memory grows
 /// with what came, not with what the frame's length announced.
@@ -306,7 +306,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::doors::{DoorLimits, Doors, SharedDoors};
+    use crate::door_limits::{DoorLimits, Doors, SharedDoors};
 
     fn quick() -> DoorLimits {
         DoorLimits {

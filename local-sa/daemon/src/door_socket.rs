@@ -1,7 +1,7 @@
 //! The doors' sockets: one listener type for every stream door (the local
 //! API's per port, the ibacm protocol's), whose connections are read by
 //! the door's own [`Framing`] and written from an [`Outbox`], under the
-//! doors' limits ([`crate::doors`]); and the events all doors' sockets —
+//! doors' limits ([`crate::door_limits`]); and the events all doors' sockets —
 //! the kernel door's datagrams included — send the driver on one channel.
 //!
 //! A door is a core service ([`local_sa_core::doors::Door`]); adding one
@@ -15,7 +15,7 @@ use smol::channel::Sender;
 use tracing::debug;
 
 use crate::connection::{Conn, FrameReader, Outbox, ReadEnd, admit};
-use crate::doors::SharedDoors;
+use crate::door_limits::SharedDoors;
 use crate::listener::Listener;
 use local_sa_core::doors::Framing;
 use local_sa_core::doors::netlink::Sender as DatagramSender;

@@ -17,8 +17,8 @@ use tracing::{debug, info, warn};
 
 use crate::bridge::{self, identity};
 use crate::connection::Outbox;
+use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorId};
-use crate::doors::SharedDoors;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;

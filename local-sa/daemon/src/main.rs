@@ -3,8 +3,8 @@
 mod activation;
 mod bridge;
 mod connection;
+mod door_limits;
 mod door_socket;
-mod doors;
 mod driver;
 mod endpoints;
 mod error;

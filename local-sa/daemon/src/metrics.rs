@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn every_daemon_counter_is_described() {
-        use crate::doors::DoorCounters;
+        use crate::door_limits::DoorCounters;
         let mut names: Vec<&str> = DoorCounters::default()
             .fields()
             .iter()

@@ -15,8 +15,8 @@ use async_signal::{Signal, Signals};
 use tracing::{info, warn};
 
 use crate::activation;
+use crate::door_limits::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::door_socket::StreamListener;
-use crate::doors::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
