@@ -10,8 +10,9 @@ use std::time::Duration;
 use conformance::saquery::{PATIENT, printed_answer};
 use conformance::{Fabric, LocalSa, Topology};
 use local_sa_core::doors::netlink::wire::{
-    self, F_ERR, Header, IpResolve, PathUse, Resolve, path_flags, reply_records,
+    self, F_ERR, Header, IpResolve, PathUse, Resolve, reply_records,
 };
+use local_sa_core::path_flags;
 use mad_codec::Gid;
 use mad_codec::zerocopy::IntoBytes;
 

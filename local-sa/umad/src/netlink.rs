@@ -1,7 +1,9 @@
 //! The socket the kernel's RDMA_NL_LS queries arrive on: a NETLINK_RDMA
 //! socket joined to the local service group, or one inherited (systemd's
 //! `ListenNetlink=rdma 4`, or any datagram socket standing in for it in
-//! tests). Replies go back with a plain `send`, so both work the same.
+//! tests). Replies go back without an address (to the socket's default
+//! destination: the kernel), so both work the same; datagrams move in
+//! batches, several per system call.
 //!
 //! Each datagram comes with who sent it, from the address the kernel
 //! gives (not the header the sender writes): the kernel itself is port 0
@@ -106,11 +108,10 @@ impl NetlinkSocket {
 
     /// One datagram into `buf` and who sent it, or `WouldBlock`.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
-        let (len, source) = sys::recv_from(self.fd.as_fd(), buf)?;
-        Ok(Received {
-            len,
-            from: Sender::of(self.kind, source),
-        })
+        let slot = buf.len();
+        self.recv_many(buf, slot)?
+            .pop()
+            .ok_or_else(|| io::ErrorKind::WouldBlock.into())
     }
 
     /// Every datagram waiting, up to [`NetlinkSocket::BATCH`], in one
@@ -139,7 +140,7 @@ impl NetlinkSocket {
 
     /// Sends one datagram (to the kernel, for a netlink socket).
     pub fn send(&self, datagram: &[u8]) -> io::Result<usize> {
-        sys::send(self.fd.as_fd(), datagram)
+        self.send_many(&[datagram]).map(|_| datagram.len())
     }
 }
 

@@ -1,5 +1,6 @@
 //! The netlink socket of the kernel's RDMA local service, and plain
-//! datagram I/O on it (or on any datagram socket standing in for it).
+//! datagram I/O on it in batches (recvmmsg, sendmmsg), or on any datagram
+//! socket standing in for it.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -66,30 +67,6 @@ pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 pub(crate) struct SourceAddress {
     pub(crate) family: libc::sa_family_t,
     pub(crate) netlink_port: Option<u32>,
-}
-
-/// Receives one datagram into `buf`: its length (cut to `buf`) and its
-/// sender's address.
-pub(crate) fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, SourceAddress)> {
-    // SAFETY: sockaddr_storage is plain data; all zeros is a valid value.
-    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes, and `addr`
-    // for `len` bytes, for the call; the kernel writes at most `len`.
-    let n = unsafe {
-        libc::recvfrom(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            0,
-            (&raw mut addr).cast::<libc::sockaddr>(),
-            &raw mut len,
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((n as usize, source_address(&addr, len as usize)))
 }
 
 /// The sender's address the kernel wrote into `addr` (`len` bytes of it).
@@ -243,21 +220,4 @@ pub(crate) fn is_connected(fd: BorrowedFd<'_>) -> bool {
         )
     };
     rc == 0
-}
-
-/// Sends `buf` as one datagram to the socket's default destination.
-pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the call.
-    let n = unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            buf.as_ptr().cast(),
-            buf.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n as usize)
 }

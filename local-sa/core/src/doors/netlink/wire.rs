@@ -128,7 +128,7 @@ impl PathUse {
     }
 }
 
-pub use crate::path_flags;
+use crate::path_flags;
 
 mad_codec::wire_code! {
     /// An attribute type (`LS_NLA_TYPE_*`), without its flags.

@@ -3,8 +3,9 @@ use mad_codec::{AttributeId, Gid};
 
 use super::*;
 use crate::config::test_port as port;
-use crate::doors::netlink::wire::{F_ERR, path_flags, reply_records};
+use crate::doors::netlink::wire::{F_ERR, reply_records};
 use crate::naming::NameSource;
+use crate::path_flags;
 use crate::request::LocalBody;
 
 const PREFIX: u64 = Gid::DEFAULT_PREFIX;
