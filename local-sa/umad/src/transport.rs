@@ -94,7 +94,11 @@ impl UmadTransport {
                     let mut failures = Repeats::default();
                     while let Ok(mad) = out_rx.recv_blocking() {
                         let sent = device.send(&mad);
-                        queued.fetch_sub(1, Ordering::AcqRel);
+                        // MADs put on `outgoing()` directly were never
+                        // counted: the count stops at zero.
+                        let _ = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                            n.checked_sub(1)
+                        });
                         if let Err(e) = sent
                             && let Some(left_out) = failures.allow()
                         {
@@ -131,7 +135,9 @@ impl UmadTransport {
     /// Sends `mad`: at once on this thread when nothing waits for the
     /// writer thread and the device takes it, else through the writer
     /// thread (which reports failures). `Full` when the writer thread is
-    /// as far behind as its channel allows; the MAD is given back.
+    /// as far behind as its channel allows; the MAD is given back. MADs
+    /// sent this way leave in order among themselves (not with ones put on
+    /// [`UmadTransport::outgoing`] directly: use one or the other).
     pub fn send(&self, mad: OutgoingMad) -> Result<(), channel::TrySendError<OutgoingMad>> {
         if self.queued.load(Ordering::Acquire) == 0 && self.device.send(&mad).is_ok() {
             return Ok(());
