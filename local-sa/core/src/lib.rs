@@ -50,7 +50,6 @@ pub mod requester;
 mod respond;
 pub mod stats;
 pub mod store;
-pub mod text;
 mod transfers;
 
 pub use address::{Address, Received, Transmit};

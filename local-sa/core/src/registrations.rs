@@ -105,8 +105,7 @@ impl Registrations {
                     let mgid: Gid = mgid
                         .parse()
                         .map_err(|_| bad(format!("not a GID: {mgid}")))?;
-                    let bits = crate::text::number::<u8>(bits)
-                        .ok()
+                    let bits = join_bits(bits)
                         .filter(|b| *b <= 0xF)
                         .ok_or_else(|| bad(format!("not a JoinState: {bits}")))?;
                     r.groups.push((mgid, JoinState(bits)));
@@ -119,6 +118,14 @@ impl Registrations {
             message: "no `port` line".to_owned(),
         })?;
         Ok(r)
+    }
+}
+
+/// JoinState bits as `save` writes them (`0x1`), or in decimal.
+fn join_bits(text: &str) -> Option<u8> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u8::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
     }
 }
 
@@ -182,5 +189,14 @@ mod tests {
         let e = Registrations::parse("group ff12::1 0x1\n").unwrap_err();
         assert!(e.message.contains("port"), "{e}");
         assert!(Registrations::parse("port ::1\nsomething else\n").is_err());
+        let e = Registrations::parse("port ::1\ngroup ff12::1 0xz\n").unwrap_err();
+        assert!(e.message.contains("JoinState"), "{e}");
+    }
+
+    #[test]
+    fn join_states_may_be_written_in_decimal_too() {
+        let r = Registrations::parse("port ::1\ngroup ff12::1 0x8\ngroup ff12::2 3\n").unwrap();
+        let bits: Vec<u8> = r.groups.iter().map(|(_, j)| j.0).collect();
+        assert_eq!(bits, [8, 3]);
     }
 }

@@ -234,6 +234,7 @@ fn no_two_modules_import_each_other() {
         "mad-codec",
         "informinfo",
         "local-sa/core",
+        "local-sa/cli",
         "local-sa/umad",
         "local-sa/daemon",
         "local-sa/lsaquery",

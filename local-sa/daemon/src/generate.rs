@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use clap::{Command, CommandFactory as _};
 use clap_complete::Shell;
-use local_sa_core::text::{man_section, man_sections, roff_line};
+use local_sa_cli::{man_section, man_sections, roff_line};
 
 use crate::options::{GENERATE, Options, sample};
 

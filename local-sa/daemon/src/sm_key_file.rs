@@ -7,7 +7,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use local_sa_core::text::number;
+use local_sa_cli::number;
 
 /// The key `path` holds, or why it cannot be used. The file must be a
 /// regular file that neither its group nor others may read or write.

@@ -1,7 +1,7 @@
 //! lsaquery's command line: saquery's options, plus where to send.
 
 use clap::{ArgGroup, Parser, ValueEnum};
-use local_sa_core::text::number;
+use local_sa_cli::number;
 use mad_codec::Gid;
 
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.

@@ -3,7 +3,7 @@
 
 use clap::CommandFactory as _;
 use clap_complete::Shell;
-use local_sa_core::text::{man_section, man_sections};
+use local_sa_cli::{man_section, man_sections};
 
 use crate::cli::Cli;
 use crate::failure::Failure;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use local_sa_core::text::number;
+use local_sa_cli::number;
 
 /// Where infiniband-diags keeps its defaults.
 pub(crate) const DEFAULT_PATH: &str = "/etc/infiniband-diags/ibdiag.conf";

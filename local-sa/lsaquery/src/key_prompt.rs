@@ -6,7 +6,7 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 
-use local_sa_core::text::number;
+use local_sa_cli::number;
 
 /// `text` as a number, or, when it does not start with a hex digit, the
 /// number `ask` gets for `what`.

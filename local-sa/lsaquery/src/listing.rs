@@ -102,7 +102,7 @@ pub(crate) fn print_members(
             )
     };
     let mlid = mlid
-        .map(|m| local_sa_core::text::number::<u16>(m).map_err(|e| Failure::new(2, e)))
+        .map(|m| local_sa_cli::number::<u16>(m).map_err(|e| Failure::new(2, e)))
         .transpose()?;
     for m in members {
         let name = node_name(m);

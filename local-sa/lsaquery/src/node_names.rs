@@ -36,7 +36,7 @@ impl NodeNameMap {
             let end = line
                 .find(|c: char| c.is_whitespace() || c == '#')
                 .unwrap_or(line.len());
-            let guid = local_sa_core::text::number::<u64>(&line[..end])
+            let guid = local_sa_cli::number::<u64>(&line[..end])
                 .map_err(|e| format!("line {}: {e}: {line:?}", n + 1))?;
             // The name: up to a quote or '#', past any opening quote.
             let rest = line[end..].trim_start();

@@ -175,10 +175,8 @@ fn set(r: &mut PathRecord, name: &str, value: &str) -> Result<(), String> {
     match name {
         "dgid" => r.set_dgid(value.parse().map_err(|e| format!("{e}"))?),
         "sgid" => r.set_sgid(value.parse().map_err(|e| format!("{e}"))?),
-        "qos_class" => {
-            r.set_qos_class(local_sa_core::text::number::<u16>(value).and_then(fits(0xFFF))?)
-        }
-        "sl" => r.set_sl(local_sa_core::text::number::<u8>(value).and_then(fits(0xF))?),
+        "qos_class" => r.set_qos_class(local_sa_cli::number::<u16>(value).and_then(fits(0xFFF))?),
+        "sl" => r.set_sl(local_sa_cli::number::<u8>(value).and_then(fits(0xF))?),
         _ => {
             let range = FIELDS
                 .iter()
@@ -186,7 +184,7 @@ fn set(r: &mut PathRecord, name: &str, value: &str) -> Result<(), String> {
                 .map(|(_, r)| r.clone())
                 .ok_or("unknown field")?;
             let width = range.len();
-            let v = local_sa_core::text::number::<u64>(value)?;
+            let v = local_sa_cli::number::<u64>(value)?;
             if width < 8 && v >> (width * 8) != 0 {
                 return Err(format!("{value} does not fit in {width} bytes"));
             }

@@ -33,7 +33,7 @@ pub(crate) fn trap_number(text: &str) -> Result<TrapNumber, String> {
     if text.eq_ignore_ascii_case("all") {
         return Ok(TrapNumber::ALL);
     }
-    local_sa_core::text::number::<u16>(text).map(TrapNumber)
+    local_sa_cli::number::<u16>(text).map(TrapNumber)
 }
 
 fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {

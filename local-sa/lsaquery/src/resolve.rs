@@ -13,10 +13,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use local_sa_cli::number;
 use local_sa_core::doors::acm::wire::{self, Entry, Header, Opcode, Status, flags};
 use local_sa_core::naming::{Address, MAX_NAME_LEN};
 use local_sa_core::path_flags;
-use local_sa_core::text::number;
 use mad_codec::Gid;
 
 use crate::failure::Failure;

@@ -19,7 +19,7 @@ use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
 use config_file::{FileError, FileSetting};
-use local_sa_core::text::number;
+use local_sa_cli::number;
 
 /// Serve SA PathRecord queries from a local cache, on this node's ports.
 ///

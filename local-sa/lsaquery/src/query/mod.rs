@@ -228,7 +228,7 @@ fn nodes(listing: Listing, arg: Option<&str>) -> Result<(ComponentMask, Vec<u8>)
             nr::LID
         }
         Listing::NameOfGuid => {
-            r.set_port_guid(local_sa_core::text::number::<u64>(arg)?);
+            r.set_port_guid(local_sa_cli::number::<u64>(arg)?);
             nr::PORT_GUID
         }
         _ => return Ok((ComponentMask::NONE, Vec::new())),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use local_sa_core::text::number;
+use local_sa_cli::number;
 
 /// What the names on the command line stand for.
 #[derive(Debug, Clone, Copy)]

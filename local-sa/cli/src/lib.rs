@@ -1,4 +1,9 @@
-//! What the command-line tools share.
+//! What local-sa's command-line programs (`local-sa` and `lsaquery`)
+//! share: numbers written as saquery takes them, and man page sections
+//! written from the text `--help` prints. Kept out of the I/O-free core,
+//! which has no command line.
+
+#![forbid(unsafe_code)]
 
 mod manual;
 
