@@ -277,18 +277,20 @@ fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
             "--acm-hosts",
             empty.to_str().unwrap(),
             "--host-name",
-            "client-2",
+            "client-2.cluster.example",
+            "--address",
+            "10.2.0.2",
             // Names fetched again every 2 s, to see a withdrawal.
             "--refresh-interval",
             "2",
         ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    // Every host's NodeDescription, and three names and three addresses
+    // Every host's NodeDescription, and three names and four addresses
     // from the directory.
     let hosts = fabric.topology().hcas().len() as u64;
     sa.wait_until("names from the master", Duration::from_secs(60), |c| {
-        c.get("names").is_some_and(|n| *n >= hosts + 3 + 3)
+        c.get("names").is_some_and(|n| *n >= hosts + 3 + 4)
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let socket = sa.acm_socket();
@@ -314,12 +316,41 @@ fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
         );
         assert!(out.contains("SA verification: success"), "{out}");
     }
+    // A source is any name or address of this node: its host name in
+    // full and short, ib_acme -A's name for its port, its --address, its
+    // NodeDescription's first word; never another host's.
+    let dest = fabric.node("h5").unwrap().port().unwrap();
+    let expected = as_ib_acme_prints(&opensm_path(&src_node, src.lid, dest.lid));
+    for (format, source, destination) in [
+        ("n", "client-2.cluster.example", "compute-5"),
+        ("n", "client-2", "compute-5"),
+        ("n", "client-2-1", "compute-5"),
+        ("n", "h2", "compute-5"),
+        ("i", "10.2.0.2", "10.5.0.5"),
+    ] {
+        let (out, ok) = ib_acme(socket, &["-f", format, "-s", source, "-d", destination]);
+        assert!(
+            ok,
+            "ib_acme -f {format} -s {source} -d {destination} failed:\n{out}"
+        );
+        assert_eq!(printed_path(&out), expected, "-s {source}:\n{out}");
+    }
+    for (format, source, destination) in [("i", "10.9.0.9", "10.5.0.5"), ("n", "h9", "h5")] {
+        let (out, ok) = ib_acme(socket, &["-f", format, "-s", source, "-d", destination]);
+        assert!(!ok, "another host's {source} taken as this node's:\n{out}");
+    }
+    let (out, ok) = ib_acme(socket, &["-e"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("client-2,client-2.cluster.example,client-2-1,10.2.0.2"),
+        "the endpoint lists what it owns:\n{out}"
+    );
     // A clean exit withdraws the directory record: after the next fetch
     // nobody resolves the name or its addresses.
     let (_, log) = storage.stop();
     assert!(!log.contains("panicked"), "{log}");
     sa.wait_until("storage-9 withdrawn", Duration::from_secs(30), |c| {
-        c.get("names").is_some_and(|n| *n == hosts + 3)
+        c.get("names").is_some_and(|n| *n == hosts + 4)
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let (out, ok) = ib_acme(sa.acm_socket(), &["-f", "i", "-d", "10.9.0.9"]);

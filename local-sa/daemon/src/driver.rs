@@ -38,6 +38,7 @@ enum Wake {
     Mad(usize, IncomingMad),
     Port(usize, PortEvent),
     Door(DoorEvent),
+    Addresses,
     Signal,
     HangUp,
     Timer,
@@ -53,6 +54,8 @@ pub(crate) struct Sources {
     pub(crate) port_events: Receiver<(usize, PortEvent)>,
     /// What happens at every door's sockets.
     pub(crate) doors: Receiver<DoorEvent>,
+    /// This host's interfaces or addresses changed.
+    pub(crate) addresses: Receiver<()>,
     pub(crate) signals: Signals,
 }
 
@@ -67,8 +70,11 @@ pub(crate) struct Driver {
     pub(crate) connections: HashMap<ConnId, Connection>,
     /// What the doors' connections hold and what was refused.
     pub(crate) account: SharedDoors,
-    /// The ibacm door's endpoints, for the directory record.
+    /// The ibacm door's endpoints, and what they own (kept in step with
+    /// the door's as the IPoIB addresses change).
     pub(crate) acm_endpoints: Vec<Endpoint>,
+    /// What the endpoints own besides their IPoIB addresses.
+    pub(crate) owned_plan: crate::endpoints::OwnedPlan,
     /// Whether a door resolves names (the files are read again on reload).
     pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.
@@ -184,6 +190,7 @@ impl Driver {
                     }
                 }
                 Wake::Port(i, e) => self.port_event(now, i, e),
+                Wake::Addresses => self.addresses_changed(now),
                 Wake::Stats => {
                     self.update_metrics();
                     if !self.stats_interval.is_zero() {
@@ -579,6 +586,13 @@ async fn next_wake(
             Err(_) => std::future::pending().await,
         }
     };
+    let addresses = async {
+        match src.addresses.recv().await {
+            Ok(()) => Wake::Addresses,
+            // Not followed: the addresses stay as they were at start.
+            Err(_) => std::future::pending().await,
+        }
+    };
     let signal = async {
         match src.signals.next().await {
             Some(Ok(Signal::Hup)) => Wake::HangUp,
@@ -608,7 +622,10 @@ async fn next_wake(
         mad,
         smol::future::or(
             doors,
-            smol::future::or(port, smol::future::or(signal, timers)),
+            smol::future::or(
+                port,
+                smol::future::or(addresses, smol::future::or(signal, timers)),
+            ),
         ),
     )
     .await

@@ -1,6 +1,7 @@
 //! The local-sa daemon: see `local-sa --help`.
 
 mod activation;
+mod address_watch;
 mod bridge;
 mod connection;
 mod door_limits;

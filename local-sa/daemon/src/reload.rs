@@ -54,9 +54,9 @@ impl Driver {
                 door.set_names(names.clone());
             }
         }
-        for (agent, p) in self.ports.iter_mut().enumerate() {
+        for p in &mut self.ports {
             let ipoib = umad::ipoib::addresses(&p.facts);
-            match endpoints::publication(&new, &self.acm_endpoints, agent, &ipoib) {
+            match endpoints::publication(&new, &self.owned_plan, &p.facts, &ipoib) {
                 Ok(publication) => p.core.publish(now, publication),
                 Err(e) => {
                     warn!(port = %p.facts, error = %e, "this port's directory record is unchanged")

@@ -15,6 +15,7 @@ use async_signal::{Signal, Signals};
 use tracing::{info, warn};
 
 use crate::activation;
+use crate::address_watch;
 use crate::door_limits::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::door_socket::StreamListener;
 use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
@@ -110,7 +111,8 @@ pub(crate) fn run(
         doors.push(Box::new(ApiService::new(agent)));
     }
     let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
-    let (acm, acm_listeners) = acm_door(options, &sysfs, &facts, activated.acm)?;
+    let owned_plan = endpoints::owned_plan(options).map_err(DaemonError::Acm)?;
+    let (acm, acm_listeners) = acm_door(options, &owned_plan, &sysfs, &facts, activated.acm)?;
     let acm_endpoints = acm
         .as_ref()
         .map_or_else(Vec::new, |a| a.endpoints().to_vec());
@@ -136,11 +138,10 @@ pub(crate) fn run(
     // on reload for them.
     let names_wanted = acm_serves || kernel.is_some();
     let now = Instant::now();
-    let endpoints = &acm_endpoints[..];
-    for (agent, port) in ports.iter_mut().enumerate() {
+    for port in &mut ports {
         let ipoib = umad::ipoib::addresses(&port.facts);
-        let publication =
-            endpoints::publication(options, endpoints, agent, &ipoib).map_err(DaemonError::Acm)?;
+        let publication = endpoints::publication(options, &owned_plan, &port.facts, &ipoib)
+            .map_err(DaemonError::Acm)?;
         if let Some(p) = &publication {
             info!(
                 port = %port.facts,
@@ -224,6 +225,14 @@ pub(crate) fn run(
         }
     }
     drop(door_tx);
+    // The endpoints' IPoIB addresses, followed as they change.
+    let (addresses_tx, addresses_rx) = smol::channel::bounded(1);
+    if !acm_endpoints.is_empty()
+        && let Some(watch) = address_watch::open()
+    {
+        ex.spawn(address_watch::follow(watch, addresses_tx))
+            .detach();
+    }
     let driver = Driver {
         ports,
         sysfs,
@@ -232,6 +241,7 @@ pub(crate) fn run(
         connections,
         account,
         acm_endpoints,
+        owned_plan,
         names_wanted,
         settings: Settings {
             args,
@@ -250,6 +260,7 @@ pub(crate) fn run(
         incoming: mad_rx,
         port_events: event_rx,
         doors: door_rx,
+        addresses: addresses_rx,
         signals,
     };
     let ports = smol::block_on(ex.run(driver.run(sources)));
@@ -274,6 +285,7 @@ async fn tag<T>(i: usize, from: smol::channel::Receiver<T>, to: smol::channel::S
 /// asked for with --acm-socket must be created.
 fn acm_door(
     options: &Options,
+    owned_plan: &endpoints::OwnedPlan,
     sysfs: &Sysfs,
     facts: &[PortFacts],
     inherited: Vec<Listener>,
@@ -307,7 +319,7 @@ fn acm_door(
         return Ok((None, listeners));
     }
     let names = endpoints::names(options).map_err(DaemonError::Acm)?;
-    let eps = endpoints::endpoints(options, sysfs, facts).map_err(DaemonError::Acm)?;
+    let eps = endpoints::endpoints(owned_plan, sysfs, facts);
     info!(
         endpoints = eps.len(),
         pkeys = %eps.iter().map(|e| format!("{:#06x}", e.pkey)).collect::<Vec<_>>().join(" "),

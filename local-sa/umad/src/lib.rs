@@ -7,6 +7,7 @@
 mod abi;
 pub mod activation;
 mod address;
+pub mod address_watch;
 mod device;
 pub mod ipoib;
 pub mod netlink;

@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::netlink::Sender;
 use crate::config::PortIdentity;
-use crate::naming::Names;
+use crate::naming::{Address, Names};
 use crate::quota::LocalUser;
 use crate::request::{ConnId, LocalReply, Request};
 
@@ -145,6 +145,10 @@ pub trait Door {
 
     /// The names the agents learned from the master SA.
     fn set_learned_names(&mut self, _names: Arc<Names>) {}
+
+    /// The names and addresses each of the door's endpoints owns, in the
+    /// order of its endpoints (they change as IPoIB addresses come and go).
+    fn set_owned_addresses(&mut self, _owned: &[Vec<Address>]) {}
 
     /// The door's counters, `name value`, for the counters file and the
     /// metrics.

@@ -14,13 +14,30 @@ const RDMA_NL_GROUP_LS: u32 = 3;
 /// it receives what the kernel multicasts to RDMA_NL_GROUP_LS, and `send`
 /// without an address goes to the kernel.
 pub(crate) fn open_rdma_ls() -> io::Result<OwnedFd> {
+    open(NETLINK_RDMA, 1 << (RDMA_NL_GROUP_LS - 1))
+}
+
+/// `RTMGRP_LINK`, `RTMGRP_IPV4_IFADDR`, `RTMGRP_IPV6_IFADDR`
+/// (`linux/rtnetlink.h`).
+const ROUTE_GROUPS: u32 = 0x1 | 0x10 | 0x100;
+
+/// A non-blocking NETLINK_ROUTE socket joined to the link and address
+/// groups: the kernel sends it a message whenever an interface or an IP
+/// address comes or goes.
+pub(crate) fn open_route_events() -> io::Result<OwnedFd> {
+    open(libc::NETLINK_ROUTE, ROUTE_GROUPS)
+}
+
+/// A non-blocking netlink socket of `protocol`, bound to the multicast
+/// `groups` (a bit mask).
+fn open(protocol: libc::c_int, groups: u32) -> io::Result<OwnedFd> {
     // SAFETY: socket() takes no pointers; a negative result is an error
     // and nothing is owned.
     let fd = unsafe {
         libc::socket(
             libc::AF_NETLINK,
             libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            NETLINK_RDMA,
+            protocol,
         )
     };
     if fd < 0 {
@@ -31,7 +48,7 @@ pub(crate) fn open_rdma_ls() -> io::Result<OwnedFd> {
     // SAFETY: sockaddr_nl is plain data; all zeros is a valid value.
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    addr.nl_groups = 1 << (RDMA_NL_GROUP_LS - 1);
+    addr.nl_groups = groups;
     // SAFETY: `addr` is a valid sockaddr_nl for the duration of the call
     // and the length given is its size.
     let rc = unsafe {

@@ -457,7 +457,7 @@ impl AcmService {
         };
         let (ep, echo) = match source {
             Some(s) => match s.address() {
-                Ok(a) => match self.endpoints.iter().position(|e| e.is(&a)) {
+                Ok(a) => match self.source_endpoint(&a) {
                     Some(ep) => (ep, None),
                     None => return self.refuse(None, &header, Status::ESRCADDR),
                 },
@@ -514,6 +514,25 @@ impl AcmService {
         )
     }
 
+    /// The endpoint a client's SOURCE names: the first that owns the
+    /// address (its own names and IPs, its GID or LIDs); else, for a name
+    /// or IP that the names tables map to one of this node's port GIDs
+    /// (its NodeDescription's first word, an entry of the hosts file), the
+    /// first endpoint of that port.
+    fn source_endpoint(&self, address: &Address) -> Option<usize> {
+        if let Some(ep) = self.endpoints.iter().position(|e| e.is(address)) {
+            return Some(ep);
+        }
+        if !matches!(address, Address::Name(_) | Address::Ip(_)) {
+            return None;
+        }
+        let gid = self
+            .names
+            .resolve(address)
+            .or_else(|| self.learned.resolve(address))?;
+        self.endpoints.iter().position(|e| e.port.gid == gid)
+    }
+
     /// The endpoint a destination is reached from when the client names
     /// no source: the first with an address of the destination's kind,
     /// else the first.
@@ -560,10 +579,7 @@ impl AcmService {
             .filter(|e| e.flags & flags::SOURCE != 0);
         let endpoint = match (index, by_source) {
             (0, None) => return wire::perf_reply(header, Status::SUCCESS, &self.combined),
-            (_, Some(entry)) => entry
-                .address()
-                .ok()
-                .and_then(|a| self.endpoints.iter().position(|e| e.is(&a))),
+            (_, Some(entry)) => entry.address().ok().and_then(|a| self.source_endpoint(&a)),
             (n, None) => Some(usize::from(n) - 1).filter(|i| *i < self.endpoints.len()),
         };
         match endpoint {
@@ -735,6 +751,22 @@ impl Door for AcmService {
 
     fn set_names(&mut self, names: Names) {
         self.names = names;
+    }
+
+    /// `owned[i]` is endpoint `i`'s; a list of another length is ignored:
+    /// the endpoints are fixed at start.
+    fn set_owned_addresses(&mut self, owned: &[Vec<Address>]) {
+        if owned.len() != self.endpoints.len() {
+            tracing::debug!(
+                given = owned.len(),
+                endpoints = self.endpoints.len(),
+                "owned addresses for another set of endpoints ignored"
+            );
+            return;
+        }
+        for (ep, addresses) in self.endpoints.iter_mut().zip(owned) {
+            ep.addresses.clone_from(addresses);
+        }
     }
 
     /// The names learned from the master SA (NodeDescriptions and the

@@ -532,3 +532,70 @@ fn the_alternate_ends_at_another_dlid() {
     );
     assert_eq!(pick_alternate(&p, &[]), None);
 }
+
+/// The SGID of the Get a RESOLVE from `source` to H5_1 asks, or the
+/// status it is refused with.
+fn resolved_from(s: &mut AcmService, source: Address) -> Result<Gid, Status> {
+    let entries = [
+        Entry::for_address(flags::SOURCE, &source),
+        Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
+    ];
+    let step = s.handle_message(3, &resolve(&entries));
+    // The client goes, so that its pending question does not count.
+    s.handle_closed(3);
+    match step {
+        step @ Step::Reply(_) => Err(status_of(&step)),
+        step => Ok(asked(step).1.template.sgid()),
+    }
+}
+
+#[test]
+fn a_source_is_any_name_or_address_of_this_node_and_nothing_else() {
+    let mut s = service();
+    let own = Gid::new(PREFIX, 4);
+    // Owned by the endpoint.
+    assert_eq!(resolved_from(&mut s, Address::Name("H4_1".into())), Ok(own));
+    assert_eq!(
+        resolved_from(&mut s, Address::Ip("10.0.0.4".parse().unwrap())),
+        Ok(own)
+    );
+    // Another host's name and address (the hosts file maps them to port 5).
+    assert_eq!(
+        resolved_from(&mut s, Address::Name("H5_1".into())),
+        Err(Status::ESRCADDR)
+    );
+    assert_eq!(
+        resolved_from(&mut s, Address::Ip("10.0.0.5".parse().unwrap())),
+        Err(Status::ESRCADDR)
+    );
+    // This port's NodeDescription, learned from the master.
+    let mut learned = Names::new();
+    learned.insert(
+        Address::Name("node4".into()),
+        own,
+        NameSource::NodeDescription,
+    );
+    s.set_learned_names(Arc::new(learned));
+    assert_eq!(
+        resolved_from(&mut s, Address::Name("node4".into())),
+        Ok(own)
+    );
+    // An IPoIB address appears on the 0x8001 interface, then goes.
+    let ipoib = Address::Ip("192.0.2.7".parse().unwrap());
+    assert_eq!(resolved_from(&mut s, ipoib.clone()), Err(Status::ESRCADDR));
+    let before: Vec<Vec<Address>> = s.endpoints().iter().map(|e| e.addresses.clone()).collect();
+    let mut with = before.clone();
+    with[1].push(ipoib.clone());
+    s.set_owned_addresses(&with);
+    let entries = [
+        Entry::for_address(flags::SOURCE, &ipoib),
+        Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
+    ];
+    let (_, q, _) = asked(s.handle_message(3, &resolve(&entries)));
+    assert_eq!(q.template.pkey(), 0x8001, "the address's partition");
+    s.set_owned_addresses(&before);
+    assert_eq!(resolved_from(&mut s, ipoib), Err(Status::ESRCADDR));
+    // Endpoints are fixed: a list for another set is refused whole.
+    s.set_owned_addresses(&[vec![]]);
+    assert_eq!(s.endpoints()[0].addresses.len(), 2);
+}
