@@ -21,6 +21,7 @@ pub mod golden;
 pub mod local_sa;
 pub mod opensm_dump;
 mod process;
+pub mod rdmacm;
 pub mod sa_agent;
 pub mod saquery;
 mod tools;

@@ -14,9 +14,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::saquery::{PATIENT, printed_answer};
-use conformance::{Fabric, LocalSa, Node, Topology};
-use mad_codec::zerocopy::FromBytes;
+use conformance::saquery::opensm_path;
+use conformance::{Fabric, LocalSa, Topology};
 use mad_codec::{Gid, PathRecord};
 
 /// The adapter every simulated node has (umad2sim's name).
@@ -50,25 +49,6 @@ fn printed_path(out: &str) -> HashMap<String, String> {
             Some((k.to_owned(), v.to_owned()))
         })
         .collect()
-}
-
-/// OpenSM's reversible PathRecord from `slid` to `dlid` in the default
-/// partition (what ibacm asks for), through lsaquery --master on `node`.
-fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> PathRecord {
-    let (slid, dlid) = (slid.to_string(), dlid.to_string());
-    let out = node
-        .lsaquery()
-        .arg("--master")
-        .args(PATIENT)
-        .args([
-            "-p", "--slid", &slid, "--dlid", &dlid, "--pkey", "0xffff", "-r", "1",
-        ])
-        .arg("-d")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (_, data) = printed_answer(&out.stdout)
-        .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
-    PathRecord::read_from_bytes(&data[..64]).unwrap()
 }
 
 /// `lsaquery --resolve DEST --json` through `socket`: its output, which

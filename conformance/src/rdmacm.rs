@@ -1,0 +1,209 @@
+//! The real librdmacm, run against local-sa's ibacm socket.
+//!
+//! librdmacm refuses to resolve anything without an RDMA device, and it
+//! always talks to ibacm at `/run/ibacm.sock`. A [`Librdmacm`] runs the
+//! probe program (`rdmacm/getaddrinfo_probe.c`, compiled with the
+//! system's C compiler against the installed librdmacm) in a private
+//! mount namespace (`unshare -m`, which needs root) where:
+//!
+//! * libibverbs sees one fake device through `SYSFS_PATH` (SIMULATOR.md:
+//!   `class/infiniband_verbs/...`, `class/infiniband/<dev>/node_type`);
+//! * `/dev/infiniband` is a fresh tmpfs holding an empty `uverbs0`, which
+//!   is all librdmacm checks of the device node;
+//! * `/run` is a fresh tmpfs whose `ibacm.sock` is local-sa's socket,
+//!   bind-mounted (no `/run/ibacm.port`, so librdmacm uses the socket),
+//!   or nothing when that socket does not exist (local-sa stopped);
+//! * `/etc/hosts` is the caller's file, when given, for resolves by name.
+//!
+//! Nothing outside the namespace changes, except that `/dev/infiniband`
+//! is created (empty) when the machine has none, and removed again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The probe's source, in this crate.
+const SOURCE: &str = "rdmacm/getaddrinfo_probe.c";
+
+/// What the namespace's shell does before it runs the probe: `$1` the fake
+/// sysfs, `$2` local-sa's socket, `$3` a hosts file or empty; the probe
+/// and its arguments follow.
+const SETUP: &str = r#"set -e
+sysfs=$1 socket=$2 hosts=$3
+shift 3
+mount -t tmpfs local-sa-test /run
+if [ -S "$socket" ]; then
+  : > /run/ibacm.sock
+  mount --bind "$socket" /run/ibacm.sock
+fi
+mount -t tmpfs local-sa-test /dev/infiniband
+: > /dev/infiniband/uverbs0
+if [ -n "$hosts" ]; then mount --bind "$hosts" /etc/hosts; fi
+SYSFS_PATH=$sysfs exec "$@"
+"#;
+
+/// The real librdmacm, ready to be asked through the probe.
+#[derive(Debug)]
+pub struct Librdmacm {
+    probe: PathBuf,
+    sysfs: PathBuf,
+    /// Whether this created `/dev/infiniband`, to remove it at the end.
+    made_dev_dir: bool,
+}
+
+/// One path record librdmacm returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutePath {
+    /// The `ibv_path_data` flags.
+    pub flags: u32,
+    /// The 64-byte path record, as on the wire.
+    pub record: Vec<u8>,
+}
+
+/// What the probe printed: the paths (none: "no route"), or its error.
+pub type Routes = Result<Vec<RoutePath>, String>;
+
+impl Librdmacm {
+    /// Compiles the probe into `dir` and writes the fake sysfs there.
+    pub fn prepare(dir: &Path) -> Result<Self, String> {
+        if !crate::tools::which("unshare").is_some_and(|_| is_root()) {
+            return Err(
+                "running librdmacm needs unshare(1) and root (a private mount namespace)".into(),
+            );
+        }
+        let probe = dir.join("rdma_getaddrinfo_probe");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(SOURCE);
+        let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let out = Command::new(&cc)
+            .args(["-O2", "-Wall", "-o"])
+            .arg(&probe)
+            .arg(&source)
+            .arg("-lrdmacm")
+            .output()
+            .map_err(|e| format!("{}: {e}", cc.to_string_lossy()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "compiling {} failed (is librdmacm-dev installed?): {}",
+                source.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let sysfs = dir.join("fake-sysfs");
+        let write = |rel: &str, text: &str| -> Result<(), String> {
+            let path = sysfs.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap_or(&sysfs))
+                .and_then(|()| std::fs::write(&path, text))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        };
+        write("class/infiniband_verbs/abi_version", "6\n")?;
+        write("class/infiniband_verbs/uverbs0/ibdev", "rxe0\n")?;
+        write("class/infiniband_verbs/uverbs0/dev", "231:192\n")?;
+        write("class/infiniband_verbs/uverbs0/abi_version", "1\n")?;
+        write("class/infiniband/rxe0/node_type", "1: CA\n")?;
+        let dev_dir = Path::new("/dev/infiniband");
+        let made_dev_dir = !dev_dir.exists();
+        if made_dev_dir {
+            std::fs::create_dir(dev_dir).map_err(|e| format!("{}: {e}", dev_dir.display()))?;
+        }
+        Ok(Self {
+            probe,
+            sysfs,
+            made_dev_dir,
+        })
+    }
+
+    /// Runs the probe with `args` (see the probe's usage) against the
+    /// ibacm socket `socket`, with `hosts` as `/etc/hosts` if given.
+    pub fn ask(&self, socket: &Path, hosts: Option<&Path>, args: &[&str]) -> Routes {
+        let out = self.run(socket, hosts, args)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "{}{}",
+                stdout,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        parse(&stdout)
+    }
+
+    fn run(&self, socket: &Path, hosts: Option<&Path>, args: &[&str]) -> Result<Output, String> {
+        let hosts = hosts.map(Path::as_os_str).unwrap_or_default();
+        Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                SETUP,
+                "probe",
+            ])
+            .arg(&self.sysfs)
+            .arg(socket)
+            .arg(hosts)
+            .arg(&self.probe)
+            .args(args)
+            .output()
+            .map_err(|e| format!("unshare: {e}"))
+    }
+}
+
+impl Drop for Librdmacm {
+    fn drop(&mut self) {
+        if self.made_dev_dir {
+            // Only if still empty: anything else there is not ours.
+            let _ = std::fs::remove_dir("/dev/infiniband");
+        }
+    }
+}
+
+/// The probe's output as paths.
+fn parse(stdout: &str) -> Routes {
+    let mut paths = Vec::new();
+    for line in stdout.lines() {
+        if line == "no route" {
+            return Ok(Vec::new());
+        }
+        let mut words = line.split_whitespace();
+        let (Some("path"), Some(flags), Some(hex), None) =
+            (words.next(), words.next(), words.next(), words.next())
+        else {
+            return Err(format!("unexpected probe output: {line:?}"));
+        };
+        let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16)
+            .map_err(|_| format!("unexpected flags: {line:?}"))?;
+        let record = mad_codec::hex::parse(hex)?;
+        paths.push(RoutePath { flags, record });
+    }
+    Ok(paths)
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probes_lines_become_paths() {
+        let line = format!("path 0x3 {}\n", "ab".repeat(64));
+        assert_eq!(
+            parse(&line),
+            Ok(vec![RoutePath {
+                flags: 3,
+                record: vec![0xAB; 64]
+            }])
+        );
+        assert_eq!(parse("no route\n"), Ok(vec![]));
+        assert!(parse("garbage\n").is_err());
+    }
+}

@@ -1,0 +1,90 @@
+//! The real librdmacm (rdma-core 44) asking local-sa, as every rdma_cm
+//! application does: `rdma_getaddrinfo()` by destination IP, with
+//! RAI_NUMERICHOST, with a source IP, by host name, and the RAI_ROUTEONLY
+//! request `rdma_resolve_route()` sends on InfiniBand. Each answer is
+//! OpenSM's PathRecord for the pair; what local-sa cannot resolve gets
+//! librdmacm's normal "no route", and so does a machine without local-sa.
+//!
+//! librdmacm runs in a private mount namespace with a fake verbs device
+//! and local-sa's socket at `/run/ibacm.sock` (`conformance::rdmacm`).
+
+use std::time::Duration;
+
+use conformance::rdmacm::{Librdmacm, RoutePath};
+use conformance::saquery::opensm_path;
+use conformance::{Fabric, LocalSa, Topology};
+use mad_codec::zerocopy::IntoBytes;
+
+/// `IBV_PATH_FLAG_PRIMARY` (`infiniband/sa.h`).
+const PRIMARY: u32 = 1 << 1;
+
+#[test]
+fn rdma_getaddrinfo_and_route_resolution_get_opensms_path_from_local_sa() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let librdmacm = Librdmacm::prepare(fabric.dir()).unwrap_or_else(|e| panic!("{e}"));
+    let server = LocalSa::start(
+        &fabric,
+        "h9",
+        &["--host-name", "node-b", "--address", "192.0.2.41"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = LocalSa::start(
+        &fabric,
+        "h2",
+        &["--host-name", "node-a", "--address", "192.0.2.22"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Every host's NodeDescription, and both nodes' names and addresses.
+    let hosts = fabric.topology().hcas().len() as u64;
+    sa.wait_until("the directory", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n >= hosts + 4)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (src_node, dest_node) = (fabric.node("h2").unwrap(), fabric.node("h9").unwrap());
+    let (src, dest) = (src_node.port().unwrap(), dest_node.port().unwrap());
+    let expected = opensm_path(&src_node, src.lid, dest.lid);
+    let hosts_file = fabric.dir().join("etc-hosts");
+    std::fs::write(&hosts_file, "127.0.0.1 localhost\n192.0.2.41 node-b\n").unwrap();
+    let socket = sa.acm_socket();
+
+    for args in [
+        &["192.0.2.41"][..],
+        &["--numeric", "192.0.2.41"],
+        &["--src", "192.0.2.22", "192.0.2.41"],
+        &["--route-only", "--src", "192.0.2.22", "192.0.2.41"],
+        &["node-b"],
+    ] {
+        let paths = librdmacm
+            .ask(socket, Some(&hosts_file), args)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let primary: Vec<&RoutePath> = paths.iter().filter(|p| p.flags & PRIMARY != 0).collect();
+        assert_eq!(primary.len(), 1, "{args:?}: {paths:?}");
+        assert_eq!(
+            primary[0].record,
+            expected.as_bytes(),
+            "{args:?}: librdmacm's path is not OpenSM's"
+        );
+    }
+    // A destination nobody published, and a source that is another
+    // host's: no route, librdmacm's normal outcome.
+    for args in [
+        &["192.0.2.99"][..],
+        &["--route-only", "--src", "192.0.2.41", "192.0.2.41"],
+    ] {
+        let paths = librdmacm
+            .ask(socket, None, args)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(paths.is_empty(), "{args:?}: {paths:?}");
+    }
+    // Without local-sa, librdmacm behaves as without ibacm.
+    let socket = socket.to_path_buf();
+    let (_, log) = sa.stop();
+    assert!(!log.contains("panicked"), "{log}");
+    let paths = librdmacm
+        .ask(&socket, None, &["192.0.2.41"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(paths.is_empty(), "{paths:?}");
+    drop(server);
+}
