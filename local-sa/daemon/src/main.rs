@@ -25,6 +25,7 @@ mod run;
 mod service_manager;
 mod settings;
 mod sm_key_file;
+mod source_route;
 mod stats;
 
 use std::process::ExitCode;

@@ -29,6 +29,7 @@ use crate::options::Options;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
+use crate::source_route::KernelRoutes;
 use local_sa_core::doors::Door;
 use local_sa_core::doors::acm::{AcmConfig, AcmService};
 use local_sa_core::doors::api::ApiService;
@@ -326,10 +327,9 @@ fn acm_door(
         names = names.len(),
         "ibacm door ready"
     );
-    Ok((
-        Some(AcmService::new(AcmConfig::default(), eps, names)),
-        listeners,
-    ))
+    let mut service = AcmService::new(AcmConfig::default(), eps, names);
+    service.set_source_route(Box::new(KernelRoutes));
+    Ok((Some(service), listeners))
 }
 
 /// The doors' account: the limits from the options, the total bounded by

@@ -27,6 +27,7 @@
 //! [`AcmConfig::max_pending`] requests, and more are refused with ENOMEM.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -171,8 +172,18 @@ pub struct AcmService {
     per_conn: HashMap<ConnId, usize>,
     next_id: u32,
     door: DoorCounters,
+    /// The kernel's routing, for a source the client does not name.
+    route: Option<Box<dyn SourceRoute>>,
     /// What the daemon is to do, in order.
     out: VecDeque<Output>,
+}
+
+/// Which local address the kernel would send from to reach an IP address
+/// (the daemon asks the kernel's routing table; tests give a table).
+pub trait SourceRoute: std::fmt::Debug {
+    /// The source address of the kernel's route to `destination`, if it
+    /// has one.
+    fn source_for(&self, destination: IpAddr) -> Option<IpAddr>;
 }
 
 impl AcmService {
@@ -190,8 +201,15 @@ impl AcmService {
             per_conn: HashMap::new(),
             next_id: 1,
             door: DoorCounters::default(),
+            route: None,
             out: VecDeque::new(),
         }
+    }
+
+    /// Chooses sources the client does not name by the kernel's routes
+    /// to IP destinations, as ibacm does.
+    pub fn set_source_route(&mut self, route: Box<dyn SourceRoute>) {
+        self.route = Some(route);
     }
 
     /// The endpoints served.
@@ -464,13 +482,17 @@ impl AcmService {
                 Err(_) => return self.refuse(None, &header, Status::ESRCTYPE),
             },
             None => {
-                let Some(ep) = self.default_source(&dest_address) else {
+                let Some((ep, chosen)) = self.default_source(&dest_address) else {
                     return self.refuse(None, &header, Status::ESRCADDR);
                 };
-                let echo = self.endpoints[ep]
-                    .addresses
-                    .iter()
-                    .find(|a| same_kind(a, &dest_address))
+                let echo = chosen
+                    .as_ref()
+                    .or_else(|| {
+                        self.endpoints[ep]
+                            .addresses
+                            .iter()
+                            .find(|a| same_kind(a, &dest_address))
+                    })
                     .map(|a| Entry::for_address(flags::SOURCE, a));
                 (ep, echo)
             }
@@ -534,13 +556,49 @@ impl AcmService {
     }
 
     /// The endpoint a destination is reached from when the client names
-    /// no source: the first with an address of the destination's kind,
-    /// else the first.
-    fn default_source(&self, dest: &Address) -> Option<usize> {
-        self.endpoints
-            .iter()
-            .position(|e| e.addresses.iter().any(|a| same_kind(a, dest)))
-            .or((!self.endpoints.is_empty()).then_some(0))
+    /// no source, as ibacm chooses it, and the source address chosen:
+    ///
+    /// 1. for an IP, the kernel's route to it ([`SourceRoute`]) names the
+    ///    source address, so the interface, so the port and P_Key
+    ///    (ibacm's `acm_svr_select_src`) — when this node owns it;
+    /// 2. for a GID (or a name the tables map to one), the first active
+    ///    endpoint on its subnet (the same GID prefix): on a node with a
+    ///    port on each of two subnets, the right rail;
+    /// 3. else the first active endpoint with an address of the
+    ///    destination's kind, else the first active one, else the first.
+    fn default_source(&self, dest: &Address) -> Option<(usize, Option<Address>)> {
+        if let (Address::Ip(ip), Some(route)) = (dest, &self.route)
+            && let Some(source) = route.source_for(*ip).map(Address::Ip)
+            && let Some(ep) = self
+                .endpoints
+                .iter()
+                .position(|e| e.addresses.contains(&source))
+        {
+            return Some((ep, Some(source)));
+        }
+        let active = |e: &&Endpoint| e.port.lid != 0;
+        let gid = match dest {
+            Address::Gid(gid) => Some(*gid),
+            Address::Lid(_) => None,
+            other => self
+                .names
+                .resolve(other)
+                .or_else(|| self.learned.resolve(other)),
+        };
+        let on_subnet = gid.and_then(|gid| {
+            self.endpoints
+                .iter()
+                .position(|e| active(&e) && e.port.gid.prefix() == gid.prefix())
+        });
+        let ep = on_subnet
+            .or_else(|| {
+                self.endpoints
+                    .iter()
+                    .position(|e| active(&e) && e.addresses.iter().any(|a| same_kind(a, dest)))
+            })
+            .or_else(|| self.endpoints.iter().position(|e| active(&e)))
+            .or((!self.endpoints.is_empty()).then_some(0))?;
+        Some((ep, None))
     }
 
     fn ask(

@@ -1,3 +1,5 @@
+use std::net::IpAddr;
+
 use bytes::BytesMut;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, Gid};
@@ -598,4 +600,125 @@ fn a_source_is_any_name_or_address_of_this_node_and_nothing_else() {
     // Endpoints are fixed: a list for another set is refused whole.
     s.set_owned_addresses(&[vec![]]);
     assert_eq!(s.endpoints()[0].addresses.len(), 2);
+}
+
+/// The kernel's routes, as a table: destination → source.
+#[derive(Debug)]
+struct Routes(Vec<(IpAddr, IpAddr)>);
+
+impl SourceRoute for Routes {
+    fn source_for(&self, destination: IpAddr) -> Option<IpAddr> {
+        self.0
+            .iter()
+            .find(|(d, _)| *d == destination)
+            .map(|(_, s)| *s)
+    }
+}
+
+/// A node with a port on each of two subnets (rails): port 1 (LID 4) on
+/// the default prefix with 10.0.0.4, port 2 (LID 14) on prefix 0xfec0…2
+/// with 10.2.0.4 on its P_Key 0x8002 interface.
+fn two_rails() -> AcmService {
+    let rail2 = Gid::new(0xFEC0_0000_0000_0002, 14);
+    let ep = |agent, port: PortIdentity, pkey, addresses| Endpoint {
+        agent,
+        port,
+        dev_guid: 0x44,
+        port_num: agent as u8 + 1,
+        phys_port_cnt: 2,
+        pkey,
+        addresses,
+    };
+    let mut second = port(14);
+    second.gid = rail2;
+    let mut names = Names::new();
+    for (name, gid) in [
+        ("far", Gid::new(0xFEC0_0000_0000_0002, 9)),
+        ("10.2.0.9", Gid::new(0xFEC0_0000_0000_0002, 9)),
+        ("192.168.1.1", Gid::new(PREFIX, 5)),
+    ] {
+        let address = crate::naming::parse_address(name).unwrap();
+        names.insert(address, gid, NameSource::HostsFile);
+    }
+    AcmService::new(
+        AcmConfig { max_pending: 8 },
+        vec![
+            ep(
+                0,
+                port(4),
+                0xFFFF,
+                vec![Address::Ip("10.0.0.4".parse().unwrap())],
+            ),
+            ep(1, second, 0xFFFF, vec![]),
+            ep(
+                1,
+                second,
+                0x8002,
+                vec![Address::Ip("10.2.0.4".parse().unwrap())],
+            ),
+        ],
+        names,
+    )
+}
+
+/// What a RESOLVE to `dest` without a source asks: the agent, SGID and
+/// P_Key; and the source it echoes.
+fn chosen_for(s: &mut AcmService, dest: Address) -> (usize, Gid, u16, Option<Address>) {
+    let conn = 40;
+    let step = s.handle_message(conn, &resolve(&[Entry::for_address(flags::DEST, &dest)]));
+    let Step::Ask {
+        agent,
+        id,
+        request: Request::PathQuery { query, .. },
+    } = step
+    else {
+        panic!("expected a path query for {dest}, got {step:?}");
+    };
+    let mut r = record(9);
+    r.set_sgid(query.template.sgid());
+    let reply = s
+        .reply_step(&answer(conn, id, MadStatus::OK, Some(&r), true))
+        .map(replied)
+        .unwrap();
+    let echo = (reply.len() > HEADER_LEN + ENTRY_LEN)
+        .then(|| Entry::parse(&reply[88..160]).unwrap().address().unwrap());
+    (agent, query.template.sgid(), query.template.pkey(), echo)
+}
+
+#[test]
+fn without_a_source_the_kernels_route_and_the_subnet_choose_the_rail() {
+    let mut s = two_rails();
+    let rail2 = Gid::new(0xFEC0_0000_0000_0002, 14);
+    // Without routes, an IP the hosts file maps to a GID on the second
+    // subnet goes from there.
+    let dest: IpAddr = "10.2.0.9".parse().unwrap();
+    assert_eq!(chosen_for(&mut s, Address::Ip(dest)).0, 1);
+    // The kernel routes 10.2.0.9 out of ib1.8002 (source 10.2.0.4).
+    s.set_source_route(Box::new(Routes(vec![(dest, "10.2.0.4".parse().unwrap())])));
+    assert_eq!(
+        chosen_for(&mut s, Address::Ip(dest)),
+        (
+            1,
+            rail2,
+            0x8002,
+            Some(Address::Ip("10.2.0.4".parse().unwrap()))
+        )
+    );
+    // A route through an interface that is not InfiniBand (eth0): the
+    // usual choice.
+    let other: IpAddr = "192.168.1.1".parse().unwrap();
+    s.set_source_route(Box::new(Routes(vec![(
+        other,
+        "192.168.1.4".parse().unwrap(),
+    )])));
+    assert_eq!(chosen_for(&mut s, Address::Ip(other)).0, 0);
+    // A GID, or a name mapped to one, on the second subnet: rail 2.
+    let far = Gid::new(0xFEC0_0000_0000_0002, 9);
+    assert_eq!(chosen_for(&mut s, Address::Gid(far)).1, rail2);
+    assert_eq!(chosen_for(&mut s, Address::Name("far".into())).1, rail2);
+    // A port that is down is not chosen: the first active one is.
+    let mut down = port(0);
+    down.gid = Gid::new(PREFIX, 4);
+    s.handle_port_change(0, down);
+    assert_eq!(chosen_for(&mut s, Address::Gid(Gid::new(PREFIX, 5))).0, 1);
 }
