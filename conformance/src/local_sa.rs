@@ -95,6 +95,14 @@ impl<'f> LocalSa<'f> {
         if !args.contains(&"--api-socket") {
             socket_args.extend(["--api-socket".as_ref(), api_socket.as_os_str()]);
         }
+        // The machine's ibacm options (if ibacm is configured here) are
+        // not the test's.
+        if !args.contains(&"--acm-options") {
+            socket_args.extend([
+                std::ffi::OsStr::new("--acm-options"),
+                std::ffi::OsStr::new("none"),
+            ]);
+        }
         let run_dir = fabric.dir().join(format!("{node}.run"));
         if !args.contains(&"--run-dir") {
             socket_args.extend(["--run-dir".as_ref(), run_dir.as_os_str()]);

@@ -10,13 +10,15 @@
 //!   `class/infiniband_verbs/...`, `class/infiniband/<dev>/node_type`);
 //! * `/dev/infiniband` is a fresh tmpfs holding an empty `uverbs0`, which
 //!   is all librdmacm checks of the device node;
-//! * `/run` is a fresh tmpfs whose `ibacm.sock` is local-sa's socket,
-//!   bind-mounted (no `/run/ibacm.port`, so librdmacm uses the socket),
-//!   or nothing when that socket does not exist (local-sa stopped);
+//! * `/run` is a fresh tmpfs holding what ibacm's clients look for —
+//!   local-sa's socket bind-mounted as `ibacm.sock` and `ibacm-unix.sock`,
+//!   or its TCP port files as `ibacm.port` and `ibacm-tcp.port` ([`Reach`])
+//!   —, or nothing when they do not exist (local-sa stopped);
 //! * `/etc/hosts` is the caller's file, when given, for resolves by name.
 //!
 //! Nothing outside the namespace changes, except that `/dev/infiniband`
-//! is created (empty) when the machine has none, and removed again.
+//! is created (empty) when the machine has none, and removed again when
+//! the process's last [`Librdmacm`] goes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,30 +26,66 @@ use std::process::{Command, Output};
 /// The probe's source, in this crate.
 const SOURCE: &str = "rdmacm/getaddrinfo_probe.c";
 
-/// What the namespace's shell does before it runs the probe: `$1` the fake
-/// sysfs, `$2` local-sa's socket, `$3` a hosts file or empty; the probe
-/// and its arguments follow.
+/// What the namespace's shell does before it runs the program: `$1` the
+/// fake sysfs, `$2` a hosts file or empty, then `SOURCE=TARGET` files to
+/// bind-mount (under the fresh `/run`) up to `--`; the program and its
+/// arguments follow.
 const SETUP: &str = r#"set -e
-sysfs=$1 socket=$2 hosts=$3
-shift 3
+sysfs=$1 hosts=$2
+shift 2
 mount -t tmpfs local-sa-test /run
-if [ -S "$socket" ]; then
-  : > /run/ibacm.sock
-  mount --bind "$socket" /run/ibacm.sock
-fi
+while [ "$1" != "--" ]; do
+  source=${1%%=*} target=${1#*=}
+  : > "$target"
+  mount --bind "$source" "$target"
+  shift
+done
+shift
 mount -t tmpfs local-sa-test /dev/infiniband
 : > /dev/infiniband/uverbs0
 if [ -n "$hosts" ]; then mount --bind "$hosts" /etc/hosts; fi
 SYSFS_PATH=$sysfs exec "$@"
 "#;
 
+/// How the clients in the namespace reach local-sa, where ibacm's clients
+/// look for ibacm.
+#[derive(Debug, Clone, Copy)]
+pub enum Reach<'a> {
+    /// Its Unix socket, at `/run/ibacm.sock` (librdmacm) and
+    /// `/run/ibacm-unix.sock` (ib_acme); nothing there if it does not
+    /// exist (local-sa stopped).
+    Socket(&'a Path),
+    /// Its TCP port files (`--acm-port-dir`), at `/run/ibacm.port`
+    /// (librdmacm) and `/run/ibacm-tcp.port` (ib_acme), those that exist.
+    PortDir(&'a Path),
+}
+
+impl Reach<'_> {
+    /// The `SOURCE=TARGET` bindings.
+    fn bindings(self) -> Vec<String> {
+        let pairs: Vec<(PathBuf, &str)> = match self {
+            Reach::Socket(s) => vec![
+                (s.to_owned(), "/run/ibacm.sock"),
+                (s.to_owned(), "/run/ibacm-unix.sock"),
+            ],
+            Reach::PortDir(d) => vec![
+                (d.join("ibacm.port"), "/run/ibacm.port"),
+                (d.join("ibacm-tcp.port"), "/run/ibacm-tcp.port"),
+            ],
+        };
+        pairs
+            .into_iter()
+            .filter(|(source, _)| source.exists())
+            .map(|(source, target)| format!("{}={target}", source.display()))
+            .collect()
+    }
+}
+
 /// The real librdmacm, ready to be asked through the probe.
 #[derive(Debug)]
 pub struct Librdmacm {
     probe: PathBuf,
     sysfs: PathBuf,
-    /// Whether this created `/dev/infiniband`, to remove it at the end.
-    made_dev_dir: bool,
 }
 
 /// One path record librdmacm returned.
@@ -99,22 +137,16 @@ impl Librdmacm {
         write("class/infiniband_verbs/uverbs0/dev", "231:192\n")?;
         write("class/infiniband_verbs/uverbs0/abi_version", "1\n")?;
         write("class/infiniband/rxe0/node_type", "1: CA\n")?;
-        let dev_dir = Path::new("/dev/infiniband");
-        let made_dev_dir = !dev_dir.exists();
-        if made_dev_dir {
-            std::fs::create_dir(dev_dir).map_err(|e| format!("{}: {e}", dev_dir.display()))?;
-        }
-        Ok(Self {
-            probe,
-            sysfs,
-            made_dev_dir,
-        })
+        dev_dir_users(1)?;
+        Ok(Self { probe, sysfs })
     }
 
-    /// Runs the probe with `args` (see the probe's usage) against the
-    /// ibacm socket `socket`, with `hosts` as `/etc/hosts` if given.
-    pub fn ask(&self, socket: &Path, hosts: Option<&Path>, args: &[&str]) -> Routes {
-        let out = self.run(socket, hosts, args)?;
+    /// Runs the probe with `args` (see the probe's usage), reaching
+    /// local-sa by `reach`, with `hosts` as `/etc/hosts` if given.
+    pub fn ask(&self, reach: Reach<'_>, hosts: Option<&Path>, args: &[&str]) -> Routes {
+        let mut command = vec![self.probe.as_os_str()];
+        command.extend(args.iter().map(std::ffi::OsStr::new));
+        let out = self.run(reach, hosts, &command)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             return Err(format!(
@@ -126,7 +158,15 @@ impl Librdmacm {
         parse(&stdout)
     }
 
-    fn run(&self, socket: &Path, hosts: Option<&Path>, args: &[&str]) -> Result<Output, String> {
+    /// Runs `command` (a program and its arguments) in the namespace,
+    /// reaching local-sa by `reach`: `ib_acme` finds it where it finds
+    /// ibacm.
+    pub fn run<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        reach: Reach<'_>,
+        hosts: Option<&Path>,
+        command: &[S],
+    ) -> Result<Output, String> {
         let hosts = hosts.map(Path::as_os_str).unwrap_or_default();
         Command::new("unshare")
             .args([
@@ -136,13 +176,13 @@ impl Librdmacm {
                 "sh",
                 "-c",
                 SETUP,
-                "probe",
+                "setup",
             ])
             .arg(&self.sysfs)
-            .arg(socket)
             .arg(hosts)
-            .arg(&self.probe)
-            .args(args)
+            .args(reach.bindings())
+            .arg("--")
+            .args(command)
             .output()
             .map_err(|e| format!("unshare: {e}"))
     }
@@ -150,11 +190,34 @@ impl Librdmacm {
 
 impl Drop for Librdmacm {
     fn drop(&mut self) {
-        if self.made_dev_dir {
+        let _ = dev_dir_users(-1);
+    }
+}
+
+/// Counts the [`Librdmacm`]s of this process: the first creates
+/// `/dev/infiniband` if the machine has none (the namespace mounts its
+/// tmpfs there), the last removes what the first created.
+fn dev_dir_users(change: isize) -> Result<(), String> {
+    static USERS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+    let dev_dir = Path::new("/dev/infiniband");
+    let mut users = USERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (count, made) = &mut *users;
+    if change > 0 {
+        if *count == 0 && !dev_dir.exists() {
+            std::fs::create_dir(dev_dir).map_err(|e| format!("{}: {e}", dev_dir.display()))?;
+            *made = true;
+        }
+        *count += 1;
+    } else {
+        *count = count.saturating_sub(1);
+        if *count == 0 && std::mem::take(made) {
             // Only if still empty: anything else there is not ours.
-            let _ = std::fs::remove_dir("/dev/infiniband");
+            let _ = std::fs::remove_dir(dev_dir);
         }
     }
+    Ok(())
 }
 
 /// The probe's output as paths.

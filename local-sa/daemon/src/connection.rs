@@ -8,16 +8,14 @@
 //! frees the queue, however little the peer reads.
 
 use std::cell::Cell;
-use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use smol::Async;
 use smol::channel::{self, Receiver, Sender};
-use smol::io::AsyncWriteExt;
 
 use crate::door_limits::{Admission, Cut, Receiving, SharedDoors};
+use crate::stream::Stream;
 
 /// Bytes read from a socket at a time while a frame arrives: memory grows
 /// with what came, not with what the frame's length announced.
@@ -27,7 +25,7 @@ const READ_CHUNK: usize = 64 << 10;
 /// last task lets go of it, as the socket closes).
 #[derive(Debug)]
 pub(crate) struct Conn {
-    pub(crate) stream: Async<UnixStream>,
+    pub(crate) stream: Stream,
     pub(crate) admission: Admission,
     /// Which door, for logs.
     pub(crate) door: &'static str,
@@ -41,7 +39,7 @@ impl Conn {
     }
 
     fn shutdown(&self) {
-        let _ = self.stream.get_ref().shutdown(std::net::Shutdown::Both);
+        self.stream.shutdown();
     }
 }
 
@@ -51,10 +49,10 @@ impl Conn {
 /// as it drops).
 pub(crate) fn admit(
     doors: &SharedDoors,
-    stream: Async<UnixStream>,
+    stream: Stream,
     door: &'static str,
 ) -> Option<(Rc<Conn>, Outbox, impl Future<Output = ()> + use<>)> {
-    let admission = Admission::new(doors, stream.get_ref(), door)?;
+    let admission = Admission::new(doors, stream.peer_uid(), door)?;
     let conn = Rc::new(Conn {
         stream,
         admission,
@@ -121,7 +119,7 @@ const WRITE_BATCH: usize = 64 << 10;
 /// [`WRITE_BATCH`]), so that answers to pipelined requests cost one
 /// system call between them.
 async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>, queued: Rc<Cell<usize>>) {
-    let mut stream = &conn.stream;
+    let stream = &conn.stream;
     let mut batch = Vec::new();
     while let Ok(frame) = frames.recv().await {
         let written = match frames.try_recv() {
@@ -255,7 +253,7 @@ impl FrameReader {
             }
             let at = self.buf.len();
             self.buf.resize(at + READ_CHUNK, 0);
-            let read = std::io::Read::read(&mut conn.stream.get_ref(), &mut self.buf[at..]);
+            let read = conn.stream.read(&mut self.buf[at..]);
             let n = read.as_ref().map_or(0, |n| *n);
             self.buf.truncate(at + n);
             self.account.shrink(READ_CHUNK - n);
@@ -303,6 +301,7 @@ async fn with_deadline<T>(
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};
+    use std::os::unix::net::UnixStream;
     use std::time::Duration;
 
     use super::*;
@@ -321,9 +320,10 @@ mod tests {
     /// A connection admitted under `doors`, and the peer's end.
     fn connection(doors: &SharedDoors) -> (Rc<Conn>, UnixStream) {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let admission = Admission::new(doors, &ours, "test").unwrap();
+        let stream = Stream::Unix(smol::Async::new(ours).unwrap());
+        let admission = Admission::new(doors, stream.peer_uid(), "test").unwrap();
         let conn = Conn {
-            stream: Async::new(ours).unwrap(),
+            stream,
             admission,
             door: "test",
         };

@@ -19,7 +19,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -269,12 +268,13 @@ impl Admission {
     /// socket, closing it).
     pub(crate) fn new(
         doors: &SharedDoors,
-        socket: &UnixStream,
+        peer_uid: Option<u32>,
         door: &'static str,
     ) -> Option<Self> {
-        // A peer whose credentials cannot be read counts as user
-        // u32::MAX: it is limited like any one unprivileged user.
-        let user = umad::process::peer_uid(socket).unwrap_or(u32::MAX);
+        // A peer whose user is not known (a TCP client, credentials that
+        // cannot be read) counts as user u32::MAX: all such peers together
+        // are limited like any one unprivileged user.
+        let user = peer_uid.unwrap_or(u32::MAX);
         Self::admit(doors, user, umad::process::is_admin(user), door)
     }
 
@@ -382,10 +382,13 @@ impl Drop for Receiving {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::net::UnixStream;
+
     use super::*;
 
-    fn pair() -> UnixStream {
-        UnixStream::pair().unwrap().0
+    /// This process's user, as a Unix socket's peer credentials tell it.
+    fn me() -> Option<u32> {
+        umad::process::peer_uid(&UnixStream::pair().unwrap().0).ok()
     }
 
     #[test]
@@ -396,12 +399,12 @@ mod tests {
             ..DoorLimits::default()
         };
         let doors = Doors::shared(limits, 1 << 20);
-        let a = Admission::new(&doors, &pair(), API_DOOR).unwrap();
-        let _b = Admission::new(&doors, &pair(), ACM_DOOR).unwrap();
+        let a = Admission::new(&doors, me(), API_DOOR).unwrap();
+        let _b = Admission::new(&doors, me(), ACM_DOOR).unwrap();
         let c = doors.borrow().counters();
         assert_eq!((c.api_connections, c.acm_connections), (1, 1));
         // Every connection here is this user's: the third is over its share.
-        assert!(Admission::new(&doors, &pair(), "test").is_none());
+        assert!(Admission::new(&doors, me(), "test").is_none());
         assert_eq!(doors.borrow().counters().refused_per_user, 1);
         drop(a);
         let c = doors.borrow().counters();
@@ -409,7 +412,22 @@ mod tests {
             (c.connections, c.api_connections, c.acm_connections),
             (1, 0, 1)
         );
-        assert!(Admission::new(&doors, &pair(), "test").is_some());
+        assert!(Admission::new(&doors, me(), "test").is_some());
+    }
+
+    #[test]
+    fn peers_of_unknown_user_share_one_unprivileged_users_share() {
+        let limits = DoorLimits {
+            total: 100,
+            per_user: 10,
+            ..DoorLimits::default()
+        };
+        let doors = Doors::shared(limits, 1 << 20);
+        let tcp: Vec<_> = (0..40)
+            .filter_map(|_| Admission::new(&doors, None, ACM_DOOR))
+            .collect();
+        assert_eq!(tcp.len(), 10, "TCP clients together are one user");
+        assert!(Admission::new(&doors, Some(1000), ACM_DOOR).is_some());
     }
 
     #[test]

@@ -37,11 +37,17 @@ fn read<T>(
     parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The names table: the hosts file's entries.
+/// The names table: the hosts file's entries. ibacm reads its hosts file
+/// only when its options say `addr_preload acm_hosts` (which gives
+/// `--acm-hosts`), so there is no default one.
 pub(crate) fn names(options: &Options) -> Result<Names, String> {
     let mut names = Names::new();
-    if let Some(path) = chosen(options.acm_hosts.as_ref(), "ibacm_hosts.data") {
-        let entries = read(&path, naming::parse_hosts)?;
+    let hosts = options
+        .acm_hosts
+        .as_ref()
+        .filter(|p| p.as_os_str() != "none");
+    if let Some(path) = hosts {
+        let entries = read(path, naming::parse_hosts)?;
         info!(file = %path.display(), entries = entries.len(), "read the ibacm hosts file");
         for (address, gid) in entries {
             names.insert(address, gid, NameSource::HostsFile);

@@ -1,10 +1,13 @@
-//! A listening Unix stream socket of one of the doors (the local API, the
-//! ibacm protocol): bound by the daemon, or inherited through systemd
-//! socket activation. A socket the daemon bound is removed when it stops;
-//! an inherited one belongs to systemd and is left in place.
+//! A listening stream socket of one of the doors (the local API, the
+//! ibacm protocol): a Unix socket bound by the daemon or inherited through
+//! systemd socket activation, or a TCP socket (the ibacm door in ibacm's
+//! `loop` and `open` server modes). A Unix socket the daemon bound is
+//! removed when it stops; an inherited one belongs to systemd and is left
+//! in place.
 
 use std::cell::Cell;
 use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -16,17 +19,45 @@ use tracing::warn;
 
 use local_sa_core::request::ConnId;
 
+use crate::stream::Stream;
+
 /// A listening socket.
 #[derive(Debug)]
 pub(crate) struct Listener {
-    socket: Async<UnixListener>,
+    socket: Socket,
     /// Where it listens, for logs.
     label: String,
     /// The socket file to remove on drop (bound here, not inherited).
     file: Option<PathBuf>,
 }
 
+/// What listens.
+#[derive(Debug)]
+enum Socket {
+    Unix(Async<UnixListener>),
+    Tcp(Async<TcpListener>),
+}
+
 impl Listener {
+    /// Listens for TCP connections on `addr`.
+    pub(crate) fn bind_tcp(addr: SocketAddr) -> io::Result<Self> {
+        let listener = TcpListener::bind(addr)?;
+        let label = format!("TCP {}", listener.local_addr()?);
+        Ok(Self {
+            socket: Socket::Tcp(Async::new(listener)?),
+            label,
+            file: None,
+        })
+    }
+
+    /// The address it listens on, if it is a TCP socket.
+    pub(crate) fn tcp_addr(&self) -> Option<SocketAddr> {
+        match &self.socket {
+            Socket::Tcp(l) => l.get_ref().local_addr().ok(),
+            Socket::Unix(_) => None,
+        }
+    }
+
     /// Binds `path` with file mode `mode` and, if given, group `gid`. A
     /// stale socket file there is replaced; one that a live server answers
     /// on is left alone and refused with `AddrInUse`.
@@ -46,7 +77,7 @@ impl Listener {
         }
         let listener = UnixListener::bind(path)?;
         let this = Self {
-            socket: Async::new(listener)?,
+            socket: Socket::Unix(Async::new(listener)?),
             label: path.display().to_string(),
             file: Some(path.to_owned()),
         };
@@ -68,7 +99,7 @@ impl Listener {
             Err(_) => "an unnamed socket".into(),
         };
         Ok(Self {
-            socket: Async::new(listener)?,
+            socket: Socket::Unix(Async::new(listener)?),
             label: format!("{label} (from systemd)"),
             file: None,
         })
@@ -82,10 +113,14 @@ impl Listener {
     /// The next connection, numbered from `ids` (shared by every door, so
     /// that a number names one connection daemon-wide). Accept errors
     /// (out of descriptors, say) are logged and retried after a pause.
-    pub(crate) async fn accept(&self, ids: &Cell<ConnId>) -> (ConnId, Async<UnixStream>) {
+    pub(crate) async fn accept(&self, ids: &Cell<ConnId>) -> (ConnId, Stream) {
         loop {
-            match self.socket.accept().await {
-                Ok((stream, _)) => {
+            let accepted = match &self.socket {
+                Socket::Unix(l) => l.accept().await.map(|(s, _)| Stream::Unix(s)),
+                Socket::Tcp(l) => l.accept().await.map(|(s, _)| Stream::Tcp(s)),
+            };
+            match accepted {
+                Ok(stream) => {
                     let conn = ids.get();
                     ids.set(conn + 1);
                     return (conn, stream);

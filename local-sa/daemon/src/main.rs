@@ -1,5 +1,6 @@
 //! The local-sa daemon: see `local-sa --help`.
 
+mod acm_server;
 mod activation;
 mod address_watch;
 mod bridge;
@@ -27,6 +28,7 @@ mod settings;
 mod sm_key_file;
 mod source_route;
 mod stats;
+mod stream;
 
 use std::process::ExitCode;
 

@@ -6,17 +6,16 @@
 //! [`DEADLINE`] for the whole exchange.
 
 use std::cell::{Cell, RefCell};
-use std::net::{SocketAddr, TcpListener};
-use std::os::unix::net::UnixStream;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use smol::Async;
-use smol::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
-use tracing::{info, warn};
+use smol::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tracing::info;
 
 use crate::listener::Listener;
+use crate::stream::AsyncIo;
 
 /// Connections served at once.
 pub(crate) const MAX_OPEN: usize = 16;
@@ -56,33 +55,19 @@ pub(crate) struct Shared {
 }
 
 /// The listening endpoint.
-pub(crate) enum MetricsListener {
-    /// On TCP.
-    Tcp(Async<TcpListener>),
-    /// On a Unix socket (removed when the daemon stops).
-    Unix(Listener),
-}
+#[derive(Debug)]
+pub(crate) struct MetricsListener(Listener);
 
 impl MetricsListener {
     /// Binds `addr` (a Unix socket with mode 0666: the counters are no
     /// secret).
     pub(crate) fn bind(addr: &MetricsAddr) -> std::io::Result<Self> {
         let listener = match addr {
-            MetricsAddr::Tcp(a) => Self::Tcp(Async::<TcpListener>::bind(*a)?),
-            MetricsAddr::Unix(path) => Self::Unix(Listener::bind(path, 0o666, None)?),
+            MetricsAddr::Tcp(a) => Listener::bind_tcp(*a)?,
+            MetricsAddr::Unix(path) => Listener::bind(path, 0o666, None)?,
         };
         info!(at = %listener.label(), "serving metrics (GET /metrics)");
-        Ok(listener)
-    }
-
-    fn label(&self) -> String {
-        match self {
-            Self::Tcp(l) => l
-                .get_ref()
-                .local_addr()
-                .map_or_else(|_| "TCP".into(), |a| a.to_string()),
-            Self::Unix(l) => l.label().to_owned(),
-        }
+        Ok(Self(listener))
     }
 }
 
@@ -94,20 +79,8 @@ pub(crate) async fn serve(
 ) {
     let ids = Cell::new(0);
     loop {
-        let stream: Box<dyn Stream> = match &listener {
-            MetricsListener::Tcp(l) => match l.accept().await {
-                Ok((s, _)) => Box::new(s),
-                Err(e) => {
-                    warn!(error = %e, "accepting a metrics connection failed");
-                    smol::Timer::after(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            MetricsListener::Unix(l) => {
-                let (_, s): (_, Async<UnixStream>) = l.accept(&ids).await;
-                Box::new(s)
-            }
-        };
+        let (_, stream) = listener.0.accept(&ids).await;
+        let stream = stream.into_io();
         let Some(ex) = ex.upgrade() else {
             return;
         };
@@ -130,12 +103,8 @@ pub(crate) async fn serve(
     }
 }
 
-/// A connection of either kind.
-trait Stream: AsyncRead + AsyncWrite + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Unpin> Stream for T {}
-
 /// Reads one request and answers it.
-async fn answer(mut stream: Box<dyn Stream>, shared: &Shared) -> std::io::Result<()> {
+async fn answer(mut stream: Box<dyn AsyncIo>, shared: &Shared) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -161,7 +130,7 @@ async fn answer(mut stream: Box<dyn Stream>, shared: &Shared) -> std::io::Result
     }
 }
 
-async fn respond(stream: &mut Box<dyn Stream>, status: &str, body: &str) -> std::io::Result<()> {
+async fn respond(stream: &mut Box<dyn AsyncIo>, status: &str, body: &str) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
@@ -204,10 +173,7 @@ mod tests {
         let ex = Rc::new(smol::LocalExecutor::new());
         let listener =
             MetricsListener::bind(&MetricsAddr::Tcp("127.0.0.1:0".parse().unwrap())).unwrap();
-        let MetricsListener::Tcp(l) = &listener else {
-            unreachable!()
-        };
-        let addr = l.get_ref().local_addr().unwrap();
+        let addr = listener.0.tcp_addr().unwrap();
         let shared = Rc::new(Shared::default());
         *shared.text.borrow_mut() = "local_sa_hits_total{port=\"a/1\"} 3\n".into();
         ex.spawn(serve(listener, shared.clone(), Rc::downgrade(&ex)))

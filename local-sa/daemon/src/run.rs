@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use async_signal::{Signal, Signals};
 use tracing::{info, warn};
 
+use crate::acm_server::{self, PortFiles};
 use crate::activation;
 use crate::address_watch;
 use crate::door_limits::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
@@ -113,7 +114,8 @@ pub(crate) fn run(
     }
     let facts: Vec<PortFacts> = ports.iter().map(|p| p.facts.clone()).collect();
     let owned_plan = endpoints::owned_plan(options).map_err(DaemonError::Acm)?;
-    let (acm, acm_listeners) = acm_door(options, &owned_plan, &sysfs, &facts, activated.acm)?;
+    let (acm, acm_listeners, _port_files) =
+        acm_door(options, &owned_plan, &sysfs, &facts, activated.acm)?;
     let acm_endpoints = acm
         .as_ref()
         .map_or_else(Vec::new, |a| a.endpoints().to_vec());
@@ -280,17 +282,24 @@ async fn tag<T>(i: usize, from: smol::channel::Receiver<T>, to: smol::channel::S
     }
 }
 
-/// The ibacm door and its listening sockets, or none if it serves on no
-/// socket. Sockets systemd passed replace the default ones; default
-/// sockets that cannot be created are skipped with a warning; sockets
-/// asked for with --acm-socket must be created.
+/// The ibacm door (none if it serves on no socket), its listening
+/// sockets, and the port files of its TCP server mode (removed when
+/// dropped).
+type AcmDoor = (Option<AcmService>, Vec<Listener>, Option<PortFiles>);
+
+/// The ibacm door, its listening sockets, and the port files of its TCP
+/// server mode; no door if it serves on no socket. Sockets systemd passed
+/// replace the default Unix ones; default sockets that cannot be created
+/// are skipped with a warning; sockets asked for with --acm-socket, and
+/// the TCP socket of --acm-server-mode loop or open, must be created.
 fn acm_door(
     options: &Options,
     owned_plan: &endpoints::OwnedPlan,
     sysfs: &Sysfs,
     facts: &[PortFacts],
     inherited: Vec<Listener>,
-) -> Result<(Option<AcmService>, Vec<Listener>), DaemonError> {
+) -> Result<AcmDoor, DaemonError> {
+    acm_server::log_ibacm_options(options);
     let (mut paths, defaults) = options.acm_socket_paths();
     if defaults && !inherited.is_empty() {
         paths.clear();
@@ -316,8 +325,13 @@ fn acm_door(
             }
         }
     }
+    let mut port_files = None;
+    if !none && let Some((tcp, files)) = acm_server::tcp(options)? {
+        listeners.push(tcp);
+        port_files = Some(files);
+    }
     if listeners.is_empty() {
-        return Ok((None, listeners));
+        return Ok((None, listeners, None));
     }
     let names = endpoints::names(options).map_err(DaemonError::Acm)?;
     let eps = endpoints::endpoints(owned_plan, sysfs, facts);
@@ -329,7 +343,7 @@ fn acm_door(
     );
     let mut service = AcmService::new(AcmConfig::default(), eps, names);
     service.set_source_route(Box::new(KernelRoutes));
-    Ok((Some(service), listeners))
+    Ok((Some(service), listeners, port_files))
 }
 
 /// The doors' account: the limits from the options, the total bounded by

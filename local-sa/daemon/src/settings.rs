@@ -36,6 +36,19 @@ pub(crate) fn restart_needed(old: &Options, new: &Options) -> Vec<&'static str> 
     check(old.api_group != new.api_group, "api-group");
     check(old.acm_sockets != new.acm_sockets, "acm-socket");
     check(old.acm_addr != new.acm_addr, "acm-addr");
+    check(
+        old.acm_server_mode != new.acm_server_mode,
+        "acm-server-mode",
+    );
+    check(
+        old.acm_server_port != new.acm_server_port,
+        "acm-server-port",
+    );
+    check(
+        old.acm_kernel_only != new.acm_kernel_only,
+        "acm-kernel-only",
+    );
+    check(old.acm_port_dir != new.acm_port_dir, "acm-port-dir");
     check(old.netlink != new.netlink, "netlink");
     check(old.metrics != new.metrics, "metrics");
     // Told the kernel at start; follows the upstream time-outs by default.

@@ -58,8 +58,7 @@ where
         }
         let source = match matches.value_source(id) {
             Some(ValueSource::DefaultValue) => "default",
-            _ if sources.from_command_line.iter().any(|l| l == long) => "command line",
-            _ => "config file",
+            _ => sources.origin(long),
         };
         let value = if matches!(arg.get_action(), ArgAction::Append) {
             let items: Vec<String> = raw.iter().map(|v| toml_value(v)).collect();

@@ -1,6 +1,7 @@
 //! The daemon's settings: command-line options, preceded by a TOML config
 //! file of the same settings (config_file.rs). The command line wins.
 
+pub(crate) mod acm_options;
 mod config_file;
 pub(crate) mod effective;
 pub(crate) mod sample;
@@ -18,6 +19,7 @@ use local_sa_core::quota::RegistrationLimits;
 use local_sa_core::{AgentConfig, SmKey};
 
 use crate::sm_key_file;
+use acm_options::AcmOptions;
 use config_file::{FileError, FileSetting};
 use local_sa_cli::number;
 
@@ -214,9 +216,43 @@ pub(crate) struct Options {
     #[arg(long = "acm-socket", value_name = "PATH")]
     pub(crate) acm_sockets: Vec<PathBuf>,
     /// ibacm's hosts file (`address GID` lines: names and IP addresses of
-    /// hosts); default /etc/rdma/ibacm_hosts.data if it exists.
+    /// hosts); default: the one ibacm's options file names with
+    /// `addr_preload acm_hosts` (as ibacm, which reads none otherwise);
+    /// "none" reads none.
     #[arg(long, value_name = "FILE")]
     pub(crate) acm_hosts: Option<PathBuf>,
+    /// ibacm's options file, read so that a node moving from ibacm keeps
+    /// its settings: server_mode, server_port, acme_plus_kernel_only,
+    /// addr_preload/addr_data_file, timeout, retries and log_level become
+    /// the options here that do the same (local-sa's config file and
+    /// command line win); the rest are named in the log. Default
+    /// /etc/rdma/ibacm_opts.cfg if it exists; "none" reads none.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) acm_options: Option<PathBuf>,
+    /// How ibacm's clients reach the ibacm door, as ibacm's server_mode:
+    /// "unix" on its Unix sockets (--acm-socket), "loop" on TCP at
+    /// 127.0.0.1, "open" on TCP at every address of the host (anyone who
+    /// can reach it may ask). With TCP, the port goes into ibacm-tcp.port
+    /// (ib_acme) and ibacm.port (librdmacm) in --acm-port-dir, removed at
+    /// exit.
+    #[arg(long, value_name = "MODE", default_value = "unix", value_parser = ["unix", "loop", "open"])]
+    pub(crate) acm_server_mode: String,
+    /// The TCP port of the "loop" and "open" server modes (ibacm's
+    /// server_port; 0: one the kernel picks, written to the port files).
+    #[arg(long, value_name = "PORT", default_value = "6125")]
+    pub(crate) acm_server_port: u16,
+    /// "yes": serve ib_acme and the kernel, not librdmacm, as ibacm's
+    /// acme_plus_kernel_only (no /run/ibacm.sock by default, no
+    /// ibacm.port).
+    #[arg(long, value_name = "yes|no", default_value = "no", value_parser = ["yes", "no"])]
+    pub(crate) acm_kernel_only: String,
+    /// Where the TCP server modes write the port files librdmacm and
+    /// ib_acme read.
+    #[arg(long, value_name = "DIR", default_value = "/run")]
+    pub(crate) acm_port_dir: PathBuf,
+    /// ibacm's options file as read, for the log.
+    #[arg(skip)]
+    pub(crate) acm_options_read: Option<(PathBuf, AcmOptions)>,
     /// ibacm's address file (`address device port pkey` lines: names and
     /// addresses of this node's endpoints); default
     /// /etc/rdma/ibacm_addr.cfg if it exists.
@@ -409,6 +445,23 @@ pub(crate) struct Sources {
     pub(crate) file: Option<PathBuf>,
     /// The long names of the settings the command line gave.
     pub(crate) from_command_line: Vec<String>,
+    /// ibacm's options file read, and what it said.
+    pub(crate) acm_options: Option<(PathBuf, AcmOptions)>,
+    /// The long names of the settings ibacm's options file gave.
+    pub(crate) from_ibacm: Vec<String>,
+}
+
+impl Sources {
+    /// Where the setting `long` came from, when not from a default.
+    pub(crate) fn origin(&self, long: &str) -> &'static str {
+        if self.from_command_line.iter().any(|l| l == long) {
+            "command line"
+        } else if self.from_ibacm.iter().any(|l| l == long) {
+            "ibacm options file"
+        } else {
+            "config file"
+        }
+    }
 }
 
 impl Options {
@@ -421,6 +474,7 @@ impl Options {
     {
         let sources = Self::sources(args)?;
         let mut options = Self::try_parse_from(&sources.merged).map_err(OptionsError::Clap)?;
+        options.acm_options_read = sources.acm_options;
         if let Some(path) = &options.sm_key_file {
             options.sm_key = Some(sm_key_file::read(path).map_err(OptionsError::SmKeyFile)?);
         }
@@ -455,11 +509,7 @@ impl Options {
             .collect();
         let program = args.first().cloned().unwrap_or_else(|| "local-sa".into());
         let Some((path, text)) = Self::config_text(cli.get_one::<PathBuf>("config"))? else {
-            return Ok(Sources {
-                merged: args,
-                file: None,
-                from_command_line,
-            });
+            return Self::with_acm_options(args, None, from_command_line, &[]);
         };
         let settings = config_file::parse(&path, &text, &command).map_err(OptionsError::File)?;
         // Each setting alone first, so that a refused value names its
@@ -490,11 +540,50 @@ impl Options {
             .chain(kept.iter().flat_map(|s| s.args()))
             .chain(args.into_iter().skip(1))
             .collect();
-        Ok(Sources {
+        let in_file: Vec<String> = settings.iter().map(|s| s.name.clone()).collect();
+        Self::with_acm_options(merged, Some(path), from_command_line, &in_file)
+    }
+
+    /// `merged` (the program name, the config file's settings, the
+    /// command line) preceded by what ibacm's options file sets that
+    /// neither the config file (`in_file`) nor the command line does.
+    fn with_acm_options(
+        merged: Vec<OsString>,
+        file: Option<PathBuf>,
+        from_command_line: Vec<String>,
+        in_file: &[String],
+    ) -> Result<Sources, OptionsError> {
+        let options = Self::try_parse_from(&merged).map_err(OptionsError::Clap)?;
+        let mut sources = Sources {
             merged,
-            file: Some(path),
+            file,
             from_command_line,
-        })
+            acm_options: None,
+            from_ibacm: Vec::new(),
+        };
+        let Some(path) = acm_options::path(options.acm_options.as_ref()) else {
+            return Ok(sources);
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| OptionsError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let read = acm_options::translate(&text);
+        let set_here = |long: &str| {
+            sources.from_command_line.iter().any(|l| l == long) || in_file.iter().any(|l| l == long)
+        };
+        let taken: Vec<&acm_options::Translated> = read
+            .translated
+            .iter()
+            .filter(|t| !set_here(t.long))
+            .collect();
+        let mut merged: Vec<OsString> = sources.merged[..1].to_vec();
+        merged.extend(taken.iter().flat_map(|t| t.args()).map(OsString::from));
+        merged.extend(sources.merged.drain(1..));
+        sources.from_ibacm = taken.iter().map(|t| t.long.to_owned()).collect();
+        sources.merged = merged;
+        sources.acm_options = Some((path, read));
+        Ok(sources)
     }
 
     /// The config file to read and its text: `--config`'s (an error if it
@@ -532,6 +621,13 @@ impl Options {
     /// the defaults (which may be skipped when they cannot be created).
     pub(crate) fn acm_socket_paths(&self) -> (Vec<PathBuf>, bool) {
         match &self.acm_sockets[..] {
+            // ibacm's TCP modes serve no Unix socket.
+            [] if self.acm_server_mode != "unix" => (Vec::new(), true),
+            // ib_acme's, and librdmacm's unless only ib_acme and the
+            // kernel are served.
+            [] if self.acm_kernel_only == "yes" => {
+                (vec![PathBuf::from("/run/ibacm-unix.sock")], true)
+            }
             [] => (
                 vec![
                     PathBuf::from("/run/ibacm-unix.sock"),

@@ -12,7 +12,7 @@ use super::config_file::settable;
 use super::effective::toml_value;
 
 /// An example value for each setting that has no default, as TOML.
-const EXAMPLES: [(&str, &str); 15] = [
+const EXAMPLES: [(&str, &str); 16] = [
     ("ca", "\"mlx5_0\""),
     ("port", "1"),
     ("sm-key", "\"0x0000000000000001\""),
@@ -26,6 +26,7 @@ const EXAMPLES: [(&str, &str); 15] = [
     ),
     ("acm-hosts", "\"/etc/rdma/ibacm_hosts.data\""),
     ("acm-addr", "\"/etc/rdma/ibacm_addr.cfg\""),
+    ("acm-options", "\"/etc/rdma/ibacm_opts.cfg\""),
     ("host-name", "\"node001\""),
     ("address", "[\"192.0.2.10\"]"),
     ("netlink-timeout", "4500"),
@@ -210,12 +211,14 @@ mod tests {
                 }
             )
         );
-        // Every line uncommented but the key and its file (which would
-        // be read) is a good setting, and a default stays the default.
+        // Every line uncommented but the key, its file and ibacm's options
+        // (files which would be read) is a good setting, and a default
+        // stays the default.
         let uncommented: String = rendered
             .lines()
             .filter_map(|l| l.strip_prefix('#'))
             .filter(|l| l.contains(" = ") && !l.starts_with(' ') && !l.starts_with("sm-key"))
+            .filter(|l| !l.starts_with("acm-options"))
             .map(|l| format!("{l}\n"))
             .collect();
         let o = load(&uncommented).unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
