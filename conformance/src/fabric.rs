@@ -643,7 +643,7 @@ impl<'f> Node<'f> {
             args: Vec::new(),
             envs: Vec::new(),
             timeout: Duration::from_secs(60),
-            socket: None,
+            sockets: Vec::new(),
             closed_stdout: false,
         }
     }
@@ -726,19 +726,20 @@ pub struct NodeCommand<'f> {
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     timeout: Duration,
-    /// A socket the program inherits as systemd passes one.
-    socket: Option<std::os::fd::OwnedFd>,
+    /// Sockets the program inherits as systemd passes them, with names.
+    sockets: Vec<(String, std::os::fd::OwnedFd)>,
     /// Standard output a pipe nobody reads ([`NodeCommand::closed_stdout`]).
     closed_stdout: bool,
 }
 
 impl<'f> NodeCommand<'f> {
     /// Passes `socket` to the program as systemd's socket activation
-    /// does: descriptor 3, `LISTEN_FDS=1`, `LISTEN_FDNAMES=name` and
-    /// `LISTEN_PID` (set by a shell that then becomes the program).
+    /// (or its descriptor store) does: descriptors 3, 4, … in the order
+    /// passed, `LISTEN_FDS`, `LISTEN_FDNAMES` (`name`s joined with `:`)
+    /// and `LISTEN_PID` (set by a shell that then becomes the program).
     pub fn pass_socket(mut self, name: &str, socket: std::os::fd::OwnedFd) -> Self {
-        self.socket = Some(socket);
-        self.env("LISTEN_FDS", "1").env("LISTEN_FDNAMES", name)
+        self.sockets.push((name.to_owned(), socket));
+        self
     }
 
     /// Adds an argument.
@@ -795,16 +796,22 @@ impl<'f> NodeCommand<'f> {
         let dir = self.fabric.next_command_dir(&self.node, &self.program)?;
         let stdout = File::create(dir.join("stdout")).map_err(io_err("creating stdout file"))?;
         let stderr = File::create(dir.join("stderr")).map_err(io_err("creating stderr file"))?;
-        let mut cmd = match self.socket.take() {
-            Some(socket) => {
-                // The shell's PID is the program's after `exec`.
-                let mut cmd = command_dying_with_parent("sh");
-                cmd.args(["-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""])
-                    .arg(&self.program);
-                umad::process::pass_as_first_inherited(&mut cmd, socket);
-                cmd
-            }
-            None => command_dying_with_parent(&self.program),
+        let sockets = std::mem::take(&mut self.sockets);
+        let mut cmd = if sockets.is_empty() {
+            command_dying_with_parent(&self.program)
+        } else {
+            // The shell's PID is the program's after `exec`.
+            let mut cmd = command_dying_with_parent("sh");
+            cmd.args(["-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""])
+                .arg(&self.program);
+            let names: Vec<&str> = sockets.iter().map(|(n, _)| n.as_str()).collect();
+            cmd.env("LISTEN_FDS", sockets.len().to_string())
+                .env("LISTEN_FDNAMES", names.join(":"));
+            umad::process::pass_as_inherited(
+                &mut cmd,
+                sockets.into_iter().map(|(_, fd)| fd).collect(),
+            );
+            cmd
         };
         cmd.args(&self.args)
             .current_dir(&dir)

@@ -31,7 +31,7 @@ impl<'f> LocalSa<'f> {
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, None, &[])?.until_fetched()
+        Self::start_with(fabric, node, args, Vec::new(), &[])?.until_fetched()
     }
 
     /// [`LocalSa::start`] without waiting for its paths: for a local-sa
@@ -42,7 +42,7 @@ impl<'f> LocalSa<'f> {
         node: &str,
         args: &[&str],
     ) -> Result<Self, FabricError> {
-        let mut sa = Self::start_with(fabric, node, args, None, &[])?;
+        let mut sa = Self::start_with(fabric, node, args, Vec::new(), &[])?;
         sa.wait_until("running", Duration::from_secs(60), |c| !c.is_empty())?;
         Ok(sa)
     }
@@ -56,7 +56,7 @@ impl<'f> LocalSa<'f> {
         args: &[&str],
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, None, env)
+        Self::start_with(fabric, node, args, Vec::new(), env)
     }
 
     /// [`LocalSa::start`], passing `socket` as systemd passes a socket
@@ -68,7 +68,20 @@ impl<'f> LocalSa<'f> {
         name: &str,
         socket: std::os::fd::OwnedFd,
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, Some((name, socket)), &[])?.until_fetched()
+        Self::start_with(fabric, node, args, vec![(name, socket)], &[])?.until_fetched()
+    }
+
+    /// [`LocalSa::start`] with `env` and `sockets` passed as systemd
+    /// passes sockets and the descriptors its store kept (named by
+    /// `LISTEN_FDNAMES`, in order).
+    pub fn start_passing_with_env(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+        sockets: Vec<(&str, std::os::fd::OwnedFd)>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Self, FabricError> {
+        Self::start_with(fabric, node, args, sockets, env)?.until_fetched()
     }
 
     fn until_fetched(mut self) -> Result<Self, FabricError> {
@@ -82,7 +95,7 @@ impl<'f> LocalSa<'f> {
         fabric: &'f Fabric,
         node: &str,
         args: &[&str],
-        socket: Option<(&str, std::os::fd::OwnedFd)>,
+        sockets: Vec<(&str, std::os::fd::OwnedFd)>,
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
@@ -111,7 +124,7 @@ impl<'f> LocalSa<'f> {
         // not pass for this one's.
         let _ = fs::remove_file(&counters);
         let mut command = fabric.node(node)?.workspace_program("local-sa");
-        if let Some((name, socket)) = socket {
+        for (name, socket) in sockets {
             command = command.pass_socket(name, socket);
         }
         for (key, value) in env {

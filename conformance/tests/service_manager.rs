@@ -129,3 +129,81 @@ fn without_a_table_ready_comes_at_the_ready_timeout_and_says_why() {
     assert_eq!(sa.counter("refreshes"), 0, "still waiting for a load");
     assert!(sa.stderr().contains("--ready-timeout passed"));
 }
+
+/// librdmacm never reconnects: a client that connected before a restart
+/// is served on its old connection after it. The stand-in manager keeps
+/// what local-sa hands its store at SIGTERM and passes it to the next
+/// local-sa as systemd does; a connection in the middle of a message is
+/// closed instead, never kept.
+#[test]
+fn ibacm_clients_are_kept_across_a_restart_and_served_on_their_old_connection() {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::net::UnixStream;
+
+    use conformance::acm_client::{path_dlid, read_reply, resolve_lid};
+
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manager = Manager::bind(&fabric, "notify.sock");
+    let env = [
+        ("NOTIFY_SOCKET", manager.path.as_os_str()),
+        ("FDSTORE", "64".as_ref()),
+    ];
+    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], Vec::new(), &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    manager.until("READY=1", Duration::from_secs(60));
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let mut client = UnixStream::connect(sa.acm_socket()).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    client.write_all(&resolve_lid(dest.lid, 1)).unwrap();
+    let (_, status, _, body) = read_reply(&mut client).unwrap();
+    assert_eq!((status, path_dlid(&body)), (0, Some(dest.lid)));
+    // Half a message when the stop comes.
+    let mut halfway = UnixStream::connect(sa.acm_socket()).unwrap();
+    halfway
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    halfway.write_all(&resolve_lid(dest.lid, 2)[..20]).unwrap();
+    sa.wait_until("both clients", Duration::from_secs(5), |c| {
+        c.get("door_acm_connections") == Some(&2)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let (status, log) = sa.stop();
+    assert!(status.is_some_and(|s| s.success()), "{log}");
+    // What the manager's store got.
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok((n, fds)) = umad::fd_store::recv_with_fds(&manager.socket, &mut buf) {
+            let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if message == "FDSTORE=1\nFDNAME=acm-client" {
+                kept.extend(fds);
+                break;
+            }
+        }
+    }
+    assert_eq!(kept.len(), 1, "the idle client, only: {log}");
+    let mut end = [0u8; 1];
+    assert_eq!(
+        halfway.read(&mut end).unwrap_or(0),
+        0,
+        "the half-sent one was closed"
+    );
+
+    // The next local-sa, given the store's descriptors.
+    let sockets = kept.into_iter().map(|fd| ("acm-client", fd)).collect();
+    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.write_all(&resolve_lid(dest.lid, 3)).unwrap();
+    let (_, status, tid, body) = read_reply(&mut client).unwrap();
+    assert_eq!((status, tid, path_dlid(&body)), (0, 3, Some(dest.lid)));
+    // It took them back: the store is emptied, to be filled at its exit.
+    let seen = manager.until("FDSTOREREMOVE=1\nFDNAME=acm-client", Duration::from_secs(5));
+    assert!(!seen.is_empty());
+    drop(sa);
+}

@@ -1,13 +1,17 @@
-//! Sockets systemd passed (socket activation), sorted by door: a listening
-//! Unix socket named `api` (`FileDescriptorName=api`) serves the local
-//! API; every other listening Unix socket serves the ibacm protocol (as
-//! ibacm's own `ibacm.socket` passes them, unnamed); a netlink socket (or,
-//! for tests, a datagram socket) is the kernel door's.
+//! Sockets systemd passed (socket activation, or its descriptor store),
+//! sorted by door: a listening Unix socket named `api`
+//! (`FileDescriptorName=api`) serves the local API; every other listening
+//! Unix socket serves the ibacm protocol (as ibacm's own `ibacm.socket`
+//! passes them, unnamed); connected Unix sockets named `acm-client` are
+//! ibacm clients a previous local-sa left with the store
+//! ([`crate::kept_clients`]); a netlink socket (or, for tests, a datagram
+//! socket) is the kernel door's.
 
 use std::os::fd::OwnedFd;
 
 use tracing::warn;
 
+use crate::kept_clients::{KEPT_CLIENT, KEPT_NETLINK};
 use crate::listener::Listener;
 use umad::activation::{Inherited, SocketKind, take_inherited};
 
@@ -18,8 +22,13 @@ pub(crate) struct Activated {
     pub(crate) api: Option<Listener>,
     /// The ibacm protocol's sockets.
     pub(crate) acm: Vec<Listener>,
-    /// The kernel door's socket.
+    /// The kernel door's socket, and whether it came from the descriptor
+    /// store (not from a socket unit, which passes it again anyway).
     pub(crate) netlink: Option<OwnedFd>,
+    /// Whether that socket came from the descriptor store.
+    pub(crate) netlink_kept: bool,
+    /// ibacm clients kept across a restart.
+    pub(crate) acm_clients: Vec<OwnedFd>,
 }
 
 /// Takes the sockets systemd passed to this process, if any.
@@ -37,15 +46,17 @@ pub(crate) fn activated() -> Result<Activated, String> {
                     out.acm.push(listener);
                 }
             }
+            SocketKind::UnixStream if name == KEPT_CLIENT => out.acm_clients.push(fd),
             SocketKind::Netlink { .. } | SocketKind::Datagram if out.netlink.is_none() => {
+                out.netlink_kept = name == KEPT_NETLINK;
                 out.netlink = Some(fd);
             }
             SocketKind::Netlink { .. } | SocketKind::Datagram => {
                 warn!(name, "a second inherited netlink socket; closing it");
             }
-            SocketKind::Other => warn!(
+            SocketKind::UnixStream | SocketKind::Other => warn!(
                 name,
-                "an inherited descriptor is not a listening Unix socket; closing it"
+                "an inherited descriptor is neither a listening socket nor a kept client; closing it"
             ),
         }
     }

@@ -29,6 +29,9 @@ pub(crate) struct Conn {
     pub(crate) admission: Admission,
     /// Which door, for logs.
     pub(crate) door: &'static str,
+    /// Bytes read from the socket that the reader has not passed on yet:
+    /// 0 between messages.
+    pub(crate) held: Cell<usize>,
 }
 
 impl Conn {
@@ -57,6 +60,7 @@ pub(crate) fn admit(
         stream,
         admission,
         door,
+        held: Cell::new(0),
     });
     let (outbox, writer) = Outbox::new(&conn);
     Some((conn, outbox, writer))
@@ -95,6 +99,17 @@ impl Outbox {
         }
         self.queued.set(queued);
         self.tx.try_send(frame).is_ok()
+    }
+
+    /// Whether the connection is between messages: nothing of a request
+    /// read but not passed on, nothing of an answer left to write.
+    pub(crate) fn between_messages(&self) -> bool {
+        self.queued.get() == 0 && self.conn.held.get() == 0
+    }
+
+    /// The connection's Unix socket, if it is one.
+    pub(crate) fn unix_socket(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.conn.stream.unix_fd()
     }
 
     /// Closes the connection at once: both its tasks end and what was
@@ -214,6 +229,7 @@ impl FrameReader {
                 if held.len() >= len {
                     let frame = held[..len].to_vec();
                     self.consume(len);
+                    conn.held.set(self.buf.len() - self.start);
                     return Ok(frame);
                 }
             }
@@ -235,6 +251,7 @@ impl FrameReader {
                 }
                 None => read.await?,
             };
+            conn.held.set(self.buf.len() - self.start);
             if n > 0 && self.started.is_none() {
                 self.started = Some(Instant::now());
                 self.first = false;
@@ -325,6 +342,7 @@ mod tests {
         let conn = Conn {
             stream,
             admission,
+            held: Cell::new(0),
             door: "test",
         };
         (Rc::new(conn), theirs)

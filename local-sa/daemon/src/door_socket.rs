@@ -17,6 +17,7 @@ use tracing::debug;
 use crate::connection::{Conn, FrameReader, Outbox, ReadEnd, admit};
 use crate::door_limits::SharedDoors;
 use crate::listener::Listener;
+use crate::stream::Stream;
 use local_sa_core::doors::Framing;
 use local_sa_core::doors::netlink::Sender as DatagramSender;
 use local_sa_core::quota::LocalUser;
@@ -88,30 +89,54 @@ impl StreamListener {
     ) {
         loop {
             let (conn, stream) = self.listener.accept(&ids).await;
-            let Some((stream, outbox, writer)) = admit(&doors, stream, self.name) else {
-                continue;
-            };
-            let uid = stream.admission.user;
-            let user = LocalUser {
-                uid,
-                privileged: umad::process::is_admin(uid),
-            };
-            let opened = DoorEvent::Opened {
-                door: self.door,
-                conn,
-                outbox,
-                user,
-            };
-            if events.send(opened).await.is_err() {
+            let Some(ex) = ex.upgrade() else { return };
+            let door = (self.door, self.name, self.framing);
+            if open_connection(&ex, &doors, &events, door, conn, stream)
+                .await
+                .is_err()
+            {
                 return;
             }
-            debug!(conn, door = self.name, "connection opened");
-            let Some(ex) = ex.upgrade() else { return };
-            ex.spawn(writer).detach();
-            ex.spawn(read_messages(conn, self.framing, stream, events.clone()))
-                .detach();
         }
     }
+}
+
+/// A door: its number, its name (for logs and the connection counters)
+/// and how its messages are framed.
+pub(crate) type DoorSpec = (DoorId, &'static str, Framing);
+
+/// Serves connection `conn` on `stream` through `door`, if the limits
+/// admit it (a refused one is counted, logged and closed): tells the
+/// driver, and spawns its reader and writer on `ex`. `Err` when the
+/// driver is gone.
+pub(crate) async fn open_connection(
+    ex: &smol::LocalExecutor<'static>,
+    doors: &SharedDoors,
+    events: &Sender<DoorEvent>,
+    (door, name, framing): DoorSpec,
+    conn: ConnId,
+    stream: Stream,
+) -> Result<(), ()> {
+    let Some((stream, outbox, writer)) = admit(doors, stream, name) else {
+        return Ok(());
+    };
+    let uid = stream.admission.user;
+    let user = LocalUser {
+        uid,
+        privileged: umad::process::is_admin(uid),
+    };
+    let opened = DoorEvent::Opened {
+        door,
+        conn,
+        outbox,
+        user,
+    };
+    events.send(opened).await.map_err(|_| ())?;
+    debug!(conn, door = name, "connection opened");
+    ex.spawn(writer).detach();
+    ex.spawn(read_messages(conn, framing, stream, events.clone()))
+        .detach();
+    Ok(())
 }
 
 /// Reads `stream`'s messages as `framing` frames them until it closes or

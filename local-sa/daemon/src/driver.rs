@@ -75,6 +75,11 @@ pub(crate) struct Driver {
     pub(crate) acm_endpoints: Vec<Endpoint>,
     /// What the endpoints own besides their IPoIB addresses.
     pub(crate) owned_plan: crate::endpoints::OwnedPlan,
+    /// The ibacm door's number, if it is served.
+    pub(crate) acm_door: Option<DoorId>,
+    /// The kernel door's socket, when this process owns it (to keep it
+    /// across a restart).
+    pub(crate) kept_netlink: Option<std::rc::Rc<smol::Async<umad::netlink::NetlinkSocket>>>,
     /// Whether a door resolves names (the files are read again on reload).
     pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.
@@ -218,6 +223,15 @@ impl Driver {
                     break;
                 }
             }
+        }
+        if shutdown_by.is_some() {
+            // What the doors' readers already passed on is taken, so that
+            // a client whose question is unanswered counts as owed one
+            // and is not kept.
+            while let Ok(e) = src.doors.try_recv() {
+                self.door_event(Instant::now(), e);
+            }
+            self.keep_clients();
         }
         self.write_stats();
         for p in &self.ports {

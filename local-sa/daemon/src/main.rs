@@ -11,6 +11,7 @@ mod driver;
 mod endpoints;
 mod error;
 mod generate;
+mod kept_clients;
 mod kernel_door;
 mod listener;
 mod log_control;

@@ -22,6 +22,7 @@ use crate::door_socket::StreamListener;
 use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
+use crate::kept_clients;
 use crate::kernel_door;
 use crate::listener::Listener;
 use crate::log_control::LogControl;
@@ -120,7 +121,9 @@ pub(crate) fn run(
         .as_ref()
         .map_or_else(Vec::new, |a| a.endpoints().to_vec());
     let acm_serves = acm.is_some();
+    let mut acm_door_id = None;
     if let Some(acm) = acm {
+        acm_door_id = Some(doors.len());
         for listener in acm_listeners {
             info!(socket = %listener.label(), "ibacm protocol listening");
             listeners.push(StreamListener::new(
@@ -132,6 +135,10 @@ pub(crate) fn run(
         }
         doors.push(Box::new(acm));
     }
+    // The kernel door's socket is this process's to keep across a restart
+    // when it opened it, or when it came from the descriptor store; one a
+    // socket unit passed, the unit passes again.
+    let own_netlink = activated.netlink.is_none() || activated.netlink_kept;
     let kernel_socket = kernel_door::socket(activated.netlink.take(), options.netlink == "auto");
     let kernel = match &kernel_socket {
         Some(_) => Some(kernel_door::service(options, &ports)?),
@@ -192,11 +199,38 @@ pub(crate) fn run(
         );
         ex.spawn(serve).detach();
     }
+    let notifier = Notifier::from_env();
+    if !activated.acm_clients.is_empty() {
+        match acm_door_id {
+            Some(door) => {
+                ex.spawn(kept_clients::adopt(
+                    std::mem::take(&mut activated.acm_clients),
+                    std::rc::Rc::downgrade(&ex),
+                    ids.clone(),
+                    account.clone(),
+                    door_tx.clone(),
+                    (door, ACM_DOOR, AcmService::FRAMING),
+                ))
+                .detach();
+            }
+            None => warn!(
+                clients = activated.acm_clients.len(),
+                "ibacm clients were kept for this local-sa, but it serves no ibacm door; closing them"
+            ),
+        }
+    }
+    // Taken: the next exit stores what is open then.
+    notifier.forget_stored(kept_clients::KEPT_CLIENT);
+    notifier.forget_stored(kept_clients::KEPT_NETLINK);
+    let mut kept_netlink = None;
     let mut connections = HashMap::new();
     if let (Some(socket), Some(service)) = (kernel_socket, kernel) {
         match smol::Async::new(socket) {
             Ok(socket) => {
                 let socket = std::rc::Rc::new(socket);
+                if own_netlink {
+                    kept_netlink = Some(socket.clone());
+                }
                 let (out_tx, out_rx) = smol::channel::bounded(kernel_door::MAX_QUEUED_REPLIES);
                 // How long the kernel is to wait for each reply, first.
                 let _ = out_tx.try_send(service.set_timeout_message(std::process::id()));
@@ -245,6 +279,8 @@ pub(crate) fn run(
         account,
         acm_endpoints,
         owned_plan,
+        acm_door: acm_door_id,
+        kept_netlink,
         names_wanted,
         settings: Settings {
             args,
@@ -253,7 +289,7 @@ pub(crate) fn run(
         },
         started: Instant::now(),
         metrics,
-        notifier: Notifier::from_env(),
+        notifier,
         ready_by: Some(
             (options.ready_timeout > 0)
                 .then(|| Instant::now() + Duration::from_secs(options.ready_timeout)),

@@ -6,6 +6,7 @@
 //! path, or `@name` for an abstract one). Without `$NOTIFY_SOCKET` (not
 //! under systemd) every call does nothing.
 
+use std::os::fd::BorrowedFd;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::Duration;
 
@@ -18,6 +19,10 @@ pub(crate) struct Notifier {
     target: Option<(UnixDatagram, SocketAddr)>,
     /// Half the manager's watchdog time-out: how often to ping.
     watchdog: Option<Duration>,
+    /// How many descriptors its store keeps for this service (`FDSTORE`,
+    /// set by systemd 254 and later from `FileDescriptorStoreMax=`;
+    /// unknown before, when the unit's setting decides).
+    store_max: Option<usize>,
 }
 
 impl Notifier {
@@ -49,7 +54,42 @@ impl Notifier {
             .and_then(|u| u.trim().parse::<u64>().ok())
             .filter(|u| *u > 0 && for_us)
             .map(|u| Duration::from_micros(u) / 2);
-        Self { target, watchdog }
+        let store_max = var("FDSTORE").map(|n| n.trim().parse().unwrap_or(0));
+        Self {
+            target,
+            watchdog,
+            store_max,
+        }
+    }
+
+    /// How many descriptors the manager's store may keep: none without a
+    /// manager or with `FDSTORE=0`.
+    pub(crate) fn store_room(&self) -> usize {
+        match (&self.target, self.store_max) {
+            (None, _) => 0,
+            (Some(_), Some(n)) => n,
+            (Some(_), None) => usize::MAX,
+        }
+    }
+
+    /// Hands `fds` to the manager's store under `name` (FDSTORE=1), in as
+    /// many messages as they need.
+    pub(crate) fn store(&self, name: &str, fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
+        let Some((socket, addr)) = &self.target else {
+            return Ok(());
+        };
+        for chunk in fds.chunks(umad::fd_store::MAX_PER_MESSAGE) {
+            let state = format!("FDSTORE=1\nFDNAME={name}");
+            umad::fd_store::send_with_fds(socket, addr, &state, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the manager's store of what is kept under `name`.
+    pub(crate) fn forget_stored(&self, name: &str) {
+        if self.target.is_some() {
+            self.notify(&format!("FDSTOREREMOVE=1\nFDNAME={name}"));
+        }
     }
 
     /// How often the manager wants WATCHDOG=1, if it does.

@@ -70,6 +70,16 @@ impl Stream {
         }
     }
 
+    /// The socket's descriptor, if it is a Unix socket (which the service
+    /// manager can keep across a restart).
+    pub(crate) fn unix_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd as _;
+        match self {
+            Self::Unix(s) => Some(s.get_ref().as_fd()),
+            Self::Tcp(_) => None,
+        }
+    }
+
     /// The peer's user ID, where the socket tells it (a Unix socket's
     /// credentials); `None` for TCP, whose peer may be on another host.
     pub(crate) fn peer_uid(&self) -> Option<u32> {

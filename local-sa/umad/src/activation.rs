@@ -14,6 +14,9 @@ use crate::sys::activation as sys;
 pub enum SocketKind {
     /// A Unix stream socket that listens (`ListenStream=/path`).
     UnixListener,
+    /// A connected Unix stream socket (a client connection the service
+    /// manager kept across a restart).
+    UnixStream,
     /// A netlink socket (`ListenNetlink=`), of this protocol.
     Netlink {
         /// Its protocol (`NETLINK_RDMA` is 20), when the kernel tells.
@@ -88,6 +91,7 @@ pub fn take_inherited(
             })?;
             let kind = match sys::socket_kind(fd.as_raw_fd()) {
                 Ok((libc::AF_UNIX, libc::SOCK_STREAM, true)) => SocketKind::UnixListener,
+                Ok((libc::AF_UNIX, libc::SOCK_STREAM, false)) => SocketKind::UnixStream,
                 Ok((libc::AF_NETLINK, _, _)) => SocketKind::Netlink {
                     protocol: protocol(&fd),
                 },

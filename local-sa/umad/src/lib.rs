@@ -9,6 +9,7 @@ pub mod activation;
 mod address;
 pub mod address_watch;
 mod device;
+pub mod fd_store;
 pub mod ipoib;
 pub mod netlink;
 pub mod port;

@@ -34,11 +34,11 @@ pub fn is_admin(uid: u32) -> bool {
     uid == 0 || uid == effective_uid()
 }
 
-/// Makes `cmd`'s child inherit `fd` as descriptor 3, the way systemd
-/// passes a socket (the caller sets `LISTEN_FDS=1`, `LISTEN_FDNAMES` and
-/// `LISTEN_PID`): for tests that hand local-sa one end of a socketpair.
-pub fn pass_as_first_inherited(cmd: &mut std::process::Command, fd: std::os::fd::OwnedFd) {
-    sys::pass_as_fd3(cmd, fd);
+/// Makes `cmd`'s child inherit `fds` as descriptors 3, 4, …, the way
+/// systemd passes sockets (the caller sets `LISTEN_FDS`, `LISTEN_FDNAMES`
+/// and `LISTEN_PID`): for tests that hand local-sa sockets.
+pub fn pass_as_inherited(cmd: &mut std::process::Command, fds: Vec<std::os::fd::OwnedFd>) {
+    sys::pass_as_inherited(cmd, fds);
 }
 
 #[cfg(test)]

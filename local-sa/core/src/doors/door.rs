@@ -150,6 +150,12 @@ pub trait Door {
     /// order of its endpoints (they change as IPoIB addresses come and go).
     fn set_owned_addresses(&mut self, _owned: &[Vec<Address>]) {}
 
+    /// Whether connection `conn` waits for an answer the door owes it (an
+    /// agent has not replied yet).
+    fn is_waiting(&self, _conn: ConnId) -> bool {
+        false
+    }
+
     /// The door's counters, `name value`, for the counters file and the
     /// metrics.
     fn counter_fields(&self) -> Vec<(&'static str, u64)> {

@@ -8,6 +8,7 @@
 //! and it would bypass the simulated device and sysfs entirely.
 
 pub(crate) mod activation;
+pub(crate) mod fd_passing;
 pub(crate) mod ifaddrs;
 pub(crate) mod netlink;
 pub(crate) mod process;

@@ -3,7 +3,7 @@
 //! `getsockopt(SO_PEERCRED)`.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// The soft and hard limits on open file descriptors.
 pub(crate) fn open_files_limit() -> io::Result<(u64, u64)> {
@@ -69,26 +69,37 @@ pub(crate) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Makes `cmd`'s child receive `fd` as descriptor 3 (systemd's first
-/// inherited descriptor), open across its exec.
-pub(crate) fn pass_as_fd3(cmd: &mut std::process::Command, fd: OwnedFd) {
+/// Makes `cmd`'s child receive `fds` as descriptors 3, 4, … (systemd's
+/// inherited descriptors, in order), open across its exec.
+pub(crate) fn pass_as_inherited(cmd: &mut std::process::Command, fds: Vec<OwnedFd>) {
     use std::os::unix::process::CommandExt;
-    let raw = fd.as_raw_fd();
+    let first = super::activation::FIRST_FD;
+    let count = fds.len() as RawFd;
+    let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+    // Where each is parked above the targets; filled in the child.
+    let mut parked: Vec<RawFd> = raw.clone();
     // SAFETY: the closure runs in the child between fork and exec, where
-    // only async-signal-safe calls are allowed: dup2 and fcntl are. It
-    // touches no memory but the integer `raw`, which `fd` (moved into the
-    // closure) keeps open in the parent until the command is dropped.
+    // only async-signal-safe calls are allowed: fcntl and dup2 are, and it
+    // allocates nothing (it writes into `parked`, allocated before the
+    // fork). `fds` (moved in) keeps the descriptors open in the parent
+    // until the command is dropped. Each one is first duplicated above
+    // the target range, so that no dup2 onto a target closes a descriptor
+    // still to be moved.
     unsafe {
         cmd.pre_exec(move || {
-            let _keep = &fd;
-            let target = super::activation::FIRST_FD;
-            if raw == target {
-                let flags = libc::fcntl(raw, libc::F_GETFD);
-                if flags < 0 || libc::fcntl(raw, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+            let _keep = &fds;
+            for (i, fd) in raw.iter().enumerate() {
+                let high = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, first + count);
+                if high < 0 {
                     return Err(io::Error::last_os_error());
                 }
-            } else if libc::dup2(raw, target) < 0 {
-                return Err(io::Error::last_os_error());
+                parked[i] = high;
+            }
+            for (i, fd) in parked.iter().enumerate() {
+                // dup2 leaves the new descriptor open across exec.
+                if libc::dup2(*fd, first + i as RawFd) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             Ok(())
         });

@@ -811,6 +811,10 @@ impl Door for AcmService {
         self.names = names;
     }
 
+    fn is_waiting(&self, conn: ConnId) -> bool {
+        self.per_conn.get(&conn).is_some_and(|n| *n > 0)
+    }
+
     /// `owned[i]` is endpoint `i`'s; a list of another length is ignored:
     /// the endpoints are fixed at start.
     fn set_owned_addresses(&mut self, owned: &[Vec<Address>]) {
