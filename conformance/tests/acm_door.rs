@@ -357,8 +357,15 @@ fn with_lmc_a_path_set_carries_an_alternate_path() {
     let src = src_node.port().unwrap();
     let dest = fabric.node("h9").unwrap().port().unwrap();
     let json = lsaquery_resolve(sa.acm_socket(), "h9");
-    let lines: Vec<&str> = json.lines().collect();
+    // The paths, then the source local-sa chose (this host's name).
+    let lines: Vec<&str> = json.lines().filter(|l| l.contains("path_flags")).collect();
     assert_eq!(lines.len(), 2, "a primary and an alternate path:\n{json}");
+    assert!(
+        json.lines()
+            .nth(2)
+            .is_some_and(|l| l.contains(r#""source":"#)),
+        "{json}"
+    );
     assert!(
         lines[0].starts_with(r#"{"schema":1,"path_flags":["primary","#),
         "{json}"
