@@ -10,6 +10,8 @@
  *   rdma_getaddrinfo_probe --route-only --src IP DEST-IP
  *       what rdma_resolve_route() asks on InfiniBand: node and service
  *       NULL, RAI_ROUTEONLY, ai_src_addr and ai_dst_addr set.
+ *   --repeat N (with either form) asks N times first and prints
+ *       "repeated N SECONDS" (wall-clock seconds for the N calls).
  *
  * Output, one line per path record librdmacm returned in ai_route:
  *   path FLAGS HEX          (the ibv_path_data flags, the 64-byte record)
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/sa.h>
 #include <rdma/rdma_cma.h>
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
 	socklen_t src_len = 0, dst_len = 0;
 	struct rdma_addrinfo hints, *res = NULL;
 	int numeric = 0, route_only = 0, i, ret;
+	long repeat = 0, r;
+	struct timespec start, end;
 	const char *src_text = NULL, *dest = NULL;
 
 	for (i = 1; i < argc; i++) {
@@ -69,6 +74,8 @@ int main(int argc, char **argv)
 			route_only = 1;
 		else if (!strcmp(argv[i], "--src") && i + 1 < argc)
 			src_text = argv[++i];
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			repeat = atol(argv[++i]);
 		else if (argv[i][0] != '-' && !dest)
 			dest = argv[i];
 		else
@@ -97,10 +104,20 @@ int main(int argc, char **argv)
 		hints.ai_flags |= RAI_ROUTEONLY;
 		hints.ai_dst_addr = (struct sockaddr *)&dst;
 		hints.ai_dst_len = dst_len;
-		ret = rdma_getaddrinfo(NULL, NULL, &hints, &res);
-	} else {
-		ret = rdma_getaddrinfo(dest, NULL, &hints, &res);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (r = 0; r < repeat; r++) {
+		if (rdma_getaddrinfo(route_only ? NULL : dest, NULL, &hints, &res)) {
+			fprintf(stderr, "rdma_getaddrinfo (call %ld): %s\n", r + 1, strerror(errno));
+			return 1;
+		}
+		rdma_freeaddrinfo(res);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	if (repeat)
+		printf("repeated %ld %.6f\n", repeat,
+		       (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+	ret = rdma_getaddrinfo(route_only ? NULL : dest, NULL, &hints, &res);
 	if (ret) {
 		fprintf(stderr, "rdma_getaddrinfo: %s\n", strerror(errno));
 		return 1;

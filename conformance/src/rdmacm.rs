@@ -158,6 +158,32 @@ impl Librdmacm {
         parse(&stdout)
     }
 
+    /// Asks `calls` times with `args` in one process (librdmacm connects
+    /// to the ibacm service at the first call and keeps the connection)
+    /// and returns how long the calls took.
+    pub fn time_calls(
+        &self,
+        reach: Reach<'_>,
+        args: &[&str],
+        calls: u64,
+    ) -> Result<std::time::Duration, String> {
+        let calls = calls.to_string();
+        let mut command = vec![self.probe.as_os_str()];
+        command.extend(["--repeat", calls.as_str()].map(std::ffi::OsStr::new));
+        command.extend(args.iter().map(std::ffi::OsStr::new));
+        let out = self.run(reach, None, &command)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!("{stdout}{}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("repeated "))
+            .and_then(|rest| rest.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| format!("no timing in the probe's output: {stdout}"))
+    }
+
     /// Runs `command` (a program and its arguments) in the namespace,
     /// reaching local-sa by `reach`: `ib_acme` finds it where it finds
     /// ibacm.
@@ -226,6 +252,9 @@ fn parse(stdout: &str) -> Routes {
     for line in stdout.lines() {
         if line == "no route" {
             return Ok(Vec::new());
+        }
+        if line.starts_with("repeated ") {
+            continue;
         }
         let mut words = line.split_whitespace();
         let (Some("path"), Some(flags), Some(hex), None) =

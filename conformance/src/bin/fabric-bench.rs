@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
+use conformance::cpu::cpu_seconds;
 use conformance::{Fabric, LocalSa, Node, Topology};
 use local_sa_core::doors::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
 use mad_codec::Gid;
@@ -44,34 +45,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// CPU seconds (user + system, all threads) a process has used.
-fn cpu_seconds(pid: u32, ticks_per_second: f64) -> Result<f64, String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .ok_or("unreadable /proc stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .ok_or("short /proc stat")
-    };
-    Ok((ticks(11)? + ticks(12)?) / ticks_per_second)
-}
-
-fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// A server under test.
@@ -104,16 +77,14 @@ struct Load<'f> {
     pair: String,
     queries: u64,
     window: usize,
-    ticks_per_second: f64,
 }
 
 impl Load<'_> {
     /// Runs the load against `server` and measures it.
     fn measure(&self, fabric: &Fabric, server: &Server) -> Result<Sample, String> {
-        let hz = self.ticks_per_second;
         let (cpu0, sim0) = (
-            cpu_seconds(server.pid, hz)?,
-            cpu_seconds(fabric.ibsim_pid(), hz)?,
+            cpu_seconds(server.pid)?,
+            cpu_seconds(fabric.ibsim_pid())?,
         );
         let out = self
             .client
@@ -137,8 +108,8 @@ impl Load<'_> {
             .output()
             .map_err(|e| e.to_string())?;
         let (cpu1, sim1) = (
-            cpu_seconds(server.pid, hz)?,
-            cpu_seconds(fabric.ibsim_pid(), hz)?,
+            cpu_seconds(server.pid)?,
+            cpu_seconds(fabric.ibsim_pid())?,
         );
         let num = |k| {
             json_number(&out.stdout, k).ok_or_else(|| {
@@ -177,12 +148,12 @@ struct AcmLoad<'a> {
 }
 
 impl AcmLoad<'_> {
-    fn measure(&self, server: u32, hz: f64) -> Result<Sample, String> {
+    fn measure(&self, server: u32) -> Result<Sample, String> {
         let mut s = UnixStream::connect(self.socket)
             .map_err(|e| format!("{}: {e}", self.socket.display()))?;
         s.set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(|e| e.to_string())?;
-        let cpu0 = cpu_seconds(server, hz)?;
+        let cpu0 = cpu_seconds(server)?;
         let start = Instant::now();
         let mut sent_at: HashMap<u64, Instant> = HashMap::new();
         let mut latencies = Vec::with_capacity(self.queries as usize);
@@ -203,7 +174,7 @@ impl AcmLoad<'_> {
             let at = sent_at.remove(&tid).ok_or("an answer to no request")?;
             latencies.push(at.elapsed().as_secs_f64() * 1e6);
         }
-        let cpu = cpu_seconds(server, hz)? - cpu0;
+        let cpu = cpu_seconds(server)? - cpu0;
         Ok(Sample::of_socket(latencies, start.elapsed(), cpu))
     }
 }
@@ -221,7 +192,7 @@ struct KernelLoad<'a> {
 }
 
 impl KernelLoad<'_> {
-    fn measure(&self, server: u32, hz: f64) -> Result<Sample, String> {
+    fn measure(&self, server: u32) -> Result<Sample, String> {
         let resolve = Resolve {
             device: "ibsim0".into(),
             port: 1,
@@ -233,7 +204,7 @@ impl KernelLoad<'_> {
             pkey: Some(0xffff),
             qos_class: None,
         };
-        let cpu0 = cpu_seconds(server, hz)?;
+        let cpu0 = cpu_seconds(server)?;
         let start = Instant::now();
         let mut sent_at: HashMap<u32, Instant> = HashMap::new();
         let mut latencies = Vec::with_capacity(self.queries as usize);
@@ -262,7 +233,7 @@ impl KernelLoad<'_> {
             let at = sent_at.remove(&h.seq).ok_or("a reply to no RESOLVE")?;
             latencies.push(at.elapsed().as_secs_f64() * 1e6);
         }
-        let cpu = cpu_seconds(server, hz)? - cpu0;
+        let cpu = cpu_seconds(server)? - cpu0;
         Ok(Sample::of_socket(latencies, start.elapsed(), cpu))
     }
 }
@@ -452,7 +423,6 @@ fn run() -> Result<(), String> {
         pair,
         queries,
         window,
-        ticks_per_second: clock_ticks(),
     };
     let pair = &load.pair;
     println!(
@@ -512,7 +482,6 @@ fn run() -> Result<(), String> {
         ("ibacm socket, by LID", &by_lid),
         ("ibacm socket, by host name", &by_name),
     ];
-    let hz = load.ticks_per_second;
     let node_gid = |n: &str| {
         fabric
             .node(n)
@@ -546,11 +515,11 @@ fn run() -> Result<(), String> {
                 queries,
                 window,
             }
-            .measure(sa.pid(), hz)?;
+            .measure(sa.pid())?;
             report(name, &s);
             list.push(s);
         }
-        let s = kernel_load.measure(sa.pid(), hz)?;
+        let s = kernel_load.measure(sa.pid())?;
         report(KERNEL_DOOR, &s);
         netlink.push(s);
     }

@@ -21,6 +21,11 @@ use crate::stream::Stream;
 /// with what came, not with what the frame's length announced.
 const READ_CHUNK: usize = 64 << 10;
 
+/// Bytes read at a time while reads come back short: a client asking one
+/// question at a time (librdmacm) sends a few hundred bytes, and the
+/// buffer is zeroed before each read.
+const FIRST_READ: usize = 4 << 10;
+
 /// A connection's socket and its place in the account (given back when the
 /// last task lets go of it, as the socket closes).
 #[derive(Debug)]
@@ -199,6 +204,9 @@ pub(crate) struct FrameReader {
     started: Option<Instant>,
     first: bool,
     account: Receiving,
+    /// How much the next read asks for: [`FIRST_READ`], doubled after
+    /// each read that filled it, up to [`READ_CHUNK`].
+    chunk: usize,
 }
 
 impl FrameReader {
@@ -209,6 +217,7 @@ impl FrameReader {
             started: None,
             first: true,
             account: Receiving::new(conn.admission.doors()),
+            chunk: FIRST_READ,
         }
     }
 
@@ -259,21 +268,27 @@ impl FrameReader {
         }
     }
 
-    /// Reads what the socket has, up to [`READ_CHUNK`] bytes, once it has
+    /// Reads what the socket has, up to `chunk` bytes, once it has
     /// something: an idle connection holds no buffer and no budget.
     async fn fill<E>(&mut self, conn: &Conn) -> Result<usize, ReadEnd<E>> {
         loop {
             conn.stream.readable().await.map_err(|_| ReadEnd::Closed)?;
-            if !self.account.grow(READ_CHUNK) {
+            let chunk = self.chunk;
+            if !self.account.grow(chunk) {
                 conn.note(Cut::Memory);
                 return Err(ReadEnd::Cut);
             }
             let at = self.buf.len();
-            self.buf.resize(at + READ_CHUNK, 0);
+            self.buf.resize(at + chunk, 0);
             let read = conn.stream.read(&mut self.buf[at..]);
             let n = read.as_ref().map_or(0, |n| *n);
             self.buf.truncate(at + n);
-            self.account.shrink(READ_CHUNK - n);
+            self.account.shrink(chunk - n);
+            self.chunk = if n == chunk {
+                (chunk * 2).min(READ_CHUNK)
+            } else {
+                FIRST_READ
+            };
             match read {
                 Ok(0) => return Err(ReadEnd::Closed),
                 Ok(n) => return Ok(n),
