@@ -16,7 +16,7 @@
 //! ```
 
 pub mod acm_client;
-pub mod cpu;
+pub mod bench;
 pub mod fabric;
 pub mod golden;
 pub mod local_sa;

@@ -174,7 +174,10 @@ impl Librdmacm {
         let out = self.run(reach, None, &command)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
-            return Err(format!("{stdout}{}", String::from_utf8_lossy(&out.stderr).trim()));
+            return Err(format!(
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
         }
         stdout
             .lines()

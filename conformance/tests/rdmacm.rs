@@ -18,18 +18,24 @@ use mad_codec::zerocopy::IntoBytes;
 /// `IBV_PATH_FLAG_PRIMARY` (`infiniband/sa.h`).
 const PRIMARY: u32 = 1 << 1;
 
+/// The destination: local-sa on h9, publishing the name `node-b` and the
+/// address 192.0.2.41 in the directory.
+fn node_b(fabric: &Fabric) -> LocalSa<'_> {
+    LocalSa::start(
+        fabric,
+        "h9",
+        &["--host-name", "node-b", "--address", "192.0.2.41"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn rdma_getaddrinfo_and_route_resolution_get_opensms_path_from_local_sa() {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let librdmacm = Librdmacm::prepare(fabric.dir()).unwrap_or_else(|e| panic!("{e}"));
-    let server = LocalSa::start(
-        &fabric,
-        "h9",
-        &["--host-name", "node-b", "--address", "192.0.2.41"],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let server = node_b(&fabric);
     let mut sa = LocalSa::start(
         &fabric,
         "h2",
@@ -99,12 +105,7 @@ fn ibacms_options_file_and_tcp_server_mode_serve_librdmacm_and_ib_acme() {
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let librdmacm = Librdmacm::prepare(fabric.dir()).unwrap_or_else(|e| panic!("{e}"));
-    let server = LocalSa::start(
-        &fabric,
-        "h9",
-        &["--host-name", "node-b", "--address", "192.0.2.41"],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let server = node_b(&fabric);
     let opts = fabric.dir().join("ibacm_opts.cfg");
     std::fs::write(
         &opts,

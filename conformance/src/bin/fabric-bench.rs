@@ -32,7 +32,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
-use conformance::cpu::cpu_seconds;
+use conformance::bench::{arg, cpu_seconds, median};
 use conformance::{Fabric, LocalSa, Node, Topology};
 use local_sa_core::doors::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
 use mad_codec::Gid;
@@ -82,10 +82,7 @@ struct Load<'f> {
 impl Load<'_> {
     /// Runs the load against `server` and measures it.
     fn measure(&self, fabric: &Fabric, server: &Server) -> Result<Sample, String> {
-        let (cpu0, sim0) = (
-            cpu_seconds(server.pid)?,
-            cpu_seconds(fabric.ibsim_pid())?,
-        );
+        let (cpu0, sim0) = (cpu_seconds(server.pid)?, cpu_seconds(fabric.ibsim_pid())?);
         let out = self
             .client
             .command(&self.lsaquery)
@@ -107,10 +104,7 @@ impl Load<'_> {
             .timeout(Duration::from_secs(600))
             .output()
             .map_err(|e| e.to_string())?;
-        let (cpu1, sim1) = (
-            cpu_seconds(server.pid)?,
-            cpu_seconds(fabric.ibsim_pid())?,
-        );
+        let (cpu1, sim1) = (cpu_seconds(server.pid)?, cpu_seconds(fabric.ibsim_pid())?);
         let num = |k| {
             json_number(&out.stdout, k).ok_or_else(|| {
                 format!("{}: no {k} in {:?} {}", server.name, out.stdout, out.stderr)
@@ -326,18 +320,7 @@ fn compile_c_echo(out: &Path) -> Result<PathBuf, String> {
     Ok(out.to_path_buf())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn run() -> Result<(), String> {
-    let arg = |i: usize, default: u64| {
-        std::env::args()
-            .nth(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
     let (queries, window, rounds) = (arg(1, 20_000), arg(2, 16) as usize, arg(3, 3) as usize);
     let lsaquery = conformance::program("lsaquery")?;
     let local_sa = conformance::program("local-sa")?;

@@ -15,7 +15,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use conformance::cpu::cpu_seconds;
+use conformance::bench::{arg, cpu_seconds, median};
 use conformance::rdmacm::{Librdmacm, Reach};
 use conformance::{Fabric, LocalSa, Topology};
 
@@ -29,18 +29,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn run() -> Result<(), String> {
-    let arg = |i: usize, default: u64| {
-        std::env::args()
-            .nth(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
     let (calls, rounds) = (arg(1, 20_000), arg(2, 3).max(1));
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()

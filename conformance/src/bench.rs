@@ -1,5 +1,21 @@
-//! The CPU time a process has used, from `/proc/<pid>/stat`: what the
-//! benchmarks charge a server per answer.
+//! What the benchmark programs share: the CPU time a process has used
+//! (from `/proc/<pid>/stat`: what they charge a server per answer),
+//! medians of rounds, and their positional arguments.
+
+/// The median of `values` (the upper one of an even count); 0 for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Positional argument `i` (from 1) as a number, or `default` when it is
+/// missing or not a number.
+pub fn arg(i: usize, default: u64) -> u64 {
+    std::env::args()
+        .nth(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
 
 /// CPU seconds (user + system, all threads) process `pid` has used.
 pub fn cpu_seconds(pid: u32) -> Result<f64, String> {
@@ -37,6 +53,12 @@ fn clock_ticks() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_value() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![]), 0.0);
+    }
 
     #[test]
     fn this_process_has_used_some_cpu_and_more_after_work() {
