@@ -49,8 +49,9 @@ fn message(opcode: Opcode, data: [u8; 3], entries: &[Entry]) -> Vec<u8> {
     wire::request(opcode, data, entries, 7).to_vec()
 }
 
-/// Sends `msg` through the door and, if it asks an agent, that agent;
-/// returns the reply and which agent answered.
+/// Sends `msg` through the door and, if it asks agents, those agents;
+/// returns the reply and which agent answered the primary path (the
+/// first asked: an alternate comes from the other port's).
 fn resolve(door: &mut AcmService, ports: &mut [Bench; 2], msg: &[u8]) -> (Bytes, Option<usize>) {
     let mut step = door.handle_message(1, msg);
     let mut agent_used = None;
@@ -58,7 +59,7 @@ fn resolve(door: &mut AcmService, ports: &mut [Bench; 2], msg: &[u8]) -> (Bytes,
         match step {
             Step::Reply(b) => return (b, agent_used),
             Step::Ask { agent, id, request } => {
-                agent_used = Some(agent);
+                agent_used.get_or_insert(agent);
                 let b = &mut ports[agent];
                 b.core.handle_local(b.now, 1, id, request);
                 b.pump();
@@ -121,6 +122,28 @@ fn each_resolve_goes_to_the_agent_of_the_source_it_names() {
         ),
     );
     assert_eq!((Status(reply[2]), used), (Status::ESRCADDR, None));
+}
+
+#[test]
+fn a_resolve_by_gid_carries_an_alternate_from_the_other_ports_cache() {
+    let (mut door, mut ports) = node();
+    let (reply, used) = resolve(
+        &mut door,
+        &mut ports,
+        &message(Opcode::RESOLVE, [0; 3], &[dest(&Address::Gid(gid(7)))]),
+    );
+    assert_eq!(used, Some(0), "the primary from port 1");
+    let primary = Entry::parse(&reply[16..88]).unwrap();
+    let alternate = Entry::parse(&reply[88..160]).unwrap();
+    assert_eq!(primary.path_record(), Some(path(MY_LID, 7)));
+    assert_eq!(
+        alternate.flags,
+        crate::path_flags::GMP | crate::path_flags::ALTERNATE | crate::path_flags::BIDIRECTIONAL
+    );
+    // Port 2's own path, as its agent holds it from its master: no
+    // master query was made for the alternate.
+    assert_eq!(alternate.path_record(), Some(path(OTHER_LID, 7)));
+    assert_eq!(ports[1].core.counters().misses, 0);
 }
 
 #[test]

@@ -130,20 +130,33 @@ struct Pending {
 #[derive(Debug)]
 enum ReplyShape {
     /// A path, and the source entry ibacm echoes when it chose the source;
-    /// with `alternate`, the known paths between the two ports are looked
-    /// up next for an alternate.
+    /// with `alternate`, where to look next for an alternate path.
     Resolve {
         source: Option<Entry>,
-        alternate: bool,
+        alternate: Option<AlternateFrom>,
     },
-    /// The primary path is in; these are the known paths between the same
-    /// ports, one of which may be the alternate.
+    /// The primary path is in (from endpoint `counted`); these are the
+    /// known paths from where `from` says, one of which may be the
+    /// alternate.
     Alternate {
         source: Option<Entry>,
         primary: PathRecord,
+        from: AlternateFrom,
+        counted: usize,
     },
     /// The request echoed with the master's record (QUERY_SA).
     QuerySa(Message),
+}
+
+/// Where an alternate path (for APM) can come from, looked up in what
+/// the agents hold only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AlternateFrom {
+    /// Endpoint N, on another port of this node in the same partition:
+    /// another rail, whatever the LMC.
+    OtherPort(usize),
+    /// The same port, to another of the destination's LIDs (LMC > 0).
+    OtherLid,
 }
 
 /// Counts of what the door refused for its own limits.
@@ -285,16 +298,25 @@ impl AcmService {
                 if status == Status::SUCCESS {
                     self.count(pending.endpoint, route);
                 }
-                if let (true, Some(primary)) = (alternate, record) {
-                    return Some(self.ask_alternate(reply.conn, pending, source, primary));
+                if let (Some(from), Some(primary)) = (alternate, record) {
+                    return Some(self.ask_alternate(reply.conn, pending, source, primary, from));
                 }
                 resolve_entries(&pending.header, status, record.as_ref(), None, source)
             }
-            ReplyShape::Alternate { source, primary } => {
+            ReplyShape::Alternate {
+                source,
+                primary,
+                from,
+                counted,
+            } => {
                 // The primary stands whatever the lookup found.
-                let alternate = pick_alternate(&primary, &records);
+                let alternate = match from {
+                    // Another port is another route whatever its DLID.
+                    AlternateFrom::OtherPort(_) => records.first().copied(),
+                    AlternateFrom::OtherLid => pick_alternate(&primary, &records),
+                };
                 let header = pending.header;
-                self.count_outcome(pending.endpoint, Status::SUCCESS);
+                self.count_outcome(counted, Status::SUCCESS);
                 return Some(Step::Reply(resolve_entries(
                     &header,
                     Status::SUCCESS,
@@ -309,16 +331,22 @@ impl AcmService {
         Some(Step::Reply(bytes))
     }
 
-    /// Asks for the known paths between the primary's two ports, for an
-    /// alternate: from what the agent holds only, never from the master.
+    /// Asks for the known paths to the primary's destination port from
+    /// where `from` says, for an alternate: from what that port's agent
+    /// holds only, never from the master.
     fn ask_alternate(
         &mut self,
         conn: ConnId,
         pending: Pending,
         source: Option<Entry>,
         primary: PathRecord,
+        from: AlternateFrom,
     ) -> Step {
-        let ep = &self.endpoints[pending.endpoint];
+        let endpoint = match from {
+            AlternateFrom::OtherPort(other) => other,
+            AlternateFrom::OtherLid => pending.endpoint,
+        };
+        let ep = &self.endpoints[endpoint];
         let mut t = PathRecord::new_zeroed();
         t.set_sgid(ep.port.gid);
         t.set_dgid(primary.dgid());
@@ -331,12 +359,32 @@ impl AcmService {
         };
         self.ask(
             conn,
-            pending.endpoint,
+            endpoint,
             pending.header,
-            ReplyShape::Alternate { source, primary },
+            ReplyShape::Alternate {
+                source,
+                primary,
+                from,
+                counted: pending.endpoint,
+            },
             query,
             Lookup::KnownOnly,
         )
+    }
+
+    /// Where an alternate to a path from endpoint `ep` to a port (named by
+    /// GID, name or address: a LID names one path) can come from: another
+    /// active port of this node in the same partition, else another of
+    /// the destination's LIDs when the subnet's LMC gives ports several.
+    fn alternate_from(&self, ep: usize) -> Option<AlternateFrom> {
+        let e = &self.endpoints[ep];
+        let other_port = self.endpoints.iter().position(|o| {
+            o.agent != e.agent && o.port.lid != 0 && o.pkey | 0x8000 == e.pkey | 0x8000
+        });
+        match other_port {
+            Some(other) => Some(AlternateFrom::OtherPort(other)),
+            None => (e.port.lmc > 0).then_some(AlternateFrom::OtherLid),
+        }
     }
 
     /// Connection `conn` closed: its waiting requests are forgotten (the
@@ -456,7 +504,7 @@ impl AcmService {
             header,
             ReplyShape::Resolve {
                 source: None,
-                alternate: false,
+                alternate: None,
             },
             query,
             lookup,
@@ -526,10 +574,12 @@ impl AcmService {
             header,
             ReplyShape::Resolve {
                 source: echo,
-                // A LID names one path; a port (by GID, name or address)
-                // has as many LIDs as the subnet's LMC gives it.
-                alternate: self.endpoints[ep].port.lmc > 0
-                    && !matches!(dest_address, Address::Lid(_)),
+                // A LID names one path of one port.
+                alternate: if matches!(dest_address, Address::Lid(_)) {
+                    None
+                } else {
+                    self.alternate_from(ep)
+                },
             },
             query,
             lookup,

@@ -676,10 +676,14 @@ fn chosen_for(s: &mut AcmService, dest: Address) -> (usize, Gid, u16, Option<Add
     };
     let mut r = record(9);
     r.set_sgid(query.template.sgid());
-    let reply = s
-        .reply_step(&answer(conn, id, MadStatus::OK, Some(&r), true))
-        .map(replied)
-        .unwrap();
+    let reply = match s.reply_step(&answer(conn, id, MadStatus::OK, Some(&r), true)) {
+        // The other rail is asked for an alternate: it knows none.
+        Some(Step::Ask { id, .. }) => s
+            .reply_step(&answer(conn, id, MadStatus::OK, None, false))
+            .map(replied)
+            .unwrap(),
+        other => other.map(replied).unwrap(),
+    };
     let echo = (reply.len() > HEADER_LEN + ENTRY_LEN)
         .then(|| Entry::parse(&reply[88..160]).unwrap().address().unwrap());
     (agent, query.template.sgid(), query.template.pkey(), echo)
@@ -721,4 +725,92 @@ fn without_a_source_the_kernels_route_and_the_subnet_choose_the_rail() {
     down.gid = Gid::new(PREFIX, 4);
     s.handle_port_change(0, down);
     assert_eq!(chosen_for(&mut s, Address::Gid(Gid::new(PREFIX, 5))).0, 1);
+}
+
+/// A node with two ports on one subnet: port 1 (LID 4), port 2 (LID 14).
+fn two_ports() -> AcmService {
+    let second = {
+        let mut p = port(14);
+        p.gid = Gid::new(PREFIX, 14);
+        p
+    };
+    let ep = |agent, port, pkey| Endpoint {
+        agent,
+        port,
+        dev_guid: 0x44,
+        port_num: agent as u8 + 1,
+        phys_port_cnt: 2,
+        pkey,
+        addresses: vec![],
+    };
+    let mut names = Names::new();
+    names.insert(
+        Address::Name("H5_1".into()),
+        Gid::new(PREFIX, 5),
+        NameSource::HostsFile,
+    );
+    AcmService::new(
+        AcmConfig { max_pending: 8 },
+        vec![ep(0, port(4), 0xFFFF), ep(1, second, 0xFFFF)],
+        names,
+    )
+}
+
+#[test]
+fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
+    let mut s = two_ports();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, _, _) = asked(s.handle_message(7, &resolve(&[dest])));
+    // The primary is in: the door asks port 2's agent what it holds.
+    let step = s
+        .reply_step(&answer(7, id, MadStatus::OK, Some(&record(5)), true))
+        .unwrap();
+    let Step::Ask {
+        agent: 1,
+        id,
+        request: Request::PathQuery { query, lookup },
+    } = step
+    else {
+        panic!("expected a question to port 2's agent, got {step:?}");
+    };
+    assert_eq!(lookup, Lookup::KnownOnly, "never the master");
+    assert_eq!(query.template.sgid(), Gid::new(PREFIX, 14));
+    assert_eq!(query.template.dgid(), Gid::new(PREFIX, 5));
+    let mut from_port_2 = record(5);
+    from_port_2.set_sgid(Gid::new(PREFIX, 14));
+    from_port_2.set_slid(14);
+    let reply = s
+        .reply_step(&answer(7, id, MadStatus::OK, Some(&from_port_2), false))
+        .map(replied)
+        .unwrap();
+    let primary = Entry::parse(&reply[16..88]).unwrap();
+    let alternate = Entry::parse(&reply[88..160]).unwrap();
+    assert_eq!(primary.path_record(), Some(record(5)));
+    assert_eq!(
+        alternate.flags,
+        path_flags::GMP | path_flags::ALTERNATE | path_flags::BIDIRECTIONAL
+    );
+    assert_eq!(alternate.path_record(), Some(from_port_2));
+    assert_eq!(s.pending(), 0);
+
+    // Port 2 holds nothing for it: the primary alone.
+    let (id, _, _) = asked(s.handle_message(8, &resolve(&[dest])));
+    let Some(Step::Ask { id: alt, .. }) =
+        s.reply_step(&answer(8, id, MadStatus::OK, Some(&record(5)), true))
+    else {
+        panic!("expected the alternate's question");
+    };
+    let reply = s
+        .reply_step(&answer(8, alt, MadStatus::OK, None, false))
+        .map(replied)
+        .unwrap();
+    assert_eq!(reply.len(), HEADER_LEN + ENTRY_LEN, "one path");
+
+    // A LID names one path of one port: no alternate is looked for.
+    let by_lid = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let (id, _, _) = asked(s.handle_message(9, &resolve(&[by_lid])));
+    assert!(matches!(
+        s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), true)),
+        Some(Step::Reply(_))
+    ));
 }
