@@ -9,7 +9,9 @@ packages=(
   ibsim-utils libumad2sim0 opensm infiniband-diags   # the simulated fabric
   libibverbs-dev librdmacm-dev pkg-config             # rdma-sys links these
   libclang1-14 libclang-common-14-dev                 # rdma-sys runs bindgen
-  util-linux                                          # setpriv: no stray processes
+  util-linux                                          # setpriv: no stray processes; unshare: private namespaces
+  iproute2                                            # ip: the address watch's test changes addresses in its own namespace
+  gcc libc6-dev                                       # the tests' C programs (librdmacm probe, C agent)
   ibacm                                               # ib_acme: the ibacm door's real client
   libibumad-dev                                       # fabric-bench's C agent: the floor of answering a MAD
   systemd                                             # systemd-socket-activate: socket activation as systemd does it
