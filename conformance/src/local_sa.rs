@@ -68,7 +68,7 @@ impl<'f> LocalSa<'f> {
         name: &str,
         socket: std::os::fd::OwnedFd,
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, vec![(name, socket)], &[])?.until_fetched()
+        Self::start_passing_with_env(fabric, node, args, vec![(name, socket)], &[])
     }
 
     /// [`LocalSa::start`] with `env` and `sockets` passed as systemd

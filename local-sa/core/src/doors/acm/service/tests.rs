@@ -615,12 +615,14 @@ impl SourceRoute for Routes {
     }
 }
 
-/// A node with a port on each of two subnets (rails): port 1 (LID 4) on
-/// the default prefix with 10.0.0.4, port 2 (LID 14) on prefix 0xfec0…2
-/// with 10.2.0.4 on its P_Key 0x8002 interface.
-fn two_rails() -> AcmService {
-    let rail2 = Gid::new(0xFEC0_0000_0000_0002, 14);
-    let ep = |agent, port: PortIdentity, pkey, addresses| Endpoint {
+/// Endpoint of agent `agent` (port `agent + 1` of a two-port adapter).
+fn two_port_endpoint(
+    agent: usize,
+    port: PortIdentity,
+    pkey: u16,
+    addresses: Vec<Address>,
+) -> Endpoint {
+    Endpoint {
         agent,
         port,
         dev_guid: 0x44,
@@ -628,7 +630,15 @@ fn two_rails() -> AcmService {
         phys_port_cnt: 2,
         pkey,
         addresses,
-    };
+    }
+}
+
+/// A node with a port on each of two subnets (rails): port 1 (LID 4) on
+/// the default prefix with 10.0.0.4, port 2 (LID 14) on prefix 0xfec0…2
+/// with 10.2.0.4 on its P_Key 0x8002 interface.
+fn two_rails() -> AcmService {
+    let rail2 = Gid::new(0xFEC0_0000_0000_0002, 14);
+    let ep = two_port_endpoint;
     let mut second = port(14);
     second.gid = rail2;
     let mut names = Names::new();
@@ -734,15 +744,7 @@ fn two_ports() -> AcmService {
         p.gid = Gid::new(PREFIX, 14);
         p
     };
-    let ep = |agent, port, pkey| Endpoint {
-        agent,
-        port,
-        dev_guid: 0x44,
-        port_num: agent as u8 + 1,
-        phys_port_cnt: 2,
-        pkey,
-        addresses: vec![],
-    };
+    let ep = |agent, port, pkey| two_port_endpoint(agent, port, pkey, vec![]);
     let mut names = Names::new();
     names.insert(
         Address::Name("H5_1".into()),
