@@ -134,6 +134,22 @@ enum ReplyShape {
     Resolve {
         source: Option<Entry>,
         alternate: Option<AlternateFrom>,
+        /// The question, to ask one way at a time when the pair has no
+        /// reversible path (SOURCE/DEST requests that may reach the
+        /// master).
+        one_way: Option<(PathRecord, Lookup)>,
+    },
+    /// No reversible path: the path from the source, one way.
+    Outbound {
+        source: Option<Entry>,
+        lookup: Lookup,
+        counted: usize,
+    },
+    /// The way out is in; this is the way back (destination to source).
+    Inbound {
+        source: Option<Entry>,
+        outbound: PathRecord,
+        counted: usize,
     },
     /// The primary path is in (from endpoint `counted`); these are the
     /// known paths from where `from` says, one of which may be the
@@ -294,12 +310,21 @@ impl AcmService {
             counter::ROUTE_CACHE
         };
         let bytes = match pending.shape {
-            ReplyShape::Resolve { source, alternate } => {
+            ReplyShape::Resolve {
+                source,
+                alternate,
+                one_way,
+            } => {
                 if status == Status::SUCCESS {
                     self.count(pending.endpoint, route);
                 }
                 if let (Some(from), Some(primary)) = (alternate, record) {
                     return Some(self.ask_alternate(reply.conn, pending, source, primary, from));
+                }
+                if let (Status::ENODATA, Some((template, lookup))) = (status, one_way)
+                    && lookup != Lookup::CacheOnly
+                {
+                    return Some(self.ask_one_way(reply.conn, pending, source, template, lookup));
                 }
                 resolve_entries(&pending.header, status, record.as_ref(), None, source)
             }
@@ -323,6 +348,50 @@ impl AcmService {
                     Some(&primary),
                     alternate.as_ref(),
                     source,
+                )));
+            }
+            ReplyShape::Outbound {
+                source,
+                lookup,
+                counted,
+            } => match record {
+                Some(outbound) => {
+                    return Some(
+                        self.ask_inbound(reply.conn, pending, source, outbound, lookup, counted),
+                    );
+                }
+                None => {
+                    self.count_outcome(counted, status);
+                    return Some(Step::Reply(resolve_entries(
+                        &pending.header,
+                        status,
+                        None,
+                        None,
+                        source,
+                    )));
+                }
+            },
+            ReplyShape::Inbound {
+                source,
+                outbound,
+                counted,
+            } => {
+                self.count_outcome(counted, Status::SUCCESS);
+                let mut entries = vec![Entry::path(
+                    path_flags::PRIMARY | path_flags::OUTBOUND,
+                    &outbound,
+                )];
+                if let Some(inbound) = record {
+                    entries.push(Entry::path(
+                        path_flags::PRIMARY | path_flags::INBOUND,
+                        &inbound,
+                    ));
+                }
+                entries.extend(source);
+                return Some(Step::Reply(wire::resolve_reply(
+                    &pending.header,
+                    Status::SUCCESS,
+                    &entries,
                 )));
             }
             ReplyShape::QuerySa(message) => wire::query_reply(&message, status, record.as_ref()),
@@ -369,6 +438,73 @@ impl AcmService {
             },
             query,
             Lookup::KnownOnly,
+        )
+    }
+
+    /// The pair has no reversible path: asks for the path from the source
+    /// one way (Reversible not required), then the way back.
+    fn ask_one_way(
+        &mut self,
+        conn: ConnId,
+        pending: Pending,
+        source: Option<Entry>,
+        mut template: PathRecord,
+        lookup: Lookup,
+    ) -> Step {
+        template.set_reversible(false);
+        let query = PathQuery {
+            method: Method::GET,
+            mask: path_mask(&template),
+            template,
+        };
+        self.ask(
+            conn,
+            pending.endpoint,
+            pending.header,
+            ReplyShape::Outbound {
+                source,
+                lookup,
+                counted: pending.endpoint,
+            },
+            query,
+            lookup,
+        )
+    }
+
+    /// The way out (`outbound`) is in: asks for the way back, from its
+    /// destination to its source.
+    fn ask_inbound(
+        &mut self,
+        conn: ConnId,
+        pending: Pending,
+        source: Option<Entry>,
+        outbound: PathRecord,
+        lookup: Lookup,
+        counted: usize,
+    ) -> Step {
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(outbound.dgid());
+        t.set_dgid(outbound.sgid());
+        t.set_slid(outbound.dlid());
+        t.set_dlid(outbound.slid());
+        t.set_pkey(outbound.pkey());
+        t.set_numb_path(1);
+        let query = PathQuery {
+            method: Method::GET,
+            mask: path_mask(&t),
+            template: t,
+        };
+        self.ask(
+            conn,
+            pending.endpoint,
+            pending.header,
+            ReplyShape::Inbound {
+                source,
+                outbound,
+                counted,
+            },
+            query,
+            lookup,
         )
     }
 
@@ -505,6 +641,7 @@ impl AcmService {
             ReplyShape::Resolve {
                 source: None,
                 alternate: None,
+                one_way: None,
             },
             query,
             lookup,
@@ -568,11 +705,13 @@ impl AcmService {
         t.set_slid(e.port.lid);
         let query = acmp_get(t, e.pkey);
         let lookup = lookup_for(dest.flags);
+        let one_way = Some((query.template, lookup));
         self.ask(
             conn,
             ep,
             header,
             ReplyShape::Resolve {
+                one_way,
                 source: echo,
                 // A LID names one path of one port.
                 alternate: if matches!(dest_address, Address::Lid(_)) {

@@ -816,3 +816,74 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
         Some(Step::Reply(_))
     ));
 }
+
+#[test]
+fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
+    let mut s = service();
+    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let (id, _, _) = asked(s.handle_message(4, &resolve(&[dest])));
+    // The master has no reversible path between them.
+    let (id, q, lookup) = asked(
+        s.reply_step(&answer(4, id, MadStatus::ERR_NO_RECORDS, None, true))
+            .unwrap(),
+    );
+    assert_eq!(lookup, Lookup::Anywhere);
+    assert_eq!(
+        (q.method, q.template.dgid()),
+        (Method::GET, Gid::new(PREFIX, 5))
+    );
+    assert_eq!(q.mask & pr::REVERSIBLE, ComponentMask(0), "one way");
+    let mut out = record(5);
+    out.set_reversible(false);
+    let (id, q, _) = asked(
+        s.reply_step(&answer(4, id, MadStatus::OK, Some(&out), true))
+            .unwrap(),
+    );
+    // The way back: from the destination to this port.
+    assert_eq!(
+        (
+            q.template.sgid(),
+            q.template.dgid(),
+            q.template.slid(),
+            q.template.dlid()
+        ),
+        (Gid::new(PREFIX, 5), Gid::new(PREFIX, 4), 5, 4)
+    );
+    let mut back = record(4);
+    back.set_sgid(Gid::new(PREFIX, 5));
+    back.set_dgid(Gid::new(PREFIX, 4));
+    back.set_slid(5);
+    back.set_reversible(false);
+    let reply = s
+        .reply_step(&answer(4, id, MadStatus::OK, Some(&back), true))
+        .map(replied)
+        .unwrap();
+    assert_eq!(Status(reply[2]), Status::SUCCESS);
+    let first = Entry::parse(&reply[16..88]).unwrap();
+    let second = Entry::parse(&reply[88..160]).unwrap();
+    assert_eq!(first.flags, path_flags::PRIMARY | path_flags::OUTBOUND);
+    assert_eq!(first.path_record(), Some(out));
+    assert_eq!(second.flags, path_flags::PRIMARY | path_flags::INBOUND);
+    assert_eq!(second.path_record(), Some(back));
+    assert_eq!(s.pending(), 0);
+
+    // No way out either: ENODATA, as before.
+    let (id, _, _) = asked(s.handle_message(5, &resolve(&[dest])));
+    let (id, _, _) = asked(
+        s.reply_step(&answer(5, id, MadStatus::ERR_NO_RECORDS, None, true))
+            .unwrap(),
+    );
+    let step = s
+        .reply_step(&answer(5, id, MadStatus::ERR_NO_RECORDS, None, true))
+        .unwrap();
+    assert_eq!(status_of(&step), Status::ENODATA);
+
+    // NODELAY answers from the cache only: no second question.
+    let mut quick = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    quick.flags |= flags::NODELAY;
+    let (id, _, _) = asked(s.handle_message(6, &resolve(&[quick])));
+    let step = s
+        .reply_step(&answer(6, id, MadStatus::ERR_NO_RECORDS, None, false))
+        .unwrap();
+    assert_eq!(status_of(&step), Status::ENODATA);
+}
