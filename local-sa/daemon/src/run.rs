@@ -378,7 +378,7 @@ fn acm_door(
         "ibacm door ready"
     );
     let mut service = AcmService::new(AcmConfig::default(), eps, names);
-    service.set_source_route(Box::new(KernelRoutes));
+    service.set_source_route(Box::new(KernelRoutes::default()));
     Ok((Some(service), listeners, port_files))
 }
 
