@@ -645,6 +645,7 @@ impl<'f> Node<'f> {
             timeout: Duration::from_secs(60),
             sockets: Vec::new(),
             closed_stdout: false,
+            mount_setup: None,
         }
     }
 
@@ -730,6 +731,9 @@ pub struct NodeCommand<'f> {
     sockets: Vec<(String, std::os::fd::OwnedFd)>,
     /// Standard output a pipe nobody reads ([`NodeCommand::closed_stdout`]).
     closed_stdout: bool,
+    /// Shell commands run first in a private mount namespace
+    /// ([`NodeCommand::in_private_mounts`]).
+    mount_setup: Option<String>,
 }
 
 impl<'f> NodeCommand<'f> {
@@ -739,6 +743,14 @@ impl<'f> NodeCommand<'f> {
     /// and `LISTEN_PID` (set by a shell that then becomes the program).
     pub fn pass_socket(mut self, name: &str, socket: std::os::fd::OwnedFd) -> Self {
         self.sockets.push((name.to_owned(), socket));
+        self
+    }
+
+    /// Runs the program in a private mount namespace (`unshare --mount`,
+    /// root) after the shell commands `setup` (mounts that only it sees:
+    /// a fake sysfs directory, say). The program keeps the shell's PID.
+    pub fn in_private_mounts(mut self, setup: &str) -> Self {
+        self.mount_setup = Some(setup.to_owned());
         self
     }
 
@@ -797,20 +809,38 @@ impl<'f> NodeCommand<'f> {
         let stdout = File::create(dir.join("stdout")).map_err(io_err("creating stdout file"))?;
         let stderr = File::create(dir.join("stderr")).map_err(io_err("creating stderr file"))?;
         let sockets = std::mem::take(&mut self.sockets);
-        let mut cmd = if sockets.is_empty() {
+        let mut cmd = if sockets.is_empty() && self.mount_setup.is_none() {
             command_dying_with_parent(&self.program)
         } else {
-            // The shell's PID is the program's after `exec`.
-            let mut cmd = command_dying_with_parent("sh");
-            cmd.args(["-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""])
-                .arg(&self.program);
-            let names: Vec<&str> = sockets.iter().map(|(n, _)| n.as_str()).collect();
-            cmd.env("LISTEN_FDS", sockets.len().to_string())
-                .env("LISTEN_FDNAMES", names.join(":"));
-            umad::process::pass_as_inherited(
-                &mut cmd,
-                sockets.into_iter().map(|(_, fd)| fd).collect(),
+            // The shell's PID is the program's after `exec` (unshare
+            // without --fork execs in place too).
+            let listen = if sockets.is_empty() {
+                ""
+            } else {
+                "LISTEN_PID=$$ "
+            };
+            let script = format!(
+                "set -e\n{}\n{listen}exec \"$0\" \"$@\"",
+                self.mount_setup.as_deref().unwrap_or("")
             );
+            let mut cmd = match &self.mount_setup {
+                Some(_) => {
+                    let mut cmd = command_dying_with_parent("unshare");
+                    cmd.args(["--mount", "--propagation", "private", "sh"]);
+                    cmd
+                }
+                None => command_dying_with_parent("sh"),
+            };
+            cmd.arg("-c").arg(script).arg(&self.program);
+            if !sockets.is_empty() {
+                let names: Vec<&str> = sockets.iter().map(|(n, _)| n.as_str()).collect();
+                cmd.env("LISTEN_FDS", sockets.len().to_string())
+                    .env("LISTEN_FDNAMES", names.join(":"));
+                umad::process::pass_as_inherited(
+                    &mut cmd,
+                    sockets.into_iter().map(|(_, fd)| fd).collect(),
+                );
+            }
             cmd
         };
         cmd.args(&self.args)

@@ -31,7 +31,7 @@ impl<'f> LocalSa<'f> {
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
     pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, Vec::new(), &[])?.until_fetched()
+        Self::start_with(fabric, node, args, Vec::new(), &[], None)?.until_fetched()
     }
 
     /// [`LocalSa::start`] without waiting for its paths: for a local-sa
@@ -42,7 +42,7 @@ impl<'f> LocalSa<'f> {
         node: &str,
         args: &[&str],
     ) -> Result<Self, FabricError> {
-        let mut sa = Self::start_with(fabric, node, args, Vec::new(), &[])?;
+        let mut sa = Self::start_with(fabric, node, args, Vec::new(), &[], None)?;
         sa.wait_until("running", Duration::from_secs(60), |c| !c.is_empty())?;
         Ok(sa)
     }
@@ -56,7 +56,7 @@ impl<'f> LocalSa<'f> {
         args: &[&str],
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, Vec::new(), env)
+        Self::start_with(fabric, node, args, Vec::new(), env, None)
     }
 
     /// [`LocalSa::start`], passing `socket` as systemd passes a socket
@@ -81,7 +81,18 @@ impl<'f> LocalSa<'f> {
         sockets: Vec<(&str, std::os::fd::OwnedFd)>,
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, FabricError> {
-        Self::start_with(fabric, node, args, sockets, env)?.until_fetched()
+        Self::start_with(fabric, node, args, sockets, env, None)?.until_fetched()
+    }
+
+    /// [`LocalSa::start`] in a private mount namespace prepared by the
+    /// shell commands `setup` ([`crate::NodeCommand::in_private_mounts`]).
+    pub fn start_in_private_mounts(
+        fabric: &'f Fabric,
+        node: &str,
+        args: &[&str],
+        setup: &str,
+    ) -> Result<Self, FabricError> {
+        Self::start_with(fabric, node, args, Vec::new(), &[], Some(setup))?.until_fetched()
     }
 
     fn until_fetched(mut self) -> Result<Self, FabricError> {
@@ -97,6 +108,7 @@ impl<'f> LocalSa<'f> {
         args: &[&str],
         sockets: Vec<(&str, std::os::fd::OwnedFd)>,
         env: &[(&str, &std::ffi::OsStr)],
+        mount_setup: Option<&str>,
     ) -> Result<Self, FabricError> {
         let counters = fabric.dir().join(format!("{node}.counters"));
         let acm_socket = fabric.dir().join(format!("{node}.acm.sock"));
@@ -126,6 +138,9 @@ impl<'f> LocalSa<'f> {
         let mut command = fabric.node(node)?.workspace_program("local-sa");
         for (name, socket) in sockets {
             command = command.pass_socket(name, socket);
+        }
+        if let Some(setup) = mount_setup {
+            command = command.in_private_mounts(setup);
         }
         for (key, value) in env {
             command = command.env(key, value);

@@ -412,3 +412,87 @@ fn with_lmc_a_path_set_carries_an_alternate_path() {
     assert!(src.lid % 2 == 0, "base LIDs are aligned to the LMC");
     drop(sa);
 }
+
+/// An address of the host for the duration of a test: added to the
+/// loopback interface, removed when dropped.
+struct HostAddress(&'static str);
+
+impl HostAddress {
+    fn add(cidr: &'static str) -> Self {
+        let status = std::process::Command::new("ip")
+            .args(["addr", "add", cidr, "dev", "lo"])
+            .status()
+            .expect("ip (iproute2)");
+        assert!(status.success(), "ip addr add {cidr} dev lo (needs root)");
+        Self(cidr)
+    }
+}
+
+impl Drop for HostAddress {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["addr", "del", self.0, "dev", "lo"])
+            .status();
+    }
+}
+
+/// The IPoIB interfaces' addresses are this node's, followed live. The
+/// simulated fabric has no IPoIB interface, so local-sa runs in a private
+/// mount namespace whose /sys/class/net shows the loopback interface as
+/// the IPoIB interface of its port (type 32, on ibsim0, port 1, P_Key
+/// 0xffff): its real addresses, and an address added to it while local-sa
+/// runs, are then that endpoint's — accepted as a source within a second
+/// of `ip addr add`, refused within a second of `ip addr del`.
+#[test]
+fn ipoib_addresses_are_this_nodes_and_followed_without_a_restart() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _server = LocalSa::start(
+        &fabric,
+        "h9",
+        &["--host-name", "storage-9", "--address", "10.9.0.9"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let fake_ipoib = format!(
+        "mount -t tmpfs local-sa-test /sys/class/net\n\
+         mkdir -p /sys/class/net/lo/device/infiniband/{SIM_CA}\n\
+         echo 32 > /sys/class/net/lo/type\n\
+         echo 0 > /sys/class/net/lo/dev_port\n\
+         echo 0xffff > /sys/class/net/lo/pkey"
+    );
+    let mut sa =
+        LocalSa::start_in_private_mounts(&fabric, "h2", &["--host-name", "node-a"], &fake_ipoib)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let hosts = fabric.topology().hcas().len() as u64;
+    sa.wait_until("names from the master", Duration::from_secs(60), |c| {
+        c.get("names").is_some_and(|n| *n >= hosts + 3)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let socket = sa.acm_socket().to_path_buf();
+    // A resolve from `source` to h9's address: answered when the source
+    // is this node's, refused (Cannot assign requested address) if not.
+    let accepted = |source: &str| ib_acme(&socket, &["-f", "i", "-s", source, "-d", "10.9.0.9"]).1;
+    assert!(accepted("127.0.0.1"), "the interface's own address");
+    assert!(!accepted("192.0.2.201"), "not yet this host's");
+    let added = HostAddress::add("192.0.2.201/32");
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while !accepted("192.0.2.201") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not followed within 3 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(added);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while accepted("192.0.2.201") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "removal not followed within 3 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, log) = sa.stop();
+    assert!(log.contains("this endpoint's addresses changed"), "{log}");
+}
