@@ -419,7 +419,7 @@ struct HostAddress(&'static str);
 
 impl HostAddress {
     fn add(cidr: &'static str) -> Self {
-        let status = std::process::Command::new("ip")
+        let status = Command::new("ip")
             .args(["addr", "add", cidr, "dev", "lo"])
             .status()
             .expect("ip (iproute2)");
@@ -430,7 +430,7 @@ impl HostAddress {
 
 impl Drop for HostAddress {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("ip")
+        let _ = Command::new("ip")
             .args(["addr", "del", self.0, "dev", "lo"])
             .status();
     }
