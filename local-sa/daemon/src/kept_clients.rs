@@ -15,6 +15,7 @@
 //! again at the next exit. A crash keeps nothing: the old process cannot
 //! tell which of its clients had a question in flight.
 
+use std::cell::Cell;
 use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::rc::{Rc, Weak};
@@ -26,6 +27,7 @@ use tracing::{info, warn};
 use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorSpec, open_connection};
 use crate::driver::{Driver, Sink};
+use crate::service_manager::Notifier;
 use crate::stream::Stream;
 use local_sa_core::request::ConnId;
 
@@ -80,13 +82,41 @@ impl Driver {
     }
 }
 
+/// What a connection is opened with: the connection numbers, the doors'
+/// account, and where door events go.
+pub(crate) type Opening = (Rc<Cell<ConnId>>, SharedDoors, Sender<DoorEvent>);
+
+/// At start: serves the ibacm clients a previous local-sa kept (`fds`)
+/// through the ibacm door (`door`; without one they close), and empties
+/// the manager's store, which this process's own exit fills again.
+pub(crate) fn take_back(
+    fds: Vec<OwnedFd>,
+    door: Option<DoorSpec>,
+    ex: &Rc<smol::LocalExecutor<'static>>,
+    (ids, doors, events): Opening,
+    notifier: &Notifier,
+) {
+    if !fds.is_empty() {
+        match door {
+            Some(door) => ex
+                .spawn(adopt(fds, Rc::downgrade(ex), ids, doors, events, door))
+                .detach(),
+            None => warn!(
+                clients = fds.len(),
+                "ibacm clients were kept for this local-sa, but it serves no ibacm door; closing them"
+            ),
+        }
+    }
+    notifier.forget_stored(KEPT_CLIENT);
+    notifier.forget_stored(KEPT_NETLINK);
+}
+
 /// Serves the ibacm clients a previous local-sa kept (`fds`) through the
-/// ibacm door `door`, as if just accepted, numbered from `ids`; then
-/// empties the store (`forget`), which the next exit fills again.
-pub(crate) async fn adopt(
+/// ibacm door `door`, as if just accepted, numbered from `ids`.
+async fn adopt(
     fds: Vec<OwnedFd>,
     ex: Weak<smol::LocalExecutor<'static>>,
-    ids: Rc<std::cell::Cell<ConnId>>,
+    ids: Rc<Cell<ConnId>>,
     doors: SharedDoors,
     events: Sender<DoorEvent>,
     door: DoorSpec,

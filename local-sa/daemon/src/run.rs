@@ -200,28 +200,13 @@ pub(crate) fn run(
         ex.spawn(serve).detach();
     }
     let notifier = Notifier::from_env();
-    if !activated.acm_clients.is_empty() {
-        match acm_door_id {
-            Some(door) => {
-                ex.spawn(kept_clients::adopt(
-                    std::mem::take(&mut activated.acm_clients),
-                    std::rc::Rc::downgrade(&ex),
-                    ids.clone(),
-                    account.clone(),
-                    door_tx.clone(),
-                    (door, ACM_DOOR, AcmService::FRAMING),
-                ))
-                .detach();
-            }
-            None => warn!(
-                clients = activated.acm_clients.len(),
-                "ibacm clients were kept for this local-sa, but it serves no ibacm door; closing them"
-            ),
-        }
-    }
-    // Taken: the next exit stores what is open then.
-    notifier.forget_stored(kept_clients::KEPT_CLIENT);
-    notifier.forget_stored(kept_clients::KEPT_NETLINK);
+    kept_clients::take_back(
+        std::mem::take(&mut activated.acm_clients),
+        acm_door_id.map(|door| (door, ACM_DOOR, AcmService::FRAMING)),
+        &ex,
+        (ids.clone(), account.clone(), door_tx.clone()),
+        &notifier,
+    );
     let mut kept_netlink = None;
     let mut connections = HashMap::new();
     if let (Some(socket), Some(service)) = (kernel_socket, kernel) {
