@@ -452,11 +452,7 @@ impl AcmService {
         lookup: Lookup,
     ) -> Step {
         template.set_reversible(false);
-        let query = PathQuery {
-            method: Method::GET,
-            mask: path_mask(&template),
-            template,
-        };
+        let query = get_selected_by_fields(template);
         self.ask(
             conn,
             pending.endpoint,
@@ -489,11 +485,7 @@ impl AcmService {
         t.set_dlid(outbound.slid());
         t.set_pkey(outbound.pkey());
         t.set_numb_path(1);
-        let query = PathQuery {
-            method: Method::GET,
-            mask: path_mask(&t),
-            template: t,
-        };
+        let query = get_selected_by_fields(t);
         self.ask(
             conn,
             pending.endpoint,
@@ -588,11 +580,7 @@ impl AcmService {
         };
         self.resolving(ep);
         self.count(ep, counter::ROUTE_QUERY);
-        let query = PathQuery {
-            method: Method::GET,
-            mask: path_mask(&path),
-            template: path,
-        };
+        let query = get_selected_by_fields(path);
         self.ask(
             conn,
             ep,
@@ -908,17 +896,23 @@ fn take_once(
     Ok(())
 }
 
+/// A Get of `template`, selected by its non-zero fields (ibacm's
+/// `acm_path_comp_mask`).
+fn get_selected_by_fields(template: PathRecord) -> PathQuery {
+    PathQuery {
+        method: Method::GET,
+        mask: path_mask(&template),
+        template,
+    }
+}
+
 /// The Get acmp asks for a template `t` from an endpoint in partition
 /// `pkey`: one reversible path, selected by the template's non-zero fields.
 fn acmp_get(mut t: PathRecord, pkey: u16) -> PathQuery {
     t.set_pkey(pkey);
     t.set_reversible(true);
     t.set_numb_path(1);
-    PathQuery {
-        method: Method::GET,
-        mask: path_mask(&t),
-        template: t,
-    }
+    get_selected_by_fields(t)
 }
 
 impl AcmService {
