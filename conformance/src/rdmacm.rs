@@ -144,18 +144,7 @@ impl Librdmacm {
     /// Runs the probe with `args` (see the probe's usage), reaching
     /// local-sa by `reach`, with `hosts` as `/etc/hosts` if given.
     pub fn ask(&self, reach: Reach<'_>, hosts: Option<&Path>, args: &[&str]) -> Routes {
-        let mut command = vec![self.probe.as_os_str()];
-        command.extend(args.iter().map(std::ffi::OsStr::new));
-        let out = self.run(reach, hosts, &command)?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            return Err(format!(
-                "{}{}",
-                stdout,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        parse(&stdout)
+        parse(&self.probe(reach, hosts, args)?)
     }
 
     /// Asks `calls` times with `args` in one process (librdmacm connects
@@ -168,23 +157,36 @@ impl Librdmacm {
         calls: u64,
     ) -> Result<std::time::Duration, String> {
         let calls = calls.to_string();
-        let mut command = vec![self.probe.as_os_str()];
-        command.extend(["--repeat", calls.as_str()].map(std::ffi::OsStr::new));
-        command.extend(args.iter().map(std::ffi::OsStr::new));
-        let out = self.run(reach, None, &command)?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            return Err(format!(
-                "{stdout}{}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        let mut repeated = vec!["--repeat", calls.as_str()];
+        repeated.extend_from_slice(args);
+        let stdout = self.probe(reach, None, &repeated)?;
         stdout
             .lines()
             .find_map(|l| l.strip_prefix("repeated "))
             .and_then(|rest| rest.split_whitespace().nth(1)?.parse::<f64>().ok())
             .map(std::time::Duration::from_secs_f64)
             .ok_or_else(|| format!("no timing in the probe's output: {stdout}"))
+    }
+
+    /// Runs the probe with `args`: its standard output, or what it said
+    /// when it failed.
+    fn probe(
+        &self,
+        reach: Reach<'_>,
+        hosts: Option<&Path>,
+        args: &[&str],
+    ) -> Result<String, String> {
+        let mut command = vec![self.probe.as_os_str()];
+        command.extend(args.iter().map(std::ffi::OsStr::new));
+        let out = self.run(reach, hosts, &command)?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            return Err(format!(
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(stdout)
     }
 
     /// Runs `command` (a program and its arguments) in the namespace,

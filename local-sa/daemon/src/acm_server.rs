@@ -31,12 +31,6 @@ impl Drop for PortFiles {
     }
 }
 
-/// Whether only ib_acme and the kernel are served (ibacm's
-/// `acme_plus_kernel_only`).
-pub(crate) fn kernel_only(options: &Options) -> bool {
-    options.acm_kernel_only == "yes"
-}
-
 /// The TCP listener of the `loop` and `open` server modes and the port
 /// files that tell clients its port; none in `unix` mode.
 pub(crate) fn tcp(options: &Options) -> Result<Option<(Listener, PortFiles)>, DaemonError> {
@@ -59,7 +53,7 @@ pub(crate) fn tcp(options: &Options) -> Result<Option<(Listener, PortFiles)>, Da
     let bound = listener.tcp_addr().unwrap_or(addr);
     let port = format!("{}\n", bound.port());
     let mut names = vec![ACME_PORT_FILE];
-    if !kernel_only(options) {
+    if options.serves_librdmacm() {
         names.push(RDMACM_PORT_FILE);
     }
     let mut written = PortFiles(Vec::new());

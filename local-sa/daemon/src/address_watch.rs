@@ -4,7 +4,6 @@
 //! reads the IPoIB interfaces again and gives each endpoint what it owns
 //! now (`endpoints::owned_addresses`).
 
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use local_sa_core::naming::Address;
@@ -101,8 +100,7 @@ impl Driver {
             door.set_owned_addresses(&owned);
         }
         for (p, found) in self.ports.iter_mut().zip(&ipoib) {
-            let mut ips: Vec<IpAddr> = found.iter().map(|a| a.ip).collect();
-            ips.dedup();
+            let ips = umad::ipoib::ips(found);
             match endpoints::publication(&self.settings.options, &self.owned_plan, &p.facts, &ips) {
                 Ok(publication) => p.core.publish(now, publication),
                 Err(e) => {

@@ -98,10 +98,13 @@ pub fn interface_addresses(port: &PortFacts) -> Vec<InterfaceAddress> {
 /// The addresses of `port`'s IPoIB interfaces, IPv4 first, whatever their
 /// partition.
 pub fn addresses(port: &PortFacts) -> Vec<IpAddr> {
-    let mut ips: Vec<IpAddr> = interface_addresses(port)
-        .into_iter()
-        .map(|a| a.ip)
-        .collect();
+    ips(&interface_addresses(port))
+}
+
+/// The addresses of `found` (as [`interface_addresses`] gives them),
+/// each once.
+pub fn ips(found: &[InterfaceAddress]) -> Vec<IpAddr> {
+    let mut ips: Vec<IpAddr> = found.iter().map(|a| a.ip).collect();
     ips.dedup();
     ips
 }

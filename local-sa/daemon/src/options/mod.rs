@@ -625,9 +625,7 @@ impl Options {
             [] if self.acm_server_mode != "unix" => (Vec::new(), true),
             // ib_acme's, and librdmacm's unless only ib_acme and the
             // kernel are served.
-            [] if self.acm_kernel_only == "yes" => {
-                (vec![PathBuf::from("/run/ibacm-unix.sock")], true)
-            }
+            [] if !self.serves_librdmacm() => (vec![PathBuf::from("/run/ibacm-unix.sock")], true),
             [] => (
                 vec![
                     PathBuf::from("/run/ibacm-unix.sock"),
@@ -638,6 +636,12 @@ impl Options {
             [none] if none.as_os_str() == "none" => (Vec::new(), false),
             given => (given.to_vec(), false),
         }
+    }
+
+    /// Whether librdmacm is served besides ib_acme and the kernel: not
+    /// with `--acm-kernel-only yes` (ibacm's `acme_plus_kernel_only`).
+    pub(crate) fn serves_librdmacm(&self) -> bool {
+        self.acm_kernel_only != "yes"
     }
 
     /// The SA core's configuration.

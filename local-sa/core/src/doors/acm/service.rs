@@ -34,7 +34,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+use mad_codec::{ComponentMask, Gid, MadStatus, Method, PathRecord};
 
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
@@ -674,11 +674,7 @@ impl AcmService {
         let mut t = PathRecord::new_zeroed();
         match &dest_address {
             Address::Lid(lid) => t.set_dlid(*lid),
-            other => match self
-                .names
-                .resolve(other)
-                .or_else(|| self.learned.resolve(other))
-            {
+            other => match self.gid_of(other) {
                 Some(gid) => {
                     if !matches!(other, Address::Gid(_)) {
                         self.count(ep, counter::ADDR_CACHE);
@@ -725,11 +721,16 @@ impl AcmService {
         if !matches!(address, Address::Name(_) | Address::Ip(_)) {
             return None;
         }
-        let gid = self
-            .names
-            .resolve(address)
-            .or_else(|| self.learned.resolve(address))?;
+        let gid = self.gid_of(address)?;
         self.endpoints.iter().position(|e| e.port.gid == gid)
+    }
+
+    /// The GID `address` names (a GID itself; a LID none): the operator's
+    /// files first, then what the agents learned from the master.
+    fn gid_of(&self, address: &Address) -> Option<Gid> {
+        self.names
+            .resolve(address)
+            .or_else(|| self.learned.resolve(address))
     }
 
     /// The endpoint a destination is reached from when the client names
@@ -754,14 +755,7 @@ impl AcmService {
             return Some((ep, Some(source)));
         }
         let active = |e: &&Endpoint| e.port.lid != 0;
-        let gid = match dest {
-            Address::Gid(gid) => Some(*gid),
-            Address::Lid(_) => None,
-            other => self
-                .names
-                .resolve(other)
-                .or_else(|| self.learned.resolve(other)),
-        };
+        let gid = self.gid_of(dest);
         let on_subnet = gid.and_then(|gid| {
             self.endpoints
                 .iter()
