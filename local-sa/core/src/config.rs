@@ -120,6 +120,9 @@ pub struct AgentConfig {
     pub negative_ttl: Duration,
     /// Most forwarded answers kept.
     pub max_cached_answers: usize,
+    /// How much the QoS cache (port pairs asked for the fields the
+    /// master's QoS policy matches on, or for another partition) holds.
+    pub qos_cache: QosCacheLimits,
     /// Per-destination queries in flight during a refresh walk.
     pub walk_window: usize,
     /// LIDs past the highest one found after which a walk stops.
@@ -162,6 +165,7 @@ impl Default for AgentConfig {
             answer_ttl: Duration::from_secs(60),
             negative_ttl: Duration::from_secs(5),
             max_cached_answers: 65_536,
+            qos_cache: QosCacheLimits::default(),
             walk_window: 16,
             walk_gap: 64,
             rmpp: RmppConfig::default(),
@@ -171,6 +175,24 @@ impl Default for AgentConfig {
             member_lease: Duration::from_secs(600),
             audit_interval: Duration::from_secs(180),
             limits: RegistrationLimits::default(),
+        }
+    }
+}
+
+/// How much the QoS cache may hold (see `agent::qos_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QosCacheLimits {
+    /// Port pairs × keys.
+    pub entries: usize,
+    /// Bytes, records and per-entry overhead counted.
+    pub bytes: usize,
+}
+
+impl Default for QosCacheLimits {
+    fn default() -> Self {
+        Self {
+            entries: 65_536,
+            bytes: 16 << 20,
         }
     }
 }

@@ -60,6 +60,14 @@ counters! {
     coalesced: Counter,
     /// Misses answered from an earlier upstream answer still fresh.
     answer_cache_hits: Counter,
+    /// Queries naming fields the master's QoS policy matches on (or
+    /// another partition) answered from the QoS cache's port pairs.
+    qos_cache_hits: Counter,
+    /// Port pairs asked of the master for the QoS cache.
+    qos_cache_fetches: Counter,
+    /// Port pairs dropped from the full QoS cache, least recently used
+    /// first.
+    qos_cache_evicted: Counter,
     /// Requests sent to the master SA (queries, refreshes, subscriptions).
     upstream_queries: Counter,
     /// Requests to the master SA that got no answer after every retry.
@@ -145,6 +153,10 @@ counters! {
     /// Bytes the PathRecord store holds on the heap, estimated from its
     /// tables' capacities without the allocator's overhead, now.
     cache_bytes: Gauge,
+    /// Port pairs × QoS fields in the QoS cache now.
+    qos_cache_entries: Gauge,
+    /// Bytes the QoS cache holds (records and per-entry overhead) now.
+    qos_cache_bytes: Gauge,
     /// Host names and IP addresses learned from the master now.
     names: Gauge,
     /// Requests to the master SA waiting for their answer now.
@@ -158,7 +170,8 @@ counters! {
     /// Registration requests out at the master (at most the pace's
     /// `registrations_in_flight`) now.
     registrations_in_flight: Gauge,
-    /// Distinct forwarded queries waiting for the master now.
+    /// Distinct forwarded queries and QoS cache port pairs waiting for
+    /// the master now.
     queries_waiting: Gauge,
     /// RMPP transfers in progress now.
     transfers_active: Gauge,

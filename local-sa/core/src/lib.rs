@@ -54,6 +54,6 @@ mod transfers;
 
 pub use address::{Address, Received, Transmit};
 pub use agent::SaCore;
-pub use config::{AgentConfig, PortIdentity, SmKey};
+pub use config::{AgentConfig, PortIdentity, QosCacheLimits, SmKey};
 pub use counters::Counters;
 pub use transfers::TransferLimits;

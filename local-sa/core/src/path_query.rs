@@ -20,11 +20,21 @@
 //!   PacketLifeTime selectors, the requested SL, the requested P_Key echoed,
 //!   RawTraffic zeroing the P_Key, Reversible filtering, and the request's
 //!   SGID echoed verbatim.
+//! * What OpenSM's unconstrained answer is depends, beside the two ports, on
+//!   the fields its QoS policy matches when QoS is on (ServiceID, QoSClass,
+//!   P_Key: [`QosKey`]) and on the partition a P_Key names. The store holds
+//!   the answers asked without them; a query naming them is
+//!   [`Outcome::Pair`]: the answer follows from the port pair's records
+//!   asked with the same [`QosKey`] ([`evaluate_pair`]). SL and TClass pick
+//!   no QoS level: TClass is not used for unicast paths at all, and a
+//!   requested SL equal to the one the master chose is echoed; another SL
+//!   only the master can judge (its policy or the partition may forbid it).
 //!
 //! Whatever the store cannot answer exactly is [`Outcome::Forward`]: the
 //! caller asks the master SA.
 
 use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, Gid, MadStatus, Method, Mtu, PathRecord, Rate, Selector};
 
 use crate::store::{FastSet, PathStore, PortLids};
@@ -38,6 +48,112 @@ pub enum Outcome {
     Status(MadStatus),
     /// The store cannot answer exactly: ask the master SA.
     Forward(ForwardReason),
+    /// The answer follows from this port pair's records as the master
+    /// gives them for the key's fields ([`evaluate_pair`]).
+    Pair(PairKey),
+}
+
+/// The fields of a PathRecord query, beside its two ends, on which the
+/// master's unconstrained answer depends: those OpenSM's QoS policy matches
+/// a level on (when the master applies QoS), and the partition. Each is
+/// `None` when the query does not name it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct QosKey {
+    /// The P_Key without its membership bit (OpenSM shares, matches and
+    /// looks up partitions by the low 15 bits).
+    pub pkey: Option<u16>,
+    /// The ServiceID.
+    pub service_id: Option<u64>,
+    /// The QoS class.
+    pub qos_class: Option<u16>,
+    /// An SL other than the one the master chose for the rest of the
+    /// key: whether the master accepts it is its own (policy, partition,
+    /// VL15 on the route), so its answer is asked and kept under it.
+    pub sl: Option<u8>,
+}
+
+impl QosKey {
+    /// The fields of `req` that `mask` names and the master's QoS policy
+    /// may match on; none when the master applies no QoS.
+    pub fn of(mask: ComponentMask, req: &PathRecord, master_qos: bool) -> Self {
+        if !master_qos {
+            return Self::default();
+        }
+        Self {
+            pkey: mask.contains(pr::PKEY).then(|| req.pkey() & 0x7FFF),
+            service_id: mask.contains(pr::SERVICE_ID).then(|| req.service_id()),
+            qos_class: mask.contains(pr::QOS_CLASS).then(|| req.qos_class()),
+            sl: None,
+        }
+    }
+
+    /// The same with the SL `sl`, which the master did not choose.
+    fn with_sl(self, sl: u8) -> Self {
+        Self {
+            sl: Some(sl),
+            ..self
+        }
+    }
+
+    /// Only the partition of `pkey`.
+    pub fn partition(pkey: u16) -> Self {
+        Self {
+            pkey: Some(pkey & 0x7FFF),
+            ..Self::default()
+        }
+    }
+
+    /// True when the query names none of the fields.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Writes the fields into a query's template; returns their mask bits.
+    /// A P_Key is asked as a full member's.
+    pub fn apply(&self, template: &mut PathRecord) -> ComponentMask {
+        let mut mask = ComponentMask::NONE;
+        if let Some(pkey) = self.pkey {
+            template.set_pkey(pkey | 0x8000);
+            mask |= pr::PKEY;
+        }
+        if let Some(id) = self.service_id {
+            template.set_service_id(id);
+            mask |= pr::SERVICE_ID;
+        }
+        if let Some(class) = self.qos_class {
+            template.set_qos_class(class);
+            mask |= pr::QOS_CLASS;
+        }
+        if let Some(sl) = self.sl {
+            template.set_sl(sl);
+            mask |= pr::SL;
+        }
+        mask
+    }
+}
+
+/// One port pair's records as the master gives them for a [`QosKey`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PairKey {
+    /// The source port's GUID.
+    pub src: u64,
+    /// The destination port's GUID.
+    pub dst: u64,
+    /// The fields they are asked with.
+    pub qos: QosKey,
+}
+
+impl PairKey {
+    /// The GetTable that asks the master for the pair's records: both
+    /// GIDs, the key's fields, nothing else (every LID pair of the two
+    /// ports' LMC ranges, unconstrained).
+    pub fn query(&self, subnet_prefix: u64) -> (ComponentMask, PathRecord) {
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(Gid::new(subnet_prefix, self.src));
+        t.set_dgid(Gid::new(subnet_prefix, self.dst));
+        let mask = pr::SGID | pr::DGID | self.qos.apply(&mut t);
+        (mask, t)
+    }
 }
 
 /// Why a query goes to the master SA.
@@ -51,8 +167,9 @@ pub enum ForwardReason {
     IncompleteSource,
     /// No source given: every source port would be needed.
     NoSource,
-    /// The master applies QoS policy, so SL, ServiceID, QoSClass, P_Key
-    /// and TClass can change the answer.
+    /// The master applies QoS policy, and the query names a field it may
+    /// match on, or an SL other than the one the master chose, for every
+    /// destination at once.
     MasterQos,
     /// A P_Key other than the paths' own (partition membership is known
     /// only to the master).
@@ -106,10 +223,6 @@ pub fn evaluate(
     if mask.contains(pr::DGID) && req.dgid().is_multicast() {
         return Outcome::Forward(ForwardReason::Multicast);
     }
-    let qos_sensitive = pr::SERVICE_ID | pr::QOS_CLASS | pr::SL | pr::PKEY | pr::TCLASS;
-    if k.master_qos && mask.intersects(qos_sensitive) {
-        return Outcome::Forward(ForwardReason::MasterQos);
-    }
     let src = match resolve_end(k, mask, pr::SGID, req.sgid(), pr::SLID, req.slid()) {
         Ok(e) => e,
         Err(o) => return o,
@@ -121,18 +234,39 @@ pub fn evaluate(
     let Some((src_guid, src_lids)) = src else {
         return Outcome::Forward(ForwardReason::NoSource);
     };
+    let qos = QosKey::of(mask, req, k.master_qos);
+    let pair = |dst: u64, qos| {
+        Outcome::Pair(PairKey {
+            src: src_guid,
+            dst,
+            qos,
+        })
+    };
+    if !qos.is_empty() {
+        let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
+        return match dst {
+            // Raw traffic takes any shared key, not the one named.
+            Some((dst_guid, _)) if !raw => pair(dst_guid, qos),
+            _ => Outcome::Forward(ForwardReason::MasterQos),
+        };
+    }
     let complete = k.complete_sources.contains(&src_guid);
     let q = Query {
-        k,
+        paths: Paths::Store(k.store),
+        master_qos: k.master_qos,
         method,
         mask,
         req,
     };
     let mut out = Vec::new();
     match dst {
-        Some((_, dst_lids)) => match q.port_pair(src_lids, dst_lids, &mut out) {
+        Some((dst_guid, dst_lids)) => match q.port_pair(src_lids, dst_lids, &mut out) {
             Ok(0) if !complete => return Outcome::Forward(ForwardReason::IncompleteSource),
             Ok(_) => {}
+            Err(ForwardReason::OtherPartition) => {
+                return pair(dst_guid, QosKey::partition(req.pkey()));
+            }
+            Err(ForwardReason::MasterQos) => return pair(dst_guid, qos.with_sl(req.sl())),
             Err(reason) => return Outcome::Forward(reason),
         },
         None => {
@@ -148,6 +282,43 @@ pub fn evaluate(
             }
         }
     }
+    finish(method, out)
+}
+
+/// Evaluates a query that came out as [`Outcome::Pair`] with `key`, from
+/// `records`: the master's answer to [`PairKey::query`]. [`Outcome::Pair`]
+/// again only with the key narrowed to an SL the master did not choose.
+pub fn evaluate_pair(
+    k: &Knowledge<'_>,
+    records: &[PathRecord],
+    key: &PairKey,
+    method: Method,
+    mask: ComponentMask,
+    req: &PathRecord,
+) -> Outcome {
+    let (Some(src), Some(dst)) = (k.store.port(key.src), k.store.port(key.dst)) else {
+        return Outcome::Forward(ForwardReason::UnknownEndpoint);
+    };
+    let q = Query {
+        paths: Paths::Pair(records),
+        master_qos: k.master_qos,
+        method,
+        mask,
+        req,
+    };
+    let mut out = Vec::new();
+    match q.port_pair(src, dst, &mut out) {
+        Ok(_) => finish(method, out),
+        Err(ForwardReason::MasterQos) if key.qos.sl.is_none() => Outcome::Pair(PairKey {
+            qos: key.qos.with_sl(req.sl()),
+            ..*key
+        }),
+        Err(reason) => Outcome::Forward(reason),
+    }
+}
+
+/// A Get has exactly one record; a GetTable any number.
+fn finish(method: Method, out: Vec<PathRecord>) -> Outcome {
     if method == Method::GET {
         match out.len() {
             0 => return Outcome::Status(MadStatus::ERR_NO_RECORDS),
@@ -233,8 +404,31 @@ const PREFERRED: u8 = 0;
 /// Preference of the other LID combinations.
 const NOT_REDUNDANT: u8 = 2;
 
+/// Where a query's unconstrained paths come from.
+#[derive(Clone, Copy)]
+enum Paths<'a> {
+    /// The store: the answers asked without QoS fields.
+    Store(&'a PathStore),
+    /// One port pair's records for a [`QosKey`].
+    Pair(&'a [PathRecord]),
+}
+
+impl<'a> Paths<'a> {
+    fn get(self, slid: u16, dlid: u16) -> Option<&'a PathRecord> {
+        match self {
+            Self::Store(store) => store.get(slid, dlid),
+            Self::Pair(records) => records
+                .iter()
+                .find(|r| r.slid() == slid && r.dlid() == dlid),
+        }
+    }
+}
+
 struct Query<'a> {
-    k: &'a Knowledge<'a>,
+    paths: Paths<'a>,
+    /// The master applies QoS policy: an SL it did not choose is its to
+    /// judge.
+    master_qos: bool,
     method: Method,
     mask: ComponentMask,
     req: &'a PathRecord,
@@ -299,10 +493,10 @@ impl Query<'_> {
         preference: u8,
         out: &mut Vec<PathRecord>,
     ) -> Result<usize, ForwardReason> {
-        let Some(base) = self.k.store.get(slid, dlid) else {
+        let Some(base) = self.paths.get(slid, dlid) else {
             return Ok(0);
         };
-        match derive(base, self.mask, self.req)? {
+        match derive(base, self.mask, self.req, self.master_qos)? {
             Some(mut r) => {
                 r.set_preference(preference);
                 out.push(r);
@@ -319,6 +513,7 @@ fn derive(
     base: &PathRecord,
     mask: ComponentMask,
     req: &PathRecord,
+    master_qos: bool,
 ) -> Result<Option<PathRecord>, ForwardReason> {
     let mut r = *base;
     let both = |sel, val| mask.contains(sel) && mask.contains(val);
@@ -356,6 +551,12 @@ fn derive(
         r.set_pkey(req.pkey());
     }
     if mask.contains(pr::SL) {
+        // Under QoS policy an SL other than the level's is refused, and
+        // one the policy leaves open must still avoid VL15 on the route:
+        // only the master knows which.
+        if master_qos && req.sl() != base.sl() {
+            return Err(ForwardReason::MasterQos);
+        }
         r.set_sl(req.sl());
     }
     if mask.contains(pr::REVERSIBLE) && req.reversible() && !base.reversible() {

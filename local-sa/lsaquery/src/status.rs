@@ -118,6 +118,21 @@ pub(crate) fn human(r: &StatusReport) -> String {
         v("upstream_failures"),
         v("errors")
     );
+    if let Some(entries) = r.get("qos_cache_entries") {
+        let qos = match r.get("master_qos") {
+            Some("yes") => "the master applies QoS",
+            Some(_) => "the master applies no QoS",
+            None => "whether the master applies QoS is not known yet",
+        };
+        let _ = writeln!(
+            out,
+            "  QoS cache    {entries} port pairs, {} bytes; {} answers from it, {} pairs asked, {} dropped for room ({qos})",
+            v("qos_cache_bytes"),
+            v("qos_cache_hits"),
+            v("qos_cache_fetches"),
+            v("qos_cache_evicted"),
+        );
+    }
     if let (Some(queued), Some(refused)) = (r.get("queries_queued"), r.get("upstream_refused")) {
         let _ = writeln!(
             out,
@@ -267,6 +282,20 @@ mod tests {
              \x20 queries      10 from the cache, 2 not; 0 waiting for the master, 0 it never answered; 0 error answers\n\
              \x20 daemon       local-sa 0.1.0, pid 42, up 3.0 s; 1 local connections\n\
              \x20 warnings     12 s ago: WARN the master refused a subscription change status=0x0200\n"
+        );
+    }
+
+    #[test]
+    fn the_qos_cache_line_says_whether_the_master_applies_qos() {
+        let text = human(&StatusReport::from_text(
+            "master_sa_lid 1\nmaster_qos yes\nqos_cache_entries 7\nqos_cache_bytes 1040\n\
+             qos_cache_hits 30\nqos_cache_fetches 7\nqos_cache_evicted 0\n",
+        ));
+        assert!(
+            text.contains(
+                "  QoS cache    7 port pairs, 1040 bytes; 30 answers from it, 7 pairs asked, 0 dropped for room (the master applies QoS)\n"
+            ),
+            "{text}"
         );
     }
 

@@ -54,7 +54,7 @@ impl SaCore {
         let before = self.store.len() as u64;
         self.store.clear();
         self.complete_sources.clear();
-        self.forwarding.forget_answers();
+        self.forget_answers();
         info!(
             dropped = before,
             "the cache was flushed by a local request; queries go to the master until the next refresh"

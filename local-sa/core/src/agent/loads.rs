@@ -193,7 +193,7 @@ impl SaCore {
             }
         }
         self.counters.loaded += records.len() as u64;
-        self.forwarding.forget_answers();
+        self.forget_answers();
         info!(records = records.len(), replace, "PathRecords loaded");
         records.len()
     }
@@ -231,7 +231,7 @@ impl SaCore {
             }
         }
         self.counters.deleted += removed as u64;
-        self.forwarding.forget_answers();
+        self.forget_answers();
         info!(removed, known_absent, "PathRecords deleted");
         removed
     }

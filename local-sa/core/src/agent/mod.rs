@@ -40,6 +40,7 @@ mod parties;
 mod paths;
 mod phases;
 mod purpose;
+mod qos_cache;
 mod quotas;
 mod refresh;
 mod status;
@@ -59,6 +60,7 @@ use self::forward::Forwarding;
 use self::name_state::NameState;
 use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
+use self::qos_cache::QosCache;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
 use self::subscriptions::Subscriptions;
@@ -169,6 +171,8 @@ pub struct SaCore {
     /// Queries asked for consumers and ports waiting for a place.
     query_queue: UpstreamQueue,
     forwarding: Forwarding,
+    /// Port pairs' paths for QoS fields and other partitions.
+    qos_cache: QosCache,
     transfers: Transfers,
     out: VecDeque<Transmit>,
     counters: Counters,
@@ -234,6 +238,7 @@ impl SaCore {
                 config.negative_ttl,
                 config.max_cached_answers,
             ),
+            qos_cache: QosCache::new(config.qos_cache),
             transfers: Transfers::new(config.rmpp, config.transfer_limits),
             out: VecDeque::new(),
             counters: Counters::default(),
@@ -319,12 +324,15 @@ impl SaCore {
             leases_ended: self.counters.leases_ended + m.leases_ended,
             records: self.store.len() as u64,
             cache_bytes: self.store.heap_bytes() as u64,
+            qos_cache_entries: self.qos_cache.len() as u64,
+            qos_cache_bytes: self.qos_cache.bytes() as u64,
+            qos_cache_evicted: self.qos_cache.evicted(),
             names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
             registrations_waiting: self.registration_queue.waiting() as u64,
             queries_queued: self.query_queue.waiting() as u64,
             registrations_in_flight: self.registration_queue.in_flight() as u64,
-            queries_waiting: self.forwarding.waiting() as u64,
+            queries_waiting: (self.forwarding.waiting() + self.qos_cache.asking()) as u64,
             transfers_active: self.transfers.in_progress() as u64,
             subscriptions: self.subscriptions.registry.filters() as u64,
             subscribers: self.subscriptions.registry.subscribers() as u64,
@@ -465,7 +473,7 @@ impl SaCore {
             self.complete_sources.clear();
             self.master_info = None;
         }
-        self.forwarding.forget_answers();
+        self.forget_answers();
         // The refresh in progress is superseded by the one starting now.
         self.upstream
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));

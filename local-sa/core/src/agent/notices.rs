@@ -507,7 +507,7 @@ impl SaCore {
             TrapDetails::GidOutOfService { gid } => {
                 let removed = self.store.remove_port(gid.guid());
                 self.complete_sources.remove(&gid.guid());
-                self.forwarding.forget_answers();
+                self.forget_answers();
                 if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 65", 0u32) {
                     info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
                 }
@@ -526,7 +526,7 @@ impl SaCore {
                 let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD)
                     .record(&t);
                 b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-                self.forwarding.forget_answers();
+                self.forget_answers();
                 self.send_upstream(now, purpose, &b.into_bytes());
             }
             TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),
@@ -559,6 +559,11 @@ impl SaCore {
             (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
+                if self.master_info.is_some_and(|m| m.qos != qos) {
+                    // The QoS cache's keys depend on whether the master
+                    // applies QoS.
+                    self.forget_answers();
+                }
                 self.master_info = Some(MasterInfo {
                     qos,
                     sm_lid: self.port.sm_lid,

@@ -14,9 +14,10 @@ use super::SaCore;
 use super::forward::{self, PathAnswer, Waiting};
 use super::parties::Asker;
 use super::purpose::Purpose;
+use super::qos_cache::Fetch;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::path_query::{self, ForwardReason, Knowledge, Outcome};
+use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::Answer;
 use crate::respond;
@@ -49,13 +50,31 @@ impl SaCore {
             self.counters.misses += 1;
             return self.forward(now, asker, query);
         }
-        let k = Knowledge {
+        let outcome =
+            path_query::evaluate(&self.knowledge(), query.method, query.mask, &query.template);
+        self.settle(now, asker, query, lookup, outcome);
+    }
+
+    /// What the store and the master's ClassPortInfo tell path queries.
+    fn knowledge(&self) -> Knowledge<'_> {
+        Knowledge {
             store: &self.store,
             subnet_prefix: self.port.gid.prefix(),
             complete_sources: &self.complete_sources,
             master_qos: self.master_info.is_none_or(|m| m.qos),
-        };
-        match path_query::evaluate(&k, query.method, query.mask, &query.template) {
+        }
+    }
+
+    /// Acts on what evaluating `query` came to.
+    fn settle(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        lookup: Lookup,
+        outcome: Outcome,
+    ) {
+        match outcome {
             Outcome::Records(records) => {
                 self.counters.hits += 1;
                 self.answer_path_records(now, &asker, &records);
@@ -64,7 +83,7 @@ impl SaCore {
                 self.counters.hits += 1;
                 self.answer_status(&asker, status);
             }
-            Outcome::Forward(ForwardReason::MasterQos)
+            Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
                 if lookup == Lookup::Anywhere && self.awaiting_master_info() =>
             {
                 // Whether the master applies QoS is being asked: wait for
@@ -72,6 +91,7 @@ impl SaCore {
                 self.counters.coalesced += 1;
                 self.qos_waiters.push((asker, query));
             }
+            Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
             Outcome::Forward(reason) => {
                 self.counters.misses += 1;
                 debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
@@ -96,6 +116,120 @@ impl SaCore {
                 self.forward(now, asker, query);
             }
         }
+    }
+
+    /// A query whose answer follows from one port pair's records for the
+    /// fields the master's QoS policy matches on (or for another
+    /// partition): from the QoS cache, else the pair is asked once for
+    /// everyone who needs it.
+    fn pair_request(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        lookup: Lookup,
+        key: PairKey,
+    ) {
+        if let Some(records) = self.qos_cache.get(&key) {
+            self.counters.qos_cache_hits += 1;
+            let outcome = path_query::evaluate_pair(
+                &self.knowledge(),
+                records,
+                &key,
+                query.method,
+                query.mask,
+                &query.template,
+            );
+            return self.settle(now, asker, query, lookup, outcome);
+        }
+        self.counters.misses += 1;
+        match lookup {
+            Lookup::CacheOnly => {
+                self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                if self.qos_cache.prefetch(key) {
+                    self.send_pair_request(now, key);
+                }
+            }
+            Lookup::KnownOnly => self.answer_status(&asker, MadStatus::ERR_NO_RECORDS),
+            Lookup::Anywhere | Lookup::Master => match self.qos_cache.wait(key, asker, query) {
+                Fetch::First => self.send_pair_request(now, key),
+                Fetch::Joined => self.counters.coalesced += 1,
+                Fetch::Full(asker) => {
+                    self.counters.upstream_refused += 1;
+                    self.answer_status(&asker, MadStatus::BUSY);
+                }
+            },
+        }
+    }
+
+    fn send_pair_request(&mut self, now: Instant, key: PairKey) {
+        self.counters.qos_cache_fetches += 1;
+        let (mask, template) = key.query(self.port.gid.prefix());
+        let query = PathQuery {
+            method: Method::GET_TABLE,
+            mask,
+            template,
+        };
+        let request = forward::upstream_request(&query);
+        self.send_upstream(now, Purpose::Pair(key), &request);
+    }
+
+    /// The master answered a pair's query: its records are kept (unless
+    /// the fabric changed since it was asked) and everyone waiting is
+    /// answered from them. An answer that cannot be used so (cut, or an
+    /// error other than "none") sends each waiter's own query to the
+    /// master instead.
+    pub(super) fn pair_answered(&mut self, now: Instant, key: &PairKey, answer: &Answer) {
+        let (waiters, keep) = self.qos_cache.release(key);
+        let records: Vec<PathRecord> = match answer.status() {
+            _ if answer.is_cut() => return self.forward_each(now, waiters),
+            MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
+            MadStatus::ERR_NO_RECORDS => Vec::new(),
+            _ => return self.forward_each(now, waiters),
+        };
+        for (asker, query) in waiters {
+            let asker = asker.waited();
+            match path_query::evaluate_pair(
+                &self.knowledge(),
+                &records,
+                key,
+                query.method,
+                query.mask,
+                &query.template,
+            ) {
+                Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
+                Outcome::Status(status) => self.answer_status(&asker, status),
+                // An SL the master must judge.
+                Outcome::Pair(key) => self.pair_request(now, asker, query, Lookup::Anywhere, key),
+                // A port gone meanwhile.
+                Outcome::Forward(_) => self.forward(now, asker, query),
+            }
+        }
+        if keep {
+            self.qos_cache.insert(*key, records);
+        }
+    }
+
+    /// A pair's query got no answer, or could not be sent: its waiters
+    /// are answered BUSY, as for any query the master left unanswered.
+    pub(super) fn pair_failed(&mut self, key: &PairKey) {
+        for (asker, _) in self.qos_cache.release(key).0 {
+            self.answer_status(&asker.waited(), MadStatus::BUSY);
+        }
+    }
+
+    fn forward_each(&mut self, now: Instant, waiters: Vec<(Asker, PathQuery)>) {
+        for (asker, query) in waiters {
+            self.forward(now, asker.waited(), query);
+        }
+    }
+
+    /// Forgets every answer kept from the master beside the store (the
+    /// forwarded queries' and the QoS cache's): something that could
+    /// change them happened.
+    pub(super) fn forget_answers(&mut self) {
+        self.forwarding.forget_answers();
+        self.qos_cache.clear();
     }
 
     /// True when the master's ClassPortInfo is unknown but asked, and the
@@ -229,6 +363,7 @@ impl SaCore {
     /// local connection `conn` is forgotten (it closed).
     pub(super) fn forget_local_waiters(&mut self, conn: ConnId) {
         self.forwarding.forget_where(|w| w.conn() == Some(conn));
+        self.qos_cache.forget_where(|w| w.conn() == Some(conn));
         self.qos_waiters.retain(|(w, _)| w.conn() != Some(conn));
     }
 }

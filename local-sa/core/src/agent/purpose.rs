@@ -4,6 +4,7 @@
 
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
+use crate::path_query::PairKey;
 use crate::request::PathQuery;
 use crate::store::Epoch;
 
@@ -19,6 +20,9 @@ pub(crate) enum Purpose {
     GidInService { guid: u64 },
     /// A query the cache could not answer.
     Forward(PathQuery),
+    /// One port pair's paths for the fields the master's QoS policy
+    /// matches on, or for another partition (the QoS cache).
+    Pair(PairKey),
     /// InformInfo Set for a filter (subscribe or unsubscribe).
     Inform {
         filter: informinfo::Filter,
@@ -71,6 +75,7 @@ impl Purpose {
             Self::Walk { .. } => "this port's paths to one LID",
             Self::GidInService { .. } => "the paths to a port that came into service",
             Self::Forward(_) => "a forwarded PathRecord query",
+            Self::Pair(_) => "a port pair's paths for the QoS cache",
             Self::Inform { .. } => "a subscription change",
             Self::Relay(_) => "a query relayed for a port",
             Self::Membership(_) => "a multicast membership change",

@@ -157,7 +157,7 @@ impl SaCore {
     fn finish_refresh(&mut self, now: Instant, epoch: Epoch) {
         let swept = self.store.sweep_from(self.port.lids(), epoch);
         self.complete_sources.insert(self.port.gid.guid());
-        self.forwarding.forget_answers();
+        self.forget_answers();
         self.counters.refreshes += 1;
         self.refresh.state = RefreshState::Idle;
         let took = self

@@ -21,6 +21,7 @@ impl SaCore {
         s.push("sm_lid", self.port.sm_lid);
         if let Some(m) = self.master_info {
             s.push("master_sa_lid", m.sm_lid);
+            s.push("master_qos", if m.qos { "yes" } else { "no" });
         }
         let table = if self.is_ready() {
             "complete"
@@ -58,6 +59,11 @@ impl SaCore {
             ("members", c.members),
             ("hits", c.hits),
             ("misses", c.misses),
+            ("qos_cache_entries", c.qos_cache_entries),
+            ("qos_cache_bytes", c.qos_cache_bytes),
+            ("qos_cache_hits", c.qos_cache_hits),
+            ("qos_cache_fetches", c.qos_cache_fetches),
+            ("qos_cache_evicted", c.qos_cache_evicted),
             ("upstream_in_flight", c.upstream_in_flight),
             ("upstream_failures", c.upstream_failures),
             ("errors", c.errors),

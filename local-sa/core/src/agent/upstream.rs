@@ -127,6 +127,7 @@ impl SaCore {
                     self.answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
+            Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::Relay(request) => {
                 self.relays = self.relays.saturating_sub(1);
                 self.respond_error(&request, MadStatus::BUSY);
@@ -171,6 +172,7 @@ impl SaCore {
     fn upstream_answered(&mut self, now: Instant, purpose: Purpose, answer: &Answer) {
         match purpose {
             Purpose::Forward(query) => self.forward_answered(now, &query, answer),
+            Purpose::Pair(key) => self.pair_answered(now, &key, answer),
             Purpose::Bulk { epoch } => self.bulk_answered(now, epoch, answer),
             Purpose::Walk { epoch, dlid } => self.walk_answered(now, epoch, dlid, answer),
             Purpose::GidInService { guid } => self.gid_in_service_answered(guid, answer),
@@ -211,6 +213,7 @@ impl SaCore {
                     self.answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
+            Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
             Purpose::GidInService { .. } => {}
             Purpose::Inform { filter, subscribe } => {

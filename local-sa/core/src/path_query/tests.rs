@@ -289,9 +289,14 @@ fn pkey_sl_raw_traffic_and_reversible() {
         0,
         "raw traffic: P_Key 0"
     );
+    // Another partition: the pair's paths asked with its key.
     assert_eq!(
         get_a_to_b(pr::PKEY, |r| r.set_pkey(0x8001)),
-        Outcome::Forward(ForwardReason::OtherPartition)
+        Outcome::Pair(PairKey {
+            src: A,
+            dst: B,
+            qos: QosKey::partition(0x0001),
+        })
     );
     // Reversible 1 drops paths whose reverse failed; 0 is "don't care".
     let mut s = store();
@@ -421,7 +426,8 @@ fn what_the_store_cannot_know_is_forwarded() {
         ask(&s, Method::GET_TABLE, pr::SLID, &all_from_b),
         Outcome::Forward(ForwardReason::IncompleteSource)
     );
-    // A master with QoS: SL may change the answer.
+    // A master with QoS: an SL it did not choose is its to judge, pair by
+    // pair.
     let sl = template(|r| {
         r.set_slid(1);
         r.set_dlid(2);
@@ -429,10 +435,252 @@ fn what_the_store_cannot_know_is_forwarded() {
     });
     assert_eq!(
         ask_with(&s, Method::GET, pr::SLID | pr::DLID | pr::SL, &sl, true),
+        Outcome::Pair(PairKey {
+            src: A,
+            dst: B,
+            qos: QosKey {
+                sl: Some(3),
+                ..QosKey::default()
+            }
+        })
+    );
+    let all_sl_3 = template(|r| {
+        r.set_slid(1);
+        r.set_sl(3);
+    });
+    assert_eq!(
+        ask_with(&s, Method::GET_TABLE, pr::SLID | pr::SL, &all_sl_3, true),
         Outcome::Forward(ForwardReason::MasterQos)
     );
     assert!(matches!(
         ask_with(&s, Method::GET, pr::SLID | pr::DLID, &sl, true),
         Outcome::Records(_)
     ));
+}
+
+/// A GetTable of all of a source's paths with a ServiceID under QoS.
+fn from_a_with_sid(qos: bool) -> Outcome {
+    let req = template(|r| {
+        r.set_slid(1);
+        r.set_service_id(0x1060001);
+    });
+    ask_with(
+        &store(),
+        Method::GET_TABLE,
+        pr::SLID | pr::SERVICE_ID,
+        &req,
+        qos,
+    )
+}
+
+#[test]
+fn under_qos_the_fields_a_policy_matches_on_make_a_pair_key() {
+    let both = |f: fn(&mut PathRecord)| {
+        template(|r| {
+            r.set_slid(1);
+            r.set_dlid(4);
+            f(r);
+        })
+    };
+    let qos_mask = pr::SLID | pr::DLID | pr::PKEY | pr::SERVICE_ID | pr::QOS_CLASS;
+    let req = both(|r| {
+        r.set_pkey(0x0001);
+        r.set_service_id(0x1060001);
+        r.set_qos_class(5);
+    });
+    let key = PairKey {
+        src: A,
+        dst: C,
+        qos: QosKey {
+            pkey: Some(0x0001),
+            service_id: Some(0x1060001),
+            qos_class: Some(5),
+            sl: None,
+        },
+    };
+    assert_eq!(
+        ask_with(&store(), Method::GET, qos_mask, &req, true),
+        Outcome::Pair(key)
+    );
+    // Without QoS the ServiceID and class change nothing; the P_Key names
+    // another partition than the stored paths' own.
+    assert_eq!(
+        ask_with(&store(), Method::GET, qos_mask, &req, false),
+        Outcome::Pair(PairKey {
+            qos: QosKey::partition(0x8001),
+            ..key
+        })
+    );
+    let default_key = both(|r| r.set_pkey(0xFFFF));
+    let mask = pr::SLID | pr::DLID | pr::PKEY;
+    assert!(matches!(
+        ask_with(&store(), Method::GET, mask, &default_key, false),
+        Outcome::Records(_)
+    ));
+    assert!(matches!(
+        ask_with(&store(), Method::GET, mask, &default_key, true),
+        Outcome::Pair(_)
+    ));
+    // TClass picks nothing: answered from the store, QoS or not.
+    let tclass = both(|r| r.set_tclass(0x20));
+    assert!(matches!(
+        ask_with(
+            &store(),
+            Method::GET,
+            pr::SLID | pr::DLID | pr::TCLASS,
+            &tclass,
+            true
+        ),
+        Outcome::Records(_)
+    ));
+    // Every destination at once, or raw traffic: only the master.
+    assert_eq!(
+        from_a_with_sid(true),
+        Outcome::Forward(ForwardReason::MasterQos)
+    );
+    assert!(matches!(from_a_with_sid(false), Outcome::Records(r) if r.len() == 4));
+    let raw = both(|r| {
+        r.set_raw_traffic(true);
+        r.set_pkey(0x0001);
+    });
+    assert_eq!(
+        ask_with(&store(), Method::GET, mask | pr::RAW_TRAFFIC, &raw, true),
+        Outcome::Forward(ForwardReason::MasterQos)
+    );
+    // The GetTable that asks for the pair.
+    let (m, t) = key.query(PREFIX);
+    assert_eq!(
+        m,
+        pr::SGID | pr::DGID | pr::PKEY | pr::SERVICE_ID | pr::QOS_CLASS
+    );
+    assert_eq!((t.sgid(), t.dgid()), (gid(A), gid(C)));
+    assert_eq!(
+        (t.pkey(), t.service_id(), t.qos_class()),
+        (0x8001, 0x1060001, 5)
+    );
+}
+
+/// What a QoS master answers for A → C (LMC 1) with a ServiceID in its
+/// policy and P_Key 0x8001: SL 1, a lower MTU (a QoS level's limit).
+fn pair_records() -> Vec<PathRecord> {
+    [base(A, 1, C, 4, 0), base(A, 1, C, 5, 2)]
+        .map(|mut r| {
+            r.set_sl(1);
+            r.set_pkey(0x8001);
+            r.set_mtu(Mtu::MTU_1024);
+            r
+        })
+        .to_vec()
+}
+
+fn from_pair(
+    records: &[PathRecord],
+    method: Method,
+    mask: ComponentMask,
+    f: impl FnOnce(&mut PathRecord),
+) -> Outcome {
+    let s = store();
+    let complete = FastSet::from_iter([A]);
+    let k = Knowledge {
+        store: &s,
+        subnet_prefix: PREFIX,
+        complete_sources: &complete,
+        master_qos: true,
+    };
+    let req = template(|r| {
+        r.set_sgid(gid(A));
+        r.set_dgid(gid(C));
+        r.set_pkey(0x0001);
+        r.set_service_id(0x1060001);
+        f(r);
+    });
+    let key = PairKey {
+        src: A,
+        dst: C,
+        qos: QosKey::of(mask, &req, true),
+    };
+    evaluate_pair(&k, records, &key, method, mask, &req)
+}
+
+#[test]
+fn a_pairs_records_answer_every_query_with_its_key() {
+    let mask = pr::SGID | pr::DGID | pr::PKEY | pr::SERVICE_ID;
+    let table = records(from_pair(&pair_records(), Method::GET_TABLE, mask, |_| {}));
+    assert_eq!(lid_pairs(&table), [(1, 4), (1, 5)]);
+    for r in &table {
+        // The key echoed as asked (limited member), the master's SL and MTU.
+        assert_eq!((r.pkey(), r.sl(), r.mtu()), (0x0001, 1, Mtu::MTU_1024));
+    }
+    // A Get takes the first of the preferred phase.
+    let one = records(from_pair(&pair_records(), Method::GET, mask, |_| {}));
+    assert_eq!(lid_pairs(&one), [(1, 4)]);
+    // Selectors apply to the master's answer: MTU > 1024 has none.
+    let sel = mask | pr::MTU_SELECTOR | pr::MTU;
+    let above = |r: &mut PathRecord| {
+        r.set_mtu_selector(Selector::GreaterThan);
+        r.set_mtu(Mtu::MTU_1024);
+    };
+    assert_eq!(
+        from_pair(&pair_records(), Method::GET, sel, above),
+        Outcome::Status(MadStatus::ERR_NO_RECORDS)
+    );
+    // The SL the master chose is echoed; another is the master's to judge.
+    let sl = |v| move |r: &mut PathRecord| r.set_sl(v);
+    assert_eq!(
+        records(from_pair(
+            &pair_records(),
+            Method::GET,
+            mask | pr::SL,
+            sl(1)
+        ))[0]
+            .sl(),
+        1
+    );
+    let Outcome::Pair(narrower) = from_pair(&pair_records(), Method::GET, mask | pr::SL, sl(2))
+    else {
+        panic!("SL 2 is asked of the master");
+    };
+    assert_eq!(narrower.qos.sl, Some(2));
+    assert_eq!(narrower.query(PREFIX).0, mask | pr::SL);
+    // Asked with that SL, the master's answer carries it.
+    let mut with_sl_2 = pair_records();
+    with_sl_2.iter_mut().for_each(|r| r.set_sl(2));
+    let r = Knowledge {
+        store: &store(),
+        subnet_prefix: PREFIX,
+        complete_sources: &FastSet::from_iter([A]),
+        master_qos: true,
+    };
+    let req = template(|t| {
+        t.set_sgid(gid(A));
+        t.set_dgid(gid(C));
+        t.set_pkey(0x0001);
+        t.set_service_id(0x1060001);
+        t.set_sl(2);
+    });
+    assert!(matches!(
+        evaluate_pair(&r, &with_sl_2, &narrower, Method::GET, mask | pr::SL, &req),
+        Outcome::Records(v) if v[0].sl() == 2
+    ));
+    // Had it answered another SL, the master is asked the query itself.
+    assert_eq!(
+        evaluate_pair(
+            &r,
+            &pair_records(),
+            &narrower,
+            Method::GET,
+            mask | pr::SL,
+            &req
+        ),
+        Outcome::Forward(ForwardReason::MasterQos)
+    );
+    // The master had none: none, whatever else is asked.
+    assert_eq!(
+        from_pair(&[], Method::GET, mask, |_| {}),
+        Outcome::Status(MadStatus::ERR_NO_RECORDS)
+    );
+    assert_eq!(
+        from_pair(&[], Method::GET_TABLE, mask, |_| {}),
+        Outcome::Records(Vec::new())
+    );
 }

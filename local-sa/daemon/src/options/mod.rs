@@ -16,7 +16,7 @@ use clap::{CommandFactory, Parser};
 
 use local_sa_core::pacing::MasterPace;
 use local_sa_core::quota::RegistrationLimits;
-use local_sa_core::{AgentConfig, SmKey};
+use local_sa_core::{AgentConfig, QosCacheLimits, SmKey};
 
 use crate::sm_key_file;
 use acm_options::AcmOptions;
@@ -186,6 +186,15 @@ pub(crate) struct Options {
     /// Seconds a forwarded query's "no such record" is reused.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
     pub(crate) negative_ttl: u64,
+    /// Port pairs the QoS cache keeps: each pair's paths as the master
+    /// gives them for a ServiceID, QoS class or P_Key its QoS policy
+    /// matches on (or for another partition), asked once and kept until
+    /// the fabric changes; the least recently used go first when full.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "65536")]
+    pub(crate) qos_cache_entries: usize,
+    /// Bytes the QoS cache may hold (about 150 per port pair).
+    #[arg(long, value_name = "BYTES", value_parser = number::<usize>, default_value = "16777216")]
+    pub(crate) qos_cache_bytes: usize,
     /// Where to write the counters (see COUNTERS; default
     /// <run-dir>/<ca>-<port>.counters).
     #[arg(long, value_name = "PATH")]
@@ -656,6 +665,10 @@ impl Options {
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
             answer_ttl: Duration::from_secs(self.answer_ttl),
             negative_ttl: Duration::from_secs(self.negative_ttl),
+            qos_cache: QosCacheLimits {
+                entries: self.qos_cache_entries,
+                bytes: self.qos_cache_bytes,
+            },
             member_lease: Duration::from_secs(self.member_lease.max(1)),
             audit_interval: Duration::from_secs(self.audit_interval.max(1)),
             pace: MasterPace {
@@ -706,6 +719,7 @@ mod tests {
             (d.refresh_interval, d.answer_ttl, d.negative_ttl)
         );
         assert_eq!(a.retry_backoff, d.retry_backoff);
+        assert_eq!(a.qos_cache, d.qos_cache);
     }
 
     #[test]

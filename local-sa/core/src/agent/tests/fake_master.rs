@@ -62,6 +62,12 @@ pub(crate) struct FakeMaster {
     /// through the simulator, and marked cut by the transport.
     pub(crate) rmpp_errors: bool,
     pub(crate) qos: bool,
+    /// With `qos`: the SL of ServiceIDs in each range (OpenSM's
+    /// `qos-ulps`), applied when a query names its ServiceID.
+    pub(crate) qos_policy: Vec<(std::ops::RangeInclusive<u64>, u8)>,
+    /// Partitions besides the default one, by 15-bit key: their SL. Every
+    /// host is a member of each.
+    pub(crate) partitions: BTreeMap<u16, u8>,
     /// Every request received, in order (RMPP ACKs excluded).
     pub(crate) requests: Vec<Seen>,
     /// (trap, QPN) of each subscription held.
@@ -129,6 +135,8 @@ impl FakeMaster {
             answering: true,
             rmpp_errors: false,
             qos: false,
+            qos_policy: Vec::new(),
+            partitions: BTreeMap::new(),
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
@@ -415,7 +423,12 @@ impl FakeMaster {
                 && (!mask.intersects(pr::SLID) || r.slid() == t.slid())
                 && (!mask.intersects(pr::DLID) || r.dlid() == t.dlid())
         };
-        let found: Vec<PathRecord> = self.paths.iter().filter(matches).copied().collect();
+        let found: Vec<PathRecord> = self
+            .paths
+            .iter()
+            .filter(matches)
+            .filter_map(|r| self.with_policy(*r, mask, t))
+            .collect();
         if h.mad.method() == Method::GET {
             match found.first() {
                 Some(r) => self.answer(h, MadStatus::OK, r.as_bytes()),
@@ -424,6 +437,37 @@ impl FakeMaster {
             return;
         }
         self.table(now, h, &found);
+    }
+
+    /// A stored path as asked with `t`'s P_Key, ServiceID and SL: the
+    /// partition's SL (no record for a partition it does not know), the
+    /// QoS policy's SL for a ServiceID in one of its ranges (no record
+    /// for another SL asked), else the SL asked.
+    fn with_policy(
+        &self,
+        mut r: PathRecord,
+        mask: ComponentMask,
+        t: &PathRecord,
+    ) -> Option<PathRecord> {
+        if mask.contains(pr::PKEY) && t.pkey() & 0x7FFF != 0x7FFF {
+            r.set_sl(*self.partitions.get(&(t.pkey() & 0x7FFF))?);
+            r.set_pkey(t.pkey());
+        }
+        if self.qos
+            && mask.contains(pr::SERVICE_ID)
+            && let Some((_, sl)) = self
+                .qos_policy
+                .iter()
+                .find(|(ids, _)| ids.contains(&t.service_id()))
+        {
+            if mask.contains(pr::SL) && t.sl() != *sl {
+                return None;
+            }
+            r.set_sl(*sl);
+        } else if mask.contains(pr::SL) {
+            r.set_sl(t.sl());
+        }
+        Some(r)
     }
 
     /// Sends `records` as a GetTable answer: in one MAD if they fit, else

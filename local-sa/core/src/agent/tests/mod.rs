@@ -14,6 +14,7 @@ mod name_loads;
 mod names;
 mod notices;
 mod population;
+mod qos_cache;
 mod registration_limits;
 mod registration_pace;
 mod subscriptions;

@@ -1,0 +1,304 @@
+//! Port pairs' paths as the master gives them for the fields its QoS policy
+//! matches on, or for another partition ([`PairKey`]): asked once, kept
+//! until something that could change them happens (the owner clears the
+//! whole cache then, as it does the forwarded answers), bounded in entries
+//! and bytes with the least recently used going first.
+//!
+//! Asking goes through [`QosCache::wait`]: the first asker of a key sends
+//! the master one GetTable ([`PairKey::query`]); the others wait for it.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use mad_codec::PathRecord;
+use mad_codec::records::SaRecord;
+
+use super::forward::MAX_WAITERS;
+use super::parties::Asker;
+use crate::config::QosCacheLimits;
+use crate::path_query::PairKey;
+use crate::request::PathQuery;
+use crate::store::FastMap;
+
+/// Bytes an entry costs beside its records: the key, the list, the
+/// recency stamp and the hash table's slot.
+const ENTRY_OVERHEAD: usize =
+    size_of::<PairKey>() + size_of::<Vec<PathRecord>>() + size_of::<u64>() + 1;
+
+#[derive(Debug)]
+struct Held {
+    records: Vec<PathRecord>,
+    /// When it was last used, on the cache's own clock.
+    used: Cell<u64>,
+}
+
+impl Held {
+    fn bytes(&self) -> usize {
+        ENTRY_OVERHEAD + self.records.len() * PathRecord::LEN
+    }
+}
+
+/// What became of an asker whose key is not cached.
+#[derive(Debug)]
+pub(super) enum Fetch {
+    /// The first: the pair must be asked.
+    First,
+    /// It waits for the pair already asked.
+    Joined,
+    /// [`MAX_WAITERS`] wait already: the asker, not kept.
+    Full(Asker),
+}
+
+/// The cache and who waits for it to be filled.
+#[derive(Debug)]
+pub(crate) struct QosCache {
+    entries: FastMap<PairKey, Held>,
+    bytes: usize,
+    clock: Cell<u64>,
+    limits: QosCacheLimits,
+    /// Entries dropped to make room, since start.
+    evicted: u64,
+    waiting: HashMap<PairKey, Asked>,
+    /// Moves with every [`QosCache::clear`].
+    generation: u64,
+}
+
+/// A pair asked of the master, and who waits for it.
+#[derive(Debug)]
+struct Asked {
+    /// The cache's generation when it was asked.
+    generation: u64,
+    askers: Vec<(Asker, PathQuery)>,
+}
+
+impl QosCache {
+    pub(crate) fn new(limits: QosCacheLimits) -> Self {
+        Self {
+            entries: FastMap::default(),
+            bytes: 0,
+            clock: Cell::new(0),
+            limits,
+            evicted: 0,
+            waiting: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    /// The pair's records, if held; marks them used.
+    pub(crate) fn get(&self, key: &PairKey) -> Option<&[PathRecord]> {
+        let e = self.entries.get(key)?;
+        let t = self.clock.get() + 1;
+        self.clock.set(t);
+        e.used.set(t);
+        Some(&e.records)
+    }
+
+    /// Keeps the master's records for `key`, making room by dropping the
+    /// least recently used eighth when full. A set larger than the whole
+    /// byte limit is not kept.
+    pub(crate) fn insert(&mut self, key: PairKey, records: Vec<PathRecord>) {
+        self.remove(&key);
+        let t = self.clock.get() + 1;
+        self.clock.set(t);
+        let entry = Held {
+            records,
+            used: Cell::new(t),
+        };
+        let size = entry.bytes();
+        if size > self.limits.bytes || self.limits.entries == 0 {
+            return;
+        }
+        while self.entries.len() >= self.limits.entries || self.bytes + size > self.limits.bytes {
+            self.evict_oldest();
+        }
+        self.bytes += size;
+        self.entries.insert(key, entry);
+    }
+
+    fn remove(&mut self, key: &PairKey) {
+        if let Some(old) = self.entries.remove(key) {
+            self.bytes -= old.bytes();
+        }
+    }
+
+    /// Drops the least recently used eighth of the entries (at least one):
+    /// a full cache then takes the next eighth's inserts without another
+    /// pass over it.
+    fn evict_oldest(&mut self) {
+        let n = (self.entries.len() / 8).max(1);
+        let mut stamps: Vec<u64> = self.entries.values().map(|e| e.used.get()).collect();
+        let (_, &mut cut, _) = stamps.select_nth_unstable(n - 1);
+        let before = self.entries.len();
+        let mut freed = 0;
+        self.entries.retain(|_, e| {
+            let keep = e.used.get() > cut;
+            if !keep {
+                freed += e.bytes();
+            }
+            keep
+        });
+        self.bytes -= freed;
+        self.evicted += (before - self.entries.len()) as u64;
+    }
+
+    /// Forgets every entry: something that could change them happened.
+    /// Pairs asked before it are still given to their askers when they
+    /// come, but not kept ([`QosCache::release`]).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+        self.generation += 1;
+    }
+
+    /// Queues `asker` for `key`'s records.
+    pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Fetch {
+        match self.waiting.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(Asked {
+                    generation: self.generation,
+                    askers: vec![(asker, query)],
+                });
+                Fetch::First
+            }
+            Entry::Occupied(mut o) => {
+                let list = &mut o.get_mut().askers;
+                if list.iter().any(|(w, _)| w.same_request(&asker)) {
+                    return Fetch::Joined;
+                }
+                if list.len() >= MAX_WAITERS {
+                    return Fetch::Full(asker);
+                }
+                list.push((asker, query));
+                Fetch::Joined
+            }
+        }
+    }
+
+    /// Marks `key` as asked with nobody waiting; true if it must be sent.
+    pub(super) fn prefetch(&mut self, key: PairKey) -> bool {
+        match self.waiting.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(Asked {
+                    generation: self.generation,
+                    askers: Vec::new(),
+                });
+                true
+            }
+            Entry::Occupied(_) => false,
+        }
+    }
+
+    /// Everyone who waited for `key`, and whether the answer may be kept
+    /// (nothing cleared the cache since it was asked).
+    pub(super) fn release(&mut self, key: &PairKey) -> (Vec<(Asker, PathQuery)>, bool) {
+        match self.waiting.remove(key) {
+            Some(asked) => (asked.askers, asked.generation == self.generation),
+            None => (Vec::new(), false),
+        }
+    }
+
+    /// Drops the waiters `gone` picks (their connection closed).
+    pub(super) fn forget_where(&mut self, gone: impl Fn(&Asker) -> bool) {
+        for asked in self.waiting.values_mut() {
+            asked.askers.retain(|(w, _)| !gone(w));
+        }
+    }
+
+    /// Entries held now.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Bytes held now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Entries dropped to make room since start.
+    pub(crate) fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Keys being asked now.
+    pub(crate) fn asking(&self) -> usize {
+        self.waiting.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::zerocopy::FromZeros;
+
+    use super::*;
+    use crate::path_query::QosKey;
+
+    fn key(dst: u64) -> PairKey {
+        PairKey {
+            src: 1,
+            dst,
+            qos: QosKey {
+                service_id: Some(0x1060000),
+                ..QosKey::default()
+            },
+        }
+    }
+
+    fn records(n: usize) -> Vec<PathRecord> {
+        vec![PathRecord::new_zeroed(); n]
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first_and_bytes_are_bounded() {
+        let mut c = QosCache::new(QosCacheLimits {
+            entries: 16,
+            bytes: 1 << 20,
+        });
+        for d in 0..16 {
+            c.insert(key(d), records(1));
+        }
+        // 0 and 1 used lately: they survive the next insert's eviction.
+        assert!(c.get(&key(0)).is_some() && c.get(&key(1)).is_some());
+        c.insert(key(100), records(1));
+        assert!(c.len() <= 16);
+        assert_eq!(c.evicted(), 2, "an eighth of 16");
+        assert!(c.get(&key(0)).is_some() && c.get(&key(1)).is_some());
+        assert!(c.get(&key(2)).is_none() && c.get(&key(3)).is_none());
+        assert!(c.get(&key(100)).is_some());
+        assert_eq!(c.bytes(), c.len() * (ENTRY_OVERHEAD + PathRecord::LEN));
+
+        // A byte limit of three one-record entries holds three.
+        let per = ENTRY_OVERHEAD + PathRecord::LEN;
+        let mut c = QosCache::new(QosCacheLimits {
+            entries: 100,
+            bytes: 3 * per,
+        });
+        for d in 0..10 {
+            c.insert(key(d), records(1));
+            assert!(c.bytes() <= 3 * per);
+        }
+        assert_eq!(c.len(), 3);
+        assert!(c.get(&key(9)).is_some());
+        // Larger than the whole limit: not kept, nothing else lost.
+        c.insert(key(50), records(8));
+        assert!(c.get(&key(50)).is_none());
+        assert_eq!(c.len(), 3);
+        // Replacing an entry does not count it twice.
+        c.insert(key(9), records(1));
+        assert_eq!(c.bytes(), 3 * per);
+        c.clear();
+        assert_eq!((c.len(), c.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn a_pair_asked_before_a_clear_is_not_kept() {
+        let mut c = QosCache::new(QosCacheLimits::default());
+        assert!(c.prefetch(key(1)));
+        assert!(!c.prefetch(key(1)), "asked once");
+        assert!(c.prefetch(key(2)));
+        assert!(c.release(&key(1)).1, "nothing happened meanwhile");
+        c.clear();
+        assert!(!c.release(&key(2)).1, "the fabric changed meanwhile");
+        assert_eq!(c.asking(), 0);
+    }
+}

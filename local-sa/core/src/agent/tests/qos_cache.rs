@@ -1,0 +1,249 @@
+//! Queries naming what a QoS master's policy matches on (ServiceID,
+//! QoS class, P_Key), or another partition: each port pair asked once
+//! with those fields, every later query with them answered from its
+//! records until something that could change them happens.
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::{
+    AttributeId, ComponentMask, MadStatus, Method, Mtu, PathRecord, Selector, TrapDetails,
+};
+
+use super::bench::{Bench, HOSTS, MY_LID, client, path_records, pr_request, status};
+use super::fake_master::{FakeMaster, gid};
+use crate::agent::AgentConfig;
+use crate::config::QosCacheLimits;
+use crate::request::Request;
+
+const MASTER_LID: u16 = super::bench::MASTER_LID;
+/// In the policy's range: SL 1.
+const RDMA_CM_SID: u64 = 0x0000_0000_0106_0001;
+
+/// An agent whose master applies QoS (rdma_cm's ServiceIDs on SL 1) and
+/// has partition 0x8001 (SL 3) beside the default one.
+fn qos_bench(config: AgentConfig) -> Bench {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    master.qos = true;
+    master.qos_policy = vec![(0x0106_0000..=0x0106_FFFF, 1)];
+    master.partitions.insert(0x0001, 3);
+    Bench::new(master, config)
+}
+
+/// A Get from this port to `dlid` with `mask` beside both LIDs.
+fn get(
+    tid: u64,
+    dlid: u16,
+    mask: ComponentMask,
+    fill: impl FnOnce(&mut PathRecord),
+) -> bytes::Bytes {
+    pr_request(Method::GET, tid, pr::SLID | pr::DLID | mask, |t| {
+        t.set_slid(MY_LID);
+        t.set_dlid(dlid);
+        fill(t);
+    })
+}
+
+/// ServiceID and P_Key, as rdma_cm's kernel queries name them.
+fn rdma_cm(pkey: u16) -> impl FnOnce(&mut PathRecord) {
+    move |t| {
+        t.set_service_id(RDMA_CM_SID);
+        t.set_pkey(pkey);
+    }
+}
+
+const RDMA_CM: ComponentMask = ComponentMask(pr::SERVICE_ID.0 | pr::PKEY.0);
+
+fn path_queries(b: &Bench) -> usize {
+    b.master.count(AttributeId::PATH_RECORD)
+}
+
+fn one_record(answer: &[u8]) -> PathRecord {
+    assert_eq!(status(answer), MadStatus::OK);
+    let r = path_records(answer);
+    assert_eq!(r.len(), 1);
+    r[0]
+}
+
+#[test]
+fn a_pair_asked_once_answers_every_later_query_with_its_fields() {
+    let mut b = qos_bench(AgentConfig::default());
+    let before = path_queries(&b);
+    let first = one_record(&b.query(client(30), &get(1, 7, RDMA_CM, rdma_cm(0xFFFF))));
+    assert_eq!((first.sl(), first.pkey()), (1, 0xFFFF), "the policy's SL");
+    assert_eq!(path_queries(&b), before + 1);
+    let asked = b.master.requests.last().unwrap();
+    assert_eq!(asked.method, Method::GET_TABLE);
+    assert_eq!(asked.mask, pr::SGID | pr::DGID | pr::PKEY | pr::SERVICE_ID);
+    assert_eq!(
+        (asked.template.sgid(), asked.template.dgid()),
+        (gid(MY_LID), gid(7))
+    );
+
+    // The same fields with other constraints: from the cache.
+    let limited = one_record(&b.query(client(31), &get(2, 7, RDMA_CM, rdma_cm(0x7FFF))));
+    assert_eq!(
+        (limited.sl(), limited.pkey()),
+        (1, 0x7FFF),
+        "the key echoed as asked"
+    );
+    let below = get(3, 7, RDMA_CM | pr::MTU_SELECTOR | pr::MTU, |t| {
+        rdma_cm(0xFFFF)(t);
+        t.set_mtu_selector(Selector::LessThan);
+        t.set_mtu(Mtu::MTU_2048);
+    });
+    assert_eq!(
+        one_record(&b.query(client(31), &below)).mtu(),
+        Mtu::MTU_1024
+    );
+    let same_sl = get(4, 7, RDMA_CM | pr::SL, |t| {
+        rdma_cm(0xFFFF)(t);
+        t.set_sl(1);
+    });
+    assert_eq!(one_record(&b.query(client(31), &same_sl)).sl(), 1);
+    assert_eq!(path_queries(&b), before + 1, "nothing more asked");
+    let c = b.core.counters();
+    assert_eq!(
+        (c.qos_cache_hits, c.qos_cache_fetches, c.qos_cache_entries),
+        (3, 1, 1)
+    );
+    assert!(c.qos_cache_bytes >= 64);
+
+    // Another ServiceID outside the policy, another pair: each asked once.
+    let other_sid = |t: &mut PathRecord| {
+        t.set_service_id(0x1000);
+        t.set_pkey(0xFFFF);
+    };
+    assert_eq!(
+        one_record(&b.query(client(30), &get(5, 7, RDMA_CM, other_sid))).sl(),
+        0
+    );
+    assert_eq!(
+        one_record(&b.query(client(30), &get(6, 8, RDMA_CM, rdma_cm(0xFFFF)))).sl(),
+        1
+    );
+    assert_eq!(path_queries(&b), before + 3);
+
+    // An SL the master did not choose is the master's to judge.
+    let other_sl = get(7, 7, RDMA_CM | pr::SL, |t| {
+        rdma_cm(0xFFFF)(t);
+        t.set_sl(5);
+    });
+    let refused = b.query(client(31), &other_sl);
+    assert_eq!(
+        status(&refused),
+        MadStatus::ERR_NO_RECORDS,
+        "the policy says SL 1"
+    );
+    assert_eq!(path_queries(&b), before + 4, "the pair asked with that SL");
+    assert_eq!(
+        b.master.requests.last().unwrap().mask,
+        pr::SGID | pr::DGID | RDMA_CM | pr::SL
+    );
+    let again = b.query(client(32), &other_sl);
+    assert_eq!(status(&again), MadStatus::ERR_NO_RECORDS);
+    assert_eq!(path_queries(&b), before + 4, "and kept");
+    // Where no level sets the SL, the master takes the one asked.
+    let free_sl = get(8, 7, pr::SERVICE_ID | pr::SL, |t| {
+        t.set_service_id(0x1000);
+        t.set_sl(5);
+    });
+    assert_eq!(one_record(&b.query(client(31), &free_sl)).sl(), 5);
+    assert_eq!(
+        path_queries(&b),
+        before + 6,
+        "the pair for the ServiceID (SL 0), then with SL 5"
+    );
+}
+
+#[test]
+fn warmed_pairs_are_answered_while_the_master_is_silent_and_asked_again_after_a_change() {
+    let mut b = qos_bench(AgentConfig::default());
+    for (tid, dlid) in (3..=HOSTS).enumerate() {
+        b.query(client(30), &get(tid as u64, dlid, RDMA_CM, rdma_cm(0x8001)));
+    }
+    let warmed = path_queries(&b);
+    b.master.answering = false;
+    for dlid in 3..=HOSTS {
+        let r = one_record(&b.query(client(31), &get(100, dlid, RDMA_CM, rdma_cm(0x8001))));
+        // The ServiceID's level wins over the partition's SL.
+        assert_eq!((r.dlid(), r.sl(), r.pkey()), (dlid, 1, 0x8001));
+    }
+    assert_eq!(path_queries(&b), warmed, "not one asked");
+
+    // A port going out of service may change every pair: asked again.
+    b.master.answering = true;
+    b.master
+        .report(TrapDetails::GidOutOfService { gid: gid(5) });
+    b.pump();
+    assert_eq!(b.core.counters().qos_cache_entries, 0);
+    one_record(&b.query(client(31), &get(101, 7, RDMA_CM, rdma_cm(0x8001))));
+    assert_eq!(path_queries(&b), warmed + 1);
+
+    // So does a flush.
+    b.core.handle_local(b.now, 7, 1, Request::Flush);
+    b.pump();
+    assert_eq!(b.core.counters().qos_cache_entries, 0);
+}
+
+#[test]
+fn without_qos_another_partition_is_asked_per_pair_and_kept() {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    master.partitions.insert(0x0001, 3);
+    let mut b = Bench::new(master, AgentConfig::default());
+    let before = path_queries(&b);
+    // The paths' own partition, ServiceID or not: from the table.
+    one_record(&b.query(client(30), &get(1, 7, RDMA_CM, rdma_cm(0xFFFF))));
+    assert_eq!(path_queries(&b), before);
+    // Partition 0x8001: its SL, asked once for the pair.
+    for tid in 2..5 {
+        let r = one_record(&b.query(client(30), &get(tid, 7, RDMA_CM, rdma_cm(0x8001))));
+        assert_eq!((r.sl(), r.pkey()), (3, 0x8001));
+    }
+    assert_eq!(path_queries(&b), before + 1);
+    assert_eq!(
+        b.master.requests.last().unwrap().mask,
+        pr::SGID | pr::DGID | pr::PKEY
+    );
+    // A partition the master does not have: no record, and that is kept
+    // too.
+    for tid in 5..7 {
+        let answer = b.query(client(30), &get(tid, 7, pr::PKEY, |t| t.set_pkey(0x8002)));
+        assert_eq!(status(&answer), MadStatus::ERR_NO_RECORDS);
+    }
+    assert_eq!(path_queries(&b), before + 2);
+}
+
+#[test]
+fn askers_of_one_pair_share_its_query_and_a_full_cache_drops_the_oldest() {
+    let config = AgentConfig {
+        qos_cache: QosCacheLimits {
+            entries: 4,
+            ..QosCacheLimits::default()
+        },
+        ..AgentConfig::default()
+    };
+    let mut b = qos_bench(config);
+    let before = path_queries(&b);
+    b.master.answering = false;
+    for lid in 30..35 {
+        b.deliver(
+            client(lid),
+            &get(u64::from(lid), 7, RDMA_CM, rdma_cm(0xFFFF)),
+        );
+    }
+    b.pump();
+    assert_eq!(path_queries(&b), before + 1, "five askers, one query");
+    b.master.answering = true;
+    b.advance(AgentConfig::default().upstream_timeout);
+    for lid in 30..35 {
+        assert_eq!(one_record(&b.take_sent(lid)[0]).sl(), 1, "asker {lid}");
+    }
+    let c = b.core.counters();
+    assert_eq!((c.coalesced, c.qos_cache_entries), (4, 1));
+
+    for dlid in 3..=HOSTS {
+        b.query(client(30), &get(1, dlid, RDMA_CM, rdma_cm(0xFFFF)));
+    }
+    let c = b.core.counters();
+    assert!(c.qos_cache_entries <= 4);
+    assert!(c.qos_cache_evicted >= 6, "{c:?}");
+}
