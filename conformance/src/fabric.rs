@@ -170,6 +170,7 @@ pub struct FabricBuilder {
     opensm_node: Option<String>,
     ready_timeout: Duration,
     opensm_config: Vec<String>,
+    opensm_files: Vec<(String, String)>,
 }
 
 impl FabricBuilder {
@@ -187,6 +188,14 @@ impl FabricBuilder {
         S: Into<String>,
     {
         self.opensm_config.extend(lines.into_iter().map(Into::into));
+        self
+    }
+
+    /// A file written into OpenSM's working directory before it starts,
+    /// for the configuration to name (`partition_config_file
+    /// partitions.conf`, `qos_policy_file qos-policy.conf`).
+    pub fn opensm_file(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+        self.opensm_files.push((name.into(), text.into()));
         self
     }
 
@@ -233,6 +242,7 @@ impl FabricBuilder {
             opensm: Mutex::new(None),
             opensm_node,
             opensm_config: self.opensm_config,
+            opensm_files: self.opensm_files,
             ready_timeout: self.ready_timeout,
             commands: AtomicUsize::new(0),
         };
@@ -391,6 +401,7 @@ pub struct Fabric {
     opensm: Mutex<Option<Group>>,
     opensm_node: String,
     opensm_config: Vec<String>,
+    opensm_files: Vec<(String, String)>,
     ready_timeout: Duration,
     commands: AtomicUsize,
 }
@@ -402,6 +413,7 @@ impl Fabric {
             topology,
             opensm_node: None,
             opensm_config: Vec::new(),
+            opensm_files: Vec::new(),
             ready_timeout: Duration::from_secs(90),
         }
     }
@@ -482,6 +494,10 @@ impl Fabric {
         fs::create_dir_all(&osm_dir).map_err(io_err("creating the OpenSM directory"))?;
         let out = File::create(osm_dir.join("stdout.log"))
             .map_err(io_err("creating OpenSM's stdout log"))?;
+        for (name, text) in &self.opensm_files {
+            fs::write(osm_dir.join(name), text)
+                .map_err(io_err(format!("writing OpenSM's {name}")))?;
+        }
         let mut cmd = command_dying_with_parent("opensm");
         if !self.opensm_config.is_empty() {
             let conf = osm_dir.join("opensm.conf");

@@ -24,6 +24,7 @@ pub mod opensm_dump;
 mod process;
 pub mod rdmacm;
 pub mod sa_agent;
+pub mod sa_compare;
 pub mod saquery;
 mod tools;
 pub mod topology;

@@ -1,0 +1,114 @@
+//! The same PathRecord query asked of local-sa and of OpenSM through
+//! lsaquery on one node, and the two answers compared: statuses equal, and
+//! records equal byte for byte wherever OpenSM's answer arrives whole (the
+//! simulator cuts OpenSM's multi-MAD answers to their first two records;
+//! those two must equal local-sa's first two).
+
+use mad_codec::header::RmppType;
+use mad_codec::{MAD_LEN, MadStatus, Method, SaMad};
+
+use crate::Node;
+use crate::saquery::{PATIENT, parse_mad_dump};
+
+/// Bytes of a simulator-cut answer that hold whole records.
+const WHOLE_OF_CUT: usize = 168;
+
+/// What an SA answered to one query.
+#[derive(Debug)]
+pub struct Answer {
+    /// The answer's MAD status.
+    pub status: MadStatus,
+    /// The data of a successful answer: one record for Get, the records of
+    /// a table; empty for errors.
+    pub data: Vec<u8>,
+    /// The answer came cut by the simulator: only `data[..168]` is real.
+    pub cut: bool,
+}
+
+impl Answer {
+    /// The whole records of the answer.
+    pub fn records(&self) -> Vec<&[u8]> {
+        let len = if self.cut {
+            WHOLE_OF_CUT / 64 * 64
+        } else {
+            self.data.len()
+        };
+        self.data[..len.min(self.data.len())]
+            .chunks_exact(64)
+            .collect()
+    }
+}
+
+/// Runs lsaquery with `-d` on `node`, aimed by `aim` (`--master` or
+/// nothing for local-sa), and decodes the answer it printed.
+pub fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
+    // OpenSM's answers are the reference: asked patiently.
+    let patience: &[&str] = if aim.contains(&"--master") {
+        &PATIENT
+    } else {
+        &[]
+    };
+    let out = node
+        .lsaquery()
+        .args(aim)
+        .args(patience)
+        .args(args)
+        .arg("-d")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(mad) = parse_mad_dump(&out.stdout).and_then(|d| d.response) else {
+        panic!(
+            "lsaquery {aim:?} {args:?}: no answer printed ({})\n{}{}",
+            out.status, out.stdout, out.stderr
+        );
+    };
+    let m = SaMad::parse(&mad).unwrap_or_else(|e| panic!("{args:?}: undecodable answer: {e}"));
+    let status = m.mad().status();
+    let cut =
+        mad.len() == MAD_LEN && m.rmpp().is_active() && m.rmpp().rmpp_type() == RmppType::NONE;
+    let data = if status.is_ok() {
+        if m.mad().method() == Method::GET_RESP {
+            m.data()[..64].to_vec()
+        } else {
+            m.data().to_vec()
+        }
+    } else {
+        Vec::new()
+    };
+    Answer { status, data, cut }
+}
+
+/// Compares local-sa's and OpenSM's answers; a description of the
+/// difference, if any.
+pub fn compare(node: &Node<'_>, args: &[String]) -> Option<String> {
+    let theirs = ask(node, &["--master"], args);
+    let ours = ask(node, &[], args);
+    differ(args, &theirs, &ours)
+}
+
+/// How local-sa's answer `ours` to `args` differs from OpenSM's `theirs`,
+/// if it does.
+pub fn differ(args: &[String], theirs: &Answer, ours: &Answer) -> Option<String> {
+    if theirs.status != ours.status {
+        return Some(format!(
+            "{args:?}: status {} from local-sa, {} from OpenSM",
+            ours.status, theirs.status
+        ));
+    }
+    let (t, o) = (theirs.records(), ours.records());
+    if theirs.cut {
+        if o.len() < t.len() || o[..t.len()] != t[..] {
+            return Some(format!(
+                "{args:?}: OpenSM's first {} records (of a cut answer) differ",
+                t.len()
+            ));
+        }
+    } else if o != t {
+        return Some(format!(
+            "{args:?}: {} records from local-sa, {} from OpenSM, or different bytes",
+            o.len(),
+            t.len()
+        ));
+    }
+    None
+}

@@ -1,0 +1,223 @@
+//! local-sa against OpenSM run as many production fabrics run it: QoS on,
+//! a policy that puts rdma_cm's ServiceIDs on SL 1 and a storage range on
+//! SL 2 with lower MTU and rate limits, a level for partition 0x8002, and
+//! partitions 0x8001 and 0x8002 (SL 3) beside the default one. Every
+//! P_Key × ServiceID × SL query must be answered as OpenSM answers it,
+//! from local-sa's QoS cache after the first, and still so with OpenSM
+//! frozen.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use conformance::sa_compare::{Answer, ask, differ};
+use conformance::{Fabric, LocalSa, Topology};
+
+const POLICY: &str = "\
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+    qos-level
+        name: RDMA_CM
+        sl: 1
+    end-qos-level
+    qos-level
+        name: STORAGE
+        sl: 2
+        mtu-limit: 3
+        rate-limit: 2
+    end-qos-level
+    qos-level
+        name: P2
+        sl: 4
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        service-id: 0x0000000001060000-0x000000000106ffff
+        qos-level-name: RDMA_CM
+    end-qos-match-rule
+    qos-match-rule
+        service-id: 0x0000000000010000-0x000000000001ffff
+        qos-level-name: STORAGE
+    end-qos-match-rule
+    qos-match-rule
+        pkey: 0x0002
+        qos-level-name: P2
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+const PARTITIONS: &str = "\
+Default=0x7fff, ipoib, defmember=full : ALL, ALL_SWITCHES=full, SELF=full ;
+P1=0x8001 : ALL=full ;
+P2=0x8002, sl=3 : ALL=full ;
+";
+
+fn fabric() -> Fabric {
+    Fabric::builder(Topology::fat_tree(4, 5, 2))
+        .opensm_file("qos-policy.conf", POLICY)
+        .opensm_file("partitions.conf", PARTITIONS)
+        .opensm_config([
+            "qos TRUE",
+            "qos_policy_file qos-policy.conf",
+            "partition_config_file partitions.conf",
+        ])
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// local-sa's counters once two writes of the counters file a second
+/// apart agree (every answer given so far is in them).
+fn settled(sa: &LocalSa<'_>) -> HashMap<String, u64> {
+    let mut last = sa.counters();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(1100));
+        let now = sa.counters();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    panic!("local-sa's counters kept moving: {last:?}");
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Every P_Key (none, the default full and limited, 0x8001 full and
+/// limited, 0x8002, one no port holds) × ServiceID (none, rdma_cm's, the
+/// storage range's, one outside the policy) × SL (none, 1, 3), from `s`
+/// to `d`; and a few tables.
+fn queries(s: &str, d: &str) -> Vec<Vec<String>> {
+    let pkeys = [None, Some("0xffff"), Some("0x7fff"), Some("0x8001")];
+    let more_pkeys = [Some("0x0001"), Some("0x8002"), Some("0x8003")];
+    let sids = [None, Some("0x1060001"), Some("0x10005"), Some("0x99")];
+    let sls = [None, Some("1"), Some("3")];
+    let mut out = Vec::new();
+    for pkey in pkeys.iter().chain(&more_pkeys) {
+        for sid in sids {
+            for sl in sls {
+                let mut q = args(&["-p", "--slid", s, "--dlid", d, "--method", "get"]);
+                for (flag, v) in [("--pkey", pkey), ("--service_id", &sid), ("--sl", &sl)] {
+                    if let Some(v) = v {
+                        q.extend(args(&[flag, v]));
+                    }
+                }
+                out.push(q);
+            }
+        }
+    }
+    for extra in [
+        &["--pkey", "0x8001", "--service_id", "0x1060001"][..],
+        &["--service_id", "0x10005", "-M", "0x84"],
+        &["--pkey", "0x8002", "--reversible", "1"],
+        &["--qos_class", "3", "--pkey", "0x8001"],
+    ] {
+        let mut q = args(&["-p", "--slid", s, "--dlid", d]);
+        q.extend(args(extra));
+        out.push(q);
+    }
+    out
+}
+
+#[test]
+fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() {
+    let fabric = fabric();
+    let sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    let (me, other) = (
+        node.port().unwrap(),
+        fabric.node("h17").unwrap().port().unwrap(),
+    );
+    let (s, d) = (me.lid.to_string(), other.lid.to_string());
+    let queries = queries(&s, &d);
+    let theirs: Vec<Answer> = queries
+        .iter()
+        .map(|q| ask(&node, &["--master"], q))
+        .collect();
+    // The policy is in force: SL 1 for rdma_cm's ServiceIDs, the storage
+    // level's limits.
+    let rdma_cm = ask(
+        &node,
+        &["--master"],
+        &args(&[
+            "-p",
+            "--slid",
+            &s,
+            "--dlid",
+            &d,
+            "--service_id",
+            "0x1060001",
+        ]),
+    );
+    assert_eq!(rdma_cm.data[53] & 0x0F, 1, "OpenSM's policy: SL 1");
+    let storage = ask(
+        &node,
+        &["--master"],
+        &args(&["-p", "--slid", &s, "--dlid", &d, "--service_id", "0x10005"]),
+    );
+    assert_eq!(
+        (
+            storage.data[53] & 0x0F,
+            storage.data[54] & 0x3F,
+            storage.data[55] & 0x3F
+        ),
+        (2, 3, 2),
+        "OpenSM's storage level: SL 2, MTU 1024, 2.5 Gb/s"
+    );
+
+    let before = sa.counters();
+    let differences: Vec<String> = queries
+        .iter()
+        .zip(&theirs)
+        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
+        .collect();
+    assert!(
+        differences.is_empty(),
+        "{} of {} queries differ:\n{}",
+        differences.len(),
+        queries.len(),
+        differences.join("\n")
+    );
+    // One master query per distinct port pair × key (P_Key's partition,
+    // ServiceID, an SL OpenSM did not choose), not one per query.
+    let after = settled(&sa);
+    let fetched = after["qos_cache_fetches"] - before["qos_cache_fetches"];
+    assert!(
+        fetched > 0 && fetched < queries.len() as u64,
+        "{fetched} port pairs asked for {} queries",
+        queries.len()
+    );
+
+    // With OpenSM frozen, every query is answered as before, from the cache.
+    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
+    let signal = |name: &str| {
+        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
+    };
+    signal("-STOP");
+    let frozen: Vec<String> = queries
+        .iter()
+        .zip(&theirs)
+        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
+        .collect();
+    signal("-CONT");
+    assert!(
+        frozen.is_empty(),
+        "with OpenSM frozen, {} of {} differ:\n{}",
+        frozen.len(),
+        queries.len(),
+        frozen.join("\n")
+    );
+    let c = settled(&sa);
+    assert!(c["qos_cache_hits"] >= after["qos_cache_hits"] + queries.len() as u64);
+    assert_eq!(
+        (c["misses"], c["qos_cache_fetches"]),
+        (after["misses"], after["qos_cache_fetches"]),
+        "nothing asked of the master"
+    );
+}
