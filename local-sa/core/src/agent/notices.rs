@@ -507,7 +507,7 @@ impl SaCore {
             TrapDetails::GidOutOfService { gid } => {
                 let removed = self.store.remove_port(gid.guid());
                 self.complete_sources.remove(&gid.guid());
-                self.forget_answers();
+                self.forget_answers_about(gid.guid());
                 if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 65", 0u32) {
                     info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
                 }
@@ -526,7 +526,7 @@ impl SaCore {
                 let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD)
                     .record(&t);
                 b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-                self.forget_answers();
+                self.forget_answers_about(gid.guid());
                 self.send_upstream(now, purpose, &b.into_bytes());
             }
             TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),

@@ -232,6 +232,14 @@ impl SaCore {
         self.qos_cache.clear();
     }
 
+    /// A port went out of service or came back: the forwarded answers
+    /// go (any of them may name it), and the QoS cache's pairs with it at
+    /// either end.
+    pub(super) fn forget_answers_about(&mut self, guid: u64) {
+        self.forwarding.forget_answers();
+        self.qos_cache.forget_port(guid);
+    }
+
     /// True when the master's ClassPortInfo is unknown but asked, and the
     /// queries waiting for it are fewer than [`MAX_QOS_WAITERS`].
     fn awaiting_master_info(&self) -> bool {

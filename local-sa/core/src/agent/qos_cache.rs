@@ -151,6 +151,21 @@ impl QosCache {
         self.generation += 1;
     }
 
+    /// Forgets the entries with `guid` at either end: the port went out
+    /// of service or came back. Pairs asked before it are not kept.
+    pub(crate) fn forget_port(&mut self, guid: u64) {
+        let mut freed = 0;
+        self.entries.retain(|k, e| {
+            let keep = k.src != guid && k.dst != guid;
+            if !keep {
+                freed += e.bytes();
+            }
+            keep
+        });
+        self.bytes -= freed;
+        self.generation += 1;
+    }
+
     /// Queues `asker` for `key`'s records.
     pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Fetch {
         match self.waiting.entry(key) {
@@ -286,6 +301,8 @@ mod tests {
         // Replacing an entry does not count it twice.
         c.insert(key(9), records(1));
         assert_eq!(c.bytes(), 3 * per);
+        c.forget_port(9);
+        assert_eq!((c.len(), c.bytes()), (2, 2 * per));
         c.clear();
         assert_eq!((c.len(), c.bytes()), (0, 0));
     }

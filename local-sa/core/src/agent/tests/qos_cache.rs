@@ -169,16 +169,22 @@ fn warmed_pairs_are_answered_while_the_master_is_silent_and_asked_again_after_a_
     }
     assert_eq!(path_queries(&b), warmed, "not one asked");
 
-    // A port going out of service may change every pair: asked again.
+    // A port going out of service and coming back: its pairs are asked
+    // again, the others stay.
     b.master.answering = true;
+    let held = b.core.counters().qos_cache_entries;
     b.master
-        .report(TrapDetails::GidOutOfService { gid: gid(5) });
+        .report(TrapDetails::GidOutOfService { gid: gid(7) });
     b.pump();
-    assert_eq!(b.core.counters().qos_cache_entries, 0);
+    assert_eq!(b.core.counters().qos_cache_entries, held - 1);
+    b.master.report(TrapDetails::GidInService { gid: gid(7) });
+    b.pump();
+    let after_traps = path_queries(&b);
     one_record(&b.query(client(31), &get(101, 7, RDMA_CM, rdma_cm(0x8001))));
-    assert_eq!(path_queries(&b), warmed + 1);
+    one_record(&b.query(client(31), &get(102, 8, RDMA_CM, rdma_cm(0x8001))));
+    assert_eq!(path_queries(&b), after_traps + 1, "only the pair to 7");
 
-    // So does a flush.
+    // A flush forgets every pair.
     b.core.handle_local(b.now, 7, 1, Request::Flush);
     b.pump();
     assert_eq!(b.core.counters().qos_cache_entries, 0);
