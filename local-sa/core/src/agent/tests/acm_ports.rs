@@ -162,8 +162,8 @@ fn a_path_template_picks_the_endpoint_by_sgid_slid_and_pkey() {
     assert_eq!((path_of(&reply), used), (path(OTHER_LID, 9), Some(1)));
     let (reply, used) = resolve(&mut door, &mut ports, &msg(template(Gid::ZERO, MY_LID, 0)));
     assert_eq!((path_of(&reply), used), (path(MY_LID, 9), Some(0)));
-    // P_Key 0x8001 is port 1's second endpoint: a partition question its
-    // cache (of 0xFFFF paths) leaves to the master.
+    // P_Key 0x8001 is port 1's second endpoint: a partition its table (of
+    // 0xFFFF paths) does not answer, so the pair is asked of the master.
     let misses = ports[0].core.counters().misses;
     let (_, used) = resolve(
         &mut door,
@@ -202,4 +202,29 @@ fn ep_query_enumerates_every_port_and_pkey() {
         seen.push((ep[8], u16::from_be_bytes([ep[12], ep[13]])));
     }
     assert_eq!(seen, [(1, 0xFFFF), (1, 0x8001), (2, 0xFFFF)]);
+}
+
+#[test]
+fn an_endpoint_on_another_partition_asks_each_pair_once() {
+    let (mut door, mut ports) = node();
+    // The master has partition 0x8001, on SL 3.
+    ports[0].master.partitions.insert(0x0001, 3);
+    let to = |dlid: u16| {
+        let mut t = PathRecord::read_from_bytes(&[0u8; 64]).unwrap();
+        t.set_sgid(gid(MY_LID));
+        t.set_dgid(gid(dlid));
+        t.set_pkey(0x8001);
+        message(Opcode::RESOLVE, [0; 3], &[Entry::path(flags::DEST, &t)])
+    };
+    let asked = |ports: &[Bench; 2]| ports[0].master.count(mad_codec::AttributeId::PATH_RECORD);
+    let before = asked(&ports);
+    for _ in 0..3 {
+        let (reply, used) = resolve(&mut door, &mut ports, &to(9));
+        let p = path_of(&reply);
+        assert_eq!((p.pkey(), p.sl(), p.dlid(), used), (0x8001, 3, 9, Some(0)));
+    }
+    assert_eq!(asked(&ports), before + 1, "the pair asked once");
+    resolve(&mut door, &mut ports, &to(10));
+    assert_eq!(asked(&ports), before + 2, "another pair, once more");
+    assert_eq!(ports[0].core.counters().qos_cache_hits, 2);
 }
