@@ -24,7 +24,8 @@ pub(crate) fn upstream_request(q: &PathQuery) -> Bytes {
 /// answered BUSY at once (and each new one is checked against them all).
 pub(crate) const MAX_WAITERS: usize = 1024;
 
-/// What became of an asker of a query that must wait for the master.
+/// What became of an asker of a query (or of a QoS cache pair) that must
+/// wait for the master.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Waiting {
     /// The first: the query must go upstream.

@@ -14,7 +14,6 @@ use super::SaCore;
 use super::forward::{self, PathAnswer, Waiting};
 use super::parties::Asker;
 use super::purpose::Purpose;
-use super::qos_cache::Fetch;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey};
@@ -152,9 +151,9 @@ impl SaCore {
             }
             Lookup::KnownOnly => self.answer_status(&asker, MadStatus::ERR_NO_RECORDS),
             Lookup::Anywhere | Lookup::Master => match self.qos_cache.wait(key, asker, query) {
-                Fetch::First => self.send_pair_request(now, key),
-                Fetch::Joined => self.counters.coalesced += 1,
-                Fetch::Full(asker) => {
+                Waiting::First => self.send_pair_request(now, key),
+                Waiting::Joined => self.counters.coalesced += 1,
+                Waiting::Full(asker) => {
                     self.counters.upstream_refused += 1;
                     self.answer_status(&asker, MadStatus::BUSY);
                 }

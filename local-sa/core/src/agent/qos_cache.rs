@@ -14,7 +14,7 @@ use std::collections::hash_map::Entry;
 use mad_codec::PathRecord;
 use mad_codec::records::SaRecord;
 
-use super::forward::MAX_WAITERS;
+use super::forward::{MAX_WAITERS, Waiting};
 use super::parties::Asker;
 use crate::config::QosCacheLimits;
 use crate::path_query::PairKey;
@@ -37,17 +37,6 @@ impl Held {
     fn bytes(&self) -> usize {
         ENTRY_OVERHEAD + self.records.len() * PathRecord::LEN
     }
-}
-
-/// What became of an asker whose key is not cached.
-#[derive(Debug)]
-pub(super) enum Fetch {
-    /// The first: the pair must be asked.
-    First,
-    /// It waits for the pair already asked.
-    Joined,
-    /// [`MAX_WAITERS`] wait already: the asker, not kept.
-    Full(Asker),
 }
 
 /// The cache and who waits for it to be filled.
@@ -129,17 +118,21 @@ impl QosCache {
         let n = (self.entries.len() / 8).max(1);
         let mut stamps: Vec<u64> = self.entries.values().map(|e| e.used.get()).collect();
         let (_, &mut cut, _) = stamps.select_nth_unstable(n - 1);
-        let before = self.entries.len();
-        let mut freed = 0;
-        self.entries.retain(|_, e| {
-            let keep = e.used.get() > cut;
-            if !keep {
+        self.evicted += self.drop_where(|_, e| e.used.get() <= cut) as u64;
+    }
+
+    /// Drops the entries `gone` picks, with their bytes; returns how many.
+    fn drop_where(&mut self, gone: impl Fn(&PairKey, &Held) -> bool) -> usize {
+        let (before, mut freed) = (self.entries.len(), 0);
+        self.entries.retain(|k, e| {
+            let drop = gone(k, e);
+            if drop {
                 freed += e.bytes();
             }
-            keep
+            !drop
         });
         self.bytes -= freed;
-        self.evicted += (before - self.entries.len()) as u64;
+        before - self.entries.len()
     }
 
     /// Forgets every entry: something that could change them happened.
@@ -154,38 +147,31 @@ impl QosCache {
     /// Forgets the entries with `guid` at either end: the port went out
     /// of service or came back. Pairs asked before it are not kept.
     pub(crate) fn forget_port(&mut self, guid: u64) {
-        let mut freed = 0;
-        self.entries.retain(|k, e| {
-            let keep = k.src != guid && k.dst != guid;
-            if !keep {
-                freed += e.bytes();
-            }
-            keep
-        });
-        self.bytes -= freed;
+        self.drop_where(|k, _| k.src == guid || k.dst == guid);
         self.generation += 1;
     }
 
-    /// Queues `asker` for `key`'s records.
-    pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Fetch {
+    /// Queues `asker` for `key`'s records: the first (the pair must be
+    /// asked), one more waiting for it, or one too many.
+    pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Waiting {
         match self.waiting.entry(key) {
             Entry::Vacant(v) => {
                 v.insert(Asked {
                     generation: self.generation,
                     askers: vec![(asker, query)],
                 });
-                Fetch::First
+                Waiting::First
             }
             Entry::Occupied(mut o) => {
                 let list = &mut o.get_mut().askers;
                 if list.iter().any(|(w, _)| w.same_request(&asker)) {
-                    return Fetch::Joined;
+                    return Waiting::Joined;
                 }
                 if list.len() >= MAX_WAITERS {
-                    return Fetch::Full(asker);
+                    return Waiting::Full(asker);
                 }
                 list.push((asker, query));
-                Fetch::Joined
+                Waiting::Joined
             }
         }
     }
