@@ -88,6 +88,13 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// A PathRecord query from LID `s` to LID `d` with `extra`.
+fn between(s: &str, d: &str, extra: &[&str]) -> Vec<String> {
+    let mut q = args(&["-p", "--slid", s, "--dlid", d]);
+    q.extend(args(extra));
+    q
+}
+
 /// Every P_Key (none, the default full and limited, 0x8001 full and
 /// limited, 0x8002, one no port holds) × ServiceID (none, rdma_cm's, the
 /// storage range's, one outside the policy) × SL (none, 1, 3), from `s`
@@ -101,7 +108,7 @@ fn queries(s: &str, d: &str) -> Vec<Vec<String>> {
     for pkey in pkeys.iter().chain(&more_pkeys) {
         for sid in sids {
             for sl in sls {
-                let mut q = args(&["-p", "--slid", s, "--dlid", d, "--method", "get"]);
+                let mut q = between(s, d, &["--method", "get"]);
                 for (flag, v) in [("--pkey", pkey), ("--service_id", &sid), ("--sl", &sl)] {
                     if let Some(v) = v {
                         q.extend(args(&[flag, v]));
@@ -117,9 +124,7 @@ fn queries(s: &str, d: &str) -> Vec<Vec<String>> {
         &["--pkey", "0x8002", "--reversible", "1"],
         &["--qos_class", "3", "--pkey", "0x8001"],
     ] {
-        let mut q = args(&["-p", "--slid", s, "--dlid", d]);
-        q.extend(args(extra));
-        out.push(q);
+        out.push(between(s, d, extra));
     }
     out
 }
@@ -144,21 +149,13 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     let rdma_cm = ask(
         &node,
         &["--master"],
-        &args(&[
-            "-p",
-            "--slid",
-            &s,
-            "--dlid",
-            &d,
-            "--service_id",
-            "0x1060001",
-        ]),
+        &between(&s, &d, &["--service_id", "0x1060001"]),
     );
     assert_eq!(rdma_cm.data[53] & 0x0F, 1, "OpenSM's policy: SL 1");
     let storage = ask(
         &node,
         &["--master"],
-        &args(&["-p", "--slid", &s, "--dlid", &d, "--service_id", "0x10005"]),
+        &between(&s, &d, &["--service_id", "0x10005"]),
     );
     assert_eq!(
         (
