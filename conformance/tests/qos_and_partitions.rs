@@ -3,8 +3,9 @@
 //! SL 2 with lower MTU and rate limits, a level for partition 0x8002, and
 //! partitions 0x8001 and 0x8002 (SL 3) beside the default one. Every
 //! P_Key × ServiceID × SL query must be answered as OpenSM answers it,
-//! from local-sa's QoS cache after the first, and still so with OpenSM
-//! frozen.
+//! from local-sa's partition tables or its QoS cache after the first, and
+//! still so with OpenSM frozen; a partition's pairs nobody asked are
+//! answered from its table.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -211,10 +212,106 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
         frozen.join("\n")
     );
     let c = settled(&sa);
-    assert!(c["qos_cache_hits"] >= after["qos_cache_hits"] + queries.len() as u64);
+    let answered_here = |c: &HashMap<String, u64>| c["hits"] + c["qos_cache_hits"];
+    assert!(answered_here(&c) >= answered_here(&after) + queries.len() as u64);
     assert_eq!(
         (c["misses"], c["qos_cache_fetches"]),
         (after["misses"], after["qos_cache_fetches"]),
         "nothing asked of the master"
     );
+}
+
+/// Waits until local-sa on `node` holds `tables` partition tables, each
+/// complete.
+fn partition_tables_complete(node: &conformance::Node<'_>, sa: &LocalSa<'_>, tables: usize) {
+    for _ in 0..240 {
+        let out = node
+            .lsaquery()
+            .args(["--status", "--json", "--api-socket"])
+            .arg(sa.api_socket())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let complete = out.stdout.matches("\"state\":\"complete\"").count();
+        if complete == tables && out.stdout.matches("\"pkey\":").count() == tables {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!(
+        "local-sa never held {tables} complete partition tables:\n{}",
+        sa.stderr()
+    );
+}
+
+#[test]
+fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_frozen() {
+    let fabric = fabric();
+    let sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    // OpenSM applies QoS: the port's three P_Keys (0xffff, 0x8001,
+    // 0x8002) each get a table, the default one included.
+    partition_tables_complete(&node, &sa, 3);
+    let s = node.port().unwrap().lid.to_string();
+    let mut queries = Vec::new();
+    for host in fabric.topology().hcas() {
+        let d = fabric.node(host).unwrap().port().unwrap().lid.to_string();
+        for pkey in ["0xffff", "0x8001", "0x0001", "0x8002", "0x7fff"] {
+            queries.push(between(&s, &d, &["--method", "get", "--pkey", pkey]));
+        }
+    }
+    for pkey in ["0x8001", "0x8002"] {
+        queries.push(args(&["-p", "--slid", &s, "--pkey", pkey]));
+        queries.push(args(&[
+            "-p",
+            "--slid",
+            &s,
+            "--pkey",
+            pkey,
+            "--reversible",
+            "1",
+        ]));
+    }
+    let theirs: Vec<Answer> = queries
+        .iter()
+        .map(|q| ask(&node, &["--master"], q))
+        .collect();
+    assert_eq!(
+        theirs[1 + 5].data[53] & 0x0F,
+        0,
+        "OpenSM: partition 0x8001 keeps SL 0"
+    );
+    assert_eq!(
+        theirs[3 + 5].data[53] & 0x0F,
+        4,
+        "OpenSM: the policy's level for P_Key 0x0002 (SL 4)"
+    );
+    let before = settled(&sa);
+
+    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
+    let signal = |name: &str| {
+        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
+    };
+    signal("-STOP");
+    let differences: Vec<String> = queries
+        .iter()
+        .zip(&theirs)
+        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
+        .collect();
+    signal("-CONT");
+    assert!(
+        differences.is_empty(),
+        "with OpenSM frozen, {} of {} differ:\n{}",
+        differences.len(),
+        queries.len(),
+        differences.join("\n")
+    );
+    let after = settled(&sa);
+    assert_eq!(
+        (after["misses"], after["qos_cache_fetches"]),
+        (before["misses"], before["qos_cache_fetches"]),
+        "nothing asked of the master"
+    );
+    assert_eq!(after["hits"], before["hits"] + queries.len() as u64);
+    assert_eq!(after["partition_tables"], 3);
 }

@@ -148,11 +148,19 @@ counters! {
     /// Names tables (NodeRecords, directory ServiceRecords) loaded by a
     /// distributor.
     name_tables_loaded: Counter,
-    /// PathRecords cached now.
+    /// PathRecords in the default table (the answers asked without a
+    /// P_Key) now.
     records: Gauge,
     /// Bytes the PathRecord store holds on the heap, estimated from its
     /// tables' capacities without the allocator's overhead, now.
     cache_bytes: Gauge,
+    /// Partition tables kept (one per P_Key of the port whose answers the
+    /// default table does not give) now.
+    partition_tables: Gauge,
+    /// PathRecords in the partition tables now.
+    partition_records: Gauge,
+    /// Bytes the partition tables hold on the heap (as `cache_bytes`) now.
+    partition_bytes: Gauge,
     /// Port pairs × QoS fields in the QoS cache now.
     qos_cache_entries: Gauge,
     /// Bytes the QoS cache holds (records and per-entry overhead) now.

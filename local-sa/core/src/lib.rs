@@ -3,7 +3,8 @@
 //! descriptor, a clock, the environment or a random source.
 //!
 //! * [`agent`]: the SA agent of one port ([`agent::SaCore`]): PathRecord
-//!   answers from the [`store`] through the [`path_query`] engine, loads,
+//!   answers from the [`store`] (and a port's [`partitions`]) through the
+//!   [`path_query`] engine, loads,
 //!   forwarding to the master SA, refresh, notice subscriptions and
 //!   multicast [`memberships`] proxied with reference counts;
 //! * [`requester`]: requests to an SA and their answers (TransactionIDs,
@@ -41,6 +42,7 @@ pub mod log_limit;
 pub mod memberships;
 pub mod naming;
 pub mod pacing;
+pub mod partitions;
 pub mod path_flags;
 pub mod path_query;
 pub mod quota;

@@ -9,6 +9,12 @@ pub const REPLACE_SOURCES: u32 = 1;
 /// removed is known absent and the sources keep their completeness.
 pub const KNOWN_ABSENT: u32 = 1;
 
+/// Bit 1 of a Set or Delete: the records are partition tables' (the
+/// master's answers asked with each record's P_Key): each goes to, or
+/// leaves, the table of its P_Key's partition, and only partitions the
+/// port holds are stored.
+pub const PARTITION_TABLES: u32 = 2;
+
 /// Bit 0 of a Set of NodeRecords or ServiceRecords: a distributor's whole
 /// names table (the fabric's channel adapters, or the local-sa
 /// directory), which replaces that table's names. Without it such a Set

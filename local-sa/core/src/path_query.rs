@@ -23,9 +23,13 @@
 //! * What OpenSM's unconstrained answer is depends, beside the two ports, on
 //!   the fields its QoS policy matches when QoS is on (ServiceID, QoSClass,
 //!   P_Key: [`QosKey`]) and on the partition a P_Key names. The store holds
-//!   the answers asked without them; a query naming them is
-//!   [`Outcome::Pair`]: the answer follows from the port pair's records
-//!   asked with the same [`QosKey`] ([`evaluate_pair`]). SL and TClass pick
+//!   the answers asked without them, and each partition table of the port
+//!   ([`Partitions`]) the answers asked with its P_Key: a query naming a
+//!   P_Key (and no other such field) from a port whose paths a partition
+//!   table holds is answered from that table like any other. Any other
+//!   query naming them is [`Outcome::Pair`]: the answer follows from the
+//!   port pair's records asked with the same [`QosKey`]
+//!   ([`evaluate_pair`]). SL and TClass pick
 //!   no QoS level: TClass is not used for unicast paths at all, and a
 //!   requested SL equal to the one the master chose is echoed; another SL
 //!   only the master can judge (its policy or the partition may forbid it).
@@ -37,6 +41,7 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, Gid, MadStatus, Method, Mtu, PathRecord, Rate, Selector};
 
+use crate::partitions::{Partitions, PathTable};
 use crate::store::{FastSet, PathStore, PortLids};
 
 /// What to do with a query.
@@ -201,6 +206,44 @@ pub struct Knowledge<'a> {
     pub complete_sources: &'a FastSet<u64>,
     /// The master SA applies QoS policy (its ClassPortInfo says so).
     pub master_qos: bool,
+    /// The port's partition tables.
+    pub partitions: &'a Partitions,
+}
+
+impl<'a> Knowledge<'a> {
+    /// The partition table that answers a query naming `mask`'s P_Key in
+    /// `req`, if one is kept (raw traffic takes any shared key, not the
+    /// one named).
+    fn partition(&self, mask: ComponentMask, req: &PathRecord) -> Option<&'a PathTable> {
+        let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
+        if !mask.contains(pr::PKEY) || raw {
+            return None;
+        }
+        self.partitions.table(req.pkey())
+    }
+}
+
+/// Where the ports a query names are looked up: the store, then the
+/// partition table the query names (a port may share only that one with
+/// this one).
+#[derive(Clone, Copy)]
+struct Ports<'a> {
+    store: &'a PathStore,
+    partition: Option<&'a PathStore>,
+}
+
+impl Ports<'_> {
+    fn port(&self, guid: u64) -> Option<PortLids> {
+        self.store
+            .port(guid)
+            .or_else(|| self.partition.and_then(|p| p.port(guid)))
+    }
+
+    fn port_at(&self, lid: u16) -> Option<(u64, PortLids)> {
+        self.store
+            .port_at(lid)
+            .or_else(|| self.partition.and_then(|p| p.port_at(lid)))
+    }
 }
 
 /// OpenSM walks its port table in the order of GUIDs in network byte order
@@ -223,11 +266,16 @@ pub fn evaluate(
     if mask.contains(pr::DGID) && req.dgid().is_multicast() {
         return Outcome::Forward(ForwardReason::Multicast);
     }
-    let src = match resolve_end(k, mask, pr::SGID, req.sgid(), pr::SLID, req.slid()) {
+    let partition = k.partition(mask, req);
+    let ports = Ports {
+        store: k.store,
+        partition: partition.map(|t| &t.store),
+    };
+    let src = match resolve_end(k, &ports, mask, pr::SGID, req.sgid(), pr::SLID, req.slid()) {
         Ok(e) => e,
         Err(o) => return o,
     };
-    let dst = match resolve_end(k, mask, pr::DGID, req.dgid(), pr::DLID, req.dlid()) {
+    let dst = match resolve_end(k, &ports, mask, pr::DGID, req.dgid(), pr::DLID, req.dlid()) {
         Ok(e) => e,
         Err(o) => return o,
     };
@@ -242,17 +290,25 @@ pub fn evaluate(
             qos,
         })
     };
-    if !qos.is_empty() {
-        let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
-        return match dst {
-            // Raw traffic takes any shared key, not the one named.
-            Some((dst_guid, _)) if !raw => pair(dst_guid, qos),
-            _ => Outcome::Forward(ForwardReason::MasterQos),
-        };
-    }
-    let complete = k.complete_sources.contains(&src_guid);
+    // A partition's table holds the master's answers for its P_Key, the
+    // QoS level that P_Key matches included; a ServiceID or QoS class may
+    // match another level.
+    let table = partition
+        .filter(|t| t.is_complete(src_guid) && qos.service_id.is_none() && qos.qos_class.is_none());
+    let (store, complete) = match table {
+        Some(t) => (&t.store, true),
+        None if !qos.is_empty() => {
+            let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
+            return match dst {
+                // Raw traffic takes any shared key, not the one named.
+                Some((dst_guid, _)) if !raw => pair(dst_guid, qos),
+                _ => Outcome::Forward(ForwardReason::MasterQos),
+            };
+        }
+        None => (k.store, k.complete_sources.contains(&src_guid)),
+    };
     let q = Query {
-        paths: Paths::Store(k.store),
+        paths: Paths::Store(store),
         master_qos: k.master_qos,
         method,
         mask,
@@ -273,7 +329,7 @@ pub fn evaluate(
             if !complete {
                 return Outcome::Forward(ForwardReason::IncompleteSource);
             }
-            for (_, dst_lids) in destinations(k.store, src_lids) {
+            for (_, dst_lids) in destinations(store, src_lids) {
                 match q.port_pair(src_lids, dst_lids, &mut out) {
                     Ok(n) if n > 0 && method == Method::GET => break,
                     Ok(_) => {}
@@ -296,7 +352,11 @@ pub fn evaluate_pair(
     mask: ComponentMask,
     req: &PathRecord,
 ) -> Outcome {
-    let (Some(src), Some(dst)) = (k.store.port(key.src), k.store.port(key.dst)) else {
+    let ports = Ports {
+        store: k.store,
+        partition: k.partition(mask, req).map(|t| &t.store),
+    };
+    let (Some(src), Some(dst)) = (ports.port(key.src), ports.port(key.dst)) else {
         return Outcome::Forward(ForwardReason::UnknownEndpoint);
     };
     let q = Query {
@@ -349,6 +409,7 @@ type End = Option<(u64, PortLids)>;
 
 fn resolve_end(
     k: &Knowledge<'_>,
+    ports: &Ports<'_>,
     mask: ComponentMask,
     gid_bit: ComponentMask,
     gid: Gid,
@@ -360,7 +421,7 @@ fn resolve_end(
             // Another subnet: OpenSM would look for a router.
             return Err(Outcome::Forward(ForwardReason::UnknownEndpoint));
         }
-        match k.store.port(gid.guid()) {
+        match ports.port(gid.guid()) {
             Some(p) => Some((gid.guid(), p)),
             None => return Err(Outcome::Forward(ForwardReason::UnknownEndpoint)),
         }
@@ -368,7 +429,7 @@ fn resolve_end(
         None
     };
     let by_lid = if mask.contains(lid_bit) {
-        match k.store.port_at(lid) {
+        match ports.port_at(lid) {
             Some(p) => Some(p),
             None => return Err(Outcome::Forward(ForwardReason::UnknownEndpoint)),
         }

@@ -441,7 +441,15 @@ impl Driver {
         let port = &mut self.ports[i];
         match event {
             PortEvent::Error => warn!(port = %port.facts, "port went down; serving what is cached"),
-            PortEvent::PkeyChange => info!(port = %port.facts, "P_Key table changed"),
+            PortEvent::PkeyChange => {
+                let pkeys = self.sysfs.endpoint_facts(&port.facts).pkeys;
+                info!(
+                    port = %port.facts,
+                    pkeys = %pkeys.iter().map(|p| format!("{p:#06x}")).collect::<Vec<_>>().join(" "),
+                    "P_Key table changed"
+                );
+                port.core.handle_pkeys(now, &pkeys);
+            }
             PortEvent::Active
             | PortEvent::LidChange
             | PortEvent::SmChange

@@ -112,6 +112,7 @@ impl PortAgent {
         );
         let now = Instant::now();
         let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
+        core.handle_pkeys(now, &sysfs.endpoint_facts(&facts).pkeys);
         let (registrations, previous) =
             RegistrationsFile::open(options.port_file(&facts, "registrations"));
         if let Some(previous) = previous {

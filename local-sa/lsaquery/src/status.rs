@@ -100,6 +100,16 @@ pub(crate) fn human(r: &StatusReport) -> String {
         let _ = write!(paths, "; {failures} failed in a row");
     }
     let _ = writeln!(out, "  paths        {paths}");
+    let tables: Vec<String> = r
+        .all("partition")
+        .map(|line| match PartitionLine::parse(line) {
+            Some(p) => format!("{} {} ({} paths)", p.pkey, p.state, p.records),
+            None => line.to_owned(),
+        })
+        .collect();
+    if !tables.is_empty() {
+        let _ = writeln!(out, "  partitions   {}", tables.join("; "));
+    }
     let _ = writeln!(out, "  names        {}", v("names"));
     let _ = writeln!(
         out,
@@ -192,9 +202,22 @@ pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
     );
     let mut warnings = Vec::new();
     let mut registrants = Vec::new();
+    let mut partitions = Vec::new();
     for (name, value) in &r.0 {
         if name == "recent_warning" {
             warnings.push(json_string(value));
+            continue;
+        }
+        if name == "partition" {
+            partitions.push(match PartitionLine::parse(value) {
+                Some(p) => format!(
+                    "{{\"pkey\":{},\"state\":{},\"records\":{}}}",
+                    json_string(p.pkey),
+                    json_string(p.state),
+                    p.records
+                ),
+                None => json_string(value),
+            });
             continue;
         }
         if name == "registrant" {
@@ -219,11 +242,33 @@ pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
     }
     let _ = write!(
         out,
-        ",\"registrants\":[{}],\"recent_warnings\":[{}]}}",
+        ",\"partitions\":[{}],\"registrants\":[{}],\"recent_warnings\":[{}]}}",
+        partitions.join(","),
         registrants.join(","),
         warnings.join(",")
     );
     out
+}
+
+/// A `partition` line of the report: `<P_Key> complete|incomplete
+/// records=N`.
+struct PartitionLine<'a> {
+    pkey: &'a str,
+    state: &'a str,
+    records: u64,
+}
+
+impl<'a> PartitionLine<'a> {
+    fn parse(line: &'a str) -> Option<Self> {
+        let mut words = line.split_whitespace();
+        let (pkey, state) = (words.next()?, words.next()?);
+        let records = words.next()?.strip_prefix("records=")?.parse().ok()?;
+        Some(Self {
+            pkey,
+            state,
+            records,
+        })
+    }
 }
 
 /// A `registrant` line of the report: `<owner> groups=N created=N
@@ -296,6 +341,25 @@ mod tests {
                 "  QoS cache    7 port pairs, 1040 bytes; 30 answers from it, 7 pairs asked, 0 dropped for room (the master applies QoS)\n"
             ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn each_partition_table_is_listed_with_its_state() {
+        let report = StatusReport::from_text(
+            "records 12\npartition 0x8001 complete records=11\npartition 0x8002 incomplete records=0\n",
+        );
+        let text = human(&report);
+        assert!(
+            text.contains(
+                "  partitions   0x8001 complete (11 paths); 0x8002 incomplete (0 paths)\n"
+            ),
+            "{text}"
+        );
+        let j = json(std::path::Path::new("/s"), &report);
+        assert!(
+            j.contains(",\"partitions\":[{\"pkey\":\"0x8001\",\"state\":\"complete\",\"records\":11},{\"pkey\":\"0x8002\",\"state\":\"incomplete\",\"records\":0}],"),
+            "{j}"
         );
     }
 

@@ -17,20 +17,18 @@ impl SaCore {
     /// Refreshes this port's paths now, or joins the refresh running;
     /// `asker` hears when it ends.
     pub(super) fn local_refresh(&mut self, now: Instant, asker: Asker) {
+        let before = self.records_held();
         info!(
-            records = self.store.len(),
+            records = before,
             "a full refresh of this port's paths asked for locally"
         );
-        self.refresh.waiters.push(RefreshWaiter {
-            asker,
-            before: self.store.len(),
-        });
+        self.refresh.waiters.push(RefreshWaiter { asker, before });
         self.start_refresh(now);
     }
 
     /// A refresh ended (`status` OK) or failed: every waiter hears it.
     pub(super) fn answer_refresh_waiters(&mut self, status: MadStatus) {
-        let after = self.store.len() as u64;
+        let after = self.records_held() as u64;
         for w in std::mem::take(&mut self.refresh.waiters) {
             let body = LocalBody::CacheChange {
                 before: w.before as u64,
@@ -51,9 +49,9 @@ impl SaCore {
     /// complete, so every query goes to the master until the next refresh
     /// or load fills the store again.
     pub(super) fn local_flush(&mut self, asker: &Asker) {
-        let before = self.store.len() as u64;
-        self.store.clear();
-        self.complete_sources.clear();
+        let before = self.records_held() as u64;
+        self.paths.clear();
+        self.partitions.clear();
         self.forget_answers();
         info!(
             dropped = before,
@@ -66,10 +64,15 @@ impl SaCore {
         );
     }
 
+    /// Records in the default table and the partition tables.
+    fn records_held(&self) -> usize {
+        self.paths.store.len() + self.partitions.records()
+    }
+
     /// A page of the cache.
     pub(super) fn local_dump(&mut self, asker: &Asker, from: u32, max: u32) {
         let max = max.min(crate::request::DUMP_PAGE) as usize;
-        let page = self.store.page(from, max);
+        let page = self.paths.store.page(from, max);
         self.answer_local_records(asker, &page);
     }
 }

@@ -15,6 +15,10 @@
 //!   With AttributeModifier bit 0 set, the sender says the pairs no longer
 //!   exist at the master (a distributor's delta after a reroute): the
 //!   sources stay as complete as they were.
+//! * With AttributeModifier bit 1 set (`PARTITION_TABLES`), either one
+//!   is about the partition tables: each record belongs to the table of
+//!   its P_Key's partition, and a record of a partition the port does not
+//!   hold is not stored (the count says how many were).
 //! * Both need the configured SM_Key; anything else, and anything at all
 //!   while no key is configured, is answered ERR_REQ_DENIED and changes
 //!   nothing. Malformed loads (AttributeOffset
@@ -36,7 +40,8 @@ use tracing::{info, warn};
 use super::SaCore;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
+use crate::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
+use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::respond;
 use crate::transfers::Event;
 
@@ -160,42 +165,44 @@ impl SaCore {
                 return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
             }
         };
+        let flags = header.mad.attribute_modifier();
+        let partitions = flags & PARTITION_TABLES != 0;
         let count = if method == Method::SET {
-            let replace = header.mad.attribute_modifier() & REPLACE_SOURCES != 0;
-            let count = self.store_records(&records, replace);
+            let replace = flags & REPLACE_SOURCES != 0;
+            let count = self.store_records(&records, replace, partitions);
             let me = self.port.gid.guid();
-            if replace && records.iter().any(|r| r.sgid().guid() == me) {
+            if replace && !partitions && records.iter().any(|r| r.sgid().guid() == me) {
                 self.own_paths_loaded(now);
             }
             count
         } else {
-            let absent = header.mad.attribute_modifier() & KNOWN_ABSENT != 0;
-            self.delete_records(mask, &records, absent)
+            let absent = flags & KNOWN_ABSENT != 0;
+            self.delete_records(mask, &records, absent, partitions)
         };
         self.answer_load(request, header, MadStatus::OK, count);
     }
 
-    fn store_records(&mut self, records: &[PathRecord], replace: bool) -> usize {
+    fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
-        self.store.expect_table(records.len());
-        for r in records {
-            self.store.insert(*r, epoch);
+        let mut stored = 0;
+        for (table, records) in by_table(records, partitions) {
+            let Some(t) = self.table_mut(table) else {
+                continue;
+            };
+            load_into(t, &records, epoch, replace);
+            stored += records.len();
         }
-        if replace {
-            let sources: HashSet<(u64, u16)> = records
-                .iter()
-                .map(|r| (r.sgid().guid(), r.slid()))
-                .collect();
-            for (guid, slid) in sources {
-                self.store.sweep_from(slid..=slid, epoch);
-                self.complete_sources.insert(guid);
-            }
-        }
-        self.counters.loaded += records.len() as u64;
+        self.counters.loaded += stored as u64;
         self.forget_answers();
-        info!(records = records.len(), replace, "PathRecords loaded");
-        records.len()
+        info!(
+            records = stored,
+            offered = records.len(),
+            replace,
+            partitions,
+            "PathRecords loaded"
+        );
+        stored
     }
 
     fn delete_records(
@@ -203,36 +210,30 @@ impl SaCore {
         mask: ComponentMask,
         records: &[PathRecord],
         known_absent: bool,
+        partitions: bool,
     ) -> usize {
-        // Unless the sender says the pairs are gone at the master too, the
-        // sources that lose a record lose their completeness: what was
-        // removed is unknown from now on (queries for it go to the master),
-        // not known to be absent.
-        let mut sources: HashSet<u64> = HashSet::new();
-        let removed = if mask == ComponentMask::NONE {
-            records
-                .iter()
-                .filter_map(|r| self.store.remove(r.slid(), r.dlid()))
-                .map(|gone| sources.insert(gone.sgid().guid()))
-                .count()
+        let work = if partitions && mask != ComponentMask::NONE {
+            // A template: in its partition's table if it names a P_Key,
+            // else in every partition table.
+            let keys: Vec<TableKey> = if mask.contains(pr::PKEY) {
+                vec![TableKey::Partition(partition_of(records[0].pkey()))]
+            } else {
+                let held = self.partitions.tables();
+                held.map(|(p, _)| TableKey::Partition(p)).collect()
+            };
+            keys.into_iter().map(|k| (k, records.to_vec())).collect()
         } else {
-            let template = records[0];
-            self.store.remove_where(|r, _| {
-                let doomed = matches_template(r, mask, &template);
-                if doomed {
-                    sources.insert(r.sgid().guid());
-                }
-                doomed
-            })
+            by_table(records, partitions)
         };
-        if !known_absent {
-            for guid in &sources {
-                self.complete_sources.remove(guid);
+        let mut removed = 0;
+        for (table, records) in work {
+            if let Some(t) = self.table_mut(table) {
+                removed += delete_from(t, mask, &records, known_absent);
             }
         }
         self.counters.deleted += removed as u64;
         self.forget_answers();
-        info!(removed, known_absent, "PathRecords deleted");
+        info!(removed, known_absent, partitions, "PathRecords deleted");
         removed
     }
 
@@ -258,6 +259,80 @@ impl SaCore {
         self.out
             .push_back(Transmit::reply(request.reply_to(), answer));
     }
+}
+
+/// A load's records by the table each belongs to: all the default
+/// table's, or (a partition load) each its P_Key's partition's.
+fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Vec<PathRecord>)> {
+    if !partitions {
+        return vec![(TableKey::Default, records.to_vec())];
+    }
+    let mut tables: Vec<(TableKey, Vec<PathRecord>)> = Vec::new();
+    for r in records {
+        let key = TableKey::Partition(partition_of(r.pkey()));
+        match tables.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(*r),
+            None => tables.push((key, vec![*r])),
+        }
+    }
+    tables
+}
+
+/// Stores `records` in `t` with `epoch`; with `replace`, they are the
+/// whole of each source's paths in `t`: the source's others go and it
+/// counts as complete.
+fn load_into(t: &mut PathTable, records: &[PathRecord], epoch: u32, replace: bool) {
+    t.store.expect_table(records.len());
+    for r in records {
+        t.store.insert(*r, epoch);
+    }
+    if replace {
+        let sources: HashSet<(u64, u16)> = records
+            .iter()
+            .map(|r| (r.sgid().guid(), r.slid()))
+            .collect();
+        for (guid, slid) in sources {
+            t.store.sweep_from(slid..=slid, epoch);
+            t.complete.insert(guid);
+        }
+    }
+}
+
+/// Removes from `t` the pairs of `records` (mask 0) or the records that
+/// match the template `records[0]` on `mask`; returns how many went.
+/// Unless the sender says the pairs are gone at the master too, the
+/// sources that lose a record lose their completeness: what was removed
+/// is unknown from now on (queries for it go to the master), not known to
+/// be absent.
+fn delete_from(
+    t: &mut PathTable,
+    mask: ComponentMask,
+    records: &[PathRecord],
+    known_absent: bool,
+) -> usize {
+    let mut sources: HashSet<u64> = HashSet::new();
+    let removed = if mask == ComponentMask::NONE {
+        records
+            .iter()
+            .filter_map(|r| t.store.remove(r.slid(), r.dlid()))
+            .map(|gone| sources.insert(gone.sgid().guid()))
+            .count()
+    } else {
+        let template = records[0];
+        t.store.remove_where(|r, _| {
+            let doomed = matches_template(r, mask, &template);
+            if doomed {
+                sources.insert(r.sgid().guid());
+            }
+            doomed
+        })
+    };
+    if !known_absent {
+        for guid in &sources {
+            t.complete.remove(guid);
+        }
+    }
+    removed
 }
 
 /// Whether `request` is a segment of an RMPP transfer (else a load of one

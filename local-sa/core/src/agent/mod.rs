@@ -72,10 +72,11 @@ use crate::inbound::{Inbound, SaRequest};
 use crate::load_flags::NAMES_TABLE;
 use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
+use crate::partitions::{Partitions, PathTable, TableKey};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
 use crate::requester::{Handled, Requester};
 use crate::stats::Stats;
-use crate::store::{Epoch, FastSet, PathStore};
+use crate::store::{Epoch, PathStore};
 use crate::transfers::Transfers;
 
 /// Where a refresh of this port's paths stands.
@@ -83,11 +84,12 @@ use crate::transfers::Transfers;
 enum RefreshState {
     /// None running.
     Idle,
-    /// The bulk GetTable is out.
-    Bulk { epoch: Epoch },
-    /// Fetching destination by destination.
+    /// The bulk GetTable of `table` is out.
+    Bulk { epoch: Epoch, table: TableKey },
+    /// Fetching `table` destination by destination.
     Walk {
         epoch: Epoch,
+        table: TableKey,
         next: u16,
         highest_found: u16,
         in_flight: usize,
@@ -110,6 +112,9 @@ struct Refresh {
     waiters: Vec<RefreshWaiter>,
     /// When the next refresh is due.
     next: Option<Instant>,
+    /// When the tables of partitions the port holds but has no table of
+    /// are due (after its P_Key table changed).
+    partitions_next: Option<Instant>,
 }
 
 /// The master SA's ClassPortInfo, as far as path queries need it.
@@ -126,8 +131,10 @@ struct MasterInfo {
 pub struct SaCore {
     config: AgentConfig,
     port: PortIdentity,
-    store: PathStore,
-    complete_sources: FastSet<u64>,
+    /// The default table: the paths asked without a P_Key.
+    paths: PathTable,
+    /// The tables of the port's partitions.
+    partitions: Partitions,
     /// What the master's ClassPortInfo said; `None` until it arrives
     /// (QoS-sensitive queries wait for it while it is asked, and are
     /// forwarded otherwise). After the master moves, the old master's
@@ -200,8 +207,8 @@ impl SaCore {
         let mut agent = Self {
             config,
             port,
-            store: PathStore::new(),
-            complete_sources: FastSet::default(),
+            paths: PathTable::default(),
+            partitions: Partitions::default(),
             master_info: None,
             qos_waiters: Vec::new(),
             epoch: 0,
@@ -213,6 +220,7 @@ impl SaCore {
                 last_fresh: None,
                 waiters: Vec::new(),
                 next: Some(now),
+                partitions_next: None,
             },
             relays: 0,
             // Set below, once the port's phase can be computed.
@@ -322,8 +330,11 @@ impl SaCore {
             leaves_given_up: m.leaves_given_up,
             groups_gone_at_master: m.groups_gone_at_master,
             leases_ended: self.counters.leases_ended + m.leases_ended,
-            records: self.store.len() as u64,
-            cache_bytes: self.store.heap_bytes() as u64,
+            records: self.paths.store.len() as u64,
+            cache_bytes: self.paths.store.heap_bytes() as u64,
+            partition_tables: self.partitions.tables().count() as u64,
+            partition_records: self.partitions.records() as u64,
+            partition_bytes: self.partitions.heap_bytes() as u64,
             qos_cache_entries: self.qos_cache.len() as u64,
             qos_cache_bytes: self.qos_cache.bytes() as u64,
             qos_cache_evicted: self.qos_cache.evicted(),
@@ -349,14 +360,19 @@ impl SaCore {
         &self.stats
     }
 
-    /// The PathRecord store.
+    /// The PathRecord store (the default table).
     pub fn store(&self) -> &PathStore {
-        &self.store
+        &self.paths.store
+    }
+
+    /// The port's partition tables.
+    pub fn partitions(&self) -> &Partitions {
+        &self.partitions
     }
 
     /// True once this port's paths have been fetched completely.
     pub fn is_ready(&self) -> bool {
-        self.complete_sources.contains(&self.port.gid.guid())
+        self.paths.is_complete(self.port.gid.guid())
     }
 
     /// True when nothing is left in flight to the master, or waiting to
@@ -387,6 +403,7 @@ impl SaCore {
             self.queues_timeout(),
             self.transfers.poll_timeout(),
             self.refresh.next,
+            self.refresh.partitions_next,
             self.next_registration,
             self.naming.fetch_at.map(|(t, _)| t),
             self.next_reregistration,
@@ -418,6 +435,10 @@ impl SaCore {
         if self.refresh.next.is_some_and(|t| t <= now) {
             self.refresh.next = None;
             self.start_refresh(now);
+        }
+        if self.refresh.partitions_next.is_some_and(|t| t <= now) {
+            self.refresh.partitions_next = None;
+            self.fetch_new_partitions(now);
         }
         if self.next_registration.is_some_and(|t| t <= now) {
             self.next_registration = None;
@@ -469,8 +490,8 @@ impl SaCore {
             }
         }
         if me_changed {
-            self.store.clear();
-            self.complete_sources.clear();
+            self.paths.clear();
+            self.partitions.clear();
             self.master_info = None;
         }
         self.forget_answers();
@@ -503,6 +524,26 @@ impl SaCore {
         self.register_after_refresh = false;
         // Whatever the master held for this port may be gone.
         self.next_reregistration = Some(now + self.reregister_delay());
+        self.handle_timeout(now);
+    }
+
+    /// The port's P_Key table, as the port lists it (at start, and after
+    /// every change): each partition it holds gets a table of its own,
+    /// fetched after the default table at every refresh. The tables of
+    /// partitions gone go at once; new partitions' tables are fetched at
+    /// this port's phase of the refresh window (a P_Key change reaches
+    /// many ports together).
+    pub fn handle_pkeys(&mut self, now: Instant, pkeys: &[u16]) {
+        if !self.partitions.set_held(pkeys) {
+            return;
+        }
+        info!(
+            partitions = ?self.partitions.held().iter().map(|p| TableKey::Partition(*p).to_string()).collect::<Vec<_>>(),
+            "the port's partitions"
+        );
+        if self.is_ready() {
+            self.refresh.partitions_next = Some(now + self.refresh_delay());
+        }
         self.handle_timeout(now);
     }
 

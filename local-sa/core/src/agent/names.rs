@@ -219,8 +219,13 @@ impl SaCore {
         let prefix = self.port.gid.prefix();
         let walk_keys: Vec<u64> = if key.is_none() && answer.is_cut() {
             match table {
-                NameTable::Nodes => self.store.ports().map(|(_, p)| u64::from(p.lid)).collect(),
-                NameTable::Directory => self.store.ports().map(|(guid, _)| guid).collect(),
+                NameTable::Nodes => self
+                    .paths
+                    .store
+                    .ports()
+                    .map(|(_, p)| u64::from(p.lid))
+                    .collect(),
+                NameTable::Directory => self.paths.store.ports().map(|(guid, _)| guid).collect(),
             }
         } else {
             Vec::new()

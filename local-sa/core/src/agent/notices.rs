@@ -33,6 +33,7 @@ use super::purpose::Purpose;
 use super::{MasterInfo, SaCore};
 use crate::address::{Address, Transmit};
 use crate::inbound::SaRequest;
+use crate::partitions::TableKey;
 use crate::request::{LocalBody, LocalReply};
 use crate::requester::Answer;
 use crate::respond;
@@ -375,7 +376,7 @@ impl SaCore {
         if self.port.lids().contains(&source.lid) {
             return Some(self.port.gid);
         }
-        let (guid, _) = self.store.port_at(source.lid)?;
+        let (guid, _) = self.paths.store.port_at(source.lid)?;
         Some(Gid::new(self.port.gid.prefix(), guid))
     }
 
@@ -505,8 +506,9 @@ impl SaCore {
     fn act_on_notice(&mut self, now: Instant, notice: &Notice) {
         match notice.details() {
             TrapDetails::GidOutOfService { gid } => {
-                let removed = self.store.remove_port(gid.guid());
-                self.complete_sources.remove(&gid.guid());
+                let removed = self.paths.store.remove_port(gid.guid())
+                    + self.partitions.remove_port(gid.guid());
+                self.paths.complete.remove(&gid.guid());
                 self.forget_answers_about(gid.guid());
                 if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 65", 0u32) {
                     info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
@@ -516,18 +518,16 @@ impl SaCore {
                 if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 64", 0u32) {
                     info!(%gid, earlier_not_logged, "port in service (trap 64)");
                 }
-                let purpose = Purpose::GidInService { guid: gid.guid() };
-                if self.upstream.any_pending(|p| *p == purpose) {
-                    return;
-                }
-                let mut t = PathRecord::new_zeroed();
-                t.set_sgid(self.port.gid);
-                t.set_dgid(gid);
-                let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD)
-                    .record(&t);
-                b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
                 self.forget_answers_about(gid.guid());
-                self.send_upstream(now, purpose, &b.into_bytes());
+                let partitions = self
+                    .partitions
+                    .tables()
+                    .map(|(p, _)| TableKey::Partition(p));
+                let tables: Vec<TableKey> =
+                    [TableKey::Default].into_iter().chain(partitions).collect();
+                for table in tables {
+                    self.fetch_paths_to(now, gid, table);
+                }
             }
             TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),
             TrapDetails::McGroupDeleted { mgid } => self.group_notice(now, mgid, false),
@@ -538,17 +538,59 @@ impl SaCore {
         }
     }
 
-    pub(super) fn gid_in_service_answered(&mut self, guid: u64, answer: &Answer) {
-        if answer.status() != MadStatus::OK {
+    /// Asks the master for this port's paths to `gid` (which came into
+    /// service) in table `table`. A partition table counts as incomplete
+    /// until the answer is in: its paths to that port may be missing.
+    fn fetch_paths_to(&mut self, now: Instant, gid: Gid, table: TableKey) {
+        let purpose = Purpose::GidInService {
+            guid: gid.guid(),
+            table,
+        };
+        if self.upstream.any_pending(|p| *p == purpose) {
             return;
         }
+        let (mask, mut t) = self.table_query(table);
+        t.set_dgid(gid);
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(mask | pr::DGID);
+        if let TableKey::Partition(p) = table
+            && let Some(t) = self.partitions.table_mut(p)
+        {
+            t.awaiting += 1;
+        }
+        self.send_upstream(now, purpose, &b.into_bytes());
+    }
+
+    /// The paths to a port back in service, for `table`, came (or not).
+    pub(super) fn gid_in_service_answered(
+        &mut self,
+        guid: u64,
+        table: TableKey,
+        answer: Option<&Answer>,
+    ) {
+        let (epoch, me) = (self.epoch, self.port.gid.guid());
+        let Some(t) = self.table_mut(table) else {
+            return;
+        };
+        if let TableKey::Partition(_) = table {
+            t.awaiting = t.awaiting.saturating_sub(1);
+        }
+        let Some(answer) = answer.filter(|a| a.status() == MadStatus::OK && !a.is_cut()) else {
+            if answer.is_some_and(Answer::is_cut) {
+                // Some paths did not arrive: this port's are not all held.
+                t.complete.remove(&me);
+            }
+            return;
+        };
         let mut added = 0;
         for r in answer.records::<PathRecord>() {
-            self.store.insert(*r, self.epoch);
+            t.store.insert(*r, epoch);
             added += 1;
         }
         debug!(
             guid = format_args!("{guid:#x}"),
+            %table,
             added, "paths to a port back in service"
         );
     }
@@ -561,8 +603,16 @@ impl SaCore {
                 debug!(qos, "master SA ClassPortInfo");
                 if self.master_info.is_some_and(|m| m.qos != qos) {
                     // The QoS cache's keys depend on whether the master
-                    // applies QoS.
+                    // applies QoS, and the partition tables on its policy;
+                    // the next refresh (at this port's phase) fetches the
+                    // tables then wanted.
                     self.forget_answers();
+                    self.partitions.clear();
+                    self.refresh.next = Some(
+                        self.refresh
+                            .next
+                            .map_or(now, |t| t.min(now + self.refresh_delay())),
+                    );
                 }
                 self.master_info = Some(MasterInfo {
                     qos,

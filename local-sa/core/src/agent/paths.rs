@@ -57,10 +57,11 @@ impl SaCore {
     /// What the store and the master's ClassPortInfo tell path queries.
     fn knowledge(&self) -> Knowledge<'_> {
         Knowledge {
-            store: &self.store,
+            store: &self.paths.store,
             subnet_prefix: self.port.gid.prefix(),
-            complete_sources: &self.complete_sources,
+            complete_sources: &self.paths.complete,
             master_qos: self.master_info.is_none_or(|m| m.qos),
+            partitions: &self.partitions,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
+use crate::partitions::TableKey;
 use crate::path_query::PairKey;
 use crate::request::PathQuery;
 use crate::store::Epoch;
@@ -11,13 +12,19 @@ use crate::store::Epoch;
 /// Why a request went to the master.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Purpose {
-    /// Every path from this port (GetTable, SGID = ours).
-    Bulk { epoch: Epoch },
-    /// The paths from this port to one LID, when the bulk table came back
-    /// cut (a transport without RMPP).
-    Walk { epoch: Epoch, dlid: u16 },
-    /// The paths from this port to a port that came into service.
-    GidInService { guid: u64 },
+    /// Every path from this port (GetTable, SGID = ours) in one of its
+    /// tables.
+    Bulk { epoch: Epoch, table: TableKey },
+    /// The paths from this port to one LID in one of its tables, when the
+    /// bulk table came back cut (a transport without RMPP).
+    Walk {
+        epoch: Epoch,
+        table: TableKey,
+        dlid: u16,
+    },
+    /// The paths from this port to a port that came into service, for
+    /// one of its tables.
+    GidInService { guid: u64, table: TableKey },
     /// A query the cache could not answer.
     Forward(PathQuery),
     /// One port pair's paths for the fields the master's QoS policy

@@ -1,21 +1,27 @@
 //! Keeping this port's paths in the store: a bulk GetTable (SGID = ours)
-//! at start, after port changes and every refresh interval. When the answer
-//! comes back cut (a transport without RMPP, such as ibsim, delivers only
-//! the first 256 bytes of the master's multi-MAD answer), the paths are
-//! fetched one destination LID at a time instead, walking upward until
-//! `walk_gap` LIDs past the highest one that answered. Records are stamped
-//! with the refresh's epoch; when the refresh completes, this port's
-//! records it did not see are swept and the port counts as complete.
+//! at start, after port changes and every refresh interval, then one
+//! (SGID = ours, P_Key) for each partition table the port keeps
+//! ([`SaCore::wanted_partitions`]), one table after the other. When an
+//! answer comes back cut (a transport without RMPP, such as ibsim,
+//! delivers only the first 256 bytes of the master's multi-MAD answer),
+//! that table's paths are fetched one destination LID at a time instead,
+//! walking upward until `walk_gap` LIDs past the highest one that
+//! answered. Records are stamped with the refresh's epoch; when a table
+//! completes, this port's records in it that the refresh did not see are
+//! swept and the port counts as complete in it. The default table's
+//! completion makes the port ready; the refresh ends after the last
+//! partition's.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
 use super::purpose::Purpose;
 use super::{RefreshState, SaCore};
+use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::requester::Answer;
 use crate::store::Epoch;
 
@@ -30,17 +36,11 @@ impl SaCore {
         }
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
-        let mut t = PathRecord::new_zeroed();
-        t.set_sgid(self.port.gid);
-        let mut b =
-            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(pr::SGID);
         debug!(
             epoch,
             master = self.port.sm_lid,
             "refreshing this port's paths"
         );
-        self.refresh.state = RefreshState::Bulk { epoch };
         self.refresh.began = Some(now);
         if self.register_after_refresh {
             // At start, whether the master applies QoS is asked just
@@ -49,7 +49,7 @@ impl SaCore {
             // are answered from the cache as soon as the table is in.
             self.ask_master_info(now);
         }
-        self.send_table_upstream(now, Purpose::Bulk { epoch }, &b.into_bytes());
+        self.fetch_table(now, epoch, TableKey::Default);
         // Renews this port's directory record's lease (at start, the
         // registration after this refresh publishes it).
         if !self.register_after_refresh {
@@ -57,20 +57,85 @@ impl SaCore {
         }
     }
 
-    pub(super) fn bulk_answered(&mut self, now: Instant, epoch: Epoch, answer: &Answer) {
-        if self.refresh.state != (RefreshState::Bulk { epoch }) {
+    /// Fetches the tables of the partitions wanted but not held complete
+    /// (the port's P_Key table changed), unless a refresh is running (it
+    /// fetches them, or they are asked again a second later).
+    pub(super) fn fetch_new_partitions(&mut self, now: Instant) {
+        if self.shutting_down {
+            return;
+        }
+        if self.refresh.state != RefreshState::Idle {
+            self.refresh.partitions_next = Some(now + Duration::from_secs(1));
+            return;
+        }
+        let me = self.port.gid.guid();
+        let missing = self
+            .wanted_partitions()
+            .into_iter()
+            .find(|p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)));
+        if let Some(p) = missing {
+            self.epoch = self.epoch.wrapping_add(1);
+            self.refresh.began = Some(now);
+            self.fetch_table(now, self.epoch, TableKey::Partition(p));
+        }
+    }
+
+    /// Asks the master for table `table` of this port's paths, in bulk.
+    fn fetch_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
+        let (mask, t) = self.table_query(table);
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(mask);
+        self.refresh.state = RefreshState::Bulk { epoch, table };
+        self.send_table_upstream(now, Purpose::Bulk { epoch, table }, &b.into_bytes());
+    }
+
+    /// The query of table `table`: this port's paths, asked with the
+    /// partition's P_Key as a full member's.
+    pub(super) fn table_query(&self, table: TableKey) -> (ComponentMask, PathRecord) {
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(self.port.gid);
+        match table {
+            TableKey::Default => (pr::SGID, t),
+            TableKey::Partition(p) => {
+                t.set_pkey(p | 0x8000);
+                (pr::SGID | pr::PKEY, t)
+            }
+        }
+    }
+
+    /// The table `table` of this port's paths, to fill; `None` for a
+    /// partition the port no longer holds.
+    pub(super) fn table_mut(&mut self, table: TableKey) -> Option<&mut PathTable> {
+        match table {
+            TableKey::Default => Some(&mut self.paths),
+            TableKey::Partition(p) => self.partitions.table_mut(p),
+        }
+    }
+
+    pub(super) fn bulk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        answer: &Answer,
+    ) {
+        if self.refresh.state != (RefreshState::Bulk { epoch, table }) {
             return;
         }
         if answer.status() != MadStatus::OK {
-            warn!(status = %answer.status(), "the master refused the bulk PathRecord table");
+            warn!(status = %answer.status(), %table, "the master refused a bulk PathRecord table");
             return self.refresh_failed(now);
         }
         if answer.is_cut() {
-            info!(
-                "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
-            );
+            if table == TableKey::Default {
+                info!(
+                    "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
+                );
+            }
             let start = RefreshState::Walk {
                 epoch,
+                table,
                 next: 1,
                 highest_found: 0,
                 in_flight: 0,
@@ -78,12 +143,13 @@ impl SaCore {
             self.refresh.state = start;
             return self.walk(now);
         }
-        self.store
-            .expect_table(answer.records::<PathRecord>().count());
-        for r in answer.records::<PathRecord>() {
-            self.store.insert(*r, epoch);
+        if let Some(t) = self.table_mut(table) {
+            t.store.expect_table(answer.records::<PathRecord>().count());
+            for r in answer.records::<PathRecord>() {
+                t.store.insert(*r, epoch);
+            }
         }
-        self.finish_refresh(now, epoch);
+        self.finish_table(now, epoch, table);
     }
 
     /// Keeps `walk_window` per-destination queries in flight; finishes when
@@ -91,6 +157,7 @@ impl SaCore {
     fn walk(&mut self, now: Instant) {
         let RefreshState::Walk {
             epoch,
+            table,
             mut next,
             highest_found,
             mut in_flight,
@@ -104,31 +171,44 @@ impl SaCore {
         let limit = floor
             .saturating_add(self.config.walk_gap)
             .min(MAX_UNICAST_LID);
+        let (mask, mut t) = self.table_query(table);
         while in_flight < self.config.walk_window && next <= limit {
-            let mut t = PathRecord::new_zeroed();
-            t.set_sgid(self.port.gid);
             t.set_dlid(next);
             let mut b =
                 SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
-            b.header_mut().sa.set_component_mask(pr::SGID | pr::DLID);
-            self.send_upstream(now, Purpose::Walk { epoch, dlid: next }, &b.into_bytes());
+            b.header_mut().sa.set_component_mask(mask | pr::DLID);
+            let purpose = Purpose::Walk {
+                epoch,
+                table,
+                dlid: next,
+            };
+            self.send_upstream(now, purpose, &b.into_bytes());
             next += 1;
             in_flight += 1;
         }
         self.refresh.state = RefreshState::Walk {
             epoch,
+            table,
             next,
             highest_found,
             in_flight,
         };
         if in_flight == 0 {
-            self.finish_refresh(now, epoch);
+            self.finish_table(now, epoch, table);
         }
     }
 
-    pub(super) fn walk_answered(&mut self, now: Instant, epoch: Epoch, dlid: u16, answer: &Answer) {
+    pub(super) fn walk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        dlid: u16,
+        answer: &Answer,
+    ) {
         let RefreshState::Walk {
             epoch: current,
+            table: current_table,
             next,
             mut highest_found,
             in_flight,
@@ -136,17 +216,20 @@ impl SaCore {
         else {
             return;
         };
-        if current != epoch {
+        if current != epoch || current_table != table {
             return;
         }
-        if answer.status() == MadStatus::OK {
+        if answer.status() == MadStatus::OK
+            && let Some(t) = self.table_mut(table)
+        {
             for r in answer.records::<PathRecord>() {
-                self.store.insert(*r, epoch);
+                t.store.insert(*r, epoch);
                 highest_found = highest_found.max(dlid);
             }
         }
         self.refresh.state = RefreshState::Walk {
             epoch,
+            table,
             next,
             highest_found,
             in_flight: in_flight.saturating_sub(1),
@@ -154,12 +237,73 @@ impl SaCore {
         self.walk(now);
     }
 
-    fn finish_refresh(&mut self, now: Instant, epoch: Epoch) {
-        let swept = self.store.sweep_from(self.port.lids(), epoch);
-        self.complete_sources.insert(self.port.gid.guid());
+    /// Table `table` is in: this port's records in it that the refresh
+    /// did not see go, and the next table is asked, or the refresh ends.
+    fn finish_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
+        let (lids, me) = (self.port.lids(), self.port.gid.guid());
+        let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
+            t.complete.insert(me);
+            (t.store.sweep_from(lids, epoch), t.store.len())
+        });
+        match table {
+            TableKey::Default => self.default_table_fresh(now, epoch, swept),
+            TableKey::Partition(_) => {
+                debug!(%table, records, swept, "this port's paths on a partition are fresh");
+            }
+        }
+        let next = self
+            .wanted_partitions()
+            .into_iter()
+            .map(TableKey::Partition)
+            .find(|t| *t > table);
+        match next {
+            Some(next) if !self.shutting_down => self.fetch_table(now, epoch, next),
+            _ => self.finish_refresh(),
+        }
+    }
+
+    /// The partitions whose tables this port keeps: every one its P_Key
+    /// table holds, but for the one its default table's paths carry when
+    /// the master applies no QoS (those answers are the default table's).
+    /// While the master's QoS is unknown, every one.
+    pub(super) fn wanted_partitions(&self) -> Vec<u16> {
+        let default = self
+            .paths
+            .store
+            .from_lid(self.port.lid)
+            .next()
+            .map(|r| partition_of(r.pkey()));
+        let no_qos = self.master_info.is_some_and(|m| !m.qos);
+        self.partitions
+            .held()
+            .iter()
+            .copied()
+            .filter(|p| !(no_qos && Some(*p) == default))
+            .collect()
+    }
+
+    /// The last table is in: tables no longer wanted go, and whoever
+    /// waited for the refresh is answered.
+    fn finish_refresh(&mut self) {
+        let wanted = self.wanted_partitions();
+        self.partitions.retain(|p| wanted.contains(&p));
+        self.refresh.state = RefreshState::Idle;
+        self.refresh.began = None;
+        if !self.partitions.held().is_empty() {
+            info!(
+                tables = wanted.len(),
+                records = self.partitions.records(),
+                "this port's partition tables are fresh"
+            );
+        }
+        self.answer_refresh_waiters(MadStatus::OK);
+    }
+
+    /// The default table is in: the port is ready, and what follows a
+    /// refresh follows.
+    fn default_table_fresh(&mut self, now: Instant, epoch: Epoch, swept: usize) {
         self.forget_answers();
         self.counters.refreshes += 1;
-        self.refresh.state = RefreshState::Idle;
         let took = self
             .refresh
             .began
@@ -167,10 +311,9 @@ impl SaCore {
             .map(|t| now.saturating_duration_since(t));
         self.refresh.last_fresh = Some((now, took));
         info!(
-            records = self.store.len(),
+            records = self.paths.store.len(),
             swept, "this port's paths are fresh"
         );
-        self.answer_refresh_waiters(MadStatus::OK);
         if self.paths_fresh(now, epoch) {
             return;
         }
@@ -193,7 +336,7 @@ impl SaCore {
     fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
         self.refresh.failures = 0;
         self.refresh.next = Some(self.next_periodic_refresh(now));
-        self.fabric_ports = self.store.port_count();
+        self.fabric_ports = self.paths.store.port_count();
         let first = self.register_after_refresh;
         if first {
             // The fabric's size is known now. The directory loads (two
@@ -225,6 +368,9 @@ impl SaCore {
         self.counters.refreshes_loaded += 1;
         self.refresh.last_fresh = Some((now, None));
         self.paths_fresh(now, self.epoch);
+        // Partition tables the load did not bring (a distributor sends
+        // them before the default table) are fetched at this port's phase.
+        self.refresh.partitions_next = Some(now + self.refresh_delay());
     }
 
     /// Schedules the start's registration, once the first refresh ended

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::{RefreshState, SaCore};
+use crate::partitions::TableKey;
 use crate::request::StatusReport;
 
 /// Owners the status lists, the most registrations first.
@@ -29,7 +30,22 @@ impl SaCore {
             "incomplete"
         };
         s.push("table", table);
-        s.push("records", self.store.len());
+        s.push("records", self.paths.store.len());
+        for (pkey, t) in self.partitions.tables() {
+            let state = if t.is_complete(self.port.gid.guid()) {
+                "complete"
+            } else {
+                "incomplete"
+            };
+            s.push(
+                "partition",
+                format!(
+                    "{} {state} records={}",
+                    TableKey::Partition(pkey),
+                    t.store.len()
+                ),
+            );
+        }
         s.push("names", c.names);
         if let Some((at, took)) = self.refresh.last_fresh {
             s.push("last_refresh_age_ms", ms(at));

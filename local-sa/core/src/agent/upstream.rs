@@ -173,9 +173,13 @@ impl SaCore {
         match purpose {
             Purpose::Forward(query) => self.forward_answered(now, &query, answer),
             Purpose::Pair(key) => self.pair_answered(now, &key, answer),
-            Purpose::Bulk { epoch } => self.bulk_answered(now, epoch, answer),
-            Purpose::Walk { epoch, dlid } => self.walk_answered(now, epoch, dlid, answer),
-            Purpose::GidInService { guid } => self.gid_in_service_answered(guid, answer),
+            Purpose::Bulk { epoch, table } => self.bulk_answered(now, epoch, table, answer),
+            Purpose::Walk { epoch, table, dlid } => {
+                self.walk_answered(now, epoch, table, dlid, answer)
+            }
+            Purpose::GidInService { guid, table } => {
+                self.gid_in_service_answered(guid, table, Some(answer))
+            }
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, Some(answer.status()))
             }
@@ -215,7 +219,9 @@ impl SaCore {
             }
             Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
-            Purpose::GidInService { .. } => {}
+            Purpose::GidInService { guid, table } => {
+                self.gid_in_service_answered(guid, table, None)
+            }
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, None)
             }

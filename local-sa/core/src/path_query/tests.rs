@@ -4,6 +4,7 @@ use mad_codec::{
 };
 
 use super::*;
+use crate::partitions::Partitions;
 use crate::store::PathStore;
 
 const PREFIX: u64 = Gid::DEFAULT_PREFIX;
@@ -73,6 +74,7 @@ fn ask_with(
         subnet_prefix: PREFIX,
         complete_sources: &complete,
         master_qos: qos,
+        partitions: &Partitions::default(),
     };
     evaluate(&k, method, mask, req)
 }
@@ -152,6 +154,7 @@ fn the_request_sgid_is_echoed_verbatim() {
         subnet_prefix: 0xfec0_0000_0000_0000,
         complete_sources: &complete,
         master_qos: false,
+        partitions: &Partitions::default(),
     };
     let req = template(|r| {
         r.set_sgid(local);
@@ -586,6 +589,7 @@ fn from_pair(
         subnet_prefix: PREFIX,
         complete_sources: &complete,
         master_qos: true,
+        partitions: &Partitions::default(),
     };
     let req = template(|r| {
         r.set_sgid(gid(A));
@@ -650,6 +654,7 @@ fn a_pairs_records_answer_every_query_with_its_key() {
         subnet_prefix: PREFIX,
         complete_sources: &FastSet::from_iter([A]),
         master_qos: true,
+        partitions: &Partitions::default(),
     };
     let req = template(|t| {
         t.set_sgid(gid(A));

@@ -100,6 +100,14 @@ impl Bench {
         Self::start(SaCore::new(config, my_port(), now, SEED), master, now)
     }
 
+    /// [`Bench::new`] for a port whose P_Key table holds `pkeys`.
+    pub(crate) fn with_pkeys(master: FakeMaster, config: AgentConfig, pkeys: &[u16]) -> Self {
+        let now = Instant::now();
+        let mut core = SaCore::new(config, my_port(), now, SEED);
+        core.handle_pkeys(now, pkeys);
+        Self::start(core, master, now)
+    }
+
     /// `core` started against `master`: everything that needs no time done.
     fn start(core: SaCore, master: FakeMaster, now: Instant) -> Self {
         let mut b = Self {

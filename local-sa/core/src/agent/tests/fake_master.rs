@@ -66,8 +66,10 @@ pub(crate) struct FakeMaster {
     /// `qos-ulps`), applied when a query names its ServiceID.
     pub(crate) qos_policy: Vec<(std::ops::RangeInclusive<u64>, u8)>,
     /// Partitions besides the default one, by 15-bit key: their SL. Every
-    /// host is a member of each.
+    /// host is a member of each but those in `outside`.
     pub(crate) partitions: BTreeMap<u16, u8>,
+    /// The hosts (by LID) not in each partition.
+    pub(crate) outside: BTreeMap<u16, BTreeSet<u16>>,
     /// Every request received, in order (RMPP ACKs excluded).
     pub(crate) requests: Vec<Seen>,
     /// (trap, QPN) of each subscription held.
@@ -137,6 +139,7 @@ impl FakeMaster {
             qos: false,
             qos_policy: Vec::new(),
             partitions: BTreeMap::new(),
+            outside: BTreeMap::new(),
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
@@ -450,8 +453,13 @@ impl FakeMaster {
         t: &PathRecord,
     ) -> Option<PathRecord> {
         if mask.contains(pr::PKEY) && t.pkey() & 0x7FFF != 0x7FFF {
-            r.set_sl(*self.partitions.get(&(t.pkey() & 0x7FFF))?);
+            let partition = t.pkey() & 0x7FFF;
+            r.set_sl(*self.partitions.get(&partition)?);
             r.set_pkey(t.pkey());
+            let outside = self.outside.get(&partition);
+            if outside.is_some_and(|o| o.contains(&r.slid()) || o.contains(&r.dlid())) {
+                return None;
+            }
         }
         if self.qos
             && mask.contains(pr::SERVICE_ID)
