@@ -4,7 +4,9 @@
 //! load or a refresh inserts them; the same for one node's own table (one
 //! source, a record to each of 8,191 or 9,999 other hosts, inserted as a
 //! bulk load inserts it: room for the table made first, then the records);
-//! and the memory the names table holds
+//! the same for four partition tables of such a node (what each P_Key of
+//! the port beyond the default table costs); and the memory the names
+//! table holds
 //! per host (a 10-byte host name and an IPv4 address, as the directory
 //! gives them) for 10 K and 100 K hosts. Allocator overhead and the spare
 //! capacity of growing tables are included. Run with
@@ -12,6 +14,7 @@
 #![allow(missing_docs)]
 
 use local_sa_core::naming::{Address, NameSource, Names};
+use local_sa_core::partitions::Partitions;
 use local_sa_core::store::PathStore;
 
 mod fixture;
@@ -48,6 +51,28 @@ fn own_table_of(hosts: u16) -> (PathStore, usize) {
     }
     let bytes = rss().saturating_sub(before);
     (store, bytes)
+}
+
+/// Partition tables of one node in `hosts`, one per P_Key 0x8001..,
+/// each filled as a refresh fills it.
+const PARTITIONS: u16 = 4;
+
+fn partition_tables_of(hosts: u16) -> (Partitions, usize) {
+    let before = rss();
+    let mut partitions = Partitions::default();
+    let pkeys: Vec<u16> = (1..=PARTITIONS).map(|p| 0x8000 | p).collect();
+    partitions.set_held(&pkeys);
+    for pkey in pkeys {
+        let t = partitions.table_mut(pkey).expect("held");
+        t.store.expect_table(usize::from(hosts) - 1);
+        for d in 2..=hosts {
+            let mut r = record(1, d);
+            r.set_pkey(pkey);
+            t.store.insert(r, 1);
+        }
+    }
+    let bytes = rss().saturating_sub(before);
+    (partitions, bytes)
 }
 
 fn names_of(hosts: u32) -> (Names, usize) {
@@ -99,6 +124,23 @@ fn main() {
         );
         return;
     }
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--partitions")
+        .and_then(|i| args.get(i + 1))
+    {
+        let hosts: u16 = n.parse().expect("a number of hosts");
+        let (partitions, bytes) = partition_tables_of(hosts);
+        let per_table = bytes as f64 / f64::from(PARTITIONS);
+        println!(
+            "  {PARTITIONS} partition tables of {} records each: {:>6.2} MiB, {:>6.2} MiB per partition, {:>5.1} bytes per record",
+            partitions.records() / usize::from(PARTITIONS),
+            bytes as f64 / (1024.0 * 1024.0),
+            per_table / (1024.0 * 1024.0),
+            bytes as f64 / partitions.records() as f64,
+        );
+        return;
+    }
     // One size per process, so that memory freed by one measurement cannot
     // be reused by the next.
     if let Some(n) = args
@@ -143,6 +185,10 @@ fn main() {
     };
     for n in own {
         run("--own", *n);
+    }
+    println!("A node's partition tables (resident set growth)");
+    for n in own {
+        run("--partitions", *n);
     }
     println!("Names table memory (resident set growth; a host name and an IPv4 address per host)");
     let hosts: &[u32] = if sizes.len() > 1 {
