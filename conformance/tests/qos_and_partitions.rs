@@ -314,4 +314,24 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
     );
     assert_eq!(after["hits"], before["hits"] + queries.len() as u64);
     assert_eq!(after["partition_tables"], 3);
+
+    // Each table dumps on its own, its records carrying its P_Key.
+    let dump = node
+        .lsaquery()
+        .args(["--dump", "--json", "--pkey", "0x8002", "--api-socket"])
+        .arg(sa.api_socket())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(dump.status.success(), "{}", dump.stderr);
+    let lines: Vec<&str> = dump.stdout.lines().collect();
+    assert_eq!(
+        lines.len() as u64 * 3,
+        after["partition_records"],
+        "three tables of one record per port"
+    );
+    assert!(
+        lines.iter().all(|l| l.contains("\"pkey\":32770,")),
+        "{}",
+        dump.stdout
+    );
 }

@@ -137,6 +137,7 @@ fn dump_1m_by_pages(bencher: Bencher<'_, '_>) {
                     Request::Dump {
                         from,
                         max: DUMP_PAGE,
+                        partition: None,
                     },
                 );
                 let page = core.poll_local().expect("a page");

@@ -93,13 +93,17 @@ pub enum Request {
     /// Administrators only.
     Flush,
     /// A page of the cache: up to `max` PathRecords in (SLID, DLID) order,
-    /// from the pair `from` (SLID << 16 | DLID) on. A record held
+    /// from the pair `from` (SLID << 16 | DLID) on, of the default table
+    /// or of the partition table of `partition`'s P_Key. A record held
     /// throughout a dump is in exactly one page. Administrators only.
     Dump {
         /// The first pair of the page.
         from: u32,
         /// Records at most.
         max: u32,
+        /// The P_Key whose partition table is dumped; `None`: the
+        /// default table.
+        partition: Option<u16>,
     },
     /// How the port's agent is doing ([`LocalBody::Status`]): anyone
     /// may ask.

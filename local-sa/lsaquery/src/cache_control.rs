@@ -54,17 +54,18 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
     Ok(())
 }
 
-/// `--dump`: every cached record, a page at a time, printed as it comes;
-/// a reader that stops reading (`| head`) ends it quietly.
-pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
+/// `--dump [--pkey P]`: every cached record of the default table (or of
+/// P's partition table), a page at a time, printed as it comes; a reader
+/// that stops reading (`| head`) ends it quietly.
+pub(crate) async fn dump(conn: &mut Connection, partition: Option<u16>) -> Result<(), Failure> {
     let json = conn.json();
     // How many to expect, for the progress bar (when standard error is a
     // terminal and the dump is long).
     let held = match conn.call(&Request::Status).await {
-        Ok(status) => StatusReport::from_text(&String::from_utf8_lossy(&status.body))
-            .get("records")
-            .and_then(|r| r.parse::<u64>().ok())
-            .unwrap_or(0),
+        Ok(status) => held_records(
+            &StatusReport::from_text(&String::from_utf8_lossy(&status.body)),
+            partition,
+        ),
         Err(_) => 0,
     };
     let mut bar = ProgressBar::on_terminal(held >= u64::from(DUMP_PAGE));
@@ -76,6 +77,7 @@ pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
             .call(&Request::Dump {
                 from,
                 max: DUMP_PAGE,
+                partition,
             })
             .await?;
         let page: Vec<&PathRecord> = Records::with_standard_stride(&answer.body).collect();
@@ -103,6 +105,27 @@ pub(crate) async fn dump(conn: &mut Connection) -> Result<(), Failure> {
     }
     eprintln!("lsaquery: {printed} PathRecords");
     Ok(())
+}
+
+/// How many records the status says the table holds: `records`, or the
+/// `records=N` of the partition's `partition` line (0 if none).
+fn held_records(status: &StatusReport, partition: Option<u16>) -> u64 {
+    let Some(pkey) = partition else {
+        return status
+            .get("records")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0);
+    };
+    let name = format!("{:#06x}", pkey | 0x8000);
+    status
+        .all("partition")
+        .filter(|line| line.split_whitespace().next() == Some(name.as_str()))
+        .find_map(|line| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix("records="))
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// A closed stdout (the reader had enough) is no failure.
@@ -138,7 +161,7 @@ pub(crate) fn run(cli: &crate::cli::Cli) -> Result<(), Failure> {
         } else if cli.flush {
             flush(&mut conn, &port).await
         } else {
-            dump(&mut conn).await
+            dump(&mut conn, cli.pkey).await
         }
     })
 }

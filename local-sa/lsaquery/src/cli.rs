@@ -16,6 +16,7 @@ use mad_codec::Gid;
     version,
     group(ArgGroup::new("cache_control").multiple(false)),
     group(ArgGroup::new("windowed").args(["bench", "distribute"]).multiple(true)),
+    group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases; LID may be a node name):
   ClassPortInfo (CPI)        what the SA supports           (also -c)
@@ -56,6 +57,8 @@ REGISTRATIONS:
 LOADS (local-sa's PathRecord Set/Delete; docs/wire-contract.md):
   --load FILE [--replace]    push a PathRecord text dump (Set over RMPP)
   --delete FILE              delete the records of a dump
+  --partitions               ... of partition tables (each record to the
+                             table of its P_Key), as --dump --pkey prints
   --delete-matching ...      delete what the PathRecord options select
 
 DISTRIBUTING (run next to the master SA; docs/distributor.md):
@@ -107,6 +110,8 @@ CACHE CONTROL (root or local-sa's own user, through the local API):
   lsaquery --flush                       drop the cache; queries go to the master
   lsaquery --dump [--json] > cache.txt   every cached PathRecord, page by page
                                          (text that --load reads back)
+  lsaquery --dump --pkey 0x8001          partition 0x8001's table (--load
+                                         --partitions reads it back)
 
 RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
   lsaquery --resolve node17              path set to a host by name
@@ -307,6 +312,12 @@ pub(crate) struct Cli {
     /// the SA drops those sources' other paths.
     #[arg(long, requires = "load")]
     pub(crate) replace: bool,
+    /// With --load, --delete or --delete-matching: the records are
+    /// partition tables' (local-sa's PARTITION_TABLES): each goes to, or
+    /// leaves, the table of its P_Key's partition, as `--dump --pkey P`
+    /// prints them.
+    #[arg(long, requires = "loading")]
+    pub(crate) partitions: bool,
     /// Delete the PathRecords of FILE (by their SLID/DLID pairs) from the
     /// SA; give its --smkey.
     #[arg(long, value_name = "FILE")]

@@ -280,9 +280,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         match &mode {
             Mode::Query(q) => query(session, q).await,
             Mode::Bench(q) => bench::run(session, q, cli.bench.unwrap_or(0), cli.window).await,
-            Mode::Load(path) => load::load(session, path, cli.replace).await,
-            Mode::DeleteNamed(path) => load::delete_named(session, path).await,
-            Mode::DeleteMatching(q) => load::delete_matching(session, q).await,
+            Mode::Load(path) => load::load(session, path, cli.replace, cli.partitions).await,
+            Mode::DeleteNamed(path) => load::delete_named(session, path, cli.partitions).await,
+            Mode::DeleteMatching(q) => load::delete_matching(session, q, cli.partitions).await,
             Mode::Distribute(options) => distribute::run(session, options).await,
             Mode::Subscribe(trap) => registration::subscribe(session, cli, *trap).await,
             Mode::Join(mgid) => {

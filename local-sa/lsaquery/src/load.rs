@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
-use local_sa_core::load_flags::REPLACE_SOURCES;
+use local_sa_core::load_flags::{PARTITION_TABLES, REPLACE_SOURCES};
 use mad_codec::header::SaMadHeader;
 use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
@@ -80,10 +80,21 @@ pub(crate) async fn push(
     Ok(mad.mad().attribute_modifier())
 }
 
-/// `--load FILE [--replace]`.
-pub(crate) async fn load(session: &mut Session, path: &Path, replace: bool) -> Result<(), Failure> {
+/// The AttributeModifier bit of `--partitions`: the records are partition
+/// tables' (each to the table of its P_Key).
+fn partition_flag(partitions: bool) -> u32 {
+    if partitions { PARTITION_TABLES } else { 0 }
+}
+
+/// `--load FILE [--replace] [--partitions]`.
+pub(crate) async fn load(
+    session: &mut Session,
+    path: &Path,
+    replace: bool,
+    partitions: bool,
+) -> Result<(), Failure> {
     let records = read(path)?;
-    let modifier = if replace { REPLACE_SOURCES } else { 0 };
+    let modifier = if replace { REPLACE_SOURCES } else { 0 } | partition_flag(partitions);
     let stored = push(
         session,
         Method::SET,
@@ -100,10 +111,16 @@ pub(crate) async fn load(session: &mut Session, path: &Path, replace: bool) -> R
     Ok(())
 }
 
-/// `--delete FILE`: the records named, by their (SLID, DLID) pairs.
-pub(crate) async fn delete_named(session: &mut Session, path: &Path) -> Result<(), Failure> {
+/// `--delete FILE [--partitions]`: the records named, by their (SLID,
+/// DLID) pairs (and P_Keys).
+pub(crate) async fn delete_named(
+    session: &mut Session,
+    path: &Path,
+    partitions: bool,
+) -> Result<(), Failure> {
     let records = read(path)?;
-    let removed = push(session, Method::DELETE, ComponentMask::NONE, 0, &records).await?;
+    let flag = partition_flag(partitions);
+    let removed = push(session, Method::DELETE, ComponentMask::NONE, flag, &records).await?;
     outln!(
         "deleted {removed} of {} PathRecords from the SA at LID {}",
         records.len(),
@@ -113,7 +130,11 @@ pub(crate) async fn delete_named(session: &mut Session, path: &Path) -> Result<(
 }
 
 /// `--delete-matching`: every record matching the query's template.
-pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Result<(), Failure> {
+pub(crate) async fn delete_matching(
+    session: &mut Session,
+    query: &Query,
+    partitions: bool,
+) -> Result<(), Failure> {
     if query.mask == ComponentMask::NONE {
         return Err(Failure::new(
             2,
@@ -124,7 +145,8 @@ pub(crate) async fn delete_matching(session: &mut Session, query: &Query) -> Res
     let template = PathRecord::read_from_prefix(&query.record[..])
         .map(|(r, _)| r)
         .map_err(|_| Failure::new(2, "--delete-matching: no PathRecord template"))?;
-    let removed = push(session, Method::DELETE, query.mask, 0, &[template]).await?;
+    let flag = partition_flag(partitions);
+    let removed = push(session, Method::DELETE, query.mask, flag, &[template]).await?;
     outln!(
         "deleted {removed} PathRecords from the SA at LID {}",
         session.dest.lid

@@ -70,9 +70,21 @@ impl SaCore {
     }
 
     /// A page of the cache.
-    pub(super) fn local_dump(&mut self, asker: &Asker, from: u32, max: u32) {
+    /// A page of the default table, or of the partition table of
+    /// `partition`'s P_Key (empty if there is none).
+    pub(super) fn local_dump(
+        &mut self,
+        asker: &Asker,
+        from: u32,
+        max: u32,
+        partition: Option<u16>,
+    ) {
         let max = max.min(crate::request::DUMP_PAGE) as usize;
-        let page = self.paths.store.page(from, max);
+        let table = match partition {
+            None => Some(&self.paths),
+            Some(pkey) => self.partitions.table(pkey),
+        };
+        let page = table.map_or_else(Vec::new, |t| t.store.page(from, max));
         self.answer_local_records(asker, &page);
     }
 }

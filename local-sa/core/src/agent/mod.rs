@@ -603,7 +603,11 @@ impl SaCore {
             }
             Request::Refresh => self.local_refresh(now, asker),
             Request::Flush => self.local_flush(&asker),
-            Request::Dump { from, max } => self.local_dump(&asker, from, max),
+            Request::Dump {
+                from,
+                max,
+                partition,
+            } => self.local_dump(&asker, from, max, partition),
             Request::Status => {
                 let status = self.status(now);
                 self.reply_local(&asker, MadStatus::OK, LocalBody::Status(status));

@@ -124,8 +124,16 @@ fn a_dump_pages_through_every_record_once_in_order() {
     let mut seen = Vec::new();
     let mut from = 0;
     for id in 1.. {
-        b.core
-            .handle_local(b.now, 7, id, Request::Dump { from, max: 5 });
+        b.core.handle_local(
+            b.now,
+            7,
+            id,
+            Request::Dump {
+                from,
+                max: 5,
+                partition: None,
+            },
+        );
         let r = replies(&mut b).remove(0);
         assert_eq!(r.status, MadStatus::OK);
         let page: Vec<_> = r.body.path_records().collect();
@@ -146,6 +154,7 @@ fn a_dump_pages_through_every_record_once_in_order() {
         Request::Dump {
             from: 0,
             max: u32::MAX,
+            partition: None,
         },
     );
     let r = replies(&mut b).remove(0);

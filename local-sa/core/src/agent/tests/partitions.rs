@@ -110,6 +110,22 @@ fn a_partition_is_fetched_whole_and_answers_every_pair_while_the_master_is_silen
     assert_eq!(path_records(&get(&mut b, 43, 7, 0xFFFF))[0].sl(), 0);
     assert_eq!(path_queries(&b), before, "not one asked");
     assert_eq!(b.core.counters().qos_cache_fetches, 0);
+
+    // Dumped by its P_Key, in any membership; a partition without a
+    // table dumps nothing.
+    for (id, pkey, records) in [(1, 0x0001, HOSTS - 1), (2, 0x8005, 0)] {
+        let dump = Request::Dump {
+            from: 0,
+            max: 100,
+            partition: Some(pkey),
+        };
+        b.core.handle_local(b.now, 7, id, dump);
+        let page: Vec<PathRecord> = std::iter::from_fn(|| b.core.poll_local())
+            .flat_map(|r| r.body.path_records().collect::<Vec<_>>())
+            .collect();
+        assert_eq!(page.len(), usize::from(records), "{pkey:#x}");
+        assert!(page.iter().all(|r| r.pkey() == 0x8001));
+    }
 }
 
 #[test]

@@ -234,10 +234,17 @@ pub fn request_frame(request: &Request, id: u32) -> Frame {
         | Request::Refresh
         | Request::Flush
         | Request::Status => Bytes::new(),
-        Request::Dump { from, max } => {
-            let mut b = BytesMut::with_capacity(8);
+        Request::Dump {
+            from,
+            max,
+            partition,
+        } => {
+            let mut b = BytesMut::with_capacity(10);
             b.put_u32(*from);
             b.put_u32(*max);
+            if let Some(pkey) = partition {
+                b.put_u16(*pkey);
+            }
             b.freeze()
         }
         Request::PathQuery { query: q, lookup } => {
@@ -322,13 +329,16 @@ pub fn decode_request(f: &Frame) -> Result<Request, u16> {
         kind::FLUSH => Request::Flush,
         kind::STATUS => Request::Status,
         kind::DUMP => {
-            exact(8)?;
+            if body.len() != 10 {
+                exact(8)?;
+            }
             let word = |at: usize| {
                 u32::from_be_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
             };
             Request::Dump {
                 from: word(0),
                 max: word(4),
+                partition: (body.len() == 10).then(|| u16::from_be_bytes([body[8], body[9]])),
             }
         }
         _ => return Err(api_error::KIND),
@@ -570,6 +580,12 @@ mod tests {
         roundtrip(&Request::Dump {
             from: 0x0004_0009,
             max: DUMP_PAGE,
+            partition: None,
+        });
+        roundtrip(&Request::Dump {
+            from: 0,
+            max: 7,
+            partition: Some(0x8001),
         });
     }
 
