@@ -19,6 +19,7 @@ pub mod acm_client;
 pub mod bench;
 pub mod fabric;
 pub mod golden;
+pub mod kernel_end;
 pub mod local_sa;
 pub mod opensm_dump;
 mod process;

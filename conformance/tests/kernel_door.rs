@@ -3,10 +3,9 @@
 //! has no NETLINK_RDMA), and the test speaks the kernel's RDMA_NL_LS bytes
 //! on the other end, as `sa_query.c` and `addr.c` would.
 
-use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
+use conformance::kernel_end::Kernel;
 use conformance::saquery::{PATIENT, printed_answer};
 use conformance::{Fabric, LocalSa, Topology};
 use local_sa_core::doors::netlink::wire::{
@@ -18,31 +17,6 @@ use mad_codec::zerocopy::IntoBytes;
 
 fn gid(guid: u64) -> Gid {
     Gid::new(Gid::DEFAULT_PREFIX, guid)
-}
-
-/// The kernel's end: sends a message and reads the reply.
-struct Kernel(UnixDatagram);
-
-impl Kernel {
-    /// A socketpair: local-sa's end, and the kernel's, whose reads give
-    /// up after `patience`.
-    fn pair(patience: Duration) -> (OwnedFd, Self) {
-        let (ours, kernel) = UnixDatagram::pair().unwrap();
-        kernel.set_read_timeout(Some(patience)).unwrap();
-        (OwnedFd::from(ours), Self(kernel))
-    }
-
-    fn ask(&self, message: &[u8]) -> Vec<u8> {
-        self.0.send(message).unwrap();
-        self.reply()
-    }
-
-    fn reply(&self) -> Vec<u8> {
-        let mut buf = vec![0u8; 4096];
-        let n = self.0.recv(&mut buf).expect("a reply within the time-out");
-        buf.truncate(n);
-        buf
-    }
 }
 
 #[test]

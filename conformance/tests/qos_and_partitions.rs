@@ -335,3 +335,110 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
         dump.stdout
     );
 }
+
+#[test]
+fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_qos_cache() {
+    use conformance::kernel_end::Kernel;
+    use local_sa_core::doors::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
+    use mad_codec::Gid;
+    use mad_codec::zerocopy::IntoBytes;
+
+    let fabric = fabric();
+    let (ours, kernel) = Kernel::pair(Duration::from_secs(20));
+    let sa = LocalSa::start_passing(&fabric, "h5", &[], "netlink", ours)
+        .unwrap_or_else(|e| panic!("{e}"));
+    kernel.reply(); // SET_TIMEOUT
+    let node = fabric.node("h5").unwrap();
+    partition_tables_complete(&node, &sa, 3);
+    let gid = |host: &str| {
+        let guid = fabric.node(host).unwrap().port().unwrap().guid;
+        Gid::new(Gid::DEFAULT_PREFIX, guid)
+    };
+    let me = gid("h5");
+    // rdma_cm's route resolution: a ServiceID in the policy's range (SL 1
+    // at OpenSM) beside the P_Key; IPoIB's and the others': the P_Key
+    // alone.
+    let mut resolves = Vec::new();
+    for host in fabric.topology().hcas().iter().step_by(2) {
+        for pkey in [0xffff, 0x8001, 0x8002] {
+            for service_id in [None, Some(0x0000_0000_0106_1234u64)] {
+                resolves.push(Resolve {
+                    device: "ibsim0".into(),
+                    port: 1,
+                    path_use: PathUse::GMP,
+                    service_id,
+                    dgid: Some(gid(host)),
+                    sgid: Some(me),
+                    tclass: None,
+                    pkey: Some(pkey),
+                    qos_class: None,
+                });
+            }
+        }
+    }
+    let theirs: Vec<Answer> = resolves
+        .iter()
+        .map(|r| {
+            let mut q = args(&["-p", "--method", "get", "--reversible", "1"]);
+            q.extend(args(&["--sgid", &me.to_string()]));
+            q.extend(args(&["--dgid", &r.dgid.unwrap().to_string()]));
+            q.extend(args(&["--pkey", &format!("{:#x}", r.pkey.unwrap())]));
+            if let Some(id) = r.service_id {
+                q.extend(args(&["--service_id", &format!("{id:#x}")]));
+            }
+            ask(&node, &["--master"], &q)
+        })
+        .collect();
+    let round = |first_seq: u32| -> Vec<String> {
+        let mut wrong = Vec::new();
+        for (i, (r, t)) in resolves.iter().zip(&theirs).enumerate() {
+            let seq = first_seq + i as u32;
+            let reply = kernel.ask(&wire::resolve_request(seq, r));
+            let h = Header::parse(&reply).unwrap();
+            let ours = reply_records(&reply);
+            let same = h.seq == seq
+                && h.flags == 0
+                && ours.len() == 1
+                && ours[0].1.as_bytes() == &t.data[..];
+            if !same {
+                wrong.push(format!(
+                    "{:?} P_Key {:#x} ServiceID {:?}: flags {:#x}, {} records",
+                    r.dgid,
+                    r.pkey.unwrap(),
+                    r.service_id,
+                    h.flags,
+                    ours.len()
+                ));
+            }
+        }
+        wrong
+    };
+    let first = round(100);
+    assert!(first.is_empty(), "{}", first.join("\n"));
+    assert_eq!(theirs[3].data[53] & 0x0F, 1, "OpenSM: SL 1 for rdma_cm");
+    let before = settled(&sa);
+
+    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
+    let signal = |name: &str| {
+        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
+    };
+    signal("-STOP");
+    let frozen = round(1000);
+    signal("-CONT");
+    assert!(
+        frozen.is_empty(),
+        "with OpenSM frozen:\n{}",
+        frozen.join("\n")
+    );
+    let after = settled(&sa);
+    assert_eq!(
+        after["netlink_from_cache"],
+        before["netlink_from_cache"] + resolves.len() as u64,
+        "every RESOLVE answered from the cache"
+    );
+    assert_eq!(
+        after["misses"], before["misses"],
+        "nothing asked of the master"
+    );
+}
