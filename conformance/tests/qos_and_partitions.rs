@@ -85,6 +85,43 @@ fn settled(sa: &LocalSa<'_>) -> HashMap<String, u64> {
     panic!("local-sa's counters kept moving: {last:?}");
 }
 
+/// Runs `f` with OpenSM stopped (SIGSTOP), then lets it go on.
+fn with_opensm_frozen<T>(fabric: &Fabric, f: impl FnOnce() -> T) -> T {
+    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
+    let signal = |name: &str| {
+        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
+    };
+    signal("-STOP");
+    let out = f();
+    signal("-CONT");
+    out
+}
+
+/// Asks local-sa on `node` every query with OpenSM frozen, and checks
+/// each answer equals OpenSM's (`theirs`, asked before).
+fn assert_alike_with_opensm_frozen(
+    fabric: &Fabric,
+    node: &conformance::Node<'_>,
+    queries: &[Vec<String>],
+    theirs: &[Answer],
+) {
+    let differences: Vec<String> = with_opensm_frozen(fabric, || {
+        queries
+            .iter()
+            .zip(theirs)
+            .filter_map(|(q, t)| differ(q, t, &ask(node, &[], q)))
+            .collect()
+    });
+    assert!(
+        differences.is_empty(),
+        "with OpenSM frozen, {} of {} differ:\n{}",
+        differences.len(),
+        queries.len(),
+        differences.join("\n")
+    );
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -192,25 +229,7 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     );
 
     // With OpenSM frozen, every query is answered as before, from the cache.
-    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
-    let signal = |name: &str| {
-        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
-        assert!(status.success(), "kill {name} {opensm}");
-    };
-    signal("-STOP");
-    let frozen: Vec<String> = queries
-        .iter()
-        .zip(&theirs)
-        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
-        .collect();
-    signal("-CONT");
-    assert!(
-        frozen.is_empty(),
-        "with OpenSM frozen, {} of {} differ:\n{}",
-        frozen.len(),
-        queries.len(),
-        frozen.join("\n")
-    );
+    assert_alike_with_opensm_frozen(&fabric, &node, &queries, &theirs);
     let c = settled(&sa);
     let answered_here = |c: &HashMap<String, u64>| c["hits"] + c["qos_cache_hits"];
     assert!(answered_here(&c) >= answered_here(&after) + queries.len() as u64);
@@ -287,25 +306,7 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
     );
     let before = settled(&sa);
 
-    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
-    let signal = |name: &str| {
-        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
-        assert!(status.success(), "kill {name} {opensm}");
-    };
-    signal("-STOP");
-    let differences: Vec<String> = queries
-        .iter()
-        .zip(&theirs)
-        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
-        .collect();
-    signal("-CONT");
-    assert!(
-        differences.is_empty(),
-        "with OpenSM frozen, {} of {} differ:\n{}",
-        differences.len(),
-        queries.len(),
-        differences.join("\n")
-    );
+    assert_alike_with_opensm_frozen(&fabric, &node, &queries, &theirs);
     let after = settled(&sa);
     assert_eq!(
         (after["misses"], after["qos_cache_fetches"]),
@@ -418,14 +419,7 @@ fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_
     assert_eq!(theirs[3].data[53] & 0x0F, 1, "OpenSM: SL 1 for rdma_cm");
     let before = settled(&sa);
 
-    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
-    let signal = |name: &str| {
-        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
-        assert!(status.success(), "kill {name} {opensm}");
-    };
-    signal("-STOP");
-    let frozen = round(1000);
-    signal("-CONT");
+    let frozen = with_opensm_frozen(&fabric, || round(1000));
     assert!(
         frozen.is_empty(),
         "with OpenSM frozen:\n{}",

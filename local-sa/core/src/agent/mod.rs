@@ -115,6 +115,8 @@ struct Refresh {
     /// When the tables of partitions the port holds but has no table of
     /// are due (after its P_Key table changed).
     partitions_next: Option<Instant>,
+    /// The refresh running fetches only the partition tables missing.
+    only_missing: bool,
 }
 
 /// The master SA's ClassPortInfo, as far as path queries need it.
@@ -221,6 +223,7 @@ impl SaCore {
                 waiters: Vec::new(),
                 next: Some(now),
                 partitions_next: None,
+                only_missing: false,
             },
             relays: 0,
             // Set below, once the port's phase can be computed.

@@ -36,6 +36,7 @@ impl SaCore {
         }
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
+        self.refresh.only_missing = false;
         debug!(
             epoch,
             master = self.port.sm_lid,
@@ -68,16 +69,21 @@ impl SaCore {
             self.refresh.partitions_next = Some(now + Duration::from_secs(1));
             return;
         }
-        let me = self.port.gid.guid();
-        let missing = self
-            .wanted_partitions()
-            .into_iter()
-            .find(|p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)));
-        if let Some(p) = missing {
+        let first = self.missing_partitions().next();
+        if let Some(p) = first {
             self.epoch = self.epoch.wrapping_add(1);
             self.refresh.began = Some(now);
+            self.refresh.only_missing = true;
             self.fetch_table(now, self.epoch, TableKey::Partition(p));
         }
+    }
+
+    /// The partitions wanted whose tables are not held complete.
+    fn missing_partitions(&self) -> impl Iterator<Item = u16> + '_ {
+        let me = self.port.gid.guid();
+        self.wanted_partitions()
+            .into_iter()
+            .filter(move |p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)))
     }
 
     /// Asks the master for table `table` of this port's paths, in bulk.
@@ -125,7 +131,14 @@ impl SaCore {
         }
         if answer.status() != MadStatus::OK {
             warn!(status = %answer.status(), %table, "the master refused a bulk PathRecord table");
-            return self.refresh_failed(now);
+            if table == TableKey::Default {
+                return self.refresh_failed(now);
+            }
+            // That partition's queries go on being asked per pair; the
+            // other tables are fetched, and that one alone is asked again
+            // after the back-off.
+            self.refresh.partitions_next = Some(now + self.refresh_retry_delay());
+            return self.fetch_table_after(now, epoch, table);
         }
         if answer.is_cut() {
             if table == TableKey::Default {
@@ -251,11 +264,19 @@ impl SaCore {
                 debug!(%table, records, swept, "this port's paths on a partition are fresh");
             }
         }
-        let next = self
-            .wanted_partitions()
-            .into_iter()
-            .map(TableKey::Partition)
-            .find(|t| *t > table);
+        self.fetch_table_after(now, epoch, table);
+    }
+
+    /// Asks for the table after `table`, or ends the refresh.
+    fn fetch_table_after(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
+        let next = if self.refresh.only_missing {
+            self.missing_partitions()
+                .map(TableKey::Partition)
+                .find(|t| *t > table)
+        } else {
+            let wanted = self.wanted_partitions().into_iter();
+            wanted.map(TableKey::Partition).find(|t| *t > table)
+        };
         match next {
             Some(next) if !self.shutting_down => self.fetch_table(now, epoch, next),
             _ => self.finish_refresh(),
@@ -384,10 +405,20 @@ impl SaCore {
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(super) fn refresh_failed(&mut self, now: Instant) {
-        if self.refresh.state == RefreshState::Idle {
-            return;
-        }
+        let table = match self.refresh.state {
+            RefreshState::Idle => return,
+            RefreshState::Bulk { table, .. } | RefreshState::Walk { table, .. } => table,
+        };
         self.refresh.state = RefreshState::Idle;
+        if table != TableKey::Default {
+            // The default table is in: only the partitions' are asked
+            // again, after the back-off.
+            self.refresh.began = None;
+            if !self.shutting_down {
+                self.refresh.partitions_next = Some(now + self.refresh_retry_delay());
+            }
+            return self.answer_refresh_waiters(MadStatus::BUSY);
+        }
         self.refresh.failures = self.refresh.failures.saturating_add(1);
         self.registration_after_first_refresh(now);
         if !self.shutting_down {

@@ -70,6 +70,9 @@ pub(crate) struct FakeMaster {
     pub(crate) partitions: BTreeMap<u16, u8>,
     /// The hosts (by LID) not in each partition.
     pub(crate) outside: BTreeMap<u16, BTreeSet<u16>>,
+    /// Partitions whose tables (a GetTable naming the P_Key and no
+    /// destination) it refuses with ERR_REQ_INVALID.
+    pub(crate) refused_tables: BTreeSet<u16>,
     /// Every request received, in order (RMPP ACKs excluded).
     pub(crate) requests: Vec<Seen>,
     /// (trap, QPN) of each subscription held.
@@ -140,6 +143,7 @@ impl FakeMaster {
             qos_policy: Vec::new(),
             partitions: BTreeMap::new(),
             outside: BTreeMap::new(),
+            refused_tables: BTreeSet::new(),
             requests: Vec::new(),
             subscriptions: BTreeSet::new(),
             report_resps: Vec::new(),
@@ -420,6 +424,12 @@ impl FakeMaster {
 
     fn path_query(&mut self, now: Instant, h: &SaMadHeader, t: &PathRecord) {
         let mask = h.sa.component_mask();
+        if mask.contains(pr::PKEY)
+            && !mask.intersects(pr::DGID | pr::DLID)
+            && self.refused_tables.contains(&(t.pkey() & 0x7FFF))
+        {
+            return self.answer(h, MadStatus::ERR_REQ_INVALID, &[]);
+        }
         let matches = |r: &&PathRecord| {
             (!mask.intersects(pr::SGID) || r.sgid() == t.sgid())
                 && (!mask.intersects(pr::DGID) || r.dgid() == t.dgid())

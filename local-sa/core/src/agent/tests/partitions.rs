@@ -177,6 +177,41 @@ fn a_qos_master_gets_a_table_for_every_pkey_and_serviceids_still_go_per_pair() {
 }
 
 #[test]
+fn a_partition_table_the_master_refuses_leaves_the_rest_alone() {
+    let mut m = master();
+    m.partitions.insert(0x0002, 4);
+    m.refused_tables.insert(0x0001);
+    let mut b = Bench::with_pkeys(m, AgentConfig::default(), &[0xFFFF, 0x8001, 0x8002]);
+    assert!(b.core.is_ready());
+    let tables = |b: &Bench| {
+        let asked = b.master.requests.iter();
+        asked
+            .filter(|s| s.mask.contains(pr::SGID) && !s.mask.contains(pr::DGID))
+            .count()
+    };
+    assert_eq!(
+        tables(&b),
+        3,
+        "the default table and both partitions', once each"
+    );
+    let c = b.core.counters();
+    assert_eq!((c.partition_tables, c.refreshes), (1, 1), "0x8002's is in");
+    let before = path_queries(&b);
+    assert_eq!(path_records(&get(&mut b, 1, 7, 0x8002))[0].sl(), 4);
+    assert_eq!(path_queries(&b), before, "from 0x8002's table");
+    // 0x8001's pairs are asked one by one, as the master allows.
+    let answer = get(&mut b, 2, 7, 0x8001);
+    assert_eq!(path_records(&answer)[0].sl(), PARTITION_SL);
+    assert_eq!(path_queries(&b), before + 1);
+    // Later the master gives it: it is asked again after the back-off,
+    // without the default table.
+    b.master.refused_tables.clear();
+    b.advance(AgentConfig::default().retry_backoff * 3);
+    assert_eq!(tables(&b), 4);
+    assert_eq!(b.core.counters().partition_tables, 2);
+}
+
+#[test]
 fn a_cut_partition_table_is_walked_with_its_pkey() {
     let mut m = master();
     m.delivery = Delivery::Cut;
