@@ -86,6 +86,27 @@ pub fn compare(node: &Node<'_>, args: &[String]) -> Option<String> {
     differ(args, &theirs, &ours)
 }
 
+/// Each query of `queries` asked of local-sa on `node`, against OpenSM's
+/// answers `theirs` (asked before, in the same order): the differences.
+pub fn differences(node: &Node<'_>, queries: &[Vec<String>], theirs: &[Answer]) -> Vec<String> {
+    queries
+        .iter()
+        .zip(theirs)
+        .filter_map(|(q, t)| differ(q, t, &ask(node, &[], q)))
+        .collect()
+}
+
+/// Fails with every difference listed, if there are any among `asked`
+/// queries (`when`: the circumstances, for the message).
+pub fn assert_none_differ(differences: &[String], asked: usize, when: &str) {
+    assert!(
+        differences.is_empty(),
+        "{when}{} of {asked} queries differ:\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+}
+
 /// How local-sa's answer `ours` to `args` differs from OpenSM's `theirs`,
 /// if it does.
 pub fn differ(args: &[String], theirs: &Answer, ours: &Answer) -> Option<String> {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use conformance::sa_compare::{ask, compare};
+use conformance::sa_compare::{ask, assert_none_differ, compare};
 use conformance::{Fabric, LocalSa, NodePort, Topology};
 use mad_codec::MadStatus;
 
@@ -105,13 +105,7 @@ fn path_queries_answer_as_opensm_does() {
     }
     let hits_before = sa5.counter("hits");
     let differences: Vec<String> = queries.iter().filter_map(|q| compare(&node, q)).collect();
-    assert!(
-        differences.is_empty(),
-        "{} of {} queries differ:\n{}",
-        differences.len(),
-        queries.len(),
-        differences.join("\n")
-    );
+    assert_none_differ(&differences, queries.len(), "");
     // Past the two records of OpenSM's cut table, local-sa's table from this
     // port must hold what OpenSM answers for each destination.
     let table = ask(&node, &[], &to_args(&["-p", "--slid", &s]));

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::sa_compare::{Answer, ask, differ};
+use conformance::sa_compare::{Answer, ask, assert_none_differ, differences};
 use conformance::{Fabric, LocalSa, Topology};
 
 const POLICY: &str = "\
@@ -98,30 +98,6 @@ fn with_opensm_frozen<T>(fabric: &Fabric, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Asks local-sa on `node` every query with OpenSM frozen, and checks
-/// each answer equals OpenSM's (`theirs`, asked before).
-fn assert_alike_with_opensm_frozen(
-    fabric: &Fabric,
-    node: &conformance::Node<'_>,
-    queries: &[Vec<String>],
-    theirs: &[Answer],
-) {
-    let differences: Vec<String> = with_opensm_frozen(fabric, || {
-        queries
-            .iter()
-            .zip(theirs)
-            .filter_map(|(q, t)| differ(q, t, &ask(node, &[], q)))
-            .collect()
-    });
-    assert!(
-        differences.is_empty(),
-        "with OpenSM frozen, {} of {} differ:\n{}",
-        differences.len(),
-        queries.len(),
-        differences.join("\n")
-    );
-}
-
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -206,18 +182,8 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     );
 
     let before = sa.counters();
-    let differences: Vec<String> = queries
-        .iter()
-        .zip(&theirs)
-        .filter_map(|(q, t)| differ(q, t, &ask(&node, &[], q)))
-        .collect();
-    assert!(
-        differences.is_empty(),
-        "{} of {} queries differ:\n{}",
-        differences.len(),
-        queries.len(),
-        differences.join("\n")
-    );
+    let found = differences(&node, &queries, &theirs);
+    assert_none_differ(&found, queries.len(), "");
     // One master query per distinct port pair × key (P_Key's partition,
     // ServiceID, an SL OpenSM did not choose), not one per query.
     let after = settled(&sa);
@@ -229,7 +195,8 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     );
 
     // With OpenSM frozen, every query is answered as before, from the cache.
-    assert_alike_with_opensm_frozen(&fabric, &node, &queries, &theirs);
+    let frozen = with_opensm_frozen(&fabric, || differences(&node, &queries, &theirs));
+    assert_none_differ(&frozen, queries.len(), "with OpenSM frozen, ");
     let c = settled(&sa);
     let answered_here = |c: &HashMap<String, u64>| c["hits"] + c["qos_cache_hits"];
     assert!(answered_here(&c) >= answered_here(&after) + queries.len() as u64);
@@ -306,7 +273,8 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
     );
     let before = settled(&sa);
 
-    assert_alike_with_opensm_frozen(&fabric, &node, &queries, &theirs);
+    let frozen = with_opensm_frozen(&fabric, || differences(&node, &queries, &theirs));
+    assert_none_differ(&frozen, queries.len(), "with OpenSM frozen, ");
     let after = settled(&sa);
     assert_eq!(
         (after["misses"], after["qos_cache_fetches"]),
@@ -415,16 +383,12 @@ fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_
         wrong
     };
     let first = round(100);
-    assert!(first.is_empty(), "{}", first.join("\n"));
+    assert_none_differ(&first, resolves.len(), "");
     assert_eq!(theirs[3].data[53] & 0x0F, 1, "OpenSM: SL 1 for rdma_cm");
     let before = settled(&sa);
 
     let frozen = with_opensm_frozen(&fabric, || round(1000));
-    assert!(
-        frozen.is_empty(),
-        "with OpenSM frozen:\n{}",
-        frozen.join("\n")
-    );
+    assert_none_differ(&frozen, resolves.len(), "with OpenSM frozen, ");
     let after = settled(&sa);
     assert_eq!(
         after["netlink_from_cache"],
