@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use local_sa_core::doors::api::{self, DUMP_PAGE, Frame};
+use local_sa_core::partitions::{TableKey, partition_of};
 use local_sa_core::request::{Request, StatusReport};
 use mad_codec::{PathRecord, Records};
 
@@ -13,6 +14,7 @@ use crate::failure::Failure;
 use crate::local_api::Connection;
 use crate::print::{JSON_SCHEMA, json_string};
 use crate::progress::ProgressBar;
+use crate::status::PartitionLine;
 
 /// PathRecords cached before and after, from a REFRESH or FLUSH answer.
 fn change(f: &Frame) -> Result<(u64, u64), Failure> {
@@ -116,16 +118,12 @@ fn held_records(status: &StatusReport, partition: Option<u16>) -> u64 {
             .and_then(|r| r.parse().ok())
             .unwrap_or(0);
     };
-    let name = format!("{:#06x}", pkey | 0x8000);
+    let name = TableKey::Partition(partition_of(pkey)).to_string();
     status
         .all("partition")
-        .filter(|line| line.split_whitespace().next() == Some(name.as_str()))
-        .find_map(|line| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix("records="))
-        })
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+        .filter_map(PartitionLine::parse)
+        .find(|p| p.pkey == name)
+        .map_or(0, |p| p.records)
 }
 
 /// A closed stdout (the reader had enough) is no failure.

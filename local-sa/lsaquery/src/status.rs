@@ -252,14 +252,14 @@ pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
 
 /// A `partition` line of the report: `<P_Key> complete|incomplete
 /// records=N`.
-struct PartitionLine<'a> {
-    pkey: &'a str,
-    state: &'a str,
-    records: u64,
+pub(crate) struct PartitionLine<'a> {
+    pub(crate) pkey: &'a str,
+    pub(crate) state: &'a str,
+    pub(crate) records: u64,
 }
 
 impl<'a> PartitionLine<'a> {
-    fn parse(line: &'a str) -> Option<Self> {
+    pub(crate) fn parse(line: &'a str) -> Option<Self> {
         let mut words = line.split_whitespace();
         let (pkey, state) = (words.next()?, words.next()?);
         let records = words.next()?.strip_prefix("records=")?.parse().ok()?;
