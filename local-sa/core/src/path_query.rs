@@ -212,11 +212,9 @@ pub struct Knowledge<'a> {
 
 impl<'a> Knowledge<'a> {
     /// The partition table that answers a query naming `mask`'s P_Key in
-    /// `req`, if one is kept (raw traffic takes any shared key, not the
-    /// one named).
+    /// `req`, if one is kept (none for raw traffic).
     fn partition(&self, mask: ComponentMask, req: &PathRecord) -> Option<&'a PathTable> {
-        let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
-        if !mask.contains(pr::PKEY) || raw {
+        if !mask.contains(pr::PKEY) || raw_traffic(mask, req) {
             return None;
         }
         self.partitions.table(req.pkey())
@@ -298,10 +296,8 @@ pub fn evaluate(
     let (store, complete) = match table {
         Some(t) => (&t.store, true),
         None if !qos.is_empty() => {
-            let raw = mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic();
             return match dst {
-                // Raw traffic takes any shared key, not the one named.
-                Some((dst_guid, _)) if !raw => pair(dst_guid, qos),
+                Some((dst_guid, _)) if !raw_traffic(mask, req) => pair(dst_guid, qos),
                 _ => Outcome::Forward(ForwardReason::MasterQos),
             };
         }
@@ -375,6 +371,12 @@ pub fn evaluate_pair(
         }),
         Err(reason) => Outcome::Forward(reason),
     }
+}
+
+/// The query asks for raw traffic: it takes any key the ports share, not
+/// the one named, and its paths carry P_Key 0.
+fn raw_traffic(mask: ComponentMask, req: &PathRecord) -> bool {
+    mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic()
 }
 
 /// A Get has exactly one record; a GetTable any number.
@@ -601,7 +603,7 @@ fn derive(
             None => return Ok(None),
         }
     }
-    if mask.contains(pr::RAW_TRAFFIC) && req.raw_traffic() {
+    if raw_traffic(mask, req) {
         r.set_pkey(0);
     } else if mask.contains(pr::PKEY) {
         // Both ends share the requested key if it is the path's own key,

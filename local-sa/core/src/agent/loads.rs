@@ -27,6 +27,7 @@
 //!   request's headers with the status, AttributeModifier holding how many
 //!   records were stored or removed.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -221,7 +222,9 @@ impl SaCore {
                 let held = self.partitions.tables();
                 held.map(|(p, _)| TableKey::Partition(p)).collect()
             };
-            keys.into_iter().map(|k| (k, records.to_vec())).collect()
+            keys.into_iter()
+                .map(|k| (k, Cow::Borrowed(records)))
+                .collect()
         } else {
             by_table(records, partitions)
         };
@@ -263,9 +266,10 @@ impl SaCore {
 
 /// A load's records by the table each belongs to: all the default
 /// table's, or (a partition load) each its P_Key's partition's.
-fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Vec<PathRecord>)> {
+/// (A default table's load is not copied: it can be 64 MB.)
+fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Cow<'_, [PathRecord]>)> {
     if !partitions {
-        return vec![(TableKey::Default, records.to_vec())];
+        return vec![(TableKey::Default, Cow::Borrowed(records))];
     }
     let mut tables: Vec<(TableKey, Vec<PathRecord>)> = Vec::new();
     for r in records {
@@ -276,6 +280,9 @@ fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Vec<Path
         }
     }
     tables
+        .into_iter()
+        .map(|(k, list)| (k, Cow::Owned(list)))
+        .collect()
 }
 
 /// Stores `records` in `t` with `epoch`; with `replace`, they are the
