@@ -92,13 +92,15 @@ fn names_of(hosts: u32) -> (Names, usize) {
     (names, bytes)
 }
 
+/// The argument after `flag`, if given.
+fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(n) = args
-        .iter()
-        .position(|a| a == "--hosts")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(n) = value_of(&args, "--hosts") {
         let hosts: u32 = n.parse().expect("a number of hosts");
         let (names, bytes) = names_of(hosts);
         println!(
@@ -109,11 +111,7 @@ fn main() {
         );
         return;
     }
-    if let Some(n) = args
-        .iter()
-        .position(|a| a == "--own")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(n) = value_of(&args, "--own") {
         let hosts: u16 = n.parse().expect("a number of hosts");
         let (store, bytes) = own_table_of(hosts);
         println!(
@@ -124,11 +122,7 @@ fn main() {
         );
         return;
     }
-    if let Some(n) = args
-        .iter()
-        .position(|a| a == "--partitions")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(n) = value_of(&args, "--partitions") {
         let hosts: u16 = n.parse().expect("a number of hosts");
         let (partitions, bytes) = partition_tables_of(hosts);
         let per_table = bytes as f64 / f64::from(PARTITIONS);
@@ -143,11 +137,7 @@ fn main() {
     }
     // One size per process, so that memory freed by one measurement cannot
     // be reused by the next.
-    if let Some(n) = args
-        .iter()
-        .position(|a| a == "--sources")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(n) = value_of(&args, "--sources") {
         let sources: u16 = n.parse().expect("a number of sources");
         let (store, bytes) = store_of(sources);
         let n = store.len();
