@@ -48,11 +48,15 @@ impl SaCore {
     /// Drops every cached record and kept answer; no source counts as
     /// complete, so every query goes to the master until the next refresh
     /// or load fills the store again.
-    pub(super) fn local_flush(&mut self, asker: &Asker) {
+    pub(super) fn local_flush(&mut self, now: Instant, asker: &Asker) {
         let before = self.records_held() as u64;
         self.paths.clear();
         self.partitions.clear();
         self.forget_answers();
+        if self.abandon_fetches_into(|_| true) {
+            // The refresh that was filling the tables starts again, whole.
+            self.refresh.next = Some(now);
+        }
         info!(
             dropped = before,
             "the cache was flushed by a local request; queries go to the master until the next refresh"

@@ -496,6 +496,7 @@ impl SaCore {
             self.paths.clear();
             self.partitions.clear();
             self.master_info = None;
+            self.abandon_fetches_into(|_| true);
         }
         self.forget_answers();
         // The refresh in progress is superseded by the one starting now.
@@ -605,7 +606,7 @@ impl SaCore {
                 self.answer_local_records(&asker, &records);
             }
             Request::Refresh => self.local_refresh(now, asker),
-            Request::Flush => self.local_flush(&asker),
+            Request::Flush => self.local_flush(now, &asker),
             Request::Dump {
                 from,
                 max,

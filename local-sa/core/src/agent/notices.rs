@@ -608,6 +608,7 @@ impl SaCore {
                     // tables then wanted.
                     self.forget_answers();
                     self.partitions.clear();
+                    self.abandon_fetches_into(|t| t != TableKey::Default);
                     self.refresh.next = Some(
                         self.refresh
                             .next

@@ -402,6 +402,33 @@ impl SaCore {
         }
     }
 
+    /// Tables `cleared` picks were emptied (a flush, a new identity, a flip
+    /// of the master's QoS bit): what is being fetched into them would
+    /// refill them with part of their paths, and the refresh would then
+    /// mark them complete. Those fetches are dropped, and the running
+    /// refresh with them if it fills one of those tables. Returns whether
+    /// it did; the caller says when the refresh starts again.
+    pub(super) fn abandon_fetches_into(&mut self, cleared: impl Fn(TableKey) -> bool) -> bool {
+        self.upstream.forget(|p| match p {
+            Purpose::Bulk { table, .. }
+            | Purpose::Walk { table, .. }
+            | Purpose::GidInService { table, .. } => cleared(*table),
+            _ => false,
+        });
+        let running = match self.refresh.state {
+            RefreshState::Idle => return false,
+            RefreshState::Bulk { table, .. } | RefreshState::Walk { table, .. } => table,
+        };
+        if !cleared(running) {
+            return false;
+        }
+        // The table's requests are forgotten above; no answer ends this
+        // refresh now.
+        self.refresh.state = RefreshState::Idle;
+        self.refresh.began = None;
+        true
+    }
+
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(super) fn refresh_failed(&mut self, now: Instant) {

@@ -153,28 +153,49 @@ impl Bench {
     /// Moves MADs between the agent and the master until both are quiet.
     pub(crate) fn pump(&mut self) {
         loop {
-            let mut moved = false;
-            while let Some(t) = self.core.poll_transmit() {
+            let mut moved = self.send_all();
+            while self.answer_one() {
                 moved = true;
-                if t.dest.lid == self.master.lid {
-                    self.master.handle(self.now, &t.mad);
-                } else {
-                    self.sent.push_back(t);
-                }
-            }
-            while let Some((mad, cut)) = self.master.poll_transmit() {
-                moved = true;
-                let from = Address::gsi(self.master.lid, 0);
-                let received = Received {
-                    cut,
-                    ..Received::new(from, mad)
-                };
-                self.core.handle_mad(self.now, received);
             }
             if !moved {
                 break;
             }
         }
+    }
+
+    /// Moves what the agent has to send (to the master, or to
+    /// [`Bench::sent`]) and then one of the master's MADs to the agent;
+    /// returns whether anything moved. A test stops between two answers
+    /// of the master with it.
+    pub(crate) fn step(&mut self) -> bool {
+        let sent = self.send_all();
+        self.answer_one() || sent
+    }
+
+    fn send_all(&mut self) -> bool {
+        let mut moved = false;
+        while let Some(t) = self.core.poll_transmit() {
+            moved = true;
+            if t.dest.lid == self.master.lid {
+                self.master.handle(self.now, &t.mad);
+            } else {
+                self.sent.push_back(t);
+            }
+        }
+        moved
+    }
+
+    fn answer_one(&mut self) -> bool {
+        let Some((mad, cut)) = self.master.poll_transmit() else {
+            return false;
+        };
+        let from = Address::gsi(self.master.lid, 0);
+        let received = Received {
+            cut,
+            ..Received::new(from, mad)
+        };
+        self.core.handle_mad(self.now, received);
+        true
     }
 
     /// Lets `by` pass, firing every timer due on the way.

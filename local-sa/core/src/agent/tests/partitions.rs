@@ -230,6 +230,53 @@ fn a_cut_partition_table_is_walked_with_its_pkey() {
 }
 
 #[test]
+fn a_flush_in_the_middle_of_a_walk_starts_the_refresh_again_whole() {
+    let mut m = master();
+    m.delivery = Delivery::Cut;
+    let config = AgentConfig {
+        walk_window: 2,
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::with_pkeys(m, config, &[0xFFFF, 0x8001]);
+    let partition_walks = |b: &Bench| {
+        let walk = pr::SGID | pr::DLID | pr::PKEY;
+        b.master.requests.iter().filter(|s| s.mask == walk).count()
+    };
+    let before = partition_walks(&b);
+    b.core.handle_local(b.now, 7, 1, Request::Refresh);
+    // Into the partition's walk: some of its destinations answered,
+    // others still to come.
+    while partition_walks(&b) < before + 5 {
+        assert!(b.step(), "the refresh stalled");
+    }
+    b.core.handle_local(b.now, 7, 2, Request::Flush);
+    b.advance(Duration::from_millis(1));
+    b.pump();
+    let replies: Vec<_> = std::iter::from_fn(|| b.core.poll_local()).collect();
+    let all = u64::from(HOSTS) + u64::from(HOSTS) - 1;
+    let changes: Vec<_> = replies
+        .iter()
+        .map(|r| match r.body {
+            crate::request::LocalBody::CacheChange { after, .. } => (r.request, r.status, after),
+            ref other => panic!("not a cache change: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [(2, MadStatus::OK, 0), (1, MadStatus::OK, all)],
+        "the flush, then the refresh asked before it, with every record"
+    );
+    assert_eq!(b.core.counters().partition_records, u64::from(HOSTS) - 1);
+
+    // Nothing the flush dropped is answered as missing.
+    b.master.answering = false;
+    for dlid in (1..=HOSTS).filter(|d| *d != OUTSIDER) {
+        let answer = get(&mut b, u64::from(dlid), dlid, 0x8001);
+        assert_eq!(status(&answer), MadStatus::OK, "to {dlid}");
+    }
+}
+
+#[test]
 fn traps_refreshes_and_pkey_changes_keep_the_tables_exact() {
     let mut b = Bench::with_pkeys(master(), AgentConfig::default(), &[0xFFFF, 0x8001]);
     let pairs = u64::from(HOSTS) - 1;
