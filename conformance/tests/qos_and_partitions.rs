@@ -400,3 +400,110 @@ fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_
         "nothing asked of the master"
     );
 }
+
+/// The number `key` has in the JSON object `json`.
+fn json_number(json: &str, key: &str) -> u64 {
+    let at = json
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("no {key} in {json}"));
+    json[at + key.len() + 3..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} in {json}: {e}"))
+}
+
+#[test]
+fn a_warmed_jobs_queries_are_answered_as_opensm_does_with_opensm_frozen() {
+    use mad_codec::Gid;
+
+    let fabric = fabric();
+    let sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let node = fabric.node("h5").unwrap();
+    partition_tables_complete(&node, &sa, 3);
+    let me = node.port().unwrap();
+    let gid = |guid: u64| Gid::new(Gid::DEFAULT_PREFIX, guid).to_string();
+    let peers: Vec<conformance::Node<'_>> = fabric
+        .topology()
+        .hcas()
+        .iter()
+        .filter(|h| *h != "h5")
+        .step_by(3)
+        .take(6)
+        .map(|h| fabric.node(h).unwrap())
+        .collect();
+    // The job's hosts as a prolog knows them: by name, LID or GID.
+    let hosts: Vec<String> = peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match i % 3 {
+            0 => p.name().to_owned(),
+            1 => p.port().unwrap().lid.to_string(),
+            _ => gid(p.port().unwrap().guid),
+        })
+        .collect();
+    let sids = ["0x1060001", "0x10005", "0x10006"];
+    let pkeys = ["0xffff", "0x8001", "0x8002"];
+    let mut queries = Vec::new();
+    for p in &peers {
+        for pkey in pkeys {
+            for sid in [None].into_iter().chain(sids.map(Some)) {
+                let mut q = args(&["-p", "--method", "get", "--sgid", &gid(me.guid)]);
+                q.extend(args(&[
+                    "--dgid",
+                    &gid(p.port().unwrap().guid),
+                    "--pkey",
+                    pkey,
+                ]));
+                if let Some(sid) = sid {
+                    q.extend(args(&["--service_id", sid]));
+                }
+                queries.push(q);
+            }
+        }
+    }
+    let theirs: Vec<Answer> = queries
+        .iter()
+        .map(|q| ask(&node, &["--master"], q))
+        .collect();
+    let warm = || {
+        let out = node
+            .lsaquery()
+            .args(["--warm", &hosts.join(","), "--json"])
+            .args(["--service-id", sids[0], "--service-id", "0x10005-0x10006"])
+            .arg("--api-socket")
+            .arg(sa.api_socket())
+            .arg("--acm-socket")
+            .arg(sa.acm_socket())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+        out.stdout
+    };
+
+    let first = warm();
+    let n = queries.len() as u64;
+    assert_eq!(json_number(&first, "peers"), peers.len() as u64, "{first}");
+    assert_eq!(json_number(&first, "queries"), n, "{first}");
+    assert_eq!(json_number(&first, "answered"), n, "{first}");
+    assert!(
+        json_number(&first, "from_master") > 0 && json_number(&first, "pairs_asked") > 0,
+        "the ServiceIDs' pairs asked of OpenSM once: {first}"
+    );
+
+    // The job starts with OpenSM frozen: everything warmed is answered,
+    // as OpenSM answered it, and nothing waits for the master.
+    let (again, found) =
+        with_opensm_frozen(&fabric, || (warm(), differences(&node, &queries, &theirs)));
+    assert_eq!(json_number(&again, "answered"), n, "{again}");
+    assert_eq!(
+        (
+            json_number(&again, "from_master"),
+            json_number(&again, "pairs_asked")
+        ),
+        (0, 0),
+        "{again}"
+    );
+    assert_none_differ(&found, queries.len(), "warmed, with OpenSM frozen, ");
+}

@@ -15,7 +15,8 @@ use mad_codec::Gid;
     name = "lsaquery",
     version,
     group(ArgGroup::new("cache_control").multiple(false)),
-    group(ArgGroup::new("windowed").args(["bench", "distribute"]).multiple(true)),
+    group(ArgGroup::new("windowed").args(["bench", "distribute", "warm"]).multiple(true)),
+    group(ArgGroup::new("acm_user").args(["resolve", "warm"]).multiple(false)),
     group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases; LID may be a node name):
@@ -112,6 +113,13 @@ CACHE CONTROL (root or local-sa's own user, through the local API):
                                          (text that --load reads back)
   lsaquery --dump --pkey 0x8001          partition 0x8001's table (--load
                                          --partitions reads it back)
+
+WARMING (before a job, anyone, through the local API):
+  lsaquery --warm node1,node2,node3      the paths to those hosts on every
+                                         P_Key of the port, into local-sa
+  lsaquery --warm hosts.txt --service-id 0x1060000-0x1060003
+                                         ... and with rdma_cm's ServiceIDs
+                                         (QoS fabrics: the QoS cache)
 
 RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
   lsaquery --resolve node17              path set to a host by name
@@ -350,9 +358,9 @@ pub(crate) struct Cli {
     /// like ib_acme -c.
     #[arg(long = "cached-only", requires = "resolve")]
     pub(crate) cached_only: bool,
-    /// With --resolve: the ibacm-protocol socket (default
+    /// With --resolve or --warm: the ibacm-protocol socket (default
     /// /run/ibacm-unix.sock, where local-sa serves it and ib_acme looks).
-    #[arg(long = "acm-socket", value_name = "PATH", requires = "resolve")]
+    #[arg(long = "acm-socket", value_name = "PATH", requires = "acm_user")]
     pub(crate) acm_socket: Option<std::path::PathBuf>,
     /// Refresh local-sa's cache of this port's paths from the master SA
     /// now, and print the PathRecords held before and after and the time
@@ -379,10 +387,25 @@ pub(crate) struct Cli {
     /// answer rate and latency percentiles.
     #[arg(long, value_name = "N", value_parser = number::<u64>)]
     pub(crate) bench: Option<u64>,
-    /// With --bench: queries outstanding at once. With --distribute: nodes
-    /// being fetched for or loaded at once.
+    /// With --bench or --warm: queries outstanding at once. With
+    /// --distribute: nodes being fetched for or loaded at once.
     #[arg(long, value_name = "W", default_value_t = 16, requires = "windowed")]
     pub(crate) window: usize,
+
+    /// Before a job: fill this node's local-sa for the job's peers (host
+    /// names, IP addresses, GIDs or LIDs, comma-separated, or a file of
+    /// them), so the job's path queries are answered from its cache. Asks
+    /// local-sa for the path to each peer on every P_Key of the port (or
+    /// --pkey's), without a ServiceID and with each --service-id, --window
+    /// at a time through the local API; prints how they were answered and
+    /// where from. Exit status 1 if a host or query was not warmed.
+    #[arg(long, value_name = "HOSTS", conflicts_with_all = WARM_CONFLICTS)]
+    pub(crate) warm: Option<String>,
+    /// With --warm: a ServiceID the job's queries name (rdma_cm's are
+    /// 0x1060000 | port for TCP-like ports), or a range A-B; repeat for
+    /// more. (--service_id is the field of a -p query.)
+    #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = crate::warm::service_ids, requires = "warm")]
+    pub(crate) warm_service_ids: Vec<std::ops::RangeInclusive<u64>>,
 
     /// Fill every local-sa on the fabric with its PathRecords from the
     /// master SA (or --from FILE): each node's table as one load with
@@ -540,6 +563,24 @@ const CACHE_CONTROL_CONFLICTS: [&str; 11] = [
     "master",
     "sa_lid",
     "query",
+];
+
+/// What --warm goes with none of: it is a mode of its own.
+const WARM_CONFLICTS: [&str; 14] = [
+    "load",
+    "delete",
+    "delete_matching",
+    "bench",
+    "subscribe",
+    "join",
+    "leave",
+    "resolve",
+    "distribute",
+    "master",
+    "sa_lid",
+    "query",
+    "path_records",
+    "cache_control",
 ];
 
 /// The SA method to use.

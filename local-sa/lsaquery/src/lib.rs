@@ -28,6 +28,7 @@ mod registration;
 mod resolve;
 mod session;
 mod status;
+mod warm;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -191,6 +192,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     }
     if let Some(dest) = &cli.resolve {
         return resolve_path(cli, dest);
+    }
+    if let Some(hosts) = &cli.warm {
+        return warm::run(cli, hosts);
     }
     if cli.status {
         return status::run(cli);

@@ -88,19 +88,9 @@ impl Connection {
     /// Sends `request` and returns its answer; notices that arrive before
     /// it are printed.
     pub(crate) async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let frame = api::request_frame(request, id).encode();
-        self.stream
-            .write_all(&frame)
-            .await
-            .map_err(|e| Failure::new(4, format!("local-sa: {e}")))?;
+        let id = self.send(request).await?;
         loop {
-            let f = self.read_frame().await?;
-            if f.kind == kind::NOTICE {
-                self.print_notice(&f)?;
-                continue;
-            }
+            let f = self.next_answer().await?;
             if f.request != id {
                 continue;
             }
@@ -124,6 +114,32 @@ impl Connection {
                         status.0,
                     ),
                 ));
+            }
+            return Ok(f);
+        }
+    }
+
+    /// Sends `request` without waiting for its answer; returns the number
+    /// its answer will carry. Several may be out at once.
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<u32, Failure> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let frame = api::request_frame(request, id).encode();
+        self.stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| Failure::new(4, format!("local-sa: {e}")))?;
+        Ok(id)
+    }
+
+    /// The next answer, to whichever request; notices that arrive before
+    /// it are printed.
+    pub(crate) async fn next_answer(&mut self) -> Result<Frame, Failure> {
+        loop {
+            let f = self.read_frame().await?;
+            if f.kind == kind::NOTICE {
+                self.print_notice(&f)?;
+                continue;
             }
             return Ok(f);
         }

@@ -91,7 +91,7 @@ fn request(dest: &Address, source: Option<&Address>, cached_only: bool, tid: u64
 }
 
 /// What a status means, for the error message.
-fn meaning(status: Status) -> &'static str {
+pub(crate) fn meaning(status: Status) -> &'static str {
     match status {
         Status::ENODATA => "no path to it (or, with --cached-only, none cached)",
         Status::EDESTADDR => "the destination is not known (no such name, address or port)",
@@ -120,6 +120,74 @@ fn flag_names(f: u32) -> Vec<&'static str> {
     .collect()
 }
 
+/// A connection to an ibacm-protocol socket.
+pub(crate) struct AcmConnection {
+    stream: UnixStream,
+    socket: std::path::PathBuf,
+    next_tid: u64,
+}
+
+impl AcmConnection {
+    /// Connects to `socket`; each answer is waited for at most `timeout`.
+    pub(crate) fn open(socket: &Path, timeout: Duration) -> Result<Self, Failure> {
+        let unreachable = |e: std::io::Error| {
+            Failure::new(
+                4,
+                format!(
+                    "cannot reach an ibacm service at {} ({e}); is local-sa (or ibacm) serving there? \
+                     --acm-socket PATH names another",
+                    socket.display()
+                ),
+            )
+        };
+        let stream = UnixStream::connect(socket).map_err(unreachable)?;
+        stream
+            .set_read_timeout(Some(timeout))
+            .map_err(unreachable)?;
+        Ok(Self {
+            stream,
+            socket: socket.to_owned(),
+            next_tid: u64::from(std::process::id()) << 32,
+        })
+    }
+
+    /// The entries of the answer to a RESOLVE of `dest` (a path set, and
+    /// the source the server chose), or the status it was refused with.
+    pub(crate) fn resolve(
+        &mut self,
+        dest: &Address,
+        source: Option<&Address>,
+        cached_only: bool,
+    ) -> Result<Result<Vec<Entry>, Status>, Failure> {
+        let tid = self.next_tid;
+        self.next_tid += 1;
+        let lost = |e: std::io::Error| {
+            Failure::new(4, format!("no answer from {}: {e}", self.socket.display()))
+        };
+        self.stream
+            .write_all(&request(dest, source, cached_only, tid))
+            .map_err(lost)?;
+        let mut head = [0u8; wire::HEADER_LEN];
+        self.stream.read_exact(&mut head).map_err(lost)?;
+        let len = wire::message_len(&head).map_err(|e| {
+            Failure::new(
+                4,
+                format!("a malformed answer from {}: {e}", self.socket.display()),
+            )
+        })?;
+        let mut body = vec![0u8; len - wire::HEADER_LEN];
+        self.stream.read_exact(&mut body).map_err(lost)?;
+        let header = Header::parse(&head);
+        if header.status != Status::SUCCESS {
+            return Ok(Err(header.status));
+        }
+        Ok(Ok(body
+            .chunks_exact(wire::ENTRY_LEN)
+            .filter_map(Entry::parse)
+            .collect()))
+    }
+}
+
 /// Asks `socket` for the path set to `dest` and prints it.
 pub(crate) fn resolve(
     socket: &Path,
@@ -129,47 +197,10 @@ pub(crate) fn resolve(
     json: bool,
     timeout: Duration,
 ) -> Result<(), Failure> {
-    let unreachable = |e: std::io::Error| {
-        Failure::new(
-            4,
-            format!(
-                "cannot reach an ibacm service at {} ({e}); is local-sa (or ibacm) serving there? \
-                 --acm-socket PATH names another",
-                socket.display()
-            ),
-        )
-    };
-    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(unreachable)?;
-    let tid = u64::from(std::process::id());
-    stream
-        .write_all(&request(dest, source, cached_only, tid))
-        .map_err(unreachable)?;
-    let mut head = [0u8; wire::HEADER_LEN];
-    let no_answer =
-        |e: std::io::Error| Failure::new(4, format!("no answer from {}: {e}", socket.display()));
-    stream.read_exact(&mut head).map_err(no_answer)?;
-    let len = wire::message_len(&head).map_err(|e| {
-        Failure::new(
-            4,
-            format!("a malformed answer from {}: {e}", socket.display()),
-        )
-    })?;
-    let mut body = vec![0u8; len - wire::HEADER_LEN];
-    stream.read_exact(&mut body).map_err(no_answer)?;
-    let header = Header::parse(&head);
-    if header.status != Status::SUCCESS {
-        return Err(Failure::new(
-            1,
-            format!("{dest}: {} ({})", header.status, meaning(header.status)),
-        ));
-    }
-    let entries: Vec<Entry> = body
-        .chunks_exact(wire::ENTRY_LEN)
-        .filter_map(Entry::parse)
-        .collect();
+    let mut conn = AcmConnection::open(socket, timeout)?;
+    let entries = conn
+        .resolve(dest, source, cached_only)?
+        .map_err(|status| Failure::new(1, format!("{dest}: {status} ({})", meaning(status))))?;
     let mut out = String::new();
     for e in &entries {
         if let Some(record) = e.path_record() {

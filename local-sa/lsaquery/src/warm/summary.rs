@@ -1,0 +1,259 @@
+//! What `--warm` prints when it is done: how many queries, how they were
+//! answered, and where local-sa found the answers (its counters before
+//! and after), as text or one JSON object.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use local_sa_core::request::StatusReport;
+
+use crate::print::{JSON_SCHEMA, json_string};
+
+/// A host that could not be warmed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unresolved {
+    pub(crate) host: String,
+    pub(crate) why: String,
+}
+
+/// How the queries were answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Answers {
+    /// With a path.
+    pub(crate) answered: u64,
+    /// With none (the pair shares no partition, or no route).
+    pub(crate) no_path: u64,
+    /// Refused or left unanswered, by the status's name.
+    pub(crate) failed: std::collections::BTreeMap<String, u64>,
+}
+
+/// Where local-sa found its answers: the differences of its counters
+/// over the warm-up (the port's, so queries of other clients meanwhile
+/// count too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Sources {
+    /// From its tables (the default table and the partition tables).
+    pub(crate) tables: u64,
+    /// From its QoS cache.
+    pub(crate) qos_cache: u64,
+    /// That went to the master.
+    pub(crate) master: u64,
+    /// Port pairs the QoS cache asked the master for.
+    pub(crate) pairs_asked: u64,
+}
+
+impl Sources {
+    /// The difference between two STATUS reports.
+    pub(crate) fn between(before: &StatusReport, after: &StatusReport) -> Self {
+        let delta = |name: &str| {
+            let n = |r: &StatusReport| r.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            n(after).saturating_sub(n(before))
+        };
+        // A QoS cache hit counts as a hit too.
+        let qos_cache = delta("qos_cache_hits");
+        Self {
+            tables: delta("hits").saturating_sub(qos_cache),
+            qos_cache,
+            master: delta("misses"),
+            pairs_asked: delta("qos_cache_fetches"),
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub(crate) hosts: usize,
+    pub(crate) peers: usize,
+    pub(crate) pkeys: Vec<u16>,
+    /// ServiceIDs asked with, none included.
+    pub(crate) service_ids: usize,
+    pub(crate) queries: u64,
+    pub(crate) answers: Answers,
+    pub(crate) sources: Sources,
+    pub(crate) unresolved: Vec<Unresolved>,
+    pub(crate) took: Duration,
+}
+
+impl Summary {
+    /// Whether everything asked for was warmed.
+    pub(crate) fn complete(&self) -> bool {
+        self.unresolved.is_empty() && self.answers.failed.is_empty()
+    }
+
+    /// A few lines a person reads.
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::new();
+        let pkeys: Vec<String> = self.pkeys.iter().map(|p| format!("{p:#06x}")).collect();
+        let _ = writeln!(
+            out,
+            "warmed {} of {} hosts: {} peers × {} P_Keys ({}) × {} ServiceIDs (none included) = {} queries in {:.1} s",
+            self.hosts - self.unresolved.len(),
+            self.hosts,
+            self.peers,
+            self.pkeys.len(),
+            pkeys.join(", "),
+            self.service_ids,
+            self.queries,
+            self.took.as_secs_f64()
+        );
+        let a = &self.answers;
+        let _ = writeln!(
+            out,
+            "  answered     {} with a path, {} with none (no shared partition or route)",
+            a.answered, a.no_path
+        );
+        if !a.failed.is_empty() {
+            let failed: Vec<String> = a.failed.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            let _ = writeln!(out, "  failed       {}", failed.join(", "));
+        }
+        let s = &self.sources;
+        let _ = writeln!(
+            out,
+            "  from         {} local-sa's tables, {} its QoS cache, {} the master ({} port pairs asked); \
+             the port's counters, other clients' queries included",
+            s.tables, s.qos_cache, s.master, s.pairs_asked
+        );
+        for u in &self.unresolved {
+            let _ = writeln!(out, "  not warmed   {}: {}", u.host, u.why);
+        }
+        out
+    }
+
+    /// One JSON object (docs/json.md).
+    pub(crate) fn json(&self) -> String {
+        let a = &self.answers;
+        let s = &self.sources;
+        let failed: Vec<String> = a
+            .failed
+            .iter()
+            .map(|(status, n)| format!("{}:{n}", json_string(status)))
+            .collect();
+        let unresolved: Vec<String> = self
+            .unresolved
+            .iter()
+            .map(|u| {
+                format!(
+                    "{{\"host\":{},\"reason\":{}}}",
+                    json_string(&u.host),
+                    json_string(&u.why)
+                )
+            })
+            .collect();
+        let pkeys: Vec<String> = self
+            .pkeys
+            .iter()
+            .map(|p| json_string(&format!("{p:#06x}")))
+            .collect();
+        format!(
+            "{{\"schema\":{JSON_SCHEMA},\"hosts\":{},\"peers\":{},\"pkeys\":[{}],\"service_ids\":{},\
+             \"queries\":{},\"answered\":{},\"no_path\":{},\"failed\":{{{}}},\"from_tables\":{},\
+             \"from_qos_cache\":{},\"from_master\":{},\"pairs_asked\":{},\"unresolved\":[{}],\"seconds\":{:.3}}}",
+            self.hosts,
+            self.peers,
+            pkeys.join(","),
+            self.service_ids,
+            self.queries,
+            a.answered,
+            a.no_path,
+            failed.join(","),
+            s.tables,
+            s.qos_cache,
+            s.master,
+            s.pairs_asked,
+            unresolved.join(","),
+            self.took.as_secs_f64()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(pairs: &[(&str, &str)]) -> StatusReport {
+        let text: String = pairs.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+        StatusReport::from_text(&text)
+    }
+
+    fn summary() -> Summary {
+        Summary {
+            hosts: 3,
+            peers: 2,
+            pkeys: vec![0xFFFF, 0x8001],
+            service_ids: 2,
+            queries: 8,
+            answers: Answers {
+                answered: 6,
+                no_path: 1,
+                failed: [("BUSY".to_owned(), 1)].into(),
+            },
+            sources: Sources {
+                tables: 4,
+                qos_cache: 1,
+                master: 3,
+                pairs_asked: 2,
+            },
+            unresolved: vec![Unresolved {
+                host: "node9".into(),
+                why: "EDESTADDR (the destination is not known)".into(),
+            }],
+            took: Duration::from_millis(1500),
+        }
+    }
+
+    #[test]
+    fn sources_are_the_counters_moved_with_qos_hits_apart() {
+        let before = report(&[("hits", "10"), ("misses", "4"), ("qos_cache_hits", "2")]);
+        let after = report(&[
+            ("hits", "17"),
+            ("misses", "6"),
+            ("qos_cache_hits", "5"),
+            ("qos_cache_fetches", "2"),
+        ]);
+        assert_eq!(
+            Sources::between(&before, &after),
+            Sources {
+                tables: 4,
+                qos_cache: 3,
+                master: 2,
+                pairs_asked: 2
+            }
+        );
+    }
+
+    #[test]
+    fn the_text_says_what_was_warmed_from_where_and_what_was_not() {
+        let s = summary();
+        assert!(!s.complete());
+        let text = s.text();
+        assert!(
+            text.starts_with(
+                "warmed 2 of 3 hosts: 2 peers × 2 P_Keys (0xffff, 0x8001) × 2 ServiceIDs (none included) = 8 queries in 1.5 s\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  failed       1 BUSY\n"), "{text}");
+        assert!(
+            text.contains(
+                "4 local-sa's tables, 1 its QoS cache, 3 the master (2 port pairs asked)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  not warmed   node9: EDESTADDR"), "{text}");
+    }
+
+    #[test]
+    fn the_json_has_every_count() {
+        let json = summary().json();
+        for part in [
+            "\"pkeys\":[\"0xffff\",\"0x8001\"]",
+            "\"failed\":{\"BUSY\":1}",
+            "\"from_master\":3",
+            "\"unresolved\":[{\"host\":\"node9\"",
+            "\"seconds\":1.500}",
+        ] {
+            assert!(json.contains(part), "{part} in {json}");
+        }
+    }
+}
