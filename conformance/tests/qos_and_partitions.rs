@@ -58,14 +58,21 @@ P2=0x8002, sl=3 : ALL=full ;
 ";
 
 fn fabric() -> Fabric {
+    fabric_with(&[])
+}
+
+/// [`fabric`] with more lines of OpenSM's configuration.
+fn fabric_with(config: &[&str]) -> Fabric {
+    let mut lines = vec![
+        "qos TRUE",
+        "qos_policy_file qos-policy.conf",
+        "partition_config_file partitions.conf",
+    ];
+    lines.extend(config);
     Fabric::builder(Topology::fat_tree(4, 5, 2))
         .opensm_file("qos-policy.conf", POLICY)
         .opensm_file("partitions.conf", PARTITIONS)
-        .opensm_config([
-            "qos TRUE",
-            "qos_policy_file qos-policy.conf",
-            "partition_config_file partitions.conf",
-        ])
+        .opensm_config(lines)
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -506,4 +513,60 @@ fn a_warmed_jobs_queries_are_answered_as_opensm_does_with_opensm_frozen() {
         "{again}"
     );
     assert_none_differ(&found, queries.len(), "warmed, with OpenSM frozen, ");
+}
+
+#[test]
+fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one() {
+    const KEY: &str = "0x5eed";
+    // The SA key OpenSM gives P_KeyTableRecords for is the nodes' SM_Key.
+    let fabric = fabric_with(&["sa_key 0x5eed"]);
+    let names = ["h2", "h11"];
+    let nodes: Vec<LocalSa<'_>> = names
+        .iter()
+        .map(|n| {
+            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let h2 = fabric.node("h2").unwrap();
+    let s = h2.port().unwrap().lid.to_string();
+    let mut queries = Vec::new();
+    for host in fabric.topology().hcas().iter().step_by(3) {
+        let d = fabric.node(host).unwrap().port().unwrap().lid.to_string();
+        for pkey in ["0x8001", "0x8002", "0xffff"] {
+            queries.push(between(&s, &d, &["--method", "get", "--pkey", pkey]));
+        }
+    }
+    let theirs: Vec<Answer> = queries.iter().map(|q| ask(&h2, &["--master"], q)).collect();
+
+    let out = fabric
+        .node("h9")
+        .unwrap()
+        .lsaquery()
+        .args(["--distribute", "--smkey", KEY, "--json"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    // OpenSM applies QoS: each node's three P_Keys get a table each.
+    assert_eq!(json_number(&out.stdout, "filled"), 2, "{}", out.stdout);
+    assert_eq!(
+        json_number(&out.stdout, "partition_tables"),
+        3 * names.len() as u64,
+        "{}",
+        out.stdout
+    );
+
+    // Frozen at once, OpenSM cannot give the nodes anything more: what
+    // they hold came from the distributor.
+    with_opensm_frozen(&fabric, || {
+        for (sa, name) in nodes.iter().zip(names) {
+            partition_tables_complete(&fabric.node(name).unwrap(), sa, 3);
+        }
+        let found = differences(&h2, &queries, &theirs);
+        assert_none_differ(&found, queries.len(), "distributed, with OpenSM frozen, ");
+    });
+    let stored = json_number(&out.stdout, "partition_stored");
+    let held: u64 = nodes.iter().map(|n| n.counter("partition_records")).sum();
+    assert_eq!(held, stored, "every record sent is held");
 }

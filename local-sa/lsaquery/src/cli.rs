@@ -68,7 +68,9 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              the master and load it (Set, REPLACE_SOURCES),
                              --window nodes at a time; the names tables
                              (NodeRecords, directory) go with it, fetched
-                             once
+                             once, and each node's partition tables before
+                             its default one (if --smkey is also the
+                             master's SA key, which P_Key tables need)
   --targets LIDS             only these ports (e.g. 4,7,20-40)
   --from FILE                records from a dump instead of the master
   --snapshot FILE            write what the nodes now hold

@@ -15,12 +15,15 @@ pub(super) enum Push {
     Changed(Vec<PathRecord>),
     /// Delete with KNOWN_ABSENT: pairs the master no longer has.
     Vanished(Vec<PathRecord>),
+    /// Set with REPLACE_SOURCES and PARTITION_TABLES: the node's whole
+    /// table of one partition.
+    Partition(Vec<PathRecord>),
 }
 
 impl Push {
     pub(super) fn records(&self) -> &[PathRecord] {
         match self {
-            Self::Whole(r) | Self::Changed(r) | Self::Vanished(r) => r,
+            Self::Whole(r) | Self::Changed(r) | Self::Vanished(r) | Self::Partition(r) => r,
         }
     }
 }

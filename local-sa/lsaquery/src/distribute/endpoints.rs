@@ -67,14 +67,20 @@ impl Fabric {
     }
 }
 
-/// A PathRecord GetTable from `sgid`, to `dlid` if given.
-pub(super) fn table_request(sgid: Gid, dlid: Option<u16>) -> bytes::Bytes {
+/// A PathRecord GetTable from `sgid`, to `dlid` if given, in the
+/// partition `partition` (its low 15 bits, asked as a full member's) if
+/// given: the query the node itself makes for that table.
+pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, partition: Option<u16>) -> bytes::Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_sgid(sgid);
     let mut mask = pr::SGID;
     if let Some(d) = dlid {
         t.set_dlid(d);
         mask |= pr::DLID;
+    }
+    if let Some(p) = partition {
+        t.set_pkey(p | 0x8000);
+        mask |= pr::PKEY;
     }
     let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
@@ -93,7 +99,7 @@ pub(super) async fn own_paths(
 ) -> Result<Vec<PathRecord>, Failure> {
     let gid = session.port.gid;
     tally.tables += 1;
-    let answer = session.exchange(&table_request(gid, None)).await?;
+    let answer = session.exchange(&table_request(gid, None, None)).await?;
     session.ok(&answer)?;
     if !answer.is_cut() {
         return Ok(answer.records::<PathRecord>().copied().collect());
@@ -110,7 +116,7 @@ pub(super) async fn own_paths(
         while in_flight < window.max(1) && next <= limit {
             session
                 .client
-                .start(master, &table_request(gid, Some(next)));
+                .start(master, &table_request(gid, Some(next), None));
             tally.per_destination += 1;
             next += 1;
             in_flight += 1;

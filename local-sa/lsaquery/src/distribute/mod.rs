@@ -7,24 +7,31 @@
 //!    master's own LID is left out).
 //! 3. The names tables (NodeRecords of channel adapters, the local-sa
 //!    directory's ServiceRecords), once from the master ([`names`]).
-//! 4. For each, `--window` nodes at a time: the names tables (a Set with
+//! 4. Which partition tables each node keeps: its P_Keys from the master's
+//!    P_KeyTableRecords (OpenSM answers them for its SA key, `--smkey`)
+//!    and whether the master applies QoS ([`partitions`]).
+//! 5. For each, `--window` nodes at a time: the names tables (a Set with
 //!    NAMES_TABLE each, so that the node need not fetch them), then its
-//!    table — one GetTable
-//!    (SGID = the node's) at the master, or per destination LID when the
-//!    transport cuts multi-MAD answers, at most `--master-window` queries
-//!    in flight in all; or its records in `--from FILE` — then a Set over
-//!    RMPP with REPLACE_SOURCES (the node's whole table, which stands for
-//!    its own refresh), carrying `--smkey`.
+//!    tables — one GetTable (SGID = the node's) at the master, then one
+//!    per partition table (SGID and the P_Key), or per destination LID
+//!    when the transport cuts multi-MAD answers, at most `--master-window`
+//!    queries in flight in all; or its records in `--from FILE` — then a
+//!    Set over RMPP with REPLACE_SOURCES and PARTITION_TABLES for each
+//!    partition's, and last one with REPLACE_SOURCES for the default table
+//!    (the node's whole table, which stands for its own refresh), all
+//!    carrying `--smkey`.
 //!
 //! With `--delta OLD` (a `--snapshot` of an earlier run) a node gets only
 //! what changed: a Set of the records new or changed and a Delete with
 //! KNOWN_ABSENT of the pairs gone (docs/wire-contract.md); a node OLD
-//! does not know gets its whole table. A node that fails is tried again
-//! after the others; the summary names every node that still failed.
+//! does not know gets its whole table (partition tables go whole every
+//! time). A node that fails is tried again after the others; the summary
+//! names every node that still failed.
 
 mod delta;
 mod endpoints;
 mod names;
+mod partitions;
 mod summary;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -32,7 +39,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use local_sa_core::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
+use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
@@ -142,7 +149,23 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     if let Some(n) = &names {
         tally.names = Some((n.nodes.records, n.directory.records));
     }
+    // A dump holds no partition tables: only the master gives them.
+    let partitions = if nodes.is_empty() || from_file.is_some() {
+        None
+    } else {
+        partitions::fetch(session, master, &nodes, options.master_window, &mut tally)
+            .await
+            .inspect_err(|e| {
+                eprintln!(
+                    "lsaquery: the partition tables are not distributed (the nodes fetch their own): {}",
+                    e.message
+                )
+            })
+            .ok()
+    };
+    tally.partitions_known = partitions.is_some();
     let mut run = Distribution::new(session, master, options, &fabric, nodes, tally, names);
+    run.partitions = partitions;
     if let Some(records) = &from_file {
         run.tables_from(records);
     }
@@ -163,6 +186,11 @@ struct Node {
     at: Endpoint,
     /// Its records at the master (or in `--from`), once fetched.
     table: Option<Vec<PathRecord>>,
+    /// The table being fetched: `None` the default one, else a
+    /// partition's (its P_Key's low 15 bits).
+    fetching: Option<u16>,
+    /// Its partition tables fetched so far, in order.
+    partition_tables: Vec<(u16, Vec<PathRecord>)>,
     /// Its records in the `--delta` snapshot.
     old: Option<Vec<PathRecord>>,
     /// Records fetched so far, and queries still to come back.
@@ -217,6 +245,8 @@ struct Distribution<'s> {
     bar: ProgressBar,
     /// The names tables every node is sent, if the master gave them.
     names: Option<names::NamesTables>,
+    /// Which partition tables each node keeps, if the master told.
+    partitions: Option<partitions::NodePartitions>,
 }
 
 impl<'s> Distribution<'s> {
@@ -234,6 +264,8 @@ impl<'s> Distribution<'s> {
             .map(|at| Node {
                 at,
                 table: None,
+                fetching: None,
+                partition_tables: Vec::new(),
                 old: None,
                 fetched: Vec::new(),
                 outstanding: 0,
@@ -263,6 +295,7 @@ impl<'s> Distribution<'s> {
             tally,
             bar,
             names,
+            partitions: None,
         }
     }
 
@@ -341,15 +374,24 @@ impl<'s> Distribution<'s> {
                 continue;
             }
             let n = &mut self.nodes[i];
-            n.fetched.clear();
-            if self.tally.cut {
-                n.outstanding = self.dlids.len();
-                self.asks
-                    .extend(self.dlids.iter().map(|d| (i, attempt, Some(*d))));
-            } else {
-                n.outstanding = 1;
-                self.asks.push_back((i, attempt, None));
-            }
+            n.fetching = None;
+            n.partition_tables.clear();
+            self.fetch_table(i, attempt);
+        }
+    }
+
+    /// Asks the master for node `i`'s table being fetched: whole, or one
+    /// destination at a time once answers are known to come cut.
+    fn fetch_table(&mut self, i: usize, attempt: u32) {
+        let n = &mut self.nodes[i];
+        n.fetched.clear();
+        if self.tally.cut {
+            n.outstanding = self.dlids.len();
+            self.asks
+                .extend(self.dlids.iter().map(|d| (i, attempt, Some(*d))));
+        } else {
+            n.outstanding = 1;
+            self.asks.push_back((i, attempt, None));
         }
     }
 
@@ -363,7 +405,8 @@ impl<'s> Distribution<'s> {
             if self.nodes[i].attempt != attempt {
                 continue;
             }
-            let request = table_request(self.nodes[i].at.gid, dlid);
+            let n = &self.nodes[i];
+            let request = table_request(n.at.gid, dlid, n.fetching);
             let token = match dlid {
                 None => {
                     self.tally.tables += 1;
@@ -396,8 +439,9 @@ impl<'s> Distribution<'s> {
             Err(e) => return self.failed(i, format!("the master: {e}"), true),
         };
         let status = answer.status();
-        if status == MadStatus::ERR_NO_RECORDS && !whole_table {
-            // No path to that destination.
+        let partition = self.nodes[i].fetching.is_some();
+        if status == MadStatus::ERR_NO_RECORDS && (!whole_table || partition) {
+            // No path to that destination (or in that partition).
         } else if status != MadStatus::OK {
             return self.failed(
                 i,
@@ -426,11 +470,37 @@ impl<'s> Distribution<'s> {
         if n.outstanding > 0 {
             return;
         }
-        if n.fetched.is_empty() {
-            return self.failed(i, "the master has no PathRecords from it".into(), false);
+        let records = std::mem::take(&mut n.fetched);
+        match n.fetching {
+            None if records.is_empty() => {
+                return self.failed(i, "the master has no PathRecords from it".into(), false);
+            }
+            None => n.table = Some(records),
+            // A partition without paths from it leaves nothing to send.
+            Some(p) if !records.is_empty() => n.partition_tables.push((p, records)),
+            Some(_) => {}
         }
-        n.table = Some(std::mem::take(&mut n.fetched));
-        self.begin_pushes(i);
+        match self.next_partition(i) {
+            Some(p) => {
+                let attempt = self.nodes[i].attempt;
+                self.nodes[i].fetching = Some(p);
+                self.fetch_table(i, attempt);
+            }
+            None => self.begin_pushes(i),
+        }
+    }
+
+    /// The partition table of node `i` to fetch after the one being
+    /// fetched, if any.
+    fn next_partition(&self, i: usize) -> Option<u16> {
+        let n = &self.nodes[i];
+        let tables = self
+            .partitions
+            .as_ref()?
+            .tables_of(n.at.lid, n.table.as_deref().unwrap_or_default());
+        tables
+            .into_iter()
+            .find(|p| n.fetching.is_none_or(|f| *p > f))
     }
 
     /// Node `i`'s table is known: works out what to send it, and starts.
@@ -440,8 +510,15 @@ impl<'s> Distribution<'s> {
         if table.is_empty() {
             return self.failed(i, "its port has no PathRecords in --from".into(), false);
         }
-        n.pushes = delta::pushes(n.old.as_deref(), table).into();
-        n.outcome.unchanged = n.pushes.is_empty();
+        // Partition tables first: the default table's load stands for the
+        // node's refresh, after which it fetches the tables it misses.
+        let partitions = std::mem::take(&mut n.partition_tables);
+        n.pushes = partitions
+            .into_iter()
+            .map(|(_, records)| Push::Partition(records))
+            .chain(delta::pushes(n.old.as_deref(), table))
+            .collect();
+        n.outcome.unchanged = n.pushes.iter().all(|p| matches!(p, Push::Partition(_)));
         n.names_left = if self.names.is_some() { 2 } else { 0 };
         self.push_next(i);
     }
@@ -471,6 +548,7 @@ impl<'s> Distribution<'s> {
             Push::Whole(_) => (Method::SET, REPLACE_SOURCES),
             Push::Changed(_) => (Method::SET, 0),
             Push::Vanished(_) => (Method::DELETE, KNOWN_ABSENT),
+            Push::Partition(_) => (Method::SET, REPLACE_SOURCES | PARTITION_TABLES),
         };
         let (header, data) = crate::load::request(
             self.session.sm_key,
@@ -527,6 +605,10 @@ impl<'s> Distribution<'s> {
         let n = &mut self.nodes[i];
         match n.pushes.pop_front() {
             Some(Push::Vanished(_)) => n.outcome.deleted += u64::from(count),
+            Some(Push::Partition(_)) => {
+                n.outcome.partition_tables += 1;
+                n.outcome.partition_stored += u64::from(count);
+            }
             Some(_) => n.outcome.stored += u64::from(count),
             None => {}
         }
@@ -573,6 +655,8 @@ impl<'s> Distribution<'s> {
         n.pushes.clear();
         n.outcome.stored = 0;
         n.outcome.deleted = 0;
+        n.outcome.partition_tables = 0;
+        n.outcome.partition_stored = 0;
         n.outcome.unchanged = false;
         if worth_retrying && n.attempt < self.attempts {
             self.tally.retried += 1;

@@ -100,9 +100,9 @@ pub(super) async fn fetch(
     })
 }
 
-/// One table: the whole GetTable (`request(None)`), or per port when its
-/// answer is cut. A port without a record (ERR_NO_RECORDS) has none.
-async fn fetch_table<R: SaRecord>(
+/// One table of records of type `R`: the whole GetTable (`request(None)`),
+/// or per port when its answer is cut. A port without a record (ERR_NO_RECORDS) has none.
+pub(super) async fn fetch_table<R: SaRecord>(
     session: &mut Session,
     master: Address,
     ports: &[Endpoint],

@@ -28,6 +28,8 @@ pub(super) struct Tally {
     pub(super) names: Option<(usize, usize)>,
     /// Names tables the nodes took.
     pub(super) names_pushed: u64,
+    /// The master told which partition tables the nodes keep.
+    pub(super) partitions_known: bool,
 }
 
 /// How one node fared.
@@ -40,6 +42,9 @@ pub(super) struct NodeOutcome {
     /// Records it stored, and removed.
     pub(super) stored: u64,
     pub(super) deleted: u64,
+    /// Partition tables it took, and their records it stored.
+    pub(super) partition_tables: u64,
+    pub(super) partition_stored: u64,
     /// Its local-sa does not take names loads (it fetches its own).
     pub(super) names_refused: bool,
 }
@@ -120,6 +125,16 @@ impl Summary {
             t.transfers,
             t.retried
         );
+        if t.partitions_known {
+            let _ = writeln!(
+                out,
+                "partition tables: {} taken, {} PathRecords stored",
+                self.sum(|o| o.partition_tables),
+                self.sum(|o| o.partition_stored)
+            );
+        } else {
+            out.push_str("partition tables: not distributed\n");
+        }
         match t.names {
             Some((adapters, entries)) => {
                 let _ = writeln!(
@@ -170,7 +185,7 @@ impl Summary {
             .collect();
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
-             \"failed\":{},\"stored\":{},\"deleted\":{},\"transfers\":{},\"retries\":{},\
+             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
              \"names_refused\":{},\"failures\":[{}]}}",
             self.master_lid,
@@ -182,6 +197,8 @@ impl Summary {
             self.count(|n| n.failure.is_some()),
             self.sum(|o| o.stored),
             self.sum(|o| o.deleted),
+            self.sum(|o| o.partition_tables),
+            self.sum(|o| o.partition_stored),
             t.transfers,
             t.retried,
             t.tables,
