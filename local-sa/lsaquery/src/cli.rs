@@ -406,7 +406,7 @@ pub(crate) struct Cli {
     /// With --warm: a ServiceID the job's queries name (rdma_cm's are
     /// 0x1060000 | port for TCP-like ports), or a range A-B; repeat for
     /// more. (--service_id is the field of a -p query.)
-    #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = crate::warm::service_ids, requires = "warm")]
+    #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = service_ids, requires = "warm")]
     pub(crate) warm_service_ids: Vec<std::ops::RangeInclusive<u64>>,
 
     /// Fill every local-sa on the fabric with its PathRecords from the
@@ -551,6 +551,21 @@ fn lid_list(s: &str) -> Result<LidList, String> {
     Ok(LidList(lids))
 }
 
+/// A `--service-id` value: one ServiceID or a range `A-B`.
+fn service_ids(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let (first, last) = match text.split_once('-') {
+        Some((a, b)) => (number::<u64>(a.trim())?, number::<u64>(b.trim())?),
+        None => {
+            let id = number::<u64>(text.trim())?;
+            (id, id)
+        }
+    };
+    if first > last {
+        return Err(format!("{text:?}: the range ends before it starts"));
+    }
+    Ok(first..=last)
+}
+
 /// What --refresh, --flush and --dump go with none of: they act on
 /// local-sa's cache through its local API, one at a time.
 const CACHE_CONTROL_CONFLICTS: [&str; 11] = [
@@ -598,6 +613,17 @@ pub(crate) enum MethodArg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_ids_are_one_or_a_range() {
+        assert_eq!(service_ids("0x10"), Ok(0x10..=0x10));
+        assert_eq!(
+            service_ids("0x1060000-0x1060003"),
+            Ok(0x0106_0000..=0x0106_0003)
+        );
+        assert!(service_ids("9-3").is_err());
+        assert!(service_ids("x").is_err());
+    }
 
     #[test]
     fn cli_is_consistent() {

@@ -30,7 +30,6 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{Gid, MadStatus, Method, PathRecord, Records};
 
 use self::plan::Plan;
-pub(crate) use self::plan::service_ids;
 use self::summary::{Answers, Sources, Summary, Unresolved};
 use crate::cli::Cli;
 use crate::failure::Failure;

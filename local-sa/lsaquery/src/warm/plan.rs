@@ -5,7 +5,6 @@
 
 use std::ops::RangeInclusive;
 
-use local_sa_cli::number;
 use local_sa_core::request::PathQuery;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
@@ -14,21 +13,6 @@ use mad_codec::{Gid, Method, PathRecord};
 /// Queries one warm-up may make at most: a mistyped range must not turn
 /// into hours of queries.
 pub(crate) const MAX_QUERIES: u64 = 1_000_000;
-
-/// A `--service-id` value: one ServiceID or a range `A-B`.
-pub(crate) fn service_ids(text: &str) -> Result<RangeInclusive<u64>, String> {
-    let (first, last) = match text.split_once('-') {
-        Some((a, b)) => (number::<u64>(a.trim())?, number::<u64>(b.trim())?),
-        None => {
-            let id = number::<u64>(text.trim())?;
-            (id, id)
-        }
-    };
-    if first > last {
-        return Err(format!("{text:?}: the range ends before it starts"));
-    }
-    Ok(first..=last)
-}
 
 /// The hosts of a `--warm` argument: the lines of the file it names (one
 /// or more hosts per line, separated by blanks or commas, `#` starting a
@@ -147,17 +131,6 @@ mod tests {
 
     fn gid(n: u64) -> Gid {
         Gid::new(0xfe80_0000_0000_0000, n)
-    }
-
-    #[test]
-    fn service_ids_are_one_or_a_range() {
-        assert_eq!(service_ids("0x10"), Ok(0x10..=0x10));
-        assert_eq!(
-            service_ids("0x1060000-0x1060003"),
-            Ok(0x0106_0000..=0x0106_0003)
-        );
-        assert!(service_ids("9-3").is_err());
-        assert!(service_ids("x").is_err());
     }
 
     #[test]
