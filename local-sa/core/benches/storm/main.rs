@@ -15,7 +15,15 @@
 //! pushes every node its table, 32 nodes at a time), `acm` (as `local-sa`,
 //! the ranks asking through the ibacm door) and `cold` (local-sa with an
 //! empty cache: every resolve a miss it forwards, coalescing the ranks'
-//! identical ones). `--plot=FILE` (relative to the workspace root) also writes
+//! identical ones). On a QoS master (a policy putting rdma_cm's
+//! ServiceIDs on SL 1), with the ranks naming an rdma_cm ServiceID as
+//! rdma_cm's route resolution does: `qos-baseline` (no local-sa),
+//! `qos-local-sa` (each node's QoS cache asks the master once per port
+//! pair), `qos-warm` (as `qos-local-sa`, a prolog on every node warming
+//! its cache for every peer first, as `lsaquery --warm` does; its load
+//! counted in the fill) and `qos-distributor` (the default tables pushed,
+//! the ServiceID's pairs still asked by each node).
+//! `--plot=FILE` (relative to the workspace root) also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 //!
@@ -36,7 +44,7 @@ mod world;
 use std::path::Path;
 use std::time::Duration;
 
-use master::MasterModel;
+use master::{MasterModel, QosRule};
 use world::{Disturbance, Door, Outcome, Scenario};
 
 /// The argument that makes the process run one (N, setup) and print its
@@ -70,6 +78,7 @@ fn main() {
         records_per_second: 1_000_000.0,
         queue: 4096,
         fifo_timeout: Duration::from_secs(10),
+        qos: None,
     };
     if single {
         let (Some(&hosts), Some(setup)) =
@@ -100,29 +109,32 @@ fn main() {
         "\n| N | setup | master path queries | of them tables | other queries | records served | busiest second | dropped | fill time | job time | p50 | p99 | slowest | rank retries | loads pushed again | memory per node |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut series = [
-        plot::Series {
-            name: "no local-sa: ranks ask the master",
-            colour: "#c0392b",
-            points: Vec::new(),
-        },
-        plot::Series {
-            name: "local-sa on every node (bulk load)",
-            colour: "#2471a3",
-            points: Vec::new(),
-        },
-    ];
+    let mut series: Vec<(Setup, plot::Series)> = setups
+        .iter()
+        .filter_map(|s| {
+            let (name, colour) = s.series()?;
+            let points = Vec::new();
+            Some((
+                *s,
+                plot::Series {
+                    name,
+                    colour,
+                    points,
+                },
+            ))
+        })
+        .collect();
     for &hosts in &sizes {
         for &setup in &setups {
             let Some(queries) = run_alone(hosts, ranks, setup) else {
                 continue;
             };
-            // Log axes: the distributor's zero has no place on them.
-            if let Some(s) = series.get_mut(setup as usize) {
+            if let Some((_, s)) = series.iter_mut().find(|(s, _)| *s == setup) {
                 s.points.push((f64::from(hosts), queries as f64));
             }
         }
     }
+    let series: Vec<plot::Series> = series.into_iter().map(|(_, s)| s).collect();
     println!();
     for s in &series {
         if let Some(k) = plot::slope(&s.points) {
@@ -177,21 +189,27 @@ fn run_alone(hosts: u16, ranks: u16, setup: Setup) -> Option<u64> {
 
 /// The scenario of one (N, setup) row.
 fn scenario(hosts: u16, ranks: u16, setup: Setup, model: MasterModel) -> Scenario {
+    let qos = setup.qos();
     Scenario {
         hosts,
         ranks,
         window: 16,
-        local_sa: setup != Setup::Baseline,
+        local_sa: !matches!(setup, Setup::Baseline | Setup::QosBaseline),
         door: if setup == Setup::Acm {
             Door::Acm
         } else {
             Door::Qp1
         },
         cold: setup == Setup::Cold,
-        distributor: (setup == Setup::Distributor).then_some(32),
+        distributor: matches!(setup, Setup::Distributor | Setup::QosDistributor).then_some(32),
+        service_id: qos.then_some(RDMA_CM_SERVICE_ID),
+        warm: setup == Setup::QosWarm,
         disturbance: None,
         jitter: true,
-        master: model,
+        master: MasterModel {
+            qos: qos.then_some(RDMA_CM_ON_SL1),
+            ..model
+        },
         wire: Duration::from_micros(5),
         rank_timeout: Duration::from_secs(1),
         horizon: Duration::from_secs(60),
@@ -239,6 +257,17 @@ fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
     }
 }
 
+/// The QoS setups' policy: rdma_cm's port space (RDMA_PS_TCP) on SL 1.
+const RDMA_CM_ON_SL1: QosRule = QosRule {
+    first: 0x0000_0000_0106_0000,
+    last: 0x0000_0000_0106_FFFF,
+    sl: 1,
+};
+
+/// The ServiceID the QoS setups' ranks name: rdma_cm's for TCP port
+/// 18515 (perftest's), as its route resolution asks.
+const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_4853;
+
 /// Who gives the ranks their paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Setup {
@@ -252,6 +281,15 @@ enum Setup {
     Acm,
     /// local-sa on every node with an empty cache.
     Cold,
+    /// A QoS master, the ranks naming rdma_cm's ServiceID: no local-sa.
+    QosBaseline,
+    /// ... local-sa on every node (bulk load; the ServiceID's pairs in
+    /// its QoS cache).
+    QosLocalSa,
+    /// ... and a prolog warming each node's cache before the job.
+    QosWarm,
+    /// ... local-sa filled by the distributor.
+    QosDistributor,
 }
 
 impl Setup {
@@ -262,6 +300,10 @@ impl Setup {
             Self::Distributor,
             Self::Acm,
             Self::Cold,
+            Self::QosBaseline,
+            Self::QosLocalSa,
+            Self::QosWarm,
+            Self::QosDistributor,
         ]
         .into_iter()
         .find(|s| s.name() == name)
@@ -274,7 +316,33 @@ impl Setup {
             Self::Distributor => "distributor",
             Self::Acm => "acm",
             Self::Cold => "cold",
+            Self::QosBaseline => "qos-baseline",
+            Self::QosLocalSa => "qos-local-sa",
+            Self::QosWarm => "qos-warm",
+            Self::QosDistributor => "qos-distributor",
         }
+    }
+
+    /// Whether the master applies QoS and the ranks name a ServiceID.
+    fn qos(self) -> bool {
+        matches!(
+            self,
+            Self::QosBaseline | Self::QosLocalSa | Self::QosWarm | Self::QosDistributor
+        )
+    }
+
+    /// Its line in the plot, if it has one (the distributor's zero has no
+    /// place on log axes).
+    fn series(self) -> Option<(&'static str, &'static str)> {
+        Some(match self {
+            Self::Baseline => ("no local-sa: ranks ask the master", "#c0392b"),
+            Self::BulkLoad => ("local-sa on every node (bulk load)", "#2471a3"),
+            Self::QosBaseline => ("QoS master, rdma_cm ServiceID: no local-sa", "#e67e22"),
+            Self::QosLocalSa => ("QoS master, rdma_cm ServiceID: local-sa", "#27ae60"),
+            Self::QosWarm => ("QoS master, rdma_cm ServiceID: local-sa, warmed", "#8e44ad"),
+            Self::QosDistributor => ("QoS master, rdma_cm ServiceID: distributor", "#16a085"),
+            Self::Distributor | Self::Acm | Self::Cold => return None,
+        })
     }
 
     fn label(self) -> &'static str {
@@ -284,6 +352,10 @@ impl Setup {
             Self::Distributor => "local-sa (distributor, 32 at a time)",
             Self::Acm => "local-sa (bulk load), ibacm door",
             Self::Cold => "local-sa, empty cache (misses forwarded)",
+            Self::QosBaseline => "QoS, rdma_cm ServiceID: no local-sa",
+            Self::QosLocalSa => "QoS, rdma_cm ServiceID: local-sa (bulk load)",
+            Self::QosWarm => "QoS, rdma_cm ServiceID: local-sa, warmed by a prolog",
+            Self::QosDistributor => "QoS, rdma_cm ServiceID: local-sa (distributor)",
         }
     }
 }

@@ -15,8 +15,13 @@
 //! As in OpenSM (its "subnadmin_set" dispatcher), Sets and Deletes have a
 //! queue and a server of their own, without the queue-time rule.
 //!
+//! With a [`QosRule`] the master applies QoS as OpenSM with a policy file
+//! does: its ClassPortInfo says so, and a PathRecord query naming a
+//! ServiceID in the rule's range gets the rule's SL.
+//!
 //! Anything but PathRecords is answered with an empty OK answer
-//! (ClassPortInfo zeroed, the request's record echoed for Sets); a
+//! (ClassPortInfo zeroed but for the QoS bit, the request's record echoed
+//! for Sets); a
 //! GetTable of NodeRecords or ServiceRecords (the naming layer's directory
 //! loads) costs one record per host, as the real tables would. The
 //! registrations a core makes load the queues like any request.
@@ -25,6 +30,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use mad_codec::attr::class_port_info::cap2;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::rmpp::{RmppConfig, Sender, TransferState, single_segment};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
@@ -43,6 +49,15 @@ fn lid_of(gid: Gid, hosts: u16) -> Option<u16> {
     (gid == self::gid(lid) && (1..=hosts).contains(&lid)).then_some(lid)
 }
 
+/// A QoS policy of one match rule: ServiceIDs `first..=last` (rdma_cm's
+/// port space, say) on SL `sl`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QosRule {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) sl: u8,
+}
+
 /// The master's rates and queue.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MasterModel {
@@ -55,6 +70,8 @@ pub(crate) struct MasterModel {
     /// Requests arriving while the last one served had waited longer are
     /// dropped (OpenSM: `max_msg_fifo_timeout`).
     pub(crate) fifo_timeout: Duration,
+    /// Its QoS policy, if it applies QoS.
+    pub(crate) qos: Option<QosRule>,
 }
 
 /// What the master saw.
@@ -263,7 +280,11 @@ impl Master {
             };
             self.load.records += cost as u64;
             let data: Bytes = if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
-                Bytes::copy_from_slice(ClassPortInfo::new_zeroed().as_bytes())
+                let mut cpi = ClassPortInfo::new_zeroed();
+                if self.model.qos.is_some() {
+                    cpi.set_capability_mask2(cap2::QOS_SUPPORTED);
+                }
+                Bytes::copy_from_slice(cpi.as_bytes())
             } else if h.mad.method() == Method::SET {
                 Bytes::copy_from_slice(m.data())
             } else {
@@ -288,13 +309,21 @@ impl Master {
         };
         let source = end(pr::SLID, pr::SGID, t.slid(), t.sgid());
         let dest = end(pr::DLID, pr::DGID, t.dlid(), t.dgid());
-        let records: Vec<PathRecord> = match (source, dest) {
+        let mut records: Vec<PathRecord> = match (source, dest) {
             (Some(None), _) | (_, Some(None)) => Vec::new(),
             (Some(Some(s)), Some(Some(d))) => vec![path(s, d)],
             (Some(Some(s)), None) => (1..=hosts).map(|d| path(s, d)).collect(),
             (None, Some(Some(d))) => (1..=hosts).map(|s| path(s, d)).collect(),
             (None, None) => Vec::new(),
         };
+        if let Some(rule) = self.model.qos
+            && mask.contains(pr::SERVICE_ID)
+            && (rule.first..=rule.last).contains(&t.service_id())
+        {
+            for r in &mut records {
+                r.set_sl(rule.sl);
+            }
+        }
         self.load.records += records.len() as u64;
         if h.mad.method() == Method::GET {
             return match records.first() {

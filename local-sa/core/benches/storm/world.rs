@@ -53,6 +53,14 @@ pub(crate) struct Scenario {
     /// this many at a time, and the cores wait for it (`load_wait`) rather
     /// than ask the master for their tables.
     pub(crate) distributor: Option<usize>,
+    /// The ServiceID the ranks' queries name (rdma_cm's route
+    /// resolution), if any.
+    pub(crate) service_id: Option<u64>,
+    /// With local-sa: before the job, a prolog on every node asks its
+    /// local-sa for the path to every other host with the job's ServiceID
+    /// (`lsaquery --warm`), one asker per node; its load counts in the
+    /// fill.
+    pub(crate) warm: bool,
     /// What happens once the job is over (and at least `horizon` from the
     /// start): its load is measured on its own for `EVENT_HORIZON`.
     pub(crate) disturbance: Option<Disturbance>,
@@ -200,6 +208,10 @@ struct World {
     cores_ready: usize,
     ranks: Vec<Vec<Rank>>,
     ranks_started: bool,
+    /// The prolog's warm-up is running (one asker per node, as rank 0),
+    /// and whether it is over.
+    warming: bool,
+    warm_done: bool,
     ranks_done: usize,
     latencies: Vec<Duration>,
     rank_retries: u64,
@@ -223,12 +235,17 @@ fn rank_address(node: u16, rank: u16) -> Address {
     }
 }
 
-fn get_request(tid: u64, slid: u16, dlid: u16) -> Bytes {
+fn get_request(tid: u64, slid: u16, dlid: u16, service_id: Option<u64>) -> Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_slid(slid);
     t.set_dlid(dlid);
+    let mut mask = pr::SLID | pr::DLID;
+    if let Some(id) = service_id {
+        t.set_service_id(id);
+        mask |= pr::SERVICE_ID;
+    }
     let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
-    b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
+    b.header_mut().sa.set_component_mask(mask);
     let mut mad = BytesMut::from(&b.into_bytes()[..]);
     mad.resize(256, 0);
     mad.freeze()
@@ -262,6 +279,8 @@ impl World {
                 .map(|_| (0..s.ranks).map(|_| Rank::default()).collect())
                 .collect(),
             ranks_started: false,
+            warming: false,
+            warm_done: false,
             ranks_done: 0,
             latencies: Vec::new(),
             rank_retries: 0,
@@ -473,6 +492,15 @@ impl World {
 
     fn start_ranks(&mut self) {
         self.ranks_started = true;
+        if self.s.warm && !self.warming && !self.warm_done {
+            // The prolog first: rank 0's place on each node, its load
+            // part of the fill.
+            self.warming = true;
+            for node in 1..=self.s.hosts {
+                self.rank_ask(node, 0);
+            }
+            return;
+        }
         self.fill_time = self.now - self.start;
         self.fill = std::mem::take(&mut self.master.load);
         self.job_start = self.now;
@@ -481,6 +509,19 @@ impl World {
                 self.rank_ask(node, r);
             }
         }
+    }
+
+    /// The prolog has every path: the job starts afresh.
+    fn warmed(&mut self) {
+        self.warming = false;
+        self.warm_done = true;
+        for rank in self.ranks.iter_mut().flatten() {
+            *rank = Rank::default();
+        }
+        self.ranks_done = 0;
+        self.latencies.clear();
+        self.rank_retries = 0;
+        self.start_ranks();
     }
 
     /// Rank `r` of `node` fills its window.
@@ -525,7 +566,8 @@ impl World {
         } else {
             Address::gsi(self.master.lid, 0)
         };
-        self.send(rank_address(node, r), &to, get_request(tid, node, peer));
+        let request = get_request(tid, node, peer, self.s.service_id);
+        self.send(rank_address(node, r), &to, request);
     }
 
     /// What node `node`'s ibacm door does with connection `conn`'s
@@ -579,6 +621,9 @@ impl World {
         if rank.done == self.s.hosts - 1 {
             self.ranks_done += 1;
             self.last_done = self.now;
+            if self.warming && self.ranks_done == usize::from(self.s.hosts) {
+                return self.warmed();
+            }
         }
         self.rank_ask(node, r);
     }
