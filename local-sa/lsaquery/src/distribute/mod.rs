@@ -186,8 +186,8 @@ struct Node {
     at: Endpoint,
     /// Its records at the master (or in `--from`), once fetched.
     table: Option<Vec<PathRecord>>,
-    /// The table being fetched: `None` the default one, else a
-    /// partition's (its P_Key's low 15 bits).
+    /// The partition table being fetched (its P_Key's low 15 bits);
+    /// `None` while the default one is, and once every table is in.
     fetching: Option<u16>,
     /// Its partition tables fetched so far, in order.
     partition_tables: Vec<(u16, Vec<PathRecord>)>,
@@ -510,12 +510,15 @@ impl<'s> Distribution<'s> {
         if table.is_empty() {
             return self.failed(i, "its port has no PathRecords in --from".into(), false);
         }
+        // Every table is in: a failure from here on sends them again,
+        // without fetching them again.
+        n.fetching = None;
         // Partition tables first: the default table's load stands for the
         // node's refresh, after which it fetches the tables it misses.
-        let partitions = std::mem::take(&mut n.partition_tables);
-        n.pushes = partitions
-            .into_iter()
-            .map(|(_, records)| Push::Partition(records))
+        n.pushes = n
+            .partition_tables
+            .iter()
+            .map(|(_, records)| Push::Partition(records.clone()))
             .chain(delta::pushes(n.old.as_deref(), table))
             .collect();
         n.outcome.unchanged = n.pushes.iter().all(|p| matches!(p, Push::Partition(_)));
@@ -650,6 +653,11 @@ impl<'s> Distribution<'s> {
     fn failed(&mut self, i: usize, why: String, worth_retrying: bool) {
         self.busy -= 1;
         let n = &mut self.nodes[i];
+        if n.fetching.take().is_some() {
+            // A partition table failed: the tables fetched so far are not
+            // all of the node's; the next attempt fetches them all again.
+            n.table = None;
+        }
         n.attempt += 1;
         n.outstanding = 0;
         n.pushes.clear();
