@@ -208,9 +208,8 @@ struct World {
     cores_ready: usize,
     ranks: Vec<Vec<Rank>>,
     ranks_started: bool,
-    /// The prolog's warm-up is running (one asker per node, as rank 0),
-    /// and whether it is over.
-    warming: bool,
+    /// The prolog's warm-up (one asker per node, as rank 0) is over; it
+    /// runs from the ranks' start until then.
     warm_done: bool,
     ranks_done: usize,
     latencies: Vec<Duration>,
@@ -279,7 +278,6 @@ impl World {
                 .map(|_| (0..s.ranks).map(|_| Rank::default()).collect())
                 .collect(),
             ranks_started: false,
-            warming: false,
             warm_done: false,
             ranks_done: 0,
             latencies: Vec::new(),
@@ -492,10 +490,9 @@ impl World {
 
     fn start_ranks(&mut self) {
         self.ranks_started = true;
-        if self.s.warm && !self.warming && !self.warm_done {
+        if self.s.warm && !self.warm_done {
             // The prolog first: rank 0's place on each node, its load
             // part of the fill.
-            self.warming = true;
             for node in 1..=self.s.hosts {
                 self.rank_ask(node, 0);
             }
@@ -513,7 +510,6 @@ impl World {
 
     /// The prolog has every path: the job starts afresh.
     fn warmed(&mut self) {
-        self.warming = false;
         self.warm_done = true;
         for rank in self.ranks.iter_mut().flatten() {
             *rank = Rank::default();
@@ -621,7 +617,7 @@ impl World {
         if rank.done == self.s.hosts - 1 {
             self.ranks_done += 1;
             self.last_done = self.now;
-            if self.warming && self.ranks_done == usize::from(self.s.hosts) {
+            if self.s.warm && !self.warm_done && self.ranks_done == usize::from(self.s.hosts) {
                 return self.warmed();
             }
         }

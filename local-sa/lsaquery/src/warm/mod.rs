@@ -42,7 +42,8 @@ use crate::resolve::{AcmConnection, DEFAULT_SOCKET, meaning};
 pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
     let usage = |e: String| Failure::new(2, e);
     let hosts = plan::hosts(hosts_arg).map_err(usage)?;
-    let port = umad::port::Sysfs::default().select(cli.ca.as_deref(), cli.port);
+    let sysfs = umad::port::Sysfs::default();
+    let port = sysfs.select(cli.ca.as_deref(), cli.port);
     let socket = match (&cli.api_socket, &port) {
         (Some(p), _) => p.clone(),
         (None, Ok(port)) => default_socket(&port.ca, port.port),
@@ -50,7 +51,7 @@ pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
     };
     let pkeys = match (cli.pkey, &port) {
         (Some(p), _) => vec![p],
-        (None, Ok(port)) => umad::port::Sysfs::default().endpoint_facts(port).pkeys,
+        (None, Ok(port)) => sysfs.endpoint_facts(port).pkeys,
         (None, Err(e)) => {
             return Err(Failure::new(
                 3,

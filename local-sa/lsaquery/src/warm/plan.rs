@@ -80,11 +80,11 @@ impl Plan {
                 pkeys.len()
             ));
         }
-        let mut service_ids = vec![None];
-        for r in ranges {
-            service_ids.extend(r.clone().map(Some));
-        }
-        service_ids.dedup();
+        // Each once, however the ranges overlap.
+        let ids: std::collections::BTreeSet<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
+        let service_ids = std::iter::once(None)
+            .chain(ids.into_iter().map(Some))
+            .collect();
         Ok(Self {
             source,
             peers,
@@ -157,9 +157,14 @@ mod tests {
             gid(1),
             [gid(2), gid(3), gid(2)],
             &[0xFFFF, 0x8001],
-            &[0x0106_0000..=0x0106_0001],
+            &[0x0106_0001..=0x0106_0001, 0x0106_0000..=0x0106_0001],
         )
         .unwrap();
+        assert_eq!(
+            plan.service_ids,
+            [None, Some(0x0106_0000), Some(0x0106_0001)],
+            "each ServiceID once, in order"
+        );
         assert_eq!(plan.peers, [gid(2), gid(3)], "each peer once");
         assert_eq!(plan.len(), 2 * 2 * 3);
         let queries: Vec<PathQuery> = plan.queries().collect();
