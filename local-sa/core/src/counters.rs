@@ -65,6 +65,9 @@ counters! {
     qos_cache_hits: Counter,
     /// Port pairs asked of the master for the QoS cache.
     qos_cache_fetches: Counter,
+    /// Sources' whole tables at a key asked of the master for the QoS
+    /// cache (after a few of their pairs were asked alone).
+    qos_cache_tables: Counter,
     /// Port pairs dropped from the full QoS cache, least recently used
     /// first.
     qos_cache_evicted: Counter,

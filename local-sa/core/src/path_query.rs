@@ -159,6 +159,47 @@ impl PairKey {
         let mask = pr::SGID | pr::DGID | self.qos.apply(&mut t);
         (mask, t)
     }
+
+    /// The table this pair is one destination of.
+    pub fn source(&self) -> SourceKey {
+        SourceKey {
+            src: self.src,
+            qos: self.qos,
+        }
+    }
+}
+
+/// Every destination's records from one port as the master gives them for
+/// a [`QosKey`]: what OpenSM answers a GetTable naming the source and the
+/// key's fields with, each destination's records the same as its
+/// [`PairKey::query`] would get (both go through the same per-pair
+/// computation, `pr_rcv_get_port_pair_paths`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SourceKey {
+    /// The source port's GUID.
+    pub src: u64,
+    /// The fields they are asked with.
+    pub qos: QosKey,
+}
+
+impl SourceKey {
+    /// The GetTable that asks the master for the table: the source GID
+    /// and the key's fields.
+    pub fn query(&self, subnet_prefix: u64) -> (ComponentMask, PathRecord) {
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(Gid::new(subnet_prefix, self.src));
+        let mask = pr::SGID | self.qos.apply(&mut t);
+        (mask, t)
+    }
+
+    /// The pair of this table's source and `dst`.
+    pub fn pair(&self, dst: u64) -> PairKey {
+        PairKey {
+            src: self.src,
+            dst,
+            qos: self.qos,
+        }
+    }
 }
 
 /// Why a query goes to the master SA.

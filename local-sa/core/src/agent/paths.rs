@@ -14,9 +14,10 @@ use super::SaCore;
 use super::forward::{self, PathAnswer, Waiting};
 use super::parties::Asker;
 use super::purpose::Purpose;
+use super::qos_cache::{Fetch, Waited};
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey};
+use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::Answer;
 use crate::respond;
@@ -146,15 +147,14 @@ impl SaCore {
         match lookup {
             Lookup::CacheOnly => {
                 self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                if self.qos_cache.prefetch(key) {
-                    self.send_pair_request(now, key);
-                }
+                let fetch = self.qos_cache.prefetch(key);
+                self.send_fetch(now, fetch);
             }
             Lookup::KnownOnly => self.answer_status(&asker, MadStatus::ERR_NO_RECORDS),
             Lookup::Anywhere | Lookup::Master => match self.qos_cache.wait(key, asker, query) {
-                Waiting::First => self.send_pair_request(now, key),
-                Waiting::Joined => self.counters.coalesced += 1,
-                Waiting::Full(asker) => {
+                Waited::For(Fetch::Nothing) => self.counters.coalesced += 1,
+                Waited::For(fetch) => self.send_fetch(now, fetch),
+                Waited::Full(asker) => {
                     self.counters.upstream_refused += 1;
                     self.answer_status(&asker, MadStatus::BUSY);
                 }
@@ -162,16 +162,32 @@ impl SaCore {
         }
     }
 
-    fn send_pair_request(&mut self, now: Instant, key: PairKey) {
-        self.counters.qos_cache_fetches += 1;
-        let (mask, template) = key.query(self.port.gid.prefix());
-        let query = PathQuery {
-            method: Method::GET_TABLE,
-            mask,
-            template,
+    /// Asks the master what the QoS cache misses: one pair, or a source's
+    /// whole table at a key.
+    fn send_fetch(&mut self, now: Instant, fetch: Fetch) {
+        let prefix = self.port.gid.prefix();
+        let get_table = |(mask, template)| {
+            forward::upstream_request(&PathQuery {
+                method: Method::GET_TABLE,
+                mask,
+                template,
+            })
         };
-        let request = forward::upstream_request(&query);
-        self.send_upstream(now, Purpose::Pair(key), &request);
+        match fetch {
+            Fetch::Pair(key) => {
+                self.counters.qos_cache_fetches += 1;
+                let request = get_table(key.query(prefix));
+                self.send_upstream(now, Purpose::Pair(key), &request);
+            }
+            // Every port of a job asks its own at the job's start: a
+            // whole table's wait, not a pair's.
+            Fetch::Table(key) => {
+                self.counters.qos_cache_tables += 1;
+                let request = get_table(key.query(prefix));
+                self.send_table_upstream(now, Purpose::QosTable(key), &request);
+            }
+            Fetch::Nothing => {}
+        }
     }
 
     /// The master answered a pair's query: its records are kept (unless
@@ -188,25 +204,70 @@ impl SaCore {
             _ => return self.forward_each(now, waiters),
         };
         for (asker, query) in waiters {
-            let asker = asker.waited();
-            match path_query::evaluate_pair(
-                &self.knowledge(),
-                &records,
-                key,
-                query.method,
-                query.mask,
-                &query.template,
-            ) {
-                Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
-                Outcome::Status(status) => self.answer_status(&asker, status),
-                // An SL the master must judge.
-                Outcome::Pair(key) => self.pair_request(now, asker, query, Lookup::Anywhere, key),
-                // A port gone meanwhile.
-                Outcome::Forward(_) => self.forward(now, asker, query),
-            }
+            self.answer_from_pair(now, asker.waited(), query, key, &records);
         }
         if keep {
             self.qos_cache.insert(*key, records);
+        }
+    }
+
+    /// Answers one who waited for `key`'s records, the master's `records`.
+    fn answer_from_pair(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        key: &PairKey,
+        records: &[PathRecord],
+    ) {
+        match path_query::evaluate_pair(
+            &self.knowledge(),
+            records,
+            key,
+            query.method,
+            query.mask,
+            &query.template,
+        ) {
+            Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
+            Outcome::Status(status) => self.answer_status(&asker, status),
+            // An SL the master must judge.
+            Outcome::Pair(key) => self.pair_request(now, asker, query, Lookup::Anywhere, key),
+            // A port gone meanwhile.
+            Outcome::Forward(_) => self.forward(now, asker, query),
+        }
+    }
+
+    /// The master answered a source's table at a key: each destination's
+    /// records are kept as its pair's (unless the fabric changed since it
+    /// was asked), and each waiter is answered from its pair's. A
+    /// destination the table does not hold, or an answer that cannot be
+    /// used so (cut, or an error other than "none"), has its waiters'
+    /// pairs asked on their own.
+    pub(super) fn qos_table_answered(&mut self, now: Instant, key: &SourceKey, answer: &Answer) {
+        let (waiters, keep) = self.qos_cache.release_table(key, false);
+        let records: Vec<PathRecord> = match answer.status() {
+            _ if answer.is_cut() => {
+                self.qos_cache.tables_come_cut();
+                Vec::new()
+            }
+            MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
+            _ => Vec::new(),
+        };
+        let by_dst = self.qos_cache.insert_table(key, records, keep);
+        for (dst, asker, query) in waiters {
+            let pair = key.pair(dst);
+            match by_dst.get(&dst) {
+                Some(records) => self.answer_from_pair(now, asker.waited(), query, &pair, records),
+                None => self.pair_request(now, asker, query, Lookup::Anywhere, pair),
+            }
+        }
+    }
+
+    /// A source's table got no answer, or could not be sent: its waiters
+    /// are answered BUSY, as for any query the master left unanswered.
+    pub(super) fn qos_table_failed(&mut self, key: &SourceKey) {
+        for (_, asker, _) in self.qos_cache.release_table(key, true).0 {
+            self.answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
 

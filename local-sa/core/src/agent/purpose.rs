@@ -5,7 +5,7 @@
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
 use crate::partitions::TableKey;
-use crate::path_query::PairKey;
+use crate::path_query::{PairKey, SourceKey};
 use crate::request::PathQuery;
 use crate::store::Epoch;
 
@@ -30,6 +30,9 @@ pub(crate) enum Purpose {
     /// One port pair's paths for the fields the master's QoS policy
     /// matches on, or for another partition (the QoS cache).
     Pair(PairKey),
+    /// One source's paths to every destination for those fields (the QoS
+    /// cache, when many of its pairs are asked).
+    QosTable(SourceKey),
     /// InformInfo Set for a filter (subscribe or unsubscribe).
     Inform {
         filter: informinfo::Filter,
@@ -83,6 +86,7 @@ impl Purpose {
             Self::GidInService { .. } => "the paths to a port that came into service",
             Self::Forward(_) => "a forwarded PathRecord query",
             Self::Pair(_) => "a port pair's paths for the QoS cache",
+            Self::QosTable(_) => "a source's paths at a QoS key for the QoS cache",
             Self::Inform { .. } => "a subscription change",
             Self::Relay(_) => "a query relayed for a port",
             Self::Membership(_) => "a multicast membership change",

@@ -6,18 +6,21 @@
 //!
 //! Asking goes through [`QosCache::wait`]: the first asker of a key sends
 //! the master one GetTable ([`PairKey::query`]); the others wait for it.
+//! Once a few of one source's pairs at a key were asked so, the next miss
+//! asks that source's whole table at the key ([`SourceKey::query`], see
+//! `qos_tables`), and every pair of it is kept when it comes.
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 
 use mad_codec::PathRecord;
 use mad_codec::records::SaRecord;
 
-use super::forward::{MAX_WAITERS, Waiting};
+use super::forward::MAX_WAITERS;
 use super::parties::Asker;
+use super::qos_tables::{Asked as AskedTable, Miss, SourceTables};
 use crate::config::QosCacheLimits;
-use crate::path_query::PairKey;
+use crate::path_query::{PairKey, SourceKey};
 use crate::request::PathQuery;
 use crate::store::FastMap;
 
@@ -51,6 +54,28 @@ pub(crate) struct QosCache {
     waiting: HashMap<PairKey, Asked>,
     /// Moves with every [`QosCache::clear`].
     generation: u64,
+    /// Which sources' whole tables are asked, or worth asking.
+    tables: SourceTables,
+}
+
+/// What a miss needs sent to the master.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Fetch {
+    /// One pair's records.
+    Pair(PairKey),
+    /// A source's whole table at a key.
+    Table(SourceKey),
+    /// Nothing: what it needs is asked already.
+    Nothing,
+}
+
+/// What became of a miss's asker.
+#[derive(Debug)]
+pub(super) enum Waited {
+    /// It waits, for what is to be sent (or was asked already).
+    For(Fetch),
+    /// Too many wait already: the asker, not kept.
+    Full(Asker),
 }
 
 /// A pair asked of the master, and who waits for it.
@@ -71,6 +96,7 @@ impl QosCache {
             evicted: 0,
             waiting: HashMap::new(),
             generation: 0,
+            tables: SourceTables::default(),
         }
     }
 
@@ -142,6 +168,7 @@ impl QosCache {
         self.entries.clear();
         self.bytes = 0;
         self.generation += 1;
+        self.tables.reset();
     }
 
     /// Forgets the entries with `guid` at either end: the port went out
@@ -149,44 +176,92 @@ impl QosCache {
     pub(crate) fn forget_port(&mut self, guid: u64) {
         self.drop_where(|k, _| k.src == guid || k.dst == guid);
         self.generation += 1;
+        self.tables.reset();
     }
 
-    /// Queues `asker` for `key`'s records: the first (the pair must be
-    /// asked), one more waiting for it, or one too many.
-    pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Waiting {
-        match self.waiting.entry(key) {
-            Entry::Vacant(v) => {
-                v.insert(Asked {
-                    generation: self.generation,
-                    askers: vec![(asker, query)],
-                });
-                Waiting::First
+    /// The master's tables reach this port cut (a transport without
+    /// RMPP): pairs are asked alone from now on.
+    pub(crate) fn tables_come_cut(&mut self) {
+        self.tables.come_cut();
+    }
+
+    /// Keeps a source's table, one entry per destination in it; returns
+    /// each destination's records (those a waiter needs).
+    pub(super) fn insert_table(
+        &mut self,
+        key: &SourceKey,
+        records: impl IntoIterator<Item = PathRecord>,
+        keep: bool,
+    ) -> HashMap<u64, Vec<PathRecord>> {
+        let mut by_dst: HashMap<u64, Vec<PathRecord>> = HashMap::new();
+        for r in records {
+            by_dst.entry(r.dgid().guid()).or_default().push(r);
+        }
+        if keep {
+            for (dst, records) in &by_dst {
+                self.insert(key.pair(*dst), records.clone());
             }
-            Entry::Occupied(mut o) => {
-                let list = &mut o.get_mut().askers;
-                if list.iter().any(|(w, _)| w.same_request(&asker)) {
-                    return Waiting::Joined;
-                }
-                if list.len() >= MAX_WAITERS {
-                    return Waiting::Full(asker);
-                }
-                list.push((asker, query));
-                Waiting::Joined
-            }
+        }
+        by_dst
+    }
+
+    /// Queues `asker` for `key`'s records: with the pair or its source's
+    /// table already asked, or with what must be asked now.
+    pub(super) fn wait(&mut self, key: PairKey, asker: Asker, query: PathQuery) -> Waited {
+        self.miss(key, Some((asker, query)))
+    }
+
+    /// Marks `key` as asked with nobody waiting: what must be sent.
+    pub(super) fn prefetch(&mut self, key: PairKey) -> Fetch {
+        match self.miss(key, None) {
+            Waited::For(fetch) => fetch,
+            Waited::Full(_) => Fetch::Nothing,
         }
     }
 
-    /// Marks `key` as asked with nobody waiting; true if it must be sent.
-    pub(super) fn prefetch(&mut self, key: PairKey) -> bool {
-        match self.waiting.entry(key) {
-            Entry::Vacant(v) => {
-                v.insert(Asked {
-                    generation: self.generation,
-                    askers: Vec::new(),
-                });
-                true
+    fn miss(&mut self, key: PairKey, asker: Option<(Asker, PathQuery)>) -> Waited {
+        if let Some(asked) = self.waiting.get_mut(&key) {
+            let Some((asker, query)) = asker else {
+                return Waited::For(Fetch::Nothing);
+            };
+            let list = &mut asked.askers;
+            if list.iter().any(|(w, _)| w.same_request(&asker)) {
+                return Waited::For(Fetch::Nothing);
             }
-            Entry::Occupied(_) => false,
+            if list.len() >= MAX_WAITERS {
+                return Waited::Full(asker);
+            }
+            list.push((asker, query));
+            return Waited::For(Fetch::Nothing);
+        }
+        let source = key.source();
+        let pair_asker = match self.tables.miss(source, key.dst, asker, self.generation) {
+            Miss::Table => return Waited::For(Fetch::Table(source)),
+            Miss::Joined => return Waited::For(Fetch::Nothing),
+            Miss::Full(asker) => return Waited::Full(asker),
+            Miss::Pair(asker) => asker,
+        };
+        self.waiting.insert(
+            key,
+            Asked {
+                generation: self.generation,
+                askers: pair_asker.into_iter().collect(),
+            },
+        );
+        Waited::For(Fetch::Pair(key))
+    }
+
+    /// Everyone who waited for `key`'s table, and whether the answer may
+    /// be kept (nothing cleared the cache since it was asked); `again`
+    /// when it got no answer and may be asked again.
+    pub(super) fn release_table(
+        &mut self,
+        key: &SourceKey,
+        again: bool,
+    ) -> (Vec<(u64, Asker, PathQuery)>, bool) {
+        match self.tables.release(key, again) {
+            Some(AskedTable { generation, askers }) => (askers, generation == self.generation),
+            None => (Vec::new(), false),
         }
     }
 
@@ -204,6 +279,7 @@ impl QosCache {
         for asked in self.waiting.values_mut() {
             asked.askers.retain(|(w, _)| !gone(w));
         }
+        self.tables.forget_where(gone);
     }
 
     /// Entries held now.
@@ -223,7 +299,7 @@ impl QosCache {
 
     /// Keys being asked now.
     pub(crate) fn asking(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.tables.asking()
     }
 }
 
@@ -232,6 +308,7 @@ mod tests {
     use mad_codec::zerocopy::FromZeros;
 
     use super::*;
+    use crate::agent::qos_tables::PAIRS_BEFORE_TABLE;
     use crate::path_query::QosKey;
 
     fn key(dst: u64) -> PairKey {
@@ -296,12 +373,62 @@ mod tests {
     #[test]
     fn a_pair_asked_before_a_clear_is_not_kept() {
         let mut c = QosCache::new(QosCacheLimits::default());
-        assert!(c.prefetch(key(1)));
-        assert!(!c.prefetch(key(1)), "asked once");
-        assert!(c.prefetch(key(2)));
+        assert_eq!(c.prefetch(key(1)), Fetch::Pair(key(1)));
+        assert_eq!(c.prefetch(key(1)), Fetch::Nothing, "asked once");
+        assert_eq!(c.prefetch(key(2)), Fetch::Pair(key(2)));
         assert!(c.release(&key(1)).1, "nothing happened meanwhile");
         c.clear();
         assert!(!c.release(&key(2)).1, "the fabric changed meanwhile");
         assert_eq!(c.asking(), 0);
+    }
+
+    #[test]
+    fn after_a_few_pairs_of_a_source_its_whole_table_is_asked_once() {
+        let mut c = QosCache::new(QosCacheLimits::default());
+        let source = key(0).source();
+        for d in 1..=u64::from(PAIRS_BEFORE_TABLE) {
+            assert_eq!(c.prefetch(key(d)), Fetch::Pair(key(d)));
+        }
+        let n = u64::from(PAIRS_BEFORE_TABLE) + 1;
+        assert_eq!(c.prefetch(key(n)), Fetch::Table(source));
+        assert_eq!(c.prefetch(key(n + 1)), Fetch::Nothing, "the table is asked");
+        let other_key = PairKey {
+            qos: QosKey::default(),
+            ..key(n)
+        };
+        assert_eq!(
+            c.prefetch(other_key),
+            Fetch::Pair(other_key),
+            "another key's"
+        );
+
+        // The table comes: every destination kept, later misses are pairs.
+        assert!(c.release_table(&source, false).1);
+        let table = (1..=3).map(|d| {
+            let mut r = PathRecord::new_zeroed();
+            r.set_dgid(mad_codec::Gid::new(0, 100 + d));
+            r
+        });
+        let by_dst = c.insert_table(&source, table, true);
+        assert_eq!(by_dst.len(), 3);
+        assert!(c.get(&key(102)).is_some());
+        assert_eq!(c.prefetch(key(200)), Fetch::Pair(key(200)));
+
+        // A clear counts afresh; a table asked before it is not kept.
+        c.clear();
+        for d in 1..=u64::from(PAIRS_BEFORE_TABLE) {
+            assert_eq!(c.prefetch(key(300 + d)), Fetch::Pair(key(300 + d)));
+        }
+        assert_eq!(c.prefetch(key(400)), Fetch::Table(source));
+        c.forget_port(77);
+        assert!(
+            !c.release_table(&source, true).1,
+            "the fabric changed meanwhile"
+        );
+        assert_eq!(
+            c.prefetch(key(401)),
+            Fetch::Table(source),
+            "a table that got no answer is asked again at the next miss"
+        );
     }
 }

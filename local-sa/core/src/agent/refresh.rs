@@ -141,6 +141,7 @@ impl SaCore {
             return self.fetch_table_after(now, epoch, table);
         }
         if answer.is_cut() {
+            self.qos_cache.tables_come_cut();
             if table == TableKey::Default {
                 info!(
                     "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"

@@ -79,6 +79,7 @@ impl SaCore {
             ("qos_cache_bytes", c.qos_cache_bytes),
             ("qos_cache_hits", c.qos_cache_hits),
             ("qos_cache_fetches", c.qos_cache_fetches),
+            ("qos_cache_tables", c.qos_cache_tables),
             ("qos_cache_evicted", c.qos_cache_evicted),
             ("upstream_in_flight", c.upstream_in_flight),
             ("upstream_failures", c.upstream_failures),

@@ -128,6 +128,7 @@ impl SaCore {
                 }
             }
             Purpose::Pair(key) => self.pair_failed(&key),
+            Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Relay(request) => {
                 self.relays = self.relays.saturating_sub(1);
                 self.respond_error(&request, MadStatus::BUSY);
@@ -173,6 +174,7 @@ impl SaCore {
         match purpose {
             Purpose::Forward(query) => self.forward_answered(now, &query, answer),
             Purpose::Pair(key) => self.pair_answered(now, &key, answer),
+            Purpose::QosTable(key) => self.qos_table_answered(now, &key, answer),
             Purpose::Bulk { epoch, table } => self.bulk_answered(now, epoch, table, answer),
             Purpose::Walk { epoch, table, dlid } => {
                 self.walk_answered(now, epoch, table, dlid, answer)
@@ -218,6 +220,7 @@ impl SaCore {
                 }
             }
             Purpose::Pair(key) => self.pair_failed(&key),
+            Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
             Purpose::GidInService { guid, table } => {
                 self.gid_in_service_answered(guid, table, None)

@@ -58,7 +58,9 @@ impl Purpose {
             Self::Inform { .. } | Self::Membership(_) | Self::Canary(_) | Self::Publish { .. } => {
                 Some(Lane::Registration)
             }
-            Self::Forward(_) | Self::Pair(_) | Self::Relay(_) => Some(Lane::Query),
+            Self::Forward(_) | Self::Pair(_) | Self::QosTable(_) | Self::Relay(_) => {
+                Some(Lane::Query)
+            }
             Self::Bulk { .. }
             | Self::Walk { .. }
             | Self::GidInService { .. }

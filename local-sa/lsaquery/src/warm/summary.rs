@@ -40,6 +40,9 @@ pub(crate) struct Sources {
     pub(crate) master: u64,
     /// Port pairs the QoS cache asked the master for.
     pub(crate) pairs_asked: u64,
+    /// Whole tables at a key (every destination of this port) the QoS
+    /// cache asked the master for.
+    pub(crate) tables_asked: u64,
 }
 
 impl Sources {
@@ -56,6 +59,7 @@ impl Sources {
             qos_cache,
             master: delta("misses"),
             pairs_asked: delta("qos_cache_fetches"),
+            tables_asked: delta("qos_cache_tables"),
         }
     }
 }
@@ -110,9 +114,9 @@ impl Summary {
         let s = &self.sources;
         let _ = writeln!(
             out,
-            "  from         {} local-sa's tables, {} its QoS cache, {} the master ({} port pairs asked); \
-             the port's counters, other clients' queries included",
-            s.tables, s.qos_cache, s.master, s.pairs_asked
+            "  from         {} local-sa's tables, {} its QoS cache, {} the master ({} port pairs and {} whole \
+             tables asked); the port's counters, other clients' queries included",
+            s.tables, s.qos_cache, s.master, s.pairs_asked, s.tables_asked
         );
         for u in &self.unresolved {
             let _ = writeln!(out, "  not warmed   {}: {}", u.host, u.why);
@@ -148,7 +152,7 @@ impl Summary {
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"hosts\":{},\"peers\":{},\"pkeys\":[{}],\"service_ids\":{},\
              \"queries\":{},\"answered\":{},\"no_path\":{},\"failed\":{{{}}},\"from_tables\":{},\
-             \"from_qos_cache\":{},\"from_master\":{},\"pairs_asked\":{},\"unresolved\":[{}],\"seconds\":{:.3}}}",
+             \"from_qos_cache\":{},\"from_master\":{},\"pairs_asked\":{},\"tables_asked\":{},\"unresolved\":[{}],\"seconds\":{:.3}}}",
             self.hosts,
             self.peers,
             pkeys.join(","),
@@ -161,6 +165,7 @@ impl Summary {
             s.qos_cache,
             s.master,
             s.pairs_asked,
+            s.tables_asked,
             unresolved.join(","),
             self.took.as_secs_f64()
         )
@@ -193,6 +198,7 @@ mod tests {
                 qos_cache: 1,
                 master: 3,
                 pairs_asked: 2,
+                tables_asked: 1,
             },
             unresolved: vec![Unresolved {
                 host: "node9".into(),
@@ -210,6 +216,7 @@ mod tests {
             ("misses", "6"),
             ("qos_cache_hits", "5"),
             ("qos_cache_fetches", "2"),
+            ("qos_cache_tables", "1"),
         ]);
         assert_eq!(
             Sources::between(&before, &after),
@@ -217,7 +224,8 @@ mod tests {
                 tables: 4,
                 qos_cache: 3,
                 master: 2,
-                pairs_asked: 2
+                pairs_asked: 2,
+                tables_asked: 1
             }
         );
     }
@@ -236,7 +244,7 @@ mod tests {
         assert!(text.contains("  failed       1 BUSY\n"), "{text}");
         assert!(
             text.contains(
-                "4 local-sa's tables, 1 its QoS cache, 3 the master (2 port pairs asked)"
+                "4 local-sa's tables, 1 its QoS cache, 3 the master (2 port pairs and 1 whole tables asked)"
             ),
             "{text}"
         );
@@ -250,6 +258,7 @@ mod tests {
             "\"pkeys\":[\"0xffff\",\"0x8001\"]",
             "\"failed\":{\"BUSY\":1}",
             "\"from_master\":3",
+            "\"tables_asked\":1",
             "\"unresolved\":[{\"host\":\"node9\"",
             "\"seconds\":1.500}",
         ] {

@@ -253,3 +253,94 @@ fn askers_of_one_pair_share_its_query_and_a_full_cache_drops_the_oldest() {
     assert!(c.qos_cache_entries <= 4);
     assert!(c.qos_cache_evicted >= 6, "{c:?}");
 }
+
+#[test]
+fn a_source_asking_many_pairs_gets_its_whole_table_once() {
+    let mut b = qos_bench(AgentConfig::default());
+    let pairs = usize::from(crate::agent::qos_tables::PAIRS_BEFORE_TABLE);
+    let before = path_queries(&b);
+    let first: Vec<bytes::Bytes> = (3..=HOSTS)
+        .map(|dlid| {
+            b.query(
+                client(30),
+                &get(u64::from(dlid), dlid, RDMA_CM, rdma_cm(0xFFFF)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        path_queries(&b),
+        before + pairs + 1,
+        "a few pairs, then the table"
+    );
+    let asked = b.master.requests.last().unwrap();
+    assert_eq!(asked.method, Method::GET_TABLE);
+    assert_eq!(asked.mask, pr::SGID | pr::PKEY | pr::SERVICE_ID);
+    assert_eq!(asked.template.sgid(), gid(MY_LID));
+    let c = b.core.counters();
+    assert_eq!((c.qos_cache_fetches, c.qos_cache_tables), (pairs as u64, 1));
+    for (dlid, answer) in (3..=HOSTS).zip(&first) {
+        let r = one_record(answer);
+        assert_eq!((r.dlid(), r.sl(), r.pkey()), (dlid, 1, 0xFFFF));
+    }
+
+    // Asked again with the master silent: the pairs asked alone and those
+    // from the table answer the same bytes.
+    b.master.answering = false;
+    for (dlid, answer) in (3..=HOSTS).zip(&first) {
+        let again = b.query(
+            client(31),
+            &get(u64::from(dlid), dlid, RDMA_CM, rdma_cm(0xFFFF)),
+        );
+        assert_eq!(again[..], answer[..], "to {dlid}");
+    }
+    assert_eq!(path_queries(&b), before + pairs + 1, "not one more asked");
+
+    // Many askers at once at another key: those after the first few wait
+    // for the one table.
+    let before = path_queries(&b);
+    for dlid in 3..=HOSTS {
+        b.deliver(
+            client(40 + dlid),
+            &get(u64::from(dlid), dlid, RDMA_CM, rdma_cm(0x8001)),
+        );
+    }
+    b.pump();
+    assert_eq!(path_queries(&b), before + pairs + 1);
+    b.master.answering = true;
+    // A table's attempt waits a table's time (spread by up to half).
+    b.advance(AgentConfig::default().table_timeout * 2);
+    for dlid in 3..=HOSTS {
+        let r = one_record(&b.take_sent(40 + dlid)[0]);
+        assert_eq!(
+            (r.dlid(), r.sl(), r.pkey()),
+            (dlid, 1, 0x8001),
+            "asker {dlid}"
+        );
+    }
+    assert_eq!(b.core.counters().qos_cache_tables, 2);
+}
+
+#[test]
+fn where_tables_come_cut_the_pairs_are_asked_alone() {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    master.qos = true;
+    master.qos_policy = vec![(0x0106_0000..=0x0106_FFFF, 1)];
+    master.delivery = super::fake_master::Delivery::Cut;
+    let mut b = Bench::new(master, AgentConfig::default());
+    let before = path_queries(&b);
+    for dlid in 3..=HOSTS {
+        let r = one_record(&b.query(
+            client(30),
+            &get(u64::from(dlid), dlid, RDMA_CM, rdma_cm(0xFFFF)),
+        ));
+        assert_eq!((r.dlid(), r.sl()), (dlid, 1));
+    }
+    // This port's own table came cut at start (and was fetched per
+    // destination): no QoS table is asked, to come cut too.
+    let c = b.core.counters();
+    assert_eq!(
+        (c.qos_cache_fetches, c.qos_cache_tables),
+        (u64::from(HOSTS) - 2, 0)
+    );
+    assert_eq!(path_queries(&b), before + usize::from(HOSTS) - 2);
+}
