@@ -157,10 +157,10 @@ pub(crate) struct Options {
     #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "3")]
     pub(crate) upstream_retries: u32,
     /// Milliseconds each attempt of a request for a whole table (this
-    /// port's paths, the names) waits, plus this port's share of half as
-    /// long again: when a whole fabric starts at once the master queues
-    /// every port's table, and giving up on one it is still to answer
-    /// would cost it the table twice.
+    /// port's paths, the names, a QoS table at a key) waits, plus this
+    /// port's share of half as long again: when a whole fabric starts at
+    /// once the master queues every port's table, and giving up on one it
+    /// is still to answer would cost it the table twice.
     #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "12000")]
     pub(crate) table_timeout: u64,
     /// Seconds between full refreshes of this port's paths.
