@@ -308,7 +308,7 @@ mod tests {
     use mad_codec::zerocopy::FromZeros;
 
     use super::*;
-    use crate::agent::qos_tables::PAIRS_BEFORE_TABLE;
+    use crate::agent::qos_tables::{MAX_TABLES_PER_CLEAR, PAIRS_BEFORE_TABLE};
     use crate::path_query::QosKey;
 
     fn key(dst: u64) -> PairKey {
@@ -429,6 +429,42 @@ mod tests {
             c.prefetch(key(401)),
             Fetch::Table(source),
             "a table that got no answer is asked again at the next miss"
+        );
+    }
+
+    #[test]
+    fn a_client_naming_ever_new_keys_gets_a_bounded_number_of_tables() {
+        let mut c = QosCache::new(QosCacheLimits::default());
+        let mut tables = 0;
+        for sid in 0..1000u64 {
+            for d in 0..=u64::from(PAIRS_BEFORE_TABLE) {
+                let k = PairKey {
+                    qos: QosKey {
+                        service_id: Some(sid),
+                        ..QosKey::default()
+                    },
+                    ..key(d)
+                };
+                if let Fetch::Table(_) = c.prefetch(k) {
+                    tables += 1;
+                }
+            }
+        }
+        assert_eq!(tables, MAX_TABLES_PER_CLEAR);
+        c.clear();
+        let k = |d| PairKey {
+            qos: QosKey {
+                service_id: Some(5000),
+                ..QosKey::default()
+            },
+            ..key(d)
+        };
+        let last = (0..=u64::from(PAIRS_BEFORE_TABLE))
+            .map(|d| c.prefetch(k(d)))
+            .last();
+        assert!(
+            matches!(last, Some(Fetch::Table(_))),
+            "a clear starts afresh"
         );
     }
 }

@@ -26,6 +26,13 @@ const MAX_COUNTED: usize = 4096;
 /// Queries waiting for one table, at most: each is a pair's asker.
 pub(crate) const MAX_TABLE_WAITERS: usize = 4096;
 
+/// Tables asked between two clears of the cache (a completed refresh
+/// clears it), at most: a table costs the master every destination's
+/// paths, so a client naming ever new ServiceIDs, five pairs each, must
+/// not make it compute a table for every five queries. A job names a
+/// few keys; beyond this, pairs are asked alone.
+pub(crate) const MAX_TABLES_PER_CLEAR: u32 = 64;
+
 /// One source key's state since the cache was last cleared.
 #[derive(Debug)]
 enum Source {
@@ -66,6 +73,8 @@ pub(super) struct SourceTables {
     /// The master's tables reach this port cut (a transport without
     /// RMPP): only pairs are asked.
     cut: bool,
+    /// Tables asked since the last clear.
+    asked: u32,
 }
 
 impl SourceTables {
@@ -93,7 +102,9 @@ impl SourceTables {
                 *n += 1;
                 Miss::Pair(asker)
             }
+            Source::Missed(_) if self.asked >= MAX_TABLES_PER_CLEAR => Miss::Pair(asker),
             Source::Missed(_) => {
+                self.asked += 1;
                 *state = Source::Asked(Asked {
                     generation,
                     askers: asker.map(|(a, q)| (dst, a, q)).into_iter().collect(),
@@ -142,6 +153,7 @@ impl SourceTables {
     /// Starts counting again: the cache was cleared (or lost a port), so
     /// a table may be worth asking again. Tables asked stay asked.
     pub(super) fn reset(&mut self) {
+        self.asked = 0;
         self.states.retain(|_, s| matches!(s, Source::Asked(_)));
     }
 
