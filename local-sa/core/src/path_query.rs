@@ -153,11 +153,9 @@ impl PairKey {
     /// GIDs, the key's fields, nothing else (every LID pair of the two
     /// ports' LMC ranges, unconstrained).
     pub fn query(&self, subnet_prefix: u64) -> (ComponentMask, PathRecord) {
-        let mut t = PathRecord::new_zeroed();
-        t.set_sgid(Gid::new(subnet_prefix, self.src));
+        let (mask, mut t) = self.source().query(subnet_prefix);
         t.set_dgid(Gid::new(subnet_prefix, self.dst));
-        let mask = pr::SGID | pr::DGID | self.qos.apply(&mut t);
-        (mask, t)
+        (mask | pr::DGID, t)
     }
 
     /// The table this pair is one destination of.

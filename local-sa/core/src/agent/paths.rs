@@ -2,6 +2,7 @@
 //! alike: from the store when it can, else from the master (one query per
 //! distinct question in flight, its answers kept a while).
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -14,7 +15,7 @@ use super::SaCore;
 use super::forward::{self, PathAnswer, Waiting};
 use super::parties::Asker;
 use super::purpose::Purpose;
-use super::qos_cache::{Fetch, Waited};
+use super::qos_cache::{Fetch, Waited, by_destination};
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
@@ -245,21 +246,23 @@ impl SaCore {
     /// pairs asked on their own.
     pub(super) fn qos_table_answered(&mut self, now: Instant, key: &SourceKey, answer: &Answer) {
         let (waiters, keep) = self.qos_cache.release_table(key, false);
-        let records: Vec<PathRecord> = match answer.status() {
+        let by_dst = match answer.status() {
             _ if answer.is_cut() => {
                 self.qos_cache.tables_come_cut();
-                Vec::new()
+                HashMap::new()
             }
-            MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
-            _ => Vec::new(),
+            MadStatus::OK => by_destination(answer.records::<PathRecord>().copied()),
+            _ => HashMap::new(),
         };
-        let by_dst = self.qos_cache.insert_table(key, records, keep);
         for (dst, asker, query) in waiters {
             let pair = key.pair(dst);
             match by_dst.get(&dst) {
                 Some(records) => self.answer_from_pair(now, asker.waited(), query, &pair, records),
                 None => self.pair_request(now, asker, query, Lookup::Anywhere, pair),
             }
+        }
+        if keep {
+            self.qos_cache.insert_table(key, by_dst);
         }
     }
 

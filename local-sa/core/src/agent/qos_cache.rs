@@ -58,6 +58,18 @@ pub(crate) struct QosCache {
     tables: SourceTables,
 }
 
+/// A source's table split into its destinations' records (each what the
+/// pair's own query gets).
+pub(super) fn by_destination(
+    records: impl IntoIterator<Item = PathRecord>,
+) -> HashMap<u64, Vec<PathRecord>> {
+    let mut by_dst: HashMap<u64, Vec<PathRecord>> = HashMap::new();
+    for r in records {
+        by_dst.entry(r.dgid().guid()).or_default().push(r);
+    }
+    by_dst
+}
+
 /// What a miss needs sent to the master.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Fetch {
@@ -185,24 +197,12 @@ impl QosCache {
         self.tables.come_cut();
     }
 
-    /// Keeps a source's table, one entry per destination in it; returns
-    /// each destination's records (those a waiter needs).
-    pub(super) fn insert_table(
-        &mut self,
-        key: &SourceKey,
-        records: impl IntoIterator<Item = PathRecord>,
-        keep: bool,
-    ) -> HashMap<u64, Vec<PathRecord>> {
-        let mut by_dst: HashMap<u64, Vec<PathRecord>> = HashMap::new();
-        for r in records {
-            by_dst.entry(r.dgid().guid()).or_default().push(r);
+    /// Keeps a source's table, split [`by_destination`], one entry per
+    /// destination.
+    pub(super) fn insert_table(&mut self, key: &SourceKey, by_dst: HashMap<u64, Vec<PathRecord>>) {
+        for (dst, records) in by_dst {
+            self.insert(key.pair(dst), records);
         }
-        if keep {
-            for (dst, records) in &by_dst {
-                self.insert(key.pair(*dst), records.clone());
-            }
-        }
-        by_dst
     }
 
     /// Queues `asker` for `key`'s records: with the pair or its source's
@@ -409,8 +409,8 @@ mod tests {
             r.set_dgid(mad_codec::Gid::new(0, 100 + d));
             r
         });
-        let by_dst = c.insert_table(&source, table, true);
-        assert_eq!(by_dst.len(), 3);
+        c.insert_table(&source, by_destination(table));
+        assert_eq!(c.len(), 3);
         assert!(c.get(&key(102)).is_some());
         assert_eq!(c.prefetch(key(200)), Fetch::Pair(key(200)));
 
