@@ -4,6 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use mad_codec::{MAD_LEN, Method, MgmtClass};
@@ -118,6 +119,9 @@ pub struct UmadDevice {
     transport: Transport,
     layout: HeaderLayout,
     agents: Mutex<Vec<AgentId>>,
+    /// A MAD was written and none read since (see
+    /// [`Transport::close_grace`]).
+    written_last: AtomicBool,
 }
 
 impl UmadDevice {
@@ -150,6 +154,7 @@ impl UmadDevice {
             transport,
             layout,
             agents: Mutex::new(Vec::new()),
+            written_last: AtomicBool::new(false),
         })
     }
 
@@ -237,6 +242,7 @@ impl UmadDevice {
         buf.extend_from_slice(&h.as_bytes()[..header_len]);
         buf.extend_from_slice(&out.mad);
         let n = self.fd.write(&buf)?;
+        self.written_last.store(true, Ordering::Release);
         if n != buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,
@@ -271,6 +277,7 @@ impl UmadDevice {
             .saturating_sub(header_len)
             .min(rest.len());
         let mad = &rest[..mad_len];
+        self.written_last.store(false, Ordering::Release);
         Ok(Some(IncomingMad {
             agent: AgentId(h.agent_id.get()),
             status: h.status.get(),
@@ -283,5 +290,16 @@ impl UmadDevice {
     /// Waits up to `timeout_ms` for a MAD to read.
     pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
         self.fd.poll_readable(timeout_ms)
+    }
+}
+
+impl Drop for UmadDevice {
+    /// A process's last MADs (an RMPP transfer's final ACK, a ReportResp)
+    /// must reach their peer before the device closes.
+    fn drop(&mut self) {
+        let grace = self.transport.close_grace();
+        if !grace.is_zero() && self.written_last.load(Ordering::Acquire) {
+            std::thread::sleep(grace);
+        }
     }
 }

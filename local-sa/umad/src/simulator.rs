@@ -17,6 +17,8 @@
 //! buffer for the kernel's RMPP to cut, and the simulator delivers its
 //! first 256 bytes, still marked RMPP Active with type 0.
 
+use std::time::Duration;
+
 use mad_codec::MAD_LEN;
 use mad_codec::header::{RmppType, SaMadHeader};
 
@@ -72,6 +74,20 @@ impl Transport {
         match self {
             Self::Kernel => None,
             Self::Umad2sim => Some(1024),
+        }
+    }
+
+    /// How long a device must stay open after its last write when nothing
+    /// was read since: under umad2sim a close is announced on the
+    /// simulator's control socket, which ibsim reads before the MADs
+    /// still waiting on the process's own socket, and those are then
+    /// dropped (seen: lsaquery's final RMPP ACK, on a loaded machine, so
+    /// the SA sent its table again to no one and aborted). The kernel
+    /// takes a write whole before `write` returns.
+    pub fn close_grace(self) -> Duration {
+        match self {
+            Self::Kernel => Duration::ZERO,
+            Self::Umad2sim => Duration::from_millis(250),
         }
     }
 
