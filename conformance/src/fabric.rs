@@ -544,6 +544,23 @@ impl Fabric {
         self.opensm.lock().ok()?.as_ref().map(Group::pid)
     }
 
+    /// Runs `f` with OpenSM stopped (SIGSTOP: it neither answers nor
+    /// goes away, as a master that hangs), then lets it go on.
+    pub fn with_opensm_frozen<T>(&self, f: impl FnOnce() -> T) -> T {
+        let opensm = self.opensm_pid().expect("OpenSM runs").to_string();
+        let signal = |name: &str| {
+            let status = std::process::Command::new("kill")
+                .args([name, &opensm])
+                .status()
+                .unwrap();
+            assert!(status.success(), "kill {name} {opensm}");
+        };
+        signal("-STOP");
+        let out = f();
+        signal("-CONT");
+        out
+    }
+
     /// Polls `saquery -c` on OpenSM's node until it succeeds.
     fn wait_sa_ready(&self) -> Result<(), FabricError> {
         let start = Instant::now();

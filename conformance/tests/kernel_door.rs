@@ -340,22 +340,14 @@ fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
     // RESOLVE the cache cannot answer gets ERR at the door's deadline
     // (10 s less half a second), long before the agent's own attempt at
     // the master times out (30 s); the past-deadline counter says which.
-    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
-    let signal = |name: &str| {
-        let status = std::process::Command::new("kill")
-            .args([name, &opensm])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill {name} {opensm}");
-    };
-    signal("-STOP");
     let started = std::time::Instant::now();
-    let reply = kernel.ask(&wire::resolve_request(
-        60,
-        &resolve_to(gid(0xdead_beef), PathUse::GMP),
-    ));
+    let reply = fabric.with_opensm_frozen(|| {
+        kernel.ask(&wire::resolve_request(
+            60,
+            &resolve_to(gid(0xdead_beef), PathUse::GMP),
+        ))
+    });
     let waited = started.elapsed();
-    signal("-CONT");
     let h = Header::parse(&reply).unwrap();
     assert_eq!((h.flags, h.seq), (F_ERR, 60));
     eprintln!("ERR for a RESOLVE the master left unanswered after {waited:?}");

@@ -8,7 +8,6 @@
 //! answered from its table.
 
 use std::collections::HashMap;
-use std::process::Command;
 use std::time::Duration;
 
 use conformance::sa_compare::{Answer, ask, assert_none_differ, differences};
@@ -90,19 +89,6 @@ fn settled(sa: &LocalSa<'_>) -> HashMap<String, u64> {
         last = now;
     }
     panic!("local-sa's counters kept moving: {last:?}");
-}
-
-/// Runs `f` with OpenSM stopped (SIGSTOP), then lets it go on.
-fn with_opensm_frozen<T>(fabric: &Fabric, f: impl FnOnce() -> T) -> T {
-    let opensm = fabric.opensm_pid().expect("OpenSM runs").to_string();
-    let signal = |name: &str| {
-        let status = Command::new("kill").args([name, &opensm]).status().unwrap();
-        assert!(status.success(), "kill {name} {opensm}");
-    };
-    signal("-STOP");
-    let out = f();
-    signal("-CONT");
-    out
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -202,7 +188,7 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     );
 
     // With OpenSM frozen, every query is answered as before, from the cache.
-    let frozen = with_opensm_frozen(&fabric, || differences(&node, &queries, &theirs));
+    let frozen = fabric.with_opensm_frozen(|| differences(&node, &queries, &theirs));
     assert_none_differ(&frozen, queries.len(), "with OpenSM frozen, ");
     let c = settled(&sa);
     let answered_here = |c: &HashMap<String, u64>| c["hits"] + c["qos_cache_hits"];
@@ -280,7 +266,7 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
     );
     let before = settled(&sa);
 
-    let frozen = with_opensm_frozen(&fabric, || differences(&node, &queries, &theirs));
+    let frozen = fabric.with_opensm_frozen(|| differences(&node, &queries, &theirs));
     assert_none_differ(&frozen, queries.len(), "with OpenSM frozen, ");
     let after = settled(&sa);
     assert_eq!(
@@ -394,7 +380,7 @@ fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_
     assert_eq!(theirs[3].data[53] & 0x0F, 1, "OpenSM: SL 1 for rdma_cm");
     let before = settled(&sa);
 
-    let frozen = with_opensm_frozen(&fabric, || round(1000));
+    let frozen = fabric.with_opensm_frozen(|| round(1000));
     assert_none_differ(&frozen, resolves.len(), "with OpenSM frozen, ");
     let after = settled(&sa);
     assert_eq!(
@@ -512,7 +498,7 @@ fn a_warmed_jobs_queries_are_answered_as_opensm_does_with_opensm_frozen() {
     // The job starts with OpenSM frozen: everything warmed is answered,
     // as OpenSM answered it, and nothing waits for the master.
     let (again, found) =
-        with_opensm_frozen(&fabric, || (warm(), differences(&node, &queries, &theirs)));
+        fabric.with_opensm_frozen(|| (warm(), differences(&node, &queries, &theirs)));
     assert_eq!(json_number(&again, "answered"), n, "{again}");
     assert_eq!(
         (
@@ -610,7 +596,7 @@ fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one()
 
     // Frozen at once, OpenSM cannot give the nodes anything more: what
     // they hold came from the distributor.
-    with_opensm_frozen(&fabric, || {
+    fabric.with_opensm_frozen(|| {
         for (sa, name) in nodes.iter().zip(names) {
             partition_tables_complete(&fabric.node(name).unwrap(), sa, 3);
         }

@@ -15,8 +15,9 @@ use mad_codec::Gid;
     name = "lsaquery",
     version,
     group(ArgGroup::new("cache_control").multiple(false)),
-    group(ArgGroup::new("windowed").args(["bench", "distribute", "warm"]).multiple(true)),
-    group(ArgGroup::new("acm_user").args(["resolve", "warm"]).multiple(false)),
+    group(ArgGroup::new("windowed").args(["bench", "distribute", "warm", "verify"]).multiple(true)),
+    group(ArgGroup::new("acm_user").args(["resolve", "warm", "verify"]).multiple(false)),
+    group(ArgGroup::new("service_id_user").args(["warm", "verify"]).multiple(false)),
     group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases; LID may be a node name):
@@ -123,6 +124,15 @@ WARMING (before a job, anyone, through the local API):
                                          ... and with rdma_cm's ServiceIDs
                                          (QoS fabrics: the QoS cache)
 
+VERIFYING (read-only, on a live fabric; needs the umad device):
+  lsaquery --verify                      local-sa against the master: 200
+                                         destinations × every P_Key, with and
+                                         without a ServiceID; the ibacm socket;
+                                         registrations; health. OK/DIFFERENT/
+                                         NOT CHECKED per part, and what to run next
+  lsaquery --verify --sample all --query-rate 50 --json
+                                         every destination, gently, for a script
+
 RESOLVING (the ibacm protocol, through local-sa's ibacm socket):
   lsaquery --resolve node17              path set to a host by name
   lsaquery --resolve 10.0.0.9 --json     ... by IP address, as JSON
@@ -138,7 +148,8 @@ FILES:
 EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
   3 no usable port or device; 4 no answer (time-out, or nobody serves
-  the SA class at that LID)."
+  the SA class at that LID). --verify: 0 everything checked is equal;
+  1 something differs; 5 the paths could not be checked."
 )]
 pub(crate) struct Cli {
     /// Query name (see QUERIES below), or a node's LID or name for its
@@ -405,9 +416,33 @@ pub(crate) struct Cli {
     pub(crate) warm: Option<String>,
     /// With --warm: a ServiceID the job's queries name (rdma_cm's are
     /// 0x1060000 | port for TCP-like ports), or a range A-B; repeat for
-    /// more. (--service_id is the field of a -p query.)
-    #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = service_ids, requires = "warm")]
-    pub(crate) warm_service_ids: Vec<std::ops::RangeInclusive<u64>>,
+    /// more. With --verify: the ServiceIDs paths are checked with (the
+    /// first of each range; default 0x1060000). (--service_id is the field
+    /// of a -p query.)
+    #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = service_ids, requires = "service_id_user")]
+    pub(crate) service_ids: Vec<std::ops::RangeInclusive<u64>>,
+
+    /// Check, read-only, that local-sa on this port answers what the
+    /// master SA answers: paths (a sample of destinations × each P_Key ×
+    /// with and without a ServiceID, the same Get to both; this port's
+    /// table as a set), the same paths through the ibacm socket,
+    /// subscriptions and memberships against the master's records for the
+    /// port, and local-sa's health. Prints OK, DIFFERENT or NOT CHECKED
+    /// per part with the reason and the next command to run (--json for
+    /// scripts). Changes nothing; sends no SM_Key. Exit status 0 when
+    /// everything checked is equal, 1 when something differs, 5 when the
+    /// paths could not be checked (the master or local-sa did not answer).
+    #[arg(long, conflicts_with_all = WARM_CONFLICTS)]
+    pub(crate) verify: bool,
+    /// With --verify: how many destinations to check, spread over the
+    /// fabric's LIDs, or "all".
+    #[arg(long, value_name = "N|all", value_parser = sample_size, default_value = "200", requires = "verify")]
+    pub(crate) sample: SampleSize,
+    /// With --verify: queries per second to the master SA at most (and to
+    /// local-sa), so that the check is safe on a busy fabric. (--rate is
+    /// the PathRecord field, as in saquery.)
+    #[arg(long = "query-rate", value_name = "Q", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..), requires = "verify")]
+    pub(crate) query_rate: u32,
 
     /// Fill every local-sa on the fabric with its PathRecords from the
     /// master SA (or --from FILE): each node's table as one load with
@@ -552,6 +587,20 @@ fn lid_list(s: &str) -> Result<LidList, String> {
 }
 
 /// A `--service-id` value: one ServiceID or a range `A-B`.
+/// `--sample`: a number of destinations, or all of them (`None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SampleSize(pub(crate) Option<usize>);
+
+fn sample_size(text: &str) -> Result<SampleSize, String> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(SampleSize(None));
+    }
+    match number::<u32>(text)? {
+        0 => Err("--sample must be at least 1 (or \"all\")".into()),
+        n => Ok(SampleSize(Some(n as usize))),
+    }
+}
+
 fn service_ids(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
     let (first, last) = match text.split_once('-') {
         Some((a, b)) => (number::<u64>(a.trim())?, number::<u64>(b.trim())?),
@@ -623,6 +672,38 @@ mod tests {
         );
         assert!(service_ids("9-3").is_err());
         assert!(service_ids("x").is_err());
+    }
+
+    #[test]
+    fn a_sample_is_a_positive_number_or_all() {
+        assert_eq!(sample_size("all"), Ok(SampleSize(None)));
+        assert_eq!(sample_size("0x10"), Ok(SampleSize(Some(16))));
+        assert!(sample_size("0").is_err());
+        assert!(sample_size("some").is_err());
+    }
+
+    #[test]
+    fn verify_goes_with_its_options_and_not_with_another_mode() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "lsaquery",
+            "--verify",
+            "--sample",
+            "all",
+            "--query-rate",
+            "50",
+        ])
+        .unwrap();
+        assert!(cli.verify);
+        assert_eq!((cli.sample, cli.query_rate), (SampleSize(None), 50));
+        for bad in [
+            &["lsaquery", "--verify", "--warm", "h1"][..],
+            &["lsaquery", "--sample", "5"],
+            &["lsaquery", "--verify", "--query-rate", "0"],
+            &["lsaquery", "--verify", "--master"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod registration;
 mod resolve;
 mod session;
 mod status;
+mod verify;
 mod warm;
 
 use std::process::ExitCode;
@@ -196,6 +197,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     if let Some(hosts) = &cli.warm {
         return warm::run(cli, hosts);
     }
+    if cli.verify {
+        return verify::run(cli);
+    }
     if cli.status {
         return status::run(cli);
     }
@@ -234,35 +238,20 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             format!("{port} knows no SM LID; give the SA's with --sa-lid"),
         ));
     }
-    let umad_path = port
-        .umad_path()
-        .ok_or_else(|| Failure::new(3, format!("{port} has no umad device")))?;
-    let device = UmadDevice::open(&umad_path).map_err(|e| Failure::new(3, e.to_string()))?;
     // Reports are requests from the SA: only a subscriber receives them.
     let methods: &[Method] = if matches!(mode, Mode::Subscribe(_)) {
         &[Method::REPORT]
     } else {
         &[]
     };
-    let agent = device
-        .register_agent(&AgentSpec::sa(methods))
-        .map_err(|e| Failure::new(3, e.to_string()))?;
-    let mut config = RequesterConfig {
-        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
-        retries: cli.retries,
-        ..RequesterConfig::default()
-    };
-    // RMPP segments as big as the transport carries intact.
-    config.rmpp.segment_data_len = device.transport().segment_data_len();
-    let transport =
-        UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
+    let (transport, client) = sa_client(cli, &port, methods)?;
     let mut session = Session {
         dest: Address {
             pkey_index: cli.pkey_index.unwrap_or(0),
             ..Address::gsi(sa_lid, port.sm_sl)
         },
         port,
-        client: Client::new(agent, &transport, config),
+        client,
         sm_key: cli.smkey,
         debug: cli.debug > 0,
         show_errors: cli.errors,
@@ -312,6 +301,34 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     drop(session);
     transport.shutdown();
     result
+}
+
+/// The port's umad device with an SA agent (receiving `methods` as
+/// requests too), its transport threads, and a client on them with the
+/// command line's time-out and retries.
+pub(crate) fn sa_client(
+    cli: &Cli,
+    port: &PortFacts,
+    methods: &[Method],
+) -> Result<(UmadTransport, Client), Failure> {
+    let umad_path = port
+        .umad_path()
+        .ok_or_else(|| Failure::new(3, format!("{port} has no umad device")))?;
+    let device = UmadDevice::open(&umad_path).map_err(|e| Failure::new(3, e.to_string()))?;
+    let agent = device
+        .register_agent(&AgentSpec::sa(methods))
+        .map_err(|e| Failure::new(3, e.to_string()))?;
+    let mut config = RequesterConfig {
+        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+        retries: cli.retries,
+        ..RequesterConfig::default()
+    };
+    // RMPP segments as big as the transport carries intact.
+    config.rmpp.segment_data_len = device.transport().segment_data_len();
+    let transport =
+        UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
+    let client = Client::new(agent, &transport, config);
+    Ok((transport, client))
 }
 
 /// Registrations go through the local API unless an SA is named: returns

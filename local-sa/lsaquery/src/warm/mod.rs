@@ -82,7 +82,7 @@ pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
                 }),
             }
         }
-        let plan = Plan::new(me.gid, peers, &pkeys, &cli.warm_service_ids).map_err(usage)?;
+        let plan = Plan::new(me.gid, peers, &pkeys, &cli.service_ids).map_err(usage)?;
         let before = status(&mut conn).await?;
         let answers = ask_all(&mut conn, &plan, cli.window.max(1)).await?;
         let after = status(&mut conn).await?;

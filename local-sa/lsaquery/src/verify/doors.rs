@@ -1,0 +1,192 @@
+//! The doors part: the destinations of the paths part asked again through
+//! the ibacm socket, by GID and by LID, each primary path compared with
+//! the master's answer to the Get ibacm itself would send (SGID, the
+//! destination, the P_Key, reversible, one path); and what can be said of
+//! the kernel's door without driving the kernel.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use local_sa_core::naming::Address as AcmAddress;
+use local_sa_core::path_flags;
+use local_sa_core::request::StatusReport;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{Gid, MadStatus, Method, PathRecord};
+use umad::Address;
+
+use super::asking::{Pace, ask_all};
+use super::paths::{Destination, field_differences, path_query};
+use super::report::{Part, Verdict};
+use crate::client::Client;
+use crate::failure::Failure;
+use crate::resolve::{AcmConnection, meaning};
+
+/// One path the ibacm socket gave.
+struct AcmPath {
+    label: String,
+    asked: AcmAddress,
+    path: Result<PathRecord, String>,
+}
+
+/// Runs the doors part for `destinations`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn check(
+    client: &mut Client,
+    master: Address,
+    me: Gid,
+    destinations: &[Destination],
+    acm_socket: &Path,
+    timeout: Duration,
+    status: Option<&StatusReport>,
+    pace: Pace,
+) -> Result<Part, Failure> {
+    let kernel = kernel_door(status);
+    if destinations.is_empty() {
+        return Ok(Part::not_checked(
+            "doors",
+            format!("no destination to ask about (the paths part found none); {kernel}"),
+        ));
+    }
+    let mut acm = match AcmConnection::open(acm_socket, timeout) {
+        Ok(c) => c,
+        Err(f) => {
+            return Ok(
+                Part::not_checked("doors", format!("{}; {kernel}", f.message))
+                    .next("lsaquery --verify --acm-socket PATH   (local-sa's --acm-socket)"),
+            );
+        }
+    };
+    let mut asked = Vec::new();
+    for d in destinations {
+        for (label, address) in [
+            (format!("GID {}", d.gid), AcmAddress::Gid(d.gid)),
+            (format!("LID {}", d.lid), AcmAddress::Lid(d.lid)),
+        ] {
+            let path = match acm.resolve(&address, None, false)? {
+                Ok(entries) => entries
+                    .iter()
+                    .filter(|e| e.flags & path_flags::PRIMARY != 0)
+                    .find_map(|e| e.path_record())
+                    .ok_or_else(|| "the answer holds no primary path".to_owned()),
+                Err(status) => Err(format!("{status} ({})", meaning(status))),
+            };
+            asked.push(AcmPath {
+                label,
+                asked: address,
+                path,
+            });
+        }
+    }
+    // The master is asked what ibacm would ask it, in the P_Key the
+    // socket's answer is in.
+    let requests: Vec<Bytes> = asked
+        .iter()
+        .map(|a| {
+            let pkey = a.path.as_ref().map_or(0xffff, PathRecord::pkey);
+            let mut t = PathRecord::new_zeroed();
+            t.set_sgid(me);
+            t.set_pkey(pkey);
+            t.set_reversible(true);
+            t.set_numb_path(1);
+            let mut mask = pr::SGID | pr::PKEY | pr::REVERSIBLE | pr::NUMB_PATH;
+            match a.asked {
+                AcmAddress::Lid(lid) => {
+                    t.set_dlid(lid);
+                    mask |= pr::DLID;
+                }
+                AcmAddress::Gid(gid) => {
+                    t.set_dgid(gid);
+                    mask |= pr::DGID;
+                }
+                _ => {}
+            }
+            path_query(Method::GET, mask, &t)
+        })
+        .collect();
+    let from_master = ask_all(client, master, &requests, pace, "paths asked of the master").await?;
+    let (mut equal, mut unchecked) = (0usize, 0usize);
+    let mut details = Vec::new();
+    for (a, m) in asked.iter().zip(&from_master) {
+        let master_path = m
+            .answer()
+            .filter(|m| m.status() == MadStatus::OK)
+            .and_then(|m| m.records::<PathRecord>().next().copied());
+        match (&a.path, master_path, m.answer()) {
+            (_, _, None) => unchecked += 1,
+            (Ok(l), Some(m), _) if *l == m => equal += 1,
+            (Ok(l), Some(m), _) => details.push(format!(
+                "ibacm socket, {}: {}",
+                a.label,
+                field_differences(l, &m).join("; ")
+            )),
+            (Err(why), Some(_), _) => details.push(format!(
+                "ibacm socket, {}: no path ({why}); the master has one",
+                a.label
+            )),
+            (Ok(_), None, Some(m)) => details.push(format!(
+                "ibacm socket, {}: a path, where the master answers {}",
+                a.label,
+                m.status().names()
+            )),
+            (Err(_), None, Some(_)) => equal += 1,
+        }
+    }
+    let n = asked.len();
+    let socket = acm_socket.display();
+    let mut part = if !details.is_empty() {
+        Part::new(
+            "doors",
+            Verdict::Different,
+            format!(
+                "{} of {n} paths through the ibacm socket {socket} differ from the master's; {kernel}",
+                details.len()
+            ),
+        )
+        .next(format!(
+            "lsaquery --resolve DEST --acm-socket {socket}   (one path through the socket)"
+        ))
+    } else if unchecked > 0 {
+        Part::not_checked(
+            "doors",
+            format!(
+                "{equal} of {n} paths through the ibacm socket {socket} equal, {unchecked} not compared: the master SA at LID {} did not answer; {kernel}",
+                master.lid
+            ),
+        )
+    } else {
+        Part::new(
+            "doors",
+            Verdict::Ok,
+            format!(
+                "{n} paths through the ibacm socket {socket} (by GID and by LID) equal to the master's; {kernel}"
+            ),
+        )
+    };
+    part.details = details;
+    Ok(part)
+}
+
+/// What is known of the kernel's door: it cannot be driven from here
+/// (a RESOLVE comes only from the kernel), so its state and counters.
+fn kernel_door(status: Option<&StatusReport>) -> String {
+    let Some(s) = status else {
+        return "kernel door not checked (local-sa's status was not available)".to_owned();
+    };
+    match s.get("kernel_door") {
+        Some("open") => format!(
+            "kernel door open, not checked from here ({} RESOLVEs so far, {} answered, {} from the cache, {} failed: \
+             rdma_cm applications' routes go through it)",
+            s.get("netlink_resolves").unwrap_or("?"),
+            s.get("netlink_answered").unwrap_or("?"),
+            s.get("netlink_from_cache").unwrap_or("?"),
+            s.get("netlink_failed").unwrap_or("?"),
+        ),
+        Some(_) => {
+            "kernel door closed, not checked (this kernel gives local-sa no NETLINK_RDMA socket)"
+                .to_owned()
+        }
+        None => "kernel door not checked (local-sa does not report it)".to_owned(),
+    }
+}

@@ -1,0 +1,152 @@
+//! `--verify`: a read-only check, on a live fabric, that local-sa on this
+//! node answers what the master SA answers, through every door, and
+//! holds at the master what it says it holds. Nothing is changed at the
+//! master or in local-sa, and no SM_Key is sent.
+//!
+//! 1. paths: a sample of destinations × each P_Key × no ServiceID and
+//!    each `--service-id`, the same Get to both; this port's table from
+//!    both as sets ([`paths`]);
+//! 2. doors: the same destinations through the ibacm socket; the kernel's
+//!    door as far as it can be seen from here ([`doors`]);
+//! 3. registrations against the master's records for the port
+//!    ([`registrations`]);
+//! 4. health: local-sa's STATUS, and ibacm beside it ([`health`]).
+//!
+//! Master queries go `--window` at a time, at most `--query-rate` a second; a
+//! master that stops answering ends a part as NOT CHECKED after a few
+//! time-outs, not one per destination.
+
+mod asking;
+mod doors;
+mod health;
+mod paths;
+mod registrations;
+mod report;
+
+use std::path::Path;
+use std::time::Duration;
+
+use local_sa_core::request::{Request, StatusReport};
+use umad::Address;
+
+use self::asking::Pace;
+use self::registrations::Held;
+use self::report::Report;
+use crate::cli::Cli;
+use crate::failure::Failure;
+use crate::local_api::{Connection, default_socket};
+use crate::resolve::DEFAULT_SOCKET;
+
+/// rdma_cm's ServiceID for TCP port space, port 0: what is asked "with a
+/// ServiceID" when none is given.
+const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_0000;
+
+/// Runs `--verify` and prints its report; the exit status says how it
+/// came out ([`Report::exit_code`]).
+pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
+    let sysfs = umad::port::Sysfs::default();
+    let port = sysfs
+        .select(cli.ca.as_deref(), cli.port)
+        .map_err(|e| Failure::new(3, e.to_string()))?;
+    if port.sm_lid == 0 {
+        return Err(Failure::new(
+            3,
+            format!("{port} knows no SM LID: there is no master SA to compare with"),
+        ));
+    }
+    let pkeys = match cli.pkey {
+        Some(p) => vec![p],
+        None => sysfs.endpoint_facts(&port).pkeys,
+    };
+    let pkeys = if pkeys.is_empty() {
+        vec![0xffff]
+    } else {
+        pkeys
+    };
+    let service_ids: Vec<u64> = if cli.service_ids.is_empty() {
+        vec![RDMA_CM_SERVICE_ID]
+    } else {
+        // The first of each range: a range is one QoS key in a policy.
+        cli.service_ids.iter().map(|r| *r.start()).collect()
+    };
+    let api_socket = cli
+        .api_socket
+        .clone()
+        .unwrap_or_else(|| default_socket(&port.ca, port.port));
+    let acm_socket = cli
+        .acm_socket
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SOCKET.into());
+    let timeout = Duration::from_millis(cli.timeout_ms.max(1));
+    let pace = Pace {
+        window: cli.window.max(1),
+        rate: cli.query_rate,
+    };
+    let (transport, mut client) = crate::sa_client(cli, &port, &[])?;
+    let local = Address::gsi(port.lid, port.sm_sl);
+    let master = Address::gsi(port.sm_lid, port.sm_sl);
+    let me = port.gid;
+    let result = smol::block_on(async {
+        let (status, held) = from_local_api(&api_socket).await;
+        let scope = paths::Scope {
+            me,
+            my_lid: port.lid,
+            pkeys,
+            service_ids,
+            sample: cli.sample.0,
+        };
+        let mut report = Report::default();
+        let (part, destinations) = paths::check(&mut client, local, master, &scope, pace).await?;
+        report.parts.push(part);
+        let status_ref = status.as_ref().ok();
+        report.parts.push(
+            doors::check(
+                &mut client,
+                master,
+                me,
+                &destinations,
+                &acm_socket,
+                timeout,
+                status_ref,
+                pace,
+            )
+            .await?,
+        );
+        report
+            .parts
+            .push(registrations::check(&mut client, master, me, held, pace).await?);
+        report
+            .parts
+            .push(health::check(&status, port.sm_lid, Path::new("/proc")));
+        Ok::<_, Failure>(report)
+    });
+    drop(client);
+    transport.shutdown();
+    let report = result?;
+    if cli.json {
+        outln!("{}", report.json())?;
+    } else {
+        out!("{}", report.text())?;
+    }
+    match report.exit_code() {
+        0 => Ok(()),
+        code => Err(Failure::new(code, String::new())),
+    }
+}
+
+/// local-sa's status and its registrations, through its local API; each
+/// `Err` says why it could not be had.
+async fn from_local_api(socket: &Path) -> (Result<StatusReport, String>, Result<Held, String>) {
+    let mut conn = match Connection::open(socket, false) {
+        Ok(c) => c,
+        Err(f) => return (Err(f.message.clone()), Err(f.message)),
+    };
+    let status = match conn.call(&Request::Status).await {
+        Ok(answer) => String::from_utf8(answer.body.to_vec())
+            .map(|t| StatusReport::from_text(&t))
+            .map_err(|_| "local-sa's STATUS answer is not text".to_owned()),
+        Err(f) => Err(f.message),
+    };
+    let held = Held::fetch(&mut conn).await.map_err(|f| f.message);
+    (status, held)
+}
