@@ -59,16 +59,20 @@ fn a_local_sa_that_answers_as_opensm_passes() {
         "{}",
         out.stdout
     );
+    // Through the ibacm socket: each destination by GID and by LID, and
+    // the fabric's 12 hosts by name too (this one among them: the table
+    // holds its path to itself).
     let doors = part_line(&out.stdout, "doors");
     assert!(doors.contains(" OK "), "{}", out.stdout);
     assert!(
         doors.contains(&format!(
             "{} paths through the ibacm socket",
-            destinations * 2
+            destinations * 2 + 12
         )),
         "{}",
         out.stdout
     );
+    assert!(doors.contains("by 12 host names"), "{}", out.stdout);
     assert!(doors.contains("kernel door"), "{}", out.stdout);
     assert!(
         part_line(&out.stdout, "health").contains(" OK "),

@@ -7,19 +7,20 @@
 //! [`Client::next_unsolicited`].
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use local_sa_core::address::Transmit;
 use local_sa_core::requester::{
     Attempts, Completion, Failure, Handled, Requester, RequesterConfig,
 };
-use mad_codec::MadHeader;
 use mad_codec::header::SaMadHeader;
+use mad_codec::{MadHeader, Method};
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 use tracing::trace;
-use umad::{Address, AgentId, IncomingMad, OutgoingMad, UmadTransport};
+use umad::port::PortFacts;
+use umad::{Address, AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, UmadTransport};
 
 /// Names one request of this client's.
 pub(crate) type Token = u64;
@@ -53,6 +54,35 @@ impl Client {
             unsolicited: VecDeque::new(),
             next_token: 1,
         }
+    }
+
+    /// A client on `port`'s umad device: an SA agent (receiving
+    /// `methods` as requests too), its transport threads, and requests
+    /// that wait `timeout` per attempt with `retries` more attempts. The
+    /// transport is the caller's to shut down once the client is dropped.
+    pub(crate) fn on_port(
+        port: &PortFacts,
+        methods: &[Method],
+        timeout: Duration,
+        retries: u32,
+    ) -> Result<(UmadTransport, Self), String> {
+        let umad_path = port
+            .umad_path()
+            .ok_or_else(|| format!("{port} has no umad device"))?;
+        let device = UmadDevice::open(&umad_path).map_err(|e| e.to_string())?;
+        let agent = device
+            .register_agent(&AgentSpec::sa(methods))
+            .map_err(|e| e.to_string())?;
+        let mut config = RequesterConfig {
+            timeout,
+            retries,
+            ..RequesterConfig::default()
+        };
+        // RMPP segments as big as the transport carries intact.
+        config.rmpp.segment_data_len = device.transport().segment_data_len();
+        let transport = UmadTransport::start(device, 256).map_err(|e| e.to_string())?;
+        let client = Self::new(agent, &transport, config);
+        Ok((transport, client))
     }
 
     fn token(&mut self) -> Token {

@@ -34,11 +34,11 @@ mod warm;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use local_sa_core::requester::{Answer, Attempts, RequesterConfig};
+use local_sa_core::requester::{Answer, Attempts};
 use mad_codec::records::SaRecord;
 use mad_codec::{ClassPortInfo, McMemberRecord, Method, NodeRecord, SaMad};
+use umad::Address;
 use umad::port::{PortFacts, Sysfs};
-use umad::{Address, AgentSpec, UmadDevice, UmadTransport};
 
 use crate::cli::Cli;
 use crate::client::Client;
@@ -244,7 +244,13 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     } else {
         &[]
     };
-    let (transport, client) = sa_client(cli, &port, methods)?;
+    let (transport, client) = Client::on_port(
+        &port,
+        methods,
+        Duration::from_millis(cli.timeout_ms.max(1)),
+        cli.retries,
+    )
+    .map_err(|e| Failure::new(3, e))?;
     let mut session = Session {
         dest: Address {
             pkey_index: cli.pkey_index.unwrap_or(0),
@@ -301,34 +307,6 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     drop(session);
     transport.shutdown();
     result
-}
-
-/// The port's umad device with an SA agent (receiving `methods` as
-/// requests too), its transport threads, and a client on them with the
-/// command line's time-out and retries.
-pub(crate) fn sa_client(
-    cli: &Cli,
-    port: &PortFacts,
-    methods: &[Method],
-) -> Result<(UmadTransport, Client), Failure> {
-    let umad_path = port
-        .umad_path()
-        .ok_or_else(|| Failure::new(3, format!("{port} has no umad device")))?;
-    let device = UmadDevice::open(&umad_path).map_err(|e| Failure::new(3, e.to_string()))?;
-    let agent = device
-        .register_agent(&AgentSpec::sa(methods))
-        .map_err(|e| Failure::new(3, e.to_string()))?;
-    let mut config = RequesterConfig {
-        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
-        retries: cli.retries,
-        ..RequesterConfig::default()
-    };
-    // RMPP segments as big as the transport carries intact.
-    config.rmpp.segment_data_len = device.transport().segment_data_len();
-    let transport =
-        UmadTransport::start(device, 256).map_err(|e| Failure::new(3, e.to_string()))?;
-    let client = Client::new(agent, &transport, config);
-    Ok((transport, client))
 }
 
 /// Registrations go through the local API unless an SA is named: returns

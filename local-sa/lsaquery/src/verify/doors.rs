@@ -1,5 +1,7 @@
 //! The doors part: the destinations of the paths part asked again through
-//! the ibacm socket, by GID and by LID, each primary path compared with
+//! the ibacm socket, by GID, by LID and by host name (a channel adapter's
+//! NodeDescription's first word, as local-sa names hosts), each primary
+//! path compared with
 //! the master's answer to the Get ibacm itself would send (SGID, the
 //! destination, the P_Key, reversible, one path); and what can be said of
 //! the kernel's door without driving the kernel.
@@ -8,12 +10,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use local_sa_core::naming::Address as AcmAddress;
+use local_sa_core::naming::{Address as AcmAddress, MAX_NAME_LEN};
 use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
+use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{Gid, MadStatus, Method, PathRecord};
+use mad_codec::codes::NodeType;
+use mad_codec::zerocopy::{FromZeros, IntoBytes};
+use mad_codec::{Gid, MadStatus, Method, NodeRecord, PathRecord};
 use umad::Address;
 
 use super::asking::{Pace, ask_all};
@@ -21,6 +25,7 @@ use super::paths::{Destination, field_differences, path_query};
 use super::report::{Part, Verdict};
 use crate::client::Client;
 use crate::failure::Failure;
+use crate::query::{Kind, Query};
 use crate::resolve::{AcmConnection, meaning};
 
 /// One path the ibacm socket gave.
@@ -58,12 +63,19 @@ pub(super) async fn check(
             );
         }
     };
+    let names = host_names(client, master, destinations, pace).await?;
     let mut asked = Vec::new();
-    for d in destinations {
+    for (d, name) in destinations.iter().zip(&names) {
+        let by_name = name
+            .as_ref()
+            .map(|n| (format!("name {n}"), AcmAddress::Name(n.clone())));
         for (label, address) in [
             (format!("GID {}", d.gid), AcmAddress::Gid(d.gid)),
             (format!("LID {}", d.lid), AcmAddress::Lid(d.lid)),
-        ] {
+        ]
+        .into_iter()
+        .chain(by_name)
+        {
             let path = match acm.resolve(&address, None, false)? {
                 Ok(entries) => entries
                     .iter()
@@ -100,7 +112,14 @@ pub(super) async fn check(
                     t.set_dgid(gid);
                     mask |= pr::DGID;
                 }
-                _ => {}
+                // A name stands for the GID the socket found for it (two
+                // hosts may share a NodeDescription's first word): the
+                // path to that GID is what is compared.
+                _ => {
+                    let dgid = a.path.as_ref().map_or(Gid::ZERO, PathRecord::dgid);
+                    t.set_dgid(dgid);
+                    mask |= pr::DGID;
+                }
             }
             path_query(Method::GET, mask, &t)
         })
@@ -134,6 +153,7 @@ pub(super) async fn check(
         }
     }
     let n = asked.len();
+    let named = names.iter().flatten().count();
     let socket = acm_socket.display();
     let mut part = if !details.is_empty() {
         Part::new(
@@ -160,12 +180,56 @@ pub(super) async fn check(
             "doors",
             Verdict::Ok,
             format!(
-                "{n} paths through the ibacm socket {socket} (by GID and by LID) equal to the master's; {kernel}"
+                "{n} paths through the ibacm socket {socket} (by GID, by LID and by {named} host names) equal to the master's; {kernel}"
             ),
         )
     };
     part.details = details;
     Ok(part)
+}
+
+/// Each destination's host name as local-sa's naming layer takes it from
+/// the master (its NodeDescription's first word), for channel adapters;
+/// `None` where there is none or the master did not say.
+async fn host_names(
+    client: &mut Client,
+    master: Address,
+    destinations: &[Destination],
+    pace: Pace,
+) -> Result<Vec<Option<String>>, Failure> {
+    let requests: Vec<Bytes> = destinations
+        .iter()
+        .map(|d| {
+            let mut r = NodeRecord::new_zeroed();
+            r.set_lid(d.lid);
+            Query {
+                kind: Kind::NodeRecord,
+                method: Method::GET,
+                mask: nr::LID,
+                record: r.as_bytes().to_vec(),
+                modifier: 0,
+                argument: None,
+            }
+            .to_mad(0)
+        })
+        .collect();
+    let answers = ask_all(client, master, &requests, pace, "node names").await?;
+    Ok(answers
+        .iter()
+        .map(|a| {
+            let r = a
+                .answer()
+                .filter(|a| a.status() == MadStatus::OK)?
+                .records::<NodeRecord>()
+                .next()?;
+            if r.node_type() != NodeType::CA {
+                return None;
+            }
+            let description = r.description();
+            let word = description.split_whitespace().next()?;
+            (word.len() <= MAX_NAME_LEN).then(|| word.to_owned())
+        })
+        .collect())
 }
 
 /// What is known of the kernel's door: it cannot be driven from here

@@ -33,6 +33,7 @@ use self::asking::Pace;
 use self::registrations::Held;
 use self::report::Report;
 use crate::cli::Cli;
+use crate::client::Client;
 use crate::failure::Failure;
 use crate::local_api::{Connection, default_socket};
 use crate::resolve::DEFAULT_SOCKET;
@@ -82,7 +83,8 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
         window: cli.window.max(1),
         rate: cli.query_rate,
     };
-    let (transport, mut client) = crate::sa_client(cli, &port, &[])?;
+    let (transport, mut client) =
+        Client::on_port(&port, &[], timeout, cli.retries).map_err(|e| Failure::new(3, e))?;
     let local = Address::gsi(port.lid, port.sm_sl);
     let master = Address::gsi(port.sm_lid, port.sm_sl);
     let me = port.gid;
