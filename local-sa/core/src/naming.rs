@@ -140,6 +140,12 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
     })
 }
 
+/// The host name a NodeDescription gives: its first word, if it is one.
+pub fn host_name(description: &str) -> Option<&str> {
+    let word = description.split_whitespace().next()?;
+    (word.len() <= MAX_NAME_LEN).then_some(word)
+}
+
 /// A host name or an IP address as the files write them.
 pub fn parse_address(word: &str) -> Result<Address, String> {
     if let Ok(ip) = word.parse::<IpAddr>() {
@@ -235,6 +241,14 @@ pub fn parse_addr_file(text: &str) -> Result<Vec<LocalAddress>, LineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_description_names_its_host_by_its_first_word() {
+        assert_eq!(host_name("node17 mlx5_0"), Some("node17"));
+        assert_eq!(host_name("H4_1"), Some("H4_1"));
+        assert_eq!(host_name("   "), None);
+        assert_eq!(host_name(&"x".repeat(64)), None);
+    }
 
     #[test]
     fn hosts_files_map_names_and_addresses_to_gids() {

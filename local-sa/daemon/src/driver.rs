@@ -525,21 +525,17 @@ impl Driver {
             report.push("port", format!("{}/{}", p.facts.ca, p.facts.port));
             report.push("port_state", p.facts.state);
         }
-        report.push(
-            "door_connections",
-            self.account.borrow().counters().connections,
-        );
+        // The doors' counters as the counters file has them
+        // (door_connections first).
+        for (name, value) in self.daemon_counters() {
+            report.push(name, value);
+        }
         // The kernel's door is open when a door has a datagram socket.
         let kernel_door = self.doors.iter().any(|d| {
             d.datagram_conn()
                 .is_some_and(|c| self.connections.contains_key(&c))
         });
         report.push("kernel_door", if kernel_door { "open" } else { "closed" });
-        for door in &self.doors {
-            for (name, value) in door.counter_fields() {
-                report.push(name, value);
-            }
-        }
         for line in self.settings.log.recent().lines(now) {
             report.push("recent_warning", line);
         }

@@ -39,15 +39,9 @@ use super::SaCore;
 use super::name_state::{NameFetch, TableFetch};
 use super::purpose::{NameTable, Purpose};
 use crate::directory::{self, Publication};
-use crate::naming::{Address, MAX_NAME_LEN, NameSource, Names};
+use crate::naming::{self, Address, NameSource, Names};
 use crate::requester::Answer;
 use crate::store::Epoch;
-
-/// The host name a NodeDescription gives: its first word, if it is one.
-fn host_name(description: &str) -> Option<&str> {
-    let word = description.split_whitespace().next()?;
-    (word.len() <= MAX_NAME_LEN).then_some(word)
-}
 
 impl SaCore {
     /// The names and addresses learned from the master SA (shared: the
@@ -366,7 +360,7 @@ pub(super) fn add_node_names<'a>(
             continue;
         }
         adapters += 1;
-        if let Some(name) = host_name(&r.description()) {
+        if let Some(name) = naming::host_name(&r.description()) {
             names.insert_if_absent(
                 Address::Name(name.to_owned()),
                 Gid::new(prefix, r.port_guid()),
@@ -391,17 +385,4 @@ pub(super) fn add_directory_names<'a>(
         }
     }
     entries
-}
-
-#[cfg(test)]
-mod tests {
-    use super::host_name;
-
-    #[test]
-    fn a_node_description_names_its_host_by_its_first_word() {
-        assert_eq!(host_name("node17 mlx5_0"), Some("node17"));
-        assert_eq!(host_name("H4_1"), Some("H4_1"));
-        assert_eq!(host_name("   "), None);
-        assert_eq!(host_name(&"x".repeat(64)), None);
-    }
 }

@@ -51,6 +51,20 @@ impl Query {
         }
     }
 
+    /// `kind` asked with `method`, selected by `mask` over `record`.
+    pub(crate) fn selecting(
+        kind: Kind,
+        method: Method,
+        mask: ComponentMask,
+        record: &[u8],
+    ) -> Self {
+        Self {
+            mask,
+            record: record.to_vec(),
+            ..Self::plain(kind, method)
+        }
+    }
+
     /// `-s`'s second query: the ports with IsSMdisabled.
     pub(crate) fn sm_disabled_ports(&self) -> Self {
         let (mask, record) = fabric::capability_template(IS_SM_DISABLED);
@@ -195,14 +209,13 @@ pub(crate) fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
 /// describe, whatever query the rest of the command line names.
 pub(crate) fn path_template(cli: &Cli, names: Names<'_>) -> Result<Query, String> {
     let (mask, record) = path_record(cli, names)?;
-    Ok(Query {
-        kind: Kind::PathRecord,
-        method: Method::GET,
-        mask: cli.comp_mask.map_or(mask, ComponentMask),
-        record,
-        modifier: 0,
-        argument: None,
-    })
+    let mask = cli.comp_mask.map_or(mask, ComponentMask);
+    Ok(Query::selecting(
+        Kind::PathRecord,
+        Method::GET,
+        mask,
+        &record,
+    ))
 }
 
 /// A node listing's NodeRecord query: every record, to pick from as
@@ -241,14 +254,12 @@ fn nodes(listing: Listing, arg: Option<&str>) -> Result<(ComponentMask, Vec<u8>)
 pub(crate) fn node_by_name(name: &str) -> Query {
     let mut r = NodeRecord::new_zeroed();
     r.set_description(name);
-    Query {
-        kind: Kind::NodeRecord,
-        method: Method::GET_TABLE,
-        mask: nr::NODE_DESCRIPTION,
-        record: r.as_bytes().to_vec(),
-        modifier: 0,
-        argument: None,
-    }
+    Query::selecting(
+        Kind::NodeRecord,
+        Method::GET_TABLE,
+        nr::NODE_DESCRIPTION,
+        r.as_bytes(),
+    )
 }
 
 fn node_record(arg: Option<&str>, names: Names<'_>) -> Result<(ComponentMask, Vec<u8>), String> {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use local_sa_core::requester::Answer;
+use mad_codec::MadStatus;
 use umad::Address;
 
 use crate::client::Client;
@@ -28,10 +29,25 @@ pub(super) enum Outcome {
 }
 
 impl Outcome {
+    /// The answer, if one came.
     pub(super) fn answer(&self) -> Option<&Answer> {
         match self {
             Self::Answered(a) => Some(a),
             _ => None,
+        }
+    }
+
+    /// The answer, if one came with status success.
+    pub(super) fn answer_ok(&self) -> Option<&Answer> {
+        self.answer().filter(|a| a.status() == MadStatus::OK)
+    }
+
+    /// What came, for a reason: the status, or why nothing did.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Self::Answered(a) => format!("status {:#06x} ({})", a.status().0, a.status().names()),
+            Self::Unanswered(why) => why.clone(),
+            Self::Skipped => "not asked: the SA had stopped answering".to_owned(),
         }
     }
 }

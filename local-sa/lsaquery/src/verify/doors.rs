@@ -10,14 +10,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use local_sa_core::naming::{Address as AcmAddress, MAX_NAME_LEN};
+use local_sa_core::naming::{self, Address as AcmAddress};
 use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
 use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::codes::NodeType;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
-use mad_codec::{Gid, MadStatus, Method, NodeRecord, PathRecord};
+use mad_codec::{Gid, Method, NodeRecord, PathRecord};
 use umad::Address;
 
 use super::asking::{Pace, ask_all};
@@ -129,8 +129,7 @@ pub(super) async fn check(
     let mut details = Vec::new();
     for (a, m) in asked.iter().zip(&from_master) {
         let master_path = m
-            .answer()
-            .filter(|m| m.status() == MadStatus::OK)
+            .answer_ok()
             .and_then(|m| m.records::<PathRecord>().next().copied());
         match (&a.path, master_path, m.answer()) {
             (_, _, None) => unchecked += 1,
@@ -202,32 +201,18 @@ async fn host_names(
         .map(|d| {
             let mut r = NodeRecord::new_zeroed();
             r.set_lid(d.lid);
-            Query {
-                kind: Kind::NodeRecord,
-                method: Method::GET,
-                mask: nr::LID,
-                record: r.as_bytes().to_vec(),
-                modifier: 0,
-                argument: None,
-            }
-            .to_mad(0)
+            Query::selecting(Kind::NodeRecord, Method::GET, nr::LID, r.as_bytes()).to_mad(0)
         })
         .collect();
     let answers = ask_all(client, master, &requests, pace, "node names").await?;
     Ok(answers
         .iter()
         .map(|a| {
-            let r = a
-                .answer()
-                .filter(|a| a.status() == MadStatus::OK)?
-                .records::<NodeRecord>()
-                .next()?;
+            let r = a.answer_ok()?.records::<NodeRecord>().next()?;
             if r.node_type() != NodeType::CA {
                 return None;
             }
-            let description = r.description();
-            let word = description.split_whitespace().next()?;
-            (word.len() <= MAX_NAME_LEN).then(|| word.to_owned())
+            naming::host_name(&r.description()).map(str::to_owned)
         })
         .collect())
 }

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
+use local_sa_core::requester::Answer;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::records::SaRecord as _;
 use mad_codec::zerocopy::{FromBytes as _, FromZeros, IntoBytes};
@@ -80,15 +81,37 @@ impl Pair {
 
 /// A PathRecord query's MAD.
 pub(super) fn path_query(method: Method, mask: ComponentMask, template: &PathRecord) -> Bytes {
-    Query {
-        kind: Kind::PathRecord,
-        method,
-        mask,
-        record: template.as_bytes().to_vec(),
-        modifier: 0,
-        argument: None,
-    }
-    .to_mad(0)
+    Query::selecting(Kind::PathRecord, method, mask, template.as_bytes()).to_mad(0)
+}
+
+/// This port's table (GetTable by SGID) from the SA at `sa`, or the
+/// part that says `who` did not give it and what to run `next`.
+async fn port_table(
+    client: &mut Client,
+    sa: Address,
+    me: Gid,
+    who: &str,
+    next: String,
+    pace: Pace,
+) -> Result<Result<Answer, Part>, Failure> {
+    let mut t = PathRecord::new_zeroed();
+    t.set_sgid(me);
+    let request = [path_query(Method::GET_TABLE, pr::SGID, &t)];
+    let outcome = ask_all(client, sa, &request, pace, "tables")
+        .await?
+        .swap_remove(0);
+    Ok(match outcome {
+        Outcome::Answered(a) if a.status() == MadStatus::OK => Ok(a),
+        other => Err(Part::not_checked(
+            "paths",
+            format!(
+                "{who} at LID {} did not give this port's table: {}",
+                sa.lid,
+                other.describe()
+            ),
+        )
+        .next(next)),
+    })
 }
 
 /// Runs the paths part; also returns the destinations it asked about.
@@ -99,41 +122,35 @@ pub(super) async fn check(
     scope: &Scope,
     pace: Pace,
 ) -> Result<(Part, Vec<Destination>), Failure> {
-    let mut t = PathRecord::new_zeroed();
-    t.set_sgid(scope.me);
-    let table = [path_query(Method::GET_TABLE, pr::SGID, &t)];
-    let local_table = ask_all(client, local, &table, pace, "tables").await?;
-    let Some(local_table) = answered_ok(&local_table[0]) else {
-        return Ok((
-            Part::not_checked(
-                "paths",
-                format!(
-                    "local-sa at LID {} did not give this port's table: {}",
-                    local.lid,
-                    describe(&local_table[0])
-                ),
-            )
-            .next("lsaquery --status"),
-            Vec::new(),
-        ));
+    let ask_master = format!(
+        "lsaquery --master -c   (is the master SA at LID {} answering?)",
+        master.lid
+    );
+    let local_table = match port_table(
+        client,
+        local,
+        scope.me,
+        "local-sa",
+        "lsaquery --status".into(),
+        pace,
+    )
+    .await?
+    {
+        Ok(t) => t,
+        Err(part) => return Ok((part, Vec::new())),
     };
-    let master_table = ask_all(client, master, &table, pace, "tables").await?;
-    let Some(master_table) = answered_ok(&master_table[0]) else {
-        return Ok((
-            Part::not_checked(
-                "paths",
-                format!(
-                    "the master SA at LID {} did not give this port's table: {}",
-                    master.lid,
-                    describe(&master_table[0])
-                ),
-            )
-            .next(format!(
-                "lsaquery --master -c   (is the master SA at LID {} answering?)",
-                master.lid
-            )),
-            Vec::new(),
-        ));
+    let master_table = match port_table(
+        client,
+        master,
+        scope.me,
+        "the master SA",
+        ask_master.clone(),
+        pace,
+    )
+    .await?
+    {
+        Ok(t) => t,
+        Err(part) => return Ok((part, Vec::new())),
     };
     let local_records: BTreeSet<[u8; PathRecord::LEN]> =
         local_table.records::<PathRecord>().map(bytes_of).collect();
@@ -191,16 +208,14 @@ pub(super) async fn check(
                 gid: r.dgid(),
             });
         }
-        let Some(l) = l.answer() else {
-            first_different.get_or_insert(*pair);
-            details.push(format!(
-                "{}: local-sa did not answer ({}); the master did",
-                pair.label(),
-                describe(l)
-            ));
-            continue;
+        let difference = match l.answer() {
+            None => Some(format!(
+                "local-sa did not answer ({}); the master did",
+                l.describe()
+            )),
+            Some(l) => compare_answers(l, m),
         };
-        match compare_answers(l, m) {
+        match difference {
             None => equal += 1,
             Some(d) => {
                 first_different.get_or_insert(*pair);
@@ -221,7 +236,7 @@ pub(super) async fn check(
         list(&scope.pkeys, |p| format!("{p:#06x}")),
         list(&scope.service_ids, |s| format!("{s:#x}"))
     );
-    let part = if !details.is_empty() {
+    let mut part = if !details.is_empty() {
         Part::new(
             "paths",
             Verdict::Different,
@@ -242,10 +257,7 @@ pub(super) async fn check(
                 master.lid
             ),
         )
-        .next(format!(
-            "lsaquery --master -c   (is the master SA at LID {} answering?)",
-            master.lid
-        ))
+        .next(ask_master)
     } else if unchecked > 0 {
         Part::not_checked(
             "paths",
@@ -262,7 +274,6 @@ pub(super) async fn check(
             format!("{asked} answers equal to the master's ({what}); {table_note}"),
         )
     };
-    let mut part = part;
     part.details = details;
     Ok((part, destinations))
 }
@@ -272,26 +283,13 @@ fn list<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
     items.iter().map(show).collect::<Vec<_>>().join(", ")
 }
 
-/// The answer, if one came with status success.
-fn answered_ok(o: &Outcome) -> Option<&local_sa_core::requester::Answer> {
-    o.answer().filter(|a| a.status() == MadStatus::OK)
-}
-
-fn describe(o: &Outcome) -> String {
-    match o {
-        Outcome::Answered(a) => format!("status {:#06x} ({})", a.status().0, a.status().names()),
-        Outcome::Unanswered(why) => why.clone(),
-        Outcome::Skipped => "not asked: the SA had stopped answering".to_owned(),
-    }
-}
-
 fn bytes_of(r: &PathRecord) -> [u8; PathRecord::LEN] {
     let mut b = [0; PathRecord::LEN];
     b.copy_from_slice(r.as_bytes());
     b
 }
 
-fn first_record(a: &local_sa_core::requester::Answer) -> Option<PathRecord> {
+fn first_record(a: &Answer) -> Option<PathRecord> {
     (a.status() == MadStatus::OK)
         .then(|| a.records::<PathRecord>().next().copied())
         .flatten()
@@ -299,10 +297,7 @@ fn first_record(a: &local_sa_core::requester::Answer) -> Option<PathRecord> {
 
 /// `None` if local-sa's answer `l` equals the master's `m` (status, and
 /// the record when there is one); otherwise what differs.
-fn compare_answers(
-    l: &local_sa_core::requester::Answer,
-    m: &local_sa_core::requester::Answer,
-) -> Option<String> {
+fn compare_answers(l: &Answer, m: &Answer) -> Option<String> {
     if l.status() != m.status() {
         return Some(format!(
             "status {} from local-sa, {} from the master",

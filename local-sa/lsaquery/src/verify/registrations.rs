@@ -15,8 +15,8 @@ use mad_codec::attr::inform_info_record::mask as iir;
 use mad_codec::attr::mc_member_record::mask as mcm;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
-    ComponentMask, Gid, InformInfoRecord, InformInfoRepr, JoinState, MadStatus, McMemberRecord,
-    Method, Records,
+    ComponentMask, Gid, InformInfoRecord, InformInfoRepr, JoinState, McMemberRecord, Method,
+    Records,
 };
 use umad::Address;
 
@@ -75,15 +75,7 @@ fn describe_subscription(k: &InformInfoRepr) -> String {
 }
 
 fn table_query(kind: Kind, mask: ComponentMask, record: &[u8]) -> Bytes {
-    Query {
-        kind,
-        method: Method::GET_TABLE,
-        mask,
-        record: record.to_vec(),
-        modifier: 0,
-        argument: None,
-    }
-    .to_mad(0)
+    Query::selecting(kind, Method::GET_TABLE, mask, record).to_mad(0)
 }
 
 /// Runs the registrations part; `held` is `None` when local-sa's lists
@@ -114,17 +106,11 @@ pub(super) async fn check(
         table_query(Kind::McMemberRecord, mcm::PORT_GID, member.as_bytes()),
     ];
     let answers = ask_all(client, master, &requests, pace, "registrations").await?;
-    let (Some(subs), Some(members)) = (ok(&answers[0]), ok(&answers[1])) else {
+    let (Some(subs), Some(members)) = (answers[0].answer_ok(), answers[1].answer_ok()) else {
         let why = answers
             .iter()
-            .find_map(|o| match o {
-                Outcome::Unanswered(why) => Some(why.clone()),
-                Outcome::Answered(a) if a.status() != MadStatus::OK => {
-                    Some(format!("it answered {}", a.status().names()))
-                }
-                _ => None,
-            })
-            .unwrap_or_else(|| "no answer".to_owned());
+            .find(|o| o.answer_ok().is_none())
+            .map_or_else(|| "no answer".to_owned(), Outcome::describe);
         return Ok(Part::not_checked(
             "registrations",
             format!("the master SA at LID {} gave no records: {why}", master.lid),
@@ -205,7 +191,7 @@ pub(super) async fn check(
         at_master_subs.len(),
         at_master_groups.len()
     );
-    let part = if differ > 0 {
+    let mut part = if differ > 0 {
         Part::new(
             "registrations",
             Verdict::Different,
@@ -231,11 +217,6 @@ pub(super) async fn check(
     } else {
         Part::new("registrations", Verdict::Ok, counts)
     };
-    let mut part = part;
     part.details = details;
     Ok(part)
-}
-
-fn ok(o: &Outcome) -> Option<&local_sa_core::requester::Answer> {
-    o.answer().filter(|a| a.status() == MadStatus::OK)
 }
