@@ -131,6 +131,13 @@ fn a_wrong_path_loaded_into_local_sa_is_named() {
     assert_eq!(out.status.code(), Some(1), "{}{}", out.stdout, out.stderr);
     let paths = part_line(&out.stdout, "paths");
     assert!(paths.contains(" DIFFERENT "), "{}", out.stdout);
+    // The pair, without and with rdma_cm's ServiceID.
+    let asked = sa.counter("records") * 2;
+    assert!(
+        paths.contains(&format!("2 of {asked} answers differ")),
+        "{}",
+        out.stdout
+    );
     for named in [
         format!("LID {far} P_Key 0xffff no ServiceID: sl 0x3 (local-sa) ≠ 0x0 (master)"),
         format!(

@@ -32,6 +32,8 @@ use crate::resolve::{AcmConnection, meaning};
 struct AcmPath {
     label: String,
     asked: AcmAddress,
+    /// The destination's GID, as the paths part found it.
+    destination: Gid,
     path: Result<PathRecord, String>,
 }
 
@@ -87,6 +89,7 @@ pub(super) async fn check(
             asked.push(AcmPath {
                 label,
                 asked: address,
+                destination: d.gid,
                 path,
             });
         }
@@ -114,9 +117,11 @@ pub(super) async fn check(
                 }
                 // A name stands for the GID the socket found for it (two
                 // hosts may share a NodeDescription's first word): the
-                // path to that GID is what is compared.
+                // path to that GID is what is compared; where the socket
+                // found none, the master's path to the destination shows
+                // what was missed.
                 _ => {
-                    let dgid = a.path.as_ref().map_or(Gid::ZERO, PathRecord::dgid);
+                    let dgid = a.path.as_ref().map_or(a.destination, PathRecord::dgid);
                     t.set_dgid(dgid);
                     mask |= pr::DGID;
                 }

@@ -192,7 +192,7 @@ pub(super) async fn check(
 
     let mut details = Vec::new();
     let mut first_different = None;
-    let (mut equal, mut unchecked) = (0usize, 0usize);
+    let (mut equal, mut different, mut unchecked) = (0usize, 0usize, 0usize);
     let mut destinations = Vec::new();
     for ((pair, l), m) in pairs.iter().zip(&from_local).zip(&from_master) {
         let Some(m) = m.answer() else {
@@ -218,6 +218,7 @@ pub(super) async fn check(
         match difference {
             None => equal += 1,
             Some(d) => {
+                different += 1;
                 first_different.get_or_insert(*pair);
                 details.push(format!("{}: {d}", pair.label()));
             }
@@ -241,8 +242,7 @@ pub(super) async fn check(
             "paths",
             Verdict::Different,
             format!(
-                "{} of {asked} answers differ from the master's ({what}); {table_note}",
-                details.len()
+                "{different} of {asked} answers differ from the master's ({what}); {table_note}"
             ),
         )
         .next(first_different.map_or_else(
