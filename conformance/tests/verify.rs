@@ -35,6 +35,32 @@ fn verify(node: &Node<'_>, sa: &LocalSa<'_>, extra: &[&str]) -> RunOutput {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Waits until the master holds `sa`'s directory record, as its status
+/// says.
+fn wait_for_directory(node: &Node<'_>, sa: &LocalSa<'_>) {
+    let since = Instant::now();
+    loop {
+        let status = node
+            .lsaquery()
+            .arg("--status")
+            .arg("--api-socket")
+            .arg(sa.api_socket())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        if status.stdout.contains("addresses are in the directory") {
+            return;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "{}'s directory record never reached the master:\n{}{}",
+            sa.node(),
+            status.stdout,
+            status.stderr
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// The line of `part` in the summary.
 fn part_line<'a>(text: &'a str, part: &str) -> &'a str {
     text.lines()
@@ -45,8 +71,20 @@ fn part_line<'a>(text: &'a str, part: &str) -> &'a str {
 #[test]
 fn a_local_sa_that_answers_as_opensm_passes() {
     let fabric = fabric();
-    let sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
+    // Another node's local-sa publishes a name and an address in the
+    // directory at OpenSM: the check asks the ibacm socket by them too.
+    let storage = LocalSa::start(
+        &fabric,
+        "h9",
+        &["--host-name", "storage-9", "--address", "10.9.0.9"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let sa = LocalSa::start(&fabric, "h2", &["--host-name", "client-2"])
+        .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();
+    for (name, published) in [("h9", &storage), ("h2", &sa)] {
+        wait_for_directory(&fabric.node(name).unwrap(), published);
+    }
     let out = verify(&node, &sa, &[]);
     assert_eq!(out.status.code(), Some(0), "{}{}", out.stdout, out.stderr);
     let paths = part_line(&out.stdout, "paths");
@@ -59,20 +97,24 @@ fn a_local_sa_that_answers_as_opensm_passes() {
         "{}",
         out.stdout
     );
-    // Through the ibacm socket: each destination by GID and by LID, and
-    // the fabric's 12 hosts by name too (this one among them: the table
-    // holds its path to itself).
+    // Through the ibacm socket: each destination by GID and by LID, the
+    // fabric's 12 hosts by name (this one among them: the table holds its
+    // path to itself), the two directory names and h9's address.
     let doors = part_line(&out.stdout, "doors");
     assert!(doors.contains(" OK "), "{}", out.stdout);
     assert!(
         doors.contains(&format!(
             "{} paths through the ibacm socket",
-            destinations * 2 + 12
+            destinations * 2 + 14 + 1
         )),
         "{}",
         out.stdout
     );
-    assert!(doors.contains("by 12 host names"), "{}", out.stdout);
+    assert!(
+        doors.contains("by 14 host names and by 1 IP addresses"),
+        "{}",
+        out.stdout
+    );
     assert!(doors.contains("kernel door"), "{}", out.stdout);
     assert!(
         part_line(&out.stdout, "health").contains(" OK "),

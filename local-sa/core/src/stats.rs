@@ -1,10 +1,11 @@
 //! What the flat [`Counters`](crate::Counters) cannot say: the answers a
-//! port gave by attribute, method and status, and how long the master
-//! took to answer, as a histogram. Both are bounded: a peer choosing
-//! attribute IDs cannot grow the series past [`MAX_ANSWER_SERIES`].
+//! port gave by attribute, method and status, how long the master took to
+//! answer, as a histogram, and how path queries were answered in the last
+//! minute. All are bounded: a peer choosing attribute IDs cannot grow the
+//! series past [`MAX_ANSWER_SERIES`].
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mad_codec::{AttributeId, MadStatus, Method};
 
@@ -104,6 +105,65 @@ impl LatencyHistogram {
     }
 }
 
+/// The width of one [`LastMinute`] bucket.
+const RECENT_BUCKET: Duration = Duration::from_secs(10);
+
+/// Buckets in [`LastMinute`]: the current one and the five before it.
+const RECENT_BUCKETS: usize = 6;
+
+/// Path queries answered from the cache and not (forwarded, or waiting for
+/// the master) in the last minute, in ten-second buckets: what a port
+/// does now, where the totals since start say what it has done.
+#[derive(Debug, Clone, Default)]
+pub struct LastMinute {
+    /// When bucket 0 began; the first query sets it.
+    origin: Option<Instant>,
+    /// (bucket number since `origin`, from the cache, not from it).
+    buckets: [(u64, u64, u64); RECENT_BUCKETS],
+}
+
+impl LastMinute {
+    /// Counts one query answered from the cache at `now`.
+    pub fn hit(&mut self, now: Instant) {
+        self.bucket(now).1 += 1;
+    }
+
+    /// Counts one query the cache could not answer at `now`.
+    pub fn miss(&mut self, now: Instant) {
+        self.bucket(now).2 += 1;
+    }
+
+    /// (from the cache, not from it) in the minute before `now`: the
+    /// current bucket and the five before it, so between 50 and 60 s.
+    pub fn totals(&self, now: Instant) -> (u64, u64) {
+        let Some(origin) = self.origin else {
+            return (0, 0);
+        };
+        let current = Self::number(origin, now);
+        let oldest = current.saturating_sub(RECENT_BUCKETS as u64 - 1);
+        self.buckets
+            .iter()
+            .filter(|(n, ..)| (oldest..=current).contains(n))
+            .fold((0, 0), |(h, m), (_, bh, bm)| (h + bh, m + bm))
+    }
+
+    fn number(origin: Instant, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(origin);
+        since.as_secs() / RECENT_BUCKET.as_secs()
+    }
+
+    /// `now`'s bucket, emptied first if it last held an older one.
+    fn bucket(&mut self, now: Instant) -> &mut (u64, u64, u64) {
+        let origin = *self.origin.get_or_insert(now);
+        let n = Self::number(origin, now);
+        let slot = &mut self.buckets[(n % RECENT_BUCKETS as u64) as usize];
+        if slot.0 != n {
+            *slot = (n, 0, 0);
+        }
+        slot
+    }
+}
+
 /// A port's breakdowns.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
@@ -111,6 +171,8 @@ pub struct Stats {
     pub answers: AnswerCounts,
     /// How long the master took to answer this port's requests.
     pub upstream_latency: LatencyHistogram,
+    /// Path queries from the cache and not, in the last minute.
+    pub last_minute: LastMinute,
 }
 
 #[cfg(test)]
@@ -140,6 +202,28 @@ mod tests {
         }
         assert_eq!(a.series().count(), MAX_ANSWER_SERIES);
         assert_eq!(a.others(), 1000 - (MAX_ANSWER_SERIES as u64 - 2));
+    }
+
+    #[test]
+    fn the_last_minute_forgets_what_is_older() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut m = LastMinute::default();
+        assert_eq!(m.totals(t0), (0, 0));
+        m.hit(at(0));
+        m.hit(at(5));
+        m.miss(at(25));
+        assert_eq!(m.totals(at(30)), (2, 1));
+        // At 60 s the bucket of 0–9 s has left the window.
+        m.hit(at(60));
+        assert_eq!(m.totals(at(60)), (1, 1));
+        // A bucket reused for a later ten seconds starts empty.
+        m.miss(at(85));
+        assert_eq!(m.totals(at(85)), (1, 1));
+        // Quiet for ten minutes: nothing is recent.
+        assert_eq!(m.totals(at(700)), (0, 0));
+        m.miss(at(700));
+        assert_eq!(m.totals(at(700)), (0, 1));
     }
 
     #[test]

@@ -425,9 +425,11 @@ pub(crate) struct Cli {
     /// Check, read-only, that local-sa on this port answers what the
     /// master SA answers: paths (a sample of destinations × each P_Key ×
     /// with and without a ServiceID, the same Get to both; this port's
-    /// table as a set), the same paths through the ibacm socket,
-    /// subscriptions and memberships against the master's records for the
-    /// port, and local-sa's health. Prints OK, DIFFERENT or NOT CHECKED
+    /// table as a set), the same paths through the ibacm socket (by GID,
+    /// LID, host name and the IPs other local-sa nodes publish), the
+    /// kernel door's counters before and after, subscriptions and
+    /// memberships against the master's records for the port, and
+    /// local-sa's health. Prints OK, DIFFERENT or NOT CHECKED
     /// per part with the reason and the next command to run (--json for
     /// scripts). Changes nothing; sends no SM_Key. Exit status 0 when
     /// everything checked is equal, 1 when something differs, 5 when the

@@ -110,7 +110,12 @@ pub(crate) fn human(r: &StatusReport) -> String {
     if !tables.is_empty() {
         let _ = writeln!(out, "  partitions   {}", tables.join("; "));
     }
-    let _ = writeln!(out, "  names        {}", v("names"));
+    let directory = match r.get("directory") {
+        Some("published") => "; this port's name and addresses are in the directory at the master",
+        Some(_) => "; this port's name and addresses are not in the directory at the master yet",
+        None => "",
+    };
+    let _ = writeln!(out, "  names        {}{directory}", v("names"));
     let _ = writeln!(
         out,
         "  consumers    {} subscriptions for {} subscribers; {} groups, {} memberships",
@@ -119,9 +124,13 @@ pub(crate) fn human(r: &StatusReport) -> String {
         v("groups"),
         v("members")
     );
+    let recent = match (r.get("hits_last_minute"), r.get("misses_last_minute")) {
+        (Some(h), Some(m)) => format!(" (last minute: {h} from the cache, {m} not)"),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "  queries      {} from the cache, {} not; {} waiting for the master, {} it never answered; {} error answers",
+        "  queries      {} from the cache, {} not{recent}; {} waiting for the master, {} it never answered; {} error answers",
         v("hits"),
         v("misses"),
         v("upstream_in_flight"),
@@ -308,9 +317,9 @@ mod tests {
     fn report() -> StatusReport {
         StatusReport::from_text(
             "port_gid fe80::10:3\nlid 5\nsm_lid 1\nmaster_sa_lid 1\ntable complete\nrecords 17\n\
-             names 3\nlast_refresh_age_ms 2500\nlast_refresh_took_ms 12\nnext_refresh_in_ms 597500\n\
+             names 3\ndirectory published\nlast_refresh_age_ms 2500\nlast_refresh_took_ms 12\nnext_refresh_in_ms 597500\n\
              refresh_failures_in_a_row 0\nsubscriptions 3\nsubscribers 2\ngroups 1\nmembers 2\n\
-             hits 10\nmisses 2\nupstream_in_flight 0\nupstream_failures 0\nerrors 0\nversion 0.1.0\n\
+             hits 10\nmisses 2\nhits_last_minute 4\nmisses_last_minute 1\nupstream_in_flight 0\nupstream_failures 0\nerrors 0\nversion 0.1.0\n\
              pid 42\nuptime_s 3\nport ibsim0/1\nport_state Active\ndoor_connections 1\n\
              recent_warning 12 WARN the master refused a subscription change status=0x0200\n",
         )
@@ -323,9 +332,9 @@ mod tests {
             text,
             "ibsim0/1: Active, LID 5, SM LID 1; master SA at LID 1\n\
              \x20 paths        17 (complete table), refreshed 2.5 s ago in 12 ms; next in 597 s\n\
-             \x20 names        3\n\
+             \x20 names        3; this port's name and addresses are in the directory at the master\n\
              \x20 consumers    3 subscriptions for 2 subscribers; 1 groups, 2 memberships\n\
-             \x20 queries      10 from the cache, 2 not; 0 waiting for the master, 0 it never answered; 0 error answers\n\
+             \x20 queries      10 from the cache, 2 not (last minute: 4 from the cache, 1 not); 0 waiting for the master, 0 it never answered; 0 error answers\n\
              \x20 daemon       local-sa 0.1.0, pid 42, up 3.0 s; 1 local connections\n\
              \x20 warnings     12 s ago: WARN the master refused a subscription change status=0x0200\n"
         );

@@ -48,12 +48,24 @@ impl SaCore {
         lookup: Lookup,
     ) {
         if lookup == Lookup::Master {
-            self.counters.misses += 1;
+            self.count_miss(now);
             return self.forward(now, asker, query);
         }
         let outcome =
             path_query::evaluate(&self.knowledge(), query.method, query.mask, &query.template);
         self.settle(now, asker, query, lookup, outcome);
+    }
+
+    /// Counts a path query answered from the cache.
+    fn count_hit(&mut self, now: Instant) {
+        self.counters.hits += 1;
+        self.stats.last_minute.hit(now);
+    }
+
+    /// Counts a path query the cache could not answer.
+    fn count_miss(&mut self, now: Instant) {
+        self.counters.misses += 1;
+        self.stats.last_minute.miss(now);
     }
 
     /// What the store and the master's ClassPortInfo tell path queries.
@@ -78,11 +90,11 @@ impl SaCore {
     ) {
         match outcome {
             Outcome::Records(records) => {
-                self.counters.hits += 1;
+                self.count_hit(now);
                 self.answer_path_records(now, &asker, &records);
             }
             Outcome::Status(status) => {
-                self.counters.hits += 1;
+                self.count_hit(now);
                 self.answer_status(&asker, status);
             }
             Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
@@ -95,7 +107,7 @@ impl SaCore {
             }
             Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
             Outcome::Forward(reason) => {
-                self.counters.misses += 1;
+                self.count_miss(now);
                 debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
                 if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
                     self.counters.answer_cache_hits += 1;
@@ -144,7 +156,7 @@ impl SaCore {
             );
             return self.settle(now, asker, query, lookup, outcome);
         }
-        self.counters.misses += 1;
+        self.count_miss(now);
         match lookup {
             Lookup::CacheOnly => {
                 self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);

@@ -47,6 +47,14 @@ impl SaCore {
             );
         }
         s.push("names", c.names);
+        if self.naming.publication.is_some() {
+            let published = if self.naming.published {
+                "published"
+            } else {
+                "not_published"
+            };
+            s.push("directory", published);
+        }
         if let Some((at, took)) = self.refresh.last_fresh {
             s.push("last_refresh_age_ms", ms(at));
             match took {
@@ -94,6 +102,9 @@ impl SaCore {
         ] {
             s.push(name, value);
         }
+        let (hits, misses) = self.stats.last_minute.totals(now);
+        s.push("hits_last_minute", hits);
+        s.push("misses_last_minute", misses);
         let rate = self.config.pace.port_registration_rate(self.fabric_ports);
         s.push("registrations_per_s", format!("{rate:.1}"));
         for r in self.registrants().iter().take(STATUS_REGISTRANTS) {

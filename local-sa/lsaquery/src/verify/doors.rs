@@ -1,32 +1,49 @@
 //! The doors part: the destinations of the paths part asked again through
-//! the ibacm socket, by GID, by LID and by host name (a channel adapter's
-//! NodeDescription's first word, as local-sa names hosts), each primary
-//! path compared with
-//! the master's answer to the Get ibacm itself would send (SGID, the
-//! destination, the P_Key, reversible, one path); and what can be said of
-//! the kernel's door without driving the kernel.
+//! the ibacm socket, by GID, by LID, by host name (a channel adapter's
+//! NodeDescription's first word, as local-sa names hosts) and by the
+//! names and IP addresses other local-sa nodes published in the directory
+//! at the master, each primary path compared with the master's answer to
+//! the Get ibacm itself would send (SGID, the destination, the P_Key,
+//! reversible, one path); and what can be said of the kernel's door
+//! without driving the kernel: its counters before and after.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use local_sa_core::directory::{self, Publication};
 use local_sa_core::naming::{self, Address as AcmAddress};
 use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
 use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::path_record::mask as pr;
+use mad_codec::attr::service_record::mask as sr;
 use mad_codec::codes::NodeType;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
-use mad_codec::{Gid, Method, NodeRecord, PathRecord};
+use mad_codec::{Gid, Method, NodeRecord, PathRecord, ServiceRecord};
 use umad::Address;
 
 use super::asking::{Pace, ask_all};
+use super::local::status_of;
 use super::paths::{Destination, field_differences, path_query};
 use super::report::{Part, Verdict};
 use crate::client::Client;
 use crate::failure::Failure;
 use crate::query::{Kind, Query};
 use crate::resolve::{AcmConnection, meaning};
+
+/// Where this node's local-sa is, as the doors part needs it.
+pub(super) struct Local<'a> {
+    /// Its ibacm socket.
+    pub(super) acm_socket: &'a Path,
+    /// Its local API, for its status after the check.
+    pub(super) api_socket: &'a Path,
+    /// How long an answer through the ibacm socket may take.
+    pub(super) timeout: Duration,
+    /// Its status before the check.
+    pub(super) status: Option<&'a StatusReport>,
+}
 
 /// One path the ibacm socket gave.
 struct AcmPath {
@@ -37,46 +54,60 @@ struct AcmPath {
     path: Result<PathRecord, String>,
 }
 
+/// The ways one destination is asked for beyond its GID and LID.
+#[derive(Default)]
+struct OtherNames {
+    /// Its NodeDescription's first word, then its directory name if that
+    /// is another.
+    names: Vec<String>,
+    /// The IP addresses it published in the directory.
+    ips: Vec<std::net::IpAddr>,
+}
+
 /// Runs the doors part for `destinations`.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn check(
     client: &mut Client,
     master: Address,
     me: Gid,
     destinations: &[Destination],
-    acm_socket: &Path,
-    timeout: Duration,
-    status: Option<&StatusReport>,
+    local: &Local<'_>,
     pace: Pace,
 ) -> Result<Part, Failure> {
-    let kernel = kernel_door(status);
     if destinations.is_empty() {
+        let kernel = kernel_door(local.status, None);
         return Ok(Part::not_checked(
             "doors",
             format!("no destination to ask about (the paths part found none); {kernel}"),
         ));
     }
-    let mut acm = match AcmConnection::open(acm_socket, timeout) {
+    let mut acm = match AcmConnection::open(local.acm_socket, local.timeout) {
         Ok(c) => c,
         Err(f) => {
+            let kernel = kernel_door(local.status, None);
             return Ok(
                 Part::not_checked("doors", format!("{}; {kernel}", f.message))
                     .next("lsaquery --verify --acm-socket PATH   (local-sa's --acm-socket)"),
             );
         }
     };
-    let names = host_names(client, master, destinations, pace).await?;
+    let others = other_names(client, master, destinations, pace).await?;
     let mut asked = Vec::new();
-    for (d, name) in destinations.iter().zip(&names) {
-        let by_name = name
-            .as_ref()
+    for (d, other) in destinations.iter().zip(&others) {
+        let by_name = other
+            .names
+            .iter()
             .map(|n| (format!("name {n}"), AcmAddress::Name(n.clone())));
+        let by_ip = other
+            .ips
+            .iter()
+            .map(|ip| (format!("IP {ip}"), AcmAddress::Ip(*ip)));
         for (label, address) in [
             (format!("GID {}", d.gid), AcmAddress::Gid(d.gid)),
             (format!("LID {}", d.lid), AcmAddress::Lid(d.lid)),
         ]
         .into_iter()
         .chain(by_name)
+        .chain(by_ip)
         {
             let path = match acm.resolve(&address, None, false)? {
                 Ok(entries) => entries
@@ -115,11 +146,11 @@ pub(super) async fn check(
                     t.set_dgid(gid);
                     mask |= pr::DGID;
                 }
-                // A name stands for the GID the socket found for it (two
-                // hosts may share a NodeDescription's first word): the
-                // path to that GID is what is compared; where the socket
-                // found none, the master's path to the destination shows
-                // what was missed.
+                // A name or IP stands for the GID the socket found for it
+                // (two hosts may share a NodeDescription's first word):
+                // the path to that GID is what is compared; where the
+                // socket found none, the master's path to the destination
+                // shows what was missed.
                 _ => {
                     let dgid = a.path.as_ref().map_or(a.destination, PathRecord::dgid);
                     t.set_dgid(dgid);
@@ -156,9 +187,12 @@ pub(super) async fn check(
             (Err(_), None, Some(_)) => equal += 1,
         }
     }
+    let after = status_of(local.api_socket).await.ok();
+    let kernel = kernel_door(local.status, after.as_ref());
     let n = asked.len();
-    let named = names.iter().flatten().count();
-    let socket = acm_socket.display();
+    let named = others.iter().map(|o| o.names.len()).sum::<usize>();
+    let ips = others.iter().map(|o| o.ips.len()).sum::<usize>();
+    let socket = local.acm_socket.display();
     let mut part = if !details.is_empty() {
         Part::new(
             "doors",
@@ -184,12 +218,73 @@ pub(super) async fn check(
             "doors",
             Verdict::Ok,
             format!(
-                "{n} paths through the ibacm socket {socket} (by GID, by LID and by {named} host names) equal to the master's; {kernel}"
+                "{n} paths through the ibacm socket {socket} (by GID, by LID, by {named} host names and by {ips} IP addresses) equal to the master's; {kernel}"
             ),
         )
     };
     part.details = details;
     Ok(part)
+}
+
+/// Each destination's other names: for channel adapters, the host name
+/// local-sa's naming layer takes from the master (its NodeDescription's
+/// first word), and the name and addresses a local-sa on it published in
+/// the directory at the master. Empty where there are none or the master
+/// did not say.
+async fn other_names(
+    client: &mut Client,
+    master: Address,
+    destinations: &[Destination],
+    pace: Pace,
+) -> Result<Vec<OtherNames>, Failure> {
+    let node_names = host_names(client, master, destinations, pace).await?;
+    let published = directory(client, master, destinations, pace).await?;
+    Ok(destinations
+        .iter()
+        .zip(node_names)
+        .map(|(d, node_name)| {
+            let mut other = OtherNames::default();
+            other.names.extend(node_name);
+            if let Some(p) = published.get(&d.gid) {
+                if !other.names.iter().any(|n| n == p.host_name()) {
+                    other.names.push(p.host_name().to_owned());
+                }
+                other.ips.extend_from_slice(p.addresses());
+            }
+            other
+        })
+        .collect())
+}
+
+/// What a local-sa on each destination published in the directory at the
+/// master, asked one Get per destination (as local-sa's naming layer does
+/// when a table comes back cut): absent where nothing was published or the
+/// master did not answer.
+async fn directory(
+    client: &mut Client,
+    master: Address,
+    destinations: &[Destination],
+    pace: Pace,
+) -> Result<HashMap<Gid, Publication>, Failure> {
+    let requests: Vec<Bytes> = destinations
+        .iter()
+        .map(|d| {
+            let mut r = ServiceRecord::new_zeroed();
+            r.set_service_id(directory::SERVICE_ID);
+            r.set_service_gid(d.gid);
+            r.set_service_pkey(directory::SERVICE_PKEY);
+            let mask = sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY;
+            Query::selecting(Kind::ServiceRecord, Method::GET, mask, r.as_bytes()).to_mad(0)
+        })
+        .collect();
+    let answers = ask_all(client, master, &requests, pace, "the directory").await?;
+    // A Get's one record is taken whole, as local-sa's naming layer takes
+    // it: OpenSM frames even a one-MAD answer as RMPP, which the simulator
+    // transport marks as cut, but the answer is that one MAD.
+    Ok(answers
+        .iter()
+        .filter_map(|a| Publication::from_record(&a.answer_ok()?.record::<ServiceRecord>()))
+        .collect())
 }
 
 /// Each destination's host name as local-sa's naming layer takes it from
@@ -222,25 +317,75 @@ async fn host_names(
         .collect())
 }
 
-/// What is known of the kernel's door: it cannot be driven from here
-/// (a RESOLVE comes only from the kernel), so its state and counters.
-fn kernel_door(status: Option<&StatusReport>) -> String {
-    let Some(s) = status else {
+/// What is known of the kernel's door: it cannot be driven from here (a
+/// RESOLVE comes only from the kernel), so its state and its counters,
+/// before the check and after it when there is an after.
+fn kernel_door(before: Option<&StatusReport>, after: Option<&StatusReport>) -> String {
+    let Some(now) = after.or(before) else {
         return "kernel door not checked (local-sa's status was not available)".to_owned();
     };
-    match s.get("kernel_door") {
-        Some("open") => format!(
-            "kernel door open, not checked from here ({} RESOLVEs so far, {} answered, {} from the cache, {} failed: \
-             rdma_cm applications' routes go through it)",
-            s.get("netlink_resolves").unwrap_or("?"),
-            s.get("netlink_answered").unwrap_or("?"),
-            s.get("netlink_from_cache").unwrap_or("?"),
-            s.get("netlink_failed").unwrap_or("?"),
-        ),
+    let count = |s: &StatusReport, name: &str| s.get(name).and_then(|v| v.parse::<u64>().ok());
+    match now.get("kernel_door") {
+        Some("open") => {
+            let during = match (before, after) {
+                (Some(b), Some(a)) => {
+                    match (count(b, "netlink_resolves"), count(a, "netlink_resolves")) {
+                        (Some(x), Some(y)) => format!(
+                            "{} RESOLVEs during the check ({x} before, {y} after); ",
+                            y.saturating_sub(x)
+                        ),
+                        _ => String::new(),
+                    }
+                }
+                _ => String::new(),
+            };
+            let v = |name: &str| count(now, name).map_or("?".to_owned(), |n| n.to_string());
+            format!(
+                "kernel door open, not driven from here (only the kernel sends it RESOLVEs: rdma_cm applications' routes): {during}since start {} RESOLVEs, {} answered, {} from the cache, {} failed",
+                v("netlink_resolves"),
+                v("netlink_answered"),
+                v("netlink_from_cache"),
+                v("netlink_failed"),
+            )
+        }
         Some(_) => {
             "kernel door closed, not checked (this kernel gives local-sa no NETLINK_RDMA socket)"
                 .to_owned()
         }
         None => "kernel door not checked (local-sa does not report it)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(resolves: u64) -> StatusReport {
+        StatusReport::from_text(&format!(
+            "kernel_door open\nnetlink_resolves {resolves}\nnetlink_answered {resolves}\n\
+             netlink_from_cache 2\nnetlink_failed 0\n"
+        ))
+    }
+
+    #[test]
+    fn the_kernel_door_is_reported_by_its_counters_before_and_after() {
+        let said = kernel_door(Some(&status(5)), Some(&status(9)));
+        assert!(
+            said.starts_with("kernel door open, not driven from here"),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "4 RESOLVEs during the check (5 before, 9 after); since start 9 RESOLVEs"
+            ),
+            "{said}"
+        );
+        // Without an after, only what was so before.
+        let said = kernel_door(Some(&status(5)), None);
+        assert!(!said.contains("during the check"), "{said}");
+        assert!(said.contains("since start 5 RESOLVEs"), "{said}");
+        let closed = StatusReport::from_text("kernel_door closed\n");
+        assert!(kernel_door(Some(&closed), None).starts_with("kernel door closed, not checked"));
+        assert!(kernel_door(None, None).contains("status was not available"));
     }
 }

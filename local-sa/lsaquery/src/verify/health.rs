@@ -64,6 +64,11 @@ pub(super) fn check(status: &Result<StatusReport, String>, sm_lid: u16, proc: &P
     .iter()
     .filter_map(|n| s.get(n)?.parse::<u64>().ok())
     .sum();
+    if let (Some(h), Some(m)) = (s.get("hits_last_minute"), s.get("misses_last_minute")) {
+        notes.push(format!(
+            "in the last minute: {h} path queries answered from the cache, {m} forwarded or waiting for the master (before this check)"
+        ));
+    }
     notes.push(format!(
         "since start: {} queries answered from the cache, {} not; {} the master never answered; {refused} refused for limits",
         v("hits"),
@@ -128,7 +133,8 @@ mod tests {
     }
 
     const HEALTHY: &str = "port mlx5_0/1\nport_state Active\nlid 4\nmaster_sa_lid 1\n\
-        table complete\nrecords 26\npartition 0x8001 complete records=26\nhits 5\nmisses 1\n";
+        table complete\nrecords 26\npartition 0x8001 complete records=26\nhits 5\nmisses 1\n\
+        hits_last_minute 3\nmisses_last_minute 0\n";
 
     #[test]
     fn a_healthy_port_is_ok_and_its_warnings_are_listed() {
@@ -137,11 +143,12 @@ mod tests {
         let with_warning = format!("{HEALTHY}recent_warning 12 the master is slow\n");
         let part = check(&status(&with_warning), 1, &dir);
         assert_eq!(part.verdict, Verdict::Ok, "{part:?}");
-        assert!(
-            part.details
-                .iter()
-                .any(|d| d.contains("the master is slow"))
-        );
+        for said in [
+            "the master is slow",
+            "in the last minute: 3 path queries answered from the cache, 0 forwarded",
+        ] {
+            assert!(part.details.iter().any(|d| d.contains(said)), "{said:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

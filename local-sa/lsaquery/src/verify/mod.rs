@@ -6,8 +6,9 @@
 //! 1. paths: a sample of destinations × each P_Key × no ServiceID and
 //!    each `--service-id`, the same Get to both; this port's table from
 //!    both as sets ([`paths`]);
-//! 2. doors: the same destinations through the ibacm socket; the kernel's
-//!    door as far as it can be seen from here ([`doors`]);
+//! 2. doors: the same destinations through the ibacm socket, by GID, LID,
+//!    host name and published IP; the kernel's door as far as it can be
+//!    seen from here, its counters before and after ([`doors`]);
 //! 3. registrations against the master's records for the port
 //!    ([`registrations`]);
 //! 4. health: local-sa's STATUS, and ibacm beside it ([`health`]).
@@ -19,6 +20,7 @@
 mod asking;
 mod doors;
 mod health;
+mod local;
 mod paths;
 mod registrations;
 mod report;
@@ -26,16 +28,14 @@ mod report;
 use std::path::Path;
 use std::time::Duration;
 
-use local_sa_core::request::{Request, StatusReport};
 use umad::Address;
 
 use self::asking::Pace;
-use self::registrations::Held;
 use self::report::Report;
 use crate::cli::Cli;
 use crate::client::Client;
 use crate::failure::Failure;
-use crate::local_api::{Connection, default_socket};
+use crate::local_api::default_socket;
 use crate::resolve::DEFAULT_SOCKET;
 
 /// rdma_cm's ServiceID for TCP port space, port 0: what is asked "with a
@@ -45,6 +45,16 @@ const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_0000;
 /// Runs `--verify` and prints its report; the exit status says how it
 /// came out ([`Report::exit_code`]).
 pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
+    if cli.rate.is_some() {
+        // saquery's -R/--rate selects PathRecords by their Rate field;
+        // taking it here as queries per second would change what it means
+        // between two commands, and ignoring it would check at a rate the
+        // operator did not ask for.
+        return Err(Failure::new(
+            2,
+            "--rate is the PathRecord Rate field (as in saquery); with --verify, give queries per second as --query-rate",
+        ));
+    }
     let sysfs = umad::port::Sysfs::default();
     let port = sysfs
         .select(cli.ca.as_deref(), cli.port)
@@ -89,7 +99,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
     let master = Address::gsi(port.sm_lid, port.sm_sl);
     let me = port.gid;
     let result = smol::block_on(async {
-        let (status, held) = from_local_api(&api_socket).await;
+        let (status, held) = local::status_and_registrations(&api_socket).await;
         let scope = paths::Scope {
             me,
             my_lid: port.lid,
@@ -100,20 +110,15 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
         let mut report = Report::default();
         let (part, destinations) = paths::check(&mut client, local, master, &scope, pace).await?;
         report.parts.push(part);
-        let status_ref = status.as_ref().ok();
-        report.parts.push(
-            doors::check(
-                &mut client,
-                master,
-                me,
-                &destinations,
-                &acm_socket,
-                timeout,
-                status_ref,
-                pace,
-            )
-            .await?,
-        );
+        let local = doors::Local {
+            acm_socket: &acm_socket,
+            api_socket: &api_socket,
+            timeout,
+            status: status.as_ref().ok(),
+        };
+        report
+            .parts
+            .push(doors::check(&mut client, master, me, &destinations, &local, pace).await?);
         report
             .parts
             .push(registrations::check(&mut client, master, me, held, pace).await?);
@@ -136,19 +141,21 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
     }
 }
 
-/// local-sa's status and its registrations, through its local API; each
-/// `Err` says why it could not be had.
-async fn from_local_api(socket: &Path) -> (Result<StatusReport, String>, Result<Held, String>) {
-    let mut conn = match Connection::open(socket, false) {
-        Ok(c) => c,
-        Err(f) => return (Err(f.message.clone()), Err(f.message)),
-    };
-    let status = match conn.call(&Request::Status).await {
-        Ok(answer) => String::from_utf8(answer.body.to_vec())
-            .map(|t| StatusReport::from_text(&t))
-            .map_err(|_| "local-sa's STATUS answer is not text".to_owned()),
-        Err(f) => Err(f.message),
-    };
-    let held = Held::fetch(&mut conn).await.map_err(|f| f.message);
-    (status, held)
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn the_path_record_rate_field_is_not_taken_for_a_query_rate() {
+        let cli = Cli::try_parse_from(["lsaquery", "--verify", "--rate", "50"]).unwrap();
+        let refused = run(&cli).unwrap_err();
+        assert_eq!(refused.code, 2);
+        assert!(
+            refused.message.contains("--query-rate"),
+            "{}",
+            refused.message
+        );
+    }
 }
