@@ -553,7 +553,7 @@ fn opensm_gives_each_destination_the_same_records_in_a_sources_table_at_a_key_as
 }
 
 #[test]
-fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one() {
+fn the_distributor_sends_each_node_its_partition_tables_and_its_tables_at_service_ids() {
     const KEY: &str = "0x5eed";
     // The SA key OpenSM gives P_KeyTableRecords for is the nodes' SM_Key.
     let fabric = fabric_with(&["sa_key 0x5eed"]);
@@ -572,6 +572,15 @@ fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one()
         let d = fabric.node(host).unwrap().port().unwrap().lid.to_string();
         for pkey in ["0x8001", "0x8002", "0xffff"] {
             queries.push(between(&s, &d, &["--method", "get", "--pkey", pkey]));
+            // rdma_cm's key and the storage range's: what the QoS tables
+            // hold.
+            for sid in ["0x1060001", "0x10005"] {
+                queries.push(between(
+                    &s,
+                    &d,
+                    &["--method", "get", "--pkey", pkey, "--service_id", sid],
+                ));
+            }
         }
     }
     let theirs: Vec<Answer> = queries.iter().map(|q| ask(&h2, &["--master"], q)).collect();
@@ -581,6 +590,7 @@ fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one()
         .unwrap()
         .lsaquery()
         .args(["--distribute", "--smkey", KEY, "--json"])
+        .args(["--service-id", "0x1060001", "--service-id", "0x10005"])
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -606,4 +616,27 @@ fn the_distributor_sends_each_node_its_partition_tables_before_its_default_one()
     let stored = json_number(&out.stdout, "partition_stored");
     let held: u64 = nodes.iter().map(|n| n.counter("partition_records")).sum();
     assert_eq!(held, stored, "every record sent is held");
+    // Each node's three P_Keys × two ServiceIDs, sent after its default
+    // table (whose load empties the QoS cache): the queries at them were
+    // answered from what was sent, none asked of the master.
+    assert_eq!(
+        json_number(&out.stdout, "qos_tables"),
+        6 * names.len() as u64,
+        "{}",
+        out.stdout
+    );
+    let counters: Vec<HashMap<String, u64>> = nodes.iter().map(settled).collect();
+    let loaded: u64 = counters.iter().map(|c| c["qos_cache_loaded"]).sum();
+    assert_eq!(loaded, json_number(&out.stdout, "qos_stored"));
+    assert!(loaded > 0);
+    let at_service_ids = queries
+        .iter()
+        .filter(|q| q.contains(&"--service_id".to_owned()))
+        .count();
+    assert_eq!(counters[0]["qos_cache_fetches"], 0, "{:?}", counters[0]);
+    assert!(
+        counters[0]["qos_cache_hits"] >= at_service_ids as u64,
+        "{at_service_ids} queries at a ServiceID: {:?}",
+        counters[0]
+    );
 }

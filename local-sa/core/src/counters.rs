@@ -71,6 +71,9 @@ counters! {
     /// Port pairs dropped from the full QoS cache, least recently used
     /// first.
     qos_cache_evicted: Counter,
+    /// Records put in the QoS cache by loads (a distributor's tables at a
+    /// ServiceID, QoS class or P_Key).
+    qos_cache_loaded: Counter,
     /// Requests sent to the master SA (queries, refreshes, subscriptions).
     upstream_queries: Counter,
     /// Requests to the master SA that got no answer after every retry.

@@ -15,6 +15,13 @@ pub const KNOWN_ABSENT: u32 = 1;
 /// port holds are stored.
 pub const PARTITION_TABLES: u32 = 2;
 
+/// Bit 2 of a Set: the records are sources' whole tables at one QoS key,
+/// for the QoS cache. The Set's ComponentMask names the key's fields
+/// (P_Key, ServiceID, QoS class); the first record carries their values
+/// and nothing else is read from it; the others are the master's answers
+/// to each source's GetTable at the key, as it gave them. Goes alone.
+pub const QOS_TABLES: u32 = 4;
+
 /// Bit 0 of a Set of NodeRecords or ServiceRecords: a distributor's whole
 /// names table (the fabric's channel adapters, or the local-sa
 /// directory), which replaces that table's names. Without it such a Set

@@ -17,7 +17,7 @@ use mad_codec::Gid;
     group(ArgGroup::new("cache_control").multiple(false)),
     group(ArgGroup::new("windowed").args(["bench", "distribute", "warm", "verify"]).multiple(true)),
     group(ArgGroup::new("acm_user").args(["resolve", "warm", "verify"]).multiple(false)),
-    group(ArgGroup::new("service_id_user").args(["warm", "verify"]).multiple(false)),
+    group(ArgGroup::new("service_id_user").args(["warm", "verify", "distribute"]).multiple(false)),
     group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases; LID may be a node name):
@@ -417,8 +417,10 @@ pub(crate) struct Cli {
     /// With --warm: a ServiceID the job's queries name (rdma_cm's are
     /// 0x1060000 | port for TCP-like ports), or a range A-B; repeat for
     /// more. With --verify: the ServiceIDs paths are checked with (the
-    /// first of each range; default 0x1060000). (--service_id is the field
-    /// of a -p query.)
+    /// first of each range; default 0x1060000). With --distribute: each
+    /// node also gets its table at each ServiceID on each of its P_Keys,
+    /// for its QoS cache, when the master applies QoS (at most 64 IDs and
+    /// classes). (--service_id is the field of a -p query.)
     #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = service_ids, requires = "service_id_user")]
     pub(crate) service_ids: Vec<std::ops::RangeInclusive<u64>>,
 
@@ -453,6 +455,11 @@ pub(crate) struct Cli {
     /// filled.
     #[arg(long, conflicts_with_all = ["load", "delete", "delete_matching", "bench", "subscribe", "join", "leave", "resolve"])]
     pub(crate) distribute: bool,
+    /// With --distribute: a QoS class (or a range A-B; repeat for more)
+    /// whose table each node also gets on each of its P_Keys, as for
+    /// --service-id. (--qos_class is the field of a -p query.)
+    #[arg(long = "qos-class", value_name = "CLASS[-CLASS]", value_parser = qos_classes, requires = "distribute")]
+    pub(crate) qos_classes: Vec<std::ops::RangeInclusive<u16>>,
     /// With --distribute: only the ports at these LIDs (their lowest),
     /// e.g. 4,7,20-40.
     #[arg(long, value_name = "LIDS", value_parser = lid_list, requires = "distribute")]
@@ -603,12 +610,27 @@ fn sample_size(text: &str) -> Result<SampleSize, String> {
     }
 }
 
+fn qos_classes(text: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let classes = number_range::<u16>(text)?;
+    if *classes.end() > 0x0FFF {
+        return Err(format!("{text:?}: a QoS class is 12 bits (at most 0xfff)"));
+    }
+    Ok(classes)
+}
+
 fn service_ids(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    number_range::<u64>(text)
+}
+
+/// One number, or a range `A-B` of them.
+fn number_range<T: TryFrom<u64> + PartialOrd + Copy>(
+    text: &str,
+) -> Result<std::ops::RangeInclusive<T>, String> {
     let (first, last) = match text.split_once('-') {
-        Some((a, b)) => (number::<u64>(a.trim())?, number::<u64>(b.trim())?),
+        Some((a, b)) => (number::<T>(a.trim())?, number::<T>(b.trim())?),
         None => {
-            let id = number::<u64>(text.trim())?;
-            (id, id)
+            let one = number::<T>(text.trim())?;
+            (one, one)
         }
     };
     if first > last {
@@ -674,6 +696,20 @@ mod tests {
         );
         assert!(service_ids("9-3").is_err());
         assert!(service_ids("x").is_err());
+        assert_eq!(qos_classes("3-4"), Ok(3..=4));
+        assert!(qos_classes("0x1000").is_err(), "12 bits");
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "lsaquery",
+            "--distribute",
+            "--service-id",
+            "0x1060001",
+            "--qos-class",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!((cli.service_ids.len(), cli.qos_classes.len()), (1, 1));
+        assert!(Cli::try_parse_from(["lsaquery", "--qos-class", "3"]).is_err());
     }
 
     #[test]

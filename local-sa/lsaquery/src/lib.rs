@@ -96,6 +96,8 @@ impl Mode {
                     retries: cli.retries,
                 },
                 probe_timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+                qos_keys: distribute::qos::keys(&cli.service_ids, &cli.qos_classes)
+                    .map_err(usage)?,
             }));
         }
         if let Some(path) = &cli.load {

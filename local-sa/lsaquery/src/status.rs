@@ -145,11 +145,12 @@ pub(crate) fn human(r: &StatusReport) -> String {
         };
         let _ = writeln!(
             out,
-            "  QoS cache    {entries} port pairs, {} bytes; {} answers from it, {} pairs and {} whole tables asked, {} dropped for room ({qos})",
+            "  QoS cache    {entries} port pairs, {} bytes; {} answers from it, {} pairs and {} whole tables asked, {} records loaded, {} dropped for room ({qos})",
             v("qos_cache_bytes"),
             v("qos_cache_hits"),
             v("qos_cache_fetches"),
             v("qos_cache_tables"),
+            v("qos_cache_loaded"),
             v("qos_cache_evicted"),
         );
     }
@@ -344,11 +345,11 @@ mod tests {
     fn the_qos_cache_line_says_whether_the_master_applies_qos() {
         let text = human(&StatusReport::from_text(
             "master_sa_lid 1\nmaster_qos yes\nqos_cache_entries 7\nqos_cache_bytes 1040\n\
-             qos_cache_hits 30\nqos_cache_fetches 7\nqos_cache_tables 2\nqos_cache_evicted 0\n",
+             qos_cache_hits 30\nqos_cache_fetches 7\nqos_cache_tables 2\nqos_cache_evicted 0\nqos_cache_loaded 40\n",
         ));
         assert!(
             text.contains(
-                "  QoS cache    7 port pairs, 1040 bytes; 30 answers from it, 7 pairs and 2 whole tables asked, 0 dropped for room (the master applies QoS)\n"
+                "  QoS cache    7 port pairs, 1040 bytes; 30 answers from it, 7 pairs and 2 whole tables asked, 40 records loaded, 0 dropped for room (the master applies QoS)\n"
             ),
             "{text}"
         );

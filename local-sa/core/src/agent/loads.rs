@@ -19,6 +19,9 @@
 //!   is about the partition tables: each record belongs to the table of
 //!   its P_Key's partition, and a record of a partition the port does not
 //!   hold is not stored (the count says how many were).
+//! * With AttributeModifier bit 2 set (`QOS_TABLES`), a Set holds
+//!   sources' whole tables at one QoS key for the QoS cache
+//!   (`qos_loads`).
 //! * Both need the configured SM_Key; anything else, and anything at all
 //!   while no key is configured, is answered ERR_REQ_DENIED and changes
 //!   nothing. Malformed loads (AttributeOffset
@@ -41,7 +44,7 @@ use tracing::{info, warn};
 use super::SaCore;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
+use crate::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
 use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::respond;
 use crate::transfers::Event;
@@ -150,6 +153,10 @@ impl SaCore {
         }
         let method = header.mad.method();
         let mask = header.sa.component_mask();
+        let flags = header.mad.attribute_modifier();
+        if method == Method::SET && flags & QOS_TABLES != 0 {
+            return self.load_qos_tables(now, request, header, records);
+        }
         let records = match records.and_then(|r| check_load(method, mask, r)) {
             Ok(r) => r,
             Err(why) => {
@@ -166,7 +173,6 @@ impl SaCore {
                 return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
             }
         };
-        let flags = header.mad.attribute_modifier();
         let partitions = flags & PARTITION_TABLES != 0;
         let count = if method == Method::SET {
             let replace = flags & REPLACE_SOURCES != 0;

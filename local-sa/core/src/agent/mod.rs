@@ -41,6 +41,7 @@ mod paths;
 mod phases;
 mod purpose;
 mod qos_cache;
+mod qos_loads;
 mod qos_tables;
 mod quotas;
 mod refresh;

@@ -89,6 +89,7 @@ impl SaCore {
             ("qos_cache_fetches", c.qos_cache_fetches),
             ("qos_cache_tables", c.qos_cache_tables),
             ("qos_cache_evicted", c.qos_cache_evicted),
+            ("qos_cache_loaded", c.qos_cache_loaded),
             ("upstream_in_flight", c.upstream_in_flight),
             ("upstream_failures", c.upstream_failures),
             ("errors", c.errors),

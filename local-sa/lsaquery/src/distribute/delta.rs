@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use mad_codec::PathRecord;
 use mad_codec::zerocopy::IntoBytes;
+use mad_codec::{ComponentMask, PathRecord};
 
 /// One load or delete for a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,13 +18,26 @@ pub(super) enum Push {
     /// Set with REPLACE_SOURCES and PARTITION_TABLES: the node's whole
     /// table of one partition.
     Partition(Vec<PathRecord>),
+    /// Set with QOS_TABLES: the node's table at one QoS key, whose
+    /// fields `mask` names, the key record first.
+    AtKey {
+        mask: ComponentMask,
+        records: Vec<PathRecord>,
+    },
 }
 
 impl Push {
     pub(super) fn records(&self) -> &[PathRecord] {
         match self {
             Self::Whole(r) | Self::Changed(r) | Self::Vanished(r) | Self::Partition(r) => r,
+            Self::AtKey { records, .. } => records,
         }
+    }
+
+    /// True for a push of a table beside the default one (sent whole
+    /// every time, so not a change a delta found).
+    pub(super) fn is_beside_the_default(&self) -> bool {
+        matches!(self, Self::Partition(_) | Self::AtKey { .. })
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
@@ -67,10 +68,11 @@ impl Fabric {
     }
 }
 
-/// A PathRecord GetTable from `sgid`, to `dlid` if given, in the
-/// partition `partition` (its low 15 bits, asked as a full member's) if
-/// given: the query the node itself makes for that table.
-pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, partition: Option<u16>) -> bytes::Bytes {
+/// A PathRecord GetTable from `sgid`, to `dlid` if given, with `key`'s
+/// fields if given (a partition's P_Key asked as a full member's, a
+/// ServiceID or QoS class): the query the node itself makes for that
+/// table.
+pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -> bytes::Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_sgid(sgid);
     let mut mask = pr::SGID;
@@ -78,9 +80,8 @@ pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, partition: Option<u16>
         t.set_dlid(d);
         mask |= pr::DLID;
     }
-    if let Some(p) = partition {
-        t.set_pkey(p | 0x8000);
-        mask |= pr::PKEY;
+    if let Some(k) = key {
+        mask |= k.apply(&mut t);
     }
     let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);

@@ -17,9 +17,15 @@
 //!    when the transport cuts multi-MAD answers, at most `--master-window`
 //!    queries in flight in all; or its records in `--from FILE` — then a
 //!    Set over RMPP with REPLACE_SOURCES and PARTITION_TABLES for each
-//!    partition's, and last one with REPLACE_SOURCES for the default table
+//!    partition's, then one with REPLACE_SOURCES for the default table
 //!    (the node's whole table, which stands for its own refresh), all
 //!    carrying `--smkey`.
+//! 6. On a master that applies QoS, given `--service-id` or `--qos-class`:
+//!    each node's table at each of them on each of its P_Keys (SGID, the
+//!    P_Key and the ServiceID or QoS class: rdma_cm's and the kernel's
+//!    keys), fetched after its partition tables and sent last, each a Set
+//!    with QOS_TABLES for the node's QoS cache ([`qos`]); the default
+//!    table's load would empty that cache.
 //!
 //! With `--delta OLD` (a `--snapshot` of an earlier run) a node gets only
 //! what changed: a Set of the records new or changed and a Delete with
@@ -32,6 +38,7 @@ mod delta;
 mod endpoints;
 mod names;
 mod partitions;
+pub(crate) mod qos;
 mod summary;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -39,7 +46,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
+use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
+use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
@@ -75,6 +83,9 @@ pub(crate) struct Options {
     /// Wait per attempt of the probe that tells whether a port runs
     /// local-sa.
     pub(crate) probe_timeout: Duration,
+    /// The ServiceIDs and QoS classes whose tables each node gets on each
+    /// of its P_Keys (their `pkey` is `None` here).
+    pub(crate) qos_keys: Vec<QosKey>,
 }
 
 /// Runs a distribution and prints its summary.
@@ -164,8 +175,11 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
             .ok()
     };
     tally.partitions_known = partitions.is_some();
+    let qos = qos::Plan::new(&options.qos_keys, partitions.as_ref(), from_file.is_some());
+    tally.qos = qos.outlook();
     let mut run = Distribution::new(session, master, options, &fabric, nodes, tally, names);
     run.partitions = partitions;
+    run.qos = qos;
     if let Some(records) = &from_file {
         run.tables_from(records);
     }
@@ -186,11 +200,12 @@ struct Node {
     at: Endpoint,
     /// Its records at the master (or in `--from`), once fetched.
     table: Option<Vec<PathRecord>>,
-    /// The partition table being fetched (its P_Key's low 15 bits);
-    /// `None` while the default one is, and once every table is in.
-    fetching: Option<u16>,
-    /// Its partition tables fetched so far, in order.
-    partition_tables: Vec<(u16, Vec<PathRecord>)>,
+    /// The table being fetched beside the default one: a partition's
+    /// (only its P_Key) or one at a QoS key; `None` while the default one
+    /// is, and once every table is in.
+    fetching: Option<QosKey>,
+    /// Its other tables fetched so far, in order.
+    other_tables: Vec<(QosKey, Vec<PathRecord>)>,
     /// Its records in the `--delta` snapshot.
     old: Option<Vec<PathRecord>>,
     /// Records fetched so far, and queries still to come back.
@@ -247,6 +262,8 @@ struct Distribution<'s> {
     names: Option<names::NamesTables>,
     /// Which partition tables each node keeps, if the master told.
     partitions: Option<partitions::NodePartitions>,
+    /// Which tables at QoS keys each node gets.
+    qos: qos::Plan,
 }
 
 impl<'s> Distribution<'s> {
@@ -265,7 +282,7 @@ impl<'s> Distribution<'s> {
                 at,
                 table: None,
                 fetching: None,
-                partition_tables: Vec::new(),
+                other_tables: Vec::new(),
                 old: None,
                 fetched: Vec::new(),
                 outstanding: 0,
@@ -296,6 +313,7 @@ impl<'s> Distribution<'s> {
             bar,
             names,
             partitions: None,
+            qos: qos::Plan::default(),
         }
     }
 
@@ -375,7 +393,7 @@ impl<'s> Distribution<'s> {
             }
             let n = &mut self.nodes[i];
             n.fetching = None;
-            n.partition_tables.clear();
+            n.other_tables.clear();
             self.fetch_table(i, attempt);
         }
     }
@@ -476,11 +494,12 @@ impl<'s> Distribution<'s> {
                 return self.failed(i, "the master has no PathRecords from it".into(), false);
             }
             None => n.table = Some(records),
-            // A partition without paths from it leaves nothing to send.
-            Some(p) if !records.is_empty() => n.partition_tables.push((p, records)),
+            // A partition (or key) without paths from it leaves nothing
+            // to send.
+            Some(key) if !records.is_empty() => n.other_tables.push((key, records)),
             Some(_) => {}
         }
-        match self.next_partition(i) {
+        match self.next_table(i) {
             Some(p) => {
                 let attempt = self.nodes[i].attempt;
                 self.nodes[i].fetching = Some(p);
@@ -490,17 +509,23 @@ impl<'s> Distribution<'s> {
         }
     }
 
-    /// The partition table of node `i` to fetch after the one being
-    /// fetched, if any.
-    fn next_partition(&self, i: usize) -> Option<u16> {
+    /// The table of node `i` to fetch after the one being fetched, if
+    /// any: its partition tables, then its tables at QoS keys.
+    fn next_table(&self, i: usize) -> Option<QosKey> {
         let n = &self.nodes[i];
-        let tables = self
-            .partitions
-            .as_ref()?
-            .tables_of(n.at.lid, n.table.as_deref().unwrap_or_default());
-        tables
+        let partitions = self.partitions.as_ref()?;
+        let default = n.table.as_deref().unwrap_or_default();
+        let tables: Vec<QosKey> = partitions
+            .tables_of(n.at.lid, default)
             .into_iter()
-            .find(|p| n.fetching.is_none_or(|f| *p > f))
+            .map(QosKey::partition)
+            .chain(self.qos.keys_of(&partitions.pkeys_of(n.at.lid, default)))
+            .collect();
+        let next = match n.fetching {
+            None => 0,
+            Some(f) => tables.iter().position(|t| *t == f)? + 1,
+        };
+        tables.get(next).copied()
     }
 
     /// Node `i`'s table is known: works out what to send it, and starts.
@@ -515,13 +540,22 @@ impl<'s> Distribution<'s> {
         n.fetching = None;
         // Partition tables first: the default table's load stands for the
         // node's refresh, after which it fetches the tables it misses.
-        n.pushes = n
-            .partition_tables
+        // Tables at QoS keys last: every path load empties the QoS cache.
+        let (partition, at_keys): (Vec<_>, Vec<_>) = n
+            .other_tables
             .iter()
+            .partition(|(k, _)| qos::is_partition(k));
+        n.pushes = partition
+            .into_iter()
             .map(|(_, records)| Push::Partition(records.clone()))
             .chain(delta::pushes(n.old.as_deref(), table))
+            .chain(
+                at_keys
+                    .into_iter()
+                    .map(|(k, records)| qos::push(k, records)),
+            )
             .collect();
-        n.outcome.unchanged = n.pushes.iter().all(|p| matches!(p, Push::Partition(_)));
+        n.outcome.unchanged = n.pushes.iter().all(Push::is_beside_the_default);
         n.names_left = if self.names.is_some() { 2 } else { 0 };
         self.push_next(i);
     }
@@ -547,19 +581,19 @@ impl<'s> Distribution<'s> {
             self.busy -= 1;
             return;
         };
-        let (method, modifier) = match push {
-            Push::Whole(_) => (Method::SET, REPLACE_SOURCES),
-            Push::Changed(_) => (Method::SET, 0),
-            Push::Vanished(_) => (Method::DELETE, KNOWN_ABSENT),
-            Push::Partition(_) => (Method::SET, REPLACE_SOURCES | PARTITION_TABLES),
+        let (method, mask, modifier) = match push {
+            Push::Whole(_) => (Method::SET, ComponentMask::NONE, REPLACE_SOURCES),
+            Push::Changed(_) => (Method::SET, ComponentMask::NONE, 0),
+            Push::Vanished(_) => (Method::DELETE, ComponentMask::NONE, KNOWN_ABSENT),
+            Push::Partition(_) => (
+                Method::SET,
+                ComponentMask::NONE,
+                REPLACE_SOURCES | PARTITION_TABLES,
+            ),
+            Push::AtKey { mask, .. } => (Method::SET, *mask, QOS_TABLES),
         };
-        let (header, data) = crate::load::request(
-            self.session.sm_key,
-            method,
-            ComponentMask::NONE,
-            modifier,
-            push.records(),
-        );
+        let (header, data) =
+            crate::load::request(self.session.sm_key, method, mask, modifier, push.records());
         self.tally.transfers += 1;
         self.start_transfer(i, dest, header, data, false);
     }
@@ -612,6 +646,10 @@ impl<'s> Distribution<'s> {
                 n.outcome.partition_tables += 1;
                 n.outcome.partition_stored += u64::from(count);
             }
+            Some(Push::AtKey { .. }) => {
+                n.outcome.qos_tables += 1;
+                n.outcome.qos_stored += u64::from(count);
+            }
             Some(_) => n.outcome.stored += u64::from(count),
             None => {}
         }
@@ -654,8 +692,9 @@ impl<'s> Distribution<'s> {
         self.busy -= 1;
         let n = &mut self.nodes[i];
         if n.fetching.take().is_some() {
-            // A partition table failed: the tables fetched so far are not
-            // all of the node's; the next attempt fetches them all again.
+            // A partition table (or one at a key) failed: the tables
+            // fetched so far are not all of the node's; the next attempt
+            // fetches them all again.
             n.table = None;
         }
         n.attempt += 1;
@@ -665,6 +704,8 @@ impl<'s> Distribution<'s> {
         n.outcome.deleted = 0;
         n.outcome.partition_tables = 0;
         n.outcome.partition_stored = 0;
+        n.outcome.qos_tables = 0;
+        n.outcome.qos_stored = 0;
         n.outcome.unchanged = false;
         if worth_retrying && n.attempt < self.attempts {
             self.tally.retried += 1;

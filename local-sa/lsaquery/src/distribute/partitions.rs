@@ -62,6 +62,27 @@ impl NodePartitions {
     }
 }
 
+impl NodePartitions {
+    /// Every partition of the node at `lid` (low 15 bits), the default
+    /// table's among them; only the default table's when the master did
+    /// not list the node's P_Keys.
+    pub(super) fn pkeys_of(&self, lid: u16, default: &[PathRecord]) -> Vec<u16> {
+        match self.by_lid.get(&lid) {
+            Some(p) if !p.is_empty() => p.clone(),
+            _ => default
+                .first()
+                .map(|r| r.pkey() & 0x7FFF)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Whether the master applies QoS.
+    pub(super) fn master_qos(&self) -> bool {
+        self.master_qos
+    }
+}
+
 /// Asks `master` for the P_Key tables of `nodes` (one GetTable, or one
 /// per node when the answer comes cut) and for its ClassPortInfo.
 pub(super) async fn fetch(

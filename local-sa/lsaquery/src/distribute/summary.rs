@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mad_codec::{Gid, PathRecord};
 
+use super::qos::Outlook;
 use crate::failure::Failure;
 use crate::print::{JSON_SCHEMA, json_string};
 
@@ -30,6 +31,8 @@ pub(super) struct Tally {
     pub(super) names_pushed: u64,
     /// The master told which partition tables the nodes keep.
     pub(super) partitions_known: bool,
+    /// What becomes of the tables at QoS keys.
+    pub(super) qos: Outlook,
 }
 
 /// How one node fared.
@@ -45,6 +48,9 @@ pub(super) struct NodeOutcome {
     /// Partition tables it took, and their records it stored.
     pub(super) partition_tables: u64,
     pub(super) partition_stored: u64,
+    /// Tables at QoS keys it took, and their records it stored.
+    pub(super) qos_tables: u64,
+    pub(super) qos_stored: u64,
     /// Its local-sa does not take names loads (it fetches its own).
     pub(super) names_refused: bool,
 }
@@ -135,6 +141,20 @@ impl Summary {
         } else {
             out.push_str("partition tables: not distributed\n");
         }
+        match &t.qos {
+            Outlook::NotAsked => {}
+            Outlook::Sent(keys) => {
+                let _ = writeln!(
+                    out,
+                    "QoS tables ({keys} ServiceIDs and QoS classes on each P_Key): {} taken, {} PathRecords stored",
+                    self.sum(|o| o.qos_tables),
+                    self.sum(|o| o.qos_stored)
+                );
+            }
+            Outlook::NotSent(why) => {
+                let _ = writeln!(out, "QoS tables: not distributed ({why})");
+            }
+        }
         match t.names {
             Some((adapters, entries)) => {
                 let _ = writeln!(
@@ -185,7 +205,7 @@ impl Summary {
             .collect();
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
-             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"transfers\":{},\"retries\":{},\
+             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"qos_tables\":{},\"qos_stored\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
              \"names_refused\":{},\"failures\":[{}]}}",
             self.master_lid,
@@ -199,6 +219,8 @@ impl Summary {
             self.sum(|o| o.deleted),
             self.sum(|o| o.partition_tables),
             self.sum(|o| o.partition_stored),
+            self.sum(|o| o.qos_tables),
+            self.sum(|o| o.qos_stored),
             t.transfers,
             t.retried,
             t.tables,

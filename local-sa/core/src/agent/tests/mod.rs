@@ -16,6 +16,7 @@ mod notices;
 mod partitions;
 mod population;
 mod qos_cache;
+mod qos_loads;
 mod registration_limits;
 mod registration_pace;
 mod subscriptions;
