@@ -631,6 +631,21 @@ impl<'s> Distribution<'s> {
             Err(e) => return self.failed(i, e.to_string(), true),
         };
         let status = answer.status();
+        let n = &mut self.nodes[i];
+        let at_key = matches!(n.pushes.front(), Some(Push::AtKey { .. }));
+        if at_key
+            && matches!(
+                status,
+                MadStatus::ERR_REQ_INVALID | MadStatus::METHOD_ATTR_UNSUPPORTED
+            )
+        {
+            // A local-sa older than QOS_TABLES (it takes the key record for
+            // a path with LID 0): its paths are in; it asks its QoS
+            // entries itself.
+            n.pushes.retain(|p| !matches!(p, Push::AtKey { .. }));
+            n.outcome.qos_refused = true;
+            return self.push_next(i);
+        }
         if status != MadStatus::OK {
             return self.failed(
                 i,
@@ -639,7 +654,6 @@ impl<'s> Distribution<'s> {
             );
         }
         let count = answer.header().mad.attribute_modifier();
-        let n = &mut self.nodes[i];
         match n.pushes.pop_front() {
             Some(Push::Vanished(_)) => n.outcome.deleted += u64::from(count),
             Some(Push::Partition(_)) => {
@@ -706,6 +720,7 @@ impl<'s> Distribution<'s> {
         n.outcome.partition_stored = 0;
         n.outcome.qos_tables = 0;
         n.outcome.qos_stored = 0;
+        n.outcome.qos_refused = false;
         n.outcome.unchanged = false;
         if worth_retrying && n.attempt < self.attempts {
             self.tally.retried += 1;

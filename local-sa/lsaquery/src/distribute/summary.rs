@@ -51,6 +51,8 @@ pub(super) struct NodeOutcome {
     /// Tables at QoS keys it took, and their records it stored.
     pub(super) qos_tables: u64,
     pub(super) qos_stored: u64,
+    /// Its local-sa does not take tables at QoS keys (it asks its own).
+    pub(super) qos_refused: bool,
     /// Its local-sa does not take names loads (it fetches its own).
     pub(super) names_refused: bool,
 }
@@ -146,9 +148,13 @@ impl Summary {
             Outlook::Sent(keys) => {
                 let _ = writeln!(
                     out,
-                    "QoS tables ({keys} ServiceIDs and QoS classes on each P_Key): {} taken, {} PathRecords stored",
+                    "QoS tables ({keys} ServiceIDs and QoS classes on each P_Key): {} taken, {} PathRecords stored{}",
                     self.sum(|o| o.qos_tables),
-                    self.sum(|o| o.qos_stored)
+                    self.sum(|o| o.qos_stored),
+                    match self.count(|n| n.outcome.qos_refused) {
+                        0 => String::new(),
+                        k => format!(" ({k} nodes do not take them and ask their own)"),
+                    }
                 );
             }
             Outlook::NotSent(why) => {
@@ -205,7 +211,7 @@ impl Summary {
             .collect();
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
-             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"qos_tables\":{},\"qos_stored\":{},\"transfers\":{},\"retries\":{},\
+             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
              \"names_refused\":{},\"failures\":[{}]}}",
             self.master_lid,
@@ -221,6 +227,7 @@ impl Summary {
             self.sum(|o| o.partition_stored),
             self.sum(|o| o.qos_tables),
             self.sum(|o| o.qos_stored),
+            self.count(|n| n.outcome.qos_refused),
             t.transfers,
             t.retried,
             t.tables,
@@ -270,4 +277,77 @@ pub(super) fn write_snapshot(path: &Path, records: &[PathRecord]) -> Result<(), 
     std::fs::write(&partial, text)
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|e| Failure::new(2, format!("cannot write {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(lid: u16, outcome: NodeOutcome) -> NodeReport {
+        NodeReport {
+            lid,
+            gid: Gid::new(Gid::DEFAULT_PREFIX, u64::from(lid)),
+            outcome,
+            failure: None,
+            holds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_qos_tables_taken_refused_or_not_sent_are_told() {
+        let took = NodeOutcome {
+            done: true,
+            qos_tables: 4,
+            qos_stored: 100,
+            ..NodeOutcome::default()
+        };
+        let refused = NodeOutcome {
+            done: true,
+            qos_refused: true,
+            ..NodeOutcome::default()
+        };
+        let tally = Tally {
+            qos: Outlook::Sent(2),
+            ..Tally::default()
+        };
+        let s = Summary::new(
+            (vec![node(3, took), node(4, refused)], tally),
+            2,
+            Duration::from_secs(1),
+            1,
+        );
+        assert!(
+            s.text().contains(
+                "QoS tables (2 ServiceIDs and QoS classes on each P_Key): 4 taken, 100 PathRecords stored \
+                 (1 nodes do not take them and ask their own)\n"
+            ),
+            "{}",
+            s.text()
+        );
+        assert!(
+            s.json()
+                .contains("\"qos_tables\":4,\"qos_stored\":100,\"qos_refused\":1,")
+        );
+        assert!(
+            s.exit().is_ok(),
+            "a node that asks its own QoS entries is filled"
+        );
+
+        let tally = Tally {
+            qos: Outlook::NotSent("the master applies no QoS"),
+            ..Tally::default()
+        };
+        let s = Summary::new((vec![node(3, took)], tally), 1, Duration::ZERO, 1);
+        assert!(
+            s.text()
+                .contains("QoS tables: not distributed (the master applies no QoS)\n")
+        );
+        let s = Summary::new(
+            (vec![node(3, took)], Tally::default()),
+            1,
+            Duration::ZERO,
+            1,
+        );
+        assert!(!s.text().contains("QoS tables"), "not asked, not told");
+    }
 }
