@@ -134,6 +134,28 @@ impl SaCore {
         }
     }
 
+    /// Answers a malformed load or delete ERR_REQ_INVALID, saying `why`
+    /// in the log (limited: a peer chooses how often).
+    pub(super) fn refuse_invalid_load(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        why: &'static str,
+    ) {
+        self.counters.errors += 1;
+        let lid = request.from.lid;
+        if let Some(left_out) = self.log_limit.allow(now, "invalid load", lid) {
+            warn!(
+                lid,
+                why,
+                earlier_not_logged = left_out,
+                "PathRecord load or delete refused as invalid"
+            );
+        }
+        self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
+    }
+
     pub(super) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
         self.counters.denied += 1;
         self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
@@ -159,19 +181,7 @@ impl SaCore {
         }
         let records = match records.and_then(|r| check_load(method, mask, r)) {
             Ok(r) => r,
-            Err(why) => {
-                self.counters.errors += 1;
-                let lid = request.from.lid;
-                if let Some(left_out) = self.log_limit.allow(now, "invalid load", lid) {
-                    warn!(
-                        lid,
-                        why,
-                        earlier_not_logged = left_out,
-                        "PathRecord load or delete refused as invalid"
-                    );
-                }
-                return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
-            }
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
         let partitions = flags & PARTITION_TABLES != 0;
         let count = if method == Method::SET {

@@ -16,7 +16,7 @@ use std::time::Instant;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::SaMadHeader;
 use mad_codec::{ComponentMask, MadStatus, PathRecord};
-use tracing::{info, warn};
+use tracing::info;
 
 use super::SaCore;
 use super::qos_cache::by_destination;
@@ -41,19 +41,7 @@ impl SaCore {
         let mask = header.sa.component_mask();
         let tables = match records.and_then(|r| qos_tables(flags, mask, &r)) {
             Ok(t) => t,
-            Err(why) => {
-                self.counters.errors += 1;
-                let lid = request.from.lid;
-                if let Some(left_out) = self.log_limit.allow(now, "invalid load", lid) {
-                    warn!(
-                        lid,
-                        why,
-                        earlier_not_logged = left_out,
-                        "QoS table load refused as invalid"
-                    );
-                }
-                return self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
-            }
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
         let mut stored = 0;
         let sources = tables.len();
