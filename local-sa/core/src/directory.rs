@@ -61,6 +61,18 @@ pub fn set_mask() -> ComponentMask {
     mask | sr::data64(0) | sr::data64(1)
 }
 
+/// The port `gid`'s record as far as its identity goes — the directory's
+/// ServiceID, the GID and [`SERVICE_PKEY`] — and the mask selecting those:
+/// what one port's record is asked for (a Get) or withdrawn with (a
+/// Delete).
+pub fn record_of(gid: Gid) -> (ComponentMask, ServiceRecord) {
+    let mut r = ServiceRecord::new_zeroed();
+    r.set_service_id(SERVICE_ID);
+    r.set_service_gid(gid);
+    r.set_service_pkey(SERVICE_PKEY);
+    (sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY, r)
+}
+
 /// What a port publishes: its host's name and addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Publication {
@@ -133,10 +145,7 @@ impl Publication {
     /// The record the port with `gid` registers, with a lease of
     /// `lease_secs`.
     pub fn record(&self, gid: Gid, lease_secs: u32) -> ServiceRecord {
-        let mut r = ServiceRecord::new_zeroed();
-        r.set_service_id(SERVICE_ID);
-        r.set_service_gid(gid);
-        r.set_service_pkey(SERVICE_PKEY);
+        let (_, mut r) = record_of(gid);
         r.set_service_lease(lease_secs);
         r.set_service_name(&self.host_name);
         let mut data = [0u8; 64];

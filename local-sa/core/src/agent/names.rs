@@ -101,15 +101,10 @@ impl SaCore {
             return;
         }
         self.naming.published = false;
-        let mut r = ServiceRecord::new_zeroed();
-        r.set_service_id(directory::SERVICE_ID);
-        r.set_service_gid(self.port.gid);
-        r.set_service_pkey(directory::SERVICE_PKEY);
+        let (mask, r) = directory::record_of(self.port.gid);
         let mut b =
             SaMadBuilder::request(Method::DELETE, 0, AttributeId::SERVICE_RECORD).record(&r);
-        b.header_mut()
-            .sa
-            .set_component_mask(sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY);
+        b.header_mut().sa.set_component_mask(mask);
         self.send_upstream(now, Purpose::Publish { register: false }, &b.into_bytes());
     }
 
@@ -170,22 +165,20 @@ impl SaCore {
                 b.into_bytes()
             }
             NameTable::Directory => {
-                let mut t = ServiceRecord::new_zeroed();
-                t.set_service_id(directory::SERVICE_ID);
                 // One port's record is asked for with a Get (its identity
                 // is the whole key), whose answer is a plain MAD: a
                 // table answer travels RMPP-framed, and the simulator cuts
                 // a 176-byte record even when it is alone.
-                let (method, mask) = match key {
-                    None => (Method::GET_TABLE, sr::SERVICE_ID),
-                    Some(guid) => {
-                        t.set_service_gid(Gid::new(self.port.gid.prefix(), guid));
-                        t.set_service_pkey(directory::SERVICE_PKEY);
-                        (
-                            Method::GET,
-                            sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY,
-                        )
+                let (method, (mask, t)) = match key {
+                    None => {
+                        let mut t = ServiceRecord::new_zeroed();
+                        t.set_service_id(directory::SERVICE_ID);
+                        (Method::GET_TABLE, (sr::SERVICE_ID, t))
                     }
+                    Some(guid) => (
+                        Method::GET,
+                        directory::record_of(Gid::new(self.port.gid.prefix(), guid)),
+                    ),
                 };
                 let mut b =
                     SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD).record(&t);

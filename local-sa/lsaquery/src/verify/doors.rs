@@ -18,7 +18,6 @@ use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
 use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::attr::service_record::mask as sr;
 use mad_codec::codes::NodeType;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{Gid, Method, NodeRecord, PathRecord, ServiceRecord};
@@ -237,14 +236,21 @@ async fn other_names(
     destinations: &[Destination],
     pace: Pace,
 ) -> Result<Vec<OtherNames>, Failure> {
-    let node_names = host_names(client, master, destinations, pace).await?;
-    let published = directory(client, master, destinations, pace).await?;
+    let adapters = adapters(client, master, destinations, pace).await?;
+    // Only a channel adapter's port runs a local-sa that publishes.
+    let hosts: Vec<Gid> = destinations
+        .iter()
+        .zip(&adapters)
+        .filter(|(_, a)| a.is_some())
+        .map(|(d, _)| d.gid)
+        .collect();
+    let published = directory(client, master, &hosts, pace).await?;
     Ok(destinations
         .iter()
-        .zip(node_names)
-        .map(|(d, node_name)| {
+        .zip(adapters)
+        .map(|(d, adapter)| {
             let mut other = OtherNames::default();
-            other.names.extend(node_name);
+            other.names.extend(adapter.flatten());
             if let Some(p) = published.get(&d.gid) {
                 if !other.names.iter().any(|n| n == p.host_name()) {
                     other.names.push(p.host_name().to_owned());
@@ -256,24 +262,20 @@ async fn other_names(
         .collect())
 }
 
-/// What a local-sa on each destination published in the directory at the
-/// master, asked one Get per destination (as local-sa's naming layer does
-/// when a table comes back cut): absent where nothing was published or the
+/// What a local-sa on each of `ports` published in the directory at the
+/// master, asked one Get per port (as local-sa's naming layer does when a
+/// table comes back cut): absent where nothing was published or the
 /// master did not answer.
 async fn directory(
     client: &mut Client,
     master: Address,
-    destinations: &[Destination],
+    ports: &[Gid],
     pace: Pace,
 ) -> Result<HashMap<Gid, Publication>, Failure> {
-    let requests: Vec<Bytes> = destinations
+    let requests: Vec<Bytes> = ports
         .iter()
-        .map(|d| {
-            let mut r = ServiceRecord::new_zeroed();
-            r.set_service_id(directory::SERVICE_ID);
-            r.set_service_gid(d.gid);
-            r.set_service_pkey(directory::SERVICE_PKEY);
-            let mask = sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY;
+        .map(|gid| {
+            let (mask, r) = directory::record_of(*gid);
             Query::selecting(Kind::ServiceRecord, Method::GET, mask, r.as_bytes()).to_mad(0)
         })
         .collect();
@@ -287,15 +289,16 @@ async fn directory(
         .collect())
 }
 
-/// Each destination's host name as local-sa's naming layer takes it from
-/// the master (its NodeDescription's first word), for channel adapters;
-/// `None` where there is none or the master did not say.
-async fn host_names(
+/// For each destination that is a channel adapter's port, its host name
+/// as local-sa's naming layer takes it from the master (its
+/// NodeDescription's first word, `None` if it has none); `None` for a
+/// switch's port or where the master did not say.
+async fn adapters(
     client: &mut Client,
     master: Address,
     destinations: &[Destination],
     pace: Pace,
-) -> Result<Vec<Option<String>>, Failure> {
+) -> Result<Vec<Option<Option<String>>>, Failure> {
     let requests: Vec<Bytes> = destinations
         .iter()
         .map(|d| {
@@ -312,7 +315,7 @@ async fn host_names(
             if r.node_type() != NodeType::CA {
                 return None;
             }
-            naming::host_name(&r.description()).map(str::to_owned)
+            Some(naming::host_name(&r.description()).map(str::to_owned))
         })
         .collect())
 }
