@@ -457,9 +457,10 @@ impl<'s> Distribution<'s> {
             Err(e) => return self.failed(i, format!("the master: {e}"), true),
         };
         let status = answer.status();
-        let partition = self.nodes[i].fetching.is_some();
-        if status == MadStatus::ERR_NO_RECORDS && (!whole_table || partition) {
-            // No path to that destination (or in that partition).
+        let beside_default = self.nodes[i].fetching.is_some();
+        if status == MadStatus::ERR_NO_RECORDS && (!whole_table || beside_default) {
+            // No path to that destination (or in that partition, at that
+            // key).
         } else if status != MadStatus::OK {
             return self.failed(
                 i,
@@ -714,14 +715,12 @@ impl<'s> Distribution<'s> {
         n.attempt += 1;
         n.outstanding = 0;
         n.pushes.clear();
-        n.outcome.stored = 0;
-        n.outcome.deleted = 0;
-        n.outcome.partition_tables = 0;
-        n.outcome.partition_stored = 0;
-        n.outcome.qos_tables = 0;
-        n.outcome.qos_stored = 0;
-        n.outcome.qos_refused = false;
-        n.outcome.unchanged = false;
+        // What the failed attempt got counts for nothing; whether the node
+        // takes names loads stays known.
+        n.outcome = NodeOutcome {
+            names_refused: n.outcome.names_refused,
+            ..NodeOutcome::default()
+        };
         if worth_retrying && n.attempt < self.attempts {
             self.tally.retried += 1;
             self.queue.push_back(i);
