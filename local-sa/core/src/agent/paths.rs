@@ -157,6 +157,42 @@ impl SaCore {
             return self.settle(now, asker, query, lookup, outcome);
         }
         self.count_miss(now);
+        self.ask_pair(now, asker, query, lookup, key);
+    }
+
+    /// An asker already counted needs `key`'s records after all: a
+    /// destination its source's table did not hold, or an SL the master
+    /// must judge. Answered from the QoS cache, else the pair is asked.
+    fn pair_again(&mut self, now: Instant, asker: Asker, query: PathQuery, key: PairKey) {
+        let held = self.qos_cache.get(&key).map(|records| {
+            path_query::evaluate_pair(
+                &self.knowledge(),
+                records,
+                &key,
+                query.method,
+                query.mask,
+                &query.template,
+            )
+        });
+        match held {
+            Some(outcome) => {
+                self.counters.qos_cache_hits += 1;
+                self.act_on_pair(now, asker, query, outcome);
+            }
+            None => self.ask_pair(now, asker, query, Lookup::Anywhere, key),
+        }
+    }
+
+    /// Waits for `key`'s records from the master, or answers at once
+    /// where `lookup` does not wait for the master.
+    fn ask_pair(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        lookup: Lookup,
+        key: PairKey,
+    ) {
         match lookup {
             Lookup::CacheOnly => {
                 self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
@@ -233,18 +269,25 @@ impl SaCore {
         key: &PairKey,
         records: &[PathRecord],
     ) {
-        match path_query::evaluate_pair(
+        let outcome = path_query::evaluate_pair(
             &self.knowledge(),
             records,
             key,
             query.method,
             query.mask,
             &query.template,
-        ) {
+        );
+        self.act_on_pair(now, asker, query, outcome);
+    }
+
+    /// Acts on what a pair's records came to for an asker already
+    /// counted as a hit or a miss.
+    fn act_on_pair(&mut self, now: Instant, asker: Asker, query: PathQuery, outcome: Outcome) {
+        match outcome {
             Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
             Outcome::Status(status) => self.answer_status(&asker, status),
             // An SL the master must judge.
-            Outcome::Pair(key) => self.pair_request(now, asker, query, Lookup::Anywhere, key),
+            Outcome::Pair(key) => self.pair_again(now, asker, query, key),
             // A port gone meanwhile.
             Outcome::Forward(_) => self.forward(now, asker, query),
         }
@@ -270,7 +313,7 @@ impl SaCore {
             let pair = key.pair(dst);
             match by_dst.get(&dst) {
                 Some(records) => self.answer_from_pair(now, asker.waited(), query, &pair, records),
-                None => self.pair_request(now, asker, query, Lookup::Anywhere, pair),
+                None => self.pair_again(now, asker, query, pair),
             }
         }
         if keep {

@@ -123,8 +123,9 @@ impl QosCache {
 
     /// Keeps the master's records for `key`, making room by dropping the
     /// least recently used eighth when full. A set larger than the whole
-    /// byte limit is not kept.
-    pub(crate) fn insert(&mut self, key: PairKey, records: Vec<PathRecord>) {
+    /// byte limit (or any set, with no room at all) is not kept: returns
+    /// whether it was.
+    pub(crate) fn insert(&mut self, key: PairKey, records: Vec<PathRecord>) -> bool {
         self.remove(&key);
         let t = self.clock.get() + 1;
         self.clock.set(t);
@@ -134,13 +135,14 @@ impl QosCache {
         };
         let size = entry.bytes();
         if size > self.limits.bytes || self.limits.entries == 0 {
-            return;
+            return false;
         }
         while self.entries.len() >= self.limits.entries || self.bytes + size > self.limits.bytes {
             self.evict_oldest();
         }
         self.bytes += size;
         self.entries.insert(key, entry);
+        true
     }
 
     fn remove(&mut self, key: &PairKey) {
@@ -198,11 +200,21 @@ impl QosCache {
     }
 
     /// Keeps a source's table, split [`by_destination`], one entry per
-    /// destination.
-    pub(super) fn insert_table(&mut self, key: &SourceKey, by_dst: HashMap<u64, Vec<PathRecord>>) {
+    /// destination; returns how many records were kept (entries later
+    /// evicted by the table's own inserts count as kept, and evicted).
+    pub(super) fn insert_table(
+        &mut self,
+        key: &SourceKey,
+        by_dst: HashMap<u64, Vec<PathRecord>>,
+    ) -> usize {
+        let mut kept = 0;
         for (dst, records) in by_dst {
-            self.insert(key.pair(dst), records);
+            let n = records.len();
+            if self.insert(key.pair(dst), records) {
+                kept += n;
+            }
         }
+        kept
     }
 
     /// Queues `asker` for `key`'s records: with the pair or its source's

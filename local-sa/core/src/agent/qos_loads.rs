@@ -43,18 +43,19 @@ impl SaCore {
             Ok(t) => t,
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
-        let mut stored = 0;
+        let (mut given, mut stored) = (0, 0);
         let sources = tables.len();
         for (key, table) in tables {
-            stored += table.len();
-            self.qos_cache.insert_table(&key, by_destination(table));
+            given += table.len();
+            stored += self.qos_cache.insert_table(&key, by_destination(table));
         }
         self.counters.qos_cache_loaded += stored as u64;
         info!(
             records = stored,
+            not_kept = given - stored,
             sources,
             key = %mask,
-            "QoS tables loaded"
+            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
         );
         self.answer_load(request, header, MadStatus::OK, stored);
     }

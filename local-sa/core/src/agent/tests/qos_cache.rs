@@ -344,3 +344,34 @@ fn where_tables_come_cut_the_pairs_are_asked_alone() {
     );
     assert_eq!(path_queries(&b), before + usize::from(HOSTS) - 2);
 }
+
+#[test]
+fn an_asker_its_sources_table_leaves_out_is_asked_alone_and_counted_once() {
+    let mut b = qos_bench(AgentConfig::default());
+    // Host 9 left partition 0x8001 after this port learned of it.
+    b.master.outside.insert(0x0001, [9].into());
+    let before = b.core.counters().misses;
+    b.master.answering = false;
+    for dlid in 3..=HOSTS {
+        b.deliver(
+            client(40 + dlid),
+            &get(u64::from(dlid), dlid, RDMA_CM, rdma_cm(0x8001)),
+        );
+    }
+    b.pump();
+    b.master.answering = true;
+    b.advance(AgentConfig::default().table_timeout * 2);
+    for dlid in 3..=HOSTS {
+        let answer = &b.take_sent(40 + dlid)[0];
+        if dlid == 9 {
+            assert_eq!(status(answer), MadStatus::ERR_NO_RECORDS, "asked alone");
+        } else {
+            assert_eq!(one_record(answer).dlid(), dlid);
+        }
+    }
+    assert_eq!(
+        b.core.counters().misses - before,
+        u64::from(HOSTS) - 2,
+        "one miss per query"
+    );
+}

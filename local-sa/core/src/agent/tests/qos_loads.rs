@@ -154,3 +154,28 @@ fn a_malformed_or_unkeyed_qos_table_changes_nothing() {
         assert_eq!(b.core.counters().qos_cache_entries, 0, "{why}");
     }
 }
+
+#[test]
+fn a_qos_table_the_cache_cannot_hold_is_not_counted_as_stored() {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    master.qos = true;
+    let config = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        // Less than one destination's entry.
+        qos_cache: crate::config::QosCacheLimits {
+            entries: 16,
+            bytes: 64,
+        },
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::new(master, config);
+    let answer = push(
+        &mut b,
+        qos_load(1, KEY, QOS_TABLES, pr::SERVICE_ID | pr::PKEY),
+        &table_at_sid(),
+    );
+    assert_eq!(status(&answer), MadStatus::OK, "a valid load");
+    assert_eq!(modifier(&answer), 0, "nothing kept, nothing claimed");
+    let c = b.core.counters();
+    assert_eq!((c.qos_cache_loaded, c.qos_cache_entries), (0, 0));
+}
