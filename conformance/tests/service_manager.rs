@@ -5,15 +5,23 @@
 //! says so); WATCHDOG=1 comes twice per `WATCHDOG_USEC` from start to
 //! end; SIGTERM brings STOPPING=1.
 
-use std::os::unix::net::UnixDatagram;
+use std::cell::RefCell;
+use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::time::{Duration, Instant};
 
+use conformance::acm_client::{path_dlid, read_reply, resolve_lid};
 use conformance::{Fabric, LocalSa, Topology};
 
-/// The fake service manager.
+/// The fake service manager, with a descriptor store as systemd's:
+/// `FDSTORE=1` with `FDNAME=` keeps what comes with it, `FDSTOREREMOVE=1`
+/// lets go of a name's, and a kept socket whose connection has ended is
+/// let go too (systemd watches them for POLLHUP).
 struct Manager {
     socket: UnixDatagram,
     path: std::path::PathBuf,
+    store: RefCell<Vec<(String, OwnedFd)>>,
 }
 
 impl Manager {
@@ -23,7 +31,33 @@ impl Manager {
         socket
             .set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();
-        Self { socket, path }
+        Self {
+            socket,
+            path,
+            store: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Takes one message, acting on it as the store does; `None` after
+    /// 100 ms without one.
+    fn next(&self) -> Option<String> {
+        let mut buf = [0; 4096];
+        let (n, fds) = umad::fd_store::recv_with_fds(&self.socket, &mut buf).ok()?;
+        let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let field = |name: &str| {
+            message
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+                .map(str::to_owned)
+        };
+        let name = field("FDNAME").unwrap_or_else(|| "stored".into());
+        let mut store = self.store.borrow_mut();
+        if field("FDSTORE").as_deref() == Some("1") {
+            store.extend(fds.into_iter().map(|fd| (name.clone(), fd)));
+        } else if field("FDSTOREREMOVE").as_deref() == Some("1") {
+            store.retain(|(n, _)| *n != name);
+        }
+        Some(message)
     }
 
     /// The messages received until one starts with `prefix` (that one
@@ -31,10 +65,8 @@ impl Manager {
     fn until(&self, prefix: &str, limit: Duration) -> Vec<String> {
         let deadline = Instant::now() + limit;
         let mut seen = Vec::new();
-        let mut buf = [0; 4096];
         while Instant::now() < deadline {
-            if let Ok(n) = self.socket.recv(&mut buf) {
-                let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if let Some(message) = self.next() {
                 let done = message.starts_with(prefix);
                 seen.push(message);
                 if done {
@@ -44,10 +76,34 @@ impl Manager {
         }
         panic!("no {prefix} within {limit:?}; received {seen:?}");
     }
+
+    /// Takes every message already sent.
+    fn drain(&self) {
+        while self.next().is_some() {}
+    }
+
+    /// What the store passes the next start, names and descriptors, once
+    /// the ended connections are let go; the store keeps them too.
+    fn passed(&self) -> (Vec<String>, Vec<OwnedFd>) {
+        self.drain();
+        let mut store = self.store.borrow_mut();
+        store.retain(|(name, fd)| !name.starts_with("acm-client") || !ended(fd));
+        store
+            .iter()
+            .map(|(name, fd)| (name.clone(), fd.try_clone().unwrap()))
+            .unzip()
+    }
 }
 
 fn pings(messages: &[String]) -> usize {
     messages.iter().filter(|m| *m == "WATCHDOG=1").count()
+}
+
+/// Whether a stored client socket's connection has ended (POLLHUP, which
+/// systemd watches for).
+fn ended(fd: &OwnedFd) -> bool {
+    use std::os::fd::AsFd as _;
+    umad::fd_store::hung_up(fd.as_fd()).unwrap_or(true)
 }
 
 #[test]
@@ -130,18 +186,43 @@ fn without_a_table_ready_comes_at_the_ready_timeout_and_says_why() {
     assert!(sa.stderr().contains("--ready-timeout passed"));
 }
 
+/// An ibacm client, connected to `sa`'s socket, that has had one path
+/// resolved to `dlid`.
+fn answered_client(sa: &LocalSa<'_>, dlid: u16) -> UnixStream {
+    let mut client = UnixStream::connect(sa.acm_socket()).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    client.write_all(&resolve_lid(dlid, 1)).unwrap();
+    let (_, status, _, body) = read_reply(&mut client).unwrap();
+    assert_eq!((status, path_dlid(&body)), (0, Some(dlid)));
+    client
+}
+
+/// A client that has sent `sa` half a request, once `sa` has read it.
+fn half_sent_client(sa: &mut LocalSa<'_>, dlid: u16) -> UnixStream {
+    let mut halfway = UnixStream::connect(sa.acm_socket()).unwrap();
+    halfway
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    halfway.write_all(&resolve_lid(dlid, 2)[..20]).unwrap();
+    sa.wait_until(
+        "both clients, half a request read",
+        Duration::from_secs(5),
+        |c| c.get("door_acm_connections") == Some(&2) && c.get("door_partial_bytes") == Some(&20),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    halfway
+}
+
 /// librdmacm never reconnects: a client that connected before a restart
-/// is served on its old connection after it. The stand-in manager keeps
-/// what local-sa hands its store at SIGTERM and passes it to the next
-/// local-sa as systemd does; a connection in the middle of a message is
-/// closed instead, never kept.
-#[test]
-fn ibacm_clients_are_kept_across_a_restart_and_served_on_their_old_connection() {
-    use std::io::{Read as _, Write as _};
-    use std::os::unix::net::UnixStream;
-
-    use conformance::acm_client::{path_dlid, read_reply, resolve_lid};
-
+/// is served on its old connection after it, however the last local-sa
+/// ended. The stand-in manager keeps what local-sa hands its store and
+/// passes it to the next local-sa as systemd does; a connection in the
+/// middle of a message is closed instead, never kept.
+/// `end` ends the first local-sa and says how many clients it leaves in
+/// the store, and its log.
+fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
     let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -154,56 +235,58 @@ fn ibacm_clients_are_kept_across_a_restart_and_served_on_their_old_connection() 
         .unwrap_or_else(|e| panic!("{e}"));
     manager.until("READY=1", Duration::from_secs(60));
     let dest = fabric.node("h9").unwrap().port().unwrap();
-    let mut client = UnixStream::connect(sa.acm_socket()).unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    client.write_all(&resolve_lid(dest.lid, 1)).unwrap();
-    let (_, status, _, body) = read_reply(&mut client).unwrap();
-    assert_eq!((status, path_dlid(&body)), (0, Some(dest.lid)));
-    // Half a message when the stop comes.
-    let mut halfway = UnixStream::connect(sa.acm_socket()).unwrap();
-    halfway
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    halfway.write_all(&resolve_lid(dest.lid, 2)[..20]).unwrap();
-    sa.wait_until("both clients", Duration::from_secs(5), |c| {
-        c.get("door_acm_connections") == Some(&2)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let mut client = answered_client(&sa, dest.lid);
+    let mut halfway = half_sent_client(&mut sa, dest.lid);
 
-    let (status, log) = sa.stop();
-    assert!(status.is_some_and(|s| s.success()), "{log}");
-    // What the manager's store got.
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if let Ok((n, fds)) = umad::fd_store::recv_with_fds(&manager.socket, &mut buf) {
-            let message = String::from_utf8_lossy(&buf[..n]).into_owned();
-            if message == "FDSTORE=1\nFDNAME=acm-client" {
-                kept.extend(fds);
-                break;
-            }
-        }
-    }
-    assert_eq!(kept.len(), 1, "the idle client, only: {log}");
+    let (kept_at_end, log) = end(sa);
+    let (names, fds) = manager.passed();
+    let clients = |names: &[String]| {
+        names
+            .iter()
+            .filter(|n| n.starts_with("acm-client-"))
+            .count()
+    };
+    assert_eq!(clients(&names), kept_at_end, "{names:?}\n{log}");
+    assert!(names.iter().any(|n| n == "acm-ledger"), "{names:?}");
+
+    fabric
+        .forget_dead_clients("h2")
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The next local-sa, given the store's descriptors.
+    let sockets = names.iter().map(String::as_str).zip(fds).collect();
+    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut end = [0u8; 1];
     assert_eq!(
         halfway.read(&mut end).unwrap_or(0),
         0,
         "the half-sent one was closed"
     );
-
-    // The next local-sa, given the store's descriptors.
-    let sockets = kept.into_iter().map(|fd| ("acm-client", fd)).collect();
-    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
-        .unwrap_or_else(|e| panic!("{e}"));
     client.write_all(&resolve_lid(dest.lid, 3)).unwrap();
     let (_, status, tid, body) = read_reply(&mut client).unwrap();
     assert_eq!((status, tid, path_dlid(&body)), (0, 3, Some(dest.lid)));
-    // It took them back: the store is emptied, to be filled at its exit.
-    let seen = manager.until("FDSTOREREMOVE=1\nFDNAME=acm-client", Duration::from_secs(5));
-    assert!(!seen.is_empty());
+    // Still kept, and only it: the busy one is out of the store.
+    let (names, _) = manager.passed();
+    assert_eq!(clients(&names), 1, "{names:?}");
     drop(sa);
+}
+
+#[test]
+fn ibacm_clients_are_kept_across_a_restart_and_served_on_their_old_connection() {
+    clients_are_kept(|sa| {
+        let (status, log) = sa.stop();
+        assert!(status.is_some_and(|s| s.success()), "{log}");
+        // The one in the middle of a request is closed as it stops.
+        (1, log)
+    });
+}
+
+#[test]
+fn ibacm_clients_are_kept_across_a_crash_and_those_mid_request_closed() {
+    clients_are_kept(|sa| {
+        // Both stay in the store; the ledger tells the next local-sa
+        // which one to close.
+        sa.kill();
+        (2, String::new())
+    });
 }

@@ -2,16 +2,17 @@
 //! sorted by door: a listening Unix socket named `api`
 //! (`FileDescriptorName=api`) serves the local API; every other listening
 //! Unix socket serves the ibacm protocol (as ibacm's own `ibacm.socket`
-//! passes them, unnamed); connected Unix sockets named `acm-client` are
-//! ibacm clients a previous local-sa left with the store
-//! ([`crate::kept_clients`]); a netlink socket (or, for tests, a datagram
-//! socket) is the kernel door's.
+//! passes them, unnamed); connected Unix sockets named `acm-client-N` (or
+//! `acm-client`) are ibacm clients a previous local-sa left with the
+//! store, and the memory file `acm-ledger` says which of them were
+//! between messages ([`crate::kept_clients`]); a netlink socket (or, for
+//! tests, a datagram socket) is the kernel door's.
 
 use std::os::fd::OwnedFd;
 
 use tracing::warn;
 
-use crate::kept_clients::{KEPT_CLIENT, KEPT_NETLINK};
+use crate::kept_clients::{KEPT_LEDGER, KEPT_NETLINK, Passed, slot_of};
 use crate::listener::Listener;
 use umad::activation::{Inherited, SocketKind, take_inherited};
 
@@ -28,7 +29,9 @@ pub(crate) struct Activated {
     /// Whether that socket came from the descriptor store.
     pub(crate) netlink_kept: bool,
     /// ibacm clients kept across a restart.
-    pub(crate) acm_clients: Vec<OwnedFd>,
+    pub(crate) acm_clients: Passed,
+    /// The kept clients' ledger.
+    pub(crate) acm_ledger: Option<OwnedFd>,
 }
 
 /// Takes the sockets systemd passed to this process, if any.
@@ -46,7 +49,13 @@ pub(crate) fn activated() -> Result<Activated, String> {
                     out.acm.push(listener);
                 }
             }
-            SocketKind::UnixStream if name == KEPT_CLIENT => out.acm_clients.push(fd),
+            SocketKind::UnixStream if slot_of(&name).is_ok() => match slot_of(&name) {
+                Ok(Some(slot)) => out.acm_clients.numbered.push((slot, fd)),
+                _ => out.acm_clients.unnumbered.push(fd),
+            },
+            SocketKind::Other if name == KEPT_LEDGER && out.acm_ledger.is_none() => {
+                out.acm_ledger = Some(fd);
+            }
             SocketKind::Netlink { .. } | SocketKind::Datagram if out.netlink.is_none() => {
                 out.netlink_kept = name == KEPT_NETLINK;
                 out.netlink = Some(fd);

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use smol::channel::{self, Receiver, Sender};
 
 use crate::door_limits::{Admission, Cut, Receiving, SharedDoors};
+use crate::kept_clients::{ClientStore, KeptSlot};
 use crate::stream::Stream;
 
 /// Bytes read from a socket at a time while a frame arrives: memory grows
@@ -37,9 +38,59 @@ pub(crate) struct Conn {
     /// Bytes read from the socket that the reader has not passed on yet:
     /// 0 between messages.
     pub(crate) held: Cell<usize>,
+    /// Bytes queued to go out.
+    queued: Cell<usize>,
+    /// Messages passed on whose answers are not written yet (the ibacm
+    /// door answers each message with one frame).
+    owed: Cell<usize>,
+    /// Its place in the service manager's store, if it is kept there.
+    kept: Option<KeptSlot>,
+}
+
+/// Whether a new connection goes to the service manager's store
+/// ([`crate::kept_clients`]).
+#[derive(Debug)]
+pub(crate) enum Keeping {
+    /// Not kept.
+    No,
+    /// Handed to this store as it opens, if there is room.
+    Store(Rc<ClientStore>),
+    /// Kept already, in this slot (a client taken back at start).
+    Slot(KeptSlot),
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // The store holds a copy of a kept socket: only shutting it makes
+        // the peer see the end (and the store let its copy go).
+        if self.kept.as_ref().is_some_and(|k| !k.staying()) {
+            self.stream.shutdown();
+        }
+    }
 }
 
 impl Conn {
+    /// Whether nothing of a request is read but unanswered, and nothing
+    /// of an answer is left to write.
+    fn between_messages(&self) -> bool {
+        self.queued.get() == 0 && self.held.get() == 0 && self.owed.get() == 0
+    }
+
+    /// A kept connection's ledger byte says idle once it is between
+    /// messages.
+    fn settle_kept(&self) {
+        if let Some(k) = &self.kept
+            && self.between_messages()
+        {
+            k.idle();
+        }
+    }
+
+    /// A message was passed on, to be answered.
+    pub(crate) fn owe(&self) {
+        self.owed.set(self.owed.get() + 1);
+    }
+
     /// Counts `cut` against this connection's user and logs it.
     pub(crate) fn note(&self, cut: Cut) {
         let doors = self.admission.doors();
@@ -59,13 +110,28 @@ pub(crate) fn admit(
     doors: &SharedDoors,
     stream: Stream,
     door: &'static str,
+    keeping: Keeping,
 ) -> Option<(Rc<Conn>, Outbox, impl Future<Output = ()> + use<>)> {
-    let admission = Admission::new(doors, stream.peer_uid(), door)?;
+    let Some(admission) = Admission::new(doors, stream.peer_uid(), door) else {
+        if matches!(keeping, Keeping::Slot(_)) {
+            // The store's copy would keep it open.
+            stream.shutdown();
+        }
+        return None;
+    };
+    let kept = match keeping {
+        Keeping::No => None,
+        Keeping::Store(store) => stream.unix_fd().and_then(|fd| store.keep(fd)),
+        Keeping::Slot(slot) => Some(slot),
+    };
     let conn = Rc::new(Conn {
         stream,
         admission,
         door,
         held: Cell::new(0),
+        queued: Cell::new(0),
+        owed: Cell::new(0),
+        kept,
     });
     let (outbox, writer) = Outbox::new(&conn);
     Some((conn, outbox, writer))
@@ -75,7 +141,6 @@ pub(crate) fn admit(
 #[derive(Debug)]
 pub(crate) struct Outbox {
     tx: Sender<Bytes>,
-    queued: Rc<Cell<usize>>,
     conn: Rc<Conn>,
 }
 
@@ -83,11 +148,9 @@ impl Outbox {
     /// An outbox for `conn`, and its writer task to spawn.
     pub(crate) fn new(conn: &Rc<Conn>) -> (Self, impl Future<Output = ()> + use<>) {
         let (tx, rx) = channel::unbounded();
-        let queued = Rc::new(Cell::new(0));
-        let writer = write_frames(Rc::clone(conn), rx, Rc::clone(&queued));
+        let writer = write_frames(Rc::clone(conn), rx);
         let outbox = Self {
             tx,
-            queued,
             conn: Rc::clone(conn),
         };
         (outbox, writer)
@@ -97,24 +160,25 @@ impl Outbox {
     /// bytes waiting (it does not read: the caller closes it).
     pub(crate) fn push(&self, frame: Bytes) -> bool {
         let limit = self.conn.admission.doors().borrow().limits().queued_out;
-        let queued = self.queued.get() + frame.len();
-        if queued > limit && self.queued.get() > 0 {
+        let queued = &self.conn.queued;
+        let total = queued.get() + frame.len();
+        if total > limit && queued.get() > 0 {
             self.conn.note(Cut::SlowReader);
             return false;
         }
-        self.queued.set(queued);
+        queued.set(total);
         self.tx.try_send(frame).is_ok()
     }
 
     /// Whether the connection is between messages: nothing of a request
-    /// read but not passed on, nothing of an answer left to write.
+    /// read but not answered, nothing of an answer left to write.
     pub(crate) fn between_messages(&self) -> bool {
-        self.queued.get() == 0 && self.conn.held.get() == 0
+        self.conn.between_messages()
     }
 
-    /// The connection's Unix socket, if it is one.
-    pub(crate) fn unix_socket(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.conn.stream.unix_fd()
+    /// Whether the connection is in the service manager's store.
+    pub(crate) fn is_kept(&self) -> bool {
+        self.conn.kept.is_some()
     }
 
     /// Closes the connection at once: both its tasks end and what was
@@ -138,10 +202,12 @@ const WRITE_BATCH: usize = 64 << 10;
 /// queued by the time the writer runs goes out in one write (up to
 /// [`WRITE_BATCH`]), so that answers to pipelined requests cost one
 /// system call between them.
-async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>, queued: Rc<Cell<usize>>) {
+async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>) {
     let stream = &conn.stream;
+    let queued = &conn.queued;
     let mut batch = Vec::new();
     while let Ok(frame) = frames.recv().await {
+        let mut count = 1;
         let written = match frames.try_recv() {
             // One frame: as it is.
             Err(_) => stream.write_all(&frame).await,
@@ -149,10 +215,12 @@ async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>, queued: Rc<Cell<u
                 batch.clear();
                 batch.extend_from_slice(&frame);
                 batch.extend_from_slice(&second);
+                count = 2;
                 while batch.len() < WRITE_BATCH
                     && let Ok(more) = frames.try_recv()
                 {
                     batch.extend_from_slice(&more);
+                    count += 1;
                 }
                 stream.write_all(&batch).await
             }
@@ -163,10 +231,12 @@ async fn write_frames(conn: Rc<Conn>, frames: Receiver<Bytes>, queued: Rc<Cell<u
             batch.len()
         };
         queued.set(queued.get().saturating_sub(len));
+        conn.owed.set(conn.owed.get().saturating_sub(count));
         batch.clear();
         if written.is_err() {
             break;
         }
+        conn.settle_kept();
     }
     // The queue closed (the daemon let the connection go) or the peer did:
     // drop what is still queued, and shut the socket so that the reader
@@ -280,6 +350,11 @@ impl FrameReader {
             }
             let at = self.buf.len();
             self.buf.resize(at + chunk, 0);
+            if let Some(k) = &conn.kept {
+                // Whatever this read takes must be answered before the
+                // connection can be kept through a crash.
+                k.busy();
+            }
             let read = conn.stream.read(&mut self.buf[at..]);
             let n = read.as_ref().map_or(0, |n| *n);
             self.buf.truncate(at + n);
@@ -292,7 +367,7 @@ impl FrameReader {
             match read {
                 Ok(0) => return Err(ReadEnd::Closed),
                 Ok(n) => return Ok(n),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => conn.settle_kept(),
                 Err(_) => return Err(ReadEnd::Closed),
             }
         }
@@ -358,6 +433,9 @@ mod tests {
             stream,
             admission,
             held: Cell::new(0),
+            queued: Cell::new(0),
+            owed: Cell::new(0),
+            kept: None,
             door: "test",
         };
         (Rc::new(conn), theirs)
@@ -454,7 +532,7 @@ mod tests {
         assert_eq!(doors.borrow().counters().slow_readers, 1);
         outbox.close();
         smol::block_on(ex.run(writer));
-        assert_eq!(outbox.queued.get(), 0, "the queue is freed");
+        assert_eq!(conn.queued.get(), 0, "the queue is freed");
         drop((outbox, conn));
         assert_eq!(doors.borrow().counters().connections, 0);
         let mut rest = Vec::new();

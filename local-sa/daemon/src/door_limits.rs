@@ -112,11 +112,13 @@ pub(crate) struct DoorCounters {
     /// Connections closed because their frame would pass the bytes all
     /// frames being received may hold.
     pub(crate) refused_memory: u64,
+    /// Bytes of frames being received now, every connection together.
+    pub(crate) partial_bytes: u64,
 }
 
 impl DoorCounters {
     /// `name value` pairs, as the stats file lists them.
-    pub(crate) fn fields(&self) -> [(&'static str, u64); 8] {
+    pub(crate) fn fields(&self) -> [(&'static str, u64); 9] {
         [
             ("door_connections", self.connections),
             ("door_api_connections", self.api_connections),
@@ -126,6 +128,7 @@ impl DoorCounters {
             ("door_slow_readers", self.slow_readers),
             ("door_slow_senders", self.slow_senders),
             ("door_refused_memory", self.refused_memory),
+            ("door_partial_bytes", self.partial_bytes),
         ]
     }
 }
@@ -183,7 +186,10 @@ impl Doors {
     }
 
     pub(crate) fn counters(&self) -> DoorCounters {
-        self.counters
+        DoorCounters {
+            partial_bytes: self.partial_in as u64,
+            ..self.counters
+        }
     }
 
     /// Bytes of frames being received, every connection together.

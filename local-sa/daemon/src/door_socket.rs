@@ -14,8 +14,9 @@ use bytes::Bytes;
 use smol::channel::Sender;
 use tracing::debug;
 
-use crate::connection::{Conn, FrameReader, Outbox, ReadEnd, admit};
+use crate::connection::{Conn, FrameReader, Keeping, Outbox, ReadEnd, admit};
 use crate::door_limits::SharedDoors;
+use crate::kept_clients::ClientStore;
 use crate::listener::Listener;
 use crate::stream::Stream;
 use local_sa_core::doors::Framing;
@@ -58,6 +59,8 @@ pub(crate) struct StreamListener {
     /// The door's name, for logs and the connection counters.
     name: &'static str,
     framing: Framing,
+    /// Where its connections are kept across a restart, if they are.
+    store: Option<Rc<ClientStore>>,
 }
 
 impl StreamListener {
@@ -74,7 +77,15 @@ impl StreamListener {
             door,
             name,
             framing,
+            store: None,
         }
+    }
+
+    /// Its connections go to `store` as they open, to be kept across a
+    /// restart.
+    pub(crate) fn kept_in(mut self, store: Option<Rc<ClientStore>>) -> Self {
+        self.store = store;
+        self
     }
 
     /// Accepts connections for ever, numbering them from `ids` (shared by
@@ -91,7 +102,11 @@ impl StreamListener {
             let (conn, stream) = self.listener.accept(&ids).await;
             let Some(ex) = ex.upgrade() else { return };
             let door = (self.door, self.name, self.framing);
-            if open_connection(&ex, &doors, &events, door, conn, stream)
+            let keeping = match &self.store {
+                Some(store) => Keeping::Store(Rc::clone(store)),
+                None => Keeping::No,
+            };
+            if open_connection(&ex, &doors, &events, door, conn, stream, keeping)
                 .await
                 .is_err()
             {
@@ -116,8 +131,9 @@ pub(crate) async fn open_connection(
     (door, name, framing): DoorSpec,
     conn: ConnId,
     stream: Stream,
+    keeping: Keeping,
 ) -> Result<(), ()> {
-    let Some((stream, outbox, writer)) = admit(doors, stream, name) else {
+    let Some((stream, outbox, writer)) = admit(doors, stream, name, keeping) else {
         return Ok(());
     };
     let uid = stream.admission.user;
@@ -154,6 +170,7 @@ async fn read_messages(
             .await
         {
             Ok(bytes) => {
+                stream.owe();
                 if events
                     .send(DoorEvent::Message { conn, bytes })
                     .await

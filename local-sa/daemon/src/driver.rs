@@ -77,9 +77,8 @@ pub(crate) struct Driver {
     pub(crate) owned_plan: crate::endpoints::OwnedPlan,
     /// The ibacm door's number, if it is served.
     pub(crate) acm_door: Option<DoorId>,
-    /// The kernel door's socket, when this process owns it (to keep it
-    /// across a restart).
-    pub(crate) kept_netlink: Option<std::rc::Rc<smol::Async<umad::netlink::NetlinkSocket>>>,
+    /// Where the ibacm clients are kept across a restart, if they are.
+    pub(crate) client_store: Option<std::rc::Rc<crate::kept_clients::ClientStore>>,
     /// Whether a door resolves names (the files are read again on reload).
     pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.
@@ -224,15 +223,9 @@ impl Driver {
                 }
             }
         }
-        if shutdown_by.is_some() {
-            // What the doors' readers already passed on is taken, so that
-            // a client whose question is unanswered counts as owed one
-            // and is not kept.
-            while let Ok(e) = src.doors.try_recv() {
-                self.door_event(Instant::now(), e);
-            }
-            self.keep_clients();
-        }
+        // However the loop ended, the ibacm clients between messages stay
+        // in the service manager's store for the next local-sa.
+        self.keep_clients();
         self.write_stats();
         for p in &self.ports {
             let c = p.core.counters();

@@ -28,7 +28,7 @@ pub(crate) struct PortMetrics {
 const METRIC_REGISTRANTS: usize = 32;
 
 /// The doors' and the kernel door's counters: kind and meaning.
-const DAEMON_COUNTERS: [(&str, Kind, &str); 22] = [
+const DAEMON_COUNTERS: [(&str, Kind, &str); 23] = [
     (
         "door_connections",
         Kind::Gauge,
@@ -68,6 +68,11 @@ const DAEMON_COUNTERS: [(&str, Kind, &str); 22] = [
         "door_refused_memory",
         Kind::Counter,
         "Local connections closed because their frame would pass the bytes all frames being received may hold.",
+    ),
+    (
+        "door_partial_bytes",
+        Kind::Gauge,
+        "Bytes of local requests received in part (read, their frame not yet whole), every connection together.",
     ),
     (
         "netlink_resolves",

@@ -22,7 +22,7 @@ use crate::door_socket::StreamListener;
 use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
-use crate::kept_clients;
+use crate::kept_clients::{self, ClientStore};
 use crate::kernel_door;
 use crate::listener::Listener;
 use crate::log_control::LogControl;
@@ -88,6 +88,7 @@ pub(crate) fn run(
     let signals =
         Signals::new([Signal::Term, Signal::Int, Signal::Hup]).map_err(DaemonError::Signals)?;
     let mut activated = activation::activated().map_err(DaemonError::Acm)?;
+    let notifier = Notifier::from_env();
     // Every door's service, by DoorId, and its sockets.
     let mut doors: Vec<Box<dyn Door>> = Vec::new();
     let mut listeners = Vec::new();
@@ -122,16 +123,21 @@ pub(crate) fn run(
         .map_or_else(Vec::new, |a| a.endpoints().to_vec());
     let acm_serves = acm.is_some();
     let mut acm_door_id = None;
+    let client_store = match acm {
+        Some(_) => ClientStore::open(&notifier, activated.acm_ledger.take()),
+        None => None,
+    };
+    if client_store.is_none() && activated.acm_ledger.take().is_some() {
+        notifier.forget_stored(kept_clients::KEPT_LEDGER);
+    }
     if let Some(acm) = acm {
         acm_door_id = Some(doors.len());
         for listener in acm_listeners {
             info!(socket = %listener.label(), "ibacm protocol listening");
-            listeners.push(StreamListener::new(
-                listener,
-                doors.len(),
-                ACM_DOOR,
-                AcmService::FRAMING,
-            ));
+            listeners.push(
+                StreamListener::new(listener, doors.len(), ACM_DOOR, AcmService::FRAMING)
+                    .kept_in(client_store.clone()),
+            );
         }
         doors.push(Box::new(acm));
     }
@@ -199,22 +205,31 @@ pub(crate) fn run(
         );
         ex.spawn(serve).detach();
     }
-    let notifier = Notifier::from_env();
     kept_clients::take_back(
         std::mem::take(&mut activated.acm_clients),
+        client_store.as_ref(),
         acm_door_id.map(|door| (door, ACM_DOOR, AcmService::FRAMING)),
         &ex,
         (ids.clone(), account.clone(), door_tx.clone()),
         &notifier,
     );
-    let mut kept_netlink = None;
+    if activated.netlink_kept && kernel_socket.is_none() {
+        notifier.forget_stored(kept_clients::KEPT_NETLINK);
+    }
     let mut connections = HashMap::new();
     if let (Some(socket), Some(service)) = (kernel_socket, kernel) {
         match smol::Async::new(socket) {
             Ok(socket) => {
                 let socket = std::rc::Rc::new(socket);
-                if own_netlink {
-                    kept_netlink = Some(socket.clone());
+                if own_netlink && !activated.netlink_kept && notifier.store_room() > 0 {
+                    use std::os::fd::AsFd as _;
+                    // Kept from the start, so that even a crash leaves it
+                    // to the next local-sa.
+                    if let Err(e) =
+                        notifier.store(kept_clients::KEPT_NETLINK, &[socket.get_ref().as_fd()])
+                    {
+                        warn!(error = %e, "cannot give the service manager the kernel door's socket; the next local-sa opens its own");
+                    }
                 }
                 let (out_tx, out_rx) = smol::channel::bounded(kernel_door::MAX_QUEUED_REPLIES);
                 // How long the kernel is to wait for each reply, first.
@@ -265,7 +280,7 @@ pub(crate) fn run(
         acm_endpoints,
         owned_plan,
         acm_door: acm_door_id,
-        kept_netlink,
+        client_store,
         names_wanted,
         settings: Settings {
             args,

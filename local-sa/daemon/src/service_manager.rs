@@ -33,7 +33,7 @@ impl Notifier {
     }
 
     /// The notifier `var` describes, for process `pid`.
-    fn from_vars(var: impl Fn(&str) -> Option<String>, pid: u32) -> Self {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>, pid: u32) -> Self {
         let Some(socket) = var("NOTIFY_SOCKET") else {
             return Self::default();
         };
@@ -60,6 +60,19 @@ impl Notifier {
             watchdog,
             store_max,
         }
+    }
+
+    /// Another notifier to the same manager (its own socket).
+    pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
+        let target = match &self.target {
+            Some((socket, addr)) => Some((socket.try_clone()?, addr.clone())),
+            None => None,
+        };
+        Ok(Self {
+            target,
+            watchdog: self.watchdog,
+            store_max: self.store_max,
+        })
     }
 
     /// How many descriptors the manager's store may keep: none without a

@@ -52,9 +52,10 @@ impl fmt::Display for ActivationError {
 
 impl std::error::Error for ActivationError {}
 
-/// The most descriptors taken (systemd's own limit is far lower in
-/// practice; this bounds a hostile environment).
-const MAX_FDS: usize = 64;
+/// The most descriptors taken: above what local-sa's unit lets the
+/// descriptor store keep (`FileDescriptorStoreMax=`, kept ibacm clients
+/// included), and a bound on a hostile environment.
+const MAX_FDS: usize = 8192;
 
 /// Takes the descriptors systemd passed, if `LISTEN_PID` names this
 /// process; none otherwise. `vars` reads an environment variable (the
@@ -147,7 +148,7 @@ mod tests {
         assert!(e.to_string().contains("not a count"), "{e}");
         let e = take_inherited(|k| match k {
             "LISTEN_PID" => Some(me.clone()),
-            "LISTEN_FDS" => Some("1000".into()),
+            "LISTEN_FDS" => Some("100000".into()),
             _ => None,
         })
         .unwrap_err();

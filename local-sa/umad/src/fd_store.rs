@@ -30,6 +30,12 @@ pub fn recv_with_fds(socket: &UnixDatagram, buf: &mut [u8]) -> io::Result<(usize
     sys::recv(socket, buf)
 }
 
+/// Whether a stored descriptor's socket has hung up (its connection
+/// ended): systemd lets such descriptors go from its store.
+pub fn hung_up(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    sys::hung_up(fd)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};
@@ -57,6 +63,9 @@ mod tests {
         peer.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"hello");
         kept.write_all(b"!").unwrap();
+        assert!(!hung_up(kept.as_fd()).unwrap());
+        kept.shutdown(std::net::Shutdown::Both).unwrap();
+        assert!(hung_up(kept.as_fd()).unwrap(), "shut down");
         // A datagram without descriptors carries none.
         send_with_fds(&from, &to, "FDSTOREREMOVE=1", &[]).unwrap();
         let (_, none) = recv_with_fds(&manager, &mut buf).unwrap();

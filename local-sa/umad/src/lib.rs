@@ -15,6 +15,7 @@ pub mod netlink;
 pub mod port;
 pub mod port_events;
 pub mod process;
+pub mod shared_memory;
 pub mod simulator;
 mod sys;
 mod transport;

@@ -139,3 +139,18 @@ pub(crate) fn recv(socket: &UnixDatagram, buf: &mut [u8]) -> io::Result<(usize, 
     }
     Ok((n as usize, fds))
 }
+
+/// Whether `fd` reports POLLHUP or POLLERR now, without waiting.
+pub(crate) fn hung_up(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is a valid pollfd array of length 1 for the call.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0)
+}

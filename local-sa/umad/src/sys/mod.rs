@@ -12,6 +12,7 @@ pub(crate) mod fd_passing;
 pub(crate) mod ifaddrs;
 pub(crate) mod netlink;
 pub(crate) mod process;
+pub(crate) mod shared_memory;
 pub(crate) mod verbs;
 
 use std::ffi::{CStr, CString, OsStr};
