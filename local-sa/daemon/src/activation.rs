@@ -12,7 +12,7 @@ use std::os::fd::OwnedFd;
 
 use tracing::warn;
 
-use crate::kept_clients::{KEPT_LEDGER, KEPT_NETLINK, Passed, slot_of};
+use crate::client_store::{KEPT_LEDGER, KEPT_NETLINK, Passed, slot_of};
 use crate::listener::Listener;
 use umad::activation::{Inherited, SocketKind, take_inherited};
 

@@ -14,8 +14,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use smol::channel::{self, Receiver, Sender};
 
+use crate::client_store::{ClientStore, KeptSlot};
 use crate::door_limits::{Admission, Cut, Receiving, SharedDoors};
-use crate::kept_clients::{ClientStore, KeptSlot};
 use crate::stream::Stream;
 
 /// Bytes read from a socket at a time while a frame arrives: memory grows

@@ -14,9 +14,9 @@ use bytes::Bytes;
 use smol::channel::Sender;
 use tracing::debug;
 
+use crate::client_store::ClientStore;
 use crate::connection::{Conn, FrameReader, Keeping, Outbox, ReadEnd, admit};
 use crate::door_limits::SharedDoors;
-use crate::kept_clients::ClientStore;
 use crate::listener::Listener;
 use crate::stream::Stream;
 use local_sa_core::doors::Framing;

@@ -78,7 +78,7 @@ pub(crate) struct Driver {
     /// The ibacm door's number, if it is served.
     pub(crate) acm_door: Option<DoorId>,
     /// Where the ibacm clients are kept across a restart, if they are.
-    pub(crate) client_store: Option<std::rc::Rc<crate::kept_clients::ClientStore>>,
+    pub(crate) client_store: Option<std::rc::Rc<crate::client_store::ClientStore>>,
     /// Whether a door resolves names (the files are read again on reload).
     pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.

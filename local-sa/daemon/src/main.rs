@@ -4,6 +4,7 @@ mod acm_server;
 mod activation;
 mod address_watch;
 mod bridge;
+mod client_store;
 mod connection;
 mod door_limits;
 mod door_socket;

@@ -17,12 +17,13 @@ use tracing::{info, warn};
 use crate::acm_server::{self, PortFiles};
 use crate::activation;
 use crate::address_watch;
+use crate::client_store::{self, ClientStore};
 use crate::door_limits::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::door_socket::StreamListener;
 use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
-use crate::kept_clients::{self, ClientStore};
+use crate::kept_clients;
 use crate::kernel_door;
 use crate::listener::Listener;
 use crate::log_control::LogControl;
@@ -128,7 +129,7 @@ pub(crate) fn run(
         None => None,
     };
     if client_store.is_none() && activated.acm_ledger.take().is_some() {
-        notifier.forget_stored(kept_clients::KEPT_LEDGER);
+        notifier.forget_stored(client_store::KEPT_LEDGER);
     }
     if let Some(acm) = acm {
         acm_door_id = Some(doors.len());
@@ -214,7 +215,7 @@ pub(crate) fn run(
         &notifier,
     );
     if activated.netlink_kept && kernel_socket.is_none() {
-        notifier.forget_stored(kept_clients::KEPT_NETLINK);
+        notifier.forget_stored(client_store::KEPT_NETLINK);
     }
     let mut connections = HashMap::new();
     if let (Some(socket), Some(service)) = (kernel_socket, kernel) {
@@ -226,7 +227,7 @@ pub(crate) fn run(
                     // Kept from the start, so that even a crash leaves it
                     // to the next local-sa.
                     if let Err(e) =
-                        notifier.store(kept_clients::KEPT_NETLINK, &[socket.get_ref().as_fd()])
+                        notifier.store(client_store::KEPT_NETLINK, &[socket.get_ref().as_fd()])
                     {
                         warn!(error = %e, "cannot give the service manager the kernel door's socket; the next local-sa opens its own");
                     }

@@ -62,10 +62,16 @@ impl Notifier {
         }
     }
 
-    /// Another notifier to the same manager (its own socket).
-    pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
+    /// Another notifier to the same manager, on a socket of its own whose
+    /// sends never block: a manager slow to read fails them instead of
+    /// stalling the daemon (what is sent per connection must not wait).
+    pub(crate) fn nonblocking_clone(&self) -> std::io::Result<Self> {
         let target = match &self.target {
-            Some((socket, addr)) => Some((socket.try_clone()?, addr.clone())),
+            Some((_, addr)) => {
+                let socket = UnixDatagram::unbound()?;
+                socket.set_nonblocking(true)?;
+                Some((socket, addr.clone()))
+            }
             None => None,
         };
         Ok(Self {
@@ -98,10 +104,16 @@ impl Notifier {
         Ok(())
     }
 
-    /// Empties the manager's store of what is kept under `name`.
+    /// Empties the manager's store of what is kept under `name`. A
+    /// failure is only logged at debug level: a socket's own hang-up makes
+    /// systemd let it go too.
     pub(crate) fn forget_stored(&self, name: &str) {
-        if self.target.is_some() {
-            self.notify(&format!("FDSTOREREMOVE=1\nFDNAME={name}"));
+        let Some((socket, addr)) = &self.target else {
+            return;
+        };
+        let state = format!("FDSTOREREMOVE=1\nFDNAME={name}");
+        if let Err(e) = socket.send_to_addr(state.as_bytes(), addr) {
+            debug!(state, error = %e, "cannot tell the service manager");
         }
     }
 
