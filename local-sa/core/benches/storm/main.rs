@@ -21,8 +21,9 @@
 //! `qos-local-sa` (each node's QoS cache asks the master once per port
 //! pair), `qos-warm` (as `qos-local-sa`, a prolog on every node warming
 //! its cache for every peer first, as `lsaquery --warm` does; its load
-//! counted in the fill) and `qos-distributor` (the default tables pushed,
-//! the ServiceID's pairs still asked by each node).
+//! counted in the fill) and `qos-distributor` (the distributor pushes the
+//! default tables and each node's table at the ServiceID, which it asks
+//! the master for: `lsaquery --distribute --service-id`).
 //! `--plot=FILE` (relative to the workspace root) also writes
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.

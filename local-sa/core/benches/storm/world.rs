@@ -51,7 +51,8 @@ pub(crate) struct Scenario {
     pub(crate) cold: bool,
     /// With local-sa: a distributor next to the master fills the nodes,
     /// this many at a time, and the cores wait for it (`load_wait`) rather
-    /// than ask the master for their tables.
+    /// than ask the master for their tables. With a `service_id` it also
+    /// sends each node its table at that ServiceID, from the master.
     pub(crate) distributor: Option<usize>,
     /// The ServiceID the ranks' queries name (rdma_cm's route
     /// resolution), if any.
@@ -240,8 +241,11 @@ fn get_request(tid: u64, slid: u16, dlid: u16, service_id: Option<u64>) -> Bytes
     t.set_dlid(dlid);
     let mut mask = pr::SLID | pr::DLID;
     if let Some(id) = service_id {
+        // As rdma_cm's route resolution asks: the ServiceID and the
+        // partition.
         t.set_service_id(id);
-        mask |= pr::SERVICE_ID;
+        t.set_pkey(0xFFFF);
+        mask |= pr::SERVICE_ID | pr::PKEY;
     }
     let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
@@ -264,9 +268,9 @@ impl World {
             seq: 0,
             master,
             master_wake: None,
-            distributor: s
-                .distributor
-                .map(|window| Distributor::new(master_lid + 1, master_lid, s.hosts, window)),
+            distributor: s.distributor.map(|window| {
+                Distributor::new(master_lid + 1, master_lid, s.hosts, window, s.service_id)
+            }),
             distributor_wake: None,
             distributor_free: start,
             cores: Vec::new(),
@@ -432,9 +436,7 @@ impl World {
             self.core_ready[i] = true;
             self.cores_ready += 1;
         }
-        if !self.ranks_started && self.cores_ready == self.cores.len() {
-            self.start_ranks();
-        }
+        self.start_ranks_when_filled();
         if let Some((at, marks, left)) = &mut self.disturbed
             && let Some(before) = marks[i]
         {
@@ -462,7 +464,18 @@ impl World {
         }
     }
 
+    /// The job starts once every core has its table and the distributor,
+    /// if there is one, has sent everything (a job prolog waits for
+    /// `lsaquery --distribute` to end).
+    fn start_ranks_when_filled(&mut self) {
+        let distributed = self.distributor.as_ref().is_none_or(Distributor::is_done);
+        if !self.ranks_started && self.cores_ready == self.cores.len() && distributed {
+            self.start_ranks();
+        }
+    }
+
     fn after_distributor(&mut self, out: Vec<(Address, Bytes)>) {
+        self.start_ranks_when_filled();
         let Some(d) = &self.distributor else { return };
         let me = Address::gsi(d.lid, 0);
         let next = d.next_event();
