@@ -5,7 +5,7 @@
 //! says so); WATCHDOG=1 comes twice per `WATCHDOG_USEC` from start to
 //! end; SIGTERM brings STOPPING=1.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{Read as _, Write as _};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::{UnixDatagram, UnixStream};
@@ -22,6 +22,8 @@ struct Manager {
     socket: UnixDatagram,
     path: std::path::PathBuf,
     store: RefCell<Vec<(String, OwnedFd)>>,
+    /// How many ibacm clients were ever handed to the store.
+    clients_ever_stored: Cell<usize>,
 }
 
 impl Manager {
@@ -35,6 +37,7 @@ impl Manager {
             socket,
             path,
             store: RefCell::new(Vec::new()),
+            clients_ever_stored: Cell::new(0),
         }
     }
 
@@ -53,6 +56,10 @@ impl Manager {
         let name = field("FDNAME").unwrap_or_else(|| "stored".into());
         let mut store = self.store.borrow_mut();
         if field("FDSTORE").as_deref() == Some("1") {
+            if name.starts_with("acm-client-") {
+                let ever = &self.clients_ever_stored;
+                ever.set(ever.get() + fds.len());
+            }
             store.extend(fds.into_iter().map(|fd| (name.clone(), fd)));
         } else if field("FDSTOREREMOVE").as_deref() == Some("1") {
             store.retain(|(n, _)| *n != name);
@@ -75,6 +82,27 @@ impl Manager {
             }
         }
         panic!("no {prefix} within {limit:?}; received {seen:?}");
+    }
+
+    /// Takes messages until the store holds `count` ibacm clients, or
+    /// panics after `limit`.
+    fn until_stored(&self, count: usize, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let clients = || {
+            let store = self.store.borrow();
+            store
+                .iter()
+                .filter(|(n, _)| n.starts_with("acm-client-"))
+                .count()
+        };
+        while clients() < count {
+            assert!(
+                Instant::now() < deadline,
+                "{} clients stored after {limit:?}",
+                clients()
+            );
+            self.next();
+        }
     }
 
     /// Takes every message already sent.
@@ -235,8 +263,16 @@ fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
         .unwrap_or_else(|e| panic!("{e}"));
     manager.until("READY=1", Duration::from_secs(60));
     let dest = fabric.node("h9").unwrap().port().unwrap();
+    // A short connection (ib_acme's): closed before it is a second old.
+    drop(answered_client(&sa, dest.lid));
     let mut client = answered_client(&sa, dest.lid);
     let mut halfway = half_sent_client(&mut sa, dest.lid);
+    // Each lasting one is stored once it is a second old; the short one
+    // never was.
+    manager.until_stored(2, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(1500));
+    manager.drain();
+    assert_eq!(manager.clients_ever_stored.get(), 2);
 
     let (kept_at_end, log) = end(sa);
     let (names, fds) = manager.passed();

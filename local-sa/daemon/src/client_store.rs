@@ -107,12 +107,13 @@ impl ClientStore {
         }))
     }
 
-    /// Hands a newly opened client's socket to the store: its slot, or
-    /// `None` when the store is full or refuses it (it is served all the
-    /// same, just not kept).
-    pub(crate) fn keep(self: &Rc<Self>, fd: BorrowedFd<'_>) -> Option<KeptSlot> {
+    /// Hands a client's socket to the store, its ledger byte saying
+    /// whether it is `idle` (between messages): its slot, or `None` when
+    /// the store is full or refuses it (it is served all the same, just
+    /// not kept).
+    pub(crate) fn keep(self: &Rc<Self>, fd: BorrowedFd<'_>, idle: bool) -> Option<KeptSlot> {
         let slot = self.free.borrow_mut().pop()?;
-        self.ledger.set(slot, IDLE);
+        self.ledger.set(slot, if idle { IDLE } else { BUSY });
         if let Err(e) = self.notifier.store(&slot_name(slot), &[fd]) {
             self.ledger.set(slot, FREE);
             self.free.borrow_mut().push(slot);
@@ -260,8 +261,8 @@ mod tests {
 
         let (idle, idle_peer) = UnixStream::pair().unwrap();
         let (busy, mut busy_peer) = UnixStream::pair().unwrap();
-        let idle_slot = store.keep(idle.as_fd()).unwrap();
-        let busy_slot = store.keep(busy.as_fd()).unwrap();
+        let idle_slot = store.keep(idle.as_fd(), true).unwrap();
+        let busy_slot = store.keep(busy.as_fd(), false).unwrap();
         let names: Vec<String> = received(&socket).into_iter().map(|m| m.0).collect();
         assert_eq!(
             names,
@@ -270,7 +271,6 @@ mod tests {
                 format!("FDSTORE=1\nFDNAME={}", slot_name(busy_slot.slot)),
             ]
         );
-        busy_slot.busy();
         let slots = (idle_slot.slot, busy_slot.slot);
         // A crash: nothing is dropped, nothing more is said.
         std::mem::forget((idle_slot, busy_slot, store));
@@ -313,9 +313,12 @@ mod tests {
         let (socket, notifier) = manager(dir.path(), "3");
         let store = ClientStore::open(&notifier, None).unwrap();
         let (a, _peer) = UnixStream::pair().unwrap();
-        let slot = store.keep(a.as_fd()).unwrap();
+        let slot = store.keep(a.as_fd(), true).unwrap();
         let (b, _peer_b) = UnixStream::pair().unwrap();
-        assert!(store.keep(b.as_fd()).is_none(), "one place for clients");
+        assert!(
+            store.keep(b.as_fd(), true).is_none(),
+            "one place for clients"
+        );
         store.leave();
         drop(slot);
         let said: Vec<String> = received(&socket).into_iter().map(|m| m.0).collect();

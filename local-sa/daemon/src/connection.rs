@@ -7,7 +7,7 @@
 //! reading; closing it shuts the socket, which ends both tasks at once and
 //! frees the queue, however little the peer reads.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -43,8 +43,8 @@ pub(crate) struct Conn {
     /// Messages passed on whose answers are not written yet (the ibacm
     /// door answers each message with one frame).
     owed: Cell<usize>,
-    /// Its place in the service manager's store, if it is kept there.
-    kept: Option<KeptSlot>,
+    /// Its place in the service manager's store, once it is kept there.
+    kept: OnceCell<KeptSlot>,
 }
 
 /// Whether a new connection goes to the service manager's store
@@ -53,17 +53,23 @@ pub(crate) struct Conn {
 pub(crate) enum Keeping {
     /// Not kept.
     No,
-    /// Handed to this store as it opens, if there is room.
+    /// Handed to this store once it has lasted [`KEEP_AFTER`], if there
+    /// is room then.
     Store(Rc<ClientStore>),
     /// Kept already, in this slot (a client taken back at start).
     Slot(KeptSlot),
 }
 
+/// How long a connection must last before it goes to the store: the
+/// short ones (`ib_acme`, `lsaquery --resolve`) never cost the service
+/// manager a message; librdmacm's, open for its process's life, are kept.
+pub(crate) const KEEP_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Drop for Conn {
     fn drop(&mut self) {
         // The store holds a copy of a kept socket: only shutting it makes
         // the peer see the end (and the store let its copy go).
-        if self.kept.as_ref().is_some_and(|k| !k.staying()) {
+        if self.kept.get().is_some_and(|k| !k.staying()) {
             self.stream.shutdown();
         }
     }
@@ -79,10 +85,23 @@ impl Conn {
     /// A kept connection's ledger byte says idle once it is between
     /// messages.
     fn settle_kept(&self) {
-        if let Some(k) = &self.kept
+        if let Some(k) = self.kept.get()
             && self.between_messages()
         {
             k.idle();
+        }
+    }
+
+    /// Hands the connection to `store`, if it is a Unix socket, not kept
+    /// yet, and the store has room.
+    pub(crate) fn keep_in(&self, store: &Rc<ClientStore>) {
+        if self.kept.get().is_some() {
+            return;
+        }
+        if let Some(fd) = self.stream.unix_fd()
+            && let Some(slot) = store.keep(fd, self.between_messages())
+        {
+            let _ = self.kept.set(slot);
         }
     }
 
@@ -106,24 +125,21 @@ impl Conn {
 /// socket with its place in the account, its outbox, and its writer task
 /// to spawn. `None` when refused (counted and logged; the socket closes
 /// as it drops).
+/// `kept`: its place in the store, if it is kept already.
 pub(crate) fn admit(
     doors: &SharedDoors,
     stream: Stream,
     door: &'static str,
-    keeping: Keeping,
+    kept: Option<KeptSlot>,
 ) -> Option<(Rc<Conn>, Outbox, impl Future<Output = ()> + use<>)> {
     let Some(admission) = Admission::new(doors, stream.peer_uid(), door) else {
-        if matches!(keeping, Keeping::Slot(_)) {
+        if kept.is_some() {
             // The store's copy would keep it open.
             stream.shutdown();
         }
         return None;
     };
-    let kept = match keeping {
-        Keeping::No => None,
-        Keeping::Store(store) => stream.unix_fd().and_then(|fd| store.keep(fd)),
-        Keeping::Slot(slot) => Some(slot),
-    };
+    let kept = kept.map_or_else(OnceCell::new, OnceCell::from);
     let conn = Rc::new(Conn {
         stream,
         admission,
@@ -178,7 +194,7 @@ impl Outbox {
 
     /// Whether the connection is in the service manager's store.
     pub(crate) fn is_kept(&self) -> bool {
-        self.conn.kept.is_some()
+        self.conn.kept.get().is_some()
     }
 
     /// Closes the connection at once: both its tasks end and what was
@@ -350,7 +366,7 @@ impl FrameReader {
             }
             let at = self.buf.len();
             self.buf.resize(at + chunk, 0);
-            if let Some(k) = &conn.kept {
+            if let Some(k) = conn.kept.get() {
                 // Whatever this read takes must be answered before the
                 // connection can be kept through a crash.
                 k.busy();
@@ -435,7 +451,7 @@ mod tests {
             held: Cell::new(0),
             queued: Cell::new(0),
             owed: Cell::new(0),
-            kept: None,
+            kept: OnceCell::new(),
             door: "test",
         };
         (Rc::new(conn), theirs)

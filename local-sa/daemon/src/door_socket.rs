@@ -15,7 +15,7 @@ use smol::channel::Sender;
 use tracing::debug;
 
 use crate::client_store::ClientStore;
-use crate::connection::{Conn, FrameReader, Keeping, Outbox, ReadEnd, admit};
+use crate::connection::{Conn, FrameReader, KEEP_AFTER, Keeping, Outbox, ReadEnd, admit};
 use crate::door_limits::SharedDoors;
 use crate::listener::Listener;
 use crate::stream::Stream;
@@ -133,7 +133,12 @@ pub(crate) async fn open_connection(
     stream: Stream,
     keeping: Keeping,
 ) -> Result<(), ()> {
-    let Some((stream, outbox, writer)) = admit(doors, stream, name, keeping) else {
+    let (kept, store) = match keeping {
+        Keeping::No => (None, None),
+        Keeping::Store(store) => (None, Some(store)),
+        Keeping::Slot(slot) => (Some(slot), None),
+    };
+    let Some((stream, outbox, writer)) = admit(doors, stream, name, kept) else {
         return Ok(());
     };
     let uid = stream.admission.user;
@@ -150,9 +155,22 @@ pub(crate) async fn open_connection(
     events.send(opened).await.map_err(|_| ())?;
     debug!(conn, door = name, "connection opened");
     ex.spawn(writer).detach();
+    if let Some(store) = store {
+        ex.spawn(keep_when_lasting(Rc::downgrade(&stream), store))
+            .detach();
+    }
     ex.spawn(read_messages(conn, framing, stream, events.clone()))
         .detach();
     Ok(())
+}
+
+/// Hands connection `conn` to `store` once it has lasted [`KEEP_AFTER`]
+/// (nothing if it has closed by then).
+async fn keep_when_lasting(conn: Weak<Conn>, store: Rc<ClientStore>) {
+    smol::Timer::after(KEEP_AFTER).await;
+    if let Some(conn) = conn.upgrade() {
+        conn.keep_in(&store);
+    }
 }
 
 /// Reads `stream`'s messages as `framing` frames them until it closes or

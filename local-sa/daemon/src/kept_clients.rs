@@ -4,9 +4,10 @@
 //! would quietly turn off acceleration for every process already running.
 //!
 //! Under a service manager with a descriptor store (systemd:
-//! `FileDescriptorStoreMax=` in the unit), each ibacm client connection is
-//! handed to the store as it opens (`FDSTORE=1`, `FDNAME=acm-client-N`,
-//! N its slot), and a ledger goes with them: a memory file
+//! `FileDescriptorStoreMax=` in the unit), each ibacm client connection
+//! open for a second is handed to the store (`FDSTORE=1`,
+//! `FDNAME=acm-client-N`, N its slot: short ones such as `ib_acme`'s
+//! never cost the manager a message), and a ledger goes with them: a memory file
 //! (`FDNAME=acm-ledger`) with one byte per slot saying whether that
 //! client is between messages (idle) or in the middle of one (busy: bytes
 //! of a request read, or its answer not yet written). The byte turns busy
@@ -103,7 +104,7 @@ pub(crate) fn take_back(
         back.into_iter().map(|(k, fd)| (Some(k), fd)).collect();
     if !passed.unnumbered.is_empty() {
         for fd in passed.unnumbered {
-            clients.push((store.keep(fd.as_fd()), fd));
+            clients.push((store.keep(fd.as_fd(), true), fd));
         }
         store.forget_unnumbered();
     }
