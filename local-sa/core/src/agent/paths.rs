@@ -144,16 +144,8 @@ impl SaCore {
         lookup: Lookup,
         key: PairKey,
     ) {
-        if let Some(records) = self.qos_cache.get(&key) {
+        if let Some(outcome) = self.held_pair_outcome(&key, &query) {
             self.counters.qos_cache_hits += 1;
-            let outcome = path_query::evaluate_pair(
-                &self.knowledge(),
-                records,
-                &key,
-                query.method,
-                query.mask,
-                &query.template,
-            );
             return self.settle(now, asker, query, lookup, outcome);
         }
         self.count_miss(now);
@@ -164,17 +156,7 @@ impl SaCore {
     /// destination its source's table did not hold, or an SL the master
     /// must judge. Answered from the QoS cache, else the pair is asked.
     fn pair_again(&mut self, now: Instant, asker: Asker, query: PathQuery, key: PairKey) {
-        let held = self.qos_cache.get(&key).map(|records| {
-            path_query::evaluate_pair(
-                &self.knowledge(),
-                records,
-                &key,
-                query.method,
-                query.mask,
-                &query.template,
-            )
-        });
-        match held {
+        match self.held_pair_outcome(&key, &query) {
             Some(outcome) => {
                 self.counters.qos_cache_hits += 1;
                 self.act_on_pair(now, asker, query, outcome);
@@ -269,15 +251,27 @@ impl SaCore {
         key: &PairKey,
         records: &[PathRecord],
     ) {
-        let outcome = path_query::evaluate_pair(
+        let outcome = self.pair_outcome(records, key, &query);
+        self.act_on_pair(now, asker, query, outcome);
+    }
+
+    /// What `query` comes to from `key`'s records, `records`.
+    fn pair_outcome(&self, records: &[PathRecord], key: &PairKey, query: &PathQuery) -> Outcome {
+        path_query::evaluate_pair(
             &self.knowledge(),
             records,
             key,
             query.method,
             query.mask,
             &query.template,
-        );
-        self.act_on_pair(now, asker, query, outcome);
+        )
+    }
+
+    /// What `query` comes to from `key`'s records in the QoS cache, if
+    /// they are there.
+    fn held_pair_outcome(&self, key: &PairKey, query: &PathQuery) -> Option<Outcome> {
+        let records = self.qos_cache.get(key)?;
+        Some(self.pair_outcome(records, key, query))
     }
 
     /// Acts on what a pair's records came to for an asker already
