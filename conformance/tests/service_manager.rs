@@ -290,7 +290,7 @@ fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
         .unwrap_or_else(|e| panic!("{e}"));
     // The next local-sa, given the store's descriptors.
     let sockets = names.iter().map(String::as_str).zip(fds).collect();
-    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
+    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut end = [0u8; 1];
     assert_eq!(
@@ -304,6 +304,10 @@ fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
     // Still kept, and only it: the busy one is out of the store.
     let (names, _) = manager.passed();
     assert_eq!(clients(&names), 1, "{names:?}");
+    sa.wait_until("the kept client counted", Duration::from_secs(5), |c| {
+        c.get("acm_clients_kept") == Some(&1)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     drop(sa);
 }
 

@@ -60,6 +60,9 @@ pub(crate) struct ClientStore {
     leaving: Cell<bool>,
     /// Whether a failure to store was logged already.
     warned: Cell<bool>,
+    /// Lasting connections not kept: no slot left, or the manager did not
+    /// take them.
+    not_kept: Cell<u64>,
 }
 
 impl ClientStore {
@@ -104,6 +107,7 @@ impl ClientStore {
             free: RefCell::new(free),
             leaving: Cell::new(false),
             warned: Cell::new(false),
+            not_kept: Cell::new(0),
         }))
     }
 
@@ -112,9 +116,13 @@ impl ClientStore {
     /// the store is full or refuses it (it is served all the same, just
     /// not kept).
     pub(crate) fn keep(self: &Rc<Self>, fd: BorrowedFd<'_>, idle: bool) -> Option<KeptSlot> {
-        let slot = self.free.borrow_mut().pop()?;
+        let Some(slot) = self.free.borrow_mut().pop() else {
+            self.not_kept.set(self.not_kept.get() + 1);
+            return None;
+        };
         self.ledger.set(slot, if idle { IDLE } else { BUSY });
         if let Err(e) = self.notifier.store(&slot_name(slot), &[fd]) {
+            self.not_kept.set(self.not_kept.get() + 1);
             self.ledger.set(slot, FREE);
             self.free.borrow_mut().push(slot);
             if !self.warned.replace(true) {
@@ -157,6 +165,16 @@ impl ClientStore {
         }
         *self.free.borrow_mut() = free;
         (back, closed)
+    }
+
+    /// `name value` pairs, as the stats file lists them: clients in the
+    /// store now, and lasting ones it could not take.
+    pub(crate) fn fields(&self) -> [(&'static str, u64); 2] {
+        let kept = self.ledger.len() - self.free.borrow().len();
+        [
+            ("acm_clients_kept", kept as u64),
+            ("acm_clients_not_kept", self.not_kept.get()),
+        ]
     }
 
     /// Takes the clients an older local-sa stored unnumbered out of the
@@ -318,6 +336,10 @@ mod tests {
         assert!(
             store.keep(b.as_fd(), true).is_none(),
             "one place for clients"
+        );
+        assert_eq!(
+            store.fields(),
+            [("acm_clients_kept", 1), ("acm_clients_not_kept", 1)]
         );
         store.leave();
         drop(slot);

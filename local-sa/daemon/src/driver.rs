@@ -535,7 +535,8 @@ impl Driver {
     }
 
     /// The doors' counters: the connections' account, each door's own,
-    /// and the datagrams the kernel door's writer dropped.
+    /// the datagrams the kernel door's writer dropped, and the ibacm
+    /// clients kept in the service manager's store.
     fn daemon_counters(&self) -> Vec<(&'static str, u64)> {
         let mut fields = self.account.borrow().counters().fields().to_vec();
         for door in &self.doors {
@@ -550,6 +551,9 @@ impl Driver {
             {
                 fields.push(("netlink_replies_dropped", s.dropped));
             }
+        }
+        if let Some(store) = &self.client_store {
+            fields.extend(store.fields());
         }
         fields
     }

@@ -28,7 +28,7 @@ pub(crate) struct PortMetrics {
 const METRIC_REGISTRANTS: usize = 32;
 
 /// The doors' and the kernel door's counters: kind and meaning.
-const DAEMON_COUNTERS: [(&str, Kind, &str); 23] = [
+const DAEMON_COUNTERS: [(&str, Kind, &str); 25] = [
     (
         "door_connections",
         Kind::Gauge,
@@ -68,6 +68,16 @@ const DAEMON_COUNTERS: [(&str, Kind, &str); 23] = [
         "door_refused_memory",
         Kind::Counter,
         "Local connections closed because their frame would pass the bytes all frames being received may hold.",
+    ),
+    (
+        "acm_clients_kept",
+        Kind::Gauge,
+        "ibacm clients in the service manager's descriptor store now, to be served on by the next local-sa after a restart or a crash.",
+    ),
+    (
+        "acm_clients_not_kept",
+        Kind::Counter,
+        "ibacm connections open a second or more that the descriptor store could not take (all its slots taken, or the service manager refused).",
     ),
     (
         "door_partial_bytes",
@@ -444,7 +454,12 @@ mod tests {
                 .iter()
                 .map(|(n, _)| *n),
         );
-        names.extend(["netlink_replies_dropped", "metrics_refused"]);
+        names.extend([
+            "netlink_replies_dropped",
+            "metrics_refused",
+            "acm_clients_kept",
+            "acm_clients_not_kept",
+        ]);
         for name in &names {
             assert!(DAEMON_COUNTERS.iter().any(|(n, _, _)| n == name), "{name}");
         }
