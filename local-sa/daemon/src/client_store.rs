@@ -50,6 +50,13 @@ pub(crate) fn slot_of(name: &str) -> Result<Option<usize>, ()> {
     n.parse().map(Some).map_err(|_| ())
 }
 
+/// Closes a kept client's socket `fd`, stored as `name`, and takes it out
+/// of the store: shut down, since the store's copy would keep it open.
+pub(crate) fn let_go(notifier: &Notifier, name: &str, fd: OwnedFd) {
+    let _ = UnixStream::from(fd).shutdown(std::net::Shutdown::Both);
+    notifier.forget_stored(name);
+}
+
 /// The service manager's store of ibacm clients, and their ledger.
 #[derive(Debug)]
 pub(crate) struct ClientStore {
@@ -123,8 +130,7 @@ impl ClientStore {
         self.ledger.set(slot, if idle { IDLE } else { BUSY });
         if let Err(e) = self.notifier.store(&slot_name(slot), &[fd]) {
             self.not_kept.set(self.not_kept.get() + 1);
-            self.ledger.set(slot, FREE);
-            self.free.borrow_mut().push(slot);
+            self.free_slot(slot);
             if !self.warned.replace(true) {
                 warn!(error = %e, "the service manager does not take an ibacm client; it is not kept across a restart (logged once)");
             }
@@ -153,8 +159,7 @@ impl ClientStore {
                 let store = Rc::clone(self);
                 back.push((KeptSlot { store, slot }, fd));
             } else {
-                let _ = UnixStream::from(fd).shutdown(std::net::Shutdown::Both);
-                self.notifier.forget_stored(&slot_name(slot));
+                let_go(&self.notifier, &slot_name(slot), fd);
                 closed += 1;
             }
         }
@@ -165,6 +170,12 @@ impl ClientStore {
         }
         *self.free.borrow_mut() = free;
         (back, closed)
+    }
+
+    /// Marks `slot` free in the ledger and for the next client.
+    fn free_slot(&self, slot: usize) {
+        self.ledger.set(slot, FREE);
+        self.free.borrow_mut().push(slot);
     }
 
     /// `name value` pairs, as the stats file lists them: clients in the
@@ -220,9 +231,8 @@ impl Drop for KeptSlot {
         if self.store.leaving.get() {
             return;
         }
-        self.store.ledger.set(self.slot, FREE);
         self.store.notifier.forget_stored(&slot_name(self.slot));
-        self.store.free.borrow_mut().push(self.slot);
+        self.store.free_slot(self.slot);
     }
 }
 

@@ -32,7 +32,7 @@ use smol::Async;
 use smol::channel::Sender;
 use tracing::{info, warn};
 
-use crate::client_store::{ClientStore, KEPT_CLIENT, KeptSlot, Passed, slot_name};
+use crate::client_store::{ClientStore, KEPT_CLIENT, KeptSlot, Passed, let_go, slot_name};
 use crate::connection::Keeping;
 use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorSpec, open_connection};
@@ -42,9 +42,9 @@ use crate::stream::Stream;
 use local_sa_core::request::ConnId;
 
 impl Driver {
-    /// At a clean exit: the ibacm clients in the middle of a request are
-    /// closed (their processes fall back at once); the others stay in the
-    /// manager's store for the next local-sa.
+    /// As the daemon exits: the ibacm clients in the middle of a request
+    /// are closed (their processes fall back at once); the others stay in
+    /// the manager's store for the next local-sa.
     pub(crate) fn keep_clients(&mut self) {
         let (Some(store), Some(acm)) = (&self.client_store, self.acm_door) else {
             return;
@@ -134,9 +134,7 @@ fn close_all(passed: Passed, notifier: &Notifier) {
         .into_iter()
         .map(|fd| (KEPT_CLIENT.to_owned(), fd));
     for (name, fd) in numbered.chain(unnumbered) {
-        // The store's copy would keep it open.
-        let _ = UnixStream::from(fd).shutdown(std::net::Shutdown::Both);
-        notifier.forget_stored(&name);
+        let_go(notifier, &name, fd);
     }
 }
 

@@ -142,10 +142,10 @@ pub(crate) fn run(
         }
         doors.push(Box::new(acm));
     }
-    // The kernel door's socket is this process's to keep across a restart
-    // when it opened it, or when it came from the descriptor store; one a
+    // The kernel door's socket goes to the descriptor store when this
+    // process opens it: one from the store is there already, and one a
     // socket unit passed, the unit passes again.
-    let own_netlink = activated.netlink.is_none() || activated.netlink_kept;
+    let opens_netlink = activated.netlink.is_none();
     let kernel_socket = kernel_door::socket(activated.netlink.take(), options.netlink == "auto");
     let kernel = match &kernel_socket {
         Some(_) => Some(kernel_door::service(options, &ports)?),
@@ -222,7 +222,7 @@ pub(crate) fn run(
         match smol::Async::new(socket) {
             Ok(socket) => {
                 let socket = std::rc::Rc::new(socket);
-                if own_netlink && !activated.netlink_kept && notifier.store_room() > 0 {
+                if opens_netlink && notifier.store_room() > 0 {
                     use std::os::fd::AsFd as _;
                     // Kept from the start, so that even a crash leaves it
                     // to the next local-sa.

@@ -161,10 +161,7 @@ impl Distributor {
                 Some((_, Transfer::Push(s))) => s.handle_timeout(now),
                 Some((step, Transfer::Fetch(r, _))) if r.has_started() => {
                     r.handle_timeout(now);
-                    let master = Address::gsi(self.master, 0);
-                    while let Some(ack) = r.poll_transmit() {
-                        self.outbox.push((master, Bytes::copy_from_slice(&ack)));
-                    }
+                    acks(r, Address::gsi(self.master, 0), &mut self.outbox);
                     if matches!(r.state(), TransferState::Aborted { .. }) {
                         let step = *step;
                         self.retries += 1;
@@ -263,13 +260,10 @@ impl Distributor {
         from: Address,
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
-        let Ok(m) = SaMad::parse(mad) else {
-            return Vec::new();
-        };
         if from.lid == self.master {
             self.master_answered(now, from, mad);
         } else {
-            self.node_answered(now, from.lid, &m, mad);
+            self.node_answered(now, from.lid, mad);
         }
         let mut out = self.flush(now);
         out.extend(self.poll(now));
@@ -277,7 +271,10 @@ impl Distributor {
     }
 
     /// A node's MAD: an ACK of the transfer to it, or its answer.
-    fn node_answered(&mut self, now: Instant, node: u16, m: &SaMad<'_>, mad: &[u8]) {
+    fn node_answered(&mut self, now: Instant, node: u16, mad: &[u8]) {
+        let Ok(m) = SaMad::parse(mad) else {
+            return;
+        };
         let h = m.header();
         let control = h.rmpp.is_active()
             && matches!(
@@ -319,10 +316,7 @@ impl Distributor {
         let step = *step;
         let message = if h.rmpp.is_active() {
             r.handle_segment(now, mad);
-            while let Some(ack) = r.poll_transmit() {
-                self.outbox
-                    .push((from.reply(), Bytes::copy_from_slice(&ack)));
-            }
+            acks(r, from.reply(), &mut self.outbox);
             if matches!(r.state(), TransferState::Aborted { .. }) {
                 self.retries += 1;
                 self.start(node, step, now);
@@ -416,6 +410,13 @@ impl Distributor {
             self.todo.push_back(node);
         }
         out
+    }
+}
+
+/// Queues the ACKs `r` has for the master at `to`.
+fn acks(r: &mut Receiver, to: Address, out: &mut Vec<(Address, Bytes)>) {
+    while let Some(ack) = r.poll_transmit() {
+        out.push((to, Bytes::copy_from_slice(&ack)));
     }
 }
 
