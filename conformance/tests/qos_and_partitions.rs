@@ -585,16 +585,24 @@ fn the_distributor_sends_each_node_its_partition_tables_and_its_tables_at_servic
     }
     let theirs: Vec<Answer> = queries.iter().map(|q| ask(&h2, &["--master"], q)).collect();
 
-    let out = fabric
-        .node("h9")
-        .unwrap()
-        .lsaquery()
-        .args(["--distribute", "--smkey", KEY, "--json"])
-        .args(["--service-id", "0x1060001", "--service-id", "0x10005"])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let snapshot = fabric.dir().join("paths.snap");
+    let distribute = |extra: &[&str]| {
+        let out = fabric
+            .node("h9")
+            .unwrap()
+            .lsaquery()
+            .args(["--distribute", "--smkey", KEY, "--json"])
+            .args(["--service-id", "0x1060001", "--service-id", "0x10005"])
+            .arg("--snapshot")
+            .arg(&snapshot)
+            .args(extra)
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+        out
+    };
+    let out = distribute(&[]);
     // OpenSM applies QoS: each node's three P_Keys get a table each.
     assert_eq!(json_number(&out.stdout, "filled"), 2, "{}", out.stdout);
     assert_eq!(
@@ -639,4 +647,163 @@ fn the_distributor_sends_each_node_its_partition_tables_and_its_tables_at_servic
         "{at_service_ids} queries at a ServiceID: {:?}",
         counters[0]
     );
+
+    // The snapshot keeps the partition tables' records apart: every one
+    // sent is in its own section.
+    let first = std::fs::read_to_string(&snapshot).unwrap();
+    let (_, partition_section) = first
+        .split_once(PARTITION_SECTION)
+        .unwrap_or_else(|| panic!("no partition section in the snapshot:\n{first}"));
+    assert_eq!(
+        partition_section.matches("PathRecord dump:").count() as u64,
+        stored
+    );
+
+    // A delta after h2's table of partition 0x8001 went stale, as the
+    // snapshot says it was sent: one pair at an SL OpenSM no longer
+    // gives, one pair OpenSM does not have.
+    let sa_lid = |extra: &[&str]| {
+        let out = h2
+            .lsaquery()
+            .args(["--sa-lid", &s])
+            .args(extra)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    };
+    let (fresh, changed, gone) = stale_partition_records(partition_section, &s);
+    let d = field(&changed, "dlid").to_owned();
+    let stale = fabric.dir().join("stale.txt");
+    std::fs::write(&stale, format!("{changed}{gone}")).unwrap();
+    let make_stale = || {
+        sa_lid(&[
+            "--smkey",
+            KEY,
+            "--partitions",
+            "--load",
+            stale.to_str().unwrap(),
+        ]);
+    };
+    make_stale();
+    let known_query = between(&s, &d, &["--method", "get", "--pkey", "0x8001"]);
+    let known = [ask(&h2, &["--master"], &known_query)];
+    let gone_query = between(&s, "0xB000", &["--method", "get", "--pkey", "0x8001"]);
+    let stale_snapshot = format!(
+        "{}{PARTITION_SECTION}{}{gone}",
+        first.split_once(PARTITION_SECTION).unwrap().0,
+        partition_section.replacen(&fresh, &changed, 1)
+    );
+    std::fs::write(&snapshot, &stale_snapshot).unwrap();
+    let out = distribute(&["--delta", snapshot.to_str().unwrap()]);
+    for (key, value) in [
+        ("filled", 1),
+        ("unchanged", 1),
+        ("stored", 0),
+        ("deleted", 0),
+        ("partition_tables", 0),
+        ("partition_stored", 1),
+        ("partition_deleted", 1),
+        // Every time: a node's refresh empties its QoS cache.
+        ("qos_tables", 6 * names.len() as u64),
+    ] {
+        assert_eq!(
+            json_number(&out.stdout, key),
+            value,
+            "{key}: {}",
+            out.stdout
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&snapshot).unwrap(),
+        first,
+        "the new snapshot is the first one again"
+    );
+    let put_right = |when: &str| {
+        fabric.with_opensm_frozen(|| {
+            let found = differences(&h2, std::slice::from_ref(&known_query), &known);
+            assert_none_differ(&found, 1, when);
+            // Known absent: h2's table still answers for the pair itself.
+            let local = ask(&h2, &[], &gone_query);
+            assert_eq!(local.status, mad_codec::MadStatus::ERR_NO_RECORDS, "{when}");
+        });
+    };
+    put_right("after the delta, ");
+
+    // The snapshot given as --from carries the partition tables too (a
+    // dump's are never asked of the master): each goes whole.
+    make_stale();
+    let out = distribute(&["--from", snapshot.to_str().unwrap(), "--targets", &s]);
+    assert_eq!(
+        json_number(&out.stdout, "partition_tables"),
+        3,
+        "{}",
+        out.stdout
+    );
+    put_right("after --from the snapshot, ");
+}
+
+/// The line that opens a snapshot's partition tables (lsaquery's
+/// records_file.rs).
+const PARTITION_SECTION: &str = "# local-sa: partition tables";
+
+/// From a snapshot's partition section: one printed record of partition
+/// 0x8001 from LID `slid` to another port, the same at another SL, and
+/// that one to LID 0xB000 (a port that is not there).
+fn stale_partition_records(section: &str, slid: &str) -> (String, String, String) {
+    let fresh = section
+        .split("PathRecord dump:")
+        .map(|b| format!("PathRecord dump:{b}"))
+        .find(|b| {
+            b.contains("pkey.")
+                && field(b, "slid") == slid
+                && field(b, "pkey") == "0x8001"
+                && field(b, "dlid") != slid
+        })
+        .unwrap_or_else(|| panic!("no record of partition 0x8001 from LID {slid}:\n{section}"));
+    let sl = u8::from_str_radix(field(&fresh, "sl").trim_start_matches("0x"), 16).unwrap();
+    let changed = with_field(&fresh, "sl", &format!("0x{:X}", (sl + 1) % 16));
+    let gone = with_field(
+        &with_field(&changed, "dlid", "45056"),
+        "dgid",
+        "fe80::ff:0:0:1",
+    );
+    (fresh, changed, gone)
+}
+
+/// The value of field `name` in a printed record.
+fn field<'a>(record: &'a str, name: &str) -> &'a str {
+    record
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix(name)
+                .filter(|rest| rest.starts_with('.'))
+        })
+        .map(|rest| rest.trim_start_matches('.'))
+        .unwrap_or_else(|| panic!("no {name} in {record}"))
+}
+
+/// A printed record with field `name` set to `value`.
+fn with_field(record: &str, name: &str, value: &str) -> String {
+    let old = field(record, name);
+    record
+        .lines()
+        .map(|l| {
+            let named = l
+                .trim()
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('.'));
+            let line = if named {
+                l.replace(old, value)
+            } else {
+                l.to_owned()
+            };
+            line + "\n"
+        })
+        .collect()
 }

@@ -73,10 +73,13 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              its default one (if --smkey is also the
                              master's SA key, which P_Key tables need)
   --targets LIDS             only these ports (e.g. 4,7,20-40)
-  --from FILE                records from a dump instead of the master
-  --snapshot FILE            write what the nodes now hold
+  --from FILE                records from a dump instead of the master (a
+                             snapshot's carry the partition tables too)
+  --snapshot FILE            write what the nodes now hold (default and
+                             partition tables, in sections)
   --delta FILE               after a reroute: send only what changed since
-                             that snapshot (Set the changed, Delete the gone)
+                             that snapshot (Set the changed, Delete the gone),
+                             for every default and partition table
 
 Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
 whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
@@ -466,16 +469,19 @@ pub(crate) struct Cli {
     pub(crate) targets: Option<LidList>,
     /// With --distribute: take the records from this dump (as -p, --dump
     /// or --snapshot write them) rather than from the master; its sources
-    /// are the ports probed.
+    /// are the ports probed. A snapshot's partition tables go too.
     #[arg(long, value_name = "FILE", requires = "distribute")]
     pub(crate) from: Option<std::path::PathBuf>,
     /// With --distribute: write every record the nodes now hold, as a
-    /// dump, for a later --delta.
+    /// dump, for a later --delta: the default tables' records, then the
+    /// partition tables', each after its section line.
     #[arg(long, value_name = "FILE", requires = "distribute")]
     pub(crate) snapshot: Option<std::path::PathBuf>,
     /// With --distribute: send each node only what changed since this
     /// snapshot (a Set of new and changed records, a Delete of the pairs
-    /// gone); a node the snapshot does not hold gets its whole table.
+    /// gone), for its default table and its partition tables; a table the
+    /// snapshot holds nothing of goes whole. Tables at --service-id and
+    /// --qos-class go whole every time.
     #[arg(long, value_name = "FILE", requires = "distribute")]
     pub(crate) delta: Option<std::path::PathBuf>,
     /// With --distribute: queries in flight at the master at once.

@@ -17,16 +17,39 @@ use crate::query::Query;
 use crate::records_file;
 use crate::session::Session;
 
-/// Reads the PathRecords of a text dump.
-pub(crate) fn read(path: &Path) -> Result<Vec<PathRecord>, Failure> {
+/// Reads the PathRecords of a text dump, by section.
+pub(crate) fn read_dump(path: &Path) -> Result<records_file::Dump, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::new(2, format!("cannot read {}: {e}", path.display())))?;
-    let records = records_file::parse(&text)
+    let dump = records_file::parse_sections(&text)
         .map_err(|e| Failure::new(2, format!("{}: {e}", path.display())))?;
-    if records.is_empty() {
+    if dump.unmarked.is_empty() && dump.default.is_empty() && dump.partitions.is_empty() {
         return Err(Failure::new(
             2,
             format!("{}: no PathRecords in it", path.display()),
+        ));
+    }
+    Ok(dump)
+}
+
+/// Reads the PathRecords of a text dump for the default tables
+/// (`partitions`: for the partition tables; a distributor's snapshot
+/// holds both, apart).
+fn read(path: &Path, partitions: bool) -> Result<Vec<PathRecord>, Failure> {
+    let records = read_dump(path)?.table(partitions);
+    if records.is_empty() {
+        return Err(Failure::new(
+            2,
+            format!(
+                "{}: no PathRecords of the {} tables in it{}",
+                path.display(),
+                if partitions { "partition" } else { "default" },
+                if partitions {
+                    ""
+                } else {
+                    " (for the partition tables' add --partitions)"
+                }
+            ),
         ));
     }
     Ok(records)
@@ -93,7 +116,7 @@ pub(crate) async fn load(
     replace: bool,
     partitions: bool,
 ) -> Result<(), Failure> {
-    let records = read(path)?;
+    let records = read(path, partitions)?;
     let modifier = if replace { REPLACE_SOURCES } else { 0 } | partition_flag(partitions);
     let stored = push(
         session,
@@ -118,7 +141,7 @@ pub(crate) async fn delete_named(
     path: &Path,
     partitions: bool,
 ) -> Result<(), Failure> {
-    let records = read(path)?;
+    let records = read(path, partitions)?;
     let flag = partition_flag(partitions);
     let removed = push(session, Method::DELETE, ComponentMask::NONE, flag, &records).await?;
     outln!(

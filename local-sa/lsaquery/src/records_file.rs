@@ -1,6 +1,12 @@
 //! PathRecords from a text dump: what `saquery -p` and `lsaquery -p` print
 //! ("PathRecord dump:" blocks of `name....value` lines). A dump of one SA
 //! is how its paths are loaded into another.
+//!
+//! Lines that begin with `#` are comments, but for two that open a
+//! section: [`DEFAULT_TABLES`] and [`PARTITION_TABLES`]. A distributor's
+//! snapshot uses them to keep apart the default tables' records and the
+//! partition tables' (the same pair may be in both, with the same bytes);
+//! records before either belong to whichever table the reader loads.
 
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
@@ -28,12 +34,51 @@ const FIELDS: [(&str, std::ops::Range<usize>); 16] = [
     ("resv2", 58..64),
 ];
 
+/// The line that opens a section of default tables' records.
+pub(crate) const DEFAULT_TABLES: &str = "# local-sa: default tables";
+/// The line that opens a section of partition tables' records (each in
+/// its P_Key's partition's table).
+pub(crate) const PARTITION_TABLES: &str = "# local-sa: partition tables";
+
+/// A dump's records by section, each in order.
+#[derive(Debug, Default)]
+pub(crate) struct Dump {
+    /// Before any section line: of whichever table the reader loads.
+    pub(crate) unmarked: Vec<PathRecord>,
+    pub(crate) default: Vec<PathRecord>,
+    pub(crate) partitions: Vec<PathRecord>,
+}
+
+impl Dump {
+    /// The records of the default tables (`partitions`: of the partition
+    /// tables), the unmarked ones first.
+    pub(crate) fn table(self, partitions: bool) -> Vec<PathRecord> {
+        let mut records = self.unmarked;
+        records.extend(if partitions {
+            self.partitions
+        } else {
+            self.default
+        });
+        records
+    }
+}
+
 /// Every PathRecord in `text`, in order: a text dump, or the JSON lines
 /// `lsaquery -p --json` and `lsaquery --dump --json` print. Errors name
 /// the line.
+#[cfg(test)]
 pub(crate) fn parse(text: &str) -> Result<Vec<PathRecord>, String> {
+    let d = parse_sections(text)?;
+    Ok([d.unmarked, d.default, d.partitions].concat())
+}
+
+/// The PathRecords of `text` by section (JSON lines have none).
+pub(crate) fn parse_sections(text: &str) -> Result<Dump, String> {
     if text.trim_start().starts_with('{') {
-        parse_json(text)
+        Ok(Dump {
+            unmarked: parse_json(text)?,
+            ..Dump::default()
+        })
     } else {
         parse_text(text)
     }
@@ -87,20 +132,39 @@ impl Partial {
     }
 }
 
-/// "PathRecord dump:" blocks of `name....value` lines.
-fn parse_text(text: &str) -> Result<Vec<PathRecord>, String> {
-    let mut records = Vec::new();
+/// "PathRecord dump:" blocks of `name....value` lines, in sections.
+fn parse_text(text: &str) -> Result<Dump, String> {
+    // Unmarked, default tables', partition tables'.
+    let mut sections: [Vec<PathRecord>; 3] = Default::default();
+    let mut at = 0;
     let mut current: Option<Partial> = None;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw.trim();
         if line == "PathRecord dump:" {
             if let Some(done) = current.replace(Partial::new(n)) {
-                records.push(done.finish()?);
+                sections[at].push(done.finish()?);
             }
             continue;
         }
         if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('#') {
+            let section = match line {
+                DEFAULT_TABLES => 1,
+                PARTITION_TABLES => 2,
+                _ if line.starts_with("# local-sa:") => {
+                    return Err(format!(
+                        "line {n}: unknown section {line:?} (a newer lsaquery's?)"
+                    ));
+                }
+                _ => continue,
+            };
+            if let Some(done) = current.take() {
+                sections[at].push(done.finish()?);
+            }
+            at = section;
             continue;
         }
         let Some(partial) = current.as_mut() else {
@@ -113,9 +177,14 @@ fn parse_text(text: &str) -> Result<Vec<PathRecord>, String> {
         partial.set(n, name, value)?;
     }
     if let Some(done) = current {
-        records.push(done.finish()?);
+        sections[at].push(done.finish()?);
     }
-    Ok(records)
+    let [unmarked, default, partitions] = sections;
+    Ok(Dump {
+        unmarked,
+        default,
+        partitions,
+    })
 }
 
 /// One JSON object per line (docs/json.md): PathRecords of schema
@@ -335,6 +404,36 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("sl: 31 exceeds 0xf"), "{e}");
         assert_eq!(parse("").unwrap().len(), 0);
+    }
+
+    #[test]
+    fn sections_keep_the_default_and_partition_tables_apart() {
+        let (a, b, c) = (sample(1), sample(2), sample(3));
+        let text = format!(
+            "# a comment\n{}{DEFAULT_TABLES}\n{}# another\n{}\n{PARTITION_TABLES}\n{}",
+            dump(&[a]),
+            dump(&[b]),
+            dump(&[c]),
+            dump(&[a])
+        );
+        let d = parse_sections(&text).unwrap();
+        assert_eq!(
+            (d.unmarked.len(), d.default.len(), d.partitions.len()),
+            (1, 2, 1)
+        );
+        assert_eq!(d.default[1].slid(), 3, "comments are passed over");
+        let default = parse_sections(&text).unwrap().table(false);
+        let partitions = parse_sections(&text).unwrap().table(true);
+        assert_eq!(
+            default.iter().map(PathRecord::slid).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            partitions.iter().map(PathRecord::slid).collect::<Vec<_>>(),
+            [1, 1]
+        );
+        let e = parse_sections("# local-sa: qos tables\n").unwrap_err();
+        assert!(e.starts_with("line 1: unknown section"), "{e}");
     }
 }
 

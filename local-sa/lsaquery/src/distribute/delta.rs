@@ -1,25 +1,57 @@
-//! What a node must be sent: its whole table, or only what changed since
-//! the snapshot of the last distribution.
+//! What a node must be sent: each of its tables whole, or only what
+//! changed since the snapshot of the last distribution.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
+use local_sa_core::partitions::partition_of;
 use mad_codec::zerocopy::IntoBytes;
-use mad_codec::{ComponentMask, PathRecord};
+use mad_codec::{ComponentMask, Method, PathRecord};
+
+/// What a node holds as far as the distributor knows: what it was sent
+/// (or, in a snapshot, what an earlier run sent it).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// Its default table.
+    pub(crate) default: Vec<PathRecord>,
+    /// Its partition tables' records, each in its P_Key's partition.
+    pub(crate) partitions: Vec<PathRecord>,
+}
+
+impl From<crate::records_file::Dump> for Held {
+    /// A dump's records: those before any section are default tables'.
+    fn from(d: crate::records_file::Dump) -> Self {
+        let mut default = d.unmarked;
+        default.extend(d.default);
+        Self {
+            default,
+            partitions: d.partitions,
+        }
+    }
+}
+
+/// Which of a node's tables a push is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Table {
+    Default,
+    /// Its partition tables (each record its P_Key's: PARTITION_TABLES).
+    Partitions,
+}
 
 /// One load or delete for a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Push {
-    /// Set with REPLACE_SOURCES: the node's whole table.
-    Whole(Vec<PathRecord>),
+    /// Set with REPLACE_SOURCES: the node's whole table (for partitions,
+    /// of one partition).
+    Whole(Table, Vec<PathRecord>),
     /// Set: records new or changed since the snapshot.
-    Changed(Vec<PathRecord>),
+    Changed(Table, Vec<PathRecord>),
     /// Delete with KNOWN_ABSENT: pairs the master no longer has.
-    Vanished(Vec<PathRecord>),
-    /// Set with REPLACE_SOURCES and PARTITION_TABLES: the node's whole
-    /// table of one partition.
-    Partition(Vec<PathRecord>),
+    Vanished(Table, Vec<PathRecord>),
     /// Set with QOS_TABLES: the node's table at one QoS key, whose
-    /// fields `mask` names, the key record first.
+    /// fields `mask` names, the key record first. Sent whole every time:
+    /// the node's QoS cache is emptied by each of its refreshes and by
+    /// every path load, so no snapshot can say what it still holds.
     AtKey {
         mask: ComponentMask,
         records: Vec<PathRecord>,
@@ -29,26 +61,105 @@ pub(super) enum Push {
 impl Push {
     pub(super) fn records(&self) -> &[PathRecord] {
         match self {
-            Self::Whole(r) | Self::Changed(r) | Self::Vanished(r) | Self::Partition(r) => r,
+            Self::Whole(_, r) | Self::Changed(_, r) | Self::Vanished(_, r) => r,
             Self::AtKey { records, .. } => records,
         }
     }
 
-    /// True for a push of a table beside the default one (sent whole
-    /// every time, so not a change a delta found).
-    pub(super) fn is_beside_the_default(&self) -> bool {
-        matches!(self, Self::Partition(_) | Self::AtKey { .. })
+    /// The request that carries it: method, ComponentMask and
+    /// AttributeModifier (docs/wire-contract.md).
+    pub(super) fn request(&self) -> (Method, ComponentMask, u32) {
+        let table = |t: &Table| match t {
+            Table::Default => 0,
+            Table::Partitions => PARTITION_TABLES,
+        };
+        match self {
+            Self::Whole(t, _) => (Method::SET, ComponentMask::NONE, REPLACE_SOURCES | table(t)),
+            Self::Changed(t, _) => (Method::SET, ComponentMask::NONE, table(t)),
+            Self::Vanished(t, _) => (Method::DELETE, ComponentMask::NONE, KNOWN_ABSENT | table(t)),
+            Self::AtKey { mask, .. } => (Method::SET, *mask, local_sa_core::load_flags::QOS_TABLES),
+        }
+    }
+
+    /// True for a push that changes a path table (not only the QoS
+    /// cache, which is filled whole every time).
+    pub(super) fn changes_a_table(&self) -> bool {
+        !matches!(self, Self::AtKey { .. })
     }
 }
 
-/// The pushes that take a node from `old` (its records in the snapshot,
-/// `None` without a delta) to `new` (the master's records now). A node
-/// the snapshot does not know gets its whole table; one whose table did
-/// not change gets nothing.
+/// The pushes that take a node's default table from `old` (its records
+/// in the snapshot, `None` without a delta) to `new` (the master's
+/// records now). A node the snapshot does not know gets its whole table;
+/// one whose table did not change gets nothing.
 pub(super) fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Push> {
     let Some(old) = old.filter(|o| !o.is_empty()) else {
-        return vec![Push::Whole(new)];
+        return vec![Push::Whole(Table::Default, new)];
     };
+    changes(Table::Default, old, &new)
+}
+
+/// The pushes that take a node's partition tables from `old` (their
+/// records in the snapshot, `None` without a delta) to `new` (each
+/// partition fetched this run and the master's records in it, empty
+/// when it has none from the node). A partition the snapshot holds
+/// nothing of goes whole, one load each; the changes of the others go
+/// together, one Set and one Delete (each record names its partition);
+/// one the master no longer has paths in loses the snapshot's records;
+/// a partition not fetched this run is left alone.
+pub(super) fn partition_pushes(
+    old: Option<&[PathRecord]>,
+    new: &[(u16, Vec<PathRecord>)],
+) -> Vec<Push> {
+    let before = by_partition(old.unwrap_or_default());
+    let (mut wholes, mut changed, mut vanished) = (Vec::new(), Vec::new(), Vec::new());
+    for (partition, records) in new {
+        match before.get(&partition_of(*partition)) {
+            Some(old) => {
+                for push in changes(Table::Partitions, old, records) {
+                    match push {
+                        Push::Changed(_, r) => changed.extend(r),
+                        Push::Vanished(_, r) => vanished.extend(r),
+                        _ => {}
+                    }
+                }
+            }
+            None if records.is_empty() => {}
+            None => wholes.push(Push::Whole(Table::Partitions, records.clone())),
+        }
+    }
+    if !changed.is_empty() {
+        wholes.push(Push::Changed(Table::Partitions, changed));
+    }
+    if !vanished.is_empty() {
+        wholes.push(Push::Vanished(Table::Partitions, vanished));
+    }
+    wholes
+}
+
+/// The records of `old` each partition holds.
+fn by_partition(old: &[PathRecord]) -> BTreeMap<u16, Vec<PathRecord>> {
+    let mut by: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
+    for r in old {
+        by.entry(partition_of(r.pkey())).or_default().push(*r);
+    }
+    by
+}
+
+/// The records of the partitions `fetched` (low 15 bits) are left out
+/// of `old`: what a node holds of its other partitions, which this run
+/// did not touch.
+pub(super) fn untouched_partitions(old: &[PathRecord], fetched: &BTreeSet<u16>) -> Vec<PathRecord> {
+    old.iter()
+        .filter(|r| !fetched.contains(&partition_of(r.pkey())))
+        .copied()
+        .collect()
+}
+
+/// A Set of the records of `new` not in `old` byte for byte, and a
+/// Delete of the (SLID, DLID) pairs of `old` that `new` lacks; nothing
+/// when they hold the same.
+fn changes(table: Table, old: &[PathRecord], new: &[PathRecord]) -> Vec<Push> {
     let key = |r: &PathRecord| (r.slid(), r.dlid());
     let before: BTreeMap<_, _> = old.iter().map(|r| (key(r), r)).collect();
     let after: BTreeMap<_, _> = new.iter().map(|r| (key(r), r)).collect();
@@ -68,10 +179,10 @@ pub(super) fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Pu
         .collect();
     let mut out = Vec::new();
     if !changed.is_empty() {
-        out.push(Push::Changed(changed));
+        out.push(Push::Changed(table, changed));
     }
     if !vanished.is_empty() {
-        out.push(Push::Vanished(vanished));
+        out.push(Push::Vanished(table, vanished));
     }
     out
 }
@@ -86,14 +197,26 @@ mod tests {
         r.set_slid(slid);
         r.set_dlid(dlid);
         r.set_sl(sl);
+        r.set_pkey(0xFFFF);
+        r
+    }
+
+    fn in_partition(pkey: u16, mut r: PathRecord) -> PathRecord {
+        r.set_pkey(pkey);
         r
     }
 
     #[test]
     fn without_a_snapshot_the_whole_table_goes() {
         let new = vec![path(1, 2, 0), path(1, 3, 0)];
-        assert_eq!(pushes(None, new.clone()), [Push::Whole(new.clone())]);
-        assert_eq!(pushes(Some(&[]), new.clone()), [Push::Whole(new)]);
+        assert_eq!(
+            pushes(None, new.clone()),
+            [Push::Whole(Table::Default, new.clone())]
+        );
+        assert_eq!(
+            pushes(Some(&[]), new.clone()),
+            [Push::Whole(Table::Default, new)]
+        );
     }
 
     #[test]
@@ -104,8 +227,8 @@ mod tests {
         assert_eq!(
             pushes(Some(&old), new),
             [
-                Push::Changed(vec![path(1, 3, 1), path(1, 5, 0)]),
-                Push::Vanished(vec![path(1, 4, 0)]),
+                Push::Changed(Table::Default, vec![path(1, 3, 1), path(1, 5, 0)]),
+                Push::Vanished(Table::Default, vec![path(1, 4, 0)]),
             ]
         );
     }
@@ -114,5 +237,83 @@ mod tests {
     fn an_unchanged_table_sends_nothing() {
         let old = [path(1, 2, 0), path(1, 3, 0)];
         assert_eq!(pushes(Some(&old), old.to_vec()), []);
+    }
+
+    #[test]
+    fn each_partition_is_compared_with_its_own_records_in_the_snapshot() {
+        let p1 = |r| in_partition(0x8001, r);
+        let p2 = |r| in_partition(0x0002, r);
+        // The same pair in two partitions: one changes, one does not.
+        let old = [p1(path(1, 2, 0)), p1(path(1, 3, 0)), p2(path(1, 2, 4))];
+        let new = [
+            (0x8001, vec![p1(path(1, 2, 1))]),
+            (0x8002, vec![p2(path(1, 2, 4)), p2(path(1, 5, 0))]),
+            // Not in the snapshot: whole.
+            (0x8003, vec![in_partition(0x8003, path(1, 2, 0))]),
+        ];
+        assert_eq!(
+            partition_pushes(Some(&old), &new),
+            [
+                Push::Whole(Table::Partitions, vec![in_partition(0x8003, path(1, 2, 0))]),
+                Push::Changed(
+                    Table::Partitions,
+                    vec![p1(path(1, 2, 1)), p2(path(1, 5, 0))]
+                ),
+                Push::Vanished(Table::Partitions, vec![p1(path(1, 3, 0))]),
+            ]
+        );
+        // Without a snapshot every partition goes whole, but for one
+        // without paths from the node.
+        let none = partition_pushes(None, &[(0x8001, vec![p1(path(1, 2, 0))]), (0x8002, vec![])]);
+        assert_eq!(
+            none,
+            [Push::Whole(Table::Partitions, vec![p1(path(1, 2, 0))])]
+        );
+    }
+
+    #[test]
+    fn a_partition_whose_paths_are_gone_loses_them_and_one_not_fetched_is_left_alone() {
+        let old = [
+            in_partition(0x8001, path(1, 2, 0)),
+            in_partition(0x8002, path(1, 2, 0)),
+        ];
+        assert_eq!(
+            partition_pushes(Some(&old), &[(0x8001, vec![])]),
+            [Push::Vanished(
+                Table::Partitions,
+                vec![in_partition(0x8001, path(1, 2, 0))]
+            )]
+        );
+        let fetched = BTreeSet::from([0x0001]);
+        assert_eq!(
+            untouched_partitions(&old, &fetched),
+            [in_partition(0x8002, path(1, 2, 0))]
+        );
+    }
+
+    #[test]
+    fn each_push_names_its_table_in_the_modifier() {
+        let r = vec![path(1, 2, 0)];
+        let p = |push: Push| push.request();
+        assert_eq!(
+            p(Push::Whole(Table::Partitions, r.clone())),
+            (
+                Method::SET,
+                ComponentMask::NONE,
+                REPLACE_SOURCES | PARTITION_TABLES
+            )
+        );
+        assert_eq!(
+            p(Push::Changed(Table::Default, r.clone())),
+            (Method::SET, ComponentMask::NONE, 0)
+        );
+        assert_eq!(
+            p(Push::Vanished(Table::Partitions, r)),
+            (
+                Method::DELETE,
+                ComponentMask::NONE,
+                KNOWN_ABSENT | PARTITION_TABLES
+            )
+        );
     }
 }

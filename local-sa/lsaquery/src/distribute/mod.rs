@@ -27,12 +27,15 @@
 //!    with QOS_TABLES for the node's QoS cache ([`qos`]); the default
 //!    table's load would empty that cache.
 //!
-//! With `--delta OLD` (a `--snapshot` of an earlier run) a node gets only
-//! what changed: a Set of the records new or changed and a Delete with
-//! KNOWN_ABSENT of the pairs gone (docs/wire-contract.md); a node OLD
-//! does not know gets its whole table (partition tables go whole every
-//! time). A node that fails is tried again after the others; the summary
-//! names every node that still failed.
+//! With `--delta OLD` (a `--snapshot` of an earlier run, which keeps the
+//! default and partition tables' records apart) a node gets only what
+//! changed: a Set of the records new or changed and a Delete with
+//! KNOWN_ABSENT of the pairs gone (docs/wire-contract.md), for its
+//! default table and, with PARTITION_TABLES, for its partition tables; a
+//! table OLD holds nothing of goes whole. Tables at QoS keys go whole
+//! every time (the node's QoS cache is emptied by its own refreshes). A
+//! node that fails is tried again after the others; the summary names
+//! every node that still failed.
 
 mod delta;
 mod endpoints;
@@ -41,19 +44,18 @@ mod partitions;
 pub(crate) mod qos;
 mod summary;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
-use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
+use mad_codec::{MadStatus, PathRecord};
 use umad::Address;
 
-use self::delta::Push;
+use self::delta::{Held, Push, Table};
 use self::endpoints::{Endpoint, Fabric, table_request};
 use self::summary::{NodeOutcome, Summary, Tally};
 use crate::client::Token;
@@ -93,14 +95,20 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let started = Instant::now();
     let master = session.dest;
     let mut tally = Tally::default();
-    let from_file = options.from.as_deref().map(crate::load::read).transpose()?;
+    let from_file = options
+        .from
+        .as_deref()
+        .map(crate::load::read_dump)
+        .transpose()?
+        .map(Held::from);
     let old = options
         .delta
         .as_deref()
-        .map(crate::load::read)
-        .transpose()?;
+        .map(crate::load::read_dump)
+        .transpose()?
+        .map(Held::from);
     let fabric = match &from_file {
-        Some(records) => Fabric::from_sources(records),
+        Some(held) => Fabric::from_sources(&held.default),
         None => {
             let own =
                 endpoints::own_paths(session, master, options.master_window, &mut tally).await?;
@@ -144,7 +152,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
         // the fabric, which for a dump is every destination (its sources
         // are only the nodes).
         let ports = match &from_file {
-            Some(records) => Fabric::from_destinations(records).endpoints,
+            Some(held) => Fabric::from_destinations(&held.default).endpoints,
             None => fabric.endpoints.clone(),
         };
         names::fetch(session, master, &ports, options.master_window, &mut tally)
@@ -160,7 +168,8 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     if let Some(n) = &names {
         tally.names = Some((n.nodes.records, n.directory.records));
     }
-    // A dump holds no partition tables: only the master gives them.
+    // With a dump, the partition tables are its own (a snapshot's
+    // section), never the master's.
     let partitions = if nodes.is_empty() || from_file.is_some() {
         None
     } else {
@@ -174,17 +183,18 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
             })
             .ok()
     };
-    tally.partitions_known = partitions.is_some();
+    tally.partitions_known =
+        partitions.is_some() || from_file.as_ref().is_some_and(|f| !f.partitions.is_empty());
     let qos = qos::Plan::new(&options.qos_keys, partitions.as_ref(), from_file.is_some());
     tally.qos = qos.outlook();
     let mut run = Distribution::new(session, master, options, &fabric, nodes, tally, names);
     run.partitions = partitions;
     run.qos = qos;
-    if let Some(records) = &from_file {
-        run.tables_from(records);
+    if let Some(held) = &from_file {
+        run.tables_from(held);
     }
-    if let Some(records) = &old {
-        run.old_tables(records);
+    if let Some(held) = &old {
+        run.old_tables(held);
     }
     run.all().await?;
     let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
@@ -204,10 +214,11 @@ struct Node {
     /// (only its P_Key) or one at a QoS key; `None` while the default one
     /// is, and once every table is in.
     fetching: Option<QosKey>,
-    /// Its other tables fetched so far, in order.
+    /// Its other tables fetched so far, in order (those of partitions
+    /// even when empty: the master has no paths from it there).
     other_tables: Vec<(QosKey, Vec<PathRecord>)>,
     /// Its records in the `--delta` snapshot.
-    old: Option<Vec<PathRecord>>,
+    old: Option<Held>,
     /// Records fetched so far, and queries still to come back.
     fetched: Vec<PathRecord>,
     outstanding: usize,
@@ -317,20 +328,27 @@ impl<'s> Distribution<'s> {
         }
     }
 
-    /// Takes each node's table from `records` (a `--from` dump): nothing
-    /// is asked of the master.
-    fn tables_from(&mut self, records: &[PathRecord]) {
-        let by_source = group_by_source(records);
+    /// Takes each node's tables from `dump` (a `--from` dump, its
+    /// partition tables if it is a snapshot): nothing is asked of the
+    /// master.
+    fn tables_from(&mut self, dump: &Held) {
+        let by_source = group_by_source(&dump.default);
+        let mut partitions = group_by_source(&dump.partitions);
         for n in &mut self.nodes {
             n.table = Some(by_source.get(&n.at.gid).cloned().unwrap_or_default());
+            n.other_tables = by_partition(partitions.remove(&n.at.gid).unwrap_or_default());
         }
     }
 
     /// Each node's records in the `--delta` snapshot.
-    fn old_tables(&mut self, records: &[PathRecord]) {
-        let mut by_source = group_by_source(records);
+    fn old_tables(&mut self, old: &Held) {
+        let mut default = group_by_source(&old.default);
+        let mut partitions = group_by_source(&old.partitions);
         for n in &mut self.nodes {
-            n.old = Some(by_source.remove(&n.at.gid).unwrap_or_default());
+            n.old = Some(Held {
+                default: default.remove(&n.at.gid).unwrap_or_default(),
+                partitions: partitions.remove(&n.at.gid).unwrap_or_default(),
+            });
         }
     }
 
@@ -495,10 +513,9 @@ impl<'s> Distribution<'s> {
                 return self.failed(i, "the master has no PathRecords from it".into(), false);
             }
             None => n.table = Some(records),
-            // A partition (or key) without paths from it leaves nothing
-            // to send.
-            Some(key) if !records.is_empty() => n.other_tables.push((key, records)),
-            Some(_) => {}
+            // Kept even without paths from the node: a delta deletes
+            // what the snapshot says it held there.
+            Some(key) => n.other_tables.push((key, records)),
         }
         match self.next_table(i) {
             Some(p) => {
@@ -542,21 +559,26 @@ impl<'s> Distribution<'s> {
         // Partition tables first: the default table's load stands for the
         // node's refresh, after which it fetches the tables it misses.
         // Tables at QoS keys last: every path load empties the QoS cache.
-        let (partition, at_keys): (Vec<_>, Vec<_>) = n
+        let (partitions, at_keys): (Vec<_>, Vec<_>) = n
             .other_tables
             .iter()
             .partition(|(k, _)| qos::is_partition(k));
-        n.pushes = partition
+        let partitions: Vec<(u16, Vec<PathRecord>)> = partitions
             .into_iter()
-            .map(|(_, records)| Push::Partition(records.clone()))
-            .chain(delta::pushes(n.old.as_deref(), table))
+            .filter_map(|(k, records)| Some((k.pkey?, records.clone())))
+            .collect();
+        let old = n.old.as_ref();
+        n.pushes = delta::partition_pushes(old.map(|o| &o.partitions[..]), &partitions)
+            .into_iter()
+            .chain(delta::pushes(old.map(|o| &o.default[..]), table))
             .chain(
                 at_keys
                     .into_iter()
+                    .filter(|(_, records)| !records.is_empty())
                     .map(|(k, records)| qos::push(k, records)),
             )
             .collect();
-        n.outcome.unchanged = n.pushes.iter().all(Push::is_beside_the_default);
+        n.outcome.unchanged = !n.pushes.iter().any(Push::changes_a_table);
         n.names_left = if self.names.is_some() { 2 } else { 0 };
         self.push_next(i);
     }
@@ -582,17 +604,7 @@ impl<'s> Distribution<'s> {
             self.busy -= 1;
             return;
         };
-        let (method, mask, modifier) = match push {
-            Push::Whole(_) => (Method::SET, ComponentMask::NONE, REPLACE_SOURCES),
-            Push::Changed(_) => (Method::SET, ComponentMask::NONE, 0),
-            Push::Vanished(_) => (Method::DELETE, ComponentMask::NONE, KNOWN_ABSENT),
-            Push::Partition(_) => (
-                Method::SET,
-                ComponentMask::NONE,
-                REPLACE_SOURCES | PARTITION_TABLES,
-            ),
-            Push::AtKey { mask, .. } => (Method::SET, *mask, QOS_TABLES),
-        };
+        let (method, mask, modifier) = push.request();
         let (header, data) =
             crate::load::request(self.session.sm_key, method, mask, modifier, push.records());
         self.tally.transfers += 1;
@@ -654,18 +666,23 @@ impl<'s> Distribution<'s> {
                 status.is_busy(),
             );
         }
-        let count = answer.header().mad.attribute_modifier();
+        let count = u64::from(answer.header().mad.attribute_modifier());
+        let o = &mut n.outcome;
         match n.pushes.pop_front() {
-            Some(Push::Vanished(_)) => n.outcome.deleted += u64::from(count),
-            Some(Push::Partition(_)) => {
-                n.outcome.partition_tables += 1;
-                n.outcome.partition_stored += u64::from(count);
+            Some(Push::Whole(Table::Default, _) | Push::Changed(Table::Default, _)) => {
+                o.stored += count;
             }
+            Some(Push::Vanished(Table::Default, _)) => o.deleted += count,
+            Some(Push::Whole(Table::Partitions, _)) => {
+                o.partition_tables += 1;
+                o.partition_stored += count;
+            }
+            Some(Push::Changed(Table::Partitions, _)) => o.partition_stored += count,
+            Some(Push::Vanished(Table::Partitions, _)) => o.partition_deleted += count,
             Some(Push::AtKey { .. }) => {
-                n.outcome.qos_tables += 1;
-                n.outcome.qos_stored += u64::from(count);
+                o.qos_tables += 1;
+                o.qos_stored += count;
             }
-            Some(_) => n.outcome.stored += u64::from(count),
             None => {}
         }
         self.push_next(i);
@@ -747,22 +764,41 @@ impl<'s> Distribution<'s> {
         let reports = self
             .nodes
             .into_iter()
-            .map(|n| summary::NodeReport {
+            .map(|mut n| summary::NodeReport {
                 lid: n.at.lid,
                 gid: n.at.gid,
                 outcome: n.outcome,
-                failure: n.failure,
-                // What the node holds now, as far as the distributor
-                // knows: its new table if this run gave it one, else
-                // what the snapshot said.
-                holds: if n.outcome.done {
-                    n.table.unwrap_or_default()
-                } else {
-                    n.old.unwrap_or_default()
-                },
+                failure: n.failure.take(),
+                holds: n.holds(),
             })
             .collect();
         (reports, self.tally)
+    }
+}
+
+impl Node {
+    /// What the node holds once the run is over, as far as the
+    /// distributor knows: the tables this run gave it, beside the
+    /// snapshot's records of partitions this run did not fetch; or, if it
+    /// was not filled, what the snapshot said.
+    fn holds(self) -> Held {
+        let old = self.old.unwrap_or_default();
+        if !self.outcome.done {
+            return old;
+        }
+        let mut fetched = BTreeSet::new();
+        let mut partitions = Vec::new();
+        for (key, records) in self.other_tables {
+            if let (true, Some(p)) = (qos::is_partition(&key), key.pkey) {
+                fetched.insert(p);
+                partitions.extend(records);
+            }
+        }
+        partitions.extend(delta::untouched_partitions(&old.partitions, &fetched));
+        Held {
+            default: self.table.unwrap_or_default(),
+            partitions,
+        }
     }
 }
 
@@ -773,4 +809,18 @@ fn group_by_source(records: &[PathRecord]) -> BTreeMap<mad_codec::Gid, Vec<PathR
         by.entry(r.sgid()).or_default().push(*r);
     }
     by
+}
+
+/// A node's partition tables' records (a dump's), one table per
+/// partition, in order.
+fn by_partition(records: Vec<PathRecord>) -> Vec<(QosKey, Vec<PathRecord>)> {
+    let mut by: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
+    for r in records {
+        by.entry(local_sa_core::partitions::partition_of(r.pkey()))
+            .or_default()
+            .push(r);
+    }
+    by.into_iter()
+        .map(|(p, records)| (QosKey::partition(p), records))
+        .collect()
 }

@@ -52,7 +52,11 @@ impl Plan {
             return Self::default();
         }
         if from_file {
-            return not_sent("a dump holds no tables at a ServiceID or QoS class");
+            // The QoS cache holds only answers the master gave since the
+            // last event that could change them; a file cannot say so.
+            return not_sent(
+                "tables at a ServiceID or QoS class come only from the master, never from a dump",
+            );
         }
         match partitions {
             None => not_sent("the master did not say the nodes' P_Keys and its QoS"),

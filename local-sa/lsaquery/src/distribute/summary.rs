@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use mad_codec::{Gid, PathRecord};
+use mad_codec::Gid;
 
+use super::delta::Held;
 use super::qos::Outlook;
 use crate::failure::Failure;
 use crate::print::{JSON_SCHEMA, json_string};
@@ -45,9 +46,11 @@ pub(super) struct NodeOutcome {
     /// Records it stored, and removed.
     pub(super) stored: u64,
     pub(super) deleted: u64,
-    /// Partition tables it took, and their records it stored.
+    /// Partition tables it took whole, and partition tables' records it
+    /// stored (whole or changed) and removed.
     pub(super) partition_tables: u64,
     pub(super) partition_stored: u64,
+    pub(super) partition_deleted: u64,
     /// Tables at QoS keys it took, and their records it stored.
     pub(super) qos_tables: u64,
     pub(super) qos_stored: u64,
@@ -64,7 +67,7 @@ pub(super) struct NodeReport {
     pub(super) outcome: NodeOutcome,
     pub(super) failure: Option<String>,
     /// What it holds as far as the distributor knows.
-    pub(super) holds: Vec<PathRecord>,
+    pub(super) holds: Held,
 }
 
 pub(super) struct Summary {
@@ -74,7 +77,7 @@ pub(super) struct Summary {
     elapsed: Duration,
     master_lid: u16,
     /// Every record the nodes hold, for `--snapshot`.
-    pub(super) snapshot: Vec<PathRecord>,
+    pub(super) snapshot: Held,
 }
 
 impl Summary {
@@ -84,10 +87,12 @@ impl Summary {
         elapsed: Duration,
         master_lid: u16,
     ) -> Self {
-        let snapshot = nodes
-            .iter_mut()
-            .flat_map(|n| std::mem::take(&mut n.holds))
-            .collect();
+        let mut snapshot = Held::default();
+        for n in &mut nodes {
+            let held = std::mem::take(&mut n.holds);
+            snapshot.default.extend(held.default);
+            snapshot.partitions.extend(held.partitions);
+        }
         Self {
             nodes,
             tally,
@@ -136,9 +141,10 @@ impl Summary {
         if t.partitions_known {
             let _ = writeln!(
                 out,
-                "partition tables: {} taken, {} PathRecords stored",
+                "partition tables: {} taken whole; {} PathRecords stored, {} deleted",
                 self.sum(|o| o.partition_tables),
-                self.sum(|o| o.partition_stored)
+                self.sum(|o| o.partition_stored),
+                self.sum(|o| o.partition_deleted)
             );
         } else {
             out.push_str("partition tables: not distributed\n");
@@ -211,7 +217,7 @@ impl Summary {
             .collect();
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
-             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
+             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"partition_deleted\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
              \"names_refused\":{},\"failures\":[{}]}}",
             self.master_lid,
@@ -225,6 +231,7 @@ impl Summary {
             self.sum(|o| o.deleted),
             self.sum(|o| o.partition_tables),
             self.sum(|o| o.partition_stored),
+            self.sum(|o| o.partition_deleted),
             self.sum(|o| o.qos_tables),
             self.sum(|o| o.qos_stored),
             self.count(|n| n.outcome.qos_refused),
@@ -265,12 +272,22 @@ impl Summary {
     }
 }
 
-/// Writes `records` as a text dump (what `--load`, `--from` and `--delta`
-/// read).
-pub(super) fn write_snapshot(path: &Path, records: &[PathRecord]) -> Result<(), Failure> {
-    let mut text = String::with_capacity(records.len() * 700);
-    for r in records {
-        text.push_str(&crate::print::path_record(r).to_text());
+/// Writes what the nodes hold as a text dump in two sections, the
+/// default tables' records and the partition tables' (what `--load`,
+/// `--from` and `--delta` read).
+pub(super) fn write_snapshot(path: &Path, held: &Held) -> Result<(), Failure> {
+    use crate::records_file::{DEFAULT_TABLES, PARTITION_TABLES};
+    let count = held.default.len() + held.partitions.len();
+    let mut text = String::with_capacity(count * 700 + 128);
+    for (section, records) in [
+        (DEFAULT_TABLES, &held.default),
+        (PARTITION_TABLES, &held.partitions),
+    ] {
+        text.push_str(section);
+        text.push('\n');
+        for r in records {
+            text.push_str(&crate::print::path_record(r).to_text());
+        }
     }
     // Written beside and renamed, so that a reader never sees half.
     let partial = path.with_extension("partial");
@@ -289,7 +306,7 @@ mod tests {
             gid: Gid::new(Gid::DEFAULT_PREFIX, u64::from(lid)),
             outcome,
             failure: None,
-            holds: Vec::new(),
+            holds: Held::default(),
         }
     }
 
