@@ -3,7 +3,6 @@
 //! an ibacm socket as an independent client would.
 
 use std::io::Read;
-use std::os::unix::net::UnixStream;
 
 /// `ACM_OP_RESOLVE`.
 pub const RESOLVE: u8 = 0x01;
@@ -62,7 +61,7 @@ pub fn resolve_name(name: &str, tid: u64) -> Vec<u8> {
 }
 
 /// One reply: (opcode, status, TID, entries).
-pub fn read_reply(s: &mut UnixStream) -> std::io::Result<(u8, u8, u64, Vec<u8>)> {
+pub fn read_reply(s: &mut impl Read) -> std::io::Result<(u8, u8, u64, Vec<u8>)> {
     let mut h = [0u8; 16];
     s.read_exact(&mut h)?;
     let len = usize::from(if h[1] & !ACK == RESOLVE {

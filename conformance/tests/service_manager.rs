@@ -330,3 +330,67 @@ fn ibacm_clients_are_kept_across_a_crash_and_those_mid_request_closed() {
         (2, String::new())
     });
 }
+
+/// TCP clients (`server_mode loop`, librdmacm's and ib_acme's older way)
+/// are kept as the Unix ones are, and served on their old connection by
+/// the next local-sa, listening on a port of its own.
+#[test]
+fn tcp_ibacm_clients_are_kept_across_a_restart() {
+    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manager = Manager::bind(&fabric, "notify.sock");
+    let env = [
+        ("NOTIFY_SOCKET", manager.path.as_os_str()),
+        ("FDSTORE", "64".as_ref()),
+    ];
+    let ports = fabric.dir().join("acm-ports");
+    std::fs::create_dir_all(&ports).unwrap();
+    let args = [
+        "--acm-server-mode",
+        "loop",
+        "--acm-server-port",
+        "0",
+        "--acm-port-dir",
+        ports.to_str().unwrap(),
+    ];
+    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &args, Vec::new(), &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    manager.until("READY=1", Duration::from_secs(60));
+    let port: u16 = std::fs::read_to_string(ports.join("ibacm-tcp.port"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    client.write_all(&resolve_lid(dest.lid, 1)).unwrap();
+    let (_, status, _, body) = read_reply(&mut client).unwrap();
+    assert_eq!((status, path_dlid(&body)), (0, Some(dest.lid)));
+    manager.until_stored(1, Duration::from_secs(10));
+
+    let (status, log) = sa.stop();
+    assert!(status.is_some_and(|s| s.success()), "{log}");
+    let (names, fds) = manager.passed();
+    assert!(
+        names.iter().any(|n| n.starts_with("acm-client-")),
+        "{names:?}\n{log}"
+    );
+    fabric
+        .forget_dead_clients("h2")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sockets = names.iter().map(String::as_str).zip(fds).collect();
+    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &args, sockets, &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.write_all(&resolve_lid(dest.lid, 2)).unwrap();
+    let (_, status, tid, body) = read_reply(&mut client).unwrap();
+    assert_eq!((status, tid, path_dlid(&body)), (0, 2, Some(dest.lid)));
+    sa.wait_until("the kept client counted", Duration::from_secs(5), |c| {
+        c.get("acm_clients_kept") == Some(&1)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    drop(sa);
+}

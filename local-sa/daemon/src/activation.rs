@@ -2,8 +2,9 @@
 //! sorted by door: a listening Unix socket named `api`
 //! (`FileDescriptorName=api`) serves the local API; every other listening
 //! Unix socket serves the ibacm protocol (as ibacm's own `ibacm.socket`
-//! passes them, unnamed); connected Unix sockets named `acm-client-N` (or
-//! `acm-client`) are ibacm clients a previous local-sa left with the
+//! passes them, unnamed); connected Unix or TCP sockets named
+//! `acm-client-N` (or `acm-client`) are ibacm clients a previous local-sa
+//! left with the
 //! store, and the memory file `acm-ledger` says which of them were
 //! between messages ([`crate::kept_clients`]); a netlink socket (or, for
 //! tests, a datagram socket) is the kernel door's.
@@ -49,10 +50,12 @@ pub(crate) fn activated() -> Result<Activated, String> {
                     out.acm.push(listener);
                 }
             }
-            SocketKind::UnixStream if slot_of(&name).is_ok() => match slot_of(&name) {
-                Ok(Some(slot)) => out.acm_clients.numbered.push((slot, fd)),
-                _ => out.acm_clients.unnumbered.push(fd),
-            },
+            SocketKind::UnixStream | SocketKind::TcpStream if slot_of(&name).is_ok() => {
+                match slot_of(&name) {
+                    Ok(Some(slot)) => out.acm_clients.numbered.push((slot, fd)),
+                    _ => out.acm_clients.unnumbered.push(fd),
+                }
+            }
             SocketKind::Other if name == KEPT_LEDGER && out.acm_ledger.is_none() => {
                 out.acm_ledger = Some(fd);
             }
@@ -63,7 +66,7 @@ pub(crate) fn activated() -> Result<Activated, String> {
             SocketKind::Netlink { .. } | SocketKind::Datagram => {
                 warn!(name, "a second inherited netlink socket; closing it");
             }
-            SocketKind::UnixStream | SocketKind::Other => warn!(
+            SocketKind::UnixStream | SocketKind::TcpStream | SocketKind::Other => warn!(
                 name,
                 "an inherited descriptor is neither a listening socket nor a kept client; closing it"
             ),

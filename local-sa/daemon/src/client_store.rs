@@ -52,6 +52,7 @@ pub(crate) fn slot_of(name: &str) -> Result<Option<usize>, ()> {
 
 /// Closes a kept client's socket `fd`, stored as `name`, and takes it out
 /// of the store: shut down, since the store's copy would keep it open.
+/// (shutdown(2) is the same call for a TCP client's socket.)
 pub(crate) fn let_go(notifier: &Notifier, name: &str, fd: OwnedFd) {
     let _ = UnixStream::from(fd).shutdown(std::net::Shutdown::Both);
     notifier.forget_stored(name);

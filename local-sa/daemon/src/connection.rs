@@ -92,15 +92,13 @@ impl Conn {
         }
     }
 
-    /// Hands the connection to `store`, if it is a Unix socket, not kept
-    /// yet, and the store has room.
+    /// Hands the connection to `store`, if it is not kept yet and the
+    /// store has room.
     pub(crate) fn keep_in(&self, store: &Rc<ClientStore>) {
         if self.kept.get().is_some() {
             return;
         }
-        if let Some(fd) = self.stream.unix_fd()
-            && let Some(slot) = store.keep(fd, self.between_messages())
-        {
+        if let Some(slot) = store.keep(self.stream.fd(), self.between_messages()) {
             let _ = self.kept.set(slot);
         }
     }

@@ -25,10 +25,8 @@
 
 use std::cell::Cell;
 use std::os::fd::{AsFd as _, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::rc::{Rc, Weak};
 
-use smol::Async;
 use smol::channel::Sender;
 use tracing::{info, warn};
 
@@ -148,8 +146,8 @@ async fn adopt(
 ) {
     let count = clients.len();
     for (kept, fd) in clients {
-        let stream = match Async::new(UnixStream::from(fd)) {
-            Ok(s) => Stream::Unix(s),
+        let stream = match Stream::adopt(fd) {
+            Ok(s) => s,
             Err(e) => {
                 warn!(error = %e, "a kept ibacm client cannot be served; closing it");
                 continue;

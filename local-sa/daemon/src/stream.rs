@@ -70,14 +70,26 @@ impl Stream {
         }
     }
 
-    /// The socket's descriptor, if it is a Unix socket (which the service
-    /// manager can keep across a restart).
-    pub(crate) fn unix_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+    /// The socket's descriptor (which the service manager can keep across
+    /// a restart).
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd as _;
         match self {
-            Self::Unix(s) => Some(s.get_ref().as_fd()),
-            Self::Tcp(_) => None,
+            Self::Unix(s) => s.get_ref().as_fd(),
+            Self::Tcp(s) => s.get_ref().as_fd(),
         }
+    }
+
+    /// A connected socket passed in by descriptor (a kept client), as
+    /// what it is: TCP if it has an IP address, else Unix.
+    pub(crate) fn adopt(fd: std::os::fd::OwnedFd) -> io::Result<Self> {
+        let tcp = TcpStream::from(fd);
+        // getsockname of a Unix socket gives a family TcpStream refuses.
+        if tcp.local_addr().is_ok() {
+            return Ok(Self::Tcp(Async::new(tcp)?));
+        }
+        let unix = UnixStream::from(std::os::fd::OwnedFd::from(tcp));
+        Ok(Self::Unix(Async::new(unix)?))
     }
 
     /// The peer's user ID, where the socket tells it (a Unix socket's

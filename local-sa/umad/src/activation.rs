@@ -17,6 +17,8 @@ pub enum SocketKind {
     /// A connected Unix stream socket (a client connection the service
     /// manager kept across a restart).
     UnixStream,
+    /// A connected TCP socket (the same, from a TCP door).
+    TcpStream,
     /// A netlink socket (`ListenNetlink=`), of this protocol.
     Netlink {
         /// Its protocol (`NETLINK_RDMA` is 20), when the kernel tells.
@@ -93,6 +95,9 @@ pub fn take_inherited(
             let kind = match sys::socket_kind(fd.as_raw_fd()) {
                 Ok((libc::AF_UNIX, libc::SOCK_STREAM, true)) => SocketKind::UnixListener,
                 Ok((libc::AF_UNIX, libc::SOCK_STREAM, false)) => SocketKind::UnixStream,
+                Ok((libc::AF_INET | libc::AF_INET6, libc::SOCK_STREAM, false)) => {
+                    SocketKind::TcpStream
+                }
                 Ok((libc::AF_NETLINK, _, _)) => SocketKind::Netlink {
                     protocol: protocol(&fd),
                 },
@@ -166,6 +171,13 @@ mod tests {
         assert_eq!(kind, (libc::AF_UNIX, libc::SOCK_STREAM, true));
         let (a, _b) = std::os::unix::net::UnixDatagram::pair().unwrap();
         assert_eq!(sys::socket_kind(a.as_raw_fd()).unwrap().1, libc::SOCK_DGRAM);
+        // A kept TCP client: connected, not listening.
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(tcp.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            sys::socket_kind(client.as_raw_fd()).unwrap(),
+            (libc::AF_INET, libc::SOCK_STREAM, false)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
