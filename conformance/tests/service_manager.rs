@@ -136,9 +136,7 @@ fn ended(fd: &OwnedFd) -> bool {
 
 #[test]
 fn ready_once_the_table_is_in_watchdog_throughout_and_stopping_at_the_end() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = fabric();
     let manager = Manager::bind(&fabric, "notify.sock");
     let started = Instant::now();
     // The table is asked for only after 3 s (--load-wait): READY must wait
@@ -187,9 +185,7 @@ fn ready_once_the_table_is_in_watchdog_throughout_and_stopping_at_the_end() {
 
 #[test]
 fn without_a_table_ready_comes_at_the_ready_timeout_and_says_why() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = fabric();
     let manager = Manager::bind(&fabric, "notify.sock");
     let mut sa = LocalSa::spawn_with_env(
         &fabric,
@@ -217,14 +213,47 @@ fn without_a_table_ready_comes_at_the_ready_timeout_and_says_why() {
 /// An ibacm client, connected to `sa`'s socket, that has had one path
 /// resolved to `dlid`.
 fn answered_client(sa: &LocalSa<'_>, dlid: u16) -> UnixStream {
-    let mut client = UnixStream::connect(sa.acm_socket()).unwrap();
+    let client = UnixStream::connect(sa.acm_socket()).unwrap();
     client
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    client.write_all(&resolve_lid(dlid, 1)).unwrap();
-    let (_, status, _, body) = read_reply(&mut client).unwrap();
-    assert_eq!((status, path_dlid(&body)), (0, Some(dlid)));
+    resolved(client, dlid, 1)
+}
+
+/// `client` once it has asked for the path to `dlid` under `tid` and
+/// been answered.
+fn resolved<S: std::io::Read + std::io::Write>(mut client: S, dlid: u16, tid: u64) -> S {
+    client.write_all(&resolve_lid(dlid, tid)).unwrap();
+    let (_, status, answered_tid, body) = read_reply(&mut client).unwrap();
+    assert_eq!(
+        (status, answered_tid, path_dlid(&body)),
+        (0, tid, Some(dlid))
+    );
     client
+}
+
+/// The simulated fabric these tests run on.
+fn fabric() -> Fabric {
+    Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// local-sa on h2 under `manager`'s descriptor store, given `passed`
+/// (what the store passes a new start: names and descriptors).
+fn start_managed<'f>(
+    fabric: &'f Fabric,
+    manager: &Manager,
+    args: &[&str],
+    (names, fds): (Vec<String>, Vec<OwnedFd>),
+) -> LocalSa<'f> {
+    let env = [
+        ("NOTIFY_SOCKET", manager.path.as_os_str()),
+        ("FDSTORE", "64".as_ref()),
+    ];
+    let sockets = names.iter().map(String::as_str).zip(fds).collect();
+    LocalSa::start_passing_with_env(fabric, "h2", args, sockets, &env)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A client that has sent `sa` half a request, once `sa` has read it.
@@ -251,16 +280,9 @@ fn half_sent_client(sa: &mut LocalSa<'_>, dlid: u16) -> UnixStream {
 /// `end` ends the first local-sa and says how many clients it leaves in
 /// the store, and its log.
 fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = fabric();
     let manager = Manager::bind(&fabric, "notify.sock");
-    let env = [
-        ("NOTIFY_SOCKET", manager.path.as_os_str()),
-        ("FDSTORE", "64".as_ref()),
-    ];
-    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], Vec::new(), &env)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = start_managed(&fabric, &manager, &[], Default::default());
     manager.until("READY=1", Duration::from_secs(60));
     let dest = fabric.node("h9").unwrap().port().unwrap();
     // A short connection (ib_acme's): closed before it is a second old.
@@ -289,18 +311,14 @@ fn clients_are_kept(end: impl FnOnce(LocalSa<'_>) -> (usize, String)) {
         .forget_dead_clients("h2")
         .unwrap_or_else(|e| panic!("{e}"));
     // The next local-sa, given the store's descriptors.
-    let sockets = names.iter().map(String::as_str).zip(fds).collect();
-    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &[], sockets, &env)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sa = start_managed(&fabric, &manager, &[], (names, fds));
     let mut end = [0u8; 1];
     assert_eq!(
         halfway.read(&mut end).unwrap_or(0),
         0,
         "the half-sent one was closed"
     );
-    client.write_all(&resolve_lid(dest.lid, 3)).unwrap();
-    let (_, status, tid, body) = read_reply(&mut client).unwrap();
-    assert_eq!((status, tid, path_dlid(&body)), (0, 3, Some(dest.lid)));
+    resolved(&mut client, dest.lid, 3);
     // Still kept, and only it: the busy one is out of the store.
     let (names, _) = manager.passed();
     assert_eq!(clients(&names), 1, "{names:?}");
@@ -336,14 +354,8 @@ fn ibacm_clients_are_kept_across_a_crash_and_those_mid_request_closed() {
 /// the next local-sa, listening on a port of its own.
 #[test]
 fn tcp_ibacm_clients_are_kept_across_a_restart() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = fabric();
     let manager = Manager::bind(&fabric, "notify.sock");
-    let env = [
-        ("NOTIFY_SOCKET", manager.path.as_os_str()),
-        ("FDSTORE", "64".as_ref()),
-    ];
     let ports = fabric.dir().join("acm-ports");
     std::fs::create_dir_all(&ports).unwrap();
     let args = [
@@ -354,8 +366,7 @@ fn tcp_ibacm_clients_are_kept_across_a_restart() {
         "--acm-port-dir",
         ports.to_str().unwrap(),
     ];
-    let sa = LocalSa::start_passing_with_env(&fabric, "h2", &args, Vec::new(), &env)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sa = start_managed(&fabric, &manager, &args, Default::default());
     manager.until("READY=1", Duration::from_secs(60));
     let port: u16 = std::fs::read_to_string(ports.join("ibacm-tcp.port"))
         .unwrap()
@@ -363,31 +374,26 @@ fn tcp_ibacm_clients_are_kept_across_a_restart() {
         .parse()
         .unwrap();
     let dest = fabric.node("h9").unwrap().port().unwrap();
-    let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     client
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    client.write_all(&resolve_lid(dest.lid, 1)).unwrap();
-    let (_, status, _, body) = read_reply(&mut client).unwrap();
-    assert_eq!((status, path_dlid(&body)), (0, Some(dest.lid)));
+    let mut client = resolved(client, dest.lid, 1);
     manager.until_stored(1, Duration::from_secs(10));
 
     let (status, log) = sa.stop();
     assert!(status.is_some_and(|s| s.success()), "{log}");
-    let (names, fds) = manager.passed();
+    let passed = manager.passed();
     assert!(
-        names.iter().any(|n| n.starts_with("acm-client-")),
-        "{names:?}\n{log}"
+        passed.0.iter().any(|n| n.starts_with("acm-client-")),
+        "{:?}\n{log}",
+        passed.0
     );
     fabric
         .forget_dead_clients("h2")
         .unwrap_or_else(|e| panic!("{e}"));
-    let sockets = names.iter().map(String::as_str).zip(fds).collect();
-    let mut sa = LocalSa::start_passing_with_env(&fabric, "h2", &args, sockets, &env)
-        .unwrap_or_else(|e| panic!("{e}"));
-    client.write_all(&resolve_lid(dest.lid, 2)).unwrap();
-    let (_, status, tid, body) = read_reply(&mut client).unwrap();
-    assert_eq!((status, tid, path_dlid(&body)), (0, 2, Some(dest.lid)));
+    let mut sa = start_managed(&fabric, &manager, &args, passed);
+    resolved(&mut client, dest.lid, 2);
     sa.wait_until("the kept client counted", Duration::from_secs(5), |c| {
         c.get("acm_clients_kept") == Some(&1)
     })

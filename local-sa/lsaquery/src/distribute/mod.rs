@@ -95,18 +95,15 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let started = Instant::now();
     let master = session.dest;
     let mut tally = Tally::default();
-    let from_file = options
-        .from
-        .as_deref()
-        .map(crate::load::read_dump)
-        .transpose()?
-        .map(Held::from);
-    let old = options
-        .delta
-        .as_deref()
-        .map(crate::load::read_dump)
-        .transpose()?
-        .map(Held::from);
+    let read = |file: &Option<PathBuf>| -> Result<Option<Held>, Failure> {
+        Ok(file
+            .as_deref()
+            .map(crate::load::read_dump)
+            .transpose()?
+            .map(Held::from))
+    };
+    let from_file = read(&options.from)?;
+    let old = read(&options.delta)?;
     let fabric = match &from_file {
         Some(held) => Fabric::from_sources(&held.default),
         None => {
