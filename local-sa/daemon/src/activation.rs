@@ -50,12 +50,14 @@ pub(crate) fn activated() -> Result<Activated, String> {
                     out.acm.push(listener);
                 }
             }
-            SocketKind::UnixStream | SocketKind::TcpStream if slot_of(&name).is_ok() => {
-                match slot_of(&name) {
-                    Ok(Some(slot)) => out.acm_clients.numbered.push((slot, fd)),
-                    _ => out.acm_clients.unnumbered.push(fd),
-                }
-            }
+            SocketKind::UnixStream | SocketKind::TcpStream => match slot_of(&name) {
+                Ok(Some(slot)) => out.acm_clients.numbered.push((slot, fd)),
+                Ok(None) => out.acm_clients.unnumbered.push(fd),
+                Err(()) => warn!(
+                    name,
+                    "an inherited connected socket is not a kept ibacm client; closing it"
+                ),
+            },
             SocketKind::Other if name == KEPT_LEDGER && out.acm_ledger.is_none() => {
                 out.acm_ledger = Some(fd);
             }
@@ -66,7 +68,7 @@ pub(crate) fn activated() -> Result<Activated, String> {
             SocketKind::Netlink { .. } | SocketKind::Datagram => {
                 warn!(name, "a second inherited netlink socket; closing it");
             }
-            SocketKind::UnixStream | SocketKind::TcpStream | SocketKind::Other => warn!(
+            SocketKind::Other => warn!(
                 name,
                 "an inherited descriptor is neither a listening socket nor a kept client; closing it"
             ),
