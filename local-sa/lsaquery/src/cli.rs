@@ -74,7 +74,7 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              master's SA key, which P_Key tables need)
   --targets LIDS             only these ports (e.g. 4,7,20-40)
   --from FILE                records from a dump instead of the master (a
-                             snapshot's carry the partition tables too)
+                             snapshot carries the partition tables too)
   --snapshot FILE            write what the nodes now hold (default and
                              partition tables, in sections)
   --delta FILE               after a reroute: send only what changed since
