@@ -137,10 +137,10 @@ pub(super) fn partition_pushes(
     wholes
 }
 
-/// The records of `old` each partition holds.
-fn by_partition(old: &[PathRecord]) -> BTreeMap<u16, Vec<PathRecord>> {
+/// The records of `records` each partition (low 15 bits) holds.
+pub(super) fn by_partition(records: &[PathRecord]) -> BTreeMap<u16, Vec<PathRecord>> {
     let mut by: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
-    for r in old {
+    for r in records {
         by.entry(partition_of(r.pkey())).or_default().push(*r);
     }
     by

@@ -333,7 +333,7 @@ impl<'s> Distribution<'s> {
         let mut partitions = group_by_source(&dump.partitions);
         for n in &mut self.nodes {
             n.table = Some(by_source.get(&n.at.gid).cloned().unwrap_or_default());
-            n.other_tables = by_partition(partitions.remove(&n.at.gid).unwrap_or_default());
+            n.other_tables = by_partition(&partitions.remove(&n.at.gid).unwrap_or_default());
         }
     }
 
@@ -810,14 +810,9 @@ fn group_by_source(records: &[PathRecord]) -> BTreeMap<mad_codec::Gid, Vec<PathR
 
 /// A node's partition tables' records (a dump's), one table per
 /// partition, in order.
-fn by_partition(records: Vec<PathRecord>) -> Vec<(QosKey, Vec<PathRecord>)> {
-    let mut by: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
-    for r in records {
-        by.entry(local_sa_core::partitions::partition_of(r.pkey()))
-            .or_default()
-            .push(r);
-    }
-    by.into_iter()
+fn by_partition(records: &[PathRecord]) -> Vec<(QosKey, Vec<PathRecord>)> {
+    delta::by_partition(records)
+        .into_iter()
         .map(|(p, records)| (QosKey::partition(p), records))
         .collect()
 }
