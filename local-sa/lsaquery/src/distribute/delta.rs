@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, REPLACE_SOURCES};
+use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
 use local_sa_core::partitions::partition_of;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{ComponentMask, Method, PathRecord};
@@ -77,7 +77,7 @@ impl Push {
             Self::Whole(t, _) => (Method::SET, ComponentMask::NONE, REPLACE_SOURCES | table(t)),
             Self::Changed(t, _) => (Method::SET, ComponentMask::NONE, table(t)),
             Self::Vanished(t, _) => (Method::DELETE, ComponentMask::NONE, KNOWN_ABSENT | table(t)),
-            Self::AtKey { mask, .. } => (Method::SET, *mask, local_sa_core::load_flags::QOS_TABLES),
+            Self::AtKey { mask, .. } => (Method::SET, *mask, QOS_TABLES),
         }
     }
 
@@ -96,7 +96,8 @@ pub(super) fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Pu
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return vec![Push::Whole(Table::Default, new)];
     };
-    changes(Table::Default, old, &new)
+    let (changed, vanished) = differences(old, &new);
+    changes(Table::Default, changed, vanished)
 }
 
 /// The pushes that take a node's partition tables from `old` (their
@@ -116,24 +117,15 @@ pub(super) fn partition_pushes(
     for (partition, records) in new {
         match before.get(&partition_of(*partition)) {
             Some(old) => {
-                for push in changes(Table::Partitions, old, records) {
-                    match push {
-                        Push::Changed(_, r) => changed.extend(r),
-                        Push::Vanished(_, r) => vanished.extend(r),
-                        _ => {}
-                    }
-                }
+                let (c, v) = differences(old, records);
+                changed.extend(c);
+                vanished.extend(v);
             }
             None if records.is_empty() => {}
             None => wholes.push(Push::Whole(Table::Partitions, records.clone())),
         }
     }
-    if !changed.is_empty() {
-        wholes.push(Push::Changed(Table::Partitions, changed));
-    }
-    if !vanished.is_empty() {
-        wholes.push(Push::Vanished(Table::Partitions, vanished));
-    }
+    wholes.extend(changes(Table::Partitions, changed, vanished));
     wholes
 }
 
@@ -156,14 +148,13 @@ pub(super) fn untouched_partitions(old: &[PathRecord], fetched: &BTreeSet<u16>) 
         .collect()
 }
 
-/// A Set of the records of `new` not in `old` byte for byte, and a
-/// Delete of the (SLID, DLID) pairs of `old` that `new` lacks; nothing
-/// when they hold the same.
-fn changes(table: Table, old: &[PathRecord], new: &[PathRecord]) -> Vec<Push> {
+/// The records of `new` not in `old` byte for byte, and the records of
+/// `old` whose (SLID, DLID) pair `new` lacks.
+fn differences(old: &[PathRecord], new: &[PathRecord]) -> (Vec<PathRecord>, Vec<PathRecord>) {
     let key = |r: &PathRecord| (r.slid(), r.dlid());
     let before: BTreeMap<_, _> = old.iter().map(|r| (key(r), r)).collect();
     let after: BTreeMap<_, _> = new.iter().map(|r| (key(r), r)).collect();
-    let changed: Vec<PathRecord> = new
+    let changed = new
         .iter()
         .filter(|r| {
             before
@@ -172,11 +163,17 @@ fn changes(table: Table, old: &[PathRecord], new: &[PathRecord]) -> Vec<Push> {
         })
         .copied()
         .collect();
-    let vanished: Vec<PathRecord> = old
+    let vanished = old
         .iter()
         .filter(|r| !after.contains_key(&key(r)))
         .copied()
         .collect();
+    (changed, vanished)
+}
+
+/// A Set of `changed` and a Delete of `vanished` for `table`, each only
+/// if it has records.
+fn changes(table: Table, changed: Vec<PathRecord>, vanished: Vec<PathRecord>) -> Vec<Push> {
     let mut out = Vec::new();
     if !changed.is_empty() {
         out.push(Push::Changed(table, changed));
