@@ -102,7 +102,7 @@ impl Driver {
         for (p, found) in self.ports.iter_mut().zip(&ipoib) {
             let ips = umad::ipoib::ips(found);
             match endpoints::publication(&self.settings.options, &self.owned_plan, &p.facts, &ips) {
-                Ok(publication) => p.core.publish(now, publication),
+                Ok(publication) => p.core().publish(now, publication),
                 Err(e) => {
                     warn!(port = %p.facts, error = %e, "this port's directory record is unchanged")
                 }

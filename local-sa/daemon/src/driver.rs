@@ -1,8 +1,10 @@
 //! The driver: one smol task that feeds each port's core everything that
-//! happens (its MADs, its timer, its port events, signals) and every
+//! happens but its MADs (its timer, its port events, signals) and every
 //! door everything that happens at its sockets, and carries out what they
 //! ask: MADs to send, requests for the cores, the cores' replies back to
-//! the door that asked, bytes for connections.
+//! the door that asked, bytes for connections. A port's MADs go to its
+//! core on the port's reader thread ([`crate::served`]), which wakes the
+//! driver when one left it work.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,20 +15,20 @@ use bytes::Bytes;
 use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
-use crate::bridge::{self, identity};
+use crate::bridge::identity;
 use crate::connection::Outbox;
 use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorId};
 use crate::port_agent::PortAgent;
+use crate::served::CoreWake;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
 use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::naming::Names;
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
-use umad::IncomingMad;
 use umad::port::Sysfs;
 use umad::port_events::PortEvent;
 
@@ -35,7 +37,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// What woke the driver.
 enum Wake {
-    Mad(usize, IncomingMad),
+    Core(CoreWake),
     Port(usize, PortEvent),
     Door(DoorEvent),
     Addresses,
@@ -50,7 +52,8 @@ enum Wake {
 /// The sources the driver waits on; MADs and port events come tagged with
 /// the index of their port.
 pub(crate) struct Sources {
-    pub(crate) incoming: Receiver<(usize, IncomingMad)>,
+    /// The ports' reader threads, when a MAD left the driver work.
+    pub(crate) cores: Receiver<CoreWake>,
     pub(crate) port_events: Receiver<(usize, PortEvent)>,
     /// What happens at every door's sockets.
     pub(crate) doors: Receiver<DoorEvent>,
@@ -140,7 +143,7 @@ impl Driver {
                 break;
             }
             self.announce_ready(Instant::now());
-            let idle = self.ports.iter().all(|p| p.core.is_idle());
+            let idle = self.ports.iter().all(|p| p.core().is_idle());
             if shutdown_by.is_some_and(|t| idle || Instant::now() >= t) {
                 break;
             }
@@ -148,7 +151,7 @@ impl Driver {
             let due = self
                 .ports
                 .iter()
-                .filter_map(|p| p.core.poll_timeout())
+                .filter_map(|p| p.core().poll_timeout())
                 .chain(doors_due)
                 .chain(shutdown_by)
                 .chain(self.ready_by.flatten())
@@ -163,13 +166,17 @@ impl Driver {
             let wake = next_wake(&mut src, &mut timer, &mut stats_timer, &mut watchdog).await;
             let now = Instant::now();
             match wake {
-                Wake::Mad(i, m) => {
-                    self.ports[i].core.handle_mad(now, bridge::received(m));
-                    // Take whatever else has arrived before sending: one
-                    // wake-up for a burst.
-                    while let Ok((i, m)) = src.incoming.try_recv() {
-                        self.ports[i].core.handle_mad(now, bridge::received(m));
+                // The reader threads handled MADs that left work here;
+                // the next flush does it.
+                Wake::Core(CoreWake::Changed(i)) => {
+                    self.ports[i].woken();
+                    while let Ok(CoreWake::Changed(i)) = src.cores.try_recv() {
+                        self.ports[i].woken();
                     }
+                }
+                Wake::Core(CoreWake::Failed(i)) => {
+                    error!(port = %self.ports[i].facts, "the port's SA core failed; exiting");
+                    break;
                 }
                 Wake::Door(e) => {
                     self.door_event(now, e);
@@ -181,9 +188,10 @@ impl Driver {
                 }
                 Wake::Timer => {
                     armed = None;
-                    for p in &mut self.ports {
-                        if p.core.poll_timeout().is_some_and(|t| t <= now) {
-                            p.core.handle_timeout(now);
+                    for p in &self.ports {
+                        let mut core = p.core();
+                        if core.poll_timeout().is_some_and(|t| t <= now) {
+                            core.handle_timeout(now);
                         }
                     }
                     for d in 0..self.doors.len() {
@@ -206,8 +214,8 @@ impl Driver {
                     info!("shutting down: withdrawing subscriptions and memberships at the master");
                     self.notifier
                         .notify("STOPPING=1\nSTATUS=withdrawing registrations at the master");
-                    for p in &mut self.ports {
-                        p.core.begin_shutdown(now);
+                    for p in &self.ports {
+                        p.core().begin_shutdown(now);
                     }
                     shutdown_by = Some(now + SHUTDOWN_GRACE);
                 }
@@ -228,7 +236,7 @@ impl Driver {
         self.keep_clients();
         self.write_stats();
         for p in &self.ports {
-            let c = p.core.counters();
+            let c = p.core().counters();
             info!(
                 port = %p.facts,
                 hits = c.hits,
@@ -247,23 +255,18 @@ impl Driver {
         self.ports
     }
 
-    /// Hands every MAD the cores want sent to their writer threads and
-    /// every local reply to its connection; gives the ibacm door new
-    /// names. False if a transport is gone.
+    /// Sends every MAD the cores want sent and hands every local reply
+    /// to its connection; gives the ibacm door new names. False if a
+    /// transport is gone.
     fn flush(&mut self) -> bool {
         let now = Instant::now();
         for i in 0..self.ports.len() {
-            let p = &mut self.ports[i];
-            // The record first: it must list whatever these requests may
-            // make the master hold.
-            p.registrations.update(&p.core);
-            while let Some(t) = p.core.poll_transmit() {
-                let mad = bridge::outgoing(p.agent, t);
-                if p.send(now, mad).is_err() {
-                    return false;
-                }
+            if self.ports[i].send_all(now).is_err() {
+                return false;
             }
-            while let Some(mut reply) = self.ports[i].core.poll_local() {
+            let replies: Vec<LocalReply> =
+                std::iter::from_fn(|| self.ports[i].core().poll_local()).collect();
+            for mut reply in replies {
                 if let LocalBody::Status(report) = &mut reply.body {
                     self.add_daemon_status(i, report);
                 }
@@ -283,7 +286,7 @@ impl Driver {
         }
         let mut changed = false;
         for p in &mut self.ports {
-            let generation = p.core.names_generation();
+            let generation = p.core().names_generation();
             changed |= generation != p.names_generation;
             p.names_generation = generation;
         }
@@ -291,11 +294,11 @@ impl Driver {
             return;
         }
         let names = match &self.ports[..] {
-            [one] => Arc::clone(one.core.names()),
+            [one] => Arc::clone(one.core().names()),
             several => {
                 let mut merged = Names::new();
                 for p in several {
-                    merged.fill_from(p.core.names());
+                    merged.fill_from(p.core().names());
                 }
                 Arc::new(merged)
             }
@@ -307,8 +310,8 @@ impl Driver {
 
     /// A local request for port `agent`'s core.
     fn ask(&mut self, now: Instant, agent: usize, conn: ConnId, id: u32, request: Request) {
-        match self.ports.get_mut(agent) {
-            Some(p) => p.core.handle_local(now, conn, id, request),
+        match self.ports.get(agent) {
+            Some(p) => p.core().handle_local(now, conn, id, request),
             None => warn!(agent, "a request for a port this daemon does not serve"),
         }
     }
@@ -370,8 +373,8 @@ impl Driver {
                     request,
                 } => self.ask(now, agent, conn, id, request),
                 Output::Registrant { conn, user } => {
-                    for p in &mut self.ports {
-                        p.core.handle_local_opened(conn, user);
+                    for p in &self.ports {
+                        p.core().handle_local_opened(conn, user);
                     }
                 }
             }
@@ -423,8 +426,8 @@ impl Driver {
         let c = self.connections.remove(&conn)?;
         debug!(conn, "local connection closed");
         self.doors[c.door].handle_input(now, Input::Closed { conn });
-        for p in &mut self.ports {
-            p.core.handle_local_closed(now, conn);
+        for p in &self.ports {
+            p.core().handle_local_closed(now, conn);
         }
         // Whatever the door still queues for it finds no connection.
         Some(c.sink)
@@ -441,7 +444,7 @@ impl Driver {
                     pkeys = %pkeys.iter().map(|p| format!("{p:#06x}")).collect::<Vec<_>>().join(" "),
                     "P_Key table changed"
                 );
-                port.core.handle_pkeys(now, &pkeys);
+                port.core().handle_pkeys(now, &pkeys);
             }
             PortEvent::Active
             | PortEvent::LidChange
@@ -459,7 +462,7 @@ impl Driver {
                         sm_lid = facts.sm_lid,
                         "port changed"
                     );
-                    port.core.handle_port_change(now, identity(&facts));
+                    port.core().handle_port_change(now, identity(&facts));
                     for door in &mut self.doors {
                         door.handle_port_change(i, identity(&facts));
                     }
@@ -483,10 +486,10 @@ impl Driver {
         let waiting: Vec<String> = self
             .ports
             .iter()
-            .filter(|p| !p.core.is_ready())
+            .filter(|p| !p.core().is_ready())
             .map(|p| p.facts.to_string())
             .collect();
-        let records: u64 = self.ports.iter().map(|p| p.core.counters().records).sum();
+        let records: u64 = self.ports.iter().map(|p| p.core().counters().records).sum();
         if waiting.is_empty() {
             let status = format!("serving {} port(s), {records} paths", self.ports.len());
             info!("{status}: ready");
@@ -576,8 +579,8 @@ impl Driver {
             .map(|p| crate::metrics::PortMetrics {
                 label: format!("{}/{}", p.facts.ca, p.facts.port),
                 counters: p.counters(),
-                stats: p.core.stats().clone(),
-                registrants: p.core.registrants(),
+                stats: p.core().stats().clone(),
+                registrants: p.core().registrants(),
             })
             .collect();
         let mut daemon = self.daemon_counters();
@@ -593,12 +596,7 @@ async fn next_wake(
     stats_timer: &mut Timer,
     watchdog: &mut Timer,
 ) -> Wake {
-    let mad = async {
-        src.incoming
-            .recv()
-            .await
-            .map_or(Wake::Closed, |(i, m)| Wake::Mad(i, m))
-    };
+    let mad = async { src.cores.recv().await.map_or(Wake::Closed, Wake::Core) };
     let doors = async {
         match src.doors.recv().await {
             Ok(e) => Wake::Door(e),

@@ -25,6 +25,7 @@ mod recent_warnings;
 mod registrations_file;
 mod reload;
 mod run;
+mod served;
 mod service_manager;
 mod settings;
 mod sm_key_file;

@@ -44,7 +44,7 @@ impl Driver {
             }
         };
         for p in &mut self.ports {
-            p.core.reconfigure(now, new.agent_config());
+            p.core().reconfigure(now, new.agent_config());
         }
         self.account
             .borrow_mut()
@@ -57,7 +57,7 @@ impl Driver {
         for p in &mut self.ports {
             let ipoib = umad::ipoib::addresses(&p.facts);
             match endpoints::publication(&new, &self.owned_plan, &p.facts, &ipoib) {
-                Ok(publication) => p.core.publish(now, publication),
+                Ok(publication) => p.core().publish(now, publication),
                 Err(e) => {
                     warn!(port = %p.facts, error = %e, "this port's directory record is unchanged")
                 }

@@ -1,7 +1,8 @@
 //! The daemon: one SA core ([`local_sa_core::agent`]) per served port —
-//! by default every active port of every adapter — driven by the umad
-//! transports, the clock, port events, the local API and ibacm sockets and
-//! signals, on one smol thread.
+//! by default every active port of every adapter — driven by the clock,
+//! port events, the doors' sockets and signals on one smol thread, and by
+//! the MADs its port receives on that port's umad reader thread, which
+//! shares the core ([`crate::served`]).
 //!
 //! Everything the cores decide happens inside them; this module opens the
 //! ports and sockets and starts the [`Driver`], which moves MADs and local
@@ -67,9 +68,10 @@ pub(crate) fn run(
             }
         }
     }
-    // Every port's reader delivers its MADs, tagged with the port, on one
-    // channel: the driver waits on that.
-    let (mad_tx, mad_rx) = smol::channel::bounded(crate::port_agent::CHANNEL_DEPTH);
+    // Every port's reader thread hands its MADs to the port's core itself
+    // and wakes the driver, naming the port, on one channel when they left
+    // it work: at most one wake waits per port, and one failure.
+    let (wake_tx, wake_rx) = smol::channel::bounded(2 * chosen.len());
     let mut ports = Vec::with_capacity(chosen.len());
     for (i, facts) in chosen.into_iter().enumerate() {
         ports.push(PortAgent::open(
@@ -77,10 +79,10 @@ pub(crate) fn run(
             &sysfs,
             facts,
             options.stats_file.clone(),
-            (i, &mad_tx),
+            (i, &wake_tx),
         )?);
     }
-    drop(mad_tx);
+    drop(wake_tx);
     if options.sm_key.is_none() {
         info!(
             "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
@@ -167,7 +169,7 @@ pub(crate) fn run(
                 "publishing this host in the local-sa directory"
             );
         }
-        port.core.publish(now, publication);
+        port.core().publish(now, publication);
     }
     let metrics =
         match &options.metrics {
@@ -297,7 +299,7 @@ pub(crate) fn run(
         ),
     };
     let sources = Sources {
-        incoming: mad_rx,
+        cores: wake_rx,
         port_events: event_rx,
         doors: door_rx,
         addresses: addresses_rx,

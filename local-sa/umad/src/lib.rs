@@ -26,4 +26,4 @@ pub use device::{
     AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, status_hint, transaction_id_seed,
 };
 pub use simulator::Transport;
-pub use transport::UmadTransport;
+pub use transport::{Outlet, UmadTransport};

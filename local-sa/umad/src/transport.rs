@@ -3,14 +3,16 @@
 //!
 //! The reader thread polls with a short time-out (the simulator's `poll`
 //! can watch only the umad descriptor, so there is no second descriptor to
-//! wake it), reads everything waiting and feeds the incoming channel; the
-//! writer thread drains the outgoing channel. A MAD sent while nothing is
-//! queued for the writer goes out on the sender's own thread instead
-//! ([`UmadTransport::send`]): the device's descriptor is non-blocking, so
-//! that costs no more than the write, and saves waking the writer. On
-//! shutdown the stop flag and
-//! the closed channel end both loops, both are joined, and only then is
-//! the device closed.
+//! wake it), reads everything waiting and hands each MAD to a handler: by
+//! default one that feeds the incoming channel, or the caller's own
+//! ([`UmadTransport::start_with`]), which can answer on the reader thread
+//! itself and so spare a hand-off per MAD. The writer thread drains the
+//! outgoing channel. A MAD sent while nothing is queued for the writer
+//! goes out on the sender's own thread instead ([`Outlet::send`]): the
+//! device's descriptor is non-blocking, so that costs no more than the
+//! write, and saves waking the writer. On shutdown the stop flag and the
+//! closed channel end both loops, both are joined, and only then is the
+//! device closed.
 
 use std::io;
 use std::sync::Arc;
@@ -29,65 +31,89 @@ const POLL_MS: i32 = 100;
 /// A umad device served by reader and writer threads.
 #[derive(Debug)]
 pub struct UmadTransport {
-    device: Arc<UmadDevice>,
     incoming: Receiver<IncomingMad>,
-    outgoing: Sender<OutgoingMad>,
-    /// MADs given to the writer thread and not yet written: while there
-    /// are any, new ones queue behind them, so that MADs leave in order.
-    queued: Arc<AtomicUsize>,
+    outlet: Outlet,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Where MADs are sent from, on any thread: the device itself when
+/// nothing waits for the writer thread, else the writer thread's channel.
+#[derive(Debug, Clone)]
+pub struct Outlet {
+    device: Arc<UmadDevice>,
+    outgoing: Sender<OutgoingMad>,
+    /// MADs given to the writer thread and not yet written: while there
+    /// are any, new ones queue behind them, so that MADs leave in order.
+    queued: Arc<AtomicUsize>,
+}
+
+impl Outlet {
+    /// Sends `mad`: at once on this thread when nothing waits for the
+    /// writer thread and the device takes it, else through the writer
+    /// thread (which reports failures). `Full` when the writer thread is
+    /// as far behind as its channel allows; the MAD is given back. MADs
+    /// sent this way leave in order among themselves (not with ones put on
+    /// [`UmadTransport::outgoing`] directly: use one or the other).
+    pub fn send(&self, mad: OutgoingMad) -> Result<(), channel::TrySendError<OutgoingMad>> {
+        if self.queued.load(Ordering::Acquire) == 0 && self.device.send(&mad).is_ok() {
+            return Ok(());
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.outgoing.try_send(mad).inspect_err(|_| {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        })
+    }
+}
+
 impl UmadTransport {
-    /// Starts the threads. `depth` bounds each channel: a slow consumer
-    /// makes the reader wait (and the kernel queue absorb the rest).
+    /// Starts the threads, the reader putting each MAD on
+    /// [`UmadTransport::incoming`]. `depth` bounds each channel: a slow
+    /// consumer makes the reader wait (and the kernel queue absorb the
+    /// rest).
     pub fn start(device: UmadDevice, depth: usize) -> io::Result<Self> {
         let (in_tx, in_rx) = channel::bounded(depth.max(1));
-        Self::spawn(device, depth, in_rx, move |mad| {
+        Self::spawn(device, depth, in_rx, move |mad, _: &Outlet| {
             in_tx.send_blocking(mad).is_ok()
         })
     }
 
-    /// Starts the threads, the reader delivering each MAD tagged `tag` on
-    /// `incoming`, a channel several transports share: a daemon serving
-    /// several ports waits on one channel, with no task in between. Its
-    /// own [`UmadTransport::incoming`] then stays empty (closed).
-    pub fn start_tagged(
+    /// Starts the threads, the reader handing each MAD to `handle`, on the
+    /// reader thread, with the outlet to answer through; `handle` returns
+    /// false when it takes no more (the reader then stops). Its own
+    /// [`UmadTransport::incoming`] stays empty (closed).
+    pub fn start_with(
         device: UmadDevice,
         depth: usize,
-        tag: usize,
-        incoming: Sender<(usize, IncomingMad)>,
+        handle: impl FnMut(IncomingMad, &Outlet) -> bool + Send + 'static,
     ) -> io::Result<Self> {
         let (_, unused) = channel::bounded(1);
-        Self::spawn(device, depth, unused, move |mad| {
-            incoming.send_blocking((tag, mad)).is_ok()
-        })
+        Self::spawn(device, depth, unused, handle)
     }
 
-    /// The threads, the reader handing each MAD to `deliver` (false: no
-    /// one takes them any more).
     fn spawn(
         device: UmadDevice,
         depth: usize,
         incoming: Receiver<IncomingMad>,
-        deliver: impl FnMut(IncomingMad) -> bool + Send + 'static,
+        handle: impl FnMut(IncomingMad, &Outlet) -> bool + Send + 'static,
     ) -> io::Result<Self> {
         let device = Arc::new(device);
         let stop = Arc::new(AtomicBool::new(false));
         let (out_tx, out_rx) = channel::bounded::<OutgoingMad>(depth.max(1));
-
+        let outlet = Outlet {
+            device: Arc::clone(&device),
+            outgoing: out_tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+        };
         let reader = {
-            let device = Arc::clone(&device);
+            let outlet = outlet.clone();
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("umad-rx".into())
-                .spawn(move || read_loop(&device, &stop, deliver))?
+                .spawn(move || read_loop(&outlet, &stop, handle))?
         };
-        let queued = Arc::new(AtomicUsize::new(0));
         let writer = {
-            let device = Arc::clone(&device);
-            let queued = Arc::clone(&queued);
+            let queued = Arc::clone(&outlet.queued);
             std::thread::Builder::new()
                 .name("umad-tx".into())
                 .spawn(move || {
@@ -113,10 +139,8 @@ impl UmadTransport {
                 })?
         };
         Ok(Self {
-            device,
             incoming,
-            outgoing: out_tx,
-            queued,
+            outlet,
             stop,
             threads: vec![reader, writer],
         })
@@ -124,7 +148,7 @@ impl UmadTransport {
 
     /// The device.
     pub fn device(&self) -> &UmadDevice {
-        &self.device
+        &self.outlet.device
     }
 
     /// MADs as they arrive. Ends when the transport shuts down.
@@ -132,25 +156,19 @@ impl UmadTransport {
         self.incoming.clone()
     }
 
-    /// Sends `mad`: at once on this thread when nothing waits for the
-    /// writer thread and the device takes it, else through the writer
-    /// thread (which reports failures). `Full` when the writer thread is
-    /// as far behind as its channel allows; the MAD is given back. MADs
-    /// sent this way leave in order among themselves (not with ones put on
-    /// [`UmadTransport::outgoing`] directly: use one or the other).
+    /// Sends `mad` through the outlet ([`Outlet::send`]).
     pub fn send(&self, mad: OutgoingMad) -> Result<(), channel::TrySendError<OutgoingMad>> {
-        if self.queued.load(Ordering::Acquire) == 0 && self.device.send(&mad).is_ok() {
-            return Ok(());
-        }
-        self.queued.fetch_add(1, Ordering::AcqRel);
-        self.outgoing.try_send(mad).inspect_err(|_| {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
-        })
+        self.outlet.send(mad)
+    }
+
+    /// Where MADs are sent from, for other threads.
+    pub fn outlet(&self) -> &Outlet {
+        &self.outlet
     }
 
     /// Where to put MADs to send.
     pub fn outgoing(&self) -> Sender<OutgoingMad> {
-        self.outgoing.clone()
+        self.outlet.outgoing.clone()
     }
 
     /// Stops both threads, sending what is already queued, and closes the
@@ -160,7 +178,7 @@ impl UmadTransport {
     }
 
     fn stop_threads(&mut self) {
-        self.outgoing.close();
+        self.outlet.outgoing.close();
         self.stop.store(true, Ordering::Release);
         self.incoming.close();
         for t in self.threads.drain(..) {
@@ -203,7 +221,12 @@ impl Repeats {
     }
 }
 
-fn read_loop(device: &UmadDevice, stop: &AtomicBool, mut deliver: impl FnMut(IncomingMad) -> bool) {
+fn read_loop(
+    outlet: &Outlet,
+    stop: &AtomicBool,
+    mut handle: impl FnMut(IncomingMad, &Outlet) -> bool,
+) {
+    let device = &outlet.device;
     let (mut poll_failures, mut read_failures) = (Repeats::default(), Repeats::default());
     while !stop.load(Ordering::Acquire) {
         match device.wait_readable(POLL_MS) {
@@ -220,8 +243,8 @@ fn read_loop(device: &UmadDevice, stop: &AtomicBool, mut deliver: impl FnMut(Inc
         loop {
             match device.recv() {
                 Ok(Some(mad)) => {
-                    if !deliver(mad) {
-                        debug!("incoming channel closed; umad reader stops");
+                    if !handle(mad, outlet) {
+                        debug!("the MADs' handler takes no more; umad reader stops");
                         return;
                     }
                 }

@@ -36,6 +36,7 @@ mod name_loads;
 mod name_state;
 mod names;
 mod notices;
+mod outlook;
 mod parties;
 mod paths;
 mod phases;
@@ -60,6 +61,7 @@ use tracing::{debug, info};
 
 use self::forward::Forwarding;
 use self::name_state::NameState;
+pub use self::outlook::Outlook;
 use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
 use self::qos_cache::QosCache;

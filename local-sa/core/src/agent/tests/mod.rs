@@ -13,6 +13,7 @@ mod multicast;
 mod name_loads;
 mod names;
 mod notices;
+mod outlook;
 mod partitions;
 mod population;
 mod qos_cache;
