@@ -576,11 +576,17 @@ impl Driver {
         let ports: Vec<crate::metrics::PortMetrics> = self
             .ports
             .iter()
-            .map(|p| crate::metrics::PortMetrics {
-                label: format!("{}/{}", p.facts.ca, p.facts.port),
-                counters: p.counters(),
-                stats: p.core().stats().clone(),
-                registrants: p.core().registrants(),
+            .map(|p| {
+                let counters = p.counters();
+                // One lock for both: a second `core()` while the first
+                // guard lives would wait for itself.
+                let core = p.core();
+                crate::metrics::PortMetrics {
+                    label: format!("{}/{}", p.facts.ca, p.facts.port),
+                    counters,
+                    stats: core.stats().clone(),
+                    registrants: core.registrants(),
+                }
             })
             .collect();
         let mut daemon = self.daemon_counters();

@@ -141,7 +141,17 @@ impl SharedCore {
     /// The core, for as long as the guard lives. A core that panicked on
     /// the reader thread is still handed out: the daemon is stopping, and
     /// its counters and registrations are written on the way out.
+    ///
+    /// Not re-entrant: a thread that asks again while its guard lives
+    /// waits for itself (debug builds panic instead, naming the mistake).
     pub(crate) fn lock(&self) -> CoreGuard<'_> {
+        #[cfg(debug_assertions)]
+        HELD.with(|held| {
+            assert!(
+                !held.replace(true),
+                "a core locked twice on one thread (or two ports' at once)"
+            );
+        });
         CoreGuard(self.served.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -193,6 +203,19 @@ impl SharedCore {
         Arc::try_unwrap(self.served)
             .ok()
             .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// Whether this thread holds a core's guard.
+    static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(debug_assertions)]
+impl Drop for CoreGuard<'_> {
+    fn drop(&mut self) {
+        HELD.with(|held| held.set(false));
     }
 }
 
