@@ -41,6 +41,7 @@ pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;
 pub mod naming;
+pub mod outlook;
 pub mod pacing;
 pub mod partitions;
 pub mod path_flags;

@@ -36,7 +36,6 @@ mod name_loads;
 mod name_state;
 mod names;
 mod notices;
-mod outlook;
 mod parties;
 mod paths;
 mod phases;
@@ -61,7 +60,6 @@ use tracing::{debug, info};
 
 use self::forward::Forwarding;
 use self::name_state::NameState;
-pub use self::outlook::Outlook;
 use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
 use self::purpose::Purpose;
 use self::qos_cache::QosCache;
@@ -76,6 +74,7 @@ use crate::inbound::{Inbound, SaRequest};
 use crate::load_flags::NAMES_TABLE;
 use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
+use crate::outlook::Outlook;
 use crate::partitions::{Partitions, PathTable, TableKey};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
 use crate::requester::{Handled, Requester};
@@ -421,6 +420,18 @@ impl SaCore {
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// The driver's view of the agent now (see [`Outlook`]).
+    #[must_use]
+    pub fn outlook(&self) -> Outlook {
+        Outlook {
+            timeout: self.poll_timeout(),
+            local_replies: !self.local_out.is_empty(),
+            names_generation: self.names_generation(),
+            ready: self.is_ready(),
+            idle: self.is_idle(),
+        }
     }
 
     /// Does whatever is due at `now`: retries and failures upstream, RMPP
