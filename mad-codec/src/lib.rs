@@ -37,7 +37,7 @@
 //!   than the caller's configured bound (see [`rmpp::RmppConfig`]).
 //!
 //! The fuzz targets in `fuzz/` check this contract; their harnesses live in
-//! [`fuzzing`] so that stable `cargo test` replays the corpus too.
+//! `fuzzing` so that stable `cargo test` replays the corpus too.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

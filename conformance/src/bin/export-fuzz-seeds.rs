@@ -5,7 +5,7 @@
 //! RMPP receiver, of the SA core answered by its master, and of the
 //! memberships machine, as `script-*.bin`.
 //!
-//! Usage: export-fuzz-seeds [FUZZ_DIR]   (default: the workspace's fuzz/)
+//! Usage: `export-fuzz-seeds [FUZZ_DIR]` (default: the workspace's fuzz/)
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -20,7 +20,7 @@
 //!
 //! Data64 stays out of the address slots because the last 24 bytes of an
 //! SA MAD are the first a short-cutting transport loses (the simulated
-//! fabric delivers garbage from MAD offset 224 on, which is Data64[1]):
+//! fabric delivers garbage from MAD offset 224 on, which is `Data64[1]`):
 //! a reader that must not trust them loses nothing.
 //! Pure functions of their input: the agent's `names` module sends and
 //! receives them.

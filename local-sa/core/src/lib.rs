@@ -19,7 +19,7 @@
 //!   master SA;
 //! * [`pacing`]: how the fabric's agents spread their calls on a new
 //!   master SA;
-//! * [`text`]: how the command-line tools read numbers.
+//! * [`outlook`]: what a driver acts on besides the MADs to send.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
 //! format into these types and encodes the agent's answers back; the

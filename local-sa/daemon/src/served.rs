@@ -5,7 +5,7 @@
 //! hand-off between threads, which would be most of what answering it
 //! costs. It wakes the driver only when the MAD left the driver work —
 //! replies for local programs, a timer moved, names, readiness, idleness —
-//! which the core's [`Outlook`] before and after tells. Everything else the
+//! which the core's [`local_sa_core::outlook::Outlook`] before and after tells. Everything else the
 //! driver does with the core, it does under the same lock.
 //!
 //! Whoever sends the core's MADs first rewrites the registrations record if

@@ -2,7 +2,7 @@
 //! MAD device (open it, register agents, send and receive MADs), the
 //! kernel's ABI, the port's facts in sysfs and its events from libibverbs,
 //! and what is peculiar to the simulator's preload. Every `unsafe` line of
-//! the project lives in [`sys`] (private), each with its `// SAFETY:`.
+//! the project lives in `sys` (private), each with its `// SAFETY:`.
 
 mod abi;
 pub mod activation;

@@ -103,7 +103,7 @@ impl RmppConfig {
     /// A transfer that fits one segment, as one MAD at its exact length: the
     /// headers with RMPP DATA, Active|First|Last, SegmentNumber 1 and
     /// PayloadLength 20 + data, then the data. `None` if the data needs
-    /// more than one segment (use a [`Sender`]).
+    /// more than one segment (use a [`super::Sender`]).
     ///
     /// Nothing about such a transfer needs remembering: the receiver
     /// completes it on this one MAD, and its ACK can be ignored. Sending it

@@ -5,7 +5,7 @@
 //!   naming both ends, by LID or by GID, comes down to.
 //! * `by_source` and `by_dest` list the records from or to one LID, for
 //!   queries that name one end only. LIDs are 16-bit, so these are dense
-//!   tables of 8 bytes per LID ([`lid_lists`]), not per-record maps.
+//!   tables of 8 bytes per LID (`lid_lists`), not per-record maps.
 //! * `ports` resolves a port GUID (the interface ID of a GID) to the base
 //!   LID and LMC the records carry for it; `lid_owner`, dense by LID, gives
 //!   the GUID back.

@@ -82,7 +82,7 @@ pub mod kind {
     /// A notice the connection subscribed to (request number 0).
     pub const NOTICE: u8 = 0xC0;
     /// News of a multicast group the connection is a member of (request
-    /// number 0): see [`super::group_event`].
+    /// number 0): see [`super::group_event()`].
     pub const GROUP_EVENT: u8 = 0xC1;
     /// A request the daemon could not take (see [`super::api_error`]).
     pub const ERROR: u8 = 0xFF;
