@@ -8,7 +8,9 @@
 //! the same path through local-sa's ibacm socket — resolved by LID and by
 //! host name — and through its kernel door (an RDMA_NL_LS RESOLVE on a
 //! socketpair, as the kernel would send it), with the same window, from a
-//! client in this process.
+//! client in this process; and the same RESOLVEs to a C program that
+//! sends each datagram back (`conformance/bench/dgram_echo.c`), the floor
+//! of answering anything on that socket.
 //!
 //! Build the Rust echo agent first (local-sa and lsaquery are built on
 //! demand; the C agent needs libibumad-dev), then run it:
@@ -175,9 +177,13 @@ impl AcmLoad<'_> {
 
 /// A load on the kernel door: `queries` RESOLVEs from `sgid` to `dgid`
 /// (GMP use, as rdma_cm's route resolution), `window` outstanding, each
-/// reply checked to carry the record to `dlid`.
+/// reply checked to carry the record to `dlid` (or, from the datagram
+/// echo, to be the RESOLVE sent).
 struct KernelLoad<'a> {
     socket: &'a UnixDatagram,
+    /// The server sends each RESOLVE back as it came (the datagram floor):
+    /// only its sequence number is checked.
+    echoed: bool,
     sgid: Gid,
     dgid: Gid,
     dlid: u16,
@@ -216,7 +222,9 @@ impl KernelLoad<'_> {
             let reply = &buf[..n];
             let h = Header::parse(reply).ok_or("a reply without a netlink header")?;
             let records = reply_records(reply);
-            if h.flags != 0 || records.len() != 1 || records[0].1.dlid() != self.dlid {
+            if !self.echoed
+                && (h.flags != 0 || records.len() != 1 || records[0].1.dlid() != self.dlid)
+            {
                 return Err(format!(
                     "the kernel door answered RESOLVE {} with flags {:#x} and {} records",
                     h.seq,
@@ -299,25 +307,51 @@ fn start_other_local_sa<'f>(
     Ok(process)
 }
 
-/// Compiles the C echo agent to `out` with `$CC` (else `cc`), optimised
-/// as a C agent would ship, against libibumad.
-fn compile_c_echo(out: &Path) -> Result<PathBuf, String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sa_echo.c");
+/// Compiles `conformance/bench/<name>.c` to `out` with `$CC` (else
+/// `cc`), optimised as a C program would ship, with `libs`.
+fn compile_c(name: &str, out: &Path, libs: &[&str]) -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("bench/{name}.c"));
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let status = std::process::Command::new(&cc)
         .args(["-O2", "-Wall", "-o"])
         .arg(out)
         .arg(&source)
-        .arg("-libumad")
+        .args(libs)
         .status()
         .map_err(|e| format!("{}: {e}", cc.to_string_lossy()))?;
     if !status.success() {
         return Err(format!(
-            "compiling {} failed ({status}): is libibumad-dev installed?",
-            source.display()
+            "compiling {} failed ({status}){}",
+            source.display(),
+            if libs.is_empty() {
+                ""
+            } else {
+                ": is libibumad-dev installed?"
+            }
         ));
     }
     Ok(out.to_path_buf())
+}
+
+/// The C datagram echo, serving `socket` (its descriptor 0) until it is
+/// dropped.
+struct DatagramEcho(std::process::Child);
+
+impl DatagramEcho {
+    fn start(program: &Path, socket: OwnedFd) -> Result<Self, String> {
+        std::process::Command::new(program)
+            .stdin(std::process::Stdio::from(socket))
+            .spawn()
+            .map(Self)
+            .map_err(|e| format!("{}: {e}", program.display()))
+    }
+}
+
+impl Drop for DatagramEcho {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn run() -> Result<(), String> {
@@ -331,7 +365,12 @@ fn run() -> Result<(), String> {
             echo.display()
         ));
     }
-    let c_echo = compile_c_echo(&local_sa.with_file_name("sa_echo_c"))?;
+    let c_echo = compile_c(
+        "sa_echo",
+        &local_sa.with_file_name("sa_echo_c"),
+        &["-libumad"],
+    )?;
+    let dgram_echo = compile_c("dgram_echo", &local_sa.with_file_name("dgram_echo"), &[])?;
     let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .map_err(|e| e.to_string())?;
@@ -474,19 +513,34 @@ fn run() -> Result<(), String> {
     };
     let kernel_load = KernelLoad {
         socket: &kernel,
+        echoed: false,
         sgid: node_gid("h20")?,
         dgid: node_gid("h77")?,
         dlid,
         queries,
         window,
     };
+    // The floor of the kernel door's socket: the same load on a socketpair
+    // served by a C program that sends each datagram back.
+    let (floor_end, floor_client) = UnixDatagram::pair().map_err(|e| e.to_string())?;
+    floor_client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    let floor = DatagramEcho::start(&dgram_echo, OwnedFd::from(floor_end))?;
+    let floor_load = KernelLoad {
+        socket: &floor_client,
+        echoed: true,
+        ..kernel_load
+    };
     const KERNEL_DOOR: &str = "kernel door (RDMA_NL_LS RESOLVE, socketpair)";
+    const FLOOR: &str = "datagram echo in C (the socketpair's floor)";
     let mut acm: Vec<Vec<Sample>> = loads.iter().map(|_| Vec::new()).collect();
     let mut netlink = Vec::new();
+    let mut floors = Vec::new();
     for round in 1..=rounds {
         let report = |name: &str, s: &Sample| {
             println!(
-                "round {round}  local-sa {name:<28} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K",
+                "round {round}  {name:<37} {:>8.0} answers/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:.3} s/10K",
                 s.rate, s.p50, s.p99, s.cpu_per_10k
             );
         };
@@ -499,12 +553,15 @@ fn run() -> Result<(), String> {
                 window,
             }
             .measure(sa.pid())?;
-            report(name, &s);
+            report(&format!("local-sa {name}"), &s);
             list.push(s);
         }
         let s = kernel_load.measure(sa.pid())?;
-        report(KERNEL_DOOR, &s);
+        report(&format!("local-sa {KERNEL_DOOR}"), &s);
         netlink.push(s);
+        let s = floor_load.measure(floor.0.id())?;
+        report(FLOOR, &s);
+        floors.push(s);
     }
     println!("\n| local-sa door | answers/s | p50 µs | p99 µs | local-sa CPU s per 10K answers |");
     println!("|---|---:|---:|---:|---:|");
@@ -518,8 +575,8 @@ fn run() -> Result<(), String> {
     let sockets = loads
         .iter()
         .map(|(name, _)| *name)
-        .chain([KERNEL_DOOR])
-        .zip(acm.iter().chain([&netlink]));
+        .chain([KERNEL_DOOR, FLOOR])
+        .zip(acm.iter().chain([&netlink, &floors]));
     for (name, list) in sockets {
         let m = |f: fn(&Sample) -> f64| median(list.iter().map(f).collect());
         println!(
@@ -530,11 +587,16 @@ fn run() -> Result<(), String> {
             m(|s| s.cpu_per_10k)
         );
     }
+    let cpu_median = |list: &[Sample]| median(list.iter().map(|s| s.cpu_per_10k).collect());
     println!(
-        "\n(medians of {rounds} rounds; the ibacm client and the kernel's end are this process, on the same machine)"
+        "\n(medians of {rounds} rounds; the ibacm client and the kernel's end are this process, on the same machine;\n\
+         the floor row is the C program's CPU, not local-sa's)\n\
+         kernel door CPU per answer / the datagram floor's: {:.2}x",
+        cpu_median(&netlink) / cpu_median(&floors)
     );
     drop(echo_process);
     drop(c_echo_process);
+    drop(floor);
     drop(before);
     drop(sa);
     Ok(())

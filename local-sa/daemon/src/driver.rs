@@ -7,14 +7,15 @@
 //! driver when one left it work.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_signal::{Signal, Signals};
 use bytes::Bytes;
-use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
+use smol::{Async, Timer};
 use tracing::{debug, error, info, warn};
 
 use crate::bridge::identity;
@@ -29,6 +30,7 @@ use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::naming::Names;
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
+use umad::netlink::NetlinkSocket;
 use umad::port::Sysfs;
 use umad::port_events::PortEvent;
 
@@ -59,7 +61,8 @@ pub(crate) struct Sources {
     pub(crate) doors: Receiver<DoorEvent>,
     /// This host's interfaces or addresses changed.
     pub(crate) addresses: Receiver<()>,
-    pub(crate) signals: Signals,
+    /// SIGTERM, SIGINT and SIGHUP, as [`forward_signals`] passes them on.
+    pub(crate) signals: Receiver<Signal>,
 }
 
 pub(crate) struct Driver {
@@ -81,7 +84,7 @@ pub(crate) struct Driver {
     /// The ibacm door's number, if it is served.
     pub(crate) acm_door: Option<DoorId>,
     /// Where the ibacm clients are kept across a restart, if they are.
-    pub(crate) client_store: Option<std::rc::Rc<crate::client_store::ClientStore>>,
+    pub(crate) client_store: Option<Rc<crate::client_store::ClientStore>>,
     /// Whether a door resolves names (the files are read again on reload).
     pub(crate) names_wanted: bool,
     /// The settings, and what reloading them needs.
@@ -89,7 +92,7 @@ pub(crate) struct Driver {
     /// When the daemon started.
     pub(crate) started: Instant,
     /// What the metrics endpoint serves, if there is one.
-    pub(crate) metrics: Option<std::rc::Rc<crate::metrics_server::Shared>>,
+    pub(crate) metrics: Option<Rc<crate::metrics_server::Shared>>,
     /// The service manager (systemd), if it watches.
     pub(crate) notifier: Notifier,
     /// When to say READY=1 even though a port has no table yet (None:
@@ -111,13 +114,59 @@ pub(crate) enum Sink {
     Datagram(DatagramSink),
 }
 
-/// The writer of a datagram door's socket.
+/// Where a datagram door's replies go: gathered while the driver works
+/// through what woke it, then written in one system call from the
+/// driver's own thread ([`DatagramSink::flush`]), or through the socket's
+/// writer task when that has some queued or the socket is full.
 pub(crate) struct DatagramSink {
+    pub(crate) socket: Rc<Async<NetlinkSocket>>,
     /// To the socket's writer.
     pub(crate) replies: Sender<Bytes>,
+    /// Replies gathered since the last flush.
+    pub(crate) gathered: Vec<Bytes>,
     /// Datagrams dropped because the writer was that far behind (the
     /// kernel asks the SA itself after its time-out).
     pub(crate) dropped: u64,
+}
+
+impl DatagramSink {
+    pub(crate) fn new(socket: Rc<Async<NetlinkSocket>>, replies: Sender<Bytes>) -> Self {
+        Self {
+            socket,
+            replies,
+            gathered: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Writes the replies gathered: at once, as many as the socket takes
+    /// in one call, when the writer has none queued (waking the writer
+    /// task would cost more than the write); the rest, in order, through
+    /// the writer.
+    fn flush(&mut self) {
+        if self.gathered.is_empty() {
+            return;
+        }
+        let mut sent = 0;
+        if self.replies.is_empty() {
+            let frames: Vec<&[u8]> = self.gathered.iter().map(|b| &b[..]).collect();
+            match self.socket.get_ref().send_many(&frames) {
+                Ok(n) => sent = n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    // That one is lost (the kernel asks the SA itself
+                    // after its time-out); the rest still go.
+                    debug!(error = %e, "a reply to the kernel was not sent");
+                    sent = 1;
+                }
+            }
+        }
+        for frame in self.gathered.drain(..).skip(sent) {
+            if self.replies.try_send(frame).is_err() {
+                self.dropped += 1;
+            }
+        }
+    }
 }
 
 impl Driver {
@@ -274,6 +323,17 @@ impl Driver {
             }
         }
         self.update_names();
+        for door in &self.doors {
+            if let Some(Connection {
+                sink: Sink::Datagram(sink),
+                ..
+            }) = door
+                .datagram_conn()
+                .and_then(|conn| self.connections.get_mut(&conn))
+            {
+                sink.flush();
+            }
+        }
         true
     }
 
@@ -404,11 +464,7 @@ impl Driver {
                     self.disconnect(Instant::now(), conn);
                 }
             }
-            Sink::Datagram(sink) => {
-                if sink.replies.try_send(frame).is_err() {
-                    sink.dropped += 1;
-                }
-            }
+            Sink::Datagram(sink) => sink.gathered.push(frame),
         }
     }
 
@@ -624,8 +680,8 @@ async fn next_wake(
         }
     };
     let signal = async {
-        match src.signals.next().await {
-            Some(Ok(Signal::Hup)) => Wake::HangUp,
+        match src.signals.recv().await {
+            Ok(Signal::Hup) => Wake::HangUp,
             _ => Wake::Signal,
         }
     };
@@ -659,4 +715,15 @@ async fn next_wake(
         ),
     )
     .await
+}
+
+/// Passes the signals on to the driver, until they fail (then the channel
+/// closes, which the driver takes as a signal to stop). Polling the signal
+/// stream itself each time the driver waits would read its pipe each time.
+pub(crate) async fn forward_signals(mut signals: Signals, to: Sender<Signal>) {
+    while let Some(Ok(signal)) = signals.next().await {
+        if to.send(signal).await.is_err() {
+            return;
+        }
+    }
 }

@@ -150,6 +150,7 @@ pub(crate) async fn read(
             .await
         {
             Ok(batch) => {
+                let drained = batch.len() < NetlinkSocket::BATCH;
                 for (got, slot) in batch.iter().zip(buf.chunks(MAX_DATAGRAM)) {
                     let from = match got.from {
                         umad::netlink::Sender::Kernel => NetlinkSender::Kernel,
@@ -164,6 +165,13 @@ pub(crate) async fn read(
                     {
                         return;
                     }
+                }
+                // A short batch emptied the socket: wait for the next
+                // datagram rather than ask again at once, which would most
+                // likely find nothing (a system call for naught).
+                if drained && let Err(e) = socket.readable().await {
+                    warn!(error = %e, "cannot wait on the kernel door's socket; the kernel's queries are no longer served");
+                    return;
                 }
             }
             Err(e) => {

@@ -189,6 +189,9 @@ pub(crate) fn run(
         .detach();
         shared
     });
+    let (signal_tx, signal_rx) = smol::channel::bounded(4);
+    ex.spawn(crate::driver::forward_signals(signals, signal_tx))
+        .detach();
     // Every port's events, tagged with the port, on one channel.
     let (event_tx, event_rx) = smol::channel::bounded(64);
     for (i, port) in ports.iter().enumerate() {
@@ -250,12 +253,9 @@ pub(crate) fn run(
                     backlog,
                 ))
                 .detach();
-                ex.spawn(kernel_door::write(socket, out_rx, room_tx))
+                ex.spawn(kernel_door::write(socket.clone(), out_rx, room_tx))
                     .detach();
-                let sink = Sink::Datagram(DatagramSink {
-                    replies: out_tx,
-                    dropped: 0,
-                });
+                let sink = Sink::Datagram(DatagramSink::new(socket, out_tx));
                 connections.insert(kernel_door::CONN, Connection { door, sink });
                 doors.push(Box::new(service));
             }
@@ -303,7 +303,7 @@ pub(crate) fn run(
         port_events: event_rx,
         doors: door_rx,
         addresses: addresses_rx,
-        signals,
+        signals: signal_rx,
     };
     let ports = smol::block_on(ex.run(driver.run(sources)));
     for port in ports {
