@@ -43,7 +43,7 @@ pub(crate) enum CoreWake {
 
 /// A port's core and what goes with sending its MADs.
 pub(crate) struct Served {
-    pub(crate) core: SaCore,
+    core: SaCore,
     /// What the core asked the master to hold, for the next local-sa.
     registrations: RegistrationsFile,
     agent: AgentId,

@@ -18,6 +18,7 @@ use crate::address::Address;
 use crate::address::{Received, Transmit};
 use crate::agent::SaCore;
 use crate::config::{AgentConfig, PortIdentity};
+use crate::request::{Lookup, PathQuery, Request};
 
 /// The master SM's LID.
 pub(crate) const MASTER_LID: u16 = 1;
@@ -58,6 +59,22 @@ pub(crate) fn pr_request(
     let mut b = SaMadBuilder::request(method, tid, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
     padded(&b.into_bytes())
+}
+
+/// A local program's PathRecord Get by SLID and DLID.
+pub(crate) fn local_get(slid: u16, dlid: u16) -> Request {
+    let mut template = PathRecord::new_zeroed();
+    template.set_slid(slid);
+    template.set_dlid(dlid);
+    Request::PathQuery {
+        query: PathQuery {
+            method: Method::GET,
+            mask: mad_codec::attr::path_record::mask::SLID
+                | mad_codec::attr::path_record::mask::DLID,
+            template,
+        },
+        lookup: Lookup::Anywhere,
+    }
 }
 
 /// `mad` padded with zeros to 256 bytes.

@@ -7,7 +7,7 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{AttributeId, MadStatus, Method, SaMad};
 
-use super::bench::{Bench, client, pr_request, status};
+use super::bench::{Bench, client, local_get, pr_request, status};
 use super::fake_master::path;
 use crate::agent::AgentConfig;
 
@@ -245,23 +245,6 @@ fn an_error_answer_framed_like_a_table_still_reaches_a_local_connection() {
         (6, MadStatus::ERR_NO_RECORDS),
         "the master's status, not a made-up shortage"
     );
-}
-
-/// A local program's PathRecord Get by SLID and DLID.
-fn local_get(slid: u16, dlid: u16) -> crate::request::Request {
-    use crate::request::{Lookup, PathQuery, Request};
-    use mad_codec::zerocopy::FromZeros;
-    let mut template = mad_codec::PathRecord::new_zeroed();
-    template.set_slid(slid);
-    template.set_dlid(dlid);
-    Request::PathQuery {
-        query: PathQuery {
-            method: Method::GET,
-            mask: pr::SLID | pr::DLID,
-            template,
-        },
-        lookup: Lookup::Anywhere,
-    }
 }
 
 #[test]

@@ -8,10 +8,8 @@
 use mad_codec::Method;
 use mad_codec::attr::path_record::mask as pr;
 
-use super::bench::{Bench, MY_LID, client, pr_request};
+use super::bench::{Bench, MY_LID, client, local_get, pr_request};
 use super::fake_master::gid;
-use crate::request::{Lookup, PathQuery, Request};
-use mad_codec::zerocopy::FromZeros;
 
 #[test]
 fn a_query_answered_from_the_cache_leaves_the_outlook_as_it_was() {
@@ -51,18 +49,7 @@ fn a_query_passed_to_the_master_and_its_answer_each_change_the_outlook() {
 #[test]
 fn a_reply_for_a_local_program_shows_until_it_is_taken() {
     let mut b = Bench::started();
-    let mut template = mad_codec::PathRecord::new_zeroed();
-    template.set_slid(3);
-    template.set_dlid(4);
-    let get = Request::PathQuery {
-        query: PathQuery {
-            method: Method::GET,
-            mask: pr::SLID | pr::DLID,
-            template,
-        },
-        lookup: Lookup::Anywhere,
-    };
-    b.core.handle_local(b.now, 1, 1, get);
+    b.core.handle_local(b.now, 1, 1, local_get(3, 4));
     b.pump();
     assert!(b.core.outlook().local_replies, "the master's answer waits");
     let _ = b.core.poll_local();
