@@ -13,15 +13,16 @@ use std::time::{Duration, Instant};
 
 use async_signal::{Signal, Signals};
 use bytes::Bytes;
+use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::stream::StreamExt as _;
-use smol::{Async, Timer};
 use tracing::{debug, error, info, warn};
 
 use crate::bridge::identity;
 use crate::connection::Outbox;
 use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorId};
+use crate::kernel_door::DatagramSink;
 use crate::port_agent::PortAgent;
 use crate::served::CoreWake;
 use crate::service_manager::Notifier;
@@ -30,7 +31,6 @@ use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::naming::Names;
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
-use umad::netlink::NetlinkSocket;
 use umad::port::Sysfs;
 use umad::port_events::PortEvent;
 
@@ -114,61 +114,6 @@ pub(crate) enum Sink {
     Datagram(DatagramSink),
 }
 
-/// Where a datagram door's replies go: gathered while the driver works
-/// through what woke it, then written in one system call from the
-/// driver's own thread ([`DatagramSink::flush`]), or through the socket's
-/// writer task when that has some queued or the socket is full.
-pub(crate) struct DatagramSink {
-    pub(crate) socket: Rc<Async<NetlinkSocket>>,
-    /// To the socket's writer.
-    pub(crate) replies: Sender<Bytes>,
-    /// Replies gathered since the last flush.
-    pub(crate) gathered: Vec<Bytes>,
-    /// Datagrams dropped because the writer was that far behind (the
-    /// kernel asks the SA itself after its time-out).
-    pub(crate) dropped: u64,
-}
-
-impl DatagramSink {
-    pub(crate) fn new(socket: Rc<Async<NetlinkSocket>>, replies: Sender<Bytes>) -> Self {
-        Self {
-            socket,
-            replies,
-            gathered: Vec::new(),
-            dropped: 0,
-        }
-    }
-
-    /// Writes the replies gathered: at once, as many as the socket takes
-    /// in one call, when the writer has none queued (waking the writer
-    /// task would cost more than the write); the rest, in order, through
-    /// the writer.
-    fn flush(&mut self) {
-        if self.gathered.is_empty() {
-            return;
-        }
-        let mut sent = 0;
-        if self.replies.is_empty() {
-            let frames: Vec<&[u8]> = self.gathered.iter().map(|b| &b[..]).collect();
-            match self.socket.get_ref().send_many(&frames) {
-                Ok(n) => sent = n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    // That one is lost (the kernel asks the SA itself
-                    // after its time-out); the rest still go.
-                    debug!(error = %e, "a reply to the kernel was not sent");
-                    sent = 1;
-                }
-            }
-        }
-        for frame in self.gathered.drain(..).skip(sent) {
-            if self.replies.try_send(frame).is_err() {
-                self.dropped += 1;
-            }
-        }
-    }
-}
-
 impl Driver {
     /// Serves until a signal (or the transports stop); gives the ports
     /// back to be closed.
@@ -217,15 +162,19 @@ impl Driver {
             match wake {
                 // The reader threads handled MADs that left work here;
                 // the next flush does it.
-                Wake::Core(CoreWake::Changed(i)) => {
-                    self.ports[i].woken();
-                    while let Ok(CoreWake::Changed(i)) = src.cores.try_recv() {
-                        self.ports[i].woken();
+                Wake::Core(first) => {
+                    let mut failed = None;
+                    let more = std::iter::from_fn(|| src.cores.try_recv().ok());
+                    for wake in std::iter::once(first).chain(more) {
+                        match wake {
+                            CoreWake::Changed(i) => self.ports[i].woken(),
+                            CoreWake::Failed(i) => failed = Some(i),
+                        }
                     }
-                }
-                Wake::Core(CoreWake::Failed(i)) => {
-                    error!(port = %self.ports[i].facts, "the port's SA core failed; exiting");
-                    break;
+                    if let Some(i) = failed {
+                        error!(port = %self.ports[i].facts, "the port's SA core failed; exiting");
+                        break;
+                    }
                 }
                 Wake::Door(e) => {
                     self.door_event(now, e);
@@ -305,8 +254,8 @@ impl Driver {
     }
 
     /// Sends every MAD the cores want sent and hands every local reply
-    /// to its connection; gives the ibacm door new names. False if a
-    /// transport is gone.
+    /// to its connection; gives the ibacm door new names; writes the
+    /// datagram doors' replies. False if a transport is gone.
     fn flush(&mut self) -> bool {
         let now = Instant::now();
         for i in 0..self.ports.len() {

@@ -111,6 +111,62 @@ pub(crate) fn socket(inherited: Option<OwnedFd>, open_own: bool) -> Option<Netli
     }
 }
 
+/// Where a datagram door's replies go: gathered while the driver works
+/// through what woke it, then written in one system call from the
+/// driver's own thread ([`DatagramSink::flush`]), or through the socket's
+/// writer task when that has some queued or the socket is full.
+pub(crate) struct DatagramSink {
+    pub(crate) socket: Rc<Async<NetlinkSocket>>,
+    /// To the socket's writer.
+    pub(crate) replies: Sender<Bytes>,
+    /// Replies gathered since the last flush.
+    pub(crate) gathered: Vec<Bytes>,
+    /// Datagrams dropped because the writer was that far behind (the
+    /// kernel asks the SA itself after its time-out).
+    pub(crate) dropped: u64,
+}
+
+impl DatagramSink {
+    pub(crate) fn new(socket: Rc<Async<NetlinkSocket>>, replies: Sender<Bytes>) -> Self {
+        Self {
+            socket,
+            replies,
+            gathered: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Writes the replies gathered: at once, as many as the socket takes
+    /// in one call, when the writer has none queued (waking the writer
+    /// task would cost more than the write); the rest, in order, through
+    /// the writer. (A reply written here may pass one the writer is still
+    /// waiting to write: the kernel matches replies by sequence number.)
+    pub(crate) fn flush(&mut self) {
+        if self.gathered.is_empty() {
+            return;
+        }
+        let mut sent = 0;
+        if self.replies.is_empty() {
+            let frames: Vec<&[u8]> = self.gathered.iter().map(|b| &b[..]).collect();
+            match self.socket.get_ref().send_many(&frames) {
+                Ok(n) => sent = n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    // That one is lost (the kernel asks the SA itself
+                    // after its time-out); the rest still go.
+                    debug!(error = %e, "a reply to the kernel was not sent");
+                    sent = 1;
+                }
+            }
+        }
+        for frame in self.gathered.drain(..).skip(sent) {
+            if self.replies.try_send(frame).is_err() {
+                self.dropped += 1;
+            }
+        }
+    }
+}
+
 /// Replies queued for the writer at which the reader stops taking the
 /// kernel's messages until the writer has sent half of them: a peer that
 /// reads its replies slowly slows its own questions (the kernel's own
@@ -215,5 +271,65 @@ pub(crate) async fn write(
         if from.len() < READ_PAUSE_AT / 2 {
             let _ = room.try_send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixDatagram;
+
+    use super::*;
+
+    /// local-sa's end of a socketpair as the kernel door's socket, the
+    /// kernel's end, and the writer task's queue (nothing drains it here).
+    fn sink(queue: usize) -> (DatagramSink, UnixDatagram, Receiver<Bytes>) {
+        let (ours, kernel) = UnixDatagram::pair().unwrap();
+        kernel.set_nonblocking(true).unwrap();
+        let socket = NetlinkSocket::inherited(OwnedFd::from(ours)).unwrap();
+        let (tx, rx) = smol::channel::bounded(queue);
+        let socket = Rc::new(Async::new(socket).unwrap());
+        (DatagramSink::new(socket, tx), kernel, rx)
+    }
+
+    fn received(kernel: &UnixDatagram) -> Vec<Vec<u8>> {
+        let mut buf = [0u8; 64];
+        std::iter::from_fn(|| kernel.recv(&mut buf).ok().map(|n| buf[..n].to_vec())).collect()
+    }
+
+    #[test]
+    fn gathered_replies_are_written_at_once_in_order() {
+        let (mut sink, kernel, queue) = sink(4);
+        for i in 0..40u8 {
+            sink.gathered.push(Bytes::from(vec![i; 3]));
+        }
+        sink.flush();
+        // One call takes a batch; the rest wait for the writer, in order.
+        let direct = received(&kernel);
+        assert_eq!(direct.len(), NetlinkSocket::BATCH);
+        assert!(
+            direct
+                .iter()
+                .enumerate()
+                .all(|(i, d)| d == &vec![i as u8; 3])
+        );
+        assert_eq!(queue.len(), 4, "as many as the writer's queue holds");
+        assert_eq!(queue.try_recv().unwrap(), Bytes::from(vec![32u8; 3]));
+        assert_eq!(
+            sink.dropped,
+            40 - 32 - 4,
+            "the rest counted, not lost silently"
+        );
+        assert!(sink.gathered.is_empty());
+    }
+
+    #[test]
+    fn replies_queue_behind_what_the_writer_has_not_sent() {
+        let (mut sink, kernel, queue) = sink(8);
+        sink.replies.try_send(Bytes::from_static(b"old")).unwrap();
+        sink.gathered.push(Bytes::from_static(b"new"));
+        sink.flush();
+        assert!(received(&kernel).is_empty(), "nothing passes the queue");
+        assert_eq!(queue.try_recv().unwrap(), Bytes::from_static(b"old"));
+        assert_eq!(queue.try_recv().unwrap(), Bytes::from_static(b"new"));
     }
 }

@@ -21,7 +21,7 @@ use crate::address_watch;
 use crate::client_store::{self, ClientStore};
 use crate::door_limits::{ACM_DOOR, API_DOOR, DoorLimits, Doors, FD_RESERVE, SharedDoors};
 use crate::door_socket::StreamListener;
-use crate::driver::{Connection, DatagramSink, Driver, Sink, Sources};
+use crate::driver::{Connection, Driver, Sink, Sources};
 use crate::endpoints;
 use crate::error::DaemonError;
 use crate::kept_clients;
@@ -255,7 +255,7 @@ pub(crate) fn run(
                 .detach();
                 ex.spawn(kernel_door::write(socket.clone(), out_rx, room_tx))
                     .detach();
-                let sink = Sink::Datagram(DatagramSink::new(socket, out_tx));
+                let sink = Sink::Datagram(kernel_door::DatagramSink::new(socket, out_tx));
                 connections.insert(kernel_door::CONN, Connection { door, sink });
                 doors.push(Box::new(service));
             }
