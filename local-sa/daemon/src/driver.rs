@@ -413,7 +413,7 @@ impl Driver {
                     self.disconnect(Instant::now(), conn);
                 }
             }
-            Sink::Datagram(sink) => sink.gathered.push(frame),
+            Sink::Datagram(sink) => sink.push(frame),
         }
     }
 

@@ -116,11 +116,11 @@ pub(crate) fn socket(inherited: Option<OwnedFd>, open_own: bool) -> Option<Netli
 /// driver's own thread ([`DatagramSink::flush`]), or through the socket's
 /// writer task when that has some queued or the socket is full.
 pub(crate) struct DatagramSink {
-    pub(crate) socket: Rc<Async<NetlinkSocket>>,
+    socket: Rc<Async<NetlinkSocket>>,
     /// To the socket's writer.
-    pub(crate) replies: Sender<Bytes>,
+    replies: Sender<Bytes>,
     /// Replies gathered since the last flush.
-    pub(crate) gathered: Vec<Bytes>,
+    gathered: Vec<Bytes>,
     /// Datagrams dropped because the writer was that far behind (the
     /// kernel asks the SA itself after its time-out).
     pub(crate) dropped: u64,
@@ -134,6 +134,11 @@ impl DatagramSink {
             gathered: Vec::new(),
             dropped: 0,
         }
+    }
+
+    /// Gathers `reply` for the next [`DatagramSink::flush`].
+    pub(crate) fn push(&mut self, reply: Bytes) {
+        self.gathered.push(reply);
     }
 
     /// Writes the replies gathered: at once, as many as the socket takes
@@ -300,7 +305,7 @@ mod tests {
     fn gathered_replies_are_written_at_once_in_order() {
         let (mut sink, kernel, queue) = sink(4);
         for i in 0..40u8 {
-            sink.gathered.push(Bytes::from(vec![i; 3]));
+            sink.push(Bytes::from(vec![i; 3]));
         }
         sink.flush();
         // One call takes a batch; the rest wait for the writer, in order.
@@ -326,7 +331,7 @@ mod tests {
     fn replies_queue_behind_what_the_writer_has_not_sent() {
         let (mut sink, kernel, queue) = sink(8);
         sink.replies.try_send(Bytes::from_static(b"old")).unwrap();
-        sink.gathered.push(Bytes::from_static(b"new"));
+        sink.push(Bytes::from_static(b"new"));
         sink.flush();
         assert!(received(&kernel).is_empty(), "nothing passes the queue");
         assert_eq!(queue.try_recv().unwrap(), Bytes::from_static(b"old"));

@@ -156,11 +156,6 @@ impl UmadTransport {
         self.incoming.clone()
     }
 
-    /// Sends `mad` through the outlet ([`Outlet::send`]).
-    pub fn send(&self, mad: OutgoingMad) -> Result<(), channel::TrySendError<OutgoingMad>> {
-        self.outlet.send(mad)
-    }
-
     /// Where MADs are sent from, for other threads.
     pub fn outlet(&self) -> &Outlet {
         &self.outlet
