@@ -19,6 +19,9 @@
 //!   master SA;
 //! * [`pacing`]: how the fabric's agents spread their calls on a new
 //!   master SA;
+//! * [`path_engine`]: every port's PathRecord table computed from the
+//!   fabric's description (forwarding tables, ports, links, partitions),
+//!   as OpenSM would answer it, for a distributor next to the master;
 //! * [`outlook`]: what a driver acts on besides the MADs to send.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
@@ -44,6 +47,7 @@ pub mod naming;
 pub mod outlook;
 pub mod pacing;
 pub mod partitions;
+pub mod path_engine;
 pub mod path_flags;
 pub mod path_query;
 pub mod quota;

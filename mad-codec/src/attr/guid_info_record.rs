@@ -49,4 +49,9 @@ impl GuidInfoRecord {
     pub fn guids(&self) -> [u64; 8] {
         self.guids.map(|g| g.get())
     }
+
+    /// Sets [`Self::guids`].
+    pub fn set_guids(&mut self, guids: [u64; 8]) {
+        self.guids = guids.map(U64::new);
+    }
 }

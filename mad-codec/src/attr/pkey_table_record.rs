@@ -51,4 +51,9 @@ impl PkeyTableRecord {
     pub fn pkeys(&self) -> [u16; 32] {
         self.pkeys.map(|p| p.get())
     }
+
+    /// Sets [`Self::pkeys`].
+    pub fn set_pkeys(&mut self, pkeys: [u16; 32]) {
+        self.pkeys = pkeys.map(U16::new);
+    }
 }

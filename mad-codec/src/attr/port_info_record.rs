@@ -81,6 +81,51 @@ impl PortInfoRecord {
     pub fn set_capability_mask(&mut self, mask: u32) {
         self.port_info[20..24].copy_from_slice(&mask.to_be_bytes());
     }
+
+    /// PortInfo.GIDPrefix: the subnet prefix of the port's GIDs.
+    pub fn gid_prefix(&self) -> u64 {
+        self.port_info_field(64, 64)
+    }
+
+    /// PortInfo.LinkWidthActive (1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x).
+    pub fn link_width_active(&self) -> u8 {
+        self.port_info_field(248, 8) as u8
+    }
+
+    /// PortInfo.PortState (1 Down, 2 Init, 3 Armed, 4 Active).
+    pub fn port_state(&self) -> u8 {
+        self.port_info_field(260, 4) as u8
+    }
+
+    /// PortInfo.LMC: the port answers to 2^LMC LIDs from its base LID.
+    pub fn lmc(&self) -> u8 {
+        self.port_info_field(277, 3) as u8
+    }
+
+    /// PortInfo.LinkSpeedActive (1: 2.5, 2: 5, 4: 10 Gb/s per lane).
+    pub fn link_speed_active(&self) -> u8 {
+        self.port_info_field(280, 4) as u8
+    }
+
+    /// PortInfo.MTUCap (the MTU code: 1 = 256 … 5 = 4096).
+    pub fn mtu_cap(&self) -> u8 {
+        self.port_info_field(332, 4) as u8
+    }
+
+    /// PortInfo.SubnetTimeOut (5 bits: 4.096 µs × 2^value).
+    pub fn subnet_timeout(&self) -> u8 {
+        self.port_info_field(411, 5) as u8
+    }
+
+    /// PortInfo.CapabilityMask2.
+    pub fn capability_mask2(&self) -> u16 {
+        self.port_info_field(480, 16) as u16
+    }
+
+    /// PortInfo.LinkSpeedExtActive (1: 14, 2: 25, 4: 50 Gb/s per lane).
+    pub fn link_speed_ext_active(&self) -> u8 {
+        self.port_info_field(496, 4) as u8
+    }
 }
 
 #[cfg(test)]
@@ -104,5 +149,34 @@ mod tests {
         assert_eq!(r.port_info_field(456, 24), 0x010203);
         assert_eq!(r.capability_mask(), 0x0251_0A6A);
         assert_eq!(r.port_info_field(508, 8), 0, "past the end reads 0");
+    }
+
+    /// The bytes of a PortInfo that ibsim gives a host's port, as OpenSM
+    /// leaves it (LID 2, LMC 1, 4x QDR, FDR active), read field by field.
+    #[test]
+    fn the_fields_a_path_is_computed_from() {
+        let mut pi = [0u8; 64];
+        pi[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+        pi[16..18].copy_from_slice(&2u16.to_be_bytes());
+        pi[31] = 0x02; // LinkWidthActive 4x
+        pi[32] = 0x74; // LinkSpeedSupported 7, PortState Active
+        pi[34] = 0x01; // LMC 1
+        pi[35] = 0x47; // LinkSpeedActive 10 Gb/s, LinkSpeedEnabled 7
+        pi[41] = 0x14; // InitTypeReply 1, MTUCap 2048
+        pi[51] = 0xF2; // ClientReregister, trap suppression, SubnetTimeOut 18
+        pi[60..62].copy_from_slice(&0x0030u16.to_be_bytes());
+        pi[62] = 0x17; // LinkSpeedExtActive 14 Gb/s, supported 7
+        let mut r = PortInfoRecord::new_zeroed();
+        r.set_port_info(pi);
+        assert_eq!(r.gid_prefix(), 0xfe80_0000_0000_0000);
+        assert_eq!(r.base_lid(), 2);
+        assert_eq!(r.link_width_active(), 2);
+        assert_eq!(r.port_state(), 4);
+        assert_eq!(r.lmc(), 1);
+        assert_eq!(r.link_speed_active(), 4);
+        assert_eq!(r.mtu_cap(), 4);
+        assert_eq!(r.subnet_timeout(), 18);
+        assert_eq!(r.capability_mask2(), 0x0030);
+        assert_eq!(r.link_speed_ext_active(), 1);
     }
 }

@@ -55,4 +55,25 @@ impl Sl2VlTableRecord {
             if sl % 2 == 0 { byte >> 4 } else { byte & 0x0F }
         })
     }
+
+    /// Sets [`Self::vls`] (each VL's low four bits).
+    pub fn set_vls(&mut self, vls: [u8; 16]) {
+        self.vl_by_sl = core::array::from_fn(|i| (vls[2 * i] & 0x0F) << 4 | vls[2 * i + 1] & 0x0F);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zerocopy::FromZeros;
+
+    use super::*;
+
+    #[test]
+    fn vls_are_packed_two_a_byte_even_sl_high() {
+        let mut r = Sl2VlTableRecord::new_zeroed();
+        let vls: [u8; 16] = core::array::from_fn(|sl| if sl == 3 { 15 } else { sl as u8 % 4 });
+        r.set_vls(vls);
+        assert_eq!(r.vl_by_sl[1], 0x2F, "SL 2 high, SL 3 low");
+        assert_eq!(r.vls(), vls);
+    }
 }

@@ -1,0 +1,215 @@
+//! Checking computed records against the master's own answers before
+//! anything is sent: which pairs to ask ([`Fabric::sample`]), which pair
+//! tells a partition's SL ([`Fabric::partition_probe`]) and how two
+//! answers differ ([`compare_pair`]), field by field, so that a summary
+//! can say why the engine and the master disagree.
+
+use mad_codec::{PathRecord, PathRecordRepr};
+
+use super::fabric::{Endport, Fabric};
+use super::pkeys;
+use super::tables::Table;
+
+/// A pair to check: source and destination port GUIDs, and the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PairCheck {
+    /// The source's port GUID.
+    pub source: u64,
+    /// The destination's port GUID.
+    pub dest: u64,
+    /// The table (a partition's: its P_Key as a full member's).
+    pub table: Table,
+}
+
+/// The first field in which a computed answer and the master's differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The field's name (`records`: how many).
+    pub field: &'static str,
+    /// The computed value.
+    pub ours: String,
+    /// The master's.
+    pub theirs: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: computed {}, the master's {}",
+            self.field, self.ours, self.theirs
+        )
+    }
+}
+
+/// How `ours` and `theirs` (records of one query, in order) differ, if
+/// they do: their count, or the first field of the first record that
+/// differs.
+pub fn compare_pair(ours: &[PathRecord], theirs: &[PathRecord]) -> Option<Difference> {
+    if ours.len() != theirs.len() {
+        return Some(Difference {
+            field: "records",
+            ours: ours.len().to_string(),
+            theirs: theirs.len().to_string(),
+        });
+    }
+    ours.iter()
+        .zip(theirs)
+        .find_map(|(a, b)| first_difference(a, b))
+}
+
+fn first_difference(a: &PathRecord, b: &PathRecord) -> Option<Difference> {
+    let (x, y) = (PathRecordRepr::parse(a), PathRecordRepr::parse(b));
+    macro_rules! fields {
+        ($($name:ident),*) => {
+            $(
+                if x.$name != y.$name {
+                    return Some(Difference {
+                        field: stringify!($name),
+                        ours: format!("{:?}", x.$name),
+                        theirs: format!("{:?}", y.$name),
+                    });
+                }
+            )*
+        };
+    }
+    fields!(
+        sgid,
+        dgid,
+        slid,
+        dlid,
+        pkey,
+        sl,
+        mtu,
+        rate,
+        packet_life,
+        reversible,
+        preference,
+        service_id,
+        raw_traffic,
+        flow_label,
+        hop_limit,
+        tclass,
+        numb_path,
+        qos_class,
+        mtu_selector,
+        rate_selector,
+        packet_life_selector
+    );
+    (a.reserved() != b.reserved()).then(|| Difference {
+        field: "reserved",
+        ours: format!("{:?}", a.reserved()),
+        theirs: format!("{:?}", b.reserved()),
+    })
+}
+
+/// A small deterministic generator (splitmix64), so that a sample is the
+/// same for the same seed.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+impl Fabric {
+    /// The switch an endport's paths leave through first: its own, or the
+    /// one its link leads to (index; `u32::MAX` for none).
+    fn first_switch(&self, e: &Endport) -> u32 {
+        if e.is_switch {
+            return e.switch;
+        }
+        let remote = self.ports[e.port as usize].remote;
+        self.ports
+            .get(remote as usize)
+            .map_or(u32::MAX, |p| p.switch)
+    }
+
+    /// About `count` pairs of the default table to check, every pair when
+    /// the fabric has no more than that: otherwise each endport a source
+    /// at least once when `count` allows, its destinations taken in turn
+    /// from each switch's endports (so that the pairs spread over switch
+    /// pairs), at random within them. `seed` makes it repeatable.
+    pub fn sample(&self, count: usize, seed: u64) -> Vec<PairCheck> {
+        let n = self.endports.len();
+        let pair = |a: &Endport, b: &Endport| PairCheck {
+            source: a.guid,
+            dest: b.guid,
+            table: Table::Default,
+        };
+        if n.saturating_mul(n) <= count {
+            return self
+                .endports
+                .iter()
+                .flat_map(|a| self.endports.iter().map(move |b| pair(a, b)))
+                .collect();
+        }
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut group_of_switch = std::collections::HashMap::new();
+        for (i, e) in self.endports.iter().enumerate() {
+            let g = *group_of_switch
+                .entry(self.first_switch(e))
+                .or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+            groups[g].push(i);
+        }
+        let mut mix = Mix(seed);
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, mix.below(i + 1));
+        }
+        (0..count)
+            .map(|k| {
+                let a = &self.endports[order[k % n]];
+                let g = &groups[(k / n + k) % groups.len()];
+                let b = &self.endports[g[mix.below(g.len())]];
+                pair(a, b)
+            })
+            .collect()
+    }
+
+    /// A pair whose path in partition `pkey` shows the partition's SL: two
+    /// endports that share it (adapters first), one a full member, with a
+    /// path between them; or a full member's path to itself.
+    pub fn partition_probe(&self, pkey: u16) -> Option<PairCheck> {
+        let mut members: Vec<&Endport> = self
+            .endports
+            .iter()
+            .filter(|e| self.pkey_table(e).entry(pkey).is_some())
+            .collect();
+        members.sort_by_key(|e| (e.is_switch, e.lid));
+        let probe = |a: &Endport, b: &Endport| PairCheck {
+            source: a.guid,
+            dest: b.guid,
+            table: Table::Partition(pkey | pkeys::FULL_MEMBER),
+        };
+        for a in members.iter().take(8) {
+            for b in &members {
+                if a.port != b.port
+                    && pkeys::share_this(self.pkey_table(a), self.pkey_table(b), pkey)
+                    && self.has_path(a, b)
+                {
+                    return Some(probe(a, b));
+                }
+            }
+        }
+        members
+            .iter()
+            .find(|a| {
+                pkeys::share_this(self.pkey_table(a), self.pkey_table(a), pkey)
+                    && self.has_path(a, a)
+            })
+            .map(|a| probe(a, a))
+    }
+}

@@ -1,0 +1,317 @@
+//! One port's PathRecords, as OpenSM's `osm_pr_rcv_process` answers a
+//! GetTable with the port's SGID (and a P_Key): its destinations in alias
+//! table order (`osm_pr_process_half`), each pair's LIDs and Preference
+//! (`pr_rcv_get_port_pair_paths`), each path's MTU, rate, PacketLifeTime,
+//! P_Key and SL (`pr_rcv_get_path_parms`), Reversible from the reverse
+//! path, and the record (`pr_rcv_build_pr`).
+//!
+//! The requester is taken to be the source itself (a local-sa asking for
+//! its own port's table), so OpenSM's check that requester, source and
+//! destination share a P_Key comes down to source and destination.
+
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{Gid, Mtu, PathRecord, Rate, Selector};
+
+use super::fabric::{Endport, Fabric};
+use super::physical::NONE;
+use super::pkeys::{self, PkeyTable};
+use super::rate::{code, fixup_2x_hdr};
+use super::routes::{Leg, MAX_HOPS};
+
+/// OpenSM's `IB_PATH_RECORD_RATE_28_GBS`: rate codes from it on are
+/// checked against what the ends support (numerically, as OpenSM does).
+const FIRST_2X_HDR_RATE: u8 = 19;
+
+/// Which of a port's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Table {
+    /// Its paths with no P_Key asked: each pair's common P_Key.
+    Default,
+    /// Its paths in the partition of this P_Key, asked as given
+    /// (membership bit included; local-sa asks as a full member).
+    Partition(u16),
+}
+
+/// A table that cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// No endport has this GUID.
+    UnknownPort(u64),
+    /// A path's partition has no SL given
+    /// ([`Fabric::set_partition_sl`]).
+    NoPartitionSl {
+        /// The partition (low 15 bits).
+        pkey: u16,
+    },
+}
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnknownPort(guid) => write!(f, "no port has GUID {guid:#018x}"),
+            Self::NoPartitionSl { pkey } => write!(
+                f,
+                "the SL of partition {pkey:#06x} is not known (the master does not publish it)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// What the P_Keys allow between a source and each destination P_Key
+/// table, worked out once per table.
+enum Allowed<'f> {
+    /// The default table: the common P_Key with each table, if any.
+    Common(Vec<Option<u16>>),
+    /// A partition's: whether each table shares it.
+    This(u16, Vec<bool>),
+    /// One pair: asked directly.
+    Direct(&'f PkeyTable, Table),
+}
+
+impl Allowed<'_> {
+    /// The P_Key of the source's paths to an endport with P_Key table
+    /// `to` (index `index`), if they may have any.
+    fn pkey(&self, index: u32, to: &PkeyTable) -> Option<u16> {
+        match self {
+            Self::Common(row) => row[index as usize],
+            Self::This(p, row) => row[index as usize].then_some(*p),
+            Self::Direct(from, Table::Default) => pkeys::common(from, to),
+            Self::Direct(from, Table::Partition(p)) => {
+                pkeys::share_this(from, to, *p).then_some(*p)
+            }
+        }
+    }
+}
+
+/// A source endport and the request it answers.
+struct Source<'f> {
+    endport: &'f Endport,
+    /// The SGID asked (echoed in every record).
+    sgid: Gid,
+    allowed: Allowed<'f>,
+}
+
+impl Fabric {
+    /// The table `table` of the port with GUID `source` (its own or an
+    /// alias): the records OpenSM answers to a GetTable with that SGID
+    /// (and P_Key), in its order, appended to `out`.
+    pub fn table(
+        &self,
+        source: u64,
+        table: Table,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), TableError> {
+        let src = self.source(source, table, true)?;
+        for alias in &self.aliases {
+            let dest = &self.endports[alias.endport as usize];
+            self.pair_records(&src, dest, alias.guid, out)?;
+        }
+        Ok(())
+    }
+
+    /// The records of one pair: what OpenSM answers to a GetTable naming
+    /// the SGID and the DGID (and the P_Key), in its order; a Get is
+    /// answered the first.
+    pub fn pair(
+        &self,
+        source: u64,
+        dest: u64,
+        table: Table,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), TableError> {
+        let src = self.source(source, table, false)?;
+        let dest_port = self.endport(dest).ok_or(TableError::UnknownPort(dest))?;
+        self.pair_records(&src, dest_port, dest, out)
+    }
+
+    /// How many records `source`'s table may hold at most (for
+    /// reserving).
+    pub fn table_capacity(&self, source: &Endport) -> usize {
+        let lids = 1usize << source.lmc;
+        self.aliases
+            .iter()
+            .map(|a| lids << self.endports[a.endport as usize].lmc)
+            .sum()
+    }
+
+    fn source(&self, guid: u64, table: Table, whole: bool) -> Result<Source<'_>, TableError> {
+        let endport = self.endport(guid).ok_or(TableError::UnknownPort(guid))?;
+        let own = self.pkey_table(endport);
+        let allowed = match (whole, table) {
+            (false, _) => Allowed::Direct(own, table),
+            (true, Table::Default) => Allowed::Common(
+                self.pkey_tables
+                    .iter()
+                    .map(|t| pkeys::common(own, t))
+                    .collect(),
+            ),
+            (true, Table::Partition(p)) => Allowed::This(
+                p,
+                self.pkey_tables
+                    .iter()
+                    .map(|t| pkeys::share_this(own, t, p))
+                    .collect(),
+            ),
+        };
+        Ok(Source {
+            endport,
+            sgid: Gid::new(endport.prefix, guid),
+            allowed,
+        })
+    }
+
+    /// `pr_rcv_get_port_pair_paths`: the records from `src` to `dest`
+    /// (named by `dest_guid`), the LID pairs of equal offset first
+    /// (Preference 0), then the others source LID first (Preference 2).
+    fn pair_records(
+        &self,
+        src: &Source<'_>,
+        dest: &Endport,
+        dest_guid: u64,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), TableError> {
+        // OpenSM first checks that the two share a P_Key at all (an end
+        // without any P_Key shares with everyone, and gets no record).
+        let s = src.endport;
+        if s.port != dest.port && !pkeys::share_any(self.pkey_table(s), self.pkey_table(dest)) {
+            return Ok(());
+        }
+        let Some(pkey) = src.allowed.pkey(dest.pkeys, self.pkey_table(dest)) else {
+            return Ok(());
+        };
+        let dgid = Gid::new(dest.prefix, dest_guid);
+        let (slids, dlids) = (s.lids(), dest.lids());
+        for (slid, dlid) in slids.clone().zip(dlids.clone()) {
+            self.record(src, dest, dgid, pkey, (slid, dlid), 0, out)?;
+        }
+        for (i, slid) in slids.enumerate() {
+            for (j, dlid) in dlids.clone().enumerate() {
+                if i != j {
+                    self.record(src, dest, dgid, pkey, (slid, dlid), 2, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `pr_rcv_get_lid_pair_path`: the record of one LID pair, if it has a
+    /// path.
+    #[allow(clippy::too_many_arguments)] // One OpenSM call's arguments.
+    fn record(
+        &self,
+        src: &Source<'_>,
+        dest: &Endport,
+        dgid: Gid,
+        pkey: u16,
+        (slid, dlid): (u16, u16),
+        preference: u8,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), TableError> {
+        let s = src.endport;
+        let Some((leg, sls)) = self.walk(s, dlid) else {
+            return Ok(());
+        };
+        let sl = self.partition_sl(pkey).ok_or(TableError::NoPartitionSl {
+            pkey: pkey & 0x7FFF,
+        })?;
+        if sls & 1 << sl == 0 {
+            return Ok(());
+        }
+        // The reverse path: the same P_Key rules hold both ways, and its
+        // common P_Key is of the same partition.
+        let reversible = self
+            .walk(dest, slid)
+            .is_some_and(|(_, back)| back & 1 << sl != 0);
+        let mut rate = code(leg.rank);
+        if rate >= FIRST_2X_HDR_RATE {
+            rate = fixup_2x_hdr(rate, s.cap_mask, s.cap_mask2);
+            if reversible {
+                rate = fixup_2x_hdr(rate, dest.cap_mask, dest.cap_mask2);
+            }
+        }
+        // A port's path to itself has PacketLifeTime 0 (IBA 1.2 table 205).
+        let life = if s.port == dest.port {
+            0
+        } else {
+            self.subnet_timeout
+        };
+        let mut r = PathRecord::new_zeroed();
+        r.set_dgid(dgid);
+        r.set_sgid(src.sgid);
+        r.set_dlid(dlid);
+        r.set_slid(slid);
+        r.set_reversible(reversible);
+        r.set_pkey(pkey);
+        r.set_sl(sl);
+        r.set_mtu_selector(Selector::Exactly);
+        r.set_mtu(Mtu(leg.mtu));
+        r.set_rate_selector(Selector::Exactly);
+        r.set_rate(Rate(rate));
+        r.set_packet_life_selector(Selector::Exactly);
+        r.set_packet_life(life);
+        r.set_preference(preference);
+        out.push(r);
+        Ok(())
+    }
+
+    /// Whether `from` has a path to `to`'s base LID.
+    pub(super) fn has_path(&self, from: &Endport, to: &Endport) -> bool {
+        self.walk(from, to.lid).is_some()
+    }
+
+    /// The path from endport `from` to `dlid`: what its ports give and the
+    /// SLs no hop maps to VL15, if it has one within [`MAX_HOPS`]
+    /// switches.
+    fn walk(&self, from: &Endport, dlid: u16) -> Option<(Leg, u16)> {
+        let dest = self.routes.dest(dlid)?;
+        let ports = &self.ports;
+        let start = {
+            let p = &ports[from.port as usize];
+            Leg::port(p.mtu, p.rank_own)
+        };
+        let end = {
+            let p = &ports[dest as usize];
+            Leg::port(p.mtu, p.rank_own)
+        };
+        // The first port a packet leaves by: a switch's where its table
+        // sends it (the egress itself is not counted), an adapter's own.
+        let (egress, first_in) = if from.switch == NONE {
+            (from.port, 0)
+        } else {
+            let sw = &self.switches[from.switch as usize];
+            (sw.port(sw.route(dlid))?, 0)
+        };
+        let mut sls = self.routes.sls_at(egress, first_in);
+        let middle = if egress == dest {
+            None
+        } else {
+            let ingress = ports[egress as usize].remote;
+            if ingress == NONE {
+                return None;
+            }
+            if ingress == dest {
+                None
+            } else {
+                let next = ports[ingress as usize].switch;
+                if next == NONE {
+                    return None;
+                }
+                let inp = &ports[ingress as usize];
+                let leg = Leg::port(inp.mtu, inp.rank_hop).then(self.routes.leg(next, dlid));
+                if self.routes.with_sls() {
+                    let sw = &self.switches[next as usize];
+                    let out = sw.port(sw.route(dlid))?;
+                    sls &= self.routes.sls_at(out, inp.num) & self.routes.leg_sls(next, dlid);
+                }
+                Some(leg)
+            }
+        };
+        let path = match middle {
+            Some(m) => start.then(m).then(end),
+            None => start.then(end),
+        };
+        (path.is_path() && path.hops <= MAX_HOPS && sls != 0).then_some((path, sls))
+    }
+}

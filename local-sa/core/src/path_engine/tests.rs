@@ -1,0 +1,567 @@
+//! The engine against made-up fabrics: each rule of OpenSM's PathRecord
+//! computation that a user of the tables would notice. Byte equality with
+//! OpenSM itself is shown on simulated fabrics (conformance's
+//! `path_engine` tests).
+
+use mad_codec::{Gid, PathRecord};
+
+use super::synthetic::{FabricSpec, FatTree, NodeId, PREFIX};
+use super::*;
+
+/// A fabric built from `spec`, every partition's SL 0.
+fn fabric(spec: &FabricSpec) -> Fabric {
+    let mut f = Fabric::build(&spec.records(), false).expect("a consistent description");
+    for p in f.partitions() {
+        f.set_partition_sl(p, 0);
+    }
+    f
+}
+
+fn table(f: &Fabric, guid: u64, t: Table) -> Vec<PathRecord> {
+    let mut out = Vec::new();
+    f.table(guid, t, &mut out).expect("the table");
+    out
+}
+
+fn small_tree(lmc: u8) -> (FabricSpec, Vec<NodeId>) {
+    FatTree {
+        leaves: 3,
+        hosts_per_leaf: 2,
+        spines: 2,
+        lmc,
+    }
+    .spec()
+}
+
+/// Port GUID of host `i` of a [`FatTree`].
+fn host_guid(i: u64) -> u64 {
+    0x0001_0000_0000 + i * 16 + 1
+}
+
+fn find(records: &[PathRecord], dlid: u16) -> PathRecord {
+    *records
+        .iter()
+        .find(|r| r.dlid() == dlid)
+        .unwrap_or_else(|| panic!("no record to LID {dlid}"))
+}
+
+#[test]
+fn a_host_s_table_has_one_record_per_endport_in_opensm_s_order() {
+    let (spec, _) = small_tree(0);
+    let f = fabric(&spec);
+    let records = table(&f, host_guid(0), Table::Default);
+    // 6 hosts and 5 switches, itself included.
+    assert_eq!(records.len(), 11);
+    let order: Vec<u64> = records
+        .iter()
+        .map(|r| r.dgid().guid().swap_bytes())
+        .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "destinations in byte-swapped GUID order"
+    );
+    for r in &records {
+        assert_eq!(r.sgid(), Gid::new(PREFIX, host_guid(0)));
+        assert_eq!(r.slid(), 6, "the first host's LID, after the 5 switches'");
+        assert_eq!(r.pkey(), 0xFFFF);
+        assert_eq!(r.sl(), 0);
+        assert!(r.reversible());
+        assert_eq!(r.preference(), 0);
+        assert_eq!(r.rate().0, 7, "4x QDR: 40 Gb/s");
+        assert_eq!(r.service_id(), 0);
+        assert_eq!(r.hop_limit(), 0);
+    }
+    let to_host = find(&records, 9);
+    assert_eq!(to_host.mtu().0, 4, "2048 between hosts");
+    assert_eq!(to_host.packet_life(), 18, "SubnetTimeOut");
+    let to_spine = find(&records, 1);
+    assert_eq!(to_spine.mtu().0, 3, "a switch's port 0 has MTUCap 1024");
+    let to_self = find(&records, 6);
+    assert_eq!(to_self.packet_life(), 0, "a port's path to itself");
+    let bytes = mad_codec::zerocopy::IntoBytes::as_bytes(&to_host);
+    assert_eq!(
+        &bytes[54..58],
+        &[0x84, 0x87, 0x92, 0x00],
+        "selectors 'exactly'"
+    );
+    assert_eq!(bytes[49], 0x80, "Reversible, NumbPath 0");
+}
+
+#[test]
+fn lmc_pairs_come_equal_offsets_first_then_the_rest_source_first() {
+    let (spec, _) = small_tree(1);
+    let f = fabric(&spec);
+    let records = table(&f, host_guid(0), Table::Default);
+    let me = f.endport(host_guid(0)).expect("host 0");
+    let peer = f.endport(host_guid(3)).expect("host 3");
+    let to_peer: Vec<(u16, u16, u8)> = records
+        .iter()
+        .filter(|r| r.dgid().guid() == peer.guid)
+        .map(|r| (r.slid(), r.dlid(), r.preference()))
+        .collect();
+    let (s, d) = (me.lid, peer.lid);
+    assert_eq!(
+        to_peer,
+        [(s, d, 0), (s + 1, d + 1, 0), (s, d + 1, 2), (s + 1, d, 2)]
+    );
+    let spine = f.endport_at(1).expect("spine 1");
+    let to_spine: Vec<(u16, u16, u8)> = records
+        .iter()
+        .filter(|r| r.dgid().guid() == spine.guid)
+        .map(|r| (r.slid(), r.dlid(), r.preference()))
+        .collect();
+    assert_eq!(to_spine, [(s, 1, 0), (s + 1, 1, 2)], "a switch has one LID");
+}
+
+#[test]
+fn the_least_mtu_and_rate_of_every_port_counted_on_the_way() {
+    let (mut spec, hosts) = small_tree(0);
+    let f = fabric(&spec);
+    let before = table(&f, host_guid(0), Table::Default);
+    let peer = f.endport(host_guid(2)).expect("host on leaf 2").lid;
+    // The way from leaf 1 to host 2 goes up through one of the spines:
+    // give that spine's port down to leaf 2 MTU 256 and a 1x link.
+    let leaf1 = f.endport_at(3).expect("leaf1");
+    let up = f.switches[leaf1.switch as usize].route(peer);
+    let spine = NodeId(usize::from(up - 3)); // leaf ports 3.. go to spines 0..
+    spec.port_mut(spine, 2).mtu = 1;
+    spec.port_mut(spine, 2).width = 1;
+    let f = fabric(&spec);
+    let after = table(&f, host_guid(0), Table::Default);
+    assert_eq!(find(&before, peer).mtu().0, 4);
+    assert_eq!(find(&after, peer).mtu().0, 1, "MTU 256 on the way");
+    assert_eq!(find(&after, peer).rate().0, 3, "1x QDR: 10 Gb/s");
+    let other_leaf_host = f.endport(host_guid(1)).expect("host 1").lid;
+    assert_eq!(
+        find(&after, other_leaf_host).mtu().0,
+        4,
+        "a path that does not pass it keeps 2048"
+    );
+    assert_eq!(hosts.len(), 6);
+}
+
+#[test]
+fn a_switch_s_own_egress_port_is_not_counted_on_its_paths() {
+    let (mut spec, _) = small_tree(0);
+    // Leaf 1 (node 2) port 1 leads to host 0; make it 1x SDR with MTU
+    // 256. A host's path into it counts it, the leaf's own path out of it
+    // does not (OpenSM starts a switch's walk at the far end).
+    let leaf1 = NodeId(2);
+    let p = spec.port_mut(leaf1, 1);
+    p.mtu = 1;
+    p.width = 1;
+    p.speed = 1;
+    let f = fabric(&spec);
+    let leaf_guid = f.endport_at(3).expect("leaf1").guid;
+    let from_leaf = table(&f, leaf_guid, Table::Default);
+    let host0 = f.endport(host_guid(0)).expect("host 0").lid;
+    let r = find(&from_leaf, host0);
+    assert_eq!(r.mtu().0, 3, "port 0's 1024, not 256");
+    assert_eq!(r.rate().0, 7, "still 40 Gb/s");
+    let to_leaf = table(&f, host_guid(0), Table::Default);
+    let back = find(&to_leaf, 3);
+    assert_eq!(back.mtu().0, 1, "into the leaf through port 1");
+    assert_eq!(back.rate().0, 2);
+}
+
+#[test]
+fn extended_speeds_count_where_the_capability_mask_says_so() {
+    let (mut spec, hosts) = small_tree(0);
+    // Host 0 and its leaf port at FDR: 4x FDR is 56 Gb/s, but the rest of
+    // the way is QDR.
+    for (node, port) in [(hosts[0], 1), (NodeId(2), 1)] {
+        spec.port_mut(node, port).speed_ext = 1;
+    }
+    let f = fabric(&spec);
+    let records = table(&f, host_guid(0), Table::Default);
+    let host1 = f.endport(host_guid(1)).expect("host 1").lid;
+    assert_eq!(find(&records, host1).rate().0, 7, "least: 40");
+    // Its path to itself has only its own port: 56.
+    assert_eq!(
+        find(&records, f.endport(host_guid(0)).expect("me").lid)
+            .rate()
+            .0,
+        12
+    );
+    // Without IsExtendedSpeedsSupported in the leaf's port 0, the leaf's
+    // ports count their classic speed.
+    spec.port_mut(hosts[1], 1).speed_ext = 1;
+    spec.port_mut(NodeId(2), 2).speed_ext = 1;
+    let f = fabric(&spec);
+    let r = find(&table(&f, host_guid(0), Table::Default), host1);
+    assert_eq!(r.rate().0, 12, "FDR all the way through leaf 1");
+    spec.port_mut(NodeId(2), 0).cap_mask = 0;
+    let f = fabric(&spec);
+    let r = find(&table(&f, host_guid(0), Table::Default), host1);
+    assert_eq!(
+        r.rate().0,
+        7,
+        "the leaf's hops rated without extended speeds"
+    );
+}
+
+#[test]
+fn a_2x_rate_is_lowered_when_an_end_does_not_support_2x() {
+    let mut spec = FabricSpec::new();
+    let a = spec.host(0x100, 1, 0, "a");
+    let b = spec.host(0x200, 2, 0, "b");
+    spec.link((a, 1), (b, 1));
+    for n in [a, b] {
+        let p = spec.port_mut(n, 1);
+        p.width = 16; // 2x
+        p.speed_ext = 1; // FDR: 28 Gb/s
+    }
+    let f = fabric(&spec);
+    let r = find(&table(&f, 0x101, Table::Default), 2);
+    assert_eq!(
+        r.rate().0,
+        15,
+        "28 Gb/s lowered to 25 (no CapabilityMask2 2x bit)"
+    );
+    spec.port_mut(a, 1).cap_mask2 = rate::CAP2_WIDTH_2X;
+    let f = fabric(&spec);
+    assert_eq!(
+        find(&table(&f, 0x101, Table::Default), 2).rate().0,
+        15,
+        "the destination must support it too (the path is reversible)"
+    );
+    spec.port_mut(b, 1).cap_mask2 = rate::CAP2_WIDTH_2X;
+    let f = fabric(&spec);
+    assert_eq!(find(&table(&f, 0x101, Table::Default), 2).rate().0, 19);
+    assert_eq!(
+        find(&table(&f, 0x101, Table::Default), 2).hop_limit(),
+        0,
+        "back to back: no switch"
+    );
+}
+
+#[test]
+fn partitions_pick_the_common_key_and_its_sl() {
+    let (mut spec, hosts) = small_tree(0);
+    // Hosts 0 and 1 are full members of 0x0001 (a lower key in OpenSM's
+    // order than 0x7FFF), host 2 a limited one, host 3 not at all.
+    spec.pkeys(hosts[0], &[0xFFFF, 0x8001]);
+    spec.pkeys(hosts[1], &[0xFFFF, 0x8001]);
+    spec.pkeys(hosts[2], &[0xFFFF, 0x0001]);
+    spec.pkeys(hosts[3], &[0x7FFF]);
+    let mut f = Fabric::build(&spec.records(), false).expect("built");
+    f.set_partition_sl(0x7FFF, 0);
+    let mut out = Vec::new();
+    assert_eq!(
+        f.table(host_guid(0), Table::Default, &mut out),
+        Err(TableError::NoPartitionSl { pkey: 1 }),
+        "partition 1's SL is not published; it must be given"
+    );
+    f.set_partition_sl(0x8001, 3);
+    let records = table(&f, host_guid(0), Table::Default);
+    let lid = |i| f.endport(host_guid(i)).expect("host").lid;
+    let r1 = find(&records, lid(1));
+    assert_eq!((r1.pkey(), r1.sl()), (0x8001, 3));
+    let r2 = find(&records, lid(2));
+    assert_eq!((r2.pkey(), r2.sl()), (0x8001, 3), "full with limited");
+    let r3 = find(&records, lid(3));
+    assert_eq!((r3.pkey(), r3.sl()), (0xFFFF, 0), "only the default one");
+    // Host 3 is a limited member of the default partition only: it shares
+    // nothing with host 2's limited 0x0001... but host 2 is full in 0x7FFF.
+    let from3 = table(&f, host_guid(3), Table::Default);
+    assert_eq!(
+        find(&from3, lid(2)).pkey(),
+        0x7FFF,
+        "the source's membership bit"
+    );
+    // The partition table of 0x0001: only those sharing it with a full
+    // member; the key echoed as asked.
+    let p1 = table(&f, host_guid(2), Table::Partition(0x8001));
+    let dests: Vec<u16> = p1.iter().map(|r| r.dlid()).collect();
+    assert_eq!(dests.len(), 2, "hosts 0 and 1: {dests:?}");
+    assert!(p1.iter().all(|r| r.pkey() == 0x8001 && r.sl() == 3));
+}
+
+#[test]
+fn ports_sharing_no_partition_have_no_paths() {
+    let (mut spec, hosts) = small_tree(0);
+    spec.pkeys(hosts[0], &[0x8005]);
+    spec.pkeys(hosts[1], &[0x8006]);
+    let f = fabric(&spec);
+    let records = table(&f, host_guid(0), Table::Default);
+    // Every other port holds another partition: only its path to
+    // itself, in its own.
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].dgid().guid(), host_guid(0));
+    assert_eq!(records[0].pkey(), 0x8005);
+}
+
+#[test]
+fn alias_guids_are_destinations_too() {
+    let (mut spec, hosts) = small_tree(0);
+    let alias = 0x0200_0000_0000_0001;
+    spec.alias(hosts[1], alias);
+    let f = fabric(&spec);
+    let records = table(&f, host_guid(0), Table::Default);
+    assert_eq!(records.len(), 12);
+    let lid1 = f.endport(host_guid(1)).expect("host 1").lid;
+    let to_host1: Vec<u64> = records
+        .iter()
+        .filter(|r| r.dlid() == lid1)
+        .map(|r| r.dgid().guid())
+        .collect();
+    assert_eq!(to_host1.len(), 2);
+    assert!(to_host1.contains(&alias) && to_host1.contains(&host_guid(1)));
+    let mut pair = Vec::new();
+    f.pair(host_guid(0), alias, Table::Default, &mut pair)
+        .expect("pair");
+    assert_eq!(pair.len(), 1);
+    assert_eq!(pair[0].dgid(), Gid::new(PREFIX, alias));
+}
+
+#[test]
+fn a_route_that_does_not_come_back_is_not_reversible() {
+    let (mut spec, _) = small_tree(0);
+    let f = fabric(&spec);
+    let me = f.endport(host_guid(0)).expect("host 0").lid;
+    let peer = f.endport(host_guid(2)).expect("host 2").lid;
+    // Leaf 2 (node 3) loses its route back to host 0.
+    spec.route(NodeId(3), me, 0xFF);
+    let f = fabric(&spec);
+    let r = find(&table(&f, host_guid(0), Table::Default), peer);
+    assert!(!r.reversible());
+    assert!(
+        table(&f, host_guid(2), Table::Default)
+            .iter()
+            .all(|r| r.dlid() != me),
+        "and the way back has no record"
+    );
+}
+
+#[test]
+fn more_than_64_switches_is_no_path() {
+    for (switches, reachable) in [(64u16, true), (65, false)] {
+        let mut spec = FabricSpec::new();
+        let a = spec.host(0x100, 1, 0, "a");
+        let b = spec.host(0x200, 2, 0, "b");
+        let chain: Vec<NodeId> = (0..switches)
+            .map(|i| spec.switch(0x1000 + u64::from(i), 10 + i, 2, "s"))
+            .collect();
+        spec.link((a, 1), (chain[0], 1));
+        for w in chain.windows(2) {
+            spec.link((w[0], 2), (w[1], 1));
+        }
+        spec.link((*chain.last().expect("a switch"), 2), (b, 1));
+        spec.route_min_hop();
+        let f = fabric(&spec);
+        let records = table(&f, 0x101, Table::Default);
+        assert_eq!(
+            records.iter().any(|r| r.dlid() == 2),
+            reachable,
+            "{switches}"
+        );
+    }
+}
+
+#[test]
+fn with_qos_an_sl_some_hop_drops_to_vl15_has_no_path() {
+    let (mut spec, _) = small_tree(0);
+    let mut vls = [0u8; 16];
+    vls[0] = 15;
+    spec.sl2vl(vls);
+    let records = spec.records();
+    let mut f = Fabric::build(&records, true).expect("built");
+    f.set_partition_sl(0x7FFF, 0);
+    let mut out = Vec::new();
+    f.table(host_guid(0), Table::Default, &mut out)
+        .expect("table");
+    assert!(out.is_empty(), "SL 0 goes to VL15 everywhere");
+    f.set_partition_sl(0x7FFF, 1);
+    f.table(host_guid(0), Table::Default, &mut out)
+        .expect("table");
+    assert_eq!(out.len(), 11);
+    let mut without = records.clone();
+    without.sl2vl.retain(|r| r.lid() != 3);
+    assert!(
+        matches!(
+            Fabric::build(&without, true),
+            Err(DescriptionError::Route(routes::RouteError::NoSl2Vl {
+                lid: 3,
+                ..
+            }))
+        ),
+        "a QoS description without a switch's SL to VL tables is refused"
+    );
+    assert!(
+        Fabric::build(&without, false).is_ok(),
+        "without QoS none are read"
+    );
+}
+
+#[test]
+fn descriptions_that_do_not_hold_together_are_refused_with_the_record_named() {
+    let (spec, _) = small_tree(0);
+    let good = spec.records();
+    let refused = |change: &dyn Fn(&mut FabricRecords)| {
+        let mut r = good.clone();
+        change(&mut r);
+        let e = Fabric::build(&r, false).expect_err("refused");
+        (e.clone(), e.to_string())
+    };
+    let (e, text) = refused(&|r| r.lfts.retain(|l| l.lid() != 4));
+    assert_eq!(e, DescriptionError::NoForwardingTable { lid: 4 });
+    assert!(
+        text.contains("LFTRecords") && text.contains("LID 4"),
+        "{text}"
+    );
+    let (e, _) = refused(&|r| r.ports.retain(|p| (p.lid(), p.port()) != (3, 2)));
+    assert_eq!(e, DescriptionError::NoPortInfo { lid: 3, port: 2 });
+    let (e, text) = refused(&|r| r.links.retain(|l| l.from_lid() != 8 && l.to_lid() != 8));
+    assert_eq!(e, DescriptionError::NoLink { lid: 8, port: 1 });
+    assert!(text.contains("active"), "{text}");
+    // Leaf 1 and spine 1 forward host 2's LID to each other.
+    let (e, text) = refused(&|r| {
+        for l in &mut r.lfts {
+            if l.lid() == 1 || l.lid() == 3 {
+                let mut ports = l.ports();
+                ports[10] = if l.lid() == 1 { 1 } else { 3 };
+                l.set_ports(ports);
+            }
+        }
+    });
+    assert!(
+        matches!(
+            e,
+            DescriptionError::Route(routes::RouteError::Loop { lid: 10, .. })
+        ),
+        "{e:?}"
+    );
+    assert!(text.contains("forwarding loop"), "{text}");
+    let (e, _) = refused(&|r| {
+        let mut l = r.lfts[0];
+        l.set_block(800);
+        r.lfts.push(l);
+    });
+    assert_eq!(e, DescriptionError::BlockOutOfRange { lid: 1, block: 800 });
+    let (e, _) = refused(&|r| r.nodes[0].set_lid(0xC000));
+    assert!(matches!(
+        e,
+        DescriptionError::LidOutOfRange { lid: 0xC000, .. }
+    ));
+    let (e, _) = refused(&|r| {
+        let lid = r.nodes[1].lid();
+        r.nodes[0].set_lid(lid);
+    });
+    assert!(matches!(e, DescriptionError::DuplicateLid { .. }));
+    let (e, text) = refused(&|r| {
+        for l in &mut r.lfts {
+            if l.lid() == 3 {
+                let mut ports = l.ports();
+                ports[10] = 40;
+                l.set_ports(ports);
+            }
+        }
+    });
+    assert!(matches!(
+        e,
+        DescriptionError::Route(routes::RouteError::NoSuchPort {
+            switch: 3,
+            lid: 10,
+            port: 40
+        })
+    ));
+    assert!(text.contains("port 40"), "{text}");
+}
+
+#[test]
+fn a_route_to_a_port_without_a_link_is_refused() {
+    let (mut spec, _) = small_tree(0);
+    // Leaf 1's link to spine 1 goes down, but the tables still use it.
+    let f = fabric(&spec);
+    let leaf1 = f.endport_at(3).expect("leaf 1");
+    let sw = &f.switches[leaf1.switch as usize];
+    let (lid, port) = (10u16..=13)
+        .map(|l| (l, sw.route(l)))
+        .find(|(_, p)| *p >= 3)
+        .expect("a LID routed up");
+    spec.unlink(NodeId(2), port);
+    let e = Fabric::build(&spec.records(), false).expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            DescriptionError::Route(routes::RouteError::DeadEnd { switch: 3, port: p, .. }) if p == port
+        ),
+        "{e:?} (LID {lid} was routed through port {port})"
+    );
+    // Rerouted, the description holds again.
+    spec.route_min_hop();
+    assert!(Fabric::build(&spec.records(), false).is_ok());
+}
+
+#[test]
+fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
+    let (spec, _) = small_tree(0);
+    let f = fabric(&spec);
+    assert_eq!(f.sample(1000, 1).len(), 11 * 11);
+    let big = fabric(
+        &FatTree {
+            leaves: 8,
+            hosts_per_leaf: 10,
+            spines: 4,
+            lmc: 0,
+        }
+        .spec()
+        .0,
+    );
+    let sample = big.sample(500, 7);
+    assert_eq!(sample.len(), 500);
+    let sources: std::collections::HashSet<u64> = sample.iter().map(|p| p.source).collect();
+    assert_eq!(
+        sources.len(),
+        big.endports().len(),
+        "every endport a source"
+    );
+    let leaves: std::collections::HashSet<u16> = sample
+        .iter()
+        .filter_map(|p| {
+            let e = big.endport(p.dest)?;
+            (!e.is_switch)
+                .then(|| big.ports[big.ports[e.port as usize].remote as usize].switch as u16)
+        })
+        .collect();
+    assert_eq!(leaves.len(), 8, "destinations on every leaf");
+    assert_eq!(big.sample(500, 7), sample, "the same seed, the same sample");
+}
+
+#[test]
+fn a_partition_probe_is_a_pair_that_shares_it() {
+    let (mut spec, hosts) = small_tree(0);
+    spec.pkeys(hosts[4], &[0xFFFF, 0x0009]);
+    spec.pkeys(hosts[5], &[0xFFFF, 0x8009]);
+    let f = fabric(&spec);
+    let p = f.partition_probe(0x0009).expect("a probe");
+    let guids = [host_guid(4), host_guid(5)];
+    assert!(guids.contains(&p.source) && guids.contains(&p.dest) && p.source != p.dest);
+    assert_eq!(p.table, Table::Partition(0x8009));
+    assert_eq!(f.partition_probe(0x0042), None);
+}
+
+#[test]
+fn differences_name_the_first_field_that_differs() {
+    let (spec, _) = small_tree(0);
+    let f = fabric(&spec);
+    let ours = table(&f, host_guid(0), Table::Default);
+    assert_eq!(compare_pair(&ours, &ours), None);
+    let mut theirs = ours.clone();
+    theirs[3].set_sl(2);
+    let d = compare_pair(&ours, &theirs).expect("differs");
+    assert_eq!(
+        (d.field, d.ours.as_str(), d.theirs.as_str()),
+        ("sl", "0", "2")
+    );
+    assert_eq!(
+        compare_pair(&ours[..1], &[]).expect("differs").field,
+        "records"
+    );
+}
+
+#[test]
+fn a_fabric_is_shared_by_threads() {
+    fn shared<T: Sync + Send>() {}
+    shared::<Fabric>();
+}
