@@ -19,6 +19,7 @@ use mad_codec::Gid;
     group(ArgGroup::new("acm_user").args(["resolve", "warm", "verify"]).multiple(false)),
     group(ArgGroup::new("service_id_user").args(["warm", "verify", "distribute"]).multiple(false)),
     group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
+    group(ArgGroup::new("fabric_wide").args(["distribute", "compute"]).multiple(true)),
     after_help = "\
 QUERIES (saquery names and aliases; LID may be a node name):
   ClassPortInfo (CPI)        what the SA supports           (also -c)
@@ -474,8 +475,9 @@ pub(crate) struct Cli {
     pub(crate) from: Option<std::path::PathBuf>,
     /// With --distribute: write every record the nodes now hold, as a
     /// dump, for a later --delta: the default tables' records, then the
-    /// partition tables', each after its section line.
-    #[arg(long, value_name = "FILE", requires = "distribute")]
+    /// partition tables', each after its section line. With --compute
+    /// alone: every computed record, the same way.
+    #[arg(long, value_name = "FILE", requires = "fabric_wide")]
     pub(crate) snapshot: Option<std::path::PathBuf>,
     /// With --distribute: send each node only what changed since this
     /// snapshot (a Set of new and changed records, a Delete of the pairs
@@ -484,12 +486,13 @@ pub(crate) struct Cli {
     /// --qos-class go whole every time.
     #[arg(long, value_name = "FILE", requires = "distribute")]
     pub(crate) delta: Option<std::path::PathBuf>,
-    /// With --distribute: queries in flight at the master at once.
+    /// With --distribute or --compute: queries in flight at the master at
+    /// once.
     #[arg(
         long = "master-window",
         value_name = "N",
         default_value_t = 16,
-        requires = "distribute"
+        requires = "fabric_wide"
     )]
     pub(crate) master_window: usize,
     /// With --distribute: milliseconds each attempt of a whole table at
@@ -502,6 +505,28 @@ pub(crate) struct Cli {
         requires = "distribute"
     )]
     pub(crate) table_timeout_ms: u64,
+
+    /// Compute every node's PathRecord tables from the fabric's
+    /// description (switches' forwarding tables, ports, links, partitions:
+    /// records proportional to the fabric, read from the master once)
+    /// instead of asking the master for N tables of N paths; check a
+    /// sample against the master's own answers (--check-sample). Alone:
+    /// report, and write the tables with --snapshot (exit status 1 if a
+    /// sampled record differs, 5 if the description does not hold
+    /// together). With --distribute: push the computed tables; tables the
+    /// check does not prove come from the master. Needs the master's SA
+    /// key as --smkey (P_Key tables).
+    #[arg(long, conflicts_with_all = ["load", "delete", "delete_matching", "bench", "subscribe", "join", "leave", "resolve", "from"])]
+    pub(crate) compute: bool,
+    /// With --compute: how many pairs to check against the master (spread
+    /// over every node and switch pair, and over each partition), or
+    /// "all"; a fabric with fewer pairs has all of them checked.
+    #[arg(long = "check-sample", value_name = "N|all", value_parser = sample_size, default_value = "1000", requires = "compute")]
+    pub(crate) check_sample: SampleSize,
+    /// With --compute: the seed of the sample's choice (the same seed, the
+    /// same pairs).
+    #[arg(long = "check-seed", value_name = "SEED", value_parser = number::<u64>, default_value = "1", requires = "compute")]
+    pub(crate) check_seed: u64,
 
     /// SM_Key to send (0, the default, is an untrusted query). "x" (any
     /// value not starting with a hex digit) asks for it on the terminal,

@@ -10,6 +10,7 @@ mod bench;
 mod cache_control;
 mod cli;
 mod client;
+mod compute;
 mod diag_file;
 mod distribute;
 mod failure;
@@ -57,6 +58,7 @@ enum Mode {
     DeleteNamed(std::path::PathBuf),
     DeleteMatching(Query),
     Distribute(distribute::Options),
+    Compute(compute::Options),
     Subscribe(mad_codec::TrapNumber),
     Join(mad_codec::Gid),
     Leave(mad_codec::Gid),
@@ -73,7 +75,7 @@ impl Mode {
             cli.delete.is_some(),
             cli.delete_matching,
             cli.bench.is_some(),
-            cli.distribute,
+            cli.distribute || cli.compute,
         ];
         if modes.iter().filter(|m| **m).count() > 1 {
             return Err(usage(
@@ -82,8 +84,18 @@ impl Mode {
                     .into(),
             ));
         }
+        let compute = cli.compute.then(|| compute::Options {
+            sample: cli.check_sample.0,
+            seed: cli.check_seed,
+            master_window: cli.master_window,
+            snapshot: cli.snapshot.clone(),
+        });
+        if let (Some(options), false) = (&compute, cli.distribute) {
+            return Ok(Self::Compute(options.clone()));
+        }
         if cli.distribute {
             return Ok(Self::Distribute(distribute::Options {
+                compute,
                 targets: cli.targets.clone().map(|l| l.0),
                 from: cli.from.clone(),
                 delta: cli.delta.clone(),
@@ -231,7 +243,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     };
     let sa_lid = match cli.sa_lid {
         Some(lid) => lid,
-        None if cli.master || cli.distribute || relayed => port.sm_lid,
+        None if cli.master || cli.distribute || cli.compute || relayed => port.sm_lid,
         None => port.lid,
     };
     if sa_lid == 0 {
@@ -285,6 +297,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             Mode::DeleteNamed(path) => load::delete_named(session, path, cli.partitions).await,
             Mode::DeleteMatching(q) => load::delete_matching(session, q, cli.partitions).await,
             Mode::Distribute(options) => distribute::run(session, options).await,
+            Mode::Compute(options) => compute::run(session, options).await,
             Mode::Subscribe(trap) => registration::subscribe(session, cli, *trap).await,
             Mode::Join(mgid) => {
                 registration::membership(

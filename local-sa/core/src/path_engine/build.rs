@@ -210,9 +210,10 @@ impl Fabric {
         let (ports, switches) = physical_ports(&mut endports, &infos)?;
         let mut ports = ports;
         link(&mut ports, &switches, &endports, &at_lid, &records.links)?;
-        check_active_ports_linked(&ports, &switches, &endports, &infos)?;
         let mut switches = switches;
         forwarding_tables(&mut switches, &endports, &at_lid, &records.lfts)?;
+        attach_hidden_adapters(&mut ports, &switches, &endports, &infos);
+        check_active_ports_linked(&ports, &switches, &endports, &infos)?;
         let pkey_tables = pkey_tables(&mut endports, &at_lid, &records.pkeys)?;
         let endports: Vec<Endport> = endports.into_iter().map(|b| b.endport).collect();
         let by_lid = lid_map(&endports)?;
@@ -448,6 +449,41 @@ fn link(
         }
     }
     Ok(())
+}
+
+/// Links OpenSM does not show: it gives a LinkRecord only for two ports
+/// that share a P_Key with a full member, so the link of an adapter port
+/// that is only a limited member of its partitions is in no record (nor
+/// is its switch port's, which partition enforcement gives the same
+/// table). Such a port is where a switch forwards the adapter's LID
+/// through an active port without a link: if exactly one switch port is,
+/// the two are linked.
+fn attach_hidden_adapters(
+    ports: &mut [Port],
+    switches: &[Switch],
+    endports: &[Building],
+    infos: &HashMap<(u16, u8), PortInfoRecord>,
+) {
+    let active = |lid: u16, port: u8| {
+        infos
+            .get(&(lid, port))
+            .is_some_and(|pi| pi.port_state() == PORT_ACTIVE)
+    };
+    for b in endports {
+        let e = &b.endport;
+        if e.is_switch || ports[e.port as usize].remote != NONE || !active(e.lid, e.port_num) {
+            continue;
+        }
+        let mut found = switches.iter().filter_map(|s| {
+            let out = s.route(e.lid);
+            let port = s.port(out).filter(|_| out != 0)?;
+            (ports[port as usize].remote == NONE && active(s.lid, out)).then_some(port)
+        });
+        if let (Some(port), None) = (found.next(), found.next()) {
+            ports[port as usize].remote = e.port;
+            ports[e.port as usize].remote = port;
+        }
+    }
 }
 
 /// Every active port but switches' port 0 has a link: a description that

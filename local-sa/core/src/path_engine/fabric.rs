@@ -122,9 +122,18 @@ impl Fabric {
             .map(|a| (a.guid, self.endports[a.endport as usize].guid))
     }
 
-    /// SubnetTimeOut, which OpenSM gives a path as its PacketLifeTime.
+    /// The PacketLifeTime of a path between two ports: OpenSM's
+    /// `subnet_timeout` option, which it also sets in every port's
+    /// PortInfo.SubnetTimeOut, where [`Fabric::build`] reads it.
     pub fn subnet_timeout(&self) -> u8 {
         self.subnet_timeout
+    }
+
+    /// Sets the PacketLifeTime of paths between two ports: what the master
+    /// answered for one. A port that ignores the SM's PortInfo Set (ibsim's
+    /// keep their own SubnetTimeOut) does not show the master's value.
+    pub fn set_subnet_timeout(&mut self, value: u8) {
+        self.subnet_timeout = value & 0x3F;
     }
 
     /// Whether the master applies QoS.

@@ -138,43 +138,67 @@ impl Fabric {
     /// the fabric has no more than that: otherwise each endport a source
     /// at least once when `count` allows, its destinations taken in turn
     /// from each switch's endports (so that the pairs spread over switch
-    /// pairs), at random within them. `seed` makes it repeatable.
+    /// pairs), at random within them. Then, for each partition that not
+    /// every endport holds, pairs of its members in its table (asked as a
+    /// full member's), every pair where they are few, else a quarter of
+    /// `count`. `seed` makes it repeatable.
     pub fn sample(&self, count: usize, seed: u64) -> Vec<PairCheck> {
-        let n = self.endports.len();
-        let pair = |a: &Endport, b: &Endport| PairCheck {
-            source: a.guid,
-            dest: b.guid,
-            table: Table::Default,
+        let mut mix = Mix(seed);
+        let all: Vec<usize> = (0..self.endports.len()).collect();
+        let mut pairs = self.sample_among(&all, count, Table::Default, &mut mix);
+        for p in self.partitions() {
+            let members: Vec<usize> = all
+                .iter()
+                .copied()
+                .filter(|i| self.pkey_table(&self.endports[*i]).entry(p).is_some())
+                .collect();
+            if members.len() < all.len() {
+                let table = Table::Partition(p | pkeys::FULL_MEMBER);
+                pairs.extend(self.sample_among(&members, count / 4, table, &mut mix));
+            }
+        }
+        pairs
+    }
+
+    /// About `count` pairs among the endports `among`, in `table`.
+    fn sample_among(
+        &self,
+        among: &[usize],
+        count: usize,
+        table: Table,
+        mix: &mut Mix,
+    ) -> Vec<PairCheck> {
+        let n = among.len();
+        let pair = |a: usize, b: usize| PairCheck {
+            source: self.endports[a].guid,
+            dest: self.endports[b].guid,
+            table,
         };
         if n.saturating_mul(n) <= count {
-            return self
-                .endports
+            return among
                 .iter()
-                .flat_map(|a| self.endports.iter().map(move |b| pair(a, b)))
+                .flat_map(|&a| among.iter().map(move |&b| pair(a, b)))
                 .collect();
         }
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut group_of_switch = std::collections::HashMap::new();
-        for (i, e) in self.endports.iter().enumerate() {
+        for &i in among {
             let g = *group_of_switch
-                .entry(self.first_switch(e))
+                .entry(self.first_switch(&self.endports[i]))
                 .or_insert_with(|| {
                     groups.push(Vec::new());
                     groups.len() - 1
                 });
             groups[g].push(i);
         }
-        let mut mix = Mix(seed);
-        let mut order: Vec<usize> = (0..n).collect();
+        let mut order: Vec<usize> = among.to_vec();
         for i in (1..n).rev() {
             order.swap(i, mix.below(i + 1));
         }
         (0..count)
             .map(|k| {
-                let a = &self.endports[order[k % n]];
                 let g = &groups[(k / n + k) % groups.len()];
-                let b = &self.endports[g[mix.below(g.len())]];
-                pair(a, b)
+                pair(order[k % n], g[mix.below(g.len())])
             })
             .collect()
     }

@@ -10,11 +10,7 @@ use super::*;
 
 /// A fabric built from `spec`, every partition's SL 0.
 fn fabric(spec: &FabricSpec) -> Fabric {
-    let mut f = Fabric::build(&spec.records(), false).expect("a consistent description");
-    for p in f.partitions() {
-        f.set_partition_sl(p, 0);
-    }
-    f
+    built(&spec.records())
 }
 
 fn table(f: &Fabric, guid: u64, t: Table) -> Vec<PathRecord> {
@@ -411,8 +407,9 @@ fn descriptions_that_do_not_hold_together_are_refused_with_the_record_named() {
     );
     let (e, _) = refused(&|r| r.ports.retain(|p| (p.lid(), p.port()) != (3, 2)));
     assert_eq!(e, DescriptionError::NoPortInfo { lid: 3, port: 2 });
-    let (e, text) = refused(&|r| r.links.retain(|l| l.from_lid() != 8 && l.to_lid() != 8));
-    assert_eq!(e, DescriptionError::NoLink { lid: 8, port: 1 });
+    // Leaf 1's link to spine 1 (LID 1, its port 1).
+    let (e, text) = refused(&|r| r.links.retain(|l| l.from_lid() != 1 && l.to_lid() != 1));
+    assert_eq!(e, DescriptionError::NoLink { lid: 1, port: 1 });
     assert!(text.contains("active"), "{text}");
     // Leaf 1 and spine 1 forward host 2's LID to each other.
     let (e, text) = refused(&|r| {
@@ -466,6 +463,46 @@ fn descriptions_that_do_not_hold_together_are_refused_with_the_record_named() {
         })
     ));
     assert!(text.contains("port 40"), "{text}");
+}
+
+#[test]
+fn an_adapter_link_opensm_hides_is_where_its_switch_forwards_its_lid() {
+    // OpenSM gives no LinkRecord for a port that is only a limited member
+    // of its partitions: the leaf port its LID is forwarded through
+    // stands for it.
+    let (mut spec, hosts) = small_tree(0);
+    spec.pkeys(hosts[2], &[0x7FFF]);
+    let full = spec.records();
+    let mut hidden = full.clone();
+    let lid = 8;
+    hidden
+        .links
+        .retain(|l| l.from_lid() != lid && l.to_lid() != lid);
+    assert!(hidden.links.len() < full.links.len());
+    let (a, b) = (built(&full), built(&hidden));
+    for e in a.endports() {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        a.table(e.guid, Table::Default, &mut x).expect("table");
+        b.table(e.guid, Table::Default, &mut y).expect("table");
+        assert_eq!(x, y, "from LID {}", e.lid);
+    }
+    // Two hosts hidden behind one leaf port each are told apart by where
+    // the leaf forwards each one's LID; a link between switches is not
+    // deduced.
+    let mut no_uplink = full.clone();
+    no_uplink
+        .links
+        .retain(|l| l.from_lid() != 1 && l.to_lid() != 1);
+    assert!(Fabric::build(&no_uplink, false).is_err());
+}
+
+/// A fabric built from `records`, every partition's SL 0.
+fn built(records: &FabricRecords) -> Fabric {
+    let mut f = Fabric::build(records, false).expect("a consistent description");
+    for p in f.partitions() {
+        f.set_partition_sl(p, 0);
+    }
+    f
 }
 
 #[test]

@@ -44,6 +44,15 @@ impl Fabric {
         Self::from_pairs(records.iter().map(|r| (r.slid(), r.sgid())))
     }
 
+    /// The endports of a fabric's description, each at every LID of its
+    /// range.
+    pub(super) fn from_endports(endports: &[local_sa_core::path_engine::Endport]) -> Self {
+        Self::from_pairs(endports.iter().flat_map(|e| {
+            let gid = Gid::new(e.prefix, e.guid);
+            e.lids().map(move |lid| (lid, gid))
+        }))
+    }
+
     /// The ports that are destinations of `records`.
     pub(super) fn from_destinations(records: &[PathRecord]) -> Self {
         Self::from_pairs(records.iter().map(|r| (r.dlid(), r.dgid())))

@@ -55,9 +55,11 @@ use mad_codec::header::SaMadHeader;
 use mad_codec::{MadStatus, PathRecord};
 use umad::Address;
 
-use self::delta::{Held, Push, Table};
+pub(crate) use self::delta::Held;
+use self::delta::{Push, Table};
 use self::endpoints::{Endpoint, Fabric, table_request};
-use self::summary::{NodeOutcome, Summary, Tally};
+pub(crate) use self::summary::write_snapshot;
+use self::summary::{Computed, NodeOutcome, Summary, Tally};
 use crate::client::Token;
 use crate::failure::Failure;
 use crate::progress::ProgressBar;
@@ -65,6 +67,8 @@ use crate::session::Session;
 
 /// What `--distribute` was asked to do.
 pub(crate) struct Options {
+    /// Compute the tables from the fabric's description (`--compute`).
+    pub(crate) compute: Option<crate::compute::Options>,
     /// Only these LIDs (each a port's lowest LID).
     pub(crate) targets: Option<Vec<u16>>,
     /// Records from this dump rather than from the master.
@@ -104,9 +108,24 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     };
     let from_file = read(&options.from)?;
     let old = read(&options.delta)?;
-    let fabric = match &from_file {
-        Some(held) => Fabric::from_sources(&held.default),
-        None => {
+    let computing = match &options.compute {
+        None => None,
+        Some(c) => match crate::compute::prepare(session, master, c).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!(
+                    "lsaquery: the tables are not computed, every table comes from the master: {}",
+                    e.message
+                );
+                tally.computed = Some(Computed::not_used(e.message));
+                None
+            }
+        },
+    };
+    let fabric = match (&from_file, &computing) {
+        (Some(held), _) => Fabric::from_sources(&held.default),
+        (None, Some(c)) => Fabric::from_endports(c.fabric.endports()),
+        (None, None) => {
             let own =
                 endpoints::own_paths(session, master, options.master_window, &mut tally).await?;
             Fabric::from_destinations(&own)
@@ -166,9 +185,11 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
         tally.names = Some((n.nodes.records, n.directory.records));
     }
     // With a dump, the partition tables are its own (a snapshot's
-    // section), never the master's.
+    // section), never the master's; computed, they are the description's.
     let partitions = if nodes.is_empty() || from_file.is_some() {
         None
+    } else if let Some(c) = &computing {
+        Some(partitions::NodePartitions::new(&c.pkey_tables, c.qos))
     } else {
         partitions::fetch(session, master, &nodes, options.master_window, &mut tally)
             .await
@@ -184,9 +205,13 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
         partitions.is_some() || from_file.as_ref().is_some_and(|f| !f.partitions.is_empty());
     let qos = qos::Plan::new(&options.qos_keys, partitions.as_ref(), from_file.is_some());
     tally.qos = qos.outlook();
+    if let Some(c) = &computing {
+        tally.computed = Some(Computed::used(c));
+    }
     let mut run = Distribution::new(session, master, options, &fabric, nodes, tally, names);
     run.partitions = partitions;
     run.qos = qos;
+    run.computing = computing;
     if let Some(held) = &from_file {
         run.tables_from(held);
     }
@@ -196,7 +221,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     run.all().await?;
     let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
     if let Some(path) = &options.snapshot {
-        summary::write_snapshot(path, &summary.snapshot)?;
+        write_snapshot(path, &summary.snapshot)?;
     }
     summary.print(session.json)?;
     summary.exit()
@@ -272,6 +297,9 @@ struct Distribution<'s> {
     partitions: Option<partitions::NodePartitions>,
     /// Which tables at QoS keys each node gets.
     qos: qos::Plan,
+    /// The fabric's description and its check, if the tables are
+    /// computed (`--compute`).
+    computing: Option<crate::compute::Prepared>,
 }
 
 impl<'s> Distribution<'s> {
@@ -322,6 +350,7 @@ impl<'s> Distribution<'s> {
             names,
             partitions: None,
             qos: qos::Plan::default(),
+            computing: None,
         }
     }
 
@@ -394,11 +423,13 @@ impl<'s> Distribution<'s> {
         }
     }
 
-    /// Starts queued nodes while fewer than `window` are busy.
+    /// Starts queued nodes while fewer than `window` are busy; the tables
+    /// of those that are computed are computed together, on every core.
     fn start_nodes(&mut self) {
+        let mut to_compute = Vec::new();
         while self.busy < self.window {
             let Some(i) = self.queue.pop_front() else {
-                return;
+                break;
             };
             self.busy += 1;
             let attempt = self.nodes[i].attempt;
@@ -409,7 +440,72 @@ impl<'s> Distribution<'s> {
             let n = &mut self.nodes[i];
             n.fetching = None;
             n.other_tables.clear();
-            self.fetch_table(i, attempt);
+            if self.computing.is_some() {
+                to_compute.push(i);
+            } else {
+                self.fetch_table(i, attempt);
+            }
+        }
+        if !to_compute.is_empty() {
+            self.compute(&to_compute);
+        }
+    }
+
+    /// Computes the tables of nodes `batch` that the check proved; the
+    /// others come from the master; then each node goes on with the
+    /// tables it still needs from the master (QoS keys), or its pushes.
+    fn compute(&mut self, batch: &[usize]) {
+        let Some(c) = &self.computing else { return };
+        let endports: Vec<_> = batch
+            .iter()
+            .filter_map(|i| c.fabric.endport(self.nodes[*i].at.gid.guid()))
+            .collect();
+        let mut computed = crate::compute::compute_tables(&c.fabric, &endports, c.qos, true)
+            .into_iter()
+            .peekable();
+        // Each node's computed tables that the check proved: its default
+        // table (none: it is fetched) and its partitions'.
+        let proved: Vec<(usize, Option<ProvedTables>)> = batch
+            .iter()
+            .map(|&i| {
+                let t = computed.next_if(|t| t.guid == self.nodes[i].at.gid.guid());
+                let tables = t.filter(|_| c.trusted(None).is_ok()).and_then(|t| {
+                    let partitions = t
+                        .partitions
+                        .into_iter()
+                        .filter(|(p, _)| c.trusted(Some(*p)).is_ok())
+                        .filter_map(|(p, r)| Some((p, r.ok()?)))
+                        .collect();
+                    Some((t.default.ok()?, partitions))
+                });
+                (i, tables)
+            })
+            .collect();
+        for (i, tables) in proved {
+            let attempt = self.nodes[i].attempt;
+            let Some((default, partitions)) = tables else {
+                self.fetch_table(i, attempt);
+                continue;
+            };
+            let tally = self.tally.computed.get_or_insert_default();
+            tally.tables += 1 + partitions.len() as u64;
+            tally.records +=
+                (default.len() + partitions.iter().map(|(_, r)| r.len()).sum::<usize>()) as u64;
+            let n = &mut self.nodes[i];
+            n.other_tables.extend(
+                partitions
+                    .into_iter()
+                    .map(|(p, r)| (QosKey::partition(p), r)),
+            );
+            n.table = Some(default);
+            match self.next_table(i) {
+                Some(key) => {
+                    tally_from_master(&mut self.tally);
+                    self.nodes[i].fetching = Some(key);
+                    self.fetch_table(i, attempt);
+                }
+                None => self.begin_pushes(i),
+            }
         }
     }
 
@@ -524,23 +620,20 @@ impl<'s> Distribution<'s> {
         }
     }
 
-    /// The table of node `i` to fetch after the one being fetched, if
-    /// any: its partition tables, then its tables at QoS keys.
+    /// The table of node `i` to fetch next, if any: its partition tables,
+    /// then its tables at QoS keys, each unless it holds it already.
     fn next_table(&self, i: usize) -> Option<QosKey> {
         let n = &self.nodes[i];
         let partitions = self.partitions.as_ref()?;
         let default = n.table.as_deref().unwrap_or_default();
-        let tables: Vec<QosKey> = partitions
+        let pkeys = partitions.pkeys_of(n.at.lid, default);
+        let mut tables = partitions
             .tables_of(n.at.lid, default)
             .into_iter()
             .map(QosKey::partition)
-            .chain(self.qos.keys_of(&partitions.pkeys_of(n.at.lid, default)))
-            .collect();
-        let next = match n.fetching {
-            None => 0,
-            Some(f) => tables.iter().position(|t| *t == f)? + 1,
-        };
-        tables.get(next).copied()
+            .chain(self.qos.keys_of(&pkeys));
+        // The first it does not hold yet (computed, or fetched already).
+        tables.find(|t| !n.other_tables.iter().any(|(held, _)| held == t))
     }
 
     /// Node `i`'s table is known: works out what to send it, and starts.
@@ -797,6 +890,15 @@ impl Node {
             partitions,
         }
     }
+}
+
+/// A node's computed tables the check proved: its default table, and its
+/// partitions' (each with its P_Key's low 15 bits).
+type ProvedTables = (Vec<PathRecord>, Vec<(u16, Vec<PathRecord>)>);
+
+/// One more node gets tables from the master beside its computed ones.
+fn tally_from_master(tally: &mut Tally) {
+    tally.computed.get_or_insert_default().from_master += 1;
 }
 
 /// Records by source port.

@@ -9,6 +9,7 @@ use mad_codec::Gid;
 
 use super::delta::Held;
 use super::qos::Outlook;
+use crate::compute::{Prepared, Served};
 use crate::failure::Failure;
 use crate::print::{JSON_SCHEMA, json_string};
 
@@ -34,6 +35,105 @@ pub(super) struct Tally {
     pub(super) partitions_known: bool,
     /// What becomes of the tables at QoS keys.
     pub(super) qos: Outlook,
+    /// What `--compute` did, if it was asked.
+    pub(super) computed: Option<Computed>,
+}
+
+/// What `--compute` did.
+#[derive(Debug, Default)]
+pub(super) struct Computed {
+    /// Why no table was computed, if none was.
+    pub(super) not_used: Option<String>,
+    /// Why the default tables (and so all) came from the master, if they
+    /// did.
+    pub(super) refused: Option<String>,
+    /// Reading the description, and the SLs and check, cost the master
+    /// this.
+    pub(super) description: Served,
+    pub(super) check: Served,
+    /// Pairs checked, and those that differed.
+    pub(super) pairs: usize,
+    pub(super) differences: usize,
+    /// Tables computed and sent, and their records.
+    pub(super) tables: u64,
+    pub(super) records: u64,
+    /// Nodes that needed tables from the master beside the computed ones
+    /// (at QoS keys, or partitions the check did not prove).
+    pub(super) from_master: u64,
+}
+
+impl Computed {
+    /// Nothing computed, because of `why`.
+    pub(super) fn not_used(why: String) -> Self {
+        Self {
+            not_used: Some(why),
+            ..Self::default()
+        }
+    }
+
+    /// The description and check of `c`.
+    pub(super) fn used(c: &Prepared) -> Self {
+        Self {
+            refused: c.trusted(None).err(),
+            description: c.description,
+            check: c.sample,
+            pairs: c.checked.pairs,
+            differences: c.checked.mismatches.len(),
+            ..Self::default()
+        }
+    }
+
+    fn text(&self, out: &mut String) {
+        if let Some(why) = &self.not_used {
+            let _ = writeln!(
+                out,
+                "computed: no ({why}): every table came from the master"
+            );
+            return;
+        }
+        let d = self.description;
+        let _ = writeln!(
+            out,
+            "computed: {} tables ({} PathRecords) from the fabric's description ({} records, {} bytes, in {} queries); \
+             check: {} pairs, {} differ",
+            self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
+        );
+        if let Some(why) = &self.refused {
+            let _ = writeln!(out, "  every table came from the master: {why}");
+        } else if self.from_master > 0 {
+            let _ = writeln!(
+                out,
+                "  {} nodes also got tables from the master (at QoS keys, or partitions the check did not prove)",
+                self.from_master
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  the master served {} records ({} bytes) for the description and the check, where the computed tables \
+             would have cost it {} PathRecords ({} bytes)",
+            d.records + self.check.records,
+            d.bytes + self.check.bytes,
+            self.records,
+            self.records * 64
+        );
+    }
+
+    fn json(&self) -> String {
+        let served = |s: Served| serde_json::json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
+        serde_json::json!({
+            "used": self.not_used.is_none(),
+            "not_used_because": self.not_used,
+            "refused_because": self.refused,
+            "description": served(self.description),
+            "check": served(self.check),
+            "pairs": self.pairs,
+            "differences": self.differences,
+            "tables": self.tables,
+            "records": self.records,
+            "nodes_also_from_master": self.from_master,
+        })
+        .to_string()
+    }
 }
 
 /// How one node fared.
@@ -167,6 +267,9 @@ impl Summary {
                 let _ = writeln!(out, "QoS tables: not distributed ({why})");
             }
         }
+        if let Some(c) = &t.computed {
+            c.text(&mut out);
+        }
         match t.names {
             Some((adapters, entries)) => {
                 let _ = writeln!(
@@ -219,7 +322,7 @@ impl Summary {
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
              \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"partition_deleted\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
-             \"names_refused\":{},\"failures\":[{}]}}",
+             \"names_refused\":{},\"compute\":{},\"failures\":[{}]}}",
             self.master_lid,
             self.elapsed.as_secs_f64(),
             self.probed,
@@ -242,6 +345,9 @@ impl Summary {
             t.cut,
             t.names_pushed,
             self.count(|n| n.outcome.names_refused),
+            t.computed
+                .as_ref()
+                .map_or_else(|| "null".to_owned(), Computed::json),
             failures.join(",")
         )
     }
@@ -275,7 +381,7 @@ impl Summary {
 /// Writes what the nodes hold as a text dump in two sections, the
 /// default tables' records and the partition tables' (what `--load`,
 /// `--from` and `--delta` read).
-pub(super) fn write_snapshot(path: &Path, held: &Held) -> Result<(), Failure> {
+pub(crate) fn write_snapshot(path: &Path, held: &Held) -> Result<(), Failure> {
     use crate::records_file::{DEFAULT_TABLES, PARTITION_TABLES};
     let count = held.default.len() + held.partitions.len();
     let mut text = String::with_capacity(count * 700 + 128);

@@ -1,0 +1,54 @@
+//! Many queries at the master, a window at a time, and what they cost it.
+
+use bytes::Bytes;
+use local_sa_core::requester::{Answer, Failure as RequestFailure};
+use umad::Address;
+
+use crate::failure::Failure;
+use crate::session::Session;
+
+/// What the master served: queries answered, records and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Served {
+    pub(crate) queries: u64,
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
+}
+
+impl Served {
+    /// Counts one answer of `records` records of `stride` bytes each.
+    pub(crate) fn count(&mut self, records: usize, stride: usize) {
+        self.queries += 1;
+        self.records += records as u64;
+        self.bytes += (records * stride) as u64;
+    }
+}
+
+/// Sends every request of `requests` to `master`, at most `window` in
+/// flight, and returns each one's end in the order of `requests`.
+pub(crate) async fn each(
+    session: &mut Session,
+    master: Address,
+    window: usize,
+    requests: &[Bytes],
+) -> Result<Vec<Result<Answer, RequestFailure>>, Failure> {
+    let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
+        (0..requests.len()).map(|_| None).collect();
+    let mut by_token = std::collections::HashMap::new();
+    let mut next = 0;
+    loop {
+        while by_token.len() < window.max(1) && next < requests.len() {
+            let token = session.client.start(master, &requests[next]);
+            by_token.insert(token, next);
+            next += 1;
+        }
+        if by_token.is_empty() {
+            break;
+        }
+        let c = session.client.next_completion().await?;
+        if let Some(i) = by_token.remove(&c.token) {
+            ends[i] = Some(c.outcome);
+        }
+    }
+    Ok(ends.into_iter().flatten().collect())
+}

@@ -1,0 +1,190 @@
+//! `--compute`: every node's PathRecord tables computed from the fabric's
+//! description instead of asked of the master, checked before use.
+//!
+//! 1. The description, from the master ([`description`]): NodeRecords,
+//!    PortInfoRecords, LinkRecords, LFTRecords, P_KeyTableRecords (its SA
+//!    key needed), GUIDInfoRecords, and SL2VL tables on a master with
+//!    QoS — a cost in records proportional to the fabric, not to N².
+//! 2. The fabric built from it by the core's path engine, refused whole if
+//!    it does not hold together (the error names the record).
+//! 3. What the master does not publish, asked ([`check`]): each
+//!    partition's SL, from one path in it.
+//! 4. The sample: pairs spread over every node and switch pair, and over
+//!    each partition, whose computed records must equal the master's own
+//!    answers byte for byte; a difference names the field, and why such a
+//!    field can differ ([`report`]).
+//!
+//! Alone, `--compute` reports (and writes the computed tables with
+//! `--snapshot`); with `--distribute` the tables that passed go to the
+//! nodes instead of being fetched from the master.
+
+pub(crate) mod ask;
+pub(crate) use self::ask::Served;
+pub(crate) mod check;
+mod description;
+mod parallel;
+mod report;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use local_sa_core::path_engine::{Fabric, PairCheck, Table};
+use mad_codec::PkeyTableRecord;
+use umad::Address;
+
+use self::check::Checked;
+pub(crate) use self::parallel::compute_tables;
+use self::report::Report;
+use crate::failure::Failure;
+use crate::session::Session;
+
+/// What `--compute` was asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    /// Pairs to check against the master (`None`: every pair).
+    pub(crate) sample: Option<usize>,
+    /// Seed of the sample's choice.
+    pub(crate) seed: u64,
+    /// Queries in flight at the master at once.
+    pub(crate) master_window: usize,
+    /// Alone: write the computed tables here.
+    pub(crate) snapshot: Option<PathBuf>,
+}
+
+/// A fabric read, computed and checked.
+pub(crate) struct Prepared {
+    pub(crate) fabric: Fabric,
+    /// The master applies QoS.
+    pub(crate) qos: bool,
+    /// The P_Key tables of the description.
+    pub(crate) pkey_tables: Vec<PkeyTableRecord>,
+    /// Reading the description cost the master this.
+    pub(crate) description: Served,
+    /// Its multi-MAD answers came cut.
+    pub(crate) cut: bool,
+    /// Partitions whose SL the master did not tell, and why.
+    pub(crate) unknown_sls: Vec<(u16, String)>,
+    /// The partition probes and the sample cost the master this.
+    pub(crate) sample: Served,
+    pub(crate) checked: Checked,
+    pub(crate) read_time: Duration,
+    pub(crate) check_time: Duration,
+}
+
+impl Prepared {
+    /// Whether the default table (`None`) or partition `Some(p)`'s may be
+    /// computed and sent: every sampled pair of it equal, and (a
+    /// partition's) its SL known. A difference in a default-table pair
+    /// distrusts every table: the default tables carry every partition's
+    /// paths.
+    pub(crate) fn trusted(&self, partition: Option<u16>) -> Result<(), String> {
+        let mismatch_in = |table: Table| {
+            self.checked
+                .mismatches
+                .iter()
+                .find(|m| m.pair.table == table)
+                .map(report::why)
+        };
+        if let Some(why) = mismatch_in(Table::Default) {
+            return Err(why);
+        }
+        if let Some((_, why)) = self.checked.uncomputable.first() {
+            return Err(format!("a sampled pair could not be computed: {why}"));
+        }
+        let Some(p) = partition.map(|p| p & 0x7FFF) else {
+            return Ok(());
+        };
+        if let Some((_, why)) = self.unknown_sls.iter().find(|(u, _)| *u == p) {
+            return Err(format!("the SL of partition {p:#06x} is not known: {why}"));
+        }
+        match mismatch_in(Table::Partition(p | 0x8000)) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads the description from `master`, builds the fabric, learns the
+/// partitions' SLs and checks the sample. A description that does not
+/// hold together fails with exit status 5.
+pub(crate) async fn prepare(
+    session: &mut Session,
+    master: Address,
+    options: &Options,
+) -> Result<Prepared, Failure> {
+    let started = Instant::now();
+    let read = description::read(session, master, options.master_window).await?;
+    let mut fabric = Fabric::build(&read.records, read.qos).map_err(|e| {
+        Failure::new(
+            5,
+            format!("the fabric's description from the master does not hold together: {e}"),
+        )
+    })?;
+    let read_time = started.elapsed();
+    let started = Instant::now();
+    let mut sample = Served::default();
+    let unknown_sls = check::learn_partition_sls(
+        session,
+        master,
+        options.master_window,
+        &mut fabric,
+        &mut sample,
+    )
+    .await?;
+    let pairs: Vec<PairCheck> = fabric.sample(options.sample.unwrap_or(usize::MAX), options.seed);
+    let checked = check::check(
+        session,
+        master,
+        options.master_window,
+        &fabric,
+        &pairs,
+        &mut sample,
+    )
+    .await?;
+    for m in checked.mismatches.iter().take(10) {
+        tracing::warn!(
+            "computed PathRecords differ from the master's: {}",
+            report::describe(m)
+        );
+    }
+    Ok(Prepared {
+        fabric,
+        qos: read.qos,
+        pkey_tables: read.records.pkeys,
+        description: read.served,
+        cut: read.cut,
+        unknown_sls,
+        sample,
+        checked,
+        read_time,
+        check_time: started.elapsed(),
+    })
+}
+
+/// `--compute` alone: computes every node's tables, checks the sample and
+/// reports; exit status 0 if every sampled record equals the master's, 1
+/// if one differs, 5 if the description was unusable.
+pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
+    let master = session.dest;
+    let prepared = prepare(session, master, options).await?;
+    let started = Instant::now();
+    let fabric = &prepared.fabric;
+    let endports: Vec<_> = fabric.endports().iter().collect();
+    let keep = options.snapshot.is_some();
+    let computed = compute_tables(fabric, &endports, prepared.qos, keep);
+    let compute_time = started.elapsed();
+    let report = Report::new(&prepared, &computed, compute_time);
+    if let Some(path) = &options.snapshot {
+        let held = parallel::held(&computed);
+        crate::distribute::write_snapshot(path, &held)?;
+    }
+    report.print(session.json, master.lid)?;
+    if prepared.checked.mismatches.is_empty() && prepared.checked.uncomputable.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            1,
+            "computed PathRecords differ from the master's (see above)",
+        ))
+    }
+}

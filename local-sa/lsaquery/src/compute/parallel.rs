@@ -1,0 +1,119 @@
+//! Nodes' tables computed on every core: the fabric is shared read-only,
+//! each thread takes every k-th node.
+
+use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
+use mad_codec::PathRecord;
+
+use crate::distribute::Held;
+
+/// One node's tables as it keeps them: its default table, and one per
+/// partition of its P_Key table but the one its default table's paths
+/// carry when the master applies no QoS (as the node itself decides).
+#[derive(Debug)]
+pub(crate) struct NodeTables {
+    pub(crate) guid: u64,
+    pub(crate) lid: u16,
+    /// Its default table (empty if not kept, see `records`).
+    pub(crate) default: Result<Vec<PathRecord>, TableError>,
+    /// Each partition (low 15 bits) and its table.
+    pub(crate) partitions: Vec<(u16, Result<Vec<PathRecord>, TableError>)>,
+    /// Records computed: default table, partition tables.
+    pub(crate) records: (usize, usize),
+}
+
+/// The tables of each of `endports`, in their order; the records kept
+/// only if `keep` (else only counted).
+pub(crate) fn compute_tables(
+    fabric: &Fabric,
+    endports: &[&Endport],
+    qos: bool,
+    keep: bool,
+) -> Vec<NodeTables> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(endports.len().max(1));
+    let mut out: Vec<Option<NodeTables>> = (0..endports.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    endports
+                        .iter()
+                        .enumerate()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(i, e)| (i, node_tables(fabric, e, qos, keep)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for w in workers {
+            // A panicking worker is a bug; it surfaces as the panic.
+            for (i, tables) in w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                out[i] = Some(tables);
+            }
+        }
+    });
+    out.into_iter().flatten().collect()
+}
+
+/// One node's tables.
+fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTables {
+    let compute = |t: Table| {
+        let mut records = Vec::with_capacity(fabric.table_capacity(e));
+        fabric.table(e.guid, t, &mut records).map(|()| records)
+    };
+    let kept = |t: &mut Result<Vec<PathRecord>, TableError>| {
+        let n = t.as_ref().map_or(0, Vec::len);
+        if let (false, Ok(r)) = (keep, t) {
+            *r = Vec::new();
+        }
+        n
+    };
+    let mut default = compute(Table::Default);
+    let carried = default
+        .as_ref()
+        .ok()
+        .and_then(|r| r.first())
+        .map(|r| r.pkey() & 0x7FFF);
+    let mut records = (kept(&mut default), 0);
+    let mut held: Vec<u16> = fabric
+        .pkey_table(e)
+        .entries()
+        .iter()
+        .map(|p| p & 0x7FFF)
+        .filter(|p| qos || Some(*p) != carried)
+        .collect();
+    held.sort_unstable();
+    let partitions = held
+        .into_iter()
+        .map(|p| {
+            let mut t = compute(Table::Partition(p | 0x8000));
+            records.1 += kept(&mut t);
+            (p, t)
+        })
+        .collect();
+    NodeTables {
+        guid: e.guid,
+        lid: e.lid,
+        default,
+        partitions,
+        records,
+    }
+}
+
+/// Every computed record, as a snapshot holds them.
+pub(crate) fn held(tables: &[NodeTables]) -> Held {
+    let mut held = Held::default();
+    for t in tables {
+        if let Ok(r) = &t.default {
+            held.default.extend_from_slice(r);
+        }
+        for (_, p) in &t.partitions {
+            if let Ok(r) = p {
+                held.partitions.extend_from_slice(r);
+            }
+        }
+    }
+    held
+}

@@ -1,0 +1,249 @@
+//! What `--compute` says: the fabric, what reading and checking cost the
+//! master beside what fetching every table would have, and, for each
+//! difference found, which field and what can make it differ.
+
+use std::time::Duration;
+
+use local_sa_core::path_engine::Table;
+use serde_json::json;
+
+use super::Prepared;
+use super::check::Mismatch;
+use super::parallel::NodeTables;
+use crate::failure::Failure;
+
+/// Differences described in full, at most.
+const SHOWN: usize = 10;
+
+/// What a field's difference says about the master.
+pub(super) fn cause(field: &str) -> &'static str {
+    match field {
+        "sl" => {
+            "the master's SLs come from something it does not publish: a routing engine's path SLs \
+             (LASH, DFSSSP, torus-2QoS), a QoS level, or a partition's SL changed since it was asked"
+        }
+        "mtu" | "rate" => {
+            "a QoS level's limit, OpenSM's quirks (enable_quirks) or extended-rate options, or ports \
+             that changed while the description was read"
+        }
+        "packet_life" => "a QoS level's packet lifetime, or SubnetTimeOut changed",
+        "pkey" => "OpenSM's allow_both_pkeys, a QoS level's P_Keys, or P_Key tables that changed",
+        "records" | "slid" | "dlid" | "reversible" | "preference" => {
+            "the routes differ: forwarding tables, links or ports changed while they were read (a reroute?)"
+        }
+        "sgid" | "dgid" => "alias GUIDs or GID prefixes differ",
+        _ => "the master fills this field in a way the engine does not follow",
+    }
+}
+
+/// One difference, in a line.
+pub(super) fn describe(m: &Mismatch) -> String {
+    let table = match m.pair.table {
+        Table::Default => "default table".to_owned(),
+        Table::Partition(p) => format!("partition {:#06x}", p & 0x7FFF),
+    };
+    format!(
+        "{:#018x} -> {:#018x} (LIDs {} -> {}, {table}): {}",
+        m.pair.source, m.pair.dest, m.lids.0, m.lids.1, m.difference
+    )
+}
+
+/// Why tables of a difference's kind come from the master.
+pub(super) fn why(m: &Mismatch) -> String {
+    format!("{} — {}", describe(m), cause(m.difference.field))
+}
+
+/// The numbers of a run.
+pub(super) struct Report<'a> {
+    prepared: &'a Prepared,
+    tables: (usize, usize),
+    records: (usize, usize),
+    failed: Vec<String>,
+    compute_time: Duration,
+}
+
+impl<'a> Report<'a> {
+    pub(super) fn new(
+        prepared: &'a Prepared,
+        computed: &[NodeTables],
+        compute_time: Duration,
+    ) -> Self {
+        let mut failed = Vec::new();
+        let mut tables = (0, 0);
+        for t in computed {
+            match &t.default {
+                Ok(_) => tables.0 += 1,
+                Err(e) => failed.push(format!("LID {}: {e}", t.lid)),
+            }
+            for (p, r) in &t.partitions {
+                match r {
+                    Ok(_) => tables.1 += 1,
+                    Err(e) => failed.push(format!("LID {} partition {p:#06x}: {e}", t.lid)),
+                }
+            }
+        }
+        let records = computed
+            .iter()
+            .fold((0, 0), |acc, t| (acc.0 + t.records.0, acc.1 + t.records.1));
+        Self {
+            prepared,
+            tables,
+            records,
+            failed,
+            compute_time,
+        }
+    }
+
+    fn paths_per_second(&self) -> f64 {
+        let all = (self.records.0 + self.records.1) as f64;
+        all / self.compute_time.as_secs_f64().max(1e-9)
+    }
+
+    /// Prints the report, as text or one JSON object.
+    pub(super) fn print(&self, as_json: bool, master: u16) -> Result<(), Failure> {
+        if as_json {
+            return outln!("{}", self.json(master));
+        }
+        let p = self.prepared;
+        let f = &p.fabric;
+        let switches = f.switch_count();
+        let adapters = f.endports().len() - switches;
+        let d = p.description;
+        outln!(
+            "fabric: {adapters} adapter ports, {switches} switches, {} GUIDs as destinations; QoS {}",
+            f.alias_count(),
+            if p.qos { "on" } else { "off" }
+        )?;
+        outln!(
+            "description: {} records ({} bytes) from the master SA at LID {master} in {} queries, {:.3} s{}",
+            d.records,
+            d.bytes,
+            d.queries,
+            p.read_time.as_secs_f64(),
+            if p.cut {
+                " (its multi-MAD answers arrive cut: asked record by record)"
+            } else {
+                ""
+            }
+        )?;
+        let sls: Vec<String> = f
+            .partitions()
+            .into_iter()
+            .map(|q| match f.partition_sl(q) {
+                Some(sl) => format!("{q:#06x} SL {sl}"),
+                None => format!("{q:#06x} SL unknown"),
+            })
+            .collect();
+        outln!("partitions: {}", sls.join(", "))?;
+        for (q, why) in &p.unknown_sls {
+            outln!("  partition {q:#06x}: SL not known: {why}")?;
+        }
+        outln!(
+            "computed: {} default tables ({} PathRecords) and {} partition tables ({} PathRecords) in {:.3} s, {:.1} M paths/s",
+            self.tables.0,
+            self.records.0,
+            self.tables.1,
+            self.records.1,
+            self.compute_time.as_secs_f64(),
+            self.paths_per_second() / 1e6
+        )?;
+        for why in self.failed.iter().take(SHOWN) {
+            outln!("  not computed: {why}")?;
+        }
+        let c = &p.checked;
+        outln!(
+            "check: {} pairs, {} of the master's PathRecords compared in {:.3} s: {}",
+            c.pairs,
+            c.records,
+            p.check_time.as_secs_f64(),
+            if c.mismatches.is_empty() && c.uncomputable.is_empty() {
+                "all equal".to_owned()
+            } else {
+                format!(
+                    "{} differ, {} not computed",
+                    c.mismatches.len(),
+                    c.uncomputable.len()
+                )
+            }
+        )?;
+        for m in c.mismatches.iter().take(SHOWN) {
+            outln!("  {}", why(m))?;
+        }
+        for (pair, e) in c.uncomputable.iter().take(SHOWN) {
+            outln!(
+                "  {:#018x} -> {:#018x}: not computed: {e}",
+                pair.source,
+                pair.dest
+            )?;
+        }
+        let s = p.sample;
+        let all = (self.records.0 + self.records.1) as u64;
+        outln!(
+            "master SA: {} records ({} bytes) for the description and {} ({} bytes) for SLs and the check; \
+             fetching every table would have cost it {all} PathRecords ({} bytes) in {} tables",
+            d.records,
+            d.bytes,
+            s.records,
+            s.bytes,
+            all * 64,
+            self.tables.0 + self.tables.1
+        )
+    }
+
+    fn json(&self, master: u16) -> serde_json::Value {
+        let p = self.prepared;
+        let f = &p.fabric;
+        let served = |s: super::Served| json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
+        let all = (self.records.0 + self.records.1) as u64;
+        json!({
+            "master_lid": master,
+            "qos": p.qos,
+            "fabric": {
+                "endports": f.endports().len(),
+                "switches": f.switch_count(),
+                "destinations": f.alias_count(),
+            },
+            "description": {
+                "master": served(p.description),
+                "cut": p.cut,
+                "seconds": p.read_time.as_secs_f64(),
+            },
+            "partitions": f.partitions().into_iter().map(|q| json!({
+                "pkey": format!("{q:#06x}"),
+                "sl": f.partition_sl(q),
+                "unknown_because": p.unknown_sls.iter().find(|(u, _)| *u == q).map(|(_, w)| w),
+            })).collect::<Vec<_>>(),
+            "computed": {
+                "default_tables": self.tables.0,
+                "default_records": self.records.0,
+                "partition_tables": self.tables.1,
+                "partition_records": self.records.1,
+                "not_computed": self.failed,
+                "seconds": self.compute_time.as_secs_f64(),
+                "paths_per_second": self.paths_per_second(),
+            },
+            "check": {
+                "pairs": p.checked.pairs,
+                "master_records": p.checked.records,
+                "master": served(p.sample),
+                "seconds": p.check_time.as_secs_f64(),
+                "differences": p.checked.mismatches.iter().map(|m| json!({
+                    "source": format!("{:#018x}", m.pair.source),
+                    "dest": format!("{:#018x}", m.pair.dest),
+                    "slid": m.lids.0,
+                    "dlid": m.lids.1,
+                    "table": match m.pair.table {
+                        Table::Default => "default".to_owned(),
+                        Table::Partition(q) => format!("{:#06x}", q & 0x7FFF),
+                    },
+                    "field": m.difference.field,
+                    "computed": m.difference.ours,
+                    "master": m.difference.theirs,
+                    "cause": cause(m.difference.field),
+                })).collect::<Vec<_>>(),
+                "not_computed": p.checked.uncomputable.len(),
+            },
+            "without_compute": {"tables": self.tables.0 + self.tables.1, "records": all, "bytes": all * 64},
+        })
+    }
+}
