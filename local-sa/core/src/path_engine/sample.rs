@@ -60,41 +60,26 @@ pub fn compare_pair(ours: &[PathRecord], theirs: &[PathRecord]) -> Option<Differ
 
 fn first_difference(a: &PathRecord, b: &PathRecord) -> Option<Difference> {
     let (x, y) = (PathRecordRepr::parse(a), PathRecordRepr::parse(b));
+    // Each field as it is usually written: keys and IDs in hex.
     macro_rules! fields {
-        ($($name:ident),*) => {
+        ($($name:ident: $fmt:literal),*) => {
             $(
                 if x.$name != y.$name {
                     return Some(Difference {
                         field: stringify!($name),
-                        ours: format!("{:?}", x.$name),
-                        theirs: format!("{:?}", y.$name),
+                        ours: format!($fmt, x.$name),
+                        theirs: format!($fmt, y.$name),
                     });
                 }
             )*
         };
     }
     fields!(
-        sgid,
-        dgid,
-        slid,
-        dlid,
-        pkey,
-        sl,
-        mtu,
-        rate,
-        packet_life,
-        reversible,
-        preference,
-        service_id,
-        raw_traffic,
-        flow_label,
-        hop_limit,
-        tclass,
-        numb_path,
-        qos_class,
-        mtu_selector,
-        rate_selector,
-        packet_life_selector
+        sgid: "{}", dgid: "{}", slid: "{}", dlid: "{}", pkey: "{:#06x}", sl: "{}", mtu: "{:?}",
+        rate: "{:?}", packet_life: "{}", reversible: "{}", preference: "{}",
+        service_id: "{:#018x}", raw_traffic: "{}", flow_label: "{:#x}", hop_limit: "{}",
+        tclass: "{:#x}", numb_path: "{}", qos_class: "{:#x}", mtu_selector: "{:?}",
+        rate_selector: "{:?}", packet_life_selector: "{:?}"
     );
     (a.reserved() != b.reserved()).then(|| Difference {
         field: "reserved",

@@ -1,0 +1,147 @@
+//! The PathRecord an SA answers for every ordered pair of a set of LIDs:
+//! one Get naming both LIDs (and a P_Key, with `--pkey`) per pair,
+//! `--window` outstanding. Prints one line per pair:
+//!
+//! ```text
+//! opensm-paths --sa-lid LID --lids LIDS [--pkey P] [--window W]
+//! 4 9 0x0000 0000000000000000fe80...    (SLID DLID status record-in-hex)
+//! 4 11 0x0300 -
+//! ```
+//!
+//! Run on a node of the simulated fabric; the tests of the path engine
+//! compare these answers of OpenSM's with what the engine computed,
+//! without lsaquery's own comparison in between.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use conformance::saquery::parse_number;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
+use umad::{Address, OutgoingMad};
+
+struct Args {
+    sa_lid: u16,
+    lids: Vec<u16>,
+    pkey: Option<u16>,
+    window: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        sa_lid: 0,
+        lids: Vec::new(),
+        pkey: None,
+        window: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
+        let number = |v: &str| parse_number(v).ok_or(format!("{arg} {v}: not a number"));
+        match arg.as_str() {
+            "--sa-lid" => args.sa_lid = number(&value()?)? as u16,
+            "--lids" => {
+                for part in value()?.split(',') {
+                    let (a, b) = part.split_once('-').unwrap_or((part, part));
+                    args.lids.extend(number(a)? as u16..=number(b)? as u16);
+                }
+            }
+            "--pkey" => args.pkey = Some(number(&value()?)? as u16),
+            "--window" => args.window = number(&value()?)? as usize,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.sa_lid == 0 || args.lids.is_empty() {
+        return Err("give --sa-lid LID and --lids LIDS (e.g. 4,7,20-40)".into());
+    }
+    Ok(args)
+}
+
+fn request(slid: u16, dlid: u16, pkey: Option<u16>, tid: u64) -> Bytes {
+    let mut t = PathRecord::new_zeroed();
+    t.set_slid(slid);
+    t.set_dlid(dlid);
+    let mut mask = pr::SLID | pr::DLID;
+    if let Some(p) = pkey {
+        t.set_pkey(p);
+        mask |= pr::PKEY;
+    }
+    let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(mask);
+    let mut mad = b.into_bytes().to_vec();
+    mad.resize(mad_codec::MAD_LEN, 0);
+    Bytes::from(mad)
+}
+
+fn run() -> Result<String, String> {
+    let args = parse_args()?;
+    let (port, agent, transport) = conformance::sa_agent::open(256)?;
+    let dest = Address::gsi(args.sa_lid, port.sm_sl);
+    let mut todo = args
+        .lids
+        .iter()
+        .flat_map(|s| args.lids.iter().map(move |d| (*s, *d)));
+    // By the TransactionID's low 32 bits: the MAD layer owns the high ones.
+    let mut in_flight: HashMap<u32, (u16, u16)> = HashMap::new();
+    let mut next_tid = umad::transaction_id_seed();
+    let mut out = String::new();
+    loop {
+        while in_flight.len() < args.window.max(1) {
+            let Some((slid, dlid)) = todo.next() else {
+                break;
+            };
+            next_tid = next_tid.wrapping_add(1);
+            let m = OutgoingMad {
+                agent,
+                dest,
+                mad: request(slid, dlid, args.pkey, u64::from(next_tid)),
+                timeout_ms: 2000,
+                retries: 4,
+            };
+            transport
+                .outgoing()
+                .send_blocking(m)
+                .map_err(|_| "the transport stopped")?;
+            in_flight.insert(next_tid, (slid, dlid));
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        let answer = smol::block_on(async {
+            smol::future::or(async { transport.incoming().recv().await.ok() }, async {
+                smol::Timer::after(std::time::Duration::from_secs(60)).await;
+                None
+            })
+            .await
+        })
+        .ok_or("no MAD for a minute")?;
+        let Ok(mad) = SaMad::parse(&answer.mad) else {
+            continue;
+        };
+        let Some((slid, dlid)) = in_flight.remove(&(mad.mad().transaction_id() as u32)) else {
+            continue;
+        };
+        if answer.status != 0 {
+            return Err(format!("no answer for {slid} -> {dlid}"));
+        }
+        let status = mad.mad().status();
+        let record = if status == MadStatus::OK {
+            mad.data()[..64].iter().fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            })
+        } else {
+            "-".to_owned()
+        };
+        let _ = writeln!(out, "{slid} {dlid} {:#06x} {record}", status.0);
+    }
+    transport.shutdown();
+    Ok(out.trim_end().to_owned())
+}
+
+fn main() -> ExitCode {
+    conformance::report("opensm-paths", run())
+}

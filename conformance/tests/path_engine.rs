@@ -1,0 +1,679 @@
+//! The path engine against OpenSM on simulated fabrics: for every source
+//! and every destination, the records `lsaquery --compute` works out from
+//! the fabric's description equal OpenSM's own answers — fat trees of
+//! several shapes, LMC 1 and 2, the routing engines minhop, updn, dnup,
+//! ftree and dor, partitions with their SLs and limited members, links of
+//! different widths and speeds, a link gone down after OpenSM's reroute,
+//! a QoS master. Where OpenSM's answer depends on something it does not
+//! publish (LASH's and DFSSSP's SLs), the check catches it and the
+//! distributor serves the master's records instead.
+//!
+//! Two witnesses: lsaquery's own check of every pair (`--check-sample
+//! all`), and OpenSM's answers asked here by `opensm-paths` (a Get per
+//! LID pair) and compared with the computed tables lsaquery wrote, byte
+//! for byte. A Get naming both LIDs is answered with Preference 0, and the
+//! simulator cuts the GetTable answers that would show the other LMC
+//! pairs' Preference 2, so Preference is compared where OpenSM shows it
+//! (LMC 0) and left out of the LMC pairs.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use conformance::saquery::{parse_printed_records, path_record_from_printed};
+use conformance::{Fabric, LocalSa, RunOutput, Topology};
+use mad_codec::PathRecord;
+use mad_codec::zerocopy::{FromBytes, IntoBytes};
+
+/// The master's SA key (P_Key tables are given only for it), also the
+/// local-sa nodes' SM_Key.
+const KEY: &str = "0x5eed";
+
+fn start(topology: Topology, config: &[&str], files: &[(&str, &str)]) -> Fabric {
+    let mut b = Fabric::builder(topology)
+        .opensm_config(config.iter().copied().chain([concat!("sa_key ", "0x5eed")]));
+    for (name, text) in files {
+        b = b.opensm_file(*name, *text);
+    }
+    b.start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What `lsaquery --compute` computed and said.
+struct Computed {
+    out: RunOutput,
+    json: serde_json::Value,
+    /// Default tables' records by (SLID, DLID).
+    default: HashMap<(u16, u16), PathRecord>,
+    /// Partition tables' records by (SLID, DLID, P_Key).
+    partitions: HashMap<(u16, u16, u16), PathRecord>,
+}
+
+impl Computed {
+    /// Every LID some table names.
+    fn lids(&self) -> Vec<u16> {
+        let all: BTreeSet<u16> = self.default.keys().flat_map(|(s, d)| [*s, *d]).collect();
+        all.into_iter().collect()
+    }
+
+    fn differences(&self) -> usize {
+        self.json["check"]["differences"]
+            .as_array()
+            .map_or(usize::MAX, Vec::len)
+    }
+
+    fn rates(&self) -> BTreeSet<u8> {
+        self.default.values().map(|r| r.rate().0).collect()
+    }
+}
+
+/// `lsaquery --compute` with every pair checked, on the master's node.
+fn compute(fabric: &Fabric) -> Computed {
+    let node = fabric.node(fabric.opensm_node()).unwrap();
+    let snapshot = fabric.dir().join("computed.snap");
+    let out = node
+        .lsaquery()
+        .args([
+            "--compute",
+            "--check-sample",
+            "all",
+            "--smkey",
+            KEY,
+            "--json",
+        ])
+        .arg("--snapshot")
+        .arg(&snapshot)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "lsaquery --compute printed no JSON ({e}): {}{}",
+            out.stdout, out.stderr
+        )
+    });
+    let (mut default, mut partitions) = (HashMap::new(), HashMap::new());
+    if let Ok(text) = std::fs::read_to_string(&snapshot) {
+        let (head, tail) = text
+            .split_once("# local-sa: partition tables")
+            .unwrap_or((&text, ""));
+        for r in parse_printed_records(head) {
+            let r = path_record_from_printed(&r).expect("a whole record");
+            default.insert((r.slid(), r.dlid()), r);
+        }
+        for r in parse_printed_records(tail) {
+            let r = path_record_from_printed(&r).expect("a whole record");
+            partitions.insert((r.slid(), r.dlid(), r.pkey()), r);
+        }
+    }
+    Computed {
+        out,
+        json,
+        default,
+        partitions,
+    }
+}
+
+/// OpenSM's answer to a Get naming each ordered pair of `lids` (and
+/// `pkey`): the record, or none.
+fn opensm_answers(
+    fabric: &Fabric,
+    lids: &[u16],
+    pkey: Option<u16>,
+) -> HashMap<(u16, u16), Option<PathRecord>> {
+    let node = fabric.node(fabric.opensm_node()).unwrap();
+    let master = node.port().unwrap().sm_lid;
+    let list: Vec<String> = lids.iter().map(u16::to_string).collect();
+    let mut cmd = node
+        .command(env!("CARGO_BIN_EXE_opensm-paths"))
+        .args(["--sa-lid", &master.to_string(), "--lids", &list.join(",")])
+        .timeout(Duration::from_secs(300));
+    if let Some(p) = pkey {
+        cmd = cmd.args(["--pkey", &format!("{p:#x}")]);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "opensm-paths: {}", out.stderr);
+    out.stdout
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (s, d) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+            let record = (f[3] != "-").then(|| {
+                let bytes: Vec<u8> = (0..64)
+                    .map(|i| u8::from_str_radix(&f[3][2 * i..2 * i + 2], 16).unwrap())
+                    .collect();
+                PathRecord::read_from_bytes(&bytes).unwrap()
+            });
+            ((s, d), record)
+        })
+        .collect()
+}
+
+/// Where the computed records `ours` (by LID pair) and OpenSM's answers
+/// differ: every pair, byte for byte (Preference left out where the
+/// LIDs are not a pair of equal offsets, see the module's text).
+fn differences(
+    ours: &HashMap<(u16, u16), PathRecord>,
+    theirs: &HashMap<(u16, u16), Option<PathRecord>>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (pair, t) in theirs {
+        let o = ours.get(pair).map(|r| {
+            let mut r = *r;
+            r.set_preference(0);
+            r
+        });
+        if o.map(|r| r.as_bytes().to_vec()) != t.map(|r| r.as_bytes().to_vec()) {
+            out.push(format!("{pair:?}: computed {o:?}, OpenSM {t:?}"));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every computed record of the default tables equals OpenSM's answer, by
+/// lsaquery's check and by OpenSM's answers asked here.
+fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
+    let c = compute(fabric);
+    assert!(
+        c.out.status.success() && c.differences() == 0,
+        "{label}: lsaquery --compute:\n{}{}",
+        c.out.stdout,
+        c.out.stderr
+    );
+    let lids = c.lids();
+    assert!(
+        lids.len() > 4,
+        "{label}: the tables name every port: {lids:?}"
+    );
+    let theirs = opensm_answers(fabric, &lids, None);
+    assert_eq!(theirs.len(), lids.len() * lids.len());
+    let diff = differences(&c.default, &theirs);
+    assert!(
+        diff.is_empty(),
+        "{label}: {} of {} LID pairs differ:\n{}",
+        diff.len(),
+        theirs.len(),
+        diff.join("\n")
+    );
+    assert!(
+        theirs.values().filter(|r| r.is_some()).count() >= lids.len(),
+        "{label}: OpenSM has paths"
+    );
+    c
+}
+
+/// A fat tree's topology with ibsim port options added to some of its
+/// port lines: (node, port line prefix, options).
+fn with_port_options(t: &Topology, edits: &[(&str, &str, &str)]) -> Topology {
+    let mut out = String::new();
+    let mut node = String::new();
+    for line in t.text().lines() {
+        if line.starts_with("Switch") || line.starts_with("Hca") {
+            node = line.split('"').nth(1).unwrap_or_default().to_owned();
+        }
+        out.push_str(line);
+        for (n, prefix, options) in edits {
+            if node == *n && line.starts_with(prefix) {
+                out.push(' ');
+                out.push_str(options);
+            }
+        }
+        out.push('\n');
+    }
+    Topology::parse(format!("{}-edited", t.name()), out).unwrap()
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_on_fat_trees_of_several_shapes() {
+    for (leaves, hosts, spines) in [(3, 4, 2), (4, 2, 3)] {
+        let fabric = start(Topology::fat_tree(leaves, hosts, spines), &[], &[]);
+        let c = assert_equal_to_opensm(&fabric, &format!("fat tree {leaves}x{hosts}x{spines}"));
+        let ports = leaves * hosts + leaves + spines;
+        assert_eq!(c.json["computed"]["default_tables"], ports);
+        assert_eq!(c.default.len(), ports * ports, "every pair has a path");
+    }
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_with_lmc_1_and_2() {
+    for (lmc, topology) in [
+        (1, Topology::fat_tree(3, 4, 2)),
+        (2, Topology::fat_tree(2, 3, 2)),
+    ] {
+        let fabric = start(topology, &[&format!("lmc {lmc}")], &[]);
+        let c = assert_equal_to_opensm(&fabric, &format!("LMC {lmc}"));
+        // Each pair of hosts has 2^LMC × 2^LMC records, in OpenSM's order:
+        // equal offsets first with Preference 0, then the rest.
+        let host = *c.default.keys().map(|(s, _)| s).max().unwrap();
+        let to_peer: Vec<&PathRecord> = c
+            .default
+            .values()
+            .filter(|r| r.dlid() == host && r.slid() != host)
+            .collect();
+        assert!(to_peer.iter().any(|r| r.preference() == 2), "LMC {lmc}");
+    }
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_for_every_routing_engine() {
+    for engine in ["updn", "dnup", "ftree", "dor"] {
+        let fabric = start(
+            Topology::fat_tree(3, 4, 2),
+            &[&format!("routing_engine {engine}")],
+            &[],
+        );
+        assert_equal_to_opensm(&fabric, engine);
+    }
+    let example = Topology::debian_example("net.2sw2path4hca").unwrap();
+    let fabric = start(example, &[], &[]);
+    assert_equal_to_opensm(&fabric, "net.2sw2path4hca");
+}
+
+/// Port GUIDs of hosts h1, h2, ... as ibsim numbers them in a fat tree.
+fn host_guid(n: u64) -> String {
+    format!("{:#x}", 0x10_0000 + 2 * (n - 1) + 1)
+}
+
+#[test]
+fn partition_tables_and_their_sls_equal_opensm_s() {
+    // With QoS on (and no policy), OpenSM gives each partition's paths its
+    // `sl=`. h3 is a limited member of P1, h1 of P2; h1 and h2 share all
+    // three partitions, and OpenSM's common P_Key for them is the first in
+    // its byte-swapped order: 0x0100 (swapped 0x0001) before 0x0002
+    // (0x0200) and 0x7fff (0xff7f).
+    let partitions = format!(
+        "Default=0x7fff, ipoib : ALL=full ;\n\
+         P1=0x8100, sl=1 : {}=full, {}=full, {} ;\n\
+         P2=0x8002, sl=2 : {}, {}=full, {}=full, {}=full, {}=full ;\n",
+        host_guid(1),
+        host_guid(2),
+        host_guid(3),
+        host_guid(1),
+        host_guid(2),
+        host_guid(4),
+        host_guid(5),
+        host_guid(6)
+    );
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &["qos TRUE", "partition_config_file partitions.conf"],
+        &[("partitions.conf", &partitions)],
+    );
+    let c = assert_equal_to_opensm(&fabric, "partitions");
+    assert_eq!(c.json["qos"], true);
+    let sls: Vec<(String, u64)> = c.json["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pkey"].as_str().unwrap().to_owned(),
+                p["sl"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        sls.contains(&("0x0100".into(), 1)) && sls.contains(&("0x0002".into(), 2)),
+        "{sls:?}"
+    );
+    let lid = |n: &str| fabric.node(n).unwrap().port().unwrap().lid;
+    let h1_h2 = c.default[&(lid("h1"), lid("h2"))];
+    assert_eq!((h1_h2.pkey(), h1_h2.sl()), (0x8100, 1));
+    let h1_h4 = c.default[&(lid("h1"), lid("h4"))];
+    assert_eq!(
+        (h1_h4.pkey(), h1_h4.sl()),
+        (0x0002, 2),
+        "h1's own (limited) entry"
+    );
+    for (pkey, sl, members) in [
+        (0x8100u16, 1, ["h1", "h2", "h3"].as_slice()),
+        (0x8002, 2, &["h1", "h2", "h4", "h5", "h6"]),
+    ] {
+        let lids: Vec<u16> = members.iter().map(|m| lid(m)).collect();
+        let theirs = opensm_answers(&fabric, &lids, Some(pkey));
+        let ours: HashMap<(u16, u16), PathRecord> = c
+            .partitions
+            .iter()
+            .filter(|((_, _, p), _)| *p == pkey)
+            .map(|((s, d, _), r)| ((*s, *d), *r))
+            .collect();
+        let diff = differences(&ours, &theirs);
+        assert!(diff.is_empty(), "partition {pkey:#x}:\n{}", diff.join("\n"));
+        assert!(ours.values().all(|r| r.sl() == sl));
+        // The limited member's path to itself is none: no full member.
+        assert!(theirs.values().any(Option::is_none), "{pkey:#x}");
+    }
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_with_ports_that_are_only_limited_members() {
+    // Hosts are limited members of the default partition: they share it
+    // only with the switches (and the master's own port); OpenSM hides
+    // their links (LinkRecords need a full member at one end).
+    let partitions = format!(
+        "Default=0x7fff, ipoib, defmember=limited : ALL, ALL_SWITCHES=full, SELF=full ;\n\
+         P1=0x0001 : {}=full, {}, {} ;\n",
+        host_guid(1),
+        host_guid(2),
+        host_guid(3)
+    );
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &["partition_config_file partitions.conf"],
+        &[("partitions.conf", &partitions)],
+    );
+    let c = assert_equal_to_opensm(&fabric, "limited members");
+    let h5 = fabric.node("h5").unwrap().port().unwrap().lid;
+    let h6 = fabric.node("h6").unwrap().port().unwrap().lid;
+    assert!(
+        !c.default.contains_key(&(h5, h6)),
+        "two limited members have no path"
+    );
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_over_links_of_different_widths_and_speeds() {
+    // A 1x host link, an SDR up-link from leaf2 to spine1, FDR on h5's
+    // link: rates of 10, 20, 40 and (h5 to itself) 56 Gb/s.
+    let topology = with_port_options(
+        &Topology::fat_tree(3, 4, 2),
+        &[
+            ("h1", "[1]", "w=1"),
+            ("leaf1", "[1]", "w=1"),
+            ("leaf2", "[5]", "s=1"),
+            ("spine1", "[2]", "s=1"),
+            ("h5", "[1]", "e=1"),
+            ("leaf2", "[1]", "e=1"),
+        ],
+    );
+    let fabric = start(topology, &[], &[]);
+    let c = assert_equal_to_opensm(&fabric, "widths and speeds");
+    let rates = c.rates();
+    assert!(rates.len() >= 3, "several rates: {rates:?}");
+}
+
+#[test]
+fn computed_tables_equal_opensm_s_after_a_link_goes_down_and_opensm_reroutes() {
+    let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
+    let before = assert_equal_to_opensm(&fabric, "before");
+    // leaf1's link to spine1 goes; OpenSM sweeps and routes around it.
+    fabric.unlink("leaf1", 5).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let c = compute(&fabric);
+        let rerouted = c.out.status.success()
+            && c.differences() == 0
+            && c.json["description"]["master"]["records"]
+                != before.json["description"]["master"]["records"];
+        if rerouted {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "OpenSM's reroute never showed:\n{}{}",
+            c.out.stdout,
+            c.out.stderr
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let after = assert_equal_to_opensm(&fabric, "after the reroute");
+    assert_eq!(
+        after.default.len(),
+        before.default.len(),
+        "every pair still has a path"
+    );
+}
+
+const QOS_POLICY: &str = "
+qos-ulps
+    default : 0
+    any, service-id 0x0000000001060000-0x000000000106ffff : 1
+end-qos-ulps
+";
+
+#[test]
+fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_ones_fetched() {
+    let partitions = format!(
+        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x8001, sl=3 : {}=full, {}=full, {}=full ;\n",
+        host_guid(2),
+        host_guid(5),
+        host_guid(11)
+    );
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &[
+            "qos TRUE",
+            "qos_policy_file qos-policy.conf",
+            "partition_config_file partitions.conf",
+        ],
+        &[
+            ("partitions.conf", &partitions),
+            ("qos-policy.conf", QOS_POLICY),
+        ],
+    );
+    assert_equal_to_opensm(&fabric, "QoS master");
+    let mut nodes: Vec<LocalSa<'_>> = ["h2", "h5", "h11"]
+        .iter()
+        .map(|n| {
+            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let out = fabric
+        .node("h9")
+        .unwrap()
+        .lsaquery()
+        .args([
+            "--distribute",
+            "--compute",
+            "--smkey",
+            KEY,
+            "--service-id",
+            "0x1060001",
+            "--json",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let compute = &json["compute"];
+    assert_eq!(compute["used"], true, "{json}");
+    assert_eq!(
+        compute["refused_because"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+    // Each node: its default table and its partition tables (0x7fff and
+    // P1) computed; its tables at the ServiceID, on each P_Key, from the
+    // master.
+    assert_eq!(compute["tables"], 3 * 3, "{json}");
+    assert_eq!(compute["nodes_also_from_master"], 3, "{json}");
+    assert_eq!(json["qos_tables"], 3 * 2, "{json}");
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+        sa.wait_until("its QoS tables taken", Duration::from_secs(10), |c| {
+            c.get("qos_cache_loaded").is_some_and(|n| *n > 0)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// Five switches in a ring, a host on each: LASH and DFSSSP need several
+/// SLs to keep its routes free of deadlocks, and give each path its own.
+const RING: &str = "
+Hca 1 \"h1\"
+[1] \"s1\"[1]
+
+Hca 1 \"h2\"
+[1] \"s2\"[1]
+
+Hca 1 \"h3\"
+[1] \"s3\"[1]
+
+Hca 1 \"h4\"
+[1] \"s4\"[1]
+
+Hca 1 \"h5\"
+[1] \"s5\"[1]
+
+Switch 4 \"s1\"
+[1] \"h1\"[1]
+[2] \"s2\"[3]
+[3] \"s5\"[2]
+
+Switch 4 \"s2\"
+[1] \"h2\"[1]
+[2] \"s3\"[3]
+[3] \"s1\"[2]
+
+Switch 4 \"s3\"
+[1] \"h3\"[1]
+[2] \"s4\"[3]
+[3] \"s2\"[2]
+
+Switch 4 \"s4\"
+[1] \"h4\"[1]
+[2] \"s5\"[3]
+[3] \"s3\"[2]
+
+Switch 4 \"s5\"
+[1] \"h5\"[1]
+[2] \"s1\"[3]
+[3] \"s4\"[2]
+";
+
+#[test]
+fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master() {
+    let ring = || Topology::parse("ring", RING.to_owned()).unwrap();
+    // dor on the ring: every SL 0, computed.
+    let fabric = start(ring(), &["routing_engine dor"], &[]);
+    assert_equal_to_opensm(&fabric, "ring, dor");
+    drop(fabric);
+    for engine in ["lash", "dfsssp"] {
+        let fabric = start(ring(), &[&format!("routing_engine {engine}")], &[]);
+        let c = compute(&fabric);
+        assert_eq!(
+            c.out.status.code(),
+            Some(1),
+            "{engine}: {}{}",
+            c.out.stdout,
+            c.out.stderr
+        );
+        let differences = c.json["check"]["differences"].as_array().unwrap();
+        assert!(!differences.is_empty());
+        assert!(
+            differences.iter().all(|d| d["field"] == "sl"),
+            "{engine}: only the SLs differ: {differences:?}"
+        );
+        assert!(
+            differences[0]["cause"]
+                .as_str()
+                .unwrap()
+                .contains("routing engine"),
+            "{:?}",
+            differences[0]
+        );
+        // The distributor sends the master's tables instead, and says why.
+        let sa = LocalSa::start_unfilled(&fabric, "h3", &["--sm-key", KEY, "--load-wait", "300"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let out = fabric
+            .node("h1")
+            .unwrap()
+            .lsaquery()
+            .args(["--distribute", "--compute", "--smkey", KEY])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains("every table came from the master")
+                && out.stdout.contains("sl: computed"),
+            "{engine}: {}",
+            out.stdout
+        );
+        let mut sa = sa;
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+        // What h3 holds is what OpenSM answers, SLs included.
+        let h3 = fabric.node("h3").unwrap().port().unwrap().lid;
+        let lids = c.lids();
+        let theirs = opensm_answers(&fabric, &lids, None);
+        let from_h3: Vec<((u16, u16), Option<PathRecord>)> = theirs
+            .iter()
+            .filter(|((s, _), _)| *s == h3)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert!(
+            from_h3.iter().any(|(_, r)| r.is_some_and(|r| r.sl() != 0)),
+            "{engine}: OpenSM's SLs vary"
+        );
+        assert_eq!(
+            sa.counter("records"),
+            from_h3.iter().filter(|(_, r)| r.is_some()).count() as u64
+        );
+    }
+}
+
+#[test]
+fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master_for_none() {
+    let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
+    let mut nodes: Vec<LocalSa<'_>> = ["h2", "h5", "h11"]
+        .iter()
+        .map(|n| {
+            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let distributor = fabric.node("h9").unwrap();
+    let snapshot = fabric.dir().join("distributed.snap");
+    let out = distributor
+        .lsaquery()
+        .args([
+            "--distribute",
+            "--compute",
+            "--smkey",
+            KEY,
+            "--json",
+            "--snapshot",
+        ])
+        .arg(&snapshot)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(json["filled"], 3, "{json}");
+    assert_eq!(json["compute"]["tables"], 3, "{json}");
+    assert_eq!(json["compute"]["differences"], 0, "{json}");
+    // No PathRecord table was asked of the master: its two whole tables
+    // are the names tables.
+    assert_eq!(json["master_tables"], 2, "{json}");
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    // What the nodes hold is what OpenSM answers for their ports.
+    let text = std::fs::read_to_string(&snapshot).unwrap();
+    let held: HashMap<(u16, u16), PathRecord> = parse_printed_records(&text)
+        .iter()
+        .map(|r| path_record_from_printed(r).unwrap())
+        .map(|r| ((r.slid(), r.dlid()), r))
+        .collect();
+    let lids: Vec<u16> = held
+        .keys()
+        .flat_map(|(s, d)| [*s, *d])
+        .collect::<BTreeSet<u16>>()
+        .into_iter()
+        .collect();
+    let sources: BTreeSet<u16> = held.keys().map(|(s, _)| *s).collect();
+    assert_eq!(sources.len(), 3);
+    let theirs: HashMap<(u16, u16), Option<PathRecord>> = opensm_answers(&fabric, &lids, None)
+        .into_iter()
+        .filter(|((s, _), _)| sources.contains(s))
+        .collect();
+    let diff = differences(&held, &theirs);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    for (sa, name) in nodes.iter().zip(["h2", "h5", "h11"]) {
+        let lid = fabric.node(name).unwrap().port().unwrap().lid;
+        let mine = held.keys().filter(|(s, _)| *s == lid).count() as u64;
+        assert_eq!(sa.counter("records"), mine, "{name}");
+    }
+}
