@@ -677,3 +677,61 @@ fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master
         assert_eq!(sa.counter("records"), mine, "{name}");
     }
 }
+
+#[test]
+fn two_shards_fill_disjoint_shares_that_together_are_every_node() {
+    let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
+    let names = ["h2", "h4", "h5", "h7", "h11"];
+    let mut nodes: Vec<LocalSa<'_>> = names
+        .iter()
+        .map(|n| {
+            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    // Two distributors on two nodes, at once.
+    let shards: Vec<_> = [("h9", "1/2"), ("h10", "2/2")]
+        .iter()
+        .map(|(at, shard)| {
+            fabric
+                .node(at)
+                .unwrap()
+                .lsaquery()
+                .args([
+                    "--distribute",
+                    "--compute",
+                    "--smkey",
+                    KEY,
+                    "--json",
+                    "--shard",
+                    shard,
+                ])
+                .timeout(Duration::from_secs(120))
+                .spawn()
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut filled = 0;
+    for mut p in shards {
+        assert!(
+            p.wait_timeout(Duration::from_secs(120))
+                .is_some_and(|s| s.success()),
+            "{}{}",
+            p.stdout(),
+            p.stderr()
+        );
+        let json: serde_json::Value = serde_json::from_str(p.stdout().trim()).unwrap();
+        assert_eq!(json["failed"], 0, "{json}");
+        assert_eq!(json["compute"]["used"], true, "{json}");
+        filled += json["filled"].as_u64().unwrap();
+    }
+    assert_eq!(
+        filled,
+        names.len() as u64,
+        "the shares add up to every node"
+    );
+    for (sa, name) in nodes.iter_mut().zip(names) {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sa.counter("refreshes_loaded"), 1, "{name} filled once");
+    }
+}

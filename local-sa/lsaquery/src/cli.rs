@@ -468,6 +468,16 @@ pub(crate) struct Cli {
     /// e.g. 4,7,20-40.
     #[arg(long, value_name = "LIDS", value_parser = lid_list, requires = "distribute")]
     pub(crate) targets: Option<LidList>,
+    /// With --distribute: this distributor's share of the nodes, I of K
+    /// (1 <= I <= K): K distributors started on K nodes (by pdsh, clush,
+    /// the job launcher), each with its own I, fill disjoint shares that
+    /// together are every node, each from its own port (a port sends
+    /// some 250,000 MADs a second: one fills 10,000 nodes in about two
+    /// minutes). A node's share follows from its port GUID alone. Each
+    /// reads what it needs from the master itself (with --compute: the
+    /// description, once per shard).
+    #[arg(long, value_name = "I/K", value_parser = shard, requires = "distribute")]
+    pub(crate) shard: Option<Shard>,
     /// With --distribute: take the records from this dump (as -p, --dump
     /// or --snapshot write them) rather than from the master; its sources
     /// are the ports probed. A snapshot's partition tables go too.
@@ -627,6 +637,26 @@ fn lid_list(s: &str) -> Result<LidList, String> {
 }
 
 /// A `--service-id` value: one ServiceID or a range `A-B`.
+/// `--shard I/K`: share I (1-based) of K.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shard {
+    pub(crate) index: u32,
+    pub(crate) of: u32,
+}
+
+fn shard(text: &str) -> Result<Shard, String> {
+    let usage = || format!("{text:?}: expected I/K, 1 <= I <= K <= 4096 (e.g. 2/4)");
+    let (i, k) = text.split_once('/').ok_or_else(usage)?;
+    let (index, of) = (
+        number::<u32>(i.trim()).map_err(|_| usage())?,
+        number::<u32>(k.trim()).map_err(|_| usage())?,
+    );
+    if index == 0 || index > of || of > 4096 {
+        return Err(usage());
+    }
+    Ok(Shard { index, of })
+}
+
 /// `--sample`: a number of destinations, or all of them (`None`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SampleSize(pub(crate) Option<usize>);
@@ -779,6 +809,20 @@ mod tests {
     fn cli_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_shard_is_one_of_k() {
+        assert_eq!(shard("2/4"), Ok(Shard { index: 2, of: 4 }));
+        assert_eq!(shard("1/1"), Ok(Shard { index: 1, of: 1 }));
+        for bad in ["0/4", "5/4", "4", "/4", "1/0", "1/5000", "a/b"] {
+            assert!(shard(bad).is_err(), "{bad:?}");
+        }
+        use clap::Parser;
+        assert!(
+            Cli::try_parse_from(["lsaquery", "--shard", "1/2"]).is_err(),
+            "needs --distribute"
+        );
     }
 
     #[test]

@@ -96,6 +96,7 @@ impl Mode {
         if cli.distribute {
             return Ok(Self::Distribute(distribute::Options {
                 compute,
+                shard: cli.shard.map(|s| distribute::Shard::new(s.index, s.of)),
                 targets: cli.targets.clone().map(|l| l.0),
                 from: cli.from.clone(),
                 delta: cli.delta.clone(),

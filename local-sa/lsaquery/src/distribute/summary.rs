@@ -37,6 +37,8 @@ pub(super) struct Tally {
     pub(super) qos: Outlook,
     /// What `--compute` did, if it was asked.
     pub(super) computed: Option<Computed>,
+    /// This distributor's share of the nodes, if it has one.
+    pub(super) shard: Option<super::Shard>,
 }
 
 /// What `--compute` did.
@@ -225,7 +227,8 @@ impl Summary {
         let failed = self.count(|n| n.failure.is_some());
         let t = &self.tally;
         let mut out = format!(
-            "{} local-sa nodes among {} ports probed: {filled} filled, {unchanged} unchanged, {failed} failed, in {:.3} s\n",
+            "{}{} local-sa nodes among {} ports probed: {filled} filled, {unchanged} unchanged, {failed} failed, in {:.3} s\n",
+            t.shard.map_or_else(String::new, |s| format!("shard {s}: ")),
             self.nodes.len(),
             self.probed,
             self.elapsed.as_secs_f64(),
@@ -322,7 +325,7 @@ impl Summary {
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
              \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"partition_deleted\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
              \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
-             \"names_refused\":{},\"compute\":{},\"failures\":[{}]}}",
+             \"names_refused\":{},\"compute\":{},\"shard\":{},\"failures\":[{}]}}",
             self.master_lid,
             self.elapsed.as_secs_f64(),
             self.probed,
@@ -348,6 +351,8 @@ impl Summary {
             t.computed
                 .as_ref()
                 .map_or_else(|| "null".to_owned(), Computed::json),
+            t.shard
+                .map_or_else(|| "null".to_owned(), |s| json_string(&s.to_string())),
             failures.join(",")
         )
     }
