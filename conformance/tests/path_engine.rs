@@ -644,9 +644,11 @@ fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master
     assert_eq!(json["filled"], 3, "{json}");
     assert_eq!(json["compute"]["tables"], 3, "{json}");
     assert_eq!(json["compute"]["differences"], 0, "{json}");
-    // No PathRecord table was asked of the master: its two whole tables
-    // are the names tables.
-    assert_eq!(json["master_tables"], 2, "{json}");
+    // No PathRecord table was asked of the master: its one whole table
+    // is the directory's (the adapters' NodeRecords, the other names
+    // table, are the description's).
+    assert_eq!(json["master_tables"], 1, "{json}");
+    assert_eq!(json["names_tables_taken"], 6, "{json}");
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }

@@ -1,12 +1,27 @@
-//! A model distributor next to the master: it holds every node's
-//! PathRecords (as from a dump: computing them costs the master SA
-//! nothing here), asks the master once for the two names tables (the
-//! channel adapters' NodeRecords and the local-sa directory), and pushes
-//! each node the names tables (NAMES_TABLE) and then its own paths
-//! (REPLACE_SOURCES), each a Set with the SM_Key over RMPP, `window`
-//! nodes at a time, the next node as soon as one has all three. A
-//! transfer that aborts or is refused is tried again, from the node's
-//! first, after the others.
+//! A model distributor next to the master: it asks the master once for
+//! the names tables (the channel adapters' NodeRecords and the local-sa
+//! directory), and pushes each of its nodes the names tables
+//! (NAMES_TABLE) and then its own paths (REPLACE_SOURCES), each a Set
+//! with the SM_Key over RMPP, `window` nodes at a time, the next node as
+//! soon as one has all of them. A transfer that aborts or is refused is
+//! tried again, from the node's first, after the others. Where its
+//! nodes' paths come from is its [`Source`]:
+//!
+//! * a dump (computing them costs the master SA nothing here);
+//! * the master: a GetTable of each node's paths (SGID) over RMPP before
+//!   the node's push, `lsaquery --distribute` without `--compute`;
+//! * computed (`lsaquery --distribute --compute`): first the fabric's
+//!   description from the master (a GetTable of each record type, whose
+//!   size the model master charges for the model's fabric; its NodeRecords
+//!   stand for the names table of adapters), one Get for the partition's
+//!   SL and [`SAMPLE`] Gets of pairs spread over the nodes checked
+//!   against the master, `MASTER_WINDOW` at a time; then the pushes,
+//!   as from a dump. Computing the tables is not on the fill's critical
+//!   path (the engine computes some 25 M paths a second a core, the port
+//!   sends some 750 k records a second), so it takes no virtual time.
+//!
+//! With several distributors each takes a share of the nodes (`shard`
+//! of `shards`, by LID) and reads what it needs from the master itself.
 //!
 //! The model master's names tables are empty (it charges a record per
 //! host for them, but builds none), so the names pushed are one record
@@ -49,25 +64,38 @@ const NAMES_TABLE: u32 = 1;
 /// QOS_TABLES (docs/wire-contract.md).
 const QOS_TABLES: u32 = 4;
 
-/// What a node is sent, in order: the names tables, its paths, then (with
-/// a ServiceID) its table at that ServiceID, asked of the master first.
+/// Where a distributor's nodes' paths come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Dump,
+    Master,
+    Computed,
+}
+
+/// Pairs a computing distributor checks against the master
+/// (`--check-sample`'s default).
+pub(crate) const SAMPLE: u16 = 1000;
+
+/// Queries a computing distributor keeps at the master at once
+/// (`--master-window`'s default).
+const MASTER_WINDOW: usize = 16;
+
+/// TransactionIDs of the description's and the sample's queries (a node's
+/// are its LID times 8 and a step).
+const DESCRIPTION_TID: u64 = 1 << 40;
+
+/// What a node is sent, in order: the names tables, its paths (from the
+/// master first, if that is where they come from), then (with a
+/// ServiceID) its table at that ServiceID, asked of the master first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Push(AttributeId),
-    FetchQos,
+    /// Its table from the master: by SGID (`false`), or at the ServiceID.
+    Fetch {
+        qos: bool,
+    },
     PushQos,
 }
-
-const STEPS: [Step; 5] = [
-    Step::Push(AttributeId::NODE_RECORD),
-    Step::Push(AttributeId::SERVICE_RECORD),
-    Step::Push(AttributeId::PATH_RECORD),
-    Step::FetchQos,
-    Step::PushQos,
-];
-
-/// The steps without a ServiceID.
-const DEFAULT_STEPS: usize = 3;
 
 /// How long a node's table at the ServiceID may take to start arriving
 /// before it is asked again (the master may have dropped the request).
@@ -99,12 +127,20 @@ pub(crate) struct Distributor {
     pub(crate) lid: u16,
     master: u16,
     hosts: u16,
-    /// The names tables are yet to be asked of the master.
+    source: Source,
+    /// What each node goes through, in order.
+    steps: Vec<Step>,
+    /// The names tables (computed: the description and the sample) are
+    /// yet to be asked of the master.
     names_unasked: bool,
+    /// Computed: the description's and the sample's queries still to ask,
+    /// and those asked without an answer yet.
+    checks: VecDeque<Bytes>,
+    checks_out: usize,
     window: usize,
     /// Nodes still to fill, in order.
     todo: VecDeque<u16>,
-    /// Transfers under way, by node: which of [`STEPS`], and the transfer.
+    /// Transfers under way, by node: which step, and the transfer.
     sending: BTreeMap<u16, (usize, Transfer)>,
     /// The ServiceID whose tables it sends, if any.
     service_id: Option<u64>,
@@ -118,33 +154,43 @@ pub(crate) struct Distributor {
 }
 
 impl Distributor {
+    /// A distributor of the nodes of share `shard` (0-based) of `shards`.
     pub(crate) fn new(
         lid: u16,
         master: u16,
         hosts: u16,
         window: usize,
         service_id: Option<u64>,
+        source: Source,
+        (shard, shards): (u16, u16),
     ) -> Self {
+        let mut steps = vec![
+            Step::Push(AttributeId::NODE_RECORD),
+            Step::Push(AttributeId::SERVICE_RECORD),
+        ];
+        if source == Source::Master {
+            steps.push(Step::Fetch { qos: false });
+        }
+        steps.push(Step::Push(AttributeId::PATH_RECORD));
+        if service_id.is_some() {
+            steps.extend([Step::Fetch { qos: true }, Step::PushQos]);
+        }
         Self {
             lid,
             master,
             hosts,
+            source,
+            steps,
             names_unasked: true,
+            checks: VecDeque::new(),
+            checks_out: 0,
             window: window.max(1),
-            todo: (1..=hosts).collect(),
+            todo: (1..=hosts).filter(|n| n % shards.max(1) == shard).collect(),
             sending: BTreeMap::new(),
             service_id,
             fetched: BTreeMap::new(),
             outbox: Vec::new(),
             retries: 0,
-        }
-    }
-
-    /// How many of [`STEPS`] a node goes through.
-    fn steps(&self) -> usize {
-        match self.service_id {
-            Some(_) => STEPS.len(),
-            None => DEFAULT_STEPS,
         }
     }
 
@@ -177,7 +223,11 @@ impl Distributor {
                 None => {}
             }
         }
-        while self.sending.len() < self.window {
+        let mut out = self.ask_names();
+        out.extend(self.ask_checks());
+        // A computing distributor pushes nothing before its check is over.
+        let checked = self.checks.is_empty() && self.checks_out == 0;
+        while checked && self.sending.len() < self.window {
             let Some(node) = self.todo.pop_front() else {
                 break;
             };
@@ -185,16 +235,64 @@ impl Distributor {
                 break;
             }
         }
-        let mut out = self.ask_names();
         out.extend(self.flush(now));
         out
     }
 
-    /// Starts `STEPS[step]` for `node`; false if it cannot be.
+    /// The description's and the sample's queries, [`MASTER_WINDOW`] at
+    /// the master at once.
+    fn ask_checks(&mut self) -> Vec<(Address, Bytes)> {
+        let mut out = Vec::new();
+        while self.checks_out < MASTER_WINDOW {
+            let Some(q) = self.checks.pop_front() else {
+                break;
+            };
+            self.checks_out += 1;
+            out.push((Address::gsi(self.master, 0), q));
+        }
+        out
+    }
+
+    /// What a computing distributor asks the master before its pushes:
+    /// every record type of the description, one path for the
+    /// partition's SL, and the sample's pairs (spread over the nodes).
+    fn description_and_sample(&self) -> VecDeque<Bytes> {
+        let mut q = VecDeque::new();
+        let mut tid = DESCRIPTION_TID;
+        for attribute in [
+            AttributeId::NODE_RECORD,
+            AttributeId::PORT_INFO_RECORD,
+            AttributeId::LINK_RECORD,
+            AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
+            AttributeId::PKEY_TABLE_RECORD,
+            AttributeId::GUID_INFO_RECORD,
+        ] {
+            tid += 1;
+            q.push_back(SaMadBuilder::request(Method::GET_TABLE, tid, attribute).into_bytes());
+        }
+        let pairs = (SAMPLE + 1).min(self.hosts.saturating_mul(self.hosts.min(SAMPLE)));
+        for i in 0..pairs {
+            tid += 1;
+            let (s, d) = (
+                i % self.hosts + 1,
+                (i * 7 + i / self.hosts) % self.hosts + 1,
+            );
+            let mut t = PathRecord::new_zeroed();
+            t.set_sgid(gid(s));
+            t.set_dgid(gid(d));
+            let mut b =
+                SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
+            b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
+            q.push_back(b.into_bytes());
+        }
+        q
+    }
+
+    /// Starts `self.steps[step]` for `node`; false if it cannot be.
     fn start(&mut self, node: u16, step: usize, now: Instant) -> bool {
-        let transfer = match STEPS[step] {
-            Step::FetchQos => {
-                self.outbox.push(self.qos_table_request(node, step));
+        let transfer = match self.steps[step] {
+            Step::Fetch { qos } => {
+                self.outbox.push(self.table_request(node, step, qos));
                 Transfer::Fetch(Receiver::new(RmppConfig::default(), now), now)
             }
             _ => match self.sender(node, step, now) {
@@ -206,18 +304,22 @@ impl Distributor {
         true
     }
 
-    /// The GetTable of `node`'s paths at the ServiceID, on the default
-    /// partition.
-    fn qos_table_request(&self, node: u16, step: usize) -> (Address, Bytes) {
+    /// The GetTable of `node`'s paths: its table (SGID), or (`qos`) at
+    /// the ServiceID, on the default partition.
+    fn table_request(&self, node: u16, step: usize, qos: bool) -> (Address, Bytes) {
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, tid(node, step), AttributeId::PATH_RECORD);
         let h = b.header_mut();
         h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-        h.sa.set_component_mask(pr::SGID | pr::PKEY | pr::SERVICE_ID);
         let mut t = PathRecord::new_zeroed();
         t.set_sgid(gid(node));
-        t.set_pkey(0xFFFF);
-        t.set_service_id(self.service_id.unwrap_or(0));
+        if qos {
+            h.sa.set_component_mask(pr::SGID | pr::PKEY | pr::SERVICE_ID);
+            t.set_pkey(0xFFFF);
+            t.set_service_id(self.service_id.unwrap_or(0));
+        } else {
+            h.sa.set_component_mask(pr::SGID);
+        }
         let mut mad = BytesMut::from(b.into_bytes().as_ref());
         mad.truncate(SaMadHeader::LEN);
         mad.extend_from_slice(t.as_bytes());
@@ -225,19 +327,29 @@ impl Distributor {
     }
 
     /// The two names tables, asked of the master once (their answers are
-    /// not needed: the model's are empty).
+    /// not needed: the model's are empty); computed, the directory's only
+    /// (the description's NodeRecords hold the adapters'), and the
+    /// description and sample queued.
     fn ask_names(&mut self) -> Vec<(Address, Bytes)> {
         if !std::mem::take(&mut self.names_unasked) {
             return Vec::new();
         }
         let master = Address::gsi(self.master, 0);
-        [AttributeId::NODE_RECORD, AttributeId::SERVICE_RECORD]
-            .into_iter()
-            .map(|attribute| {
-                let b = SaMadBuilder::request(Method::GET_TABLE, 1, attribute);
-                (master, b.into_bytes())
-            })
-            .collect()
+        let mut adapters = NodeRecord::new_zeroed();
+        adapters.set_node_type(mad_codec::codes::NodeType::CA);
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 1, AttributeId::NODE_RECORD).record(&adapters);
+        b.header_mut()
+            .sa
+            .set_component_mask(mad_codec::attr::node_record::mask::NODE_TYPE);
+        let nodes = b.into_bytes();
+        let directory =
+            SaMadBuilder::request(Method::GET_TABLE, 1, AttributeId::SERVICE_RECORD).into_bytes();
+        if self.source == Source::Computed {
+            self.checks = self.description_and_sample();
+            return vec![(master, directory)];
+        }
+        vec![(master, nodes), (master, directory)]
     }
 
     /// Whether every node has everything.
@@ -293,19 +405,26 @@ impl Distributor {
             if h.mad.status() != MadStatus::OK {
                 self.retries += 1;
                 self.todo.push_back(node);
-            } else if next < self.steps() {
+            } else if next < self.steps.len() {
                 self.start(node, next, now);
             }
         }
     }
 
-    /// The master's MAD: a segment of a node's table at the ServiceID (the
-    /// names tables' answers are not needed).
+    /// The master's MAD: a segment of a node's table, or the answer to
+    /// one of the description's or the sample's queries (the names
+    /// tables' answers are not needed).
     fn master_answered(&mut self, now: Instant, from: Address, mad: &[u8]) {
         let Ok((h, _)) = SaMadHeader::parse(mad) else {
             return;
         };
         let tid = h.mad.transaction_id();
+        if tid > DESCRIPTION_TID {
+            // The model's description comes in one MAD (its records
+            // charged, not built): counted as answered.
+            self.checks_out = self.checks_out.saturating_sub(1);
+            return;
+        }
         let node = (tid >> 3) as u16;
         let Some((step, Transfer::Fetch(r, _))) = self.sending.get_mut(&node) else {
             return;
@@ -329,30 +448,34 @@ impl Distributor {
         } else {
             Bytes::copy_from_slice(mad)
         };
-        let records = match SaMadHeader::parse(&message) {
-            Ok((h, body)) if h.mad.status() == MadStatus::OK => body
-                .chunks_exact(PathRecord::LEN)
-                .filter_map(|r| PathRecord::read_from_bytes(r).ok())
-                .filter(|r| r.slid() != 0)
-                .collect(),
-            _ => Vec::new(),
-        };
-        self.fetched.insert(node, records);
+        // A node's table is pushed as from a dump (the same records); its
+        // table at the ServiceID is kept for its push.
+        if self.steps[step] == (Step::Fetch { qos: true }) {
+            let records = match SaMadHeader::parse(&message) {
+                Ok((h, body)) if h.mad.status() == MadStatus::OK => body
+                    .chunks_exact(PathRecord::LEN)
+                    .filter_map(|r| PathRecord::read_from_bytes(r).ok())
+                    .filter(|r| r.slid() != 0)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            self.fetched.insert(node, records);
+        }
         self.sending.remove(&node);
         self.start(node, step + 1, now);
     }
 
-    /// The transfer of `STEPS[step]` to `node`.
+    /// The transfer of `self.steps[step]` to `node`.
     fn sender(&mut self, node: u16, step: usize, now: Instant) -> Option<Sender> {
-        let attribute = match STEPS[step] {
+        let attribute = match self.steps[step] {
             Step::Push(attribute) => attribute,
-            Step::PushQos | Step::FetchQos => AttributeId::PATH_RECORD,
+            Step::PushQos | Step::Fetch { .. } => AttributeId::PATH_RECORD,
         };
         let mut b = SaMadBuilder::request(Method::SET, tid(node, step), attribute);
         let h = b.header_mut();
         h.sa.set_sm_key(SM_KEY);
         let data = match attribute {
-            _ if STEPS[step] == Step::PushQos => {
+            _ if self.steps[step] == Step::PushQos => {
                 h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
                 h.sa.set_component_mask(pr::PKEY | pr::SERVICE_ID);
                 h.mad.set_attribute_modifier(QOS_TABLES);
@@ -420,7 +543,7 @@ fn acks(r: &mut Receiver, to: Address, out: &mut Vec<(Address, Bytes)>) {
     }
 }
 
-/// The TransactionID of `STEPS[step]` for `node`.
+/// The TransactionID of step `step` for `node`.
 fn tid(node: u16, step: usize) -> u64 {
     u64::from(node) << 3 | step as u64
 }

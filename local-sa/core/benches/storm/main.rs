@@ -28,6 +28,14 @@
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 //!
+//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 fill` runs
+//! only the fill, by a distributor that asks the master for every node's
+//! table (`distributor-master`) and by 1, 4 and 16 that compute them from
+//! the fabric's description (`compute`, `compute-4`, `compute-16`), and
+//! prints what each costs the master (queries, records, bytes, its time)
+//! and how long it takes, with each one's fitted slope of records
+//! against N.
+//!
 //! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 events` runs
 //! instead, for each N, an SM failover and a reboot of 5 % of the nodes
 //! after the job, with and without the cores' jitter, and prints what
@@ -45,6 +53,7 @@ mod world;
 use std::path::Path;
 use std::time::Duration;
 
+use distributor::Source;
 use master::{MasterModel, QosRule};
 use world::{Disturbance, Door, Outcome, Scenario};
 
@@ -90,6 +99,7 @@ fn main() {
         };
         let o = world::run(scenario(hosts, ranks, setup, model), LIMIT);
         print_row(hosts, setup, &o, memory::peak() / u64::from(hosts));
+        print_fill_row(hosts, setup, &o);
         if o.unfinished_ranks == 0 {
             println!("path queries {}", o.fill.path_queries + o.job.path_queries);
         }
@@ -101,6 +111,9 @@ fn main() {
     );
     if args.get(2).map(String::as_str) == Some("events") {
         return events(&sizes, ranks, model);
+    }
+    if args.get(2).map(String::as_str) == Some("fill") {
+        return fill(&sizes, ranks);
     }
     let setups: Vec<Setup> = match args.get(2) {
         Some(list) => list.split(',').filter_map(Setup::parse).collect(),
@@ -170,6 +183,7 @@ fn run_alone(hosts: u16, ranks: u16, setup: Setup) -> Option<u64> {
     for line in text.lines() {
         match line.strip_prefix("path queries ") {
             Some(n) => queries = n.parse().ok(),
+            None if line.starts_with(FILL_ROW) => {}
             None => println!("{line}"),
         }
     }
@@ -188,6 +202,76 @@ fn run_alone(hosts: u16, ranks: u16, setup: Setup) -> Option<u64> {
     queries
 }
 
+/// What marks a run's row of the fill's cost (printed by `--single`,
+/// shown by the `fill` mode).
+const FILL_ROW: &str = "fill-row ";
+
+/// The fill alone: what filling every node costs the master with a
+/// distributor that asks it for every table and with distributors that
+/// compute them, and how long the fill takes, with a fit of the master's
+/// records against N for each.
+fn fill(sizes: &[u16], ranks: u16) {
+    println!(
+        "\n| N | setup | master queries | records | bytes | master time | of them PathRecord queries | fill time |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    let setups = [
+        Setup::DistributorFromMaster,
+        Setup::Computed(1),
+        Setup::Computed(4),
+        Setup::Computed(16),
+    ];
+    let mut fits: Vec<(Setup, Vec<(f64, f64)>)> = setups.iter().map(|s| (*s, Vec::new())).collect();
+    for &hosts in sizes {
+        for (setup, points) in &mut fits {
+            let Ok(exe) = std::env::current_exe() else {
+                return;
+            };
+            let Ok(out) = std::process::Command::new(exe)
+                .args([SINGLE, &hosts.to_string(), &ranks.to_string(), setup.name()])
+                .output()
+            else {
+                continue;
+            };
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some(row) = line.strip_prefix(FILL_ROW) {
+                    println!("{row}");
+                    let records: Option<f64> = row
+                        .split('|')
+                        .nth(4)
+                        .and_then(|r| r.trim().replace(',', "").parse().ok());
+                    if let Some(r) = records {
+                        points.push((f64::from(hosts), r));
+                    }
+                }
+            }
+        }
+    }
+    println!();
+    for (setup, points) in &fits {
+        if let Some(k) = plot::slope(points) {
+            println!(
+                "fitted slope of the master's records against N, {}: {k:.3}",
+                setup.label()
+            );
+        }
+    }
+}
+
+fn print_fill_row(hosts: u16, setup: Setup, o: &Outcome) {
+    let l = &o.fill;
+    println!(
+        "{FILL_ROW}| {hosts} | {} | {} | {} | {} | {:.3} s | {} | {:.2} s |",
+        setup.label(),
+        l.path_queries + l.other_queries,
+        l.records,
+        l.bytes,
+        l.busy.as_secs_f64(),
+        l.path_queries,
+        o.fill_time.as_secs_f64(),
+    );
+}
+
 /// The scenario of one (N, setup) row.
 fn scenario(hosts: u16, ranks: u16, setup: Setup, model: MasterModel) -> Scenario {
     let qos = setup.qos();
@@ -202,7 +286,23 @@ fn scenario(hosts: u16, ranks: u16, setup: Setup, model: MasterModel) -> Scenari
             Door::Qp1
         },
         cold: setup == Setup::Cold,
-        distributor: matches!(setup, Setup::Distributor | Setup::QosDistributor).then_some(32),
+        distributor: matches!(
+            setup,
+            Setup::Distributor
+                | Setup::QosDistributor
+                | Setup::DistributorFromMaster
+                | Setup::Computed(_)
+        )
+        .then_some(32),
+        source: match setup {
+            Setup::DistributorFromMaster => Source::Master,
+            Setup::Computed(_) => Source::Computed,
+            _ => Source::Dump,
+        },
+        shards: match setup {
+            Setup::Computed(k) => k,
+            _ => 1,
+        },
         service_id: qos.then_some(RDMA_CM_SERVICE_ID),
         warm: setup == Setup::QosWarm,
         disturbance: None,
@@ -291,6 +391,13 @@ enum Setup {
     QosWarm,
     /// ... local-sa filled by the distributor.
     QosDistributor,
+    /// local-sa on every node, filled by a distributor that asks the master
+    /// for each node's table (`lsaquery --distribute`).
+    DistributorFromMaster,
+    /// ... by distributors that compute the tables from the fabric's
+    /// description (`lsaquery --distribute --compute`), 1, 4 or 16 of
+    /// them (`--shard`).
+    Computed(u16),
 }
 
 impl Setup {
@@ -305,6 +412,10 @@ impl Setup {
             Self::QosLocalSa,
             Self::QosWarm,
             Self::QosDistributor,
+            Self::DistributorFromMaster,
+            Self::Computed(1),
+            Self::Computed(4),
+            Self::Computed(16),
         ]
         .into_iter()
         .find(|s| s.name() == name)
@@ -321,6 +432,10 @@ impl Setup {
             Self::QosLocalSa => "qos-local-sa",
             Self::QosWarm => "qos-warm",
             Self::QosDistributor => "qos-distributor",
+            Self::DistributorFromMaster => "distributor-master",
+            Self::Computed(1) => "compute",
+            Self::Computed(4) => "compute-4",
+            Self::Computed(_) => "compute-16",
         }
     }
 
@@ -342,7 +457,11 @@ impl Setup {
             Self::QosLocalSa => ("QoS master, rdma_cm ServiceID: local-sa", "#27ae60"),
             Self::QosWarm => ("QoS master, rdma_cm ServiceID: local-sa, warmed", "#8e44ad"),
             Self::QosDistributor => ("QoS master, rdma_cm ServiceID: distributor", "#16a085"),
-            Self::Distributor | Self::Acm | Self::Cold => return None,
+            Self::Distributor
+            | Self::Acm
+            | Self::Cold
+            | Self::DistributorFromMaster
+            | Self::Computed(_) => return None,
         })
     }
 
@@ -357,6 +476,10 @@ impl Setup {
             Self::QosLocalSa => "QoS, rdma_cm ServiceID: local-sa (bulk load)",
             Self::QosWarm => "QoS, rdma_cm ServiceID: local-sa, warmed by a prolog",
             Self::QosDistributor => "QoS, rdma_cm ServiceID: local-sa (distributor)",
+            Self::DistributorFromMaster => "distributor, tables from the master",
+            Self::Computed(1) => "distributor, tables computed",
+            Self::Computed(4) => "4 distributors (--shard), tables computed",
+            Self::Computed(_) => "16 distributors (--shard), tables computed",
         }
     }
 }

@@ -21,10 +21,14 @@
 //!
 //! Anything but PathRecords is answered with an empty OK answer
 //! (ClassPortInfo zeroed but for the QoS bit, the request's record echoed
-//! for Sets); a
-//! GetTable of NodeRecords or ServiceRecords (the naming layer's directory
-//! loads) costs one record per host, as the real tables would. The
-//! registrations a core makes load the queues like any request.
+//! for Sets); a GetTable of NodeRecords (of the adapters) or
+//! ServiceRecords (the naming layer's directory loads) costs one record
+//! per host, as the real tables would, and a GetTable of every record of
+//! a type of the fabric's description (NodeRecords, PortInfoRecords,
+//! LinkRecords, LFTRecords, P_KeyTableRecords, GUIDInfoRecords: what
+//! `lsaquery --compute` reads) what the model's fabric has of them
+//! ([`description_records`]). The registrations a core makes load the
+//! queues like any request.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -74,6 +78,37 @@ pub(crate) struct MasterModel {
     pub(crate) qos: Option<QosRule>,
 }
 
+/// The switches of the model's fabric: a three-level fat tree of
+/// radix-64 switches with full bisection (N/32 leaves, as many in the
+/// middle, N/64 at the top), which the records of a fabric's description
+/// are counted from.
+pub(crate) fn switches(hosts: u16) -> u64 {
+    let n = u64::from(hosts);
+    2 * n.div_ceil(32) + n.div_ceil(64)
+}
+
+/// How many records, and of how many bytes each, a GetTable of every
+/// record of `attribute` answers on the model's fabric of `hosts` hosts
+/// (what `lsaquery --compute` reads: the fabric's description); `None`
+/// for the other attributes.
+pub(crate) fn description_records(attribute: AttributeId, hosts: u16) -> Option<(u64, u64)> {
+    let (n, s) = (u64::from(hosts), switches(hosts));
+    Some(match attribute {
+        AttributeId::NODE_RECORD => (n + s, 112),
+        // Every adapter port; every switch's 64 ports and its port 0.
+        AttributeId::PORT_INFO_RECORD => (n + 65 * s, 72),
+        // The hosts' links and twice as many between switches, each seen
+        // from both ends.
+        AttributeId::LINK_RECORD => (2 * 3 * n, 8),
+        // Every switch's blocks of 64 LIDs.
+        AttributeId::LINEAR_FORWARDING_TABLE_RECORD => (s * (n + s + 1).div_ceil(64), 72),
+        AttributeId::PKEY_TABLE_RECORD => (n + s, 72),
+        // No alias GUIDs assigned.
+        AttributeId::GUID_INFO_RECORD => (0, 72),
+        _ => return None,
+    })
+}
+
 /// What the master saw.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct MasterLoad {
@@ -83,8 +118,11 @@ pub(crate) struct MasterLoad {
     pub(crate) tables: u64,
     /// Other requests served (registrations, ClassPortInfo, names).
     pub(crate) other_queries: u64,
-    /// Records its answers carried.
+    /// Records its answers carried, and their bytes.
     pub(crate) records: u64,
+    pub(crate) bytes: u64,
+    /// Its time spent serving requests (the model's cost of each).
+    pub(crate) busy: Duration,
     /// Requests dropped at a full queue or by the queue-time rule.
     pub(crate) dropped: u64,
     /// Requests served in each second of the run.
@@ -231,6 +269,7 @@ impl Master {
                 + records as f64 / self.model.records_per_second;
             let d = if sets { &mut self.sets } else { &mut self.gets };
             d.busy_until = Some(now + Duration::from_secs_f64(cost));
+            self.load.busy += Duration::from_secs_f64(cost);
             let second = now.saturating_duration_since(self.start).as_secs() as usize;
             if self.load.per_second.len() <= second {
                 self.load.per_second.resize(second + 1, 0);
@@ -268,17 +307,21 @@ impl Master {
         let reply_to = from.reply();
         if h.mad.attribute_id() != AttributeId::PATH_RECORD {
             self.load.other_queries += 1;
-            let directory_load = h.mad.method() == Method::GET_TABLE
-                && matches!(
-                    h.mad.attribute_id(),
-                    AttributeId::NODE_RECORD | AttributeId::SERVICE_RECORD
-                );
-            let cost = if directory_load {
-                usize::from(self.hosts)
-            } else {
-                0
+            let attribute = h.mad.attribute_id();
+            let table = h.mad.method() == Method::GET_TABLE;
+            let description = description_records(attribute, self.hosts)
+                .filter(|_| table && h.sa.component_mask() == mad_codec::ComponentMask::NONE);
+            // A names table (the adapters' NodeRecords, the directory's
+            // ServiceRecords): a record per host; a whole description
+            // table: the fabric's.
+            let (cost, stride) = match (description, attribute) {
+                (Some((records, stride)), _) => (records as usize, stride),
+                (None, AttributeId::NODE_RECORD) if table => (usize::from(self.hosts), 112),
+                (None, AttributeId::SERVICE_RECORD) if table => (usize::from(self.hosts), 176),
+                _ => (0, 0),
             };
             self.load.records += cost as u64;
+            self.load.bytes += cost as u64 * stride;
             let data: Bytes = if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
                 let mut cpi = ClassPortInfo::new_zeroed();
                 if self.model.qos.is_some() {
@@ -325,6 +368,7 @@ impl Master {
             }
         }
         self.load.records += records.len() as u64;
+        self.load.bytes += records.len() as u64 * PathRecord::LEN as u64;
         if h.mad.method() == Method::GET {
             return match records.first() {
                 Some(r) => (vec![(reply_to, single(&h, MadStatus::OK, r.as_bytes()))], 1),

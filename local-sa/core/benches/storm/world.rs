@@ -29,7 +29,7 @@ use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
 use local_sa_core::naming::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
-use crate::distributor::{Distributor, SM_KEY};
+use crate::distributor::{Distributor, SM_KEY, Source};
 use crate::master::{Master, MasterLoad, MasterModel, gid};
 
 /// What is simulated.
@@ -54,6 +54,10 @@ pub(crate) struct Scenario {
     /// than ask the master for their tables. With a `service_id` it also
     /// sends each node its table at that ServiceID, from the master.
     pub(crate) distributor: Option<usize>,
+    /// Where the distributor's paths come from.
+    pub(crate) source: Source,
+    /// Distributors, each with its share of the nodes.
+    pub(crate) shards: u16,
     /// The ServiceID the ranks' queries name (rdma_cm's route
     /// resolution), if any.
     pub(crate) service_id: Option<u64>,
@@ -145,7 +149,7 @@ pub(crate) struct Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Party {
     Master,
-    Distributor,
+    Distributor(u16),
     Core(u16),
     Rank(u16, u16),
 }
@@ -186,6 +190,15 @@ const COLD_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// QP numbers of ranks start here (QP1 is the cores').
 const RANK_QP: u32 = 100;
 
+/// A distributor, its port and its timer.
+struct DistributorPort {
+    d: Distributor,
+    /// When its wake-up is scheduled.
+    wake: Option<Instant>,
+    /// When its port can put its next MAD on the wire.
+    free: Instant,
+}
+
 struct World {
     s: Scenario,
     now: Instant,
@@ -196,10 +209,7 @@ struct World {
     master: Master,
     /// When the master's wake-up is scheduled (one at a time).
     master_wake: Option<Instant>,
-    distributor: Option<Distributor>,
-    distributor_wake: Option<Instant>,
-    /// When the distributor's port can put its next MAD on the wire.
-    distributor_free: Instant,
+    distributors: Vec<DistributorPort>,
     cores: Vec<SaCore>,
     /// Each node's ibacm door, when ranks use it.
     acm: Vec<AcmService>,
@@ -268,11 +278,24 @@ impl World {
             seq: 0,
             master,
             master_wake: None,
-            distributor: s.distributor.map(|window| {
-                Distributor::new(master_lid + 1, master_lid, s.hosts, window, s.service_id)
-            }),
-            distributor_wake: None,
-            distributor_free: start,
+            distributors: match s.distributor {
+                None => Vec::new(),
+                Some(window) => (0..s.shards.max(1))
+                    .map(|i| DistributorPort {
+                        d: Distributor::new(
+                            master_lid + 1 + i,
+                            master_lid,
+                            s.hosts,
+                            window,
+                            s.service_id,
+                            s.source,
+                            (i, s.shards.max(1)),
+                        ),
+                        wake: None,
+                        free: start,
+                    })
+                    .collect(),
+            },
             cores: Vec::new(),
             acm: Vec::new(),
             core_wake: Vec::new(),
@@ -317,9 +340,9 @@ impl World {
             for lid in 1..=s.hosts {
                 w.after_core(lid);
             }
-            if let Some(d) = w.distributor.as_mut() {
-                let out = d.poll(start);
-                w.after_distributor(out);
+            for i in 0..w.distributors.len() {
+                let out = w.distributors[i].d.poll(start);
+                w.after_distributor(i, out);
             }
         } else {
             w.start_ranks();
@@ -334,7 +357,8 @@ impl World {
         self.job_load = Some(std::mem::take(&mut self.master.load));
         let touched: Vec<u16> = match what {
             Disturbance::Failover => {
-                let lid = self.master.lid + 2;
+                let last = self.distributors.last().map_or(0, |p| p.d.lid);
+                let lid = self.master.lid.max(last) + 2;
                 self.master = Master::new(lid, self.s.hosts, self.s.master, self.start);
                 self.master_wake = None;
                 for core in &mut self.cores {
@@ -382,8 +406,8 @@ impl World {
         if to.lid == self.master.lid {
             return Some(Party::Master);
         }
-        if self.distributor.as_ref().is_some_and(|d| d.lid == to.lid) {
-            return Some(Party::Distributor);
+        if let Some(i) = self.distributors.iter().position(|p| p.d.lid == to.lid) {
+            return Some(Party::Distributor(i as u16));
         }
         if !(1..=self.s.hosts).contains(&to.lid) {
             return None;
@@ -468,22 +492,24 @@ impl World {
     /// if there is one, has sent everything (a job prolog waits for
     /// `lsaquery --distribute` to end).
     fn start_ranks_when_filled(&mut self) {
-        let distributed = self.distributor.as_ref().is_none_or(Distributor::is_done);
+        let distributed = self.distributors.iter().all(|p| p.d.is_done());
         if !self.ranks_started && self.cores_ready == self.cores.len() && distributed {
             self.start_ranks();
         }
     }
 
-    fn after_distributor(&mut self, out: Vec<(Address, Bytes)>) {
+    fn after_distributor(&mut self, i: usize, out: Vec<(Address, Bytes)>) {
         self.start_ranks_when_filled();
-        let Some(d) = &self.distributor else { return };
-        let me = Address::gsi(d.lid, 0);
-        let next = d.next_event();
-        // The distributor's one port sends at most `DISTRIBUTOR_MADS_PER_SECOND`.
+        let p = &self.distributors[i];
+        let me = Address::gsi(p.d.lid, 0);
+        let next = p.d.next_event();
+        // Each distributor's one port sends at most
+        // `DISTRIBUTOR_MADS_PER_SECOND`.
         let gap = Duration::from_secs_f64(1.0 / DISTRIBUTOR_MADS_PER_SECOND);
         for (to, mad) in out {
-            let leaves = self.distributor_free.max(self.now);
-            self.distributor_free = leaves + gap;
+            let p = &mut self.distributors[i];
+            let leaves = p.free.max(self.now);
+            p.free = leaves + gap;
             if let Some(party) = self.party_at(&to) {
                 let event = Event::Deliver {
                     to: party,
@@ -494,10 +520,10 @@ impl World {
             }
         }
         if let Some(t) = next
-            && self.distributor_wake.is_none_or(|w| t < w)
+            && self.distributors[i].wake.is_none_or(|w| t < w)
         {
-            self.distributor_wake = Some(t);
-            self.schedule(t.max(self.now), Event::Wake(Party::Distributor));
+            self.distributors[i].wake = Some(t);
+            self.schedule(t.max(self.now), Event::Wake(Party::Distributor(i as u16)));
         }
     }
 
@@ -700,13 +726,11 @@ impl World {
                         self.after_core(lid);
                     }
                     Party::Rank(node, r) => self.rank_answer(node, r, &mad),
-                    Party::Distributor => {
+                    Party::Distributor(i) => {
                         let now = self.now;
-                        let out = match self.distributor.as_mut() {
-                            Some(d) => d.receive(now, from, &mad),
-                            None => Vec::new(),
-                        };
-                        self.after_distributor(out);
+                        let i = usize::from(i);
+                        let out = self.distributors[i].d.receive(now, from, &mad);
+                        self.after_distributor(i, out);
                     }
                 },
                 Event::Wake(Party::Master) => {
@@ -727,16 +751,14 @@ impl World {
                     self.after_core(lid);
                 }
                 Event::Wake(Party::Rank(node, r)) => self.rank_wake(node, r),
-                Event::Wake(Party::Distributor) => {
-                    if self.distributor_wake.is_some_and(|w| w <= self.now) {
-                        self.distributor_wake = None;
+                Event::Wake(Party::Distributor(i)) => {
+                    let (now, i) = (self.now, usize::from(i));
+                    let p = &mut self.distributors[i];
+                    if p.wake.is_some_and(|w| w <= now) {
+                        p.wake = None;
                     }
-                    let now = self.now;
-                    let out = match self.distributor.as_mut() {
-                        Some(d) => d.poll(now),
-                        None => Vec::new(),
-                    };
-                    self.after_distributor(out);
+                    let out = p.d.poll(now);
+                    self.after_distributor(i, out);
                 }
             }
         }
@@ -765,7 +787,7 @@ impl World {
             p99: pct(0.99),
             max: pct(1.0),
             rank_retries: self.rank_retries,
-            loads_retried: self.distributor.as_ref().map_or(0, |d| d.retries),
+            loads_retried: self.distributors.iter().map(|p| p.d.retries).sum(),
             unfinished_ranks: total_ranks - self.ranks_done,
         }
     }

@@ -29,7 +29,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use local_sa_core::path_engine::{Fabric, PairCheck, Table};
-use mad_codec::PkeyTableRecord;
+use mad_codec::codes::NodeType;
+use mad_codec::{NodeRecord, PkeyTableRecord};
 use umad::Address;
 
 use self::check::Checked;
@@ -58,6 +59,9 @@ pub(crate) struct Prepared {
     pub(crate) qos: bool,
     /// The P_Key tables of the description.
     pub(crate) pkey_tables: Vec<PkeyTableRecord>,
+    /// The channel adapters' NodeRecords of the description (a names
+    /// table's).
+    pub(crate) adapters: Vec<NodeRecord>,
     /// Reading the description cost the master this.
     pub(crate) description: Served,
     /// Its multi-MAD answers came cut.
@@ -150,6 +154,13 @@ pub(crate) async fn prepare(
     Ok(Prepared {
         fabric,
         qos: read.qos,
+        adapters: read
+            .records
+            .nodes
+            .iter()
+            .filter(|n| n.node_type() == NodeType::CA)
+            .copied()
+            .collect(),
         pkey_tables: read.records.pkeys,
         description: read.served,
         cut: read.cut,

@@ -213,15 +213,24 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
             Some(held) => Fabric::from_destinations(&held.default).endpoints,
             None => fabric.endpoints.clone(),
         };
-        names::fetch(session, master, &ports, options.master_window, &mut tally)
-            .await
-            .inspect_err(|e| {
-                eprintln!(
-                    "lsaquery: the names tables are not distributed: {}",
-                    e.message
-                )
-            })
-            .ok()
+        // Computed, the description holds the adapters' NodeRecords.
+        let adapters = computing.as_ref().map(|c| c.adapters.clone());
+        names::fetch(
+            session,
+            master,
+            &ports,
+            adapters,
+            options.master_window,
+            &mut tally,
+        )
+        .await
+        .inspect_err(|e| {
+            eprintln!(
+                "lsaquery: the names tables are not distributed: {}",
+                e.message
+            )
+        })
+        .ok()
     };
     if let Some(n) = &names {
         tally.names = Some((n.nodes.records, n.directory.records));

@@ -39,36 +39,21 @@ pub(super) struct NamesTables {
     pub(super) directory: NamesLoad,
 }
 
-/// Fetches both tables from `master`; `ports` are asked one by one if the
-/// whole tables come back cut.
+/// Fetches both tables from `master` (the adapters' NodeRecords only if
+/// not given in `adapters`); `ports` are asked one by one if the whole
+/// tables come back cut.
 pub(super) async fn fetch(
     session: &mut Session,
     master: Address,
     ports: &[Endpoint],
+    adapters: Option<Vec<NodeRecord>>,
     window: usize,
     tally: &mut Tally,
 ) -> Result<NamesTables, Failure> {
-    let nodes: Vec<NodeRecord> = fetch_table(session, master, ports, window, tally, |port| {
-        let mut t = NodeRecord::new_zeroed();
-        let mask = match port {
-            None => {
-                t.set_node_type(NodeType::CA);
-                nr::NODE_TYPE
-            }
-            Some(p) => {
-                t.set_lid(p.lid);
-                nr::LID
-            }
-        };
-        let mut b =
-            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(mask);
-        b.into_bytes()
-    })
-    .await?
-    .into_iter()
-    .filter(|r: &NodeRecord| r.node_type() == NodeType::CA)
-    .collect();
+    let nodes = match adapters {
+        Some(known) => known,
+        None => adapters_of(session, master, ports, window, tally).await?,
+    };
     let entries: Vec<ServiceRecord> = fetch_table(session, master, ports, window, tally, |port| {
         let mut t = ServiceRecord::new_zeroed();
         t.set_service_id(directory::SERVICE_ID);
@@ -98,6 +83,37 @@ pub(super) async fn fetch(
         nodes: load(session.sm_key, &nodes),
         directory: load(session.sm_key, &entries),
     })
+}
+
+/// The channel adapters' NodeRecords at `master`.
+async fn adapters_of(
+    session: &mut Session,
+    master: Address,
+    ports: &[Endpoint],
+    window: usize,
+    tally: &mut Tally,
+) -> Result<Vec<NodeRecord>, Failure> {
+    Ok(fetch_table(session, master, ports, window, tally, |port| {
+        let mut t = NodeRecord::new_zeroed();
+        let mask = match port {
+            None => {
+                t.set_node_type(NodeType::CA);
+                nr::NODE_TYPE
+            }
+            Some(p) => {
+                t.set_lid(p.lid);
+                nr::LID
+            }
+        };
+        let mut b =
+            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(mask);
+        b.into_bytes()
+    })
+    .await?
+    .into_iter()
+    .filter(|r: &NodeRecord| r.node_type() == NodeType::CA)
+    .collect())
 }
 
 /// One table of records of type `R`: the whole GetTable (`request(None)`),
