@@ -133,3 +133,24 @@ pub fn differ(args: &[String], theirs: &Answer, ours: &Answer) -> Option<String>
     }
     None
 }
+
+/// OpenSM's reversible PathRecord from `slid` to `dlid` in the default
+/// partition (what ibacm and librdmacm ask for), through
+/// `lsaquery --master` on `node`, asked [`PATIENT`]ly.
+pub fn opensm_path(node: &Node<'_>, slid: u16, dlid: u16) -> mad_codec::PathRecord {
+    use mad_codec::zerocopy::FromBytes as _;
+    let (slid, dlid) = (slid.to_string(), dlid.to_string());
+    let out = node
+        .lsaquery()
+        .arg("--master")
+        .args(PATIENT)
+        .args([
+            "-p", "--slid", &slid, "--dlid", &dlid, "--pkey", "0xffff", "-r", "1",
+        ])
+        .arg("-d")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, data) = crate::saquery::printed_answer(&out.stdout)
+        .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
+    mad_codec::PathRecord::read_from_bytes(&data[..64]).unwrap()
+}

@@ -201,27 +201,6 @@ pub fn path_record_from_printed(r: &PrintedRecord) -> Option<mad_codec::PathReco
 /// default 1 s per attempt fails a test for nothing local-sa did.
 pub const PATIENT: [&str; 4] = ["--timeout", "4000", "--retries", "3"];
 
-/// OpenSM's reversible PathRecord from `slid` to `dlid` in the default
-/// partition (what ibacm and librdmacm ask for), through
-/// `lsaquery --master` on `node`, asked [`PATIENT`]ly.
-pub fn opensm_path(node: &crate::Node<'_>, slid: u16, dlid: u16) -> mad_codec::PathRecord {
-    use mad_codec::zerocopy::FromBytes as _;
-    let (slid, dlid) = (slid.to_string(), dlid.to_string());
-    let out = node
-        .lsaquery()
-        .arg("--master")
-        .args(PATIENT)
-        .args([
-            "-p", "--slid", &slid, "--dlid", &dlid, "--pkey", "0xffff", "-r", "1",
-        ])
-        .arg("-d")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (_, data) = printed_answer(&out.stdout)
-        .unwrap_or_else(|| panic!("no answer from OpenSM: {}{}", out.stdout, out.stderr));
-    mad_codec::PathRecord::read_from_bytes(&data[..64]).unwrap()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

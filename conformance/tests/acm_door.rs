@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use conformance::saquery::opensm_path;
+use conformance::sa_compare::opensm_path;
 use conformance::{Fabric, LocalSa, Topology};
 use mad_codec::{Gid, PathRecord};
 

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use conformance::rdmacm::{Librdmacm, Reach, RoutePath};
-use conformance::saquery::opensm_path;
+use conformance::sa_compare::opensm_path;
 use conformance::{Fabric, LocalSa, Topology};
 use mad_codec::zerocopy::IntoBytes;
 

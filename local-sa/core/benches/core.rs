@@ -12,9 +12,10 @@ use std::time::Instant;
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
+use local_sa_core::doors::DatagramSender;
 use local_sa_core::doors::api::{DUMP_PAGE, dump_from_after};
 use local_sa_core::doors::netlink::wire::{self, PathUse, Resolve};
-use local_sa_core::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
+use local_sa_core::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
 use local_sa_core::naming::Names;
 use local_sa_core::request::Request;
 use local_sa_core::{Address, Received, SaCore};
@@ -99,7 +100,7 @@ fn netlink_resolve(bencher: Bencher<'_, '_>, sources: u16) {
         let datagram = &requests[i % requests.len()];
         i += 1;
         let mut reply = None;
-        for action in door.handle_datagram(now, Sender::Kernel, datagram) {
+        for action in door.handle_datagram(now, DatagramSender::Kernel, datagram) {
             match action {
                 Action::Ask { id, request, .. } => {
                     core.handle_local(now, CONN, id, request);

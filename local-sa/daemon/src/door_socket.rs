@@ -19,8 +19,8 @@ use crate::connection::{Conn, FrameReader, KEEP_AFTER, Keeping, Outbox, ReadEnd,
 use crate::door_limits::SharedDoors;
 use crate::listener::Listener;
 use crate::stream::Stream;
+use local_sa_core::doors::DatagramSender;
 use local_sa_core::doors::Framing;
-use local_sa_core::doors::netlink::Sender as DatagramSender;
 use local_sa_core::quota::LocalUser;
 use local_sa_core::request::ConnId;
 

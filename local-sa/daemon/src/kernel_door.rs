@@ -13,8 +13,9 @@ use smol::Async;
 use smol::channel::{Receiver, Sender};
 use tracing::{debug, info, warn};
 
+use local_sa_core::doors::DatagramSender;
 use local_sa_core::doors::netlink::{
-    KernelPort, NetlinkConfig, NetlinkService, Sender as NetlinkSender, clamp_kernel_timeout,
+    KernelPort, NetlinkConfig, NetlinkService, clamp_kernel_timeout,
 };
 use local_sa_core::request::ConnId;
 use umad::netlink::NetlinkSocket;
@@ -214,9 +215,9 @@ pub(crate) async fn read(
                 let drained = batch.len() < NetlinkSocket::BATCH;
                 for (got, slot) in batch.iter().zip(buf.chunks(MAX_DATAGRAM)) {
                     let from = match got.from {
-                        umad::netlink::Sender::Kernel => NetlinkSender::Kernel,
-                        umad::netlink::Sender::Process(port) => NetlinkSender::Process(port),
-                        umad::netlink::Sender::Unknown => NetlinkSender::Unknown,
+                        umad::netlink::Sender::Kernel => DatagramSender::Kernel,
+                        umad::netlink::Sender::Process(port) => DatagramSender::Process(port),
+                        umad::netlink::Sender::Unknown => DatagramSender::Unknown,
                     };
                     let bytes = Bytes::copy_from_slice(&slot[..got.len]);
                     if to

@@ -28,6 +28,7 @@ mod records_file;
 mod registration;
 mod resolve;
 mod session;
+mod snapshot;
 mod status;
 mod verify;
 mod warm;

@@ -16,11 +16,22 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::netlink::Sender;
 use crate::config::PortIdentity;
 use crate::naming::{Address, Names};
 use crate::quota::LocalUser;
 use crate::request::{ConnId, LocalReply, Request};
+
+/// Who sent a datagram, as the socket's source address says (a netlink
+/// socket's: the kernel is port 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatagramSender {
+    /// The kernel.
+    Kernel,
+    /// Another process, with its port ID.
+    Process(u32),
+    /// A sender the address does not name.
+    Unknown,
+}
 
 /// How a stream door's messages are framed: a header of a fixed length
 /// that announces how many bytes follow it.
@@ -59,7 +70,7 @@ pub enum Input<'a> {
     /// A datagram on a datagram door's socket, and who sent it.
     Datagram {
         /// Its sender, as the socket's source address says.
-        from: Sender,
+        from: DatagramSender,
         /// The datagram.
         bytes: &'a [u8],
     },

@@ -11,8 +11,9 @@ use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
 
 use crate::config::PortIdentity;
+use crate::doors::DatagramSender;
 use crate::doors::netlink::wire::{self, Body};
-use crate::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService, Sender};
+use crate::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
 use crate::naming::Names;
 use crate::request::{LocalBody, LocalReply, RequestKind};
 
@@ -43,7 +44,7 @@ fn door(data: &[u8]) {
     let now = Instant::now();
     let mut replies = Vec::new();
     for (n, action) in door
-        .handle_datagram(now, Sender::Kernel, data)
+        .handle_datagram(now, DatagramSender::Kernel, data)
         .into_iter()
         .enumerate()
     {

@@ -19,21 +19,23 @@
 //! nodes instead of being fetched from the master.
 
 pub(crate) mod ask;
-pub(crate) use self::ask::Served;
-pub(crate) mod check;
+mod check;
 mod description;
+mod explain;
 mod parallel;
+mod prepared;
 mod report;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+pub(crate) use self::ask::Served;
+pub(crate) use self::prepared::Prepared;
 
-use local_sa_core::path_engine::{Fabric, PairCheck, Table};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use local_sa_core::path_engine::{Fabric, PairCheck};
 use mad_codec::codes::NodeType;
-use mad_codec::{NodeRecord, PkeyTableRecord};
 use umad::Address;
 
-use self::check::Checked;
 pub(crate) use self::parallel::compute_tables;
 use self::report::Report;
 use crate::failure::Failure;
@@ -50,62 +52,6 @@ pub(crate) struct Options {
     pub(crate) master_window: usize,
     /// Alone: write the computed tables here.
     pub(crate) snapshot: Option<PathBuf>,
-}
-
-/// A fabric read, computed and checked.
-pub(crate) struct Prepared {
-    pub(crate) fabric: Fabric,
-    /// The master applies QoS.
-    pub(crate) qos: bool,
-    /// The P_Key tables of the description.
-    pub(crate) pkey_tables: Vec<PkeyTableRecord>,
-    /// The channel adapters' NodeRecords of the description (a names
-    /// table's).
-    pub(crate) adapters: Vec<NodeRecord>,
-    /// Reading the description cost the master this.
-    pub(crate) description: Served,
-    /// Its multi-MAD answers came cut.
-    pub(crate) cut: bool,
-    /// Partitions whose SL the master did not tell, and why.
-    pub(crate) unknown_sls: Vec<(u16, String)>,
-    /// The partition probes and the sample cost the master this.
-    pub(crate) sample: Served,
-    pub(crate) checked: Checked,
-    pub(crate) read_time: Duration,
-    pub(crate) check_time: Duration,
-}
-
-impl Prepared {
-    /// Whether the default table (`None`) or partition `Some(p)`'s may be
-    /// computed and sent: every sampled pair of it equal, and (a
-    /// partition's) its SL known. A difference in a default-table pair
-    /// distrusts every table: the default tables carry every partition's
-    /// paths.
-    pub(crate) fn trusted(&self, partition: Option<u16>) -> Result<(), String> {
-        let mismatch_in = |table: Table| {
-            self.checked
-                .mismatches
-                .iter()
-                .find(|m| m.pair.table == table)
-                .map(report::why)
-        };
-        if let Some(why) = mismatch_in(Table::Default) {
-            return Err(why);
-        }
-        if let Some((_, why)) = self.checked.uncomputable.first() {
-            return Err(format!("a sampled pair could not be computed: {why}"));
-        }
-        let Some(p) = partition.map(|p| p & 0x7FFF) else {
-            return Ok(());
-        };
-        if let Some((_, why)) = self.unknown_sls.iter().find(|(u, _)| *u == p) {
-            return Err(format!("the SL of partition {p:#06x} is not known: {why}"));
-        }
-        match mismatch_in(Table::Partition(p | 0x8000)) {
-            Some(why) => Err(why),
-            None => Ok(()),
-        }
-    }
 }
 
 /// Reads the description from `master`, builds the fabric, learns the
@@ -148,7 +94,7 @@ pub(crate) async fn prepare(
     for m in checked.mismatches.iter().take(10) {
         tracing::warn!(
             "computed PathRecords differ from the master's: {}",
-            report::describe(m)
+            explain::describe(m)
         );
     }
     Ok(Prepared {
@@ -187,7 +133,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let report = Report::new(&prepared, &computed, compute_time);
     if let Some(path) = &options.snapshot {
         let held = parallel::held(&computed);
-        crate::distribute::write_snapshot(path, &held)?;
+        crate::snapshot::write(path, &held)?;
     }
     report.print(session.json, master.lid)?;
     if prepared.checked.mismatches.is_empty() && prepared.checked.uncomputable.is_empty() {

@@ -4,7 +4,7 @@
 use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
 use mad_codec::PathRecord;
 
-use crate::distribute::Held;
+use crate::snapshot::Held;
 
 /// One node's tables as it keeps them: its default table, and one per
 /// partition of its P_Key table but the one its default table's paths

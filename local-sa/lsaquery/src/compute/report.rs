@@ -7,51 +7,14 @@ use std::time::Duration;
 use local_sa_core::path_engine::Table;
 use serde_json::json;
 
-use super::Prepared;
-use super::check::Mismatch;
+use super::ask::Served;
+use super::explain::{cause, why};
 use super::parallel::NodeTables;
+use super::prepared::Prepared;
 use crate::failure::Failure;
 
 /// Differences described in full, at most.
 const SHOWN: usize = 10;
-
-/// What a field's difference says about the master.
-pub(super) fn cause(field: &str) -> &'static str {
-    match field {
-        "sl" => {
-            "the master's SLs come from something it does not publish: a routing engine's path SLs \
-             (LASH, DFSSSP, torus-2QoS), a QoS level, or a partition's SL changed since it was asked"
-        }
-        "mtu" | "rate" => {
-            "a QoS level's limit, OpenSM's quirks (enable_quirks) or extended-rate options, or ports \
-             that changed while the description was read"
-        }
-        "packet_life" => "a QoS level's packet lifetime, or SubnetTimeOut changed",
-        "pkey" => "OpenSM's allow_both_pkeys, a QoS level's P_Keys, or P_Key tables that changed",
-        "records" | "slid" | "dlid" | "reversible" | "preference" => {
-            "the routes differ: forwarding tables, links or ports changed while they were read (a reroute?)"
-        }
-        "sgid" | "dgid" => "alias GUIDs or GID prefixes differ",
-        _ => "the master fills this field in a way the engine does not follow",
-    }
-}
-
-/// One difference, in a line.
-pub(super) fn describe(m: &Mismatch) -> String {
-    let table = match m.pair.table {
-        Table::Default => "default table".to_owned(),
-        Table::Partition(p) => format!("partition {:#06x}", p & 0x7FFF),
-    };
-    format!(
-        "{:#018x} -> {:#018x} (LIDs {} -> {}, {table}): {}",
-        m.pair.source, m.pair.dest, m.lids.0, m.lids.1, m.difference
-    )
-}
-
-/// Why tables of a difference's kind come from the master.
-pub(super) fn why(m: &Mismatch) -> String {
-    format!("{} — {}", describe(m), cause(m.difference.field))
-}
 
 /// The numbers of a run.
 pub(super) struct Report<'a> {
@@ -193,7 +156,8 @@ impl<'a> Report<'a> {
     fn json(&self, master: u16) -> serde_json::Value {
         let p = self.prepared;
         let f = &p.fabric;
-        let served = |s: super::Served| json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
+        let served =
+            |s: Served| json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
         let all = (self.records.0 + self.records.1) as u64;
         json!({
             "master_lid": master,

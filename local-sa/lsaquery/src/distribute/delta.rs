@@ -8,28 +8,6 @@ use local_sa_core::partitions::partition_of;
 use mad_codec::zerocopy::IntoBytes;
 use mad_codec::{ComponentMask, Method, PathRecord};
 
-/// What a node holds as far as the distributor knows: what it was sent
-/// (or, in a snapshot, what an earlier run sent it).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Held {
-    /// Its default table.
-    pub(crate) default: Vec<PathRecord>,
-    /// Its partition tables' records, each in its P_Key's partition.
-    pub(crate) partitions: Vec<PathRecord>,
-}
-
-impl From<crate::records_file::Dump> for Held {
-    /// A dump's records: those before any section are default tables'.
-    fn from(d: crate::records_file::Dump) -> Self {
-        let mut default = d.unmarked;
-        default.extend(d.default);
-        Self {
-            default,
-            partitions: d.partitions,
-        }
-    }
-}
-
 /// Which of a node's tables a push is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Table {

@@ -11,7 +11,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
-use super::summary::Tally;
+use super::tally::Tally;
 use crate::failure::Failure;
 use crate::session::Session;
 

@@ -21,7 +21,7 @@ use mad_codec::{
 use umad::Address;
 
 use super::endpoints::Endpoint;
-use super::summary::Tally;
+use super::tally::Tally;
 use crate::failure::Failure;
 use crate::session::Session;
 

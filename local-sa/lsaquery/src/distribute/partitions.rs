@@ -17,7 +17,7 @@ use umad::Address;
 
 use super::endpoints::Endpoint;
 use super::names::fetch_table;
-use super::summary::Tally;
+use super::tally::Tally;
 use crate::failure::Failure;
 use crate::session::Session;
 

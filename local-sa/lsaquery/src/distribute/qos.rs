@@ -10,6 +10,7 @@ use mad_codec::zerocopy::FromZeros;
 
 use super::delta::Push;
 use super::partitions::NodePartitions;
+use super::tally::Outlook;
 
 /// At most this many ServiceIDs and QoS classes together: each costs the
 /// master one table per node and P_Key.
@@ -21,18 +22,6 @@ pub(super) struct Plan {
     /// The keys without a P_Key; none when the tables are not sent.
     keys: Vec<QosKey>,
     outlook: Outlook,
-}
-
-/// What becomes of the tables at QoS keys, for the summary.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) enum Outlook {
-    /// None was asked for.
-    #[default]
-    NotAsked,
-    /// They are sent, for this many keys per P_Key.
-    Sent(usize),
-    /// They are not sent, for this reason.
-    NotSent(&'static str),
 }
 
 impl Plan {

@@ -7,5 +7,5 @@ pub mod wire;
 
 pub use service::{
     Action, KERNEL_DEFAULT_TIMEOUT, KERNEL_TIMEOUT_RANGE, KernelPort, NetlinkConfig,
-    NetlinkCounters, NetlinkService, Sender, clamp_kernel_timeout,
+    NetlinkCounters, NetlinkService, clamp_kernel_timeout,
 };

@@ -47,7 +47,7 @@ use mad_codec::{MadStatus, Method, PathRecord};
 
 use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
-use crate::doors::{Door, Framing, Input, Output};
+use crate::doors::{DatagramSender, Door, Framing, Input, Output};
 use crate::log_limit::LogLimit;
 use crate::naming::{Address, Names};
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
@@ -115,17 +115,6 @@ impl NetlinkConfig {
 /// `timeout` within the range the kernel accepts.
 pub fn clamp_kernel_timeout(timeout: Duration) -> Duration {
     timeout.clamp(*KERNEL_TIMEOUT_RANGE.start(), *KERNEL_TIMEOUT_RANGE.end())
-}
-
-/// Who sent a datagram, as the socket's source address says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sender {
-    /// The kernel.
-    Kernel,
-    /// Another process, with its netlink port ID.
-    Process(u32),
-    /// A sender the address does not name.
-    Unknown,
 }
 
 /// What the daemon does for a datagram.
@@ -292,12 +281,17 @@ impl NetlinkService {
 
     /// One datagram from `from`, received at `now`: what to send and ask,
     /// in order (nothing, for one not from the kernel).
-    pub fn handle_datagram(&mut self, now: Instant, from: Sender, datagram: &[u8]) -> Vec<Action> {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: DatagramSender,
+        datagram: &[u8],
+    ) -> Vec<Action> {
         let mut actions = Vec::new();
-        if from != Sender::Kernel {
+        if from != DatagramSender::Kernel {
             self.counters.not_from_kernel += 1;
             let port = match from {
-                Sender::Process(port) => port,
+                DatagramSender::Process(port) => port,
                 _ => u32::MAX,
             };
             if let Some(earlier_not_logged) = self.log.allow(now, "not from the kernel", port) {

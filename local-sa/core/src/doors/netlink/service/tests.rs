@@ -3,6 +3,7 @@ use mad_codec::{AttributeId, Gid};
 
 use super::*;
 use crate::config::test_port as port;
+use crate::doors::DatagramSender;
 use crate::doors::netlink::wire::{F_ERR, reply_records};
 use crate::naming::NameSource;
 use crate::path_flags;
@@ -125,7 +126,7 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         r.tclass = Some(3);
         r.qos_class = Some(0x12);
         let Action::Ask { agent, id, request } =
-            one(s.handle_datagram(*T0, Sender::Kernel, &wire::resolve_request(55, &r)))
+            one(s.handle_datagram(*T0, DatagramSender::Kernel, &wire::resolve_request(55, &r)))
         else {
             panic!("not asked");
         };
@@ -177,7 +178,7 @@ fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
     let mut s = service(8);
     let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(
         *T0,
-        Sender::Kernel,
+        DatagramSender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
         Action::Ask { id, .. } => id,
@@ -217,7 +218,7 @@ fn an_unknown_port_or_no_dgid_gets_err_at_once() {
     ] {
         let reply = replied(one(s.handle_datagram(
             *T0,
-            Sender::Kernel,
+            DatagramSender::Kernel,
             &wire::resolve_request(9, &r),
         )));
         let h = Header::parse(&reply).unwrap();
@@ -232,14 +233,14 @@ fn past_the_pending_limit_resolves_get_err() {
     let mut s = service(2);
     let r = wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
     assert!(matches!(
-        one(s.handle_datagram(*T0, Sender::Kernel, &r)),
+        one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)),
         Action::Ask { .. }
     ));
     assert!(matches!(
-        one(s.handle_datagram(*T0, Sender::Kernel, &r)),
+        one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)),
         Action::Ask { .. }
     ));
-    let reply = replied(one(s.handle_datagram(*T0, Sender::Kernel, &r)));
+    let reply = replied(one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)));
     assert_eq!(flags_of(&reply), F_ERR);
     assert_eq!(s.counters().refused_pending, 1);
 }
@@ -250,7 +251,7 @@ fn ip_resolve_answers_from_the_names_tables() {
     let ask = |s: &mut NetlinkService, ip: &str| {
         replied(one(s.handle_datagram(
             *T0,
-            Sender::Kernel,
+            DatagramSender::Kernel,
             &wire::ip_resolve_request(
                 4,
                 &IpResolve {
@@ -289,15 +290,21 @@ fn malformed_requests_get_err_and_everything_else_is_dropped() {
     let mut bad =
         wire::resolve_request(6, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))).to_vec();
     bad[wire::HEADER_LEN + wire::DEVICE_NAME_LEN + 1] = 7; // unknown path use
-    let reply = replied(one(s.handle_datagram(*T0, Sender::Kernel, &bad)));
+    let reply = replied(one(s.handle_datagram(*T0, DatagramSender::Kernel, &bad)));
     assert_eq!(
         (flags_of(&reply), Header::parse(&reply).unwrap().seq),
         (F_ERR, 6)
     );
     // A cut header, and a reply-shaped message: nothing sent.
-    assert!(s.handle_datagram(*T0, Sender::Kernel, &bad[..9]).is_empty());
+    assert!(
+        s.handle_datagram(*T0, DatagramSender::Kernel, &bad[..9])
+            .is_empty()
+    );
     bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
-    assert!(s.handle_datagram(*T0, Sender::Kernel, &bad).is_empty());
+    assert!(
+        s.handle_datagram(*T0, DatagramSender::Kernel, &bad)
+            .is_empty()
+    );
     assert_eq!(s.counters().malformed, 3);
 }
 
@@ -311,8 +318,14 @@ fn the_kernels_errors_are_counted_and_answered_with_nothing() {
     b.extend_from_slice(&[0; 8]);
     b.extend_from_slice(&(-1i32).to_ne_bytes());
     b.extend_from_slice(&[0; 16]);
-    assert!(s.handle_datagram(*T0, Sender::Kernel, &b).is_empty());
-    assert!(s.handle_datagram(*T0, Sender::Kernel, &b).is_empty());
+    assert!(
+        s.handle_datagram(*T0, DatagramSender::Kernel, &b)
+            .is_empty()
+    );
+    assert!(
+        s.handle_datagram(*T0, DatagramSender::Kernel, &b)
+            .is_empty()
+    );
     assert_eq!(s.counters().kernel_errors, 2);
 }
 
@@ -322,7 +335,7 @@ fn a_port_change_follows_into_the_template() {
     s.handle_port_change(0, port(40));
     let Action::Ask { request, .. } = one(s.handle_datagram(
         *T0,
-        Sender::Kernel,
+        DatagramSender::Kernel,
         &wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) else {
         panic!()
@@ -341,7 +354,7 @@ fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
     assert_eq!(s.next_deadline(), None);
     let ask = |s: &mut NetlinkService, seq, at| match one(s.handle_datagram(
         at,
-        Sender::Kernel,
+        DatagramSender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
         Action::Ask { id, .. } => id,
@@ -423,7 +436,7 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
         at += Duration::from_millis(1);
         let Action::Ask { id, .. } = one(s.handle_datagram(
             at,
-            Sender::Kernel,
+            DatagramSender::Kernel,
             &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
         )) else {
             panic!()
@@ -451,10 +464,13 @@ fn only_the_kernel_is_answered_and_an_empty_datagram_stops_nothing() {
     let query = wire::resolve_request(7, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
     // Another process sends the kernel's next query, sequence number and
     // all: nothing is asked, nothing sent back.
-    for from in [Sender::Process(4242), Sender::Unknown] {
+    for from in [DatagramSender::Process(4242), DatagramSender::Unknown] {
         assert!(s.handle_datagram(*T0, from, &query).is_empty());
     }
-    assert!(s.handle_datagram(*T0, Sender::Kernel, &[]).is_empty());
+    assert!(
+        s.handle_datagram(*T0, DatagramSender::Kernel, &[])
+            .is_empty()
+    );
     let c = s.counters();
     assert_eq!(
         (c.not_from_kernel, c.empty, c.resolves, c.malformed),
@@ -463,7 +479,7 @@ fn only_the_kernel_is_answered_and_an_empty_datagram_stops_nothing() {
     assert_eq!(s.pending(), 0);
     // The kernel's own query after them is asked as ever.
     assert!(matches!(
-        one(s.handle_datagram(*T0, Sender::Kernel, &query)),
+        one(s.handle_datagram(*T0, DatagramSender::Kernel, &query)),
         Action::Ask { .. }
     ));
 }

@@ -1,0 +1,44 @@
+//! How a difference between computed records and the master's is told:
+//! the pair, the field, and what can make such a field differ.
+
+use local_sa_core::path_engine::Table;
+
+use super::check::Mismatch;
+
+/// What a field's difference says about the master.
+pub(crate) fn cause(field: &str) -> &'static str {
+    match field {
+        "sl" => {
+            "the master's SLs come from something it does not publish: a routing engine's path SLs \
+             (LASH, DFSSSP, torus-2QoS), a QoS level, or a partition's SL changed since it was asked"
+        }
+        "mtu" | "rate" => {
+            "a QoS level's limit, OpenSM's quirks (enable_quirks) or extended-rate options, or ports \
+             that changed while the description was read"
+        }
+        "packet_life" => "a QoS level's packet lifetime, or SubnetTimeOut changed",
+        "pkey" => "OpenSM's allow_both_pkeys, a QoS level's P_Keys, or P_Key tables that changed",
+        "records" | "slid" | "dlid" | "reversible" | "preference" => {
+            "the routes differ: forwarding tables, links or ports changed while they were read (a reroute?)"
+        }
+        "sgid" | "dgid" => "alias GUIDs or GID prefixes differ",
+        _ => "the master fills this field in a way the engine does not follow",
+    }
+}
+
+/// One difference, in a line.
+pub(crate) fn describe(m: &Mismatch) -> String {
+    let table = match m.pair.table {
+        Table::Default => "default table".to_owned(),
+        Table::Partition(p) => format!("partition {:#06x}", p & 0x7FFF),
+    };
+    format!(
+        "{:#018x} -> {:#018x} (LIDs {} -> {}, {table}): {}",
+        m.pair.source, m.pair.dest, m.lids.0, m.lids.1, m.difference
+    )
+}
+
+/// Why tables of a difference's kind come from the master.
+pub(crate) fn why(m: &Mismatch) -> String {
+    format!("{} — {}", describe(m), cause(m.difference.field))
+}

@@ -1,0 +1,143 @@
+//! What a distribution counts as it goes: what it asked of the master,
+//! what it sent, what became of the tables at QoS keys and of `--compute`.
+
+use std::fmt::Write as _;
+
+use crate::compute::{Prepared, Served};
+
+/// What becomes of the tables at QoS keys, for the summary.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) enum Outlook {
+    /// None was asked for.
+    #[default]
+    NotAsked,
+    /// They are sent, for this many keys per P_Key.
+    Sent(usize),
+    /// They are not sent, for this reason.
+    NotSent(&'static str),
+}
+
+/// What was asked of the master and sent to the nodes.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    /// Whole-table GetTables at the master.
+    pub(super) tables: u64,
+    /// Per-destination GetTables at the master.
+    pub(super) per_destination: u64,
+    /// The master's multi-MAD answers came cut (no RMPP on the transport).
+    pub(super) cut: bool,
+    /// Loads and deletes sent (RMPP transfers).
+    pub(super) transfers: u64,
+    /// Node attempts that failed and were tried again.
+    pub(super) retried: u64,
+    /// The names tables from the master: adapters' NodeRecords and
+    /// directory entries (none: not distributed).
+    pub(super) names: Option<(usize, usize)>,
+    /// Names tables the nodes took.
+    pub(super) names_pushed: u64,
+    /// The master told which partition tables the nodes keep.
+    pub(super) partitions_known: bool,
+    /// What becomes of the tables at QoS keys.
+    pub(super) qos: Outlook,
+    /// What `--compute` did, if it was asked.
+    pub(super) computed: Option<Computed>,
+    /// This distributor's share of the nodes, if it has one.
+    pub(super) shard: Option<super::shard::Shard>,
+}
+
+/// What `--compute` did.
+#[derive(Debug, Default)]
+pub(super) struct Computed {
+    /// Why no table was computed, if none was.
+    pub(super) not_used: Option<String>,
+    /// Why the default tables (and so all) came from the master, if they
+    /// did.
+    pub(super) refused: Option<String>,
+    /// Reading the description, and the SLs and check, cost the master
+    /// this.
+    pub(super) description: Served,
+    pub(super) check: Served,
+    /// Pairs checked, and those that differed.
+    pub(super) pairs: usize,
+    pub(super) differences: usize,
+    /// Tables computed and sent, and their records.
+    pub(super) tables: u64,
+    pub(super) records: u64,
+    /// Nodes that needed tables from the master beside the computed ones
+    /// (at QoS keys, or partitions the check did not prove).
+    pub(super) from_master: u64,
+}
+
+impl Computed {
+    /// Nothing computed, because of `why`.
+    pub(super) fn not_used(why: String) -> Self {
+        Self {
+            not_used: Some(why),
+            ..Self::default()
+        }
+    }
+
+    /// The description and check of `c`.
+    pub(super) fn used(c: &Prepared) -> Self {
+        Self {
+            refused: c.trusted(None).err(),
+            description: c.description,
+            check: c.sample,
+            pairs: c.checked.pairs,
+            differences: c.checked.mismatches.len(),
+            ..Self::default()
+        }
+    }
+
+    pub(super) fn text(&self, out: &mut String) {
+        if let Some(why) = &self.not_used {
+            let _ = writeln!(
+                out,
+                "computed: no ({why}): every table came from the master"
+            );
+            return;
+        }
+        let d = self.description;
+        let _ = writeln!(
+            out,
+            "computed: {} tables ({} PathRecords) from the fabric's description ({} records, {} bytes, in {} queries); \
+             check: {} pairs, {} differ",
+            self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
+        );
+        if let Some(why) = &self.refused {
+            let _ = writeln!(out, "  every table came from the master: {why}");
+        } else if self.from_master > 0 {
+            let _ = writeln!(
+                out,
+                "  {} nodes also got tables from the master (at QoS keys, or partitions the check did not prove)",
+                self.from_master
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  the master served {} records ({} bytes) for the description and the check, where the computed tables \
+             would have cost it {} PathRecords ({} bytes)",
+            d.records + self.check.records,
+            d.bytes + self.check.bytes,
+            self.records,
+            self.records * 64
+        );
+    }
+
+    pub(super) fn json(&self) -> String {
+        let served = |s: Served| serde_json::json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
+        serde_json::json!({
+            "used": self.not_used.is_none(),
+            "not_used_because": self.not_used,
+            "refused_because": self.refused,
+            "description": served(self.description),
+            "check": served(self.check),
+            "pairs": self.pairs,
+            "differences": self.differences,
+            "tables": self.tables,
+            "records": self.records,
+            "nodes_also_from_master": self.from_master,
+        })
+        .to_string()
+    }
+}
