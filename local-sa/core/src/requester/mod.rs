@@ -97,6 +97,22 @@ impl Answer {
         })
     }
 
+    /// An answer that came whole in `mad` (one MAD, or a transfer put
+    /// together): what a fake SA in a test answers. `None` if it is
+    /// shorter than the headers.
+    pub fn whole(mad: Bytes) -> Option<Self> {
+        Self::reassembled(mad, 1)
+    }
+
+    /// A one-MAD answer of which the transport delivered only the first
+    /// `intact` bytes whole (the simulator's cut answers), for a test.
+    pub fn cut(mad: Bytes, intact: usize) -> Option<Self> {
+        Some(Self {
+            cut: Some(intact),
+            ..Self::reassembled(mad, 1)?
+        })
+    }
+
     /// Its headers.
     pub fn header(&self) -> &SaMadHeader {
         &self.header

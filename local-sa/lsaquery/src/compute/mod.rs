@@ -20,6 +20,8 @@
 
 pub(crate) mod ask;
 mod check;
+#[cfg(test)]
+pub(crate) use self::check::{Checked, Mismatch};
 mod description;
 mod explain;
 mod parallel;
