@@ -70,3 +70,9 @@ fn past_crashes_stay_fixed() {
     replay("regressions", "sa_core", fuzzing::sa_core);
     replay("regressions", "memberships", fuzzing::memberships);
 }
+
+#[test]
+fn path_engine_corpus_replays_cleanly() {
+    replay("corpus", "path_engine", fuzzing::path_engine);
+    replay("regressions", "path_engine", fuzzing::path_engine);
+}

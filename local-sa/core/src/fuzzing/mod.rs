@@ -6,9 +6,11 @@
 mod acm;
 mod memberships;
 mod netlink;
+mod path_engine;
 mod sa_core;
 
 pub use acm::acm;
 pub use memberships::memberships;
 pub use netlink::netlink;
+pub use path_engine::path_engine;
 pub use sa_core::sa_core;
