@@ -81,6 +81,20 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
   --delta FILE               after a reroute: send only what changed since
                              that snapshot (Set the changed, Delete the gone),
                              for every default and partition table
+  --compute                  compute the tables from the fabric's description
+                             (forwarding tables, ports, links, P_Keys: read
+                             once) instead of asking the master for N tables
+                             of N paths; a sample checked against the master
+                             first (--check-sample N|all); tables it does not
+                             prove come from the master (docs/path-engine.md)
+  --shard I/K                this distributor's share of K (run K at once on
+                             K nodes: each fills 1/K of the nodes)
+
+COMPUTING (read-only, next to the master; docs/path-engine.md):
+  --compute --smkey K        read the description, compute every node's
+                             tables, check --check-sample pairs against the
+                             master and report what differs and why;
+                             --snapshot FILE writes the computed tables
 
 Numbers are decimal or 0x-prefixed hex. -M, -R and --pkt_lifetime take the
 whole byte as saquery does: selector in bits 7..6 (0 >, 1 <, 2 =, 3 best),
@@ -103,6 +117,12 @@ EXAMPLES:
                                          fill every local-sa from the master
   lsaquery --distribute --smkey 1 --delta paths.snap --snapshot paths.snap
                                          ... and after a reroute, the changes
+  lsaquery --distribute --compute --smkey 1 --shard 2/4
+                                         a quarter of the nodes, their tables
+                                         computed (the master computes none)
+  lsaquery --compute --check-sample all --smkey 1
+                                         would computed tables equal the
+                                         master's? every pair, read-only
   lsaquery --src-to-dst 4:1 --method get --bench 100000 --window 32
   lsaquery --subscribe 65 --count 1      wait for one GID-out-of-service notice
   lsaquery --join :: --create -J 1       create a group (SA-assigned MGID) and
@@ -153,7 +173,9 @@ EXIT STATUS:
   0 answered; 1 the SA answered with an error status; 2 bad usage;
   3 no usable port or device; 4 no answer (time-out, or nobody serves
   the SA class at that LID). --verify: 0 everything checked is equal;
-  1 something differs; 5 the paths could not be checked."
+  1 something differs; 5 the paths could not be checked. --compute:
+  0 every sampled record equals the master's; 1 one differs; 5 the
+  fabric's description does not hold together."
 )]
 pub(crate) struct Cli {
     /// Query name (see QUERIES below), or a node's LID or name for its
