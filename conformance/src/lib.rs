@@ -37,6 +37,6 @@ pub use fabric::{
 pub use local_sa::LocalSa;
 pub use opensm_dump::SaDump;
 pub use process::command_as_user;
-pub use tools::{preload_library, program, report};
+pub use tools::{preload_library, program, report, sibling};
 pub use topology::Topology;
 pub use wait::{closed_by_peer, eventually};

@@ -150,6 +150,21 @@ impl BuildLayout {
     }
 }
 
+/// Another program of this package (a tool's helper, `path-sweep`),
+/// built beside the running one.
+pub fn sibling(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = exe.with_file_name(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} not found: cargo build --release -p conformance --bin {name}",
+            path.display()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

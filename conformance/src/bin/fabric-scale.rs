@@ -142,20 +142,6 @@ impl Counted {
     }
 }
 
-/// Another program of this package, built beside this one.
-fn sibling(name: &str) -> Result<std::path::PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name(name);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} not found: cargo build --release -p conformance --bin {name}",
-            path.display()
-        ))
-    }
-}
-
 /// One phase's cost at OpenSM and its duration.
 struct Phase {
     name: String,
@@ -214,7 +200,7 @@ fn baseline(topology: &Topology, ranks: u32) -> Result<Vec<Phase>, String> {
     let (nodes, _) = pick_nodes(&c.fabric);
     let master = c.lid(c.fabric.opensm_node())?;
     let lids = host_lids(&c)?;
-    let sweep = sibling("path-sweep")?;
+    let sweep = conformance::sibling("path-sweep")?;
     let list: Vec<String> = lids.iter().map(u16::to_string).collect();
     let list = list.join(",");
     let mut phases = Vec::new();
@@ -450,7 +436,7 @@ fn run() -> Result<(), String> {
     for program in ["local-sa", "lsaquery"] {
         conformance::program(program)?;
     }
-    sibling("path-sweep")?;
+    conformance::sibling("path-sweep")?;
     println!(
         "{} hosts, {} switches; {NODES} nodes with clients, {ranks} rank(s) each",
         topology.hcas().len(),

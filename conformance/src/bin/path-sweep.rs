@@ -5,9 +5,14 @@
 //! took, on one line:
 //!
 //! ```text
-//! path-sweep --sa-lid LID --dlids LIDS [--ranks R] [--window W]
+//! path-sweep --sa-lid LID --dlids LIDS [--ranks R] [--window W] [--tables]
 //! asked 324 answered 324 no_records 0 unanswered 0 seconds 0.412
 //! ```
+//!
+//! With `--tables`, each LID of `--dlids` is a source instead: a GetTable
+//! of its whole table (SLID), as a node's refresh asks, or a distributor
+//! without `--compute` (the simulator cuts the answer; the SA computes it
+//! all the same).
 //!
 //! Run it on a node of the simulated fabric (through the preload, as
 //! `fabric-scale` does): `--sa-lid` the master's LID for the baseline, the
@@ -30,6 +35,8 @@ struct Args {
     dlids: Vec<u16>,
     ranks: u32,
     window: usize,
+    /// Each LID's whole table instead of a path to it.
+    tables: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +45,7 @@ fn parse_args() -> Result<Args, String> {
         dlids: Vec::new(),
         ranks: 1,
         window: 16,
+        tables: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -53,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--ranks" => args.ranks = number(&value()?)? as u32,
             "--window" => args.window = number(&value()?)? as usize,
+            "--tables" => args.tables = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -62,12 +71,20 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-fn request(slid: u16, dlid: u16, tid: u64) -> Bytes {
+/// A Get of the path from `slid` to `dlid`, or (`dlid` none) a GetTable
+/// of `slid`'s whole table.
+fn request(slid: u16, dlid: Option<u16>, tid: u64) -> Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_slid(slid);
-    t.set_dlid(dlid);
-    let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
-    b.header_mut().sa.set_component_mask(pr::SLID | pr::DLID);
+    let (method, mask) = match dlid {
+        Some(d) => {
+            t.set_dlid(d);
+            (Method::GET, pr::SLID | pr::DLID)
+        }
+        None => (Method::GET_TABLE, pr::SLID),
+    };
+    let mut b = SaMadBuilder::request(method, tid, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(mask);
     let mut mad = b.into_bytes().to_vec();
     mad.resize(mad_codec::MAD_LEN, 0);
     Bytes::from(mad)
@@ -90,7 +107,11 @@ fn run() -> Result<String, String> {
             let m = OutgoingMad {
                 agent,
                 dest,
-                mad: request(port.lid, dlid, u64::from(next_tid)),
+                mad: if args.tables {
+                    request(dlid, None, u64::from(next_tid))
+                } else {
+                    request(port.lid, Some(dlid), u64::from(next_tid))
+                },
                 timeout_ms: 1000,
                 retries: 3,
             };
