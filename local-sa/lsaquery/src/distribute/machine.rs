@@ -449,9 +449,11 @@ impl Distribution {
             self.asks
                 .extend(self.dlids.iter().map(|d| (i, attempt, Some(*d))));
         } else {
+            let before = self.nodes[i].fetched.len();
             self.nodes[i]
                 .fetched
                 .extend(answer.records::<PathRecord>().copied());
+            self.tally.path_records += (self.nodes[i].fetched.len() - before) as u64;
         }
         let n = &mut self.nodes[i];
         n.outstanding -= 1;

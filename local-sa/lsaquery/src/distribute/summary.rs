@@ -163,8 +163,12 @@ impl Summary {
         }
         let _ = write!(
             out,
-            "master SA at LID {}: {} whole tables, {} per-destination queries",
-            self.master_lid, t.tables, t.per_destination
+            "master SA at LID {}: {} whole tables, {} per-destination queries, {} PathRecords ({} bytes)",
+            self.master_lid,
+            t.tables,
+            t.per_destination,
+            t.path_records,
+            t.path_records * 64
         );
         out.push_str(if t.cut {
             " (its multi-MAD answers arrive cut: no RMPP on this transport)\n"
@@ -198,7 +202,7 @@ impl Summary {
         format!(
             "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
              \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"partition_deleted\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
-             \"master_tables\":{},\"master_per_destination\":{},\"cut\":{},\"names_tables_taken\":{},\
+             \"master_tables\":{},\"master_per_destination\":{},\"master_path_records\":{},\"cut\":{},\"names_tables_taken\":{},\
              \"names_refused\":{},\"compute\":{},\"shard\":{},\"failures\":[{}]}}",
             self.master_lid,
             self.elapsed.as_secs_f64(),
@@ -219,6 +223,7 @@ impl Summary {
             t.retried,
             t.tables,
             t.per_destination,
+            t.path_records,
             t.cut,
             t.names_pushed,
             self.count(|n| n.outcome.names_refused),

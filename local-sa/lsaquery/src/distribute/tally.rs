@@ -24,6 +24,8 @@ pub(super) struct Tally {
     pub(super) tables: u64,
     /// Per-destination GetTables at the master.
     pub(super) per_destination: u64,
+    /// PathRecords the master answered them with (its tables' paths).
+    pub(super) path_records: u64,
     /// The master's multi-MAD answers came cut (no RMPP on the transport).
     pub(super) cut: bool,
     /// Loads and deletes sent (RMPP transfers).
