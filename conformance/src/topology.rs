@@ -119,6 +119,28 @@ impl Topology {
             .expect("generated topologies are well formed")
     }
 
+    /// `switches` switches in a ring (each linked to the next by its ports
+    /// 2 and 3), a host on port 1 of each: hosts `h1`, ... (written first:
+    /// `h1` is ibsim's default SM port), switches `s1`, .... Routing
+    /// engines that keep a ring free of deadlocks (LASH, DFSSSP) give its
+    /// paths several SLs.
+    pub fn ring(switches: usize) -> Self {
+        assert!(switches >= 3, "a ring has three switches or more");
+        let mut text = format!("# A ring of {switches} switches, a host on each.\n\n");
+        for i in 1..=switches {
+            let _ = writeln!(text, "Hca 1 \"h{i}\"\n[1] \"s{i}\"[1]\n");
+        }
+        for i in 1..=switches {
+            let next = i % switches + 1;
+            let previous = (i + switches - 2) % switches + 1;
+            let _ = writeln!(
+                text,
+                "Switch 4 \"s{i}\"\n[1] \"h{i}\"[1]\n[2] \"s{next}\"[3]\n[3] \"s{previous}\"[2]\n"
+            );
+        }
+        Self::parse(format!("ring-{switches}"), text).expect("generated topologies are well formed")
+    }
+
     /// One of the example fabrics of Debian's ibsim-utils, by file name
     /// (for example `net.2sw2path4hca`).
     pub fn debian_example(name: &str) -> Result<Self, TopologyError> {
@@ -220,7 +242,12 @@ mod tests {
 
     #[test]
     fn every_link_is_declared_from_both_ends() {
-        let t = Topology::fat_tree(4, 3, 3);
+        assert_eq!(links_of(&Topology::fat_tree(4, 3, 3)), 2 * (12 + 4 * 3));
+        assert_eq!(links_of(&Topology::ring(5)), 2 * (5 + 5));
+    }
+
+    /// How many port lines `t` has, each checked to have its way back.
+    fn links_of(t: &Topology) -> usize {
         let mut links = Vec::new();
         let mut node = String::new();
         for line in t.text().lines() {
@@ -242,7 +269,18 @@ mod tests {
                 "{a:?} -> {b:?} has no way back"
             );
         }
-        assert_eq!(links.len(), 2 * (12 + 4 * 3));
+        links.len()
+    }
+
+    #[test]
+    fn ring_shape() {
+        let t = Topology::ring(4);
+        assert_eq!(t.hcas(), ["h1", "h2", "h3", "h4"]);
+        assert_eq!(t.switches(), ["s1", "s2", "s3", "s4"]);
+        assert!(
+            t.text()
+                .contains("Switch 4 \"s1\"\n[1] \"h1\"[1]\n[2] \"s2\"[3]\n[3] \"s4\"[2]")
+        );
     }
 
     #[test]

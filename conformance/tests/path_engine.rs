@@ -498,53 +498,11 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
     }
 }
 
-/// Five switches in a ring, a host on each: LASH and DFSSSP need several
-/// SLs to keep its routes free of deadlocks, and give each path its own.
-const RING: &str = "
-Hca 1 \"h1\"
-[1] \"s1\"[1]
-
-Hca 1 \"h2\"
-[1] \"s2\"[1]
-
-Hca 1 \"h3\"
-[1] \"s3\"[1]
-
-Hca 1 \"h4\"
-[1] \"s4\"[1]
-
-Hca 1 \"h5\"
-[1] \"s5\"[1]
-
-Switch 4 \"s1\"
-[1] \"h1\"[1]
-[2] \"s2\"[3]
-[3] \"s5\"[2]
-
-Switch 4 \"s2\"
-[1] \"h2\"[1]
-[2] \"s3\"[3]
-[3] \"s1\"[2]
-
-Switch 4 \"s3\"
-[1] \"h3\"[1]
-[2] \"s4\"[3]
-[3] \"s2\"[2]
-
-Switch 4 \"s4\"
-[1] \"h4\"[1]
-[2] \"s5\"[3]
-[3] \"s3\"[2]
-
-Switch 4 \"s5\"
-[1] \"h5\"[1]
-[2] \"s1\"[3]
-[3] \"s4\"[2]
-";
-
 #[test]
 fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master() {
-    let ring = || Topology::parse("ring", RING.to_owned()).unwrap();
+    // Five switches in a ring: LASH and DFSSSP need several SLs to keep
+    // its routes free of deadlocks, and give each path its own.
+    let ring = || Topology::ring(5);
     // dor on the ring: every SL 0, computed.
     let fabric = start(ring(), &["routing_engine dor"], &[]);
     assert_equal_to_opensm(&fabric, "ring, dor");

@@ -12,16 +12,16 @@
 //! compare these answers of OpenSM's with what the engine computed,
 //! without lsaquery's own comparison in between.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bytes::Bytes;
 use conformance::saquery::parse_number;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
-use umad::{Address, OutgoingMad};
+use umad::Address;
 
 struct Args {
     sa_lid: u16,
@@ -80,64 +80,36 @@ fn run() -> Result<String, String> {
     let args = parse_args()?;
     let (port, agent, transport) = conformance::sa_agent::open(256)?;
     let dest = Address::gsi(args.sa_lid, port.sm_sl);
-    let mut todo = args
+    let pairs = args
         .lids
         .iter()
         .flat_map(|s| args.lids.iter().map(move |d| (*s, *d)));
-    // By the TransactionID's low 32 bits: the MAD layer owns the high ones.
-    let mut in_flight: HashMap<u32, (u16, u16)> = HashMap::new();
-    let mut next_tid = umad::transaction_id_seed();
     let mut out = String::new();
-    loop {
-        while in_flight.len() < args.window.max(1) {
-            let Some((slid, dlid)) = todo.next() else {
-                break;
+    conformance::sa_agent::ask_all(
+        &transport,
+        agent,
+        dest,
+        (args.window, Duration::from_secs(2), 4),
+        pairs,
+        |(slid, dlid), tid| request(*slid, *dlid, args.pkey, tid),
+        |(slid, dlid), answer| {
+            if answer.status != 0 {
+                return Err(format!("no answer for {slid} -> {dlid}"));
+            }
+            let mad = SaMad::parse(&answer.mad).map_err(|e| e.to_string())?;
+            let status = mad.mad().status();
+            let record = if status == MadStatus::OK {
+                mad.data()[..64].iter().fold(String::new(), |mut s, b| {
+                    let _ = write!(s, "{b:02x}");
+                    s
+                })
+            } else {
+                "-".to_owned()
             };
-            next_tid = next_tid.wrapping_add(1);
-            let m = OutgoingMad {
-                agent,
-                dest,
-                mad: request(slid, dlid, args.pkey, u64::from(next_tid)),
-                timeout_ms: 2000,
-                retries: 4,
-            };
-            transport
-                .outgoing()
-                .send_blocking(m)
-                .map_err(|_| "the transport stopped")?;
-            in_flight.insert(next_tid, (slid, dlid));
-        }
-        if in_flight.is_empty() {
-            break;
-        }
-        let answer = smol::block_on(async {
-            smol::future::or(async { transport.incoming().recv().await.ok() }, async {
-                smol::Timer::after(std::time::Duration::from_secs(60)).await;
-                None
-            })
-            .await
-        })
-        .ok_or("no MAD for a minute")?;
-        let Ok(mad) = SaMad::parse(&answer.mad) else {
-            continue;
-        };
-        let Some((slid, dlid)) = in_flight.remove(&(mad.mad().transaction_id() as u32)) else {
-            continue;
-        };
-        if answer.status != 0 {
-            return Err(format!("no answer for {slid} -> {dlid}"));
-        }
-        let status = mad.mad().status();
-        let record = if status == MadStatus::OK {
-            mad.data()[..64].iter().fold(String::new(), |mut s, b| {
-                let _ = write!(s, "{b:02x}");
-                s
-            })
-        } else {
-            "-".to_owned()
-        };
-        let _ = writeln!(out, "{slid} {dlid} {:#06x} {record}", status.0);
-    }
+            let _ = writeln!(out, "{slid} {dlid} {:#06x} {record}", status.0);
+            Ok(())
+        },
+    )?;
     transport.shutdown();
     Ok(out.trim_end().to_owned())
 }

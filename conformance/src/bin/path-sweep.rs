@@ -18,16 +18,15 @@
 //! `fabric-scale` does): `--sa-lid` the master's LID for the baseline, the
 //! node's own for its local-sa.
 
-use std::collections::HashMap;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use conformance::saquery::parse_number;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
-use umad::{Address, OutgoingMad};
+use umad::Address;
 
 struct Args {
     sa_lid: u16,
@@ -94,64 +93,31 @@ fn run() -> Result<String, String> {
     let args = parse_args()?;
     let (port, agent, transport) = conformance::sa_agent::open(256)?;
     let dest = Address::gsi(args.sa_lid, port.sm_sl);
-    let mut todo = (0..args.ranks).flat_map(|_| args.dlids.iter().copied());
+    let todo = (0..args.ranks).flat_map(|_| args.dlids.iter().copied());
     let (mut asked, mut answered, mut no_records, mut unanswered) = (0u64, 0u64, 0u64, 0u64);
-    // By the TransactionID's low 32 bits: the MAD layer owns the high ones.
-    let mut in_flight: HashMap<u32, ()> = HashMap::new();
     let started = Instant::now();
-    let mut next_tid = umad::transaction_id_seed();
-    loop {
-        while in_flight.len() < args.window.max(1) {
-            let Some(dlid) = todo.next() else { break };
-            next_tid = next_tid.wrapping_add(1);
-            let m = OutgoingMad {
-                agent,
-                dest,
-                mad: if args.tables {
-                    request(dlid, None, u64::from(next_tid))
-                } else {
-                    request(port.lid, Some(dlid), u64::from(next_tid))
-                },
-                timeout_ms: 1000,
-                retries: 3,
-            };
-            transport
-                .outgoing()
-                .send_blocking(m)
-                .map_err(|_| "the transport stopped")?;
-            in_flight.insert(next_tid, ());
-            asked += 1;
-        }
-        if in_flight.is_empty() {
-            break;
-        }
-        // Each request gives up after its retries; nothing for a minute
-        // means the transport is stuck.
-        let answer = smol::block_on(async {
-            smol::future::or(async { transport.incoming().recv().await.ok() }, async {
-                smol::Timer::after(std::time::Duration::from_secs(60)).await;
-                None
-            })
-            .await
-        })
-        .ok_or("no MAD for a minute")?;
-        let Ok(mad) = SaMad::parse(&answer.mad) else {
-            continue;
-        };
-        if in_flight
-            .remove(&(mad.mad().transaction_id() as u32))
-            .is_none()
-        {
-            continue;
-        }
-        if answer.status != 0 {
-            unanswered += 1;
-        } else if mad.mad().status() == MadStatus::OK {
-            answered += 1;
-        } else {
-            no_records += 1;
-        }
-    }
+    conformance::sa_agent::ask_all(
+        &transport,
+        agent,
+        dest,
+        (args.window, Duration::from_secs(1), 3),
+        todo.inspect(|_| asked += 1),
+        |dlid, tid| {
+            if args.tables {
+                request(*dlid, None, tid)
+            } else {
+                request(port.lid, Some(*dlid), tid)
+            }
+        },
+        |_, answer| {
+            match SaMad::parse(&answer.mad) {
+                _ if answer.status != 0 => unanswered += 1,
+                Ok(m) if m.mad().status() == MadStatus::OK => answered += 1,
+                _ => no_records += 1,
+            }
+            Ok(())
+        },
+    )?;
     let seconds = started.elapsed().as_secs_f64();
     transport.shutdown();
     Ok(format!(
