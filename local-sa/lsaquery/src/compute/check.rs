@@ -153,6 +153,9 @@ pub(crate) async fn check(
         .request(master, &query(fabric, Method::GET_TABLE, first, None))
         .await?;
     let whole = !matches!(&c.outcome, Ok(a) if a.is_cut());
+    if let Ok(a) = &c.outcome {
+        served.count(a.records::<PathRecord>().count(), PathRecord::STRIDE);
+    }
     let mut asks: Vec<(usize, Option<(u16, u16)>)> = Vec::new();
     for (i, pair) in pairs.iter().enumerate() {
         if whole {
