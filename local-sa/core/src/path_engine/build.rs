@@ -254,7 +254,6 @@ impl Fabric {
             by_guid,
             by_lid,
             pkey_tables,
-            qos,
             partition_sl: HashMap::new(),
             routes,
         })

@@ -73,8 +73,6 @@ pub struct Fabric {
     pub(super) pkey_tables: Vec<PkeyTable>,
     /// SubnetTimeOut: a path's PacketLifeTime.
     pub(super) subnet_timeout: u8,
-    /// Whether the master applies QoS (SLs mapped to VL15 are left out).
-    pub(super) qos: bool,
     /// The SL of each partition, by its low 15 bits, where known.
     pub(super) partition_sl: HashMap<u16, u8>,
     pub(super) routes: Routes,
@@ -103,23 +101,9 @@ impl Fabric {
         self.switches.len()
     }
 
-    /// How many physical ports.
-    pub fn port_count(&self) -> usize {
-        // Adapters' ports and switches' ports 0 to NumPorts.
-        self.ports.len()
-    }
-
     /// How many GUIDs name a destination (every endport's, its aliases).
     pub fn alias_count(&self) -> usize {
         self.aliases.len()
-    }
-
-    /// The GUIDs of the alias table in OpenSM's order, each with its
-    /// endport's GUID.
-    pub fn aliases(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.aliases
-            .iter()
-            .map(|a| (a.guid, self.endports[a.endport as usize].guid))
     }
 
     /// The PacketLifeTime of a path between two ports: OpenSM's
@@ -134,11 +118,6 @@ impl Fabric {
     /// keep their own SubnetTimeOut) does not show the master's value.
     pub fn set_subnet_timeout(&mut self, value: u8) {
         self.subnet_timeout = value & 0x3F;
-    }
-
-    /// Whether the master applies QoS.
-    pub fn qos(&self) -> bool {
-        self.qos
     }
 
     /// The partitions (low 15 bits) some endport holds, in ascending order.

@@ -176,11 +176,6 @@ impl FabricSpec {
         lft[usize::from(lid)] = port;
     }
 
-    /// Sets SubnetTimeOut in every port.
-    pub fn subnet_timeout(&mut self, value: u8) {
-        self.subnet_timeout = value;
-    }
-
     /// Publishes SL to VL tables (as a master with QoS does), all `vls`.
     pub fn sl2vl(&mut self, vls: [u8; 16]) {
         self.sl2vl = Some(vls);

@@ -97,7 +97,11 @@ impl<'a> Report<'a> {
                 None => format!("{q:#06x} SL unknown"),
             })
             .collect();
-        outln!("partitions: {}", sls.join(", "))?;
+        outln!(
+            "partitions: {}; PacketLifeTime {} (the master's subnet_timeout)",
+            sls.join(", "),
+            f.subnet_timeout()
+        )?;
         for (q, why) in &p.unknown_sls {
             outln!("  partition {q:#06x}: SL not known: {why}")?;
         }
@@ -172,6 +176,7 @@ impl<'a> Report<'a> {
                 "cut": p.cut,
                 "seconds": p.read_time.as_secs_f64(),
             },
+            "packet_life": f.subnet_timeout(),
             "partitions": f.partitions().into_iter().map(|q| json!({
                 "pkey": format!("{q:#06x}"),
                 "sl": f.partition_sl(q),
