@@ -45,6 +45,7 @@
 //! computed on every core at once.
 
 mod build;
+mod description_error;
 mod fabric;
 mod physical;
 pub mod pkeys;
@@ -57,7 +58,8 @@ pub mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use build::{DescriptionError, FabricRecords};
+pub use build::FabricRecords;
+pub use description_error::DescriptionError;
 pub use fabric::{Endport, Fabric};
 pub use sample::{Difference, PairCheck, compare_pair};
 pub use tables::{Table, TableError};
