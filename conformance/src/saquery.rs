@@ -102,6 +102,21 @@ pub fn parse_number(text: &str) -> Option<u64> {
     }
 }
 
+/// A list of LIDs and ranges as tools take them: `4,7,20-40`.
+pub fn parse_lids(text: &str) -> Result<Vec<u16>, String> {
+    let mut lids = Vec::new();
+    for part in text.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let lid = |v: &str| {
+            parse_number(v)
+                .and_then(|n| u16::try_from(n).ok())
+                .ok_or(format!("{text}: {v} is not a LID"))
+        };
+        lids.extend(lid(a)?..=lid(b)?);
+    }
+    Ok(lids)
+}
+
 /// Every record saquery printed in its normal (dotted) format.
 pub fn parse_printed_records(output: &str) -> Vec<PrintedRecord> {
     let mut records: Vec<PrintedRecord> = Vec::new();
@@ -204,6 +219,14 @@ pub const PATIENT: [&str; 4] = ["--timeout", "4000", "--retries", "3"];
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lid_lists_take_ranges() {
+        assert_eq!(parse_lids("4,7,9-11"), Ok(vec![4, 7, 9, 10, 11]));
+        assert_eq!(parse_lids("0x10"), Ok(vec![16]));
+        assert!(parse_lids("4,x").is_err());
+        assert!(parse_lids("70000").is_err());
+    }
 
     #[test]
     fn a_printed_path_record_reads_back_to_its_bytes() {

@@ -201,6 +201,31 @@ fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
     c
 }
 
+/// local-sa on each of `names`, waiting for a distributor's load (with
+/// [`KEY`] as its SM_Key) rather than asking OpenSM for its table.
+fn waiting_nodes<'f>(fabric: &'f Fabric, names: &[&str]) -> Vec<LocalSa<'f>> {
+    names
+        .iter()
+        .map(|n| {
+            LocalSa::start_unfilled(fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect()
+}
+
+/// `lsaquery --distribute --compute` from node `at`, with `args` more.
+fn distribute(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
+    fabric
+        .node(at)
+        .unwrap()
+        .lsaquery()
+        .args(["--distribute", "--compute", "--smkey", KEY])
+        .args(args)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A fat tree's topology with ibsim port options added to some of its
 /// port lines: (node, port line prefix, options).
 fn with_port_options(t: &Topology, edits: &[(&str, &str, &str)]) -> Topology {
@@ -451,29 +476,8 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
         ],
     );
     assert_equal_to_opensm(&fabric, "QoS master");
-    let mut nodes: Vec<LocalSa<'_>> = ["h2", "h5", "h11"]
-        .iter()
-        .map(|n| {
-            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    let out = fabric
-        .node("h9")
-        .unwrap()
-        .lsaquery()
-        .args([
-            "--distribute",
-            "--compute",
-            "--smkey",
-            KEY,
-            "--service-id",
-            "0x1060001",
-            "--json",
-        ])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"]);
+    let out = distribute(&fabric, "h9", &["--service-id", "0x1060001", "--json"]);
     assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
     let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let compute = &json["compute"];
@@ -532,16 +536,8 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             differences[0]
         );
         // The distributor sends the master's tables instead, and says why.
-        let sa = LocalSa::start_unfilled(&fabric, "h3", &["--sm-key", KEY, "--load-wait", "300"])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let out = fabric
-            .node("h1")
-            .unwrap()
-            .lsaquery()
-            .args(["--distribute", "--compute", "--smkey", KEY])
-            .timeout(Duration::from_secs(120))
-            .output()
-            .unwrap();
+        let mut nodes = waiting_nodes(&fabric, &["h3"]);
+        let out = distribute(&fabric, "h1", &[]);
         assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
         assert!(
             out.stdout.contains("every table came from the master")
@@ -549,7 +545,7 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             "{engine}: {}",
             out.stdout
         );
-        let mut sa = sa;
+        let sa = &mut nodes[0];
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
         // What h3 holds is what OpenSM answers, SLs included.
         let h3 = fabric.node("h3").unwrap().port().unwrap().lid;
@@ -574,29 +570,13 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
 #[test]
 fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master_for_none() {
     let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
-    let mut nodes: Vec<LocalSa<'_>> = ["h2", "h5", "h11"]
-        .iter()
-        .map(|n| {
-            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    let distributor = fabric.node("h9").unwrap();
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"]);
     let snapshot = fabric.dir().join("distributed.snap");
-    let out = distributor
-        .lsaquery()
-        .args([
-            "--distribute",
-            "--compute",
-            "--smkey",
-            KEY,
-            "--json",
-            "--snapshot",
-        ])
-        .arg(&snapshot)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let out = distribute(
+        &fabric,
+        "h9",
+        &["--json", "--snapshot", snapshot.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
     let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert_eq!(json["filled"], 3, "{json}");
@@ -642,13 +622,7 @@ fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master
 fn two_shards_fill_disjoint_shares_that_together_are_every_node() {
     let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
     let names = ["h2", "h4", "h5", "h7", "h11"];
-    let mut nodes: Vec<LocalSa<'_>> = names
-        .iter()
-        .map(|n| {
-            LocalSa::start_unfilled(&fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
+    let mut nodes = waiting_nodes(&fabric, &names);
     // Two distributors on two nodes, at once.
     let shards: Vec<_> = [("h9", "1/2"), ("h10", "2/2")]
         .iter()

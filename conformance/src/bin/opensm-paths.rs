@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bytes::Bytes;
-use conformance::saquery::parse_number;
+use conformance::saquery::{parse_lids, parse_number};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMad, SaMadBuilder};
@@ -43,12 +43,7 @@ fn parse_args() -> Result<Args, String> {
         let number = |v: &str| parse_number(v).ok_or(format!("{arg} {v}: not a number"));
         match arg.as_str() {
             "--sa-lid" => args.sa_lid = number(&value()?)? as u16,
-            "--lids" => {
-                for part in value()?.split(',') {
-                    let (a, b) = part.split_once('-').unwrap_or((part, part));
-                    args.lids.extend(number(a)? as u16..=number(b)? as u16);
-                }
-            }
+            "--lids" => args.lids.extend(parse_lids(&value()?)?),
             "--pkey" => args.pkey = Some(number(&value()?)? as u16),
             "--window" => args.window = number(&value()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
