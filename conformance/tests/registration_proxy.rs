@@ -30,8 +30,9 @@ use conformance::{Fabric, LocalSa, Topology, eventually};
 use local_sa_core::memberships::GroupEvent;
 use mad_codec::{Gid, JoinState, MadStatus, TrapDetails, TrapNumber};
 
-/// What local-sa subscribes to for itself.
-const OWN_TRAPS: [u16; 2] = [64, 65];
+/// What local-sa subscribes to for itself: ports coming and going, and
+/// a switch port's link going up or down.
+const OWN_TRAPS: [u16; 3] = [64, 65, 128];
 
 /// What local-sa subscribes to for itself while the port is in a group.
 const GROUP_CREATED: u16 = 66;
@@ -189,8 +190,8 @@ fn three_subscribers_on_a_node_cost_opensm_one_subscription() {
     agent.counters_show("no consumer left", |c| {
         c["subscribers"] == 1 && c["subscriptions"] == OWN_TRAPS.len() as u64
     });
-    // OpenSM's answer to an InformInfoRecord query agrees (two records
-    // fit in what the simulator delivers).
+    // OpenSM's answer to an InformInfoRecord query agrees, as far as the
+    // simulator delivers it (its first two records).
     let out = fabric
         .node("h6")
         .unwrap()
@@ -205,7 +206,12 @@ fn three_subscribers_on_a_node_cost_opensm_one_subscription() {
         .filter_map(|l| l.split("\"trap_num\":").nth(1))
         .map(|t| t.trim_end_matches('}').split(',').next().unwrap_or(""))
         .collect();
-    assert_eq!(traps, BTreeSet::from(["64", "65"]), "{}", out.stdout);
+    let own: BTreeSet<String> = OWN_TRAPS.iter().map(u16::to_string).collect();
+    assert!(
+        traps.len() >= 2 && traps.iter().all(|t| own.contains(*t)),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

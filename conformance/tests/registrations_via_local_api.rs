@@ -28,12 +28,12 @@ fn subscribe_join_and_list_through_the_local_api() {
             .unwrap()
     };
 
-    // -I: local-sa's own subscriptions (traps 64 and 65).
+    // -I: local-sa's own subscriptions (traps 64, 65 and 128).
     let out = lsaquery(&["-I"]);
     assert!(out.status.success(), "{}", out.stderr);
     assert_eq!(
         parse_printed_records(&out.stdout).len(),
-        2,
+        3,
         "{}",
         out.stdout
     );

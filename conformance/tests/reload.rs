@@ -50,9 +50,9 @@ fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
     let mut sa = LocalSa::start(&fabric, "h2", &["--config", config.to_str().unwrap()])
         .unwrap_or_else(|e| panic!("{e}"));
     let mut consumer = Client::connect(sa.api_socket());
-    assert_eq!(consumer.subscribe(TrapNumber(128), true), MadStatus::OK);
-    // local-sa's own traps 64 and 65, and the consumer's.
-    let subscriptions = 3;
+    assert_eq!(consumer.subscribe(TrapNumber(145), true), MadStatus::OK);
+    // local-sa's own traps 64, 65 and 128, and the consumer's.
+    let subscriptions = 4;
     sa.wait_until("the subscription counted", Duration::from_secs(5), |c| {
         c["subscriptions"] == subscriptions
     })

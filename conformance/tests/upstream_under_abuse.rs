@@ -348,7 +348,7 @@ fn ten_thousand_subscriptions_from_one_user_stop_at_its_limit_and_go_at_close() 
     let mut sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
     let port = port_gid(&fabric, "h5");
     let dump = fabric.opensm_dir().join("opensm-sa.dump");
-    let own = |d: &SaDump| d.traps_of(port) == [64, 65];
+    let own = |d: &SaDump| d.traps_of(port) == [64, 65, 128];
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(60), own);
     assert!(held, "local-sa's own subscriptions: {:?}", d.traps_of(port));
 
@@ -363,7 +363,7 @@ fn ten_thousand_subscriptions_from_one_user_stop_at_its_limit_and_go_at_close() 
     sa.wait_until(
         "the connection's subscriptions gone",
         Duration::from_secs(60),
-        |c| c["subscriptions"] == 2 && c["registrations_waiting"] == 0,
+        |c| c["subscriptions"] == 3 && c["registrations_waiting"] == 0,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(60), own);

@@ -99,10 +99,25 @@ pub struct AgentConfig {
     /// the repeated requests on arrival while its queue holds ten seconds
     /// of work (`max_msg_fifo_timeout`).
     pub table_timeout: Duration,
-    /// How often this port's paths are refreshed from the master. A load
-    /// that replaces this port's paths (from a distributor) counts as a
-    /// refresh: the next one waits a whole interval from it.
+    /// How often this port's paths are refreshed from the master, at
+    /// least: on a fabric too large for the master to afford it, less
+    /// often ([`MasterPace::upkeep_interval`]). A load that replaces this
+    /// port's paths (from a distributor) counts as a refresh: the next
+    /// one waits a whole interval from it; while a distributor's lease
+    /// runs (`load_flags::LEASE`) the port does not refresh at all.
     pub refresh_interval: Duration,
+    /// How long after a notice that the fabric changed (trap 128: a
+    /// switch port's link went up or down) a port
+    /// keeping its own tables refreshes them, plus its phase of the
+    /// refresh window: the master sweeps and reroutes after such a
+    /// notice, and the refresh should see the new routes.
+    pub change_settle: Duration,
+    /// How often a table this port did not fetch itself (a distributor's,
+    /// or one kept across a restart) is checked against the master: a
+    /// few of its paths asked again and compared.
+    pub check_interval: Duration,
+    /// How many destinations each check asks the master for.
+    pub check_sample: usize,
     /// How long the first refresh waits at start for a load of this
     /// port's paths before asking the master itself (plus the port's
     /// phase of a quarter as long again): where a distributor next to the
@@ -160,6 +175,9 @@ impl Default for AgentConfig {
             upstream_retries: 3,
             table_timeout: Duration::from_secs(12),
             refresh_interval: Duration::from_secs(600),
+            change_settle: Duration::from_secs(5),
+            check_interval: Duration::from_secs(6 * 3600),
+            check_sample: 4,
             load_wait: Duration::ZERO,
             retry_backoff: Duration::from_secs(5),
             answer_ttl: Duration::from_secs(60),

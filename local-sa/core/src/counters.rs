@@ -118,6 +118,22 @@ counters! {
     /// Loads that replaced this port's paths and so stood for a refresh
     /// (a distributor's).
     refreshes_loaded: Counter,
+    /// Notices that the fabric changed (trap 128: a switch port's link
+    /// went up or down).
+    change_notices: Counter,
+    /// Refreshes of this port's own tables owed to such a notice.
+    change_refreshes: Counter,
+    /// Leases a distributor took or renewed on this port's tables.
+    lease_renewals: Counter,
+    /// Leases that ended with the distributor silent: the port fetched
+    /// its own tables again.
+    leases_lapsed: Counter,
+    /// Checks of a table this port did not fetch (a distributor's, or
+    /// one kept across a restart) that agreed with the master.
+    checks_passed: Counter,
+    /// Such checks that found a difference (the port then fetched its
+    /// own tables).
+    checks_failed: Counter,
     /// Notices received from the master and passed on (duplicates of one
     /// notice count once).
     notices: Counter,

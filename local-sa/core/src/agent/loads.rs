@@ -44,7 +44,9 @@ use tracing::{info, warn};
 use super::SaCore;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
-use crate::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
+use crate::load_flags::{
+    KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
+};
 use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::respond;
 use crate::transfers::Event;
@@ -179,10 +181,23 @@ impl SaCore {
         if method == Method::SET && flags & QOS_TABLES != 0 {
             return self.load_qos_tables(now, request, header, records);
         }
+        let lease = lease_seconds(flags);
+        if method == Method::SET && flags & RENEW_ONLY != 0 {
+            let Some(seconds) = lease else {
+                return self.refuse_invalid_load(now, request, header, "RENEW_ONLY without LEASE");
+            };
+            self.lease_renewed(now, request.from.lid, seconds);
+            return self.answer_load(request, header, MadStatus::OK, 0);
+        }
         let records = match records.and_then(|r| check_load(method, mask, r)) {
             Ok(r) => r,
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
+        // Before the records: a whole table loaded under a lease counts
+        // as the lease's refresh, not as one that starts an interval.
+        if let Some(seconds) = lease {
+            self.lease_renewed(now, request.from.lid, seconds);
+        }
         let partitions = flags & PARTITION_TABLES != 0;
         let count = if method == Method::SET {
             let replace = flags & REPLACE_SOURCES != 0;

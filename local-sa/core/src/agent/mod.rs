@@ -47,8 +47,11 @@ mod quotas;
 mod refresh;
 mod status;
 mod subscriptions;
+mod table_check;
 #[cfg(test)]
 mod tests;
+mod upkeep;
+mod upkeep_schedule;
 mod upstream;
 mod upstream_queue;
 
@@ -66,6 +69,7 @@ use self::qos_cache::QosCache;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
 use self::subscriptions::Subscriptions;
+use self::upkeep::Upkeep;
 use self::upstream_queue::UpstreamQueue;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
@@ -153,6 +157,9 @@ pub struct SaCore {
     fabric_ports: usize,
     /// Where the refresh of this port's paths stands.
     refresh: Refresh,
+    /// Who keeps the tables fresh (this port, or a distributor's
+    /// lease), and the checks of tables it did not fetch.
+    upkeep: Upkeep,
     /// Relayed queries waiting for the master.
     relays: usize,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
@@ -228,6 +235,7 @@ impl SaCore {
                 partitions_next: None,
                 only_missing: false,
             },
+            upkeep: Upkeep::default(),
             relays: 0,
             // Set below, once the port's phase can be computed.
             next_registration: None,
@@ -416,6 +424,7 @@ impl SaCore {
             self.subscriptions.poll_timeout(),
             self.memberships.poll_timeout(),
             self.next_audit,
+            self.upkeep.check_next,
         ]
         .into_iter()
         .flatten()
@@ -452,7 +461,12 @@ impl SaCore {
         }
         if self.refresh.next.is_some_and(|t| t <= now) {
             self.refresh.next = None;
-            self.start_refresh(now);
+            if self.refresh_due(now) {
+                self.start_refresh(now);
+            }
+        }
+        if self.upkeep.check_next.is_some_and(|t| t <= now) {
+            self.start_table_check(now);
         }
         if self.refresh.partitions_next.is_some_and(|t| t <= now) {
             self.refresh.partitions_next = None;

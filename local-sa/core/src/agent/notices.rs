@@ -45,8 +45,16 @@ const MAX_WAITING_ASKERS: usize = 64;
 /// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
 const SUBSCRIPTION_RESP_TIME: u8 = 19;
 
-/// The traps the agent itself subscribes to.
-const CORE_TRAPS: [TrapNumber; 2] = [TrapNumber::GID_IN_SERVICE, TrapNumber::GID_OUT_OF_SERVICE];
+/// The traps the agent itself subscribes to: ports coming and going
+/// (64/65), and a switch port's link going up or down (128), after which
+/// the master sweeps and may reroute. (Not trap 144, a port's local
+/// changes: it says nothing of routes, and every restarting SM-capable
+/// port raises one.)
+const CORE_TRAPS: [TrapNumber; 3] = [
+    TrapNumber::GID_IN_SERVICE,
+    TrapNumber::GID_OUT_OF_SERVICE,
+    TrapNumber::LINK_STATE_CHANGE,
+];
 
 /// The traps the agent subscribes to while the port is in some multicast
 /// group: its members hear of the group's deletion and re-creation.
@@ -55,13 +63,12 @@ const GROUP_TRAPS: [TrapNumber; 2] = [TrapNumber::MC_GROUP_CREATED, TrapNumber::
 /// The filter of the agent's own subscription to `trap`.
 fn core_filter(trap: TrapNumber) -> Filter {
     let ii = InformInfoRepr::generic_subscription(trap, true, 1, SUBSCRIPTION_RESP_TIME);
-    Filter::of(&ii, true)
-        .unwrap_or_else(|_| unreachable!("a generic trap 64/65 subscription is valid"))
+    Filter::of(&ii, true).unwrap_or_else(|_| unreachable!("a generic trap subscription is valid"))
 }
 
 impl SaCore {
-    /// Asks the master what it supports and subscribes the agent to traps
-    /// 64 and 65.
+    /// Asks the master what it supports and subscribes the agent to its
+    /// own traps (64, 65, 128).
     pub(super) fn register(&mut self, now: Instant) {
         self.ask_master_info(now);
         let mut effects = Vec::new();
@@ -531,6 +538,9 @@ impl SaCore {
             }
             TrapDetails::McGroupCreated { mgid } => self.group_notice(now, mgid, true),
             TrapDetails::McGroupDeleted { mgid } => self.group_notice(now, mgid, false),
+            TrapDetails::LinkStateChange { lid } => {
+                self.fabric_changed(now, notice.trap_number(), lid)
+            }
             _ => debug!(
                 trap = %notice.trap_number(),
                 "notice ignored by the agent"

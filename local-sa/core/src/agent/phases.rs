@@ -2,7 +2,7 @@
 //! does: at its own phase (from its GUID) within a window, so that the
 //! fabric's ports spread over it ([`crate::pacing`] sizes the windows).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::SaCore;
 
@@ -46,13 +46,5 @@ impl SaCore {
             .saturating_mul(1 << doublings)
             .min(self.config.pace.max_window);
         backoff + self.spread(window)
-    }
-
-    /// When the next periodic refresh is due after one at `now`: between
-    /// three quarters and five quarters of the interval, at this port's
-    /// phase, so that ports started together do not refresh together.
-    pub(super) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        let interval = self.config.refresh_interval;
-        now + interval * 3 / 4 + self.spread(interval / 2)
     }
 }

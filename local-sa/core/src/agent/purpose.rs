@@ -56,6 +56,9 @@ pub(crate) enum Purpose {
     /// This port's directory record: registering (or renewing) it, or
     /// withdrawing it.
     Publish { register: bool },
+    /// This port's paths to one LID, asked to check a table it did not
+    /// fetch itself (see `table_check`).
+    Check { round: u32, dlid: u16 },
 }
 
 /// Which table names come from.
@@ -94,6 +97,7 @@ impl Purpose {
             Self::MasterInfo => "the master's ClassPortInfo",
             Self::Names { .. } => "the host names tables",
             Self::Publish { .. } => "this port's directory record",
+            Self::Check { .. } => "this port's paths to one LID, to check its table",
         }
     }
 }

@@ -34,6 +34,7 @@ impl SaCore {
         if self.refresh.state != RefreshState::Idle {
             return;
         }
+        self.refresh_starting(now);
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
         self.refresh.only_missing = false;
@@ -357,8 +358,9 @@ impl SaCore {
     /// loads. Returns whether this was the start's.
     fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
         self.refresh.failures = 0;
-        self.refresh.next = Some(self.next_periodic_refresh(now));
         self.fabric_ports = self.paths.store.port_count();
+        self.refresh.next = Some(self.next_periodic_refresh(now));
+        self.say_periodic_interval();
         let first = self.register_after_refresh;
         if first {
             // The fabric's size is known now. The directory loads (two

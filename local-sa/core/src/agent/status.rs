@@ -74,9 +74,39 @@ impl SaCore {
             );
         }
         s.push("refresh_failures_in_a_row", self.refresh.failures);
+        match self.upkeep.lease() {
+            Some(lease) => {
+                s.push("kept_by", format!("distributor lid={}", lease.lid));
+                s.push("lease_s", lease.length.as_secs());
+                s.push(
+                    "lease_left_ms",
+                    lease.until.saturating_duration_since(now).as_millis(),
+                );
+            }
+            None => {
+                s.push("kept_by", "this port");
+                s.push("refresh_interval_s", self.periodic_interval().as_secs());
+                s.push("worst_staleness_s", self.worst_staleness().as_secs());
+                if self.upkeep.change_pending() {
+                    s.push("change_refresh_pending", "yes");
+                }
+            }
+        }
+        if let Some(next) = self.upkeep.check_next {
+            s.push(
+                "next_check_in_ms",
+                next.saturating_duration_since(now).as_millis(),
+            );
+        }
         for (name, value) in [
             ("refreshes", c.refreshes),
             ("refreshes_loaded", c.refreshes_loaded),
+            ("change_notices", c.change_notices),
+            ("change_refreshes", c.change_refreshes),
+            ("lease_renewals", c.lease_renewals),
+            ("leases_lapsed", c.leases_lapsed),
+            ("checks_passed", c.checks_passed),
+            ("checks_failed", c.checks_failed),
             ("subscriptions", c.subscriptions),
             ("subscribers", c.subscribers),
             ("groups", c.groups),

@@ -198,6 +198,7 @@ impl SaCore {
             Purpose::Publish { register } => {
                 self.publication_answered(register, Some(answer.status()))
             }
+            Purpose::Check { round, dlid } => self.check_answered(now, round, dlid, Some(answer)),
         }
     }
 
@@ -240,6 +241,7 @@ impl SaCore {
             Purpose::Canary(step) => self.canary_answered(now, step, None),
             Purpose::Names { epoch, .. } => self.names_failed(epoch),
             Purpose::Publish { register } => self.publication_answered(register, None),
+            Purpose::Check { round, dlid } => self.check_answered(now, round, dlid, None),
         }
     }
 }

@@ -380,10 +380,10 @@ mod tests {
         let mut script = vec![6, 0, 0, 192, 0];
         script.extend(&paths);
         // Within a second (the start's window on a fabric this small):
-        // traps 64 and 65, the canary and the two names tables; the
+        // traps 64, 65 and 128, the canary and the two names tables; the
         // master answers them all, and the ClassPortInfo from the start.
         script.extend([2, 0xE8, 0x03]);
-        for back in 0..7 {
+        for back in 0..8 {
             script.extend([6, back, 0, 0, 0]);
         }
         let mut s = Script::play(&script);

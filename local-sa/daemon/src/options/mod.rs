@@ -163,9 +163,36 @@ pub(crate) struct Options {
     /// is still to answer would cost it the table twice.
     #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "12000")]
     pub(crate) table_timeout: u64,
-    /// Seconds between full refreshes of this port's paths.
+    /// Seconds between full refreshes of this port's paths, at least: on
+    /// a fabric whose N² paths would take more than --master-share of the
+    /// master's time at this interval, longer (the log and `lsaquery
+    /// --status` say how long, and the worst staleness it implies). While
+    /// a distributor's lease runs (`lsaquery --distribute --watch`) the
+    /// port does not refresh at all.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
     pub(crate) refresh_interval: u64,
+    /// Nanoseconds of the master's time per PathRecord it puts in a
+    /// whole-table answer, for --master-share (OpenSM: about 250 measured
+    /// under the simulator, 1,700 reported on a busy master).
+    #[arg(long, value_name = "NS", value_parser = number::<u64>, default_value = "1000")]
+    pub(crate) master_path_cost: u64,
+    /// Percent of the master's time the periodic refreshes of the
+    /// fabric's local-sa nodes may take together: each port refreshes no
+    /// more often than every N² × --master-path-cost / this (N: the
+    /// fabric's ports). 0: no periodic refresh more often than daily.
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value = "5")]
+    pub(crate) master_share: u8,
+    /// Seconds after a notice that a switch port's link went up or down
+    /// (trap 128: the master sweeps and may reroute) before a port that
+    /// keeps its own tables refreshes them, plus its share of the refresh
+    /// window (and no sooner than --master-share allows).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
+    pub(crate) change_settle: u64,
+    /// Seconds between checks of a table this port did not fetch itself
+    /// (a distributor's): a few of its paths asked again of the master
+    /// and compared; a difference and the port fetches its own tables.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "21600")]
+    pub(crate) check_interval: u64,
     /// Seconds the first refresh waits at start for a load of this port's
     /// paths (from a distributor next to the master, or `lsaquery --load
     /// FILE --replace`) before asking the master itself (plus this port's
@@ -661,6 +688,8 @@ impl Options {
             upstream_retries: self.upstream_retries,
             table_timeout: Duration::from_millis(self.table_timeout.max(1)),
             refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
+            change_settle: Duration::from_secs(self.change_settle),
+            check_interval: Duration::from_secs(self.check_interval.max(1)),
             load_wait: Duration::from_secs(self.load_wait),
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),
             answer_ttl: Duration::from_secs(self.answer_ttl),
@@ -674,6 +703,8 @@ impl Options {
             pace: MasterPace {
                 paths_per_second: self.master_paths_per_second.max(1),
                 registrations_per_second: self.master_registrations_per_second.max(1),
+                path_cost: Duration::from_nanos(self.master_path_cost),
+                upkeep_share_percent: self.master_share,
                 ..MasterPace::default()
             },
             limits: RegistrationLimits {

@@ -437,7 +437,7 @@ fn a_load_of_this_ports_paths_stands_for_its_refresh() {
         0,
         "no table asked for"
     );
-    assert_eq!(b.master.subscriptions.len(), 2, "registered after the load");
+    assert_eq!(b.master.subscriptions.len(), 3, "registered after the load");
     // The refresh from the master comes a whole interval later at the
     // earliest (at the port's phase from three quarters of it).
     b.advance(config.refresh_interval * 3 / 4 - Duration::from_secs(1));

@@ -22,3 +22,4 @@ mod registration_limits;
 mod registration_pace;
 mod subscriptions;
 mod transfer_limits;
+mod upkeep;

@@ -32,7 +32,7 @@ fn start_registers_and_fetches_this_ports_paths() {
     // unsubscribe can be sent later.
     assert_eq!(
         b.master.subscriptions.iter().copied().collect::<Vec<_>>(),
-        [(64, 1), (65, 1)]
+        [(64, 1), (65, 1), (128, 1)]
     );
     let bulk: Vec<_> = seen
         .iter()
@@ -57,8 +57,8 @@ fn start_registers_and_fetches_this_ports_paths() {
             c.upstream_in_flight,
             c.transfers_active
         ),
-        (1, 7, 0, 0),
-        "ClassPortInfo, two subscriptions, the canary, the paths, then the names tables"
+        (1, 8, 0, 0),
+        "ClassPortInfo, three subscriptions, the canary, the paths, then the names tables"
     );
 }
 
@@ -189,7 +189,7 @@ fn an_agent_started_without_a_master_keeps_trying_and_fills_once_it_answers() {
     b.advance(config.retry_backoff + config.pace.max_window + config.table_timeout);
     assert!(b.core.is_ready());
     assert_eq!(my_paths(&b), expected_paths(1..=HOSTS));
-    assert_eq!(b.master.subscriptions.len(), 2);
+    assert_eq!(b.master.subscriptions.len(), 3);
 }
 
 /// A table the master leaves unanswered is asked for again after the
@@ -284,7 +284,7 @@ fn a_new_master_gets_the_registrations_and_the_refresh() {
     assert_eq!(b.master.count(AttributeId::CLASS_PORT_INFO), 1);
     assert_eq!(
         b.master.subscriptions.len(),
-        2,
+        3,
         "subscribed again at the new master"
     );
     assert_eq!(

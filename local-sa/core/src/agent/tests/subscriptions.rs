@@ -281,8 +281,8 @@ fn inform_info_records_list_this_ports_subscribers() {
             .records::<InformInfoRecord>()
             .unwrap()
             .len(),
-        2,
-        "the agent's 64 and 65"
+        3,
+        "the agent's 64, 65 and 128"
     );
     assert_eq!(
         status(&query(&mut b, gid(5), Method::GET)),
@@ -318,7 +318,7 @@ fn a_new_master_gets_every_held_subscription_again() {
     let held: Vec<u16> = b.master.subscriptions.iter().map(|(t, _)| *t).collect();
     assert_eq!(
         held,
-        [64, 65, 66, 67],
+        [64, 65, 66, 67, 128],
         "each distinct filter once, no consumer involved"
     );
 }
@@ -386,7 +386,7 @@ fn a_master_restarted_on_the_same_lid_gets_everything_back() {
     let held: Vec<u16> = b.master.subscriptions.iter().map(|(t, _)| *t).collect();
     assert_eq!(
         held,
-        [64, 65, 66, 67],
+        [64, 65, 66, 67, 128],
         "subscriptions back, no consumer involved (66 and 67 held by the agent itself while the port is in a group)"
     );
     assert_eq!(
