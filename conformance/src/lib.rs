@@ -22,6 +22,7 @@ pub mod golden;
 pub mod kernel_end;
 pub mod local_sa;
 pub mod opensm_dump;
+pub mod path_answers;
 mod process;
 pub mod rdmacm;
 pub mod sa_agent;

@@ -17,25 +17,15 @@
 //! (LMC 0) and left out of the LMC pairs.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use conformance::path_answers::{
+    Ask, KEY, answers, differences, start, waiting_nodes, with_port_options,
+};
 use conformance::saquery::{parse_printed_records, path_record_from_printed};
-use conformance::{Fabric, LocalSa, RunOutput, Topology};
+use conformance::{Fabric, RunOutput, Topology};
 use mad_codec::PathRecord;
-use mad_codec::zerocopy::{FromBytes, IntoBytes};
-
-/// The master's SA key (P_Key tables are given only for it), also the
-/// local-sa nodes' SM_Key.
-const KEY: &str = "0x5eed";
-
-fn start(topology: Topology, config: &[&str], files: &[(&str, &str)]) -> Fabric {
-    let mut b = Fabric::builder(topology)
-        .opensm_config(config.iter().copied().chain([concat!("sa_key ", "0x5eed")]));
-    for (name, text) in files {
-        b = b.opensm_file(*name, *text);
-    }
-    b.start().unwrap_or_else(|e| panic!("{e}"))
-}
 
 /// What `lsaquery --compute` computed and said.
 struct Computed {
@@ -119,54 +109,20 @@ fn opensm_answers(
     lids: &[u16],
     pkey: Option<u16>,
 ) -> HashMap<(u16, u16), Option<PathRecord>> {
-    let node = fabric.node(fabric.opensm_node()).unwrap();
-    let master = node.port().unwrap().sm_lid;
-    let list: Vec<String> = lids.iter().map(u16::to_string).collect();
-    let mut cmd = node
-        .command(env!("CARGO_BIN_EXE_opensm-paths"))
-        .args(["--sa-lid", &master.to_string(), "--lids", &list.join(",")])
-        .timeout(Duration::from_secs(300));
-    if let Some(p) = pkey {
-        cmd = cmd.args(["--pkey", &format!("{p:#x}")]);
-    }
-    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.status.success(), "opensm-paths: {}", out.stderr);
-    out.stdout
-        .lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (s, d) = (f[0].parse().unwrap(), f[1].parse().unwrap());
-            let record = (f[3] != "-").then(|| {
-                let bytes: Vec<u8> = (0..64)
-                    .map(|i| u8::from_str_radix(&f[3][2 * i..2 * i + 2], 16).unwrap())
-                    .collect();
-                PathRecord::read_from_bytes(&bytes).unwrap()
-            });
-            ((s, d), record)
-        })
-        .collect()
-}
-
-/// Where the computed records `ours` (by LID pair) and OpenSM's answers
-/// differ: every pair, byte for byte (Preference left out where the
-/// LIDs are not a pair of equal offsets, see the module's text).
-fn differences(
-    ours: &HashMap<(u16, u16), PathRecord>,
-    theirs: &HashMap<(u16, u16), Option<PathRecord>>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for (pair, t) in theirs {
-        let o = ours.get(pair).map(|r| {
-            let mut r = *r;
-            r.set_preference(0);
-            r
-        });
-        if o.map(|r| r.as_bytes().to_vec()) != t.map(|r| r.as_bytes().to_vec()) {
-            out.push(format!("{pair:?}: computed {o:?}, OpenSM {t:?}"));
-        }
-    }
-    out.sort();
-    out
+    let node = fabric.opensm_node();
+    let sa_lid = fabric.node(node).unwrap().port().unwrap().sm_lid;
+    let ask = Ask {
+        sa_lid,
+        lids,
+        sources: None,
+        pkey,
+    };
+    answers(
+        fabric,
+        node,
+        Path::new(env!("CARGO_BIN_EXE_opensm-paths")),
+        ask,
+    )
 }
 
 /// Every computed record of the default tables equals OpenSM's answer, by
@@ -201,18 +157,6 @@ fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
     c
 }
 
-/// local-sa on each of `names`, waiting for a distributor's load (with
-/// [`KEY`] as its SM_Key) rather than asking OpenSM for its table.
-fn waiting_nodes<'f>(fabric: &'f Fabric, names: &[&str]) -> Vec<LocalSa<'f>> {
-    names
-        .iter()
-        .map(|n| {
-            LocalSa::start_unfilled(fabric, n, &["--sm-key", KEY, "--load-wait", "300"])
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect()
-}
-
 /// `lsaquery --distribute --compute` from node `at`, with `args` more.
 fn distribute(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
     fabric
@@ -224,27 +168,6 @@ fn distribute(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A fat tree's topology with ibsim port options added to some of its
-/// port lines: (node, port line prefix, options).
-fn with_port_options(t: &Topology, edits: &[(&str, &str, &str)]) -> Topology {
-    let mut out = String::new();
-    let mut node = String::new();
-    for line in t.text().lines() {
-        if line.starts_with("Switch") || line.starts_with("Hca") {
-            node = line.split('"').nth(1).unwrap_or_default().to_owned();
-        }
-        out.push_str(line);
-        for (n, prefix, options) in edits {
-            if node == *n && line.starts_with(prefix) {
-                out.push(' ');
-                out.push_str(options);
-            }
-        }
-        out.push('\n');
-    }
-    Topology::parse(format!("{}-edited", t.name()), out).unwrap()
 }
 
 #[test]
@@ -476,7 +399,7 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
         ],
     );
     assert_equal_to_opensm(&fabric, "QoS master");
-    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"]);
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"], &[]);
     let out = distribute(&fabric, "h9", &["--service-id", "0x1060001", "--json"]);
     assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
     let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
@@ -536,7 +459,7 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             differences[0]
         );
         // The distributor sends the master's tables instead, and says why.
-        let mut nodes = waiting_nodes(&fabric, &["h3"]);
+        let mut nodes = waiting_nodes(&fabric, &["h3"], &[]);
         let out = distribute(&fabric, "h1", &[]);
         assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
         assert!(
@@ -570,7 +493,7 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
 #[test]
 fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master_for_none() {
     let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
-    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"]);
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"], &[]);
     let snapshot = fabric.dir().join("distributed.snap");
     let out = distribute(
         &fabric,
@@ -622,7 +545,7 @@ fn the_distributor_fills_every_local_sa_with_computed_tables_and_asks_the_master
 fn two_shards_fill_disjoint_shares_that_together_are_every_node() {
     let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
     let names = ["h2", "h4", "h5", "h7", "h11"];
-    let mut nodes = waiting_nodes(&fabric, &names);
+    let mut nodes = waiting_nodes(&fabric, &names, &[]);
     // Two distributors on two nodes, at once.
     let shards: Vec<_> = [("h9", "1/2"), ("h10", "2/2")]
         .iter()

@@ -1,9 +1,10 @@
-//! The PathRecord an SA answers for every ordered pair of a set of LIDs:
-//! one Get naming both LIDs (and a P_Key, with `--pkey`) per pair,
-//! `--window` outstanding. Prints one line per pair:
+//! The PathRecord an SA answers for every ordered pair of a set of LIDs
+//! (or the pairs from `--sources` to them): one Get naming both LIDs (and
+//! a P_Key, with `--pkey`) per pair, `--window` outstanding. Prints one
+//! line per pair:
 //!
 //! ```text
-//! opensm-paths --sa-lid LID --lids LIDS [--pkey P] [--window W]
+//! opensm-paths --sa-lid LID --lids LIDS [--sources LIDS] [--pkey P] [--window W]
 //! 4 9 0x0000 0000000000000000fe80...    (SLID DLID status record-in-hex)
 //! 4 11 0x0300 -
 //! ```
@@ -26,6 +27,8 @@ use umad::Address;
 struct Args {
     sa_lid: u16,
     lids: Vec<u16>,
+    /// The pairs' sources (default: every one of `lids`).
+    sources: Vec<u16>,
     pkey: Option<u16>,
     window: usize,
 }
@@ -34,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         sa_lid: 0,
         lids: Vec::new(),
+        sources: Vec::new(),
         pkey: None,
         window: 16,
     };
@@ -44,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--sa-lid" => args.sa_lid = number(&value()?)? as u16,
             "--lids" => args.lids.extend(parse_lids(&value()?)?),
+            "--sources" => args.sources.extend(parse_lids(&value()?)?),
             "--pkey" => args.pkey = Some(number(&value()?)? as u16),
             "--window" => args.window = number(&value()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
@@ -51,6 +56,9 @@ fn parse_args() -> Result<Args, String> {
     }
     if args.sa_lid == 0 || args.lids.is_empty() {
         return Err("give --sa-lid LID and --lids LIDS (e.g. 4,7,20-40)".into());
+    }
+    if args.sources.is_empty() {
+        args.sources = args.lids.clone();
     }
     Ok(args)
 }
@@ -76,7 +84,7 @@ fn run() -> Result<String, String> {
     let (port, agent, transport) = conformance::sa_agent::open(256)?;
     let dest = Address::gsi(args.sa_lid, port.sm_sl);
     let pairs = args
-        .lids
+        .sources
         .iter()
         .flat_map(|s| args.lids.iter().map(move |d| (*s, *d)));
     let mut out = String::new();

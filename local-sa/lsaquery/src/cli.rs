@@ -89,6 +89,12 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              prove come from the master (docs/path-engine.md)
   --shard I/K                this distributor's share of K (run K at once on
                              K nodes: each fills 1/K of the nodes)
+  --compute --watch          stay: on a link or port notice (through this
+                             node's local-sa) and every --watch-interval,
+                             re-read the description, recompute, check the
+                             changed pairs and push each node only what
+                             changed, under a --lease that stops the nodes'
+                             own refreshes (docs/distributor.md)
 
 COMPUTING (read-only, next to the master; docs/path-engine.md):
   --compute --smkey K        read the description, compute every node's
@@ -120,6 +126,9 @@ EXAMPLES:
   lsaquery --distribute --compute --smkey 1 --shard 2/4
                                          a quarter of the nodes, their tables
                                          computed (the master computes none)
+  lsaquery --distribute --compute --watch --smkey 1
+                                         fill, then keep every node current
+                                         (the nodes stop refreshing)
   lsaquery --compute --check-sample all --smkey 1
                                          would computed tables equal the
                                          master's? every pair, read-only
@@ -559,6 +568,42 @@ pub(crate) struct Cli {
     /// same pairs).
     #[arg(long = "check-seed", value_name = "SEED", value_parser = number::<u64>, default_value = "1", requires = "compute")]
     pub(crate) check_seed: u64,
+
+    /// With --distribute --compute: stay after the fill and keep every
+    /// node current. On a notice that a link went up or down (trap 128)
+    /// or a port came or went (64/65), heard through this node's local-sa
+    /// (--api-socket), and every --watch-interval: wait --settle for the
+    /// master's sweep, read the fabric's description again, recompute,
+    /// check changed pairs against the master, and push each node whose
+    /// tables changed only the difference (a Set of the changed, a Delete
+    /// of the vanished). Every push and a renewal each interval carry a
+    /// lease (--lease): the nodes refresh nothing on their own while it
+    /// runs. Runs until SIGINT or SIGTERM, which ends the leases.
+    #[arg(long, requires_all = ["distribute", "compute"], conflicts_with_all = ["delta", "targets", "from"])]
+    pub(crate) watch: bool,
+    /// With --watch: seconds between re-reads of the description (and
+    /// lease renewals) when no notice comes.
+    #[arg(long = "watch-interval", value_name = "SECS", value_parser = number::<u64>, default_value = "60", requires = "watch")]
+    pub(crate) watch_interval: u64,
+    /// With --watch: seconds to let the master sweep and reroute after a
+    /// notice (each later notice waits again) before reading.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", requires = "watch")]
+    pub(crate) settle: u64,
+    /// With --watch: the lease, in seconds, that every push and renewal
+    /// gives the nodes (default: three intervals and the settle time, at
+    /// least 60); a node that hears nothing from the watch for that long
+    /// fetches its own tables again.
+    #[arg(long, value_name = "SECS", value_parser = number::<u16>, requires = "watch")]
+    pub(crate) lease: Option<u16>,
+    /// With --watch: pairs whose tables changed to check against the
+    /// master at each change before pushing.
+    #[arg(long = "watch-check", value_name = "N", value_parser = number::<usize>, default_value = "64", requires = "watch")]
+    pub(crate) watch_check: usize,
+    /// With --watch: write the watch's counters here in Prometheus' text
+    /// format after every event and renewal round (a node exporter's
+    /// textfile collector reads it).
+    #[arg(long = "metrics-file", value_name = "PATH", requires = "watch")]
+    pub(crate) metrics_file: Option<std::path::PathBuf>,
 
     /// SM_Key to send (0, the default, is an untrusted query). "x" (any
     /// value not starting with a hex digit) asks for it on the terminal,

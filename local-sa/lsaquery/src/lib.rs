@@ -59,6 +59,7 @@ enum Mode {
     DeleteNamed(std::path::PathBuf),
     DeleteMatching(Query),
     Distribute(distribute::Options),
+    Watch(distribute::Options, distribute::watch::Options),
     Compute(compute::Options),
     Subscribe(mad_codec::TrapNumber),
     Join(mad_codec::Gid),
@@ -95,7 +96,7 @@ impl Mode {
             return Ok(Self::Compute(options.clone()));
         }
         if cli.distribute {
-            return Ok(Self::Distribute(distribute::Options {
+            let options = distribute::Options {
                 compute,
                 shard: cli.shard.map(|s| distribute::Shard::new(s.index, s.of)),
                 targets: cli.targets.clone().map(|l| l.0),
@@ -112,7 +113,23 @@ impl Mode {
                 probe_timeout: Duration::from_millis(cli.timeout_ms.max(1)),
                 qos_keys: distribute::qos::keys(&cli.service_ids, &cli.qos_classes)
                     .map_err(usage)?,
-            }));
+            };
+            if !cli.watch {
+                return Ok(Self::Distribute(options));
+            }
+            let interval = Duration::from_secs(cli.watch_interval.max(1));
+            let settle = Duration::from_secs(cli.settle);
+            let watch = distribute::watch::Options {
+                interval,
+                settle,
+                lease: cli
+                    .lease
+                    .unwrap_or_else(|| distribute::watch::Options::default_lease(interval, settle)),
+                check: cli.watch_check,
+                api_socket: cli.api_socket.clone(),
+                metrics_file: cli.metrics_file.clone(),
+            };
+            return Ok(Self::Watch(options, watch));
         }
         if let Some(path) = &cli.load {
             return Ok(Self::Load(path.clone()));
@@ -299,6 +316,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             Mode::DeleteNamed(path) => load::delete_named(session, path, cli.partitions).await,
             Mode::DeleteMatching(q) => load::delete_matching(session, q, cli.partitions).await,
             Mode::Distribute(options) => distribute::run(session, options).await,
+            Mode::Watch(options, watch) => distribute::watch::run(session, options, watch).await,
             Mode::Compute(options) => compute::run(session, options).await,
             Mode::Subscribe(trap) => registration::subscribe(session, cli, *trap).await,
             Mode::Join(mgid) => {

@@ -145,6 +145,19 @@ impl Connection {
         }
     }
 
+    /// The next notice local-sa reports on this connection (other frames
+    /// are passed over).
+    pub(crate) async fn next_notice(&mut self) -> Result<mad_codec::Notice, Failure> {
+        loop {
+            let f = self.read_frame().await?;
+            if f.kind == kind::NOTICE
+                && let Some(n) = api::notice(&f)
+            {
+                return Ok(n);
+            }
+        }
+    }
+
     /// Whether --json was given.
     pub(crate) fn json(&self) -> bool {
         self.json

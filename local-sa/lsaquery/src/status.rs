@@ -64,6 +64,40 @@ fn ago(ms: &str) -> String {
     }
 }
 
+/// Who keeps the port's tables fresh, and how stale they can get.
+fn upkeep(r: &StatusReport) -> Option<String> {
+    let kept_by = r.get("kept_by")?;
+    let mut line = if let Some(distributor) = kept_by.strip_prefix("distributor lid=") {
+        format!(
+            "kept by the distributor at LID {distributor} (lease {} s, {} left); no refresh of its own",
+            r.get("lease_s").unwrap_or("?"),
+            r.get("lease_left_ms").map_or_else(|| "?".to_owned(), ago)
+        )
+    } else {
+        format!(
+            "kept by this port: a refresh every {} s at most; a change no notice announces is seen within {} s",
+            r.get("refresh_interval_s").unwrap_or("?"),
+            r.get("worst_staleness_s").unwrap_or("?")
+        )
+    };
+    if r.get("change_refresh_pending") == Some("yes") {
+        line.push_str("; a refresh after a fabric change is due");
+    }
+    if let Some(ms) = r.get("next_check_in_ms") {
+        let _ = write!(line, "; next check against the master in {}", ago(ms));
+    }
+    for (name, what) in [
+        ("change_notices", "link-change notices"),
+        ("checks_failed", "checks that differed"),
+        ("leases_lapsed", "leases lapsed"),
+    ] {
+        if let Some(n) = r.get(name).filter(|n| *n != "0") {
+            let _ = write!(line, "; {n} {what}");
+        }
+    }
+    Some(line)
+}
+
 /// The report as a few lines a person reads.
 pub(crate) fn human(r: &StatusReport) -> String {
     let v = |name: &str| r.get(name).unwrap_or("?");
@@ -100,6 +134,9 @@ pub(crate) fn human(r: &StatusReport) -> String {
         let _ = write!(paths, "; {failures} failed in a row");
     }
     let _ = writeln!(out, "  paths        {paths}");
+    if let Some(upkeep) = upkeep(r) {
+        let _ = writeln!(out, "  upkeep       {upkeep}");
+    }
     let tables: Vec<String> = r
         .all("partition")
         .map(|line| match PartitionLine::parse(line) {
@@ -338,6 +375,30 @@ mod tests {
              \x20 queries      10 from the cache, 2 not (last minute: 4 from the cache, 1 not); 0 waiting for the master, 0 it never answered; 0 error answers\n\
              \x20 daemon       local-sa 0.1.0, pid 42, up 3.0 s; 1 local connections\n\
              \x20 warnings     12 s ago: WARN the master refused a subscription change status=0x0200\n"
+        );
+    }
+
+    #[test]
+    fn the_upkeep_line_says_who_keeps_the_tables_and_how_stale_they_can_get() {
+        let own = human(&StatusReport::from_text(
+            "kept_by this port\nrefresh_interval_s 2000\nworst_staleness_s 2500\nchange_notices 2\nchecks_failed 0\n",
+        ));
+        assert!(
+            own.contains(
+                "  upkeep       kept by this port: a refresh every 2000 s at most; a change no notice announces \
+                 is seen within 2500 s; 2 link-change notices\n"
+            ),
+            "{own}"
+        );
+        let leased = human(&StatusReport::from_text(
+            "kept_by distributor lid=14\nlease_s 63\nlease_left_ms 41000\nnext_check_in_ms 21600000\n",
+        ));
+        assert!(
+            leased.contains(
+                "  upkeep       kept by the distributor at LID 14 (lease 63 s, 41 s left); no refresh of its \
+                 own; next check against the master in 360 min\n"
+            ),
+            "{leased}"
         );
     }
 

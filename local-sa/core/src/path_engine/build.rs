@@ -28,7 +28,7 @@ const PORT_ACTIVE: u8 = 4;
 /// A fabric's description as the master SA gives it: every record of each
 /// type (a GetTable with no component, or the records of every LID and
 /// port where the bulk answer comes cut).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FabricRecords {
     /// NodeRecords: one per adapter port and per switch.
     pub nodes: Vec<NodeRecord>,

@@ -32,13 +32,25 @@ pub(crate) async fn each(
     window: usize,
     requests: &[Bytes],
 ) -> Result<Vec<Result<Answer, RequestFailure>>, Failure> {
+    let to: Vec<(Address, Bytes)> = requests.iter().map(|r| (master, r.clone())).collect();
+    each_to(session, window, &to).await
+}
+
+/// Sends each request of `requests` to its address, at most `window` in
+/// flight, and returns each one's end in the order of `requests`.
+pub(crate) async fn each_to(
+    session: &mut Session,
+    window: usize,
+    requests: &[(Address, Bytes)],
+) -> Result<Vec<Result<Answer, RequestFailure>>, Failure> {
     let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
         (0..requests.len()).map(|_| None).collect();
     let mut by_token = std::collections::HashMap::new();
     let mut next = 0;
     loop {
         while by_token.len() < window.max(1) && next < requests.len() {
-            let token = session.client.start(master, &requests[next]);
+            let (to, request) = &requests[next];
+            let token = session.client.start(*to, request);
             by_token.insert(token, next);
             next += 1;
         }

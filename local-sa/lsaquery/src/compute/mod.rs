@@ -20,6 +20,7 @@
 
 pub(crate) mod ask;
 mod check;
+mod reread;
 #[cfg(test)]
 pub(crate) use self::check::{Checked, Mismatch};
 mod description;
@@ -30,6 +31,7 @@ mod report;
 
 pub(crate) use self::ask::Served;
 pub(crate) use self::prepared::Prepared;
+pub(crate) use self::reread::{Reread, check_pairs, reread};
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -101,6 +103,7 @@ pub(crate) async fn prepare(
     }
     Ok(Prepared {
         fabric,
+        records: read.records.clone(),
         qos: read.qos,
         adapters: read
             .records

@@ -3,6 +3,7 @@
 
 use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
 use mad_codec::PathRecord;
+use mad_codec::zerocopy::IntoBytes;
 
 use crate::snapshot::Held;
 
@@ -19,6 +20,9 @@ pub(crate) struct NodeTables {
     pub(crate) partitions: Vec<(u16, Result<Vec<PathRecord>, TableError>)>,
     /// Records computed: default table, partition tables.
     pub(crate) records: (usize, usize),
+    /// A digest of every table's records (and errors), kept or not: two
+    /// computations with the same digest gave the node the same tables.
+    pub(crate) fingerprint: u64,
 }
 
 /// The tables of each of `endports`, in their order; the records kept
@@ -63,7 +67,12 @@ fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTable
         let mut records = Vec::with_capacity(fabric.table_capacity(e));
         fabric.table(e.guid, t, &mut records).map(|()| records)
     };
-    let kept = |t: &mut Result<Vec<PathRecord>, TableError>| {
+    let mut digest = Digest::default();
+    let mut kept = |t: &mut Result<Vec<PathRecord>, TableError>| {
+        match t {
+            Ok(r) => r.iter().for_each(|r| digest.add(r.as_bytes())),
+            Err(e) => digest.add(e.to_string().as_bytes()),
+        }
         let n = t.as_ref().map_or(0, Vec::len);
         if let (false, Ok(r)) = (keep, t) {
             *r = Vec::new();
@@ -99,6 +108,27 @@ fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTable
         default,
         partitions,
         records,
+        fingerprint: digest.0,
+    }
+}
+
+/// A fast 64-bit digest of bytes, eight at a time (FxHash's step): enough
+/// to tell whether a node's tables changed between two computations, not
+/// a defence against anyone.
+#[derive(Default)]
+struct Digest(u64);
+
+impl Digest {
+    fn add(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut step = |word: u64| self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            step(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let mut rest = [0u8; 8];
+        rest[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        step(u64::from_le_bytes(rest) ^ (bytes.len() as u64) << 56);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use local_sa_core::path_engine::{Fabric, Table};
+use local_sa_core::path_engine::{Fabric, FabricRecords, Table};
 use mad_codec::{NodeRecord, PkeyTableRecord};
 
 use super::ask::Served;
@@ -13,6 +13,9 @@ use super::explain::why;
 /// A fabric read, computed and checked.
 pub(crate) struct Prepared {
     pub(crate) fabric: Fabric,
+    /// The description it was built from (a watch compares the next
+    /// read with it).
+    pub(crate) records: FabricRecords,
     /// The master applies QoS.
     pub(crate) qos: bool,
     /// The P_Key tables of the description.

@@ -8,10 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bytes::Bytes;
+use local_sa_core::load_flags::with_lease;
+use local_sa_core::path_engine::Fabric;
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
-use mad_codec::{MadStatus, PathRecord};
+use mad_codec::{Gid, MadStatus, PathRecord};
 use umad::Address;
 
 use super::delta::{self, Push, Table};
@@ -38,6 +40,8 @@ struct Node {
     other_tables: Vec<(QosKey, Vec<PathRecord>)>,
     /// Its records in the `--delta` snapshot.
     old: Option<Held>,
+    /// It holds the tables computed from the previous fabric (`--watch`).
+    holds_previous: bool,
     /// Records fetched so far, and queries still to come back.
     fetched: Vec<PathRecord>,
     outstanding: usize,
@@ -83,6 +87,10 @@ pub(super) struct Distribution {
     table_attempts: Attempts,
     /// Every destination LID, for per-destination fetches.
     dlids: Vec<u16>,
+    /// The lease every table push carries (`--watch`), if any.
+    lease: Option<u16>,
+    /// Whether each node's holdings are kept for the summary's snapshot.
+    keep_holdings: bool,
     nodes: Vec<Node>,
     /// Nodes waiting for their (next) turn.
     queue: VecDeque<usize>,
@@ -106,6 +114,10 @@ pub(super) struct Distribution {
     /// The fabric's description and its check, if the tables are
     /// computed (`--compute`).
     pub(super) computing: Option<Prepared>,
+    /// The fabric the nodes marked with [`Distribution::holding_previous`]
+    /// were last filled from: their tables computed from it are what
+    /// they hold, and they get only the differences (`--watch`).
+    pub(super) previous: Option<Fabric>,
 }
 
 /// What the driver is to send.
@@ -138,6 +150,11 @@ pub(super) struct Setup {
     pub(super) table_attempts: Attempts,
     /// Every destination LID, for per-destination fetches.
     pub(super) dlids: Vec<u16>,
+    /// The lease every table push carries (`load_flags::LEASE`): the
+    /// nodes do not refresh on their own while it runs.
+    pub(super) lease: Option<u16>,
+    /// Keep what each node holds, for a snapshot.
+    pub(super) keep_holdings: bool,
 }
 
 impl Distribution {
@@ -156,6 +173,7 @@ impl Distribution {
                 fetching: None,
                 other_tables: Vec::new(),
                 old: None,
+                holds_previous: false,
                 fetched: Vec::new(),
                 outstanding: 0,
                 names_left: 0,
@@ -175,6 +193,8 @@ impl Distribution {
             attempts: setup.attempts.max(1),
             table_attempts: setup.table_attempts,
             dlids: setup.dlids,
+            lease: setup.lease,
+            keep_holdings: setup.keep_holdings,
             nodes,
             queue,
             asks: VecDeque::new(),
@@ -188,6 +208,15 @@ impl Distribution {
             partitions: None,
             qos: qos::Plan::default(),
             computing: None,
+            previous: None,
+        }
+    }
+
+    /// The nodes at `gids` hold the tables computed from
+    /// [`Distribution::previous`]: they get only what changed from them.
+    pub(super) fn holding_previous(&mut self, gids: &BTreeSet<Gid>) {
+        for n in &mut self.nodes {
+            n.holds_previous = gids.contains(&n.at.gid);
         }
     }
 
@@ -336,6 +365,7 @@ impl Distribution {
                 (i, tables)
             })
             .collect();
+        self.old_from_previous(batch);
         for (i, tables) in proved {
             let attempt = self.nodes[i].attempt;
             let Some((default, partitions)) = tables else {
@@ -361,6 +391,45 @@ impl Distribution {
                 }
                 None => self.begin_pushes(i),
             }
+        }
+    }
+
+    /// What the nodes of `batch` that hold the previous fabric's tables
+    /// hold: those tables, computed again (the previous fabric is kept,
+    /// not every node's tables). Partitions the check does not prove now
+    /// come from the master, whole.
+    fn old_from_previous(&mut self, batch: &[usize]) {
+        let (Some(previous), Some(c)) = (&self.previous, &self.computing) else {
+            return;
+        };
+        let holding: Vec<usize> = batch
+            .iter()
+            .copied()
+            .filter(|i| self.nodes[*i].holds_previous)
+            .collect();
+        let endports: Vec<_> = holding
+            .iter()
+            .filter_map(|i| previous.endport(self.nodes[*i].at.gid.guid()))
+            .collect();
+        let mut computed = compute_tables(previous, &endports, c.qos, true)
+            .into_iter()
+            .peekable();
+        for i in holding {
+            let guid = self.nodes[i].at.gid.guid();
+            let Some(t) = computed.next_if(|t| t.guid == guid) else {
+                continue;
+            };
+            let partitions = t
+                .partitions
+                .into_iter()
+                .filter(|(p, _)| c.trusted(Some(*p)).is_ok())
+                .filter_map(|(_, r)| r.ok())
+                .flatten()
+                .collect();
+            self.nodes[i].old = Some(Held {
+                default: t.default.unwrap_or_default(),
+                partitions,
+            });
         }
     }
 
@@ -554,7 +623,10 @@ impl Distribution {
             self.busy -= 1;
             return;
         };
-        let (method, mask, modifier) = push.request();
+        let (method, mask, mut modifier) = push.request();
+        if let (Some(seconds), true) = (self.lease, push.changes_a_table()) {
+            modifier = with_lease(modifier, seconds);
+        }
         let (header, data) =
             crate::load::request(self.sm_key, method, mask, modifier, push.records());
         self.tally.transfers += 1;
@@ -704,6 +776,7 @@ impl Distribution {
 
     /// What happened to each node, and what was asked.
     pub(super) fn finish(self) -> (Vec<NodeReport>, Tally) {
+        let keep = self.keep_holdings;
         let reports = self
             .nodes
             .into_iter()
@@ -712,7 +785,7 @@ impl Distribution {
                 gid: n.at.gid,
                 outcome: n.outcome,
                 failure: n.failure.take(),
-                holds: n.holds(),
+                holds: if keep { n.holds() } else { Held::default() },
             })
             .collect();
         (reports, self.tally)
@@ -755,7 +828,7 @@ fn tally_from_master(tally: &mut Tally) {
 }
 
 /// Records by source port.
-fn group_by_source(records: &[PathRecord]) -> BTreeMap<mad_codec::Gid, Vec<PathRecord>> {
+fn group_by_source(records: &[PathRecord]) -> BTreeMap<Gid, Vec<PathRecord>> {
     let mut by: BTreeMap<_, Vec<PathRecord>> = BTreeMap::new();
     for r in records {
         by.entry(r.sgid()).or_default().push(*r);

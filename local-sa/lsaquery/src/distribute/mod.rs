@@ -46,6 +46,7 @@ pub(crate) mod qos;
 mod shard;
 mod summary;
 mod tally;
+pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -98,6 +99,30 @@ pub(crate) struct Options {
 
 /// Runs a distribution and prints its summary.
 pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
+    let filled = fill(session, options, None).await?;
+    filled.summary.print(session.json)?;
+    filled.summary.exit()
+}
+
+/// What a distribution leaves behind: its summary, and for a watch what
+/// it was computed from and whom it reached.
+struct Filled {
+    summary: Summary,
+    /// The fabric read and checked, if the tables were computed.
+    computing: Option<crate::compute::Prepared>,
+    /// Every endpoint of the fabric (the master's own LID included).
+    endpoints: Vec<Endpoint>,
+    /// The local-sa nodes found.
+    nodes: Vec<Endpoint>,
+}
+
+/// Runs a distribution whose table pushes carry `lease` (`--watch`), and
+/// writes its snapshot if asked.
+async fn fill(
+    session: &mut Session,
+    options: &Options,
+    lease: Option<u16>,
+) -> Result<Filled, Failure> {
     let started = Instant::now();
     let master = session.dest;
     let mut tally = Tally {
@@ -232,7 +257,10 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
         attempts: options.attempts,
         table_attempts: options.table_attempts,
         dlids: fabric.dlids.clone(),
+        lease,
+        keep_holdings: options.snapshot.is_some(),
     };
+    let found = nodes.clone();
     let mut run = Distribution::new(setup, nodes, tally, names);
     run.partitions = partitions;
     run.qos = qos;
@@ -244,12 +272,17 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
         run.old_tables(held);
     }
     drive(session, &mut run).await?;
+    let computing = run.computing.take();
     let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
     if let Some(path) = &options.snapshot {
         crate::snapshot::write(path, &summary.snapshot)?;
     }
-    summary.print(session.json)?;
-    summary.exit()
+    Ok(Filled {
+        summary,
+        computing,
+        endpoints: fabric.endpoints,
+        nodes: found,
+    })
 }
 
 /// Sends what `run` asks for and tells it how each send ended, until it

@@ -46,6 +46,21 @@ pub(super) struct NodeReport {
     pub(super) holds: Held,
 }
 
+/// What a distribution's nodes took, in all.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pushed {
+    /// Nodes that took something, and nodes that failed.
+    pub(super) nodes: usize,
+    pub(super) failed: usize,
+    /// PathRecords stored and removed, default and partition tables.
+    pub(super) stored: u64,
+    pub(super) deleted: u64,
+    /// Loads and deletes sent.
+    pub(super) transfers: u64,
+    /// PathRecords the master answered for tables it had to give.
+    pub(super) master_path_records: u64,
+}
+
 pub(super) struct Summary {
     nodes: Vec<NodeReport>,
     tally: Tally,
@@ -77,6 +92,33 @@ impl Summary {
             master_lid,
             snapshot,
         }
+    }
+
+    /// Each node's GID and whether it got everything it needed (or
+    /// needed nothing).
+    pub(super) fn ends(&self) -> impl Iterator<Item = (Gid, bool)> + '_ {
+        self.nodes.iter().map(|n| (n.gid, n.outcome.done))
+    }
+
+    /// What the nodes took, in all.
+    pub(super) fn pushed(&self) -> Pushed {
+        Pushed {
+            nodes: self.count(|n| n.outcome.done && !n.outcome.unchanged),
+            failed: self.count(|n| n.failure.is_some()),
+            stored: self.sum(|o| o.stored + o.partition_stored),
+            deleted: self.sum(|o| o.deleted + o.partition_deleted),
+            transfers: self.tally.transfers,
+            master_path_records: self.tally.path_records,
+        }
+    }
+
+    /// Why the nodes that failed failed, a line each.
+    pub(super) fn failures(&self) -> impl Iterator<Item = String> + '_ {
+        self.nodes.iter().filter_map(|n| {
+            n.failure
+                .as_ref()
+                .map(|why| format!("LID {} ({}): {why}", n.lid, n.gid))
+        })
     }
 
     fn count(&self, which: impl Fn(&NodeReport) -> bool) -> usize {

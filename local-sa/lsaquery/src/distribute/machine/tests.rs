@@ -55,6 +55,8 @@ fn setup(window: usize, master_window: usize, dlids: &[u16]) -> Setup {
             retries: 3,
         },
         dlids: dlids.to_vec(),
+        lease: None,
+        keep_holdings: true,
     }
 }
 
@@ -394,7 +396,39 @@ fn computed(differences: bool) -> (Prepared, Vec<Endpoint>) {
         spines: 2,
         lmc: 0,
     };
-    let records = tree.records();
+    computed_from(tree.records(), differences)
+}
+
+/// A fat tree whose links to its first spine are 1x (the others 4x), with
+/// the first leaf's link to it unplugged if `unplugged`: a reroute that
+/// changes the rate of the paths that went through it.
+fn slow_spine(unplugged: bool) -> local_sa_core::path_engine::FabricRecords {
+    use local_sa_core::path_engine::synthetic::NodeId;
+    let tree = FatTree {
+        leaves: 2,
+        hosts_per_leaf: 3,
+        spines: 2,
+        lmc: 0,
+    };
+    let (mut f, _) = tree.spec();
+    let first_spine_port = (tree.hosts_per_leaf + 1) as u8;
+    for leaf in 0..tree.leaves {
+        f.port_mut(NodeId(usize::from(tree.spines + leaf)), first_spine_port)
+            .width = 1;
+        f.port_mut(NodeId(0), (leaf + 1) as u8).width = 1;
+    }
+    if unplugged {
+        f.unlink(NodeId(usize::from(tree.spines)), first_spine_port);
+        f.route_min_hop();
+    }
+    f.records()
+}
+
+/// The fabric of `records`, computed, and its check's outcome.
+fn computed_from(
+    records: local_sa_core::path_engine::FabricRecords,
+    differences: bool,
+) -> (Prepared, Vec<Endpoint>) {
     let mut fabric = Fabric::build(&records, false).expect("built");
     fabric.set_partition_sl(0x7FFF, 0);
     let mut checked = Checked::default();
@@ -429,6 +463,7 @@ fn computed(differences: bool) -> (Prepared, Vec<Endpoint>) {
             .filter(|n: &&NodeRecord| n.node_type() == mad_codec::codes::NodeType::CA)
             .copied()
             .collect(),
+        records: records.clone(),
         description: Served::default(),
         cut: false,
         unknown_sls: Vec::new(),
@@ -472,6 +507,74 @@ fn computed_tables_are_pushed_and_the_master_is_asked_for_none() {
         c.records,
         expected.values().map(|r| r.len() as u64).sum::<u64>()
     );
+}
+
+#[test]
+fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
+    let (before, _) = computed_from(slow_spine(false), false);
+    let (after, hosts) = computed_from(slow_spine(true), false);
+    let table = |p: &Prepared, guid: u64| {
+        let mut out = Vec::new();
+        p.fabric
+            .table(guid, EngineTable::Default, &mut out)
+            .expect("a table");
+        out
+    };
+    let mut fake = Fake::of(&[]);
+    let setup = Setup {
+        lease: Some(180),
+        ..setup(4, 4, &[])
+    };
+    // The last host's holding is not known: it gets its table whole.
+    let (known, unknown) = hosts.split_at(hosts.len() - 1);
+    let expected_after: HashMap<u16, Vec<PathRecord>> = hosts
+        .iter()
+        .map(|h| (h.lid, table(&after, h.gid.guid())))
+        .collect();
+    let changed: Vec<u16> = known
+        .iter()
+        .filter(|h| table(&before, h.gid.guid()) != expected_after[&h.lid])
+        .map(|h| h.lid)
+        .collect();
+    assert!(!changed.is_empty(), "the reroute changes tables");
+    let mut d = Distribution::new(setup, hosts.clone(), Tally::default(), None);
+    d.computing = Some(after);
+    d.previous = Some(before.fabric);
+    d.holding_previous(&known.iter().map(|h| h.gid).collect());
+    fake.run(&mut d);
+    assert_eq!(fake.asked, 0, "nothing asked of the master");
+    for t in &fake.taken {
+        assert_eq!(
+            local_sa_core::load_flags::lease_seconds(t.modifier),
+            Some(180),
+            "every push carries the lease"
+        );
+    }
+    for h in known {
+        let taken = fake.taken_by(h.lid);
+        if !changed.contains(&h.lid) {
+            assert!(taken.is_empty(), "LID {}: unchanged, nothing sent", h.lid);
+            continue;
+        }
+        assert!(!taken.is_empty());
+        assert!(
+            taken.iter().all(|t| t.modifier & REPLACE_SOURCES == 0),
+            "LID {}: only the differences",
+            h.lid
+        );
+        let after = &expected_after[&h.lid];
+        for r in taken.iter().flat_map(|t| &t.records) {
+            assert!(
+                after.contains(r),
+                "LID {}: a record of the new table",
+                h.lid
+            );
+        }
+    }
+    let whole = fake.taken_by(unknown[0].lid);
+    assert_eq!(whole.len(), 1);
+    assert_ne!(whole[0].modifier & REPLACE_SOURCES, 0, "its table whole");
+    assert_eq!(whole[0].records, expected_after[&unknown[0].lid]);
 }
 
 #[test]

@@ -1,0 +1,272 @@
+//! `lsaquery --distribute --compute --watch` against OpenSM on simulated
+//! fabrics: a link unplugged between switches makes OpenSM reroute and
+//! change rates, and within the watch's interval every node answers
+//! OpenSM's new records from its table — and goes on answering them with
+//! OpenSM frozen; a quiet fabric costs the master no PathRecord, the
+//! nodes under the watch's lease refreshing nothing themselves; and when
+//! the watch stops, the nodes take their tables back.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use conformance::path_answers::{
+    Ask, KEY, answer_differences, answers, start, waiting_nodes, with_port_options,
+};
+use conformance::{Fabric, LocalSa, NodeProcess, Topology};
+use mad_codec::PathRecord;
+
+/// The nodes filled and watched, one per leaf.
+const NODES: [&str; 3] = ["h2", "h5", "h11"];
+
+/// Where the watch runs (with a local-sa of its own, whose local API
+/// brings it the notices): on the master's leaf, so that OpenSM's Reports
+/// reach it even while its forwarding tables still point at a link just
+/// gone (the simulator drops those, as a fabric would).
+const WATCH_AT: &str = "h3";
+
+/// A fat tree of three leaves of four hosts and two spines whose links to
+/// the first spine are 1x (the others 4x): a route moved off that spine
+/// gets a faster rate.
+fn slow_spine_tree() -> Topology {
+    let mut edits = Vec::new();
+    for leaf in ["leaf1", "leaf2", "leaf3"] {
+        edits.push((leaf, "[5]", "w=1"));
+    }
+    for port in ["[1]", "[2]", "[3]"] {
+        edits.push(("spine1", port, "w=1"));
+    }
+    with_port_options(&Topology::fat_tree(3, 4, 2), &edits)
+}
+
+/// Every host's LID.
+fn host_lids(fabric: &Fabric) -> Vec<u16> {
+    (1..=12)
+        .map(|i| fabric.node(&format!("h{i}")).unwrap().port().unwrap().lid)
+        .collect()
+}
+
+fn program() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_opensm-paths"))
+}
+
+/// What `sa_lid` answers, asked from `node`, for every pair from `source`
+/// to `lids`.
+fn answered(
+    fabric: &Fabric,
+    node: &str,
+    sa_lid: u16,
+    source: u16,
+    lids: &[u16],
+) -> HashMap<(u16, u16), Option<PathRecord>> {
+    let ask = Ask {
+        sa_lid,
+        lids,
+        sources: Some(&[source]),
+        pkey: None,
+    };
+    answers(fabric, node, program(), ask)
+}
+
+/// For each watched node, the pairs where its local-sa's answers differ
+/// from OpenSM's (`opensm`: OpenSM's answers, by node).
+fn nodes_differing(
+    fabric: &Fabric,
+    opensm: &HashMap<&str, HashMap<(u16, u16), Option<PathRecord>>>,
+    lids: &[u16],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in NODES {
+        let lid = fabric.node(name).unwrap().port().unwrap().lid;
+        let ours = answered(fabric, name, lid, lid, lids);
+        for d in answer_differences(&ours, &opensm[name]) {
+            out.push(format!("{name}: {d}"));
+        }
+    }
+    out
+}
+
+/// OpenSM's answers for every watched node's pairs.
+fn opensm_answers(
+    fabric: &Fabric,
+    lids: &[u16],
+) -> HashMap<&'static str, HashMap<(u16, u16), Option<PathRecord>>> {
+    let at = fabric.opensm_node();
+    let sm = fabric.node(at).unwrap().port().unwrap().sm_lid;
+    NODES
+        .iter()
+        .map(|name| {
+            let lid = fabric.node(name).unwrap().port().unwrap().lid;
+            (*name, answered(fabric, at, sm, lid, lids))
+        })
+        .collect()
+}
+
+/// The watch, started on [`WATCH_AT`] with `args` more, once its first
+/// fill is done (its summary printed).
+fn watch<'f>(fabric: &'f Fabric, at: &LocalSa<'f>, args: &[&str]) -> NodeProcess<'f> {
+    let p = fabric
+        .node(WATCH_AT)
+        .unwrap()
+        .lsaquery()
+        .args([
+            "--distribute",
+            "--compute",
+            "--watch",
+            "--smkey",
+            KEY,
+            "--json",
+        ])
+        .arg("--api-socket")
+        .arg(at.api_socket())
+        .args(args)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !p.stdout().contains("\"filled\"") {
+        assert!(
+            Instant::now() < deadline,
+            "the watch's fill never ended:\n{}{}",
+            p.stdout(),
+            p.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    p
+}
+
+/// The watch's event objects printed so far.
+fn events(p: &NodeProcess<'_>) -> Vec<serde_json::Value> {
+    p.stdout()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("event").is_some())
+        .collect()
+}
+
+#[test]
+fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_frozen() {
+    let fabric = start(slow_spine_tree(), &[], &[]);
+    let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
+    let at =
+        LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let interval = 20;
+    let w = watch(
+        &fabric,
+        &at,
+        &["--watch-interval", &interval.to_string(), "--settle", "3"],
+    );
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lids = host_lids(&fabric);
+    let before = opensm_answers(&fabric, &lids);
+    let differ = nodes_differing(&fabric, &before, &lids);
+    assert!(differ.is_empty(), "after the fill:\n{}", differ.join("\n"));
+
+    // leaf1's slow link to spine1 goes: OpenSM reroutes over spine2.
+    let unplugged = Instant::now();
+    fabric.unlink("leaf1", 5).unwrap();
+    let deadline = unplugged + Duration::from_secs(interval + 30);
+    let (after, took) = loop {
+        let now = opensm_answers(&fabric, &lids);
+        if now != before && nodes_differing(&fabric, &now, &lids).is_empty() {
+            break (now, unplugged.elapsed());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the nodes never answered OpenSM's new paths:\n{}\nwatch:\n{}{}",
+            nodes_differing(&fabric, &now, &lids).join("\n"),
+            w.stdout(),
+            w.stderr()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
+    assert!(
+        took < Duration::from_secs(interval),
+        "within the interval ({took:?})"
+    );
+    let rates = |a: &HashMap<&str, HashMap<(u16, u16), Option<PathRecord>>>| {
+        let mut r: Vec<u8> = a
+            .values()
+            .flat_map(|m| m.values().flatten().map(|r| r.rate().0))
+            .collect();
+        r.sort_unstable();
+        r
+    };
+    assert_ne!(rates(&before), rates(&after), "the reroute changed rates");
+    let changed = events(&w)
+        .into_iter()
+        .find(|e| e["changed"] == true)
+        .expect("an event that changed tables");
+    assert!(
+        changed["cause"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("trap 128"),
+        "{changed}"
+    );
+    assert!(changed["pushed"]["nodes"].as_u64() >= Some(1), "{changed}");
+    assert_eq!(changed["pushed"]["master_path_records"], 0, "{changed}");
+    for sa in &nodes {
+        assert_eq!(sa.counter("refreshes"), 0, "no node fetched its own table");
+        assert!(sa.counter("lease_renewals") >= 1);
+    }
+
+    // The master frozen: the nodes answer from their tables.
+    let differ = fabric.with_opensm_frozen(|| nodes_differing(&fabric, &after, &lids));
+    assert!(
+        differ.is_empty(),
+        "with OpenSM frozen:\n{}",
+        differ.join("\n")
+    );
+
+    // The watch stops: every lease ends, the nodes keep their own tables.
+    let status = w.stop(Duration::from_secs(10));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    for (sa, name) in nodes.iter().zip(NODES) {
+        let out = fabric
+            .node(name)
+            .unwrap()
+            .lsaquery()
+            .arg("--status")
+            .arg("--api-socket")
+            .arg(sa.api_socket())
+            .output()
+            .unwrap();
+        assert!(
+            out.stdout.contains("upkeep       kept by this port"),
+            "{name}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_quiet_fabric_costs_the_master_no_path_and_the_nodes_refresh_nothing() {
+    let fabric = start(Topology::fat_tree(3, 4, 2), &[], &[]);
+    // Nodes that would refresh every 5 s on their own.
+    let mut nodes = waiting_nodes(&fabric, &NODES, &["--refresh-interval", "5"]);
+    let at =
+        LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let w = watch(&fabric, &at, &["--watch-interval", "5"]);
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::thread::sleep(Duration::from_secs(30));
+    let quiet = events(&w);
+    assert!(quiet.len() >= 3, "an event per interval: {quiet:?}");
+    for e in &quiet {
+        assert_eq!(e["changed"], false, "{e}");
+        assert_eq!(e["check"]["master_path_records"], 0, "{e}");
+        assert_eq!(e["pushed"]["master_path_records"], 0, "{e}");
+        assert!(e["read"]["records"].as_u64() > Some(0), "{e}");
+    }
+    for (sa, name) in nodes.iter().zip(NODES) {
+        assert_eq!(sa.counter("refreshes"), 0, "{name}: no refresh of its own");
+        assert_eq!(sa.counter("refreshes_loaded"), 1, "{name}");
+        assert!(sa.counter("lease_renewals") >= 5, "{name}");
+    }
+}

@@ -1,0 +1,117 @@
+//! The description read again (`--watch`): whether it changed, and if it
+//! did, the fabric built again with what was learnt of the master before
+//! (its partitions' SLs, its PacketLifeTime), so that an event costs the
+//! master description records, not paths. Only a partition new since
+//! then is probed; the check is the watch's, on the pairs that changed.
+
+use std::time::Instant;
+
+use local_sa_core::path_engine::{Fabric, PairCheck};
+use mad_codec::codes::NodeType;
+use umad::Address;
+
+use super::ask::Served;
+use super::check::{self, Checked};
+use super::description;
+use super::prepared::Prepared;
+use crate::failure::Failure;
+use crate::session::Session;
+
+/// What a second read found.
+pub(crate) enum Reread {
+    /// The same records as before; reading them cost the master this.
+    Unchanged(Served),
+    /// Something changed: the fabric as it is now (not yet checked).
+    Changed(Box<Prepared>),
+}
+
+/// Reads the description from `master` again and compares it with
+/// `previous`'s.
+pub(crate) async fn reread(
+    session: &mut Session,
+    master: Address,
+    window: usize,
+    previous: &Prepared,
+) -> Result<Reread, Failure> {
+    let started = Instant::now();
+    let read = description::read(session, master, window).await?;
+    if read.records == previous.records && read.qos == previous.qos {
+        return Ok(Reread::Unchanged(read.served));
+    }
+    let mut fabric = Fabric::build(&read.records, read.qos).map_err(|e| {
+        Failure::new(
+            5,
+            format!("the fabric's description from the master does not hold together: {e}"),
+        )
+    })?;
+    let read_time = started.elapsed();
+    let started = Instant::now();
+    fabric.set_subnet_timeout(previous.fabric.subnet_timeout());
+    let mut sample = Served::default();
+    let mut unknown_sls = Vec::new();
+    let new_partitions: Vec<u16> = fabric
+        .partitions()
+        .into_iter()
+        .filter(|p| previous.fabric.partition_sl(*p).is_none())
+        .collect();
+    for p in previous.fabric.partitions() {
+        if let Some(sl) = previous.fabric.partition_sl(p) {
+            fabric.set_partition_sl(p, sl);
+        }
+    }
+    if !new_partitions.is_empty() {
+        let timeout = fabric.subnet_timeout();
+        let learnt =
+            check::learn_partition_sls(session, master, window, &mut fabric, &mut sample).await?;
+        // Only the new partitions' verdicts are news; the PacketLifeTime
+        // stays what the first read learnt.
+        fabric.set_subnet_timeout(timeout);
+        unknown_sls = learnt
+            .into_iter()
+            .filter(|(p, _)| new_partitions.contains(p))
+            .collect();
+    }
+    Ok(Reread::Changed(Box::new(Prepared {
+        fabric,
+        qos: read.qos,
+        adapters: read
+            .records
+            .nodes
+            .iter()
+            .filter(|n| n.node_type() == NodeType::CA)
+            .copied()
+            .collect(),
+        pkey_tables: read.records.pkeys.clone(),
+        records: read.records,
+        description: read.served,
+        cut: read.cut,
+        unknown_sls,
+        sample,
+        checked: Checked::default(),
+        read_time,
+        check_time: started.elapsed(),
+    })))
+}
+
+/// Checks `pairs` of `prepared`'s fabric against the master's answers;
+/// what it found replaces `prepared`'s check.
+pub(crate) async fn check_pairs(
+    session: &mut Session,
+    master: Address,
+    window: usize,
+    prepared: &mut Prepared,
+    pairs: &[PairCheck],
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    prepared.checked = check::check(
+        session,
+        master,
+        window,
+        &prepared.fabric,
+        pairs,
+        &mut prepared.sample,
+    )
+    .await?;
+    prepared.check_time += started.elapsed();
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! What the watch tells: a line (or, with --json, an object) per event —
+//! what it read, what changed, what it checked, which nodes received
+//! what — and counters for all of it, in Prometheus' text format for
+//! `--metrics-file`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::super::summary::Pushed;
+use crate::compute::Served;
+use crate::failure::Failure;
+use crate::print::JSON_SCHEMA;
+
+/// One event: a change the watch looked into.
+#[derive(Debug, Default)]
+pub(super) struct EventReport {
+    pub(super) number: u64,
+    /// What woke the watch.
+    pub(super) cause: String,
+    /// What reading the description cost the master, every read of the
+    /// event together, and how many reads.
+    pub(super) read: Served,
+    pub(super) reads: u32,
+    /// Whether the description differed from the last one.
+    pub(super) description_changed: bool,
+    /// Ports now running local-sa that were not kept before, and kept
+    /// nodes gone from the fabric.
+    pub(super) new_nodes: usize,
+    pub(super) gone_nodes: usize,
+    /// Nodes whose tables changed (or whose holding was not known).
+    pub(super) changed_nodes: usize,
+    /// Pairs checked against the master, those that differed, and the
+    /// PathRecords the master gave for the check.
+    pub(super) checked: usize,
+    pub(super) differed: usize,
+    pub(super) check_records: u64,
+    /// Why the pushed tables came from the master, if they did.
+    pub(super) fallback: Option<String>,
+    pub(super) pushed: Pushed,
+    pub(super) failures: Vec<String>,
+    pub(super) took: Duration,
+}
+
+impl EventReport {
+    pub(super) fn text(&self) -> String {
+        let mut out = format!(
+            "event {} ({}): read {} description records in {} queries ({} read{})",
+            self.number,
+            self.cause,
+            self.read.records,
+            self.read.queries,
+            self.reads,
+            if self.reads == 1 { "" } else { "s" }
+        );
+        if !self.description_changed {
+            out.push_str("; nothing changed");
+        } else {
+            let _ = write!(
+                out,
+                "; {} nodes' tables changed ({} new nodes, {} gone)",
+                self.changed_nodes, self.new_nodes, self.gone_nodes
+            );
+            if self.checked > 0 {
+                let _ = write!(
+                    out,
+                    "; checked {} changed pairs against the master: {} differ",
+                    self.checked, self.differed
+                );
+            }
+            if let Some(why) = &self.fallback {
+                let _ = write!(out, "; tables from the master ({why})");
+            }
+            let p = &self.pushed;
+            let _ = write!(
+                out,
+                "; pushed to {} nodes: {} PathRecords set, {} deleted, in {} transfers; {} failed",
+                p.nodes, p.stored, p.deleted, p.transfers, p.failed
+            );
+        }
+        let _ = writeln!(out, "; {:.3} s", self.took.as_secs_f64());
+        for f in &self.failures {
+            let _ = writeln!(out, "  failed: {f}");
+        }
+        out
+    }
+
+    pub(super) fn json(&self) -> String {
+        let p = &self.pushed;
+        json!({
+            "schema": JSON_SCHEMA,
+            "event": self.number,
+            "cause": self.cause,
+            "seconds": self.took.as_secs_f64(),
+            "read": {"queries": self.read.queries, "records": self.read.records, "bytes": self.read.bytes, "reads": self.reads},
+            "changed": self.description_changed,
+            "new_nodes": self.new_nodes,
+            "gone_nodes": self.gone_nodes,
+            "changed_nodes": self.changed_nodes,
+            "check": {"pairs": self.checked, "differ": self.differed, "master_path_records": self.check_records},
+            "from_master": self.fallback,
+            "pushed": {"nodes": p.nodes, "failed": p.failed, "stored": p.stored, "deleted": p.deleted,
+                       "transfers": p.transfers, "master_path_records": p.master_path_records},
+            "failures": self.failures,
+        })
+        .to_string()
+    }
+}
+
+/// Declares the watch's counters with their kinds and meanings, so that
+/// the metrics file and the code say the same.
+macro_rules! watch_counters {
+    ( $( $(#[doc = $doc:literal])+ $name:ident : $kind:literal, )* ) => {
+        /// The watch's counters since it started, and its gauges.
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+        pub(super) struct Counters {
+            $( $(#[doc = $doc])+ pub(super) $name: u64, )*
+        }
+
+        impl Counters {
+            /// Every counter in Prometheus' text format.
+            pub(super) fn prometheus(&self) -> String {
+                let mut out = String::new();
+                $(
+                    let _ = writeln!(out, "# HELP lsaquery_watch_{} {}", stringify!($name), concat!($($doc),+).trim());
+                    let _ = writeln!(out, "# TYPE lsaquery_watch_{} {}", stringify!($name), $kind);
+                    let _ = writeln!(out, "lsaquery_watch_{} {}", stringify!($name), self.$name);
+                )*
+                out
+            }
+        }
+    };
+}
+
+watch_counters! {
+    /// Events looked into (notices settled, intervals, nodes back).
+    events: "counter",
+    /// Events whose description had not changed.
+    quiet_events: "counter",
+    /// Notices heard (traps 64, 65, 128).
+    notices: "counter",
+    /// Description records the master served for the watch's re-reads.
+    description_records: "counter",
+    /// Queries those re-reads took.
+    description_queries: "counter",
+    /// Changed pairs checked against the master.
+    check_pairs: "counter",
+    /// Checked pairs whose computed records differed from the master's.
+    check_differences: "counter",
+    /// PathRecords the master gave for the checks.
+    check_path_records: "counter",
+    /// PathRecords the master gave for tables the engine could not prove.
+    master_path_records: "counter",
+    /// Node pushes whose tables came from the master.
+    fallback_nodes: "counter",
+    /// Node pushes (a node that took changes at an event).
+    nodes_pushed: "counter",
+    /// PathRecords the nodes stored.
+    records_stored: "counter",
+    /// PathRecords the nodes removed.
+    records_deleted: "counter",
+    /// Loads and deletes sent.
+    transfers: "counter",
+    /// Node pushes that failed.
+    push_failures: "counter",
+    /// Lease renewals the nodes took.
+    renewals: "counter",
+    /// Lease renewals no answer came to.
+    renewals_unanswered: "counter",
+    /// Lease renewals refused (a local-sa that takes no lease).
+    renewals_refused: "counter",
+    /// Nodes kept now.
+    nodes: "gauge",
+    /// Nodes whose tables are not known now (their next push is whole).
+    nodes_unknown: "gauge",
+    /// How long the last event took, in milliseconds.
+    last_event_ms: "gauge",
+}
+
+impl Counters {
+    /// Counts `event`.
+    pub(super) fn count(&mut self, event: &EventReport) {
+        self.events += 1;
+        self.quiet_events += u64::from(!event.description_changed);
+        self.description_records += event.read.records;
+        self.description_queries += event.read.queries;
+        self.check_pairs += event.checked as u64;
+        self.check_differences += event.differed as u64;
+        self.check_path_records += event.check_records;
+        let p = &event.pushed;
+        self.master_path_records += p.master_path_records;
+        if event.fallback.is_some() {
+            self.fallback_nodes += p.nodes as u64;
+        }
+        self.nodes_pushed += p.nodes as u64;
+        self.records_stored += p.stored;
+        self.records_deleted += p.deleted;
+        self.transfers += p.transfers;
+        self.push_failures += p.failed as u64;
+        self.last_event_ms = event.took.as_millis() as u64;
+    }
+
+    /// Writes the counters to `path`, whole (beside, then renamed).
+    pub(super) fn write(&self, path: &Path) -> Result<(), Failure> {
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, self.prometheus())
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(|e| Failure::new(3, format!("cannot write {}: {e}", path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_told_in_a_line_and_counted() {
+        let event = EventReport {
+            number: 2,
+            cause: "trap 128 from LID 7".into(),
+            read: Served {
+                queries: 10,
+                records: 120,
+                bytes: 9_000,
+            },
+            reads: 1,
+            description_changed: true,
+            changed_nodes: 3,
+            checked: 5,
+            pushed: Pushed {
+                nodes: 3,
+                stored: 12,
+                deleted: 1,
+                transfers: 4,
+                ..Pushed::default()
+            },
+            took: Duration::from_millis(250),
+            ..EventReport::default()
+        };
+        assert_eq!(
+            event.text(),
+            "event 2 (trap 128 from LID 7): read 120 description records in 10 queries (1 read); \
+             3 nodes' tables changed (0 new nodes, 0 gone); checked 5 changed pairs against the master: \
+             0 differ; pushed to 3 nodes: 12 PathRecords set, 1 deleted, in 4 transfers; 0 failed; 0.250 s\n"
+        );
+        let v: serde_json::Value = serde_json::from_str(&event.json()).unwrap();
+        assert_eq!(v["pushed"]["stored"], 12);
+        assert_eq!(v["from_master"], serde_json::Value::Null);
+        let mut c = Counters::default();
+        c.count(&event);
+        c.count(&EventReport::default());
+        let text = c.prometheus();
+        assert!(text.contains("# TYPE lsaquery_watch_events counter\nlsaquery_watch_events 2\n"));
+        assert!(text.contains("lsaquery_watch_quiet_events 1\n"));
+        assert!(text.contains("lsaquery_watch_records_stored 12\n"));
+        assert!(text.contains("# TYPE lsaquery_watch_nodes gauge\n"));
+    }
+}
