@@ -153,9 +153,13 @@ fn target(
     let (mut base, rest) = match path.first()? {
         &"crate" => (Vec::new(), &path[1..]),
         &"super" => {
+            // `super::super::x`: one module up for each.
+            let ups = path.iter().take_while(|s| **s == "super").count();
             let mut b = module.to_vec();
-            b.pop()?;
-            (b, &path[1..])
+            for _ in 0..ups {
+                b.pop()?;
+            }
+            (b, &path[ups..])
         }
         &"self" => (module.to_vec(), &path[1..]),
         // A path relative to this module: one of its children.
@@ -311,6 +315,31 @@ fn circles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<
         }
     }
     s.found
+}
+
+#[test]
+fn a_path_up_two_modules_names_the_grandparent_s_child() {
+    let m = |path: &[&str]| {
+        path.iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<String>>()
+    };
+    let modules: BTreeSet<Vec<String>> = [
+        m(&["a"]),
+        m(&["a", "b"]),
+        m(&["a", "b", "c"]),
+        m(&["a", "d"]),
+    ]
+    .into();
+    let here = m(&["a", "b", "c"]);
+    assert_eq!(
+        target(&here, &["super", "super", "d", "Item"], &modules),
+        Some(m(&["a", "d"]))
+    );
+    assert_eq!(
+        target(&here, &["super", "Item"], &modules),
+        Some(m(&["a", "b"]))
+    );
 }
 
 #[test]
