@@ -400,3 +400,61 @@ fn tcp_ibacm_clients_are_kept_across_a_restart() {
     .unwrap_or_else(|e| panic!("{e}"));
     drop(sa);
 }
+
+#[test]
+fn a_local_sa_restarted_after_a_crash_answers_from_the_tables_it_kept_with_opensm_frozen() {
+    use conformance::path_answers::{Ask, answer_differences, answers};
+    let fabric = fabric();
+    let manager = Manager::bind(&fabric, "notify.sock");
+    let env = [("NOTIFY_SOCKET", manager.path.as_os_str())];
+    let mut sa =
+        LocalSa::spawn_with_env(&fabric, "h2", &[], &env).unwrap_or_else(|e| panic!("{e}"));
+    manager.until("READY=1", Duration::from_secs(60));
+    let kept = sa.run_dir().join("ibsim0-1.tables");
+    sa.wait_until("its tables kept", Duration::from_secs(10), |_| {
+        kept.exists()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let program = std::path::Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
+    let lids: Vec<u16> = (1..=12)
+        .map(|i| fabric.node(&format!("h{i}")).unwrap().port().unwrap().lid)
+        .collect();
+    let me = fabric.node("h2").unwrap().port().unwrap();
+    let ask = |sa_lid: u16| Ask {
+        sa_lid,
+        lids: &lids,
+        sources: Some(std::slice::from_ref(&me.lid)),
+        pkey: None,
+    };
+    let opensm = answers(&fabric, "h1", program, ask(me.sm_lid));
+    sa.kill();
+    fabric.forget_dead_clients("h2").unwrap();
+
+    fabric.with_opensm_frozen(|| {
+        let started = Instant::now();
+        let mut sa =
+            LocalSa::spawn_with_env(&fabric, "h2", &[], &env).unwrap_or_else(|e| panic!("{e}"));
+        let ready = manager.until("READY=1", Duration::from_secs(30));
+        assert!(
+            ready.last().unwrap().contains("17 paths"),
+            "ready with its kept table: {ready:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let ours = answers(&fabric, "h2", program, ask(me.lid));
+        let differ = answer_differences(&ours, &opensm);
+        assert!(differ.is_empty(), "{}", differ.join("\n"));
+        sa.wait_until("counted", Duration::from_secs(5), |c| {
+            c.get("refreshes_kept") == Some(&1)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sa.counter("refreshes"), 0, "no table asked of the master");
+        assert!(
+            sa.stderr()
+                .contains("tables were kept from before the restart")
+        );
+    });
+}

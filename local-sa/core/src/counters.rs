@@ -118,6 +118,9 @@ counters! {
     /// Loads that replaced this port's paths and so stood for a refresh
     /// (a distributor's).
     refreshes_loaded: Counter,
+    /// Starts whose tables were kept from the local-sa before (no table
+    /// asked of the master).
+    refreshes_kept: Counter,
     /// Notices that the fabric changed (trap 128: a switch port's link
     /// went up or down).
     change_notices: Counter,

@@ -40,6 +40,7 @@ pub mod doors;
 #[doc(hidden)]
 pub mod fuzzing;
 mod inbound;
+pub mod kept_tables;
 pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;

@@ -206,6 +206,9 @@ impl Driver {
                     if !self.stats_interval.is_zero() {
                         self.write_stats();
                     }
+                    for p in &mut self.ports {
+                        p.keep_tables();
+                    }
                 }
                 Wake::Watchdog => self.notifier.notify("WATCHDOG=1"),
                 Wake::Signal if shutdown_by.is_none() => {
@@ -233,6 +236,9 @@ impl Driver {
         // in the service manager's store for the next local-sa.
         self.keep_clients();
         self.write_stats();
+        for p in &mut self.ports {
+            p.keep_tables();
+        }
         for p in &self.ports {
             let c = p.core().counters();
             info!(

@@ -3,6 +3,7 @@
 mod acm_server;
 mod activation;
 mod address_watch;
+mod atomic_file;
 mod bridge;
 mod client_store;
 mod connection;
@@ -13,6 +14,7 @@ mod endpoints;
 mod error;
 mod generate;
 mod kept_clients;
+mod kept_tables_file;
 mod kernel_door;
 mod listener;
 mod log_control;

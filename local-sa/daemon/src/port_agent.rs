@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use crate::bridge::identity;
 use crate::error::DaemonError;
+use crate::kept_tables_file::{KeptTablesFile, unix_now};
 use crate::options::Options;
 use crate::port_lock::PortLock;
 use crate::registrations_file::RegistrationsFile;
@@ -45,6 +46,8 @@ pub(crate) struct PortAgent {
     shared: SharedCore,
     pub(crate) facts: PortFacts,
     pub(crate) stats: Option<StatsFile>,
+    /// Its tables, kept for the next local-sa.
+    kept_tables: KeptTablesFile,
     /// The generation of the core's learned names the ibacm door has.
     pub(crate) names_generation: u64,
     pub(crate) transport: UmadTransport,
@@ -84,6 +87,12 @@ impl PortAgent {
         let now = Instant::now();
         let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
         core.handle_pkeys(now, &sysfs.endpoint_facts(&facts).pkeys);
+        let (kept_tables, kept) = KeptTablesFile::open(options.port_file(&facts, "tables"));
+        if let Some(kept) = kept
+            && let Err(why) = core.restore_tables(now, unix_now(), kept)
+        {
+            info!(port = %facts, "the tables kept from before are not used: {why}");
+        }
         let (registrations, previous) =
             RegistrationsFile::open(options.port_file(&facts, "registrations"));
         if let Some(previous) = previous {
@@ -116,6 +125,7 @@ impl PortAgent {
             shared,
             facts,
             stats,
+            kept_tables,
             names_generation: 0,
             transport,
             events,
@@ -153,6 +163,15 @@ impl PortAgent {
                    writer thread that far behind).",
         });
         all
+    }
+
+    /// Keeps the port's tables for the next local-sa if they may have
+    /// changed (the file written with the core unlocked).
+    pub(crate) fn keep_tables(&mut self) {
+        let due = self.kept_tables.due(&self.core());
+        if let Some(due) = due {
+            self.kept_tables.write(due);
+        }
     }
 
     /// Writes the port's counters, then `extra` ones (the doors', which

@@ -5,11 +5,11 @@
 //! requests go out, so that it never lists less than the master may hold —
 //! and removed at a clean exit that withdrew everything.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tracing::warn;
 
+use crate::atomic_file::write_atomically;
 use local_sa_core::SaCore;
 use local_sa_core::registrations::Registrations;
 
@@ -57,7 +57,7 @@ impl RegistrationsFile {
         if self.written == Some(generation) {
             return;
         }
-        match write_atomically(&self.path, &core.registrations().to_text()) {
+        match write_atomically(&self.path, core.registrations().to_text().as_bytes()) {
             Ok(()) => {
                 self.written = Some(generation);
                 self.failing = false;
@@ -92,17 +92,6 @@ impl RegistrationsFile {
     }
 }
 
-/// Replaces `path` with `text` whole: readers see the old or the new file.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    drop(f);
-    std::fs::rename(&tmp, path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,7 +105,7 @@ mod tests {
         std::fs::write(&path, "port ::1\ngroup nonsense\n").unwrap();
         let (_, previous) = RegistrationsFile::open(path.clone());
         assert_eq!(previous, None);
-        write_atomically(&path, "port ::1\ngroup ff12::1 0x1\n").unwrap();
+        write_atomically(&path, b"port ::1\ngroup ff12::1 0x1\n").unwrap();
         let (_, previous) = RegistrationsFile::open(path);
         assert_eq!(previous.map(|r| r.groups.len()), Some(1));
     }

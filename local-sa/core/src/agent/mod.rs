@@ -29,6 +29,7 @@ mod answer;
 mod cache_control;
 mod canary;
 mod forward;
+mod kept;
 mod leftovers;
 mod loads;
 mod multicast;

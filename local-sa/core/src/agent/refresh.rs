@@ -356,7 +356,7 @@ impl SaCore {
     /// load: the next refresh a whole interval on, the fabric's size
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
-    fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
+    pub(super) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
         self.refresh.failures = 0;
         self.fabric_ports = self.paths.store.port_count();
         self.refresh.next = Some(self.next_periodic_refresh(now));

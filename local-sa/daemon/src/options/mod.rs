@@ -85,6 +85,15 @@ SIGNALS:
   A file with errors changes nothing (the log says why); settings that
   need a restart (ports, sockets, directories) are named in the log.
 
+KEPT TABLES:
+  <run-dir>/<ca>-<port>.tables keeps the port's tables, stamped with the
+  master and any distributor's lease, rewritten as they change. A
+  local-sa started after a restart or a crash answers from them at once,
+  without asking the master for its table, if they are the port's, from
+  the same master, no older than --refresh-interval (or under a lease
+  still running) and no fabric change awaited a refresh; a few of their
+  paths are then checked against the master.
+
 REGISTRATIONS RECORD:
   <run-dir>/<ca>-<port>.registrations lists what local-sa asked the master
   SA to hold for the port. A local-sa that ends without withdrawing it
@@ -97,6 +106,7 @@ FILES:
   /run/local-sa/<ca>-<port>.sock       the port's local API socket
   /run/local-sa/<ca>-<port>.counters   the port's counters
   /run/local-sa/<ca>-<port>.registrations  what the master holds for it
+  /run/local-sa/<ca>-<port>.tables     its tables, kept for a restart
   /run/ibacm-unix.sock, /run/ibacm.sock  the ibacm protocol's sockets
   /etc/rdma/ibacm_hosts.data, /etc/rdma/ibacm_addr.cfg  ibacm's names
   /dev/infiniband/umad*                the ports' MAD devices

@@ -125,6 +125,21 @@ impl Bench {
         Self::start(core, master, now)
     }
 
+    /// An agent started against `master` with `config` that takes the
+    /// tables `kept` (kept by a predecessor at Unix time `wall`) before it
+    /// sends anything; also what taking them said.
+    pub(crate) fn restored(
+        master: FakeMaster,
+        config: AgentConfig,
+        kept: crate::kept_tables::Kept,
+        wall: u64,
+    ) -> (Self, Result<usize, String>) {
+        let now = Instant::now();
+        let mut core = SaCore::new(config, my_port(), now, SEED + 1);
+        let taken = core.restore_tables(now, wall, kept);
+        (Self::start(core, master, now), taken)
+    }
+
     /// `core` started against `master`: everything that needs no time done.
     fn start(core: SaCore, master: FakeMaster, now: Instant) -> Self {
         let mut b = Self {

@@ -7,6 +7,7 @@ mod bench;
 mod cache_control;
 mod fake_master;
 mod forwarding;
+mod kept;
 mod leftovers;
 mod loads;
 mod multicast;
