@@ -76,3 +76,10 @@ fn path_engine_corpus_replays_cleanly() {
     replay("corpus", "path_engine", fuzzing::path_engine);
     replay("regressions", "path_engine", fuzzing::path_engine);
 }
+
+#[test]
+fn kept_tables_corpus_replays_cleanly() {
+    let n = replay("corpus", "kept_tables", fuzzing::kept_tables);
+    assert!(n >= 3, "only {n} kept_tables corpus inputs");
+    replay("regressions", "kept_tables", fuzzing::kept_tables);
+}

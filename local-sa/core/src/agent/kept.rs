@@ -101,7 +101,11 @@ impl SaCore {
         }
         let age = wall.saturating_sub(kept.written);
         let lease = kept.lease.and_then(|(lid, end, length)| {
-            let left = end.checked_sub(wall).filter(|l| *l > 0)?;
+            // No more left than a renewal gives, whatever the file says.
+            let left = end
+                .checked_sub(wall)
+                .filter(|l| *l > 0)?
+                .min(u64::from(length));
             Some(Lease {
                 lid,
                 until: now + Duration::from_secs(left),

@@ -4,12 +4,14 @@
 //! replays the committed corpus through them on stable Rust.
 
 mod acm;
+mod kept_tables;
 mod memberships;
 mod netlink;
 mod path_engine;
 mod sa_core;
 
 pub use acm::acm;
+pub use kept_tables::kept_tables;
 pub use memberships::memberships;
 pub use netlink::netlink;
 pub use path_engine::path_engine;
