@@ -30,7 +30,10 @@ done
 # systemd's own checks of the units (the man pages they name included);
 # it only warns about a setting it cannot parse, so any output fails.
 verify=$(systemd-analyze verify /lib/systemd/system/local-sa.socket \
-  /lib/systemd/system/local-sa.service 2>&1) || true
+  /lib/systemd/system/local-sa.service /lib/systemd/system/local-sa-distributor.service 2>&1) || true
+# The distributor's settings hold the SA key: root's alone.
+[ "$(stat -c %a /etc/local-sa/distributor.conf)" = 600 ] ||
+  { echo "check-deb: /etc/local-sa/distributor.conf is not mode 600" >&2; exit 1; }
 if [ -n "$verify" ]; then
   echo "check-deb: systemd-analyze verify: $verify" >&2
   exit 1

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package local-sa_<version>_<arch>.deb into target/deb/:
-# both programs (release build), local-sa.service and local-sa.socket, the
+# both programs (release build), local-sa.service and local-sa.socket,
+# local-sa-distributor.service (with /etc/local-sa/distributor.conf and
+# /etc/default/local-sa-distributor), the
 # man pages local-sa(8), lsaquery(8) and local-sa.toml(5), bash/zsh/fish
 # completions (all written by the programs themselves: --generate), the
 # commented sample /etc/local-sa/local-sa.toml and /etc/default/local-sa.
@@ -31,6 +33,9 @@ install -D -m 644 "$dist/local-sa.service" "$root/lib/systemd/system/local-sa.se
 install -D -m 644 "$dist/local-sa.socket" "$root/lib/systemd/system/local-sa.socket"
 install -D -m 644 "$dist/local-sa.toml" "$root/etc/local-sa/local-sa.toml"
 install -D -m 644 "$dist/default" "$root/etc/default/local-sa"
+install -D -m 644 "$dist/local-sa-distributor.service" "$root/lib/systemd/system/local-sa-distributor.service"
+install -D -m 600 "$dist/distributor.conf" "$root/etc/local-sa/distributor.conf"
+install -D -m 644 "$dist/distributor.default" "$root/etc/default/local-sa-distributor"
 
 man="$root/usr/share/man"
 mkdir -p "$man/man8" "$man/man5"
@@ -88,7 +93,8 @@ Description: per-node InfiniBand Subnet Administration agent
  .
  lsaquery is its saquery-style client.
 CONTROL
-printf '/etc/local-sa/local-sa.toml\n/etc/default/local-sa\n' > "$root/DEBIAN/conffiles"
+printf '%s\n' /etc/local-sa/local-sa.toml /etc/default/local-sa \
+  /etc/local-sa/distributor.conf /etc/default/local-sa-distributor > "$root/DEBIAN/conffiles"
 cat > "$root/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
 # Known to systemd, not started: it replaces ibacm, which the admin stops
@@ -102,8 +108,8 @@ cat > "$root/DEBIAN/prerm" <<'PRERM'
 #!/bin/sh
 set -e
 if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
-  systemctl stop local-sa.service local-sa.socket || true
-  systemctl disable local-sa.service local-sa.socket || true
+  systemctl stop local-sa-distributor.service local-sa.service local-sa.socket || true
+  systemctl disable local-sa-distributor.service local-sa.service local-sa.socket || true
 fi
 PRERM
 cat > "$root/DEBIAN/postrm" <<'POSTRM'
