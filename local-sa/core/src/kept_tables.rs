@@ -1,6 +1,7 @@
 //! A port's tables as kept across a restart (`<run-dir>/<ca>-<port>.tables`,
 //! written by the daemon): the default table and the partition tables,
-//! stamped with what they were valid for — the port's identity, its
+//! and the host names learnt from the master, stamped with what they were
+//! valid for — the port's identity, its
 //! master SM's LID, when they were written, whether the master applies
 //! QoS, and the distributor's lease if one ran — and a digest of it all,
 //! so that a file cut short by a crash is refused, not half used.
@@ -16,11 +17,18 @@
 //! | lease: distributor LID u16, end (Unix seconds) u64, length (s) u16
 //!   (all 0: none) | tables u16
 //! | per table: P_Key u16 (0: the default table) | records u32 | records × 64
+//! | names known u8 (0: never fetched) | names u32
+//! | per name: source u8 (1 NodeDescription, 2 directory)
+//!   | GID (16) | kind u8 (0 name, 1 IPv4, 2 IPv6) | length u8 | bytes
 //! | digest u64 (of everything before it)
 //! ```
 
+use std::net::IpAddr;
+
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord, SaRecord};
+
+use crate::naming::{Address, MAX_NAME_LEN, NameSource};
 
 const MAGIC: &[u8; 8] = b"LSAKEPT1";
 
@@ -45,6 +53,10 @@ pub struct Kept {
     /// Each table: its partition's P_Key (`None`: the default table) and
     /// its records.
     pub tables: Vec<(Option<u16>, Vec<PathRecord>)>,
+    /// The host names and addresses learnt from the master (names and IP
+    /// addresses only), what each maps to and where it came from, if they
+    /// had been fetched (or loaded) at all.
+    pub names: Option<Vec<(Address, Gid, NameSource)>>,
 }
 
 /// Why kept tables were not taken.
@@ -100,6 +112,24 @@ impl Kept {
                 out.extend_from_slice(r.as_bytes());
             }
         }
+        out.push(u8::from(self.names.is_some()));
+        let names: Vec<_> = self
+            .names
+            .iter()
+            .flatten()
+            .filter_map(|(a, g, s)| Some((name_bytes(a)?, *g, *s)))
+            .collect();
+        out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+        for ((kind, bytes), gid, source) in names {
+            out.push(match source {
+                NameSource::Directory => 2,
+                _ => 1,
+            });
+            out.extend_from_slice(&gid.0);
+            out.push(kind);
+            out.push(bytes.len() as u8);
+            out.extend_from_slice(&bytes);
+        }
         let digest = digest(&out);
         out.extend_from_slice(&digest.to_le_bytes());
         out
@@ -144,6 +174,21 @@ impl Kept {
                 .collect();
             tables.push(((pkey != 0).then_some(pkey), records));
         }
+        let known = r.u8()? != 0;
+        let count = r.u32()?;
+        let mut names = Vec::with_capacity((count as usize).min(4096));
+        for _ in 0..count {
+            let source = match r.u8()? {
+                2 => NameSource::Directory,
+                _ => NameSource::NodeDescription,
+            };
+            let mut gid = [0u8; 16];
+            gid.copy_from_slice(r.take(16)?);
+            let kind = r.u8()?;
+            let len = usize::from(r.u8()?);
+            let address = name_from(kind, r.take(len)?).ok_or(KeptError::Damaged)?;
+            names.push((address, Gid(gid), source));
+        }
         if r.at != body.len() {
             return Err(KeptError::Truncated);
         }
@@ -156,7 +201,31 @@ impl Kept {
             master_qos,
             lease: (lease.0 != 0).then_some(lease),
             tables,
+            names: known.then_some(names),
         })
+    }
+}
+
+/// A name's kind and bytes as kept; `None` for what is not kept (GIDs
+/// and LIDs, which map to themselves).
+fn name_bytes(a: &Address) -> Option<(u8, Vec<u8>)> {
+    match a {
+        Address::Name(n) if n.len() <= MAX_NAME_LEN => Some((0, n.as_bytes().to_vec())),
+        Address::Ip(IpAddr::V4(ip)) => Some((1, ip.octets().to_vec())),
+        Address::Ip(IpAddr::V6(ip)) => Some((2, ip.octets().to_vec())),
+        _ => None,
+    }
+}
+
+/// The name of `kind` in `bytes`, if they make one.
+fn name_from(kind: u8, bytes: &[u8]) -> Option<Address> {
+    match kind {
+        0 if bytes.len() <= MAX_NAME_LEN => {
+            Some(Address::Name(String::from_utf8(bytes.to_vec()).ok()?))
+        }
+        1 => Some(Address::Ip(IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?))),
+        2 => Some(Address::Ip(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?))),
+        _ => None,
     }
 }
 
@@ -236,6 +305,18 @@ mod tests {
                 (None, vec![record(2, 1), record(2, 3)]),
                 (Some(0x8001), vec![record(2, 3)]),
             ],
+            names: Some(vec![
+                (
+                    Address::Name("node17".into()),
+                    Gid::new(Gid::DEFAULT_PREFIX, 0x17),
+                    NameSource::NodeDescription,
+                ),
+                (
+                    Address::Ip("10.0.0.17".parse().unwrap()),
+                    Gid::new(Gid::DEFAULT_PREFIX, 0x17),
+                    NameSource::Directory,
+                ),
+            ]),
         }
     }
 
@@ -245,6 +326,7 @@ mod tests {
         assert_eq!(Kept::decode(&k.encode()), Ok(k));
         let empty = Kept {
             tables: Vec::new(),
+            names: None,
             lease: None,
             master_qos: None,
             ..kept()
@@ -273,6 +355,7 @@ mod tests {
         let mut body = kept().encode();
         body.truncate(body.len() - 8);
         let first_count = MAGIC.len() + 16 + 2 + 1 + 2 + 8 + 1 + 12 + 2 + 2;
+        assert!(body.len() > first_count + 4);
         body[first_count..first_count + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let d = digest(&body);
         body.extend_from_slice(&d.to_le_bytes());

@@ -101,6 +101,12 @@ impl Names {
         self.hosts.get(address).copied()
     }
 
+    /// Every name and address, what it maps to and where that came from
+    /// (in no particular order).
+    pub fn entries(&self) -> impl Iterator<Item = (&Address, Gid, NameSource)> + '_ {
+        self.hosts.iter().map(|(a, (g, s))| (a, *g, *s))
+    }
+
     /// How many names and addresses are known.
     pub fn len(&self) -> usize {
         self.hosts.len()

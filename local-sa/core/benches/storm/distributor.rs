@@ -151,6 +151,8 @@ pub(crate) struct Distributor {
     outbox: Vec<(Address, Bytes)>,
     /// Transfers tried again.
     pub(crate) retries: u64,
+    /// The lease its path loads give (a watch follows the fill).
+    lease: Option<u16>,
 }
 
 impl Distributor {
@@ -163,6 +165,7 @@ impl Distributor {
         service_id: Option<u64>,
         source: Source,
         (shard, shards): (u16, u16),
+        lease: Option<u16>,
     ) -> Self {
         let mut steps = vec![
             Step::Push(AttributeId::NODE_RECORD),
@@ -191,6 +194,7 @@ impl Distributor {
             fetched: BTreeMap::new(),
             outbox: Vec::new(),
             retries: 0,
+            lease,
         }
     }
 
@@ -502,7 +506,12 @@ impl Distributor {
             }
             _ => {
                 h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-                h.mad.set_attribute_modifier(REPLACE_SOURCES);
+                h.mad.set_attribute_modifier(match self.lease {
+                    Some(seconds) => {
+                        local_sa_core::load_flags::with_lease(REPLACE_SOURCES, seconds)
+                    }
+                    None => REPLACE_SOURCES,
+                });
                 let mut data = BytesMut::with_capacity(usize::from(self.hosts) * PathRecord::LEN);
                 for d in 1..=self.hosts {
                     data.extend_from_slice(path(node, d).as_bytes());

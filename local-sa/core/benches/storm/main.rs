@@ -36,6 +36,13 @@
 //! and how long it takes, with each one's fitted slope of records
 //! against N.
 //!
+//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 upkeep` runs,
+//! after a fill, what keeping the tables costs: a quiet hour, a link down
+//! with a reroute, a rolling restart of every local-sa — with each node
+//! refreshing its own tables every 600 s, with the interval bounded by
+//! the master's share, and under a watch (`--distribute --compute
+//! --watch`).
+//!
 //! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 events` runs
 //! instead, for each N, an SM failover and a reboot of 5 % of the nodes
 //! after the job, with and without the cores' jitter, and prints what
@@ -48,6 +55,7 @@ mod fixture;
 mod master;
 mod memory;
 mod plot;
+mod watcher;
 mod world;
 
 use std::path::Path;
@@ -114,6 +122,9 @@ fn main() {
     }
     if args.get(2).map(String::as_str) == Some("fill") {
         return fill(&sizes, ranks);
+    }
+    if args.get(2).map(String::as_str) == Some("upkeep") {
+        return upkeep(&sizes, model);
     }
     let setups: Vec<Setup> = match args.get(2) {
         Some(list) => list.split(',').filter_map(Setup::parse).collect(),
@@ -314,7 +325,127 @@ fn scenario(hosts: u16, ranks: u16, setup: Setup, model: MasterModel) -> Scenari
         wire: Duration::from_micros(5),
         rank_timeout: Duration::from_secs(1),
         horizon: Duration::from_secs(60),
+        watch: false,
+        master_share: 5,
     }
+}
+
+/// Who keeps the nodes' tables in an upkeep run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keeper {
+    /// Each node its own, refreshing every 600 s whatever the fabric's
+    /// size (`--master-share 100`: today's behaviour before the bound).
+    Periodic,
+    /// Each node its own, the interval bounded by the master's share
+    /// (5 %, the default) and a refresh after a link-change notice.
+    Bounded,
+    /// A watch after a computed fill: the nodes under its lease.
+    Watch,
+}
+
+impl Keeper {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Periodic => "each node its own, every 600 s",
+            Self::Bounded => "each node its own, bounded by the master's 5 %",
+            Self::Watch => "a watch (--distribute --compute --watch)",
+        }
+    }
+
+    fn scenario(self, hosts: u16, model: MasterModel, what: Disturbance) -> Scenario {
+        let setup = match self {
+            Self::Watch => Setup::Computed(1),
+            _ => Setup::BulkLoad,
+        };
+        Scenario {
+            ranks: 0,
+            disturbance: Some(what),
+            watch: self == Self::Watch,
+            master_share: if self == Self::Periodic { 100 } else { 5 },
+            ..scenario(hosts, 0, setup, model)
+        }
+    }
+}
+
+/// The upkeep after the fill: an hour of a quiet fabric, a link down
+/// with a reroute, a rolling restart of every local-sa; what each costs
+/// the master and how long until every node is right again.
+fn upkeep(sizes: &[u16], model: MasterModel) {
+    println!("\n### A quiet hour\n");
+    println!("| N | who keeps the tables | master PathRecords | master records | master time |");
+    println!("|---:|---|---:|---:|---:|");
+    for &hosts in sizes {
+        for keeper in [Keeper::Periodic, Keeper::Bounded, Keeper::Watch] {
+            let o = world::run(keeper.scenario(hosts, model, Disturbance::Quiet), LIMIT);
+            let Some(a) = o.aftermath else { continue };
+            println!(
+                "| {hosts} | {} | {} | {} | {:.2} s |",
+                keeper.label(),
+                a.load.path_records,
+                a.load.records,
+                a.load.busy.as_secs_f64()
+            );
+        }
+    }
+    println!("\n### A link down and a reroute\n");
+    println!(
+        "| N | who keeps the tables | nodes whose paths changed | master PathRecords | master records | master time | until every node answers the new paths |"
+    );
+    println!(
+        "(the master's load from the event until every node answers the new paths; \"not within the run\": over the event's 2,700 s)"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for &hosts in sizes {
+        let changed = world::reroute(hosts).len();
+        for keeper in [Keeper::Bounded, Keeper::Watch] {
+            let o = world::run(keeper.scenario(hosts, model, Disturbance::Reroute), LIMIT);
+            let Some(a) = o.aftermath else { continue };
+            let load = a.until_settled.as_ref().unwrap_or(&a.load);
+            println!(
+                "| {hosts} | {} | {changed} | {} | {} | {:.2} s | {} |",
+                keeper.label(),
+                load.path_records,
+                load.records,
+                load.busy.as_secs_f64(),
+                settled(a.settled)
+            );
+        }
+    }
+    println!("\n### A rolling restart of every local-sa (over 100 s)\n");
+    println!(
+        "| N | who keeps the tables | tables kept | master PathRecords | master records | longest from a restart to ready |"
+    );
+    println!("|---:|---|---|---:|---:|---:|");
+    for &hosts in sizes {
+        for (keeper, kept) in [
+            (Keeper::Bounded, false),
+            (Keeper::Bounded, true),
+            (Keeper::Watch, true),
+        ] {
+            let what = Disturbance::RollingRestart { kept };
+            let o = world::run(keeper.scenario(hosts, model, what), LIMIT);
+            let Some(a) = o.aftermath else { continue };
+            let longest = match a.settled {
+                Some(_) => shown(a.longest_restart),
+                None => "not within the run".to_string(),
+            };
+            println!(
+                "| {hosts} | {} | {} | {} | {} | {longest} |",
+                keeper.label(),
+                if kept { "yes" } else { "no" },
+                a.load.path_records,
+                a.load.records,
+            );
+        }
+    }
+}
+
+/// A time to settle, or that it did not within the run.
+fn settled(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "not within the run".to_string(),
+        |d| format!("{:.2} s", d.as_secs_f64()),
+    )
 }
 
 /// An SM failover and a 5 % reboot wave after the job, with and without
@@ -340,6 +471,7 @@ fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
                     match event {
                         Disturbance::Failover => "SM failover".to_string(),
                         Disturbance::Reboot(p) => format!("{p} % of nodes reboot"),
+                        other => format!("{other:?}"),
                     },
                     if jitter { "yes" } else { "no" },
                     l.path_queries + l.other_queries,
@@ -347,11 +479,7 @@ fn events(sizes: &[u16], ranks: u16, model: MasterModel) {
                     l.records,
                     l.busiest_second(),
                     l.dropped,
-                    a.settled
-                        .map_or("not within the run".to_string(), |d| format!(
-                            "{:.2} s",
-                            d.as_secs_f64()
-                        )),
+                    settled(a.settled),
                 );
             }
         }

@@ -120,6 +120,8 @@ pub(crate) struct MasterLoad {
     pub(crate) other_queries: u64,
     /// Records its answers carried, and their bytes.
     pub(crate) records: u64,
+    /// Of those, PathRecords.
+    pub(crate) path_records: u64,
     pub(crate) bytes: u64,
     /// Its time spent serving requests (the model's cost of each).
     pub(crate) busy: Duration,
@@ -164,7 +166,17 @@ pub(crate) struct Master {
     /// with where their segments go (ordered, so that the master's
     /// part of a run repeats exactly).
     senders: BTreeMap<TransferKey, (Sender, Address)>,
+    /// Pairs whose route a reroute moved: their records have another rate.
+    rerouted: std::collections::HashSet<(u16, u16)>,
     pub(crate) load: MasterLoad,
+}
+
+/// The record of a pair whose route a reroute moved: the fixture's,
+/// at another rate.
+pub(crate) fn rerouted_record(s: u16, d: u16) -> PathRecord {
+    let mut r = path(s, d);
+    r.set_rate(mad_codec::Rate::GBPS_40);
+    r
 }
 
 impl Master {
@@ -177,7 +189,22 @@ impl Master {
             gets: Dispatcher::default(),
             sets: Dispatcher::default(),
             senders: BTreeMap::new(),
+            rerouted: std::collections::HashSet::new(),
             load: MasterLoad::default(),
+        }
+    }
+
+    /// A reroute: the records of `pairs` change from now on.
+    pub(crate) fn reroute(&mut self, pairs: impl IntoIterator<Item = (u16, u16)>) {
+        self.rerouted.extend(pairs);
+    }
+
+    /// The record it answers for `s` to `d`.
+    fn record(&self, s: u16, d: u16) -> PathRecord {
+        if self.rerouted.contains(&(s, d)) {
+            rerouted_record(s, d)
+        } else {
+            path(s, d)
         }
     }
 
@@ -354,9 +381,9 @@ impl Master {
         let dest = end(pr::DLID, pr::DGID, t.dlid(), t.dgid());
         let mut records: Vec<PathRecord> = match (source, dest) {
             (Some(None), _) | (_, Some(None)) => Vec::new(),
-            (Some(Some(s)), Some(Some(d))) => vec![path(s, d)],
-            (Some(Some(s)), None) => (1..=hosts).map(|d| path(s, d)).collect(),
-            (None, Some(Some(d))) => (1..=hosts).map(|s| path(s, d)).collect(),
+            (Some(Some(s)), Some(Some(d))) => vec![self.record(s, d)],
+            (Some(Some(s)), None) => (1..=hosts).map(|d| self.record(s, d)).collect(),
+            (None, Some(Some(d))) => (1..=hosts).map(|s| self.record(s, d)).collect(),
             (None, None) => Vec::new(),
         };
         if let Some(rule) = self.model.qos
@@ -368,6 +395,7 @@ impl Master {
             }
         }
         self.load.records += records.len() as u64;
+        self.load.path_records += records.len() as u64;
         self.load.bytes += records.len() as u64 * PathRecord::LEN as u64;
         if h.mad.method() == Method::GET {
             return match records.first() {

@@ -13,7 +13,7 @@
 //! 2,048 nodes varies by a few requests from one to the next.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -30,7 +30,8 @@ use local_sa_core::naming::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
 use crate::distributor::{Distributor, SM_KEY, Source};
-use crate::master::{Master, MasterLoad, MasterModel, gid};
+use crate::master::{Master, MasterLoad, MasterModel, gid, rerouted_record};
+use crate::watcher::{self, Watcher};
 
 /// What is simulated.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +83,14 @@ pub(crate) struct Scenario {
     /// past the job's end (what the start's registrations and directory
     /// loads cost comes after the caches are filled).
     pub(crate) horizon: Duration,
+    /// After the fill a watch keeps the nodes (`lsaquery --distribute
+    /// --compute --watch`): the fill's loads carry its lease, and the
+    /// watch renews it and pushes what a reroute changes.
+    pub(crate) watch: bool,
+    /// The cores' `--master-share` (percent): their periodic refresh is
+    /// no more often than N² paths at the model's cost per path take
+    /// that share of the master.
+    pub(crate) master_share: u8,
 }
 
 /// How a rank asks its node's local-sa.
@@ -104,18 +113,76 @@ pub(crate) enum Disturbance {
     /// This percentage of the nodes reboot at once: their local-sa starts
     /// afresh.
     Reboot(u8),
+    /// Nothing happens for an hour: what the upkeep alone costs.
+    Quiet,
+    /// A link between a leaf and a spine goes down and the master
+    /// reroutes: the paths that crossed it change rate ([`reroute`]). The
+    /// watch hears of it; cores keeping their own tables get trap 128.
+    Reroute,
+    /// Every node's local-sa restarts, one after another over
+    /// [`ROLLING_RESTART`]; with `kept`, each takes the tables its
+    /// predecessor kept.
+    RollingRestart { kept: bool },
 }
 
 /// How long the load after a disturbance is measured.
-const EVENT_HORIZON: Duration = Duration::from_secs(330);
+fn event_horizon(what: Disturbance) -> Duration {
+    match what {
+        Disturbance::Quiet => Duration::from_secs(3600),
+        // Cores keeping their own tables of a large fabric refresh no
+        // sooner than the upkeep bound allows (2,000 s at 10,000).
+        Disturbance::Reroute => Duration::from_secs(2700),
+        _ => Duration::from_secs(330),
+    }
+}
+
+/// How long a rolling restart of every node takes.
+const ROLLING_RESTART: Duration = Duration::from_secs(100);
+
+/// Unix time at the simulation's start, for the tables cores keep.
+const WALL_START: u64 = 1_800_000_000;
+
+/// The pairs whose route crosses the link from the first leaf (LIDs
+/// 1..=32 of a fat tree of radix-64 switches) to one spine, with their
+/// new records by source node: the first leaf's hosts to every
+/// destination that spine carries (every 32nd LID, not on the leaf), and
+/// every other host to the leaf's host that spine carries (LID 32).
+pub(crate) fn reroute(hosts: u16) -> BTreeMap<u16, Vec<PathRecord>> {
+    let leaf = 1..=32.min(hosts);
+    let mut changes: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
+    for s in 1..=hosts {
+        let dests: Vec<u16> = if leaf.contains(&s) {
+            (1..=hosts)
+                .filter(|d| d % 32 == 0 && !leaf.contains(d))
+                .collect()
+        } else if hosts >= 32 {
+            vec![32]
+        } else {
+            Vec::new()
+        };
+        if !dests.is_empty() {
+            changes.insert(
+                s,
+                dests.into_iter().map(|d| rerouted_record(s, d)).collect(),
+            );
+        }
+    }
+    changes
+}
 
 /// What a disturbance cost.
 #[derive(Debug, Clone)]
 pub(crate) struct Aftermath {
-    /// The master's load from the event for [`EVENT_HORIZON`].
+    /// The master's load from the event for its horizon
+    /// ([`event_horizon`]).
     pub(crate) load: MasterLoad,
-    /// From the event until every port it touched had refreshed again.
+    /// From the event until every port it touched had reached its goal
+    /// (refreshed again, holds the new records, ready after a restart).
     pub(crate) settled: Option<Duration>,
+    /// The master's load from the event until then.
+    pub(crate) until_settled: Option<MasterLoad>,
+    /// The longest a restarted core took to be ready again.
+    pub(crate) longest_restart: Duration,
 }
 
 /// What a run measured.
@@ -162,6 +229,41 @@ enum Event {
         mad: Bytes,
     },
     Wake(Party),
+    /// The node's local-sa restarts (a rolling restart), taking its
+    /// predecessor's tables if `kept`.
+    Restart {
+        lid: u16,
+        kept: bool,
+    },
+}
+
+/// What a core touched by a disturbance is to reach.
+#[derive(Debug, Clone)]
+enum Goal {
+    /// A refresh more than this count (failover, reboot).
+    Refreshed(u64),
+    /// These records in its table (a reroute's).
+    Holds(Vec<PathRecord>),
+    /// Not restarted yet.
+    Restarting,
+    /// Restarted: ready again.
+    Ready,
+}
+
+impl Goal {
+    fn met(&self, core: &SaCore) -> bool {
+        match self {
+            Self::Refreshed(before) => {
+                let c = core.counters();
+                c.refreshes + c.refreshes_loaded > *before
+            }
+            Self::Holds(records) => records
+                .iter()
+                .all(|r| core.store().get(r.slid(), r.dlid()) == Some(r)),
+            Self::Restarting => false,
+            Self::Ready => core.is_ready(),
+        }
+    }
 }
 
 /// A rank: the peers it still has to resolve and what it has asked.
@@ -190,9 +292,60 @@ const COLD_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// QP numbers of ranks start here (QP1 is the cores').
 const RANK_QP: u32 = 100;
 
+/// What pushes tables to the nodes from next to the master: the fill's
+/// distributor, or the watch that follows it.
+enum Pusher {
+    Fill(Distributor),
+    Watch(Watcher),
+}
+
+impl Pusher {
+    fn lid(&self) -> u16 {
+        match self {
+            Self::Fill(d) => d.lid,
+            Self::Watch(w) => w.lid,
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
+        match self {
+            Self::Fill(d) => d.poll(now),
+            Self::Watch(w) => w.poll(now),
+        }
+    }
+
+    fn receive(&mut self, now: Instant, from: Address, mad: &[u8]) -> Vec<(Address, Bytes)> {
+        match self {
+            Self::Fill(d) => d.receive(now, from, mad),
+            Self::Watch(w) => w.receive(now, from, mad),
+        }
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        match self {
+            Self::Fill(d) => d.next_event(),
+            Self::Watch(w) => w.next_event(),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match self {
+            Self::Fill(d) => d.is_done(),
+            Self::Watch(w) => w.is_done(),
+        }
+    }
+
+    fn retries(&self) -> u64 {
+        match self {
+            Self::Fill(d) => d.retries,
+            Self::Watch(w) => w.retries,
+        }
+    }
+}
+
 /// A distributor, its port and its timer.
 struct DistributorPort {
-    d: Distributor,
+    d: Pusher,
     /// When its wake-up is scheduled.
     wake: Option<Instant>,
     /// When its port can put its next MAD on the wire.
@@ -230,10 +383,16 @@ struct World {
     fill_time: Duration,
     job_start: Instant,
     last_done: Instant,
-    /// When the disturbance happened, each touched core's refresh count
-    /// then (`None` once it has refreshed since), and how many have not.
-    disturbed: Option<(Instant, Vec<Option<u64>>, usize)>,
+    /// When the disturbance happened, what each touched core is to reach
+    /// (`None` once it has, or if it was not touched), and how many have
+    /// not.
+    disturbed: Option<(Instant, Vec<Option<Goal>>, usize)>,
     settled: Option<Duration>,
+    until_settled: Option<MasterLoad>,
+    /// When each core last restarted (a rolling restart), and the longest
+    /// one took to be ready.
+    restarted_at: Vec<Option<Instant>>,
+    longest_restart: Duration,
     /// The master's load before the disturbance.
     job_load: Option<MasterLoad>,
 }
@@ -282,7 +441,7 @@ impl World {
                 None => Vec::new(),
                 Some(window) => (0..s.shards.max(1))
                     .map(|i| DistributorPort {
-                        d: Distributor::new(
+                        d: Pusher::Fill(Distributor::new(
                             master_lid + 1 + i,
                             master_lid,
                             s.hosts,
@@ -290,7 +449,8 @@ impl World {
                             s.service_id,
                             s.source,
                             (i, s.shards.max(1)),
-                        ),
+                            s.watch.then_some(watcher::LEASE),
+                        )),
                         wake: None,
                         free: start,
                     })
@@ -316,6 +476,9 @@ impl World {
             last_done: start,
             disturbed: None,
             settled: None,
+            until_settled: None,
+            restarted_at: vec![None; usize::from(s.hosts)],
+            longest_restart: Duration::ZERO,
             job_load: None,
         };
         if s.local_sa {
@@ -357,7 +520,7 @@ impl World {
         self.job_load = Some(std::mem::take(&mut self.master.load));
         let touched: Vec<u16> = match what {
             Disturbance::Failover => {
-                let last = self.distributors.last().map_or(0, |p| p.d.lid);
+                let last = self.distributors.last().map_or(0, |p| p.d.lid());
                 let lid = self.master.lid.max(last) + 2;
                 self.master = Master::new(lid, self.s.hosts, self.s.master, self.start);
                 self.master_wake = None;
@@ -381,11 +544,14 @@ impl World {
                 }
                 chosen
             }
+            Disturbance::Quiet | Disturbance::Reroute | Disturbance::RollingRestart { .. } => {
+                return self.upkeep_event(what);
+            }
         };
         let mut marks = vec![None; self.cores.len()];
         for &lid in &touched {
             let c = self.cores[usize::from(lid - 1)].counters();
-            marks[usize::from(lid - 1)] = Some(c.refreshes + c.refreshes_loaded);
+            marks[usize::from(lid - 1)] = Some(Goal::Refreshed(c.refreshes + c.refreshes_loaded));
         }
         self.disturbed = Some((now, marks, touched.len()));
         for lid in touched {
@@ -393,6 +559,95 @@ impl World {
         }
         let out = self.master.poll(now);
         self.after_master(out);
+    }
+
+    /// The upkeep's events: the watch takes over from the fill's
+    /// distributor (if there is one), then the quiet hour, the reroute or
+    /// the rolling restart.
+    fn upkeep_event(&mut self, what: Disturbance) {
+        let now = self.now;
+        if self.s.watch {
+            let lid = self
+                .distributors
+                .iter()
+                .map(|p| p.d.lid())
+                .max()
+                .unwrap_or(0)
+                + 1;
+            let w = Watcher::new(lid, self.master.lid, self.s.hosts, 32, now);
+            self.distributors.push(DistributorPort {
+                d: Pusher::Watch(w),
+                wake: None,
+                free: now,
+            });
+        }
+        let mut marks: Vec<Option<Goal>> = vec![None; self.cores.len()];
+        match what {
+            Disturbance::Reroute => {
+                let changes = reroute(self.s.hosts);
+                self.master.reroute(
+                    changes
+                        .iter()
+                        .flat_map(|(s, records)| records.iter().map(|r| (*s, r.dlid())))
+                        .collect::<Vec<_>>(),
+                );
+                for (s, records) in &changes {
+                    marks[usize::from(s - 1)] = Some(Goal::Holds(records.clone()));
+                }
+                match self.distributors.last_mut().map(|p| &mut p.d) {
+                    Some(Pusher::Watch(w)) => w.rerouted(now, changes),
+                    _ => {
+                        // The master reports the link's change to every
+                        // port that subscribed (every core, to trap 128).
+                        let from = Address::gsi(self.master.lid, 0);
+                        for lid in 1..=self.s.hosts {
+                            let to = Address::gsi(lid, 0);
+                            self.send(from, &to, trap_128(u64::from(lid)));
+                        }
+                    }
+                }
+            }
+            Disturbance::RollingRestart { kept } => {
+                let gap = ROLLING_RESTART / u32::from(self.s.hosts.max(1));
+                for lid in 1..=self.s.hosts {
+                    marks[usize::from(lid - 1)] = Some(Goal::Restarting);
+                    let at = now + gap * u32::from(lid);
+                    self.schedule(at, Event::Restart { lid, kept });
+                }
+            }
+            _ => {}
+        }
+        let touched = marks.iter().filter(|m| m.is_some()).count();
+        self.disturbed = Some((now, marks, touched));
+        for i in 0..self.distributors.len() {
+            let out = self.distributors[i].d.poll(now);
+            self.after_distributor(i, out);
+        }
+        for lid in 1..=self.s.hosts {
+            self.after_core(lid);
+        }
+    }
+
+    /// Node `lid`'s local-sa restarts now, taking the tables its
+    /// predecessor kept if `kept`.
+    fn restart(&mut self, lid: u16, kept: bool) {
+        let i = usize::from(lid - 1);
+        let now = self.now;
+        let wall = WALL_START + (now - self.start).as_secs();
+        let tables = kept.then(|| self.cores[i].keep_tables(now, wall)).flatten();
+        let port = self.cores[i].port();
+        let seed = u32::from(lid) + 0x20_0000;
+        let mut core = SaCore::new(core_config(&self.s), port, now, seed);
+        if let Some(t) = tables {
+            let _ = core.restore_tables(now, wall, t);
+        }
+        self.cores[i] = core;
+        self.core_wake[i] = None;
+        self.restarted_at[i] = Some(now);
+        if let Some((_, marks, _)) = &mut self.disturbed {
+            marks[i] = Some(Goal::Ready);
+        }
+        self.after_core(lid);
     }
 
     fn schedule(&mut self, at: Instant, event: Event) {
@@ -406,7 +661,7 @@ impl World {
         if to.lid == self.master.lid {
             return Some(Party::Master);
         }
-        if let Some(i) = self.distributors.iter().position(|p| p.d.lid == to.lid) {
+        if let Some(i) = self.distributors.iter().position(|p| p.d.lid() == to.lid) {
             return Some(Party::Distributor(i as u16));
         }
         if !(1..=self.s.hosts).contains(&to.lid) {
@@ -461,16 +716,20 @@ impl World {
             self.cores_ready += 1;
         }
         self.start_ranks_when_filled();
-        if let Some((at, marks, left)) = &mut self.disturbed
-            && let Some(before) = marks[i]
-        {
-            let c = self.cores[i].counters();
-            if c.refreshes + c.refreshes_loaded > before {
-                marks[i] = None;
-                *left -= 1;
-                if *left == 0 {
-                    self.settled = Some(self.now - *at);
-                }
+        let met = self
+            .disturbed
+            .as_ref()
+            .and_then(|(_, marks, _)| marks[i].as_ref())
+            .is_some_and(|goal| goal.met(&self.cores[i]));
+        if met && let Some((at, marks, left)) = &mut self.disturbed {
+            marks[i] = None;
+            *left -= 1;
+            if *left == 0 {
+                self.settled = Some(self.now - *at);
+                self.until_settled = Some(self.master.load.clone());
+            }
+            if let Some(t) = self.restarted_at[i].take() {
+                self.longest_restart = self.longest_restart.max(self.now - t);
             }
         }
     }
@@ -501,7 +760,7 @@ impl World {
     fn after_distributor(&mut self, i: usize, out: Vec<(Address, Bytes)>) {
         self.start_ranks_when_filled();
         let p = &self.distributors[i];
-        let me = Address::gsi(p.d.lid, 0);
+        let me = Address::gsi(p.d.lid(), 0);
         let next = p.d.next_event();
         // Each distributor's one port sends at most
         // `DISTRIBUTOR_MADS_PER_SECOND`.
@@ -703,12 +962,12 @@ impl World {
             if at - self.start > limit {
                 break;
             }
-            if self.ranks_done == total_ranks && at > horizon {
+            if self.ranks_started && self.ranks_done == total_ranks && at > horizon {
                 let Some(what) = pending.take() else { break };
                 // The disturbance comes first; this event waits its turn.
                 self.events.push(Reverse((at, seq, id)));
                 self.now = self.now.max(horizon);
-                horizon = self.now + EVENT_HORIZON;
+                horizon = self.now + event_horizon(what);
                 self.disturb(what);
                 continue;
             }
@@ -751,6 +1010,7 @@ impl World {
                     self.after_core(lid);
                 }
                 Event::Wake(Party::Rank(node, r)) => self.rank_wake(node, r),
+                Event::Restart { lid, kept } => self.restart(lid, kept),
                 Event::Wake(Party::Distributor(i)) => {
                     let (now, i) = (self.now, usize::from(i));
                     let p = &mut self.distributors[i];
@@ -773,6 +1033,8 @@ impl World {
         let aftermath = self.disturbed.is_some().then(|| Aftermath {
             load: self.master.load.clone(),
             settled: self.settled,
+            until_settled: self.until_settled.clone(),
+            longest_restart: self.longest_restart,
         });
         Outcome {
             aftermath,
@@ -787,10 +1049,28 @@ impl World {
             p99: pct(0.99),
             max: pct(1.0),
             rank_retries: self.rank_retries,
-            loads_retried: self.distributors.iter().map(|p| p.d.retries).sum(),
+            loads_retried: self.distributors.iter().map(|p| p.d.retries()).sum(),
             unfinished_ranks: total_ranks - self.ranks_done,
         }
     }
+}
+
+/// The master's Report of a switch port's link change (trap 128) to a
+/// subscriber.
+fn trap_128(tid: u64) -> Bytes {
+    use mad_codec::codes::{NoticeType, ProducerType};
+    let notice = mad_codec::NoticeRepr::generic(
+        NoticeType::URGENT,
+        ProducerType::SWITCH,
+        mad_codec::TrapDetails::LinkStateChange { lid: 0xC000 - 1 },
+        0xC000 - 1,
+        gid(0xBFFF),
+    )
+    .to_wire();
+    let b = SaMadBuilder::request(Method::REPORT, tid, AttributeId::NOTICE).record(&notice);
+    let mut mad = BytesMut::from(&b.into_bytes()[..]);
+    mad.resize(256, 0);
+    mad.freeze()
 }
 
 /// A node's ibacm door: one endpoint, its port, the default P_Key.
@@ -822,6 +1102,7 @@ fn core_config(s: &Scenario) -> AgentConfig {
         },
         None => AgentConfig::default(),
     };
+    config.pace.upkeep_share_percent = s.master_share;
     if !s.jitter {
         config.pace.min_window = Duration::ZERO;
         config.pace.max_window = Duration::ZERO;

@@ -8,6 +8,7 @@
 //! master ([`super::table_check`]); a difference, and the port fetches
 //! its own tables.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::info;
@@ -16,6 +17,7 @@ use super::purpose::Purpose;
 use super::upkeep::Lease;
 use super::{MasterInfo, RefreshState, SaCore};
 use crate::kept_tables::Kept;
+use crate::naming::Names;
 use crate::partitions::TableKey;
 
 impl SaCore {
@@ -76,6 +78,13 @@ impl SaCore {
                 (l.lid, wall + left, length)
             }),
             tables,
+            names: (self.counters.name_fetches > 0 || self.naming.loaded).then(|| {
+                self.naming
+                    .names
+                    .entries()
+                    .map(|(a, g, s)| (a.clone(), g, s))
+                    .collect()
+            }),
         })
     }
 
@@ -153,6 +162,16 @@ impl SaCore {
             });
         }
         self.upkeep.lease = lease;
+        if let Some(kept_names) = kept.names {
+            let mut names = Names::new();
+            for (address, gid, source) in kept_names {
+                names.insert(address, gid, source);
+            }
+            self.naming.names = Arc::new(names);
+            self.naming.generation += 1;
+            // No fetch of the names tables at start: these stand for it.
+            self.naming.loaded = true;
+        }
         self.counters.refreshes_kept += 1;
         self.refresh.last_fresh = Some((now, None));
         self.paths_fresh(now, epoch);

@@ -173,3 +173,32 @@ fn a_lease_kept_with_the_tables_still_holds_off_refreshes() {
     assert!(taken.is_err(), "the lease has ended");
     assert_eq!(my_port().lid, MY_LID);
 }
+
+#[test]
+fn the_host_names_are_kept_too_and_not_fetched_again() {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    for lid in 1..=HOSTS {
+        master.descriptions.insert(lid, format!("node{lid} mlx5_0"));
+    }
+    let mut b = Bench::new(master, AgentConfig::default());
+    b.advance(Duration::from_secs(5));
+    let k = b.core.keep_tables(b.now, KEPT_AT).expect("kept");
+    assert_eq!(
+        k.names.as_ref().map(Vec::len),
+        Some(usize::from(HOSTS)),
+        "every host's name"
+    );
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    for lid in 1..=HOSTS {
+        master.descriptions.insert(lid, format!("node{lid} mlx5_0"));
+    }
+    let (mut b, taken) = Bench::restored(master, AgentConfig::default(), k, KEPT_AT + 30);
+    assert!(taken.is_ok());
+    b.advance(Duration::from_secs(60));
+    assert_eq!(b.core.counters().names, u64::from(HOSTS));
+    assert_eq!(
+        b.master.count(AttributeId::NODE_RECORD),
+        0,
+        "no names table asked"
+    );
+}
