@@ -165,7 +165,6 @@ impl Distributor {
         service_id: Option<u64>,
         source: Source,
         (shard, shards): (u16, u16),
-        lease: Option<u16>,
     ) -> Self {
         let mut steps = vec![
             Step::Push(AttributeId::NODE_RECORD),
@@ -194,8 +193,15 @@ impl Distributor {
             fetched: BTreeMap::new(),
             outbox: Vec::new(),
             retries: 0,
-            lease,
+            lease: None,
         }
+    }
+
+    /// Its path loads give the nodes a lease of `seconds` (a watch
+    /// follows the fill).
+    pub(crate) fn with_lease(mut self, seconds: Option<u16>) -> Self {
+        self.lease = seconds;
+        self
     }
 
     /// Starts transfers up to the window; returns MADs to send.

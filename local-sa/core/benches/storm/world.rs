@@ -441,16 +441,18 @@ impl World {
                 None => Vec::new(),
                 Some(window) => (0..s.shards.max(1))
                     .map(|i| DistributorPort {
-                        d: Pusher::Fill(Distributor::new(
-                            master_lid + 1 + i,
-                            master_lid,
-                            s.hosts,
-                            window,
-                            s.service_id,
-                            s.source,
-                            (i, s.shards.max(1)),
-                            s.watch.then_some(watcher::LEASE),
-                        )),
+                        d: Pusher::Fill(
+                            Distributor::new(
+                                master_lid + 1 + i,
+                                master_lid,
+                                s.hosts,
+                                window,
+                                s.service_id,
+                                s.source,
+                                (i, s.shards.max(1)),
+                            )
+                            .with_lease(s.watch.then_some(watcher::LEASE)),
+                        ),
                         wake: None,
                         free: start,
                     })
