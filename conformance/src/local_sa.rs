@@ -96,8 +96,10 @@ impl<'f> LocalSa<'f> {
     }
 
     fn until_fetched(mut self) -> Result<Self, FabricError> {
+        // Fetched, or kept by a predecessor on the same node.
         self.wait_until("its port's paths fetched", Duration::from_secs(60), |c| {
             c.get("refreshes").is_some_and(|r| *r >= 1)
+                || c.get("refreshes_kept").is_some_and(|r| *r >= 1)
         })?;
         Ok(self)
     }

@@ -270,3 +270,60 @@ fn a_quiet_fabric_costs_the_master_no_path_and_the_nodes_refresh_nothing() {
         assert!(sa.counter("lease_renewals") >= 5, "{name}");
     }
 }
+
+#[test]
+fn the_watch_outlives_a_master_restart_and_still_brings_a_reroute_to_every_node() {
+    let fabric = start(slow_spine_tree(), &[], &[]);
+    let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
+    let at =
+        LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = watch(&fabric, &at, &["--watch-interval", "5", "--settle", "3"]);
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    // OpenSM goes away for more than an interval, then comes back.
+    fabric.stop_opensm();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !events(&w).iter().any(|e| {
+        e["failures"].as_array().is_some_and(|f| {
+            f.iter()
+                .any(|m| m.as_str().unwrap_or("").contains("master did not answer"))
+        })
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "no event said the master did not answer:\n{}{}",
+            w.stdout(),
+            w.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(w.try_wait().is_none(), "the watch goes on: {}", w.stderr());
+    fabric.start_opensm().unwrap_or_else(|e| panic!("{e}"));
+
+    let lids = host_lids(&fabric);
+    let before = opensm_answers(&fabric, &lids);
+    fabric.unlink("leaf1", 5).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = opensm_answers(&fabric, &lids);
+        if now != before && nodes_differing(&fabric, &now, &lids).is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after the master's restart the nodes never answered its new paths:\n{}\nwatch:\n{}{}",
+            nodes_differing(&fabric, &now, &lids).join("\n"),
+            w.stdout(),
+            w.stderr()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for sa in &nodes {
+        assert_eq!(
+            sa.counter("refreshes"),
+            0,
+            "the nodes stayed under the lease"
+        );
+    }
+}
