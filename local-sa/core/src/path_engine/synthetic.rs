@@ -486,4 +486,25 @@ impl FatTree {
     pub fn records(&self) -> FabricRecords {
         self.spec().0.records()
     }
+
+    /// The fabric with the links to its first spine narrowed to 1x (the
+    /// others 4x), and with `unplugged` the first leaf's link to that
+    /// spine gone and the routes worked out again: a reroute that changes
+    /// the rate of the paths that crossed that link.
+    pub fn slow_first_spine(&self, unplugged: bool) -> FabricSpec {
+        let (mut f, _) = self.spec();
+        // Switches come spines first, then leaves; a leaf's spine ports
+        // follow its host ports.
+        let first_spine_port = (self.hosts_per_leaf + 1) as u8;
+        for leaf in 0..self.leaves {
+            f.port_mut(NodeId(usize::from(self.spines + leaf)), first_spine_port)
+                .width = 1;
+            f.port_mut(NodeId(0), (leaf + 1) as u8).width = 1;
+        }
+        if unplugged {
+            f.unlink(NodeId(usize::from(self.spines)), first_spine_port);
+            f.route_min_hop();
+        }
+        f
+    }
 }

@@ -43,6 +43,29 @@ pub(crate) struct Description {
     pub(crate) cut: bool,
 }
 
+impl Description {
+    /// The fabric it describes; a description that does not hold
+    /// together fails with exit status 5, saying why.
+    pub(crate) fn build(&self) -> Result<local_sa_core::path_engine::Fabric, Failure> {
+        local_sa_core::path_engine::Fabric::build(&self.records, self.qos).map_err(|e| {
+            Failure::new(
+                5,
+                format!("the fabric's description from the master does not hold together: {e}"),
+            )
+        })
+    }
+
+    /// The channel adapters' NodeRecords (a names table's).
+    pub(crate) fn adapters(&self) -> Vec<NodeRecord> {
+        self.records
+            .nodes
+            .iter()
+            .filter(|n| n.node_type() == NodeType::CA)
+            .copied()
+            .collect()
+    }
+}
+
 /// Reads the description from `master`, at most `window` queries in
 /// flight. P_KeyTableRecords need the master's SA key (`--smkey`).
 pub(crate) async fn read(

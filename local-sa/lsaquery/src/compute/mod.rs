@@ -36,8 +36,7 @@ pub(crate) use self::reread::{Reread, check_pairs, reread};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use local_sa_core::path_engine::{Fabric, PairCheck};
-use mad_codec::codes::NodeType;
+use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
 pub(crate) use self::parallel::compute_tables;
@@ -68,12 +67,7 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, Failure> {
     let started = Instant::now();
     let read = description::read(session, master, options.master_window).await?;
-    let mut fabric = Fabric::build(&read.records, read.qos).map_err(|e| {
-        Failure::new(
-            5,
-            format!("the fabric's description from the master does not hold together: {e}"),
-        )
-    })?;
+    let mut fabric = read.build()?;
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();
@@ -105,13 +99,7 @@ pub(crate) async fn prepare(
         fabric,
         records: read.records.clone(),
         qos: read.qos,
-        adapters: read
-            .records
-            .nodes
-            .iter()
-            .filter(|n| n.node_type() == NodeType::CA)
-            .copied()
-            .collect(),
+        adapters: read.adapters(),
         pkey_tables: read.records.pkeys,
         description: read.served,
         cut: read.cut,

@@ -6,8 +6,7 @@
 
 use std::time::Instant;
 
-use local_sa_core::path_engine::{Fabric, PairCheck};
-use mad_codec::codes::NodeType;
+use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
 use super::ask::Served;
@@ -38,12 +37,7 @@ pub(crate) async fn reread(
     if read.records == previous.records && read.qos == previous.qos {
         return Ok(Reread::Unchanged(read.served));
     }
-    let mut fabric = Fabric::build(&read.records, read.qos).map_err(|e| {
-        Failure::new(
-            5,
-            format!("the fabric's description from the master does not hold together: {e}"),
-        )
-    })?;
+    let mut fabric = read.build()?;
     let read_time = started.elapsed();
     let started = Instant::now();
     fabric.set_subnet_timeout(previous.fabric.subnet_timeout());
@@ -74,13 +68,7 @@ pub(crate) async fn reread(
     Ok(Reread::Changed(Box::new(Prepared {
         fabric,
         qos: read.qos,
-        adapters: read
-            .records
-            .nodes
-            .iter()
-            .filter(|n| n.node_type() == NodeType::CA)
-            .copied()
-            .collect(),
+        adapters: read.adapters(),
         pkey_tables: read.records.pkeys.clone(),
         records: read.records,
         description: read.served,

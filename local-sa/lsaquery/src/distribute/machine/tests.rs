@@ -399,29 +399,16 @@ fn computed(differences: bool) -> (Prepared, Vec<Endpoint>) {
     computed_from(tree.records(), differences)
 }
 
-/// A fat tree whose links to its first spine are 1x (the others 4x), with
-/// the first leaf's link to it unplugged if `unplugged`: a reroute that
-/// changes the rate of the paths that went through it.
+/// A small fat tree whose links to its first spine are 1x, with the
+/// first leaf's link to it unplugged if `unplugged` (a reroute).
 fn slow_spine(unplugged: bool) -> local_sa_core::path_engine::FabricRecords {
-    use local_sa_core::path_engine::synthetic::NodeId;
     let tree = FatTree {
         leaves: 2,
         hosts_per_leaf: 3,
         spines: 2,
         lmc: 0,
     };
-    let (mut f, _) = tree.spec();
-    let first_spine_port = (tree.hosts_per_leaf + 1) as u8;
-    for leaf in 0..tree.leaves {
-        f.port_mut(NodeId(usize::from(tree.spines + leaf)), first_spine_port)
-            .width = 1;
-        f.port_mut(NodeId(0), (leaf + 1) as u8).width = 1;
-    }
-    if unplugged {
-        f.unlink(NodeId(usize::from(tree.spines)), first_spine_port);
-        f.route_min_hop();
-    }
-    f.records()
+    tree.slow_first_spine(unplugged).records()
 }
 
 /// The fabric of `records`, computed, and its check's outcome.

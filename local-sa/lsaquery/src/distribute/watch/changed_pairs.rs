@@ -89,13 +89,12 @@ fn changed_from(old: &Fabric, new: &Fabric, source: u64) -> Vec<PairCheck> {
 
 #[cfg(test)]
 mod tests {
-    use local_sa_core::path_engine::synthetic::{FatTree, NodeId};
+    use local_sa_core::path_engine::synthetic::FatTree;
 
     use super::*;
 
-    /// A fat tree's fabric whose links to the first spine are 1x (the
-    /// others 4x), with the first leaf's link to it unplugged if
-    /// `unplugged` (routes then go round it, faster).
+    /// A fat tree's fabric whose links to the first spine are 1x, with
+    /// the first leaf's link to it unplugged if `unplugged`.
     fn tree(unplugged: bool) -> Fabric {
         let spec = FatTree {
             leaves: 4,
@@ -103,19 +102,7 @@ mod tests {
             hosts_per_leaf: 3,
             lmc: 0,
         };
-        let (mut f, _) = spec.spec();
-        // Switches come spines first, then leaves; a leaf's spine ports
-        // follow its host ports.
-        let first_spine_port = (spec.hosts_per_leaf + 1) as u8;
-        for leaf in 0..spec.leaves {
-            let leaf_id = NodeId(usize::from(spec.spines + leaf));
-            f.port_mut(leaf_id, first_spine_port).width = 1;
-            f.port_mut(NodeId(0), (leaf + 1) as u8).width = 1;
-        }
-        if unplugged {
-            f.unlink(NodeId(usize::from(spec.spines)), first_spine_port);
-            f.route_min_hop();
-        }
+        let f = spec.slow_first_spine(unplugged);
         let mut fabric = Fabric::build(&f.records(), false).expect("built");
         fabric.set_partition_sl(0x7FFF, 0);
         fabric
