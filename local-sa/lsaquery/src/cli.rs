@@ -623,8 +623,9 @@ pub(crate) struct Cli {
     /// Send to the port's SM LID: the master SA.
     #[arg(long)]
     pub(crate) master: bool,
-    /// local-sa's local API socket, for subscriptions, joins and listing
-    /// registrations (default /run/local-sa/<ca>-<port>.sock).
+    /// local-sa's local API socket, for subscriptions, joins, listing
+    /// registrations and --watch's notices (default
+    /// /run/local-sa/<ca>-<port>.sock).
     #[arg(long = "api-socket", value_name = "PATH")]
     pub(crate) api_socket: Option<std::path::PathBuf>,
     /// SA method: gettable (every match, as saquery does; the default) or

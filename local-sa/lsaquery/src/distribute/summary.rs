@@ -112,6 +112,22 @@ impl Summary {
         }
     }
 
+    /// Each node that took changes: its LID, the PathRecords it stored
+    /// and those it removed.
+    pub(super) fn taken(&self) -> impl Iterator<Item = (u16, u64, u64)> + '_ {
+        self.nodes
+            .iter()
+            .filter(|n| n.outcome.done && !n.outcome.unchanged)
+            .map(|n| {
+                let o = &n.outcome;
+                (
+                    n.lid,
+                    o.stored + o.partition_stored,
+                    o.deleted + o.partition_deleted,
+                )
+            })
+    }
+
     /// Why the nodes that failed failed, a line each.
     pub(super) fn failures(&self) -> impl Iterator<Item = String> + '_ {
         self.nodes.iter().filter_map(|n| {

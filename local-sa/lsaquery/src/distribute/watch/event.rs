@@ -303,6 +303,7 @@ impl Watch<'_> {
             session.dest.lid,
         );
         report.pushed = summary.pushed();
+        report.nodes = summary.taken().collect();
         report.failures = summary.failures().collect();
         self.holdings
             .pushed(summary.ends(), digests, trusted.is_ok());

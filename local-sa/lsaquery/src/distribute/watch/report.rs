@@ -40,6 +40,8 @@ pub(super) struct EventReport {
     /// Why the pushed tables came from the master, if they did.
     pub(super) fallback: Option<String>,
     pub(super) pushed: Pushed,
+    /// Each node that took changes: LID, records stored, records removed.
+    pub(super) nodes: Vec<(u16, u64, u64)>,
     pub(super) failures: Vec<String>,
     pub(super) took: Duration,
 }
@@ -81,6 +83,13 @@ impl EventReport {
             );
         }
         let _ = writeln!(out, "; {:.3} s", self.took.as_secs_f64());
+        const SHOWN: usize = 8;
+        for (lid, stored, deleted) in self.nodes.iter().take(SHOWN) {
+            let _ = writeln!(out, "  LID {lid}: {stored} set, {deleted} deleted");
+        }
+        if self.nodes.len() > SHOWN {
+            let _ = writeln!(out, "  ... and {} more nodes", self.nodes.len() - SHOWN);
+        }
         for f in &self.failures {
             let _ = writeln!(out, "  failed: {f}");
         }
@@ -103,6 +112,9 @@ impl EventReport {
             "from_master": self.fallback,
             "pushed": {"nodes": p.nodes, "failed": p.failed, "stored": p.stored, "deleted": p.deleted,
                        "transfers": p.transfers, "master_path_records": p.master_path_records},
+            "nodes": self.nodes.iter().map(|(lid, stored, deleted)| json!({
+                "lid": lid, "stored": stored, "deleted": deleted
+            })).collect::<Vec<_>>(),
             "failures": self.failures,
         })
         .to_string()
@@ -236,6 +248,7 @@ mod tests {
                 transfers: 4,
                 ..Pushed::default()
             },
+            nodes: vec![(5, 10, 1), (9, 2, 0)],
             took: Duration::from_millis(250),
             ..EventReport::default()
         };
@@ -243,10 +256,13 @@ mod tests {
             event.text(),
             "event 2 (trap 128 from LID 7): read 120 description records in 10 queries (1 read); \
              3 nodes' tables changed (0 new nodes, 0 gone); checked 5 changed pairs against the master: \
-             0 differ; pushed to 3 nodes: 12 PathRecords set, 1 deleted, in 4 transfers; 0 failed; 0.250 s\n"
+             0 differ; pushed to 3 nodes: 12 PathRecords set, 1 deleted, in 4 transfers; 0 failed; 0.250 s\n\
+             \x20 LID 5: 10 set, 1 deleted\n\
+             \x20 LID 9: 2 set, 0 deleted\n"
         );
         let v: serde_json::Value = serde_json::from_str(&event.json()).unwrap();
         assert_eq!(v["pushed"]["stored"], 12);
+        assert_eq!(v["nodes"][0]["lid"], 5);
         assert_eq!(v["from_master"], serde_json::Value::Null);
         let mut c = Counters::default();
         c.count(&event);
