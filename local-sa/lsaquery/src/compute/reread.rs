@@ -75,23 +75,31 @@ pub(crate) async fn reread(
         cut: read.cut,
         unknown_sls,
         sample,
-        checked: Checked::default(),
+        // What the checks before found stays found: a table the master
+        // gave because the engine could not prove it is not computed now
+        // for want of a sampled pair in it.
+        checked: Checked {
+            mismatches: previous.checked.mismatches.clone(),
+            uncomputable: previous.checked.uncomputable.clone(),
+            ..Checked::default()
+        },
         read_time,
         check_time: started.elapsed(),
     })))
 }
 
-/// Checks `pairs` of `prepared`'s fabric against the master's answers;
-/// what it found replaces `prepared`'s check.
+/// Checks `pairs` of `prepared`'s fabric against the master's answers,
+/// adding what it finds to `prepared`'s check; returns how many pairs
+/// differed (or could not be computed).
 pub(crate) async fn check_pairs(
     session: &mut Session,
     master: Address,
     window: usize,
     prepared: &mut Prepared,
     pairs: &[PairCheck],
-) -> Result<(), Failure> {
+) -> Result<usize, Failure> {
     let started = Instant::now();
-    prepared.checked = check::check(
+    let found = check::check(
         session,
         master,
         window,
@@ -101,5 +109,11 @@ pub(crate) async fn check_pairs(
     )
     .await?;
     prepared.check_time += started.elapsed();
-    Ok(())
+    let differed = found.mismatches.len() + found.uncomputable.len();
+    let c = &mut prepared.checked;
+    c.pairs += found.pairs;
+    c.records += found.records;
+    c.mismatches.extend(found.mismatches);
+    c.uncomputable.extend(found.uncomputable);
+    Ok(differed)
 }

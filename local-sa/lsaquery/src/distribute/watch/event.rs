@@ -131,11 +131,13 @@ impl Watch<'_> {
             if pairs.is_empty() {
                 pairs = new.fabric.sample(check, u64::from(report.reads));
             }
-            if let Err(e) = compute::check_pairs(session, master, window, &mut new, &pairs).await {
-                return Err((current, e));
-            }
-            report.checked += new.checked.pairs;
-            report.differed = new.checked.mismatches.len() + new.checked.uncomputable.len();
+            let differed =
+                match compute::check_pairs(session, master, window, &mut new, &pairs).await {
+                    Ok(d) => d,
+                    Err(e) => return Err((current, e)),
+                };
+            report.checked += pairs.len();
+            report.differed = differed;
             report.check_records += new.sample.records;
             if report.differed == 0 || report.reads >= READS {
                 break (new, digests, plan);
