@@ -179,8 +179,12 @@ impl Watch<'_> {
         let interval = self.options.interval;
         let mut next_interval = Instant::now() + interval;
         let mut intervals = 0u64;
-        // The notices waiting for the master's sweep to settle.
+        // The notices waiting for the master's sweep to settle: when they
+        // are looked into, what they said, whether a port came.
         let mut settling: Option<(Instant, Vec<String>, bool)> = None;
+        // When the first of them came: a link that flaps for ever does not
+        // put the event off for longer than an interval.
+        let mut first_notice = Instant::now();
         loop {
             let wake_at = settling
                 .as_ref()
@@ -205,7 +209,11 @@ impl Watch<'_> {
             match heard.or(timer).or(stop).await {
                 Wake::Heard(Heard::Notice(details)) => {
                     self.counters.notices += 1;
-                    let until = Instant::now() + self.options.settle;
+                    let now = Instant::now();
+                    if settling.is_none() {
+                        first_notice = now;
+                    }
+                    let until = (now + self.options.settle).min(first_notice + interval);
                     let port_came = matches!(details, TrapDetails::GidInService { .. });
                     let cause = notices::describe(&details);
                     let (at, causes, probe) =
