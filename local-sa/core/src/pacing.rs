@@ -20,9 +20,10 @@
 //!
 //! The upkeep is bounded too, over the long run rather than after an
 //! event: a port that keeps its own tables refreshes them no more often
-//! than [`MasterPace::upkeep_interval`], the time in which the fabric's
-//! N² paths, at `path_cost` of the master's time each, take
-//! `upkeep_share_percent` of it.
+//! than [`MasterPace::upkeep_interval`], the time in which what the
+//! fabric's refreshes cost — each port's N paths and, after them, its two
+//! names tables of N records each: 3N² records — at `path_cost` of the
+//! master's time each, takes `upkeep_share_percent` of it.
 //!
 //! The same registrations rate paces every registration a port sends, not
 //! only re-registration: a port's share of it (the rate over the fabric's
@@ -51,9 +52,10 @@ pub struct MasterPace {
     /// Subscription and membership requests one port may have out to the
     /// master at once (at least 1).
     pub registrations_in_flight: usize,
-    /// The master's time per path it puts in a whole-table answer
-    /// (OpenSM: 0.2–0.25 µs of CPU measured under the simulator, 1.7 µs
-    /// reported on a busier one).
+    /// The master's time per record it puts in a whole-table answer (a
+    /// path of a port's table, a host of a names table; OpenSM: 0.2–0.25
+    /// µs of CPU a path measured under the simulator, 1.7 µs reported on
+    /// a busier one).
     pub path_cost: Duration,
     /// The share of the master's time, in percent, that the refreshes of
     /// ports keeping their own tables may take over the long run.
@@ -83,15 +85,16 @@ impl MasterPace {
 
     /// The shortest time between two refreshes of a port of a fabric of
     /// `ports` ports that keeps its own tables: every port refreshing
-    /// that often costs the master `ports`² × `path_cost` per interval,
-    /// `upkeep_share_percent` of it. Zero while the fabric's size is
-    /// unknown; a day at most (and with a share of 0).
+    /// that often (its table and its two names tables after it, 3 ×
+    /// `ports` records) costs the master 3 × `ports`² × `path_cost` per
+    /// interval, `upkeep_share_percent` of it. Zero while the fabric's
+    /// size is unknown; a day at most (and with a share of 0).
     pub fn upkeep_interval(&self, ports: usize) -> Duration {
         let day = Duration::from_secs(86_400);
         if self.upkeep_share_percent == 0 {
             return day;
         }
-        let paths = ports as f64 * ports as f64;
+        let paths = 3.0 * ports as f64 * ports as f64;
         let secs =
             paths * self.path_cost.as_secs_f64() * 100.0 / f64::from(self.upkeep_share_percent);
         Duration::try_from_secs_f64(secs).unwrap_or(day).min(day)
@@ -250,12 +253,12 @@ mod tests {
     fn the_upkeep_interval_keeps_the_fabrics_refreshes_within_their_share() {
         let pace = MasterPace::default();
         assert_eq!(pace.upkeep_interval(0), Duration::ZERO, "size unknown");
-        // 1,000 ports: 10⁶ paths at 1 µs is 1 s of the master's time,
-        // 5 % of 20 s.
-        assert_eq!(pace.upkeep_interval(1_000), Duration::from_secs(20));
-        // 10,000 ports: 100 s of the master's time per round, every
-        // 2,000 s.
-        assert_eq!(pace.upkeep_interval(10_000), Duration::from_secs(2_000));
+        // 1,000 ports: 3 × 10⁶ records (paths and names) at 1 µs is 3 s
+        // of the master's time, 5 % of 60 s.
+        assert_eq!(pace.upkeep_interval(1_000), Duration::from_secs(60));
+        // 10,000 ports: 300 s of the master's time per round, every
+        // 6,000 s.
+        assert_eq!(pace.upkeep_interval(10_000), Duration::from_secs(6_000));
         let none = MasterPace {
             upkeep_share_percent: 0,
             ..pace

@@ -113,7 +113,7 @@ pub(crate) enum Disturbance {
     /// This percentage of the nodes reboot at once: their local-sa starts
     /// afresh.
     Reboot(u8),
-    /// Nothing happens for an hour: what the upkeep alone costs.
+    /// Nothing happens for [`QUIET_HOURS`]: what the upkeep alone costs.
     Quiet,
     /// A link between a leaf and a spine goes down and the master
     /// reroutes: the paths that crossed it change rate ([`reroute`]). The
@@ -125,13 +125,16 @@ pub(crate) enum Disturbance {
     RollingRestart { kept: bool },
 }
 
+/// Hours a quiet fabric is watched.
+pub(crate) const QUIET_HOURS: u32 = 3;
+
 /// How long the load after a disturbance is measured.
 fn event_horizon(what: Disturbance) -> Duration {
     match what {
-        Disturbance::Quiet => Duration::from_secs(3600),
+        Disturbance::Quiet => Duration::from_secs(3600) * QUIET_HOURS,
         // Cores keeping their own tables of a large fabric refresh no
-        // sooner than the upkeep bound allows (2,000 s at 10,000).
-        Disturbance::Reroute => Duration::from_secs(2700),
+        // sooner than the upkeep bound allows (6,000 s at 10,000).
+        Disturbance::Reroute => Duration::from_secs(8000),
         _ => Duration::from_secs(330),
     }
 }

@@ -181,15 +181,17 @@ pub(crate) struct Options {
     /// port does not refresh at all.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
     pub(crate) refresh_interval: u64,
-    /// Nanoseconds of the master's time per PathRecord it puts in a
-    /// whole-table answer, for --master-share (OpenSM: about 250 measured
-    /// under the simulator, 1,700 reported on a busy master).
+    /// Nanoseconds of the master's time per record it puts in a
+    /// whole-table answer (a path, a host of a names table), for
+    /// --master-share (OpenSM: about 250 a path measured under the
+    /// simulator, 1,700 reported on a busy master).
     #[arg(long, value_name = "NS", value_parser = number::<u64>, default_value = "1000")]
     pub(crate) master_path_cost: u64,
     /// Percent of the master's time the periodic refreshes of the
-    /// fabric's local-sa nodes may take together: each port refreshes no
-    /// more often than every N² × --master-path-cost / this (N: the
-    /// fabric's ports). 0: no periodic refresh more often than daily.
+    /// fabric's local-sa nodes may take together: each port refreshes (its
+    /// table, then its two names tables) no more often than every 3 × N²
+    /// × --master-path-cost / this (N: the fabric's ports). 0: no
+    /// periodic refresh more often than daily.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value = "5")]
     pub(crate) master_share: u8,
     /// Seconds after a notice that a switch port's link went up or down

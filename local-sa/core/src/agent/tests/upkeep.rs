@@ -131,8 +131,9 @@ fn notices_in_a_row_cost_one_refresh_after_the_last() {
 
 #[test]
 fn a_fabric_too_large_for_the_interval_refreshes_within_the_masters_share() {
-    // 12 ports: 144 paths at 0.5 s each is 72 s of the master's time per
-    // round; at 5 % that is a round every 1,440 s, not every 600.
+    // 12 ports: 3 × 144 records (paths and names) at 0.5 s each is 216
+    // s of the master's time per round; at 5 % that is a round every
+    // 4,320 s, not every 600.
     let config = AgentConfig {
         pace: MasterPace {
             path_cost: Duration::from_millis(500),
@@ -142,12 +143,12 @@ fn a_fabric_too_large_for_the_interval_refreshes_within_the_masters_share() {
     };
     let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
     let status = b.core.status(b.now);
-    assert_eq!(status.get("refresh_interval_s"), Some("1440"));
-    assert_eq!(status.get("worst_staleness_s"), Some("1800"));
+    assert_eq!(status.get("refresh_interval_s"), Some("4320"));
+    assert_eq!(status.get("worst_staleness_s"), Some("5400"));
     let before = path_tables(&b);
-    b.advance(Duration::from_secs(1_079));
-    assert_eq!(path_tables(&b), before, "no refresh before 3/4 of 1,440 s");
-    b.advance(Duration::from_secs(722));
+    b.advance(Duration::from_secs(3_239));
+    assert_eq!(path_tables(&b), before, "no refresh before 3/4 of 4,320 s");
+    b.advance(Duration::from_secs(2_162));
     assert_eq!(path_tables(&b), before + 1);
 }
 
