@@ -566,26 +566,10 @@ impl World {
         self.after_master(out);
     }
 
-    /// The upkeep's events: the watch takes over from the fill's
-    /// distributor (if there is one), then the quiet hour, the reroute or
-    /// the rolling restart.
+    /// The upkeep's events: the quiet hours, the reroute or the rolling
+    /// restart.
     fn upkeep_event(&mut self, what: Disturbance) {
         let now = self.now;
-        if self.s.watch {
-            let lid = self
-                .distributors
-                .iter()
-                .map(|p| p.d.lid())
-                .max()
-                .unwrap_or(0)
-                + 1;
-            let w = Watcher::new(lid, self.master.lid, self.s.hosts, 32, now);
-            self.distributors.push(DistributorPort {
-                d: Pusher::Watch(w),
-                wake: None,
-                free: now,
-            });
-        }
         let mut marks: Vec<Option<Goal>> = vec![None; self.cores.len()];
         match what {
             Disturbance::Reroute => {
@@ -791,7 +775,33 @@ impl World {
         }
     }
 
+    /// Once the fill is over, the watch takes over from the fill's
+    /// distributor (its lease runs from the fill's loads).
+    fn start_watch(&mut self) {
+        let now = self.now;
+        let lid = self
+            .distributors
+            .iter()
+            .map(|p| p.d.lid())
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let w = Watcher::new(lid, self.master.lid, self.s.hosts, 32, now);
+        self.distributors.push(DistributorPort {
+            d: Pusher::Watch(w),
+            wake: None,
+            free: now,
+        });
+        let i = self.distributors.len() - 1;
+        let out = self.distributors[i].d.poll(now);
+        self.after_distributor(i, out);
+    }
+
     fn start_ranks(&mut self) {
+        if self.s.watch && !self.ranks_started {
+            self.ranks_started = true;
+            self.start_watch();
+        }
         self.ranks_started = true;
         if self.s.warm && !self.warm_done {
             // The prolog first: rank 0's place on each node, its load
