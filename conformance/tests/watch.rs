@@ -70,11 +70,7 @@ fn answered(
 
 /// For each watched node, the pairs where its local-sa's answers differ
 /// from OpenSM's (`opensm`: OpenSM's answers, by node).
-fn nodes_differing(
-    fabric: &Fabric,
-    opensm: &HashMap<&str, HashMap<(u16, u16), Option<PathRecord>>>,
-    lids: &[u16],
-) -> Vec<String> {
+fn nodes_differing(fabric: &Fabric, opensm: &Answers, lids: &[u16]) -> Vec<String> {
     let mut out = Vec::new();
     for name in NODES {
         let lid = fabric.node(name).unwrap().port().unwrap().lid;
@@ -87,10 +83,7 @@ fn nodes_differing(
 }
 
 /// OpenSM's answers for every watched node's pairs.
-fn opensm_answers(
-    fabric: &Fabric,
-    lids: &[u16],
-) -> HashMap<&'static str, HashMap<(u16, u16), Option<PathRecord>>> {
+fn opensm_answers(fabric: &Fabric, lids: &[u16]) -> Answers {
     let at = fabric.opensm_node();
     let sm = fabric.node(at).unwrap().port().unwrap().sm_lid;
     NODES
@@ -100,6 +93,35 @@ fn opensm_answers(
             (*name, answered(fabric, at, sm, lid, lids))
         })
         .collect()
+}
+
+/// Each watched node's answers (or OpenSM's for it), by pair.
+type Answers = HashMap<&'static str, HashMap<(u16, u16), Option<PathRecord>>>;
+
+/// OpenSM's answers once they differ from `before` and every watched
+/// node answers them too, and how long after `since` that was; fails
+/// after `within`, showing the watch's output.
+fn nodes_follow_the_reroute(
+    fabric: &Fabric,
+    before: &Answers,
+    lids: &[u16],
+    (since, within): (Instant, Duration),
+    w: &NodeProcess<'_>,
+) -> (Answers, Duration) {
+    loop {
+        let now = opensm_answers(fabric, lids);
+        if now != *before && nodes_differing(fabric, &now, lids).is_empty() {
+            return (now, since.elapsed());
+        }
+        assert!(
+            since.elapsed() < within,
+            "the nodes never answered OpenSM's new paths:\n{}\nwatch:\n{}{}",
+            nodes_differing(fabric, &now, lids).join("\n"),
+            w.stdout(),
+            w.stderr()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// The watch, started on [`WATCH_AT`] with `args` more, once its first
@@ -167,27 +189,14 @@ fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_fr
     // leaf1's slow link to spine1 goes: OpenSM reroutes over spine2.
     let unplugged = Instant::now();
     fabric.unlink("leaf1", 5).unwrap();
-    let deadline = unplugged + Duration::from_secs(interval + 30);
-    let (after, took) = loop {
-        let now = opensm_answers(&fabric, &lids);
-        if now != before && nodes_differing(&fabric, &now, &lids).is_empty() {
-            break (now, unplugged.elapsed());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the nodes never answered OpenSM's new paths:\n{}\nwatch:\n{}{}",
-            nodes_differing(&fabric, &now, &lids).join("\n"),
-            w.stdout(),
-            w.stderr()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let within = Duration::from_secs(interval + 30);
+    let (after, took) = nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), &w);
     eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
     assert!(
         took < Duration::from_secs(interval),
         "within the interval ({took:?})"
     );
-    let rates = |a: &HashMap<&str, HashMap<(u16, u16), Option<PathRecord>>>| {
+    let rates = |a: &Answers| {
         let mut r: Vec<u8> = a
             .values()
             .flat_map(|m| m.values().flatten().map(|r| r.rate().0))
@@ -304,21 +313,8 @@ fn the_watch_outlives_a_master_restart_and_still_brings_a_reroute_to_every_node(
     let lids = host_lids(&fabric);
     let before = opensm_answers(&fabric, &lids);
     fabric.unlink("leaf1", 5).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let now = opensm_answers(&fabric, &lids);
-        if now != before && nodes_differing(&fabric, &now, &lids).is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "after the master's restart the nodes never answered its new paths:\n{}\nwatch:\n{}{}",
-            nodes_differing(&fabric, &now, &lids).join("\n"),
-            w.stdout(),
-            w.stderr()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    let within = Duration::from_secs(60);
+    nodes_follow_the_reroute(&fabric, &before, &lids, (Instant::now(), within), &w);
     for sa in &nodes {
         assert_eq!(
             sa.counter("refreshes"),

@@ -166,6 +166,15 @@ impl FakeMaster {
             .count()
     }
 
+    /// PathRecord GetTables received: whole tables, or one destination's
+    /// paths (a walk, a check of a kept or loaded table).
+    pub(crate) fn path_tables(&self) -> usize {
+        self.requests
+            .iter()
+            .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.method == Method::GET_TABLE)
+            .count()
+    }
+
     /// The next MAD the master sends, and how much of it arrives real.
     pub(crate) fn poll_transmit(&mut self) -> Option<(Bytes, Option<usize>)> {
         self.out.pop_front()

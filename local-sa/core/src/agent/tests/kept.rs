@@ -19,14 +19,6 @@ use crate::load_flags::{REPLACE_SOURCES, with_lease};
 /// Unix time when the predecessor kept its tables.
 const KEPT_AT: u64 = 1_800_000_000;
 
-fn tables(b: &Bench) -> usize {
-    b.master
-        .requests
-        .iter()
-        .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.method == Method::GET_TABLE)
-        .count()
-}
-
 /// A predecessor's tables, kept at [`KEPT_AT`].
 fn kept() -> Kept {
     let b = Bench::started();
@@ -43,11 +35,15 @@ fn kept_tables_are_answered_at_once_and_only_a_few_paths_asked_of_the_master() {
     );
     assert_eq!(taken, Ok(usize::from(HOSTS)));
     assert!(b.core.is_ready(), "ready before the master said anything");
-    assert_eq!(tables(&b), 0, "no table asked");
+    assert_eq!(b.master.path_tables(), 0, "no table asked");
     assert_eq!(b.core.counters().refreshes_kept, 1);
     b.advance(Duration::from_secs(5));
     let config = AgentConfig::default();
-    assert_eq!(tables(&b), config.check_sample, "the check's few paths");
+    assert_eq!(
+        b.master.path_tables(),
+        config.check_sample,
+        "the check's few paths"
+    );
     assert_eq!(b.core.counters().checks_passed, 1);
     assert_eq!(b.core.store().get(MY_LID, 7), Some(&path(MY_LID, 7)));
 }
@@ -84,7 +80,7 @@ fn a_check_that_finds_a_reroute_fetches_the_port_s_own_tables() {
     assert_eq!(b.core.counters().checks_failed, 1);
     // A Get for each other port, then the table.
     assert_eq!(
-        tables(&b),
+        b.master.path_tables(),
         usize::from(HOSTS - 1) + 1,
         "the check, then the table"
     );
@@ -114,7 +110,11 @@ fn tables_of_another_port_master_or_age_are_refused_and_fetched_as_ever() {
         let (b, taken) = Bench::restored(FakeMaster::new(MASTER_LID, HOSTS), config, k, wall);
         let refusal = taken.expect_err(why);
         assert!(refusal.contains(why), "{refusal}");
-        assert_eq!(tables(&b), 1, "{why}: its own table, as at any start");
+        assert_eq!(
+            b.master.path_tables(),
+            1,
+            "{why}: its own table, as at any start"
+        );
         assert_eq!(b.core.counters().refreshes_kept, 0);
     }
 }
@@ -167,7 +167,11 @@ fn a_lease_kept_with_the_tables_still_holds_off_refreshes() {
         Some("distributor lid=50")
     );
     b.advance(Duration::from_secs(1_900));
-    assert_eq!(tables(&b), config.check_sample, "only the check");
+    assert_eq!(
+        b.master.path_tables(),
+        config.check_sample,
+        "only the check"
+    );
     let gone = KEPT_AT + 4_000;
     let (_, taken) = Bench::restored(FakeMaster::new(MASTER_LID, HOSTS), config, k, gone);
     assert!(taken.is_err(), "the lease has ended");

@@ -19,16 +19,6 @@ use crate::config::SmKey;
 use crate::load_flags::{LEASE, RENEW_ONLY, REPLACE_SOURCES, with_lease};
 use crate::pacing::MasterPace;
 
-/// The tables the master has asked for (whole-table or per-destination
-/// PathRecord GetTables).
-fn path_tables(b: &Bench) -> usize {
-    b.master
-        .requests
-        .iter()
-        .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.method == Method::GET_TABLE)
-        .count()
-}
-
 /// The destinations the checks asked the master about, in order.
 fn checked_dlids(b: &Bench) -> Vec<u16> {
     b.master
@@ -100,16 +90,20 @@ fn renew(b: &mut Bench, seconds: u16) -> MadStatus {
 fn a_link_change_refreshes_once_the_master_has_rerouted() {
     let mut b = Bench::started();
     let settle = AgentConfig::default().change_settle;
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     reroute(&mut b.master, 5);
     link_changed(&mut b);
     assert_eq!(b.core.counters().change_notices, 1);
     b.advance(settle - Duration::from_millis(100));
-    assert_eq!(path_tables(&b), before, "not while the master sweeps");
+    assert_eq!(
+        b.master.path_tables(),
+        before,
+        "not while the master sweeps"
+    );
     assert_ne!(served(&b, 5).rate(), Rate::GBPS_2_5);
     // The settle time, then the port's phase of the (shortest) window.
     b.advance(Duration::from_millis(100) + AgentConfig::default().pace.min_window);
-    assert_eq!(path_tables(&b), before + 1, "one refresh");
+    assert_eq!(b.master.path_tables(), before + 1, "one refresh");
     assert_eq!(served(&b, 5).rate(), Rate::GBPS_2_5, "the new route's rate");
     assert_eq!(b.core.counters().change_refreshes, 1);
 }
@@ -117,14 +111,14 @@ fn a_link_change_refreshes_once_the_master_has_rerouted() {
 #[test]
 fn notices_in_a_row_cost_one_refresh_after_the_last() {
     let mut b = Bench::started();
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     for _ in 0..3 {
         link_changed(&mut b);
         b.advance(Duration::from_secs(2));
     }
-    assert_eq!(path_tables(&b), before, "the sweep is still going");
+    assert_eq!(b.master.path_tables(), before, "the sweep is still going");
     b.advance(Duration::from_secs(10));
-    assert_eq!(path_tables(&b), before + 1);
+    assert_eq!(b.master.path_tables(), before + 1);
     assert_eq!(b.core.counters().change_notices, 3);
     assert_eq!(b.core.counters().change_refreshes, 1);
 }
@@ -145,18 +139,22 @@ fn a_fabric_too_large_for_the_interval_refreshes_within_the_masters_share() {
     let status = b.core.status(b.now);
     assert_eq!(status.get("refresh_interval_s"), Some("4320"));
     assert_eq!(status.get("worst_staleness_s"), Some("5400"));
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     b.advance(Duration::from_secs(3_239));
-    assert_eq!(path_tables(&b), before, "no refresh before 3/4 of 4,320 s");
+    assert_eq!(
+        b.master.path_tables(),
+        before,
+        "no refresh before 3/4 of 4,320 s"
+    );
     b.advance(Duration::from_secs(2_162));
-    assert_eq!(path_tables(&b), before + 1);
+    assert_eq!(b.master.path_tables(), before + 1);
 }
 
 #[test]
 fn a_lease_holds_off_every_refresh_while_the_distributor_renews_it() {
     let mut b = keyed(AgentConfig::default());
     load_under_lease(&mut b, 180);
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     let status = b.core.status(b.now);
     assert_eq!(status.get("kept_by"), Some("distributor lid=50"));
     for _ in 0..30 {
@@ -166,7 +164,7 @@ fn a_lease_holds_off_every_refresh_while_the_distributor_renews_it() {
     link_changed(&mut b);
     b.advance(Duration::from_secs(60));
     assert_eq!(
-        path_tables(&b),
+        b.master.path_tables(),
         before,
         "30 minutes, three refresh intervals and a link change: nothing asked"
     );
@@ -178,12 +176,12 @@ fn a_lease_holds_off_every_refresh_while_the_distributor_renews_it() {
 fn a_silent_distributor_hands_the_tables_back_after_its_lease() {
     let mut b = keyed(AgentConfig::default());
     load_under_lease(&mut b, 120);
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     reroute(&mut b.master, 7);
     b.advance(Duration::from_secs(119));
-    assert_eq!(path_tables(&b), before, "the lease runs");
+    assert_eq!(b.master.path_tables(), before, "the lease runs");
     b.advance(Duration::from_secs(1) + AgentConfig::default().pace.min_window);
-    assert_eq!(path_tables(&b), before + 1, "its own table, once");
+    assert_eq!(b.master.path_tables(), before + 1, "its own table, once");
     assert_eq!(served(&b, 7).rate(), Rate::GBPS_2_5);
     assert_eq!(b.core.counters().leases_lapsed, 1);
     assert_eq!(
@@ -194,7 +192,7 @@ fn a_silent_distributor_hands_the_tables_back_after_its_lease() {
     // And a change notice is its own again.
     link_changed(&mut b);
     b.advance(Duration::from_secs(10));
-    assert_eq!(path_tables(&b), before + 2);
+    assert_eq!(b.master.path_tables(), before + 2);
 }
 
 #[test]
@@ -202,11 +200,11 @@ fn a_lease_of_zero_ends_it_and_the_periodic_refresh_resumes() {
     let mut b = keyed(AgentConfig::default());
     load_under_lease(&mut b, 180);
     assert_eq!(renew(&mut b, 0), MadStatus::OK);
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     assert_eq!(b.core.status(b.now).get("kept_by"), Some("this port"));
     let interval = AgentConfig::default().refresh_interval;
     b.advance(interval * 5 / 4);
-    assert_eq!(path_tables(&b), before + 1, "the interval's refresh");
+    assert_eq!(b.master.path_tables(), before + 1, "the interval's refresh");
 }
 
 #[test]
@@ -233,14 +231,14 @@ fn a_check_finds_a_distributors_wrong_record_and_the_master_wins() {
     };
     let mut b = keyed(config);
     load_under_lease(&mut b, 3_600);
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     // The distributor missed a reroute.
     reroute(&mut b.master, 9);
     b.advance(Duration::from_secs(600));
     let c = b.core.counters();
     assert_eq!((c.checks_passed, c.checks_failed), (0, 1));
     assert!(
-        path_tables(&b) > before + 1,
+        b.master.path_tables() > before + 1,
         "the check's Gets, then the table"
     );
     assert_eq!(served(&b, 9).rate(), Rate::GBPS_2_5, "the master's record");
@@ -254,11 +252,11 @@ fn a_check_of_a_right_table_costs_the_master_only_its_sample() {
     };
     let mut b = keyed(config);
     load_under_lease(&mut b, 3_600);
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     b.advance(Duration::from_secs(600));
     assert_eq!(b.core.counters().checks_passed, 1);
     assert_eq!(
-        path_tables(&b),
+        b.master.path_tables(),
         before + config.check_sample,
         "one per destination checked, no table"
     );
@@ -280,7 +278,7 @@ fn a_load_without_a_lease_keeps_the_periodic_refresh() {
     );
     assert_eq!(LEASE & REPLACE_SOURCES, 0);
     assert_eq!(b.core.status(b.now).get("kept_by"), Some("this port"));
-    let before = path_tables(&b);
+    let before = b.master.path_tables();
     b.advance(AgentConfig::default().refresh_interval * 5 / 4);
-    assert_eq!(path_tables(&b), before + 1);
+    assert_eq!(b.master.path_tables(), before + 1);
 }
