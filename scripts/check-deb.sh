@@ -29,7 +29,7 @@ for page in local-sa.8 lsaquery.8 local-sa.toml.5; do
 done
 # systemd's own checks of the units (the man pages they name included);
 # it only warns about a setting it cannot parse, so any output fails.
-verify=$(systemd-analyze verify /lib/systemd/system/local-sa.socket \
+verify=$(systemd-analyze verify /lib/systemd/system/local-sa.socket /lib/systemd/system/local-sa-netlink.socket \
   /lib/systemd/system/local-sa.service /lib/systemd/system/local-sa-distributor.service 2>&1) || true
 # The distributor's settings hold the SA key: root's alone.
 [ "$(stat -c %a /etc/local-sa/distributor.conf)" = 600 ] ||

@@ -31,6 +31,7 @@ install -D -m 755 "$bin/lsaquery" "$root/usr/sbin/lsaquery"
 strip --strip-unneeded "$root/usr/sbin/local-sa" "$root/usr/sbin/lsaquery"
 install -D -m 644 "$dist/local-sa.service" "$root/lib/systemd/system/local-sa.service"
 install -D -m 644 "$dist/local-sa.socket" "$root/lib/systemd/system/local-sa.socket"
+install -D -m 644 "$dist/local-sa-netlink.socket" "$root/lib/systemd/system/local-sa-netlink.socket"
 install -D -m 644 "$dist/local-sa.toml" "$root/etc/local-sa/local-sa.toml"
 install -D -m 644 "$dist/default" "$root/etc/default/local-sa"
 install -D -m 644 "$dist/local-sa-distributor.service" "$root/lib/systemd/system/local-sa-distributor.service"
@@ -108,8 +109,8 @@ cat > "$root/DEBIAN/prerm" <<'PRERM'
 #!/bin/sh
 set -e
 if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
-  systemctl stop local-sa-distributor.service local-sa.service local-sa.socket || true
-  systemctl disable local-sa-distributor.service local-sa.service local-sa.socket || true
+  systemctl stop local-sa-distributor.service local-sa.service local-sa.socket local-sa-netlink.socket || true
+  systemctl disable local-sa-distributor.service local-sa.service local-sa.socket local-sa-netlink.socket || true
 fi
 PRERM
 cat > "$root/DEBIAN/postrm" <<'POSTRM'

@@ -456,6 +456,11 @@ impl Fabric {
         &self.sockname
     }
 
+    /// The umad2sim library every node's program preloads.
+    pub fn preload(&self) -> &Path {
+        &self.preload
+    }
+
     /// The node OpenSM runs on.
     pub fn opensm_node(&self) -> &str {
         &self.opensm_node

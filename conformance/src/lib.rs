@@ -28,6 +28,7 @@ pub mod rdmacm;
 pub mod sa_agent;
 pub mod sa_compare;
 pub mod saquery;
+pub mod systemd;
 mod tools;
 pub mod topology;
 mod wait;

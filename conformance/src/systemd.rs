@@ -1,0 +1,194 @@
+//! A real systemd (Debian's) as PID 1 of a PID and mount namespace of its
+//! own, for tests of the package's units as an operator lives them.
+//!
+//! Inside, the host's file system is read-only (a bind remount of `/`,
+//! for the namespace alone) but for the directories the test names, which
+//! stay writable; `/run` is a private tmpfs holding the units the test
+//! gives (`/run/systemd/system`). `systemctl`, `ib_acme` and anything
+//! else run inside through `nsenter`. The namespace — systemd and every
+//! process it started — is killed (SIGKILL to its PID 1, by PID: systemd
+//! as PID 1 takes SIGTERM as "re-execute") when the handle is dropped,
+//! also when a test fails.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fabric::RunOutput;
+use crate::process::Group;
+
+/// The target systemd boots to: no default dependencies, so that nothing
+/// of the host's (journald, udev, tmpfiles) is pulled in.
+const TEST_TARGET: &str = "[Unit]\nDescription=local-sa tests\nDefaultDependencies=no\n";
+
+/// systemd running as PID 1 of a namespace of its own.
+pub struct Systemd {
+    /// `unshare`, whose child is the namespace's PID 1.
+    unshare: Group,
+    pid1: u32,
+    dir: PathBuf,
+}
+
+impl Systemd {
+    /// Boots systemd with `units` (a path under `/run/systemd/system`,
+    /// such as `local-sa.service` or `local-sa.service.d/sim.conf`, and
+    /// its text), working in `dir`; `writable` directories (and `dir`)
+    /// stay writable inside. Waits until it has reached its target.
+    pub fn boot(dir: &Path, units: &[(&str, String)], writable: &[&Path]) -> Result<Self, String> {
+        let units_dir = dir.join("units");
+        fs::create_dir_all(&units_dir).map_err(|e| e.to_string())?;
+        for (name, text) in units
+            .iter()
+            .chain([&("test.target", TEST_TARGET.to_owned())])
+        {
+            let path = units_dir.join(name);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            fs::write(&path, text).map_err(|e| e.to_string())?;
+        }
+        let script = dir.join("inner.sh");
+        fs::write(
+            &script,
+            format!(
+                "set -e\n\
+                 for d in \"$@\"; do mount --bind \"$d\" \"$d\"; done\n\
+                 mount -o remount,bind,ro /\n\
+                 mount -t tmpfs tmpfs /run\n\
+                 mkdir -p /run/systemd/system\n\
+                 cp -r {}/. /run/systemd/system/\n\
+                 exec /lib/systemd/systemd --system --unit=test.target\n",
+                units_dir.display()
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--pid",
+            "--fork",
+            "--mount",
+            "--mount-proc",
+            "--propagation",
+            "private",
+            "sh",
+        ])
+        .arg(&script)
+        .arg(dir)
+        .args(writable)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(dir.join("console")).map_err(|e| e.to_string())?)
+        .stderr(fs::File::create(dir.join("console.err")).map_err(|e| e.to_string())?);
+        let unshare = Group::spawn(cmd, "systemd in a namespace").map_err(|e| e.to_string())?;
+        let pid1 = child_of(unshare.pid(), Duration::from_secs(10))?;
+        let sd = Self {
+            unshare,
+            pid1,
+            dir: dir.to_owned(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = sd.systemctl(&["is-system-running"]);
+            let state = out.stdout.trim().to_owned();
+            if matches!(state.as_str(), "running" | "degraded") {
+                return Ok(sd);
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "systemd did not come up (state {state:?}): {}",
+                    fs::read_to_string(dir.join("console.err")).unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Runs `program` with `args` inside the namespace.
+    pub fn run(&self, program: &str, args: &[&str]) -> RunOutput {
+        let out = Command::new("nsenter")
+            .args(["-t", &self.pid1.to_string(), "-m", "-p", "--"])
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("nsenter: {e}"));
+        RunOutput {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `systemctl args...` inside.
+    pub fn systemctl(&self, args: &[&str]) -> RunOutput {
+        self.run("systemctl", args)
+    }
+
+    /// A unit's property, as `systemctl show -P` gives it.
+    pub fn property(&self, unit: &str, name: &str) -> String {
+        self.systemctl(&["show", "-P", name, unit])
+            .stdout
+            .trim()
+            .to_owned()
+    }
+
+    /// Waits until `unit`'s ActiveState is `state`; an error naming what
+    /// it was, and the unit's status, after `timeout`.
+    pub fn wait_state(&self, unit: &str, state: &str, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = self.property(unit, "ActiveState");
+            if now == state {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let status = self.systemctl(&["status", "--no-pager", unit]);
+                return Err(format!(
+                    "{unit} is {now}, not {state}, after {timeout:?}:\n{}{}",
+                    status.stdout, status.stderr
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The directory it works in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The namespace's PID 1, as the host sees it.
+    pub fn pid1(&self) -> u32 {
+        self.pid1
+    }
+}
+
+impl Drop for Systemd {
+    fn drop(&mut self) {
+        // PID 1 of the namespace: every process in it dies with it.
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.pid1.to_string()])
+            .status();
+        self.unshare.stop(Duration::from_secs(2));
+    }
+}
+
+/// The first child of process `parent`, once it has one.
+fn child_of(parent: u32, timeout: Duration) -> Result<u32, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let children = fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        if let Some(pid) = children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+        {
+            return Ok(pid);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("process {parent} started no child"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
