@@ -6,8 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use conformance::opensm_dump::SaDump;
 use conformance::systemd::Systemd;
 use conformance::{Fabric, Topology};
+use mad_codec::Gid;
 
 /// The node local-sa serves.
 const NODE: &str = "h2";
@@ -61,11 +63,17 @@ fn boot(fabric: &Fabric, args: &str) -> Systemd {
     Systemd::boot(&dir, &units, &[fabric.dir()]).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A fat tree whose OpenSM dumps its SA database after every sweep.
+fn fabric() -> Fabric {
+    Fabric::builder(Topology::fat_tree(3, 4, 2))
+        .opensm_config(["sa_db_dump TRUE", "sweep_interval 1"])
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn the_socket_unit_starts_and_the_first_ib_acme_starts_local_sa() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let fabric = fabric();
     let sd = boot(&fabric, "");
     let start = sd.systemctl(&["start", "local-sa.socket"]);
     eprintln!("{}{}", start.stdout, start.stderr);
@@ -76,4 +84,46 @@ fn the_socket_unit_starts_and_the_first_ib_acme_starts_local_sa() {
     eprintln!("ib_acme: {}{}", out.stdout, out.stderr);
     sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn notify_reaches_active_with_the_table_and_stop_withdraws_everything_at_opensm() {
+    let fabric = fabric();
+    let sd = boot(&fabric, "");
+    let start = sd.systemctl(&["start", "local-sa.service"]);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    // Type=notify: `start` returns once READY=1 came, with the table.
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+    let status = sd.property("local-sa.service", "StatusText");
+    assert!(status.starts_with("serving 1 port(s), "), "{status}");
+    let port = Gid::new(
+        Gid::DEFAULT_PREFIX,
+        fabric.node(NODE).unwrap().port().unwrap().guid,
+    );
+    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.traps_of(port) == [64, 65, 128]
+    });
+    assert!(held, "its own subscriptions at OpenSM: {:?}", d.traps_of(port));
+
+    let stop = sd.systemctl(&["stop", "local-sa.service"]);
+    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    assert_eq!(sd.property("local-sa.service", "Result"), "success");
+    let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.traps_of(port).is_empty()
+    });
+    assert!(gone, "withdrawn at OpenSM: {:?}", d.traps_of(port));
+}
+
+#[test]
+fn a_settings_error_stops_the_unit_without_a_restart_loop() {
+    let fabric = fabric();
+    let sd = boot(&fabric, "--refresh-interval never");
+    let _ = sd.systemctl(&["start", "local-sa.service"]);
+    sd.wait_state("local-sa.service", "failed", Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "failed");
+    assert_eq!(sd.property("local-sa.service", "NRestarts"), "0");
+    assert_eq!(sd.property("local-sa.service", "ExecMainStatus"), "2");
 }
