@@ -119,6 +119,34 @@ impl Systemd {
         }
     }
 
+    /// Starts `program` with `args` inside the namespace, in `cwd`, with
+    /// `env` added, and returns at once (it dies with the namespace). Its
+    /// output goes to `cwd`'s files `stdout` and `stderr`.
+    pub fn spawn(
+        &self,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        cwd: &Path,
+    ) -> std::process::Child {
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["-t", &self.pid1.to_string(), "-m", "-p"])
+            .arg(format!("--wd={}", cwd.display()))
+            .args(["--", "env"]);
+        for (k, v) in env {
+            cmd.arg(format!("{k}={v}"));
+        }
+        let file =
+            |name: &str| fs::File::create(cwd.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        cmd.arg(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("nsenter: {e}"))
+    }
+
     /// `systemctl args...` inside.
     pub fn systemctl(&self, args: &[&str]) -> RunOutput {
         self.run("systemctl", args)

@@ -104,7 +104,11 @@ fn notify_reaches_active_with_the_table_and_stop_withdraws_everything_at_opensm(
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
         d.traps_of(port) == [64, 65, 128]
     });
-    assert!(held, "its own subscriptions at OpenSM: {:?}", d.traps_of(port));
+    assert!(
+        held,
+        "its own subscriptions at OpenSM: {:?}",
+        d.traps_of(port)
+    );
 
     let stop = sd.systemctl(&["stop", "local-sa.service"]);
     assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
@@ -126,4 +130,82 @@ fn a_settings_error_stops_the_unit_without_a_restart_loop() {
     assert_eq!(sd.property("local-sa.service", "ActiveState"), "failed");
     assert_eq!(sd.property("local-sa.service", "NRestarts"), "0");
     assert_eq!(sd.property("local-sa.service", "ExecMainStatus"), "2");
+}
+
+#[test]
+fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
+    let fabric = fabric();
+    let sd = boot(&fabric, "");
+    let start = sd.systemctl(&["start", "local-sa.service"]);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    let port = Gid::new(
+        Gid::DEFAULT_PREFIX,
+        fabric.node(NODE).unwrap().port().unwrap().guid,
+    );
+    // A consumer joins a group through the local API.
+    let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
+    let work = fabric.dir().join("consumer");
+    std::fs::create_dir_all(&work).unwrap();
+    let preload = fabric.preload().display().to_string();
+    let env = [
+        ("LD_PRELOAD", preload.as_str()),
+        ("SIM_HOST", NODE),
+        ("IBSIM_SOCKNAME", fabric.sockname()),
+    ];
+    let mut consumer = sd.spawn(
+        &lsaquery.display().to_string(),
+        &["--join", "::", "--json"],
+        &env,
+        &work,
+    );
+    // The group OpenSM created and named for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mgid: Gid = loop {
+        let out = std::fs::read_to_string(work.join("stdout")).unwrap_or_default();
+        if let Some(m) = out
+            .split("\"mgid\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|m| m.parse().ok())
+        {
+            break m;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the consumer did not join: {}",
+            std::fs::read_to_string(work.join("stderr")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let (_, joined) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.member_state(mgid, port).is_some()
+    });
+    assert!(
+        joined,
+        "the consumer's membership at OpenSM: {}",
+        std::fs::read_to_string(work.join("stderr")).unwrap_or_default()
+    );
+
+    // SIGKILL: nothing withdrawn; systemd starts it again.
+    let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
+    assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
+    let _ = consumer.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sd.property("local-sa.service", "NRestarts") != "1" {
+        assert!(std::time::Instant::now() < deadline, "not restarted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The new one found the dead one's record and removed the group.
+    let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(60), |d| {
+        d.member_state(mgid, port).is_none() && d.traps_of(port) == [64, 65, 128]
+    });
+    assert!(
+        gone,
+        "left at OpenSM: member {:?}, traps {:?}",
+        d.member_state(mgid, port),
+        d.traps_of(port)
+    );
 }
