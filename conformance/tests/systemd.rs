@@ -3,12 +3,13 @@
 //! units as shipped, with one drop-in that points ExecStart at the built
 //! binary and gives it the simulator's environment.
 
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
 use conformance::opensm_dump::SaDump;
 use conformance::systemd::Systemd;
-use conformance::{Fabric, Topology};
+use conformance::{Fabric, Topology, closed_by_peer, eventually};
 use mad_codec::Gid;
 
 /// The node local-sa serves.
@@ -24,18 +25,26 @@ fn dist(name: &str) -> String {
 /// The drop-in: the built binary, the simulator's environment, and
 /// what the simulator needs of the file system (its node's directory,
 /// written by umad2sim, and the fabric's, which lies under /tmp).
-fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str) -> String {
+/// `args` go before the unit's `$LOCAL_SA_OPTIONS` (with `--config none`
+/// unless they name a file), `service` lines at the end.
+fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str, service: &str) -> String {
     let binary = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
+    let config = if args.contains("--config") {
+        ""
+    } else {
+        "--config none "
+    };
     format!(
         "[Service]\n\
          ExecStart=\n\
-         ExecStart={} --config none {args} $LOCAL_SA_OPTIONS\n\
+         ExecStart={} {config}{args} $LOCAL_SA_OPTIONS\n\
          Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
          WorkingDirectory={}\n\
          ReadWritePaths={}\n\
          PrivateTmp=no\n\
          StandardOutput=append:{}/local-sa.log\n\
-         StandardError=append:{}/local-sa.log\n",
+         StandardError=append:{}/local-sa.log\n\
+         {service}",
         binary.display(),
         fabric.preload().display(),
         fabric.sockname(),
@@ -47,6 +56,11 @@ fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str) -> String {
 }
 
 fn boot(fabric: &Fabric, args: &str) -> Systemd {
+    boot_with(fabric, args, "")
+}
+
+/// [`boot`], with `service` lines added to the drop-in's `[Service]`.
+fn boot_with(fabric: &Fabric, args: &str, service: &str) -> Systemd {
     let dir = fabric.dir().join("systemd");
     let work = fabric.dir().join("systemd-work");
     std::fs::create_dir_all(&work).unwrap();
@@ -56,7 +70,7 @@ fn boot(fabric: &Fabric, args: &str) -> Systemd {
         ("local-sa-netlink.socket", dist("local-sa-netlink.socket")),
         (
             "local-sa.service.d/simulator.conf",
-            simulator_drop_in(fabric, &work, args),
+            simulator_drop_in(fabric, &work, args, service),
         ),
     ];
     std::fs::create_dir_all(&dir).unwrap();
@@ -177,20 +191,33 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
+    // Another subscribes to multicast group creations (trap 66).
+    let subscriber = fabric.dir().join("subscriber");
+    std::fs::create_dir_all(&subscriber).unwrap();
+    let mut subscription = sd.spawn(
+        &lsaquery.display().to_string(),
+        &["--subscribe", "66"],
+        &env,
+        &subscriber,
+    );
     let dump = fabric.opensm_dir().join("opensm-sa.dump");
-    let (_, joined) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
-        d.member_state(mgid, port).is_some()
+    let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.member_state(mgid, port).is_some() && d.traps_of(port).contains(&66)
     });
     assert!(
-        joined,
-        "the consumer's membership at OpenSM: {}",
-        std::fs::read_to_string(work.join("stderr")).unwrap_or_default()
+        held,
+        "the consumers' membership and subscription at OpenSM: {:?} {:?}\n{}{}",
+        d.member_state(mgid, port),
+        d.traps_of(port),
+        std::fs::read_to_string(work.join("stderr")).unwrap_or_default(),
+        std::fs::read_to_string(subscriber.join("stderr")).unwrap_or_default()
     );
 
     // SIGKILL: nothing withdrawn; systemd starts it again.
     let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
     assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
     let _ = consumer.wait();
+    let _ = subscription.wait();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while sd.property("local-sa.service", "NRestarts") != "1" {
         assert!(std::time::Instant::now() < deadline, "not restarted");
@@ -208,4 +235,91 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
         d.member_state(mgid, port),
         d.traps_of(port)
     );
+}
+
+/// The main process's PID, as the namespace sees it.
+fn main_pid(sd: &Systemd) -> String {
+    sd.property("local-sa.service", "MainPID")
+}
+
+#[test]
+fn the_watchdog_is_fed_and_a_daemon_that_stops_feeding_it_is_restarted() {
+    let fabric = fabric();
+    // A 2 s watchdog instead of the unit's 30 s, so that the test is
+    // short; no core file from the SIGABRT systemd ends it with.
+    let sd = boot_with(&fabric, "", "WatchdogSec=2\nLimitCORE=0\n");
+    let start = sd.systemctl(&["start", "local-sa.service"]);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    let first = main_pid(&sd);
+    // Fed: three time-outs pass without a restart.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+    assert_eq!(sd.property("local-sa.service", "NRestarts"), "0");
+    assert_eq!(main_pid(&sd), first);
+
+    // Stopped (SIGSTOP): it no longer feeds the watchdog.
+    let stop = sd.systemctl(&["kill", "-s", "STOP", "--kill-who=main", "local-sa.service"]);
+    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sd.property("local-sa.service", "NRestarts") != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not restarted: {}",
+            sd.systemctl(&["status", "--no-pager", "local-sa.service"])
+                .stdout
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(main_pid(&sd), first, "a new local-sa");
+}
+
+#[test]
+fn reload_applies_a_changed_setting_and_keeps_the_process() {
+    let fabric = fabric();
+    let config = fabric.dir().join("local-sa.toml");
+    std::fs::write(&config, "max-connections-per-user = 1024\n").unwrap();
+    let sd = boot(&fabric, &format!("--config {}", config.display()));
+    let start = sd.systemctl(&["start", "local-sa.service"]);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    let pid = main_pid(&sd);
+    // The local API socket, reached through the namespace's root.
+    let listed = sd.run("ls", &["/run/local-sa"]);
+    let name = listed
+        .stdout
+        .split_whitespace()
+        .find(|n| n.ends_with(".sock"))
+        .unwrap_or_else(|| panic!("no API socket in /run/local-sa: {}", listed.stdout))
+        .to_owned();
+    let api = std::path::PathBuf::from(format!("/proc/{}/root/run/local-sa/{name}", sd.pid1()));
+    let first = UnixStream::connect(&api).unwrap();
+    let second = UnixStream::connect(&api).unwrap();
+    assert!(!closed_by_peer(&second, Duration::from_millis(300)));
+
+    // One connection per user from now on.
+    std::fs::write(&config, "max-connections-per-user = 1\n").unwrap();
+    let reload = sd.systemctl(&["reload", "local-sa.service"]);
+    assert!(
+        reload.status.success(),
+        "{}{}",
+        reload.stdout,
+        reload.stderr
+    );
+    let log = fabric.dir().join("local-sa.log");
+    assert!(
+        eventually(Duration::from_secs(20), || std::fs::read_to_string(&log)
+            .is_ok_and(|l| l.contains("configuration reloaded"))),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // The two held stay; a third is refused.
+    let third = UnixStream::connect(&api).unwrap();
+    assert!(
+        closed_by_peer(&third, Duration::from_secs(2)),
+        "the new limit"
+    );
+    assert!(!closed_by_peer(&first, Duration::from_millis(300)));
+    assert_eq!(main_pid(&sd), pid, "reloaded, not restarted");
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
 }
