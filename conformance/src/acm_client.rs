@@ -2,7 +2,7 @@
 //! (not with local-sa's codec), for the tests and benchmarks that talk to
 //! an ibacm socket as an independent client would.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// `ACM_OP_RESOLVE`.
 pub const RESOLVE: u8 = 0x01;
@@ -87,4 +87,20 @@ pub fn path_dlid(body: &[u8]) -> Option<u16> {
         return None;
     }
     Some(u16::from_be_bytes([body[8 + 40], body[8 + 41]]))
+}
+
+/// `client` once it has asked for the path to `dlid` under `tid` and
+/// been answered with it; panics, saying what came, otherwise.
+pub fn resolved<S: Read + Write>(mut client: S, dlid: u16, tid: u64) -> S {
+    client
+        .write_all(&resolve_lid(dlid, tid))
+        .unwrap_or_else(|e| panic!("asking for the path to LID {dlid}: {e}"));
+    let (_, status, answered_tid, body) = read_reply(&mut client)
+        .unwrap_or_else(|e| panic!("the answer for the path to LID {dlid}: {e}"));
+    assert_eq!(
+        (status, answered_tid, path_dlid(&body)),
+        (0, tid, Some(dlid)),
+        "the answer for the path to LID {dlid}"
+    );
+    client
 }

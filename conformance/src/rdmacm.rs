@@ -16,6 +16,10 @@
 //!   —, or nothing when they do not exist (local-sa stopped);
 //! * `/etc/hosts` is the caller's file, when given, for resolves by name.
 //!
+//! [`Librdmacm::entering`] runs it inside another process's mount
+//! namespace instead (a systemd's: [`crate::systemd`]), where
+//! [`Reach::Present`] leaves that namespace's `/run` as it is.
+//!
 //! Nothing outside the namespace changes, except that `/dev/infiniband`
 //! is created (empty) when the machine has none, and removed again when
 //! the process's last [`Librdmacm`] goes.
@@ -27,13 +31,14 @@ use std::process::{Command, Output};
 const SOURCE: &str = "rdmacm/getaddrinfo_probe.c";
 
 /// What the namespace's shell does before it runs the program: `$1` the
-/// fake sysfs, `$2` a hosts file or empty, then `SOURCE=TARGET` files to
-/// bind-mount (under the fresh `/run`) up to `--`; the program and its
-/// arguments follow.
+/// fake sysfs, `$2` a hosts file or empty, `$3` "fresh" for a fresh
+/// `/run` (else it stays), then `SOURCE=TARGET` files to bind-mount
+/// (under the fresh `/run`) up to `--`; the program and its arguments
+/// follow.
 const SETUP: &str = r#"set -e
-sysfs=$1 hosts=$2
-shift 2
-mount -t tmpfs local-sa-test /run
+sysfs=$1 hosts=$2 run=$3
+shift 3
+if [ "$run" = fresh ]; then mount -t tmpfs local-sa-test /run; fi
 while [ "$1" != "--" ]; do
   source=${1%%=*} target=${1#*=}
   : > "$target"
@@ -58,6 +63,9 @@ pub enum Reach<'a> {
     /// Its TCP port files (`--acm-port-dir`), at `/run/ibacm.port`
     /// (librdmacm) and `/run/ibacm-tcp.port` (ib_acme), those that exist.
     PortDir(&'a Path),
+    /// Whatever the mount namespace it runs in has at those places (a
+    /// systemd's, with its socket units: [`Librdmacm::entering`]).
+    Present,
 }
 
 impl Reach<'_> {
@@ -72,6 +80,7 @@ impl Reach<'_> {
                 (d.join("ibacm.port"), "/run/ibacm.port"),
                 (d.join("ibacm-tcp.port"), "/run/ibacm-tcp.port"),
             ],
+            Reach::Present => Vec::new(),
         };
         pairs
             .into_iter()
@@ -86,6 +95,9 @@ impl Reach<'_> {
 pub struct Librdmacm {
     probe: PathBuf,
     sysfs: PathBuf,
+    /// The process whose mount and PID namespaces it runs in, if not the
+    /// caller's.
+    enter: Option<u32>,
 }
 
 /// One path record librdmacm returned.
@@ -138,7 +150,19 @@ impl Librdmacm {
         write("class/infiniband_verbs/uverbs0/abi_version", "1\n")?;
         write("class/infiniband/rxe0/node_type", "1: CA\n")?;
         dev_dir_users(1)?;
-        Ok(Self { probe, sysfs })
+        Ok(Self {
+            probe,
+            sysfs,
+            enter: None,
+        })
+    }
+
+    /// Runs it in the mount and PID namespaces of process `pid` (by
+    /// `nsenter`), where the caller's files stay visible.
+    #[must_use]
+    pub fn entering(mut self, pid: u32) -> Self {
+        self.enter = Some(pid);
+        self
     }
 
     /// Runs the probe with `args` (see the probe's usage), reaching
@@ -199,7 +223,19 @@ impl Librdmacm {
         command: &[S],
     ) -> Result<Output, String> {
         let hosts = hosts.map(Path::as_os_str).unwrap_or_default();
-        Command::new("unshare")
+        let mut unshare = match self.enter {
+            Some(pid) => {
+                let mut c = Command::new("nsenter");
+                c.args(["-t", &pid.to_string(), "-m", "-p", "--", "unshare"]);
+                c
+            }
+            None => Command::new("unshare"),
+        };
+        let run = match reach {
+            Reach::Present => "keep",
+            Reach::Socket(_) | Reach::PortDir(_) => "fresh",
+        };
+        unshare
             .args([
                 "--mount",
                 "--propagation",
@@ -211,6 +247,7 @@ impl Librdmacm {
             ])
             .arg(&self.sysfs)
             .arg(hosts)
+            .arg(run)
             .args(reach.bindings())
             .arg("--")
             .args(command)

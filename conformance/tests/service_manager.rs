@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::time::{Duration, Instant};
 
-use conformance::acm_client::{path_dlid, read_reply, resolve_lid};
+use conformance::acm_client::{resolve_lid, resolved};
 use conformance::{Fabric, LocalSa, Topology};
 
 /// The fake service manager, with a descriptor store as systemd's:
@@ -218,18 +218,6 @@ fn answered_client(sa: &LocalSa<'_>, dlid: u16) -> UnixStream {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     resolved(client, dlid, 1)
-}
-
-/// `client` once it has asked for the path to `dlid` under `tid` and
-/// been answered.
-fn resolved<S: std::io::Read + std::io::Write>(mut client: S, dlid: u16, tid: u64) -> S {
-    client.write_all(&resolve_lid(dlid, tid)).unwrap();
-    let (_, status, answered_tid, body) = read_reply(&mut client).unwrap();
-    assert_eq!(
-        (status, answered_tid, path_dlid(&body)),
-        (0, tid, Some(dlid))
-    );
-    client
 }
 
 /// The simulated fabric these tests run on.

@@ -3,22 +3,32 @@
 //! units as shipped, with one drop-in that points ExecStart at the built
 //! binary and gives it the simulator's environment.
 
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use conformance::acm_client::resolved;
 use conformance::opensm_dump::SaDump;
+use conformance::rdmacm::{Librdmacm, Reach};
+use conformance::sa_compare::opensm_path;
 use conformance::systemd::Systemd;
 use conformance::{Fabric, Topology, closed_by_peer, eventually};
 use mad_codec::Gid;
+use mad_codec::zerocopy::IntoBytes;
 
 /// The node local-sa serves.
 const NODE: &str = "h2";
 
-fn dist(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// A file of the package's `dist/`.
+fn dist_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../local-sa/daemon/dist")
-        .join(name);
+        .join(name)
+}
+
+fn dist(name: &str) -> String {
+    let path = dist_path(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -85,19 +95,164 @@ fn fabric() -> Fabric {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The path of `path` (absolute, inside the namespace) as the host reaches
+/// it.
+fn inside(sd: &Systemd, path: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/{}/root{path}", sd.pid1()))
+}
+
+/// The number `file` inside the namespace holds (a port file).
+fn number_in(sd: &Systemd, file: &str) -> Result<u16, String> {
+    let out = sd.run("cat", &[file]);
+    out.stdout
+        .trim()
+        .parse()
+        .map_err(|_| format!("{file}: {}{}", out.stdout, out.stderr))
+}
+
+/// The counter `name` of local-sa's counters file, once it has one.
+fn counter(sd: &Systemd, name: &str) -> Option<u64> {
+    let dir = inside(sd, "/run/local-sa");
+    let file = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".counters"))?;
+    let text = std::fs::read_to_string(file.path()).ok()?;
+    text.lines().find_map(|l| {
+        let (n, v) = l.split_once(' ')?;
+        (n == name).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
 #[test]
-fn the_socket_unit_starts_and_the_first_ib_acme_starts_local_sa() {
+fn the_first_ib_acme_and_the_first_librdmacm_connection_start_local_sa() {
     let fabric = fabric();
-    let sd = boot(&fabric, "");
+    let sd = boot(&fabric, "--host-name node-a --address 192.0.2.22");
     let start = sd.systemctl(&["start", "local-sa.socket"]);
-    eprintln!("{}{}", start.stdout, start.stderr);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
     sd.wait_state("local-sa.socket", "active", Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sd.property("local-sa.service", "ActiveState"), "inactive");
-    let out = sd.run("ib_acme", &["-f", "l", "-d", "1", "-s", "5"]);
-    eprintln!("ib_acme: {}{}", out.stdout, out.stderr);
+    let source = fabric.node(NODE).unwrap();
+    let (src, dest) = (
+        source.port().unwrap(),
+        fabric.node("h9").unwrap().port().unwrap(),
+    );
+    let out = sd.run(
+        "ib_acme",
+        &[
+            "-f",
+            "l",
+            "-s",
+            &src.lid.to_string(),
+            "-d",
+            &dest.lid.to_string(),
+        ],
+    );
+    assert!(
+        out.status.success() && out.stdout.contains(&format!("dlid: {}", dest.lid)),
+        "ib_acme: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+
+    // Stopped, with the socket still held: librdmacm's first connection
+    // (rdma_getaddrinfo to this node's own address) starts it again.
+    let stop = sd.systemctl(&["stop", "local-sa.service"]);
+    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    assert_eq!(sd.property("local-sa.socket", "ActiveState"), "active");
+    let librdmacm = Librdmacm::prepare(fabric.dir())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entering(sd.pid1());
+    let paths = librdmacm
+        .ask(Reach::Present, None, &["192.0.2.22"])
+        .unwrap_or_else(|e| panic!("librdmacm: {e}"));
+    let expected = opensm_path(&source, src.lid, src.lid);
+    assert_eq!(
+        paths
+            .iter()
+            .map(|p| p.record.as_slice())
+            .collect::<Vec<_>>(),
+        [expected.as_bytes()],
+        "{paths:?}"
+    );
+    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+}
+
+/// librdmacm never reconnects: its connection, and ib_acme's over TCP,
+/// made before a restart or a crash are answered after it, through
+/// systemd's descriptor store. `--acm-server-mode loop` writes the TCP
+/// port to /run/ibacm.port under the unit's hardening, through the
+/// package's tmpfiles.d links.
+#[test]
+fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
+    let fabric = fabric();
+    let sd = boot(&fabric, "--acm-server-mode loop --acm-server-port 0");
+    // What the package's postinst does.
+    let tmpfiles = dist_path("local-sa.tmpfiles");
+    let out = sd.run(
+        "systemd-tmpfiles",
+        &["--create", &tmpfiles.display().to_string()],
+    );
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let start = sd.systemctl(&["start", "local-sa.socket", "local-sa.service"]);
+    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    let port = number_in(&sd, "/run/ibacm.port").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(number_in(&sd, "/run/ibacm-tcp.port"), Ok(port));
+
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let timeout = Some(Duration::from_secs(10));
+    let unix = UnixStream::connect(inside(&sd, "/run/ibacm-unix.sock")).unwrap();
+    unix.set_read_timeout(timeout).unwrap();
+    let mut unix = resolved(unix, dest.lid, 1);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(timeout).unwrap();
+    let mut tcp = resolved(tcp, dest.lid, 1);
+    let stored = |count| {
+        assert!(
+            eventually(Duration::from_secs(20), || counter(&sd, "acm_clients_kept")
+                == Some(count)),
+            "{count} clients in systemd's store: {:?}",
+            counter(&sd, "acm_clients_kept")
+        );
+    };
+    stored(2);
+
+    let restart = sd.systemctl(&["restart", "local-sa.service"]);
+    assert!(
+        restart.status.success(),
+        "{}{}",
+        restart.stdout,
+        restart.stderr
+    );
+    resolved(&mut unix, dest.lid, 2);
+    resolved(&mut tcp, dest.lid, 2);
+    // The new local-sa listens on a port of its own, written again.
+    let new_port = number_in(&sd, "/run/ibacm.port").unwrap_or_else(|e| panic!("{e}"));
+    drop(resolved(
+        TcpStream::connect(("127.0.0.1", new_port)).unwrap(),
+        dest.lid,
+        1,
+    ));
+    stored(2);
+
+    let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
+    assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sd.property("local-sa.service", "NRestarts") != "1" {
+        assert!(std::time::Instant::now() < deadline, "not restarted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
+    resolved(&mut unix, dest.lid, 3);
+    resolved(&mut tcp, dest.lid, 3);
+
+    // Stopped: the port files lead nowhere, as with ibacm stopped.
+    let stop = sd.systemctl(&["stop", "local-sa.service"]);
+    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    assert!(number_in(&sd, "/run/ibacm.port").is_err());
 }
 
 #[test]
@@ -292,7 +447,7 @@ fn reload_applies_a_changed_setting_and_keeps_the_process() {
         .find(|n| n.ends_with(".sock"))
         .unwrap_or_else(|| panic!("no API socket in /run/local-sa: {}", listed.stdout))
         .to_owned();
-    let api = std::path::PathBuf::from(format!("/proc/{}/root/run/local-sa/{name}", sd.pid1()));
+    let api = inside(&sd, &format!("/run/local-sa/{name}"));
     let first = UnixStream::connect(&api).unwrap();
     let second = UnixStream::connect(&api).unwrap();
     assert!(!closed_by_peer(&second, Duration::from_millis(300)));

@@ -19,7 +19,10 @@ const ACME_PORT_FILE: &str = "ibacm-tcp.port";
 /// librdmacm's port file (`IBACM_PORT_FILE`).
 const RDMACM_PORT_FILE: &str = "ibacm.port";
 
-/// The port files written, removed when dropped (at exit).
+/// The port files written, removed when dropped (at exit). Where a port
+/// file is a link (the package's tmpfiles.d entry points `/run/ibacm.port`
+/// into the runtime directory, the only part of /run the unit may write),
+/// the file it leads to is what was written and what goes.
 #[derive(Debug)]
 pub(crate) struct PortFiles(Vec<PathBuf>);
 
@@ -60,12 +63,18 @@ pub(crate) fn tcp(options: &Options) -> Result<Option<(Listener, PortFiles)>, Da
     for name in names {
         let path = options.acm_port_dir.join(name);
         std::fs::write(&path, &port).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+                "; under the package's unit only /run/local-sa is writable: \
+                 `systemd-tmpfiles --create local-sa.conf` links the port files there"
+            } else {
+                ""
+            };
             DaemonError::Acm(format!(
-                "cannot write the ibacm port file {} (--acm-port-dir): {e}",
+                "cannot write the ibacm port file {} (--acm-port-dir): {e}{hint}",
                 path.display()
             ))
         })?;
-        written.0.push(path);
+        written.0.push(std::fs::canonicalize(&path).unwrap_or(path));
     }
     info!(addr = %bound, port_files = %written.0.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "), "ibacm protocol listening on TCP");
     Ok(Some((listener, written)))

@@ -726,11 +726,20 @@ impl AcmService {
     }
 
     /// The GID `address` names (a GID itself; a LID none): the operator's
-    /// files first, then what the agents learned from the master.
+    /// files first, then what the agents learned from the master, then
+    /// this node's own endpoints (ibacm's loopback destinations: a node's
+    /// own name or address resolves before the directory is read, as
+    /// when the first client starts local-sa).
     fn gid_of(&self, address: &Address) -> Option<Gid> {
         self.names
             .resolve(address)
             .or_else(|| self.learned.resolve(address))
+            .or_else(|| {
+                self.endpoints
+                    .iter()
+                    .find(|e| e.is(address))
+                    .map(|e| e.port.gid)
+            })
     }
 
     /// The endpoint a destination is reached from when the client names

@@ -193,6 +193,19 @@ fn names_learned_from_the_master_resolve_and_the_files_win() {
 }
 
 #[test]
+fn this_nodes_own_name_and_address_resolve_before_anything_is_learned() {
+    let mut s = service();
+    for own in [
+        Address::Name("H4_1".into()),
+        Address::Ip("10.0.0.4".parse().unwrap()),
+    ] {
+        let dest = Entry::for_address(flags::DEST, &own);
+        let (_, q, _) = asked(s.handle_message(9, &resolve(&[dest])));
+        assert_eq!(q.template.dgid(), Gid::new(PREFIX, 4), "{own:?}");
+    }
+}
+
+#[test]
 fn a_path_template_selects_like_an_sa_get() {
     let mut s = service();
     let mut t = PathRecord::new_zeroed();
