@@ -1,28 +1,40 @@
 #!/usr/bin/env bash
 # Builds the Debian package local-sa_<version>_<arch>.deb into target/deb/:
-# both programs (release build), local-sa.service and local-sa.socket,
-# local-sa-distributor.service (with /etc/local-sa/distributor.conf and
-# /etc/default/local-sa-distributor), the
-# man pages local-sa(8), lsaquery(8) and local-sa.toml(5), bash/zsh/fish
-# completions (all written by the programs themselves: --generate), the
-# commented sample /etc/local-sa/local-sa.toml and /etc/default/local-sa.
-# Dependencies come from dpkg-shlibdeps. Prints the package's path.
+# both programs (release build), local-sa.service, local-sa.socket and
+# local-sa-netlink.socket, local-sa-distributor.service (with
+# /etc/local-sa/distributor.conf and /etc/default/local-sa-distributor),
+# the tmpfiles.d entry that links ibacm's TCP port files into local-sa's
+# runtime directory, the man pages local-sa(8), lsaquery(8) and
+# local-sa.toml(5), bash/zsh/fish completions (all written by the programs
+# themselves: --generate), the commented sample /etc/local-sa/local-sa.toml
+# and /etc/default/local-sa. Dependencies come from dpkg-shlibdeps, plus
+# rdma-core as ibacm's package has it. The maintainer scripts do what
+# dh_installsystemd's do: on install the sockets are enabled and started
+# and the service enabled; an upgrade restarts a running local-sa
+# (try-restart); remove stops everything, purge leaves nothing. Prints the
+# package's path.
 #
 #   scripts/package-deb.sh            build it
 #   sudo dpkg -i target/deb/local-sa_*.deb
-#   sudo systemctl disable --now ibacm.socket ibacm.service
-#   sudo systemctl enable --now local-sa.socket local-sa.service
+#
+# For tests: LOCAL_SA_DEB_BIN_DIR packages the programs found there
+# instead of a release build, LOCAL_SA_DEB_VERSION sets the version and
+# LOCAL_SA_DEB_OUT the output directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version=$(cargo pkgid -p local-sa | sed 's/.*[@#]//')
+version=${LOCAL_SA_DEB_VERSION:-$(cargo pkgid -p local-sa | sed 's/.*[@#]//')}
 arch=$(dpkg --print-architecture)
 # Absolute: dpkg-shlibdeps runs in a directory of its own.
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
-cargo build --release --quiet -p local-sa -p lsaquery
-bin="$target/release"
+if [ -n "${LOCAL_SA_DEB_BIN_DIR:-}" ]; then
+  bin=$(realpath "$LOCAL_SA_DEB_BIN_DIR")
+else
+  cargo build --release --quiet -p local-sa -p lsaquery
+  bin="$target/release"
+fi
 
-out="$target/deb"
+out=$(realpath -m "${LOCAL_SA_DEB_OUT:-$target/deb}")
 root="$out/local-sa_${version}_${arch}"
 rm -rf "$root"
 dist=local-sa/daemon/dist
@@ -37,6 +49,7 @@ install -D -m 644 "$dist/default" "$root/etc/default/local-sa"
 install -D -m 644 "$dist/local-sa-distributor.service" "$root/lib/systemd/system/local-sa-distributor.service"
 install -D -m 600 "$dist/distributor.conf" "$root/etc/local-sa/distributor.conf"
 install -D -m 644 "$dist/distributor.default" "$root/etc/default/local-sa-distributor"
+install -D -m 644 "$dist/local-sa.tmpfiles" "$root/usr/lib/tmpfiles.d/local-sa.conf"
 
 man="$root/usr/share/man"
 mkdir -p "$man/man8" "$man/man5"
@@ -59,8 +72,44 @@ install -m 644 docs/*.md "$doc/"
 cat > "$doc/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: local-sa
-License: MIT OR Apache-2.0
+
+Files: *
+Copyright: 2026 local-sa contributors
+License: MIT or Apache-2.0
+
+License: MIT or Apache-2.0
+ Licensed under either of the Apache License, Version 2.0, or the MIT
+ license, at your option.
+ .
+ On Debian systems, the complete text of the Apache License, Version 2.0,
+ can be found in /usr/share/common-licenses/Apache-2.0.
+ .
+ Permission is hereby granted, free of charge, to any person obtaining a
+ copy of this software and associated documentation files (the
+ "Software"), to deal in the Software without restriction, including
+ without limitation the rights to use, copy, modify, merge, publish,
+ distribute, sublicense, and/or sell copies of the Software, and to permit
+ persons to whom the Software is furnished to do so, subject to the
+ following conditions:
+ .
+ The above copyright notice and this permission notice shall be included
+ in all copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS
+ OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF
+ MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN
+ NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+ DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR
+ OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE
+ USE OR OTHER DEALINGS IN THE SOFTWARE.
 COPYRIGHT
+# A native package's changelog: this build's version, dated by the last
+# commit (the same tree gives the same file).
+date=$(git log -1 --format=%aD 2>/dev/null || date -R)
+printf 'local-sa (%s) unstable; urgency=medium\n\n  * Built from the local-sa source tree; see README.md.\n\n -- local-sa maintainers <local-sa@example.invalid>  %s\n' \
+  "$version" "$date" | gzip -9n > "$doc/changelog.gz"
+# What lintian says of the package that is meant so.
+install -D -m 644 "$dist/debian/lintian-overrides" "$root/usr/share/lintian/overrides/local-sa"
 
 # The shared libraries the programs link, as Debian names their packages.
 shlibs=$(mktemp -d)
@@ -82,7 +131,7 @@ Architecture: $arch
 Maintainer: local-sa maintainers <local-sa@example.invalid>
 Section: net
 Priority: optional
-Depends: $depends
+Depends: rdma-core (>= 15), $depends
 Suggests: infiniband-diags, opensm
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Description: per-node InfiniBand Subnet Administration agent
@@ -96,33 +145,9 @@ Description: per-node InfiniBand Subnet Administration agent
 CONTROL
 printf '%s\n' /etc/local-sa/local-sa.toml /etc/default/local-sa \
   /etc/local-sa/distributor.conf /etc/default/local-sa-distributor > "$root/DEBIAN/conffiles"
-cat > "$root/DEBIAN/postinst" <<'POSTINST'
-#!/bin/sh
-# Known to systemd, not started: it replaces ibacm, which the admin stops
-# first (see local-sa(8)).
-set -e
-if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
-  systemctl daemon-reload || true
-fi
-POSTINST
-cat > "$root/DEBIAN/prerm" <<'PRERM'
-#!/bin/sh
-set -e
-if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
-  systemctl stop local-sa-distributor.service local-sa.service local-sa.socket local-sa-netlink.socket || true
-  systemctl disable local-sa-distributor.service local-sa.service local-sa.socket local-sa-netlink.socket || true
-fi
-PRERM
-cat > "$root/DEBIAN/postrm" <<'POSTRM'
-#!/bin/sh
-set -e
-if [ -d /run/systemd/system ]; then
-  systemctl daemon-reload || true
-fi
-if [ "$1" = purge ]; then
-  rm -rf /etc/local-sa
-fi
-POSTRM
+# The maintainer scripts, as dh_installsystemd and dh_installtmpfiles
+# (debhelper 13) write them for ibacm's package.
+cp "$dist/debian/postinst" "$dist/debian/prerm" "$dist/debian/postrm" "$root/DEBIAN/"
 chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
 
 dpkg-deb --build --root-owner-group "$root" "$out" >/dev/null

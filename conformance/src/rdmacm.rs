@@ -226,7 +226,7 @@ impl Librdmacm {
         let mut unshare = match self.enter {
             Some(pid) => {
                 let mut c = Command::new("nsenter");
-                c.args(["-t", &pid.to_string(), "-m", "-p", "--", "unshare"]);
+                c.args(["-t", &pid.to_string(), "-m", "-p", "-r", "--", "unshare"]);
                 c
             }
             None => Command::new("unshare"),

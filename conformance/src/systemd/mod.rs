@@ -3,8 +3,10 @@
 //!
 //! Inside, the host's file system is read-only (a bind remount of `/`,
 //! for the namespace alone) but for the directories the test names, which
-//! stay writable; `/run` is a private tmpfs holding the units the test
-//! gives (`/run/systemd/system`). `systemctl`, `ib_acme` and anything
+//! stay writable; or, for tests that install packages
+//! ([`Systemd::boot_overlay`]), an overlay of it whose writes land in the
+//! test's directory, systemd chrooted there. `/run` is a private tmpfs
+//! holding the units the test gives (`/run/systemd/system`). `systemctl`, `ib_acme` and anything
 //! else run inside through `nsenter`. The namespace — systemd and every
 //! process it started — is killed (SIGKILL to its PID 1, by PID: systemd
 //! as PID 1 takes SIGTERM as "re-execute") when the handle is dropped,
@@ -18,9 +20,48 @@ use std::time::{Duration, Instant};
 use crate::fabric::RunOutput;
 use crate::process::Group;
 
+mod cgroup;
+use cgroup::Cgroup;
+
 /// The target systemd boots to: no default dependencies, so that nothing
 /// of the host's (journald, udev, tmpfiles) is pulled in.
 const TEST_TARGET: &str = "[Unit]\nDescription=local-sa tests\nDefaultDependencies=no\n";
+
+/// How the namespace's shell makes the root read-only: `$1` the test's
+/// directory, `$2` the units to copy, the writable directories after;
+/// first it moves into the cgroups `$CGROUPS` names ([`Cgroup`]).
+const READ_ONLY_ROOT: &str = r#"set -e
+dir=$1 units=$2
+shift 2
+for cg in $CGROUPS; do echo 0 > "$cg/cgroup.procs"; done
+for d in "$dir" "$@"; do mount --bind "$d" "$d"; done
+mount -o remount,bind,ro /
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/system
+cp -r "$units"/. /run/systemd/system/
+exec /lib/systemd/systemd --system --unit=test.target
+"#;
+
+/// How it makes an overlay of the root instead, writes landing in
+/// `$1/upper`, and runs systemd chrooted in it: the namespace's own
+/// /proc, the host's /dev and /sys, and the writable directories the
+/// host's own (what is written there is seen outside).
+const OVERLAY_ROOT: &str = r#"set -e
+dir=$1 units=$2
+shift 2
+for cg in $CGROUPS; do echo 0 > "$cg/cgroup.procs"; done
+root=$dir/root
+mkdir -p "$dir/upper" "$dir/overlay-work" "$root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$dir/upper,workdir=$dir/overlay-work" "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
+for d in "$dir" "$@"; do mkdir -p "$root$d"; mount --bind "$d" "$root$d"; done
+mount -t tmpfs tmpfs "$root/run"
+mkdir -p "$root/run/systemd/system"
+cp -r "$units"/. "$root/run/systemd/system/"
+exec chroot "$root" /lib/systemd/systemd --system --unit=test.target
+"#;
 
 /// systemd running as PID 1 of a namespace of its own.
 pub struct Systemd {
@@ -28,6 +69,8 @@ pub struct Systemd {
     unshare: Group,
     pid1: u32,
     dir: PathBuf,
+    /// Last: removed once the namespace is gone.
+    _cgroup: Cgroup,
 }
 
 impl Systemd {
@@ -36,6 +79,27 @@ impl Systemd {
     /// its text), working in `dir`; `writable` directories (and `dir`)
     /// stay writable inside. Waits until it has reached its target.
     pub fn boot(dir: &Path, units: &[(&str, String)], writable: &[&Path]) -> Result<Self, String> {
+        Self::boot_with(READ_ONLY_ROOT, dir, units, writable)
+    }
+
+    /// [`Self::boot`] on an overlay of the host's root instead of a
+    /// read-only one: everything written inside lands in `dir/upper`
+    /// (`dpkg -i` included) but in the `writable` directories, which are
+    /// the host's.
+    pub fn boot_overlay(
+        dir: &Path,
+        units: &[(&str, String)],
+        writable: &[&Path],
+    ) -> Result<Self, String> {
+        Self::boot_with(OVERLAY_ROOT, dir, units, writable)
+    }
+
+    fn boot_with(
+        script_text: &str,
+        dir: &Path,
+        units: &[(&str, String)],
+        writable: &[&Path],
+    ) -> Result<Self, String> {
         let units_dir = dir.join("units");
         fs::create_dir_all(&units_dir).map_err(|e| e.to_string())?;
         for (name, text) in units
@@ -49,21 +113,12 @@ impl Systemd {
             fs::write(&path, text).map_err(|e| e.to_string())?;
         }
         let script = dir.join("inner.sh");
-        fs::write(
-            &script,
-            format!(
-                "set -e\n\
-                 for d in \"$@\"; do mount --bind \"$d\" \"$d\"; done\n\
-                 mount -o remount,bind,ro /\n\
-                 mount -t tmpfs tmpfs /run\n\
-                 mkdir -p /run/systemd/system\n\
-                 cp -r {}/. /run/systemd/system/\n\
-                 exec /lib/systemd/systemd --system --unit=test.target\n",
-                units_dir.display()
-            ),
-        )
-        .map_err(|e| e.to_string())?;
+        fs::write(&script, script_text).map_err(|e| e.to_string())?;
+        // Dropped (removed) on every way out, after the namespace.
+        let cgroup = Cgroup::new()?;
+        let cgroups: Vec<String> = cgroup.dirs().map(|d| d.display().to_string()).collect();
         let mut cmd = Command::new("unshare");
+        cmd.env("CGROUPS", cgroups.join(" "));
         cmd.args([
             "--pid",
             "--fork",
@@ -75,6 +130,7 @@ impl Systemd {
         ])
         .arg(&script)
         .arg(dir)
+        .arg(&units_dir)
         .args(writable)
         .stdin(Stdio::null())
         .stdout(fs::File::create(dir.join("console")).map_err(|e| e.to_string())?)
@@ -85,6 +141,7 @@ impl Systemd {
             unshare,
             pid1,
             dir: dir.to_owned(),
+            _cgroup: cgroup,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -106,7 +163,7 @@ impl Systemd {
     /// Runs `program` with `args` inside the namespace.
     pub fn run(&self, program: &str, args: &[&str]) -> RunOutput {
         let out = Command::new("nsenter")
-            .args(["-t", &self.pid1.to_string(), "-m", "-p", "--"])
+            .args(["-t", &self.pid1.to_string(), "-m", "-p", "-r", "--"])
             .arg(program)
             .args(args)
             .stdin(Stdio::null())
@@ -130,7 +187,7 @@ impl Systemd {
         cwd: &Path,
     ) -> std::process::Child {
         let mut cmd = Command::new("nsenter");
-        cmd.args(["-t", &self.pid1.to_string(), "-m", "-p"])
+        cmd.args(["-t", &self.pid1.to_string(), "-m", "-p", "-r"])
             .arg(format!("--wd={}", cwd.display()))
             .args(["--", "env"]);
         for (k, v) in env {
