@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Builds the Debian package, installs it with dpkg on this machine, checks
-# what it installed (the programs run, the man pages open, systemd accepts
-# the units, the sample config is good), then purges it and checks that
-# nothing is left. Needs root (sudo otherwise). Part of scripts/test.sh.
+# Builds the Debian package, has lintian check it, installs it with dpkg on
+# this machine, checks what it installed (the programs run, the man pages
+# open, systemd accepts the units, the sample config is good), then purges
+# it and checks that nothing is left. Needs root (sudo otherwise). Part of
+# scripts/test.sh; install, upgrade and purge under a running systemd are
+# conformance/tests/systemd_package.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 deb=$(scripts/package-deb.sh)
+# Debian's own checks; what remains is explained in the package's
+# lintian overrides.
+lintian --fail-on error,warning --pedantic "$deb" ||
+  { echo "check-deb: lintian finds fault with $deb" >&2; exit 1; }
 if dpkg-query -W -f='${Status}' local-sa 2>/dev/null | grep -q "install ok installed"; then
   echo "check-deb: local-sa is already installed on this machine; not touching it" >&2
   exit 1

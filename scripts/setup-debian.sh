@@ -14,8 +14,9 @@ packages=(
   gcc libc6-dev                                       # the tests' C programs (librdmacm probe, C agent)
   ibacm                                               # ib_acme: the ibacm door's real client
   libibumad-dev                                       # fabric-bench's C agent: the floor of answering a MAD
-  systemd                                             # systemd-socket-activate: socket activation as systemd does it
-  dpkg-dev man-db                                     # the Debian package: dpkg-shlibdeps; its man pages checked
+  systemd                                             # systemd-socket-activate; systemd as PID 1 of a namespace in the package tests
+  dpkg-dev man-db lintian                             # the Debian package: dpkg-shlibdeps; its man pages checked; lintian
+  init-system-helpers                                 # deb-systemd-helper/-invoke: the package's maintainer scripts
 )
 
 missing=()

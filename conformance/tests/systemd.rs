@@ -3,9 +3,10 @@
 //! units as shipped, with one drop-in that points ExecStart at the built
 //! binary and gives it the simulator's environment.
 
+mod under_systemd;
+
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use conformance::acm_client::resolved;
@@ -13,57 +14,12 @@ use conformance::opensm_dump::SaDump;
 use conformance::rdmacm::{Librdmacm, Reach};
 use conformance::sa_compare::opensm_path;
 use conformance::systemd::Systemd;
-use conformance::{Fabric, Topology, closed_by_peer, eventually};
+use conformance::{Fabric, closed_by_peer, eventually};
 use mad_codec::Gid;
 use mad_codec::zerocopy::IntoBytes;
-
-/// The node local-sa serves.
-const NODE: &str = "h2";
-
-/// A file of the package's `dist/`.
-fn dist_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../local-sa/daemon/dist")
-        .join(name)
-}
-
-fn dist(name: &str) -> String {
-    let path = dist_path(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The drop-in: the built binary, the simulator's environment, and
-/// what the simulator needs of the file system (its node's directory,
-/// written by umad2sim, and the fabric's, which lies under /tmp).
-/// `args` go before the unit's `$LOCAL_SA_OPTIONS` (with `--config none`
-/// unless they name a file), `service` lines at the end.
-fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str, service: &str) -> String {
-    let binary = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
-    let config = if args.contains("--config") {
-        ""
-    } else {
-        "--config none "
-    };
-    format!(
-        "[Service]\n\
-         ExecStart=\n\
-         ExecStart={} {config}{args} $LOCAL_SA_OPTIONS\n\
-         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
-         WorkingDirectory={}\n\
-         ReadWritePaths={}\n\
-         PrivateTmp=no\n\
-         StandardOutput=append:{}/local-sa.log\n\
-         StandardError=append:{}/local-sa.log\n\
-         {service}",
-        binary.display(),
-        fabric.preload().display(),
-        fabric.sockname(),
-        work.display(),
-        work.display(),
-        fabric.dir().display(),
-        fabric.dir().display(),
-    )
-}
+use under_systemd::{
+    NODE, counter, dist, dist_path, fabric, main_pid, number_in, simulator_drop_in,
+};
 
 fn boot(fabric: &Fabric, args: &str) -> Systemd {
     boot_with(fabric, args, "")
@@ -85,43 +41,6 @@ fn boot_with(fabric: &Fabric, args: &str, service: &str) -> Systemd {
     ];
     std::fs::create_dir_all(&dir).unwrap();
     Systemd::boot(&dir, &units, &[fabric.dir()]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A fat tree whose OpenSM dumps its SA database after every sweep.
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
-        .opensm_config(["sa_db_dump TRUE", "sweep_interval 1"])
-        .start()
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The path of `path` (absolute, inside the namespace) as the host reaches
-/// it.
-fn inside(sd: &Systemd, path: &str) -> PathBuf {
-    PathBuf::from(format!("/proc/{}/root{path}", sd.pid1()))
-}
-
-/// The number `file` inside the namespace holds (a port file).
-fn number_in(sd: &Systemd, file: &str) -> Result<u16, String> {
-    let out = sd.run("cat", &[file]);
-    out.stdout
-        .trim()
-        .parse()
-        .map_err(|_| format!("{file}: {}{}", out.stdout, out.stderr))
-}
-
-/// The counter `name` of local-sa's counters file, once it has one.
-fn counter(sd: &Systemd, name: &str) -> Option<u64> {
-    let dir = inside(sd, "/run/local-sa");
-    let file = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .find(|e| e.file_name().to_string_lossy().ends_with(".counters"))?;
-    let text = std::fs::read_to_string(file.path()).ok()?;
-    text.lines().find_map(|l| {
-        let (n, v) = l.split_once(' ')?;
-        (n == name).then(|| v.trim().parse().ok()).flatten()
-    })
 }
 
 #[test]
@@ -203,7 +122,7 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
 
     let dest = fabric.node("h9").unwrap().port().unwrap();
     let timeout = Some(Duration::from_secs(10));
-    let unix = UnixStream::connect(inside(&sd, "/run/ibacm-unix.sock")).unwrap();
+    let unix = UnixStream::connect(sd.inside("/run/ibacm-unix.sock")).unwrap();
     unix.set_read_timeout(timeout).unwrap();
     let mut unix = resolved(unix, dest.lid, 1);
     let tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -239,12 +158,7 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
 
     let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
     assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while sd.property("local-sa.service", "NRestarts") != "1" {
-        assert!(std::time::Instant::now() < deadline, "not restarted");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+    sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     resolved(&mut unix, dest.lid, 3);
     resolved(&mut tcp, dest.lid, 3);
@@ -373,12 +287,7 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
     assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
     let _ = consumer.wait();
     let _ = subscription.wait();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while sd.property("local-sa.service", "NRestarts") != "1" {
-        assert!(std::time::Instant::now() < deadline, "not restarted");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+    sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     // The new one found the dead one's record and removed the group.
     let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(60), |d| {
@@ -390,11 +299,6 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
         d.member_state(mgid, port),
         d.traps_of(port)
     );
-}
-
-/// The main process's PID, as the namespace sees it.
-fn main_pid(sd: &Systemd) -> String {
-    sd.property("local-sa.service", "MainPID")
 }
 
 #[test]
@@ -415,17 +319,7 @@ fn the_watchdog_is_fed_and_a_daemon_that_stops_feeding_it_is_restarted() {
     // Stopped (SIGSTOP): it no longer feeds the watchdog.
     let stop = sd.systemctl(&["kill", "-s", "STOP", "--kill-who=main", "local-sa.service"]);
     assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while sd.property("local-sa.service", "NRestarts") != "1" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not restarted: {}",
-            sd.systemctl(&["status", "--no-pager", "local-sa.service"])
-                .stdout
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+    sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_ne!(main_pid(&sd), first, "a new local-sa");
 }
@@ -447,7 +341,7 @@ fn reload_applies_a_changed_setting_and_keeps_the_process() {
         .find(|n| n.ends_with(".sock"))
         .unwrap_or_else(|| panic!("no API socket in /run/local-sa: {}", listed.stdout))
         .to_owned();
-    let api = inside(&sd, &format!("/run/local-sa/{name}"));
+    let api = sd.inside(&format!("/run/local-sa/{name}"));
     let first = UnixStream::connect(&api).unwrap();
     let second = UnixStream::connect(&api).unwrap();
     assert!(!closed_by_peer(&second, Duration::from_millis(300)));

@@ -242,6 +242,33 @@ impl Systemd {
         &self.dir
     }
 
+    /// The path of `path` (absolute, inside the namespace) as the host
+    /// reaches it.
+    pub fn inside(&self, path: &str) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root{path}", self.pid1))
+    }
+
+    /// Waits until systemd has restarted `unit` `count` times in all, then
+    /// until it is active again.
+    pub fn wait_restarts(&self, unit: &str, count: u32, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        while self.property(unit, "NRestarts") != count.to_string() {
+            if Instant::now() > deadline {
+                let status = self.systemctl(&["status", "--no-pager", unit]);
+                return Err(format!(
+                    "{unit} not restarted {count} time(s) after {timeout:?}:\n{}",
+                    status.stdout
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.wait_state(
+            unit,
+            "active",
+            deadline.saturating_duration_since(Instant::now()),
+        )
+    }
+
     /// The namespace's PID 1, as the host sees it.
     pub fn pid1(&self) -> u32 {
         self.pid1

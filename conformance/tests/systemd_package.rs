@@ -1,0 +1,186 @@
+//! The Debian package installed, upgraded and purged with dpkg under a
+//! real systemd, as an administrator replacing ibacm lives it: systemd
+//! runs chrooted in an overlay of the host's root
+//! ([`Systemd::boot_overlay`]), so that dpkg writes only into the test's
+//! directory. The package's units run as installed, with a runtime
+//! drop-in that gives them the simulator's environment only.
+
+mod under_systemd;
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use conformance::acm_client::resolved;
+use conformance::opensm_dump::SaDump;
+use conformance::systemd::Systemd;
+use conformance::{Fabric, eventually};
+use mad_codec::Gid;
+use under_systemd::{NODE, counter, fabric, main_pid};
+
+/// The package's units.
+const UNITS: [&str; 4] = [
+    "local-sa.socket",
+    "local-sa-netlink.socket",
+    "local-sa.service",
+    "local-sa-distributor.service",
+];
+
+/// The package of the built programs as `version`, in `out`.
+fn package(version: &str, out: &Path) -> PathBuf {
+    let local_sa = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
+    conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-deb.sh");
+    let built = Command::new(&script)
+        .env("LOCAL_SA_DEB_BIN_DIR", local_sa.parent().unwrap())
+        .env("LOCAL_SA_DEB_VERSION", version)
+        .env("LOCAL_SA_DEB_OUT", out)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&built.stdout).trim())
+}
+
+/// The simulator's environment for the installed service (its
+/// ExecStart, configuration and hardening as packaged).
+fn simulator_environment(fabric: &Fabric, work: &Path) -> String {
+    format!(
+        "[Service]\n\
+         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
+         WorkingDirectory={}\n\
+         ReadWritePaths={}\n\
+         PrivateTmp=no\n\
+         StandardOutput=append:{}/local-sa.log\n\
+         StandardError=append:{}/local-sa.log\n",
+        fabric.preload().display(),
+        fabric.sockname(),
+        work.display(),
+        work.display(),
+        fabric.dir().display(),
+        fabric.dir().display(),
+    )
+}
+
+/// `dpkg args...` inside, which must succeed.
+fn dpkg(sd: &Systemd, args: &[&str]) {
+    let out = sd.run("dpkg", args);
+    assert!(
+        out.status.success(),
+        "dpkg {args:?}: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[test]
+fn install_upgrade_and_purge_as_debian_does() {
+    let fabric = fabric();
+    let debs = fabric.dir().join("debs");
+    let first = package("0.1.0+test1", &debs.join("1"));
+    let second = package("0.1.0+test2", &debs.join("2"));
+    let work = fabric.dir().join("systemd-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let units = [(
+        "local-sa.service.d/simulator.conf",
+        simulator_environment(&fabric, &work),
+    )];
+    let sd = Systemd::boot_overlay(&fabric.dir().join("systemd"), &units, &[fabric.dir()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A container's policy-rc.d forbids starting anything during package
+    // installs; a host's has none.
+    let _ = sd.run("rm", &["-f", "/usr/sbin/policy-rc.d"]);
+
+    // Install: the sockets enabled and listening, the service enabled;
+    // the first ibacm client starts it.
+    dpkg(&sd, &["-i", &first.display().to_string()]);
+    for unit in ["local-sa.socket", "local-sa.service"] {
+        assert_eq!(
+            sd.systemctl(&["is-enabled", unit]).stdout.trim(),
+            "enabled",
+            "{unit}"
+        );
+    }
+    assert_eq!(sd.property("local-sa.socket", "ActiveState"), "active");
+    let dest = fabric.node("h9").unwrap().port().unwrap();
+    let client = UnixStream::connect(sd.inside("/run/ibacm-unix.sock")).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut client = resolved(client, dest.lid, 1);
+    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = Gid::new(
+        Gid::DEFAULT_PREFIX,
+        fabric.node(NODE).unwrap().port().unwrap().guid,
+    );
+    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.traps_of(port) == [64, 65, 128]
+    });
+    assert!(held, "its subscriptions at OpenSM: {:?}", d.traps_of(port));
+    assert!(
+        eventually(Duration::from_secs(20), || counter(&sd, "acm_clients_kept")
+            == Some(1)),
+        "the client in systemd's store"
+    );
+
+    // Upgrade: the new binary runs, and the old connection is answered.
+    let old_pid = main_pid(&sd);
+    dpkg(&sd, &["-i", &second.display().to_string()]);
+    let version = sd.run("dpkg-query", &["-W", "-f", "${Version}", "local-sa"]);
+    assert_eq!(version.stdout, "0.1.0+test2");
+    let new_pid = main_pid(&sd);
+    assert_ne!(new_pid, old_pid, "restarted by the upgrade");
+    let inode = |path: &str| sd.run("stat", &["-L", "-c", "%i", path]).stdout;
+    assert_eq!(
+        inode(&format!("/proc/{new_pid}/exe")),
+        inode("/usr/sbin/local-sa"),
+        "the upgrade's /usr/sbin/local-sa runs"
+    );
+    resolved(&mut client, dest.lid, 2);
+
+    // Purge: nothing left — units, sockets, files, registrations.
+    dpkg(&sd, &["--purge", "local-sa"]);
+    for unit in UNITS {
+        assert_eq!(sd.property(unit, "LoadState"), "not-found", "{unit}");
+        assert_eq!(sd.property(unit, "ActiveState"), "inactive", "{unit}");
+    }
+    for path in [
+        "/usr/sbin/local-sa",
+        "/usr/sbin/lsaquery",
+        "/etc/local-sa",
+        "/etc/default/local-sa",
+        "/run/local-sa",
+        "/run/ibacm-unix.sock",
+        "/run/ibacm.sock",
+        "/run/ibacm.port",
+        "/run/ibacm-tcp.port",
+        "/usr/lib/tmpfiles.d/local-sa.conf",
+    ] {
+        let gone = sd.run("test", &["!", "-e", path, "-a", "!", "-L", path]);
+        assert!(gone.status.success(), "{path} left behind");
+    }
+    let enablement = sd.run(
+        "find",
+        &[
+            "/etc/systemd/system",
+            "/var/lib/systemd/deb-systemd-helper-enabled",
+            "-name",
+            "*local-sa*",
+        ],
+    );
+    assert_eq!(enablement.stdout, "", "enablement left behind");
+    let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.traps_of(port).is_empty()
+    });
+    assert!(gone, "left at OpenSM: {:?}", d.traps_of(port));
+    // The kept client's connection went with the store.
+    let mut end = [0u8; 1];
+    assert_eq!(client.read(&mut end).unwrap_or(0), 0, "the client closed");
+}
