@@ -74,7 +74,9 @@ fn the_first_ib_acme_and_the_first_librdmacm_connection_start_local_sa() {
         out.stdout,
         out.stderr
     );
-    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+    // Answered (from the master while its table loads), and started.
+    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
 
     // Stopped, with the socket still held: librdmacm's first connection
     // (rdma_getaddrinfo to this node's own address) starts it again.
@@ -96,7 +98,9 @@ fn the_first_ib_acme_and_the_first_librdmacm_connection_start_local_sa() {
         [expected.as_bytes()],
         "{paths:?}"
     );
-    assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
+    // Answered (from the master while its table loads), and started.
+    sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// librdmacm never reconnects: its connection, and ib_acme's over TCP,
@@ -119,6 +123,14 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
     assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
     let port = number_in(&sd, "/run/ibacm.port").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(number_in(&sd, "/run/ibacm-tcp.port"), Ok(port));
+    // Written through the links, into the runtime directory.
+    for (link, file) in [
+        ("/run/ibacm.port", "/run/local-sa/ibacm.port"),
+        ("/run/ibacm-tcp.port", "/run/local-sa/ibacm-tcp.port"),
+    ] {
+        let through = sd.run("sh", &["-c", &format!("test -L {link} && test -f {file}")]);
+        assert!(through.status.success(), "{link} → {file}");
+    }
 
     let dest = fabric.node("h9").unwrap().port().unwrap();
     let timeout = Some(Duration::from_secs(10));

@@ -1,7 +1,7 @@
 //! The Debian package installed, upgraded and purged with dpkg under a
 //! real systemd, as an administrator replacing ibacm lives it: systemd
 //! runs chrooted in an overlay of the host's root
-//! ([`Systemd::boot_overlay`]), so that dpkg writes only into the test's
+//! ([`Systemd::boot`]), so that dpkg writes only into the test's
 //! directory. The package's units run as installed, with a runtime
 //! drop-in that gives them the simulator's environment only.
 
@@ -90,7 +90,7 @@ fn install_upgrade_and_purge_as_debian_does() {
         "local-sa.service.d/simulator.conf",
         simulator_environment(&fabric, &work),
     )];
-    let sd = Systemd::boot_overlay(&fabric.dir().join("systemd"), &units, &[fabric.dir()])
+    let sd = Systemd::boot(&fabric.dir().join("systemd"), &units, &[fabric.dir()])
         .unwrap_or_else(|e| panic!("{e}"));
     // A container's policy-rc.d forbids starting anything during package
     // installs; a host's has none.

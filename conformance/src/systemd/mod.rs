@@ -1,16 +1,17 @@
 //! A real systemd (Debian's) as PID 1 of a PID and mount namespace of its
 //! own, for tests of the package's units as an operator lives them.
 //!
-//! Inside, the host's file system is read-only (a bind remount of `/`,
-//! for the namespace alone) but for the directories the test names, which
-//! stay writable; or, for tests that install packages
-//! ([`Systemd::boot_overlay`]), an overlay of it whose writes land in the
-//! test's directory, systemd chrooted there. `/run` is a private tmpfs
-//! holding the units the test gives (`/run/systemd/system`). `systemctl`, `ib_acme` and anything
-//! else run inside through `nsenter`. The namespace — systemd and every
-//! process it started — is killed (SIGKILL to its PID 1, by PID: systemd
-//! as PID 1 takes SIGTERM as "re-execute") when the handle is dropped,
-//! also when a test fails.
+//! Inside, systemd runs chrooted in an overlay of the host's root whose
+//! writes land in the test's directory (`dpkg -i` included), but for the
+//! directories the test names, which are the host's; `/run` is a private
+//! tmpfs holding the units the test gives (`/run/systemd/system`). Not a
+//! read-only bind of the root: systemd leaves what is already read-only
+//! as it is, and `ProtectSystem=strict` would then leave `/run` writable
+//! for the service, as no host's systemd does. `systemctl`, `ib_acme` and
+//! anything else run inside through `nsenter`. The namespace — systemd
+//! and every process it started — is killed (SIGKILL to its PID 1, by
+//! PID: systemd as PID 1 takes SIGTERM as "re-execute") when the handle
+//! is dropped, also when a test fails.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,25 +28,12 @@ use cgroup::Cgroup;
 /// of the host's (journald, udev, tmpfiles) is pulled in.
 const TEST_TARGET: &str = "[Unit]\nDescription=local-sa tests\nDefaultDependencies=no\n";
 
-/// How the namespace's shell makes the root read-only: `$1` the test's
-/// directory, `$2` the units to copy, the writable directories after;
-/// first it moves into the cgroups `$CGROUPS` names ([`Cgroup`]).
-const READ_ONLY_ROOT: &str = r#"set -e
-dir=$1 units=$2
-shift 2
-for cg in $CGROUPS; do echo 0 > "$cg/cgroup.procs"; done
-for d in "$dir" "$@"; do mount --bind "$d" "$d"; done
-mount -o remount,bind,ro /
-mount -t tmpfs tmpfs /run
-mkdir -p /run/systemd/system
-cp -r "$units"/. /run/systemd/system/
-exec /lib/systemd/systemd --system --unit=test.target
-"#;
-
-/// How it makes an overlay of the root instead, writes landing in
-/// `$1/upper`, and runs systemd chrooted in it: the namespace's own
-/// /proc, the host's /dev and /sys, and the writable directories the
-/// host's own (what is written there is seen outside).
+/// How the namespace's shell makes an overlay of the root, writes landing
+/// in `$1/upper`, and runs systemd chrooted in it: `$1` the test's
+/// directory, `$2` the units to copy, the writable directories after
+/// (the host's own: what is written there is seen outside); the
+/// namespace's own /proc, the host's /dev and /sys. First it moves into
+/// the cgroups `$CGROUPS` names ([`Cgroup`]).
 const OVERLAY_ROOT: &str = r#"set -e
 dir=$1 units=$2
 shift 2
@@ -76,30 +64,11 @@ pub struct Systemd {
 impl Systemd {
     /// Boots systemd with `units` (a path under `/run/systemd/system`,
     /// such as `local-sa.service` or `local-sa.service.d/sim.conf`, and
-    /// its text), working in `dir`; `writable` directories (and `dir`)
-    /// stay writable inside. Waits until it has reached its target.
+    /// its text), working in `dir`, on an overlay of the host's root:
+    /// everything written inside lands in `dir/upper` (`dpkg -i`
+    /// included) but in `dir` and the `writable` directories, which are
+    /// the host's. Waits until it has reached its target.
     pub fn boot(dir: &Path, units: &[(&str, String)], writable: &[&Path]) -> Result<Self, String> {
-        Self::boot_with(READ_ONLY_ROOT, dir, units, writable)
-    }
-
-    /// [`Self::boot`] on an overlay of the host's root instead of a
-    /// read-only one: everything written inside lands in `dir/upper`
-    /// (`dpkg -i` included) but in the `writable` directories, which are
-    /// the host's.
-    pub fn boot_overlay(
-        dir: &Path,
-        units: &[(&str, String)],
-        writable: &[&Path],
-    ) -> Result<Self, String> {
-        Self::boot_with(OVERLAY_ROOT, dir, units, writable)
-    }
-
-    fn boot_with(
-        script_text: &str,
-        dir: &Path,
-        units: &[(&str, String)],
-        writable: &[&Path],
-    ) -> Result<Self, String> {
         let units_dir = dir.join("units");
         fs::create_dir_all(&units_dir).map_err(|e| e.to_string())?;
         for (name, text) in units
@@ -113,7 +82,7 @@ impl Systemd {
             fs::write(&path, text).map_err(|e| e.to_string())?;
         }
         let script = dir.join("inner.sh");
-        fs::write(&script, script_text).map_err(|e| e.to_string())?;
+        fs::write(&script, OVERLAY_ROOT).map_err(|e| e.to_string())?;
         // Dropped (removed) on every way out, after the namespace.
         let cgroup = Cgroup::new()?;
         let cgroups: Vec<String> = cgroup.dirs().map(|d| d.display().to_string()).collect();
