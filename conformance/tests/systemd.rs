@@ -18,7 +18,8 @@ use conformance::{Fabric, closed_by_peer, eventually};
 use mad_codec::Gid;
 use mad_codec::zerocopy::IntoBytes;
 use under_systemd::{
-    NODE, counter, dist, dist_path, fabric, main_pid, number_in, simulator_drop_in,
+    NODE, OWN_TRAPS, counter, dist, dist_path, fabric, main_pid, node_gid, number_in, sa_dump,
+    simulator_drop_in,
 };
 
 fn boot(fabric: &Fabric, args: &str) -> Systemd {
@@ -191,13 +192,10 @@ fn notify_reaches_active_with_the_table_and_stop_withdraws_everything_at_opensm(
     assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
     let status = sd.property("local-sa.service", "StatusText");
     assert!(status.starts_with("serving 1 port(s), "), "{status}");
-    let port = Gid::new(
-        Gid::DEFAULT_PREFIX,
-        fabric.node(NODE).unwrap().port().unwrap().guid,
-    );
-    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let port = node_gid(&fabric);
+    let dump = sa_dump(&fabric);
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
-        d.traps_of(port) == [64, 65, 128]
+        d.traps_of(port) == OWN_TRAPS
     });
     assert!(
         held,
@@ -233,10 +231,7 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
     let sd = boot(&fabric, "");
     let start = sd.systemctl(&["start", "local-sa.service"]);
     assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
-    let port = Gid::new(
-        Gid::DEFAULT_PREFIX,
-        fabric.node(NODE).unwrap().port().unwrap().guid,
-    );
+    let port = node_gid(&fabric);
     // A consumer joins a group through the local API.
     let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
     let work = fabric.dir().join("consumer");
@@ -281,7 +276,7 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
         &env,
         &subscriber,
     );
-    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let dump = sa_dump(&fabric);
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
         d.member_state(mgid, port).is_some() && d.traps_of(port).contains(&66)
     });
@@ -303,7 +298,7 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
         .unwrap_or_else(|e| panic!("{e}"));
     // The new one found the dead one's record and removed the group.
     let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(60), |d| {
-        d.member_state(mgid, port).is_none() && d.traps_of(port) == [64, 65, 128]
+        d.member_state(mgid, port).is_none() && d.traps_of(port) == OWN_TRAPS
     });
     assert!(
         gone,

@@ -14,11 +14,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use conformance::acm_client::resolved;
+use conformance::eventually;
 use conformance::opensm_dump::SaDump;
 use conformance::systemd::Systemd;
-use conformance::{Fabric, eventually};
-use mad_codec::Gid;
-use under_systemd::{NODE, counter, fabric, main_pid};
+use under_systemd::{
+    OWN_TRAPS, counter, fabric, main_pid, node_gid, sa_dump, simulator_environment,
+};
 
 /// The package's units.
 const UNITS: [&str; 4] = [
@@ -45,26 +46,6 @@ fn package(version: &str, out: &Path) -> PathBuf {
         String::from_utf8_lossy(&built.stderr)
     );
     PathBuf::from(String::from_utf8_lossy(&built.stdout).trim())
-}
-
-/// The simulator's environment for the installed service (its
-/// ExecStart, configuration and hardening as packaged).
-fn simulator_environment(fabric: &Fabric, work: &Path) -> String {
-    format!(
-        "[Service]\n\
-         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
-         WorkingDirectory={}\n\
-         ReadWritePaths={}\n\
-         PrivateTmp=no\n\
-         StandardOutput=append:{}/local-sa.log\n\
-         StandardError=append:{}/local-sa.log\n",
-        fabric.preload().display(),
-        fabric.sockname(),
-        work.display(),
-        work.display(),
-        fabric.dir().display(),
-        fabric.dir().display(),
-    )
 }
 
 /// `dpkg args...` inside, which must succeed.
@@ -115,13 +96,10 @@ fn install_upgrade_and_purge_as_debian_does() {
     let mut client = resolved(client, dest.lid, 1);
     sd.wait_state("local-sa.service", "active", Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
-    let port = Gid::new(
-        Gid::DEFAULT_PREFIX,
-        fabric.node(NODE).unwrap().port().unwrap().guid,
-    );
-    let dump = fabric.opensm_dir().join("opensm-sa.dump");
+    let port = node_gid(&fabric);
+    let dump = sa_dump(&fabric);
     let (d, held) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
-        d.traps_of(port) == [64, 65, 128]
+        d.traps_of(port) == OWN_TRAPS
     });
     assert!(held, "its subscriptions at OpenSM: {:?}", d.traps_of(port));
     assert!(

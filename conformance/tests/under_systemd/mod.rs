@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use conformance::systemd::Systemd;
 use conformance::{Fabric, Topology};
+use mad_codec::Gid;
 
 /// The node local-sa serves.
 pub(crate) const NODE: &str = "h2";
@@ -25,11 +26,31 @@ pub(crate) fn dist(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The drop-in: the built binary, the simulator's environment, and
-/// what the simulator needs of the file system (its node's directory,
-/// written by umad2sim, and the fabric's, which lies under /tmp).
-/// `args` go before the unit's `$LOCAL_SA_OPTIONS` (with `--config none`
-/// unless they name a file), `service` lines at the end.
+/// The simulator's environment for local-sa.service, and what the
+/// simulator needs of the file system (its node's directory `work`,
+/// written by umad2sim, and the fabric's, which lies under /tmp); its
+/// output appended to the fabric's `local-sa.log`.
+pub(crate) fn simulator_environment(fabric: &Fabric, work: &Path) -> String {
+    format!(
+        "[Service]\n\
+         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
+         WorkingDirectory={}\n\
+         ReadWritePaths={}\n\
+         PrivateTmp=no\n\
+         StandardOutput=append:{}/local-sa.log\n\
+         StandardError=append:{}/local-sa.log\n",
+        fabric.preload().display(),
+        fabric.sockname(),
+        work.display(),
+        work.display(),
+        fabric.dir().display(),
+        fabric.dir().display(),
+    )
+}
+
+/// The drop-in: [`simulator_environment`] and the built binary. `args` go
+/// before the unit's `$LOCAL_SA_OPTIONS` (with `--config none` unless they
+/// name a file), `service` lines at the end.
 pub(crate) fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str, service: &str) -> String {
     let binary = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
     let config = if args.contains("--config") {
@@ -38,24 +59,29 @@ pub(crate) fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str, servic
         "--config none "
     };
     format!(
-        "[Service]\n\
-         ExecStart=\n\
+        "{}ExecStart=\n\
          ExecStart={} {config}{args} $LOCAL_SA_OPTIONS\n\
-         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
-         WorkingDirectory={}\n\
-         ReadWritePaths={}\n\
-         PrivateTmp=no\n\
-         StandardOutput=append:{}/local-sa.log\n\
-         StandardError=append:{}/local-sa.log\n\
          {service}",
+        simulator_environment(fabric, work),
         binary.display(),
-        fabric.preload().display(),
-        fabric.sockname(),
-        work.display(),
-        work.display(),
-        fabric.dir().display(),
-        fabric.dir().display(),
     )
+}
+
+/// local-sa's own subscriptions at the master: GIDs in and out of service,
+/// link state changes.
+pub(crate) const OWN_TRAPS: [u16; 3] = [64, 65, 128];
+
+/// The GID of [`NODE`]'s port.
+pub(crate) fn node_gid(fabric: &Fabric) -> Gid {
+    Gid::new(
+        Gid::DEFAULT_PREFIX,
+        fabric.node(NODE).unwrap().port().unwrap().guid,
+    )
+}
+
+/// OpenSM's SA database dump (`sa_db_dump`, rewritten every sweep).
+pub(crate) fn sa_dump(fabric: &Fabric) -> PathBuf {
+    fabric.opensm_dir().join("opensm-sa.dump")
 }
 
 /// A fat tree whose OpenSM dumps its SA database after every sweep.
