@@ -21,10 +21,17 @@ use std::num::NonZeroU64;
 use mad_codec::{Gid, PathRecord};
 use slab::Slab;
 
-mod fast_hash;
 mod lid_lists;
 
-pub use self::fast_hash::{FastHasher, FastMap, FastSet};
+/// A map for the store's integer keys (LID pairs, GUIDs): rustc's FxHash.
+/// The keys come from the master SA and from loads that carry the SM_Key,
+/// not from arbitrary peers, so collision flooding is not a concern; the
+/// default SipHash cost a third of the time of a cached answer. Maps keyed
+/// by what any peer sends (forwarded query templates) keep SipHash.
+pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
+
+/// A set of the store's integer keys; see [`FastMap`].
+pub type FastSet<K> = rustc_hash::FxHashSet<K>;
 use self::lid_lists::LidLists;
 
 /// A refresh generation.
