@@ -4,13 +4,13 @@
 //! answered here (a short while for "no such record").
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mad_codec::{AttributeId, MadStatus, SaMadBuilder};
 
 use super::parties::Asker;
+use super::waiters::{Join, Waiters};
 use crate::request::PathQuery;
 
 /// The query as a MAD to send the master.
@@ -23,18 +23,6 @@ pub(crate) fn upstream_request(q: &PathQuery) -> Bytes {
 /// Askers one query may gather while it waits for the master; more are
 /// answered BUSY at once (and each new one is checked against them all).
 pub(crate) const MAX_WAITERS: usize = 1024;
-
-/// What became of an asker of a query (or of a QoS cache pair) that must
-/// wait for the master.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Waiting {
-    /// The first: the query must go upstream.
-    First,
-    /// It joins the query already there.
-    Joined,
-    /// [`MAX_WAITERS`] wait already: the asker, not kept.
-    Full(Asker),
-}
 
 /// The master's answer to a query: status and record data.
 #[derive(Debug, Clone)]
@@ -53,7 +41,7 @@ struct Cached {
 /// Queries upstream, who waits for them, and recent answers.
 #[derive(Debug)]
 pub(crate) struct Forwarding {
-    waiting: HashMap<PathQuery, Vec<Asker>>,
+    waiting: Waiters<PathQuery, Asker>,
     answers: HashMap<PathQuery, Cached>,
     answer_ttl: Duration,
     negative_ttl: Duration,
@@ -70,7 +58,7 @@ impl Forwarding {
 
     pub(crate) fn new(answer_ttl: Duration, negative_ttl: Duration, max_answers: usize) -> Self {
         Self {
-            waiting: HashMap::new(),
+            waiting: Waiters::new(MAX_WAITERS),
             answers: HashMap::new(),
             answer_ttl,
             negative_ttl,
@@ -90,35 +78,14 @@ impl Forwarding {
     /// one more joining a query already there, or one too many. A client
     /// resending the same request (same TransactionID) while it waits is
     /// not queued twice: it gets one answer.
-    pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> Waiting {
-        match self.waiting.entry(key) {
-            Entry::Vacant(v) => {
-                v.insert(vec![waiter]);
-                Waiting::First
-            }
-            Entry::Occupied(mut o) => {
-                let list = o.get_mut();
-                if !list.iter().any(|w| w.same_request(&waiter)) {
-                    if list.len() >= MAX_WAITERS {
-                        return Waiting::Full(waiter);
-                    }
-                    list.push(waiter);
-                }
-                Waiting::Joined
-            }
-        }
+    pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> Join<Asker> {
+        self.waiting.join(key, waiter, || ())
     }
 
     /// Marks `key` as asked with nobody waiting (its answer is only
     /// kept). True if no request for it is out (it must go upstream).
     pub(crate) fn prefetch(&mut self, key: PathQuery) -> bool {
-        match self.waiting.entry(key) {
-            Entry::Vacant(v) => {
-                v.insert(Vec::new());
-                true
-            }
-            Entry::Occupied(_) => false,
-        }
+        self.waiting.open(key, ())
     }
 
     /// Queries waiting for the master.
@@ -153,22 +120,23 @@ impl Forwarding {
                 );
             }
         }
-        self.waiting.remove(key).unwrap_or_default()
+        self.release(key)
     }
 
     /// Everyone who waited, keeping no answer (the master did not answer,
     /// or its answer is passed on as it came).
     pub(crate) fn release(&mut self, key: &PathQuery) -> Vec<Asker> {
-        self.waiting.remove(key).unwrap_or_default()
+        self.waiting
+            .release(key)
+            .map(|(_, askers)| askers)
+            .unwrap_or_default()
     }
 
     /// Drops the waiters `gone` picks (their asker went away); a query
     /// nobody waits for any more keeps its upstream request, whose answer
     /// is then only kept.
     pub(crate) fn forget_where(&mut self, gone: impl Fn(&Asker) -> bool) {
-        for list in self.waiting.values_mut() {
-            list.retain(|w| !gone(w));
-        }
+        self.waiting.forget_where(gone);
     }
 
     /// Forgets every kept answer (the fabric changed).
@@ -218,27 +186,23 @@ mod tests {
         let mut f = Forwarding::new(Duration::from_secs(60), Duration::from_secs(5), 10);
         assert_eq!(
             f.wait(key(1), waiter(10)),
-            Waiting::First,
+            Join::First,
             "the first asker sends"
         );
-        assert_eq!(
-            f.wait(key(1), waiter(11)),
-            Waiting::Joined,
-            "the second waits"
-        );
+        assert_eq!(f.wait(key(1), waiter(11)), Join::Joined, "the second waits");
         assert_eq!(
             f.wait(key(2), waiter(10)),
-            Waiting::First,
+            Join::First,
             "another query is another query"
         );
         // A thousand more join; one past that is given back.
         for conn in 12..(12 + MAX_WAITERS as u64 - 2) {
-            assert_eq!(f.wait(key(1), waiter(conn)), Waiting::Joined);
+            assert_eq!(f.wait(key(1), waiter(conn)), Join::Joined);
         }
-        assert_eq!(f.wait(key(1), waiter(5)), Waiting::Full(waiter(5)));
+        assert_eq!(f.wait(key(1), waiter(5)), Join::Full(waiter(5)));
         assert_eq!(
             f.wait(key(1), waiter(10)),
-            Waiting::Joined,
+            Join::Joined,
             "a resend is still the same request"
         );
         let ok = PathAnswer {

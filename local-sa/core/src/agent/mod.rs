@@ -55,6 +55,7 @@ mod upkeep;
 mod upkeep_schedule;
 mod upstream;
 mod upstream_queue;
+mod waiters;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

@@ -30,6 +30,7 @@ use tracing::{debug, info, warn};
 
 use super::parties::{Asker, Subscriber};
 use super::purpose::Purpose;
+use super::waiters::Join;
 use super::{MasterInfo, SaCore};
 use crate::address::{Address, Transmit};
 use crate::inbound::SaRequest;
@@ -37,10 +38,6 @@ use crate::partitions::TableKey;
 use crate::request::{LocalBody, LocalReply};
 use crate::requester::Answer;
 use crate::respond;
-
-/// Requests for one subscriber's one subscription that may wait for the
-/// master's answer; more are answered BUSY.
-const MAX_WAITING_ASKERS: usize = 64;
 
 /// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).
 const SUBSCRIPTION_RESP_TIME: u8 = 19;
@@ -156,12 +153,7 @@ impl SaCore {
                     self.send_upstream(now, Purpose::Inform { filter, subscribe }, &req);
                 }
                 Effect::Confirm { subscriber, filter } => {
-                    for asker in self
-                        .subscriptions
-                        .waiting
-                        .remove(&(subscriber, filter))
-                        .unwrap_or_default()
-                    {
+                    for asker in self.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, MadStatus::OK);
                     }
                 }
@@ -174,12 +166,7 @@ impl SaCore {
                         Refusal::Master(s) => MadStatus(s),
                         Refusal::NoAnswer => MadStatus::BUSY,
                     };
-                    for asker in self
-                        .subscriptions
-                        .waiting
-                        .remove(&(subscriber, filter))
-                        .unwrap_or_default()
-                    {
+                    for asker in self.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, status);
                     }
                     self.settle_subscriber(subscriber);
@@ -329,13 +316,12 @@ impl SaCore {
         match reply {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
             Reply::Pending => {
-                let waiting = self.subscriptions.waiting.entry((s, filter)).or_default();
-                if waiting.len() >= MAX_WAITING_ASKERS {
+                if let Join::Full(asker) =
+                    self.subscriptions.waiting.join((s, filter), asker, || ())
+                {
                     // The same subscription asked again and again while the
                     // master is asked: the first ones get its answer.
                     self.answer_asker(&asker, MadStatus::BUSY);
-                } else {
-                    waiting.push(asker);
                 }
             }
             // OpenSM answers an unsubscribe it cannot match this way.
@@ -359,7 +345,7 @@ impl SaCore {
             .remove_subscriber(&s, &mut effects);
         self.subscriptions.addresses.remove(&s);
         self.subscriptions.deliveries.forget(&s);
-        self.subscriptions.waiting.retain(|(w, _), _| *w != s);
+        self.subscriptions.waiting.close_where(|(w, _)| *w == s);
         self.settle_subscriber(s);
         if n > 0
             && let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber removed", 0u32)

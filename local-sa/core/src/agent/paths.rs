@@ -12,10 +12,11 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord};
 use tracing::{debug, warn};
 
 use super::SaCore;
-use super::forward::{self, PathAnswer, Waiting};
+use super::forward::{self, PathAnswer};
 use super::parties::Asker;
 use super::purpose::Purpose;
 use super::qos_cache::{Fetch, Waited, by_destination};
+use super::waiters::Join;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
@@ -372,9 +373,9 @@ impl SaCore {
     /// Asks the master for `asker` (with whoever asks the same).
     fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
         match self.forwarding.wait(query, asker) {
-            Waiting::First => self.send_forward(now, query),
-            Waiting::Joined => self.counters.coalesced += 1,
-            Waiting::Full(asker) => {
+            Join::First => self.send_forward(now, query),
+            Join::Joined => self.counters.coalesced += 1,
+            Join::Full(asker) => {
                 self.counters.upstream_refused += 1;
                 self.answer_status(&asker, MadStatus::BUSY);
             }

@@ -18,7 +18,8 @@ use mad_codec::records::SaRecord;
 
 use super::forward::MAX_WAITERS;
 use super::parties::Asker;
-use super::qos_tables::{Asked as AskedTable, Miss, SourceTables};
+use super::qos_tables::{Miss, SourceTables, TableAsker};
+use super::waiters::{Join, Waiters};
 use crate::config::QosCacheLimits;
 use crate::path_query::{PairKey, SourceKey};
 use crate::request::PathQuery;
@@ -51,7 +52,7 @@ pub(crate) struct QosCache {
     limits: QosCacheLimits,
     /// Entries dropped to make room, since start.
     evicted: u64,
-    waiting: HashMap<PairKey, Asked>,
+    waiting: Waiters<PairKey, (Asker, PathQuery), u64>,
     /// Moves with every [`QosCache::clear`].
     generation: u64,
     /// Which sources' whole tables are asked, or worth asking.
@@ -90,14 +91,6 @@ pub(super) enum Waited {
     Full(Asker),
 }
 
-/// A pair asked of the master, and who waits for it.
-#[derive(Debug)]
-struct Asked {
-    /// The cache's generation when it was asked.
-    generation: u64,
-    askers: Vec<(Asker, PathQuery)>,
-}
-
 impl QosCache {
     pub(crate) fn new(limits: QosCacheLimits) -> Self {
         Self {
@@ -106,7 +99,7 @@ impl QosCache {
             clock: Cell::new(0),
             limits,
             evicted: 0,
-            waiting: HashMap::new(),
+            waiting: Waiters::new(MAX_WAITERS),
             generation: 0,
             tables: SourceTables::default(),
         }
@@ -232,19 +225,12 @@ impl QosCache {
     }
 
     fn miss(&mut self, key: PairKey, asker: Option<(Asker, PathQuery)>) -> Waited {
-        if let Some(asked) = self.waiting.get_mut(&key) {
-            let Some((asker, query)) = asker else {
-                return Waited::For(Fetch::Nothing);
+        if self.waiting.is_open(&key) {
+            let generation = self.generation;
+            return match asker.map(|a| self.waiting.join(key, a, || generation)) {
+                Some(Join::Full((asker, _))) => Waited::Full(asker),
+                _ => Waited::For(Fetch::Nothing),
             };
-            let list = &mut asked.askers;
-            if list.iter().any(|(w, _)| w.same_request(&asker)) {
-                return Waited::For(Fetch::Nothing);
-            }
-            if list.len() >= MAX_WAITERS {
-                return Waited::Full(asker);
-            }
-            list.push((asker, query));
-            return Waited::For(Fetch::Nothing);
         }
         let source = key.source();
         let pair_asker = match self.tables.miss(source, key.dst, asker, self.generation) {
@@ -253,13 +239,11 @@ impl QosCache {
             Miss::Full(asker) => return Waited::Full(asker),
             Miss::Pair(asker) => asker,
         };
-        self.waiting.insert(
-            key,
-            Asked {
-                generation: self.generation,
-                askers: pair_asker.into_iter().collect(),
-            },
-        );
+        let generation = self.generation;
+        self.waiting.open(key, generation);
+        if let Some(asker) = pair_asker {
+            self.waiting.join(key, asker, || generation);
+        }
         Waited::For(Fetch::Pair(key))
     }
 
@@ -270,9 +254,9 @@ impl QosCache {
         &mut self,
         key: &SourceKey,
         again: bool,
-    ) -> (Vec<(u64, Asker, PathQuery)>, bool) {
+    ) -> (Vec<TableAsker>, bool) {
         match self.tables.release(key, again) {
-            Some(AskedTable { generation, askers }) => (askers, generation == self.generation),
+            Some((generation, askers)) => (askers, generation == self.generation),
             None => (Vec::new(), false),
         }
     }
@@ -280,17 +264,15 @@ impl QosCache {
     /// Everyone who waited for `key`, and whether the answer may be kept
     /// (nothing cleared the cache since it was asked).
     pub(super) fn release(&mut self, key: &PairKey) -> (Vec<(Asker, PathQuery)>, bool) {
-        match self.waiting.remove(key) {
-            Some(asked) => (asked.askers, asked.generation == self.generation),
+        match self.waiting.release(key) {
+            Some((generation, askers)) => (askers, generation == self.generation),
             None => (Vec::new(), false),
         }
     }
 
     /// Drops the waiters `gone` picks (their connection closed).
     pub(super) fn forget_where(&mut self, gone: impl Fn(&Asker) -> bool) {
-        for asked in self.waiting.values_mut() {
-            asked.askers.retain(|(w, _)| !gone(w));
-        }
+        self.waiting.forget_where(|(w, _)| gone(w));
         self.tables.forget_where(gone);
     }
 

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use super::parties::Asker;
+use super::waiters::{Join, Waiters};
 use crate::path_query::SourceKey;
 use crate::request::PathQuery;
 
@@ -33,24 +34,18 @@ pub(crate) const MAX_TABLE_WAITERS: usize = 4096;
 /// few keys; beyond this, pairs are asked alone.
 pub(crate) const MAX_TABLES_PER_CLEAR: u32 = 64;
 
+/// One asker of a table: the destination it asked, who, and its query.
+pub(super) type TableAsker = (u64, Asker, PathQuery);
+
 /// One source key's state since the cache was last cleared.
 #[derive(Debug)]
 enum Source {
     /// This many of its pairs were asked on their own.
     Missed(u8),
-    /// Its table is asked; these wait for it.
-    Asked(Asked),
+    /// Its table is asked (who waits for it: [`SourceTables::waiting`]).
+    Asked,
     /// Its table came (or could not be used): further misses are pairs.
     Done,
-}
-
-/// A table asked of the master, and who waits for it.
-#[derive(Debug)]
-pub(super) struct Asked {
-    /// The cache's generation when it was asked.
-    pub(super) generation: u64,
-    /// Each waiter with its destination.
-    pub(super) askers: Vec<(u64, Asker, PathQuery)>,
 }
 
 /// What a miss comes to, for one source key.
@@ -67,14 +62,28 @@ pub(super) enum Miss {
 }
 
 /// The source keys' states.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct SourceTables {
     states: HashMap<SourceKey, Source>,
+    /// Who waits for each table asked (each a pair's asker, with its
+    /// destination), and the cache's generation when it was asked.
+    waiting: Waiters<SourceKey, TableAsker, u64>,
     /// The master's tables reach this port cut (a transport without
     /// RMPP): only pairs are asked.
     cut: bool,
     /// Tables asked since the last clear.
     asked: u32,
+}
+
+impl Default for SourceTables {
+    fn default() -> Self {
+        Self {
+            states: HashMap::new(),
+            waiting: Waiters::new(MAX_TABLE_WAITERS),
+            cut: false,
+            asked: 0,
+        }
+    }
 }
 
 impl SourceTables {
@@ -89,7 +98,7 @@ impl SourceTables {
     ) -> Miss {
         let counted = self.states.len() < MAX_COUNTED;
         let state = match self.states.entry(key) {
-            Entry::Occupied(o) if self.cut && !matches!(o.get(), Source::Asked(_)) => {
+            Entry::Occupied(o) if self.cut && !matches!(o.get(), Source::Asked) => {
                 return Miss::Pair(asker);
             }
             Entry::Occupied(o) => o.into_mut(),
@@ -105,24 +114,21 @@ impl SourceTables {
             Source::Missed(_) if self.asked >= MAX_TABLES_PER_CLEAR => Miss::Pair(asker),
             Source::Missed(_) => {
                 self.asked += 1;
-                *state = Source::Asked(Asked {
-                    generation,
-                    askers: asker.map(|(a, q)| (dst, a, q)).into_iter().collect(),
-                });
+                *state = Source::Asked;
+                self.waiting.open(key, generation);
+                if let Some((asker, query)) = asker {
+                    self.waiting.join(key, (dst, asker, query), || generation);
+                }
                 Miss::Table
             }
-            Source::Asked(asked) => {
+            Source::Asked => {
                 let Some((asker, query)) = asker else {
                     return Miss::Joined;
                 };
-                if asked.askers.iter().any(|(_, w, _)| w.same_request(&asker)) {
-                    return Miss::Joined;
+                match self.waiting.join(key, (dst, asker, query), || generation) {
+                    Join::Full((_, asker, _)) => Miss::Full(asker),
+                    Join::First | Join::Joined => Miss::Joined,
                 }
-                if asked.askers.len() >= MAX_TABLE_WAITERS {
-                    return Miss::Full(asker);
-                }
-                asked.askers.push((dst, asker, query));
-                Miss::Joined
             }
         }
     }
@@ -132,14 +138,18 @@ impl SourceTables {
     /// clear; when it got no answer (`again`), the next miss asks it
     /// again, so that one master too busy for a moment does not turn a
     /// job's start into a pair query for every peer.
-    pub(super) fn release(&mut self, key: &SourceKey, again: bool) -> Option<Asked> {
+    pub(super) fn release(
+        &mut self,
+        key: &SourceKey,
+        again: bool,
+    ) -> Option<(u64, Vec<TableAsker>)> {
         let next = if again {
             Source::Missed(PAIRS_BEFORE_TABLE)
         } else {
             Source::Done
         };
         match self.states.insert(*key, next) {
-            Some(Source::Asked(asked)) => Some(asked),
+            Some(Source::Asked) => self.waiting.release(key),
             _ => None,
         }
     }
@@ -154,23 +164,16 @@ impl SourceTables {
     /// a table may be worth asking again. Tables asked stay asked.
     pub(super) fn reset(&mut self) {
         self.asked = 0;
-        self.states.retain(|_, s| matches!(s, Source::Asked(_)));
+        self.states.retain(|_, s| matches!(s, Source::Asked));
     }
 
     /// Drops the waiters `gone` picks (their connection closed).
     pub(super) fn forget_where(&mut self, gone: impl Fn(&Asker) -> bool) {
-        for s in self.states.values_mut() {
-            if let Source::Asked(asked) = s {
-                asked.askers.retain(|(_, w, _)| !gone(w));
-            }
-        }
+        self.waiting.forget_where(|(_, w, _)| gone(w));
     }
 
     /// Tables asked and not yet answered.
     pub(super) fn asking(&self) -> usize {
-        self.states
-            .values()
-            .filter(|s| matches!(s, Source::Asked(_)))
-            .count()
+        self.waiting.len()
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use informinfo::{Deliveries, DeliveryConfig, Duplicates, Filter, Registry};
 
 use super::parties::{Asker, Subscriber};
+use super::waiters::Waiters;
 use crate::address::Address;
 
 /// How long duplicate Reports of one notice are expected.
@@ -22,6 +23,10 @@ const DUPLICATES_KEPT: usize = 4096;
 const REPORT_TID_BASE: u32 = 0x8000_0000;
 
 /// The agent's notice and subscription state.
+/// Requests for one subscriber's one subscription that may wait for the
+/// master's answer; more are answered BUSY.
+const MAX_WAITING_ASKERS: usize = 64;
+
 #[derive(Debug)]
 pub(super) struct Subscriptions {
     pub(super) registry: Registry<Subscriber>,
@@ -30,7 +35,7 @@ pub(super) struct Subscriptions {
     /// Where each MAD subscriber's Reports go.
     pub(super) addresses: HashMap<Subscriber, Address>,
     /// Requests waiting for the master's answer.
-    pub(super) waiting: HashMap<(Subscriber, Filter), Vec<Asker>>,
+    pub(super) waiting: Waiters<(Subscriber, Filter), Asker>,
     /// When unanswered subscription requests are tried again.
     pub(super) next_retry: Option<Instant>,
     /// The agent holds traps 66/67 for itself: while the port is in some
@@ -45,7 +50,7 @@ impl Subscriptions {
             duplicates: Duplicates::new(DUPLICATE_WINDOW, DUPLICATES_KEPT),
             deliveries: Deliveries::new(delivery, REPORT_TID_BASE),
             addresses: HashMap::new(),
-            waiting: HashMap::new(),
+            waiting: Waiters::new(MAX_WAITING_ASKERS),
             next_retry: None,
             group_traps: false,
         }
@@ -61,5 +66,14 @@ impl Subscriptions {
     /// Reports to MAD subscribers waiting for their ReportResp.
     pub(super) fn reports_in_flight(&self) -> usize {
         self.deliveries.in_flight()
+    }
+
+    /// The master answered `subscriber`'s change to `filter`: everyone
+    /// who waited for it.
+    pub(super) fn answered(&mut self, subscriber: Subscriber, filter: Filter) -> Vec<Asker> {
+        self.waiting
+            .release(&(subscriber, filter))
+            .map(|(_, askers)| askers)
+            .unwrap_or_default()
     }
 }

@@ -141,6 +141,29 @@ fn three_subscribers_one_upstream_subscription_and_the_last_one_out_withdraws_it
 }
 
 #[test]
+fn a_subscriber_resending_while_the_master_is_asked_gets_one_answer() {
+    let mut b = Bench::started();
+    b.master.answering = false;
+    // The same Set (same TransactionID) three times while the master is
+    // silent: it waits once.
+    for _ in 0..3 {
+        b.deliver(client(5), &inform(5, 66, true));
+        b.pump();
+    }
+    assert!(b.take_sent(5).is_empty(), "nothing answered yet");
+    b.master.answering = true;
+    b.advance(AgentConfig::default().upstream_timeout);
+    let answers = b.take_sent(5);
+    assert_eq!(answers.len(), 1, "one answer for the one request");
+    assert_eq!(status(&answers[0]), MadStatus::OK);
+    assert_eq!(
+        subscribe_requests(&b, 66).0,
+        2,
+        "the first attempt and its retry"
+    );
+}
+
+#[test]
 fn overlapping_subscriptions_get_each_notice_once() {
     let mut b = Bench::started();
     // Trap 65 is the agent's own subscription too; 0xFFFF is every trap.
