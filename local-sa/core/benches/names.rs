@@ -11,9 +11,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 use local_sa_core::directory::Publication;
-use local_sa_core::doors::Door;
 use local_sa_core::doors::acm::wire::{self, Entry, Opcode, flags};
-use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
+use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint};
+use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::naming::{Address, NameSource, Names};
 use local_sa_core::{PortIdentity, request::ConnId};
 
@@ -93,14 +93,17 @@ fn run(bencher: Bencher<'_, '_>, hosts: u32, by: fn(u32) -> Address) {
     let msgs = messages(hosts, by);
     let conn: ConnId = 1;
     let mut i = 0usize;
+    let now = std::time::Instant::now();
     bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
-        let step = d.handle_message(conn, &msgs[i % msgs.len()]);
+        let bytes = &msgs[i % msgs.len()];
+        d.handle_input(now, Input::Message { conn, bytes });
+        let output = d.poll_output();
         i += 1;
         // The agent's answer never comes: forget the request so that the
         // door's table stays the same size.
-        d.handle_closed(conn);
-        assert!(matches!(step, Step::Ask { .. }));
-        black_box(step)
+        d.handle_input(now, Input::Closed { conn });
+        assert!(matches!(output, Some(Output::Ask { .. })));
+        black_box(output)
     });
 }
 

@@ -25,7 +25,8 @@ use slab::Slab;
 use local_sa_core::doors::acm::wire::{
     self as acm_wire, Entry, Opcode, Status as AcmStatus, flags,
 };
-use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
+use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint};
+use local_sa_core::doors::{Door as _, Input, Output};
 use local_sa_core::naming::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
@@ -690,8 +691,10 @@ impl World {
             let Some(door) = self.acm.get_mut(i) else {
                 continue;
             };
-            if let Some(step) = door.reply_step(&reply) {
-                self.acm_step(lid, reply.conn, step);
+            door.handle_reply(self.now, &reply);
+            let outputs: Vec<Output> = std::iter::from_fn(|| door.poll_output()).collect();
+            for output in outputs {
+                self.acm_output(lid, output);
             }
         }
         if let Some(t) = self.cores[i].poll_timeout()
@@ -867,8 +870,17 @@ impl World {
         if self.s.local_sa && self.s.door == Door::Acm {
             let dest = Entry::for_address(flags::DEST, &naming::Address::Lid(peer));
             let message = acm_wire::request(Opcode::RESOLVE, [0; 3], &[dest], tid);
-            let step = self.acm[usize::from(node - 1)].handle_message(u64::from(r), &message);
-            return self.acm_step(node, u64::from(r), step);
+            let door = &mut self.acm[usize::from(node - 1)];
+            let input = Input::Message {
+                conn: u64::from(r),
+                bytes: &message,
+            };
+            door.handle_input(self.now, input);
+            let outputs: Vec<Output> = std::iter::from_fn(|| door.poll_output()).collect();
+            for output in outputs {
+                self.acm_output(node, output);
+            }
+            return;
         }
         let to = if self.s.local_sa {
             Address::gsi(node, 0)
@@ -879,12 +891,11 @@ impl World {
         self.send(rank_address(node, r), &to, request);
     }
 
-    /// What node `node`'s ibacm door does with connection `conn`'s
-    /// request: a reply goes to the rank over its socket (no wire), a
-    /// request to the node's core.
-    fn acm_step(&mut self, node: u16, conn: u64, step: Step) {
-        match step {
-            Step::Reply(bytes) => {
+    /// What node `node`'s ibacm door asks: a reply goes to the rank over
+    /// its socket (no wire), a request to the node's core.
+    fn acm_output(&mut self, node: u16, output: Output) {
+        match output {
+            Output::Send { conn, bytes } => {
                 let event = Event::Deliver {
                     to: Party::Rank(node, conn as u16),
                     from: Address::gsi(node, 0),
@@ -892,13 +903,16 @@ impl World {
                 };
                 self.schedule(self.now, event);
             }
-            Step::Ask { id, request, .. } => {
+            Output::Ask {
+                conn, id, request, ..
+            } => {
                 let i = usize::from(node - 1);
                 self.cores[i].handle_local(self.now, conn, id, request);
                 // The reply, from the cache at once or after the master's
                 // answer, comes back through `after_core`.
                 self.after_core(node);
             }
+            Output::Close { .. } | Output::Registrant { .. } => {}
         }
     }
 

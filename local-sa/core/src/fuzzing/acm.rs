@@ -12,7 +12,8 @@ use mad_codec::{AttributeId, Gid, MadStatus};
 
 use crate::config::PortIdentity;
 use crate::doors::acm::wire::{self, Header, Opcode};
-use crate::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
+use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
+use crate::doors::{Door, Input, Output};
 use crate::naming::{Address, NameSource, Names};
 use crate::request::{LocalBody, LocalReply};
 
@@ -58,8 +59,19 @@ fn check_reply(request: &Header, reply: &[u8]) {
     assert_eq!(h.tid, request.tid, "TID not echoed");
 }
 
+/// What the door asks after one input: at most one thing.
+fn one_output(s: &mut AcmService) -> Option<Output> {
+    let output = s.poll_output();
+    assert!(
+        s.poll_output().is_none(),
+        "more than one output for one input"
+    );
+    output
+}
+
 /// The harness.
 pub fn acm(data: &[u8]) {
+    let now = std::time::Instant::now();
     let mut s = service();
     let mut rest = data;
     let mut waiting: Vec<(u64, u32, Header)> = Vec::new();
@@ -93,16 +105,19 @@ pub fn acm(data: &[u8]) {
                         data: Bytes::copy_from_slice(record),
                     },
                 };
-                match s.reply_step(&reply) {
-                    Some(Step::Reply(r)) => check_reply(&header, &r),
+                s.handle_reply(now, &reply);
+                match one_output(&mut s) {
+                    Some(Output::Send { bytes, .. }) => check_reply(&header, &bytes),
                     // The primary is in; the door looks for an alternate.
-                    Some(Step::Ask { id, .. }) => waiting.push((c, id, header)),
+                    Some(Output::Ask { id, .. }) => waiting.push((c, id, header)),
+                    Some(other) => panic!("unexpected {other:?}"),
                     None => {}
                 }
-                assert!(s.reply_step(&reply).is_none(), "answered twice");
+                s.handle_reply(now, &reply);
+                assert!(s.poll_output().is_none(), "answered twice");
             }
             1 => {
-                s.handle_closed(conn);
+                s.handle_input(now, Input::Closed { conn });
                 waiting.retain(|(c, ..)| *c != conn);
             }
             _ => {
@@ -111,7 +126,7 @@ pub fn acm(data: &[u8]) {
                 };
                 let Ok(len) = wire::message_len(head) else {
                     // The daemon closes such a connection.
-                    s.handle_closed(conn);
+                    s.handle_input(now, Input::Closed { conn });
                     waiting.retain(|(c, ..)| *c != conn);
                     rest = &rest[wire::HEADER_LEN..];
                     continue;
@@ -121,9 +136,17 @@ pub fn acm(data: &[u8]) {
                 };
                 rest = tail;
                 let header = Header::parse(head);
-                match s.handle_message(conn, message) {
-                    Step::Reply(r) => check_reply(&header, &r),
-                    Step::Ask { id, .. } => waiting.push((conn, id, header)),
+                s.handle_input(
+                    now,
+                    Input::Message {
+                        conn,
+                        bytes: message,
+                    },
+                );
+                match one_output(&mut s) {
+                    Some(Output::Send { bytes, .. }) => check_reply(&header, &bytes),
+                    Some(Output::Ask { id, .. }) => waiting.push((conn, id, header)),
+                    other => panic!("a message must be answered or asked: {other:?}"),
                 }
             }
         }

@@ -11,7 +11,8 @@ use mad_codec::{Gid, PathRecord};
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID};
 use super::fake_master::{FakeMaster, gid, path};
 use crate::doors::acm::wire::{self, Entry, Opcode, Status, flags};
-use crate::doors::acm::{AcmConfig, AcmService, Endpoint, Step};
+use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
+use crate::doors::{Door, Input, Output};
 use crate::naming::{Address, Names};
 
 /// The node's second port.
@@ -53,19 +54,29 @@ fn message(opcode: Opcode, data: [u8; 3], entries: &[Entry]) -> Vec<u8> {
 /// returns the reply and which agent answered the primary path (the
 /// first asked: an alternate comes from the other port's).
 fn resolve(door: &mut AcmService, ports: &mut [Bench; 2], msg: &[u8]) -> (Bytes, Option<usize>) {
-    let mut step = door.handle_message(1, msg);
+    let now = ports[0].now;
+    door.handle_input(
+        now,
+        Input::Message {
+            conn: 1,
+            bytes: msg,
+        },
+    );
     let mut agent_used = None;
     loop {
-        match step {
-            Step::Reply(b) => return (b, agent_used),
-            Step::Ask { agent, id, request } => {
+        match door.poll_output().expect("the door answers or asks") {
+            Output::Send { bytes, .. } => return (bytes, agent_used),
+            Output::Ask {
+                agent, id, request, ..
+            } => {
                 agent_used.get_or_insert(agent);
                 let b = &mut ports[agent];
                 b.core.handle_local(b.now, 1, id, request);
                 b.pump();
                 let reply = b.core.poll_local().expect("the agent answers");
-                step = door.reply_step(&reply).expect("the door's own request");
+                door.handle_reply(now, &reply);
             }
+            other => panic!("unexpected {other:?}"),
         }
     }
 }

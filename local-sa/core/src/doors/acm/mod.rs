@@ -6,4 +6,4 @@
 pub mod service;
 pub mod wire;
 
-pub use service::{AcmConfig, AcmService, Endpoint, SourceRoute, Step};
+pub use service::{AcmConfig, AcmService, Endpoint, SourceRoute};

@@ -101,23 +101,6 @@ impl Default for AcmConfig {
     }
 }
 
-/// What to do with a client's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// Send this reply.
-    Reply(Bytes),
-    /// Give this request to SA agent `agent` as local request `id` of the
-    /// connection; its reply goes to [`AcmService::handle_reply`].
-    Ask {
-        /// Which agent.
-        agent: usize,
-        /// The request number.
-        id: u32,
-        /// The request.
-        request: Request,
-    },
-}
-
 /// A request waiting for its agent's reply.
 #[derive(Debug)]
 struct Pending {
@@ -262,14 +245,15 @@ impl AcmService {
     }
 
     /// One whole message from connection `conn` (framed by
-    /// [`wire::message_len`], so at least a header long).
-    pub fn handle_message(&mut self, conn: ConnId, bytes: &[u8]) -> Step {
+    /// [`wire::message_len`], so at least a header long): the reply, or
+    /// the question for an agent.
+    fn handle_message(&mut self, conn: ConnId, bytes: &[u8]) -> Output {
         let Some(head) = bytes.first_chunk::<{ wire::HEADER_LEN }>() else {
             self.door.malformed += 1;
-            return Step::Reply(wire::error_reply(
-                &Header::parse(&[0; wire::HEADER_LEN]),
-                Status::EINVAL,
-            ));
+            return Output::Send {
+                conn,
+                bytes: wire::error_reply(&Header::parse(&[0; wire::HEADER_LEN]), Status::EINVAL),
+            };
         };
         let header = Header::parse(head);
         let message = match wire::decode(bytes) {
@@ -278,19 +262,30 @@ impl AcmService {
                 tracing::debug!(conn, error = %e, "a malformed ACM message");
                 self.door.malformed += 1;
                 self.combined[counter::ERROR] += 1;
-                return Step::Reply(wire::error_reply(&header, e.status()));
+                return Output::Send {
+                    conn,
+                    bytes: wire::error_reply(&header, e.status()),
+                };
             }
         };
         match header.op() {
             Opcode::RESOLVE => self.resolve(conn, message),
-            Opcode::PERF_QUERY => Step::Reply(self.perf_query(&message)),
-            _ => Step::Reply(self.endpoint_query(&header)),
+            Opcode::PERF_QUERY => Output::Send {
+                conn,
+                bytes: self.perf_query(&message),
+            },
+            _ => Output::Send {
+                conn,
+                bytes: self.endpoint_query(&header),
+            },
         }
     }
 
     /// The agent answered request `reply.request` of `reply.conn`: the
-    /// reply for the client, if the request was this door's.
-    pub fn reply_step(&mut self, reply: &LocalReply) -> Option<Step> {
+    /// reply for the client (or the door's next question for it), if the
+    /// request was this door's.
+    fn handle_answer(&mut self, reply: &LocalReply) -> Option<Output> {
+        let conn = reply.conn;
         let pending = self.pending.remove(&(reply.conn, reply.request))?;
         if let Some(n) = self.per_conn.get_mut(&reply.conn) {
             *n = n.saturating_sub(1);
@@ -342,13 +337,16 @@ impl AcmService {
                 };
                 let header = pending.header;
                 self.count_outcome(counted, Status::SUCCESS);
-                return Some(Step::Reply(resolve_entries(
-                    &header,
-                    Status::SUCCESS,
-                    Some(&primary),
-                    alternate.as_ref(),
-                    source,
-                )));
+                return Some(Output::Send {
+                    conn,
+                    bytes: resolve_entries(
+                        &header,
+                        Status::SUCCESS,
+                        Some(&primary),
+                        alternate.as_ref(),
+                        source,
+                    ),
+                });
             }
             ReplyShape::Outbound {
                 source,
@@ -362,13 +360,10 @@ impl AcmService {
                 }
                 None => {
                     self.count_outcome(counted, status);
-                    return Some(Step::Reply(resolve_entries(
-                        &pending.header,
-                        status,
-                        None,
-                        None,
-                        source,
-                    )));
+                    return Some(Output::Send {
+                        conn,
+                        bytes: resolve_entries(&pending.header, status, None, None, source),
+                    });
                 }
             },
             ReplyShape::Inbound {
@@ -388,16 +383,15 @@ impl AcmService {
                     ));
                 }
                 entries.extend(source);
-                return Some(Step::Reply(wire::resolve_reply(
-                    &pending.header,
-                    Status::SUCCESS,
-                    &entries,
-                )));
+                return Some(Output::Send {
+                    conn,
+                    bytes: wire::resolve_reply(&pending.header, Status::SUCCESS, &entries),
+                });
             }
             ReplyShape::QuerySa(message) => wire::query_reply(&message, status, record.as_ref()),
         };
         self.count_outcome(pending.endpoint, status);
-        Some(Step::Reply(bytes))
+        Some(Output::Send { conn, bytes })
     }
 
     /// Asks for the known paths to the primary's destination port from
@@ -410,7 +404,7 @@ impl AcmService {
         source: Option<Entry>,
         primary: PathRecord,
         from: AlternateFrom,
-    ) -> Step {
+    ) -> Output {
         let endpoint = match from {
             AlternateFrom::OtherPort(other) => other,
             AlternateFrom::OtherLid => pending.endpoint,
@@ -450,7 +444,7 @@ impl AcmService {
         source: Option<Entry>,
         mut template: PathRecord,
         lookup: Lookup,
-    ) -> Step {
+    ) -> Output {
         template.set_reversible(false);
         let query = get_selected_by_fields(template);
         self.ask(
@@ -477,7 +471,7 @@ impl AcmService {
         outbound: PathRecord,
         lookup: Lookup,
         counted: usize,
-    ) -> Step {
+    ) -> Output {
         let mut t = PathRecord::new_zeroed();
         t.set_sgid(outbound.dgid());
         t.set_dgid(outbound.sgid());
@@ -517,7 +511,7 @@ impl AcmService {
 
     /// Connection `conn` closed: its waiting requests are forgotten (the
     /// agent is told separately).
-    pub fn handle_closed(&mut self, conn: ConnId) {
+    fn handle_closed(&mut self, conn: ConnId) {
         self.pending.retain(|(c, _), _| *c != conn);
         self.per_conn.remove(&conn);
     }
@@ -546,21 +540,30 @@ impl AcmService {
     }
 
     /// An error reply to a RESOLVE, counted.
-    fn refuse(&mut self, endpoint: Option<usize>, header: &Header, status: Status) -> Step {
+    fn refuse(
+        &mut self,
+        conn: ConnId,
+        endpoint: Option<usize>,
+        header: &Header,
+        status: Status,
+    ) -> Output {
         match endpoint {
             Some(ep) => self.count_outcome(ep, status),
             None if status == Status::ENODATA => self.combined[counter::NODATA] += 1,
             None => self.combined[counter::ERROR] += 1,
         }
-        Step::Reply(wire::resolve_reply(header, status, &[]))
+        Output::Send {
+            conn,
+            bytes: wire::resolve_reply(header, status, &[]),
+        }
     }
 
-    fn resolve(&mut self, conn: ConnId, message: Message) -> Step {
+    fn resolve(&mut self, conn: ConnId, message: Message) -> Output {
         self.combined[counter::RESOLVE] += 1;
         let header = message.header;
         if self.per_conn.get(&conn).copied().unwrap_or(0) >= self.config.max_pending {
             self.door.refused_pending += 1;
-            return self.refuse(None, &header, Status::ENOMEM);
+            return self.refuse(conn, None, &header, Status::ENOMEM);
         }
         let first = message.entries.first().copied();
         match first.and_then(|e| e.path_record().map(|p| (e, p))) {
@@ -573,10 +576,10 @@ impl AcmService {
     }
 
     /// QUERY_SA: the template to the master as it is.
-    fn query_sa(&mut self, conn: ConnId, message: Message, path: PathRecord) -> Step {
+    fn query_sa(&mut self, conn: ConnId, message: Message, path: PathRecord) -> Output {
         let header = message.header;
         let Some(ep) = self.endpoints.iter().position(|e| e.sources(&path)) else {
-            return self.refuse(None, &header, Status::ESRCADDR);
+            return self.refuse(conn, None, &header, Status::ESRCADDR);
         };
         self.resolving(ep);
         self.count(ep, counter::ROUTE_QUERY);
@@ -598,12 +601,12 @@ impl AcmService {
         header: Header,
         entry_flags: u32,
         path: &PathRecord,
-    ) -> Step {
+    ) -> Output {
         if path.dlid() == 0 && path.dgid().is_zero() {
-            return self.refuse(None, &header, Status::EDESTADDR);
+            return self.refuse(conn, None, &header, Status::EDESTADDR);
         }
         let Some(ep) = self.endpoints.iter().position(|e| e.sources(path)) else {
-            return self.refuse(None, &header, Status::ESRCADDR);
+            return self.refuse(conn, None, &header, Status::ESRCADDR);
         };
         self.resolving(ep);
         let e = &self.endpoints[ep];
@@ -637,26 +640,26 @@ impl AcmService {
     }
 
     /// SOURCE/DEST entries.
-    fn resolve_destination(&mut self, conn: ConnId, message: &Message) -> Step {
+    fn resolve_destination(&mut self, conn: ConnId, message: &Message) -> Output {
         let header = message.header;
         let (source, dest) = match source_and_destination(&message.entries) {
             Ok(found) => found,
-            Err(status) => return self.refuse(None, &header, status),
+            Err(status) => return self.refuse(conn, None, &header, status),
         };
         let Ok(dest_address) = dest.address() else {
-            return self.refuse(None, &header, Status::EDESTTYPE);
+            return self.refuse(conn, None, &header, Status::EDESTTYPE);
         };
         let (ep, echo) = match source {
             Some(s) => match s.address() {
                 Ok(a) => match self.source_endpoint(&a) {
                     Some(ep) => (ep, None),
-                    None => return self.refuse(None, &header, Status::ESRCADDR),
+                    None => return self.refuse(conn, None, &header, Status::ESRCADDR),
                 },
-                Err(_) => return self.refuse(None, &header, Status::ESRCTYPE),
+                Err(_) => return self.refuse(conn, None, &header, Status::ESRCTYPE),
             },
             None => {
                 let Some((ep, chosen)) = self.default_source(&dest_address) else {
-                    return self.refuse(None, &header, Status::ESRCADDR);
+                    return self.refuse(conn, None, &header, Status::ESRCADDR);
                 };
                 let echo = chosen
                     .as_ref()
@@ -681,7 +684,7 @@ impl AcmService {
                     }
                     t.set_dgid(gid);
                 }
-                None => return self.refuse(Some(ep), &header, Status::EDESTADDR),
+                None => return self.refuse(conn, Some(ep), &header, Status::EDESTADDR),
             },
         }
         let e = &self.endpoints[ep];
@@ -789,7 +792,7 @@ impl AcmService {
         shape: ReplyShape,
         query: PathQuery,
         lookup: Lookup,
-    ) -> Step {
+    ) -> Output {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
         self.pending.insert(
@@ -801,8 +804,9 @@ impl AcmService {
             },
         );
         *self.per_conn.entry(conn).or_default() += 1;
-        Step::Ask {
+        Output::Ask {
             agent: self.endpoints[endpoint].agent,
+            conn,
             id,
             request: Request::PathQuery { query, lookup },
         }
@@ -918,21 +922,6 @@ fn acmp_get(mut t: PathRecord, pkey: u16) -> PathQuery {
     get_selected_by_fields(t)
 }
 
-impl AcmService {
-    /// Queues what `step` says for connection `conn`.
-    fn push_step(&mut self, conn: ConnId, step: Step) {
-        self.out.push_back(match step {
-            Step::Reply(bytes) => Output::Send { conn, bytes },
-            Step::Ask { agent, id, request } => Output::Ask {
-                agent,
-                conn,
-                id,
-                request,
-            },
-        });
-    }
-}
-
 /// The bytes after the header a message's header announces.
 fn body_len(header: &[u8]) -> Result<usize, String> {
     let header = header
@@ -960,8 +949,8 @@ impl Door for AcmService {
     fn handle_input(&mut self, _now: Instant, input: Input<'_>) {
         match input {
             Input::Message { conn, bytes } => {
-                let step = self.handle_message(conn, bytes);
-                self.push_step(conn, step);
+                let output = self.handle_message(conn, bytes);
+                self.out.push_back(output);
             }
             Input::Unframeable { conn } => {
                 tracing::debug!(
@@ -976,10 +965,10 @@ impl Door for AcmService {
     }
 
     fn handle_reply(&mut self, _now: Instant, reply: &LocalReply) {
-        if let Some(step) = self.reply_step(reply) {
+        if let Some(output) = self.handle_answer(reply) {
             // A reply, or the door's next question (an alternate path) for
             // the same client.
-            self.push_step(reply.conn, step);
+            self.out.push_back(output);
         }
     }
 

@@ -60,9 +60,10 @@ fn resolve(entries: &[Entry]) -> Vec<u8> {
     message(Opcode::RESOLVE, [0; 3], entries)
 }
 
-fn asked(step: Step) -> (u32, PathQuery, Lookup) {
+fn asked(step: Output) -> (u32, PathQuery, Lookup) {
     match step {
-        Step::Ask {
+        Output::Ask {
+            conn: _,
             agent: 0,
             id,
             request: Request::PathQuery { query, lookup },
@@ -72,18 +73,43 @@ fn asked(step: Step) -> (u32, PathQuery, Lookup) {
 }
 
 /// The reply a step carries (the door asked nothing more).
-fn replied(step: Step) -> Bytes {
+fn replied(step: Output) -> Bytes {
     match step {
-        Step::Reply(b) => b,
+        Output::Send { bytes: b, .. } => b,
         other => panic!("expected a reply, got {other:?}"),
     }
 }
 
-fn status_of(step: &Step) -> Status {
+fn status_of(step: &Output) -> Status {
     match step {
-        Step::Reply(b) => Status(b[2]),
+        Output::Send { bytes: b, .. } => Status(b[2]),
         other => panic!("expected a reply, got {other:?}"),
     }
+}
+
+/// The door's one output for what it was just given, if any.
+fn only_output(s: &mut AcmService) -> Option<Output> {
+    let output = s.poll_output();
+    assert_eq!(s.poll_output(), None, "one output per input");
+    output
+}
+
+/// What the door does with message `bytes` from `conn`, through the
+/// [`Door`] trait: its reply, or its question for an agent.
+fn sent(s: &mut AcmService, conn: ConnId, bytes: &[u8]) -> Output {
+    s.handle_input(Instant::now(), Input::Message { conn, bytes });
+    only_output(s).expect("a message is answered or asked")
+}
+
+/// What the door does with an agent's `reply`, through the [`Door`] trait.
+fn answered(s: &mut AcmService, reply: &LocalReply) -> Option<Output> {
+    s.handle_reply(Instant::now(), reply);
+    only_output(s)
+}
+
+/// Connection `conn` closed.
+fn closed(s: &mut AcmService, conn: ConnId) {
+    s.handle_input(Instant::now(), Input::Closed { conn });
 }
 
 fn answer(
@@ -122,7 +148,7 @@ fn record(dlid: u16) -> PathRecord {
 fn a_name_resolves_from_the_default_endpoint_like_acmp() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, q, lookup) = asked(s.handle_message(9, &resolve(&[dest])));
+    let (id, q, lookup) = asked(sent(&mut s, 9, &resolve(&[dest])));
     assert_eq!(lookup, Lookup::Anywhere);
     assert_eq!(q.method, Method::GET);
     assert_eq!(q.template.dgid(), Gid::new(PREFIX, 5));
@@ -135,10 +161,12 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
         q.mask,
         pr::DGID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
     );
-    let reply = s
-        .reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), true))
-        .map(replied)
-        .unwrap();
+    let reply = answered(
+        &mut s,
+        &answer(9, id, MadStatus::OK, Some(&record(5)), true),
+    )
+    .map(replied)
+    .unwrap();
     // The path, then the source ibacm chose (the endpoint's name).
     assert_eq!(reply.len(), HEADER_LEN + 2 * ENTRY_LEN);
     let m = Header::parse(reply[..16].try_into().unwrap());
@@ -182,12 +210,12 @@ fn names_learned_from_the_master_resolve_and_the_files_win() {
     s.set_learned_names(Arc::new(learned));
     for (name, guid) in [("H5_1", 5), ("H7_1", 7)] {
         let dest = Entry::for_address(flags::DEST, &Address::Name(name.into()));
-        let (_, q, _) = asked(s.handle_message(9, &resolve(&[dest])));
+        let (_, q, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
         assert_eq!(q.template.dgid(), Gid::new(PREFIX, guid), "{name}");
     }
     let dest = Entry::for_address(flags::DEST, &Address::Name("H8_1".into()));
     assert_eq!(
-        status_of(&s.handle_message(10, &resolve(&[dest]))),
+        status_of(&sent(&mut s, 10, &resolve(&[dest]))),
         Status::EDESTADDR
     );
 }
@@ -200,7 +228,7 @@ fn this_nodes_own_name_and_address_resolve_before_anything_is_learned() {
         Address::Ip("10.0.0.4".parse().unwrap()),
     ] {
         let dest = Entry::for_address(flags::DEST, &own);
-        let (_, q, _) = asked(s.handle_message(9, &resolve(&[dest])));
+        let (_, q, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
         assert_eq!(q.template.dgid(), Gid::new(PREFIX, 4), "{own:?}");
     }
 }
@@ -212,16 +240,18 @@ fn a_path_template_selects_like_an_sa_get() {
     t.set_dlid(5);
     t.set_reversible(true);
     t.set_numb_path(1);
-    let (id, q, _) = asked(s.handle_message(1, &resolve(&[Entry::path(0, &t)])));
+    let (id, q, _) = asked(sent(&mut s, 1, &resolve(&[Entry::path(0, &t)])));
     assert_eq!(q.template.dlid(), 5);
     assert_eq!(
         q.mask,
         pr::DLID | pr::SGID | pr::SLID | pr::PKEY | pr::REVERSIBLE
     );
-    let reply = s
-        .reply_step(&answer(1, id, MadStatus::OK, Some(&record(5)), false))
-        .map(replied)
-        .unwrap();
+    let reply = answered(
+        &mut s,
+        &answer(1, id, MadStatus::OK, Some(&record(5)), false),
+    )
+    .map(replied)
+    .unwrap();
     assert_eq!(
         reply.len(),
         HEADER_LEN + ENTRY_LEN,
@@ -235,14 +265,13 @@ fn query_sa_sends_the_template_as_it_is_and_echoes_the_request() {
     let mut s = service();
     let r = record(5);
     let req = resolve(&[Entry::path(flags::QUERY_SA, &r)]);
-    let (id, q, lookup) = asked(s.handle_message(1, &req));
+    let (id, q, lookup) = asked(sent(&mut s, 1, &req));
     assert_eq!(lookup, Lookup::Master);
     assert_eq!(q.template, r);
     assert_eq!(q.mask, path_mask(&r));
     let mut better = r;
     better.set_sl(3);
-    let reply = s
-        .reply_step(&answer(1, id, MadStatus::OK, Some(&better), true))
+    let reply = answered(&mut s, &answer(1, id, MadStatus::OK, Some(&better), true))
         .map(replied)
         .unwrap();
     assert_eq!(reply.len(), req.len());
@@ -258,12 +287,14 @@ fn nodelay_asks_the_cache_only() {
         flags::DEST | flags::NODELAY,
         &Address::Gid(Gid::new(PREFIX, 5)),
     );
-    let (id, _, lookup) = asked(s.handle_message(1, &resolve(&[dest])));
+    let (id, _, lookup) = asked(sent(&mut s, 1, &resolve(&[dest])));
     assert_eq!(lookup, Lookup::CacheOnly);
-    let reply = s
-        .reply_step(&answer(1, id, MadStatus::ERR_NO_RECORDS, None, false))
-        .map(replied)
-        .unwrap();
+    let reply = answered(
+        &mut s,
+        &answer(1, id, MadStatus::ERR_NO_RECORDS, None, false),
+    )
+    .map(replied)
+    .unwrap();
     assert_eq!(
         (reply.len(), Status(reply[2])),
         (HEADER_LEN, Status::ENODATA)
@@ -276,57 +307,62 @@ fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
     let mut s = service();
     let unknown = Entry::for_address(flags::DEST, &Address::Name("nobody".into()));
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[unknown]))),
+        status_of(&sent(&mut s, 1, &resolve(&[unknown]))),
         Status::EDESTADDR
     );
     let stranger = Entry::for_address(flags::SOURCE, &Address::Gid(Gid::new(PREFIX, 99)));
     let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[stranger, dest]))),
+        status_of(&sent(&mut s, 1, &resolve(&[stranger, dest]))),
         Status::ESRCADDR
     );
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[dest, dest]))),
+        status_of(&sent(&mut s, 1, &resolve(&[dest, dest]))),
         Status::EDESTADDR,
         "two destinations"
     );
     let mut bad_type = dest;
     bad_type.kind = AddressType(0x0F);
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[bad_type]))),
+        status_of(&sent(&mut s, 1, &resolve(&[bad_type]))),
         Status::EDESTTYPE
     );
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[]))),
+        status_of(&sent(&mut s, 1, &resolve(&[]))),
         Status::EDESTTYPE
     );
     let no_dest = PathRecord::new_zeroed();
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[Entry::path(0, &no_dest)]))),
+        status_of(&sent(&mut s, 1, &resolve(&[Entry::path(0, &no_dest)]))),
         Status::EDESTADDR
     );
     let mut other_partition = record(5);
     other_partition.set_pkey(0x0002);
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[Entry::path(0, &other_partition)]))),
+        status_of(&sent(
+            &mut s,
+            1,
+            &resolve(&[Entry::path(0, &other_partition)])
+        )),
         Status::ESRCADDR
     );
     // The master did not answer; it answered with an error.
-    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
-    let r = s
-        .reply_step(&answer(1, id, MadStatus::BUSY, None, true))
+    let (id, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
+    let r = answered(&mut s, &answer(1, id, MadStatus::BUSY, None, true))
         .map(replied)
         .unwrap();
     assert_eq!(Status(r[2]), Status::ETIMEDOUT);
-    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
-    let r = s
-        .reply_step(&answer(1, id, MadStatus::ERR_REQ_INVALID, None, true))
-        .map(replied)
-        .unwrap();
+    let (id, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
+    let r = answered(
+        &mut s,
+        &answer(1, id, MadStatus::ERR_REQ_INVALID, None, true),
+    )
+    .map(replied)
+    .unwrap();
     assert_eq!(Status(r[2]), Status::EINVAL);
     let mut bad = resolve(&[dest]);
     bad[0] = 9;
-    assert_eq!(status_of(&s.handle_message(1, &bad)), Status::EINVAL);
+    assert_eq!(status_of(&sent(&mut s, 1, &bad)), Status::EINVAL);
     assert_eq!(s.door_counters().malformed, 1);
 }
 
@@ -334,29 +370,35 @@ fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
 fn a_connection_may_not_pile_up_requests_and_its_close_forgets_them() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
-    let (a, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
-    asked(s.handle_message(1, &resolve(&[dest])));
+    let (a, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
+    asked(sent(&mut s, 1, &resolve(&[dest])));
     assert_eq!(
-        status_of(&s.handle_message(1, &resolve(&[dest]))),
+        status_of(&sent(&mut s, 1, &resolve(&[dest]))),
         Status::ENOMEM
     );
     assert_eq!(s.door_counters().refused_pending, 1);
-    asked(s.handle_message(2, &resolve(&[dest])));
-    s.handle_closed(1);
+    asked(sent(&mut s, 2, &resolve(&[dest])));
+    closed(&mut s, 1);
     assert_eq!(s.pending(), 1);
     assert!(
-        s.reply_step(&answer(1, a, MadStatus::OK, Some(&record(5)), false))
-            .is_none()
+        answered(
+            &mut s,
+            &answer(1, a, MadStatus::OK, Some(&record(5)), false)
+        )
+        .is_none()
     );
-    asked(s.handle_message(1, &resolve(&[dest])));
+    asked(sent(&mut s, 1, &resolve(&[dest])));
 }
 
 #[test]
 fn perf_and_endpoint_queries_follow_ibacm() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
-    let (id, _, _) = asked(s.handle_message(1, &resolve(&[dest])));
-    s.reply_step(&answer(1, id, MadStatus::OK, Some(&record(5)), false));
+    let (id, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
+    answered(
+        &mut s,
+        &answer(1, id, MadStatus::OK, Some(&record(5)), false),
+    );
     let counters = |b: &[u8]| -> Vec<u64> {
         b[16..]
             .chunks(8)
@@ -365,28 +407,28 @@ fn perf_and_endpoint_queries_follow_ibacm() {
     };
     let mut perf = message(Opcode::PERF_QUERY, [0; 3], &[]);
     perf[6..8].copy_from_slice(&16u16.to_be_bytes());
-    let Step::Reply(all) = s.handle_message(1, &perf) else {
+    let Output::Send { bytes: all, .. } = sent(&mut s, 1, &perf) else {
         panic!()
     };
     assert_eq!(counters(&all), vec![0, 1, 0, 0, 0, 0, 1]);
     perf[4] = 2; // endpoint 2: nothing happened there
-    let Step::Reply(two) = s.handle_message(1, &perf) else {
+    let Output::Send { bytes: two, .. } = sent(&mut s, 1, &perf) else {
         panic!()
     };
     assert_eq!(counters(&two), vec![0; 7]);
     perf[4] = 3;
-    assert_eq!(status_of(&s.handle_message(1, &perf)), Status::ESRCADDR);
+    assert_eq!(status_of(&sent(&mut s, 1, &perf)), Status::ESRCADDR);
     let by_name = Entry::for_address(flags::SOURCE, &Address::Name("H4_1".into()));
     let mut perf = message(Opcode::PERF_QUERY, [0; 3], &[by_name]);
     perf[6..8].copy_from_slice(&88u16.to_be_bytes());
-    let Step::Reply(one) = s.handle_message(1, &perf) else {
+    let Output::Send { bytes: one, .. } = sent(&mut s, 1, &perf) else {
         panic!()
     };
     assert_eq!(counters(&one)[counter::RESOLVE], 1);
 
     let mut ep = message(Opcode::EP_QUERY, [2, 1, 0], &[]);
     ep[6..8].copy_from_slice(&16u16.to_be_bytes());
-    let Step::Reply(r) = s.handle_message(1, &ep) else {
+    let Output::Send { bytes: r, .. } = sent(&mut s, 1, &ep) else {
         panic!()
     };
     assert_eq!(Status(r[2]), Status::SUCCESS);
@@ -396,10 +438,10 @@ fn perf_and_endpoint_queries_follow_ibacm() {
         "endpoint 2 is P_Key 8001"
     );
     ep[3] = 3;
-    assert_eq!(status_of(&s.handle_message(1, &ep)), Status::EINVAL);
+    assert_eq!(status_of(&sent(&mut s, 1, &ep)), Status::EINVAL);
     ep[3] = 1;
     ep[4] = 2; // port 2 has no endpoints
-    assert_eq!(status_of(&s.handle_message(1, &ep)), Status::EINVAL);
+    assert_eq!(status_of(&sent(&mut s, 1, &ep)), Status::EINVAL);
 }
 
 /// The record from the port at LID `slid` (GUID 4) to LID `dlid` of the
@@ -424,11 +466,9 @@ fn service_with_lmc() -> AcmService {
 fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
     let mut s = service_with_lmc();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let primary = record_between(4, 10);
-    let step = s
-        .reply_step(&answer(9, id, MadStatus::OK, Some(&primary), false))
-        .unwrap();
+    let step = answered(&mut s, &answer(9, id, MadStatus::OK, Some(&primary), false)).unwrap();
     // The known paths between the two ports, from what the agent holds.
     let (id, q, lookup) = asked(step);
     assert_eq!(lookup, Lookup::KnownOnly);
@@ -454,7 +494,7 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
         stride: PathRecord::LEN,
         data: data.freeze(),
     };
-    let reply = replied(s.reply_step(&table).unwrap());
+    let reply = replied(answered(&mut s, &table).unwrap());
     assert_eq!(reply.len(), HEADER_LEN + 3 * ENTRY_LEN);
     let first = Entry::parse(&reply[16..88]).unwrap();
     let second = Entry::parse(&reply[88..160]).unwrap();
@@ -493,15 +533,16 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
 fn without_a_known_alternate_the_primary_alone_is_the_answer() {
     let mut s = service_with_lmc();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
+    let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let primary = record_between(4, 10);
-    let (id2, _, _) = asked(
-        s.reply_step(&answer(9, id, MadStatus::OK, Some(&primary), true))
-            .unwrap(),
-    );
+    let (id2, _, _) =
+        asked(answered(&mut s, &answer(9, id, MadStatus::OK, Some(&primary), true)).unwrap());
     let reply = replied(
-        s.reply_step(&answer(9, id2, MadStatus::ERR_NO_RECORDS, None, false))
-            .unwrap(),
+        answered(
+            &mut s,
+            &answer(9, id2, MadStatus::ERR_NO_RECORDS, None, false),
+        )
+        .unwrap(),
     );
     assert_eq!(Status(reply[2]), Status::SUCCESS);
     assert_eq!(
@@ -521,15 +562,21 @@ fn a_lid_or_lmc_zero_asks_for_no_alternate() {
     // LMC 0: the reply comes with the primary at once.
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
-    let step = s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
-    assert!(matches!(step, Some(Step::Reply(_))));
+    let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
+    let step = answered(
+        &mut s,
+        &answer(9, id, MadStatus::OK, Some(&record(5)), false),
+    );
+    assert!(matches!(step, Some(Output::Send { bytes: _, .. })));
     // A LID names one path.
     let mut s = service_with_lmc();
     let dest = Entry::for_address(flags::DEST, &Address::Lid(10));
-    let (id, _, _) = asked(s.handle_message(9, &resolve(&[dest])));
-    let step = s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), false));
-    assert!(matches!(step, Some(Step::Reply(_))));
+    let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
+    let step = answered(
+        &mut s,
+        &answer(9, id, MadStatus::OK, Some(&record(5)), false),
+    );
+    assert!(matches!(step, Some(Output::Send { bytes: _, .. })));
 }
 
 #[test]
@@ -555,11 +602,11 @@ fn resolved_from(s: &mut AcmService, source: Address) -> Result<Gid, Status> {
         Entry::for_address(flags::SOURCE, &source),
         Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
     ];
-    let step = s.handle_message(3, &resolve(&entries));
+    let step = sent(s, 3, &resolve(&entries));
     // The client goes, so that its pending question does not count.
-    s.handle_closed(3);
+    closed(s, 3);
     match step {
-        step @ Step::Reply(_) => Err(status_of(&step)),
+        step @ Output::Send { bytes: _, .. } => Err(status_of(&step)),
         step => Ok(asked(step).1.template.sgid()),
     }
 }
@@ -606,7 +653,7 @@ fn a_source_is_any_name_or_address_of_this_node_and_nothing_else() {
         Entry::for_address(flags::SOURCE, &ipoib),
         Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
     ];
-    let (_, q, _) = asked(s.handle_message(3, &resolve(&entries)));
+    let (_, q, _) = asked(sent(&mut s, 3, &resolve(&entries)));
     assert_eq!(q.template.pkey(), 0x8001, "the address's partition");
     s.set_owned_addresses(&before);
     assert_eq!(resolved_from(&mut s, ipoib), Err(Status::ESRCADDR));
@@ -688,8 +735,9 @@ fn two_rails() -> AcmService {
 /// P_Key; and the source it echoes.
 fn chosen_for(s: &mut AcmService, dest: Address) -> (usize, Gid, u16, Option<Address>) {
     let conn = 40;
-    let step = s.handle_message(conn, &resolve(&[Entry::for_address(flags::DEST, &dest)]));
-    let Step::Ask {
+    let step = sent(s, conn, &resolve(&[Entry::for_address(flags::DEST, &dest)]));
+    let Output::Ask {
+        conn: _,
         agent,
         id,
         request: Request::PathQuery { query, .. },
@@ -699,12 +747,13 @@ fn chosen_for(s: &mut AcmService, dest: Address) -> (usize, Gid, u16, Option<Add
     };
     let mut r = record(9);
     r.set_sgid(query.template.sgid());
-    let reply = match s.reply_step(&answer(conn, id, MadStatus::OK, Some(&r), true)) {
+    let reply = match answered(s, &answer(conn, id, MadStatus::OK, Some(&r), true)) {
         // The other rail is asked for an alternate: it knows none.
-        Some(Step::Ask { id, .. }) => s
-            .reply_step(&answer(conn, id, MadStatus::OK, None, false))
-            .map(replied)
-            .unwrap(),
+        Some(Output::Ask { conn: _, id, .. }) => {
+            answered(s, &answer(conn, id, MadStatus::OK, None, false))
+                .map(replied)
+                .unwrap()
+        }
         other => other.map(replied).unwrap(),
     };
     let echo = (reply.len() > HEADER_LEN + ENTRY_LEN)
@@ -775,12 +824,15 @@ fn two_ports() -> AcmService {
 fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
     let mut s = two_ports();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, _, _) = asked(s.handle_message(7, &resolve(&[dest])));
+    let (id, _, _) = asked(sent(&mut s, 7, &resolve(&[dest])));
     // The primary is in: the door asks port 2's agent what it holds.
-    let step = s
-        .reply_step(&answer(7, id, MadStatus::OK, Some(&record(5)), true))
-        .unwrap();
-    let Step::Ask {
+    let step = answered(
+        &mut s,
+        &answer(7, id, MadStatus::OK, Some(&record(5)), true),
+    )
+    .unwrap();
+    let Output::Ask {
+        conn: _,
         agent: 1,
         id,
         request: Request::PathQuery { query, lookup },
@@ -794,10 +846,12 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
     let mut from_port_2 = record(5);
     from_port_2.set_sgid(Gid::new(PREFIX, 14));
     from_port_2.set_slid(14);
-    let reply = s
-        .reply_step(&answer(7, id, MadStatus::OK, Some(&from_port_2), false))
-        .map(replied)
-        .unwrap();
+    let reply = answered(
+        &mut s,
+        &answer(7, id, MadStatus::OK, Some(&from_port_2), false),
+    )
+    .map(replied)
+    .unwrap();
     let primary = Entry::parse(&reply[16..88]).unwrap();
     let alternate = Entry::parse(&reply[88..160]).unwrap();
     assert_eq!(primary.path_record(), Some(record(5)));
@@ -809,24 +863,30 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
     assert_eq!(s.pending(), 0);
 
     // Port 2 holds nothing for it: the primary alone.
-    let (id, _, _) = asked(s.handle_message(8, &resolve(&[dest])));
-    let Some(Step::Ask { id: alt, .. }) =
-        s.reply_step(&answer(8, id, MadStatus::OK, Some(&record(5)), true))
+    let (id, _, _) = asked(sent(&mut s, 8, &resolve(&[dest])));
+    let Some(Output::Ask {
+        conn: _, id: alt, ..
+    }) = answered(
+        &mut s,
+        &answer(8, id, MadStatus::OK, Some(&record(5)), true),
+    )
     else {
         panic!("expected the alternate's question");
     };
-    let reply = s
-        .reply_step(&answer(8, alt, MadStatus::OK, None, false))
+    let reply = answered(&mut s, &answer(8, alt, MadStatus::OK, None, false))
         .map(replied)
         .unwrap();
     assert_eq!(reply.len(), HEADER_LEN + ENTRY_LEN, "one path");
 
     // A LID names one path of one port: no alternate is looked for.
     let by_lid = Entry::for_address(flags::DEST, &Address::Lid(5));
-    let (id, _, _) = asked(s.handle_message(9, &resolve(&[by_lid])));
+    let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[by_lid])));
     assert!(matches!(
-        s.reply_step(&answer(9, id, MadStatus::OK, Some(&record(5)), true)),
-        Some(Step::Reply(_))
+        answered(
+            &mut s,
+            &answer(9, id, MadStatus::OK, Some(&record(5)), true)
+        ),
+        Some(Output::Send { bytes: _, .. })
     ));
 }
 
@@ -834,11 +894,14 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
 fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     let mut s = service();
     let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
-    let (id, _, _) = asked(s.handle_message(4, &resolve(&[dest])));
+    let (id, _, _) = asked(sent(&mut s, 4, &resolve(&[dest])));
     // The master has no reversible path between them.
     let (id, q, lookup) = asked(
-        s.reply_step(&answer(4, id, MadStatus::ERR_NO_RECORDS, None, true))
-            .unwrap(),
+        answered(
+            &mut s,
+            &answer(4, id, MadStatus::ERR_NO_RECORDS, None, true),
+        )
+        .unwrap(),
     );
     assert_eq!(lookup, Lookup::Anywhere);
     assert_eq!(
@@ -848,10 +911,8 @@ fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     assert_eq!(q.mask & pr::REVERSIBLE, ComponentMask(0), "one way");
     let mut out = record(5);
     out.set_reversible(false);
-    let (id, q, _) = asked(
-        s.reply_step(&answer(4, id, MadStatus::OK, Some(&out), true))
-            .unwrap(),
-    );
+    let (id, q, _) =
+        asked(answered(&mut s, &answer(4, id, MadStatus::OK, Some(&out), true)).unwrap());
     // The way back: from the destination to this port.
     assert_eq!(
         (
@@ -867,8 +928,7 @@ fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     back.set_dgid(Gid::new(PREFIX, 4));
     back.set_slid(5);
     back.set_reversible(false);
-    let reply = s
-        .reply_step(&answer(4, id, MadStatus::OK, Some(&back), true))
+    let reply = answered(&mut s, &answer(4, id, MadStatus::OK, Some(&back), true))
         .map(replied)
         .unwrap();
     assert_eq!(Status(reply[2]), Status::SUCCESS);
@@ -881,22 +941,29 @@ fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     assert_eq!(s.pending(), 0);
 
     // No way out either: ENODATA, as before.
-    let (id, _, _) = asked(s.handle_message(5, &resolve(&[dest])));
+    let (id, _, _) = asked(sent(&mut s, 5, &resolve(&[dest])));
     let (id, _, _) = asked(
-        s.reply_step(&answer(5, id, MadStatus::ERR_NO_RECORDS, None, true))
-            .unwrap(),
+        answered(
+            &mut s,
+            &answer(5, id, MadStatus::ERR_NO_RECORDS, None, true),
+        )
+        .unwrap(),
     );
-    let step = s
-        .reply_step(&answer(5, id, MadStatus::ERR_NO_RECORDS, None, true))
-        .unwrap();
+    let step = answered(
+        &mut s,
+        &answer(5, id, MadStatus::ERR_NO_RECORDS, None, true),
+    )
+    .unwrap();
     assert_eq!(status_of(&step), Status::ENODATA);
 
     // NODELAY answers from the cache only: no second question.
     let mut quick = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
     quick.flags |= flags::NODELAY;
-    let (id, _, _) = asked(s.handle_message(6, &resolve(&[quick])));
-    let step = s
-        .reply_step(&answer(6, id, MadStatus::ERR_NO_RECORDS, None, false))
-        .unwrap();
+    let (id, _, _) = asked(sent(&mut s, 6, &resolve(&[quick])));
+    let step = answered(
+        &mut s,
+        &answer(6, id, MadStatus::ERR_NO_RECORDS, None, false),
+    )
+    .unwrap();
     assert_eq!(status_of(&step), Status::ENODATA);
 }
