@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::doors::DatagramSender;
 use local_sa_core::doors::api::{DUMP_PAGE, dump_from_after};
 use local_sa_core::doors::netlink::wire::{self, PathUse, Resolve};
-use local_sa_core::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
+use local_sa_core::doors::netlink::{KernelPort, NetlinkConfig, NetlinkService};
+use local_sa_core::doors::{DatagramSender, Door, Input, Output};
 use local_sa_core::naming::Names;
 use local_sa_core::request::Request;
 use local_sa_core::{Address, Received, SaCore};
@@ -100,15 +100,24 @@ fn netlink_resolve(bencher: Bencher<'_, '_>, sources: u16) {
         let datagram = &requests[i % requests.len()];
         i += 1;
         let mut reply = None;
-        for action in door.handle_datagram(now, DatagramSender::Kernel, datagram) {
-            match action {
-                Action::Ask { id, request, .. } => {
+        let from = DatagramSender::Kernel;
+        door.handle_input(
+            now,
+            Input::Datagram {
+                from,
+                bytes: datagram,
+            },
+        );
+        while let Some(output) = door.poll_output() {
+            match output {
+                Output::Ask { id, request, .. } => {
                     core.handle_local(now, CONN, id, request);
                     while let Some(r) = core.poll_local() {
-                        reply = door.reply_to(&r);
+                        door.handle_reply(now, &r);
                     }
                 }
-                Action::Reply(r) => reply = Some(r),
+                Output::Send { bytes, .. } => reply = Some(bytes),
+                Output::Close { .. } | Output::Registrant { .. } => {}
             }
         }
         black_box(reply)

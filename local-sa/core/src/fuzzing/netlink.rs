@@ -11,9 +11,9 @@ use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Gid, MadStatus, PathRecord};
 
 use crate::config::PortIdentity;
-use crate::doors::DatagramSender;
 use crate::doors::netlink::wire::{self, Body};
-use crate::doors::netlink::{Action, KernelPort, NetlinkConfig, NetlinkService};
+use crate::doors::netlink::{KernelPort, NetlinkConfig, NetlinkService};
+use crate::doors::{DatagramSender, Door, Input, Output};
 use crate::naming::Names;
 use crate::request::{LocalBody, LocalReply, RequestKind};
 
@@ -43,14 +43,21 @@ fn door(data: &[u8]) {
     let mut door = NetlinkService::new(NetlinkConfig::default(), CONN, ports, Names::new());
     let now = Instant::now();
     let mut replies = Vec::new();
-    for (n, action) in door
-        .handle_datagram(now, DatagramSender::Kernel, data)
-        .into_iter()
-        .enumerate()
-    {
-        match action {
-            Action::Reply(r) => replies.push(r),
-            Action::Ask { id, .. } if n % 2 == 0 => {
+    let sent = |output| match output {
+        Output::Send { conn: CONN, bytes } => bytes,
+        other => panic!("not a reply to the kernel: {other:?}"),
+    };
+    door.handle_input(
+        now,
+        Input::Datagram {
+            from: DatagramSender::Kernel,
+            bytes: data,
+        },
+    );
+    let outputs: Vec<Output> = std::iter::from_fn(|| door.poll_output()).collect();
+    for (n, output) in outputs.into_iter().enumerate() {
+        match output {
+            Output::Ask { id, .. } if n % 2 == 0 => {
                 let record = PathRecord::new_zeroed();
                 let reply = LocalReply {
                     conn: CONN,
@@ -64,15 +71,21 @@ fn door(data: &[u8]) {
                         data: record.as_bytes().to_vec().into(),
                     },
                 };
-                replies.extend(door.reply_to(&reply));
-                assert_eq!(door.reply_to(&reply), None, "one reply per RESOLVE");
+                door.handle_reply(now, &reply);
+                replies.extend(door.poll_output().map(sent));
+                door.handle_reply(now, &reply);
+                assert_eq!(door.poll_output(), None, "one reply per RESOLVE");
             }
-            Action::Ask { .. } => {}
+            Output::Ask { .. } => {}
+            other => replies.push(sent(other)),
         }
     }
     // What the agent left unanswered gets ERR at its deadline.
-    let due = door.next_deadline();
-    let late = door.expire(now + Duration::from_secs(3600));
+    let due = door.poll_timeout();
+    door.handle_timeout(now + Duration::from_secs(3600));
+    let late: Vec<_> = std::iter::from_fn(|| door.poll_output())
+        .map(sent)
+        .collect();
     assert_eq!(due.is_some(), !late.is_empty());
     assert_eq!(door.pending(), 0);
     replies.extend(late);

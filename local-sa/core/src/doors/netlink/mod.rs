@@ -6,6 +6,6 @@ pub mod service;
 pub mod wire;
 
 pub use service::{
-    Action, KERNEL_DEFAULT_TIMEOUT, KERNEL_TIMEOUT_RANGE, KernelPort, NetlinkConfig,
-    NetlinkCounters, NetlinkService, clamp_kernel_timeout,
+    KERNEL_DEFAULT_TIMEOUT, KERNEL_TIMEOUT_RANGE, KernelPort, NetlinkConfig, NetlinkCounters,
+    NetlinkService, clamp_kernel_timeout,
 };

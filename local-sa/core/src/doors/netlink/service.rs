@@ -117,24 +117,6 @@ pub fn clamp_kernel_timeout(timeout: Duration) -> Duration {
     timeout.clamp(*KERNEL_TIMEOUT_RANGE.start(), *KERNEL_TIMEOUT_RANGE.end())
 }
 
-/// What the daemon does for a datagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Send this reply on the socket.
-    Reply(Bytes),
-    /// Give this request to SA agent `agent` as local request `id` of the
-    /// door's connection number; its reply goes to
-    /// [`NetlinkService::handle_reply`].
-    Ask {
-        /// Which agent.
-        agent: usize,
-        /// The request number.
-        id: u32,
-        /// The request.
-        request: Request,
-    },
-}
-
 /// What the door has seen and done.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetlinkCounters {
@@ -279,15 +261,9 @@ impl NetlinkService {
         wire::set_timeout(1, pid, millis)
     }
 
-    /// One datagram from `from`, received at `now`: what to send and ask,
-    /// in order (nothing, for one not from the kernel).
-    pub fn handle_datagram(
-        &mut self,
-        now: Instant,
-        from: DatagramSender,
-        datagram: &[u8],
-    ) -> Vec<Action> {
-        let mut actions = Vec::new();
+    /// One datagram from `from`, received at `now`: what to send and ask
+    /// is queued, in order (nothing, for one not from the kernel).
+    fn handle_datagram(&mut self, now: Instant, from: DatagramSender, datagram: &[u8]) {
         if from != DatagramSender::Kernel {
             self.counters.not_from_kernel += 1;
             let port = match from {
@@ -301,14 +277,14 @@ impl NetlinkService {
                     "a netlink message not from the kernel was dropped unread (only the kernel's queries are answered)"
                 );
             }
-            return actions;
+            return;
         }
         if datagram.is_empty() {
             self.counters.empty += 1;
-            return actions;
+            return;
         }
         for (header, message) in wire::messages(datagram) {
-            let action = match message {
+            let output = match message {
                 Ok(m) => self.handle_message(now, m.header, m.body),
                 Err(e) => {
                     tracing::debug!(error = %e, "a malformed netlink message");
@@ -321,12 +297,11 @@ impl NetlinkService {
                     }
                 }
             };
-            actions.extend(action);
+            self.out.extend(output);
         }
-        actions
     }
 
-    fn handle_message(&mut self, now: Instant, header: Header, body: Body) -> Option<Action> {
+    fn handle_message(&mut self, now: Instant, header: Header, body: Body) -> Option<Output> {
         match body {
             Body::Resolve(r) => {
                 self.counters.resolves += 1;
@@ -348,7 +323,7 @@ impl NetlinkService {
         }
     }
 
-    fn resolve(&mut self, now: Instant, header: Header, r: Resolve) -> Option<Action> {
+    fn resolve(&mut self, now: Instant, header: Header, r: Resolve) -> Option<Output> {
         let Some(port) = self
             .ports
             .iter()
@@ -404,8 +379,9 @@ impl NetlinkService {
         );
         self.deadlines
             .push_back((now + self.config.answer_within(), id));
-        Some(Action::Ask {
+        Some(Output::Ask {
             agent: port.agent,
+            conn: self.conn,
             id,
             request: Request::PathQuery {
                 query: PathQuery {
@@ -418,7 +394,7 @@ impl NetlinkService {
         })
     }
 
-    fn ip_resolve(&mut self, header: &Header, r: IpResolve) -> Option<Action> {
+    fn ip_resolve(&mut self, header: &Header, r: IpResolve) -> Option<Output> {
         let address = Address::Ip(r.address);
         let gid = self
             .names
@@ -427,26 +403,34 @@ impl NetlinkService {
         match gid {
             Some(gid) => {
                 self.counters.answered += 1;
-                Some(Action::Reply(wire::ip_resolve_reply(header, gid)))
+                Some(self.send(wire::ip_resolve_reply(header, gid)))
             }
             None => self.fail(header),
         }
     }
 
-    fn fail(&mut self, header: &Header) -> Option<Action> {
+    fn fail(&mut self, header: &Header) -> Option<Output> {
         self.counters.failed += 1;
-        Some(Action::Reply(wire::error_reply(header)))
+        Some(self.send(wire::error_reply(header)))
+    }
+
+    /// `bytes` for the kernel.
+    fn send(&self, bytes: Bytes) -> Output {
+        Output::Send {
+            conn: self.conn,
+            bytes,
+        }
     }
 
     /// When [`Self::handle_timeout`] has an ERR to send, if ever.
-    pub fn next_deadline(&mut self) -> Option<Instant> {
+    fn next_deadline(&mut self) -> Option<Instant> {
         self.drop_answered_deadlines();
         self.deadlines.front().map(|(due, _)| *due)
     }
 
     /// ERR for every RESOLVE whose agent has not answered by now: the
     /// kernel asks the SA itself at once.
-    pub fn expire(&mut self, now: Instant) -> Vec<Bytes> {
+    fn expire(&mut self, now: Instant) -> Vec<Bytes> {
         let mut replies = Vec::new();
         while let Some(&(due, id)) = self.deadlines.front() {
             if due > now {
@@ -484,7 +468,7 @@ impl NetlinkService {
 
     /// An agent answered: the reply for the kernel, if the request was
     /// this door's and is still waiting (not past its deadline).
-    pub fn reply_to(&mut self, reply: &LocalReply) -> Option<Bytes> {
+    fn reply_to(&mut self, reply: &LocalReply) -> Option<Bytes> {
         if reply.conn != self.conn {
             return None;
         }
@@ -523,32 +507,15 @@ impl Door for NetlinkService {
     }
 
     fn handle_input(&mut self, now: Instant, input: Input<'_>) {
-        let Input::Datagram { from, bytes } = input else {
-            return;
-        };
-        for action in self.handle_datagram(now, from, bytes) {
-            let output = match action {
-                Action::Reply(bytes) => Output::Send {
-                    conn: self.conn,
-                    bytes,
-                },
-                Action::Ask { agent, id, request } => Output::Ask {
-                    agent,
-                    conn: self.conn,
-                    id,
-                    request,
-                },
-            };
-            self.out.push_back(output);
+        if let Input::Datagram { from, bytes } = input {
+            self.handle_datagram(now, from, bytes);
         }
     }
 
     fn handle_reply(&mut self, _now: Instant, reply: &LocalReply) {
         if let Some(bytes) = self.reply_to(reply) {
-            self.out.push_back(Output::Send {
-                conn: self.conn,
-                bytes,
-            });
+            let output = self.send(bytes);
+            self.out.push_back(output);
         }
     }
 
@@ -562,10 +529,8 @@ impl Door for NetlinkService {
 
     fn handle_timeout(&mut self, now: Instant) {
         for bytes in self.expire(now) {
-            self.out.push_back(Output::Send {
-                conn: self.conn,
-                bytes,
-            });
+            let output = self.send(bytes);
+            self.out.push_back(output);
         }
     }
 

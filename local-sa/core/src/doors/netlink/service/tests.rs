@@ -56,14 +56,52 @@ fn resolve(port: u8, path_use: PathUse, dgid: Option<Gid>) -> Resolve {
     }
 }
 
-fn one(actions: Vec<Action>) -> Action {
-    let [a] = <[Action; 1]>::try_from(actions).unwrap_or_else(|a| panic!("{a:?}"));
+/// The door driven through the [`Door`] trait, as the daemon drives it.
+trait Driven {
+    /// A datagram from `from` at `now`: what the door does, in order.
+    fn datagram(&mut self, now: Instant, from: DatagramSender, bytes: &[u8]) -> Vec<Output>;
+    /// An agent's reply: what the door sends the kernel, if anything.
+    fn reply(&mut self, reply: &LocalReply) -> Option<Bytes>;
+    /// When the door's next deadline is due.
+    fn deadline(&mut self) -> Option<Instant>;
+    /// Deadlines up to `now` passed: what the door sends the kernel.
+    fn expired(&mut self, now: Instant) -> Vec<Bytes>;
+}
+
+impl Driven for NetlinkService {
+    fn datagram(&mut self, now: Instant, from: DatagramSender, bytes: &[u8]) -> Vec<Output> {
+        self.handle_input(now, Input::Datagram { from, bytes });
+        std::iter::from_fn(|| self.poll_output()).collect()
+    }
+
+    fn reply(&mut self, reply: &LocalReply) -> Option<Bytes> {
+        self.handle_reply(*T0, reply);
+        let sent = self.poll_output().map(replied);
+        assert_eq!(self.poll_output(), None, "one reply per answer");
+        sent
+    }
+
+    fn deadline(&mut self) -> Option<Instant> {
+        self.poll_timeout()
+    }
+
+    fn expired(&mut self, now: Instant) -> Vec<Bytes> {
+        self.handle_timeout(now);
+        std::iter::from_fn(|| self.poll_output())
+            .map(replied)
+            .collect()
+    }
+}
+
+fn one(outputs: Vec<Output>) -> Output {
+    let [a] = <[Output; 1]>::try_from(outputs).unwrap_or_else(|a| panic!("{a:?}"));
     a
 }
 
-fn replied(action: Action) -> Bytes {
-    match action {
-        Action::Reply(b) => b,
+/// The bytes a Send carries, to the door's connection.
+fn replied(output: Output) -> Bytes {
+    match output {
+        Output::Send { conn: CONN, bytes } => bytes,
         other => panic!("expected a reply, got {other:?}"),
     }
 }
@@ -125,8 +163,9 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         r.service_id = Some(0x106);
         r.tclass = Some(3);
         r.qos_class = Some(0x12);
-        let Action::Ask { agent, id, request } =
-            one(s.handle_datagram(*T0, DatagramSender::Kernel, &wire::resolve_request(55, &r)))
+        let Output::Ask {
+            agent, id, request, ..
+        } = one(s.datagram(*T0, DatagramSender::Kernel, &wire::resolve_request(55, &r)))
         else {
             panic!("not asked");
         };
@@ -156,7 +195,7 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
         assert_eq!(s.pending(), 1);
 
         let reply = s
-            .reply_to(&answer(id, MadStatus::OK, &[record(9)], false))
+            .reply(&answer(id, MadStatus::OK, &[record(9)], false))
             .unwrap();
         let h = Header::parse(&reply).unwrap();
         assert_eq!((h.seq, h.kind, h.flags), (55, 0x1000, 0));
@@ -176,12 +215,12 @@ fn a_resolve_asks_the_ports_agent_a_get_and_the_record_goes_back_flagged() {
 #[test]
 fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
     let mut s = service(8);
-    let ask = |s: &mut NetlinkService, seq| match one(s.handle_datagram(
+    let ask = |s: &mut NetlinkService, seq| match one(s.datagram(
         *T0,
         DatagramSender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
-        Action::Ask { id, .. } => id,
+        Output::Ask { id, .. } => id,
         other => panic!("{other:?}"),
     };
     for status in [
@@ -190,18 +229,18 @@ fn failures_get_err_so_that_the_kernel_asks_the_sa_itself() {
         MadStatus::ERR_REQ_INVALID,
     ] {
         let id = ask(&mut s, 1);
-        let reply = s.reply_to(&answer(id, status, &[], true)).unwrap();
+        let reply = s.reply(&answer(id, status, &[], true)).unwrap();
         assert_eq!(flags_of(&reply), F_ERR, "{status}");
     }
     // OK without a record is no answer either.
     let id = ask(&mut s, 2);
-    let reply = s.reply_to(&answer(id, MadStatus::OK, &[], true)).unwrap();
+    let reply = s.reply(&answer(id, MadStatus::OK, &[], true)).unwrap();
     assert_eq!(flags_of(&reply), F_ERR);
     // Another connection's reply, or an unknown request, is not the door's.
     let mut other = answer(id, MadStatus::OK, &[record(9)], true);
-    assert_eq!(s.reply_to(&other), None);
+    assert_eq!(s.reply(&other), None);
     other.conn = 7;
-    assert_eq!(s.reply_to(&other), None);
+    assert_eq!(s.reply(&other), None);
     assert_eq!(s.counters().failed, 4);
 }
 
@@ -216,7 +255,7 @@ fn an_unknown_port_or_no_dgid_gets_err_at_once() {
         },
         resolve(1, PathUse::GMP, None),
     ] {
-        let reply = replied(one(s.handle_datagram(
+        let reply = replied(one(s.datagram(
             *T0,
             DatagramSender::Kernel,
             &wire::resolve_request(9, &r),
@@ -233,14 +272,14 @@ fn past_the_pending_limit_resolves_get_err() {
     let mut s = service(2);
     let r = wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9))));
     assert!(matches!(
-        one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)),
-        Action::Ask { .. }
+        one(s.datagram(*T0, DatagramSender::Kernel, &r)),
+        Output::Ask { .. }
     ));
     assert!(matches!(
-        one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)),
-        Action::Ask { .. }
+        one(s.datagram(*T0, DatagramSender::Kernel, &r)),
+        Output::Ask { .. }
     ));
-    let reply = replied(one(s.handle_datagram(*T0, DatagramSender::Kernel, &r)));
+    let reply = replied(one(s.datagram(*T0, DatagramSender::Kernel, &r)));
     assert_eq!(flags_of(&reply), F_ERR);
     assert_eq!(s.counters().refused_pending, 1);
 }
@@ -249,7 +288,7 @@ fn past_the_pending_limit_resolves_get_err() {
 fn ip_resolve_answers_from_the_names_tables() {
     let mut s = service(8);
     let ask = |s: &mut NetlinkService, ip: &str| {
-        replied(one(s.handle_datagram(
+        replied(one(s.datagram(
             *T0,
             DatagramSender::Kernel,
             &wire::ip_resolve_request(
@@ -290,21 +329,18 @@ fn malformed_requests_get_err_and_everything_else_is_dropped() {
     let mut bad =
         wire::resolve_request(6, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))).to_vec();
     bad[wire::HEADER_LEN + wire::DEVICE_NAME_LEN + 1] = 7; // unknown path use
-    let reply = replied(one(s.handle_datagram(*T0, DatagramSender::Kernel, &bad)));
+    let reply = replied(one(s.datagram(*T0, DatagramSender::Kernel, &bad)));
     assert_eq!(
         (flags_of(&reply), Header::parse(&reply).unwrap().seq),
         (F_ERR, 6)
     );
     // A cut header, and a reply-shaped message: nothing sent.
     assert!(
-        s.handle_datagram(*T0, DatagramSender::Kernel, &bad[..9])
+        s.datagram(*T0, DatagramSender::Kernel, &bad[..9])
             .is_empty()
     );
     bad[6..8].copy_from_slice(&0u16.to_ne_bytes());
-    assert!(
-        s.handle_datagram(*T0, DatagramSender::Kernel, &bad)
-            .is_empty()
-    );
+    assert!(s.datagram(*T0, DatagramSender::Kernel, &bad).is_empty());
     assert_eq!(s.counters().malformed, 3);
 }
 
@@ -318,14 +354,8 @@ fn the_kernels_errors_are_counted_and_answered_with_nothing() {
     b.extend_from_slice(&[0; 8]);
     b.extend_from_slice(&(-1i32).to_ne_bytes());
     b.extend_from_slice(&[0; 16]);
-    assert!(
-        s.handle_datagram(*T0, DatagramSender::Kernel, &b)
-            .is_empty()
-    );
-    assert!(
-        s.handle_datagram(*T0, DatagramSender::Kernel, &b)
-            .is_empty()
-    );
+    assert!(s.datagram(*T0, DatagramSender::Kernel, &b).is_empty());
+    assert!(s.datagram(*T0, DatagramSender::Kernel, &b).is_empty());
     assert_eq!(s.counters().kernel_errors, 2);
 }
 
@@ -333,7 +363,7 @@ fn the_kernels_errors_are_counted_and_answered_with_nothing() {
 fn a_port_change_follows_into_the_template() {
     let mut s = service(8);
     s.handle_port_change(0, port(40));
-    let Action::Ask { request, .. } = one(s.handle_datagram(
+    let Output::Ask { request, .. } = one(s.datagram(
         *T0,
         DatagramSender::Kernel,
         &wire::resolve_request(1, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
@@ -351,44 +381,44 @@ fn an_unanswered_resolve_gets_err_before_the_kernel_gives_up() {
     let mut s = service(8);
     let within = NetlinkConfig::default().answer_within();
     assert!(within < KERNEL_DEFAULT_TIMEOUT);
-    assert_eq!(s.next_deadline(), None);
-    let ask = |s: &mut NetlinkService, seq, at| match one(s.handle_datagram(
+    assert_eq!(s.deadline(), None);
+    let ask = |s: &mut NetlinkService, seq, at| match one(s.datagram(
         at,
         DatagramSender::Kernel,
         &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
     )) {
-        Action::Ask { id, .. } => id,
+        Output::Ask { id, .. } => id,
         other => panic!("{other:?}"),
     };
     let first = ask(&mut s, 1, *T0);
     let second = ask(&mut s, 2, *T0 + Duration::from_millis(100));
     let third = ask(&mut s, 3, *T0 + Duration::from_millis(200));
-    assert_eq!(s.next_deadline(), Some(*T0 + within));
+    assert_eq!(s.deadline(), Some(*T0 + within));
     // The first is answered in time; the second is not.
     assert!(
-        s.reply_to(&answer(first, MadStatus::OK, &[record(9)], true))
+        s.reply(&answer(first, MadStatus::OK, &[record(9)], true))
             .is_some()
     );
     assert_eq!(
-        s.next_deadline(),
+        s.deadline(),
         Some(*T0 + Duration::from_millis(100) + within)
     );
-    assert!(s.expire(*T0 + within).is_empty(), "nothing is due yet");
+    assert!(s.expired(*T0 + within).is_empty(), "nothing is due yet");
     let late = *T0 + Duration::from_millis(150) + within;
-    let errs = s.expire(late);
+    let errs = s.expired(late);
     assert_eq!(errs.len(), 1);
     let h = Header::parse(&errs[0]).unwrap();
     assert_eq!((h.flags, h.seq), (F_ERR, 2));
     // Its answer, when it comes, is not sent a second time.
     assert_eq!(
-        s.reply_to(&answer(second, MadStatus::OK, &[record(9)], true)),
+        s.reply(&answer(second, MadStatus::OK, &[record(9)], true)),
         None
     );
     assert!(
-        s.reply_to(&answer(third, MadStatus::OK, &[record(9)], true))
+        s.reply(&answer(third, MadStatus::OK, &[record(9)], true))
             .is_some()
     );
-    assert_eq!(s.next_deadline(), None);
+    assert_eq!(s.deadline(), None);
     let c = s.counters();
     assert_eq!((c.past_deadline, c.failed, c.answered), (1, 1, 2));
 }
@@ -434,7 +464,7 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
     // One slow RESOLVE, then many answered at once.
     for seq in 0..100 {
         at += Duration::from_millis(1);
-        let Action::Ask { id, .. } = one(s.handle_datagram(
+        let Output::Ask { id, .. } = one(s.datagram(
             at,
             DatagramSender::Kernel,
             &wire::resolve_request(seq, &resolve(1, PathUse::GMP, Some(Gid::new(PREFIX, 9)))),
@@ -443,17 +473,17 @@ fn answered_resolves_behind_a_slow_one_do_not_pile_up() {
         };
         if seq > 0 {
             assert!(
-                s.reply_to(&answer(id, MadStatus::OK, &[record(9)], true))
+                s.reply(&answer(id, MadStatus::OK, &[record(9)], true))
                     .is_some()
             );
         }
         ids.push(id);
-        s.next_deadline();
+        s.deadline();
         assert!(s.deadlines.len() <= DEADLINES_PER_PENDING * 4 + 1);
     }
     assert_eq!(s.pending(), 1);
     assert_eq!(
-        s.next_deadline(),
+        s.deadline(),
         Some(*T0 + Duration::from_millis(1) + NetlinkConfig::default().answer_within())
     );
 }
@@ -465,12 +495,9 @@ fn only_the_kernel_is_answered_and_an_empty_datagram_stops_nothing() {
     // Another process sends the kernel's next query, sequence number and
     // all: nothing is asked, nothing sent back.
     for from in [DatagramSender::Process(4242), DatagramSender::Unknown] {
-        assert!(s.handle_datagram(*T0, from, &query).is_empty());
+        assert!(s.datagram(*T0, from, &query).is_empty());
     }
-    assert!(
-        s.handle_datagram(*T0, DatagramSender::Kernel, &[])
-            .is_empty()
-    );
+    assert!(s.datagram(*T0, DatagramSender::Kernel, &[]).is_empty());
     let c = s.counters();
     assert_eq!(
         (c.not_from_kernel, c.empty, c.resolves, c.malformed),
@@ -479,7 +506,7 @@ fn only_the_kernel_is_answered_and_an_empty_datagram_stops_nothing() {
     assert_eq!(s.pending(), 0);
     // The kernel's own query after them is asked as ever.
     assert!(matches!(
-        one(s.handle_datagram(*T0, DatagramSender::Kernel, &query)),
-        Action::Ask { .. }
+        one(s.datagram(*T0, DatagramSender::Kernel, &query)),
+        Output::Ask { .. }
     ));
 }
