@@ -2,7 +2,7 @@ use std::net::IpAddr;
 
 use bytes::BytesMut;
 use mad_codec::zerocopy::IntoBytes;
-use mad_codec::{AttributeId, Gid};
+use mad_codec::{AttributeId, ComponentMask, Gid};
 
 use super::*;
 use crate::config::test_port as port;
