@@ -302,6 +302,8 @@ fn a_new_master_gets_the_registrations_and_the_refresh() {
 #[test]
 fn shutdown_withdraws_the_subscriptions() {
     let mut b = Bench::started();
+    // Traps 64, 65 and 128 held at the master before.
+    assert_eq!(b.master.subscriptions.len(), 3);
     b.core.begin_shutdown(b.now);
     b.pump();
     assert!(b.master.subscriptions.is_empty());
