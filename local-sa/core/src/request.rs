@@ -1,6 +1,6 @@
 //! Requests from programs on this node and the agent's replies to them:
-//! one type whatever door a request came through (the local API socket
-//! today), so the agent never knows which. A door decodes its wire format
+//! one type whatever door a request came through (the local API, the
+//! ibacm door, the kernel door), so the agent never knows which. A door decodes its wire format
 //! into a [`Request`] for [`SaCore::handle_local`] and encodes each
 //! [`LocalReply`] from [`SaCore::poll_local`] back.
 //!
