@@ -14,7 +14,7 @@ use local_sa_core::directory::Publication;
 use local_sa_core::doors::acm::wire::{self, Entry, Opcode, flags};
 use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint};
 use local_sa_core::doors::{Door, Input, Output};
-use local_sa_core::naming::{Address, NameSource, Names};
+use local_sa_core::naming::{HostAddress, NameSource, Names};
 use local_sa_core::{PortIdentity, request::ConnId};
 
 mod fixture;
@@ -37,8 +37,8 @@ fn names(hosts: u32) -> Names {
     let mut n = Names::new();
     for i in 0..hosts {
         let g = gid((i % 40_000) as u16 + 1);
-        n.insert(Address::Name(host(i)), g, NameSource::Directory);
-        n.insert(Address::Ip(ip(i)), g, NameSource::Directory);
+        n.insert(HostAddress::Name(host(i)), g, NameSource::Directory);
+        n.insert(HostAddress::Ip(ip(i)), g, NameSource::Directory);
     }
     n
 }
@@ -71,7 +71,7 @@ fn door(hosts: u32) -> AcmService {
     d
 }
 
-fn resolve(dest: &Address) -> Vec<u8> {
+fn resolve(dest: &HostAddress) -> Vec<u8> {
     wire::request(
         Opcode::RESOLVE,
         [0; 3],
@@ -82,13 +82,13 @@ fn resolve(dest: &Address) -> Vec<u8> {
 }
 
 /// 4096 messages for destinations spread over the table.
-fn messages(hosts: u32, by: fn(u32) -> Address) -> Vec<Vec<u8>> {
+fn messages(hosts: u32, by: fn(u32) -> HostAddress) -> Vec<Vec<u8>> {
     (0..4096u32)
         .map(|i| resolve(&by(i.wrapping_mul(2_654_435_761) % hosts)))
         .collect()
 }
 
-fn run(bencher: Bencher<'_, '_>, hosts: u32, by: fn(u32) -> Address) {
+fn run(bencher: Bencher<'_, '_>, hosts: u32, by: fn(u32) -> HostAddress) {
     let mut d = door(hosts);
     let msgs = messages(hosts, by);
     let conn: ConnId = 1;
@@ -109,17 +109,19 @@ fn run(bencher: Bencher<'_, '_>, hosts: u32, by: fn(u32) -> Address) {
 
 #[divan::bench(args = [10_000, 100_000], sample_count = 50, sample_size = 4096)]
 fn resolve_by_lid(bencher: Bencher<'_, '_>, hosts: u32) {
-    run(bencher, hosts, |i| Address::Lid((i % 40_000) as u16 + 1));
+    run(bencher, hosts, |i| {
+        HostAddress::Lid((i % 40_000) as u16 + 1)
+    });
 }
 
 #[divan::bench(args = [10_000, 100_000], sample_count = 50, sample_size = 4096)]
 fn resolve_by_name(bencher: Bencher<'_, '_>, hosts: u32) {
-    run(bencher, hosts, |i| Address::Name(host(i)));
+    run(bencher, hosts, |i| HostAddress::Name(host(i)));
 }
 
 #[divan::bench(args = [10_000, 100_000], sample_count = 50, sample_size = 4096)]
 fn resolve_by_ipv4(bencher: Bencher<'_, '_>, hosts: u32) {
-    run(bencher, hosts, |i| Address::Ip(ip(i)));
+    run(bencher, hosts, |i| HostAddress::Ip(ip(i)));
 }
 
 /// One published host's record read into the names table.

@@ -13,7 +13,7 @@
 //! `cargo bench -p local-sa-core --bench store_memory`.
 #![allow(missing_docs)]
 
-use local_sa_core::naming::{Address, NameSource, Names};
+use local_sa_core::naming::{HostAddress, NameSource, Names};
 use local_sa_core::partitions::Partitions;
 use local_sa_core::store::PathStore;
 
@@ -81,12 +81,12 @@ fn names_of(hosts: u32) -> (Names, usize) {
     for i in 0..hosts {
         let gid = fixture::gid((i % 40_000) as u16 + 1);
         names.insert(
-            Address::Name(format!("node{i:06}")),
+            HostAddress::Name(format!("node{i:06}")),
             gid,
             NameSource::Directory,
         );
         let ip = std::net::Ipv4Addr::from(0x0A00_0000 | i);
-        names.insert(Address::Ip(ip.into()), gid, NameSource::Directory);
+        names.insert(HostAddress::Ip(ip.into()), gid, NameSource::Directory);
     }
     let bytes = rss().saturating_sub(before);
     (names, bytes)

@@ -32,7 +32,7 @@ use mad_codec::attr::service_record::mask as sr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, Gid, ServiceRecord};
 
-use crate::naming::{Address, MAX_NAME_LEN, NameSource, Names};
+use crate::naming::{HostAddress, MAX_NAME_LEN, NameSource, Names};
 
 /// The directory records' ServiceID ("LOCALSA" in ASCII, then 2).
 pub const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4102;
@@ -186,12 +186,12 @@ impl Publication {
     /// Adds the publication's name and addresses, naming `gid`, to `names`.
     pub fn add_to(&self, gid: Gid, names: &mut Names) {
         names.insert(
-            Address::Name(self.host_name.clone()),
+            HostAddress::Name(self.host_name.clone()),
             gid,
             NameSource::Directory,
         );
         for ip in &self.addresses {
-            names.insert(Address::Ip(*ip), gid, NameSource::Directory);
+            names.insert(HostAddress::Ip(*ip), gid, NameSource::Directory);
         }
     }
 }

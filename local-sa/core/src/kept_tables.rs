@@ -28,7 +28,7 @@ use std::net::IpAddr;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord, SaRecord};
 
-use crate::naming::{Address, MAX_NAME_LEN, NameSource};
+use crate::naming::{HostAddress, MAX_NAME_LEN, NameSource};
 
 const MAGIC: &[u8; 8] = b"LSAKEPT1";
 
@@ -56,7 +56,7 @@ pub struct Kept {
     /// The host names and addresses learnt from the master (names and IP
     /// addresses only), what each maps to and where it came from, if they
     /// had been fetched (or loaded) at all.
-    pub names: Option<Vec<(Address, Gid, NameSource)>>,
+    pub names: Option<Vec<(HostAddress, Gid, NameSource)>>,
 }
 
 /// Why kept tables were not taken.
@@ -208,23 +208,27 @@ impl Kept {
 
 /// A name's kind and bytes as kept; `None` for what is not kept (GIDs
 /// and LIDs, which map to themselves).
-fn name_bytes(a: &Address) -> Option<(u8, Vec<u8>)> {
+fn name_bytes(a: &HostAddress) -> Option<(u8, Vec<u8>)> {
     match a {
-        Address::Name(n) if n.len() <= MAX_NAME_LEN => Some((0, n.as_bytes().to_vec())),
-        Address::Ip(IpAddr::V4(ip)) => Some((1, ip.octets().to_vec())),
-        Address::Ip(IpAddr::V6(ip)) => Some((2, ip.octets().to_vec())),
+        HostAddress::Name(n) if n.len() <= MAX_NAME_LEN => Some((0, n.as_bytes().to_vec())),
+        HostAddress::Ip(IpAddr::V4(ip)) => Some((1, ip.octets().to_vec())),
+        HostAddress::Ip(IpAddr::V6(ip)) => Some((2, ip.octets().to_vec())),
         _ => None,
     }
 }
 
 /// The name of `kind` in `bytes`, if they make one.
-fn name_from(kind: u8, bytes: &[u8]) -> Option<Address> {
+fn name_from(kind: u8, bytes: &[u8]) -> Option<HostAddress> {
     match kind {
         0 if bytes.len() <= MAX_NAME_LEN => {
-            Some(Address::Name(String::from_utf8(bytes.to_vec()).ok()?))
+            Some(HostAddress::Name(String::from_utf8(bytes.to_vec()).ok()?))
         }
-        1 => Some(Address::Ip(IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?))),
-        2 => Some(Address::Ip(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?))),
+        1 => Some(HostAddress::Ip(IpAddr::from(
+            <[u8; 4]>::try_from(bytes).ok()?,
+        ))),
+        2 => Some(HostAddress::Ip(IpAddr::from(
+            <[u8; 16]>::try_from(bytes).ok()?,
+        ))),
         _ => None,
     }
 }
@@ -307,12 +311,12 @@ mod tests {
             ],
             names: Some(vec![
                 (
-                    Address::Name("node17".into()),
+                    HostAddress::Name("node17".into()),
                     Gid::new(Gid::DEFAULT_PREFIX, 0x17),
                     NameSource::NodeDescription,
                 ),
                 (
-                    Address::Ip("10.0.0.17".parse().unwrap()),
+                    HostAddress::Ip("10.0.0.17".parse().unwrap()),
                     Gid::new(Gid::DEFAULT_PREFIX, 0x17),
                     NameSource::Directory,
                 ),

@@ -21,9 +21,11 @@ use mad_codec::Gid;
 /// address fields.
 pub const MAX_NAME_LEN: usize = 63;
 
-/// A name or address of an endpoint.
+/// What a client names a host's endpoint by, as ibacm's address types:
+/// a host name, an IP address, a port GID or a LID. (Not a MAD's address:
+/// that is [`mad_codec::Address`].)
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Address {
+pub enum HostAddress {
     /// A host name.
     Name(String),
     /// An IPv4 or IPv6 address.
@@ -34,7 +36,7 @@ pub enum Address {
     Lid(u16),
 }
 
-impl fmt::Display for Address {
+impl fmt::Display for HostAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Name(n) => f.write_str(n),
@@ -59,7 +61,7 @@ pub enum NameSource {
 /// What names and addresses map to which GIDs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
-    hosts: HashMap<Address, (Gid, NameSource)>,
+    hosts: HashMap<HostAddress, (Gid, NameSource)>,
 }
 
 impl Names {
@@ -69,12 +71,12 @@ impl Names {
     }
 
     /// Adds (or replaces) what `address` maps to.
-    pub fn insert(&mut self, address: Address, gid: Gid, source: NameSource) {
+    pub fn insert(&mut self, address: HostAddress, gid: Gid, source: NameSource) {
         self.hosts.insert(address, (gid, source));
     }
 
     /// Adds what `address` maps to unless it already maps to something.
-    pub fn insert_if_absent(&mut self, address: Address, gid: Gid, source: NameSource) {
+    pub fn insert_if_absent(&mut self, address: HostAddress, gid: Gid, source: NameSource) {
         self.hosts.entry(address).or_insert((gid, source));
     }
 
@@ -88,22 +90,22 @@ impl Names {
     /// The GID `address` names: a GID is itself; a name or IP address is
     /// looked up. Names compare exactly (host names are case-sensitive in
     /// ibacm's files too).
-    pub fn resolve(&self, address: &Address) -> Option<Gid> {
+    pub fn resolve(&self, address: &HostAddress) -> Option<Gid> {
         match address {
-            Address::Gid(gid) => Some(*gid),
-            Address::Lid(_) => None,
+            HostAddress::Gid(gid) => Some(*gid),
+            HostAddress::Lid(_) => None,
             other => self.hosts.get(other).map(|(gid, _)| *gid),
         }
     }
 
     /// What `address` maps to and where that came from.
-    pub fn lookup(&self, address: &Address) -> Option<(Gid, NameSource)> {
+    pub fn lookup(&self, address: &HostAddress) -> Option<(Gid, NameSource)> {
         self.hosts.get(address).copied()
     }
 
     /// Every name and address, what it maps to and where that came from
     /// (in no particular order).
-    pub fn entries(&self) -> impl Iterator<Item = (&Address, Gid, NameSource)> + '_ {
+    pub fn entries(&self) -> impl Iterator<Item = (&HostAddress, Gid, NameSource)> + '_ {
         self.hosts.iter().map(|(a, (g, s))| (a, *g, *s))
     }
 
@@ -153,20 +155,20 @@ pub fn host_name(description: &str) -> Option<&str> {
 }
 
 /// A host name or an IP address as the files write them.
-pub fn parse_address(word: &str) -> Result<Address, String> {
+pub fn parse_address(word: &str) -> Result<HostAddress, String> {
     if let Ok(ip) = word.parse::<IpAddr>() {
-        return Ok(Address::Ip(ip));
+        return Ok(HostAddress::Ip(ip));
     }
     if word.len() > MAX_NAME_LEN {
         return Err(format!(
             "the name {word:?} is longer than {MAX_NAME_LEN} bytes"
         ));
     }
-    Ok(Address::Name(word.to_owned()))
+    Ok(HostAddress::Name(word.to_owned()))
 }
 
 /// The entries of a hosts file: `address GID` per line.
-pub fn parse_hosts(text: &str) -> Result<Vec<(Address, Gid)>, LineError> {
+pub fn parse_hosts(text: &str) -> Result<Vec<(HostAddress, Gid)>, LineError> {
     lines(text)
         .map(|(line, words)| {
             let err = |message: String| LineError { line, message };
@@ -197,7 +199,7 @@ pub enum PkeyChoice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalAddress {
     /// The name or address.
-    pub address: Address,
+    pub address: HostAddress,
     /// The adapter's name (`mlx5_0`).
     pub device: String,
     /// The port number.
@@ -262,18 +264,18 @@ mod tests {
         let entries = parse_hosts(text).unwrap();
         let gid: Gid = "fe80::8:f104:39a:169".parse().unwrap();
         assert_eq!(entries.len(), 3);
-        assert_eq!(entries[0], (Address::Name("luna3".into()), gid));
+        assert_eq!(entries[0], (HostAddress::Name("luna3".into()), gid));
         assert_eq!(
             entries[1],
-            (Address::Ip("192.168.1.3".parse().unwrap()), gid)
+            (HostAddress::Ip("192.168.1.3".parse().unwrap()), gid)
         );
         let mut names = Names::new();
         for (a, g) in entries {
             names.insert(a, g, NameSource::HostsFile);
         }
-        assert_eq!(names.resolve(&Address::Name("luna3".into())), Some(gid));
-        assert_eq!(names.resolve(&Address::Name("LUNA3".into())), None);
-        assert_eq!(names.resolve(&Address::Gid(gid)), Some(gid));
+        assert_eq!(names.resolve(&HostAddress::Name("luna3".into())), Some(gid));
+        assert_eq!(names.resolve(&HostAddress::Name("LUNA3".into())), None);
+        assert_eq!(names.resolve(&HostAddress::Gid(gid)), Some(gid));
     }
 
     #[test]

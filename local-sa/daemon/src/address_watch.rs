@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use local_sa_core::naming::Address;
+use local_sa_core::naming::HostAddress;
 use smol::channel::Sender;
 use smol::{Async, Timer};
 use tracing::{debug, info, warn};
@@ -76,7 +76,7 @@ impl Driver {
                 continue;
             }
             changed = true;
-            let listed = |of: &[Address], not_in: &[Address]| {
+            let listed = |of: &[HostAddress], not_in: &[HostAddress]| {
                 let v: Vec<String> = of
                     .iter()
                     .filter(|a| !not_in.contains(a))

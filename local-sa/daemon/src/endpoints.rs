@@ -10,7 +10,7 @@ use crate::bridge::identity;
 use crate::options::Options;
 use local_sa_core::directory::{MAX_ADDRESSES, Publication};
 use local_sa_core::doors::acm::Endpoint;
-use local_sa_core::naming::Address;
+use local_sa_core::naming::HostAddress;
 use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
 use std::net::IpAddr;
 use umad::ipoib::InterfaceAddress;
@@ -130,7 +130,7 @@ pub(crate) fn owned_addresses(
     ports: &[PortFacts],
     endpoints: &[Endpoint],
     ipoib: &[Vec<InterfaceAddress>],
-) -> Vec<Vec<Address>> {
+) -> Vec<Vec<HostAddress>> {
     let same_partition = |a: u16, b: u16| a | 0x8000 == b | 0x8000;
     let mut owned = Vec::with_capacity(endpoints.len());
     for (i, ep) in endpoints.iter().enumerate() {
@@ -139,7 +139,7 @@ pub(crate) fn owned_addresses(
             continue;
         };
         let first_of_port = endpoints.iter().position(|e| e.agent == ep.agent) == Some(i);
-        let mut addresses: Vec<Address> = plan
+        let mut addresses: Vec<HostAddress> = plan
             .file
             .iter()
             .filter(|a| a.device == facts.ca && a.port == facts.port)
@@ -149,7 +149,7 @@ pub(crate) fn owned_addresses(
             })
             .map(|a| a.address.clone())
             .collect();
-        let mut add = |a: Address| {
+        let mut add = |a: HostAddress| {
             if !addresses.contains(&a) {
                 addresses.push(a);
             }
@@ -158,13 +158,13 @@ pub(crate) fn owned_addresses(
             if let Some(host) = &plan.host {
                 let short = host.split('.').next().unwrap_or(host);
                 if ep.agent == 0 {
-                    add(Address::Name(short.to_owned()));
-                    add(Address::Name(host.clone()));
+                    add(HostAddress::Name(short.to_owned()));
+                    add(HostAddress::Name(host.clone()));
                 }
-                add(Address::Name(format!("{short}-{}", ep.agent + 1)));
+                add(HostAddress::Name(format!("{short}-{}", ep.agent + 1)));
             }
             for ip in &plan.given {
-                add(Address::Ip(*ip));
+                add(HostAddress::Ip(*ip));
             }
         }
         for a in ipoib.get(ep.agent).into_iter().flatten() {
@@ -173,10 +173,10 @@ pub(crate) fn owned_addresses(
                 None => first_of_port,
             };
             if mine {
-                add(Address::Ip(a.ip));
+                add(HostAddress::Ip(a.ip));
             }
         }
-        addresses.retain(|a| !matches!(a, Address::Name(n) if n.len() > naming::MAX_NAME_LEN));
+        addresses.retain(|a| !matches!(a, HostAddress::Name(n) if n.len() > naming::MAX_NAME_LEN));
         owned.push(addresses);
     }
     owned
@@ -218,7 +218,7 @@ pub(crate) fn publication(
         .iter()
         .filter(|a| a.device == port.ca && a.port == port.port)
     {
-        if let Address::Ip(ip) = a.address
+        if let HostAddress::Ip(ip) = a.address
             && !addresses.contains(&ip)
         {
             addresses.push(ip);
@@ -283,12 +283,12 @@ mod tests {
         }
     }
 
-    fn name(n: &str) -> Address {
-        Address::Name(n.into())
+    fn name(n: &str) -> HostAddress {
+        HostAddress::Name(n.into())
     }
 
-    fn ip(text: &str) -> Address {
-        Address::Ip(text.parse().unwrap())
+    fn ip(text: &str) -> HostAddress {
+        HostAddress::Ip(text.parse().unwrap())
     }
 
     #[test]
@@ -357,6 +357,6 @@ mod tests {
             ..OwnedPlan::default()
         };
         let owned = owned_addresses(&plan, &[facts("mlx5_0", 1)], &[endpoint(0, 0xFFFF)], &[]);
-        assert_eq!(owned, [Vec::<Address>::new()]);
+        assert_eq!(owned, [Vec::<HostAddress>::new()]);
     }
 }

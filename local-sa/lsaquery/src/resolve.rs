@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 use local_sa_cli::number;
 use local_sa_core::doors::acm::wire::{self, Entry, Header, Opcode, Status, flags};
-use local_sa_core::naming::{Address, MAX_NAME_LEN};
+use local_sa_core::naming::{HostAddress, MAX_NAME_LEN};
 use local_sa_core::path_flags;
 use mad_codec::Gid;
 
@@ -39,10 +39,10 @@ pub(crate) enum AddressKind {
 }
 
 /// `text` as an address of `kind`, or of the kind it looks like.
-pub(crate) fn parse(text: &str, kind: Option<AddressKind>) -> Result<Address, String> {
+pub(crate) fn parse(text: &str, kind: Option<AddressKind>) -> Result<HostAddress, String> {
     let as_gid = |t: &str| {
         t.parse::<Gid>()
-            .map(Address::Gid)
+            .map(HostAddress::Gid)
             .map_err(|e| format!("{t:?} is not a GID: {e}"))
     };
     let as_name = |t: &str| {
@@ -51,26 +51,26 @@ pub(crate) fn parse(text: &str, kind: Option<AddressKind>) -> Result<Address, St
                 "{t:?} is not a host name (1 to {MAX_NAME_LEN} bytes)"
             ))
         } else {
-            Ok(Address::Name(t.to_owned()))
+            Ok(HostAddress::Name(t.to_owned()))
         }
     };
     match kind {
         Some(AddressKind::Name) => as_name(text),
         Some(AddressKind::Ip) => text
             .parse::<IpAddr>()
-            .map(Address::Ip)
+            .map(HostAddress::Ip)
             .map_err(|_| format!("{text:?} is not an IP address")),
         Some(AddressKind::Gid) => as_gid(text),
         Some(AddressKind::Lid) => number::<u16>(text)
-            .map(Address::Lid)
+            .map(HostAddress::Lid)
             .map_err(|e| format!("{text:?} is not a LID: {e}")),
         None => {
             if let Ok(lid) = number::<u16>(text) {
-                return Ok(Address::Lid(lid));
+                return Ok(HostAddress::Lid(lid));
             }
             match text.parse::<IpAddr>() {
                 Ok(IpAddr::V6(v6)) if v6.segments()[..4] == [0xfe80, 0, 0, 0] => as_gid(text),
-                Ok(ip) => Ok(Address::Ip(ip)),
+                Ok(ip) => Ok(HostAddress::Ip(ip)),
                 Err(_) => as_name(text),
             }
         }
@@ -78,7 +78,12 @@ pub(crate) fn parse(text: &str, kind: Option<AddressKind>) -> Result<Address, St
 }
 
 /// The RESOLVE message for `dest` from `source`.
-fn request(dest: &Address, source: Option<&Address>, cached_only: bool, tid: u64) -> Vec<u8> {
+fn request(
+    dest: &HostAddress,
+    source: Option<&HostAddress>,
+    cached_only: bool,
+    tid: u64,
+) -> Vec<u8> {
     let mut dest_flags = flags::DEST;
     if cached_only {
         dest_flags |= flags::NODELAY;
@@ -155,8 +160,8 @@ impl AcmConnection {
     /// the source the server chose), or the status it was refused with.
     pub(crate) fn resolve(
         &mut self,
-        dest: &Address,
-        source: Option<&Address>,
+        dest: &HostAddress,
+        source: Option<&HostAddress>,
         cached_only: bool,
     ) -> Result<Result<Vec<Entry>, Status>, Failure> {
         let tid = self.next_tid;
@@ -191,8 +196,8 @@ impl AcmConnection {
 /// Asks `socket` for the path set to `dest` and prints it.
 pub(crate) fn resolve(
     socket: &Path,
-    dest: &Address,
-    source: Option<&Address>,
+    dest: &HostAddress,
+    source: Option<&HostAddress>,
     cached_only: bool,
     json: bool,
     timeout: Duration,
@@ -241,38 +246,48 @@ mod tests {
 
     #[test]
     fn destinations_are_read_as_what_they_look_like() {
-        assert_eq!(parse("12", None), Ok(Address::Lid(12)));
-        assert_eq!(parse("0x1f", None), Ok(Address::Lid(0x1f)));
+        assert_eq!(parse("12", None), Ok(HostAddress::Lid(12)));
+        assert_eq!(parse("0x1f", None), Ok(HostAddress::Lid(0x1f)));
         assert_eq!(
             parse("10.0.0.9", None),
-            Ok(Address::Ip("10.0.0.9".parse().unwrap()))
+            Ok(HostAddress::Ip("10.0.0.9".parse().unwrap()))
         );
         assert!(matches!(
             parse("fe80::2:c903:0:1", None),
-            Ok(Address::Gid(_))
+            Ok(HostAddress::Gid(_))
         ));
         assert_eq!(
             parse("fd00::9", None),
-            Ok(Address::Ip("fd00::9".parse().unwrap()))
+            Ok(HostAddress::Ip("fd00::9".parse().unwrap()))
         );
-        assert_eq!(parse("node17", None), Ok(Address::Name("node17".into())));
+        assert_eq!(
+            parse("node17", None),
+            Ok(HostAddress::Name("node17".into()))
+        );
         assert_eq!(
             parse("12", Some(AddressKind::Name)),
-            Ok(Address::Name("12".into()))
+            Ok(HostAddress::Name("12".into()))
         );
-        assert!(parse("fe80::1", Some(AddressKind::Ip)).is_ok_and(|a| matches!(a, Address::Ip(_))));
+        assert!(
+            parse("fe80::1", Some(AddressKind::Ip)).is_ok_and(|a| matches!(a, HostAddress::Ip(_)))
+        );
         assert!(parse(&"x".repeat(64), None).is_err());
         assert!(parse("nonsense", Some(AddressKind::Gid)).is_err());
     }
 
     #[test]
     fn the_request_is_an_ibacm_resolve() {
-        let m = request(&Address::Lid(9), Some(&Address::Name("me".into())), true, 7);
+        let m = request(
+            &HostAddress::Lid(9),
+            Some(&HostAddress::Name("me".into())),
+            true,
+            7,
+        );
         assert_eq!(m.len(), wire::HEADER_LEN + 2 * wire::ENTRY_LEN);
         let parsed = wire::decode(&m).unwrap();
         assert_eq!(parsed.header.op(), Opcode::RESOLVE);
         assert_eq!(parsed.entries[0].flags, flags::DEST | flags::NODELAY);
-        assert_eq!(parsed.entries[0].address(), Ok(Address::Lid(9)));
+        assert_eq!(parsed.entries[0].address(), Ok(HostAddress::Lid(9)));
         assert_eq!(parsed.entries[1].flags, flags::SOURCE);
     }
 

@@ -868,7 +868,7 @@ impl World {
 
     fn rank_send(&mut self, node: u16, r: u16, tid: u64, peer: u16) {
         if self.s.local_sa && self.s.door == Door::Acm {
-            let dest = Entry::for_address(flags::DEST, &naming::Address::Lid(peer));
+            let dest = Entry::for_address(flags::DEST, &naming::HostAddress::Lid(peer));
             let message = acm_wire::request(Opcode::RESOLVE, [0; 3], &[dest], tid);
             let door = &mut self.acm[usize::from(node - 1)];
             let input = Input::Message {

@@ -39,7 +39,7 @@ use super::SaCore;
 use super::name_state::{NameFetch, TableFetch};
 use super::purpose::{NameTable, Purpose};
 use crate::directory::{self, Publication};
-use crate::naming::{self, Address, NameSource, Names};
+use crate::naming::{self, HostAddress, NameSource, Names};
 use crate::requester::Answer;
 use crate::store::Epoch;
 
@@ -355,7 +355,7 @@ pub(super) fn add_node_names<'a>(
         adapters += 1;
         if let Some(name) = naming::host_name(&r.description()) {
             names.insert_if_absent(
-                Address::Name(name.to_owned()),
+                HostAddress::Name(name.to_owned()),
                 Gid::new(prefix, r.port_guid()),
                 NameSource::NodeDescription,
             );

@@ -17,7 +17,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::config::PortIdentity;
-use crate::naming::{Address, Names};
+use crate::naming::{HostAddress, Names};
 use crate::quota::LocalUser;
 use crate::request::{ConnId, LocalReply, Request};
 
@@ -159,7 +159,7 @@ pub trait Door {
 
     /// The names and addresses each of the door's endpoints owns, in the
     /// order of its endpoints (they change as IPoIB addresses come and go).
-    fn set_owned_addresses(&mut self, _owned: &[Vec<Address>]) {}
+    fn set_owned_addresses(&mut self, _owned: &[Vec<HostAddress>]) {}
 
     /// Whether connection `conn` waits for an answer the door owes it (an
     /// agent has not replied yet).

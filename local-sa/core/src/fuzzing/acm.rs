@@ -14,7 +14,7 @@ use crate::config::PortIdentity;
 use crate::doors::acm::wire::{self, Header, Opcode};
 use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
 use crate::doors::{Door, Input, Output};
-use crate::naming::{Address, NameSource, Names};
+use crate::naming::{HostAddress, NameSource, Names};
 use crate::request::{LocalBody, LocalReply};
 
 fn service() -> AcmService {
@@ -36,15 +36,15 @@ fn service() -> AcmService {
     };
     let mut names = Names::new();
     names.insert(
-        Address::Name("h5".into()),
+        HostAddress::Name("h5".into()),
         Gid::new(Gid::DEFAULT_PREFIX, 5),
         NameSource::HostsFile,
     );
     AcmService::new(
         AcmConfig { max_pending: 3 },
         vec![
-            ep(0xFFFF, vec![Address::Name("h4".into())]),
-            ep(0x8002, vec![Address::Ip("10.0.0.4".parse().unwrap())]),
+            ep(0xFFFF, vec![HostAddress::Name("h4".into())]),
+            ep(0x8002, vec![HostAddress::Ip("10.0.0.4".parse().unwrap())]),
         ],
         names,
     )

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use local_sa_core::directory::{self, Publication};
-use local_sa_core::naming::{self, Address as AcmAddress};
+use local_sa_core::naming::{self, HostAddress};
 use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
 use mad_codec::attr::node_record::mask as nr;
@@ -47,7 +47,7 @@ pub(super) struct Local<'a> {
 /// One path the ibacm socket gave.
 struct AcmPath {
     label: String,
-    asked: AcmAddress,
+    asked: HostAddress,
     /// The destination's GID, as the paths part found it.
     destination: Gid,
     path: Result<PathRecord, String>,
@@ -95,14 +95,14 @@ pub(super) async fn check(
         let by_name = other
             .names
             .iter()
-            .map(|n| (format!("name {n}"), AcmAddress::Name(n.clone())));
+            .map(|n| (format!("name {n}"), HostAddress::Name(n.clone())));
         let by_ip = other
             .ips
             .iter()
-            .map(|ip| (format!("IP {ip}"), AcmAddress::Ip(*ip)));
+            .map(|ip| (format!("IP {ip}"), HostAddress::Ip(*ip)));
         for (label, address) in [
-            (format!("GID {}", d.gid), AcmAddress::Gid(d.gid)),
-            (format!("LID {}", d.lid), AcmAddress::Lid(d.lid)),
+            (format!("GID {}", d.gid), HostAddress::Gid(d.gid)),
+            (format!("LID {}", d.lid), HostAddress::Lid(d.lid)),
         ]
         .into_iter()
         .chain(by_name)
@@ -137,11 +137,11 @@ pub(super) async fn check(
             t.set_numb_path(1);
             let mut mask = pr::SGID | pr::PKEY | pr::REVERSIBLE | pr::NUMB_PATH;
             match a.asked {
-                AcmAddress::Lid(lid) => {
+                HostAddress::Lid(lid) => {
                     t.set_dlid(lid);
                     mask |= pr::DLID;
                 }
-                AcmAddress::Gid(gid) => {
+                HostAddress::Gid(gid) => {
                     t.set_dgid(gid);
                     mask |= pr::DGID;
                 }

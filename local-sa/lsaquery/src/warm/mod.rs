@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use local_sa_core::doors::api::{self, kind};
-use local_sa_core::naming::Address;
+use local_sa_core::naming::HostAddress;
 use local_sa_core::request::{Lookup, PathQuery, Request, StatusReport};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
@@ -125,8 +125,8 @@ async fn peer_gid(
         Err(e) => return Ok(Err(e)),
     };
     match address {
-        Address::Gid(gid) => Ok(Ok(gid)),
-        Address::Lid(lid) => {
+        HostAddress::Gid(gid) => Ok(Ok(gid)),
+        HostAddress::Lid(lid) => {
             let mut t = PathRecord::new_zeroed();
             t.set_sgid(me);
             t.set_dlid(lid);
@@ -142,7 +142,7 @@ async fn peer_gid(
                 None => Err(format!("no path to LID {lid} ({})", outcome_name(&f))),
             })
         }
-        Address::Name(_) | Address::Ip(_) => {
+        HostAddress::Name(_) | HostAddress::Ip(_) => {
             let acm = acm.get_or_insert_with(|| {
                 AcmConnection::open(acm_socket, timeout).map_err(|f| f.message)
             });

@@ -13,7 +13,7 @@ use super::fake_master::{FakeMaster, gid, path};
 use crate::doors::acm::wire::{self, Entry, Opcode, Status, flags};
 use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
 use crate::doors::{Door, Input, Output};
-use crate::naming::{Address, Names};
+use crate::naming::{HostAddress, Names};
 
 /// The node's second port.
 const OTHER_LID: u16 = 3;
@@ -25,7 +25,7 @@ fn node() -> (AcmService, [Bench; 2]) {
         Bench::for_port(FakeMaster::new(MASTER_LID, HOSTS), MY_LID),
         Bench::for_port(FakeMaster::new(MASTER_LID, HOSTS), OTHER_LID),
     ];
-    let ep = |agent: usize, port_num: u8, pkey: u16, addresses: Vec<Address>| Endpoint {
+    let ep = |agent: usize, port_num: u8, pkey: u16, addresses: Vec<HostAddress>| Endpoint {
         agent,
         port: ports[agent].core.port(),
         dev_guid: 0xD0D0,
@@ -39,7 +39,12 @@ fn node() -> (AcmService, [Bench; 2]) {
         vec![
             ep(0, 1, 0xFFFF, vec![]),
             ep(0, 1, 0x8001, vec![]),
-            ep(1, 2, 0xFFFF, vec![Address::Ip("10.0.0.3".parse().unwrap())]),
+            ep(
+                1,
+                2,
+                0xFFFF,
+                vec![HostAddress::Ip("10.0.0.3".parse().unwrap())],
+            ),
         ],
         Names::new(),
     );
@@ -87,24 +92,28 @@ fn path_of(reply: &[u8]) -> PathRecord {
     e.path_record().expect("a PATH entry")
 }
 
-fn source(address: &Address) -> Entry {
+fn source(address: &HostAddress) -> Entry {
     Entry::for_address(flags::SOURCE, address)
 }
 
-fn dest(address: &Address) -> Entry {
+fn dest(address: &HostAddress) -> Entry {
     Entry::for_address(flags::DEST, address)
 }
 
 #[test]
 fn each_resolve_goes_to_the_agent_of_the_source_it_names() {
     let (mut door, mut ports) = node();
-    let to = Address::Gid(gid(7));
+    let to = HostAddress::Gid(gid(7));
     for (from, agent, slid) in [
         (None, 0, MY_LID),
-        (Some(Address::Gid(gid(MY_LID))), 0, MY_LID),
-        (Some(Address::Gid(gid(OTHER_LID))), 1, OTHER_LID),
-        (Some(Address::Lid(OTHER_LID)), 1, OTHER_LID),
-        (Some(Address::Ip("10.0.0.3".parse().unwrap())), 1, OTHER_LID),
+        (Some(HostAddress::Gid(gid(MY_LID))), 0, MY_LID),
+        (Some(HostAddress::Gid(gid(OTHER_LID))), 1, OTHER_LID),
+        (Some(HostAddress::Lid(OTHER_LID)), 1, OTHER_LID),
+        (
+            Some(HostAddress::Ip("10.0.0.3".parse().unwrap())),
+            1,
+            OTHER_LID,
+        ),
     ] {
         let mut entries = vec![dest(&to)];
         entries.extend(from.as_ref().map(source));
@@ -129,7 +138,7 @@ fn each_resolve_goes_to_the_agent_of_the_source_it_names() {
         &message(
             Opcode::RESOLVE,
             [0; 3],
-            &[dest(&to), source(&Address::Gid(gid(9)))],
+            &[dest(&to), source(&HostAddress::Gid(gid(9)))],
         ),
     );
     assert_eq!((Status(reply[2]), used), (Status::ESRCADDR, None));
@@ -141,7 +150,7 @@ fn a_resolve_by_gid_carries_an_alternate_from_the_other_ports_cache() {
     let (reply, used) = resolve(
         &mut door,
         &mut ports,
-        &message(Opcode::RESOLVE, [0; 3], &[dest(&Address::Gid(gid(7)))]),
+        &message(Opcode::RESOLVE, [0; 3], &[dest(&HostAddress::Gid(gid(7)))]),
     );
     assert_eq!(used, Some(0), "the primary from port 1");
     let primary = Entry::parse(&reply[16..88]).unwrap();

@@ -20,10 +20,10 @@ use super::loads::{KEY, LOADER, load_header, modifier, push, push_bytes, waiting
 use crate::agent::AgentConfig;
 use crate::directory::Publication;
 use crate::load_flags::{NAMES_TABLE, REPLACE_SOURCES};
-use crate::naming::{Address, NameSource};
+use crate::naming::{HostAddress, NameSource};
 
-fn name(n: &str) -> Address {
-    Address::Name(n.to_owned())
+fn name(n: &str) -> HostAddress {
+    HostAddress::Name(n.to_owned())
 }
 
 /// A names load's headers: `attribute`, the stride of `R`, `key`.
@@ -134,7 +134,7 @@ fn a_distributors_names_tables_stand_for_the_start_s_names_fetch() {
         Some((gid(5), NameSource::Directory))
     );
     assert_eq!(
-        names.resolve(&Address::Ip("10.0.0.5".parse().unwrap())),
+        names.resolve(&HostAddress::Ip("10.0.0.5".parse().unwrap())),
         Some(gid(5))
     );
     assert_eq!(names.resolve(&name("spine1")), None, "a switch is no host");

@@ -11,14 +11,14 @@ use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID};
 use super::fake_master::{Delivery, FakeMaster, gid};
 use crate::agent::AgentConfig;
 use crate::directory::{self, Publication};
-use crate::naming::{Address, NameSource};
+use crate::naming::{HostAddress, NameSource};
 
-fn name(n: &str) -> Address {
-    Address::Name(n.to_owned())
+fn name(n: &str) -> HostAddress {
+    HostAddress::Name(n.to_owned())
 }
 
-fn ip(s: &str) -> Address {
-    Address::Ip(s.parse().unwrap())
+fn ip(s: &str) -> HostAddress {
+    HostAddress::Ip(s.parse().unwrap())
 }
 
 /// A master whose hosts 3..=HOSTS are described `node<LID> mlx5_0`, and

@@ -39,7 +39,7 @@ use mad_codec::{Gid, MadStatus, Method, PathRecord};
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
 use crate::doors::{Door, Framing, Input, Output};
-use crate::naming::{Address, Names};
+use crate::naming::{HostAddress, Names};
 use crate::path_flags;
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
@@ -59,15 +59,15 @@ pub struct Endpoint {
     /// The P_Key.
     pub pkey: u16,
     /// Names and addresses of this endpoint.
-    pub addresses: Vec<Address>,
+    pub addresses: Vec<HostAddress>,
 }
 
 impl Endpoint {
     /// Whether `address` names this endpoint.
-    fn is(&self, address: &Address) -> bool {
+    fn is(&self, address: &HostAddress) -> bool {
         match address {
-            Address::Gid(gid) => *gid == self.port.gid,
-            Address::Lid(lid) => self.port.lids().contains(lid),
+            HostAddress::Gid(gid) => *gid == self.port.gid,
+            HostAddress::Lid(lid) => self.port.lids().contains(lid),
             other => self.addresses.contains(other),
         }
     }

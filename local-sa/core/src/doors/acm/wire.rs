@@ -33,7 +33,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord};
 
-use crate::naming::Address;
+use crate::naming::HostAddress;
 
 /// The protocol version.
 pub const VERSION: u8 = 1;
@@ -329,27 +329,27 @@ impl Entry {
     }
 
     /// An entry for `address`.
-    pub fn for_address(flags: u32, address: &Address) -> Self {
+    pub fn for_address(flags: u32, address: &HostAddress) -> Self {
         let mut info = [0; ADDRESS_LEN];
         let kind = match address {
-            Address::Name(name) => {
+            HostAddress::Name(name) => {
                 let n = name.len().min(ADDRESS_LEN - 1);
                 info[..n].copy_from_slice(&name.as_bytes()[..n]);
                 AddressType::NAME
             }
-            Address::Ip(std::net::IpAddr::V4(ip)) => {
+            HostAddress::Ip(std::net::IpAddr::V4(ip)) => {
                 info[..4].copy_from_slice(&ip.octets());
                 AddressType::IP
             }
-            Address::Ip(std::net::IpAddr::V6(ip)) => {
+            HostAddress::Ip(std::net::IpAddr::V6(ip)) => {
                 info[..16].copy_from_slice(&ip.octets());
                 AddressType::IP6
             }
-            Address::Gid(gid) => {
+            HostAddress::Gid(gid) => {
                 info[..16].copy_from_slice(&gid.0);
                 AddressType::GID
             }
-            Address::Lid(lid) => {
+            HostAddress::Lid(lid) => {
                 info[..2].copy_from_slice(&lid.to_be_bytes());
                 AddressType::LID
             }
@@ -366,7 +366,7 @@ impl Entry {
 
     /// The address it names, if it is a NAME, IP, IP6, GID or LID entry
     /// and well formed (a name must be NUL-terminated UTF-8, not empty).
-    pub fn address(&self) -> Result<Address, AddressError> {
+    pub fn address(&self) -> Result<HostAddress, AddressError> {
         match self.kind {
             AddressType::NAME => {
                 let end = self
@@ -379,24 +379,24 @@ impl Entry {
                 if name.is_empty() {
                     return Err(AddressError::Empty);
                 }
-                Ok(Address::Name(name.to_owned()))
+                Ok(HostAddress::Name(name.to_owned()))
             }
             AddressType::IP => {
                 let mut o = [0; 4];
                 o.copy_from_slice(&self.info[..4]);
-                Ok(Address::Ip(std::net::Ipv4Addr::from(o).into()))
+                Ok(HostAddress::Ip(std::net::Ipv4Addr::from(o).into()))
             }
             AddressType::IP6 => {
                 let mut o = [0; 16];
                 o.copy_from_slice(&self.info[..16]);
-                Ok(Address::Ip(std::net::Ipv6Addr::from(o).into()))
+                Ok(HostAddress::Ip(std::net::Ipv6Addr::from(o).into()))
             }
             AddressType::GID => {
                 let mut o = [0; 16];
                 o.copy_from_slice(&self.info[..16]);
-                Ok(Address::Gid(Gid(o)))
+                Ok(HostAddress::Gid(Gid(o)))
             }
-            AddressType::LID => Ok(Address::Lid(u16::from_be_bytes([
+            AddressType::LID => Ok(HostAddress::Lid(u16::from_be_bytes([
                 self.info[0],
                 self.info[1],
             ]))),

@@ -49,7 +49,7 @@ use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
 use crate::doors::{DatagramSender, Door, Framing, Input, Output};
 use crate::log_limit::LogLimit;
-use crate::naming::{Address, Names};
+use crate::naming::{HostAddress, Names};
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
 /// A port the kernel may name.
@@ -395,7 +395,7 @@ impl NetlinkService {
     }
 
     fn ip_resolve(&mut self, header: &Header, r: IpResolve) -> Option<Output> {
-        let address = Address::Ip(r.address);
+        let address = HostAddress::Ip(r.address);
         let gid = self
             .names
             .resolve(&address)

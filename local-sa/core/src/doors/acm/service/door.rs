@@ -73,7 +73,7 @@ impl Door for AcmService {
 
     /// `owned[i]` is endpoint `i`'s; a list of another length is ignored:
     /// the endpoints are fixed at start.
-    fn set_owned_addresses(&mut self, owned: &[Vec<Address>]) {
+    fn set_owned_addresses(&mut self, owned: &[Vec<HostAddress>]) {
         if owned.len() != self.endpoints.len() {
             tracing::debug!(
                 given = owned.len(),

@@ -125,10 +125,10 @@ impl AcmService {
         self.resolving(ep);
         let mut t = PathRecord::new_zeroed();
         match &dest_address {
-            Address::Lid(lid) => t.set_dlid(*lid),
+            HostAddress::Lid(lid) => t.set_dlid(*lid),
             other => match self.gid_of(other) {
                 Some(gid) => {
-                    if !matches!(other, Address::Gid(_)) {
+                    if !matches!(other, HostAddress::Gid(_)) {
                         self.count(ep, counter::ADDR_CACHE);
                     }
                     t.set_dgid(gid);
@@ -150,7 +150,7 @@ impl AcmService {
                 one_way,
                 source: echo,
                 // A LID names one path of one port.
-                alternate: if matches!(dest_address, Address::Lid(_)) {
+                alternate: if matches!(dest_address, HostAddress::Lid(_)) {
                     None
                 } else {
                     self.alternate_from(ep)
@@ -166,11 +166,11 @@ impl AcmService {
     /// or IP that the names tables map to one of this node's port GIDs
     /// (its NodeDescription's first word, an entry of the hosts file), the
     /// first endpoint of that port.
-    pub(super) fn source_endpoint(&self, address: &Address) -> Option<usize> {
+    pub(super) fn source_endpoint(&self, address: &HostAddress) -> Option<usize> {
         if let Some(ep) = self.endpoints.iter().position(|e| e.is(address)) {
             return Some(ep);
         }
-        if !matches!(address, Address::Name(_) | Address::Ip(_)) {
+        if !matches!(address, HostAddress::Name(_) | HostAddress::Ip(_)) {
             return None;
         }
         let gid = self.gid_of(address)?;
@@ -182,7 +182,7 @@ impl AcmService {
     /// this node's own endpoints (ibacm's loopback destinations: a node's
     /// own name or address resolves before the directory is read, as
     /// when the first client starts local-sa).
-    pub(super) fn gid_of(&self, address: &Address) -> Option<Gid> {
+    pub(super) fn gid_of(&self, address: &HostAddress) -> Option<Gid> {
         self.names
             .resolve(address)
             .or_else(|| self.learned.resolve(address))
@@ -205,9 +205,12 @@ impl AcmService {
     ///    port on each of two subnets, the right rail;
     /// 3. else the first active endpoint with an address of the
     ///    destination's kind, else the first active one, else the first.
-    pub(super) fn default_source(&self, dest: &Address) -> Option<(usize, Option<Address>)> {
-        if let (Address::Ip(ip), Some(route)) = (dest, &self.route)
-            && let Some(source) = route.source_for(*ip).map(Address::Ip)
+    pub(super) fn default_source(
+        &self,
+        dest: &HostAddress,
+    ) -> Option<(usize, Option<HostAddress>)> {
+        if let (HostAddress::Ip(ip), Some(route)) = (dest, &self.route)
+            && let Some(source) = route.source_for(*ip).map(HostAddress::Ip)
             && let Some(ep) = self
                 .endpoints
                 .iter()
@@ -236,9 +239,9 @@ impl AcmService {
 
 /// Whether two addresses are of one kind (a source echoed for a
 /// destination must be).
-pub(super) fn same_kind(a: &Address, b: &Address) -> bool {
+pub(super) fn same_kind(a: &HostAddress, b: &HostAddress) -> bool {
     match (a, b) {
-        (Address::Ip(x), Address::Ip(y)) => x.is_ipv4() == y.is_ipv4(),
+        (HostAddress::Ip(x), HostAddress::Ip(y)) => x.is_ipv4() == y.is_ipv4(),
         _ => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
 }

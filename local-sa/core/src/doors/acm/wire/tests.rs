@@ -80,11 +80,11 @@ fn malformed_messages_are_named() {
 #[test]
 fn addresses_round_trip_and_bad_names_are_refused() {
     let cases = [
-        Address::Name("H4_1".into()),
-        Address::Ip("10.1.2.3".parse().unwrap()),
-        Address::Ip("fd00::5".parse().unwrap()),
-        Address::Gid("fe80::2:c903:8:e7b1".parse().unwrap()),
-        Address::Lid(0x1234),
+        HostAddress::Name("H4_1".into()),
+        HostAddress::Ip("10.1.2.3".parse().unwrap()),
+        HostAddress::Ip("fd00::5".parse().unwrap()),
+        HostAddress::Gid("fe80::2:c903:8:e7b1".parse().unwrap()),
+        HostAddress::Lid(0x1234),
     ];
     for a in cases {
         let e = Entry::for_address(flags::DEST, &a);
@@ -93,7 +93,7 @@ fn addresses_round_trip_and_bad_names_are_refused() {
         assert_eq!(out.len(), ENTRY_LEN);
         assert_eq!(Entry::parse(&out).unwrap().address(), Ok(a));
     }
-    let mut unterminated = Entry::for_address(flags::DEST, &Address::Name("x".into()));
+    let mut unterminated = Entry::for_address(flags::DEST, &HostAddress::Name("x".into()));
     unterminated.info = [b'a'; ADDRESS_LEN];
     assert_eq!(unterminated.address(), Err(AddressError::Unterminated));
     unterminated.info = [0; ADDRESS_LEN];

@@ -27,7 +27,7 @@ fn service(max_pending: usize) -> NetlinkService {
     };
     let mut names = Names::new();
     names.insert(
-        Address::Ip("10.0.0.9".parse().unwrap()),
+        HostAddress::Ip("10.0.0.9".parse().unwrap()),
         Gid::new(PREFIX, 9),
         NameSource::HostsFile,
     );
@@ -307,12 +307,12 @@ fn ip_resolve_answers_from_the_names_tables() {
     // Learned from the master: answered too; the files win.
     let mut learned = Names::new();
     learned.insert(
-        Address::Ip("10.0.0.10".parse().unwrap()),
+        HostAddress::Ip("10.0.0.10".parse().unwrap()),
         Gid::new(PREFIX, 10),
         NameSource::Directory,
     );
     learned.insert(
-        Address::Ip("10.0.0.9".parse().unwrap()),
+        HostAddress::Ip("10.0.0.9".parse().unwrap()),
         Gid::new(PREFIX, 99),
         NameSource::Directory,
     );

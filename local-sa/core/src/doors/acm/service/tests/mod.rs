@@ -29,12 +29,12 @@ fn service() -> AcmService {
     };
     let mut names = Names::new();
     names.insert(
-        Address::Name("H5_1".into()),
+        HostAddress::Name("H5_1".into()),
         Gid::new(PREFIX, 5),
         NameSource::HostsFile,
     );
     names.insert(
-        Address::Ip("10.0.0.5".parse().unwrap()),
+        HostAddress::Ip("10.0.0.5".parse().unwrap()),
         Gid::new(PREFIX, 5),
         NameSource::HostsFile,
     );
@@ -44,8 +44,8 @@ fn service() -> AcmService {
             ep(
                 0xFFFF,
                 vec![
-                    Address::Name("H4_1".into()),
-                    Address::Ip("10.0.0.4".parse().unwrap()),
+                    HostAddress::Name("H4_1".into()),
+                    HostAddress::Ip("10.0.0.4".parse().unwrap()),
                 ],
             ),
             ep(0x8001, vec![]),
@@ -149,7 +149,7 @@ fn record(dlid: u16) -> PathRecord {
 #[test]
 fn a_name_resolves_from_the_default_endpoint_like_acmp() {
     let mut s = service();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, q, lookup) = asked(sent(&mut s, 9, &resolve(&[dest])));
     assert_eq!(lookup, Lookup::Anywhere);
     assert_eq!(q.method, Method::GET);
@@ -184,7 +184,7 @@ fn a_name_resolves_from_the_default_endpoint_like_acmp() {
     assert_eq!(path.path_record(), Some(record(5)));
     let source = Entry::parse(&reply[88..160]).unwrap();
     assert_eq!(source.flags, flags::SOURCE);
-    assert_eq!(source.address(), Ok(Address::Name("H4_1".into())));
+    assert_eq!(source.address(), Ok(HostAddress::Name("H4_1".into())));
     let c = s.counters();
     assert_eq!(
         (
@@ -204,18 +204,18 @@ fn names_learned_from_the_master_resolve_and_the_files_win() {
     // The master's directory says H5_1 is port 6: the hosts file says 5.
     for (name, guid) in [("H5_1", 6), ("H7_1", 7)] {
         learned.insert(
-            Address::Name(name.into()),
+            HostAddress::Name(name.into()),
             Gid::new(PREFIX, guid),
             NameSource::Directory,
         );
     }
     s.set_learned_names(Arc::new(learned));
     for (name, guid) in [("H5_1", 5), ("H7_1", 7)] {
-        let dest = Entry::for_address(flags::DEST, &Address::Name(name.into()));
+        let dest = Entry::for_address(flags::DEST, &HostAddress::Name(name.into()));
         let (_, q, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
         assert_eq!(q.template.dgid(), Gid::new(PREFIX, guid), "{name}");
     }
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H8_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H8_1".into()));
     assert_eq!(
         status_of(&sent(&mut s, 10, &resolve(&[dest]))),
         Status::EDESTADDR
@@ -226,8 +226,8 @@ fn names_learned_from_the_master_resolve_and_the_files_win() {
 fn this_nodes_own_name_and_address_resolve_before_anything_is_learned() {
     let mut s = service();
     for own in [
-        Address::Name("H4_1".into()),
-        Address::Ip("10.0.0.4".parse().unwrap()),
+        HostAddress::Name("H4_1".into()),
+        HostAddress::Ip("10.0.0.4".parse().unwrap()),
     ] {
         let dest = Entry::for_address(flags::DEST, &own);
         let (_, q, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
@@ -287,7 +287,7 @@ fn nodelay_asks_the_cache_only() {
     let mut s = service();
     let dest = Entry::for_address(
         flags::DEST | flags::NODELAY,
-        &Address::Gid(Gid::new(PREFIX, 5)),
+        &HostAddress::Gid(Gid::new(PREFIX, 5)),
     );
     let (id, _, lookup) = asked(sent(&mut s, 1, &resolve(&[dest])));
     assert_eq!(lookup, Lookup::CacheOnly);
@@ -307,13 +307,13 @@ fn nodelay_asks_the_cache_only() {
 #[test]
 fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
     let mut s = service();
-    let unknown = Entry::for_address(flags::DEST, &Address::Name("nobody".into()));
+    let unknown = Entry::for_address(flags::DEST, &HostAddress::Name("nobody".into()));
     assert_eq!(
         status_of(&sent(&mut s, 1, &resolve(&[unknown]))),
         Status::EDESTADDR
     );
-    let stranger = Entry::for_address(flags::SOURCE, &Address::Gid(Gid::new(PREFIX, 99)));
-    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let stranger = Entry::for_address(flags::SOURCE, &HostAddress::Gid(Gid::new(PREFIX, 99)));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Lid(5));
     assert_eq!(
         status_of(&sent(&mut s, 1, &resolve(&[stranger, dest]))),
         Status::ESRCADDR
@@ -371,7 +371,7 @@ fn errors_map_to_acm_statuses_and_never_leave_a_client_waiting() {
 #[test]
 fn a_connection_may_not_pile_up_requests_and_its_close_forgets_them() {
     let mut s = service();
-    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Lid(5));
     let (a, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
     asked(sent(&mut s, 1, &resolve(&[dest])));
     assert_eq!(
@@ -395,7 +395,7 @@ fn a_connection_may_not_pile_up_requests_and_its_close_forgets_them() {
 #[test]
 fn perf_and_endpoint_queries_follow_ibacm() {
     let mut s = service();
-    let dest = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Lid(5));
     let (id, _, _) = asked(sent(&mut s, 1, &resolve(&[dest])));
     answered(
         &mut s,
@@ -420,7 +420,7 @@ fn perf_and_endpoint_queries_follow_ibacm() {
     assert_eq!(counters(&two), vec![0; 7]);
     perf[4] = 3;
     assert_eq!(status_of(&sent(&mut s, 1, &perf)), Status::ESRCADDR);
-    let by_name = Entry::for_address(flags::SOURCE, &Address::Name("H4_1".into()));
+    let by_name = Entry::for_address(flags::SOURCE, &HostAddress::Name("H4_1".into()));
     let mut perf = message(Opcode::PERF_QUERY, [0; 3], &[by_name]);
     perf[6..8].copy_from_slice(&88u16.to_be_bytes());
     let Output::Send { bytes: one, .. } = sent(&mut s, 1, &perf) else {

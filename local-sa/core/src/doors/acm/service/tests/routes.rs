@@ -26,7 +26,7 @@ fn service_with_lmc() -> AcmService {
 #[test]
 fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
     let mut s = service_with_lmc();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let primary = record_between(4, 10);
     let step = answered(&mut s, &answer(9, id, MadStatus::OK, Some(&primary), false)).unwrap();
@@ -93,7 +93,7 @@ fn with_lmc_a_resolve_by_name_carries_an_alternate_path() {
 #[test]
 fn without_a_known_alternate_the_primary_alone_is_the_answer() {
     let mut s = service_with_lmc();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let primary = record_between(4, 10);
     let (id2, _, _) =
@@ -122,7 +122,7 @@ fn without_a_known_alternate_the_primary_alone_is_the_answer() {
 fn a_lid_or_lmc_zero_asks_for_no_alternate() {
     // LMC 0: the reply comes with the primary at once.
     let mut s = service();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let step = answered(
         &mut s,
@@ -131,7 +131,7 @@ fn a_lid_or_lmc_zero_asks_for_no_alternate() {
     assert!(matches!(step, Some(Output::Send { bytes: _, .. })));
     // A LID names one path.
     let mut s = service_with_lmc();
-    let dest = Entry::for_address(flags::DEST, &Address::Lid(10));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Lid(10));
     let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[dest])));
     let step = answered(
         &mut s,
@@ -158,10 +158,10 @@ fn the_alternate_ends_at_another_dlid() {
 
 /// The SGID of the Get a RESOLVE from `source` to H5_1 asks, or the
 /// status it is refused with.
-fn resolved_from(s: &mut AcmService, source: Address) -> Result<Gid, Status> {
+fn resolved_from(s: &mut AcmService, source: HostAddress) -> Result<Gid, Status> {
     let entries = [
         Entry::for_address(flags::SOURCE, &source),
-        Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
+        Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into())),
     ];
     let step = sent(s, 3, &resolve(&entries));
     // The client goes, so that its pending question does not count.
@@ -177,42 +177,45 @@ fn a_source_is_any_name_or_address_of_this_node_and_nothing_else() {
     let mut s = service();
     let own = Gid::new(PREFIX, 4);
     // Owned by the endpoint.
-    assert_eq!(resolved_from(&mut s, Address::Name("H4_1".into())), Ok(own));
     assert_eq!(
-        resolved_from(&mut s, Address::Ip("10.0.0.4".parse().unwrap())),
+        resolved_from(&mut s, HostAddress::Name("H4_1".into())),
+        Ok(own)
+    );
+    assert_eq!(
+        resolved_from(&mut s, HostAddress::Ip("10.0.0.4".parse().unwrap())),
         Ok(own)
     );
     // Another host's name and address (the hosts file maps them to port 5).
     assert_eq!(
-        resolved_from(&mut s, Address::Name("H5_1".into())),
+        resolved_from(&mut s, HostAddress::Name("H5_1".into())),
         Err(Status::ESRCADDR)
     );
     assert_eq!(
-        resolved_from(&mut s, Address::Ip("10.0.0.5".parse().unwrap())),
+        resolved_from(&mut s, HostAddress::Ip("10.0.0.5".parse().unwrap())),
         Err(Status::ESRCADDR)
     );
     // This port's NodeDescription, learned from the master.
     let mut learned = Names::new();
     learned.insert(
-        Address::Name("node4".into()),
+        HostAddress::Name("node4".into()),
         own,
         NameSource::NodeDescription,
     );
     s.set_learned_names(Arc::new(learned));
     assert_eq!(
-        resolved_from(&mut s, Address::Name("node4".into())),
+        resolved_from(&mut s, HostAddress::Name("node4".into())),
         Ok(own)
     );
     // An IPoIB address appears on the 0x8001 interface, then goes.
-    let ipoib = Address::Ip("192.0.2.7".parse().unwrap());
+    let ipoib = HostAddress::Ip("192.0.2.7".parse().unwrap());
     assert_eq!(resolved_from(&mut s, ipoib.clone()), Err(Status::ESRCADDR));
-    let before: Vec<Vec<Address>> = s.endpoints().iter().map(|e| e.addresses.clone()).collect();
+    let before: Vec<Vec<HostAddress>> = s.endpoints().iter().map(|e| e.addresses.clone()).collect();
     let mut with = before.clone();
     with[1].push(ipoib.clone());
     s.set_owned_addresses(&with);
     let entries = [
         Entry::for_address(flags::SOURCE, &ipoib),
-        Entry::for_address(flags::DEST, &Address::Name("H5_1".into())),
+        Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into())),
     ];
     let (_, q, _) = asked(sent(&mut s, 3, &resolve(&entries)));
     assert_eq!(q.template.pkey(), 0x8001, "the address's partition");
@@ -241,7 +244,7 @@ fn two_port_endpoint(
     agent: usize,
     port: PortIdentity,
     pkey: u16,
-    addresses: Vec<Address>,
+    addresses: Vec<HostAddress>,
 ) -> Endpoint {
     Endpoint {
         agent,
@@ -278,14 +281,14 @@ fn two_rails() -> AcmService {
                 0,
                 port(4),
                 0xFFFF,
-                vec![Address::Ip("10.0.0.4".parse().unwrap())],
+                vec![HostAddress::Ip("10.0.0.4".parse().unwrap())],
             ),
             ep(1, second, 0xFFFF, vec![]),
             ep(
                 1,
                 second,
                 0x8002,
-                vec![Address::Ip("10.2.0.4".parse().unwrap())],
+                vec![HostAddress::Ip("10.2.0.4".parse().unwrap())],
             ),
         ],
         names,
@@ -294,7 +297,7 @@ fn two_rails() -> AcmService {
 
 /// What a RESOLVE to `dest` without a source asks: the agent, SGID and
 /// P_Key; and the source it echoes.
-fn chosen_for(s: &mut AcmService, dest: Address) -> (usize, Gid, u16, Option<Address>) {
+fn chosen_for(s: &mut AcmService, dest: HostAddress) -> (usize, Gid, u16, Option<HostAddress>) {
     let conn = 40;
     let step = sent(s, conn, &resolve(&[Entry::for_address(flags::DEST, &dest)]));
     let Output::Ask {
@@ -329,16 +332,16 @@ fn without_a_source_the_kernels_route_and_the_subnet_choose_the_rail() {
     // Without routes, an IP the hosts file maps to a GID on the second
     // subnet goes from there.
     let dest: IpAddr = "10.2.0.9".parse().unwrap();
-    assert_eq!(chosen_for(&mut s, Address::Ip(dest)).0, 1);
+    assert_eq!(chosen_for(&mut s, HostAddress::Ip(dest)).0, 1);
     // The kernel routes 10.2.0.9 out of ib1.8002 (source 10.2.0.4).
     s.set_source_route(Box::new(Routes(vec![(dest, "10.2.0.4".parse().unwrap())])));
     assert_eq!(
-        chosen_for(&mut s, Address::Ip(dest)),
+        chosen_for(&mut s, HostAddress::Ip(dest)),
         (
             1,
             rail2,
             0x8002,
-            Some(Address::Ip("10.2.0.4".parse().unwrap()))
+            Some(HostAddress::Ip("10.2.0.4".parse().unwrap()))
         )
     );
     // A route through an interface that is not InfiniBand (eth0): the
@@ -348,16 +351,19 @@ fn without_a_source_the_kernels_route_and_the_subnet_choose_the_rail() {
         other,
         "192.168.1.4".parse().unwrap(),
     )])));
-    assert_eq!(chosen_for(&mut s, Address::Ip(other)).0, 0);
+    assert_eq!(chosen_for(&mut s, HostAddress::Ip(other)).0, 0);
     // A GID, or a name mapped to one, on the second subnet: rail 2.
     let far = Gid::new(0xFEC0_0000_0000_0002, 9);
-    assert_eq!(chosen_for(&mut s, Address::Gid(far)).1, rail2);
-    assert_eq!(chosen_for(&mut s, Address::Name("far".into())).1, rail2);
+    assert_eq!(chosen_for(&mut s, HostAddress::Gid(far)).1, rail2);
+    assert_eq!(chosen_for(&mut s, HostAddress::Name("far".into())).1, rail2);
     // A port that is down is not chosen: the first active one is.
     let mut down = port(0);
     down.gid = Gid::new(PREFIX, 4);
     s.handle_port_change(0, down);
-    assert_eq!(chosen_for(&mut s, Address::Gid(Gid::new(PREFIX, 5))).0, 1);
+    assert_eq!(
+        chosen_for(&mut s, HostAddress::Gid(Gid::new(PREFIX, 5))).0,
+        1
+    );
 }
 
 /// A node with two ports on one subnet: port 1 (LID 4), port 2 (LID 14).
@@ -370,7 +376,7 @@ fn two_ports() -> AcmService {
     let ep = |agent, port, pkey| two_port_endpoint(agent, port, pkey, vec![]);
     let mut names = Names::new();
     names.insert(
-        Address::Name("H5_1".into()),
+        HostAddress::Name("H5_1".into()),
         Gid::new(PREFIX, 5),
         NameSource::HostsFile,
     );
@@ -384,7 +390,7 @@ fn two_ports() -> AcmService {
 #[test]
 fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
     let mut s = two_ports();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, _, _) = asked(sent(&mut s, 7, &resolve(&[dest])));
     // The primary is in: the door asks port 2's agent what it holds.
     let step = answered(
@@ -440,7 +446,7 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
     assert_eq!(reply.len(), HEADER_LEN + ENTRY_LEN, "one path");
 
     // A LID names one path of one port: no alternate is looked for.
-    let by_lid = Entry::for_address(flags::DEST, &Address::Lid(5));
+    let by_lid = Entry::for_address(flags::DEST, &HostAddress::Lid(5));
     let (id, _, _) = asked(sent(&mut s, 9, &resolve(&[by_lid])));
     assert!(matches!(
         answered(
@@ -454,7 +460,7 @@ fn on_a_two_port_node_the_alternate_goes_through_the_other_port() {
 #[test]
 fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     let mut s = service();
-    let dest = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let dest = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     let (id, _, _) = asked(sent(&mut s, 4, &resolve(&[dest])));
     // The master has no reversible path between them.
     let (id, q, lookup) = asked(
@@ -518,7 +524,7 @@ fn a_pair_without_a_reversible_path_gets_the_way_out_and_the_way_back() {
     assert_eq!(status_of(&step), Status::ENODATA);
 
     // NODELAY answers from the cache only: no second question.
-    let mut quick = Entry::for_address(flags::DEST, &Address::Name("H5_1".into()));
+    let mut quick = Entry::for_address(flags::DEST, &HostAddress::Name("H5_1".into()));
     quick.flags |= flags::NODELAY;
     let (id, _, _) = asked(sent(&mut s, 6, &resolve(&[quick])));
     let step = answered(
