@@ -23,7 +23,7 @@ pub const MAX_NAME_LEN: usize = 63;
 
 /// What a client names a host's endpoint by, as ibacm's address types:
 /// a host name, an IP address, a port GID or a LID. (Not a MAD's address:
-/// that is [`mad_codec::Address`].)
+/// that is [`mad_codec::address::Address`].)
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum HostAddress {
     /// A host name.
