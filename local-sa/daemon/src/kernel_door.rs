@@ -215,9 +215,11 @@ pub(crate) async fn read(
                 let drained = batch.len() < NetlinkSocket::BATCH;
                 for (got, slot) in batch.iter().zip(buf.chunks(MAX_DATAGRAM)) {
                     let from = match got.from {
-                        umad::netlink::Sender::Kernel => DatagramSender::Kernel,
-                        umad::netlink::Sender::Process(port) => DatagramSender::Process(port),
-                        umad::netlink::Sender::Unknown => DatagramSender::Unknown,
+                        umad::netlink::DatagramSender::Kernel => DatagramSender::Kernel,
+                        umad::netlink::DatagramSender::Process(port) => {
+                            DatagramSender::Process(port)
+                        }
+                        umad::netlink::DatagramSender::Unknown => DatagramSender::Unknown,
                     };
                     let bytes = Bytes::copy_from_slice(&slot[..got.len]);
                     if to

@@ -10,7 +10,7 @@ use crate::query::Query;
 use crate::session::Session;
 
 #[derive(Debug, Default)]
-struct Tally {
+struct BenchCounts {
     /// Latency of every answered query.
     latencies: Vec<Duration>,
     /// Answers with a non-zero status.
@@ -28,9 +28,9 @@ pub(crate) async fn run(
     window: usize,
 ) -> Result<(), Failure> {
     let mad = query.to_mad(session.sm_key);
-    let mut t = Tally {
+    let mut t = BenchCounts {
         latencies: Vec::with_capacity(usize::try_from(total).unwrap_or(0)),
-        ..Tally::default()
+        ..BenchCounts::default()
     };
     let start = Instant::now();
     let mut bar = ProgressBar::on_terminal(total >= 10_000);
@@ -89,7 +89,7 @@ struct Report {
 }
 
 impl Report {
-    fn new(t: &Tally, sent: u64, window: usize, elapsed: Duration) -> Self {
+    fn new(t: &BenchCounts, sent: u64, window: usize, elapsed: Duration) -> Self {
         let pct = |p: usize| -> u128 {
             if t.latencies.is_empty() {
                 return 0;

@@ -13,14 +13,14 @@ use crate::records_file::{DEFAULT_TABLES, Dump, PARTITION_TABLES};
 /// What a node holds as far as the distributor knows: what it was sent
 /// (or, in a snapshot, what an earlier run sent it).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Held {
+pub(crate) struct SentTables {
     /// Its default table.
     pub(crate) default: Vec<PathRecord>,
     /// Its partition tables' records, each in its P_Key's partition.
     pub(crate) partitions: Vec<PathRecord>,
 }
 
-impl From<Dump> for Held {
+impl From<Dump> for SentTables {
     /// A dump's records: those before any section are default tables'.
     fn from(d: Dump) -> Self {
         let mut default = d.unmarked;
@@ -35,7 +35,7 @@ impl From<Dump> for Held {
 /// Writes what the nodes hold as a text dump in two sections, the
 /// default tables' records and the partition tables' (what `--load`,
 /// `--from` and `--delta` read).
-pub(crate) fn write(path: &Path, held: &Held) -> Result<(), Failure> {
+pub(crate) fn write(path: &Path, held: &SentTables) -> Result<(), Failure> {
     let count = held.default.len() + held.partitions.len();
     let mut text = String::with_capacity(count * 700 + 128);
     for (section, records) in [

@@ -38,7 +38,7 @@ enum SocketKind {
 
 /// Who sent a datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sender {
+pub enum DatagramSender {
     /// The kernel (netlink port 0), or the peer of a connected stand-in.
     Kernel,
     /// A process: a netlink sender with this port ID (usually its PID).
@@ -48,7 +48,7 @@ pub enum Sender {
     Unknown,
 }
 
-impl Sender {
+impl DatagramSender {
     /// The sender of a datagram with source address `source` on a socket
     /// of `kind`.
     fn of(kind: SocketKind, source: sys::SourceAddress) -> Self {
@@ -73,7 +73,7 @@ pub struct Received {
     /// not end-of-file: a datagram socket has none).
     pub len: usize,
     /// Who sent it.
-    pub from: Sender,
+    pub from: DatagramSender,
 }
 
 impl NetlinkSocket {
@@ -101,7 +101,7 @@ impl NetlinkSocket {
 
     /// Whether what arrives on the socket can come from the kernel at
     /// all: false for a stand-in socket anyone can write to, whose every
-    /// datagram is then [`Sender::Unknown`].
+    /// datagram is then [`DatagramSender::Unknown`].
     pub fn can_verify_senders(&self) -> bool {
         self.kind != SocketKind::Unverified
     }
@@ -123,7 +123,7 @@ impl NetlinkSocket {
             .into_iter()
             .map(|(len, source)| Received {
                 len,
-                from: Sender::of(self.kind, source),
+                from: DatagramSender::of(self.kind, source),
             })
             .collect())
     }
@@ -172,7 +172,7 @@ mod tests {
             got,
             Received {
                 len: 5,
-                from: Sender::Kernel
+                from: DatagramSender::Kernel
             },
             "a connected stand-in's peer is the only one who can write"
         );
@@ -187,7 +187,7 @@ mod tests {
         let got = s.recv_many(&mut slots, 8).unwrap();
         let lens: Vec<usize> = got.iter().map(|r| r.len).collect();
         assert_eq!(lens, [3, 0, 8]);
-        assert!(got.iter().all(|r| r.from == Sender::Kernel));
+        assert!(got.iter().all(|r| r.from == DatagramSender::Kernel));
         assert_eq!(&slots[..3], b"one");
         assert_eq!(&slots[16..24], b"a datagr");
         assert_eq!(
@@ -211,20 +211,29 @@ mod tests {
             family: libc::AF_UNSPEC as libc::sa_family_t,
             netlink_port: None,
         };
-        assert_eq!(Sender::of(SocketKind::Netlink, netlink(0)), Sender::Kernel);
         assert_eq!(
-            Sender::of(SocketKind::Netlink, netlink(4242)),
-            Sender::Process(4242)
+            DatagramSender::of(SocketKind::Netlink, netlink(0)),
+            DatagramSender::Kernel
         );
-        assert_eq!(Sender::of(SocketKind::Netlink, unnamed), Sender::Unknown);
         assert_eq!(
-            Sender::of(SocketKind::ConnectedStandIn, unnamed),
-            Sender::Kernel
+            DatagramSender::of(SocketKind::Netlink, netlink(4242)),
+            DatagramSender::Process(4242)
         );
-        assert_eq!(Sender::of(SocketKind::Unverified, unnamed), Sender::Unknown);
         assert_eq!(
-            Sender::of(SocketKind::Unverified, netlink(0)),
-            Sender::Unknown,
+            DatagramSender::of(SocketKind::Netlink, unnamed),
+            DatagramSender::Unknown
+        );
+        assert_eq!(
+            DatagramSender::of(SocketKind::ConnectedStandIn, unnamed),
+            DatagramSender::Kernel
+        );
+        assert_eq!(
+            DatagramSender::of(SocketKind::Unverified, unnamed),
+            DatagramSender::Unknown
+        );
+        assert_eq!(
+            DatagramSender::of(SocketKind::Unverified, netlink(0)),
+            DatagramSender::Unknown,
             "only a netlink socket's addresses are the kernel's word"
         );
     }
@@ -239,7 +248,7 @@ mod tests {
         let anyone = UnixDatagram::unbound().unwrap();
         anyone.send_to(b"query", &dir).unwrap();
         let mut buf = [0u8; 16];
-        assert_eq!(s.recv(&mut buf).unwrap().from, Sender::Unknown);
+        assert_eq!(s.recv(&mut buf).unwrap().from, DatagramSender::Unknown);
         let _ = std::fs::remove_file(&dir);
     }
 

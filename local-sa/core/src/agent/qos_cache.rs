@@ -31,13 +31,13 @@ const ENTRY_OVERHEAD: usize =
     size_of::<PairKey>() + size_of::<Vec<PathRecord>>() + size_of::<u64>() + 1;
 
 #[derive(Debug)]
-struct Held {
+struct CachedPair {
     records: Vec<PathRecord>,
     /// When it was last used, on the cache's own clock.
     used: Cell<u64>,
 }
 
-impl Held {
+impl CachedPair {
     fn bytes(&self) -> usize {
         ENTRY_OVERHEAD + self.records.len() * PathRecord::LEN
     }
@@ -46,7 +46,7 @@ impl Held {
 /// The cache and who waits for it to be filled.
 #[derive(Debug)]
 pub(crate) struct QosCache {
-    entries: FastMap<PairKey, Held>,
+    entries: FastMap<PairKey, CachedPair>,
     bytes: usize,
     clock: Cell<u64>,
     limits: QosCacheLimits,
@@ -122,7 +122,7 @@ impl QosCache {
         self.remove(&key);
         let t = self.clock.get() + 1;
         self.clock.set(t);
-        let entry = Held {
+        let entry = CachedPair {
             records,
             used: Cell::new(t),
         };
@@ -155,7 +155,7 @@ impl QosCache {
     }
 
     /// Drops the entries `gone` picks, with their bytes; returns how many.
-    fn drop_where(&mut self, gone: impl Fn(&PairKey, &Held) -> bool) -> usize {
+    fn drop_where(&mut self, gone: impl Fn(&PairKey, &CachedPair) -> bool) -> usize {
         let (before, mut freed) = (self.entries.len(), 0);
         self.entries.retain(|k, e| {
             let drop = gone(k, e);

@@ -5,7 +5,7 @@ use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::IntoBytes;
 
-use crate::snapshot::Held;
+use crate::snapshot::SentTables;
 
 /// One node's tables as it keeps them: its default table, and one per
 /// partition of its P_Key table but the one its default table's paths
@@ -133,8 +133,8 @@ impl Digest {
 }
 
 /// Every computed record, as a snapshot holds them.
-pub(crate) fn held(tables: &[NodeTables]) -> Held {
-    let mut held = Held::default();
+pub(crate) fn held(tables: &[NodeTables]) -> SentTables {
+    let mut held = SentTables::default();
     for t in tables {
         if let Ok(r) = &t.default {
             held.default.extend_from_slice(r);

@@ -24,7 +24,7 @@ const WALK_GAP: u16 = 64;
 
 /// A port of the fabric: its GID and lowest LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Endpoint {
+pub(super) struct FabricPort {
     pub(super) lid: u16,
     pub(super) gid: Gid,
 }
@@ -32,7 +32,7 @@ pub(super) struct Endpoint {
 /// What is known of the fabric before distributing.
 pub(super) struct Fabric {
     /// Every port, by GID, at its lowest LID.
-    pub(super) endpoints: Vec<Endpoint>,
+    pub(super) endpoints: Vec<FabricPort>,
     /// Every destination LID (all of each port's LIDs, under an LMC):
     /// what a per-destination fetch asks for.
     pub(super) dlids: Vec<u16>,
@@ -68,9 +68,9 @@ impl Fabric {
         }
         dlids.sort_unstable();
         dlids.dedup();
-        let mut endpoints: Vec<Endpoint> = lowest
+        let mut endpoints: Vec<FabricPort> = lowest
             .into_iter()
-            .map(|(gid, lid)| Endpoint { lid, gid })
+            .map(|(gid, lid)| FabricPort { lid, gid })
             .collect();
         endpoints.sort_by_key(|e| e.lid);
         Self { endpoints, dlids }
@@ -152,10 +152,10 @@ pub(super) async fn own_paths(
 /// transports (an unsupported-class answer, or an undelivered send).
 pub(super) async fn running_an_sa(
     session: &mut Session,
-    candidates: &[Endpoint],
+    candidates: &[FabricPort],
     window: usize,
     timeout: std::time::Duration,
-) -> Result<Vec<Endpoint>, Failure> {
+) -> Result<Vec<FabricPort>, Failure> {
     let request = SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
     let attempts = Attempts {
         timeout,

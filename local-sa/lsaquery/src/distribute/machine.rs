@@ -17,18 +17,18 @@ use mad_codec::{Gid, MadStatus, PathRecord};
 use umad::Address;
 
 use super::delta::{self, Push, Table};
-use super::endpoints::{Endpoint, table_request};
+use super::endpoints::{FabricPort, table_request};
 use super::names::NamesTables;
 use super::partitions::NodePartitions;
 use super::qos;
 use super::summary::{NodeOutcome, NodeReport};
 use super::tally::Tally;
 use crate::compute::{Prepared, compute_tables};
-use crate::snapshot::Held;
+use crate::snapshot::SentTables;
 
 /// A node being filled.
 struct Node {
-    at: Endpoint,
+    at: FabricPort,
     /// Its records at the master (or in `--from`), once fetched.
     table: Option<Vec<PathRecord>>,
     /// The table being fetched beside the default one: a partition's
@@ -39,7 +39,7 @@ struct Node {
     /// even when empty: the master has no paths from it there).
     other_tables: Vec<(QosKey, Vec<PathRecord>)>,
     /// Its records in the `--delta` snapshot.
-    old: Option<Held>,
+    old: Option<SentTables>,
     /// It holds the tables computed from the previous fabric (`--watch`).
     holds_previous: bool,
     /// Records fetched so far, and queries still to come back.
@@ -161,7 +161,7 @@ impl Distribution {
     /// A distribution to the nodes `found`.
     pub(super) fn new(
         setup: Setup,
-        found: Vec<Endpoint>,
+        found: Vec<FabricPort>,
         tally: Tally,
         names: Option<NamesTables>,
     ) -> Self {
@@ -223,7 +223,7 @@ impl Distribution {
     /// Takes each node's tables from `dump` (a `--from` dump, its
     /// partition tables if it is a snapshot): nothing is asked of the
     /// master.
-    pub(super) fn tables_from(&mut self, dump: &Held) {
+    pub(super) fn tables_from(&mut self, dump: &SentTables) {
         let by_source = group_by_source(&dump.default);
         let mut partitions = group_by_source(&dump.partitions);
         for n in &mut self.nodes {
@@ -233,11 +233,11 @@ impl Distribution {
     }
 
     /// Each node's records in the `--delta` snapshot.
-    pub(super) fn old_tables(&mut self, old: &Held) {
+    pub(super) fn old_tables(&mut self, old: &SentTables) {
         let mut default = group_by_source(&old.default);
         let mut partitions = group_by_source(&old.partitions);
         for n in &mut self.nodes {
-            n.old = Some(Held {
+            n.old = Some(SentTables {
                 default: default.remove(&n.at.gid).unwrap_or_default(),
                 partitions: partitions.remove(&n.at.gid).unwrap_or_default(),
             });
@@ -426,7 +426,7 @@ impl Distribution {
                 .filter_map(|(_, r)| r.ok())
                 .flatten()
                 .collect();
-            self.nodes[i].old = Some(Held {
+            self.nodes[i].old = Some(SentTables {
                 default: t.default.unwrap_or_default(),
                 partitions,
             });
@@ -785,7 +785,11 @@ impl Distribution {
                 gid: n.at.gid,
                 outcome: n.outcome,
                 failure: n.failure.take(),
-                holds: if keep { n.holds() } else { Held::default() },
+                holds: if keep {
+                    n.holds()
+                } else {
+                    SentTables::default()
+                },
             })
             .collect();
         (reports, self.tally)
@@ -797,7 +801,7 @@ impl Node {
     /// distributor knows: the tables this run gave it, beside the
     /// snapshot's records of partitions this run did not fetch; or, if it
     /// was not filled, what the snapshot said.
-    fn holds(self) -> Held {
+    fn holds(self) -> SentTables {
         let old = self.old.unwrap_or_default();
         if !self.outcome.done {
             return old;
@@ -811,7 +815,7 @@ impl Node {
             }
         }
         partitions.extend(delta::untouched_partitions(&old.partitions, &fetched));
-        Held {
+        SentTables {
             default: self.table.unwrap_or_default(),
             partitions,
         }

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 
-use self::endpoints::{Endpoint, Fabric};
+use self::endpoints::{Fabric, FabricPort};
 use self::machine::{Distribution, Send, Setup};
 pub(crate) use self::shard::Shard;
 use self::summary::Summary;
@@ -64,7 +64,7 @@ use crate::client::Token;
 use crate::failure::Failure;
 use crate::progress::ProgressBar;
 use crate::session::Session;
-use crate::snapshot::Held;
+use crate::snapshot::SentTables;
 
 /// What `--distribute` was asked to do.
 pub(crate) struct Options {
@@ -111,9 +111,9 @@ struct Filled {
     /// The fabric read and checked, if the tables were computed.
     computing: Option<crate::compute::Prepared>,
     /// Every endpoint of the fabric (the master's own LID included).
-    endpoints: Vec<Endpoint>,
+    endpoints: Vec<FabricPort>,
     /// The local-sa nodes found.
-    nodes: Vec<Endpoint>,
+    nodes: Vec<FabricPort>,
 }
 
 /// Runs a distribution whose table pushes carry `lease` (`--watch`), and
@@ -129,12 +129,12 @@ async fn fill(
         shard: options.shard,
         ..Tally::default()
     };
-    let read = |file: &Option<PathBuf>| -> Result<Option<Held>, Failure> {
+    let read = |file: &Option<PathBuf>| -> Result<Option<SentTables>, Failure> {
         Ok(file
             .as_deref()
             .map(crate::load::read_dump)
             .transpose()?
-            .map(Held::from))
+            .map(SentTables::from))
     };
     let from_file = read(&options.from)?;
     let old = read(&options.delta)?;
@@ -161,7 +161,7 @@ async fn fill(
             Fabric::from_destinations(&own)
         }
     };
-    let candidates: Vec<Endpoint> = fabric
+    let candidates: Vec<FabricPort> = fabric
         .endpoints
         .iter()
         .filter(|e| e.lid != master.lid)

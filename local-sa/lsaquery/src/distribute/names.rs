@@ -20,7 +20,7 @@ use mad_codec::{
 };
 use umad::Address;
 
-use super::endpoints::Endpoint;
+use super::endpoints::FabricPort;
 use super::tally::Tally;
 use crate::failure::Failure;
 use crate::session::Session;
@@ -45,7 +45,7 @@ pub(super) struct NamesTables {
 pub(super) async fn fetch(
     session: &mut Session,
     master: Address,
-    ports: &[Endpoint],
+    ports: &[FabricPort],
     adapters: Option<Vec<NodeRecord>>,
     window: usize,
     tally: &mut Tally,
@@ -89,7 +89,7 @@ pub(super) async fn fetch(
 async fn adapters_of(
     session: &mut Session,
     master: Address,
-    ports: &[Endpoint],
+    ports: &[FabricPort],
     window: usize,
     tally: &mut Tally,
 ) -> Result<Vec<NodeRecord>, Failure> {
@@ -121,10 +121,10 @@ async fn adapters_of(
 pub(super) async fn fetch_table<R: SaRecord>(
     session: &mut Session,
     master: Address,
-    ports: &[Endpoint],
+    ports: &[FabricPort],
     window: usize,
     tally: &mut Tally,
-    request: impl Fn(Option<&Endpoint>) -> Bytes,
+    request: impl Fn(Option<&FabricPort>) -> Bytes,
 ) -> Result<Vec<R>, Failure> {
     tally.tables += 1;
     let whole = session.client.request(master, &request(None)).await?;

@@ -15,7 +15,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, ClassPortInfo, Method, PathRecord, PkeyTableRecord, SaMadBuilder};
 use umad::Address;
 
-use super::endpoints::Endpoint;
+use super::endpoints::FabricPort;
 use super::names::fetch_table;
 use super::tally::Tally;
 use crate::failure::Failure;
@@ -88,7 +88,7 @@ impl NodePartitions {
 pub(super) async fn fetch(
     session: &mut Session,
     master: Address,
-    nodes: &[Endpoint],
+    nodes: &[FabricPort],
     window: usize,
     tally: &mut Tally,
 ) -> Result<NodePartitions, Failure> {

@@ -10,7 +10,7 @@ use mad_codec::zerocopy::FromZeros;
 
 use super::delta::Push;
 use super::partitions::NodePartitions;
-use super::tally::Outlook;
+use super::tally::QosOutcome;
 
 /// At most this many ServiceIDs and QoS classes together: each costs the
 /// master one table per node and P_Key.
@@ -21,7 +21,7 @@ pub(crate) const MAX_KEYS: usize = 64;
 pub(super) struct Plan {
     /// The keys without a P_Key; none when the tables are not sent.
     keys: Vec<QosKey>,
-    outlook: Outlook,
+    outlook: QosOutcome,
 }
 
 impl Plan {
@@ -35,7 +35,7 @@ impl Plan {
     ) -> Self {
         let not_sent = |why| Self {
             keys: Vec::new(),
-            outlook: Outlook::NotSent(why),
+            outlook: QosOutcome::NotSent(why),
         };
         if keys.is_empty() {
             return Self::default();
@@ -54,13 +54,13 @@ impl Plan {
             ),
             Some(_) => Self {
                 keys: keys.to_vec(),
-                outlook: Outlook::Sent(keys.len()),
+                outlook: QosOutcome::Sent(keys.len()),
             },
         }
     }
 
     /// What becomes of the tables.
-    pub(super) fn outlook(&self) -> Outlook {
+    pub(super) fn outlook(&self) -> QosOutcome {
         self.outlook.clone()
     }
 
@@ -151,15 +151,15 @@ mod tests {
         let no_qos = NodePartitions::new(&[], false);
         assert_eq!(
             Plan::new(&[], Some(&qos), false).outlook(),
-            Outlook::NotAsked
+            QosOutcome::NotAsked
         );
         assert_eq!(
             Plan::new(&asked, Some(&qos), false).outlook(),
-            Outlook::Sent(1)
+            QosOutcome::Sent(1)
         );
         for (partitions, from_file) in [(Some(&no_qos), false), (None, false), (Some(&qos), true)] {
             let plan = Plan::new(&asked, partitions, from_file);
-            assert!(matches!(plan.outlook(), Outlook::NotSent(_)), "{plan:?}");
+            assert!(matches!(plan.outlook(), QosOutcome::NotSent(_)), "{plan:?}");
             assert_eq!(plan.keys_of(&[0x7FFF]).count(), 0);
         }
     }
@@ -168,7 +168,7 @@ mod tests {
     fn a_key_goes_on_each_partition_of_the_node_and_its_record_names_it() {
         let plan = Plan {
             keys: keys(&[0x0106_0001..=0x0106_0001], &[]).unwrap(),
-            outlook: Outlook::Sent(1),
+            outlook: QosOutcome::Sent(1),
         };
         let per_node: Vec<QosKey> = plan.keys_of(&[0x7FFF, 0x0001]).collect();
         assert_eq!(per_node.len(), 2);

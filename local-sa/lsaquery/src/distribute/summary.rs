@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use mad_codec::Gid;
 
-use super::tally::{Computed, Outlook, Tally};
+use super::tally::{Computed, QosOutcome, Tally};
 
 use crate::failure::Failure;
 use crate::print::{JSON_SCHEMA, json_string};
-use crate::snapshot::Held;
+use crate::snapshot::SentTables;
 
 /// How one node fared.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,7 +43,7 @@ pub(super) struct NodeReport {
     pub(super) outcome: NodeOutcome,
     pub(super) failure: Option<String>,
     /// What it holds as far as the distributor knows.
-    pub(super) holds: Held,
+    pub(super) holds: SentTables,
 }
 
 /// What a distribution's nodes took, in all.
@@ -68,7 +68,7 @@ pub(super) struct Summary {
     elapsed: Duration,
     master_lid: u16,
     /// Every record the nodes hold, for `--snapshot`.
-    pub(super) snapshot: Held,
+    pub(super) snapshot: SentTables,
 }
 
 impl Summary {
@@ -78,7 +78,7 @@ impl Summary {
         elapsed: Duration,
         master_lid: u16,
     ) -> Self {
-        let mut snapshot = Held::default();
+        let mut snapshot = SentTables::default();
         for n in &mut nodes {
             let held = std::mem::take(&mut n.holds);
             snapshot.default.extend(held.default);
@@ -185,8 +185,8 @@ impl Summary {
             out.push_str("partition tables: not distributed\n");
         }
         match &t.qos {
-            Outlook::NotAsked => {}
-            Outlook::Sent(keys) => {
+            QosOutcome::NotAsked => {}
+            QosOutcome::Sent(keys) => {
                 let _ = writeln!(
                     out,
                     "QoS tables ({keys} ServiceIDs and QoS classes on each P_Key): {} taken, {} PathRecords stored{}",
@@ -198,7 +198,7 @@ impl Summary {
                     }
                 );
             }
-            Outlook::NotSent(why) => {
+            QosOutcome::NotSent(why) => {
                 let _ = writeln!(out, "QoS tables: not distributed ({why})");
             }
         }
@@ -330,7 +330,7 @@ mod tests {
             gid: Gid::new(Gid::DEFAULT_PREFIX, u64::from(lid)),
             outcome,
             failure: None,
-            holds: Held::default(),
+            holds: SentTables::default(),
         }
     }
 
@@ -348,7 +348,7 @@ mod tests {
             ..NodeOutcome::default()
         };
         let tally = Tally {
-            qos: Outlook::Sent(2),
+            qos: QosOutcome::Sent(2),
             ..Tally::default()
         };
         let s = Summary::new(
@@ -375,7 +375,7 @@ mod tests {
         );
 
         let tally = Tally {
-            qos: Outlook::NotSent("the master applies no QoS"),
+            qos: QosOutcome::NotSent("the master applies no QoS"),
             ..Tally::default()
         };
         let s = Summary::new((vec![node(3, took)], tally), 1, Duration::ZERO, 1);

@@ -7,7 +7,7 @@ use crate::compute::{Prepared, Served};
 
 /// What becomes of the tables at QoS keys, for the summary.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) enum Outlook {
+pub(super) enum QosOutcome {
     /// None was asked for.
     #[default]
     NotAsked,
@@ -40,7 +40,7 @@ pub(super) struct Tally {
     /// The master told which partition tables the nodes keep.
     pub(super) partitions_known: bool,
     /// What becomes of the tables at QoS keys.
-    pub(super) qos: Outlook,
+    pub(super) qos: QosOutcome,
     /// What `--compute` did, if it was asked.
     pub(super) computed: Option<Computed>,
     /// This distributor's share of the nodes, if it has one.

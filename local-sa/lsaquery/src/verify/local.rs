@@ -5,20 +5,25 @@ use std::path::Path;
 
 use local_sa_core::request::{Request, StatusReport};
 
-use super::registrations::Held;
+use super::registrations::PortRegistrations;
 use crate::local_api::Connection;
 
 /// local-sa's status and its registrations, through its local API; each
 /// `Err` says why it could not be had.
 pub(super) async fn status_and_registrations(
     socket: &Path,
-) -> (Result<StatusReport, String>, Result<Held, String>) {
+) -> (
+    Result<StatusReport, String>,
+    Result<PortRegistrations, String>,
+) {
     let mut conn = match Connection::open(socket, false) {
         Ok(c) => c,
         Err(f) => return (Err(f.message.clone()), Err(f.message)),
     };
     let status = status_on(&mut conn).await;
-    let held = Held::fetch(&mut conn).await.map_err(|f| f.message);
+    let held = PortRegistrations::fetch(&mut conn)
+        .await
+        .map_err(|f| f.message);
     (status, held)
 }
 

@@ -29,12 +29,12 @@ use crate::query::{Kind, Query};
 use local_sa_core::request::Request;
 
 /// What local-sa holds for the port, from its local API.
-pub(super) struct Held {
+pub(super) struct PortRegistrations {
     pub(super) subscriptions: Vec<InformInfoRecord>,
     pub(super) groups: Vec<McMemberRecord>,
 }
 
-impl Held {
+impl PortRegistrations {
     pub(super) async fn fetch(conn: &mut Connection) -> Result<Self, Failure> {
         let subscriptions = conn.call(&Request::ListSubscriptions).await?;
         let groups = conn.call(&Request::ListGroups).await?;
@@ -84,7 +84,7 @@ pub(super) async fn check(
     client: &mut Client,
     master: Address,
     me: Gid,
-    held: Result<Held, String>,
+    held: Result<PortRegistrations, String>,
     pace: Pace,
 ) -> Result<Part, Failure> {
     let held = match held {

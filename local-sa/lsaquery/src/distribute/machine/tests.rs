@@ -26,8 +26,8 @@ fn gid(lid: u16) -> Gid {
     Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 + u64::from(lid))
 }
 
-fn endpoint(lid: u16) -> Endpoint {
-    Endpoint { lid, gid: gid(lid) }
+fn endpoint(lid: u16) -> FabricPort {
+    FabricPort { lid, gid: gid(lid) }
 }
 
 /// The master's path from `s` to `d` (`version` stands for a reroute).
@@ -368,7 +368,7 @@ fn a_delta_sends_each_node_only_what_changed() {
         Tally::default(),
         None,
     );
-    d.old_tables(&Held {
+    d.old_tables(&SentTables {
         default: old,
         partitions: Vec::new(),
     });
@@ -389,7 +389,7 @@ fn a_delta_sends_each_node_only_what_changed() {
 }
 
 /// A computed fabric (a small fat tree) and its check's outcome.
-fn computed(differences: bool) -> (Prepared, Vec<Endpoint>) {
+fn computed(differences: bool) -> (Prepared, Vec<FabricPort>) {
     let tree = FatTree {
         leaves: 2,
         hosts_per_leaf: 3,
@@ -415,7 +415,7 @@ fn slow_spine(unplugged: bool) -> local_sa_core::path_engine::FabricRecords {
 fn computed_from(
     records: local_sa_core::path_engine::FabricRecords,
     differences: bool,
-) -> (Prepared, Vec<Endpoint>) {
+) -> (Prepared, Vec<FabricPort>) {
     let mut fabric = Fabric::build(&records, false).expect("built");
     fabric.set_partition_sl(0x7FFF, 0);
     let mut checked = Checked::default();
@@ -431,11 +431,11 @@ fn computed_from(
             },
         });
     }
-    let hosts: Vec<Endpoint> = fabric
+    let hosts: Vec<FabricPort> = fabric
         .endports()
         .iter()
         .filter(|e| !e.is_switch)
-        .map(|e| Endpoint {
+        .map(|e| FabricPort {
             lid: e.lid,
             gid: Gid::new(e.prefix, e.guid),
         })

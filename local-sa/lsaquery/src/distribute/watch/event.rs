@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
-use super::super::endpoints::{self, Endpoint, Fabric as Endpoints};
+use super::super::endpoints::{self, Fabric as Endpoints, FabricPort};
 use super::super::machine::{Distribution, Setup};
 use super::super::partitions::NodePartitions;
 use super::super::summary::Summary;
@@ -222,7 +222,7 @@ impl Watch<'_> {
         fabric: &Fabric,
     ) -> Result<usize, Failure> {
         let master = session.dest.lid;
-        let candidates: Vec<Endpoint> = Endpoints::from_endports(fabric.endports())
+        let candidates: Vec<FabricPort> = Endpoints::from_endports(fabric.endports())
             .endpoints
             .into_iter()
             .filter(|e| e.lid != master)
@@ -277,10 +277,10 @@ impl Watch<'_> {
             lease: Some(self.options.lease),
             keep_holdings: false,
         };
-        let nodes: Vec<Endpoint> = plan
+        let nodes: Vec<FabricPort> = plan
             .push
             .iter()
-            .map(|(gid, lid)| Endpoint {
+            .map(|(gid, lid)| FabricPort {
                 lid: *lid,
                 gid: *gid,
             })
