@@ -17,7 +17,7 @@ use mad_codec::Gid;
 use tracing::warn;
 
 use super::SaCore;
-use super::parties::{Asker, Member, Subscriber};
+use super::counterparts::{Asker, Member, Subscriber};
 use super::quotas::{Refused, Registrant};
 use crate::memberships::Change;
 use crate::quota::{LocalUser, Owner, RegistrationLimits};

@@ -14,7 +14,7 @@ use mad_codec::{ClassPortInfo, ClassPortInfoRepr, MAD_LEN, MadStatus, Method, Mg
 use tracing::warn;
 
 use super::SaCore;
-use super::parties::Asker;
+use super::counterparts::Asker;
 use crate::address::{GSI_QKEY, Transmit};
 use crate::inbound::SaRequest;
 use crate::request::LocalBody;

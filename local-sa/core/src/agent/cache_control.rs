@@ -10,7 +10,7 @@ use mad_codec::MadStatus;
 use tracing::info;
 
 use super::SaCore;
-use super::parties::{Asker, RefreshWaiter};
+use super::counterparts::{Asker, RefreshWaiter};
 use crate::request::{ConnId, LocalBody};
 
 impl SaCore {

@@ -26,7 +26,7 @@ use mad_codec::{AttributeId, MadStatus, Method, SaMadBuilder, ServiceRecord};
 use tracing::{debug, info, warn};
 
 use super::SaCore;
-use super::purpose::{CanaryStep, Purpose};
+use super::upstream_purpose::{CanaryStep, Purpose};
 
 /// The canary's ServiceID ("LOCALSA" in ASCII, then 1).
 pub(crate) const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;

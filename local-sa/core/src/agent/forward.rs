@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mad_codec::{AttributeId, MadStatus, SaMadBuilder};
 
-use super::parties::Asker;
+use super::counterparts::Asker;
 use super::waiters::{Join, Waiters};
 use crate::request::PathQuery;
 

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use tracing::info;
 
-use super::purpose::Purpose;
 use super::upkeep::Lease;
+use super::upstream_purpose::Purpose;
 use super::{MasterInfo, RefreshState, SaCore};
 use crate::kept_tables::Kept;
 use crate::naming::Names;

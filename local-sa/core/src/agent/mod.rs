@@ -28,24 +28,23 @@ mod admission;
 mod answer;
 mod cache_control;
 mod canary;
+mod counterparts;
 mod forward;
 mod kept;
-mod leftovers;
 mod loads;
 mod multicast;
 mod name_loads;
 mod name_state;
 mod names;
 mod notices;
-mod parties;
 mod paths;
-mod phases;
-mod purpose;
+mod port_phase;
 mod qos_cache;
 mod qos_loads;
 mod qos_tables;
 mod quotas;
 mod refresh;
+mod registrations_record;
 mod status;
 mod subscriptions;
 mod table_check;
@@ -54,6 +53,7 @@ mod tests;
 mod upkeep;
 mod upkeep_schedule;
 mod upstream;
+mod upstream_purpose;
 mod upstream_queue;
 mod waiters;
 
@@ -63,15 +63,15 @@ use std::time::{Duration, Instant};
 use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
+use self::counterparts::{Asker, Member, RefreshWaiter, Subscriber};
 use self::forward::Forwarding;
 use self::name_state::NameState;
-use self::parties::{Asker, Member, RefreshWaiter, Subscriber};
-use self::purpose::Purpose;
 use self::qos_cache::QosCache;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
 use self::subscriptions::Subscriptions;
 use self::upkeep::Upkeep;
+use self::upstream_purpose::Purpose;
 use self::upstream_queue::UpstreamQueue;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
@@ -182,7 +182,7 @@ pub struct SaCore {
     /// When the canary's lease is renewed, at the first audit from then.
     canary_renewal: Option<Instant>,
     /// Moves with every request and answer that may change what the
-    /// master holds for this agent (see `leftovers`).
+    /// master holds for this agent (see `registrations_record`).
     registrations_generation: u64,
     next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,

@@ -20,8 +20,8 @@ use mad_codec::{
 use tracing::debug;
 
 use super::SaCore;
-use super::parties::{Asker, Member};
-use super::purpose::Purpose;
+use super::counterparts::{Asker, Member};
+use super::upstream_purpose::Purpose;
 use crate::inbound::SaRequest;
 use crate::memberships::{Answer, Change, Effect, OpId};
 use crate::request::{LocalBody, LocalReply};

@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use super::SaCore;
 use super::name_state::{NameFetch, TableFetch};
 use super::names::{add_directory_names, add_node_names};
-use super::purpose::{NameTable, Purpose};
+use super::upstream_purpose::{NameTable, Purpose};
 use crate::inbound::SaRequest;
 use crate::naming::Names;
 

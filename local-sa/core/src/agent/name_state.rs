@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::purpose::NameTable;
+use super::upstream_purpose::NameTable;
 use crate::directory::Publication;
 use crate::naming::Names;
 use crate::store::Epoch;

@@ -37,7 +37,7 @@ use tracing::{debug, info, warn};
 
 use super::SaCore;
 use super::name_state::{NameFetch, TableFetch};
-use super::purpose::{NameTable, Purpose};
+use super::upstream_purpose::{NameTable, Purpose};
 use crate::directory::{self, Publication};
 use crate::naming::{self, HostAddress, NameSource, Names};
 use crate::requester::Answer;

@@ -28,8 +28,8 @@ use mad_codec::{
 };
 use tracing::{debug, info, warn};
 
-use super::parties::{Asker, Subscriber};
-use super::purpose::Purpose;
+use super::counterparts::{Asker, Subscriber};
+use super::upstream_purpose::Purpose;
 use super::waiters::Join;
 use super::{MasterInfo, SaCore};
 use crate::address::{Address, Transmit};

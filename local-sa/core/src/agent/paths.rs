@@ -12,10 +12,10 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord};
 use tracing::{debug, warn};
 
 use super::SaCore;
+use super::counterparts::Asker;
 use super::forward::{self, PathAnswer};
-use super::parties::Asker;
-use super::purpose::Purpose;
 use super::qos_cache::{Fetch, Waited, by_destination};
+use super::upstream_purpose::Purpose;
 use super::waiters::Join;
 use crate::address::Transmit;
 use crate::inbound::SaRequest;

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use mad_codec::PathRecord;
 use mad_codec::records::SaRecord;
 
+use super::counterparts::Asker;
 use super::forward::MAX_WAITERS;
-use super::parties::Asker;
 use super::qos_tables::{Miss, SourceTables, TableAsker};
 use super::waiters::{Join, Waiters};
 use crate::config::QosCacheLimits;

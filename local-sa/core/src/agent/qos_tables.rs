@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use super::parties::Asker;
+use super::counterparts::Asker;
 use super::waiters::{Join, Waiters};
 use crate::path_query::SourceKey;
 use crate::request::PathQuery;

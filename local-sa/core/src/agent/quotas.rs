@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use informinfo::Filter;
 use mad_codec::Gid;
 
-use super::parties::{Member, Subscriber};
+use super::counterparts::{Member, Subscriber};
 use crate::quota::{Claims, LocalUser, Owner};
 use crate::request::ConnId;
 

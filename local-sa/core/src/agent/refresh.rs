@@ -19,7 +19,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
-use super::purpose::Purpose;
+use super::upstream_purpose::Purpose;
 use super::{RefreshState, SaCore};
 use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::requester::Answer;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use informinfo::{Deliveries, DeliveryConfig, Duplicates, Filter, Registry};
 
-use super::parties::{Asker, Subscriber};
+use super::counterparts::{Asker, Subscriber};
 use super::waiters::Waiters;
 use crate::address::Address;
 

@@ -15,8 +15,8 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
 use super::SaCore;
-use super::purpose::Purpose;
 use super::upkeep::Checking;
+use super::upstream_purpose::Purpose;
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 

@@ -8,7 +8,7 @@ use mad_codec::MadStatus;
 use tracing::warn;
 
 use super::SaCore;
-use super::purpose::Purpose;
+use super::upstream_purpose::Purpose;
 use super::upstream_queue::{
     Lane, MAX_QUERIES_IN_FLIGHT, MAX_QUERIES_WAITING, Queued, UpstreamQueue,
 };

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::purpose::Purpose;
+use super::upstream_purpose::Purpose;
 use crate::pacing::{MasterPace, REGISTRATION_BURST, TokenBucket};
 use crate::requester::Attempts;
 

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
 
-use super::parties::Asker;
+use super::counterparts::Asker;
 use crate::request::PathQuery;
 
 /// An asker kept while its request is out.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use tracing::{info, warn};
 
 use super::SaCore;
-use super::purpose::Purpose;
+use super::upstream_purpose::Purpose;
 use crate::registrations::Registrations;
 
 impl SaCore {
