@@ -22,14 +22,14 @@ impl SaCore {
             records = before,
             "a full refresh of this port's paths asked for locally"
         );
-        self.refresh.waiters.push(RefreshWaiter { asker, before });
+        self.refresh.wait(RefreshWaiter { asker, before });
         self.start_refresh(now);
     }
 
     /// A refresh ended (`status` OK) or failed: every waiter hears it.
     pub(super) fn answer_refresh_waiters(&mut self, status: MadStatus) {
         let after = self.records_held() as u64;
-        for w in std::mem::take(&mut self.refresh.waiters) {
+        for w in self.refresh.take_waiters() {
             let body = LocalBody::CacheChange {
                 before: w.before as u64,
                 after,
@@ -41,8 +41,7 @@ impl SaCore {
     /// Forgets the refresh waiters of connection `conn` (it closed).
     pub(super) fn forget_refresh_waiters(&mut self, conn: ConnId) {
         self.refresh
-            .waiters
-            .retain(|w| !matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
+            .forget_waiters(|w| matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
     }
 
     /// Drops every cached record and kept answer; no source counts as
@@ -55,7 +54,7 @@ impl SaCore {
         self.forget_answers();
         if self.abandon_fetches_into(|_| true) {
             // The refresh that was filling the tables starts again, whole.
-            self.refresh.next = Some(now);
+            self.refresh.schedule(Some(now));
         }
         info!(
             dropped = before,

@@ -140,7 +140,7 @@ impl SaCore {
         self.master_info = None;
         self.next_registration = Some(now);
         self.next_reregistration = Some(now + self.reregister_delay());
-        self.refresh.next = Some(now + self.refresh_delay());
+        self.refresh.schedule(Some(now + self.refresh_delay()));
         self.naming.keep_after_next_refresh = true;
     }
 }

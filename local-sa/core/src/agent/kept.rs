@@ -15,7 +15,7 @@ use tracing::info;
 
 use super::upkeep::Lease;
 use super::upstream_purpose::Purpose;
-use super::{MasterInfo, RefreshState, SaCore};
+use super::{MasterInfo, SaCore};
 use crate::kept_tables::Kept;
 use crate::naming::Names;
 use crate::partitions::TableKey;
@@ -135,10 +135,9 @@ impl SaCore {
             )
         });
         self.out.clear();
-        self.refresh.state = RefreshState::Idle;
-        self.refresh.began = None;
-        self.epoch = self.epoch.wrapping_add(1);
-        let (epoch, me) = (self.epoch, p.gid.guid());
+        self.refresh.stop();
+        self.refresh.next_epoch();
+        let (epoch, me) = (self.refresh.epoch(), p.gid.guid());
         let mut records = 0;
         for (pkey, list) in kept.tables {
             let key = match pkey {
@@ -173,7 +172,7 @@ impl SaCore {
             self.naming.loaded = true;
         }
         self.counters.refreshes_kept += 1;
-        self.refresh.last_fresh = Some((now, None));
+        self.refresh.made_fresh(now, None);
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;

@@ -215,8 +215,7 @@ impl SaCore {
     }
 
     fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
-        self.epoch = self.epoch.wrapping_add(1);
-        let epoch = self.epoch;
+        let epoch = self.refresh.next_epoch();
         let mut stored = 0;
         for (table, records) in by_table(records, partitions) {
             let Some(t) = self.table_mut(table) else {

@@ -44,6 +44,7 @@ mod qos_loads;
 mod qos_tables;
 mod quotas;
 mod refresh;
+mod refresh_state;
 mod registrations_record;
 mod status;
 mod subscriptions;
@@ -63,12 +64,13 @@ use std::time::{Duration, Instant};
 use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
-use self::counterparts::{Asker, Member, RefreshWaiter, Subscriber};
+use self::counterparts::{Asker, Member, Subscriber};
 use self::forward::Forwarding;
 use self::name_state::NameState;
 use self::qos_cache::QosCache;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
+use self::refresh_state::{Refresh, RefreshState};
 use self::subscriptions::Subscriptions;
 use self::upkeep::Upkeep;
 use self::upstream_purpose::Purpose;
@@ -85,48 +87,8 @@ use crate::partitions::{Partitions, PathTable, TableKey};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
 use crate::requester::{Handled, Requester};
 use crate::stats::Stats;
-use crate::store::{Epoch, PathStore};
+use crate::store::PathStore;
 use crate::transfers::Transfers;
-
-/// Where a refresh of this port's paths stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RefreshState {
-    /// None running.
-    Idle,
-    /// The bulk GetTable of `table` is out.
-    Bulk { epoch: Epoch, table: TableKey },
-    /// Fetching `table` destination by destination.
-    Walk {
-        epoch: Epoch,
-        table: TableKey,
-        next: u16,
-        highest_found: u16,
-        in_flight: usize,
-    },
-}
-
-/// The refresh of the port's paths from the master: where it stands, how
-/// it went, who waits for it, when the next is due.
-#[derive(Debug)]
-struct Refresh {
-    state: RefreshState,
-    /// Refreshes that failed since the last one that completed.
-    failures: u32,
-    /// When the refresh running now began.
-    began: Option<Instant>,
-    /// When this port's paths were last made fresh, and how long the
-    /// refresh took (`None`: a load replaced them).
-    last_fresh: Option<(Instant, Option<Duration>)>,
-    /// Local requests waiting for the refresh to end.
-    waiters: Vec<RefreshWaiter>,
-    /// When the next refresh is due.
-    next: Option<Instant>,
-    /// When the tables of partitions the port holds but has no table of
-    /// are due (after its P_Key table changed).
-    partitions_next: Option<Instant>,
-    /// The refresh running fetches only the partition tables missing.
-    only_missing: bool,
-}
 
 /// The master SA's ClassPortInfo, as far as path queries need it.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +115,6 @@ pub struct SaCore {
     master_info: Option<MasterInfo>,
     /// Queries naming a P_Key, SL, ... waiting for that ClassPortInfo.
     qos_waiters: Vec<(Asker, PathQuery)>,
-    epoch: Epoch,
     /// Ports of the fabric, as the last complete refresh showed them (0
     /// before one): how widely refreshes and re-registrations spread.
     fabric_ports: usize,
@@ -166,11 +127,6 @@ pub struct SaCore {
     relays: usize,
     /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
     next_registration: Option<Instant>,
-    /// At start, the agent registers once its first refresh has ended:
-    /// when a whole fabric starts together, each port's few registrations
-    /// then follow its table rather than join every port's tables in the
-    /// master's queue at once (where they would crowd tables out).
-    register_after_refresh: bool,
     /// When every subscription is sent again after a port change.
     next_reregistration: Option<Instant>,
     subscriptions: Subscriptions,
@@ -225,23 +181,12 @@ impl SaCore {
             partitions: Partitions::default(),
             master_info: None,
             qos_waiters: Vec::new(),
-            epoch: 0,
             fabric_ports: 0,
-            refresh: Refresh {
-                state: RefreshState::Idle,
-                failures: 0,
-                began: None,
-                last_fresh: None,
-                waiters: Vec::new(),
-                next: Some(now),
-                partitions_next: None,
-                only_missing: false,
-            },
+            refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
             relays: 0,
             // Set below, once the port's phase can be computed.
             next_registration: None,
-            register_after_refresh: true,
             next_reregistration: None,
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
@@ -277,7 +222,7 @@ impl SaCore {
         // not all in the same second.
         if !config.load_wait.is_zero() {
             let wait = config.load_wait + agent.spread(config.load_wait / 4);
-            agent.refresh.next = Some(now + wait);
+            agent.refresh.schedule(Some(now + wait));
         }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
@@ -315,10 +260,7 @@ impl SaCore {
         // A shorter interval takes effect now rather than after the long
         // one already scheduled.
         if refresh_sooner {
-            self.refresh.next = self
-                .refresh
-                .next
-                .map(|t| t.min(now + config.refresh_interval));
+            self.refresh.bring_forward(now + config.refresh_interval);
         }
         if audit_sooner {
             self.next_audit = self.next_audit.map(|t| t.min(now + config.audit_interval));
@@ -418,8 +360,8 @@ impl SaCore {
             self.upstream.poll_timeout(),
             self.queues_timeout(),
             self.transfers.poll_timeout(),
-            self.refresh.next,
-            self.refresh.partitions_next,
+            self.refresh.next(),
+            self.refresh.partitions_next(),
             self.next_registration,
             self.naming.fetch_at.map(|(t, _)| t),
             self.next_reregistration,
@@ -461,17 +403,13 @@ impl SaCore {
         if self.shutting_down {
             return;
         }
-        if self.refresh.next.is_some_and(|t| t <= now) {
-            self.refresh.next = None;
-            if self.refresh_due(now) {
-                self.start_refresh(now);
-            }
+        if self.refresh.take_due(now) && self.refresh_due(now) {
+            self.start_refresh(now);
         }
         if self.upkeep.check_next.is_some_and(|t| t <= now) {
             self.start_table_check(now);
         }
-        if self.refresh.partitions_next.is_some_and(|t| t <= now) {
-            self.refresh.partitions_next = None;
+        if self.refresh.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
         if self.next_registration.is_some_and(|t| t <= now) {
@@ -533,16 +471,17 @@ impl SaCore {
         // The refresh in progress is superseded by the one starting now.
         self.upstream
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
-        self.refresh.state = RefreshState::Idle;
+        self.refresh.pause();
         // Paths from this port are needed at once when its own identity
         // changed (the store was emptied) or an administrator waits for
         // them; after a new master, what is held is served while the
         // fabric's ports take their turns.
-        self.refresh.next = Some(if me_changed || !self.refresh.waiters.is_empty() {
+        let due = if me_changed || self.refresh.awaited() {
             now
         } else {
             now + self.refresh_delay()
-        });
+        };
+        self.refresh.schedule(Some(due));
         self.naming.keep_after_next_refresh = master_changed && !me_changed;
         // A new identity registers at once. After a new master (or a
         // ClientReregister) its ClassPortInfo, the canary and this port's
@@ -556,7 +495,7 @@ impl SaCore {
         } else {
             now + self.reregister_delay()
         });
-        self.register_after_refresh = false;
+        self.refresh.register_now();
         // Whatever the master held for this port may be gone.
         self.next_reregistration = Some(now + self.reregister_delay());
         self.handle_timeout(now);
@@ -577,7 +516,7 @@ impl SaCore {
             "the port's partitions"
         );
         if self.is_ready() {
-            self.refresh.partitions_next = Some(now + self.refresh_delay());
+            self.refresh.schedule_partitions(now + self.refresh_delay());
         }
         self.handle_timeout(now);
     }
@@ -588,7 +527,7 @@ impl SaCore {
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
-        self.refresh.next = None;
+        self.refresh.schedule(None);
         self.next_registration = None;
         self.next_reregistration = None;
         self.next_audit = None;

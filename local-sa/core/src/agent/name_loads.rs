@@ -82,7 +82,7 @@ impl SaCore {
         if !loaded_fetch {
             self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
             self.naming.fetch = Some(NameFetch {
-                epoch: self.epoch,
+                epoch: self.refresh.epoch(),
                 loaded: true,
                 nodes: TableFetch::Bulk,
                 directory: TableFetch::Bulk,

@@ -565,7 +565,7 @@ impl SaCore {
         table: TableKey,
         answer: Option<&Answer>,
     ) {
-        let (epoch, me) = (self.epoch, self.port.gid.guid());
+        let (epoch, me) = (self.refresh.epoch(), self.port.gid.guid());
         let Some(t) = self.table_mut(table) else {
             return;
         };
@@ -605,11 +605,9 @@ impl SaCore {
                     self.forget_answers();
                     self.partitions.clear();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
-                    self.refresh.next = Some(
-                        self.refresh
-                            .next
-                            .map_or(now, |t| t.min(now + self.refresh_delay())),
-                    );
+                    let due =
+                        (self.refresh.next()).map_or(now, |t| t.min(now + self.refresh_delay()));
+                    self.refresh.schedule(Some(due));
                 }
                 self.master_info = Some(MasterInfo {
                     qos,
@@ -625,7 +623,7 @@ impl SaCore {
     /// registration follows the first refresh whatever failed before it
     /// (the ClassPortInfo asked with the table).
     pub(super) fn retry_registration(&mut self, now: Instant) {
-        if !self.shutting_down && !self.register_after_refresh {
+        if !self.shutting_down && !self.refresh.registers_after() {
             let at = now + self.config.retry_backoff;
             self.next_registration = Some(self.next_registration.map_or(at, |t| t.min(at)));
         }

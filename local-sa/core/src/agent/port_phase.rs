@@ -41,7 +41,7 @@ impl SaCore {
     /// sees them come back spread, fewer at a time after each failure.
     pub(super) fn refresh_retry_delay(&self) -> Duration {
         let backoff = self.config.retry_backoff;
-        let doublings = self.refresh.failures.saturating_sub(1).min(16);
+        let doublings = self.refresh.failures().saturating_sub(1).min(16);
         let window = backoff
             .saturating_mul(1 << doublings)
             .min(self.config.pace.max_window);

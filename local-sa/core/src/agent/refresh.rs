@@ -31,20 +31,17 @@ const MAX_UNICAST_LID: u16 = 0xBFFF;
 impl SaCore {
     /// Starts a refresh unless one is running.
     pub(super) fn start_refresh(&mut self, now: Instant) {
-        if self.refresh.state != RefreshState::Idle {
+        if self.refresh.is_running() {
             return;
         }
         self.refresh_starting(now);
-        self.epoch = self.epoch.wrapping_add(1);
-        let epoch = self.epoch;
-        self.refresh.only_missing = false;
+        let epoch = self.refresh.begin(now, false);
         debug!(
             epoch,
             master = self.port.sm_lid,
             "refreshing this port's paths"
         );
-        self.refresh.began = Some(now);
-        if self.register_after_refresh {
+        if self.refresh.registers_after() {
             // At start, whether the master applies QoS is asked just
             // before the table (one small request, answered first), so
             // that queries naming a P_Key — every ibacm and kernel query —
@@ -54,7 +51,7 @@ impl SaCore {
         self.fetch_table(now, epoch, TableKey::Default);
         // Renews this port's directory record's lease (at start, the
         // registration after this refresh publishes it).
-        if !self.register_after_refresh {
+        if !self.refresh.registers_after() {
             self.send_publication(now);
         }
     }
@@ -66,16 +63,15 @@ impl SaCore {
         if self.shutting_down {
             return;
         }
-        if self.refresh.state != RefreshState::Idle {
-            self.refresh.partitions_next = Some(now + Duration::from_secs(1));
+        if self.refresh.is_running() {
+            self.refresh
+                .schedule_partitions(now + Duration::from_secs(1));
             return;
         }
         let first = self.missing_partitions().next();
         if let Some(p) = first {
-            self.epoch = self.epoch.wrapping_add(1);
-            self.refresh.began = Some(now);
-            self.refresh.only_missing = true;
-            self.fetch_table(now, self.epoch, TableKey::Partition(p));
+            let epoch = self.refresh.begin(now, true);
+            self.fetch_table(now, epoch, TableKey::Partition(p));
         }
     }
 
@@ -93,7 +89,7 @@ impl SaCore {
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask);
-        self.refresh.state = RefreshState::Bulk { epoch, table };
+        self.refresh.advance(RefreshState::Bulk { epoch, table });
         self.send_table_upstream(now, Purpose::Bulk { epoch, table }, &b.into_bytes());
     }
 
@@ -127,7 +123,7 @@ impl SaCore {
         table: TableKey,
         answer: &Answer,
     ) {
-        if self.refresh.state != (RefreshState::Bulk { epoch, table }) {
+        if self.refresh.state() != (RefreshState::Bulk { epoch, table }) {
             return;
         }
         if answer.status() != MadStatus::OK {
@@ -138,7 +134,8 @@ impl SaCore {
             // That partition's queries go on being asked per pair; the
             // other tables are fetched, and that one alone is asked again
             // after the back-off.
-            self.refresh.partitions_next = Some(now + self.refresh_retry_delay());
+            self.refresh
+                .schedule_partitions(now + self.refresh_retry_delay());
             return self.fetch_table_after(now, epoch, table);
         }
         if answer.is_cut() {
@@ -155,7 +152,7 @@ impl SaCore {
                 highest_found: 0,
                 in_flight: 0,
             };
-            self.refresh.state = start;
+            self.refresh.advance(start);
             return self.walk(now);
         }
         if let Some(t) = self.table_mut(table) {
@@ -176,7 +173,7 @@ impl SaCore {
             mut next,
             highest_found,
             mut in_flight,
-        } = self.refresh.state
+        } = self.refresh.state()
         else {
             return;
         };
@@ -201,13 +198,13 @@ impl SaCore {
             next += 1;
             in_flight += 1;
         }
-        self.refresh.state = RefreshState::Walk {
+        self.refresh.advance(RefreshState::Walk {
             epoch,
             table,
             next,
             highest_found,
             in_flight,
-        };
+        });
         if in_flight == 0 {
             self.finish_table(now, epoch, table);
         }
@@ -227,7 +224,7 @@ impl SaCore {
             next,
             mut highest_found,
             in_flight,
-        } = self.refresh.state
+        } = self.refresh.state()
         else {
             return;
         };
@@ -242,13 +239,13 @@ impl SaCore {
                 highest_found = highest_found.max(dlid);
             }
         }
-        self.refresh.state = RefreshState::Walk {
+        self.refresh.advance(RefreshState::Walk {
             epoch,
             table,
             next,
             highest_found,
             in_flight: in_flight.saturating_sub(1),
-        };
+        });
         self.walk(now);
     }
 
@@ -271,7 +268,7 @@ impl SaCore {
 
     /// Asks for the table after `table`, or ends the refresh.
     fn fetch_table_after(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
-        let next = if self.refresh.only_missing {
+        let next = if self.refresh.only_missing() {
             self.missing_partitions()
                 .map(TableKey::Partition)
                 .find(|t| *t > table)
@@ -310,8 +307,7 @@ impl SaCore {
     fn finish_refresh(&mut self) {
         let wanted = self.wanted_partitions();
         self.partitions.retain(|p| wanted.contains(&p));
-        self.refresh.state = RefreshState::Idle;
-        self.refresh.began = None;
+        self.refresh.stop();
         if !self.partitions.held().is_empty() {
             info!(
                 tables = wanted.len(),
@@ -327,12 +323,8 @@ impl SaCore {
     fn default_table_fresh(&mut self, now: Instant, epoch: Epoch, swept: usize) {
         self.forget_answers();
         self.counters.refreshes += 1;
-        let took = self
-            .refresh
-            .began
-            .take()
-            .map(|t| now.saturating_duration_since(t));
-        self.refresh.last_fresh = Some((now, took));
+        let took = (self.refresh.take_began()).map(|t| now.saturating_duration_since(t));
+        self.refresh.made_fresh(now, took);
         info!(
             records = self.paths.store.len(),
             swept, "this port's paths are fresh"
@@ -357,11 +349,11 @@ impl SaCore {
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
     pub(super) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
-        self.refresh.failures = 0;
+        self.refresh.completed();
         self.fabric_ports = self.paths.store.port_count();
-        self.refresh.next = Some(self.next_periodic_refresh(now));
+        self.refresh.schedule(Some(self.next_periodic_refresh(now)));
         self.say_periodic_interval();
-        let first = self.register_after_refresh;
+        let first = self.refresh.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two
             // tables of a record per host, twice the paths' cost) and the
@@ -386,21 +378,21 @@ impl SaCore {
     /// refresh. A refresh already running goes on: its table is the
     /// master's word.
     pub(super) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.refresh.state != RefreshState::Idle || self.shutting_down {
+        if self.refresh.is_running() || self.shutting_down {
             return;
         }
         self.counters.refreshes_loaded += 1;
-        self.refresh.last_fresh = Some((now, None));
-        self.paths_fresh(now, self.epoch);
+        self.refresh.made_fresh(now, None);
+        self.paths_fresh(now, self.refresh.epoch());
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase.
-        self.refresh.partitions_next = Some(now + self.refresh_delay());
+        self.refresh.schedule_partitions(now + self.refresh_delay());
     }
 
     /// Schedules the start's registration, once the first refresh ended
     /// (done or failed), at this port's phase of the re-registration window.
     fn registration_after_first_refresh(&mut self, now: Instant) {
-        if std::mem::take(&mut self.register_after_refresh) {
+        if self.refresh.take_register_after() {
             self.next_registration = Some(now + self.reregister_delay());
         }
     }
@@ -418,41 +410,40 @@ impl SaCore {
             | Purpose::GidInService { table, .. } => cleared(*table),
             _ => false,
         });
-        let running = match self.refresh.state {
-            RefreshState::Idle => return false,
-            RefreshState::Bulk { table, .. } | RefreshState::Walk { table, .. } => table,
+        let Some(running) = self.refresh.table() else {
+            return false;
         };
         if !cleared(running) {
             return false;
         }
         // The table's requests are forgotten above; no answer ends this
         // refresh now.
-        self.refresh.state = RefreshState::Idle;
-        self.refresh.began = None;
+        self.refresh.stop();
         true
     }
 
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(super) fn refresh_failed(&mut self, now: Instant) {
-        let table = match self.refresh.state {
-            RefreshState::Idle => return,
-            RefreshState::Bulk { table, .. } | RefreshState::Walk { table, .. } => table,
+        let Some(table) = self.refresh.table() else {
+            return;
         };
-        self.refresh.state = RefreshState::Idle;
+        self.refresh.pause();
         if table != TableKey::Default {
             // The default table is in: only the partitions' are asked
             // again, after the back-off.
-            self.refresh.began = None;
+            self.refresh.stop();
             if !self.shutting_down {
-                self.refresh.partitions_next = Some(now + self.refresh_retry_delay());
+                self.refresh
+                    .schedule_partitions(now + self.refresh_retry_delay());
             }
             return self.answer_refresh_waiters(MadStatus::BUSY);
         }
-        self.refresh.failures = self.refresh.failures.saturating_add(1);
+        self.refresh.failed();
         self.registration_after_first_refresh(now);
         if !self.shutting_down {
-            self.refresh.next = Some(now + self.refresh_retry_delay());
+            self.refresh
+                .schedule(Some(now + self.refresh_retry_delay()));
         }
         // The master did not give the table: as for a query it left
         // unanswered.

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{RefreshState, SaCore};
+use super::SaCore;
 use crate::partitions::TableKey;
 use crate::request::StatusReport;
 
@@ -55,25 +55,25 @@ impl SaCore {
             };
             s.push("directory", published);
         }
-        if let Some((at, took)) = self.refresh.last_fresh {
+        if let Some((at, took)) = self.refresh.last_fresh() {
             s.push("last_refresh_age_ms", ms(at));
             match took {
                 Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
                 None => s.push("last_refresh_by", "load"),
             }
         }
-        if self.refresh.state != RefreshState::Idle
-            && let Some(began) = self.refresh.began
+        if self.refresh.is_running()
+            && let Some(began) = self.refresh.began()
         {
             s.push("refreshing_for_ms", ms(began));
         }
-        if let Some(next) = self.refresh.next {
+        if let Some(next) = self.refresh.next() {
             s.push(
                 "next_refresh_in_ms",
                 next.saturating_duration_since(now).as_millis(),
             );
         }
-        s.push("refresh_failures_in_a_row", self.refresh.failures);
+        s.push("refresh_failures_in_a_row", self.refresh.failures());
         match self.upkeep.lease() {
             Some(lease) => {
                 s.push("kept_by", format!("distributor lid={}", lease.lid));

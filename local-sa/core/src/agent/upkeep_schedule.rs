@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use mad_codec::TrapNumber;
 use tracing::{debug, info, warn};
 
+use super::SaCore;
 use super::upkeep::Lease;
-use super::{RefreshState, SaCore};
 
 impl SaCore {
     /// How often this port refreshes its own tables: the configured
@@ -86,15 +86,13 @@ impl SaCore {
             return;
         }
         let settled = now + self.config.change_settle + self.refresh_delay();
-        let bound = self
-            .refresh
-            .last_fresh
+        let bound = (self.refresh.last_fresh())
             .map(|(at, _)| at + self.config.pace.upkeep_interval(self.fabric_ports));
         let due = bound.map_or(settled, |b| settled.max(b));
         // A later notice means a later sweep: the refresh waits for it.
         let due = self.upkeep.change_due.map_or(due, |d| d.max(due));
         self.upkeep.change_due = Some(due);
-        self.refresh.next = Some(self.refresh.next.map_or(due, |n| n.min(due)));
+        self.refresh.schedule_by(due);
         if let Some(earlier_not_logged) = self.log_limit.allow(now, "fabric change", 0u32) {
             info!(
                 %trap,
@@ -173,8 +171,8 @@ impl SaCore {
     /// Moves the next refresh to what the upkeep says now, unless one is
     /// running (its end sets the next).
     fn reschedule_periodic_refresh(&mut self, now: Instant) {
-        if self.refresh.state == RefreshState::Idle && !self.shutting_down {
-            self.refresh.next = Some(self.next_periodic_refresh(now));
+        if !self.refresh.is_running() && !self.shutting_down {
+            self.refresh.schedule(Some(self.next_periodic_refresh(now)));
         }
     }
 
@@ -186,14 +184,14 @@ impl SaCore {
         if let Some(due) = self.upkeep.change_due.filter(|d| *d > now) {
             // The master is still sweeping after a later notice: a
             // refresh now would fetch the routes about to change.
-            self.refresh.next = Some(due);
+            self.refresh.schedule(Some(due));
             return false;
         }
         let Some(lease) = self.upkeep.lease else {
             return true;
         };
         if now < lease.until {
-            self.refresh.next = Some(self.next_periodic_refresh(now));
+            self.refresh.schedule(Some(self.next_periodic_refresh(now)));
             return false;
         }
         self.counters.leases_lapsed += 1;
