@@ -79,20 +79,20 @@ impl SaCore {
 
     /// Asks the master whether it still has the canary.
     pub(super) fn audit(&mut self, now: Instant) {
-        if self.canary_registered
+        if self.registering.canary_held()
             && !self
                 .upstream
                 .any_pending(|p| *p == Purpose::Canary(CanaryStep::Audit))
         {
             self.send_canary(now, Method::GET, CanaryStep::Audit);
         }
-        self.next_audit = Some(now + self.config.audit_interval);
+        self.registering
+            .audit_at(Some(now + self.config.audit_interval));
     }
 
     /// Withdraws the canary (shutdown).
     pub(super) fn withdraw_canary(&mut self, now: Instant) {
-        if self.canary_registered {
-            self.canary_registered = false;
+        if self.registering.canary_gone() {
             self.send_canary(now, Method::DELETE, CanaryStep::Withdraw);
         }
     }
@@ -108,8 +108,8 @@ impl SaCore {
         match (step, status) {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");
-                self.canary_registered = true;
-                self.canary_renewal = Some(now + canary_lease(self.config.audit_interval) / 2);
+                let renew_at = now + canary_lease(self.config.audit_interval) / 2;
+                self.registering.canary_taken(renew_at);
             }
             (CanaryStep::Register, other) => {
                 warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
@@ -120,14 +120,13 @@ impl SaCore {
                     master = self.port.sm_lid,
                     "the master SA lost this port's registrations (restarted?): registering again"
                 );
-                self.canary_registered = false;
+                self.registering.canary_gone();
                 self.master_lost_state(now);
             }
             (CanaryStep::Audit, Some(MadStatus::OK))
-                if self.canary_renewal.is_some_and(|t| t <= now) =>
+                if self.registering.take_canary_renewal_due(now) =>
             {
                 // Still there: its lease starts again.
-                self.canary_renewal = None;
                 self.register_canary(now);
             }
             (CanaryStep::Audit, _) | (CanaryStep::Withdraw, _) => {}
@@ -138,8 +137,9 @@ impl SaCore {
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {
         self.master_info = None;
-        self.next_registration = Some(now);
-        self.next_reregistration = Some(now + self.reregister_delay());
+        self.registering.register_at(Some(now));
+        let again = now + self.reregister_delay();
+        self.registering.reregister_at(Some(again));
         self.refresh.schedule(Some(now + self.refresh_delay()));
         self.naming.keep_after_next_refresh = true;
     }

@@ -45,6 +45,7 @@ mod qos_tables;
 mod quotas;
 mod refresh;
 mod refresh_state;
+mod registration_schedule;
 mod registrations_record;
 mod status;
 mod subscriptions;
@@ -71,6 +72,7 @@ use self::qos_cache::QosCache;
 use self::quotas::Quotas;
 pub use self::quotas::Registrant;
 use self::refresh_state::{Refresh, RefreshState};
+use self::registration_schedule::RegistrationSchedule;
 use self::subscriptions::Subscriptions;
 use self::upkeep::Upkeep;
 use self::upstream_purpose::Purpose;
@@ -125,22 +127,12 @@ pub struct SaCore {
     upkeep: Upkeep,
     /// Relayed queries waiting for the master.
     relays: usize,
-    /// When ClassPortInfo and the agent's own subscriptions are (re)sent.
-    next_registration: Option<Instant>,
-    /// When every subscription is sent again after a port change.
-    next_reregistration: Option<Instant>,
+    /// When the agent's own registrations are due, and the canary.
+    registering: RegistrationSchedule,
     subscriptions: Subscriptions,
     memberships: Memberships<Member, Asker>,
     /// Who holds which registrations, against the per-owner limits.
     quotas: Quotas,
-    /// The master holds the canary ServiceRecord.
-    canary_registered: bool,
-    /// When the canary's lease is renewed, at the first audit from then.
-    canary_renewal: Option<Instant>,
-    /// Moves with every request and answer that may change what the
-    /// master holds for this agent (see `registrations_record`).
-    registrations_generation: u64,
-    next_audit: Option<Instant>,
     local_out: VecDeque<LocalReply>,
     upstream: Requester<Address, Purpose>,
     /// Registration requests waiting for their turn at the master's pace.
@@ -186,16 +178,11 @@ impl SaCore {
             upkeep: Upkeep::default(),
             relays: 0,
             // Set below, once the port's phase can be computed.
-            next_registration: None,
-            next_reregistration: None,
+            registering: RegistrationSchedule::default(),
             subscriptions: Subscriptions::new(config.delivery),
             memberships: Memberships::new(membership, port.gid),
             quotas: Quotas::default(),
-            canary_registered: false,
-            canary_renewal: None,
-            registrations_generation: 0,
             // Set below, once the port's phase can be computed.
-            next_audit: None,
             local_out: VecDeque::new(),
             // Reports to subscribers take TransactionIDs with the top bit
             // set; requests to the master keep it clear.
@@ -227,7 +214,8 @@ impl SaCore {
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;
-        agent.next_audit = Some(now + half + agent.spread(half));
+        let first_audit = now + half + agent.spread(half);
+        agent.registering.audit_at(Some(first_audit));
         agent.handle_timeout(now);
         agent
     }
@@ -263,7 +251,7 @@ impl SaCore {
             self.refresh.bring_forward(now + config.refresh_interval);
         }
         if audit_sooner {
-            self.next_audit = self.next_audit.map(|t| t.min(now + config.audit_interval));
+            self.registering.audit_by(now + config.audit_interval);
         }
     }
 
@@ -362,15 +350,13 @@ impl SaCore {
             self.transfers.poll_timeout(),
             self.refresh.next(),
             self.refresh.partitions_next(),
-            self.next_registration,
             self.naming.fetch_at.map(|(t, _)| t),
-            self.next_reregistration,
             self.subscriptions.poll_timeout(),
             self.memberships.poll_timeout(),
-            self.next_audit,
             self.upkeep.check_next,
         ]
         .into_iter()
+        .chain(self.registering.deadlines())
         .flatten()
         .min()
     }
@@ -412,8 +398,7 @@ impl SaCore {
         if self.refresh.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
-        if self.next_registration.is_some_and(|t| t <= now) {
-            self.next_registration = None;
+        if self.registering.take_registration_due(now) {
             self.register(now);
             self.register_canary(now);
             self.send_publication(now);
@@ -424,11 +409,10 @@ impl SaCore {
             self.naming.fetch_at = None;
             self.start_name_fetch(now, epoch);
         }
-        if self.next_audit.is_some_and(|t| t <= now) {
+        if self.registering.audit_due(now) {
             self.audit(now);
         }
-        if self.next_reregistration.is_some_and(|t| t <= now) {
-            self.next_reregistration = None;
+        if self.registering.take_reregistration_due(now) {
             self.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
@@ -490,14 +474,16 @@ impl SaCore {
         // not send them all in the same second. Until then the cache
         // answers with what the old master said — its paths and its QoS
         // policy — as it does until the refresh.
-        self.next_registration = Some(if me_changed {
+        let at = if me_changed {
             now
         } else {
             now + self.reregister_delay()
-        });
+        };
+        self.registering.register_at(Some(at));
         self.refresh.register_now();
         // Whatever the master held for this port may be gone.
-        self.next_reregistration = Some(now + self.reregister_delay());
+        let again = now + self.reregister_delay();
+        self.registering.reregister_at(Some(again));
         self.handle_timeout(now);
     }
 
@@ -528,9 +514,7 @@ impl SaCore {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
         self.refresh.schedule(None);
-        self.next_registration = None;
-        self.next_reregistration = None;
-        self.next_audit = None;
+        self.registering.stop();
         self.unsubscribe_all(now);
         self.leave_all(now);
         self.withdraw_canary(now);

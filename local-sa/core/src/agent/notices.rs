@@ -625,7 +625,7 @@ impl SaCore {
     pub(super) fn retry_registration(&mut self, now: Instant) {
         if !self.shutting_down && !self.refresh.registers_after() {
             let at = now + self.config.retry_backoff;
-            self.next_registration = Some(self.next_registration.map_or(at, |t| t.min(at)));
+            self.registering.register_by(at);
         }
     }
 

@@ -393,7 +393,8 @@ impl SaCore {
     /// (done or failed), at this port's phase of the re-registration window.
     fn registration_after_first_refresh(&mut self, now: Instant) {
         if self.refresh.take_register_after() {
-            self.next_registration = Some(now + self.reregister_delay());
+            let at = now + self.reregister_delay();
+            self.registering.register_at(Some(at));
         }
     }
 

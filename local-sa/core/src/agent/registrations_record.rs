@@ -25,7 +25,7 @@ impl SaCore {
     /// keeps the record writes it again when this moves, before sending
     /// what [`SaCore::poll_transmit`] gives.
     pub fn registrations_generation(&self) -> u64 {
-        self.registrations_generation
+        self.registering.generation()
     }
 
     /// Removes at the master what a previous agent of this port left
@@ -65,7 +65,7 @@ impl SaCore {
     /// Counts a request or answer that may change the registrations.
     pub(super) fn note_registration_traffic(&mut self, purpose: &Purpose) {
         if matches!(purpose, Purpose::Inform { .. } | Purpose::Membership(_)) {
-            self.registrations_generation += 1;
+            self.registering.registrations_changed();
         }
     }
 }
