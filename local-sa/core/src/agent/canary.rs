@@ -136,7 +136,7 @@ impl SaCore {
     /// Everything the master held for this port is gone: subscriptions,
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {
-        self.master_info = None;
+        self.master_policy.forget();
         self.registering.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.registering.reregister_at(Some(again));

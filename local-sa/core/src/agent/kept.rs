@@ -71,7 +71,7 @@ impl SaCore {
             lmc: self.port.lmc,
             sm_lid: self.port.sm_lid,
             written: wall,
-            master_qos: self.master_info.map(|m| m.qos),
+            master_qos: self.master_policy.info().map(|m| m.qos),
             lease: self.upkeep.lease().map(|l| {
                 let left = l.until.saturating_duration_since(now).as_secs();
                 let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
@@ -155,7 +155,7 @@ impl SaCore {
             t.complete.insert(me);
         }
         if let Some(qos) = kept.master_qos {
-            self.master_info = Some(MasterInfo {
+            self.master_policy.learned(MasterInfo {
                 qos,
                 sm_lid: p.sm_lid,
             });

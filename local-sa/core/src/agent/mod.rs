@@ -32,6 +32,7 @@ mod counterparts;
 mod forward;
 mod kept;
 mod loads;
+mod master_policy;
 mod multicast;
 mod name_loads;
 mod name_state;
@@ -67,6 +68,7 @@ use tracing::{debug, info};
 
 use self::counterparts::{Asker, Member, Subscriber};
 use self::forward::Forwarding;
+use self::master_policy::{MasterInfo, MasterPolicy};
 use self::name_state::NameState;
 use self::qos_cache::QosCache;
 use self::quotas::Quotas;
@@ -86,20 +88,11 @@ use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, PathTable, TableKey};
-use crate::request::{ConnId, Hello, LocalBody, LocalReply, PathQuery, Request};
+use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
 use crate::requester::{Handled, Requester};
 use crate::stats::Stats;
 use crate::store::PathStore;
 use crate::transfers::Transfers;
-
-/// The master SA's ClassPortInfo, as far as path queries need it.
-#[derive(Debug, Clone, Copy)]
-struct MasterInfo {
-    /// Whether it applies QoS policy (CapabilityMask2's QoS bit).
-    qos: bool,
-    /// The SM LID it came from.
-    sm_lid: u16,
-}
 
 /// An SA agent for one port.
 #[derive(Debug)]
@@ -110,13 +103,9 @@ pub struct SaCore {
     paths: PathTable,
     /// The tables of the port's partitions.
     partitions: Partitions,
-    /// What the master's ClassPortInfo said; `None` until it arrives
-    /// (QoS-sensitive queries wait for it while it is asked, and are
-    /// forwarded otherwise). After the master moves, the old master's
-    /// answer is used until the new one's.
-    master_info: Option<MasterInfo>,
-    /// Queries naming a P_Key, SL, ... waiting for that ClassPortInfo.
-    qos_waiters: Vec<(Asker, PathQuery)>,
+    /// What the master's ClassPortInfo said (whether it applies QoS),
+    /// and the queries waiting for it.
+    master_policy: MasterPolicy,
     /// Ports of the fabric, as the last complete refresh showed them (0
     /// before one): how widely refreshes and re-registrations spread.
     fabric_ports: usize,
@@ -171,8 +160,7 @@ impl SaCore {
             port,
             paths: PathTable::default(),
             partitions: Partitions::default(),
-            master_info: None,
-            qos_waiters: Vec::new(),
+            master_policy: MasterPolicy::default(),
             fabric_ports: 0,
             refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
@@ -448,7 +436,7 @@ impl SaCore {
         if me_changed {
             self.paths.clear();
             self.partitions.clear();
-            self.master_info = None;
+            self.master_policy.forget();
             self.abandon_fetches_into(|_| true);
         }
         self.forget_answers();

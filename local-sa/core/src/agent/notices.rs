@@ -84,9 +84,7 @@ impl SaCore {
     /// naming a P_Key, SL, ServiceID, QoS class or TClass (every ibacm and
     /// kernel query) go to the master.
     pub(super) fn ask_master_info(&mut self, now: Instant) {
-        let known = self
-            .master_info
-            .is_some_and(|m| m.sm_lid == self.port.sm_lid);
+        let known = (self.master_policy.info()).is_some_and(|m| m.sm_lid == self.port.sm_lid);
         if !known && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
@@ -597,7 +595,7 @@ impl SaCore {
             (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
-                if self.master_info.is_some_and(|m| m.qos != qos) {
+                if self.master_policy.info().is_some_and(|m| m.qos != qos) {
                     // The QoS cache's keys depend on whether the master
                     // applies QoS, and the partition tables on its policy;
                     // the next refresh (at this port's phase) fetches the
@@ -609,7 +607,7 @@ impl SaCore {
                         (self.refresh.next()).map_or(now, |t| t.min(now + self.refresh_delay()));
                     self.refresh.schedule(Some(due));
                 }
-                self.master_info = Some(MasterInfo {
+                self.master_policy.learned(MasterInfo {
                     qos,
                     sm_lid: self.port.sm_lid,
                 });

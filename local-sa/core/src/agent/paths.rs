@@ -24,10 +24,6 @@ use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::Answer;
 use crate::respond;
 
-/// Queries held while the master's ClassPortInfo is asked; past this
-/// they go to the master as before.
-const MAX_QOS_WAITERS: usize = 4096;
-
 impl SaCore {
     /// A PathRecord Get/GetTable MAD.
     pub(super) fn path_query(&mut self, now: Instant, request: SaRequest) {
@@ -75,7 +71,7 @@ impl SaCore {
             store: &self.paths.store,
             subnet_prefix: self.port.gid.prefix(),
             complete_sources: &self.paths.complete,
-            master_qos: self.master_info.is_none_or(|m| m.qos),
+            master_qos: self.master_policy.info().is_none_or(|m| m.qos),
             partitions: &self.partitions,
         }
     }
@@ -104,7 +100,7 @@ impl SaCore {
                 // Whether the master applies QoS is being asked: wait for
                 // that one small answer rather than ask the master this.
                 self.counters.coalesced += 1;
-                self.qos_waiters.push((asker, query));
+                self.master_policy.wait(asker, query);
             }
             Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
             Outcome::Forward(reason) => {
@@ -355,17 +351,15 @@ impl SaCore {
     }
 
     /// True when the master's ClassPortInfo is unknown but asked, and the
-    /// queries waiting for it are fewer than [`MAX_QOS_WAITERS`].
+    /// queries waiting for it are not too many.
     fn awaiting_master_info(&self) -> bool {
-        self.master_info.is_none()
-            && self.qos_waiters.len() < MAX_QOS_WAITERS
-            && self.upstream.any_pending(|p| *p == Purpose::MasterInfo)
+        self.master_policy.may_wait() && self.upstream.any_pending(|p| *p == Purpose::MasterInfo)
     }
 
     /// The master's ClassPortInfo came, or did not: the queries that
     /// waited for it are answered now, from the cache if they may be.
     pub(super) fn release_qos_waiters(&mut self, now: Instant) {
-        for (asker, query) in std::mem::take(&mut self.qos_waiters) {
+        for (asker, query) in self.master_policy.take_waiters() {
             self.path_request(now, asker, query, Lookup::Anywhere);
         }
     }
@@ -486,7 +480,7 @@ impl SaCore {
     pub(super) fn forget_local_waiters(&mut self, conn: ConnId) {
         self.forwarding.forget_where(|w| w.conn() == Some(conn));
         self.qos_cache.forget_where(|w| w.conn() == Some(conn));
-        self.qos_waiters.retain(|(w, _)| w.conn() != Some(conn));
+        self.master_policy.forget_waiters_of(conn);
     }
 }
 

@@ -293,7 +293,7 @@ impl SaCore {
             .from_lid(self.port.lid)
             .next()
             .map(|r| partition_of(r.pkey()));
-        let no_qos = self.master_info.is_some_and(|m| !m.qos);
+        let no_qos = self.master_policy.info().is_some_and(|m| !m.qos);
         self.partitions
             .held()
             .iter()

@@ -20,7 +20,7 @@ impl SaCore {
         s.push("port_gid", self.port.gid);
         s.push("lid", self.port.lid);
         s.push("sm_lid", self.port.sm_lid);
-        if let Some(m) = self.master_info {
+        if let Some(m) = self.master_policy.info() {
             s.push("master_sa_lid", m.sm_lid);
             s.push("master_qos", if m.qos { "yes" } else { "no" });
         }
