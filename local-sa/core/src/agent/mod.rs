@@ -56,6 +56,7 @@ mod tests;
 mod upkeep;
 mod upkeep_schedule;
 mod upstream;
+mod upstream_lanes;
 mod upstream_purpose;
 mod upstream_queue;
 mod waiters;
@@ -77,8 +78,8 @@ use self::refresh_state::{Refresh, RefreshState};
 use self::registration_schedule::RegistrationSchedule;
 use self::subscriptions::Subscriptions;
 use self::upkeep::Upkeep;
+use self::upstream_lanes::UpstreamLanes;
 use self::upstream_purpose::Purpose;
-use self::upstream_queue::UpstreamQueue;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
@@ -114,8 +115,6 @@ pub struct SaCore {
     /// Who keeps the tables fresh (this port, or a distributor's
     /// lease), and the checks of tables it did not fetch.
     upkeep: Upkeep,
-    /// Relayed queries waiting for the master.
-    relays: usize,
     /// When the agent's own registrations are due, and the canary.
     registering: RegistrationSchedule,
     subscriptions: Subscriptions,
@@ -124,10 +123,8 @@ pub struct SaCore {
     quotas: Quotas,
     local_out: VecDeque<LocalReply>,
     upstream: Requester<Address, Purpose>,
-    /// Registration requests waiting for their turn at the master's pace.
-    registration_queue: UpstreamQueue,
-    /// Queries asked for consumers and ports waiting for a place.
-    query_queue: UpstreamQueue,
+    /// Requests waiting to go to the master, by lane, and relays out.
+    lanes: UpstreamLanes,
     forwarding: Forwarding,
     /// Port pairs' paths for QoS fields and other partitions.
     qos_cache: QosCache,
@@ -164,7 +161,6 @@ impl SaCore {
             fabric_ports: 0,
             refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
-            relays: 0,
             // Set below, once the port's phase can be computed.
             registering: RegistrationSchedule::default(),
             subscriptions: Subscriptions::new(config.delivery),
@@ -175,8 +171,7 @@ impl SaCore {
             // Reports to subscribers take TransactionIDs with the top bit
             // set; requests to the master keep it clear.
             upstream: Requester::new(config.upstream(), seed & 0x3FFF_FFFF),
-            registration_queue: UpstreamQueue::paced(&config.pace),
-            query_queue: UpstreamQueue::unpaced(),
+            lanes: UpstreamLanes::new(&config.pace),
             forwarding: Forwarding::new(
                 config.answer_ttl,
                 config.negative_ttl,
@@ -274,9 +269,9 @@ impl SaCore {
             qos_cache_evicted: self.qos_cache.evicted(),
             names: self.naming.names.len() as u64,
             upstream_in_flight: self.upstream.in_flight() as u64,
-            registrations_waiting: self.registration_queue.waiting() as u64,
-            queries_queued: self.query_queue.waiting() as u64,
-            registrations_in_flight: self.registration_queue.in_flight() as u64,
+            registrations_waiting: self.lanes.registrations_waiting() as u64,
+            queries_queued: self.lanes.queries_waiting() as u64,
+            registrations_in_flight: self.lanes.registrations_in_flight() as u64,
             queries_waiting: (self.forwarding.waiting() + self.qos_cache.asking()) as u64,
             transfers_active: self.transfers.in_progress() as u64,
             subscriptions: self.subscriptions.registry.filters() as u64,
@@ -313,8 +308,8 @@ impl SaCore {
     /// go there.
     pub fn is_idle(&self) -> bool {
         self.upstream.in_flight() == 0
-            && self.registration_queue.waiting() == 0
-            && self.query_queue.waiting() == 0
+            && self.lanes.registrations_waiting() == 0
+            && self.lanes.queries_waiting() == 0
     }
 
     /// The next MAD to send.

@@ -9,15 +9,9 @@ use tracing::warn;
 
 use super::SaCore;
 use super::upstream_purpose::Purpose;
-use super::upstream_queue::{
-    Lane, MAX_QUERIES_IN_FLIGHT, MAX_QUERIES_WAITING, Queued, UpstreamQueue,
-};
+use super::upstream_queue::{Lane, MAX_QUERIES_WAITING, Queued};
 use crate::inbound::SaRequest;
 use crate::requester::{Answer, Attempts, Completion, Failure};
-
-/// Relayed queries that may wait for the master at once: each holds the
-/// asker's request (at most a MAD) and an upstream request.
-pub(super) const MAX_RELAYS: usize = 1024;
 
 impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
@@ -52,7 +46,7 @@ impl SaCore {
         let Some(lane) = purpose.lane() else {
             return self.send_now(now, purpose, request, attempts);
         };
-        if lane == Lane::Query && self.query_queue.waiting() >= MAX_QUERIES_WAITING {
+        if lane == Lane::Query && self.lanes.queries_full() {
             return self.refuse_query(now, purpose);
         }
         let queued = Queued {
@@ -61,7 +55,7 @@ impl SaCore {
             attempts,
             asked: now,
         };
-        self.queue(lane).push(queued);
+        self.lanes.push(lane, queued);
         self.release_queued(now);
     }
 
@@ -72,26 +66,19 @@ impl SaCore {
             .send_with(now, master, purpose, request, attempts, &mut self.out);
     }
 
-    fn queue(&mut self, lane: Lane) -> &mut UpstreamQueue {
-        match lane {
-            Lane::Registration => &mut self.registration_queue,
-            Lane::Query => &mut self.query_queue,
-        }
-    }
-
     /// Sends the waiting requests whose turn has come: registrations at
     /// this port's share of the fabric's pace, a bounded number out in
     /// each lane.
     pub(super) fn release_queued(&mut self, now: Instant) {
         let rate = self.config.pace.port_registration_rate(self.fabric_ports);
         let most = self.config.pace.registrations_in_flight;
-        while let Some(next) = self.registration_queue.release(now, rate, most) {
+        while let Some(next) = self.lanes.release_registration(now, rate, most) {
             self.send_now(now, next.purpose, &next.request, next.attempts);
         }
-        while let Some(gone) = self.query_queue.take_given_up(now) {
+        while let Some(gone) = self.lanes.take_given_up_query(now) {
             self.refuse_query(now, gone.purpose);
         }
-        while let Some(next) = self.query_queue.release(now, 0.0, MAX_QUERIES_IN_FLIGHT) {
+        while let Some(next) = self.lanes.release_query(now) {
             self.send_now(now, next.purpose, &next.request, next.attempts);
         }
     }
@@ -100,13 +87,7 @@ impl SaCore {
     /// query's asker gives up (queries go as soon as a place frees up,
     /// when an answer comes).
     pub(super) fn queues_timeout(&self) -> Option<Instant> {
-        let registration = self
-            .registration_queue
-            .next_release(self.config.pace.registrations_in_flight);
-        registration
-            .into_iter()
-            .chain(self.query_queue.next_given_up())
-            .min()
+        (self.lanes).next_timeout(self.config.pace.registrations_in_flight)
     }
 
     /// A query for someone finds [`MAX_QUERIES_WAITING`] waiting already,
@@ -130,7 +111,7 @@ impl SaCore {
             Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Relay(request) => {
-                self.relays = self.relays.saturating_sub(1);
+                self.lanes.relay_done();
                 self.respond_error(&request, MadStatus::BUSY);
             }
             _ => {}
@@ -139,13 +120,12 @@ impl SaCore {
 
     /// Passes a port's query to the master; its answer goes back as it
     /// came (a table through RMPP of local-sa's own). At most
-    /// [`MAX_RELAYS`] wait at once: more are answered BUSY.
+    /// [`MAX_RELAYS`](super::upstream_lanes::MAX_RELAYS) wait at once: more are answered BUSY.
     pub(super) fn relay_upstream(&mut self, now: Instant, request: SaRequest) {
-        if self.relays >= MAX_RELAYS {
+        if !self.lanes.relay_out() {
             self.counters.relays_refused += 1;
             return self.respond_error(&request, MadStatus::BUSY);
         }
-        self.relays += 1;
         self.counters.relayed += 1;
         let mad = request.mad().clone();
         self.send_upstream(now, Purpose::Relay(request), &mad);
@@ -165,7 +145,7 @@ impl SaCore {
             Err(failure) => self.upstream_failed(now, completion.token, failure),
         }
         if let Some(lane) = lane {
-            self.queue(lane).done();
+            self.lanes.done(lane);
             self.release_queued(now);
         }
     }
@@ -186,7 +166,7 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, Some(answer.status()))
             }
             Purpose::Relay(request) => {
-                self.relays = self.relays.saturating_sub(1);
+                self.lanes.relay_done();
                 self.relay_answer(now, &request, answer);
             }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
@@ -230,7 +210,7 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, None)
             }
             Purpose::Relay(request) => {
-                self.relays = self.relays.saturating_sub(1);
+                self.lanes.relay_done();
                 self.respond_error(&request, MadStatus::BUSY);
             }
             Purpose::MasterInfo => {
