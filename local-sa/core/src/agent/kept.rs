@@ -160,7 +160,7 @@ impl SaCore {
                 sm_lid: p.sm_lid,
             });
         }
-        self.upkeep.lease = lease;
+        self.upkeep.resume_lease(lease);
         if let Some(kept_names) = kept.names {
             let mut names = Names::new();
             for (address, gid, source) in kept_names {
@@ -176,7 +176,8 @@ impl SaCore {
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;
-        self.upkeep.check_next = Some(now + window + self.spread(window));
+        let first_check = now + window + self.spread(window);
+        self.upkeep.check_at(Some(first_check));
         info!(
             records,
             age_s = age,

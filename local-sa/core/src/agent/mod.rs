@@ -336,7 +336,7 @@ impl SaCore {
             self.naming.fetch_at.map(|(t, _)| t),
             self.subscriptions.poll_timeout(),
             self.memberships.poll_timeout(),
-            self.upkeep.check_next,
+            self.upkeep.check_next(),
         ]
         .into_iter()
         .chain(self.registering.deadlines())
@@ -375,7 +375,7 @@ impl SaCore {
         if self.refresh.take_due(now) && self.refresh_due(now) {
             self.start_refresh(now);
         }
-        if self.upkeep.check_next.is_some_and(|t| t <= now) {
+        if self.upkeep.check_due(now) {
             self.start_table_check(now);
         }
         if self.refresh.take_partitions_due(now) {

@@ -92,7 +92,7 @@ impl SaCore {
                 }
             }
         }
-        if let Some(next) = self.upkeep.check_next {
+        if let Some(next) = self.upkeep.check_next() {
             s.push(
                 "next_check_in_ms",
                 next.saturating_duration_since(now).as_millis(),

@@ -24,22 +24,15 @@ impl SaCore {
     /// Starts a check of the default table against the master, unless
     /// one runs, a refresh runs, or there is nothing to check.
     pub(super) fn start_table_check(&mut self, now: Instant) {
-        self.upkeep.check_next = None;
-        if self.upkeep.checking.is_some() || self.shutting_down {
+        self.upkeep.check_at(None);
+        if self.upkeep.is_checking() || self.shutting_down {
             return;
         }
         let sample = self.check_sample();
         if sample.is_empty() {
             return;
         }
-        self.upkeep.check_rounds = self.upkeep.check_rounds.wrapping_add(1);
-        let round = self.upkeep.check_rounds;
-        self.upkeep.checking = Some(Checking {
-            round,
-            waiting: sample.len(),
-            differed: Vec::new(),
-            unanswered: 0,
-        });
+        let round = self.upkeep.begin_check(sample.len());
         let (mask, mut t) = self.table_query(TableKey::Default);
         for dlid in sample {
             t.set_dlid(dlid);
@@ -68,7 +61,7 @@ impl SaCore {
             return Vec::new();
         }
         let phase = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
-        let offset = phase.wrapping_add(self.upkeep.check_rounds as usize * 7_919) % len;
+        let offset = phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919) % len;
         (0..k)
             .map(|i| dlids[(offset + i * len / k) % len])
             .collect()
@@ -84,20 +77,8 @@ impl SaCore {
         answer: Option<&Answer>,
     ) {
         let agrees = answer.map(|a| self.agrees_with_master(dlid, a));
-        let Some(c) = self.upkeep.checking.as_mut().filter(|c| c.round == round) else {
-            return;
-        };
-        c.waiting = c.waiting.saturating_sub(1);
-        match agrees {
-            None => c.unanswered += 1,
-            Some(false) => c.differed.push(dlid),
-            Some(true) => {}
-        }
-        if c.waiting == 0 {
-            let done = self.upkeep.checking.take();
-            if let Some(done) = done {
-                self.check_done(now, done);
-            }
+        if let Some(done) = self.upkeep.check_answered(round, dlid, agrees) {
+            self.check_done(now, done);
         }
     }
 
@@ -144,7 +125,7 @@ impl SaCore {
                 unanswered = done.unanswered,
                 "the master did not answer the table check: tried again after the back-off"
             );
-            self.upkeep.check_next = Some(now + self.refresh_retry_delay());
+            self.upkeep.check_at(Some(now + self.refresh_retry_delay()));
             return;
         } else {
             self.counters.checks_passed += 1;
@@ -154,7 +135,7 @@ impl SaCore {
             );
         }
         if self.upkeep.lease().is_some() {
-            self.upkeep.check_next = Some(now + self.config.check_interval);
+            self.upkeep.check_at(Some(now + self.config.check_interval));
         }
     }
 }

@@ -16,24 +16,26 @@ pub(super) struct Lease {
     pub(super) length: Duration,
 }
 
-/// Who keeps this port's tables, and what is owed.
+/// Who keeps this port's tables, and what is owed. Only these methods
+/// change it: a lease taken or ended, a change noted or seen, a check
+/// scheduled, begun and answered.
 #[derive(Debug, Default)]
 pub(super) struct Upkeep {
     /// The distributor's lease, while one runs.
-    pub(super) lease: Option<Lease>,
+    lease: Option<Lease>,
     /// A change notice came while this port keeps its own tables: a
     /// refresh starting at this time or later sees the master's new
     /// routes. Cleared by such a refresh, or by a distributor's lease.
-    pub(super) change_due: Option<Instant>,
+    change_due: Option<Instant>,
     /// When the tables are next checked against the master (only while
     /// someone else keeps them, or they were kept across a restart).
-    pub(super) check_next: Option<Instant>,
+    check_next: Option<Instant>,
     /// The check under way.
-    pub(super) checking: Option<Checking>,
+    checking: Option<Checking>,
     /// Checks started so far.
-    pub(super) check_rounds: u32,
+    check_rounds: u32,
     /// The interval the log last said, so that it says each change once.
-    pub(super) interval_said: Option<Duration>,
+    interval_said: Option<Duration>,
 }
 
 impl Upkeep {
@@ -42,9 +44,132 @@ impl Upkeep {
         self.lease
     }
 
+    /// The lease a kept table carried across a restart.
+    pub(super) fn resume_lease(&mut self, lease: Option<Lease>) {
+        self.lease = lease;
+    }
+
+    /// A distributor took or renewed its lease: a change it re-reads
+    /// itself is no longer owed here.
+    pub(super) fn take_lease(&mut self, lease: Lease) {
+        self.lease = Some(lease);
+        self.change_due = None;
+    }
+
+    /// The lease ends (ended by the distributor, or lapsed): the lease
+    /// there was. Its checks end with it, and the log says the interval
+    /// again.
+    pub(super) fn end_lease(&mut self) -> Option<Lease> {
+        let before = self.lease.take();
+        if before.is_some() {
+            self.check_next = None;
+            self.interval_said = None;
+        }
+        before
+    }
+
     /// Whether a refresh is owed to a change notice.
     pub(super) fn change_pending(&self) -> bool {
         self.change_due.is_some()
+    }
+
+    /// When the refresh owed to a change is due.
+    pub(super) fn change_due(&self) -> Option<Instant> {
+        self.change_due
+    }
+
+    /// A change notice asks for a refresh at `due` (or the later one
+    /// already owed): when it is owed now.
+    pub(super) fn note_change(&mut self, due: Instant) -> Instant {
+        let due = self.change_due.map_or(due, |d| d.max(due));
+        self.change_due = Some(due);
+        due
+    }
+
+    /// A refresh starts at `now`: true (once) if it sees a change that
+    /// was due by then.
+    pub(super) fn take_change_seen(&mut self, now: Instant) -> bool {
+        let seen = self.change_due.is_some_and(|d| d <= now);
+        if seen {
+            self.change_due = None;
+        }
+        seen
+    }
+
+    /// Whether the log must say `interval` (it changed, and no lease
+    /// runs): `Some(first)`, `first` if it never said one.
+    pub(super) fn say_interval(&mut self, interval: Duration) -> Option<bool> {
+        if self.interval_said == Some(interval) || self.lease.is_some() {
+            return None;
+        }
+        let first = self.interval_said.is_none();
+        self.interval_said = Some(interval);
+        Some(first)
+    }
+
+    /// When the tables are next checked.
+    pub(super) fn check_next(&self) -> Option<Instant> {
+        self.check_next
+    }
+
+    /// The next check is at `at` (or none: `None`).
+    pub(super) fn check_at(&mut self, at: Option<Instant>) {
+        self.check_next = at;
+    }
+
+    /// The first check under a lease, at `at`, unless one is scheduled.
+    pub(super) fn check_by_default(&mut self, at: Instant) {
+        self.check_next.get_or_insert(at);
+    }
+
+    /// True if a check is due at `now`.
+    pub(super) fn check_due(&self, now: Instant) -> bool {
+        self.check_next.is_some_and(|t| t <= now)
+    }
+
+    /// A check runs.
+    pub(super) fn is_checking(&self) -> bool {
+        self.checking.is_some()
+    }
+
+    /// Checks started so far (each picks another sample).
+    pub(super) fn check_rounds(&self) -> u32 {
+        self.check_rounds
+    }
+
+    /// A check of `waiting` destinations begins: its round.
+    pub(super) fn begin_check(&mut self, waiting: usize) -> u32 {
+        self.check_rounds = self.check_rounds.wrapping_add(1);
+        self.checking = Some(Checking {
+            round: self.check_rounds,
+            waiting,
+            differed: Vec::new(),
+            unanswered: 0,
+        });
+        self.check_rounds
+    }
+
+    /// The master's answer about `dlid` in check `round`: whether it
+    /// agrees with what is held (`None`: it did not answer). The check,
+    /// once every destination is answered.
+    pub(super) fn check_answered(
+        &mut self,
+        round: u32,
+        dlid: u16,
+        agrees: Option<bool>,
+    ) -> Option<Checking> {
+        let c = self.checking.as_mut().filter(|c| c.round == round)?;
+        c.waiting = c.waiting.saturating_sub(1);
+        match agrees {
+            None => c.unanswered += 1,
+            Some(false) => c.differed.push(dlid),
+            Some(true) => {}
+        }
+        if c.waiting == 0 {
+            self.checking.take()
+        } else {
+            None
+        }
     }
 }
 

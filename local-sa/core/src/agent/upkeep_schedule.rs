@@ -47,11 +47,9 @@ impl SaCore {
     /// shrank back).
     pub(super) fn say_periodic_interval(&mut self) {
         let interval = self.periodic_interval();
-        if self.upkeep.interval_said == Some(interval) || self.upkeep.lease.is_some() {
+        let Some(first) = self.upkeep.say_interval(interval) else {
             return;
-        }
-        let first = self.upkeep.interval_said.is_none();
-        self.upkeep.interval_said = Some(interval);
+        };
         if interval == self.config.refresh_interval && first {
             return;
         }
@@ -76,7 +74,7 @@ impl SaCore {
     /// lease the distributor re-reads the fabric instead.
     pub(super) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
         self.counters.change_notices += 1;
-        if let Some(lease) = self.upkeep.lease {
+        if let Some(lease) = self.upkeep.lease() {
             debug!(
                 %trap,
                 lid,
@@ -90,8 +88,7 @@ impl SaCore {
             .map(|(at, _)| at + self.config.pace.upkeep_interval(self.fabric_ports));
         let due = bound.map_or(settled, |b| settled.max(b));
         // A later notice means a later sweep: the refresh waits for it.
-        let due = self.upkeep.change_due.map_or(due, |d| d.max(due));
-        self.upkeep.change_due = Some(due);
+        let due = self.upkeep.note_change(due);
         self.refresh.schedule_by(due);
         if let Some(earlier_not_logged) = self.log_limit.allow(now, "fabric change", 0u32) {
             info!(
@@ -106,8 +103,7 @@ impl SaCore {
 
     /// A refresh starts now: it sees whatever change was due by now.
     pub(super) fn refresh_starting(&mut self, now: Instant) {
-        if self.upkeep.change_due.is_some_and(|d| d <= now) {
-            self.upkeep.change_due = None;
+        if self.upkeep.take_change_seen(now) {
             self.counters.change_refreshes += 1;
         }
     }
@@ -119,10 +115,10 @@ impl SaCore {
     /// quarters of the interval, at this port's phase, so that ports
     /// started together do not refresh together.
     pub(super) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        if let Some(lease) = self.upkeep.lease {
+        if let Some(lease) = self.upkeep.lease() {
             return lease.until + self.refresh_delay();
         }
-        if let Some(due) = self.upkeep.change_due {
+        if let Some(due) = self.upkeep.change_due() {
             return due.max(now);
         }
         let interval = self.periodic_interval();
@@ -132,28 +128,24 @@ impl SaCore {
     /// A distributor at `lid` took a lease of `seconds` on this port's
     /// tables with a load, a delete or a renewal (0 ends it).
     pub(super) fn lease_renewed(&mut self, now: Instant, lid: u16, seconds: u16) {
-        let before = self.upkeep.lease;
+        let before = self.upkeep.lease();
         if seconds == 0 {
-            self.upkeep.lease = None;
-            if before.is_some() {
+            if self.upkeep.end_lease().is_some() {
                 info!(
                     distributor = lid,
                     "the distributor ended its lease: this port keeps its own tables again"
                 );
-                self.upkeep.check_next = None;
-                self.upkeep.interval_said = None;
                 self.reschedule_periodic_refresh(now);
             }
             return;
         }
         let length = Duration::from_secs(u64::from(seconds));
         self.counters.lease_renewals += 1;
-        self.upkeep.lease = Some(Lease {
+        self.upkeep.take_lease(Lease {
             lid,
             until: now + length,
             length,
         });
-        self.upkeep.change_due = None;
         if before.is_none_or(|b| b.lid != lid || b.length != length) {
             info!(
                 distributor = lid,
@@ -161,10 +153,9 @@ impl SaCore {
                 "a distributor keeps this port's tables: no refresh of its own while its lease runs"
             );
         }
-        if self.upkeep.check_next.is_none() {
-            let interval = self.config.check_interval;
-            self.upkeep.check_next = Some(now + interval / 2 + self.spread(interval / 2));
-        }
+        let interval = self.config.check_interval;
+        let first_check = now + interval / 2 + self.spread(interval / 2);
+        self.upkeep.check_by_default(first_check);
         self.reschedule_periodic_refresh(now);
     }
 
@@ -181,13 +172,13 @@ impl SaCore {
     /// (renewed since the timer was set) to the lease's; a lease that
     /// ended hands the tables back to this port, which says so.
     pub(super) fn refresh_due(&mut self, now: Instant) -> bool {
-        if let Some(due) = self.upkeep.change_due.filter(|d| *d > now) {
+        if let Some(due) = self.upkeep.change_due().filter(|d| *d > now) {
             // The master is still sweeping after a later notice: a
             // refresh now would fetch the routes about to change.
             self.refresh.schedule(Some(due));
             return false;
         }
-        let Some(lease) = self.upkeep.lease else {
+        let Some(lease) = self.upkeep.lease() else {
             return true;
         };
         if now < lease.until {
@@ -195,9 +186,7 @@ impl SaCore {
             return false;
         }
         self.counters.leases_lapsed += 1;
-        self.upkeep.lease = None;
-        self.upkeep.check_next = None;
-        self.upkeep.interval_said = None;
+        self.upkeep.end_lease();
         warn!(
             distributor = lease.lid,
             lease_s = lease.length.as_secs(),
