@@ -34,7 +34,7 @@ impl SaCore {
     /// socket's peer credentials). A connection never introduced counts
     /// as an unprivileged user of unknown ID.
     pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
-        self.quotas.users.insert(conn, user);
+        self.quotas.introduce(conn, user);
     }
 
     /// Every owner holding or refused registrations, the most first.
@@ -61,12 +61,7 @@ impl SaCore {
     }
 
     fn local_owner(&self, conn: ConnId) -> (Owner, RegistrationLimits) {
-        let user = self
-            .quotas
-            .users
-            .get(&conn)
-            .copied()
-            .unwrap_or(UNKNOWN_USER);
+        let user = self.quotas.user_of(conn).unwrap_or(UNKNOWN_USER);
         let limits = if user.privileged {
             self.config.limits.privileged()
         } else {
@@ -85,18 +80,17 @@ impl SaCore {
     pub(super) fn admit_join(&mut self, now: Instant, change: &mut Change<Member, Asker>) -> bool {
         let (owner, limits) = self.member_owner(&change.member);
         let mgid = change.record.mgid();
-        let another = mgid == Gid::ZERO || !self.quotas.groups.holds(&owner, &mgid);
-        if another && self.quotas.groups.count(&owner) >= limits.groups {
-            self.registration_refused(now, owner, Refused::Group, limits.groups);
-            return false;
+        let can_create = change.can_create();
+        match (self.quotas).admit_join(owner, &limits, change.member, mgid, can_create) {
+            Ok(may_create) => {
+                change.may_create = may_create;
+                true
+            }
+            Err((what, limit)) => {
+                self.registration_refused(now, owner, what, limit);
+                false
+            }
         }
-        let may_create = another && (mgid == Gid::ZERO || change.can_create());
-        change.may_create = may_create && self.quotas.created.count(&owner) < limits.created_groups;
-        if change.may_create {
-            self.quotas.created.claim(owner, change.member, mgid);
-        }
-        self.quotas.groups.claim(owner, change.member, mgid);
-        true
     }
 
     /// The master gave `member` group `mgid`: claimed (a group the master
@@ -104,10 +98,8 @@ impl SaCore {
     /// created it.
     pub(super) fn join_granted(&mut self, member: Member, mgid: Gid) {
         let (owner, _) = self.member_owner(&member);
-        self.quotas.groups.claim(owner, member, mgid);
-        if self.memberships.created_by(mgid) == Some(member) {
-            self.quotas.created.claim(owner, member, mgid);
-        }
+        let created = self.memberships.created_by(mgid) == Some(member);
+        self.quotas.join_granted(owner, member, mgid, created);
     }
 
     /// A join was refused because it would have created a group past its
@@ -121,18 +113,16 @@ impl SaCore {
     /// did not make.
     pub(super) fn settle_member(&mut self, member: Member) {
         let memberships = &self.memberships;
-        self.quotas
-            .groups
-            .settle(&member, |g| memberships.involves(*g, &member));
-        self.quotas.created.settle(&member, |g| {
-            memberships.involves(*g, &member) && memberships.may_have_created(*g, &member)
-        });
+        self.quotas.settle_member(
+            &member,
+            |g| memberships.involves(*g, &member),
+            |g| memberships.may_have_created(*g, &member),
+        );
     }
 
     /// `member` holds nothing any more.
     pub(super) fn release_member(&mut self, member: Member) {
-        self.quotas.groups.release(&member);
-        self.quotas.created.release(&member);
+        self.quotas.release_member(&member);
     }
 
     /// Lets a subscription to `filter` by `s` in if its owner holds the
@@ -147,19 +137,19 @@ impl SaCore {
         let Some((owner, limits)) = self.subscriber_owner(&s) else {
             return true;
         };
-        let another = !self.quotas.filters.holds(&owner, &filter);
-        if another && self.quotas.filters.count(&owner) >= limits.subscriptions {
-            self.registration_refused(now, owner, Refused::Subscription, limits.subscriptions);
-            return false;
+        match self.quotas.admit_subscription(owner, &limits, s, filter) {
+            Ok(()) => true,
+            Err((what, limit)) => {
+                self.registration_refused(now, owner, what, limit);
+                false
+            }
         }
-        self.quotas.filters.claim(owner, s, filter);
-        true
     }
 
     /// Gives up the filters `s` holds no more.
     pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
         let registry = &self.subscriptions.registry;
-        self.quotas.filters.settle(&s, |f| registry.holds(&s, f));
+        self.quotas.settle_subscriber(&s, |f| registry.holds(&s, f));
     }
 
     fn registration_refused(&mut self, now: Instant, owner: Owner, what: Refused, limit: usize) {

@@ -563,7 +563,7 @@ impl SaCore {
         self.forget_local_waiters(conn);
         self.forget_refresh_waiters(conn);
         self.local_out.retain(|r| r.conn != conn);
-        self.quotas.users.remove(&conn);
+        self.quotas.forget_conn(conn);
     }
 
     /// Handles one MAD the port received.

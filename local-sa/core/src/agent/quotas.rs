@@ -10,7 +10,7 @@ use informinfo::Filter;
 use mad_codec::Gid;
 
 use super::counterparts::{Member, Subscriber};
-use crate::quota::{Claims, LocalUser, Owner};
+use crate::quota::{Claims, LocalUser, Owner, RegistrationLimits};
 use crate::request::ConnId;
 
 /// Owners whose refusals are remembered one by one; past it, only in the
@@ -21,13 +21,13 @@ const MAX_OWNERS_REMEMBERED: usize = 4096;
 #[derive(Debug, Default)]
 pub(super) struct Quotas {
     /// The user of each local connection the door told of.
-    pub(super) users: HashMap<ConnId, LocalUser>,
+    users: HashMap<ConnId, LocalUser>,
     /// Groups, by the members that joined them (or are joining).
-    pub(super) groups: Claims<Gid, Member>,
+    groups: Claims<Gid, Member>,
     /// Groups a member's join created at the master.
-    pub(super) created: Claims<Gid, Member>,
+    created: Claims<Gid, Member>,
     /// Subscription filters, by their subscribers.
-    pub(super) filters: Claims<Filter, Subscriber>,
+    filters: Claims<Filter, Subscriber>,
     /// Registrations refused, per owner.
     refused: BTreeMap<Owner, u64>,
 }
@@ -69,7 +69,101 @@ pub struct Registrant {
     pub refused: u64,
 }
 
+/// Why a registration past its owner's limit was refused, and the limit.
+pub(super) type Refusal = (Refused, usize);
+
 impl Quotas {
+    /// Local connection `conn` is `user`'s.
+    pub(super) fn introduce(&mut self, conn: ConnId, user: LocalUser) {
+        self.users.insert(conn, user);
+    }
+
+    /// Local connection `conn` closed.
+    pub(super) fn forget_conn(&mut self, conn: ConnId) {
+        self.users.remove(&conn);
+    }
+
+    /// The user of local connection `conn`, if its door said.
+    pub(super) fn user_of(&self, conn: ConnId) -> Option<LocalUser> {
+        self.users.get(&conn).copied()
+    }
+
+    /// Lets `member`'s join of `mgid` (ZERO: one the master names) in for
+    /// `owner` under `limits`, if it holds the group already or has groups
+    /// left: whether it may create the group (it takes one of the owner's
+    /// creations at once, so that joins sent together cannot create more
+    /// between them). `can_create`: the join asks for a creation.
+    pub(super) fn admit_join(
+        &mut self,
+        owner: Owner,
+        limits: &RegistrationLimits,
+        member: Member,
+        mgid: Gid,
+        can_create: bool,
+    ) -> Result<bool, Refusal> {
+        let another = mgid == Gid::ZERO || !self.groups.holds(&owner, &mgid);
+        if another && self.groups.count(&owner) >= limits.groups {
+            return Err((Refused::Group, limits.groups));
+        }
+        let may_create = another
+            && (mgid == Gid::ZERO || can_create)
+            && self.created.count(&owner) < limits.created_groups;
+        if may_create {
+            self.created.claim(owner, member, mgid);
+        }
+        self.groups.claim(owner, member, mgid);
+        Ok(may_create)
+    }
+
+    /// `member` holds group `mgid` (the master named it), and created it
+    /// if `created`.
+    pub(super) fn join_granted(&mut self, owner: Owner, member: Member, mgid: Gid, created: bool) {
+        self.groups.claim(owner, member, mgid);
+        if created {
+            self.created.claim(owner, member, mgid);
+        }
+    }
+
+    /// Gives up the groups `member` holds no more (`holds`) and the
+    /// creations it did not make (`created`).
+    pub(super) fn settle_member(
+        &mut self,
+        member: &Member,
+        holds: impl Fn(&Gid) -> bool,
+        created: impl Fn(&Gid) -> bool,
+    ) {
+        self.groups.settle(member, &holds);
+        self.created.settle(member, |g| holds(g) && created(g));
+    }
+
+    /// `member` holds nothing any more.
+    pub(super) fn release_member(&mut self, member: &Member) {
+        self.groups.release(member);
+        self.created.release(member);
+    }
+
+    /// Lets `s`'s subscription to `filter` in for `owner` under `limits`,
+    /// if it holds the filter already or has subscriptions left.
+    pub(super) fn admit_subscription(
+        &mut self,
+        owner: Owner,
+        limits: &RegistrationLimits,
+        s: Subscriber,
+        filter: Filter,
+    ) -> Result<(), Refusal> {
+        let another = !self.filters.holds(&owner, &filter);
+        if another && self.filters.count(&owner) >= limits.subscriptions {
+            return Err((Refused::Subscription, limits.subscriptions));
+        }
+        self.filters.claim(owner, s, filter);
+        Ok(())
+    }
+
+    /// Gives up the filters `s` holds no more (`holds`).
+    pub(super) fn settle_subscriber(&mut self, s: &Subscriber, holds: impl Fn(&Filter) -> bool) {
+        self.filters.settle(s, holds);
+    }
+
     /// Counts a refusal against `owner`.
     pub(super) fn note_refusal(&mut self, owner: Owner) {
         if self.refused.len() < MAX_OWNERS_REMEMBERED || self.refused.contains_key(&owner) {
