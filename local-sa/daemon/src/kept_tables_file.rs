@@ -12,19 +12,13 @@ use std::time::{Instant, SystemTime};
 
 use tracing::{info, warn};
 
-use crate::atomic_file::write_atomically;
+use crate::atomic_file::RecordFile;
 use local_sa_core::SaCore;
 use local_sa_core::kept_tables::Kept;
 
-/// The kept tables of one port.
+/// The kept tables of one port, by the core's tables version.
 #[derive(Debug)]
-pub(crate) struct KeptTablesFile {
-    path: PathBuf,
-    /// The core's tables version last written (or removed).
-    written: Option<u64>,
-    /// The last write failed (warned once until one succeeds).
-    failing: bool,
-}
+pub(crate) struct KeptTablesFile(RecordFile);
 
 /// The Unix time now, in seconds.
 pub(crate) fn unix_now() -> u64 {
@@ -37,26 +31,22 @@ impl KeptTablesFile {
     /// The file at `path`, and the tables a predecessor kept there, if it
     /// kept any whole ones.
     pub(crate) fn open(path: PathBuf) -> (Self, Option<Kept>) {
-        let kept = match std::fs::read(&path) {
-            Ok(bytes) => match Kept::decode(&bytes) {
+        let file = RecordFile::new(path);
+        let kept = match file.read() {
+            Ok(Some(bytes)) => match Kept::decode(&bytes) {
                 Ok(k) => Some(k),
                 Err(e) => {
-                    info!(path = %path.display(), error = %e, "the tables kept from before are not used");
+                    info!(path = %file.path().display(), error = %e, "the tables kept from before are not used");
                     None
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(None) => None,
             Err(e) => {
-                warn!(path = %path.display(), error = %e, "cannot read the tables kept from before");
+                warn!(path = %file.path().display(), error = %e, "cannot read the tables kept from before");
                 None
             }
         };
-        let file = Self {
-            path,
-            written: None,
-            failing: false,
-        };
-        (file, kept)
+        (Self(file), kept)
     }
 
     /// What to write for `core` if its tables may have changed since the
@@ -65,7 +55,7 @@ impl KeptTablesFile {
     /// writing is [`KeptTablesFile::write`]'s, after.
     pub(crate) fn due(&self, core: &SaCore) -> Option<(u64, Option<Vec<u8>>)> {
         let version = core.tables_version();
-        if self.written == Some(version) {
+        if self.0.holds(version) {
             return None;
         }
         let kept = core.keep_tables(Instant::now(), unix_now());
@@ -74,26 +64,11 @@ impl KeptTablesFile {
 
     /// Writes (or removes) what [`KeptTablesFile::due`] gave.
     pub(crate) fn write(&mut self, (version, bytes): (u64, Option<Vec<u8>>)) {
-        let result = match &bytes {
-            Some(b) => write_atomically(&self.path, b),
-            None => match std::fs::remove_file(&self.path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
-        };
-        match result {
-            Ok(()) => {
-                self.written = Some(version);
-                self.failing = false;
-            }
-            Err(e) => {
-                if !self.failing {
-                    warn!(path = %self.path.display(), error = %e, "cannot keep this port's tables for a restart; the next local-sa will ask the master for them");
-                }
-                self.failing = true;
-                self.written = None;
-            }
-        }
+        self.0.record(
+            version,
+            bytes.as_deref(),
+            "cannot keep this port's tables for a restart; the next local-sa will ask the master for them",
+        );
     }
 }
 

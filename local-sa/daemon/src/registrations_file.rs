@@ -9,69 +9,58 @@ use std::path::PathBuf;
 
 use tracing::warn;
 
-use crate::atomic_file::write_atomically;
+use crate::atomic_file::RecordFile;
 use local_sa_core::SaCore;
 use local_sa_core::registrations::Registrations;
 
-/// The record of one port.
+/// The record of one port, by the core's registrations generation.
 #[derive(Debug)]
-pub(crate) struct RegistrationsFile {
-    path: PathBuf,
-    /// The core's registrations generation last written.
-    written: Option<u64>,
-    /// The last write failed (warned once until one succeeds).
-    failing: bool,
-}
+pub(crate) struct RegistrationsFile(RecordFile);
+
+/// What the log says when the record cannot be read.
+const UNREADABLE: &str = "cannot read the previous local-sa's registrations record; whatever it left at the master stays there";
 
 impl RegistrationsFile {
     /// The record at `path`, and what it holds now: a previous agent's
     /// registrations, if one left any. An unreadable record is reported
     /// and ignored (the master then keeps what it listed).
     pub(crate) fn open(path: PathBuf) -> (Self, Option<Registrations>) {
-        let previous = match std::fs::read_to_string(&path) {
-            Ok(text) => match Registrations::parse(&text) {
+        let file = RecordFile::new(path);
+        let text = file.read().and_then(|bytes| {
+            bytes
+                .map(|b| String::from_utf8(b).map_err(std::io::Error::other))
+                .transpose()
+        });
+        let previous = match text {
+            Ok(Some(text)) => match Registrations::parse(&text) {
                 Ok(r) => Some(r),
                 Err(e) => {
-                    warn!(path = %path.display(), error = %e, "cannot read the previous local-sa's registrations record; whatever it left at the master stays there");
+                    warn!(path = %file.path().display(), error = %e, "{UNREADABLE}");
                     None
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(None) => None,
             Err(e) => {
-                warn!(path = %path.display(), error = %e, "cannot read the previous local-sa's registrations record; whatever it left at the master stays there");
+                warn!(path = %file.path().display(), error = %e, "{UNREADABLE}");
                 None
             }
         };
-        let file = Self {
-            path,
-            written: None,
-            failing: false,
-        };
-        (file, previous)
+        (Self(file), previous)
     }
 
     /// Writes `core`'s registrations if they may have changed since the
-    /// last write.
+    /// last write; a failure is tried again at the next change.
     pub(crate) fn update(&mut self, core: &SaCore) {
         let generation = core.registrations_generation();
-        if self.written == Some(generation) {
+        if self.0.holds(generation) {
             return;
         }
-        match write_atomically(&self.path, core.registrations().to_text().as_bytes()) {
-            Ok(()) => {
-                self.written = Some(generation);
-                self.failing = false;
-            }
-            Err(e) => {
-                // Tried again at the next change; warned once until a
-                // write succeeds, not once per registration.
-                if !self.failing {
-                    warn!(path = %self.path.display(), error = %e, "cannot write the registrations record; a crash would leave registrations at the master");
-                }
-                self.failing = true;
-                self.written = None;
-            }
-        }
+        let text = core.registrations().to_text();
+        self.0.record(
+            generation,
+            Some(text.as_bytes()),
+            "cannot write the registrations record; a crash would leave registrations at the master",
+        );
     }
 
     /// At exit: the record goes if nothing is left at the master, else it
@@ -80,13 +69,11 @@ impl RegistrationsFile {
     pub(crate) fn close(mut self, core: &SaCore) {
         let left = core.registrations();
         if left.is_empty() {
-            if let Err(e) = std::fs::remove_file(&self.path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                warn!(path = %self.path.display(), error = %e, "cannot remove the registrations record");
+            if let Err(e) = self.0.remove() {
+                warn!(path = %self.0.path().display(), error = %e, "cannot remove the registrations record");
             }
         } else {
-            self.written = None;
+            self.0.forget_written();
             self.update(core);
         }
     }
@@ -95,6 +82,7 @@ impl RegistrationsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::atomic_file::write_atomically;
 
     #[test]
     fn a_damaged_record_is_ignored_and_a_missing_one_is_nothing() {
