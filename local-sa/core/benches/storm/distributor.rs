@@ -532,23 +532,36 @@ impl Distributor {
     /// Segments due from every transfer; aborted ones go back on the list.
     fn flush(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
         let mut out = std::mem::take(&mut self.outbox);
-        let mut aborted = Vec::new();
-        for (&node, (_, t)) in &mut self.sending {
-            let Transfer::Push(s) = t else { continue };
-            while let Some(seg) = s.poll_transmit(now) {
-                out.push((Address::gsi(node, 0), Bytes::copy_from_slice(&seg)));
-            }
-            if matches!(s.state(), TransferState::Aborted { .. }) {
-                aborted.push(node);
-            }
-        }
-        for node in aborted {
+        let pushes = (self.sending.iter_mut()).filter_map(|(&node, (_, t))| match t {
+            Transfer::Push(s) => Some((node, s)),
+            _ => None,
+        });
+        for node in transmit_pushes(pushes, now, &mut out) {
             self.sending.remove(&node);
             self.retries += 1;
             self.todo.push_back(node);
         }
         out
     }
+}
+
+/// Queues the segments due from each node's push; the nodes whose push
+/// was aborted.
+pub(crate) fn transmit_pushes<'a>(
+    pushes: impl Iterator<Item = (u16, &'a mut Sender)>,
+    now: Instant,
+    out: &mut Vec<(Address, Bytes)>,
+) -> Vec<u16> {
+    let mut aborted = Vec::new();
+    for (node, s) in pushes {
+        while let Some(seg) = s.poll_transmit(now) {
+            out.push((Address::gsi(node, 0), Bytes::copy_from_slice(&seg)));
+        }
+        if matches!(s.state(), TransferState::Aborted { .. }) {
+            aborted.push(node);
+        }
+    }
+    aborted
 }
 
 /// Queues the ACKs `r` has for the master at `to`.

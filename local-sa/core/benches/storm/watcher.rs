@@ -19,11 +19,11 @@ use local_sa_core::Address;
 use local_sa_core::load_flags::{RENEW_ONLY, with_lease};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::{RmppType, SaMadHeader};
-use mad_codec::rmpp::{RmppConfig, Sender, TransferState};
+use mad_codec::rmpp::{RmppConfig, Sender};
 use mad_codec::zerocopy::{FromZeros as _, IntoBytes};
 use mad_codec::{AttributeId, Method, PathRecord, SaMad, SaMadBuilder, SaRecord};
 
-use crate::distributor::SM_KEY;
+use crate::distributor::{SM_KEY, transmit_pushes};
 use crate::fixture::gid;
 
 /// Between re-reads of the description and lease renewals (the
@@ -309,16 +309,8 @@ impl Watcher {
                 self.sending.insert(node, s);
             }
         }
-        let mut aborted = Vec::new();
-        for (&node, s) in &mut self.sending {
-            while let Some(seg) = s.poll_transmit(now) {
-                out.push((Address::gsi(node, 0), Bytes::copy_from_slice(&seg)));
-            }
-            if matches!(s.state(), TransferState::Aborted { .. }) {
-                aborted.push(node);
-            }
-        }
-        for node in aborted {
+        let pushes = self.sending.iter_mut().map(|(&node, s)| (node, s));
+        for node in transmit_pushes(pushes, now, &mut out) {
             self.sending.remove(&node);
             self.retries += 1;
             self.todo.push_back(node);
