@@ -225,8 +225,8 @@ impl Librdmacm {
         let hosts = hosts.map(Path::as_os_str).unwrap_or_default();
         let mut unshare = match self.enter {
             Some(pid) => {
-                let mut c = Command::new("nsenter");
-                c.args(["-t", &pid.to_string(), "-m", "-p", "-r", "--", "unshare"]);
+                let mut c = crate::systemd::entering(pid);
+                c.args(["--", "unshare"]);
                 c
             }
             None => Command::new("unshare"),

@@ -131,8 +131,8 @@ impl Systemd {
 
     /// Runs `program` with `args` inside the namespace.
     pub fn run(&self, program: &str, args: &[&str]) -> RunOutput {
-        let out = Command::new("nsenter")
-            .args(["-t", &self.pid1.to_string(), "-m", "-p", "-r", "--"])
+        let out = entering(self.pid1)
+            .arg("--")
             .arg(program)
             .args(args)
             .stdin(Stdio::null())
@@ -155,9 +155,8 @@ impl Systemd {
         env: &[(&str, &str)],
         cwd: &Path,
     ) -> std::process::Child {
-        let mut cmd = Command::new("nsenter");
-        cmd.args(["-t", &self.pid1.to_string(), "-m", "-p", "-r"])
-            .arg(format!("--wd={}", cwd.display()))
+        let mut cmd = entering(self.pid1);
+        cmd.arg(format!("--wd={}", cwd.display()))
             .args(["--", "env"]);
         for (k, v) in env {
             cmd.arg(format!("{k}={v}"));
@@ -252,6 +251,14 @@ impl Drop for Systemd {
             .status();
         self.unshare.stop(Duration::from_secs(2));
     }
+}
+
+/// `nsenter` into the mount and PID namespaces of process `pid`, at its
+/// root (a chroot's too); the command to run follows `--`.
+pub fn entering(pid: u32) -> Command {
+    let mut cmd = Command::new("nsenter");
+    cmd.args(["-t", &pid.to_string(), "-m", "-p", "-r"]);
+    cmd
 }
 
 /// The first child of process `parent`, once it has one.
