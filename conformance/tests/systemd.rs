@@ -48,8 +48,7 @@ fn boot_with(fabric: &Fabric, args: &str, service: &str) -> Systemd {
 fn the_first_ib_acme_and_the_first_librdmacm_connection_start_local_sa() {
     let fabric = fabric();
     let sd = boot(&fabric, "--host-name node-a --address 192.0.2.22");
-    let start = sd.systemctl(&["start", "local-sa.socket"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.socket"]);
     sd.wait_state("local-sa.socket", "active", Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sd.property("local-sa.service", "ActiveState"), "inactive");
@@ -81,8 +80,7 @@ fn the_first_ib_acme_and_the_first_librdmacm_connection_start_local_sa() {
 
     // Stopped, with the socket still held: librdmacm's first connection
     // (rdma_getaddrinfo to this node's own address) starts it again.
-    let stop = sd.systemctl(&["stop", "local-sa.service"]);
-    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    sd.systemctl_ok(&["stop", "local-sa.service"]);
     assert_eq!(sd.property("local-sa.socket", "ActiveState"), "active");
     let librdmacm = Librdmacm::prepare(fabric.dir())
         .unwrap_or_else(|e| panic!("{e}"))
@@ -115,13 +113,11 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
     let sd = boot(&fabric, "--acm-server-mode loop --acm-server-port 0");
     // What the package's postinst does.
     let tmpfiles = dist_path("local-sa.tmpfiles");
-    let out = sd.run(
+    sd.run_ok(
         "systemd-tmpfiles",
         &["--create", &tmpfiles.display().to_string()],
     );
-    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
-    let start = sd.systemctl(&["start", "local-sa.socket", "local-sa.service"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.socket", "local-sa.service"]);
     let port = number_in(&sd, "/run/ibacm.port").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(number_in(&sd, "/run/ibacm-tcp.port"), Ok(port));
     // Written through the links, into the runtime directory.
@@ -151,13 +147,7 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
     };
     stored(2);
 
-    let restart = sd.systemctl(&["restart", "local-sa.service"]);
-    assert!(
-        restart.status.success(),
-        "{}{}",
-        restart.stdout,
-        restart.stderr
-    );
+    sd.systemctl_ok(&["restart", "local-sa.service"]);
     resolved(&mut unix, dest.lid, 2);
     resolved(&mut tcp, dest.lid, 2);
     // The new local-sa listens on a port of its own, written again.
@@ -169,16 +159,14 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
     ));
     stored(2);
 
-    let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
-    assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
+    sd.systemctl_ok(&["kill", "-s", "KILL", "local-sa.service"]);
     sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     resolved(&mut unix, dest.lid, 3);
     resolved(&mut tcp, dest.lid, 3);
 
     // Stopped: the port files lead nowhere, as with ibacm stopped.
-    let stop = sd.systemctl(&["stop", "local-sa.service"]);
-    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    sd.systemctl_ok(&["stop", "local-sa.service"]);
     assert!(number_in(&sd, "/run/ibacm.port").is_err());
 }
 
@@ -186,8 +174,7 @@ fn ibacm_clients_on_unix_and_tcp_are_kept_across_a_restart_and_a_crash() {
 fn notify_reaches_active_with_the_table_and_stop_withdraws_everything_at_opensm() {
     let fabric = fabric();
     let sd = boot(&fabric, "");
-    let start = sd.systemctl(&["start", "local-sa.service"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.service"]);
     // Type=notify: `start` returns once READY=1 came, with the table.
     assert_eq!(sd.property("local-sa.service", "ActiveState"), "active");
     let status = sd.property("local-sa.service", "StatusText");
@@ -203,8 +190,7 @@ fn notify_reaches_active_with_the_table_and_stop_withdraws_everything_at_opensm(
         d.traps_of(port)
     );
 
-    let stop = sd.systemctl(&["stop", "local-sa.service"]);
-    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    sd.systemctl_ok(&["stop", "local-sa.service"]);
     assert_eq!(sd.property("local-sa.service", "Result"), "success");
     let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
         d.traps_of(port).is_empty()
@@ -229,8 +215,7 @@ fn a_settings_error_stops_the_unit_without_a_restart_loop() {
 fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
     let fabric = fabric();
     let sd = boot(&fabric, "");
-    let start = sd.systemctl(&["start", "local-sa.service"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.service"]);
     let port = node_gid(&fabric);
     // A consumer joins a group through the local API.
     let lsaquery = conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
@@ -290,8 +275,7 @@ fn a_killed_local_sa_is_restarted_and_removes_what_it_left_at_opensm() {
     );
 
     // SIGKILL: nothing withdrawn; systemd starts it again.
-    let kill = sd.systemctl(&["kill", "-s", "KILL", "local-sa.service"]);
-    assert!(kill.status.success(), "{}{}", kill.stdout, kill.stderr);
+    sd.systemctl_ok(&["kill", "-s", "KILL", "local-sa.service"]);
     let _ = consumer.wait();
     let _ = subscription.wait();
     sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
@@ -314,8 +298,7 @@ fn the_watchdog_is_fed_and_a_daemon_that_stops_feeding_it_is_restarted() {
     // A 2 s watchdog instead of the unit's 30 s, so that the test is
     // short; no core file from the SIGABRT systemd ends it with.
     let sd = boot_with(&fabric, "", "WatchdogSec=2\nLimitCORE=0\n");
-    let start = sd.systemctl(&["start", "local-sa.service"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.service"]);
     let first = main_pid(&sd);
     // Fed: three time-outs pass without a restart.
     std::thread::sleep(Duration::from_secs(6));
@@ -324,8 +307,7 @@ fn the_watchdog_is_fed_and_a_daemon_that_stops_feeding_it_is_restarted() {
     assert_eq!(main_pid(&sd), first);
 
     // Stopped (SIGSTOP): it no longer feeds the watchdog.
-    let stop = sd.systemctl(&["kill", "-s", "STOP", "--kill-who=main", "local-sa.service"]);
-    assert!(stop.status.success(), "{}{}", stop.stdout, stop.stderr);
+    sd.systemctl_ok(&["kill", "-s", "STOP", "--kill-who=main", "local-sa.service"]);
     sd.wait_restarts("local-sa.service", 1, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_ne!(main_pid(&sd), first, "a new local-sa");
@@ -337,8 +319,7 @@ fn reload_applies_a_changed_setting_and_keeps_the_process() {
     let config = fabric.dir().join("local-sa.toml");
     std::fs::write(&config, "max-connections-per-user = 1024\n").unwrap();
     let sd = boot(&fabric, &format!("--config {}", config.display()));
-    let start = sd.systemctl(&["start", "local-sa.service"]);
-    assert!(start.status.success(), "{}{}", start.stdout, start.stderr);
+    sd.systemctl_ok(&["start", "local-sa.service"]);
     let pid = main_pid(&sd);
     // The local API socket, reached through the namespace's root.
     let listed = sd.run("ls", &["/run/local-sa"]);
@@ -355,13 +336,7 @@ fn reload_applies_a_changed_setting_and_keeps_the_process() {
 
     // One connection per user from now on.
     std::fs::write(&config, "max-connections-per-user = 1\n").unwrap();
-    let reload = sd.systemctl(&["reload", "local-sa.service"]);
-    assert!(
-        reload.status.success(),
-        "{}{}",
-        reload.stdout,
-        reload.stderr
-    );
+    sd.systemctl_ok(&["reload", "local-sa.service"]);
     let log = fabric.dir().join("local-sa.log");
     assert!(
         eventually(Duration::from_secs(20), || std::fs::read_to_string(&log)

@@ -48,17 +48,6 @@ fn package(version: &str, out: &Path) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&built.stdout).trim())
 }
 
-/// `dpkg args...` inside, which must succeed.
-fn dpkg(sd: &Systemd, args: &[&str]) {
-    let out = sd.run("dpkg", args);
-    assert!(
-        out.status.success(),
-        "dpkg {args:?}: {}{}",
-        out.stdout,
-        out.stderr
-    );
-}
-
 #[test]
 fn install_upgrade_and_purge_as_debian_does() {
     let fabric = fabric();
@@ -79,7 +68,7 @@ fn install_upgrade_and_purge_as_debian_does() {
 
     // Install: the sockets enabled and listening, the service enabled;
     // the first ibacm client starts it.
-    dpkg(&sd, &["-i", &first.display().to_string()]);
+    sd.run_ok("dpkg", &["-i", &first.display().to_string()]);
     for unit in ["local-sa.socket", "local-sa.service"] {
         assert_eq!(
             sd.systemctl(&["is-enabled", unit]).stdout.trim(),
@@ -110,7 +99,7 @@ fn install_upgrade_and_purge_as_debian_does() {
 
     // Upgrade: the new binary runs, and the old connection is answered.
     let old_pid = main_pid(&sd);
-    dpkg(&sd, &["-i", &second.display().to_string()]);
+    sd.run_ok("dpkg", &["-i", &second.display().to_string()]);
     let version = sd.run("dpkg-query", &["-W", "-f", "${Version}", "local-sa"]);
     assert_eq!(version.stdout, "0.1.0+test2");
     let new_pid = main_pid(&sd);
@@ -124,7 +113,7 @@ fn install_upgrade_and_purge_as_debian_does() {
     resolved(&mut client, dest.lid, 2);
 
     // Purge: nothing left — units, sockets, files, registrations.
-    dpkg(&sd, &["--purge", "local-sa"]);
+    sd.run_ok("dpkg", &["--purge", "local-sa"]);
     for unit in UNITS {
         assert_eq!(sd.property(unit, "LoadState"), "not-found", "{unit}");
         assert_eq!(sd.property(unit, "ActiveState"), "inactive", "{unit}");

@@ -172,9 +172,27 @@ impl Systemd {
             .unwrap_or_else(|e| panic!("nsenter: {e}"))
     }
 
+    /// [`Systemd::run`], which must succeed: panics with what it printed
+    /// otherwise.
+    pub fn run_ok(&self, program: &str, args: &[&str]) -> RunOutput {
+        let out = self.run(program, args);
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+        out
+    }
+
     /// `systemctl args...` inside.
     pub fn systemctl(&self, args: &[&str]) -> RunOutput {
         self.run("systemctl", args)
+    }
+
+    /// `systemctl args...` inside, which must succeed.
+    pub fn systemctl_ok(&self, args: &[&str]) -> RunOutput {
+        self.run_ok("systemctl", args)
     }
 
     /// A unit's property, as `systemctl show -P` gives it.
