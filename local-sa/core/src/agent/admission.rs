@@ -34,12 +34,12 @@ impl SaCore {
     /// socket's peer credentials). A connection never introduced counts
     /// as an unprivileged user of unknown ID.
     pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
-        self.quotas.introduce(conn, user);
+        self.registrations.quotas.introduce(conn, user);
     }
 
     /// Every owner holding or refused registrations, the most first.
     pub fn registrants(&self) -> Vec<Registrant> {
-        self.quotas.registrants()
+        self.registrations.quotas.registrants()
     }
 
     /// Who `member` counts against, and the limits that apply.
@@ -61,7 +61,11 @@ impl SaCore {
     }
 
     fn local_owner(&self, conn: ConnId) -> (Owner, RegistrationLimits) {
-        let user = self.quotas.user_of(conn).unwrap_or(UNKNOWN_USER);
+        let user = self
+            .registrations
+            .quotas
+            .user_of(conn)
+            .unwrap_or(UNKNOWN_USER);
         let limits = if user.privileged {
             self.config.limits.privileged()
         } else {
@@ -81,7 +85,13 @@ impl SaCore {
         let (owner, limits) = self.member_owner(&change.member);
         let mgid = change.record.mgid();
         let can_create = change.can_create();
-        match (self.quotas).admit_join(owner, &limits, change.member, mgid, can_create) {
+        match (self.registrations.quotas).admit_join(
+            owner,
+            &limits,
+            change.member,
+            mgid,
+            can_create,
+        ) {
             Ok(may_create) => {
                 change.may_create = may_create;
                 true
@@ -98,8 +108,10 @@ impl SaCore {
     /// created it.
     pub(super) fn join_granted(&mut self, member: Member, mgid: Gid) {
         let (owner, _) = self.member_owner(&member);
-        let created = self.memberships.created_by(mgid) == Some(member);
-        self.quotas.join_granted(owner, member, mgid, created);
+        let created = self.registrations.memberships.created_by(mgid) == Some(member);
+        self.registrations
+            .quotas
+            .join_granted(owner, member, mgid, created);
     }
 
     /// A join was refused because it would have created a group past its
@@ -112,8 +124,8 @@ impl SaCore {
     /// Gives up the groups `member` holds no more, and the creations it
     /// did not make.
     pub(super) fn settle_member(&mut self, member: Member) {
-        let memberships = &self.memberships;
-        self.quotas.settle_member(
+        let memberships = &self.registrations.memberships;
+        self.registrations.quotas.settle_member(
             &member,
             |g| memberships.involves(*g, &member),
             |g| memberships.may_have_created(*g, &member),
@@ -122,7 +134,7 @@ impl SaCore {
 
     /// `member` holds nothing any more.
     pub(super) fn release_member(&mut self, member: Member) {
-        self.quotas.release_member(&member);
+        self.registrations.quotas.release_member(&member);
     }
 
     /// Lets a subscription to `filter` by `s` in if its owner holds the
@@ -137,7 +149,11 @@ impl SaCore {
         let Some((owner, limits)) = self.subscriber_owner(&s) else {
             return true;
         };
-        match self.quotas.admit_subscription(owner, &limits, s, filter) {
+        match self
+            .registrations
+            .quotas
+            .admit_subscription(owner, &limits, s, filter)
+        {
             Ok(()) => true,
             Err((what, limit)) => {
                 self.registration_refused(now, owner, what, limit);
@@ -148,22 +164,24 @@ impl SaCore {
 
     /// Gives up the filters `s` holds no more.
     pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
-        let registry = &self.subscriptions.registry;
-        self.quotas.settle_subscriber(&s, |f| registry.holds(&s, f));
+        let registry = &self.registrations.subscriptions.registry;
+        self.registrations
+            .quotas
+            .settle_subscriber(&s, |f| registry.holds(&s, f));
     }
 
     fn registration_refused(&mut self, now: Instant, owner: Owner, what: Refused, limit: usize) {
         match what {
-            Refused::Group => self.counters.refused_groups += 1,
-            Refused::Creation => self.counters.refused_group_creations += 1,
-            Refused::Subscription => self.counters.refused_subscriptions += 1,
+            Refused::Group => self.telemetry.counters.refused_groups += 1,
+            Refused::Creation => self.telemetry.counters.refused_group_creations += 1,
+            Refused::Subscription => self.telemetry.counters.refused_subscriptions += 1,
         }
-        self.quotas.note_refusal(owner);
+        self.registrations.quotas.note_refusal(owner);
         let (kind, source) = match owner {
             Owner::User(uid) => ("registration limit of a user", uid),
             Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),
         };
-        if let Some(earlier_not_logged) = self.log_limit.allow(now, kind, source) {
+        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, kind, source) {
             warn!(
                 %owner,
                 refused = what.describe(),

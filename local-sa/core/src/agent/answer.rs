@@ -39,14 +39,20 @@ impl SaCore {
         if request.method() == Method::GET {
             let header = respond::success_header(h, offset);
             let one = data.get(..usize::from(offset) * 8).unwrap_or(&data[..]);
-            self.out
+            self.outbox
+                .mads
                 .push_back(Transmit::reply(peer, respond::single(&header, one)));
             self.count_answer(request, MadStatus::OK);
         } else {
             let header = respond::success_header(h, if data.is_empty() { 0 } else { offset });
-            let sent = self
-                .transfers
-                .send(now, peer, request.tid(), header, data, &mut self.out);
+            let sent = self.transfers.send(
+                now,
+                peer,
+                request.tid(),
+                header,
+                data,
+                &mut self.outbox.mads,
+            );
             if let Some(e) = sent {
                 self.count_transfer(now, &e);
                 if matches!(e, Event::Refused { .. } | Event::Aborted) {
@@ -85,7 +91,7 @@ impl SaCore {
         match asker {
             Asker::Mad(request) => {
                 let header = respond::success_header(request.header(), T::ATTRIBUTE_OFFSET);
-                self.out.push_back(Transmit::reply(
+                self.outbox.mads.push_back(Transmit::reply(
                     request.reply_to(),
                     respond::single(&header, record.as_bytes()),
                 ));
@@ -112,7 +118,7 @@ impl SaCore {
             Asker::Mad(request) => self.respond_error(request, status),
             Asker::Local { .. } => {
                 if status != MadStatus::OK {
-                    self.counters.errors += 1;
+                    self.telemetry.counters.errors += 1;
                 }
                 self.reply_local(asker, status, LocalBody::Empty);
             }
@@ -121,16 +127,18 @@ impl SaCore {
 
     /// Answers a port's request with `status` and the request echoed.
     pub(super) fn respond_error(&mut self, request: &SaRequest, status: MadStatus) {
-        self.counters.errors += 1;
+        self.telemetry.counters.errors += 1;
         if let Some(mad) = respond::error(request.mad(), status) {
-            self.out.push_back(Transmit::reply(request.reply_to(), mad));
+            self.outbox
+                .mads
+                .push_back(Transmit::reply(request.reply_to(), mad));
             self.count_answer(request, status);
         }
     }
 
     /// Counts an answer to a port's request in its series.
     fn count_answer(&mut self, request: &SaRequest, status: MadStatus) {
-        self.stats.answers.count(AnswerKey {
+        self.telemetry.stats.answers.count(AnswerKey {
             attribute: request.attribute(),
             method: request.method(),
             status,
@@ -154,7 +162,8 @@ impl SaCore {
 
     pub(super) fn relay_to(&mut self, request: &SaRequest, answer: &[u8]) {
         if let Some((relayed, status)) = respond::relay(answer, request.header()) {
-            self.out
+            self.outbox
+                .mads
                 .push_back(Transmit::reply(request.reply_to(), relayed));
             self.count_answer(request, status);
         }
@@ -162,16 +171,17 @@ impl SaCore {
 
     pub(super) fn count_transfer(&mut self, now: Instant, e: &Event) {
         match *e {
-            Event::Sent | Event::Received(_) => self.counters.rmpp_transfers += 1,
-            Event::Aborted => self.counters.rmpp_aborts += 1,
+            Event::Sent | Event::Received(_) => self.telemetry.counters.rmpp_transfers += 1,
+            Event::Aborted => self.telemetry.counters.rmpp_aborts += 1,
             Event::Refused { reason, lid } => {
                 let counter = match reason {
-                    Refusal::Busy => &mut self.counters.rmpp_refused_busy,
-                    Refusal::PerPeer => &mut self.counters.rmpp_refused_per_peer,
-                    Refusal::Memory => &mut self.counters.rmpp_refused_memory,
+                    Refusal::Busy => &mut self.telemetry.counters.rmpp_refused_busy,
+                    Refusal::PerPeer => &mut self.telemetry.counters.rmpp_refused_per_peer,
+                    Refusal::Memory => &mut self.telemetry.counters.rmpp_refused_memory,
                 };
                 *counter += 1;
-                if let Some(left_out) = self.log_limit.allow(now, "refused transfer", lid) {
+                if let Some(left_out) = self.telemetry.log_limit.allow(now, "refused transfer", lid)
+                {
                     warn!(
                         lid,
                         reason = reason.as_str(),
@@ -204,7 +214,7 @@ impl SaCore {
         let header = respond::success_header(h, h.sa.attribute_offset());
         let mut data = [0u8; MAD_LEN - SaMadHeader::LEN];
         data[..ClassPortInfo::LEN].copy_from_slice(cpi.as_bytes());
-        self.out.push_back(Transmit::reply(
+        self.outbox.mads.push_back(Transmit::reply(
             request.reply_to(),
             respond::single(&header, &data),
         ));

@@ -22,14 +22,14 @@ impl SaCore {
             records = before,
             "a full refresh of this port's paths asked for locally"
         );
-        self.refresh.wait(RefreshWaiter { asker, before });
+        self.tables.refresh.wait(RefreshWaiter { asker, before });
         self.start_refresh(now);
     }
 
     /// A refresh ended (`status` OK) or failed: every waiter hears it.
     pub(super) fn answer_refresh_waiters(&mut self, status: MadStatus) {
         let after = self.records_held() as u64;
-        for w in self.refresh.take_waiters() {
+        for w in self.tables.refresh.take_waiters() {
             let body = LocalBody::CacheChange {
                 before: w.before as u64,
                 after,
@@ -40,7 +40,8 @@ impl SaCore {
 
     /// Forgets the refresh waiters of connection `conn` (it closed).
     pub(super) fn forget_refresh_waiters(&mut self, conn: ConnId) {
-        self.refresh
+        self.tables
+            .refresh
             .forget_waiters(|w| matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
     }
 
@@ -49,12 +50,12 @@ impl SaCore {
     /// or load fills the store again.
     pub(super) fn local_flush(&mut self, now: Instant, asker: &Asker) {
         let before = self.records_held() as u64;
-        self.paths.clear();
-        self.partitions.clear();
+        self.tables.paths.clear();
+        self.tables.partitions.clear();
         self.forget_answers();
         if self.abandon_fetches_into(|_| true) {
             // The refresh that was filling the tables starts again, whole.
-            self.refresh.schedule(Some(now));
+            self.tables.refresh.schedule(Some(now));
         }
         info!(
             dropped = before,
@@ -69,7 +70,7 @@ impl SaCore {
 
     /// Records in the default table and the partition tables.
     fn records_held(&self) -> usize {
-        self.paths.store.len() + self.partitions.records()
+        self.tables.paths.store.len() + self.tables.partitions.records()
     }
 
     /// A page of the cache.
@@ -84,8 +85,8 @@ impl SaCore {
     ) {
         let max = max.min(crate::request::DUMP_PAGE) as usize;
         let table = match partition {
-            None => Some(&self.paths),
-            Some(pkey) => self.partitions.table(pkey),
+            None => Some(&self.tables.paths),
+            Some(pkey) => self.tables.partitions.table(pkey),
         };
         let page = table.map_or_else(Vec::new, |t| t.store.page(from, max));
         self.answer_local_records(asker, &page);

@@ -70,7 +70,8 @@ impl SaCore {
     /// Registers the canary at the master.
     pub(super) fn register_canary(&mut self, now: Instant) {
         if !self
-            .upstream
+            .master
+            .requester
             .any_pending(|p| *p == Purpose::Canary(CanaryStep::Register))
         {
             self.send_canary(now, Method::SET, CanaryStep::Register);
@@ -79,20 +80,22 @@ impl SaCore {
 
     /// Asks the master whether it still has the canary.
     pub(super) fn audit(&mut self, now: Instant) {
-        if self.registering.canary_held()
+        if self.registrations.schedule.canary_held()
             && !self
-                .upstream
+                .master
+                .requester
                 .any_pending(|p| *p == Purpose::Canary(CanaryStep::Audit))
         {
             self.send_canary(now, Method::GET, CanaryStep::Audit);
         }
-        self.registering
+        self.registrations
+            .schedule
             .audit_at(Some(now + self.config.audit_interval));
     }
 
     /// Withdraws the canary (shutdown).
     pub(super) fn withdraw_canary(&mut self, now: Instant) {
-        if self.registering.canary_gone() {
+        if self.registrations.schedule.canary_gone() {
             self.send_canary(now, Method::DELETE, CanaryStep::Withdraw);
         }
     }
@@ -109,7 +112,7 @@ impl SaCore {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");
                 let renew_at = now + canary_lease(self.config.audit_interval) / 2;
-                self.registering.canary_taken(renew_at);
+                self.registrations.schedule.canary_taken(renew_at);
             }
             (CanaryStep::Register, other) => {
                 warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
@@ -120,11 +123,11 @@ impl SaCore {
                     master = self.port.sm_lid,
                     "the master SA lost this port's registrations (restarted?): registering again"
                 );
-                self.registering.canary_gone();
+                self.registrations.schedule.canary_gone();
                 self.master_lost_state(now);
             }
             (CanaryStep::Audit, Some(MadStatus::OK))
-                if self.registering.take_canary_renewal_due(now) =>
+                if self.registrations.schedule.take_canary_renewal_due(now) =>
             {
                 // Still there: its lease starts again.
                 self.register_canary(now);
@@ -136,11 +139,13 @@ impl SaCore {
     /// Everything the master held for this port is gone: subscriptions,
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {
-        self.master_policy.forget();
-        self.registering.register_at(Some(now));
+        self.master.policy.forget();
+        self.registrations.schedule.register_at(Some(now));
         let again = now + self.reregister_delay();
-        self.registering.reregister_at(Some(again));
-        self.refresh.schedule(Some(now + self.refresh_delay()));
+        self.registrations.schedule.reregister_at(Some(again));
+        self.tables
+            .refresh
+            .schedule(Some(now + self.refresh_delay()));
         self.naming.keep_after_next_refresh = true;
     }
 }

@@ -24,7 +24,7 @@ impl SaCore {
     /// Moves whenever what [`SaCore::keep_tables`] gives may have changed
     /// (a refresh, a load or delete, a lease renewal, a change notice).
     pub fn tables_version(&self) -> u64 {
-        let c = &self.counters;
+        let c = &self.telemetry.counters;
         [
             c.refreshes,
             c.refreshes_loaded,
@@ -34,7 +34,7 @@ impl SaCore {
             c.lease_renewals,
             c.leases_lapsed,
             c.checks_failed,
-            self.paths.store.len() as u64,
+            self.tables.paths.store.len() as u64,
         ]
         .iter()
         .fold(0u64, |v, n| v.rotate_left(7) ^ n)
@@ -45,21 +45,22 @@ impl SaCore {
     /// are not complete, or a fabric change awaits a refresh (a successor
     /// must then ask the master).
     pub fn keep_tables(&self, now: Instant, wall: u64) -> Option<Kept> {
-        if !self.is_ready() || self.upkeep.change_pending() {
+        if !self.is_ready() || self.tables.upkeep.change_pending() {
             return None;
         }
         let own = self.port.lids();
         let me = self.port.gid.guid();
         let mut tables = vec![(
             None,
-            self.paths
+            self.tables
+                .paths
                 .store
                 .iter()
                 .filter(|r| own.contains(&r.slid()))
                 .copied()
                 .collect(),
         )];
-        for (p, t) in self.partitions.tables() {
+        for (p, t) in self.tables.partitions.tables() {
             if t.is_complete(me) {
                 let records = t.store.iter().filter(|r| own.contains(&r.slid())).copied();
                 tables.push((Some(p | 0x8000), records.collect()));
@@ -71,14 +72,14 @@ impl SaCore {
             lmc: self.port.lmc,
             sm_lid: self.port.sm_lid,
             written: wall,
-            master_qos: self.master_policy.info().map(|m| m.qos),
-            lease: self.upkeep.lease().map(|l| {
+            master_qos: self.master.policy.info().map(|m| m.qos),
+            lease: self.tables.upkeep.lease().map(|l| {
                 let left = l.until.saturating_duration_since(now).as_secs();
                 let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
                 (l.lid, wall + left, length)
             }),
             tables,
-            names: (self.counters.name_fetches > 0 || self.naming.loaded).then(|| {
+            names: (self.telemetry.counters.name_fetches > 0 || self.naming.loaded).then(|| {
                 self.naming
                     .names
                     .entries()
@@ -128,16 +129,16 @@ impl SaCore {
             ));
         }
         // What the start queued stands for nothing now.
-        self.upstream.forget(|p| {
+        self.master.requester.forget(|p| {
             matches!(
                 p,
                 Purpose::Bulk { .. } | Purpose::Walk { .. } | Purpose::MasterInfo
             )
         });
-        self.out.clear();
-        self.refresh.stop();
-        self.refresh.next_epoch();
-        let (epoch, me) = (self.refresh.epoch(), p.gid.guid());
+        self.outbox.mads.clear();
+        self.tables.refresh.stop();
+        self.tables.refresh.next_epoch();
+        let (epoch, me) = (self.tables.refresh.epoch(), p.gid.guid());
         let mut records = 0;
         for (pkey, list) in kept.tables {
             let key = match pkey {
@@ -155,12 +156,12 @@ impl SaCore {
             t.complete.insert(me);
         }
         if let Some(qos) = kept.master_qos {
-            self.master_policy.learned(MasterInfo {
+            self.master.policy.learned(MasterInfo {
                 qos,
                 sm_lid: p.sm_lid,
             });
         }
-        self.upkeep.resume_lease(lease);
+        self.tables.upkeep.resume_lease(lease);
         if let Some(kept_names) = kept.names {
             let mut names = Names::new();
             for (address, gid, source) in kept_names {
@@ -171,13 +172,13 @@ impl SaCore {
             // No fetch of the names tables at start: these stand for it.
             self.naming.loaded = true;
         }
-        self.counters.refreshes_kept += 1;
-        self.refresh.made_fresh(now, None);
+        self.telemetry.counters.refreshes_kept += 1;
+        self.tables.refresh.made_fresh(now, None);
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;
         let first_check = now + window + self.spread(window);
-        self.upkeep.check_at(Some(first_check));
+        self.tables.upkeep.check_at(Some(first_check));
         info!(
             records,
             age_s = age,

@@ -95,9 +95,13 @@ impl SaCore {
                 return None;
             }
         }
-        let event =
-            self.transfers
-                .segment(now, &request.from, tid, request.mad(), &mut self.out)?;
+        let event = self.transfers.segment(
+            now,
+            &request.from,
+            tid,
+            request.mad(),
+            &mut self.outbox.mads,
+        )?;
         self.count_transfer(now, &event);
         let Event::Received(whole) = event else {
             return None;
@@ -113,7 +117,7 @@ impl SaCore {
         match self.config.sm_key {
             Some(key) if key.matches(carried) => true,
             Some(_) => {
-                if let Some(left_out) = self.log_limit.allow(now, "denied load", lid) {
+                if let Some(left_out) = self.telemetry.log_limit.allow(now, "denied load", lid) {
                     warn!(
                         lid,
                         earlier_not_logged = left_out,
@@ -123,8 +127,7 @@ impl SaCore {
                 false
             }
             None => {
-                if !self.unkeyed_warned {
-                    self.unkeyed_warned = true;
+                if self.telemetry.first_unkeyed_refusal() {
                     warn!(
                         lid,
                         "a PathRecord load or delete arrived, but no SM_Key is configured: every load \
@@ -145,9 +148,9 @@ impl SaCore {
         header: &SaMadHeader,
         why: &'static str,
     ) {
-        self.counters.errors += 1;
+        self.telemetry.counters.errors += 1;
         let lid = request.from.lid;
-        if let Some(left_out) = self.log_limit.allow(now, "invalid load", lid) {
+        if let Some(left_out) = self.telemetry.log_limit.allow(now, "invalid load", lid) {
             warn!(
                 lid,
                 why,
@@ -159,7 +162,7 @@ impl SaCore {
     }
 
     pub(super) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
-        self.counters.denied += 1;
+        self.telemetry.counters.denied += 1;
         self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
     }
 
@@ -215,7 +218,7 @@ impl SaCore {
     }
 
     fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
-        let epoch = self.refresh.next_epoch();
+        let epoch = self.tables.refresh.next_epoch();
         let mut stored = 0;
         for (table, records) in by_table(records, partitions) {
             let Some(t) = self.table_mut(table) else {
@@ -224,7 +227,7 @@ impl SaCore {
             load_into(t, &records, epoch, replace);
             stored += records.len();
         }
-        self.counters.loaded += stored as u64;
+        self.telemetry.counters.loaded += stored as u64;
         self.forget_answers();
         info!(
             records = stored,
@@ -249,7 +252,7 @@ impl SaCore {
             let keys: Vec<TableKey> = if mask.contains(pr::PKEY) {
                 vec![TableKey::Partition(partition_of(records[0].pkey()))]
             } else {
-                let held = self.partitions.tables();
+                let held = self.tables.partitions.tables();
                 held.map(|(p, _)| TableKey::Partition(p)).collect()
             };
             keys.into_iter()
@@ -264,7 +267,7 @@ impl SaCore {
                 removed += delete_from(t, mask, &records, known_absent);
             }
         }
-        self.counters.deleted += removed as u64;
+        self.telemetry.counters.deleted += removed as u64;
         self.forget_answers();
         info!(removed, known_absent, partitions, "PathRecords deleted");
         removed
@@ -289,7 +292,8 @@ impl SaCore {
         // this again if the loader, having missed it, repeats a segment.
         self.transfers
             .remember_answer(&request.from, request.tid(), answer.clone());
-        self.out
+        self.outbox
+            .mads
             .push_back(Transmit::reply(request.reply_to(), answer));
     }
 }

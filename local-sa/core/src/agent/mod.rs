@@ -26,20 +26,24 @@
 
 mod admission;
 mod answer;
+mod answer_reuse;
 mod cache_control;
 mod canary;
 mod counterparts;
 mod forward;
 mod kept;
 mod loads;
+mod master_link;
 mod master_policy;
 mod multicast;
 mod name_loads;
 mod name_state;
 mod names;
 mod notices;
+mod outbox;
 mod paths;
 mod port_phase;
+mod port_tables;
 mod qos_cache;
 mod qos_loads;
 mod qos_tables;
@@ -47,10 +51,12 @@ mod quotas;
 mod refresh;
 mod refresh_state;
 mod registration_schedule;
+mod registrations;
 mod registrations_record;
 mod status;
 mod subscriptions;
 mod table_check;
+mod telemetry;
 #[cfg(test)]
 mod tests;
 mod upkeep;
@@ -61,36 +67,32 @@ mod upstream_purpose;
 mod upstream_queue;
 mod waiters;
 
-use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
+use self::answer_reuse::AnswerReuse;
 use self::counterparts::{Asker, Member, Subscriber};
-use self::forward::Forwarding;
-use self::master_policy::{MasterInfo, MasterPolicy};
+use self::master_link::MasterLink;
+use self::master_policy::MasterInfo;
 use self::name_state::NameState;
-use self::qos_cache::QosCache;
-use self::quotas::Quotas;
+use self::outbox::Outbox;
+use self::port_tables::PortTables;
 pub use self::quotas::Registrant;
-use self::refresh_state::{Refresh, RefreshState};
-use self::registration_schedule::RegistrationSchedule;
-use self::subscriptions::Subscriptions;
-use self::upkeep::Upkeep;
-use self::upstream_lanes::UpstreamLanes;
+use self::refresh_state::RefreshState;
+use self::registrations::Registrations;
+use self::telemetry::Telemetry;
 use self::upstream_purpose::Purpose;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
 use crate::load_flags::NAMES_TABLE;
-use crate::log_limit::LogLimit;
-use crate::memberships::{MembershipConfig, Memberships};
 use crate::outlook::Outlook;
-use crate::partitions::{Partitions, PathTable, TableKey};
+use crate::partitions::{Partitions, TableKey};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
-use crate::requester::{Handled, Requester};
+use crate::requester::Handled;
 use crate::stats::Stats;
 use crate::store::PathStore;
 use crate::transfers::Transfers;
@@ -100,45 +102,23 @@ use crate::transfers::Transfers;
 pub struct SaCore {
     config: AgentConfig,
     port: PortIdentity,
-    /// The default table: the paths asked without a P_Key.
-    paths: PathTable,
-    /// The tables of the port's partitions.
-    partitions: Partitions,
-    /// What the master's ClassPortInfo said (whether it applies QoS),
-    /// and the queries waiting for it.
-    master_policy: MasterPolicy,
-    /// Ports of the fabric, as the last complete refresh showed them (0
-    /// before one): how widely refreshes and re-registrations spread.
-    fabric_ports: usize,
-    /// Where the refresh of this port's paths stands.
-    refresh: Refresh,
-    /// Who keeps the tables fresh (this port, or a distributor's
-    /// lease), and the checks of tables it did not fetch.
-    upkeep: Upkeep,
-    /// When the agent's own registrations are due, and the canary.
-    registering: RegistrationSchedule,
-    subscriptions: Subscriptions,
-    memberships: Memberships<Member, Asker>,
-    /// Who holds which registrations, against the per-owner limits.
-    quotas: Quotas,
-    local_out: VecDeque<LocalReply>,
-    upstream: Requester<Address, Purpose>,
-    /// Requests waiting to go to the master, by lane, and relays out.
-    lanes: UpstreamLanes,
-    forwarding: Forwarding,
-    /// Port pairs' paths for QoS fields and other partitions.
-    qos_cache: QosCache,
-    transfers: Transfers,
-    out: VecDeque<Transmit>,
-    counters: Counters,
-    /// Answers by attribute, method and status; the master's answer times.
-    stats: Stats,
+    /// The port's tables, their refresh and their upkeep.
+    tables: PortTables,
+    /// Requests to the master, waiting and in flight, and its policy.
+    master: MasterLink,
+    /// Forwarded queries and the QoS cache.
+    answers: AnswerReuse,
+    /// Subscriptions, memberships, their quotas, the agent's own.
+    registrations: Registrations,
     /// Host names from the master, and this port's directory record.
     naming: NameState,
-    /// The log said that loads are refused for want of an SM_Key.
-    unkeyed_warned: bool,
-    /// Warnings a peer can cause, limited.
-    log_limit: LogLimit,
+    /// RMPP transfers, both ways.
+    transfers: Transfers,
+    /// MADs to send and local replies, until the driver takes them.
+    outbox: Outbox,
+    /// Counters, statistics, the log's limits.
+    telemetry: Telemetry,
+    /// Withdrawing everything: nothing is refreshed or registered again.
     shutting_down: bool,
 }
 
@@ -148,43 +128,17 @@ impl SaCore {
     /// restarted agent should use another one, so that late answers to its
     /// predecessor's requests do not match its own.
     pub fn new(config: AgentConfig, port: PortIdentity, now: Instant, seed: u32) -> Self {
-        let membership = MembershipConfig {
-            member_lease: config.member_lease,
-            retry_backoff: config.retry_backoff,
-        };
         let mut agent = Self {
             config,
             port,
-            paths: PathTable::default(),
-            partitions: Partitions::default(),
-            master_policy: MasterPolicy::default(),
-            fabric_ports: 0,
-            refresh: Refresh::new(now),
-            upkeep: Upkeep::default(),
-            // Set below, once the port's phase can be computed.
-            registering: RegistrationSchedule::default(),
-            subscriptions: Subscriptions::new(config.delivery),
-            memberships: Memberships::new(membership, port.gid),
-            quotas: Quotas::default(),
-            // Set below, once the port's phase can be computed.
-            local_out: VecDeque::new(),
-            // Reports to subscribers take TransactionIDs with the top bit
-            // set; requests to the master keep it clear.
-            upstream: Requester::new(config.upstream(), seed & 0x3FFF_FFFF),
-            lanes: UpstreamLanes::new(&config.pace),
-            forwarding: Forwarding::new(
-                config.answer_ttl,
-                config.negative_ttl,
-                config.max_cached_answers,
-            ),
-            qos_cache: QosCache::new(config.qos_cache),
-            transfers: Transfers::new(config.rmpp, config.transfer_limits),
-            out: VecDeque::new(),
-            counters: Counters::default(),
-            stats: Stats::default(),
+            tables: PortTables::new(now),
+            master: MasterLink::new(&config, seed),
+            answers: AnswerReuse::new(&config),
+            registrations: Registrations::new(&config, &port),
             naming: NameState::default(),
-            unkeyed_warned: false,
-            log_limit: LogLimit::new(Duration::from_secs(60)),
+            transfers: Transfers::new(config.rmpp, config.transfer_limits),
+            outbox: Outbox::default(),
+            telemetry: Telemetry::default(),
             shutting_down: false,
         };
         // Waiting for a distributor's load: the ports it has not reached
@@ -192,13 +146,13 @@ impl SaCore {
         // not all in the same second.
         if !config.load_wait.is_zero() {
             let wait = config.load_wait + agent.spread(config.load_wait / 4);
-            agent.refresh.schedule(Some(now + wait));
+            agent.tables.refresh.schedule(Some(now + wait));
         }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;
         let first_audit = now + half + agent.spread(half);
-        agent.registering.audit_at(Some(first_audit));
+        agent.registrations.schedule.audit_at(Some(first_audit));
         agent.handle_timeout(now);
         agent
     }
@@ -216,25 +170,27 @@ impl SaCore {
         };
         if config.sm_key.is_none() && self.config.sm_key.is_some() {
             // The one log line that loads are refused comes again.
-            self.unkeyed_warned = false;
+            self.telemetry.rearm_unkeyed();
         }
         let refresh_sooner = config.refresh_interval < self.config.refresh_interval;
         let audit_sooner = config.audit_interval < self.config.audit_interval;
         self.config = config;
-        self.upstream.set_config(config.upstream());
-        self.forwarding
+        self.master.requester.set_config(config.upstream());
+        self.answers
+            .forwarding
             .set_ttls(config.answer_ttl, config.negative_ttl);
-        self.memberships.set_config(MembershipConfig {
-            member_lease: config.member_lease,
-            retry_backoff: config.retry_backoff,
-        });
+        self.registrations.reconfigure(&config);
         // A shorter interval takes effect now rather than after the long
         // one already scheduled.
         if refresh_sooner {
-            self.refresh.bring_forward(now + config.refresh_interval);
+            self.tables
+                .refresh
+                .bring_forward(now + config.refresh_interval);
         }
         if audit_sooner {
-            self.registering.audit_by(now + config.audit_interval);
+            self.registrations
+                .schedule
+                .audit_by(now + config.audit_interval);
         }
     }
 
@@ -251,95 +207,93 @@ impl SaCore {
 
     /// The counters, with the gauges read now.
     pub fn counters(&self) -> Counters {
-        let m = self.memberships.counts();
+        let m = self.registrations.memberships.counts();
         Counters {
             joins_local: m.joins_local,
             joins_upstream: m.joins_upstream,
             leaves: m.leaves,
             leaves_given_up: m.leaves_given_up,
             groups_gone_at_master: m.groups_gone_at_master,
-            leases_ended: self.counters.leases_ended + m.leases_ended,
-            records: self.paths.store.len() as u64,
-            cache_bytes: self.paths.store.heap_bytes() as u64,
-            partition_tables: self.partitions.tables().count() as u64,
-            partition_records: self.partitions.records() as u64,
-            partition_bytes: self.partitions.heap_bytes() as u64,
-            qos_cache_entries: self.qos_cache.len() as u64,
-            qos_cache_bytes: self.qos_cache.bytes() as u64,
-            qos_cache_evicted: self.qos_cache.evicted(),
+            leases_ended: self.telemetry.counters.leases_ended + m.leases_ended,
+            records: self.tables.paths.store.len() as u64,
+            cache_bytes: self.tables.paths.store.heap_bytes() as u64,
+            partition_tables: self.tables.partitions.tables().count() as u64,
+            partition_records: self.tables.partitions.records() as u64,
+            partition_bytes: self.tables.partitions.heap_bytes() as u64,
+            qos_cache_entries: self.answers.qos_cache.len() as u64,
+            qos_cache_bytes: self.answers.qos_cache.bytes() as u64,
+            qos_cache_evicted: self.answers.qos_cache.evicted(),
             names: self.naming.names.len() as u64,
-            upstream_in_flight: self.upstream.in_flight() as u64,
-            registrations_waiting: self.lanes.registrations_waiting() as u64,
-            queries_queued: self.lanes.queries_waiting() as u64,
-            registrations_in_flight: self.lanes.registrations_in_flight() as u64,
-            queries_waiting: (self.forwarding.waiting() + self.qos_cache.asking()) as u64,
+            upstream_in_flight: self.master.requester.in_flight() as u64,
+            registrations_waiting: self.master.lanes.registrations_waiting() as u64,
+            queries_queued: self.master.lanes.queries_waiting() as u64,
+            registrations_in_flight: self.master.lanes.registrations_in_flight() as u64,
+            queries_waiting: self.answers.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
-            subscriptions: self.subscriptions.registry.filters() as u64,
-            subscribers: self.subscriptions.registry.subscribers() as u64,
-            groups: self.memberships.groups() as u64,
-            members: self.memberships.members() as u64,
-            reports_in_flight: self.subscriptions.reports_in_flight() as u64,
-            ..self.counters
+            subscriptions: self.registrations.subscriptions.registry.filters() as u64,
+            subscribers: self.registrations.subscriptions.registry.subscribers() as u64,
+            groups: self.registrations.memberships.groups() as u64,
+            members: self.registrations.memberships.members() as u64,
+            reports_in_flight: self.registrations.subscriptions.reports_in_flight() as u64,
+            ..self.telemetry.counters
         }
     }
 
     /// Answers by attribute, method and status, and how long the master
     /// took to answer.
     pub fn stats(&self) -> &Stats {
-        &self.stats
+        &self.telemetry.stats
     }
 
     /// The PathRecord store (the default table).
     pub fn store(&self) -> &PathStore {
-        &self.paths.store
+        &self.tables.paths.store
     }
 
     /// The port's partition tables.
     pub fn partitions(&self) -> &Partitions {
-        &self.partitions
+        &self.tables.partitions
     }
 
     /// True once this port's paths have been fetched completely.
     pub fn is_ready(&self) -> bool {
-        self.paths.is_complete(self.port.gid.guid())
+        self.tables.paths.is_complete(self.port.gid.guid())
     }
 
     /// True when nothing is left in flight to the master, or waiting to
     /// go there.
     pub fn is_idle(&self) -> bool {
-        self.upstream.in_flight() == 0
-            && self.lanes.registrations_waiting() == 0
-            && self.lanes.queries_waiting() == 0
+        self.master.is_idle()
     }
 
     /// The next MAD to send.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.out.pop_front()
+        self.outbox.mads.pop_front()
     }
 
     /// The next reply for a local program.
     #[must_use]
     pub fn poll_local(&mut self) -> Option<LocalReply> {
-        self.local_out.pop_front()
+        self.outbox.local.pop_front()
     }
 
     /// When [`SaCore::handle_timeout`] must next be called.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
-            self.upstream.poll_timeout(),
+            self.master.requester.poll_timeout(),
             self.queues_timeout(),
             self.transfers.poll_timeout(),
-            self.refresh.next(),
-            self.refresh.partitions_next(),
+            self.tables.refresh.next(),
+            self.tables.refresh.partitions_next(),
             self.naming.fetch_at.map(|(t, _)| t),
-            self.subscriptions.poll_timeout(),
-            self.memberships.poll_timeout(),
-            self.upkeep.check_next(),
+            self.registrations.subscriptions.poll_timeout(),
+            self.registrations.memberships.poll_timeout(),
+            self.tables.upkeep.check_next(),
         ]
         .into_iter()
-        .chain(self.registering.deadlines())
+        .chain(self.registrations.schedule.deadlines())
         .flatten()
         .min()
     }
@@ -349,7 +303,7 @@ impl SaCore {
     pub fn outlook(&self) -> Outlook {
         Outlook {
             timeout: self.poll_timeout(),
-            local_replies: !self.local_out.is_empty(),
+            local_replies: !self.outbox.local.is_empty(),
             names_generation: self.names_generation(),
             ready: self.is_ready(),
             idle: self.is_idle(),
@@ -359,29 +313,33 @@ impl SaCore {
     /// Does whatever is due at `now`: retries and failures upstream, RMPP
     /// resends, refreshes, (re)registrations.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for completion in self.upstream.handle_timeout(now, &mut self.out) {
+        for completion in self
+            .master
+            .requester
+            .handle_timeout(now, &mut self.outbox.mads)
+        {
             self.upstream_done(now, completion);
         }
         self.release_queued(now);
-        for event in self.transfers.handle_timeout(now, &mut self.out) {
+        for event in self.transfers.handle_timeout(now, &mut self.outbox.mads) {
             self.count_transfer(now, &event);
         }
-        self.forwarding.prune(now);
+        self.answers.forwarding.prune(now);
         self.notices_timeout(now);
         self.memberships_timeout(now);
         if self.shutting_down {
             return;
         }
-        if self.refresh.take_due(now) && self.refresh_due(now) {
+        if self.tables.refresh.take_due(now) && self.refresh_due(now) {
             self.start_refresh(now);
         }
-        if self.upkeep.check_due(now) {
+        if self.tables.upkeep.check_due(now) {
             self.start_table_check(now);
         }
-        if self.refresh.take_partitions_due(now) {
+        if self.tables.refresh.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
-        if self.registering.take_registration_due(now) {
+        if self.registrations.schedule.take_registration_due(now) {
             self.register(now);
             self.register_canary(now);
             self.send_publication(now);
@@ -392,11 +350,11 @@ impl SaCore {
             self.naming.fetch_at = None;
             self.start_name_fetch(now, epoch);
         }
-        if self.registering.audit_due(now) {
+        if self.registrations.schedule.audit_due(now) {
             self.audit(now);
         }
-        if self.registering.take_reregistration_due(now) {
-            self.counters.reregistrations += 1;
+        if self.registrations.schedule.take_reregistration_due(now) {
+            self.telemetry.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
                 "registering every subscription and membership again"
@@ -420,35 +378,35 @@ impl SaCore {
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
-        self.memberships.set_port_gid(port.gid);
+        self.registrations.memberships.set_port_gid(port.gid);
         if master_changed {
             // Requests in flight fail: their answers would come from the
             // old master. Their purposes ask again.
-            for completion in self.upstream.cancel_all() {
+            for completion in self.master.requester.cancel_all() {
                 self.upstream_done(now, completion);
             }
         }
         if me_changed {
-            self.paths.clear();
-            self.partitions.clear();
-            self.master_policy.forget();
+            self.tables.clear();
+            self.master.policy.forget();
             self.abandon_fetches_into(|_| true);
         }
         self.forget_answers();
         // The refresh in progress is superseded by the one starting now.
-        self.upstream
+        self.master
+            .requester
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
-        self.refresh.pause();
+        self.tables.refresh.pause();
         // Paths from this port are needed at once when its own identity
         // changed (the store was emptied) or an administrator waits for
         // them; after a new master, what is held is served while the
         // fabric's ports take their turns.
-        let due = if me_changed || self.refresh.awaited() {
+        let due = if me_changed || self.tables.refresh.awaited() {
             now
         } else {
             now + self.refresh_delay()
         };
-        self.refresh.schedule(Some(due));
+        self.tables.refresh.schedule(Some(due));
         self.naming.keep_after_next_refresh = master_changed && !me_changed;
         // A new identity registers at once. After a new master (or a
         // ClientReregister) its ClassPortInfo, the canary and this port's
@@ -462,11 +420,11 @@ impl SaCore {
         } else {
             now + self.reregister_delay()
         };
-        self.registering.register_at(Some(at));
-        self.refresh.register_now();
+        self.registrations.schedule.register_at(Some(at));
+        self.tables.refresh.register_now();
         // Whatever the master held for this port may be gone.
         let again = now + self.reregister_delay();
-        self.registering.reregister_at(Some(again));
+        self.registrations.schedule.reregister_at(Some(again));
         self.handle_timeout(now);
     }
 
@@ -477,15 +435,17 @@ impl SaCore {
     /// this port's phase of the refresh window (a P_Key change reaches
     /// many ports together).
     pub fn handle_pkeys(&mut self, now: Instant, pkeys: &[u16]) {
-        if !self.partitions.set_held(pkeys) {
+        if !self.tables.partitions.set_held(pkeys) {
             return;
         }
         info!(
-            partitions = ?self.partitions.held().iter().map(|p| TableKey::Partition(*p).to_string()).collect::<Vec<_>>(),
+            partitions = ?self.tables.partitions.held().iter().map(|p| TableKey::Partition(*p).to_string()).collect::<Vec<_>>(),
             "the port's partitions"
         );
         if self.is_ready() {
-            self.refresh.schedule_partitions(now + self.refresh_delay());
+            self.tables
+                .refresh
+                .schedule_partitions(now + self.refresh_delay());
         }
         self.handle_timeout(now);
     }
@@ -496,8 +456,8 @@ impl SaCore {
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
-        self.refresh.schedule(None);
-        self.registering.stop();
+        self.tables.refresh.schedule(None);
+        self.registrations.schedule.stop();
         self.unsubscribe_all(now);
         self.leave_all(now);
         self.withdraw_canary(now);
@@ -539,7 +499,7 @@ impl SaCore {
                 self.answer_local_records(&asker, &records);
             }
             Request::ListGroups => {
-                let records = self.memberships.group_records();
+                let records = self.registrations.memberships.group_records();
                 self.answer_local_records(&asker, &records);
             }
             Request::Refresh => self.local_refresh(now, asker),
@@ -562,8 +522,8 @@ impl SaCore {
         self.remove_member(now, Member::Local(conn));
         self.forget_local_waiters(conn);
         self.forget_refresh_waiters(conn);
-        self.local_out.retain(|r| r.conn != conn);
-        self.quotas.forget_conn(conn);
+        self.outbox.forget_conn(conn);
+        self.registrations.quotas.forget_conn(conn);
     }
 
     /// Handles one MAD the port received.
@@ -576,7 +536,7 @@ impl SaCore {
         } = received;
         let request = match Inbound::decode(from, status, mad) {
             Inbound::Malformed { len } => {
-                self.counters.malformed += 1;
+                self.telemetry.counters.malformed += 1;
                 debug!(len, lid = from.lid, "dropping a MAD that is not an SA MAD");
                 return;
             }
@@ -643,8 +603,9 @@ impl SaCore {
     ) {
         let reply_to = from.reply();
         if let Handled::Done(completion) =
-            self.upstream
-                .handle(now, &reply_to, status, mad, cut, &mut self.out)
+            self.master
+                .requester
+                .handle(now, &reply_to, status, mad, cut, &mut self.outbox.mads)
         {
             self.upstream_done(now, completion);
         }
@@ -656,13 +617,16 @@ impl SaCore {
         let peer = control.reply_to();
         let (tid, mad) = (control.tid(), control.mad());
         if self.transfers.is_sending(&peer, tid) {
-            if let Some(e) = self.transfers.control(now, &peer, tid, mad, &mut self.out) {
+            if let Some(e) = self
+                .transfers
+                .control(now, &peer, tid, mad, &mut self.outbox.mads)
+            {
                 self.count_transfer(now, &e);
             }
         } else if self.transfers.is_receiving(&control.from, tid)
-            && let Some(e) = self
-                .transfers
-                .segment(now, &control.from, tid, mad, &mut self.out)
+            && let Some(e) =
+                self.transfers
+                    .segment(now, &control.from, tid, mad, &mut self.outbox.mads)
         {
             self.count_transfer(now, &e);
         }
@@ -677,7 +641,7 @@ impl SaCore {
             waited,
         } = *asker
         {
-            self.local_out.push_back(LocalReply {
+            self.outbox.local.push_back(LocalReply {
                 conn,
                 request: id,
                 answers: Some(kind),

@@ -87,7 +87,9 @@ impl SaCore {
         }
         let member = change.member;
         let mut effects = Vec::new();
-        self.memberships.request(now, change, &mut effects);
+        self.registrations
+            .memberships
+            .request(now, change, &mut effects);
         self.apply_membership_effects(now, effects, None);
         self.settle_member(member);
     }
@@ -105,14 +107,18 @@ impl SaCore {
             (a.status(), record)
         });
         let mut effects = Vec::new();
-        self.memberships.answered(now, op, verdict, &mut effects);
+        self.registrations
+            .memberships
+            .answered(now, op, verdict, &mut effects);
         self.apply_membership_effects(now, effects, answer.map(requester::Answer::mad));
     }
 
     /// Everything `member` holds goes.
     pub(super) fn remove_member(&mut self, now: Instant, member: Member) {
         let mut effects = Vec::new();
-        self.memberships.remove_member(now, member, &mut effects);
+        self.registrations
+            .memberships
+            .remove_member(now, member, &mut effects);
         self.release_member(member);
         self.apply_membership_effects(now, effects, None);
     }
@@ -120,14 +126,16 @@ impl SaCore {
     /// Lease ends and retries that are due.
     pub(super) fn memberships_timeout(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.memberships.handle_timeout(now, &mut effects);
+        self.registrations
+            .memberships
+            .handle_timeout(now, &mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
     /// Joins every group again (a new master, a restart).
     pub(super) fn rejoin_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.memberships.rejoin_all(&mut effects);
+        self.registrations.memberships.rejoin_all(&mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -135,9 +143,13 @@ impl SaCore {
     pub(super) fn group_notice(&mut self, now: Instant, mgid: Gid, created: bool) {
         let mut effects = Vec::new();
         if created {
-            self.memberships.group_created(now, mgid, &mut effects);
+            self.registrations
+                .memberships
+                .group_created(now, mgid, &mut effects);
         } else {
-            self.memberships.group_deleted(now, mgid, &mut effects);
+            self.registrations
+                .memberships
+                .group_deleted(now, mgid, &mut effects);
         }
         self.apply_membership_effects(now, effects, None);
     }
@@ -145,7 +157,7 @@ impl SaCore {
     /// Leaves every group (shutdown).
     pub(super) fn leave_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.memberships.leave_all(now, &mut effects);
+        self.registrations.memberships.leave_all(now, &mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -190,7 +202,7 @@ impl SaCore {
                 Effect::Event {
                     member: Member::Local(conn),
                     event,
-                } => self.local_out.push_back(LocalReply {
+                } => self.outbox.local.push_back(LocalReply {
                     conn,
                     request: 0,
                     answers: None,
@@ -248,7 +260,7 @@ impl SaCore {
             return self.relay_upstream(now, request);
         };
         let trusted = self.trusted(request.sm_key());
-        let held = self.memberships.held(template.mgid());
+        let held = self.registrations.memberships.held(template.mgid());
         let about_us = !mask.contains(mc::PORT_GID) || template.port_gid() == self.port.gid;
         // Only MGID (and PortGID) selections are answered here; the master
         // matches any other component against its own records.

@@ -54,7 +54,7 @@ impl SaCore {
             ),
         };
         let Ok(taken) = taken else {
-            self.counters.errors += 1;
+            self.telemetry.counters.errors += 1;
             warn!(
                 lid = request.from.lid,
                 table = table.describe(),
@@ -63,7 +63,7 @@ impl SaCore {
             );
             return self.answer_load(request, &header, MadStatus::ERR_REQ_INVALID, 0);
         };
-        self.counters.name_tables_loaded += 1;
+        self.telemetry.counters.name_tables_loaded += 1;
         info!(
             table = table.describe(),
             records = taken,
@@ -80,9 +80,11 @@ impl SaCore {
         self.naming.fetch_at = None;
         let loaded_fetch = self.naming.fetch.as_ref().is_some_and(|f| f.loaded);
         if !loaded_fetch {
-            self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+            self.master
+                .requester
+                .forget(|p| matches!(p, Purpose::Names { .. }));
             self.naming.fetch = Some(NameFetch {
-                epoch: self.refresh.epoch(),
+                epoch: self.tables.refresh.epoch(),
                 loaded: true,
                 nodes: TableFetch::Bulk,
                 directory: TableFetch::Bulk,

@@ -83,7 +83,8 @@ impl SaCore {
             return;
         };
         if self
-            .upstream
+            .master
+            .requester
             .any_pending(|p| *p == Purpose::Publish { register: true })
         {
             return;
@@ -129,7 +130,9 @@ impl SaCore {
     /// Starts fetching names for the refresh `epoch` (replacing a fetch
     /// still running).
     pub(super) fn start_name_fetch(&mut self, now: Instant, epoch: Epoch) {
-        self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+        self.master
+            .requester
+            .forget(|p| matches!(p, Purpose::Names { .. }));
         self.naming.fetch_at = None;
         self.naming.fetch = Some(NameFetch {
             epoch,
@@ -207,12 +210,19 @@ impl SaCore {
         let walk_keys: Vec<u64> = if key.is_none() && answer.is_cut() {
             match table {
                 NameTable::Nodes => self
+                    .tables
                     .paths
                     .store
                     .ports()
                     .map(|(_, p)| u64::from(p.lid))
                     .collect(),
-                NameTable::Directory => self.paths.store.ports().map(|(guid, _)| guid).collect(),
+                NameTable::Directory => self
+                    .tables
+                    .paths
+                    .store
+                    .ports()
+                    .map(|(guid, _)| guid)
+                    .collect(),
             }
         } else {
             Vec::new()
@@ -280,7 +290,9 @@ impl SaCore {
             .is_some_and(|f| f.epoch == epoch && !f.loaded)
         {
             self.naming.fetch = None;
-            self.upstream.forget(|p| matches!(p, Purpose::Names { .. }));
+            self.master
+                .requester
+                .forget(|p| matches!(p, Purpose::Names { .. }));
         }
     }
 
@@ -323,7 +335,7 @@ impl SaCore {
             return;
         };
         if !fetch.loaded {
-            self.counters.name_fetches += 1;
+            self.telemetry.counters.name_fetches += 1;
         }
         let mut names = fetch.from_directory;
         names.fill_from(&fetch.from_nodes);

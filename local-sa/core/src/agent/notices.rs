@@ -70,7 +70,7 @@ impl SaCore {
         self.ask_master_info(now);
         let mut effects = Vec::new();
         for trap in CORE_TRAPS {
-            self.subscriptions.registry.subscribe(
+            self.registrations.subscriptions.registry.subscribe(
                 Subscriber::Core,
                 core_filter(trap),
                 &mut effects,
@@ -84,8 +84,13 @@ impl SaCore {
     /// naming a P_Key, SL, ServiceID, QoS class or TClass (every ibacm and
     /// kernel query) go to the master.
     pub(super) fn ask_master_info(&mut self, now: Instant) {
-        let known = (self.master_policy.info()).is_some_and(|m| m.sm_lid == self.port.sm_lid);
-        if !known && !self.upstream.any_pending(|p| *p == Purpose::MasterInfo) {
+        let known = (self.master.policy.info()).is_some_and(|m| m.sm_lid == self.port.sm_lid);
+        if !known
+            && !self
+                .master
+                .requester
+                .any_pending(|p| *p == Purpose::MasterInfo)
+        {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
             self.send_upstream(now, Purpose::MasterInfo, &req);
@@ -95,14 +100,14 @@ impl SaCore {
     /// Holds traps 66/67 while the port is in some multicast group, and
     /// only then: every such trap in the fabric reaches every subscriber.
     pub(super) fn follow_group_traps(&mut self, now: Instant) {
-        let wanted = self.memberships.groups() > 0 && !self.shutting_down;
-        if wanted == self.subscriptions.group_traps {
+        let wanted = self.registrations.memberships.groups() > 0 && !self.shutting_down;
+        if wanted == self.registrations.subscriptions.group_traps {
             return;
         }
-        self.subscriptions.group_traps = wanted;
+        self.registrations.subscriptions.group_traps = wanted;
         let mut effects = Vec::new();
         for trap in GROUP_TRAPS {
-            let registry = &mut self.subscriptions.registry;
+            let registry = &mut self.registrations.subscriptions.registry;
             if wanted {
                 registry.subscribe(Subscriber::Core, core_filter(trap), &mut effects);
             } else {
@@ -116,13 +121,17 @@ impl SaCore {
     /// ClientReregister).
     pub(super) fn resubscribe_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.subscriptions.registry.reregister_all(&mut effects);
+        self.registrations
+            .subscriptions
+            .registry
+            .reregister_all(&mut effects);
         self.apply_inform_effects(now, effects);
     }
 
     /// Withdraws every subscription at the master (shutdown).
     pub(super) fn unsubscribe_all(&mut self, now: Instant) {
         let holders: Vec<Subscriber> = self
+            .registrations
             .subscriptions
             .registry
             .holdings()
@@ -130,7 +139,8 @@ impl SaCore {
             .collect();
         let mut effects = Vec::new();
         for s in holders {
-            self.subscriptions
+            self.registrations
+                .subscriptions
                 .registry
                 .remove_subscriber(&s, &mut effects);
         }
@@ -151,7 +161,11 @@ impl SaCore {
                     self.send_upstream(now, Purpose::Inform { filter, subscribe }, &req);
                 }
                 Effect::Confirm { subscriber, filter } => {
-                    for asker in self.subscriptions.answered(subscriber, filter) {
+                    for asker in self
+                        .registrations
+                        .subscriptions
+                        .answered(subscriber, filter)
+                    {
                         self.answer_asker(&asker, MadStatus::OK);
                     }
                 }
@@ -164,7 +178,11 @@ impl SaCore {
                         Refusal::Master(s) => MadStatus(s),
                         Refusal::NoAnswer => MadStatus::BUSY,
                     };
-                    for asker in self.subscriptions.answered(subscriber, filter) {
+                    for asker in self
+                        .registrations
+                        .subscriptions
+                        .answered(subscriber, filter)
+                    {
                         self.answer_asker(&asker, status);
                     }
                     self.settle_subscriber(subscriber);
@@ -192,7 +210,7 @@ impl SaCore {
         let header = respond::success_header(request.header(), InformInfo::ATTRIBUTE_OFFSET);
         let data = request.data();
         let ii = data.get(..InformInfo::LEN).unwrap_or(data);
-        self.out.push_back(Transmit::reply(
+        self.outbox.mads.push_back(Transmit::reply(
             request.reply_to(),
             respond::single(&header, ii),
         ));
@@ -216,7 +234,9 @@ impl SaCore {
             }
             Some(status) => {
                 if let Some(earlier_not_logged) =
-                    self.log_limit.allow(now, "subscription refused", 0u32)
+                    self.telemetry
+                        .log_limit
+                        .allow(now, "subscription refused", 0u32)
                 {
                     warn!(
                         %filter,
@@ -231,14 +251,21 @@ impl SaCore {
             None => UpstreamResult::NoAnswer,
         };
         let mut effects = Vec::new();
-        self.subscriptions
-            .registry
-            .upstream_result(filter, subscribe, result, &mut effects);
+        self.registrations.subscriptions.registry.upstream_result(
+            filter,
+            subscribe,
+            result,
+            &mut effects,
+        );
         self.apply_inform_effects(now, effects);
-        if self.subscriptions.registry.has_stalled() && !self.shutting_down {
+        if self.registrations.subscriptions.registry.has_stalled() && !self.shutting_down {
             let at = now + self.config.retry_backoff;
-            self.subscriptions.next_retry =
-                Some(self.subscriptions.next_retry.map_or(at, |t| t.min(at)));
+            self.registrations.subscriptions.next_retry = Some(
+                self.registrations
+                    .subscriptions
+                    .next_retry
+                    .map_or(at, |t| t.min(at)),
+            );
         }
     }
 
@@ -265,7 +292,8 @@ impl SaCore {
             qpn: request.from.qpn,
         };
         if ii.subscribe == 1 {
-            self.subscriptions
+            self.registrations
+                .subscriptions
                 .addresses
                 .insert(subscriber, request.reply_to());
         }
@@ -296,18 +324,20 @@ impl SaCore {
         asker: Asker,
     ) {
         if subscribe && !self.admit_subscription(now, s, filter) {
-            if !self.subscriptions.registry.holds_any(&s) {
-                self.subscriptions.addresses.remove(&s);
+            if !self.registrations.subscriptions.registry.holds_any(&s) {
+                self.registrations.subscriptions.addresses.remove(&s);
             }
             return self.answer_asker(&asker, MadStatus::ERR_NO_RESOURCES);
         }
         let mut effects = Vec::new();
         let reply = if subscribe {
-            self.subscriptions
+            self.registrations
+                .subscriptions
                 .registry
                 .subscribe(s, filter, &mut effects)
         } else {
-            self.subscriptions
+            self.registrations
+                .subscriptions
                 .registry
                 .unsubscribe(&s, filter, &mut effects)
         };
@@ -315,7 +345,10 @@ impl SaCore {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
             Reply::Pending => {
                 if let Join::Full(asker) =
-                    self.subscriptions.waiting.join((s, filter), asker, || ())
+                    self.registrations
+                        .subscriptions
+                        .waiting
+                        .join((s, filter), asker, || ())
                 {
                     // The same subscription asked again and again while the
                     // master is asked: the first ones get its answer.
@@ -327,9 +360,9 @@ impl SaCore {
         }
         self.apply_inform_effects(now, effects);
         self.settle_subscriber(s);
-        if !subscribe && !self.subscriptions.registry.holds_any(&s) {
-            self.subscriptions.addresses.remove(&s);
-            self.subscriptions.deliveries.forget(&s);
+        if !subscribe && !self.registrations.subscriptions.registry.holds_any(&s) {
+            self.registrations.subscriptions.addresses.remove(&s);
+            self.registrations.subscriptions.deliveries.forget(&s);
         }
     }
 
@@ -338,15 +371,22 @@ impl SaCore {
     pub(super) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
         let n = self
+            .registrations
             .subscriptions
             .registry
             .remove_subscriber(&s, &mut effects);
-        self.subscriptions.addresses.remove(&s);
-        self.subscriptions.deliveries.forget(&s);
-        self.subscriptions.waiting.close_where(|(w, _)| *w == s);
+        self.registrations.subscriptions.addresses.remove(&s);
+        self.registrations.subscriptions.deliveries.forget(&s);
+        self.registrations
+            .subscriptions
+            .waiting
+            .close_where(|(w, _)| *w == s);
         self.settle_subscriber(s);
         if n > 0
-            && let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber removed", 0u32)
+            && let Some(earlier_not_logged) =
+                self.telemetry
+                    .log_limit
+                    .allow(now, "subscriber removed", 0u32)
         {
             info!(
                 subscriber = %s,
@@ -367,7 +407,7 @@ impl SaCore {
         if self.port.lids().contains(&source.lid) {
             return Some(self.port.gid);
         }
-        let (guid, _) = self.paths.store.port_at(source.lid)?;
+        let (guid, _) = self.tables.paths.store.port_at(source.lid)?;
         Some(Gid::new(self.port.gid.prefix(), guid))
     }
 
@@ -378,13 +418,14 @@ impl SaCore {
             h.set_method(Method::REPORT_RESP);
             h.set_status(MadStatus::OK);
         }
-        self.out
+        self.outbox
+            .mads
             .push_back(Transmit::reply(request.reply_to(), resp.into()));
         if request.from.lid != self.port.sm_lid {
             // Anyone can send a Report: only the master's count.
-            self.counters.denied += 1;
+            self.telemetry.counters.denied += 1;
             let lid = request.from.lid;
-            if let Some(left_out) = self.log_limit.allow(now, "stray report", lid) {
+            if let Some(left_out) = self.telemetry.log_limit.allow(now, "stray report", lid) {
                 warn!(
                     lid,
                     master = self.port.sm_lid,
@@ -397,8 +438,13 @@ impl SaCore {
         let Some(notice) = request.record::<Notice>() else {
             return;
         };
-        let (recipients, copies) = self.subscriptions.registry.recipients(&notice);
+        let (recipients, copies) = self
+            .registrations
+            .subscriptions
+            .registry
+            .recipients(&notice);
         if !self
+            .registrations
             .subscriptions
             .duplicates
             .first_copy(now, &notice, copies)
@@ -406,13 +452,13 @@ impl SaCore {
             debug!("a duplicate Report of a notice already passed on");
             return;
         }
-        self.counters.notices += 1;
+        self.telemetry.counters.notices += 1;
         for s in recipients {
             match s {
                 Subscriber::Core => self.act_on_notice(now, &notice),
                 Subscriber::Mad { .. } => self.send_report(now, s, notice),
                 Subscriber::Local(conn) => {
-                    self.local_out.push_back(LocalReply {
+                    self.outbox.local.push_back(LocalReply {
                         conn,
                         request: 0,
                         answers: None,
@@ -426,6 +472,7 @@ impl SaCore {
         if let TrapDetails::GidOutOfService { gid } = notice.details() {
             // OpenSM drops the subscriptions of a port that left; so do we.
             let gone: Vec<Subscriber> = self
+                .registrations
                 .subscriptions
                 .registry
                 .holdings()
@@ -439,12 +486,17 @@ impl SaCore {
     }
 
     fn send_report(&mut self, now: Instant, s: Subscriber, notice: Notice) {
-        let Some(to) = self.subscriptions.addresses.get(&s).copied() else {
+        let Some(to) = self.registrations.subscriptions.addresses.get(&s).copied() else {
             return;
         };
-        let (tid, ended) = self.subscriptions.deliveries.send(now, s, notice);
-        self.counters.reports_sent += 1;
-        self.out
+        let (tid, ended) = self
+            .registrations
+            .subscriptions
+            .deliveries
+            .send(now, s, notice);
+        self.telemetry.counters.reports_sent += 1;
+        self.outbox
+            .mads
             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
         if let Some(gone) = ended {
             self.lease_ended(now, gone);
@@ -453,42 +505,70 @@ impl SaCore {
 
     /// A ReportResp: true if it answered one of our Reports.
     pub(super) fn report_resp(&mut self, tid: u32) -> bool {
-        self.subscriptions.deliveries.acknowledged(tid).is_some()
+        self.registrations
+            .subscriptions
+            .deliveries
+            .acknowledged(tid)
+            .is_some()
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
-        if let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber silent", 0u32) {
+        if let Some(earlier_not_logged) =
+            self.telemetry
+                .log_limit
+                .allow(now, "subscriber silent", 0u32)
+        {
             warn!(
                 subscriber = %s,
                 earlier_not_logged,
                 "a subscriber stopped answering Reports: its subscriptions end"
             );
         }
-        self.counters.leases_ended += 1;
+        self.telemetry.counters.leases_ended += 1;
         self.remove_subscriber(now, s);
     }
 
     /// Report resends, lease ends, and subscription retries that are due.
     pub(super) fn notices_timeout(&mut self, now: Instant) {
-        for event in self.subscriptions.deliveries.handle_timeout(now) {
+        for event in self
+            .registrations
+            .subscriptions
+            .deliveries
+            .handle_timeout(now)
+        {
             match event {
                 DeliveryEvent::Resend {
                     subscriber,
                     tid,
                     notice,
                 } => {
-                    if let Some(to) = self.subscriptions.addresses.get(&subscriber).copied() {
-                        self.out
+                    if let Some(to) = self
+                        .registrations
+                        .subscriptions
+                        .addresses
+                        .get(&subscriber)
+                        .copied()
+                    {
+                        self.outbox
+                            .mads
                             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
                     }
                 }
                 DeliveryEvent::LeaseEnded { subscriber } => self.lease_ended(now, subscriber),
             }
         }
-        if self.subscriptions.next_retry.is_some_and(|t| t <= now) {
-            self.subscriptions.next_retry = None;
+        if self
+            .registrations
+            .subscriptions
+            .next_retry
+            .is_some_and(|t| t <= now)
+        {
+            self.registrations.subscriptions.next_retry = None;
             let mut effects = Vec::new();
-            self.subscriptions.registry.retry(&mut effects);
+            self.registrations
+                .subscriptions
+                .registry
+                .retry(&mut effects);
             self.apply_inform_effects(now, effects);
         }
     }
@@ -497,20 +577,25 @@ impl SaCore {
     fn act_on_notice(&mut self, now: Instant, notice: &Notice) {
         match notice.details() {
             TrapDetails::GidOutOfService { gid } => {
-                let removed = self.paths.store.remove_port(gid.guid())
-                    + self.partitions.remove_port(gid.guid());
-                self.paths.complete.remove(&gid.guid());
+                let removed = self.tables.paths.store.remove_port(gid.guid())
+                    + self.tables.partitions.remove_port(gid.guid());
+                self.tables.paths.complete.remove(&gid.guid());
                 self.forget_answers_about(gid.guid());
-                if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 65", 0u32) {
+                if let Some(earlier_not_logged) =
+                    self.telemetry.log_limit.allow(now, "trap 65", 0u32)
+                {
                     info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
                 }
             }
             TrapDetails::GidInService { gid } => {
-                if let Some(earlier_not_logged) = self.log_limit.allow(now, "trap 64", 0u32) {
+                if let Some(earlier_not_logged) =
+                    self.telemetry.log_limit.allow(now, "trap 64", 0u32)
+                {
                     info!(%gid, earlier_not_logged, "port in service (trap 64)");
                 }
                 self.forget_answers_about(gid.guid());
                 let partitions = self
+                    .tables
                     .partitions
                     .tables()
                     .map(|(p, _)| TableKey::Partition(p));
@@ -540,7 +625,7 @@ impl SaCore {
             guid: gid.guid(),
             table,
         };
-        if self.upstream.any_pending(|p| *p == purpose) {
+        if self.master.requester.any_pending(|p| *p == purpose) {
             return;
         }
         let (mask, mut t) = self.table_query(table);
@@ -549,7 +634,7 @@ impl SaCore {
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask | pr::DGID);
         if let TableKey::Partition(p) = table
-            && let Some(t) = self.partitions.table_mut(p)
+            && let Some(t) = self.tables.partitions.table_mut(p)
         {
             t.awaiting += 1;
         }
@@ -563,7 +648,7 @@ impl SaCore {
         table: TableKey,
         answer: Option<&Answer>,
     ) {
-        let (epoch, me) = (self.refresh.epoch(), self.port.gid.guid());
+        let (epoch, me) = (self.tables.refresh.epoch(), self.port.gid.guid());
         let Some(t) = self.table_mut(table) else {
             return;
         };
@@ -595,19 +680,19 @@ impl SaCore {
             (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
-                if self.master_policy.info().is_some_and(|m| m.qos != qos) {
+                if self.master.policy.info().is_some_and(|m| m.qos != qos) {
                     // The QoS cache's keys depend on whether the master
                     // applies QoS, and the partition tables on its policy;
                     // the next refresh (at this port's phase) fetches the
                     // tables then wanted.
                     self.forget_answers();
-                    self.partitions.clear();
+                    self.tables.partitions.clear();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
-                    let due =
-                        (self.refresh.next()).map_or(now, |t| t.min(now + self.refresh_delay()));
-                    self.refresh.schedule(Some(due));
+                    let due = (self.tables.refresh.next())
+                        .map_or(now, |t| t.min(now + self.refresh_delay()));
+                    self.tables.refresh.schedule(Some(due));
                 }
-                self.master_policy.learned(MasterInfo {
+                self.master.policy.learned(MasterInfo {
                     qos,
                     sm_lid: self.port.sm_lid,
                 });
@@ -621,9 +706,9 @@ impl SaCore {
     /// registration follows the first refresh whatever failed before it
     /// (the ClassPortInfo asked with the table).
     pub(super) fn retry_registration(&mut self, now: Instant) {
-        if !self.shutting_down && !self.refresh.registers_after() {
+        if !self.shutting_down && !self.tables.refresh.registers_after() {
             let at = now + self.config.retry_backoff;
-            self.registering.register_by(at);
+            self.registrations.schedule.register_by(at);
         }
     }
 
@@ -654,7 +739,7 @@ impl SaCore {
     /// to trusted askers, as OpenSM does.
     pub(super) fn subscription_records(&self, trusted: bool) -> Vec<InformInfoRecord> {
         let mut seen = std::collections::BTreeSet::new();
-        for (s, filter) in self.subscriptions.registry.holdings() {
+        for (s, filter) in self.registrations.subscriptions.registry.holdings() {
             let (gid, qpn) = match s {
                 Subscriber::Mad { gid, qpn } => (*gid, *qpn),
                 Subscriber::Core | Subscriber::Local(_) => (self.port.gid, 1),
@@ -678,6 +763,7 @@ impl SaCore {
 
     fn subscriber_gids(&self) -> Vec<Gid> {
         let mut gids: Vec<Gid> = self
+            .registrations
             .subscriptions
             .registry
             .holdings()

@@ -55,24 +55,24 @@ impl SaCore {
 
     /// Counts a path query answered from the cache.
     fn count_hit(&mut self, now: Instant) {
-        self.counters.hits += 1;
-        self.stats.last_minute.hit(now);
+        self.telemetry.counters.hits += 1;
+        self.telemetry.stats.last_minute.hit(now);
     }
 
     /// Counts a path query the cache could not answer.
     fn count_miss(&mut self, now: Instant) {
-        self.counters.misses += 1;
-        self.stats.last_minute.miss(now);
+        self.telemetry.counters.misses += 1;
+        self.telemetry.stats.last_minute.miss(now);
     }
 
     /// What the store and the master's ClassPortInfo tell path queries.
     fn knowledge(&self) -> Knowledge<'_> {
         Knowledge {
-            store: &self.paths.store,
+            store: &self.tables.paths.store,
             subnet_prefix: self.port.gid.prefix(),
-            complete_sources: &self.paths.complete,
-            master_qos: self.master_policy.info().is_none_or(|m| m.qos),
-            partitions: &self.partitions,
+            complete_sources: &self.tables.paths.complete,
+            master_qos: self.master.policy.info().is_none_or(|m| m.qos),
+            partitions: &self.tables.partitions,
         }
     }
 
@@ -99,22 +99,22 @@ impl SaCore {
             {
                 // Whether the master applies QoS is being asked: wait for
                 // that one small answer rather than ask the master this.
-                self.counters.coalesced += 1;
-                self.master_policy.wait(asker, query);
+                self.telemetry.counters.coalesced += 1;
+                self.master.policy.wait(asker, query);
             }
             Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
             Outcome::Forward(reason) => {
                 self.count_miss(now);
                 debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
-                if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
-                    self.counters.answer_cache_hits += 1;
+                if let Some(answer) = self.answers.forwarding.cached(now, &query).cloned() {
+                    self.telemetry.counters.answer_cache_hits += 1;
                     self.answer_waiter(now, &asker, &answer);
                     return;
                 }
                 match lookup {
                     Lookup::CacheOnly => {
                         self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                        if self.forwarding.prefetch(query) {
+                        if self.answers.forwarding.prefetch(query) {
                             self.send_forward(now, query);
                         }
                         return;
@@ -142,7 +142,7 @@ impl SaCore {
         key: PairKey,
     ) {
         if let Some(outcome) = self.held_pair_outcome(&key, &query) {
-            self.counters.qos_cache_hits += 1;
+            self.telemetry.counters.qos_cache_hits += 1;
             return self.settle(now, asker, query, lookup, outcome);
         }
         self.count_miss(now);
@@ -155,7 +155,7 @@ impl SaCore {
     fn pair_again(&mut self, now: Instant, asker: Asker, query: PathQuery, key: PairKey) {
         match self.held_pair_outcome(&key, &query) {
             Some(outcome) => {
-                self.counters.qos_cache_hits += 1;
+                self.telemetry.counters.qos_cache_hits += 1;
                 self.act_on_pair(now, asker, query, outcome);
             }
             None => self.ask_pair(now, asker, query, Lookup::Anywhere, key),
@@ -175,18 +175,20 @@ impl SaCore {
         match lookup {
             Lookup::CacheOnly => {
                 self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                let fetch = self.qos_cache.prefetch(key);
+                let fetch = self.answers.qos_cache.prefetch(key);
                 self.send_fetch(now, fetch);
             }
             Lookup::KnownOnly => self.answer_status(&asker, MadStatus::ERR_NO_RECORDS),
-            Lookup::Anywhere | Lookup::Master => match self.qos_cache.wait(key, asker, query) {
-                Waited::For(Fetch::Nothing) => self.counters.coalesced += 1,
-                Waited::For(fetch) => self.send_fetch(now, fetch),
-                Waited::Full(asker) => {
-                    self.counters.upstream_refused += 1;
-                    self.answer_status(&asker, MadStatus::BUSY);
+            Lookup::Anywhere | Lookup::Master => {
+                match self.answers.qos_cache.wait(key, asker, query) {
+                    Waited::For(Fetch::Nothing) => self.telemetry.counters.coalesced += 1,
+                    Waited::For(fetch) => self.send_fetch(now, fetch),
+                    Waited::Full(asker) => {
+                        self.telemetry.counters.upstream_refused += 1;
+                        self.answer_status(&asker, MadStatus::BUSY);
+                    }
                 }
-            },
+            }
         }
     }
 
@@ -203,14 +205,14 @@ impl SaCore {
         };
         match fetch {
             Fetch::Pair(key) => {
-                self.counters.qos_cache_fetches += 1;
+                self.telemetry.counters.qos_cache_fetches += 1;
                 let request = get_table(key.query(prefix));
                 self.send_upstream(now, Purpose::Pair(key), &request);
             }
             // Every port of a job asks its own at the job's start: a
             // whole table's wait, not a pair's.
             Fetch::Table(key) => {
-                self.counters.qos_cache_tables += 1;
+                self.telemetry.counters.qos_cache_tables += 1;
                 let request = get_table(key.query(prefix));
                 self.send_table_upstream(now, Purpose::QosTable(key), &request);
             }
@@ -224,7 +226,7 @@ impl SaCore {
     /// error other than "none") sends each waiter's own query to the
     /// master instead.
     pub(super) fn pair_answered(&mut self, now: Instant, key: &PairKey, answer: &Answer) {
-        let (waiters, keep) = self.qos_cache.release(key);
+        let (waiters, keep) = self.answers.qos_cache.release(key);
         let records: Vec<PathRecord> = match answer.status() {
             _ if answer.is_cut() => return self.forward_each(now, waiters),
             MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
@@ -235,7 +237,7 @@ impl SaCore {
             self.answer_from_pair(now, asker.waited(), query, key, &records);
         }
         if keep {
-            self.qos_cache.insert(*key, records);
+            self.answers.qos_cache.insert(*key, records);
         }
     }
 
@@ -267,7 +269,7 @@ impl SaCore {
     /// What `query` comes to from `key`'s records in the QoS cache, if
     /// they are there.
     fn held_pair_outcome(&self, key: &PairKey, query: &PathQuery) -> Option<Outcome> {
-        let records = self.qos_cache.get(key)?;
+        let records = self.answers.qos_cache.get(key)?;
         Some(self.pair_outcome(records, key, query))
     }
 
@@ -291,10 +293,10 @@ impl SaCore {
     /// used so (cut, or an error other than "none"), has its waiters'
     /// pairs asked on their own.
     pub(super) fn qos_table_answered(&mut self, now: Instant, key: &SourceKey, answer: &Answer) {
-        let (waiters, keep) = self.qos_cache.release_table(key, false);
+        let (waiters, keep) = self.answers.qos_cache.release_table(key, false);
         let by_dst = match answer.status() {
             _ if answer.is_cut() => {
-                self.qos_cache.tables_come_cut();
+                self.answers.qos_cache.tables_come_cut();
                 HashMap::new()
             }
             MadStatus::OK => by_destination(answer.records::<PathRecord>().copied()),
@@ -308,14 +310,14 @@ impl SaCore {
             }
         }
         if keep {
-            self.qos_cache.insert_table(key, by_dst);
+            self.answers.qos_cache.insert_table(key, by_dst);
         }
     }
 
     /// A source's table got no answer, or could not be sent: its waiters
     /// are answered BUSY, as for any query the master left unanswered.
     pub(super) fn qos_table_failed(&mut self, key: &SourceKey) {
-        for (_, asker, _) in self.qos_cache.release_table(key, true).0 {
+        for (_, asker, _) in self.answers.qos_cache.release_table(key, true).0 {
             self.answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
@@ -323,7 +325,7 @@ impl SaCore {
     /// A pair's query got no answer, or could not be sent: its waiters
     /// are answered BUSY, as for any query the master left unanswered.
     pub(super) fn pair_failed(&mut self, key: &PairKey) {
-        for (asker, _) in self.qos_cache.release(key).0 {
+        for (asker, _) in self.answers.qos_cache.release(key).0 {
             self.answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
@@ -338,39 +340,43 @@ impl SaCore {
     /// forwarded queries' and the QoS cache's): something that could
     /// change them happened.
     pub(super) fn forget_answers(&mut self) {
-        self.forwarding.forget_answers();
-        self.qos_cache.clear();
+        self.answers.forwarding.forget_answers();
+        self.answers.qos_cache.clear();
     }
 
     /// A port went out of service or came back: the forwarded answers
     /// go (any of them may name it), and the QoS cache's pairs with it at
     /// either end.
     pub(super) fn forget_answers_about(&mut self, guid: u64) {
-        self.forwarding.forget_answers();
-        self.qos_cache.forget_port(guid);
+        self.answers.forwarding.forget_answers();
+        self.answers.qos_cache.forget_port(guid);
     }
 
     /// True when the master's ClassPortInfo is unknown but asked, and the
     /// queries waiting for it are not too many.
     fn awaiting_master_info(&self) -> bool {
-        self.master_policy.may_wait() && self.upstream.any_pending(|p| *p == Purpose::MasterInfo)
+        self.master.policy.may_wait()
+            && self
+                .master
+                .requester
+                .any_pending(|p| *p == Purpose::MasterInfo)
     }
 
     /// The master's ClassPortInfo came, or did not: the queries that
     /// waited for it are answered now, from the cache if they may be.
     pub(super) fn release_qos_waiters(&mut self, now: Instant) {
-        for (asker, query) in self.master_policy.take_waiters() {
+        for (asker, query) in self.master.policy.take_waiters() {
             self.path_request(now, asker, query, Lookup::Anywhere);
         }
     }
 
     /// Asks the master for `asker` (with whoever asks the same).
     fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
-        match self.forwarding.wait(query, asker) {
+        match self.answers.forwarding.wait(query, asker) {
             Join::First => self.send_forward(now, query),
-            Join::Joined => self.counters.coalesced += 1,
+            Join::Joined => self.telemetry.counters.coalesced += 1,
             Join::Full(asker) => {
-                self.counters.upstream_refused += 1;
+                self.telemetry.counters.upstream_refused += 1;
                 self.answer_status(&asker, MadStatus::BUSY);
             }
         }
@@ -391,7 +397,7 @@ impl SaCore {
             // One MAD, built in one allocation: the common case.
             let header = respond::success_header(request.header(), PathRecord::ATTRIBUTE_OFFSET);
             let one = records.first().map_or(&[][..], |r| r.as_bytes());
-            self.out.push_back(Transmit::reply(
+            self.outbox.mads.push_back(Transmit::reply(
                 request.reply_to(),
                 respond::single(&header, one),
             ));
@@ -441,12 +447,17 @@ impl SaCore {
             // a table with an unknown part missing, so it is told the
             // answer could not be had. Nothing is kept.
             let waiters: Vec<Asker> = self
+                .answers
                 .forwarding
                 .release(query)
                 .into_iter()
                 .map(Asker::waited)
                 .collect();
-            if let Some(left_out) = self.log_limit.allow(now, "cut answer", self.port.sm_lid) {
+            if let Some(left_out) =
+                self.telemetry
+                    .log_limit
+                    .allow(now, "cut answer", self.port.sm_lid)
+            {
                 warn!(
                     waiters = waiters.len(),
                     earlier_not_logged = left_out,
@@ -470,7 +481,7 @@ impl SaCore {
             packed(answer.records::<PathRecord>())
         };
         let answer = PathAnswer { status, data };
-        for w in self.forwarding.answered(now, query, answer.clone()) {
+        for w in self.answers.forwarding.answered(now, query, answer.clone()) {
             self.answer_waiter(now, &w.waited(), &answer);
         }
     }
@@ -478,9 +489,13 @@ impl SaCore {
     /// Everyone waiting for the master's answer to a forwarded query from
     /// local connection `conn` is forgotten (it closed).
     pub(super) fn forget_local_waiters(&mut self, conn: ConnId) {
-        self.forwarding.forget_where(|w| w.conn() == Some(conn));
-        self.qos_cache.forget_where(|w| w.conn() == Some(conn));
-        self.master_policy.forget_waiters_of(conn);
+        self.answers
+            .forwarding
+            .forget_where(|w| w.conn() == Some(conn));
+        self.answers
+            .qos_cache
+            .forget_where(|w| w.conn() == Some(conn));
+        self.master.policy.forget_waiters_of(conn);
     }
 }
 

@@ -19,18 +19,24 @@ impl SaCore {
     pub(super) fn reregister_delay(&self) -> Duration {
         // The master's ClassPortInfo, the canary and this port's directory
         // record, besides what its consumers hold.
-        let own = self.subscriptions.registry.filters() + self.memberships.groups() + 3;
+        let own = self.registrations.subscriptions.registry.filters()
+            + self.registrations.memberships.groups()
+            + 3;
         let window = self
             .config
             .pace
-            .reregistration_window(self.fabric_ports, own);
+            .reregistration_window(self.tables.refresh.fabric_ports(), own);
         self.spread(window)
     }
 
     /// How long this port waits before refreshing its paths from a new
     /// master (meanwhile it serves what it holds).
     pub(super) fn refresh_delay(&self) -> Duration {
-        self.spread(self.config.pace.refresh_window(self.fabric_ports))
+        self.spread(
+            self.config
+                .pace
+                .refresh_window(self.tables.refresh.fabric_ports()),
+        )
     }
 
     /// How long this port waits to refresh again after its refresh
@@ -41,7 +47,7 @@ impl SaCore {
     /// sees them come back spread, fewer at a time after each failure.
     pub(super) fn refresh_retry_delay(&self) -> Duration {
         let backoff = self.config.retry_backoff;
-        let doublings = self.refresh.failures().saturating_sub(1).min(16);
+        let doublings = self.tables.refresh.failures().saturating_sub(1).min(16);
         let window = backoff
             .saturating_mul(1 << doublings)
             .min(self.config.pace.max_window);

@@ -47,9 +47,12 @@ impl SaCore {
         let sources = tables.len();
         for (key, table) in tables {
             given += table.len();
-            stored += self.qos_cache.insert_table(&key, by_destination(table));
+            stored += self
+                .answers
+                .qos_cache
+                .insert_table(&key, by_destination(table));
         }
-        self.counters.qos_cache_loaded += stored as u64;
+        self.telemetry.counters.qos_cache_loaded += stored as u64;
         info!(
             records = stored,
             not_kept = given - stored,

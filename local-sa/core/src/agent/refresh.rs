@@ -31,17 +31,17 @@ const MAX_UNICAST_LID: u16 = 0xBFFF;
 impl SaCore {
     /// Starts a refresh unless one is running.
     pub(super) fn start_refresh(&mut self, now: Instant) {
-        if self.refresh.is_running() {
+        if self.tables.refresh.is_running() {
             return;
         }
         self.refresh_starting(now);
-        let epoch = self.refresh.begin(now, false);
+        let epoch = self.tables.refresh.begin(now, false);
         debug!(
             epoch,
             master = self.port.sm_lid,
             "refreshing this port's paths"
         );
-        if self.refresh.registers_after() {
+        if self.tables.refresh.registers_after() {
             // At start, whether the master applies QoS is asked just
             // before the table (one small request, answered first), so
             // that queries naming a P_Key — every ibacm and kernel query —
@@ -51,7 +51,7 @@ impl SaCore {
         self.fetch_table(now, epoch, TableKey::Default);
         // Renews this port's directory record's lease (at start, the
         // registration after this refresh publishes it).
-        if !self.refresh.registers_after() {
+        if !self.tables.refresh.registers_after() {
             self.send_publication(now);
         }
     }
@@ -63,14 +63,15 @@ impl SaCore {
         if self.shutting_down {
             return;
         }
-        if self.refresh.is_running() {
-            self.refresh
+        if self.tables.refresh.is_running() {
+            self.tables
+                .refresh
                 .schedule_partitions(now + Duration::from_secs(1));
             return;
         }
         let first = self.missing_partitions().next();
         if let Some(p) = first {
-            let epoch = self.refresh.begin(now, true);
+            let epoch = self.tables.refresh.begin(now, true);
             self.fetch_table(now, epoch, TableKey::Partition(p));
         }
     }
@@ -78,9 +79,12 @@ impl SaCore {
     /// The partitions wanted whose tables are not held complete.
     fn missing_partitions(&self) -> impl Iterator<Item = u16> + '_ {
         let me = self.port.gid.guid();
-        self.wanted_partitions()
-            .into_iter()
-            .filter(move |p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)))
+        self.wanted_partitions().into_iter().filter(move |p| {
+            self.tables
+                .partitions
+                .table(*p)
+                .is_none_or(|t| !t.is_complete(me))
+        })
     }
 
     /// Asks the master for table `table` of this port's paths, in bulk.
@@ -89,7 +93,9 @@ impl SaCore {
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask);
-        self.refresh.advance(RefreshState::Bulk { epoch, table });
+        self.tables
+            .refresh
+            .advance(RefreshState::Bulk { epoch, table });
         self.send_table_upstream(now, Purpose::Bulk { epoch, table }, &b.into_bytes());
     }
 
@@ -111,8 +117,8 @@ impl SaCore {
     /// partition the port no longer holds.
     pub(super) fn table_mut(&mut self, table: TableKey) -> Option<&mut PathTable> {
         match table {
-            TableKey::Default => Some(&mut self.paths),
-            TableKey::Partition(p) => self.partitions.table_mut(p),
+            TableKey::Default => Some(&mut self.tables.paths),
+            TableKey::Partition(p) => self.tables.partitions.table_mut(p),
         }
     }
 
@@ -123,7 +129,7 @@ impl SaCore {
         table: TableKey,
         answer: &Answer,
     ) {
-        if self.refresh.state() != (RefreshState::Bulk { epoch, table }) {
+        if self.tables.refresh.state() != (RefreshState::Bulk { epoch, table }) {
             return;
         }
         if answer.status() != MadStatus::OK {
@@ -134,12 +140,13 @@ impl SaCore {
             // That partition's queries go on being asked per pair; the
             // other tables are fetched, and that one alone is asked again
             // after the back-off.
-            self.refresh
+            self.tables
+                .refresh
                 .schedule_partitions(now + self.refresh_retry_delay());
             return self.fetch_table_after(now, epoch, table);
         }
         if answer.is_cut() {
-            self.qos_cache.tables_come_cut();
+            self.answers.qos_cache.tables_come_cut();
             if table == TableKey::Default {
                 info!(
                     "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
@@ -152,7 +159,7 @@ impl SaCore {
                 highest_found: 0,
                 in_flight: 0,
             };
-            self.refresh.advance(start);
+            self.tables.refresh.advance(start);
             return self.walk(now);
         }
         if let Some(t) = self.table_mut(table) {
@@ -173,7 +180,7 @@ impl SaCore {
             mut next,
             highest_found,
             mut in_flight,
-        } = self.refresh.state()
+        } = self.tables.refresh.state()
         else {
             return;
         };
@@ -198,7 +205,7 @@ impl SaCore {
             next += 1;
             in_flight += 1;
         }
-        self.refresh.advance(RefreshState::Walk {
+        self.tables.refresh.advance(RefreshState::Walk {
             epoch,
             table,
             next,
@@ -224,7 +231,7 @@ impl SaCore {
             next,
             mut highest_found,
             in_flight,
-        } = self.refresh.state()
+        } = self.tables.refresh.state()
         else {
             return;
         };
@@ -239,7 +246,7 @@ impl SaCore {
                 highest_found = highest_found.max(dlid);
             }
         }
-        self.refresh.advance(RefreshState::Walk {
+        self.tables.refresh.advance(RefreshState::Walk {
             epoch,
             table,
             next,
@@ -268,7 +275,7 @@ impl SaCore {
 
     /// Asks for the table after `table`, or ends the refresh.
     fn fetch_table_after(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
-        let next = if self.refresh.only_missing() {
+        let next = if self.tables.refresh.only_missing() {
             self.missing_partitions()
                 .map(TableKey::Partition)
                 .find(|t| *t > table)
@@ -288,13 +295,15 @@ impl SaCore {
     /// While the master's QoS is unknown, every one.
     pub(super) fn wanted_partitions(&self) -> Vec<u16> {
         let default = self
+            .tables
             .paths
             .store
             .from_lid(self.port.lid)
             .next()
             .map(|r| partition_of(r.pkey()));
-        let no_qos = self.master_policy.info().is_some_and(|m| !m.qos);
-        self.partitions
+        let no_qos = self.master.policy.info().is_some_and(|m| !m.qos);
+        self.tables
+            .partitions
             .held()
             .iter()
             .copied()
@@ -306,12 +315,12 @@ impl SaCore {
     /// waited for the refresh is answered.
     fn finish_refresh(&mut self) {
         let wanted = self.wanted_partitions();
-        self.partitions.retain(|p| wanted.contains(&p));
-        self.refresh.stop();
-        if !self.partitions.held().is_empty() {
+        self.tables.partitions.retain(|p| wanted.contains(&p));
+        self.tables.refresh.stop();
+        if !self.tables.partitions.held().is_empty() {
             info!(
                 tables = wanted.len(),
-                records = self.partitions.records(),
+                records = self.tables.partitions.records(),
                 "this port's partition tables are fresh"
             );
         }
@@ -322,11 +331,11 @@ impl SaCore {
     /// refresh follows.
     fn default_table_fresh(&mut self, now: Instant, epoch: Epoch, swept: usize) {
         self.forget_answers();
-        self.counters.refreshes += 1;
-        let took = (self.refresh.take_began()).map(|t| now.saturating_duration_since(t));
-        self.refresh.made_fresh(now, took);
+        self.telemetry.counters.refreshes += 1;
+        let took = (self.tables.refresh.take_began()).map(|t| now.saturating_duration_since(t));
+        self.tables.refresh.made_fresh(now, took);
         info!(
-            records = self.paths.store.len(),
+            records = self.tables.paths.store.len(),
             swept, "this port's paths are fresh"
         );
         if self.paths_fresh(now, epoch) {
@@ -349,11 +358,14 @@ impl SaCore {
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
     pub(super) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
-        self.refresh.completed();
-        self.fabric_ports = self.paths.store.port_count();
-        self.refresh.schedule(Some(self.next_periodic_refresh(now)));
+        self.tables
+            .refresh
+            .completed(self.tables.paths.store.port_count());
+        self.tables
+            .refresh
+            .schedule(Some(self.next_periodic_refresh(now)));
         self.say_periodic_interval();
-        let first = self.refresh.registers_after();
+        let first = self.tables.refresh.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two
             // tables of a record per host, twice the paths' cost) and the
@@ -378,23 +390,25 @@ impl SaCore {
     /// refresh. A refresh already running goes on: its table is the
     /// master's word.
     pub(super) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.refresh.is_running() || self.shutting_down {
+        if self.tables.refresh.is_running() || self.shutting_down {
             return;
         }
-        self.counters.refreshes_loaded += 1;
-        self.refresh.made_fresh(now, None);
-        self.paths_fresh(now, self.refresh.epoch());
+        self.telemetry.counters.refreshes_loaded += 1;
+        self.tables.refresh.made_fresh(now, None);
+        self.paths_fresh(now, self.tables.refresh.epoch());
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase.
-        self.refresh.schedule_partitions(now + self.refresh_delay());
+        self.tables
+            .refresh
+            .schedule_partitions(now + self.refresh_delay());
     }
 
     /// Schedules the start's registration, once the first refresh ended
     /// (done or failed), at this port's phase of the re-registration window.
     fn registration_after_first_refresh(&mut self, now: Instant) {
-        if self.refresh.take_register_after() {
+        if self.tables.refresh.take_register_after() {
             let at = now + self.reregister_delay();
-            self.registering.register_at(Some(at));
+            self.registrations.schedule.register_at(Some(at));
         }
     }
 
@@ -405,13 +419,13 @@ impl SaCore {
     /// refresh with them if it fills one of those tables. Returns whether
     /// it did; the caller says when the refresh starts again.
     pub(super) fn abandon_fetches_into(&mut self, cleared: impl Fn(TableKey) -> bool) -> bool {
-        self.upstream.forget(|p| match p {
+        self.master.requester.forget(|p| match p {
             Purpose::Bulk { table, .. }
             | Purpose::Walk { table, .. }
             | Purpose::GidInService { table, .. } => cleared(*table),
             _ => false,
         });
-        let Some(running) = self.refresh.table() else {
+        let Some(running) = self.tables.refresh.table() else {
             return false;
         };
         if !cleared(running) {
@@ -419,31 +433,33 @@ impl SaCore {
         }
         // The table's requests are forgotten above; no answer ends this
         // refresh now.
-        self.refresh.stop();
+        self.tables.refresh.stop();
         true
     }
 
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(super) fn refresh_failed(&mut self, now: Instant) {
-        let Some(table) = self.refresh.table() else {
+        let Some(table) = self.tables.refresh.table() else {
             return;
         };
-        self.refresh.pause();
+        self.tables.refresh.pause();
         if table != TableKey::Default {
             // The default table is in: only the partitions' are asked
             // again, after the back-off.
-            self.refresh.stop();
+            self.tables.refresh.stop();
             if !self.shutting_down {
-                self.refresh
+                self.tables
+                    .refresh
                     .schedule_partitions(now + self.refresh_retry_delay());
             }
             return self.answer_refresh_waiters(MadStatus::BUSY);
         }
-        self.refresh.failed();
+        self.tables.refresh.failed();
         self.registration_after_first_refresh(now);
         if !self.shutting_down {
-            self.refresh
+            self.tables
+                .refresh
                 .schedule(Some(now + self.refresh_retry_delay()));
         }
         // The master did not give the table: as for a query it left

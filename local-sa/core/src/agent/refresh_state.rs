@@ -43,6 +43,9 @@ pub(super) struct Refresh {
     epoch: Epoch,
     /// Refreshes that failed since the last one that completed.
     failures: u32,
+    /// Ports of the fabric, as the last complete refresh showed them (0
+    /// before one): how widely refreshes and re-registrations spread.
+    fabric_ports: usize,
     /// When the refresh running now began.
     began: Option<Instant>,
     /// When this port's paths were last made fresh, and how long the
@@ -71,6 +74,7 @@ impl Refresh {
             state: RefreshState::Idle,
             epoch: 0,
             failures: 0,
+            fabric_ports: 0,
             began: None,
             last_fresh: None,
             waiters: Vec::new(),
@@ -164,9 +168,17 @@ impl Refresh {
         self.last_fresh
     }
 
-    /// A refresh completed: failures no longer count.
-    pub(super) fn completed(&mut self) {
+    /// A refresh completed, showing `fabric_ports` ports: failures no
+    /// longer count.
+    pub(super) fn completed(&mut self, fabric_ports: usize) {
         self.failures = 0;
+        self.fabric_ports = fabric_ports;
+    }
+
+    /// Ports of the fabric, as the last complete refresh showed them (0
+    /// before one).
+    pub(super) fn fabric_ports(&self) -> usize {
+        self.fabric_ports
     }
 
     /// A refresh failed.

@@ -16,8 +16,13 @@ impl SaCore {
     pub fn registrations(&self) -> Registrations {
         Registrations {
             port_gid: self.port.gid,
-            subscriptions: self.subscriptions.registry.possibly_at_master().collect(),
-            groups: self.memberships.possibly_held(),
+            subscriptions: self
+                .registrations
+                .subscriptions
+                .registry
+                .possibly_at_master()
+                .collect(),
+            groups: self.registrations.memberships.possibly_held(),
         }
     }
 
@@ -25,7 +30,7 @@ impl SaCore {
     /// keeps the record writes it again when this moves, before sending
     /// what [`SaCore::poll_transmit`] gives.
     pub fn registrations_generation(&self) -> u64 {
-        self.registering.generation()
+        self.registrations.schedule.generation()
     }
 
     /// Removes at the master what a previous agent of this port left
@@ -50,14 +55,17 @@ impl SaCore {
         );
         let mut effects = Vec::new();
         for filter in &previous.subscriptions {
-            self.subscriptions
+            self.registrations
+                .subscriptions
                 .registry
                 .assume_held(*filter, &mut effects);
         }
         self.apply_inform_effects(now, effects);
         let mut effects = Vec::new();
         for (mgid, bits) in &previous.groups {
-            self.memberships.adopt(now, *mgid, *bits, &mut effects);
+            self.registrations
+                .memberships
+                .adopt(now, *mgid, *bits, &mut effects);
         }
         self.apply_membership_effects(now, effects, None);
     }
@@ -65,7 +73,7 @@ impl SaCore {
     /// Counts a request or answer that may change the registrations.
     pub(super) fn note_registration_traffic(&mut self, purpose: &Purpose) {
         if matches!(purpose, Purpose::Inform { .. } | Purpose::Membership(_)) {
-            self.registering.registrations_changed();
+            self.registrations.schedule.registrations_changed();
         }
     }
 }

@@ -20,7 +20,7 @@ impl SaCore {
         s.push("port_gid", self.port.gid);
         s.push("lid", self.port.lid);
         s.push("sm_lid", self.port.sm_lid);
-        if let Some(m) = self.master_policy.info() {
+        if let Some(m) = self.master.policy.info() {
             s.push("master_sa_lid", m.sm_lid);
             s.push("master_qos", if m.qos { "yes" } else { "no" });
         }
@@ -30,8 +30,8 @@ impl SaCore {
             "incomplete"
         };
         s.push("table", table);
-        s.push("records", self.paths.store.len());
-        for (pkey, t) in self.partitions.tables() {
+        s.push("records", self.tables.paths.store.len());
+        for (pkey, t) in self.tables.partitions.tables() {
             let state = if t.is_complete(self.port.gid.guid()) {
                 "complete"
             } else {
@@ -55,26 +55,26 @@ impl SaCore {
             };
             s.push("directory", published);
         }
-        if let Some((at, took)) = self.refresh.last_fresh() {
+        if let Some((at, took)) = self.tables.refresh.last_fresh() {
             s.push("last_refresh_age_ms", ms(at));
             match took {
                 Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
                 None => s.push("last_refresh_by", "load"),
             }
         }
-        if self.refresh.is_running()
-            && let Some(began) = self.refresh.began()
+        if self.tables.refresh.is_running()
+            && let Some(began) = self.tables.refresh.began()
         {
             s.push("refreshing_for_ms", ms(began));
         }
-        if let Some(next) = self.refresh.next() {
+        if let Some(next) = self.tables.refresh.next() {
             s.push(
                 "next_refresh_in_ms",
                 next.saturating_duration_since(now).as_millis(),
             );
         }
-        s.push("refresh_failures_in_a_row", self.refresh.failures());
-        match self.upkeep.lease() {
+        s.push("refresh_failures_in_a_row", self.tables.refresh.failures());
+        match self.tables.upkeep.lease() {
             Some(lease) => {
                 s.push("kept_by", format!("distributor lid={}", lease.lid));
                 s.push("lease_s", lease.length.as_secs());
@@ -87,12 +87,12 @@ impl SaCore {
                 s.push("kept_by", "this port");
                 s.push("refresh_interval_s", self.periodic_interval().as_secs());
                 s.push("worst_staleness_s", self.worst_staleness().as_secs());
-                if self.upkeep.change_pending() {
+                if self.tables.upkeep.change_pending() {
                     s.push("change_refresh_pending", "yes");
                 }
             }
         }
-        if let Some(next) = self.upkeep.check_next() {
+        if let Some(next) = self.tables.upkeep.check_next() {
             s.push(
                 "next_check_in_ms",
                 next.saturating_duration_since(now).as_millis(),
@@ -133,10 +133,13 @@ impl SaCore {
         ] {
             s.push(name, value);
         }
-        let (hits, misses) = self.stats.last_minute.totals(now);
+        let (hits, misses) = self.telemetry.stats.last_minute.totals(now);
         s.push("hits_last_minute", hits);
         s.push("misses_last_minute", misses);
-        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
+        let rate = self
+            .config
+            .pace
+            .port_registration_rate(self.tables.refresh.fabric_ports());
         s.push("registrations_per_s", format!("{rate:.1}"));
         for r in self.registrants().iter().take(STATUS_REGISTRANTS) {
             s.push(

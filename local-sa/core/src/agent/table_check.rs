@@ -24,15 +24,15 @@ impl SaCore {
     /// Starts a check of the default table against the master, unless
     /// one runs, a refresh runs, or there is nothing to check.
     pub(super) fn start_table_check(&mut self, now: Instant) {
-        self.upkeep.check_at(None);
-        if self.upkeep.is_checking() || self.shutting_down {
+        self.tables.upkeep.check_at(None);
+        if self.tables.upkeep.is_checking() || self.shutting_down {
             return;
         }
         let sample = self.check_sample();
         if sample.is_empty() {
             return;
         }
-        let round = self.upkeep.begin_check(sample.len());
+        let round = self.tables.upkeep.begin_check(sample.len());
         let (mask, mut t) = self.table_query(TableKey::Default);
         for dlid in sample {
             t.set_dlid(dlid);
@@ -48,6 +48,7 @@ impl SaCore {
     fn check_sample(&self) -> Vec<u16> {
         let own = self.port.lids();
         let mut dlids: Vec<u16> = self
+            .tables
             .paths
             .store
             .from_lid(self.port.lid)
@@ -61,7 +62,7 @@ impl SaCore {
             return Vec::new();
         }
         let phase = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
-        let offset = phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919) % len;
+        let offset = phase.wrapping_add(self.tables.upkeep.check_rounds() as usize * 7_919) % len;
         (0..k)
             .map(|i| dlids[(offset + i * len / k) % len])
             .collect()
@@ -77,7 +78,7 @@ impl SaCore {
         answer: Option<&Answer>,
     ) {
         let agrees = answer.map(|a| self.agrees_with_master(dlid, a));
-        if let Some(done) = self.upkeep.check_answered(round, dlid, agrees) {
+        if let Some(done) = self.tables.upkeep.check_answered(round, dlid, agrees) {
             self.check_done(now, done);
         }
     }
@@ -88,7 +89,7 @@ impl SaCore {
             // Not an answer about the paths: as if none came.
             return true;
         }
-        let store = &self.paths.store;
+        let store = &self.tables.paths.store;
         let mut answered = 0;
         for r in answer.records::<PathRecord>() {
             answered += 1;
@@ -108,11 +109,12 @@ impl SaCore {
 
     fn check_done(&mut self, now: Instant, done: Checking) {
         let kept_by = self
+            .tables
             .upkeep
             .lease()
             .map_or("kept from before a restart", |_| "a distributor's");
         if !done.differed.is_empty() {
-            self.counters.checks_failed += 1;
+            self.telemetry.counters.checks_failed += 1;
             warn!(
                 table = kept_by,
                 differing_dlids = %lid_list(&done.differed),
@@ -125,17 +127,21 @@ impl SaCore {
                 unanswered = done.unanswered,
                 "the master did not answer the table check: tried again after the back-off"
             );
-            self.upkeep.check_at(Some(now + self.refresh_retry_delay()));
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.refresh_retry_delay()));
             return;
         } else {
-            self.counters.checks_passed += 1;
+            self.telemetry.counters.checks_passed += 1;
             info!(
                 table = kept_by,
                 "this port's table agrees with the master's answers"
             );
         }
-        if self.upkeep.lease().is_some() {
-            self.upkeep.check_at(Some(now + self.config.check_interval));
+        if self.tables.upkeep.lease().is_some() {
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.config.check_interval));
         }
     }
 }

@@ -31,7 +31,10 @@ impl SaCore {
     /// How often this port refreshes its own tables: the configured
     /// interval, or the fabric's upkeep bound when that is longer.
     pub(super) fn periodic_interval(&self) -> Duration {
-        let bound = self.config.pace.upkeep_interval(self.fabric_ports);
+        let bound = self
+            .config
+            .pace
+            .upkeep_interval(self.tables.refresh.fabric_ports());
         self.config.refresh_interval.max(bound)
     }
 
@@ -47,7 +50,7 @@ impl SaCore {
     /// shrank back).
     pub(super) fn say_periodic_interval(&mut self) {
         let interval = self.periodic_interval();
-        let Some(first) = self.upkeep.say_interval(interval) else {
+        let Some(first) = self.tables.upkeep.say_interval(interval) else {
             return;
         };
         if interval == self.config.refresh_interval && first {
@@ -57,7 +60,7 @@ impl SaCore {
         info!(
             refresh_interval_s = interval.as_secs(),
             configured_s = self.config.refresh_interval.as_secs(),
-            fabric_ports = self.fabric_ports,
+            fabric_ports = self.tables.refresh.fabric_ports(),
             path_cost_ns = pace.path_cost.as_nanos() as u64,
             master_share_percent = pace.upkeep_share_percent,
             worst_staleness_s = self.worst_staleness().as_secs(),
@@ -73,8 +76,8 @@ impl SaCore {
     /// tables refreshes once that has settled. Under a distributor's
     /// lease the distributor re-reads the fabric instead.
     pub(super) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
-        self.counters.change_notices += 1;
-        if let Some(lease) = self.upkeep.lease() {
+        self.telemetry.counters.change_notices += 1;
+        if let Some(lease) = self.tables.upkeep.lease() {
             debug!(
                 %trap,
                 lid,
@@ -84,13 +87,18 @@ impl SaCore {
             return;
         }
         let settled = now + self.config.change_settle + self.refresh_delay();
-        let bound = (self.refresh.last_fresh())
-            .map(|(at, _)| at + self.config.pace.upkeep_interval(self.fabric_ports));
+        let bound = (self.tables.refresh.last_fresh()).map(|(at, _)| {
+            at + self
+                .config
+                .pace
+                .upkeep_interval(self.tables.refresh.fabric_ports())
+        });
         let due = bound.map_or(settled, |b| settled.max(b));
         // A later notice means a later sweep: the refresh waits for it.
-        let due = self.upkeep.note_change(due);
-        self.refresh.schedule_by(due);
-        if let Some(earlier_not_logged) = self.log_limit.allow(now, "fabric change", 0u32) {
+        let due = self.tables.upkeep.note_change(due);
+        self.tables.refresh.schedule_by(due);
+        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "fabric change", 0u32)
+        {
             info!(
                 %trap,
                 lid,
@@ -103,8 +111,8 @@ impl SaCore {
 
     /// A refresh starts now: it sees whatever change was due by now.
     pub(super) fn refresh_starting(&mut self, now: Instant) {
-        if self.upkeep.take_change_seen(now) {
-            self.counters.change_refreshes += 1;
+        if self.tables.upkeep.take_change_seen(now) {
+            self.telemetry.counters.change_refreshes += 1;
         }
     }
 
@@ -115,10 +123,10 @@ impl SaCore {
     /// quarters of the interval, at this port's phase, so that ports
     /// started together do not refresh together.
     pub(super) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        if let Some(lease) = self.upkeep.lease() {
+        if let Some(lease) = self.tables.upkeep.lease() {
             return lease.until + self.refresh_delay();
         }
-        if let Some(due) = self.upkeep.change_due() {
+        if let Some(due) = self.tables.upkeep.change_due() {
             return due.max(now);
         }
         let interval = self.periodic_interval();
@@ -128,9 +136,9 @@ impl SaCore {
     /// A distributor at `lid` took a lease of `seconds` on this port's
     /// tables with a load, a delete or a renewal (0 ends it).
     pub(super) fn lease_renewed(&mut self, now: Instant, lid: u16, seconds: u16) {
-        let before = self.upkeep.lease();
+        let before = self.tables.upkeep.lease();
         if seconds == 0 {
-            if self.upkeep.end_lease().is_some() {
+            if self.tables.upkeep.end_lease().is_some() {
                 info!(
                     distributor = lid,
                     "the distributor ended its lease: this port keeps its own tables again"
@@ -140,8 +148,8 @@ impl SaCore {
             return;
         }
         let length = Duration::from_secs(u64::from(seconds));
-        self.counters.lease_renewals += 1;
-        self.upkeep.take_lease(Lease {
+        self.telemetry.counters.lease_renewals += 1;
+        self.tables.upkeep.take_lease(Lease {
             lid,
             until: now + length,
             length,
@@ -155,15 +163,17 @@ impl SaCore {
         }
         let interval = self.config.check_interval;
         let first_check = now + interval / 2 + self.spread(interval / 2);
-        self.upkeep.check_by_default(first_check);
+        self.tables.upkeep.check_by_default(first_check);
         self.reschedule_periodic_refresh(now);
     }
 
     /// Moves the next refresh to what the upkeep says now, unless one is
     /// running (its end sets the next).
     fn reschedule_periodic_refresh(&mut self, now: Instant) {
-        if !self.refresh.is_running() && !self.shutting_down {
-            self.refresh.schedule(Some(self.next_periodic_refresh(now)));
+        if !self.tables.refresh.is_running() && !self.shutting_down {
+            self.tables
+                .refresh
+                .schedule(Some(self.next_periodic_refresh(now)));
         }
     }
 
@@ -172,21 +182,23 @@ impl SaCore {
     /// (renewed since the timer was set) to the lease's; a lease that
     /// ended hands the tables back to this port, which says so.
     pub(super) fn refresh_due(&mut self, now: Instant) -> bool {
-        if let Some(due) = self.upkeep.change_due().filter(|d| *d > now) {
+        if let Some(due) = self.tables.upkeep.change_due().filter(|d| *d > now) {
             // The master is still sweeping after a later notice: a
             // refresh now would fetch the routes about to change.
-            self.refresh.schedule(Some(due));
+            self.tables.refresh.schedule(Some(due));
             return false;
         }
-        let Some(lease) = self.upkeep.lease() else {
+        let Some(lease) = self.tables.upkeep.lease() else {
             return true;
         };
         if now < lease.until {
-            self.refresh.schedule(Some(self.next_periodic_refresh(now)));
+            self.tables
+                .refresh
+                .schedule(Some(self.next_periodic_refresh(now)));
             return false;
         }
-        self.counters.leases_lapsed += 1;
-        self.upkeep.end_lease();
+        self.telemetry.counters.leases_lapsed += 1;
+        self.tables.upkeep.end_lease();
         warn!(
             distributor = lease.lid,
             lease_s = lease.length.as_secs(),

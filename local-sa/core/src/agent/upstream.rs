@@ -16,7 +16,7 @@ use crate::requester::{Answer, Attempts, Completion, Failure};
 impl SaCore {
     /// Sends `request` (a whole MAD) to the master for `purpose`.
     pub(super) fn send_upstream(&mut self, now: Instant, purpose: Purpose, request: &[u8]) {
-        let attempts = self.upstream.config().attempts();
+        let attempts = self.master.requester.config().attempts();
         self.send_upstream_with(now, purpose, request, attempts);
     }
 
@@ -46,7 +46,7 @@ impl SaCore {
         let Some(lane) = purpose.lane() else {
             return self.send_now(now, purpose, request, attempts);
         };
-        if lane == Lane::Query && self.lanes.queries_full() {
+        if lane == Lane::Query && self.master.lanes.queries_full() {
             return self.refuse_query(now, purpose);
         }
         let queued = Queued {
@@ -55,30 +55,39 @@ impl SaCore {
             attempts,
             asked: now,
         };
-        self.lanes.push(lane, queued);
+        self.master.lanes.push(lane, queued);
         self.release_queued(now);
     }
 
     fn send_now(&mut self, now: Instant, purpose: Purpose, request: &[u8], attempts: Attempts) {
-        self.counters.upstream_queries += 1;
+        self.telemetry.counters.upstream_queries += 1;
         let master = self.port.master();
-        self.upstream
-            .send_with(now, master, purpose, request, attempts, &mut self.out);
+        self.master.requester.send_with(
+            now,
+            master,
+            purpose,
+            request,
+            attempts,
+            &mut self.outbox.mads,
+        );
     }
 
     /// Sends the waiting requests whose turn has come: registrations at
     /// this port's share of the fabric's pace, a bounded number out in
     /// each lane.
     pub(super) fn release_queued(&mut self, now: Instant) {
-        let rate = self.config.pace.port_registration_rate(self.fabric_ports);
+        let rate = self
+            .config
+            .pace
+            .port_registration_rate(self.tables.refresh.fabric_ports());
         let most = self.config.pace.registrations_in_flight;
-        while let Some(next) = self.lanes.release_registration(now, rate, most) {
+        while let Some(next) = self.master.lanes.release_registration(now, rate, most) {
             self.send_now(now, next.purpose, &next.request, next.attempts);
         }
-        while let Some(gone) = self.lanes.take_given_up_query(now) {
+        while let Some(gone) = self.master.lanes.take_given_up_query(now) {
             self.refuse_query(now, gone.purpose);
         }
-        while let Some(next) = self.lanes.release_query(now) {
+        while let Some(next) = self.master.lanes.release_query(now) {
             self.send_now(now, next.purpose, &next.request, next.attempts);
         }
     }
@@ -87,15 +96,17 @@ impl SaCore {
     /// query's asker gives up (queries go as soon as a place frees up,
     /// when an answer comes).
     pub(super) fn queues_timeout(&self) -> Option<Instant> {
-        (self.lanes).next_timeout(self.config.pace.registrations_in_flight)
+        (self.master.lanes).next_timeout(self.config.pace.registrations_in_flight)
     }
 
     /// A query for someone finds [`MAX_QUERIES_WAITING`] waiting already,
     /// or waited until its asker gave up: answered BUSY, counted, logged
     /// once a minute.
     fn refuse_query(&mut self, now: Instant, purpose: Purpose) {
-        self.counters.upstream_refused += 1;
-        if let Some(earlier_not_logged) = self.log_limit.allow(now, "queries waiting", 0u32) {
+        self.telemetry.counters.upstream_refused += 1;
+        if let Some(earlier_not_logged) =
+            self.telemetry.log_limit.allow(now, "queries waiting", 0u32)
+        {
             warn!(
                 most = MAX_QUERIES_WAITING,
                 earlier_not_logged,
@@ -104,14 +115,14 @@ impl SaCore {
         }
         match purpose {
             Purpose::Forward(query) => {
-                for w in self.forwarding.release(&query) {
+                for w in self.answers.forwarding.release(&query) {
                     self.answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
             Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Relay(request) => {
-                self.lanes.relay_done();
+                self.master.lanes.relay_done();
                 self.respond_error(&request, MadStatus::BUSY);
             }
             _ => {}
@@ -122,11 +133,11 @@ impl SaCore {
     /// came (a table through RMPP of local-sa's own). At most
     /// [`MAX_RELAYS`](super::upstream_lanes::MAX_RELAYS) wait at once: more are answered BUSY.
     pub(super) fn relay_upstream(&mut self, now: Instant, request: SaRequest) {
-        if !self.lanes.relay_out() {
-            self.counters.relays_refused += 1;
+        if !self.master.lanes.relay_out() {
+            self.telemetry.counters.relays_refused += 1;
             return self.respond_error(&request, MadStatus::BUSY);
         }
-        self.counters.relayed += 1;
+        self.telemetry.counters.relayed += 1;
         let mad = request.mad().clone();
         self.send_upstream(now, Purpose::Relay(request), &mad);
     }
@@ -136,7 +147,8 @@ impl SaCore {
         self.note_registration_traffic(&completion.token);
         let lane = completion.token.lane();
         if completion.outcome.is_ok() {
-            self.stats
+            self.telemetry
+                .stats
                 .upstream_latency
                 .observe(now.saturating_duration_since(completion.sent));
         }
@@ -145,7 +157,7 @@ impl SaCore {
             Err(failure) => self.upstream_failed(now, completion.token, failure),
         }
         if let Some(lane) = lane {
-            self.lanes.done(lane);
+            self.master.lanes.done(lane);
             self.release_queued(now);
         }
     }
@@ -166,7 +178,7 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, Some(answer.status()))
             }
             Purpose::Relay(request) => {
-                self.lanes.relay_done();
+                self.master.lanes.relay_done();
                 self.relay_answer(now, &request, answer);
             }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
@@ -183,9 +195,9 @@ impl SaCore {
     }
 
     fn upstream_failed(&mut self, now: Instant, purpose: Purpose, failure: Failure) {
-        self.counters.upstream_failures += 1;
+        self.telemetry.counters.upstream_failures += 1;
         let master = self.port.sm_lid;
-        if let Some(left_out) = self.log_limit.allow(now, purpose.kind(), master) {
+        if let Some(left_out) = self.telemetry.log_limit.allow(now, purpose.kind(), master) {
             warn!(
                 request = purpose.kind(),
                 %failure,
@@ -196,7 +208,7 @@ impl SaCore {
         }
         match purpose {
             Purpose::Forward(query) => {
-                for w in self.forwarding.release(&query) {
+                for w in self.answers.forwarding.release(&query) {
                     self.answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
@@ -210,7 +222,7 @@ impl SaCore {
                 self.inform_answered(now, filter, subscribe, None)
             }
             Purpose::Relay(request) => {
-                self.lanes.relay_done();
+                self.master.lanes.relay_done();
                 self.respond_error(&request, MadStatus::BUSY);
             }
             Purpose::MasterInfo => {
