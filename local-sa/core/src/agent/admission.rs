@@ -164,7 +164,7 @@ impl SaCore {
 
     /// Gives up the filters `s` holds no more.
     pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
-        let registry = &self.registrations.subscriptions.registry;
+        let registry = self.registrations.subscriptions.registry();
         self.registrations
             .quotas
             .settle_subscriber(&s, |f| registry.holds(&s, f));

@@ -70,7 +70,7 @@ impl SaCore {
         self.ask_master_info(now);
         let mut effects = Vec::new();
         for trap in CORE_TRAPS {
-            self.registrations.subscriptions.registry.subscribe(
+            self.registrations.subscriptions.registry_mut().subscribe(
                 Subscriber::Core,
                 core_filter(trap),
                 &mut effects,
@@ -101,13 +101,12 @@ impl SaCore {
     /// only then: every such trap in the fabric reaches every subscriber.
     pub(super) fn follow_group_traps(&mut self, now: Instant) {
         let wanted = self.registrations.memberships.groups() > 0 && !self.shutting_down;
-        if wanted == self.registrations.subscriptions.group_traps {
+        if !self.registrations.subscriptions.hold_group_traps(wanted) {
             return;
         }
-        self.registrations.subscriptions.group_traps = wanted;
         let mut effects = Vec::new();
         for trap in GROUP_TRAPS {
-            let registry = &mut self.registrations.subscriptions.registry;
+            let registry = self.registrations.subscriptions.registry_mut();
             if wanted {
                 registry.subscribe(Subscriber::Core, core_filter(trap), &mut effects);
             } else {
@@ -123,7 +122,7 @@ impl SaCore {
         let mut effects = Vec::new();
         self.registrations
             .subscriptions
-            .registry
+            .registry_mut()
             .reregister_all(&mut effects);
         self.apply_inform_effects(now, effects);
     }
@@ -133,16 +132,13 @@ impl SaCore {
         let holders: Vec<Subscriber> = self
             .registrations
             .subscriptions
-            .registry
+            .registry()
             .holdings()
             .map(|(s, _)| *s)
             .collect();
         let mut effects = Vec::new();
         for s in holders {
-            self.registrations
-                .subscriptions
-                .registry
-                .remove_subscriber(&s, &mut effects);
+            self.registrations.subscriptions.remove(&s, &mut effects);
         }
         self.apply_inform_effects(now, effects);
     }
@@ -251,21 +247,14 @@ impl SaCore {
             None => UpstreamResult::NoAnswer,
         };
         let mut effects = Vec::new();
-        self.registrations.subscriptions.registry.upstream_result(
-            filter,
-            subscribe,
-            result,
-            &mut effects,
-        );
+        self.registrations
+            .subscriptions
+            .registry_mut()
+            .upstream_result(filter, subscribe, result, &mut effects);
         self.apply_inform_effects(now, effects);
-        if self.registrations.subscriptions.registry.has_stalled() && !self.shutting_down {
+        if self.registrations.subscriptions.registry().has_stalled() && !self.shutting_down {
             let at = now + self.config.retry_backoff;
-            self.registrations.subscriptions.next_retry = Some(
-                self.registrations
-                    .subscriptions
-                    .next_retry
-                    .map_or(at, |t| t.min(at)),
-            );
+            self.registrations.subscriptions.retry_by(at);
         }
     }
 
@@ -294,8 +283,7 @@ impl SaCore {
         if ii.subscribe == 1 {
             self.registrations
                 .subscriptions
-                .addresses
-                .insert(subscriber, request.reply_to());
+                .note_address(subscriber, request.reply_to());
         }
         let subscribe = ii.subscribe == 1;
         self.subscription_request(now, subscriber, filter, subscribe, Asker::Mad(request));
@@ -324,31 +312,28 @@ impl SaCore {
         asker: Asker,
     ) {
         if subscribe && !self.admit_subscription(now, s, filter) {
-            if !self.registrations.subscriptions.registry.holds_any(&s) {
-                self.registrations.subscriptions.addresses.remove(&s);
-            }
+            self.registrations.subscriptions.settle(&s);
             return self.answer_asker(&asker, MadStatus::ERR_NO_RESOURCES);
         }
         let mut effects = Vec::new();
         let reply = if subscribe {
             self.registrations
                 .subscriptions
-                .registry
+                .registry_mut()
                 .subscribe(s, filter, &mut effects)
         } else {
             self.registrations
                 .subscriptions
-                .registry
+                .registry_mut()
                 .unsubscribe(&s, filter, &mut effects)
         };
         match reply {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
             Reply::Pending => {
-                if let Join::Full(asker) =
-                    self.registrations
-                        .subscriptions
-                        .waiting
-                        .join((s, filter), asker, || ())
+                if let Join::Full(asker) = self
+                    .registrations
+                    .subscriptions
+                    .wait_for_master(s, filter, asker)
                 {
                     // The same subscription asked again and again while the
                     // master is asked: the first ones get its answer.
@@ -360,27 +345,14 @@ impl SaCore {
         }
         self.apply_inform_effects(now, effects);
         self.settle_subscriber(s);
-        if !subscribe && !self.registrations.subscriptions.registry.holds_any(&s) {
-            self.registrations.subscriptions.addresses.remove(&s);
-            self.registrations.subscriptions.deliveries.forget(&s);
-        }
+        self.registrations.subscriptions.settle(&s);
     }
 
     /// Everything `s` holds goes: its connection closed, its lease ended,
     /// its port left the fabric.
     pub(super) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
-        let n = self
-            .registrations
-            .subscriptions
-            .registry
-            .remove_subscriber(&s, &mut effects);
-        self.registrations.subscriptions.addresses.remove(&s);
-        self.registrations.subscriptions.deliveries.forget(&s);
-        self.registrations
-            .subscriptions
-            .waiting
-            .close_where(|(w, _)| *w == s);
+        let n = self.registrations.subscriptions.remove(&s, &mut effects);
         self.settle_subscriber(s);
         if n > 0
             && let Some(earlier_not_logged) =
@@ -438,20 +410,10 @@ impl SaCore {
         let Some(notice) = request.record::<Notice>() else {
             return;
         };
-        let (recipients, copies) = self
-            .registrations
-            .subscriptions
-            .registry
-            .recipients(&notice);
-        if !self
-            .registrations
-            .subscriptions
-            .duplicates
-            .first_copy(now, &notice, copies)
-        {
+        let Some(recipients) = self.registrations.subscriptions.recipients(now, &notice) else {
             debug!("a duplicate Report of a notice already passed on");
             return;
-        }
+        };
         self.telemetry.counters.notices += 1;
         for s in recipients {
             match s {
@@ -474,7 +436,7 @@ impl SaCore {
             let gone: Vec<Subscriber> = self
                 .registrations
                 .subscriptions
-                .registry
+                .registry()
                 .holdings()
                 .map(|(s, _)| *s)
                 .filter(|s| matches!(s, Subscriber::Mad { gid: g, .. } if *g == gid))
@@ -486,14 +448,9 @@ impl SaCore {
     }
 
     fn send_report(&mut self, now: Instant, s: Subscriber, notice: Notice) {
-        let Some(to) = self.registrations.subscriptions.addresses.get(&s).copied() else {
+        let Some((to, tid, ended)) = self.registrations.subscriptions.report(now, s, notice) else {
             return;
         };
-        let (tid, ended) = self
-            .registrations
-            .subscriptions
-            .deliveries
-            .send(now, s, notice);
         self.telemetry.counters.reports_sent += 1;
         self.outbox
             .mads
@@ -505,11 +462,7 @@ impl SaCore {
 
     /// A ReportResp: true if it answered one of our Reports.
     pub(super) fn report_resp(&mut self, tid: u32) -> bool {
-        self.registrations
-            .subscriptions
-            .deliveries
-            .acknowledged(tid)
-            .is_some()
+        self.registrations.subscriptions.acknowledged(tid)
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
@@ -530,25 +483,14 @@ impl SaCore {
 
     /// Report resends, lease ends, and subscription retries that are due.
     pub(super) fn notices_timeout(&mut self, now: Instant) {
-        for event in self
-            .registrations
-            .subscriptions
-            .deliveries
-            .handle_timeout(now)
-        {
+        for event in self.registrations.subscriptions.deliveries_due(now) {
             match event {
                 DeliveryEvent::Resend {
                     subscriber,
                     tid,
                     notice,
                 } => {
-                    if let Some(to) = self
-                        .registrations
-                        .subscriptions
-                        .addresses
-                        .get(&subscriber)
-                        .copied()
-                    {
+                    if let Some(to) = self.registrations.subscriptions.address(&subscriber) {
                         self.outbox
                             .mads
                             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
@@ -557,17 +499,11 @@ impl SaCore {
                 DeliveryEvent::LeaseEnded { subscriber } => self.lease_ended(now, subscriber),
             }
         }
-        if self
-            .registrations
-            .subscriptions
-            .next_retry
-            .is_some_and(|t| t <= now)
-        {
-            self.registrations.subscriptions.next_retry = None;
+        if self.registrations.subscriptions.take_retry_due(now) {
             let mut effects = Vec::new();
             self.registrations
                 .subscriptions
-                .registry
+                .registry_mut()
                 .retry(&mut effects);
             self.apply_inform_effects(now, effects);
         }
@@ -739,7 +675,7 @@ impl SaCore {
     /// to trusted askers, as OpenSM does.
     pub(super) fn subscription_records(&self, trusted: bool) -> Vec<InformInfoRecord> {
         let mut seen = std::collections::BTreeSet::new();
-        for (s, filter) in self.registrations.subscriptions.registry.holdings() {
+        for (s, filter) in self.registrations.subscriptions.registry().holdings() {
             let (gid, qpn) = match s {
                 Subscriber::Mad { gid, qpn } => (*gid, *qpn),
                 Subscriber::Core | Subscriber::Local(_) => (self.port.gid, 1),
@@ -765,7 +701,7 @@ impl SaCore {
         let mut gids: Vec<Gid> = self
             .registrations
             .subscriptions
-            .registry
+            .registry()
             .holdings()
             .map(|(s, _)| match s {
                 Subscriber::Mad { gid, .. } => *gid,

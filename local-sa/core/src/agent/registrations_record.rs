@@ -19,7 +19,7 @@ impl SaCore {
             subscriptions: self
                 .registrations
                 .subscriptions
-                .registry
+                .registry()
                 .possibly_at_master()
                 .collect(),
             groups: self.registrations.memberships.possibly_held(),
@@ -57,7 +57,7 @@ impl SaCore {
         for filter in &previous.subscriptions {
             self.registrations
                 .subscriptions
-                .registry
+                .registry_mut()
                 .assume_held(*filter, &mut effects);
         }
         self.apply_inform_effects(now, effects);

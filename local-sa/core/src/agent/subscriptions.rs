@@ -2,14 +2,18 @@
 //! filter ([`informinfo::Registry`]), which Reports were seen already,
 //! Reports on their way to MAD subscribers, where those go, and who waits
 //! for the master to answer a subscription request.
+//!
+//! Invariant: a subscriber that holds no filter has no address and no
+//! Report in flight ([`Subscriptions::settle`], [`Subscriptions::remove`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use informinfo::{Deliveries, DeliveryConfig, Duplicates, Filter, Registry};
+use informinfo::{Deliveries, DeliveryConfig, DeliveryEvent, Duplicates, Effect, Filter, Registry};
+use mad_codec::Notice;
 
 use super::counterparts::{Asker, Subscriber};
-use super::waiters::Waiters;
+use super::waiters::{Join, Waiters};
 use crate::address::Address;
 
 /// How long duplicate Reports of one notice are expected.
@@ -22,25 +26,28 @@ const DUPLICATES_KEPT: usize = 4096;
 /// requests to the master do not.
 const REPORT_TID_BASE: u32 = 0x8000_0000;
 
-/// The agent's notice and subscription state.
 /// Requests for one subscriber's one subscription that may wait for the
 /// master's answer; more are answered BUSY.
 const MAX_WAITING_ASKERS: usize = 64;
 
+/// The agent's notice and subscription state.
 #[derive(Debug)]
 pub(super) struct Subscriptions {
-    pub(super) registry: Registry<Subscriber>,
-    pub(super) duplicates: Duplicates,
-    pub(super) deliveries: Deliveries<Subscriber>,
+    /// Who holds which filter, and the filters held upstream.
+    registry: Registry<Subscriber>,
+    /// Notices passed on lately, to drop their duplicates.
+    duplicates: Duplicates,
+    /// Reports to MAD subscribers waiting for their ReportResp.
+    deliveries: Deliveries<Subscriber>,
     /// Where each MAD subscriber's Reports go.
-    pub(super) addresses: HashMap<Subscriber, Address>,
+    addresses: HashMap<Subscriber, Address>,
     /// Requests waiting for the master's answer.
-    pub(super) waiting: Waiters<(Subscriber, Filter), Asker>,
+    waiting: Waiters<(Subscriber, Filter), Asker>,
     /// When unanswered subscription requests are tried again.
-    pub(super) next_retry: Option<Instant>,
+    next_retry: Option<Instant>,
     /// The agent holds traps 66/67 for itself: while the port is in some
     /// multicast group.
-    pub(super) group_traps: bool,
+    group_traps: bool,
 }
 
 impl Subscriptions {
@@ -75,5 +82,112 @@ impl Subscriptions {
             .release(&(subscriber, filter))
             .map(|(_, askers)| askers)
             .unwrap_or_default()
+    }
+
+    /// Who holds which filter.
+    pub(super) fn registry(&self) -> &Registry<Subscriber> {
+        &self.registry
+    }
+
+    /// The registry, to change what is held (it keeps its own
+    /// invariants; [`Subscriptions::settle`] keeps this one's after).
+    pub(super) fn registry_mut(&mut self) -> &mut Registry<Subscriber> {
+        &mut self.registry
+    }
+
+    /// `s`'s Reports go to `to`.
+    pub(super) fn note_address(&mut self, s: Subscriber, to: Address) {
+        self.addresses.insert(s, to);
+    }
+
+    /// Where `s`'s Reports go (MAD subscribers only).
+    pub(super) fn address(&self, s: &Subscriber) -> Option<Address> {
+        self.addresses.get(s).copied()
+    }
+
+    /// A subscriber that holds no filter any more keeps no address and
+    /// no Report in flight.
+    pub(super) fn settle(&mut self, s: &Subscriber) {
+        if !self.registry.holds_any(s) {
+            self.addresses.remove(s);
+            self.deliveries.forget(s);
+        }
+    }
+
+    /// Everything `s` holds goes, and whoever waited for its requests;
+    /// returns how many filters it held.
+    pub(super) fn remove(
+        &mut self,
+        s: &Subscriber,
+        effects: &mut Vec<Effect<Subscriber>>,
+    ) -> usize {
+        let n = self.registry.remove_subscriber(s, effects);
+        self.addresses.remove(s);
+        self.deliveries.forget(s);
+        self.waiting.close_where(|(w, _)| w == s);
+        n
+    }
+
+    /// `asker` waits for the master's answer to `s`'s change to `filter`.
+    pub(super) fn wait_for_master(
+        &mut self,
+        s: Subscriber,
+        filter: Filter,
+        asker: Asker,
+    ) -> Join<Asker> {
+        self.waiting.join((s, filter), asker, || ())
+    }
+
+    /// The subscribers a notice goes to, if it is the first copy of it
+    /// seen lately (`None` for a duplicate).
+    pub(super) fn recipients(&mut self, now: Instant, notice: &Notice) -> Option<Vec<Subscriber>> {
+        let (recipients, copies) = self.registry.recipients(notice);
+        self.duplicates
+            .first_copy(now, notice, copies)
+            .then_some(recipients)
+    }
+
+    /// A Report of `notice` to MAD subscriber `s`: where it goes, its
+    /// TransactionID, and the subscriber whose lease this ended (one that
+    /// left too many Reports unanswered). `None` without an address.
+    pub(super) fn report(
+        &mut self,
+        now: Instant,
+        s: Subscriber,
+        notice: Notice,
+    ) -> Option<(Address, u32, Option<Subscriber>)> {
+        let to = self.address(&s)?;
+        let (tid, ended) = self.deliveries.send(now, s, notice);
+        Some((to, tid, ended))
+    }
+
+    /// A ReportResp: true if it answered one of our Reports.
+    pub(super) fn acknowledged(&mut self, tid: u32) -> bool {
+        self.deliveries.acknowledged(tid).is_some()
+    }
+
+    /// Report resends and lease ends due at `now`.
+    pub(super) fn deliveries_due(&mut self, now: Instant) -> Vec<DeliveryEvent<Subscriber>> {
+        self.deliveries.handle_timeout(now)
+    }
+
+    /// Stalled subscription requests go again at `at` at the latest.
+    pub(super) fn retry_by(&mut self, at: Instant) {
+        self.next_retry = Some(self.next_retry.map_or(at, |t| t.min(at)));
+    }
+
+    /// True (once) if the retry of stalled requests is due at `now`.
+    pub(super) fn take_retry_due(&mut self, now: Instant) -> bool {
+        let due = self.next_retry.is_some_and(|t| t <= now);
+        if due {
+            self.next_retry = None;
+        }
+        due
+    }
+
+    /// Whether the agent holds traps 66/67 for itself from now; true if
+    /// that changed.
+    pub(super) fn hold_group_traps(&mut self, wanted: bool) -> bool {
+        std::mem::replace(&mut self.group_traps, wanted) != wanted
     }
 }
