@@ -16,7 +16,7 @@ use local_sa_core::doors::api::{DUMP_PAGE, dump_from_after};
 use local_sa_core::doors::netlink::wire::{self, PathUse, Resolve};
 use local_sa_core::doors::netlink::{KernelPort, NetlinkConfig, NetlinkService};
 use local_sa_core::doors::{DatagramSender, Door, Input, Output};
-use local_sa_core::naming::Names;
+use local_sa_core::names::hosts::Names;
 use local_sa_core::request::Request;
 use local_sa_core::{Address, Received, SaCore};
 

@@ -10,11 +10,11 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use local_sa_core::directory::Publication;
 use local_sa_core::doors::acm::wire::{self, Entry, Opcode, flags};
 use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint};
 use local_sa_core::doors::{Door, Input, Output};
-use local_sa_core::naming::{HostAddress, NameSource, Names};
+use local_sa_core::names::directory::Publication;
+use local_sa_core::names::hosts::{HostAddress, NameSource, Names};
 use local_sa_core::{PortIdentity, request::ConnId};
 
 mod fixture;

@@ -13,7 +13,7 @@
 //! `cargo bench -p local-sa-core --bench store_memory`.
 #![allow(missing_docs)]
 
-use local_sa_core::naming::{HostAddress, NameSource, Names};
+use local_sa_core::names::hosts::{HostAddress, NameSource, Names};
 use local_sa_core::partitions::Partitions;
 use local_sa_core::store::PathStore;
 

@@ -28,7 +28,7 @@ use std::net::IpAddr;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord, SaRecord};
 
-use crate::naming::{HostAddress, MAX_NAME_LEN, NameSource};
+use crate::names::hosts::{HostAddress, MAX_NAME_LEN, NameSource};
 
 const MAGIC: &[u8; 8] = b"LSAKEPT1";
 

@@ -34,7 +34,6 @@ pub mod address;
 pub mod agent;
 pub mod config;
 pub mod counters;
-pub mod directory;
 pub mod doors;
 #[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -44,7 +43,7 @@ pub mod kept_tables;
 pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;
-pub mod naming;
+pub mod names;
 pub mod outlook;
 pub mod pacing;
 pub mod partitions;

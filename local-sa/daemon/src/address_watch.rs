@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use local_sa_core::naming::HostAddress;
+use local_sa_core::names::hosts::HostAddress;
 use smol::channel::Sender;
 use smol::{Async, Timer};
 use tracing::{debug, info, warn};

@@ -29,7 +29,7 @@ use crate::service_manager::Notifier;
 use crate::settings::Settings;
 use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::doors::{Door, Input, Output};
-use local_sa_core::naming::Names;
+use local_sa_core::names::hosts::Names;
 use local_sa_core::request::{ConnId, LocalBody, LocalReply, Request, StatusReport};
 use umad::port::Sysfs;
 use umad::port_events::PortEvent;

@@ -8,10 +8,10 @@ use tracing::{info, warn};
 
 use crate::bridge::identity;
 use crate::options::Options;
-use local_sa_core::directory::{MAX_ADDRESSES, Publication};
 use local_sa_core::doors::acm::Endpoint;
-use local_sa_core::naming::HostAddress;
-use local_sa_core::naming::{self, LocalAddress, NameSource, Names, PkeyChoice};
+use local_sa_core::names::directory::{MAX_ADDRESSES, Publication};
+use local_sa_core::names::hosts::HostAddress;
+use local_sa_core::names::hosts::{self, LocalAddress, NameSource, Names, PkeyChoice};
 use std::net::IpAddr;
 use umad::ipoib::InterfaceAddress;
 use umad::port::{PortFacts, Sysfs};
@@ -30,7 +30,7 @@ fn chosen(given: Option<&PathBuf>, default: &str) -> Option<PathBuf> {
 /// Reads one of ibacm's files with `parse`.
 fn read<T>(
     path: &Path,
-    parse: impl Fn(&str) -> Result<Vec<T>, naming::LineError>,
+    parse: impl Fn(&str) -> Result<Vec<T>, hosts::LineError>,
 ) -> Result<Vec<T>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -47,7 +47,7 @@ pub(crate) fn names(options: &Options) -> Result<Names, String> {
         .as_ref()
         .filter(|p| p.as_os_str() != "none");
     if let Some(path) = hosts {
-        let entries = read(path, naming::parse_hosts)?;
+        let entries = read(path, hosts::parse_hosts)?;
         info!(file = %path.display(), entries = entries.len(), "read the ibacm hosts file");
         for (address, gid) in entries {
             names.insert(address, gid, NameSource::HostsFile);
@@ -72,7 +72,7 @@ pub(crate) struct OwnedPlan {
 /// Reads what the endpoints own at start (the address file).
 pub(crate) fn owned_plan(options: &Options) -> Result<OwnedPlan, String> {
     let file = match chosen(options.acm_addr.as_ref(), "ibacm_addr.cfg") {
-        Some(path) => read(&path, naming::parse_addr_file)?,
+        Some(path) => read(&path, hosts::parse_addr_file)?,
         None => Vec::new(),
     };
     Ok(OwnedPlan {
@@ -176,7 +176,7 @@ pub(crate) fn owned_addresses(
                 add(HostAddress::Ip(a.ip));
             }
         }
-        addresses.retain(|a| !matches!(a, HostAddress::Name(n) if n.len() > naming::MAX_NAME_LEN));
+        addresses.retain(|a| !matches!(a, HostAddress::Name(n) if n.len() > hosts::MAX_NAME_LEN));
         owned.push(addresses);
     }
     owned
@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn each_endpoint_owns_its_files_names_host_names_given_and_interface_addresses() {
-        let file = naming::parse_addr_file(
+        let file = hosts::parse_addr_file(
             "node7-ib mlx5_0 1 default\n10.9.0.7 mlx5_0 1 8001\nother mlx5_1 1 default\n",
         )
         .unwrap();

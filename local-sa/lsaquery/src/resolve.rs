@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 use local_sa_cli::number;
 use local_sa_core::doors::acm::wire::{self, Entry, Header, Opcode, Status, flags};
-use local_sa_core::naming::{HostAddress, MAX_NAME_LEN};
+use local_sa_core::names::hosts::{HostAddress, MAX_NAME_LEN};
 use local_sa_core::path_flags;
 use mad_codec::Gid;
 

@@ -27,7 +27,7 @@ use local_sa_core::doors::acm::wire::{
 };
 use local_sa_core::doors::acm::{AcmConfig, AcmService, Endpoint};
 use local_sa_core::doors::{Door as _, Input, Output};
-use local_sa_core::naming::{self, Names};
+use local_sa_core::names::hosts::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
 use crate::distributor::{Distributor, SM_KEY, Source};
@@ -868,7 +868,7 @@ impl World {
 
     fn rank_send(&mut self, node: u16, r: u16, tid: u64, peer: u16) {
         if self.s.local_sa && self.s.door == Door::Acm {
-            let dest = Entry::for_address(flags::DEST, &naming::HostAddress::Lid(peer));
+            let dest = Entry::for_address(flags::DEST, &hosts::HostAddress::Lid(peer));
             let message = acm_wire::request(Opcode::RESOLVE, [0; 3], &[dest], tid);
             let door = &mut self.acm[usize::from(node - 1)];
             let input = Input::Message {

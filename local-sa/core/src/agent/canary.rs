@@ -146,6 +146,6 @@ impl SaCore {
         self.tables
             .refresh
             .schedule(Some(now + self.refresh_delay()));
-        self.naming.keep_after_next_refresh = true;
+        self.naming.keep_after_next_refresh(true);
     }
 }

@@ -8,7 +8,6 @@
 //! master ([`super::table_check`]); a difference, and the port fetches
 //! its own tables.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::info;
@@ -17,7 +16,7 @@ use super::upkeep::Lease;
 use super::upstream_purpose::Purpose;
 use super::{MasterInfo, SaCore};
 use crate::kept_tables::Kept;
-use crate::naming::Names;
+use crate::names::hosts::Names;
 use crate::partitions::TableKey;
 
 impl SaCore {
@@ -79,9 +78,9 @@ impl SaCore {
                 (l.lid, wall + left, length)
             }),
             tables,
-            names: (self.telemetry.counters.name_fetches > 0 || self.naming.loaded).then(|| {
+            names: (self.telemetry.counters.name_fetches > 0 || self.naming.loaded()).then(|| {
                 self.naming
-                    .names
+                    .names()
                     .entries()
                     .map(|(a, g, s)| (a.clone(), g, s))
                     .collect()
@@ -167,10 +166,8 @@ impl SaCore {
             for (address, gid, source) in kept_names {
                 names.insert(address, gid, source);
             }
-            self.naming.names = Arc::new(names);
-            self.naming.generation += 1;
             // No fetch of the names tables at start: these stand for it.
-            self.naming.loaded = true;
+            self.naming.take_kept(names);
         }
         self.telemetry.counters.refreshes_kept += 1;
         self.tables.refresh.made_fresh(now, None);

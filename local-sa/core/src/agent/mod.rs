@@ -36,8 +36,6 @@ mod loads;
 mod master_link;
 mod master_policy;
 mod multicast;
-mod name_loads;
-mod name_state;
 mod names;
 mod notices;
 mod outbox;
@@ -76,7 +74,6 @@ use self::answer_reuse::AnswerReuse;
 use self::counterparts::{Asker, Member, Subscriber};
 use self::master_link::MasterLink;
 use self::master_policy::MasterInfo;
-use self::name_state::NameState;
 use self::outbox::Outbox;
 use self::port_tables::PortTables;
 pub use self::quotas::Registrant;
@@ -89,6 +86,7 @@ use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
 use crate::load_flags::NAMES_TABLE;
+use crate::names::state::NameState;
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
@@ -223,7 +221,7 @@ impl SaCore {
             qos_cache_entries: self.answers.qos_cache.len() as u64,
             qos_cache_bytes: self.answers.qos_cache.bytes() as u64,
             qos_cache_evicted: self.answers.qos_cache.evicted(),
-            names: self.naming.names.len() as u64,
+            names: self.naming.names().len() as u64,
             upstream_in_flight: self.master.requester.in_flight() as u64,
             registrations_waiting: self.master.lanes.registrations_waiting() as u64,
             queries_queued: self.master.lanes.queries_waiting() as u64,
@@ -287,7 +285,7 @@ impl SaCore {
             self.transfers.poll_timeout(),
             self.tables.refresh.next(),
             self.tables.refresh.partitions_next(),
-            self.naming.fetch_at.map(|(t, _)| t),
+            self.naming.next_fetch(),
             self.registrations.subscriptions.poll_timeout(),
             self.registrations.memberships.poll_timeout(),
             self.tables.upkeep.check_next(),
@@ -344,10 +342,7 @@ impl SaCore {
             self.register_canary(now);
             self.send_publication(now);
         }
-        if let Some((at, epoch)) = self.naming.fetch_at
-            && at <= now
-        {
-            self.naming.fetch_at = None;
+        if let Some(epoch) = self.naming.take_fetch_due(now) {
             self.start_name_fetch(now, epoch);
         }
         if self.registrations.schedule.audit_due(now) {
@@ -407,7 +402,8 @@ impl SaCore {
             now + self.refresh_delay()
         };
         self.tables.refresh.schedule(Some(due));
-        self.naming.keep_after_next_refresh = master_changed && !me_changed;
+        self.naming
+            .keep_after_next_refresh(master_changed && !me_changed);
         // A new identity registers at once. After a new master (or a
         // ClientReregister) its ClassPortInfo, the canary and this port's
         // directory record go at the port's phase of the re-registration

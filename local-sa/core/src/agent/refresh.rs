@@ -341,7 +341,7 @@ impl SaCore {
         if self.paths_fresh(now, epoch) {
             return;
         }
-        if std::mem::take(&mut self.naming.keep_after_next_refresh) {
+        if self.naming.take_keep_after_refresh() {
             // A new master's directory fills again as every port
             // publishes at its phase; a fetch now would cost the master
             // two tables per port, on top of the refreshes, for a partial
@@ -374,8 +374,8 @@ impl SaCore {
             // applies QoS is asked now if the paths came in a load (a
             // refresh asked it with the table). Names a distributor
             // loaded need no fetch.
-            if !self.naming.loaded {
-                self.naming.fetch_at = Some((now + self.refresh_delay(), epoch));
+            if !self.naming.loaded() {
+                self.naming.fetch_at(now + self.refresh_delay(), epoch);
             }
             self.ask_master_info(now);
         }

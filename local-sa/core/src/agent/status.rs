@@ -47,8 +47,8 @@ impl SaCore {
             );
         }
         s.push("names", c.names);
-        if self.naming.publication.is_some() {
-            let published = if self.naming.published {
+        if self.naming.publication().is_some() {
+            let published = if self.naming.published() {
                 "published"
             } else {
                 "not_published"

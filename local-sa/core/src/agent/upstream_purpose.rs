@@ -4,6 +4,7 @@
 
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
+use crate::names::state::NameTable;
 use crate::partitions::TableKey;
 use crate::path_query::{PairKey, SourceKey};
 use crate::request::PathQuery;
@@ -59,25 +60,6 @@ pub(crate) enum Purpose {
     /// This port's paths to one LID, asked to check a table it did not
     /// fetch itself (see `table_check`).
     Check { round: u32, dlid: u16 },
-}
-
-/// Which table names come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NameTable {
-    /// Channel adapters' NodeRecords (their NodeDescriptions).
-    Nodes,
-    /// The local-sa directory's ServiceRecords.
-    Directory,
-}
-
-impl NameTable {
-    /// The table's name (for logs).
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            Self::Nodes => "NodeRecords",
-            Self::Directory => "directory ServiceRecords",
-        }
-    }
 }
 
 impl Purpose {

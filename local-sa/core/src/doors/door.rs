@@ -17,7 +17,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::config::PortIdentity;
-use crate::naming::{HostAddress, Names};
+use crate::names::hosts::{HostAddress, Names};
 use crate::quota::LocalUser;
 use crate::request::{ConnId, LocalReply, Request};
 

@@ -14,7 +14,7 @@ use crate::config::PortIdentity;
 use crate::doors::acm::wire::{self, Header, Opcode};
 use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
 use crate::doors::{Door, Input, Output};
-use crate::naming::{HostAddress, NameSource, Names};
+use crate::names::hosts::{HostAddress, NameSource, Names};
 use crate::request::{LocalBody, LocalReply};
 
 fn service() -> AcmService {

@@ -14,7 +14,7 @@ use crate::config::PortIdentity;
 use crate::doors::netlink::wire::{self, Body};
 use crate::doors::netlink::{KernelPort, NetlinkConfig, NetlinkService};
 use crate::doors::{DatagramSender, Door, Input, Output};
-use crate::naming::Names;
+use crate::names::hosts::Names;
 use crate::request::{LocalBody, LocalReply, RequestKind};
 
 /// One datagram.

@@ -7,8 +7,8 @@
 //! no node asks the master for them itself.
 
 use bytes::{Bytes, BytesMut};
-use local_sa_core::directory;
 use local_sa_core::load_flags::NAMES_TABLE;
+use local_sa_core::names::directory;
 use mad_codec::attr::node_record::mask as nr;
 use mad_codec::attr::service_record::mask as sr;
 use mad_codec::codes::NodeType;

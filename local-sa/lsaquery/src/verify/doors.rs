@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use local_sa_core::directory::{self, Publication};
-use local_sa_core::naming::{self, HostAddress};
+use local_sa_core::names::directory::{self, Publication};
+use local_sa_core::names::hosts::{self, HostAddress};
 use local_sa_core::path_flags;
 use local_sa_core::request::StatusReport;
 use mad_codec::attr::node_record::mask as nr;
@@ -315,7 +315,7 @@ async fn adapters(
             if r.node_type() != NodeType::CA {
                 return None;
             }
-            Some(naming::host_name(&r.description()).map(str::to_owned))
+            Some(hosts::host_name(&r.description()).map(str::to_owned))
         })
         .collect())
 }

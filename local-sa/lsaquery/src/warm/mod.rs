@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use local_sa_core::doors::api::{self, kind};
-use local_sa_core::naming::HostAddress;
+use local_sa_core::names::hosts::HostAddress;
 use local_sa_core::request::{Lookup, PathQuery, Request, StatusReport};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;

@@ -13,7 +13,7 @@ use super::fake_master::{FakeMaster, gid, path};
 use crate::doors::acm::wire::{self, Entry, Opcode, Status, flags};
 use crate::doors::acm::{AcmConfig, AcmService, Endpoint};
 use crate::doors::{Door, Input, Output};
-use crate::naming::{HostAddress, Names};
+use crate::names::hosts::{HostAddress, Names};
 
 /// The node's second port.
 const OTHER_LID: u16 = 3;

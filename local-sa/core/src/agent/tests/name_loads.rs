@@ -18,9 +18,9 @@ use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID, client, status};
 use super::fake_master::{FakeMaster, gid, guid, path};
 use super::loads::{KEY, LOADER, load_header, modifier, push, push_bytes, waiting_for_a_load};
 use crate::agent::AgentConfig;
-use crate::directory::Publication;
 use crate::load_flags::{NAMES_TABLE, REPLACE_SOURCES};
-use crate::naming::{HostAddress, NameSource};
+use crate::names::directory::Publication;
+use crate::names::hosts::{HostAddress, NameSource};
 
 fn name(n: &str) -> HostAddress {
     HostAddress::Name(n.to_owned())

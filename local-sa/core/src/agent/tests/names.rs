@@ -10,8 +10,8 @@ use mad_codec::AttributeId;
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID};
 use super::fake_master::{Delivery, FakeMaster, gid};
 use crate::agent::AgentConfig;
-use crate::directory::{self, Publication};
-use crate::naming::{HostAddress, NameSource};
+use crate::names::directory::{self, Publication};
+use crate::names::hosts::{HostAddress, NameSource};
 
 fn name(n: &str) -> HostAddress {
     HostAddress::Name(n.to_owned())

@@ -33,7 +33,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord};
 
-use crate::naming::HostAddress;
+use crate::names::hosts::HostAddress;
 
 /// The protocol version.
 pub const VERSION: u8 = 1;

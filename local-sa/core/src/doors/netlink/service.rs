@@ -49,7 +49,7 @@ use super::wire::{self, Body, Header, IpResolve, PathUse, Resolve};
 use crate::config::PortIdentity;
 use crate::doors::{DatagramSender, Door, Framing, Input, Output};
 use crate::log_limit::LogLimit;
-use crate::naming::{HostAddress, Names};
+use crate::names::hosts::{HostAddress, Names};
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};
 
 /// A port the kernel may name.

@@ -5,7 +5,7 @@ use super::*;
 use crate::config::test_port as port;
 use crate::doors::DatagramSender;
 use crate::doors::netlink::wire::{F_ERR, reply_records};
-use crate::naming::NameSource;
+use crate::names::hosts::NameSource;
 use crate::path_flags;
 use crate::request::LocalBody;
 

@@ -7,7 +7,7 @@ use mad_codec::{AttributeId, ComponentMask, Gid};
 use super::*;
 use crate::config::test_port as port;
 use crate::doors::acm::wire::{AddressType, ENTRY_LEN, HEADER_LEN};
-use crate::naming::NameSource;
+use crate::names::hosts::NameSource;
 use crate::request::LocalBody;
 use crate::request::RequestKind;
 use mad_codec::records::SaRecord;

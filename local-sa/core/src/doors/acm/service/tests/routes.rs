@@ -271,7 +271,7 @@ fn two_rails() -> AcmService {
         ("10.2.0.9", Gid::new(0xFEC0_0000_0000_0002, 9)),
         ("192.168.1.1", Gid::new(PREFIX, 5)),
     ] {
-        let address = crate::naming::parse_address(name).unwrap();
+        let address = crate::names::hosts::parse_address(name).unwrap();
         names.insert(address, gid, NameSource::HostsFile);
     }
     AcmService::new(

@@ -32,7 +32,7 @@ use mad_codec::attr::service_record::mask as sr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, Gid, ServiceRecord};
 
-use crate::naming::{HostAddress, MAX_NAME_LEN, NameSource, Names};
+use crate::names::hosts::{HostAddress, MAX_NAME_LEN, NameSource, Names};
 
 /// The directory records' ServiceID ("LOCALSA" in ASCII, then 2).
 pub const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4102;

@@ -21,17 +21,17 @@ use std::time::Instant;
 use mad_codec::{AttributeId, MadStatus, NodeRecord, Records, ServiceRecord};
 use tracing::{info, warn};
 
-use super::SaCore;
-use super::name_state::{NameFetch, TableFetch};
-use super::names::{add_directory_names, add_node_names};
-use super::upstream_purpose::{NameTable, Purpose};
+use super::super::SaCore;
+use super::super::upstream_purpose::Purpose;
+use super::{add_directory_names, add_node_names};
 use crate::inbound::SaRequest;
-use crate::naming::Names;
+use crate::names::hosts::Names;
+use crate::names::state::{NameTable, TableFetch};
 
 impl SaCore {
     /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
     /// MAD, or a segment of an RMPP transfer.
-    pub(super) fn names_load(&mut self, now: Instant, request: &SaRequest) {
+    pub(in crate::agent) fn names_load(&mut self, now: Instant, request: &SaRequest) {
         let Some((header, data)) = self.take_load(now, request) else {
             return;
         };
@@ -76,29 +76,16 @@ impl SaCore {
     /// Makes `names` the `table` half of the names: a fetch from the
     /// master (running or due) is given up for the loaded one.
     fn take_names_table(&mut self, table: NameTable, names: Names) {
-        self.naming.loaded = true;
-        self.naming.fetch_at = None;
-        let loaded_fetch = self.naming.fetch.as_ref().is_some_and(|f| f.loaded);
-        if !loaded_fetch {
+        if !self.naming.fetching_loads() {
             self.master
                 .requester
                 .forget(|p| matches!(p, Purpose::Names { .. }));
-            self.naming.fetch = Some(NameFetch {
-                epoch: self.tables.refresh.epoch(),
-                loaded: true,
-                nodes: TableFetch::Bulk,
-                directory: TableFetch::Bulk,
-                from_nodes: Names::new(),
-                from_directory: Names::new(),
-            });
+            self.naming.begin_fetch(self.tables.refresh.epoch(), true);
         }
-        let Some(fetch) = self.naming.fetch.as_mut() else {
+        let Some(fetch) = self.naming.fetch() else {
             return;
         };
-        match table {
-            NameTable::Nodes => fetch.from_nodes = names,
-            NameTable::Directory => fetch.from_directory = names,
-        }
+        *fetch.names(table) = names;
         *fetch.table(table) = TableFetch::Done;
         self.finish_name_fetch();
     }

@@ -8,7 +8,7 @@
 //!   `node17`); where several ports share a name, the first one seen
 //!   keeps it;
 //! * the directory ServiceRecords every local-sa publishes
-//!   ([`crate::directory`]; GetTable, ServiceID = the directory's): a
+//!   ([`crate::names::directory`]; GetTable, ServiceID = the directory's): a
 //!   host name and up to four IP addresses per port. They win over
 //!   NodeDescriptions.
 //!
@@ -24,6 +24,8 @@
 //! intervals, so that a node that died without withdrawing it drops out),
 //! and withdrawn at shutdown.
 
+mod loads;
+
 use crate::log_limit::answer_status;
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,10 +38,10 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, NodeRecord, SaMadBuilder, S
 use tracing::{debug, info, warn};
 
 use super::SaCore;
-use super::name_state::{NameFetch, TableFetch};
-use super::upstream_purpose::{NameTable, Purpose};
-use crate::directory::{self, Publication};
-use crate::naming::{self, HostAddress, NameSource, Names};
+use super::upstream_purpose::Purpose;
+use crate::names::directory::{self, Publication};
+use crate::names::hosts::{self, HostAddress, NameSource, Names};
+use crate::names::state::{NameTable, TableFetch};
 use crate::requester::Answer;
 use crate::store::Epoch;
 
@@ -47,22 +49,21 @@ impl SaCore {
     /// The names and addresses learned from the master SA (shared: the
     /// table is replaced whole when it changes, never changed in place).
     pub fn names(&self) -> &Arc<Names> {
-        &self.naming.names
+        self.naming.names()
     }
 
     /// A number that changes whenever [`SaCore::names`] does.
     pub fn names_generation(&self) -> u64 {
-        self.naming.generation
+        self.naming.generation()
     }
 
     /// Publishes `publication` as this port's directory record (`None`
     /// withdraws it).
     pub fn publish(&mut self, now: Instant, publication: Option<Publication>) {
-        if publication == self.naming.publication {
+        let withdraw = publication.is_none();
+        if !self.naming.set_publication(publication) {
             return;
         }
-        let withdraw = publication.is_none();
-        self.naming.publication = publication;
         if withdraw {
             self.withdraw_publication(now);
         } else if !self.shutting_down {
@@ -79,7 +80,7 @@ impl SaCore {
 
     /// Registers (or renews) this port's directory record.
     pub(super) fn send_publication(&mut self, now: Instant) {
-        let Some(p) = &self.naming.publication else {
+        let Some(p) = self.naming.publication() else {
             return;
         };
         if self
@@ -98,10 +99,9 @@ impl SaCore {
 
     /// Withdraws this port's directory record if the master holds it.
     pub(super) fn withdraw_publication(&mut self, now: Instant) {
-        if !self.naming.published {
+        if !self.naming.set_published(false) {
             return;
         }
-        self.naming.published = false;
         let (mask, r) = directory::record_of(self.port.gid);
         let mut b =
             SaMadBuilder::request(Method::DELETE, 0, AttributeId::SERVICE_RECORD).record(&r);
@@ -113,10 +113,9 @@ impl SaCore {
     pub(super) fn publication_answered(&mut self, register: bool, status: Option<MadStatus>) {
         match (register, status) {
             (true, Some(MadStatus::OK)) => {
-                if !self.naming.published {
+                if !self.naming.set_published(true) {
                     debug!("this port's directory record is registered at the master");
                 }
-                self.naming.published = true;
             }
             (true, other) => warn!(
                 status = %answer_status(other),
@@ -133,15 +132,7 @@ impl SaCore {
         self.master
             .requester
             .forget(|p| matches!(p, Purpose::Names { .. }));
-        self.naming.fetch_at = None;
-        self.naming.fetch = Some(NameFetch {
-            epoch,
-            loaded: false,
-            nodes: TableFetch::Bulk,
-            directory: TableFetch::Bulk,
-            from_nodes: Names::new(),
-            from_directory: Names::new(),
-        });
+        self.naming.begin_fetch(epoch, false);
         for table in [NameTable::Nodes, NameTable::Directory] {
             self.ask_names(now, epoch, table, None);
         }
@@ -227,18 +218,13 @@ impl SaCore {
         } else {
             Vec::new()
         };
-        let Some(fetch) = self
-            .naming
-            .fetch
-            .as_mut()
-            .filter(|f| f.epoch == epoch && !f.loaded)
-        else {
+        let Some(fetch) = self.naming.fetch_from_master(epoch) else {
             return;
         };
         let status = answer.status();
         if key.is_none() && status != MadStatus::OK && status != MadStatus::ERR_NO_RECORDS {
             warn!(%status, table = table.describe(), "the master refused the names table; keeping the names known");
-            self.naming.fetch = None;
+            self.naming.abandon_fetch();
             return;
         }
         if key.is_none() && answer.is_cut() {
@@ -255,21 +241,14 @@ impl SaCore {
             if status == MadStatus::OK {
                 match table {
                     NameTable::Nodes => {
-                        add_node_names(
-                            prefix,
-                            answer.records::<NodeRecord>(),
-                            &mut fetch.from_nodes,
-                        );
+                        add_node_names(prefix, answer.records::<NodeRecord>(), fetch.names(table));
                     }
                     NameTable::Directory if key.is_some() => {
                         let record = answer.record::<ServiceRecord>();
-                        add_directory_names([&record], &mut fetch.from_directory);
+                        add_directory_names([&record], fetch.names(table));
                     }
                     NameTable::Directory => {
-                        add_directory_names(
-                            answer.records::<ServiceRecord>(),
-                            &mut fetch.from_directory,
-                        );
+                        add_directory_names(answer.records::<ServiceRecord>(), fetch.names(table));
                     }
                 }
             }
@@ -283,13 +262,8 @@ impl SaCore {
 
     /// The master did not answer a names request: keep the names known.
     pub(super) fn names_failed(&mut self, epoch: Epoch) {
-        if self
-            .naming
-            .fetch
-            .as_ref()
-            .is_some_and(|f| f.epoch == epoch && !f.loaded)
-        {
-            self.naming.fetch = None;
+        if self.naming.fetch_from_master(epoch).is_some() {
+            self.naming.abandon_fetch();
             self.master
                 .requester
                 .forget(|p| matches!(p, Purpose::Names { .. }));
@@ -301,7 +275,7 @@ impl SaCore {
     fn walk_names(&mut self, now: Instant, epoch: Epoch, table: NameTable) {
         let window = self.config.walk_window;
         let mut ask = Vec::new();
-        let Some(fetch) = self.naming.fetch.as_mut() else {
+        let Some(fetch) = self.naming.fetch() else {
             return;
         };
         let state = fetch.table(table);
@@ -323,30 +297,16 @@ impl SaCore {
 
     /// Takes the fetched names if both tables are in.
     pub(super) fn finish_name_fetch(&mut self) {
-        let done = self
-            .naming
-            .fetch
-            .as_ref()
-            .is_some_and(|f| f.nodes == TableFetch::Done && f.directory == TableFetch::Done);
-        if !done {
-            return;
-        }
-        let Some(fetch) = self.naming.fetch.take() else {
+        let Some(fetched) = self.naming.take_finished() else {
             return;
         };
-        if !fetch.loaded {
+        if !fetched.loaded {
             self.telemetry.counters.name_fetches += 1;
         }
-        let mut names = fetch.from_directory;
-        names.fill_from(&fetch.from_nodes);
-        tracing::trace!(names = names.len(), "names fetched");
-        if names != *self.naming.names {
-            info!(
-                names = names.len(),
-                "host names and addresses from the master SA"
-            );
-            self.naming.names = Arc::new(names);
-            self.naming.generation += 1;
+        let count = fetched.names.len();
+        tracing::trace!(names = count, "names fetched");
+        if self.naming.replace(fetched.names) {
+            info!(names = count, "host names and addresses from the master SA");
         }
     }
 }
@@ -365,7 +325,7 @@ pub(super) fn add_node_names<'a>(
             continue;
         }
         adapters += 1;
-        if let Some(name) = naming::host_name(&r.description()) {
+        if let Some(name) = hosts::host_name(&r.description()) {
             names.insert_if_absent(
                 HostAddress::Name(name.to_owned()),
                 Gid::new(prefix, r.port_guid()),
