@@ -14,9 +14,9 @@
 //! * [`doors`]: the local API, ibacm's client protocol and the kernel's
 //!   RDMA_NL_LS, each a wire format and a service turning its messages
 //!   into requests and the agents' replies back; [`path_flags`], what
-//!   their path entries say; [`naming`]: host names and IP addresses to
-//!   GIDs, and the [`directory`] of them every local-sa keeps at the
-//!   master SA;
+//!   their path entries say; [`names`]: host names and IP addresses to
+//!   GIDs, the directory of them every local-sa keeps at the master SA,
+//!   and what the agent holds of them;
 //! * [`pacing`]: how the fabric's agents spread their calls on a new
 //!   master SA;
 //! * [`path_engine`]: every port's PathRecord table computed from the

@@ -4,7 +4,7 @@
 //!   endpoints, the table they resolve through, and ibacm's two files;
 //! * [`directory`]: the ServiceRecord each local-sa publishes at the
 //!   master with its host's name and addresses, read back by every other;
-//! * [`state`]: what the agent holds of them — the names from the last
+//! * `state`: what the agent holds of them — the names from the last
 //!   fetch or load, the fetch running, this port's publication.
 //!
 //! The agent's side (fetching both tables from the master, taking a
