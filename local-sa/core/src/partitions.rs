@@ -43,17 +43,43 @@ pub struct PathTable {
     /// The records.
     pub store: PathStore,
     /// Ports (by GUID) whose every path the store holds.
-    pub complete: FastSet<u64>,
+    complete: FastSet<u64>,
     /// Fetches of the paths to a port that came into service, out at the
     /// master: until they are in, paths to it may be missing, so no
     /// source counts as complete.
-    pub awaiting: u32,
+    awaiting: u32,
 }
 
 impl PathTable {
     /// Whether every path from the port `guid` is held.
     pub fn is_complete(&self, guid: u64) -> bool {
         self.awaiting == 0 && self.complete.contains(&guid)
+    }
+
+    /// Every path from the port `guid` is held from now.
+    pub fn mark_complete(&mut self, guid: u64) {
+        self.complete.insert(guid);
+    }
+
+    /// Some path from the port `guid` may be missing from now.
+    pub fn mark_incomplete(&mut self, guid: u64) {
+        self.complete.remove(&guid);
+    }
+
+    /// The ports whose every path is held (whatever is awaited).
+    pub fn complete_sources(&self) -> &FastSet<u64> {
+        &self.complete
+    }
+
+    /// A fetch of the paths to a port that came into service is out: no
+    /// source counts as complete until it is in.
+    pub fn await_fetch(&mut self) {
+        self.awaiting += 1;
+    }
+
+    /// One such fetch came back (or failed).
+    pub fn fetch_ended(&mut self) {
+        self.awaiting = self.awaiting.saturating_sub(1);
     }
 
     /// Forgets everything.
@@ -135,7 +161,7 @@ impl Partitions {
     pub fn remove_port(&mut self, guid: u64) -> usize {
         self.tables_mut()
             .map(|t| {
-                t.complete.remove(&guid);
+                t.mark_incomplete(guid);
                 t.store.remove_port(guid)
             })
             .sum()

@@ -152,7 +152,7 @@ impl SaCore {
             for r in list {
                 t.store.insert(r, epoch);
             }
-            t.complete.insert(me);
+            t.mark_complete(me);
         }
         if let Some(qos) = kept.master_qos {
             self.master.policy.learned(MasterInfo {

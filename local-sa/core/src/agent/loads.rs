@@ -334,7 +334,7 @@ fn load_into(t: &mut PathTable, records: &[PathRecord], epoch: u32, replace: boo
             .collect();
         for (guid, slid) in sources {
             t.store.sweep_from(slid..=slid, epoch);
-            t.complete.insert(guid);
+            t.mark_complete(guid);
         }
     }
 }
@@ -370,7 +370,7 @@ fn delete_from(
     };
     if !known_absent {
         for guid in &sources {
-            t.complete.remove(guid);
+            t.mark_incomplete(*guid);
         }
     }
     removed

@@ -515,7 +515,7 @@ impl SaCore {
             TrapDetails::GidOutOfService { gid } => {
                 let removed = self.tables.paths.store.remove_port(gid.guid())
                     + self.tables.partitions.remove_port(gid.guid());
-                self.tables.paths.complete.remove(&gid.guid());
+                self.tables.paths.mark_incomplete(gid.guid());
                 self.forget_answers_about(gid.guid());
                 if let Some(earlier_not_logged) =
                     self.telemetry.log_limit.allow(now, "trap 65", 0u32)
@@ -572,7 +572,7 @@ impl SaCore {
         if let TableKey::Partition(p) = table
             && let Some(t) = self.tables.partitions.table_mut(p)
         {
-            t.awaiting += 1;
+            t.await_fetch();
         }
         self.send_upstream(now, purpose, &b.into_bytes());
     }
@@ -589,12 +589,12 @@ impl SaCore {
             return;
         };
         if let TableKey::Partition(_) = table {
-            t.awaiting = t.awaiting.saturating_sub(1);
+            t.fetch_ended();
         }
         let Some(answer) = answer.filter(|a| a.status() == MadStatus::OK && !a.is_cut()) else {
             if answer.is_some_and(Answer::is_cut) {
                 // Some paths did not arrive: this port's are not all held.
-                t.complete.remove(&me);
+                t.mark_incomplete(me);
             }
             return;
         };

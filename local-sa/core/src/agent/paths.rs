@@ -70,7 +70,7 @@ impl SaCore {
         Knowledge {
             store: &self.tables.paths.store,
             subnet_prefix: self.port.gid.prefix(),
-            complete_sources: &self.tables.paths.complete,
+            complete_sources: self.tables.paths.complete_sources(),
             master_qos: self.master.policy.info().is_none_or(|m| m.qos),
             partitions: &self.tables.partitions,
         }

@@ -261,7 +261,7 @@ impl SaCore {
     fn finish_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
         let (lids, me) = (self.port.lids(), self.port.gid.guid());
         let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
-            t.complete.insert(me);
+            t.mark_complete(me);
             (t.store.sweep_from(lids, epoch), t.store.len())
         });
         match table {
