@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::failure::Failure;
+use crate::json::{self, Fixed};
 use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::session::Session;
@@ -142,17 +145,46 @@ impl Report {
 
     fn json(&self, lid: u16) -> String {
         let [min, p50, p90, p99, max] = self.micros;
-        format!(
-            "{{\"sa_lid\":{lid},\"sent\":{},\"window\":{},\"answered\":{},\"error_status\":{},\"unanswered\":{},\
-             \"seconds\":{:.6},\"answers_per_second\":{:.1},\"latency_us\":{{\"min\":{min},\"p50\":{p50},\
-             \"p90\":{p90},\"p99\":{p99},\"max\":{max}}}}}",
-            self.sent,
-            self.window,
-            self.answered,
-            self.error_status,
-            self.unanswered,
-            self.seconds,
-            self.rate()
-        )
+        json::line(&BenchJson {
+            sa_lid: lid,
+            sent: self.sent,
+            window: self.window,
+            answered: self.answered,
+            error_status: self.error_status,
+            unanswered: self.unanswered,
+            seconds: Fixed(self.seconds),
+            answers_per_second: Fixed(self.rate()),
+            latency_us: Latency {
+                min,
+                p50,
+                p90,
+                p99,
+                max,
+            },
+        })
     }
+}
+
+/// `--bench --json`.
+#[derive(Serialize)]
+struct BenchJson {
+    sa_lid: u16,
+    sent: u64,
+    window: usize,
+    answered: u64,
+    error_status: u64,
+    unanswered: u64,
+    seconds: Fixed<6>,
+    answers_per_second: Fixed<1>,
+    latency_us: Latency,
+}
+
+/// Answer times in microseconds.
+#[derive(Serialize)]
+struct Latency {
+    min: u128,
+    p50: u128,
+    p90: u128,
+    p99: u128,
+    max: u128,
 }

@@ -12,7 +12,9 @@ use mad_codec::{PathRecord, Records};
 
 use crate::failure::Failure;
 use crate::local_api::Connection;
-use crate::print::{JSON_SCHEMA, json_string};
+use serde::Serialize;
+
+use crate::json::{self, Fixed, JSON_SCHEMA};
 use crate::progress::ProgressBar;
 use crate::status::PartitionLine;
 
@@ -20,6 +22,24 @@ use crate::status::PartitionLine;
 fn change(f: &Frame) -> Result<(u64, u64), Failure> {
     api::decode_cache_change(&f.body)
         .ok_or_else(|| Failure::new(4, "local-sa's answer carries no record counts"))
+}
+
+/// `--refresh --json`'s line.
+#[derive(Serialize)]
+struct Refreshed<'a> {
+    schema: u32,
+    port: &'a str,
+    before: u64,
+    after: u64,
+    seconds: Fixed<3>,
+}
+
+/// `--flush --json`'s line.
+#[derive(Serialize)]
+struct Flushed<'a> {
+    schema: u32,
+    port: &'a str,
+    dropped: u64,
 }
 
 /// `--refresh`: a full refresh now; its outcome and duration.
@@ -30,8 +50,14 @@ pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Fai
     let (before, after) = change(&answer)?;
     if conn.json() {
         outln!(
-            "{{\"schema\":{JSON_SCHEMA},\"port\":{},\"before\":{before},\"after\":{after},\"seconds\":{took:.3}}}",
-            json_string(port)
+            "{}",
+            json::line(&Refreshed {
+                schema: JSON_SCHEMA,
+                port,
+                before,
+                after,
+                seconds: Fixed(took),
+            })
         )?;
     } else {
         outln!("{port}: {before} PathRecords before, {after} after; refreshed in {took:.3} s")?;
@@ -45,8 +71,12 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
     let (before, _) = change(&answer)?;
     if conn.json() {
         outln!(
-            "{{\"schema\":{JSON_SCHEMA},\"port\":{},\"dropped\":{before}}}",
-            json_string(port)
+            "{}",
+            json::line(&Flushed {
+                schema: JSON_SCHEMA,
+                port,
+                dropped: before,
+            })
         )?;
     } else {
         outln!(

@@ -16,6 +16,7 @@ mod distribute;
 mod failure;
 mod generate;
 mod ibdiag_conf;
+mod json;
 mod key_prompt;
 mod listing;
 mod load;

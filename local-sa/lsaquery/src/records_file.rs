@@ -11,7 +11,7 @@
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 
-use crate::print::JSON_SCHEMA;
+use crate::json::JSON_SCHEMA;
 
 /// Where each printed field lives in the 64-byte record.
 const FIELDS: [(&str, std::ops::Range<usize>); 16] = [

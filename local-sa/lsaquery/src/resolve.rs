@@ -18,9 +18,11 @@ use local_sa_core::doors::acm::wire::{self, Entry, Header, Opcode, Status, flags
 use local_sa_core::names::hosts::{HostAddress, MAX_NAME_LEN};
 use local_sa_core::path_flags;
 use mad_codec::Gid;
+use serde::Serialize;
 
 use crate::failure::Failure;
-use crate::print;
+use crate::json::{self, JSON_SCHEMA};
+use crate::print::{self, Printed};
 
 /// ibacm's socket for ib_acme, where local-sa serves by default.
 pub(crate) const DEFAULT_SOCKET: &str = "/run/ibacm-unix.sock";
@@ -107,6 +109,21 @@ pub(crate) fn meaning(status: Status) -> &'static str {
         Status::ENOMEM => "the server is out of resources (too many requests waiting)",
         _ => "the server refused the request",
     }
+}
+
+/// A path entry of `--resolve --json`.
+#[derive(Serialize)]
+struct ResolvedPath<'a> {
+    schema: u32,
+    path_flags: Vec<&'static str>,
+    path: &'a Printed,
+}
+
+/// A source address entry of `--resolve --json`.
+#[derive(Serialize)]
+struct ResolvedSource {
+    schema: u32,
+    source: String,
 }
 
 /// The names of a PATH entry's flags.
@@ -211,27 +228,23 @@ pub(crate) fn resolve(
         if let Some(record) = e.path_record() {
             let printed = print::path_record(&record);
             if json {
-                let names: Vec<String> = flag_names(e.flags)
-                    .iter()
-                    .map(|n| print::json_string(n))
-                    .collect();
-                out.push_str(&format!(
-                    "{{\"schema\":{},\"path_flags\":[{}],\"path\":{}}}\n",
-                    print::JSON_SCHEMA,
-                    names.join(","),
-                    printed.to_json()
-                ));
+                out.push_str(&json::line(&ResolvedPath {
+                    schema: JSON_SCHEMA,
+                    path_flags: flag_names(e.flags),
+                    path: &printed,
+                }));
+                out.push('\n');
             } else {
                 out.push_str(&format!("Path ({})\n", flag_names(e.flags).join(", ")));
                 out.push_str(&printed.to_text());
             }
         } else if let Ok(a) = e.address() {
             if json {
-                out.push_str(&format!(
-                    "{{\"schema\":{},\"source\":{}}}\n",
-                    print::JSON_SCHEMA,
-                    print::json_string(&a.to_string())
-                ));
+                out.push_str(&json::line(&ResolvedSource {
+                    schema: JSON_SCHEMA,
+                    source: a.to_string(),
+                }));
+                out.push('\n');
             } else {
                 out.push_str(&format!("Source: {a}\n"));
             }

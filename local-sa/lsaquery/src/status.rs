@@ -11,7 +11,10 @@ use local_sa_core::request::{Request, StatusReport};
 use crate::cli::Cli;
 use crate::failure::Failure;
 use crate::local_api::{Connection, default_socket};
-use crate::print::{JSON_SCHEMA, json_string};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::json::{self, JSON_SCHEMA, Scalar};
 
 /// Prints the status of the local-sa behind each socket asked about.
 pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
@@ -244,62 +247,56 @@ pub(crate) fn human(r: &StatusReport) -> String {
 /// The report as one JSON object (docs/json.md): numbers as numbers, the
 /// warnings as a list.
 pub(crate) fn json(socket: &std::path::Path, r: &StatusReport) -> String {
-    let mut out = format!(
-        "{{\"schema\":{JSON_SCHEMA},\"socket\":{}",
-        json_string(&socket.display().to_string())
-    );
-    let mut warnings = Vec::new();
-    let mut registrants = Vec::new();
-    let mut partitions = Vec::new();
-    for (name, value) in &r.0 {
-        if name == "recent_warning" {
-            warnings.push(json_string(value));
-            continue;
+    json::line(&StatusJson {
+        socket: socket.display().to_string(),
+        report: r,
+    })
+}
+
+/// `--status --json`: the schema and socket, the report's `name value`
+/// lines in their order, then its repeated lines as lists.
+struct StatusJson<'a> {
+    socket: String,
+    report: &'a StatusReport,
+}
+
+/// A repeated line: its fields, or the line as it came if it did not
+/// parse.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Parsed<'a, T> {
+    Fields(T),
+    Line(&'a str),
+}
+
+impl Serialize for StatusJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("schema", &JSON_SCHEMA)?;
+        map.serialize_entry("socket", &self.socket)?;
+        let mut warnings = Vec::new();
+        let mut registrants = Vec::new();
+        let mut partitions = Vec::new();
+        for (name, value) in &self.report.0 {
+            match name.as_str() {
+                "recent_warning" => warnings.push(value.as_str()),
+                "partition" => partitions
+                    .push(PartitionLine::parse(value).map_or(Parsed::Line(value), Parsed::Fields)),
+                "registrant" => registrants
+                    .push(Registrant::parse(value).map_or(Parsed::Line(value), Parsed::Fields)),
+                _ => map.serialize_entry(name, &Scalar::of(value))?,
+            }
         }
-        if name == "partition" {
-            partitions.push(match PartitionLine::parse(value) {
-                Some(p) => format!(
-                    "{{\"pkey\":{},\"state\":{},\"records\":{}}}",
-                    json_string(p.pkey),
-                    json_string(p.state),
-                    p.records
-                ),
-                None => json_string(value),
-            });
-            continue;
-        }
-        if name == "registrant" {
-            registrants.push(match Registrant::parse(value) {
-                Some(g) => format!(
-                    "{{\"owner\":{},\"groups\":{},\"created\":{},\"subscriptions\":{},\"refused\":{}}}",
-                    json_string(g.owner),
-                    g.groups,
-                    g.created,
-                    g.subscriptions,
-                    g.refused
-                ),
-                None => json_string(value),
-            });
-            continue;
-        }
-        let value = match value.parse::<u64>() {
-            Ok(n) if n < 1 << 53 => n.to_string(),
-            _ => json_string(value),
-        };
-        let _ = write!(out, ",{}:{value}", json_string(name));
+        map.serialize_entry("partitions", &partitions)?;
+        map.serialize_entry("registrants", &registrants)?;
+        map.serialize_entry("recent_warnings", &warnings)?;
+        map.end()
     }
-    let _ = write!(
-        out,
-        ",\"partitions\":[{}],\"registrants\":[{}],\"recent_warnings\":[{}]}}",
-        partitions.join(","),
-        registrants.join(","),
-        warnings.join(",")
-    );
-    out
 }
 
 /// A `partition` line of the report: `<P_Key> complete|incomplete
 /// records=N`.
+#[derive(Serialize)]
 pub(crate) struct PartitionLine<'a> {
     pub(crate) pkey: &'a str,
     pub(crate) state: &'a str,
@@ -321,6 +318,7 @@ impl<'a> PartitionLine<'a> {
 
 /// A `registrant` line of the report: `<owner> groups=N created=N
 /// subscriptions=N refused=N`.
+#[derive(Serialize)]
 struct Registrant<'a> {
     owner: &'a str,
     groups: u64,

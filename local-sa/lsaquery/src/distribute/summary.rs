@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use mad_codec::Gid;
+use serde::Serialize;
 
 use super::tally::{Computed, QosOutcome, Tally};
-
 use crate::failure::Failure;
-use crate::print::{JSON_SCHEMA, json_string};
+use crate::json::{self, Fixed, JSON_SCHEMA};
 use crate::snapshot::SentTables;
 
 /// How one node fared.
@@ -243,55 +243,45 @@ impl Summary {
 
     fn json(&self) -> String {
         let t = &self.tally;
-        let failures: Vec<String> = self
-            .nodes
-            .iter()
-            .filter_map(|n| {
-                n.failure.as_ref().map(|why| {
-                    format!(
-                        "{{\"lid\":{},\"gid\":\"{}\",\"error\":{}}}",
-                        n.lid,
-                        n.gid,
-                        json_string(why)
-                    )
+        json::line(&SummaryJson {
+            schema: JSON_SCHEMA,
+            master_lid: self.master_lid,
+            seconds: Fixed(self.elapsed.as_secs_f64()),
+            probed: self.probed,
+            nodes: self.nodes.len(),
+            filled: self.count(|n| n.outcome.done && !n.outcome.unchanged),
+            unchanged: self.count(|n| n.outcome.done && n.outcome.unchanged),
+            failed: self.count(|n| n.failure.is_some()),
+            stored: self.sum(|o| o.stored),
+            deleted: self.sum(|o| o.deleted),
+            partition_tables: self.sum(|o| o.partition_tables),
+            partition_stored: self.sum(|o| o.partition_stored),
+            partition_deleted: self.sum(|o| o.partition_deleted),
+            qos_tables: self.sum(|o| o.qos_tables),
+            qos_stored: self.sum(|o| o.qos_stored),
+            qos_refused: self.count(|n| n.outcome.qos_refused),
+            transfers: t.transfers,
+            retries: t.retried,
+            master_tables: t.tables,
+            master_per_destination: t.per_destination,
+            master_path_records: t.path_records,
+            cut: t.cut,
+            names_tables_taken: t.names_pushed,
+            names_refused: self.count(|n| n.outcome.names_refused),
+            compute: t.computed.as_ref().map(Computed::json),
+            shard: t.shard.map(|s| s.to_string()),
+            failures: self
+                .nodes
+                .iter()
+                .filter_map(|n| {
+                    n.failure.as_deref().map(|error| NodeFailureJson {
+                        lid: n.lid,
+                        gid: n.gid.to_string(),
+                        error,
+                    })
                 })
-            })
-            .collect();
-        format!(
-            "{{\"schema\":{JSON_SCHEMA},\"master_lid\":{},\"seconds\":{:.6},\"probed\":{},\"nodes\":{},\"filled\":{},\"unchanged\":{},\
-             \"failed\":{},\"stored\":{},\"deleted\":{},\"partition_tables\":{},\"partition_stored\":{},\"partition_deleted\":{},\"qos_tables\":{},\"qos_stored\":{},\"qos_refused\":{},\"transfers\":{},\"retries\":{},\
-             \"master_tables\":{},\"master_per_destination\":{},\"master_path_records\":{},\"cut\":{},\"names_tables_taken\":{},\
-             \"names_refused\":{},\"compute\":{},\"shard\":{},\"failures\":[{}]}}",
-            self.master_lid,
-            self.elapsed.as_secs_f64(),
-            self.probed,
-            self.nodes.len(),
-            self.count(|n| n.outcome.done && !n.outcome.unchanged),
-            self.count(|n| n.outcome.done && n.outcome.unchanged),
-            self.count(|n| n.failure.is_some()),
-            self.sum(|o| o.stored),
-            self.sum(|o| o.deleted),
-            self.sum(|o| o.partition_tables),
-            self.sum(|o| o.partition_stored),
-            self.sum(|o| o.partition_deleted),
-            self.sum(|o| o.qos_tables),
-            self.sum(|o| o.qos_stored),
-            self.count(|n| n.outcome.qos_refused),
-            t.transfers,
-            t.retried,
-            t.tables,
-            t.per_destination,
-            t.path_records,
-            t.cut,
-            t.names_pushed,
-            self.count(|n| n.outcome.names_refused),
-            t.computed
-                .as_ref()
-                .map_or_else(|| "null".to_owned(), Computed::json),
-            t.shard
-                .map_or_else(|| "null".to_owned(), |s| json_string(&s.to_string())),
-            failures.join(",")
-        )
+                .collect(),
+        })
     }
 
     /// Exit status: 0 when every node got what it needed; 1 when some did
@@ -318,6 +308,46 @@ impl Summary {
         }
         Ok(())
     }
+}
+
+/// `--distribute --json`.
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    schema: u32,
+    master_lid: u16,
+    seconds: Fixed<6>,
+    probed: usize,
+    nodes: usize,
+    filled: usize,
+    unchanged: usize,
+    failed: usize,
+    stored: u64,
+    deleted: u64,
+    partition_tables: u64,
+    partition_stored: u64,
+    partition_deleted: u64,
+    qos_tables: u64,
+    qos_stored: u64,
+    qos_refused: usize,
+    transfers: u64,
+    retries: u64,
+    master_tables: u64,
+    master_per_destination: u64,
+    master_path_records: u64,
+    cut: bool,
+    names_tables_taken: u64,
+    names_refused: usize,
+    compute: Option<serde_json::Value>,
+    shard: Option<String>,
+    failures: Vec<NodeFailureJson<'a>>,
+}
+
+/// A node `--distribute` could not fill.
+#[derive(Serialize)]
+struct NodeFailureJson<'a> {
+    lid: u16,
+    gid: String,
+    error: &'a str,
 }
 
 #[cfg(test)]

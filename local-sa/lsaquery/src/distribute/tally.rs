@@ -126,7 +126,7 @@ impl Computed {
         );
     }
 
-    pub(super) fn json(&self) -> String {
+    pub(super) fn json(&self) -> serde_json::Value {
         let served = |s: Served| serde_json::json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
         serde_json::json!({
             "used": self.not_used.is_none(),
@@ -140,6 +140,5 @@ impl Computed {
             "records": self.records,
             "nodes_also_from_master": self.from_master,
         })
-        .to_string()
     }
 }

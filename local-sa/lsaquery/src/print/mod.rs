@@ -19,8 +19,8 @@ use mad_codec::{
 
 pub(crate) use fabric::*;
 pub(crate) use port_info::*;
+pub(crate) use printed::Printed;
 use printed::{Fmt, NOT_DISPLAYED};
-pub(crate) use printed::{JSON_SCHEMA, Printed, json_string};
 
 pub(crate) fn path_record(r: &PathRecord) -> Printed {
     let b = r.as_bytes();

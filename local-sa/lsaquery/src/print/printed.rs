@@ -4,6 +4,10 @@
 use std::fmt::Write as _;
 
 use mad_codec::{Mtu, Rate};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::json::{self, JSON_SCHEMA};
 
 /// How saquery formats a value.
 #[derive(Debug, Clone, Copy)]
@@ -144,66 +148,59 @@ impl Printed {
         }
     }
 
-    /// One JSON object (docs/json.md): `{"schema": 1, "record": heading,
-    /// field: value, ...}` with saquery's field names in snake_case.
-    /// 64-bit values (GUIDs, ServiceIDs, keys) are `"0x…"` strings, which
-    /// parsers that hold numbers as doubles keep exact; other numbers are
-    /// numbers; GIDs and names are strings. An MTU or rate code comes with
-    /// its meaning (`mtu_bytes`, `rate_gbps`; null for a code without one).
+    /// One JSON object (docs/json.md), as [`Printed`]'s `Serialize` writes it.
     pub(crate) fn to_json(&self) -> String {
-        let mut out = format!("{{\"schema\":{JSON_SCHEMA}");
-        let _ = write!(
-            out,
-            ",\"record\":{}",
-            json_string(self.heading.trim_end_matches(" dump"))
-        );
+        json::line(self)
+    }
+}
+
+/// One JSON object (docs/json.md): `{"schema": 1, "record": heading,
+/// field: value, ...}` with saquery's field names in snake_case.
+/// 64-bit values (GUIDs, ServiceIDs, keys) are `"0x…"` strings, which
+/// parsers that hold numbers as doubles keep exact; other numbers are
+/// numbers; GIDs and names are strings. An MTU or rate code comes with
+/// its meaning (`mtu_bytes`, `rate_gbps`; null for a code without one).
+impl Serialize for Printed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("schema", &JSON_SCHEMA)?;
+        map.serialize_entry("record", self.heading.trim_end_matches(" dump"))?;
         for (name, value) in self.items.iter().filter_map(|item| match item {
             Item::Field(name, value) | Item::Json(name, value) => Some((name, value)),
             Item::Line(_) => None,
         }) {
             let key = json_key(name);
-            let _ = write!(out, ",{}:", json_string(&key));
-            let _ = match value {
-                Value::Text(t) => write!(out, "{}", json_string(t)),
-                Value::Num(v, Fmt::Guid) => write!(out, "\"0x{v:016x}\""),
-                Value::Num(v, _) => write!(out, "{v}"),
-                Value::List(values, fmt) => {
-                    out.push('[');
-                    for (i, v) in values.iter().enumerate() {
-                        let comma = if i == 0 { "" } else { "," };
-                        let _ = match fmt {
-                            Fmt::Guid => write!(out, "{comma}\"0x{v:016x}\""),
-                            _ => write!(out, "{comma}{v}"),
-                        };
-                    }
-                    out.push(']');
-                    Ok(())
+            match value {
+                Value::Text(t) => map.serialize_entry(&key, t)?,
+                Value::Num(v, Fmt::Guid) => map.serialize_entry(&key, &guid_text(*v))?,
+                Value::Num(v, _) => map.serialize_entry(&key, v)?,
+                Value::List(values, Fmt::Guid) => {
+                    let texts: Vec<String> = values.iter().map(|v| guid_text(*v)).collect();
+                    map.serialize_entry(&key, &texts)?;
                 }
-            };
+                Value::List(values, _) => map.serialize_entry(&key, values)?,
+            }
             if let Value::Num(v, _) = value {
                 // Selector bits 7..6 aside.
                 let code = (*v & 0x3F) as u8;
-                let _ = match key.as_str() {
-                    "mtu" => match Mtu(code).bytes() {
-                        Some(b) => write!(out, ",\"mtu_bytes\":{b}"),
-                        None => write!(out, ",\"mtu_bytes\":null"),
-                    },
-                    "rate" => match rate_gbps(Rate(code)) {
-                        Some(g) => write!(out, ",\"rate_gbps\":{g}"),
-                        None => write!(out, ",\"rate_gbps\":null"),
-                    },
-                    _ => Ok(()),
-                };
+                match key.as_str() {
+                    "mtu" => map.serialize_entry("mtu_bytes", &Mtu(code).bytes())?,
+                    "rate" => {
+                        let gbps = rate_gbps(Rate(code)).map(json::number).transpose()?;
+                        map.serialize_entry("rate_gbps", &gbps)?;
+                    }
+                    _ => {}
+                }
             }
         }
-        out.push('}');
-        out
+        map.end()
     }
 }
 
-/// The version of the JSON lsaquery prints: raised when a key changes
-/// meaning or goes away (new keys do not raise it).
-pub(crate) const JSON_SCHEMA: u32 = 1;
+/// A 64-bit value as `0x` and 16 hex digits.
+fn guid_text(v: u64) -> String {
+    format!("0x{v:016x}")
+}
 
 /// A saquery field name as a JSON key: snake_case, words split at spaces,
 /// slashes and lower-to-upper steps ("Capability mask 2" →
@@ -250,27 +247,6 @@ fn rate_gbps(rate: Rate) -> Option<String> {
     Some(name.replace('_', "."))
 }
 
-/// A JSON string literal.
-pub(crate) fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 pub(super) const NOT_DISPLAYED: &str = "<not displayed>";
 
 #[cfg(test)]
@@ -298,6 +274,12 @@ mod tests {
 
     #[test]
     fn json_strings_are_escaped() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        let p = Printed::new("NodeRecord", 24).text("NodeDescription", "a\"b\\c\n\u{1}");
+        assert!(
+            p.to_json()
+                .ends_with(r#","node_description":"a\"b\\c\n\u0001"}"#),
+            "{}",
+            p.to_json()
+        );
     }
 }

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use crate::print::{JSON_SCHEMA, json_string};
+use serde::Serialize;
+
+use crate::json::{self, JSON_SCHEMA};
 
 /// Differences listed in the text per part (all of them go in the JSON).
 const SHOWN_DETAILS: usize = 20;
@@ -127,27 +129,40 @@ impl Report {
 
     /// One JSON object (docs/json.md): the parts with every detail.
     pub(crate) fn json(&self) -> String {
-        let parts: Vec<String> = self
-            .parts
-            .iter()
-            .map(|p| {
-                let details: Vec<String> = p.details.iter().map(|d| json_string(d)).collect();
-                format!(
-                    "{{\"part\":{},\"verdict\":{},\"reason\":{},\"next\":{},\"details\":[{}]}}",
-                    json_string(p.name),
-                    json_string(p.verdict.as_str()),
-                    json_string(&p.reason),
-                    p.next.as_deref().map_or("null".to_owned(), json_string),
-                    details.join(",")
-                )
-            })
-            .collect();
-        format!(
-            "{{\"schema\":{JSON_SCHEMA},\"exit_status\":{},\"parts\":[{}]}}",
-            self.exit_code(),
-            parts.join(",")
-        )
+        json::line(&ReportJson {
+            schema: JSON_SCHEMA,
+            exit_status: self.exit_code(),
+            parts: self
+                .parts
+                .iter()
+                .map(|p| PartJson {
+                    part: p.name,
+                    verdict: p.verdict.as_str(),
+                    reason: &p.reason,
+                    next: p.next.as_deref(),
+                    details: &p.details,
+                })
+                .collect(),
+        })
     }
+}
+
+/// `--verify --json`.
+#[derive(Serialize)]
+struct ReportJson<'a> {
+    schema: u32,
+    exit_status: u8,
+    parts: Vec<PartJson<'a>>,
+}
+
+/// One part of `--verify --json`.
+#[derive(Serialize)]
+struct PartJson<'a> {
+    part: &'static str,
+    verdict: &'static str,
+    reason: &'a str,
+    next: Option<&'a str>,
+    details: &'a [String],
 }
 
 #[cfg(test)]

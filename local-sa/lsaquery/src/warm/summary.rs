@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use local_sa_core::request::StatusReport;
 
-use crate::print::{JSON_SCHEMA, json_string};
+use serde::Serialize;
+
+use crate::json::{self, Fixed, JSON_SCHEMA};
 
 /// A host that could not be warmed, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,50 +128,61 @@ impl Summary {
 
     /// One JSON object (docs/json.md).
     pub(crate) fn json(&self) -> String {
-        let a = &self.answers;
-        let s = &self.sources;
-        let failed: Vec<String> = a
-            .failed
-            .iter()
-            .map(|(status, n)| format!("{}:{n}", json_string(status)))
-            .collect();
-        let unresolved: Vec<String> = self
-            .unresolved
-            .iter()
-            .map(|u| {
-                format!(
-                    "{{\"host\":{},\"reason\":{}}}",
-                    json_string(&u.host),
-                    json_string(&u.why)
-                )
-            })
-            .collect();
-        let pkeys: Vec<String> = self
-            .pkeys
-            .iter()
-            .map(|p| json_string(&format!("{p:#06x}")))
-            .collect();
-        format!(
-            "{{\"schema\":{JSON_SCHEMA},\"hosts\":{},\"peers\":{},\"pkeys\":[{}],\"service_ids\":{},\
-             \"queries\":{},\"answered\":{},\"no_path\":{},\"failed\":{{{}}},\"from_tables\":{},\
-             \"from_qos_cache\":{},\"from_master\":{},\"pairs_asked\":{},\"tables_asked\":{},\"unresolved\":[{}],\"seconds\":{:.3}}}",
-            self.hosts,
-            self.peers,
-            pkeys.join(","),
-            self.service_ids,
-            self.queries,
-            a.answered,
-            a.no_path,
-            failed.join(","),
-            s.tables,
-            s.qos_cache,
-            s.master,
-            s.pairs_asked,
-            s.tables_asked,
-            unresolved.join(","),
-            self.took.as_secs_f64()
-        )
+        let (a, s) = (&self.answers, &self.sources);
+        json::line(&SummaryJson {
+            schema: JSON_SCHEMA,
+            hosts: self.hosts,
+            peers: self.peers,
+            pkeys: self.pkeys.iter().map(|p| format!("{p:#06x}")).collect(),
+            service_ids: self.service_ids,
+            queries: self.queries,
+            answered: a.answered,
+            no_path: a.no_path,
+            failed: &a.failed,
+            from_tables: s.tables,
+            from_qos_cache: s.qos_cache,
+            from_master: s.master,
+            pairs_asked: s.pairs_asked,
+            tables_asked: s.tables_asked,
+            unresolved: self
+                .unresolved
+                .iter()
+                .map(|u| UnresolvedJson {
+                    host: &u.host,
+                    reason: &u.why,
+                })
+                .collect(),
+            seconds: Fixed(self.took.as_secs_f64()),
+        })
     }
+}
+
+/// `--warm --json`.
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    schema: u32,
+    hosts: usize,
+    peers: usize,
+    pkeys: Vec<String>,
+    service_ids: usize,
+    queries: u64,
+    answered: u64,
+    no_path: u64,
+    failed: &'a std::collections::BTreeMap<String, u64>,
+    from_tables: u64,
+    from_qos_cache: u64,
+    from_master: u64,
+    pairs_asked: u64,
+    tables_asked: u64,
+    unresolved: Vec<UnresolvedJson<'a>>,
+    seconds: Fixed<3>,
+}
+
+/// A host `--warm` could not warm.
+#[derive(Serialize)]
+struct UnresolvedJson<'a> {
+    host: &'a str,
+    reason: &'a str,
 }
 
 #[cfg(test)]

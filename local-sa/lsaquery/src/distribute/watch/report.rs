@@ -12,7 +12,7 @@ use serde_json::json;
 use super::super::summary::Pushed;
 use crate::compute::Served;
 use crate::failure::Failure;
-use crate::print::JSON_SCHEMA;
+use crate::json::JSON_SCHEMA;
 
 /// One event: a change the watch looked into.
 #[derive(Debug, Default)]
