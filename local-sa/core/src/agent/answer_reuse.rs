@@ -29,6 +29,22 @@ impl AnswerReuse {
         }
     }
 
+    /// Forgets every answer kept from the master beside the tables (the
+    /// forwarded queries' and the QoS cache's): something that could
+    /// change them happened.
+    pub(super) fn forget(&mut self) {
+        self.forwarding.forget_answers();
+        self.qos_cache.clear();
+    }
+
+    /// A port went out of service or came back: the forwarded answers
+    /// go (any of them may name it), and the QoS cache's pairs with it at
+    /// either end.
+    pub(super) fn forget_port(&mut self, guid: u64) {
+        self.forwarding.forget_answers();
+        self.qos_cache.forget_port(guid);
+    }
+
     /// Askers waiting for the master's answer, in both.
     pub(super) fn waiting(&self) -> usize {
         self.forwarding.waiting() + self.qos_cache.asking()

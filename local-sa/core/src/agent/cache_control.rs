@@ -52,7 +52,7 @@ impl SaCore {
         let before = self.records_held() as u64;
         self.tables.paths.clear();
         self.tables.partitions.clear();
-        self.forget_answers();
+        self.answers.forget();
         if self.abandon_fetches_into(|_| true) {
             // The refresh that was filling the tables starts again, whole.
             self.tables.refresh.schedule(Some(now));

@@ -144,7 +144,7 @@ impl SaCore {
                 None => TableKey::Default,
                 Some(p) => TableKey::Partition(p & 0x7FFF),
             };
-            let Some(t) = self.table_mut(key) else {
+            let Some(t) = self.tables.table_mut(key) else {
                 continue;
             };
             t.store.expect_table(list.len());

@@ -221,14 +221,14 @@ impl SaCore {
         let epoch = self.tables.refresh.next_epoch();
         let mut stored = 0;
         for (table, records) in by_table(records, partitions) {
-            let Some(t) = self.table_mut(table) else {
+            let Some(t) = self.tables.table_mut(table) else {
                 continue;
             };
             load_into(t, &records, epoch, replace);
             stored += records.len();
         }
         self.telemetry.counters.loaded += stored as u64;
-        self.forget_answers();
+        self.answers.forget();
         info!(
             records = stored,
             offered = records.len(),
@@ -263,12 +263,12 @@ impl SaCore {
         };
         let mut removed = 0;
         for (table, records) in work {
-            if let Some(t) = self.table_mut(table) {
+            if let Some(t) = self.tables.table_mut(table) {
                 removed += delete_from(t, mask, &records, known_absent);
             }
         }
         self.telemetry.counters.deleted += removed as u64;
-        self.forget_answers();
+        self.answers.forget();
         info!(removed, known_absent, partitions, "PathRecords deleted");
         removed
     }

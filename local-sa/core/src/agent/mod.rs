@@ -386,7 +386,7 @@ impl SaCore {
             self.master.policy.forget();
             self.abandon_fetches_into(|_| true);
         }
-        self.forget_answers();
+        self.answers.forget();
         // The refresh in progress is superseded by the one starting now.
         self.master
             .requester

@@ -516,7 +516,7 @@ impl SaCore {
                 let removed = self.tables.paths.store.remove_port(gid.guid())
                     + self.tables.partitions.remove_port(gid.guid());
                 self.tables.paths.mark_incomplete(gid.guid());
-                self.forget_answers_about(gid.guid());
+                self.answers.forget_port(gid.guid());
                 if let Some(earlier_not_logged) =
                     self.telemetry.log_limit.allow(now, "trap 65", 0u32)
                 {
@@ -529,7 +529,7 @@ impl SaCore {
                 {
                     info!(%gid, earlier_not_logged, "port in service (trap 64)");
                 }
-                self.forget_answers_about(gid.guid());
+                self.answers.forget_port(gid.guid());
                 let partitions = self
                     .tables
                     .partitions
@@ -585,7 +585,7 @@ impl SaCore {
         answer: Option<&Answer>,
     ) {
         let (epoch, me) = (self.tables.refresh.epoch(), self.port.gid.guid());
-        let Some(t) = self.table_mut(table) else {
+        let Some(t) = self.tables.table_mut(table) else {
             return;
         };
         if let TableKey::Partition(_) = table {
@@ -621,7 +621,7 @@ impl SaCore {
                     // applies QoS, and the partition tables on its policy;
                     // the next refresh (at this port's phase) fetches the
                     // tables then wanted.
-                    self.forget_answers();
+                    self.answers.forget();
                     self.tables.partitions.clear();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
                     let due = (self.tables.refresh.next())

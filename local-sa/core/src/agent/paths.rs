@@ -336,22 +336,6 @@ impl SaCore {
         }
     }
 
-    /// Forgets every answer kept from the master beside the store (the
-    /// forwarded queries' and the QoS cache's): something that could
-    /// change them happened.
-    pub(super) fn forget_answers(&mut self) {
-        self.answers.forwarding.forget_answers();
-        self.answers.qos_cache.clear();
-    }
-
-    /// A port went out of service or came back: the forwarded answers
-    /// go (any of them may name it), and the QoS cache's pairs with it at
-    /// either end.
-    pub(super) fn forget_answers_about(&mut self, guid: u64) {
-        self.answers.forwarding.forget_answers();
-        self.answers.qos_cache.forget_port(guid);
-    }
-
     /// True when the master's ClassPortInfo is unknown but asked, and the
     /// queries waiting for it are not too many.
     fn awaiting_master_info(&self) -> bool {

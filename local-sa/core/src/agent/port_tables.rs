@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::refresh_state::Refresh;
 use super::upkeep::Upkeep;
-use crate::partitions::{Partitions, PathTable};
+use crate::partitions::{Partitions, PathTable, TableKey};
 
 /// The port's tables, their refresh and their upkeep.
 #[derive(Debug)]
@@ -32,6 +32,15 @@ impl PortTables {
             partitions: Partitions::default(),
             refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
+        }
+    }
+
+    /// The table `table` of this port's paths, to fill; `None` for a
+    /// partition the port no longer holds.
+    pub(super) fn table_mut(&mut self, table: TableKey) -> Option<&mut PathTable> {
+        match table {
+            TableKey::Default => Some(&mut self.paths),
+            TableKey::Partition(p) => self.partitions.table_mut(p),
         }
     }
 

@@ -21,7 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::upstream_purpose::Purpose;
 use super::{RefreshState, SaCore};
-use crate::partitions::{PathTable, TableKey, partition_of};
+use crate::partitions::{TableKey, partition_of};
 use crate::requester::Answer;
 use crate::store::Epoch;
 
@@ -113,15 +113,6 @@ impl SaCore {
         }
     }
 
-    /// The table `table` of this port's paths, to fill; `None` for a
-    /// partition the port no longer holds.
-    pub(super) fn table_mut(&mut self, table: TableKey) -> Option<&mut PathTable> {
-        match table {
-            TableKey::Default => Some(&mut self.tables.paths),
-            TableKey::Partition(p) => self.tables.partitions.table_mut(p),
-        }
-    }
-
     pub(super) fn bulk_answered(
         &mut self,
         now: Instant,
@@ -162,7 +153,7 @@ impl SaCore {
             self.tables.refresh.advance(start);
             return self.walk(now);
         }
-        if let Some(t) = self.table_mut(table) {
+        if let Some(t) = self.tables.table_mut(table) {
             t.store.expect_table(answer.records::<PathRecord>().count());
             for r in answer.records::<PathRecord>() {
                 t.store.insert(*r, epoch);
@@ -239,7 +230,7 @@ impl SaCore {
             return;
         }
         if answer.status() == MadStatus::OK
-            && let Some(t) = self.table_mut(table)
+            && let Some(t) = self.tables.table_mut(table)
         {
             for r in answer.records::<PathRecord>() {
                 t.store.insert(*r, epoch);
@@ -260,7 +251,7 @@ impl SaCore {
     /// did not see go, and the next table is asked, or the refresh ends.
     fn finish_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
         let (lids, me) = (self.port.lids(), self.port.gid.guid());
-        let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
+        let (swept, records) = self.tables.table_mut(table).map_or((0, 0), |t| {
             t.mark_complete(me);
             (t.store.sweep_from(lids, epoch), t.store.len())
         });
@@ -330,7 +321,7 @@ impl SaCore {
     /// The default table is in: the port is ready, and what follows a
     /// refresh follows.
     fn default_table_fresh(&mut self, now: Instant, epoch: Epoch, swept: usize) {
-        self.forget_answers();
+        self.answers.forget();
         self.telemetry.counters.refreshes += 1;
         let took = (self.tables.refresh.take_began()).map(|t| now.saturating_duration_since(t));
         self.tables.refresh.made_fresh(now, took);
