@@ -34,12 +34,12 @@ impl SaCore {
     /// socket's peer credentials). A connection never introduced counts
     /// as an unprivileged user of unknown ID.
     pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
-        self.registrations.quotas.introduce(conn, user);
+        self.proxy.quotas.introduce(conn, user);
     }
 
     /// Every owner holding or refused registrations, the most first.
     pub fn registrants(&self) -> Vec<Registrant> {
-        self.registrations.quotas.registrants()
+        self.proxy.quotas.registrants()
     }
 
     /// Who `member` counts against, and the limits that apply.
@@ -61,11 +61,7 @@ impl SaCore {
     }
 
     fn local_owner(&self, conn: ConnId) -> (Owner, RegistrationLimits) {
-        let user = self
-            .registrations
-            .quotas
-            .user_of(conn)
-            .unwrap_or(UNKNOWN_USER);
+        let user = self.proxy.quotas.user_of(conn).unwrap_or(UNKNOWN_USER);
         let limits = if user.privileged {
             self.config.limits.privileged()
         } else {
@@ -85,13 +81,7 @@ impl SaCore {
         let (owner, limits) = self.member_owner(&change.member);
         let mgid = change.record.mgid();
         let can_create = change.can_create();
-        match (self.registrations.quotas).admit_join(
-            owner,
-            &limits,
-            change.member,
-            mgid,
-            can_create,
-        ) {
+        match (self.proxy.quotas).admit_join(owner, &limits, change.member, mgid, can_create) {
             Ok(may_create) => {
                 change.may_create = may_create;
                 true
@@ -108,10 +98,8 @@ impl SaCore {
     /// created it.
     pub(super) fn join_granted(&mut self, member: Member, mgid: Gid) {
         let (owner, _) = self.member_owner(&member);
-        let created = self.registrations.memberships.created_by(mgid) == Some(member);
-        self.registrations
-            .quotas
-            .join_granted(owner, member, mgid, created);
+        let created = self.proxy.memberships.created_by(mgid) == Some(member);
+        self.proxy.quotas.join_granted(owner, member, mgid, created);
     }
 
     /// A join was refused because it would have created a group past its
@@ -124,8 +112,8 @@ impl SaCore {
     /// Gives up the groups `member` holds no more, and the creations it
     /// did not make.
     pub(super) fn settle_member(&mut self, member: Member) {
-        let memberships = &self.registrations.memberships;
-        self.registrations.quotas.settle_member(
+        let memberships = &self.proxy.memberships;
+        self.proxy.quotas.settle_member(
             &member,
             |g| memberships.involves(*g, &member),
             |g| memberships.may_have_created(*g, &member),
@@ -134,7 +122,7 @@ impl SaCore {
 
     /// `member` holds nothing any more.
     pub(super) fn release_member(&mut self, member: Member) {
-        self.registrations.quotas.release_member(&member);
+        self.proxy.quotas.release_member(&member);
     }
 
     /// Lets a subscription to `filter` by `s` in if its owner holds the
@@ -150,7 +138,7 @@ impl SaCore {
             return true;
         };
         match self
-            .registrations
+            .proxy
             .quotas
             .admit_subscription(owner, &limits, s, filter)
         {
@@ -164,8 +152,8 @@ impl SaCore {
 
     /// Gives up the filters `s` holds no more.
     pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
-        let registry = self.registrations.subscriptions.registry();
-        self.registrations
+        let registry = self.proxy.subscriptions.registry();
+        self.proxy
             .quotas
             .settle_subscriber(&s, |f| registry.holds(&s, f));
     }
@@ -176,7 +164,7 @@ impl SaCore {
             Refused::Creation => self.telemetry.counters.refused_group_creations += 1,
             Refused::Subscription => self.telemetry.counters.refused_subscriptions += 1,
         }
-        self.registrations.quotas.note_refusal(owner);
+        self.proxy.quotas.note_refusal(owner);
         let (kind, source) = match owner {
             Owner::User(uid) => ("registration limit of a user", uid),
             Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),

@@ -80,7 +80,7 @@ impl SaCore {
 
     /// Asks the master whether it still has the canary.
     pub(super) fn audit(&mut self, now: Instant) {
-        if self.registrations.schedule.canary_held()
+        if self.proxy.schedule.canary_held()
             && !self
                 .master
                 .requester
@@ -88,14 +88,14 @@ impl SaCore {
         {
             self.send_canary(now, Method::GET, CanaryStep::Audit);
         }
-        self.registrations
+        self.proxy
             .schedule
             .audit_at(Some(now + self.config.audit_interval));
     }
 
     /// Withdraws the canary (shutdown).
     pub(super) fn withdraw_canary(&mut self, now: Instant) {
-        if self.registrations.schedule.canary_gone() {
+        if self.proxy.schedule.canary_gone() {
             self.send_canary(now, Method::DELETE, CanaryStep::Withdraw);
         }
     }
@@ -112,7 +112,7 @@ impl SaCore {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");
                 let renew_at = now + canary_lease(self.config.audit_interval) / 2;
-                self.registrations.schedule.canary_taken(renew_at);
+                self.proxy.schedule.canary_taken(renew_at);
             }
             (CanaryStep::Register, other) => {
                 warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
@@ -123,11 +123,11 @@ impl SaCore {
                     master = self.port.sm_lid,
                     "the master SA lost this port's registrations (restarted?): registering again"
                 );
-                self.registrations.schedule.canary_gone();
+                self.proxy.schedule.canary_gone();
                 self.master_lost_state(now);
             }
             (CanaryStep::Audit, Some(MadStatus::OK))
-                if self.registrations.schedule.take_canary_renewal_due(now) =>
+                if self.proxy.schedule.take_canary_renewal_due(now) =>
             {
                 // Still there: its lease starts again.
                 self.register_canary(now);
@@ -140,9 +140,9 @@ impl SaCore {
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {
         self.master.policy.forget();
-        self.registrations.schedule.register_at(Some(now));
+        self.proxy.schedule.register_at(Some(now));
         let again = now + self.reregister_delay();
-        self.registrations.schedule.reregister_at(Some(again));
+        self.proxy.schedule.reregister_at(Some(again));
         self.tables
             .refresh
             .schedule(Some(now + self.refresh_delay()));

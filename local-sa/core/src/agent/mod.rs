@@ -20,6 +20,29 @@
 //! subscriptions and multicast memberships, and answers ClassPortInfo.
 //! Anything else gets MAD status 0x000C.
 //!
+//! `SaCore` owns sub-machines and routes events between them; each owns
+//! its state behind its own methods, and the groups hold the members of
+//! one concern:
+//!
+//! * `PortTables` (`port_tables`): the default and partition tables
+//!   (`crate::partitions`), their refresh (`refresh_state`) and who keeps
+//!   them fresh (`upkeep`);
+//! * `MasterLink` (`master_link`): requests in flight (`crate::requester`),
+//!   the lanes waiting for the master (`upstream_lanes`), its policy
+//!   (`master_policy`);
+//! * `AnswerReuse` (`answer_reuse`): forwarded queries (`forward`) and the
+//!   QoS cache (`qos_cache`);
+//! * `RegistrationProxy` (`registration_proxy`): subscriptions (`subscriptions`),
+//!   memberships (`crate::memberships`), quotas (`quotas`), the agent's
+//!   own schedule and canary (`registration_schedule`);
+//! * `crate::names::state`: names and this port's directory record;
+//!   `crate::transfers`: RMPP both ways; `Outbox` (`outbox`) and
+//!   `Telemetry` (`telemetry`).
+//!
+//! The files named after a protocol concern (`refresh`, `notices`,
+//! `multicast`, `loads`, `paths`, ...) hold the `impl SaCore` blocks that
+//! route it.
+//!
 //! Nothing here reads a clock, an environment variable or a random
 //! source: the time comes with every call and the TransactionID seed with
 //! [`SaCore::new`], so the same inputs give the same outputs.
@@ -48,8 +71,8 @@ mod qos_tables;
 mod quotas;
 mod refresh;
 mod refresh_state;
+mod registration_proxy;
 mod registration_schedule;
-mod registrations;
 mod registrations_record;
 mod status;
 mod subscriptions;
@@ -78,7 +101,7 @@ use self::outbox::Outbox;
 use self::port_tables::PortTables;
 pub use self::quotas::Registrant;
 use self::refresh_state::RefreshState;
-use self::registrations::Registrations;
+use self::registration_proxy::RegistrationProxy;
 use self::telemetry::Telemetry;
 use self::upstream_purpose::Purpose;
 use crate::address::{Address, Received, Transmit};
@@ -106,8 +129,9 @@ pub struct SaCore {
     master: MasterLink,
     /// Forwarded queries and the QoS cache.
     answers: AnswerReuse,
-    /// Subscriptions, memberships, their quotas, the agent's own.
-    registrations: Registrations,
+    /// The registration proxy: subscriptions, memberships, their quotas,
+    /// the agent's own registrations.
+    proxy: RegistrationProxy,
     /// Host names from the master, and this port's directory record.
     naming: NameState,
     /// RMPP transfers, both ways.
@@ -132,7 +156,7 @@ impl SaCore {
             tables: PortTables::new(now),
             master: MasterLink::new(&config, seed),
             answers: AnswerReuse::new(&config),
-            registrations: Registrations::new(&config, &port),
+            proxy: RegistrationProxy::new(&config, &port),
             naming: NameState::default(),
             transfers: Transfers::new(config.rmpp, config.transfer_limits),
             outbox: Outbox::default(),
@@ -150,7 +174,7 @@ impl SaCore {
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;
         let first_audit = now + half + agent.spread(half);
-        agent.registrations.schedule.audit_at(Some(first_audit));
+        agent.proxy.schedule.audit_at(Some(first_audit));
         agent.handle_timeout(now);
         agent
     }
@@ -177,7 +201,7 @@ impl SaCore {
         self.answers
             .forwarding
             .set_ttls(config.answer_ttl, config.negative_ttl);
-        self.registrations.reconfigure(&config);
+        self.proxy.reconfigure(&config);
         // A shorter interval takes effect now rather than after the long
         // one already scheduled.
         if refresh_sooner {
@@ -186,9 +210,7 @@ impl SaCore {
                 .bring_forward(now + config.refresh_interval);
         }
         if audit_sooner {
-            self.registrations
-                .schedule
-                .audit_by(now + config.audit_interval);
+            self.proxy.schedule.audit_by(now + config.audit_interval);
         }
     }
 
@@ -205,7 +227,7 @@ impl SaCore {
 
     /// The counters, with the gauges read now.
     pub fn counters(&self) -> Counters {
-        let m = self.registrations.memberships.counts();
+        let m = self.proxy.memberships.counts();
         Counters {
             joins_local: m.joins_local,
             joins_upstream: m.joins_upstream,
@@ -228,11 +250,11 @@ impl SaCore {
             registrations_in_flight: self.master.lanes.registrations_in_flight() as u64,
             queries_waiting: self.answers.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
-            subscriptions: self.registrations.subscriptions.registry().filters() as u64,
-            subscribers: self.registrations.subscriptions.registry().subscribers() as u64,
-            groups: self.registrations.memberships.groups() as u64,
-            members: self.registrations.memberships.members() as u64,
-            reports_in_flight: self.registrations.subscriptions.reports_in_flight() as u64,
+            subscriptions: self.proxy.subscriptions.registry().filters() as u64,
+            subscribers: self.proxy.subscriptions.registry().subscribers() as u64,
+            groups: self.proxy.memberships.groups() as u64,
+            members: self.proxy.memberships.members() as u64,
+            reports_in_flight: self.proxy.subscriptions.reports_in_flight() as u64,
             ..self.telemetry.counters
         }
     }
@@ -286,12 +308,12 @@ impl SaCore {
             self.tables.refresh.next(),
             self.tables.refresh.partitions_next(),
             self.naming.next_fetch(),
-            self.registrations.subscriptions.poll_timeout(),
-            self.registrations.memberships.poll_timeout(),
+            self.proxy.subscriptions.poll_timeout(),
+            self.proxy.memberships.poll_timeout(),
             self.tables.upkeep.check_next(),
         ]
         .into_iter()
-        .chain(self.registrations.schedule.deadlines())
+        .chain(self.proxy.schedule.deadlines())
         .flatten()
         .min()
     }
@@ -337,7 +359,7 @@ impl SaCore {
         if self.tables.refresh.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
-        if self.registrations.schedule.take_registration_due(now) {
+        if self.proxy.schedule.take_registration_due(now) {
             self.register(now);
             self.register_canary(now);
             self.send_publication(now);
@@ -345,10 +367,10 @@ impl SaCore {
         if let Some(epoch) = self.naming.take_fetch_due(now) {
             self.start_name_fetch(now, epoch);
         }
-        if self.registrations.schedule.audit_due(now) {
+        if self.proxy.schedule.audit_due(now) {
             self.audit(now);
         }
-        if self.registrations.schedule.take_reregistration_due(now) {
+        if self.proxy.schedule.take_reregistration_due(now) {
             self.telemetry.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
@@ -373,7 +395,7 @@ impl SaCore {
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
-        self.registrations.memberships.set_port_gid(port.gid);
+        self.proxy.memberships.set_port_gid(port.gid);
         if master_changed {
             // Requests in flight fail: their answers would come from the
             // old master. Their purposes ask again.
@@ -416,11 +438,11 @@ impl SaCore {
         } else {
             now + self.reregister_delay()
         };
-        self.registrations.schedule.register_at(Some(at));
+        self.proxy.schedule.register_at(Some(at));
         self.tables.refresh.register_now();
         // Whatever the master held for this port may be gone.
         let again = now + self.reregister_delay();
-        self.registrations.schedule.reregister_at(Some(again));
+        self.proxy.schedule.reregister_at(Some(again));
         self.handle_timeout(now);
     }
 
@@ -453,7 +475,7 @@ impl SaCore {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
         self.tables.refresh.schedule(None);
-        self.registrations.schedule.stop();
+        self.proxy.schedule.stop();
         self.unsubscribe_all(now);
         self.leave_all(now);
         self.withdraw_canary(now);
@@ -495,7 +517,7 @@ impl SaCore {
                 self.answer_local_records(&asker, &records);
             }
             Request::ListGroups => {
-                let records = self.registrations.memberships.group_records();
+                let records = self.proxy.memberships.group_records();
                 self.answer_local_records(&asker, &records);
             }
             Request::Refresh => self.local_refresh(now, asker),
@@ -519,7 +541,7 @@ impl SaCore {
         self.forget_local_waiters(conn);
         self.forget_refresh_waiters(conn);
         self.outbox.forget_conn(conn);
-        self.registrations.quotas.forget_conn(conn);
+        self.proxy.quotas.forget_conn(conn);
     }
 
     /// Handles one MAD the port received.

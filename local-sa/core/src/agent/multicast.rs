@@ -87,9 +87,7 @@ impl SaCore {
         }
         let member = change.member;
         let mut effects = Vec::new();
-        self.registrations
-            .memberships
-            .request(now, change, &mut effects);
+        self.proxy.memberships.request(now, change, &mut effects);
         self.apply_membership_effects(now, effects, None);
         self.settle_member(member);
     }
@@ -107,7 +105,7 @@ impl SaCore {
             (a.status(), record)
         });
         let mut effects = Vec::new();
-        self.registrations
+        self.proxy
             .memberships
             .answered(now, op, verdict, &mut effects);
         self.apply_membership_effects(now, effects, answer.map(requester::Answer::mad));
@@ -116,7 +114,7 @@ impl SaCore {
     /// Everything `member` holds goes.
     pub(super) fn remove_member(&mut self, now: Instant, member: Member) {
         let mut effects = Vec::new();
-        self.registrations
+        self.proxy
             .memberships
             .remove_member(now, member, &mut effects);
         self.release_member(member);
@@ -126,16 +124,14 @@ impl SaCore {
     /// Lease ends and retries that are due.
     pub(super) fn memberships_timeout(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.registrations
-            .memberships
-            .handle_timeout(now, &mut effects);
+        self.proxy.memberships.handle_timeout(now, &mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
     /// Joins every group again (a new master, a restart).
     pub(super) fn rejoin_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.registrations.memberships.rejoin_all(&mut effects);
+        self.proxy.memberships.rejoin_all(&mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -143,11 +139,11 @@ impl SaCore {
     pub(super) fn group_notice(&mut self, now: Instant, mgid: Gid, created: bool) {
         let mut effects = Vec::new();
         if created {
-            self.registrations
+            self.proxy
                 .memberships
                 .group_created(now, mgid, &mut effects);
         } else {
-            self.registrations
+            self.proxy
                 .memberships
                 .group_deleted(now, mgid, &mut effects);
         }
@@ -157,7 +153,7 @@ impl SaCore {
     /// Leaves every group (shutdown).
     pub(super) fn leave_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.registrations.memberships.leave_all(now, &mut effects);
+        self.proxy.memberships.leave_all(now, &mut effects);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -260,7 +256,7 @@ impl SaCore {
             return self.relay_upstream(now, request);
         };
         let trusted = self.trusted(request.sm_key());
-        let held = self.registrations.memberships.held(template.mgid());
+        let held = self.proxy.memberships.held(template.mgid());
         let about_us = !mask.contains(mc::PORT_GID) || template.port_gid() == self.port.gid;
         // Only MGID (and PortGID) selections are answered here; the master
         // matches any other component against its own records.

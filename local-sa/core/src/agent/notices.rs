@@ -70,7 +70,7 @@ impl SaCore {
         self.ask_master_info(now);
         let mut effects = Vec::new();
         for trap in CORE_TRAPS {
-            self.registrations.subscriptions.registry_mut().subscribe(
+            self.proxy.subscriptions.registry_mut().subscribe(
                 Subscriber::Core,
                 core_filter(trap),
                 &mut effects,
@@ -100,13 +100,13 @@ impl SaCore {
     /// Holds traps 66/67 while the port is in some multicast group, and
     /// only then: every such trap in the fabric reaches every subscriber.
     pub(super) fn follow_group_traps(&mut self, now: Instant) {
-        let wanted = self.registrations.memberships.groups() > 0 && !self.shutting_down;
-        if !self.registrations.subscriptions.hold_group_traps(wanted) {
+        let wanted = self.proxy.memberships.groups() > 0 && !self.shutting_down;
+        if !self.proxy.subscriptions.hold_group_traps(wanted) {
             return;
         }
         let mut effects = Vec::new();
         for trap in GROUP_TRAPS {
-            let registry = self.registrations.subscriptions.registry_mut();
+            let registry = self.proxy.subscriptions.registry_mut();
             if wanted {
                 registry.subscribe(Subscriber::Core, core_filter(trap), &mut effects);
             } else {
@@ -120,7 +120,7 @@ impl SaCore {
     /// ClientReregister).
     pub(super) fn resubscribe_all(&mut self, now: Instant) {
         let mut effects = Vec::new();
-        self.registrations
+        self.proxy
             .subscriptions
             .registry_mut()
             .reregister_all(&mut effects);
@@ -130,7 +130,7 @@ impl SaCore {
     /// Withdraws every subscription at the master (shutdown).
     pub(super) fn unsubscribe_all(&mut self, now: Instant) {
         let holders: Vec<Subscriber> = self
-            .registrations
+            .proxy
             .subscriptions
             .registry()
             .holdings()
@@ -138,7 +138,7 @@ impl SaCore {
             .collect();
         let mut effects = Vec::new();
         for s in holders {
-            self.registrations.subscriptions.remove(&s, &mut effects);
+            self.proxy.subscriptions.remove(&s, &mut effects);
         }
         self.apply_inform_effects(now, effects);
     }
@@ -157,11 +157,7 @@ impl SaCore {
                     self.send_upstream(now, Purpose::Inform { filter, subscribe }, &req);
                 }
                 Effect::Confirm { subscriber, filter } => {
-                    for asker in self
-                        .registrations
-                        .subscriptions
-                        .answered(subscriber, filter)
-                    {
+                    for asker in self.proxy.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, MadStatus::OK);
                     }
                 }
@@ -174,11 +170,7 @@ impl SaCore {
                         Refusal::Master(s) => MadStatus(s),
                         Refusal::NoAnswer => MadStatus::BUSY,
                     };
-                    for asker in self
-                        .registrations
-                        .subscriptions
-                        .answered(subscriber, filter)
-                    {
+                    for asker in self.proxy.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, status);
                     }
                     self.settle_subscriber(subscriber);
@@ -247,14 +239,16 @@ impl SaCore {
             None => UpstreamResult::NoAnswer,
         };
         let mut effects = Vec::new();
-        self.registrations
-            .subscriptions
-            .registry_mut()
-            .upstream_result(filter, subscribe, result, &mut effects);
+        self.proxy.subscriptions.registry_mut().upstream_result(
+            filter,
+            subscribe,
+            result,
+            &mut effects,
+        );
         self.apply_inform_effects(now, effects);
-        if self.registrations.subscriptions.registry().has_stalled() && !self.shutting_down {
+        if self.proxy.subscriptions.registry().has_stalled() && !self.shutting_down {
             let at = now + self.config.retry_backoff;
-            self.registrations.subscriptions.retry_by(at);
+            self.proxy.subscriptions.retry_by(at);
         }
     }
 
@@ -281,7 +275,7 @@ impl SaCore {
             qpn: request.from.qpn,
         };
         if ii.subscribe == 1 {
-            self.registrations
+            self.proxy
                 .subscriptions
                 .note_address(subscriber, request.reply_to());
         }
@@ -312,17 +306,17 @@ impl SaCore {
         asker: Asker,
     ) {
         if subscribe && !self.admit_subscription(now, s, filter) {
-            self.registrations.subscriptions.settle(&s);
+            self.proxy.subscriptions.settle(&s);
             return self.answer_asker(&asker, MadStatus::ERR_NO_RESOURCES);
         }
         let mut effects = Vec::new();
         let reply = if subscribe {
-            self.registrations
+            self.proxy
                 .subscriptions
                 .registry_mut()
                 .subscribe(s, filter, &mut effects)
         } else {
-            self.registrations
+            self.proxy
                 .subscriptions
                 .registry_mut()
                 .unsubscribe(&s, filter, &mut effects)
@@ -330,10 +324,8 @@ impl SaCore {
         match reply {
             Reply::Done => self.answer_asker(&asker, MadStatus::OK),
             Reply::Pending => {
-                if let Join::Full(asker) = self
-                    .registrations
-                    .subscriptions
-                    .wait_for_master(s, filter, asker)
+                if let Join::Full(asker) =
+                    self.proxy.subscriptions.wait_for_master(s, filter, asker)
                 {
                     // The same subscription asked again and again while the
                     // master is asked: the first ones get its answer.
@@ -345,14 +337,14 @@ impl SaCore {
         }
         self.apply_inform_effects(now, effects);
         self.settle_subscriber(s);
-        self.registrations.subscriptions.settle(&s);
+        self.proxy.subscriptions.settle(&s);
     }
 
     /// Everything `s` holds goes: its connection closed, its lease ended,
     /// its port left the fabric.
     pub(super) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
-        let n = self.registrations.subscriptions.remove(&s, &mut effects);
+        let n = self.proxy.subscriptions.remove(&s, &mut effects);
         self.settle_subscriber(s);
         if n > 0
             && let Some(earlier_not_logged) =
@@ -410,7 +402,7 @@ impl SaCore {
         let Some(notice) = request.record::<Notice>() else {
             return;
         };
-        let Some(recipients) = self.registrations.subscriptions.recipients(now, &notice) else {
+        let Some(recipients) = self.proxy.subscriptions.recipients(now, &notice) else {
             debug!("a duplicate Report of a notice already passed on");
             return;
         };
@@ -434,7 +426,7 @@ impl SaCore {
         if let TrapDetails::GidOutOfService { gid } = notice.details() {
             // OpenSM drops the subscriptions of a port that left; so do we.
             let gone: Vec<Subscriber> = self
-                .registrations
+                .proxy
                 .subscriptions
                 .registry()
                 .holdings()
@@ -448,7 +440,7 @@ impl SaCore {
     }
 
     fn send_report(&mut self, now: Instant, s: Subscriber, notice: Notice) {
-        let Some((to, tid, ended)) = self.registrations.subscriptions.report(now, s, notice) else {
+        let Some((to, tid, ended)) = self.proxy.subscriptions.report(now, s, notice) else {
             return;
         };
         self.telemetry.counters.reports_sent += 1;
@@ -462,7 +454,7 @@ impl SaCore {
 
     /// A ReportResp: true if it answered one of our Reports.
     pub(super) fn report_resp(&mut self, tid: u32) -> bool {
-        self.registrations.subscriptions.acknowledged(tid)
+        self.proxy.subscriptions.acknowledged(tid)
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) {
@@ -483,14 +475,14 @@ impl SaCore {
 
     /// Report resends, lease ends, and subscription retries that are due.
     pub(super) fn notices_timeout(&mut self, now: Instant) {
-        for event in self.registrations.subscriptions.deliveries_due(now) {
+        for event in self.proxy.subscriptions.deliveries_due(now) {
             match event {
                 DeliveryEvent::Resend {
                     subscriber,
                     tid,
                     notice,
                 } => {
-                    if let Some(to) = self.registrations.subscriptions.address(&subscriber) {
+                    if let Some(to) = self.proxy.subscriptions.address(&subscriber) {
                         self.outbox
                             .mads
                             .push_back(Transmit::reply(to, report_mad(tid, &notice)));
@@ -499,12 +491,9 @@ impl SaCore {
                 DeliveryEvent::LeaseEnded { subscriber } => self.lease_ended(now, subscriber),
             }
         }
-        if self.registrations.subscriptions.take_retry_due(now) {
+        if self.proxy.subscriptions.take_retry_due(now) {
             let mut effects = Vec::new();
-            self.registrations
-                .subscriptions
-                .registry_mut()
-                .retry(&mut effects);
+            self.proxy.subscriptions.registry_mut().retry(&mut effects);
             self.apply_inform_effects(now, effects);
         }
     }
@@ -644,7 +633,7 @@ impl SaCore {
     pub(super) fn retry_registration(&mut self, now: Instant) {
         if !self.shutting_down && !self.tables.refresh.registers_after() {
             let at = now + self.config.retry_backoff;
-            self.registrations.schedule.register_by(at);
+            self.proxy.schedule.register_by(at);
         }
     }
 
@@ -675,7 +664,7 @@ impl SaCore {
     /// to trusted askers, as OpenSM does.
     pub(super) fn subscription_records(&self, trusted: bool) -> Vec<InformInfoRecord> {
         let mut seen = std::collections::BTreeSet::new();
-        for (s, filter) in self.registrations.subscriptions.registry().holdings() {
+        for (s, filter) in self.proxy.subscriptions.registry().holdings() {
             let (gid, qpn) = match s {
                 Subscriber::Mad { gid, qpn } => (*gid, *qpn),
                 Subscriber::Core | Subscriber::Local(_) => (self.port.gid, 1),
@@ -699,7 +688,7 @@ impl SaCore {
 
     fn subscriber_gids(&self) -> Vec<Gid> {
         let mut gids: Vec<Gid> = self
-            .registrations
+            .proxy
             .subscriptions
             .registry()
             .holdings()

@@ -19,9 +19,8 @@ impl SaCore {
     pub(super) fn reregister_delay(&self) -> Duration {
         // The master's ClassPortInfo, the canary and this port's directory
         // record, besides what its consumers hold.
-        let own = self.registrations.subscriptions.registry().filters()
-            + self.registrations.memberships.groups()
-            + 3;
+        let own =
+            self.proxy.subscriptions.registry().filters() + self.proxy.memberships.groups() + 3;
         let window = self
             .config
             .pace

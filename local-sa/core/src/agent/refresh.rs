@@ -399,7 +399,7 @@ impl SaCore {
     fn registration_after_first_refresh(&mut self, now: Instant) {
         if self.tables.refresh.take_register_after() {
             let at = now + self.reregister_delay();
-            self.registrations.schedule.register_at(Some(at));
+            self.proxy.schedule.register_at(Some(at));
         }
     }
 

@@ -17,12 +17,12 @@ impl SaCore {
         Registrations {
             port_gid: self.port.gid,
             subscriptions: self
-                .registrations
+                .proxy
                 .subscriptions
                 .registry()
                 .possibly_at_master()
                 .collect(),
-            groups: self.registrations.memberships.possibly_held(),
+            groups: self.proxy.memberships.possibly_held(),
         }
     }
 
@@ -30,7 +30,7 @@ impl SaCore {
     /// keeps the record writes it again when this moves, before sending
     /// what [`SaCore::poll_transmit`] gives.
     pub fn registrations_generation(&self) -> u64 {
-        self.registrations.schedule.generation()
+        self.proxy.schedule.generation()
     }
 
     /// Removes at the master what a previous agent of this port left
@@ -55,7 +55,7 @@ impl SaCore {
         );
         let mut effects = Vec::new();
         for filter in &previous.subscriptions {
-            self.registrations
+            self.proxy
                 .subscriptions
                 .registry_mut()
                 .assume_held(*filter, &mut effects);
@@ -63,7 +63,7 @@ impl SaCore {
         self.apply_inform_effects(now, effects);
         let mut effects = Vec::new();
         for (mgid, bits) in &previous.groups {
-            self.registrations
+            self.proxy
                 .memberships
                 .adopt(now, *mgid, *bits, &mut effects);
         }
@@ -73,7 +73,7 @@ impl SaCore {
     /// Counts a request or answer that may change the registrations.
     pub(super) fn note_registration_traffic(&mut self, purpose: &Purpose) {
         if matches!(purpose, Purpose::Inform { .. } | Purpose::Membership(_)) {
-            self.registrations.schedule.registrations_changed();
+            self.proxy.schedule.registrations_changed();
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::memberships::{MembershipConfig, Memberships};
 
 /// Subscriptions, memberships, their quotas and the agent's own schedule.
 #[derive(Debug)]
-pub(super) struct Registrations {
+pub(super) struct RegistrationProxy {
     /// Notice subscriptions: consumers' filters and the upstream ones.
     pub(super) subscriptions: Subscriptions,
     /// Multicast groups: consumers' joins and the upstream ones.
@@ -25,7 +25,7 @@ pub(super) struct Registrations {
     pub(super) schedule: RegistrationSchedule,
 }
 
-impl Registrations {
+impl RegistrationProxy {
     /// Nothing registered, for `port`.
     pub(super) fn new(config: &AgentConfig, port: &PortIdentity) -> Self {
         Self {
