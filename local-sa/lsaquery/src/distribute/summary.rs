@@ -243,7 +243,7 @@ impl Summary {
 
     fn json(&self) -> String {
         let t = &self.tally;
-        json::line(&SummaryJson {
+        json::line(&DistributionJson {
             schema: JSON_SCHEMA,
             master_lid: self.master_lid,
             seconds: Fixed(self.elapsed.as_secs_f64()),
@@ -312,7 +312,7 @@ impl Summary {
 
 /// `--distribute --json`.
 #[derive(Serialize)]
-struct SummaryJson<'a> {
+struct DistributionJson<'a> {
     schema: u32,
     master_lid: u16,
     seconds: Fixed<6>,

@@ -129,7 +129,7 @@ impl Summary {
     /// One JSON object (docs/json.md).
     pub(crate) fn json(&self) -> String {
         let (a, s) = (&self.answers, &self.sources);
-        json::line(&SummaryJson {
+        json::line(&WarmJson {
             schema: JSON_SCHEMA,
             hosts: self.hosts,
             peers: self.peers,
@@ -159,7 +159,7 @@ impl Summary {
 
 /// `--warm --json`.
 #[derive(Serialize)]
-struct SummaryJson<'a> {
+struct WarmJson<'a> {
     schema: u32,
     hosts: usize,
     peers: usize,
