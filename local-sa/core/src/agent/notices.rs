@@ -137,8 +137,12 @@ impl SaCore {
             .map(|(s, _)| *s)
             .collect();
         let mut effects = Vec::new();
+        // Only the filters go: Reports in flight are still delivered, and
+        // requests waiting for the master still get its answer, in the
+        // moment the daemon gives the withdrawals.
+        let registry = self.proxy.subscriptions.registry_mut();
         for s in holders {
-            self.proxy.subscriptions.remove(&s, &mut effects);
+            registry.remove_subscriber(&s, &mut effects);
         }
         self.apply_inform_effects(now, effects);
     }

@@ -4,7 +4,9 @@
 //! for the master to answer a subscription request.
 //!
 //! Invariant: a subscriber that holds no filter has no address and no
-//! Report in flight ([`Subscriptions::settle`], [`Subscriptions::remove`]).
+//! Report in flight ([`Subscriptions::settle`], [`Subscriptions::remove`]),
+//! except during shutdown, when every filter goes at once and what is in
+//! flight is still delivered.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
