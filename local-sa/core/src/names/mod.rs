@@ -4,6 +4,7 @@
 //!   endpoints, the table they resolve through, and ibacm's two files;
 //! * [`directory`]: the ServiceRecord each local-sa publishes at the
 //!   master with its host's name and addresses, read back by every other;
+//! * [`queries`]: the two tables' requests to the master SA;
 //! * `state`: what the agent holds of them — the names from the last
 //!   fetch or load, the fetch running, this port's publication.
 //!
@@ -13,4 +14,5 @@
 
 pub mod directory;
 pub mod hosts;
+pub mod queries;
 pub(crate) mod state;

@@ -8,16 +8,11 @@
 
 use bytes::{Bytes, BytesMut};
 use local_sa_core::load_flags::NAMES_TABLE;
-use local_sa_core::names::directory;
-use mad_codec::attr::node_record::mask as nr;
-use mad_codec::attr::service_record::mask as sr;
+use local_sa_core::names::{directory, queries};
 use mad_codec::codes::NodeType;
 use mad_codec::header::SaMadHeader;
 use mad_codec::records::put_record;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{
-    AttributeId, MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord,
-};
+use mad_codec::{MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord};
 use umad::Address;
 
 use super::endpoints::FabricPort;
@@ -55,25 +50,7 @@ pub(super) async fn fetch(
         None => adapters_of(session, master, ports, window, tally).await?,
     };
     let entries: Vec<ServiceRecord> = fetch_table(session, master, ports, window, tally, |port| {
-        let mut t = ServiceRecord::new_zeroed();
-        t.set_service_id(directory::SERVICE_ID);
-        // One port's entry is a Get (a plain MAD answer): a table answer
-        // travels RMPP-framed and a cut transport garbles a 176-byte
-        // record even alone.
-        let (method, mask) = match port {
-            None => (Method::GET_TABLE, sr::SERVICE_ID),
-            Some(p) => {
-                t.set_service_gid(p.gid);
-                t.set_service_pkey(directory::SERVICE_PKEY);
-                (
-                    Method::GET,
-                    sr::SERVICE_ID | sr::SERVICE_GID | sr::SERVICE_PKEY,
-                )
-            }
-        };
-        let mut b = SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(mask);
-        b.into_bytes()
+        queries::directory(port.map(|p| p.gid))
     })
     .await?
     .into_iter()
@@ -94,21 +71,7 @@ async fn adapters_of(
     tally: &mut Tally,
 ) -> Result<Vec<NodeRecord>, Failure> {
     Ok(fetch_table(session, master, ports, window, tally, |port| {
-        let mut t = NodeRecord::new_zeroed();
-        let mask = match port {
-            None => {
-                t.set_node_type(NodeType::CA);
-                nr::NODE_TYPE
-            }
-            Some(p) => {
-                t.set_lid(p.lid);
-                nr::LID
-            }
-        };
-        let mut b =
-            SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(mask);
-        b.into_bytes()
+        queries::adapters(port.map(|p| p.lid))
     })
     .await?
     .into_iter()

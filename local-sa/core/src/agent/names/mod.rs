@@ -30,10 +30,7 @@ use crate::log_limit::answer_status;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mad_codec::attr::node_record::mask as nr;
-use mad_codec::attr::service_record::mask as sr;
 use mad_codec::codes::NodeType;
-use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, NodeRecord, SaMadBuilder, ServiceRecord};
 use tracing::{debug, info, warn};
 
@@ -41,6 +38,7 @@ use super::SaCore;
 use super::upstream_purpose::Purpose;
 use crate::names::directory::{self, Publication};
 use crate::names::hosts::{self, HostAddress, NameSource, Names};
+use crate::names::queries;
 use crate::names::state::{NameTable, TableFetch};
 use crate::requester::Answer;
 use crate::store::Epoch;
@@ -141,43 +139,9 @@ impl SaCore {
     /// Asks for `table`, whole (`key` = `None`) or for one port.
     fn ask_names(&mut self, now: Instant, epoch: Epoch, table: NameTable, key: Option<u64>) {
         let mad = match table {
-            NameTable::Nodes => {
-                let mut t = NodeRecord::new_zeroed();
-                let mask = match key {
-                    None => {
-                        t.set_node_type(NodeType::CA);
-                        nr::NODE_TYPE
-                    }
-                    Some(lid) => {
-                        t.set_lid(lid as u16);
-                        nr::LID
-                    }
-                };
-                let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD)
-                    .record(&t);
-                b.header_mut().sa.set_component_mask(mask);
-                b.into_bytes()
-            }
+            NameTable::Nodes => queries::adapters(key.map(|lid| lid as u16)),
             NameTable::Directory => {
-                // One port's record is asked for with a Get (its identity
-                // is the whole key), whose answer is a plain MAD: a
-                // table answer travels RMPP-framed, and the simulator cuts
-                // a 176-byte record even when it is alone.
-                let (method, (mask, t)) = match key {
-                    None => {
-                        let mut t = ServiceRecord::new_zeroed();
-                        t.set_service_id(directory::SERVICE_ID);
-                        (Method::GET_TABLE, (sr::SERVICE_ID, t))
-                    }
-                    Some(guid) => (
-                        Method::GET,
-                        directory::record_of(Gid::new(self.port.gid.prefix(), guid)),
-                    ),
-                };
-                let mut b =
-                    SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD).record(&t);
-                b.header_mut().sa.set_component_mask(mask);
-                b.into_bytes()
+                queries::directory(key.map(|guid| Gid::new(self.port.gid.prefix(), guid)))
             }
         };
         let purpose = Purpose::Names { epoch, table, key };
