@@ -17,8 +17,9 @@ pub(crate) const JSON_SCHEMA: u32 = 1;
 pub(crate) fn line(value: &impl Serialize) -> String {
     // Only a Serialize impl that fails, or a map with keys that are not
     // strings, can make this fail: none of lsaquery's outputs has either.
-    serde_json::to_string(value)
-        .unwrap_or_else(|e| format!("{{\"schema\":{JSON_SCHEMA},\"error\":\"{e}\"}}"))
+    serde_json::to_string(value).unwrap_or_else(|e| {
+        serde_json::json!({"schema": JSON_SCHEMA, "error": e.to_string()}).to_string()
+    })
 }
 
 /// A number with `DECIMALS` digits after the point, as the text output
