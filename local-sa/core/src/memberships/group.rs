@@ -48,9 +48,11 @@ pub(super) struct Group<M, A> {
     /// Joining the lost group again failed (it needs a full member to be
     /// created): the next try waits for trap 66 or a new master.
     pub(super) wait_for_creation: bool,
-    /// Shutting down, the master did not answer the last Delete: nothing
-    /// more is tried, and `ours` stays listed for the next agent on the
-    /// port ([`super::Memberships::possibly_held`]).
+    /// The master never answered the last Delete (after every try, or
+    /// the one try at shutdown): nothing more is tried, and `ours` stays
+    /// listed for the next agent on the port
+    /// ([`super::Memberships::possibly_held`]), until the master is known
+    /// to hold nothing for the port ([`Group::forget_held`]).
     pub(super) abandoned: bool,
     /// Each local member's bits.
     pub(super) members: HashMap<M, JoinState>,
@@ -138,10 +140,14 @@ impl<M: Eq + Hash, A> Group<M, A> {
         self.foreign |= now_held.minus(self.ours);
     }
 
-    /// The master holds nothing for the port any more.
+    /// The master holds nothing for the port any more: nor anything a
+    /// leave was given up on, so the next bits added are deleted as any.
     pub(super) fn forget_held(&mut self) {
         self.held = JoinState::NONE;
         self.ours = JoinState::NONE;
+        self.abandoned = false;
+        self.leave_failures = 0;
+        self.leave_verified = false;
     }
 
     /// True when nothing is left of it here: no member, nothing of ours at

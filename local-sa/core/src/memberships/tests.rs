@@ -406,6 +406,42 @@ fn a_leave_the_master_never_answers_is_given_up_and_left_for_the_next_agent() {
 }
 
 #[test]
+fn bits_joined_again_at_a_new_master_are_deleted_at_shutdown_though_a_leave_was_given_up() {
+    let (mut m, t0) = (machine(), Instant::now());
+    joined(&mut m, t0, 1, F, F);
+    joined(&mut m, t0, 2, N, F | N);
+    // Member 1 goes; the master never answers its Delete of Full.
+    let mut out = Vec::new();
+    m.remove_member(t0, 1, &mut out);
+    let (mut op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, F));
+    let mut now = t0;
+    for _ in 0..MAX_LEAVE_TRIES {
+        let mut out = Vec::new();
+        m.answered(now, op, None, &mut out);
+        let Some(at) = m.poll_timeout() else { break };
+        now = at;
+        let mut out = Vec::new();
+        m.handle_timeout(now, &mut out);
+        op = sent(&out).0;
+    }
+    assert_eq!(m.counts().leaves_given_up, 1);
+    assert_eq!(m.poll_timeout(), None, "given up");
+    // A new master holds nothing: member 2's Non is joined again there.
+    let mut out = Vec::new();
+    m.rejoin_all(&mut out);
+    let (op, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::SET, N));
+    assert!(accept(&mut m, now, op, N).is_empty());
+    // What was given up at the old master says nothing of the new one:
+    // the Non this agent added there is deleted at shutdown.
+    let mut out = Vec::new();
+    m.leave_all(now, &mut out);
+    let (_, method, bits) = sent(&out);
+    assert_eq!((method, bits), (Method::DELETE, N));
+}
+
+#[test]
 fn a_new_master_gets_every_group_back_with_the_members_bits() {
     let (mut m, now) = (machine(), Instant::now());
     joined(&mut m, now, 1, F, F);
