@@ -37,6 +37,16 @@ fi
 # Inside the namespace, as root.
 deb=$2
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')
+# What the package may leave behind, and which of it was here before
+# (say an earlier run that crashed, or ibacm's port files): only what the
+# package added and did not take away is its fault.
+present() {
+  for f in $files /etc/local-sa /run/ibacm.port /run/ibacm-tcp.port; do
+    if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi
+  done
+  find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled -name '*local-sa*' 2>/dev/null
+}
+before=$(present | sort)
 dpkg -i "$deb" >/dev/null
 local-sa --version
 lsaquery --version
@@ -60,13 +70,11 @@ fi
   { echo "check-deb: /etc/local-sa/distributor.conf is not mode 600" >&2; exit 1; }
 
 dpkg --purge local-sa >/dev/null
-left=()
-for f in $files /etc/local-sa /run/ibacm.port /run/ibacm-tcp.port; do
-  if [ -e "$f" ] || [ -L "$f" ]; then left+=("$f"); fi
-done
-mapfile -t -O "${#left[@]}" left < <(find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled \
-  -name '*local-sa*' 2>/dev/null)
-if [ ${#left[@]} -gt 0 ]; then
-  echo "check-deb: left behind after purge: ${left[*]}" >&2
+left=$(comm -13 <(echo "$before") <(present | sort))
+if [ -n "$left" ]; then
+  echo "check-deb: left behind after purge:" $left >&2
   exit 1
+fi
+if [ -n "$before" ]; then
+  echo "check-deb: already here before the install, left as found:" $before
 fi

@@ -19,7 +19,10 @@
 #
 # For tests: LOCAL_SA_DEB_BIN_DIR packages the programs found there
 # instead of a release build, LOCAL_SA_DEB_VERSION sets the version and
-# LOCAL_SA_DEB_OUT the output directory.
+# LOCAL_SA_DEB_OUT the output directory; LOCAL_SA_DEB_TREE_ONLY=1 stops
+# before the archive (its compression takes most of the time) and prints
+# the package's tree instead, each file where dpkg -i would put it, the
+# maintainer scripts in DEBIAN/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -150,5 +153,9 @@ printf '%s\n' /etc/local-sa/local-sa.toml /etc/default/local-sa \
 cp "$dist/debian/postinst" "$dist/debian/prerm" "$dist/debian/postrm" "$root/DEBIAN/"
 chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
 
+if [ -n "${LOCAL_SA_DEB_TREE_ONLY:-}" ]; then
+  echo "$root"
+  exit 0
+fi
 dpkg-deb --build --root-owner-group "$root" "$out" >/dev/null
 echo "$out/local-sa_${version}_${arch}.deb"

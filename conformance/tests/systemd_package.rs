@@ -9,14 +9,12 @@ mod under_systemd;
 
 use std::io::Read;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use conformance::acm_client::resolved;
 use conformance::eventually;
 use conformance::opensm_dump::SaDump;
-use conformance::systemd::Systemd;
+use conformance::systemd::{PackageForm, Systemd, package};
 use under_systemd::{
     OWN_TRAPS, counter, fabric, main_pid, node_gid, sa_dump, simulator_environment,
 };
@@ -29,42 +27,28 @@ const UNITS: [&str; 4] = [
     "local-sa-distributor.service",
 ];
 
-/// The package of the built programs as `version`, in `out`.
-fn package(version: &str, out: &Path) -> PathBuf {
-    let local_sa = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
-    conformance::program("lsaquery").unwrap_or_else(|e| panic!("{e}"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-deb.sh");
-    let built = Command::new(&script)
-        .env("LOCAL_SA_DEB_BIN_DIR", local_sa.parent().unwrap())
-        .env("LOCAL_SA_DEB_VERSION", version)
-        .env("LOCAL_SA_DEB_OUT", out)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&built.stdout).trim())
-}
-
 #[test]
 fn install_upgrade_and_purge_as_debian_does() {
     let fabric = fabric();
     let debs = fabric.dir().join("debs");
-    let first = package("0.1.0+test1", &debs.join("1"));
-    let second = package("0.1.0+test2", &debs.join("2"));
-    let work = fabric.dir().join("systemd-work");
-    std::fs::create_dir_all(&work).unwrap();
+    let deb = |version, dir| {
+        package(&debs.join(dir), version, PackageForm::Archive).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let first = deb("0.1.0+test1", "1");
+    let second = deb("0.1.0+test2", "2");
     let units = [(
         "local-sa.service.d/simulator.conf",
-        simulator_environment(&fabric, &work),
+        simulator_environment(&fabric),
     )];
-    let sd = Systemd::boot(&fabric.dir().join("systemd"), &units, &[fabric.dir()])
+    let sd = Systemd::boot(&fabric.dir().join("systemd"), &[], &units, &[fabric.dir()])
         .unwrap_or_else(|e| panic!("{e}"));
     // A container's policy-rc.d forbids starting anything during package
     // installs; a host's has none.
     let _ = sd.run("rm", &["-f", "/usr/sbin/policy-rc.d"]);
+
+    // What the host already has of it (an install of its own, an earlier
+    // run's crash), not this package's to take away.
+    let before = leavings(&sd);
 
     // Install: the sockets enabled and listening, the service enabled;
     // the first ibacm client starts it.
@@ -118,7 +102,24 @@ fn install_upgrade_and_purge_as_debian_does() {
         assert_eq!(sd.property(unit, "LoadState"), "not-found", "{unit}");
         assert_eq!(sd.property(unit, "ActiveState"), "inactive", "{unit}");
     }
-    for path in [
+    let left: Vec<String> = leavings(&sd)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
+        d.traps_of(port).is_empty()
+    });
+    assert!(gone, "left at OpenSM: {:?}", d.traps_of(port));
+    // The kept client's connection went with the store.
+    let mut end = [0u8; 1];
+    assert_eq!(client.read(&mut end).unwrap_or(0), 0, "the client closed");
+}
+
+/// What of the package's files, sockets, port files and enablement the
+/// namespace holds.
+fn leavings(sd: &Systemd) -> Vec<String> {
+    let mut found: Vec<String> = [
         "/usr/sbin/local-sa",
         "/usr/sbin/lsaquery",
         "/etc/local-sa",
@@ -129,10 +130,15 @@ fn install_upgrade_and_purge_as_debian_does() {
         "/run/ibacm.port",
         "/run/ibacm-tcp.port",
         "/usr/lib/tmpfiles.d/local-sa.conf",
-    ] {
-        let gone = sd.run("test", &["!", "-e", path, "-a", "!", "-L", path]);
-        assert!(gone.status.success(), "{path} left behind");
-    }
+    ]
+    .into_iter()
+    .filter(|path| {
+        !sd.run("test", &["!", "-e", path, "-a", "!", "-L", path])
+            .status
+            .success()
+    })
+    .map(str::to_owned)
+    .collect();
     let enablement = sd.run(
         "find",
         &[
@@ -142,12 +148,6 @@ fn install_upgrade_and_purge_as_debian_does() {
             "*local-sa*",
         ],
     );
-    assert_eq!(enablement.stdout, "", "enablement left behind");
-    let (d, gone) = SaDump::wait_for(&dump, Duration::from_secs(30), |d| {
-        d.traps_of(port).is_empty()
-    });
-    assert!(gone, "left at OpenSM: {:?}", d.traps_of(port));
-    // The kept client's connection went with the store.
-    let mut end = [0u8; 1];
-    assert_eq!(client.read(&mut end).unwrap_or(0), 0, "the client closed");
+    found.extend(enablement.stdout.lines().map(str::to_owned));
+    found
 }

@@ -3,7 +3,9 @@
 //!
 //! Inside, systemd runs chrooted in an overlay of the host's root whose
 //! writes land in the test's directory (`dpkg -i` included), but for the
-//! directories the test names, which are the host's; `/run` is a private
+//! directories the test names, which are the host's; the files the test
+//! installs ([`Installed`]: the package's tree, an administrator's
+//! settings) are at their paths there before it starts; `/run` is a private
 //! tmpfs holding the units the test gives (`/run/systemd/system`). Not a
 //! read-only bind of the root: systemd leaves what is already read-only
 //! as it is, and `ProtectSystem=strict` would then leave `/run` writable
@@ -22,7 +24,9 @@ use crate::fabric::RunOutput;
 use crate::process::Group;
 
 mod cgroup;
+mod installed;
 use cgroup::Cgroup;
+pub use installed::{Installed, PackageForm, package};
 
 /// The target systemd boots to: no default dependencies, so that nothing
 /// of the host's (journald, udev, tmpfiles) is pulled in.
@@ -64,11 +68,18 @@ pub struct Systemd {
 impl Systemd {
     /// Boots systemd with `units` (a path under `/run/systemd/system`,
     /// such as `local-sa.service` or `local-sa.service.d/sim.conf`, and
-    /// its text), working in `dir`, on an overlay of the host's root:
-    /// everything written inside lands in `dir/upper` (`dpkg -i`
-    /// included) but in `dir` and the `writable` directories, which are
-    /// the host's. Waits until it has reached its target.
-    pub fn boot(dir: &Path, units: &[(&str, String)], writable: &[&Path]) -> Result<Self, String> {
+    /// its text), working in `dir`, on an overlay of the host's root that
+    /// holds the `installed` files: everything written inside lands in
+    /// `dir/upper` (`dpkg -i` included) but in `dir` and the `writable`
+    /// directories, which are the host's. Waits until it has reached its
+    /// target.
+    pub fn boot(
+        dir: &Path,
+        installed: &[Installed],
+        units: &[(&str, String)],
+        writable: &[&Path],
+    ) -> Result<Self, String> {
+        installed::install(installed, &dir.join("upper"))?;
         let units_dir = dir.join("units");
         fs::create_dir_all(&units_dir).map_err(|e| e.to_string())?;
         for (name, text) in units

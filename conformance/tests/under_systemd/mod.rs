@@ -7,64 +7,46 @@
 
 use std::path::{Path, PathBuf};
 
-use conformance::systemd::Systemd;
+use conformance::systemd::{Installed, PackageForm, Systemd, package};
 use conformance::{Fabric, Topology};
 use mad_codec::Gid;
 
 /// The node local-sa serves.
 pub(crate) const NODE: &str = "h2";
 
-/// A file of the package's `dist/`.
-pub(crate) fn dist_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../local-sa/daemon/dist")
-        .join(name)
-}
-
-pub(crate) fn dist(name: &str) -> String {
-    let path = dist_path(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The simulator's environment for local-sa.service, and what the
-/// simulator needs of the file system (its node's directory `work`,
-/// written by umad2sim, and the fabric's, which lies under /tmp); its
-/// output appended to the fabric's `local-sa.log`.
-pub(crate) fn simulator_environment(fabric: &Fabric, work: &Path) -> String {
+/// The simulator's environment for local-sa.service, as a runtime
+/// drop-in (what `systemctl edit --runtime` writes): umad2sim's variables,
+/// a state directory to work in (umad2sim writes its node's sysfs into
+/// the working directory), the output appended to the fabric's
+/// `local-sa.log`. Nothing else of the unit changes: its sandbox is as
+/// shipped.
+pub(crate) fn simulator_environment(fabric: &Fabric) -> String {
     format!(
         "[Service]\n\
          Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
-         WorkingDirectory={}\n\
-         ReadWritePaths={}\n\
-         PrivateTmp=no\n\
+         StateDirectory=local-sa-simulator\n\
+         WorkingDirectory=/var/lib/local-sa-simulator\n\
          StandardOutput=append:{}/local-sa.log\n\
          StandardError=append:{}/local-sa.log\n",
         fabric.preload().display(),
         fabric.sockname(),
-        work.display(),
-        work.display(),
         fabric.dir().display(),
         fabric.dir().display(),
     )
 }
 
-/// The drop-in: [`simulator_environment`] and the built binary. `args` go
-/// before the unit's `$LOCAL_SA_OPTIONS` (with `--config none` unless they
-/// name a file), `service` lines at the end.
-pub(crate) fn simulator_drop_in(fabric: &Fabric, work: &Path, args: &str, service: &str) -> String {
-    let binary = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));
-    let config = if args.contains("--config") {
-        ""
-    } else {
-        "--config none "
-    };
-    format!(
-        "{}ExecStart=\n\
-         ExecStart={} {config}{args} $LOCAL_SA_OPTIONS\n\
-         {service}",
-        simulator_environment(fabric, work),
-        binary.display(),
-    )
+/// The built package installed (its files where `dpkg -i` puts them,
+/// unpacked into `dir`), with `options` in `/etc/default/local-sa`, where
+/// an administrator gives them.
+pub(crate) fn package_with_options(dir: &Path, options: &str) -> Vec<Installed> {
+    let tree = package(dir, "0.0.0+test", PackageForm::Tree).unwrap_or_else(|e| panic!("{e}"));
+    vec![
+        Installed::Package(tree),
+        Installed::File(
+            "/etc/default/local-sa".into(),
+            format!("LOCAL_SA_OPTIONS=\"{options}\"\n"),
+        ),
+    ]
 }
 
 /// local-sa's own subscriptions at the master: GIDs in and out of service,
