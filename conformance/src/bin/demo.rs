@@ -34,6 +34,16 @@ fn show(out: &RunOutput) {
     print!("{}{}", out.stdout, out.stderr);
 }
 
+/// What the demo says next, checked: an error naming the claim if what it
+/// shows does not hold.
+fn claim(holds: bool, what: impl std::fmt::Display) -> Result<(), String> {
+    if holds {
+        Ok(())
+    } else {
+        Err(format!("this does not hold: {what}"))
+    }
+}
+
 struct Demo<'f> {
     node: Node<'f>,
     lsaquery: String,
@@ -110,18 +120,36 @@ fn run() -> Result<(), String> {
         &["--api-socket", &socket, "--sm-key-file", &key_file],
     )
     .map_err(|e| e.to_string())?;
-    println!(
-        "registered as the SA agent on h42's port, subscribed to traps 64/65 at OpenSM and fetched this port's \
-         {} paths in {:.1?}",
-        sa.counter("records"),
-        t0.elapsed()
-    );
     let demo = Demo {
         node: fabric.node("h42").map_err(|e| e.to_string())?,
         lsaquery,
         socket,
     };
     let me = demo.node.port().map_err(|e| e.to_string())?;
+    let my_gid = Gid::new(Gid::DEFAULT_PREFIX, me.guid);
+    // A path to every port of the fabric, its own included (LMC 0).
+    let ports = fabric.topology().hcas().len() + fabric.topology().switches().len();
+    let records = sa.counter("records");
+    let dump_file = fabric.opensm_dir().join("opensm-sa.dump");
+    let (dump, subscribed) = SaDump::wait_for(&dump_file, Duration::from_secs(30), |d| {
+        [64, 65].iter().all(|t| d.traps_of(my_gid).contains(t))
+    });
+    claim(
+        subscribed,
+        format_args!(
+            "local-sa subscribed to traps 64 and 65 at OpenSM (its database shows {:?})",
+            dump.traps_of(my_gid)
+        ),
+    )?;
+    claim(
+        records == ports as u64,
+        format_args!("local-sa holds a path to each of the {ports} ports, not {records}"),
+    )?;
+    println!(
+        "registered as the SA agent on h42's port, subscribed to traps 64/65 at OpenSM and fetched this port's \
+         {records} paths (one to each port of the fabric) in {:.1?}",
+        t0.elapsed()
+    );
     let peer = fabric
         .node("h87")
         .and_then(|n| n.port())
@@ -135,6 +163,7 @@ fn run() -> Result<(), String> {
     section(&format!(
         "lsaquery --src-to-dst {pair} --method get        (asks local-sa, the default)"
     ));
+    let (hits, misses) = (sa.counter("hits"), sa.counter("misses"));
     let ours = demo.lsaquery(&["--src-to-dst", &pair, "--method", "get"])?;
     show(&ours);
     section(&format!(
@@ -142,11 +171,21 @@ fn run() -> Result<(), String> {
     ));
     let theirs = demo.lsaquery(&["--master", "--src-to-dst", &pair, "--method", "get"])?;
     show(&theirs);
-    let same = ours.status.success()
-        && parse_printed_records(&ours.stdout) == parse_printed_records(&theirs.stdout);
-    if !same {
-        return Err("local-sa and OpenSM disagree".into());
-    }
+    let answered = parse_printed_records(&ours.stdout);
+    claim(
+        ours.status.success()
+            && answered.len() == 1
+            && answered == parse_printed_records(&theirs.stdout),
+        "local-sa and OpenSM answer the same record",
+    )?;
+    // The counters file is written every second.
+    let from_cache = sa.wait_until("the Get counted", Duration::from_secs(10), |c| {
+        c.get("hits").is_some_and(|h| *h > hits)
+    });
+    claim(
+        from_cache.is_ok() && sa.counter("misses") == misses,
+        "local-sa answered the Get from its cache (a hit, no miss)",
+    )?;
     println!("Same record, field by field, without a trip to the master.");
 
     section("ib_acme -f n -d h87 -v   (ibacm's own client, through local-sa's ibacm socket)");
@@ -162,10 +201,14 @@ fn run() -> Result<(), String> {
         .args(["-f", "n", "-d", "h87", "-v"])
         .output()
         .map_err(|e| format!("ib_acme (package ibacm): {e}"))?;
-    print!("{}", String::from_utf8_lossy(&acme.stdout));
-    if !acme.status.success() {
-        return Err("ib_acme could not resolve h87 through local-sa".into());
-    }
+    let printed = String::from_utf8_lossy(&acme.stdout);
+    print!("{printed}");
+    claim(
+        acme.status.success()
+            && printed.contains(&format!("dlid: {}", peer.lid))
+            && printed.contains("SA verification: success"),
+        "ib_acme resolved h87 through local-sa, and OpenSM's answer verified it",
+    )?;
     println!(
         "The host name came from OpenSM's NodeRecords; the path from local-sa's cache;\n\"SA verification\" asked OpenSM through the same socket."
     );
@@ -178,6 +221,12 @@ fn run() -> Result<(), String> {
     let local_count = parse_printed_records(&table.stdout).len();
     let master = demo.lsaquery(&["--master", "-p", "--slid", &me.lid.to_string()])?;
     let master_count = parse_printed_records(&master.stdout).len();
+    claim(
+        local_count == ports && master_count < local_count,
+        format_args!(
+            "local-sa gave all {ports} paths ({local_count}), OpenSM's answer came cut ({master_count})"
+        ),
+    )?;
     println!("local-sa: {local_count} PathRecords, through RMPP segment by segment.");
     println!(
         "OpenSM:   {master_count} — its multi-MAD answer arrives cut through the simulator:\n          {}",
@@ -236,17 +285,36 @@ fn run() -> Result<(), String> {
         .collect();
     let file = fabric.dir().join("paths.txt");
     std::fs::write(&file, records).map_err(|e| e.to_string())?;
-    show(&demo.lsaquery(&[
+    let loaded = demo.lsaquery(&[
         "--load",
         &file.to_string_lossy(),
         "--replace",
         "--smkey",
         DEMO_SM_KEY,
-    ])?);
+    ])?;
+    show(&loaded);
+    let read_back = || -> Result<Vec<u64>, String> {
+        let back = demo.lsaquery(&["-p", "--slid", "3000"])?;
+        Ok(parse_printed_records(&back.stdout)
+            .iter()
+            .filter_map(|r| r.number("dlid"))
+            .collect())
+    };
     let back = demo.lsaquery(&["-p", "--slid", "3000", "--json"])?;
     show(&back);
+    claim(
+        loaded.status.success() && read_back()? == [3001, 3002, 3003],
+        "the 3 paths loaded read back from local-sa",
+    )?;
     println!("The same load with a wrong SM_Key is refused and changes nothing:");
-    show(&demo.lsaquery(&["--load", &file.to_string_lossy(), "--smkey", "2"])?);
+    let refused = demo.lsaquery(&["--load", &file.to_string_lossy(), "--smkey", "2"])?;
+    show(&refused);
+    claim(
+        !refused.status.success()
+            && refused.stderr.contains("ERR_REQ_DENIED")
+            && read_back()? == [3001, 3002, 3003],
+        "a load with another SM_Key is refused (ERR_REQ_DENIED) and the table is as it was",
+    )?;
 
     section(
         "Three programs subscribe to trap 65 and two join a group, through local-sa's local API \
@@ -294,10 +362,8 @@ fn run() -> Result<(), String> {
             .collect();
         format!("{e}\nthe consumers said:\n{}", said.join(""))
     })?;
-    let my_gid = Gid::new(Gid::DEFAULT_PREFIX, me.guid);
     let gid = my_gid.to_string();
     println!("\nOpenSM's subscriptions for h42 (its SA database, opensm-sa.dump)");
-    let dump_file = fabric.opensm_dir().join("opensm-sa.dump");
     let (dump, written) = SaDump::wait_for(&dump_file, Duration::from_secs(30), |d| {
         d.traps_of(my_gid).contains(&65)
     });
@@ -330,9 +396,27 @@ fn run() -> Result<(), String> {
     println!(
         "\nlsaquery --master -m --mgid {group} --gid {gid}   (OpenSM's record of h42 in the group)"
     );
-    show(&demo.lsaquery(&[
-        "--master", "-m", "--mgid", group, "--gid", &gid, "--smkey", "1",
-    ])?);
+    let record = demo.lsaquery(&[
+        "--master",
+        "-m",
+        "--mgid",
+        group,
+        "--gid",
+        &gid,
+        "--smkey",
+        DEMO_SM_KEY,
+    ])?;
+    show(&record);
+    // saquery's format: the Scope and JoinState nibbles in one byte.
+    let join_states: Vec<u64> = parse_printed_records(&record.stdout)
+        .iter()
+        .filter_map(|r| r.number("ScopeState"))
+        .map(|scope_state| scope_state & 0xF)
+        .collect();
+    claim(
+        record.status.success() && join_states == [0x3],
+        format_args!("OpenSM holds one member for h42 with JoinState 0x3, not {join_states:?}"),
+    )?;
     println!(
         "A full member and a non-member on h42: one member at OpenSM, JoinState 0x3 (their union)."
     );
@@ -388,12 +472,24 @@ fn run() -> Result<(), String> {
     })
     .map_err(|e| e.to_string())?;
     println!("lsaquery -g   (this node's groups, through the local API)");
-    show(&demo.local(&["-g"])?);
+    let local_groups = demo.local(&["-g"])?;
+    show(&local_groups);
     println!("lsaquery --master -g   (OpenSM's groups)");
-    show(&demo.lsaquery(&["--master", "-g"])?);
+    let master_groups = demo.lsaquery(&["--master", "-g"])?;
+    show(&master_groups);
+    let group_gid: Gid = group.parse().map_err(|e| format!("{group}: {e:?}"))?;
+    let (dump, left) = SaDump::wait_for(&dump_file, Duration::from_secs(30), |d| {
+        d.member_state(group_gid, my_gid).is_none()
+    });
+    claim(
+        left && parse_printed_records(&local_groups.stdout).is_empty(),
+        format_args!(
+            "h42 is in no group, here or at OpenSM (OpenSM's database: {:?})",
+            dump.member_state(group_gid, my_gid)
+        ),
+    )?;
 
     section("local-sa's counters (the file an operator reads)");
-    std::thread::sleep(Duration::from_millis(1100));
     for (name, value) in [
         "hits",
         "misses",
@@ -413,10 +509,11 @@ fn run() -> Result<(), String> {
     {
         println!("  {name:<18}{value}");
     }
-    let (status, _) = sa.stop();
-    println!(
-        "\nlocal-sa stopped on SIGTERM ({}); stopping the fabric.",
-        status.map_or("?".into(), |s| s.to_string())
-    );
+    let (status, log) = sa.stop();
+    claim(
+        status.is_some_and(|s| s.success()),
+        format_args!("local-sa stops cleanly on SIGTERM ({status:?}): {log}"),
+    )?;
+    println!("\nlocal-sa stopped on SIGTERM; stopping the fabric.");
     Ok(())
 }
