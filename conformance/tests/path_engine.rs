@@ -458,13 +458,28 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             "{:?}",
             differences[0]
         );
-        // The distributor sends the master's tables instead, and says why.
+        // Told not to fall back, the distributor sends nothing.
         let mut nodes = waiting_nodes(&fabric, &["h3"], &[]);
+        let out = distribute(&fabric, "h1", &["--no-fallback"]);
+        assert_eq!(out.status.code(), Some(5), "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr
+                .contains("the check did not prove every computed table")
+                && out.stderr.contains("sl: computed"),
+            "{engine}: {}",
+            out.stderr
+        );
+        assert_eq!(nodes[0].counter("loaded"), 0, "{engine}");
+        // Else it sends the master's tables instead, and says why and what
+        // they cost.
         let out = distribute(&fabric, "h1", &[]);
         assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
         assert!(
             out.stdout.contains("every table came from the master")
-                && out.stdout.contains("sl: computed"),
+                && out.stdout.contains("sl: computed")
+                && out
+                    .stdout
+                    .contains("the fill fell back to the master's tables: it served"),
             "{engine}: {}",
             out.stdout
         );

@@ -86,7 +86,10 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              once) instead of asking the master for N tables
                              of N paths; a sample checked against the master
                              first (--check-sample N|all); tables it does not
-                             prove come from the master (docs/path-engine.md)
+                             prove come from the master, and the summary says
+                             so with what it cost (docs/path-engine.md)
+  --compute --no-fallback    ... or exit (status 5) instead of taking them
+                             from the master
   --shard I/K                this distributor's share of K (run K at once on
                              K nodes: each fills 1/K of the nodes)
   --compute --watch          stay: on a link or port notice (through this
@@ -184,7 +187,8 @@ EXIT STATUS:
   the SA class at that LID). --verify: 0 everything checked is equal;
   1 something differs; 5 the paths could not be checked. --compute:
   0 every sampled record equals the master's; 1 one differs; 5 the
-  fabric's description does not hold together."
+  fabric's description does not hold together. --no-fallback: 5 the
+  tables could not be computed, or proven, and none was sent."
 )]
 pub(crate) struct Cli {
     /// Query name (see QUERIES below), or a node's LID or name for its
@@ -568,6 +572,14 @@ pub(crate) struct Cli {
     /// same pairs).
     #[arg(long = "check-seed", value_name = "SEED", value_parser = number::<u64>, default_value = "1", requires = "compute")]
     pub(crate) check_seed: u64,
+    /// With --distribute --compute: never take from the master a table
+    /// that was meant to be computed. When the description cannot be
+    /// read or used, or the check finds a table that differs, exit with
+    /// status 5 before anything is sent (with --watch: at the fill, or at
+    /// any later event, ending every lease), instead of filling the nodes
+    /// from the master at the cost of every node's paths.
+    #[arg(long = "no-fallback", requires_all = ["distribute", "compute"])]
+    pub(crate) no_fallback: bool,
 
     /// With --distribute --compute: stay after the fill and keep every
     /// node current. On a notice that a link went up or down (trap 128)

@@ -99,6 +99,7 @@ impl Mode {
         if cli.distribute {
             let options = distribute::Options {
                 compute,
+                no_fallback: cli.no_fallback,
                 shard: cli.shard.map(|s| distribute::Shard::new(s.index, s.of)),
                 targets: cli.targets.clone().map(|l| l.0),
                 from: cli.from.clone(),

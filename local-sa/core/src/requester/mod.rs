@@ -194,6 +194,10 @@ pub enum Failure {
         attempts: u32,
         /// How long each waited.
         per_attempt: Duration,
+        /// The SM_Key the request carried (0: none, or not an SA MAD):
+        /// OpenSM answers no SA request whose key is neither 0 nor its
+        /// own, so a key is the likeliest cause of its silence.
+        sm_key: u64,
     },
     /// The transport handed the request back undelivered, last with this
     /// status (an errno).
@@ -219,9 +223,19 @@ impl fmt::Display for Failure {
             Self::Timeout {
                 attempts,
                 per_attempt,
+                sm_key: 0,
             } => write!(
                 f,
                 "no answer after {attempts} attempts of {per_attempt:?} each"
+            ),
+            Self::Timeout {
+                attempts,
+                per_attempt,
+                sm_key,
+            } => write!(
+                f,
+                "no answer after {attempts} attempts of {per_attempt:?} each to a request with SM_Key \
+                 {sm_key:#x}: {OPENSM_KEY_RULE}; is {sm_key:#x} the master's sa_key?"
             ),
             Self::Undeliverable { status } => {
                 write!(f, "the request came back undelivered with status {status}")
@@ -237,6 +251,20 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+/// Why a request with an SM_Key may get no answer at all from OpenSM: it
+/// does not refuse a request with another key, it drops it (its log says
+/// `ERR 1A04: Non-Zero MAD SM_Key ... SA MAD ignored`).
+pub const OPENSM_KEY_RULE: &str = "OpenSM ignores, without an answer, every SA request whose \
+     SM_Key is neither 0 nor its own sa_key (opensm.conf)";
+
+/// The SM_Key in `request`'s SA header; 0 if it is not an SA MAD.
+fn sm_key_of(request: &[u8]) -> u64 {
+    match SaMadHeader::parse(request) {
+        Ok((h, _)) if h.mad.mgmt_class() == mad_codec::MgmtClass::SUBN_ADM => h.sa.sm_key(),
+        _ => 0,
+    }
+}
 
 /// A request that ended.
 #[derive(Debug, Clone)]
@@ -717,6 +745,7 @@ impl<A: Clone, T> Requester<A, T> {
                 (_, None) => Failure::Timeout {
                     attempts: p.attempts,
                     per_attempt: p.timeout,
+                    sm_key: sm_key_of(&p.request),
                 },
             };
             done.push(Completion {

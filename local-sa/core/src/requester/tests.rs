@@ -104,10 +104,37 @@ fn an_unanswered_request_is_sent_again_and_then_fails() {
         failed[0].outcome.as_ref().unwrap_err(),
         &Failure::Timeout {
             attempts: 4,
-            per_attempt: Duration::from_secs(1)
+            per_attempt: Duration::from_secs(1),
+            sm_key: 0,
         }
     );
     assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn a_keyed_request_left_unanswered_names_its_key_and_opensms_rule() {
+    let (mut r, mut out, mut now) = (requester(), Out::new(), Instant::now());
+    let mut keyed = BytesMut::from(&get(4)[..]);
+    SaMadHeader::parse_mut(&mut keyed)
+        .unwrap()
+        .0
+        .sa
+        .set_sm_key(0x5eed);
+    r.send(now, SA, "keyed", &keyed, &mut out);
+    r.send(now, SA, "plain", &get(5), &mut out);
+    let mut failed = Vec::new();
+    while let Some(t) = r.poll_timeout() {
+        now = t;
+        failed.extend(r.handle_timeout(now, &mut out));
+    }
+    let told = |token| {
+        let c = failed.iter().find(|c| c.token == token).unwrap();
+        c.outcome.as_ref().unwrap_err().to_string()
+    };
+    let keyed = told("keyed");
+    assert!(keyed.contains("SM_Key 0x5eed"), "{keyed}");
+    assert!(keyed.contains(OPENSM_KEY_RULE), "{keyed}");
+    assert_eq!(told("plain"), "no answer after 4 attempts of 1s each");
 }
 
 #[test]

@@ -67,4 +67,23 @@ impl Prepared {
             None => Ok(()),
         }
     }
+
+    /// Why a table the nodes are sent would not be computed but taken
+    /// from the master: the first table of the fabric (the default ones,
+    /// or a partition's) the check did not prove; `None` if it proved
+    /// them all.
+    pub(crate) fn unproven(&self) -> Option<String> {
+        let partitions = self.unknown_sls.iter().map(|(p, _)| *p).chain(
+            self.checked
+                .mismatches
+                .iter()
+                .filter_map(|m| match m.pair.table {
+                    Table::Partition(p) => Some(p),
+                    Table::Default => None,
+                }),
+        );
+        std::iter::once(None)
+            .chain(partitions.map(Some))
+            .find_map(|p| self.trusted(p).err())
+    }
 }

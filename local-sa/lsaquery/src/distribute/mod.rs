@@ -70,6 +70,9 @@ use crate::snapshot::SentTables;
 pub(crate) struct Options {
     /// Compute the tables from the fabric's description (`--compute`).
     pub(crate) compute: Option<crate::compute::Options>,
+    /// Exit rather than take from the master tables meant to be computed
+    /// (`--no-fallback`).
+    pub(crate) no_fallback: bool,
     /// This distributor's share of the nodes, if it has one.
     pub(crate) shard: Option<Shard>,
     /// Only these LIDs (each a port's lowest LID).
@@ -99,9 +102,43 @@ pub(crate) struct Options {
 
 /// Runs a distribution and prints its summary.
 pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
-    let filled = fill(session, options, None).await?;
+    let computing = match &options.compute {
+        None => Computing::NotAsked,
+        Some(c) => match crate::compute::prepare(session, session.dest, c).await {
+            Ok(prepared) => Computing::Ready(Box::new(prepared)),
+            Err(e) => Computing::Failed(e.message),
+        },
+    };
+    let filled = fill(session, options, None, computing).await?;
     filled.summary.print(session.json)?;
     filled.summary.exit()
+}
+
+/// What became of `--compute`'s preparation before a fill.
+pub(super) enum Computing {
+    /// Not asked for: the tables come from the master (or `--from`).
+    NotAsked,
+    /// The description read and the sample checked.
+    Ready(Box<crate::compute::Prepared>),
+    /// It could not be done, for this reason.
+    Failed(String),
+}
+
+/// The fill's decision on tables that were meant to be computed and are
+/// not, or not proven: taken from the master and said so with what that
+/// costs, or with `--no-fallback` refused before anything is sent.
+fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Failure> {
+    if options.no_fallback {
+        return Err(Failure::new(
+            5,
+            format!("{what} ({why}); --no-fallback: nothing sent, nothing taken from the master"),
+        ));
+    }
+    eprintln!(
+        "lsaquery: {what} ({why}); they come from the master instead, one GetTable per node and table \
+         (the summary says what the master served; --no-fallback refuses this)"
+    );
+    Ok(())
 }
 
 /// What a distribution leaves behind: its summary, and for a watch what
@@ -122,6 +159,7 @@ async fn fill(
     session: &mut Session,
     options: &Options,
     lease: Option<u16>,
+    computing: Computing,
 ) -> Result<Filled, Failure> {
     let started = Instant::now();
     let master = session.dest;
@@ -138,19 +176,23 @@ async fn fill(
     };
     let from_file = read(&options.from)?;
     let old = read(&options.delta)?;
-    let computing = match &options.compute {
-        None => None,
-        Some(c) => match crate::compute::prepare(session, master, c).await {
-            Ok(p) => Some(p),
-            Err(e) => {
-                eprintln!(
-                    "lsaquery: the tables are not computed, every table comes from the master: {}",
-                    e.message
-                );
-                tally.computed = Some(Computed::not_used(e.message));
-                None
+    let computing = match computing {
+        Computing::NotAsked => None,
+        Computing::Ready(prepared) => {
+            if let Some(why) = prepared.unproven() {
+                fall_back(
+                    options,
+                    &why,
+                    "the check did not prove every computed table",
+                )?;
             }
-        },
+            Some(*prepared)
+        }
+        Computing::Failed(why) => {
+            fall_back(options, &why, "the tables are not computed")?;
+            tally.computed = Some(Computed::not_used(why));
+            None
+        }
     };
     let fabric = match (&from_file, &computing) {
         (Some(held), _) => Fabric::from_sources(&held.default),

@@ -203,7 +203,7 @@ impl Summary {
             }
         }
         if let Some(c) = &t.computed {
-            c.text(&mut out);
+            c.text(&mut out, t);
         }
         match t.names {
             Some((adapters, entries)) => {

@@ -91,12 +91,22 @@ impl Computed {
         }
     }
 
-    pub(super) fn text(&self, out: &mut String) {
+    /// The summary's lines; `tally`'s counts of the master's tables say
+    /// what a fallback to them cost.
+    pub(super) fn text(&self, out: &mut String, tally: &Tally) {
+        let fallback = || {
+            format!(
+                "the fill fell back to the master's tables: it served {} whole tables and {} per-destination \
+                 queries, {} PathRecords ({} bytes), the per-node cost --compute exists to avoid; \
+                 --no-fallback refuses this instead",
+                tally.tables,
+                tally.per_destination,
+                tally.path_records,
+                tally.path_records * 64
+            )
+        };
         if let Some(why) = &self.not_used {
-            let _ = writeln!(
-                out,
-                "computed: no ({why}): every table came from the master"
-            );
+            let _ = writeln!(out, "computed: no ({why})\n  {}", fallback());
             return;
         }
         let d = self.description;
@@ -107,7 +117,11 @@ impl Computed {
             self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
         );
         if let Some(why) = &self.refused {
-            let _ = writeln!(out, "  every table came from the master: {why}");
+            let _ = writeln!(
+                out,
+                "  the check found a difference ({why}): every table came from the master\n  {}",
+                fallback()
+            );
         } else if self.from_master > 0 {
             let _ = writeln!(
                 out,
@@ -132,6 +146,7 @@ impl Computed {
             "used": self.not_used.is_none(),
             "not_used_because": self.not_used,
             "refused_because": self.refused,
+            "fell_back_to_master": self.not_used.is_some() || self.refused.is_some(),
             "description": served(self.description),
             "check": served(self.check),
             "pairs": self.pairs,

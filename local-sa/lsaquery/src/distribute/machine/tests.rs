@@ -188,6 +188,7 @@ impl Fake {
                     return Err(RequestFailure::Timeout {
                         attempts: 4,
                         per_attempt: Duration::from_secs(1),
+                        sm_key: KEY,
                     });
                 }
                 if let Some((status, left)) = self.refusing.get_mut(&node)

@@ -263,6 +263,18 @@ impl Watch<'_> {
     ) -> Result<(), Failure> {
         let started = Instant::now();
         let d = self.distribute;
+        if d.no_fallback
+            && let Some(why) = new.unproven()
+        {
+            self.current = Some(new);
+            return Err(Failure::new(
+                5,
+                format!(
+                    "the tables computed after the change are not proven ({why}); --no-fallback: \
+                     the watch ends rather than take them from the master"
+                ),
+            ));
+        }
         let trusted = new.trusted(None);
         report.fallback = trusted.clone().err();
         let setup = Setup {

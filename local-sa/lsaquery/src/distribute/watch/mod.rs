@@ -53,6 +53,12 @@ use crate::session::Session;
 /// may have started it since).
 const PROBE_EVERY: u64 = 10;
 
+/// The first wait before reading the description again when it could
+/// not be read or used at the start, doubled after each failure up to
+/// [`LONGEST_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(2);
+const LONGEST_RETRY: Duration = Duration::from_secs(60);
+
 /// What `--watch` was asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -104,7 +110,14 @@ pub(crate) async fn run(
     distribute: &super::Options,
     options: &Options,
 ) -> Result<(), Failure> {
-    let filled = super::fill(session, distribute, Some(options.lease)).await?;
+    let prepared = prepare_until_ready(session, distribute).await?;
+    let filled = super::fill(
+        session,
+        distribute,
+        Some(options.lease),
+        super::Computing::Ready(Box::new(prepared)),
+    )
+    .await?;
     filled.summary.print(session.json)?;
     let Some(current) = filled.computing else {
         return Err(Failure::new(
@@ -142,7 +155,43 @@ pub(crate) async fn run(
         events: 0,
         follows_master: session.dest.lid == session.port.sm_lid,
     };
-    watch.wait_and_keep(session).await
+    // However the watch ends, on a signal or a failure, the leases end
+    // with it: the nodes must not wait them out (unless the transport is
+    // gone too).
+    let kept = watch.wait_and_keep(session).await;
+    let stopped = watch.stop(session).await;
+    kept.and(stopped)
+}
+
+/// Reads the description and checks the sample until that works: a
+/// master that does not answer yet (starting, failing over, or ignoring
+/// a wrong SA key) or a description caught mid-sweep is waited for, with
+/// a growing pause, and said so each time; the nodes keep their own
+/// tables meanwhile (no lease is given yet).
+async fn prepare_until_ready(
+    session: &mut Session,
+    distribute: &super::Options,
+) -> Result<Prepared, Failure> {
+    let Some(compute) = &distribute.compute else {
+        return Err(Failure::new(2, "--watch needs --compute"));
+    };
+    let mut pause = FIRST_RETRY;
+    loop {
+        match crate::compute::prepare(session, session.dest, compute).await {
+            Ok(prepared) => return Ok(prepared),
+            Err(e) => {
+                warn!(
+                    master = session.dest.lid,
+                    "the fabric's description could not be read or used: {}; trying again in {} s \
+                     (the nodes keep their own tables until the watch fills them)",
+                    e.message,
+                    pause.as_secs()
+                );
+                smol::Timer::after(pause).await;
+                pause = (pause * 2).min(LONGEST_RETRY);
+            }
+        }
+    }
 }
 
 /// What woke the watch.
@@ -153,6 +202,7 @@ enum Wake {
 }
 
 impl Watch<'_> {
+    /// Keeps the nodes current until a signal (`Ok`) or a failure.
     async fn wait_and_keep(&mut self, session: &mut Session) -> Result<(), Failure> {
         let mut signals =
             async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
@@ -241,7 +291,7 @@ impl Watch<'_> {
                         next_interval = Instant::now() + interval;
                     }
                 }
-                Wake::Stop => return self.stop(session).await,
+                Wake::Stop => return Ok(()),
             }
         }
     }
