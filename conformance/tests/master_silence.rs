@@ -5,7 +5,7 @@
 //! with what it cost, or with `--no-fallback` refuses it; a watch whose
 //! master does not answer at its start waits for it instead of exiting.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conformance::path_answers::{KEY, start};
 use conformance::{Fabric, LocalSa, NodeProcess, RunOutput, Topology, eventually};
@@ -89,7 +89,18 @@ fn a_distributor_with_another_key_states_its_fallback_or_refuses_it() {
     node.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// The watch's process, and the lines of its log that say it waits.
+/// `lsaquery --distribute --compute --watch` on h9 with `key`.
+fn watch<'f>(fabric: &'f Fabric, key: &str) -> NodeProcess<'f> {
+    fabric
+        .node("h9")
+        .unwrap()
+        .lsaquery()
+        .args(["--distribute", "--compute", "--watch", "--smkey", key])
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The lines of the watch's log that say it waits for the master.
 fn retries(watch: &NodeProcess<'_>) -> Vec<String> {
     watch
         .stderr()
@@ -111,43 +122,31 @@ fn a_watch_waits_for_a_master_that_does_not_answer_at_its_start() {
         .collect();
 
     // Another key than OpenSM's: every attempt says why it went unanswered.
-    let mut watch = fabric
-        .node("h9")
-        .unwrap()
-        .lsaquery()
-        .args(["--distribute", "--compute", "--watch", "--smkey", NODES_KEY])
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut waiting = watch(&fabric, NODES_KEY);
     assert!(
-        eventually(Duration::from_secs(60), || retries(&watch).len() >= 2),
+        eventually(Duration::from_secs(60), || retries(&waiting).len() >= 2),
         "{}",
-        watch.stderr()
+        waiting.stderr()
     );
-    assert_eq!(watch.try_wait(), None, "{}", watch.stderr());
-    names_the_key(&retries(&watch)[0], NODES_KEY);
-    watch.stop(Duration::from_secs(10));
+    assert_eq!(waiting.try_wait(), None, "{}", waiting.stderr());
+    names_the_key(&retries(&waiting)[0], NODES_KEY);
+    waiting.stop(Duration::from_secs(10));
 
     // No master at all at the start; it comes, and the watch fills.
     fabric.stop_opensm();
-    let watch = fabric
-        .node("h9")
-        .unwrap()
-        .lsaquery()
-        .args(["--distribute", "--compute", "--watch", "--smkey", KEY])
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while retries(&watch).is_empty() {
-        assert!(Instant::now() < deadline, "{}", watch.stderr());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let watching = watch(&fabric, KEY);
+    assert!(
+        eventually(Duration::from_secs(60), || !retries(&watching).is_empty()),
+        "{}",
+        watching.stderr()
+    );
     fabric.start_opensm().unwrap_or_else(|e| panic!("{e}"));
     for sa in &mut nodes {
         sa.wait_until("filled by the watch", Duration::from_secs(90), |c| {
             c.get("refreshes_loaded").is_some_and(|n| *n >= 1)
         })
-        .unwrap_or_else(|e| panic!("{e}\n{}", watch.stderr()));
+        .unwrap_or_else(|e| panic!("{e}\n{}", watching.stderr()));
     }
-    let status = watch.stop(Duration::from_secs(30));
+    let status = watching.stop(Duration::from_secs(30));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
