@@ -676,7 +676,7 @@ impl<'f> Node<'f> {
         NodeCommand {
             fabric: self.fabric,
             node: self.name.clone(),
-            program: program.as_ref().to_owned(),
+            program: crate::tools::resolve(program.as_ref()),
             unavailable: None,
             args: Vec::new(),
             envs: Vec::new(),

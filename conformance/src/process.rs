@@ -116,6 +116,7 @@ fn signal_group(pgid: u32, signal: &str) {
 pub(crate) fn command_dying_with_parent(program: impl AsRef<std::ffi::OsStr>) -> Command {
     static SETPRIV: OnceLock<bool> = OnceLock::new();
     let has_setpriv = *SETPRIV.get_or_init(|| crate::tools::which("setpriv").is_some());
+    let program = crate::tools::resolve(program.as_ref());
     if has_setpriv {
         let mut cmd = Command::new("setpriv");
         cmd.args(["--pdeathsig", "KILL", "--"]).arg(program);

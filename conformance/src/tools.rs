@@ -1,5 +1,6 @@
 //! Finding the simulator's programs and its preload library.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -7,12 +8,29 @@ use std::sync::OnceLock;
 /// Debian packages that provide the simulated fabric.
 pub(crate) const PACKAGES: &str = "ibsim-utils opensm infiniband-diags";
 
-/// The first `name` on `PATH`.
+/// Where Debian installs administrators' programs (OpenSM, saquery and
+/// the rest of infiniband-diags): not on an ordinary user's `PATH`.
+const SYSTEM_PROGRAMS: [&str; 3] = ["/usr/local/sbin", "/usr/sbin", "/sbin"];
+
+/// The first `name` on `PATH`, else in [`SYSTEM_PROGRAMS`].
 pub(crate) fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
+        .chain(SYSTEM_PROGRAMS.iter().map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+/// `program` as it is to be started: a bare name as [`which`] finds it
+/// (so that a user's run finds OpenSM in /usr/sbin too), a path or a name
+/// found nowhere as given.
+pub(crate) fn resolve(program: &OsStr) -> OsString {
+    let bare = !program.as_encoded_bytes().contains(&b'/');
+    program
+        .to_str()
+        .filter(|_| bare)
+        .and_then(which)
+        .map_or_else(|| program.to_owned(), PathBuf::into_os_string)
 }
 
 /// How the test tools (`mad-probe`, `qp1-watch`, `api-flood`, ...) end:
