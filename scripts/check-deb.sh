@@ -72,9 +72,9 @@ fi
 dpkg --purge local-sa >/dev/null
 left=$(comm -13 <(echo "$before") <(present | sort))
 if [ -n "$left" ]; then
-  echo "check-deb: left behind after purge:" $left >&2
+  echo "check-deb: left behind after purge:" "${left//$'\n'/ }" >&2
   exit 1
 fi
 if [ -n "$before" ]; then
-  echo "check-deb: already here before the install, left as found:" $before
+  echo "check-deb: already here before the install, left as found:" "${before//$'\n'/ }"
 fi

@@ -17,6 +17,7 @@ packages=(
   systemd                                             # systemd-socket-activate; systemd as PID 1 of a namespace in the package tests
   dpkg-dev man-db lintian                             # the Debian package: dpkg-shlibdeps; its man pages checked; lintian
   init-system-helpers                                 # deb-systemd-helper/-invoke: the package's maintainer scripts
+  shellcheck                                          # the scripts' quoting: a tree may be anywhere, spaces and all
 )
 
 missing=()

@@ -10,6 +10,8 @@ scripts/setup-debian.sh --fuzz
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== shellcheck"
+shellcheck scripts/*.sh fuzz/run.sh .ci/run
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"

@@ -492,10 +492,14 @@ fn a_long_load_on_a_terminal_shows_its_progress() {
     let file = fabric.dir().join("paths.txt");
     write_dump(&file, &all);
     let lsaquery = conformance::program("lsaquery").unwrap();
+    // `script` runs its command through the shell: the paths quoted (a
+    // checkout's path may hold a space).
+    let quoted =
+        |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
     let command = format!(
         "{} --sa-lid {sa_lid} --load {} --smkey {KEY}",
-        lsaquery.display(),
-        file.display()
+        quoted(&lsaquery),
+        quoted(&file)
     );
     let out = loader
         .command("script")
