@@ -494,8 +494,7 @@ fn a_long_load_on_a_terminal_shows_its_progress() {
     let lsaquery = conformance::program("lsaquery").unwrap();
     // `script` runs its command through the shell: the paths quoted (a
     // checkout's path may hold a space).
-    let quoted =
-        |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+    let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
     let command = format!(
         "{} --sa-lid {sa_lid} --load {} --smkey {KEY}",
         quoted(&lsaquery),
