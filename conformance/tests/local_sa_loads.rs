@@ -492,17 +492,14 @@ fn a_long_load_on_a_terminal_shows_its_progress() {
     let file = fabric.dir().join("paths.txt");
     write_dump(&file, &all);
     let lsaquery = conformance::program("lsaquery").unwrap();
-    // `script` runs its command through the shell: the paths quoted (a
-    // checkout's path may hold a space).
-    let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
-    let command = format!(
-        "{} --sa-lid {sa_lid} --load {} --smkey {KEY}",
-        quoted(&lsaquery),
-        quoted(&file)
-    );
+    // `script` runs its command through a shell: the paths go through
+    // the environment (they may hold a space).
+    let command = format!("\"$LSAQUERY\" --sa-lid {sa_lid} --load \"$PATHS\" --smkey {KEY}");
     let out = loader
         .command("script")
         .args(["-qfec", &command, "/dev/null"])
+        .env("LSAQUERY", &lsaquery)
+        .env("PATHS", &file)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success(), "{}{}", out.stdout, out.stderr);

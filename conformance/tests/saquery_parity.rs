@@ -134,15 +134,17 @@ fn every_saquery_query_type_prints_as_saquery_prints_it() {
     // "--smkey x" asks for the key on the terminal, as saquery does
     // (`script` gives lsaquery one, and types the key).
     let lsaquery = conformance::program("lsaquery").unwrap();
+    // The program's path through the environment: script runs its
+    // command through a shell, and the path may hold a space.
     let typed = node
         .command("sh")
         .args([
             "-c",
             &format!(
-                "printf '1\\n' | script -qec '{} --smkey x PKTR {lid}//0' /dev/null",
-                lsaquery.display()
+                "printf '1\\n' | script -qec '\"$LSAQUERY\" --smkey x PKTR {lid}//0' /dev/null"
             ),
         ])
+        .env("LSAQUERY", &lsaquery)
         .output()
         .unwrap();
     assert!(typed.status.success(), "{}{}", typed.stdout, typed.stderr);
