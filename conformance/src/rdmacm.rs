@@ -9,7 +9,8 @@
 //! * libibverbs sees one fake device through `SYSFS_PATH` (SIMULATOR.md:
 //!   `class/infiniband_verbs/...`, `class/infiniband/<dev>/node_type`);
 //! * `/dev/infiniband` is a fresh tmpfs holding an empty `uverbs0`, which
-//!   is all librdmacm checks of the device node;
+//!   is all librdmacm checks of the device node (on a machine without one,
+//!   in an overlay of `/dev` that only the namespace sees);
 //! * `/run` is a fresh tmpfs holding what ibacm's clients look for —
 //!   local-sa's socket bind-mounted as `ibacm.sock` and `ibacm-unix.sock`,
 //!   or its TCP port files as `ibacm.port` and `ibacm-tcp.port` ([`Reach`])
@@ -20,9 +21,8 @@
 //! namespace instead (a systemd's: [`crate::systemd`]), where
 //! [`Reach::Present`] leaves that namespace's `/run` as it is.
 //!
-//! Nothing outside the namespace changes, except that `/dev/infiniband`
-//! is created (empty) when the machine has none, and removed again when
-//! the process's last [`Librdmacm`] goes.
+//! Nothing outside the namespace changes: several test programs may run
+//! probes at once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,12 +32,13 @@ const SOURCE: &str = "rdmacm/getaddrinfo_probe.c";
 
 /// What the namespace's shell does before it runs the program: `$1` the
 /// fake sysfs, `$2` a hosts file or empty, `$3` "fresh" for a fresh
-/// `/run` (else it stays), then `SOURCE=TARGET` files to bind-mount
-/// (under the fresh `/run`) up to `--`; the program and its arguments
-/// follow.
+/// `/run` (else it stays), `$4` an empty directory for the overlay of
+/// `/dev` (a tmpfs of the namespace's own is mounted on it), then
+/// `SOURCE=TARGET` files to bind-mount (under the fresh `/run`) up to
+/// `--`; the program and its arguments follow.
 const SETUP: &str = r#"set -e
-sysfs=$1 hosts=$2 run=$3
-shift 3
+sysfs=$1 hosts=$2 run=$3 dev=$4
+shift 4
 if [ "$run" = fresh ]; then mount -t tmpfs local-sa-test /run; fi
 while [ "$1" != "--" ]; do
   source=${1%%=*} target=${1#*=}
@@ -46,6 +47,12 @@ while [ "$1" != "--" ]; do
   shift
 done
 shift
+if [ ! -d /dev/infiniband ]; then
+  mount -t tmpfs local-sa-test "$dev"
+  mkdir "$dev/upper" "$dev/work"
+  mount -t overlay local-sa-test -o "lowerdir=/dev,upperdir=$dev/upper,workdir=$dev/work" /dev
+  mkdir /dev/infiniband
+fi
 mount -t tmpfs local-sa-test /dev/infiniband
 : > /dev/infiniband/uverbs0
 if [ -n "$hosts" ]; then mount --bind "$hosts" /etc/hosts; fi
@@ -95,6 +102,8 @@ impl Reach<'_> {
 pub struct Librdmacm {
     probe: PathBuf,
     sysfs: PathBuf,
+    /// Where each namespace mounts the layers of its overlay of `/dev`.
+    dev: PathBuf,
     /// The process whose mount and PID namespaces it runs in, if not the
     /// caller's.
     enter: Option<u32>,
@@ -149,10 +158,12 @@ impl Librdmacm {
         write("class/infiniband_verbs/uverbs0/dev", "231:192\n")?;
         write("class/infiniband_verbs/uverbs0/abi_version", "1\n")?;
         write("class/infiniband/rxe0/node_type", "1: CA\n")?;
-        dev_dir_users(1)?;
+        let dev = dir.join("dev-overlay");
+        std::fs::create_dir_all(&dev).map_err(|e| format!("{}: {e}", dev.display()))?;
         Ok(Self {
             probe,
             sysfs,
+            dev,
             enter: None,
         })
     }
@@ -248,44 +259,13 @@ impl Librdmacm {
             .arg(&self.sysfs)
             .arg(hosts)
             .arg(run)
+            .arg(&self.dev)
             .args(reach.bindings())
             .arg("--")
             .args(command)
             .output()
             .map_err(|e| format!("unshare: {e}"))
     }
-}
-
-impl Drop for Librdmacm {
-    fn drop(&mut self) {
-        let _ = dev_dir_users(-1);
-    }
-}
-
-/// Counts the [`Librdmacm`]s of this process: the first creates
-/// `/dev/infiniband` if the machine has none (the namespace mounts its
-/// tmpfs there), the last removes what the first created.
-fn dev_dir_users(change: isize) -> Result<(), String> {
-    static USERS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
-    let dev_dir = Path::new("/dev/infiniband");
-    let mut users = USERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let (count, made) = &mut *users;
-    if change > 0 {
-        if *count == 0 && !dev_dir.exists() {
-            std::fs::create_dir(dev_dir).map_err(|e| format!("{}: {e}", dev_dir.display()))?;
-            *made = true;
-        }
-        *count += 1;
-    } else {
-        *count = count.saturating_sub(1);
-        if *count == 0 && std::mem::take(made) {
-            // Only if still empty: anything else there is not ours.
-            let _ = std::fs::remove_dir(dev_dir);
-        }
-    }
-    Ok(())
 }
 
 /// The probe's output as paths.
