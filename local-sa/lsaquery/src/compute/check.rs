@@ -7,7 +7,10 @@
 //!   GetTable naming both GIDs (and the P_Key) where its answers come
 //!   whole, compared record for record; or, where they come cut, one Get
 //!   per LID pair naming both LIDs too, compared but for Preference (a
-//!   query naming both LIDs always gets Preference 0).
+//!   query naming both LIDs always gets Preference 0). Whether answers
+//!   come whole is learnt from the first pair, whose records may fit one
+//!   MAD where later pairs' do not (LMC ranges): a GetTable answer that
+//!   comes cut is never compared, its pair is asked again by LID pairs.
 
 use bytes::Bytes;
 use local_sa_core::path_engine::{Difference, Fabric, PairCheck, Table, compare_pair};
@@ -156,58 +159,116 @@ pub(crate) async fn check(
     if let Ok(a) = &c.outcome {
         served.count(a.records::<PathRecord>().count(), PathRecord::STRIDE);
     }
-    let mut asks: Vec<(usize, Option<(u16, u16)>)> = Vec::new();
-    for (i, pair) in pairs.iter().enumerate() {
-        if whole {
-            asks.push((i, None));
-        } else {
-            let (Some(s), Some(d)) = (fabric.endport(pair.source), fabric.endport(pair.dest))
-            else {
+    let each_lid_pair = |i: usize| lid_pairs(fabric, i, &pairs[i]);
+    let asks: Vec<Ask> = if whole {
+        (0..pairs.len()).map(|i| (i, None)).collect()
+    } else {
+        (0..pairs.len()).flat_map(each_lid_pair).collect()
+    };
+    let mut comparing = Comparing {
+        fabric,
+        pairs,
+        checked: &mut checked,
+    };
+    let cut = comparing
+        .ask(session, master, window, &asks, served)
+        .await?;
+    // A pair whose records did not fit one MAD, on a transport that cuts
+    // multi-MAD answers (the first pair's fitted), is asked again LID pair
+    // by LID pair: what was cut is not the master's answer.
+    let again: Vec<Ask> = cut.into_iter().flat_map(each_lid_pair).collect();
+    comparing
+        .ask(session, master, window, &again, served)
+        .await?;
+    Ok(checked)
+}
+
+/// A pair to ask about (its index in the pairs checked), and the LID pair
+/// to name if any (else the whole port pair, in one GetTable).
+type Ask = (usize, Option<(u16, u16)>);
+
+/// The Gets of pair `i`, one per LID pair of its ports.
+fn lid_pairs(fabric: &Fabric, i: usize, pair: &PairCheck) -> Vec<Ask> {
+    let (Some(s), Some(d)) = (fabric.endport(pair.source), fabric.endport(pair.dest)) else {
+        return Vec::new();
+    };
+    s.lids()
+        .flat_map(|slid| d.lids().map(move |dlid| (i, Some((slid, dlid)))))
+        .collect()
+}
+
+/// The pairs being checked, and what the check found so far.
+struct Comparing<'a> {
+    fabric: &'a Fabric,
+    pairs: &'a [PairCheck],
+    checked: &'a mut Checked,
+}
+
+impl Comparing<'_> {
+    /// Asks the master `asks` and compares each answer with the computed
+    /// records; returns the pairs whose whole-table answer came cut, not
+    /// compared.
+    async fn ask(
+        &mut self,
+        session: &mut Session,
+        master: Address,
+        window: usize,
+        asks: &[Ask],
+        served: &mut Served,
+    ) -> Result<Vec<usize>, Failure> {
+        let requests: Vec<Bytes> = asks
+            .iter()
+            .map(|(i, lids)| {
+                let method = if lids.is_some() {
+                    Method::GET
+                } else {
+                    Method::GET_TABLE
+                };
+                query(self.fabric, method, &self.pairs[*i], *lids)
+            })
+            .collect();
+        let ends = each(session, master, window, &requests).await?;
+        let mut cut = Vec::new();
+        let mut ours = Vec::new();
+        for ((i, lids), end) in asks.iter().zip(ends) {
+            let pair = self.pairs[*i];
+            if let Ok(a) = &end
+                && lids.is_none()
+                && a.is_cut()
+            {
+                served.count(a.records::<PathRecord>().count(), PathRecord::STRIDE);
+                cut.push(*i);
                 continue;
-            };
-            for slid in s.lids() {
-                asks.extend(d.lids().map(|dlid| (i, Some((slid, dlid)))));
+            }
+            let theirs = records(end, &pair).map_err(|why| Failure::new(4, why))?;
+            served.count(theirs.len(), PathRecord::STRIDE);
+            self.checked.records += theirs.len();
+            ours.clear();
+            if let Err(e) = self
+                .fabric
+                .pair(pair.source, pair.dest, pair.table, &mut ours)
+            {
+                self.checked.uncomputable.push((pair, e.to_string()));
+                continue;
+            }
+            if let Some((s, d)) = *lids {
+                // A query naming both LIDs: that LID pair's record, with
+                // the Preference such a query gets.
+                ours.retain(|r| (r.slid(), r.dlid()) == (s, d));
+                ours.iter_mut().for_each(|r| r.set_preference(0));
+            }
+            if let Some(difference) = compare_pair(&ours, &theirs) {
+                let lids = lids.unwrap_or_else(|| {
+                    let r = theirs.first().or(ours.first());
+                    r.map_or((0, 0), |r| (r.slid(), r.dlid()))
+                });
+                self.checked.mismatches.push(Mismatch {
+                    pair,
+                    lids,
+                    difference,
+                });
             }
         }
+        Ok(cut)
     }
-    let method = if whole {
-        Method::GET_TABLE
-    } else {
-        Method::GET
-    };
-    let requests: Vec<Bytes> = asks
-        .iter()
-        .map(|(i, lids)| query(fabric, method, &pairs[*i], *lids))
-        .collect();
-    let ends = each(session, master, window, &requests).await?;
-    let mut ours = Vec::new();
-    for ((i, lids), end) in asks.iter().zip(ends) {
-        let pair = pairs[*i];
-        let theirs = records(end, &pair).map_err(|why| Failure::new(4, why))?;
-        served.count(theirs.len(), PathRecord::STRIDE);
-        checked.records += theirs.len();
-        ours.clear();
-        if let Err(e) = fabric.pair(pair.source, pair.dest, pair.table, &mut ours) {
-            checked.uncomputable.push((pair, e.to_string()));
-            continue;
-        }
-        if let Some((s, d)) = *lids {
-            // A query naming both LIDs: that LID pair's record, with the
-            // Preference such a query gets.
-            ours.retain(|r| (r.slid(), r.dlid()) == (s, d));
-            ours.iter_mut().for_each(|r| r.set_preference(0));
-        }
-        if let Some(difference) = compare_pair(&ours, &theirs) {
-            let lids = lids.unwrap_or_else(|| {
-                let r = theirs.first().or(ours.first());
-                r.map_or((0, 0), |r| (r.slid(), r.dlid()))
-            });
-            checked.mismatches.push(Mismatch {
-                pair,
-                lids,
-                difference,
-            });
-        }
-    }
-    Ok(checked)
 }
