@@ -83,7 +83,9 @@ pub enum DescriptionError {
         /// The block.
         block: u16,
     },
-    /// The forwarding tables do not hold together.
+    /// A master with QoS gave no SL to VL table a path needs
+    /// ([`RouteError::NoSl2Vl`]; the other route errors cost their pairs,
+    /// not the fabric: [`super::Fabric::route_faults`]).
     Route(RouteError),
 }
 

@@ -96,6 +96,14 @@ impl Fabric {
         self.endports.get(i as usize)
     }
 
+    /// The ways through the forwarding tables that lead nowhere (a dead
+    /// end, a loop, an adapter on the way, a port the switch does not
+    /// have), the first few by name, and how many in all: each costs the
+    /// paths that take it, as at OpenSM, not the fabric.
+    pub fn route_faults(&self) -> (&[super::routes::RouteError], usize) {
+        self.routes.faults()
+    }
+
     /// How many switches.
     pub fn switch_count(&self) -> usize {
         self.switches.len()

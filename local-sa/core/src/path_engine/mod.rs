@@ -11,7 +11,9 @@
 //! that applies QoS, the SL to VL tables. [`FabricRecords`] holds them as
 //! read; [`Fabric::build`] checks and indexes them, refusing what does not
 //! hold together with an error that names the record
-//! ([`DescriptionError`]); [`Fabric::table`] then computes one port's
+//! ([`DescriptionError`]) — a way through the forwarding tables that leads
+//! nowhere costs only the pairs that take it, as at OpenSM
+//! ([`Fabric::route_faults`]); [`Fabric::table`] then computes one port's
 //! table — the answer to the GetTable a local-sa makes for its port
 //! (SGID, and the P_Key for a partition's table) — and [`Fabric::pair`]
 //! the records of one port pair (what a Get or a GetTable naming both ends

@@ -15,8 +15,11 @@
 //!
 //! A forwarding table that loops, forwards to a port without a link or
 //! through an adapter that is not the destination, or names a port the
-//! switch does not have, is an inconsistent description (a reroute caught
-//! half way, a broken master): [`RouteError`] names the switch and LID.
+//! switch does not have, costs the paths that take that way, as it costs
+//! them at OpenSM (its walk fails with ERR 1F05, 1F06, 1F07 or past
+//! `MAX_HOPS`, and the pair gets no record): the leg is no path, and the
+//! fault ([`RouteError`], naming the switch and LID) is kept for the
+//! summary and the check ([`Routes::faults`]).
 
 use std::collections::HashMap;
 
@@ -91,6 +94,9 @@ impl VlMasks {
     }
 }
 
+/// Faults kept by name; past them only counted.
+pub const FAULTS_KEPT: usize = 16;
+
 /// An inconsistent forwarding table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteError {
@@ -138,6 +144,20 @@ pub enum RouteError {
         /// Egress port.
         egress: u8,
     },
+}
+
+impl RouteError {
+    /// The switch's LID and the destination LID of a way that leads
+    /// nowhere (`None` for a missing SL to VL table, which is no way).
+    pub fn way(&self) -> Option<(u16, u16)> {
+        match *self {
+            Self::NoSuchPort { switch, lid, .. }
+            | Self::DeadEnd { switch, lid, .. }
+            | Self::ThroughAdapter { switch, lid, .. }
+            | Self::Loop { switch, lid } => Some((switch, lid)),
+            Self::NoSl2Vl { .. } => None,
+        }
+    }
 }
 
 impl std::fmt::Display for RouteError {
@@ -194,6 +214,10 @@ pub struct Routes {
     sls: Vec<u16>,
     dests: Vec<Dest>,
     masks: Option<VlMasks>,
+    /// The first [`FAULTS_KEPT`] ways that lead nowhere, and how many in
+    /// all.
+    faults: Vec<RouteError>,
+    fault_count: usize,
 }
 
 /// The inputs of a computation.
@@ -244,6 +268,8 @@ impl Routes {
             },
             dests: vec![Dest { port: NONE }; stride],
             masks: None,
+            faults: Vec::new(),
+            fault_count: 0,
         };
         let mut visits = vec![Visit::New; n];
         let mut stack: Vec<u32> = Vec::new();
@@ -257,8 +283,14 @@ impl Routes {
                 stack.push(first);
                 while let Some(&s) = stack.last() {
                     let sw = &t.switches[s as usize];
-                    let step = step(&t, sw, lid, dest)?;
-                    if visits[s as usize] == Visit::New {
+                    let first_visit = visits[s as usize] == Visit::New;
+                    let mut step = step(&t, sw, lid, dest).unwrap_or_else(|fault| {
+                        if first_visit {
+                            routes.fault(fault);
+                        }
+                        Step::Nowhere
+                    });
+                    if first_visit {
                         visits[s as usize] = Visit::Open;
                         if let Step::Through { next, .. } = step {
                             match visits[next as usize] {
@@ -266,12 +298,14 @@ impl Routes {
                                     stack.push(next);
                                     continue;
                                 }
-                                // On the stack: the walk came back.
+                                // On the stack: the walk came back, and
+                                // every switch on the loop leads nowhere.
                                 Visit::Open => {
-                                    return Err(RouteError::Loop {
+                                    routes.fault(RouteError::Loop {
                                         switch: sw.lid,
                                         lid,
                                     });
+                                    step = Step::Nowhere;
                                 }
                                 Visit::Done => {}
                             }
@@ -286,6 +320,20 @@ impl Routes {
         }
         routes.masks = t.masks;
         Ok(routes)
+    }
+
+    /// Keeps `fault` (the first [`FAULTS_KEPT`]) and counts it.
+    fn fault(&mut self, fault: RouteError) {
+        self.fault_count += 1;
+        if self.faults.len() < FAULTS_KEPT {
+            self.faults.push(fault);
+        }
+    }
+
+    /// The ways that lead nowhere (the first [`FAULTS_KEPT`]), and how
+    /// many there are: each costs the paths from its switch to its LID.
+    pub fn faults(&self) -> (&[RouteError], usize) {
+        (&self.faults, self.fault_count)
     }
 
     /// Sets switch `s`'s leg to `lid` from the next switch's.

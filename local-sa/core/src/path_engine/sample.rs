@@ -126,11 +126,24 @@ impl Fabric {
     /// pairs), at random within them. Then, for each partition that not
     /// every endport holds, pairs of its members in its table (asked as a
     /// full member's), every pair where they are few, else a quarter of
-    /// `count`. `seed` makes it repeatable.
+    /// `count`. And from the switch of each way through the forwarding
+    /// tables that leads nowhere ([`Fabric::route_faults`], those kept by
+    /// name), to its LID. `seed` makes it repeatable.
     pub fn sample(&self, count: usize, seed: u64) -> Vec<PairCheck> {
         let mut mix = Mix(seed);
         let all: Vec<usize> = (0..self.endports.len()).collect();
         let mut pairs = self.sample_among(&all, count, Table::Default, &mut mix);
+        // Each way that leads nowhere, from its switch: the master must
+        // have no path there either.
+        let (faults, _) = self.route_faults();
+        pairs.extend(faults.iter().filter_map(|f| {
+            let (switch, lid) = f.way()?;
+            Some(PairCheck {
+                source: self.endport_at(switch)?.guid,
+                dest: self.endport_at(lid)?.guid,
+                table: Table::Default,
+            })
+        }));
         for p in self.partitions() {
             let members: Vec<usize> = all
                 .iter()

@@ -411,24 +411,6 @@ fn descriptions_that_do_not_hold_together_are_refused_with_the_record_named() {
     let (e, text) = refused(&|r| r.links.retain(|l| l.from_lid() != 1 && l.to_lid() != 1));
     assert_eq!(e, DescriptionError::NoLink { lid: 1, port: 1 });
     assert!(text.contains("active"), "{text}");
-    // Leaf 1 and spine 1 forward host 2's LID to each other.
-    let (e, text) = refused(&|r| {
-        for l in &mut r.lfts {
-            if l.lid() == 1 || l.lid() == 3 {
-                let mut ports = l.ports();
-                ports[10] = if l.lid() == 1 { 1 } else { 3 };
-                l.set_ports(ports);
-            }
-        }
-    });
-    assert!(
-        matches!(
-            e,
-            DescriptionError::Route(routes::RouteError::Loop { lid: 10, .. })
-        ),
-        "{e:?}"
-    );
-    assert!(text.contains("forwarding loop"), "{text}");
     let (e, _) = refused(&|r| {
         let mut l = r.lfts[0];
         l.set_block(800);
@@ -445,24 +427,72 @@ fn descriptions_that_do_not_hold_together_are_refused_with_the_record_named() {
         r.nodes[0].set_lid(lid);
     });
     assert!(matches!(e, DescriptionError::DuplicateLid { .. }));
-    let (e, text) = refused(&|r| {
-        for l in &mut r.lfts {
-            if l.lid() == 3 {
-                let mut ports = l.ports();
-                ports[10] = 40;
-                l.set_ports(ports);
-            }
+}
+
+/// Each switch's table with `lid` forwarded to `port` at the switches of
+/// `at`.
+fn forwarding(good: &FabricRecords, lid: u16, at: &[(u16, u8)]) -> FabricRecords {
+    let mut r = good.clone();
+    for l in &mut r.lfts {
+        if let Some((_, port)) = at.iter().find(|(sw, _)| *sw == l.lid()) {
+            let mut ports = l.ports();
+            ports[usize::from(lid)] = *port;
+            l.set_ports(ports);
         }
-    });
-    assert!(matches!(
-        e,
-        DescriptionError::Route(routes::RouteError::NoSuchPort {
-            switch: 3,
-            lid: 10,
-            port: 40
-        })
-    ));
-    assert!(text.contains("port 40"), "{text}");
+    }
+    r
+}
+
+#[test]
+fn a_way_that_leads_nowhere_costs_the_paths_that_take_it_not_the_fabric() {
+    let (spec, _) = small_tree(0);
+    let good = spec.records();
+    let sources = |f: &Fabric, dlid: u16| {
+        f.endports()
+            .iter()
+            .filter(|e| {
+                table(f, e.guid, Table::Default)
+                    .iter()
+                    .any(|r| r.dlid() == dlid)
+            })
+            .count()
+    };
+    let whole = fabric(&spec);
+    assert_eq!(whole.route_faults().1, 0);
+    assert_eq!(sources(&whole, 10), 11, "every port has a path to LID 10");
+    for (broken, kind) in [
+        // The switches at LIDs 1 and 3 forward host 2's LID to each other.
+        (forwarding(&good, 10, &[(1, 1), (3, 3)]), "forwarding loop"),
+        // The switch at LID 3 forwards it to a port it does not have.
+        (forwarding(&good, 10, &[(3, 40)]), "port 40"),
+    ] {
+        let f = built(&broken);
+        let (faults, count) = f.route_faults();
+        assert!(count >= 1 && !faults.is_empty(), "{kind}");
+        let text = faults[0].to_string();
+        assert!(text.contains(kind), "{text}");
+        let (switch, lid) = faults[0].way().expect("a way");
+        assert_eq!(lid, 10, "{text}");
+        // The switch's own table has every destination but that LID.
+        let at_switch = f.endport_at(switch).expect("the switch").guid;
+        let records = table(&f, at_switch, Table::Default);
+        assert_eq!(records.len(), 10, "{kind}");
+        assert!(records.iter().all(|r| r.dlid() != 10), "{kind}");
+        // Ports whose way does not take it keep their path.
+        let reach = sources(&f, 10);
+        assert!(
+            (1..11).contains(&reach),
+            "{kind}: {reach} ports reach LID 10"
+        );
+        // The check asks the master about it.
+        let dest = f.endport_at(10).expect("host 2").guid;
+        assert!(
+            f.sample(1000, 1)
+                .iter()
+                .any(|p| (p.source, p.dest) == (at_switch, dest)),
+            "{kind}"
+        );
+    }
 }
 
 #[test]
@@ -506,7 +536,7 @@ fn built(records: &FabricRecords) -> Fabric {
 }
 
 #[test]
-fn a_route_to_a_port_without_a_link_is_refused() {
+fn a_route_to_a_port_without_a_link_costs_the_paths_through_it() {
     let (mut spec, _) = small_tree(0);
     // Leaf 1's link to spine 1 goes down, but the tables still use it.
     let f = fabric(&spec);
@@ -517,17 +547,26 @@ fn a_route_to_a_port_without_a_link_is_refused() {
         .find(|(_, p)| *p >= 3)
         .expect("a LID routed up");
     spec.unlink(NodeId(2), port);
-    let e = Fabric::build(&spec.records(), false).expect_err("refused");
+    let f = built(&spec.records());
+    let (faults, _) = f.route_faults();
     assert!(
-        matches!(
-            e,
-            DescriptionError::Route(routes::RouteError::DeadEnd { switch: 3, port: p, .. }) if p == port
-        ),
-        "{e:?} (LID {lid} was routed through port {port})"
+        faults.contains(&routes::RouteError::DeadEnd {
+            switch: 3,
+            lid,
+            port
+        }),
+        "{faults:?} (LID {lid} was routed through port {port})"
     );
-    // Rerouted, the description holds again.
+    let leaf1 = f.endport_at(3).expect("leaf 1").guid;
+    assert!(
+        table(&f, leaf1, Table::Default)
+            .iter()
+            .all(|r| r.dlid() != lid),
+        "no path from leaf 1 to LID {lid}"
+    );
+    // Rerouted, every way leads somewhere again.
     spec.route_min_hop();
-    assert!(Fabric::build(&spec.records(), false).is_ok());
+    assert_eq!(built(&spec.records()).route_faults().1, 0);
 }
 
 #[test]

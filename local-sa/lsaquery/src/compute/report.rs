@@ -117,6 +117,16 @@ impl<'a> Report<'a> {
         for why in self.failed.iter().take(SHOWN) {
             outln!("  not computed: {why}")?;
         }
+        let (faults, count) = f.route_faults();
+        if count > 0 {
+            outln!(
+                "  {count} ways through the forwarding tables lead nowhere: the pairs that take them get no path, \
+                 as at the master (each is in the check)"
+            )?;
+            for fault in faults.iter().take(SHOWN) {
+                outln!("    {fault}")?;
+            }
+        }
         let c = &p.checked;
         outln!(
             "check: {} pairs, {} of the master's PathRecords compared in {:.3} s: {}",
@@ -188,6 +198,8 @@ impl<'a> Report<'a> {
                 "partition_tables": self.tables.1,
                 "partition_records": self.records.1,
                 "not_computed": self.failed,
+                "ways_nowhere": f.route_faults().1,
+                "ways_nowhere_named": f.route_faults().0.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 "seconds": self.compute_time.as_secs_f64(),
                 "paths_per_second": self.paths_per_second(),
             },

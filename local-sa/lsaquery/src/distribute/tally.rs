@@ -62,6 +62,10 @@ pub(super) struct Computed {
     /// Pairs checked, and those that differed.
     pub(super) pairs: usize,
     pub(super) differences: usize,
+    /// Ways through the forwarding tables that lead nowhere (their pairs
+    /// get no path, as at the master), and the first of them.
+    pub(super) ways_nowhere: usize,
+    pub(super) first_way_nowhere: Option<String>,
     /// Tables computed and sent, and their records.
     pub(super) tables: u64,
     pub(super) records: u64,
@@ -87,6 +91,8 @@ impl Computed {
             check: c.sample,
             pairs: c.checked.pairs,
             differences: c.checked.mismatches.len(),
+            ways_nowhere: c.fabric.route_faults().1,
+            first_way_nowhere: c.fabric.route_faults().0.first().map(ToString::to_string),
             ..Self::default()
         }
     }
@@ -116,6 +122,14 @@ impl Computed {
              check: {} pairs, {} differ",
             self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
         );
+        if let Some(first) = &self.first_way_nowhere {
+            let _ = writeln!(
+                out,
+                "  {} ways through the forwarding tables lead nowhere: their pairs have no path, as at the master \
+                 (first: {first})",
+                self.ways_nowhere
+            );
+        }
         if let Some(why) = &self.refused {
             let _ = writeln!(
                 out,
@@ -151,6 +165,7 @@ impl Computed {
             "check": served(self.check),
             "pairs": self.pairs,
             "differences": self.differences,
+            "ways_nowhere": self.ways_nowhere,
             "tables": self.tables,
             "records": self.records,
             "nodes_also_from_master": self.from_master,
