@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{
-    Ask, KEY, answers, differences, start, waiting_nodes, with_port_options,
+    Ask, KEY, answer_differences, answers, differences, start, waiting_nodes, with_port_options,
 };
 use conformance::saquery::{parse_printed_records, path_record_from_printed};
 use conformance::{Fabric, RunOutput, Topology};
@@ -496,6 +496,106 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
             c.get("qos_cache_loaded").is_some_and(|n| *n > 0)
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// A QoS policy that gives the partition every port holds (0x7fff) a
+/// level of its own: a query naming its P_Key gets MTU 512.
+const ALL_MEMBERS_LEVEL: &str = "
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+    qos-level
+        name: small-mtu
+        sl: 0
+        mtu-limit: 2
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        pkey: 0x7fff
+        qos-level-name: small-mtu
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+#[test]
+fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_come_from_the_master()
+ {
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &["qos TRUE", "qos_policy_file qos-policy.conf"],
+        &[("qos-policy.conf", ALL_MEMBERS_LEVEL)],
+    );
+    // The check draws from the partition's own table too, and finds the
+    // level's MTU there; the default tables (no P_Key asked) are equal.
+    let c = compute(&fabric);
+    assert_eq!(
+        c.out.status.code(),
+        Some(1),
+        "{}{}",
+        c.out.stdout,
+        c.out.stderr
+    );
+    let differences = c.json["check"]["differences"].as_array().unwrap();
+    assert!(!differences.is_empty());
+    assert!(
+        differences
+            .iter()
+            .all(|d| d["table"] == "0x7fff" && d["field"] == "mtu"),
+        "{differences:?}"
+    );
+    // Distributed: the default tables computed, the partition's from the
+    // master, for every node.
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"], &[]);
+    let out = distribute(&fabric, "h9", &["--json"]);
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        json["compute"]["refused_because"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+    assert_eq!(json["compute"]["nodes_also_from_master"], 3, "{json}");
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Each node answers a Get naming the P_Key as OpenSM does (MTU 512),
+    // and one naming none as OpenSM does too.
+    let lids: Vec<u16> = c.lids();
+    let sm = fabric
+        .node(fabric.opensm_node())
+        .unwrap()
+        .port()
+        .unwrap()
+        .sm_lid;
+    for name in ["h2", "h5", "h11"] {
+        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
+        for pkey in [Some(0xFFFF), None] {
+            let ask = |sa_lid| Ask {
+                sa_lid,
+                lids: &lids,
+                sources: Some(&lid),
+                pkey,
+            };
+            let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
+            let ours = answers(&fabric, name, program, ask(lid[0]));
+            let theirs = answers(&fabric, fabric.opensm_node(), program, ask(sm));
+            let diff = answer_differences(&ours, &theirs);
+            assert!(
+                diff.is_empty(),
+                "{name}, P_Key {pkey:?}: {}",
+                diff.join("\n")
+            );
+            if pkey.is_some() {
+                assert!(
+                    theirs.values().flatten().all(|r| r.mtu().0 == 2),
+                    "OpenSM's level applies"
+                );
+            }
+        }
     }
 }
 

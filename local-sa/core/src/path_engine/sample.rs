@@ -121,12 +121,14 @@ impl Fabric {
 
     /// About `count` pairs of the default table to check, every pair when
     /// the fabric has no more than that: otherwise each endport a source
-    /// at least once when `count` allows, its destinations taken in turn
-    /// from each switch's endports (so that the pairs spread over switch
-    /// pairs), at random within them. Then, for each partition that not
-    /// every endport holds, pairs of its members in its table (asked as a
-    /// full member's), every pair where they are few, else a quarter of
-    /// `count`. And from the switch of each way through the forwarding
+    /// at least once when `count` allows, and each group of sources (the
+    /// endports behind one switch: a leaf's hosts and the leaf) at least
+    /// once whatever `count`, its destinations taken in turn from each
+    /// group (so that the pairs spread over switch pairs), at random
+    /// within them. Then, for every partition — those every endport holds
+    /// too: a master with QoS sends and answers their tables apart —
+    /// pairs of its members in its table (asked as a full member's), the
+    /// same way with a quarter of `count`. And from the switch of each way through the forwarding
     /// tables that leads nowhere ([`Fabric::route_faults`], those kept by
     /// name), to its LID. `seed` makes it repeatable.
     pub fn sample(&self, count: usize, seed: u64) -> Vec<PairCheck> {
@@ -150,10 +152,8 @@ impl Fabric {
                 .copied()
                 .filter(|i| self.pkey_table(&self.endports[*i]).entry(p).is_some())
                 .collect();
-            if members.len() < all.len() {
-                let table = Table::Partition(p | pkeys::FULL_MEMBER);
-                pairs.extend(self.sample_among(&members, count / 4, table, &mut mix));
-            }
+            let table = Table::Partition(p | pkeys::FULL_MEMBER);
+            pairs.extend(self.sample_among(&members, count / 4, table, &mut mix));
         }
         pairs
     }
@@ -193,12 +193,22 @@ impl Fabric {
         for i in (1..n).rev() {
             order.swap(i, mix.below(i + 1));
         }
-        (0..count)
+        let mut pairs: Vec<PairCheck> = (0..count)
             .map(|k| {
                 let g = &groups[(k / n + k) % groups.len()];
                 pair(order[k % n], g[mix.below(g.len())])
             })
-            .collect()
+            .collect();
+        // A group of sources the turns did not reach: one of them, to a
+        // destination in a group of its turn.
+        let sources: std::collections::HashSet<u64> = pairs.iter().map(|p| p.source).collect();
+        for (k, g) in groups.iter().enumerate() {
+            if !g.iter().any(|i| sources.contains(&self.endports[*i].guid)) {
+                let to = &groups[(k + 1) % groups.len()];
+                pairs.push(pair(g[mix.below(g.len())], to[mix.below(to.len())]));
+            }
+        }
+        pairs
     }
 
     /// A pair whose path in partition `pkey` shows the partition's SL: two

@@ -571,9 +571,18 @@ fn a_route_to_a_port_without_a_link_costs_the_paths_through_it() {
 
 #[test]
 fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
+    let in_table = |sample: &[PairCheck], t: Table| -> Vec<PairCheck> {
+        sample.iter().filter(|p| p.table == t).copied().collect()
+    };
+    let all_members = Table::Partition(0xFFFF);
     let (spec, _) = small_tree(0);
     let f = fabric(&spec);
-    assert_eq!(f.sample(1000, 1).len(), 11 * 11);
+    let sample = f.sample(1000, 1);
+    assert_eq!(in_table(&sample, Table::Default).len(), 11 * 11);
+    // The partition every port holds is checked in its own table too: a
+    // master with QoS answers it apart.
+    assert_eq!(in_table(&sample, all_members).len(), 11 * 11);
+    assert_eq!(sample.len(), 2 * 11 * 11);
     let big = fabric(
         &FatTree {
             leaves: 8,
@@ -585,23 +594,37 @@ fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
         .0,
     );
     let sample = big.sample(500, 7);
-    assert_eq!(sample.len(), 500);
-    let sources: std::collections::HashSet<u64> = sample.iter().map(|p| p.source).collect();
+    let default = in_table(&sample, Table::Default);
+    assert_eq!(default.len(), 500);
+    assert_eq!(in_table(&sample, all_members).len(), 125);
+    let sources: std::collections::HashSet<u64> = default.iter().map(|p| p.source).collect();
     assert_eq!(
         sources.len(),
         big.endports().len(),
         "every endport a source"
     );
-    let leaves: std::collections::HashSet<u16> = sample
-        .iter()
-        .filter_map(|p| {
-            let e = big.endport(p.dest)?;
-            (!e.is_switch)
-                .then(|| big.ports[big.ports[e.port as usize].remote as usize].switch as u16)
-        })
-        .collect();
+    let leaf_of = |guid: u64| {
+        let e = big.endport(guid)?;
+        (!e.is_switch).then(|| big.ports[big.ports[e.port as usize].remote as usize].switch)
+    };
+    let leaves: std::collections::HashSet<u32> =
+        default.iter().filter_map(|p| leaf_of(p.dest)).collect();
     assert_eq!(leaves.len(), 8, "destinations on every leaf");
     assert_eq!(big.sample(500, 7), sample, "the same seed, the same sample");
+    // Fewer pairs than ports: still a source behind every switch (a
+    // leaf's hosts and the leaf; each spine), in every table.
+    let behind = |guid: u64| {
+        let e = big.endport(guid).expect("an endport");
+        leaf_of(guid).unwrap_or(e.switch)
+    };
+    let small = big.sample(20, 3);
+    for t in [Table::Default, all_members] {
+        let groups: std::collections::HashSet<u32> = in_table(&small, t)
+            .iter()
+            .map(|p| behind(p.source))
+            .collect();
+        assert_eq!(groups.len(), 8 + 4, "{t:?}: sources behind every switch");
+    }
 }
 
 #[test]
