@@ -128,30 +128,34 @@ pub fn answers(
         .collect()
 }
 
-/// Where the records `ours` (by LID pair) and the SA's answers `theirs`
-/// differ, pair by pair, byte for byte but for Preference (a Get naming
-/// both LIDs is answered with Preference 0).
+/// Where the table records `ours` (by LID pair) and the SA's answers
+/// `theirs` to Gets naming both LIDs differ, pair by pair, byte for byte:
+/// a Get naming both LIDs is answered with its LID pair's table record at
+/// Preference 0 (its query's first phase), so that is what `ours` stands
+/// for; the SA's Preference is compared.
 pub fn differences(
     ours: &HashMap<(u16, u16), PathRecord>,
     theirs: &HashMap<(u16, u16), Option<PathRecord>>,
 ) -> Vec<String> {
-    let answered: HashMap<(u16, u16), Option<PathRecord>> =
-        ours.iter().map(|(pair, r)| (*pair, Some(*r))).collect();
+    let answered: HashMap<(u16, u16), Option<PathRecord>> = ours
+        .iter()
+        .map(|(pair, r)| {
+            let mut r = *r;
+            r.set_preference(0);
+            (*pair, Some(r))
+        })
+        .collect();
     answer_differences(&answered, theirs)
 }
 
 /// Where two SAs' answers to the same Gets differ, pair by pair, byte for
-/// byte but for Preference.
+/// byte.
 pub fn answer_differences(
     ours: &HashMap<(u16, u16), Option<PathRecord>>,
     theirs: &HashMap<(u16, u16), Option<PathRecord>>,
 ) -> Vec<String> {
-    let bytes = |r: Option<&Option<PathRecord>>| {
-        r.copied().flatten().map(|mut r| {
-            r.set_preference(0);
-            r.as_bytes().to_vec()
-        })
-    };
+    let bytes =
+        |r: Option<&Option<PathRecord>>| r.copied().flatten().map(|r| r.as_bytes().to_vec());
     let mut out = Vec::new();
     for (pair, t) in theirs {
         let o = ours.get(pair);

@@ -410,6 +410,48 @@ fn computed_tables_equal_opensm_s_over_every_width_and_speed_with_lmc_1_and_2() 
                 out.stderr
             );
         }
+        if lmc == 1 {
+            same_preferences_as_opensm(&fabric);
+        }
+    }
+}
+
+/// A local-sa filled with computed tables answers a GetTable from one of
+/// its LIDs to another port as OpenSM does, Preference included: each
+/// destination LID once, the one at the source's offset first with
+/// Preference 0, the other with 2 (with LMC 1 the two records fit one MAD,
+/// whole through the simulator).
+fn same_preferences_as_opensm(fabric: &Fabric) {
+    let mut nodes = waiting_nodes(fabric, &["h2"], &[]);
+    let out = distribute(fabric, "h9", &[]);
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    nodes[0]
+        .filled_by_a_load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let h2 = fabric.node("h2").unwrap();
+    let me = h2.port().unwrap();
+    for peer in ["h5", "h6", "h11"] {
+        let to = fabric.node(peer).unwrap().port().unwrap();
+        let dgid = mad_codec::Gid::new(mad_codec::Gid::DEFAULT_PREFIX, to.guid).to_string();
+        for slid in [me.lid, me.lid + 1] {
+            let ask = |master: bool| {
+                let mut cmd = h2.lsaquery();
+                if master {
+                    cmd = cmd.arg("--master");
+                }
+                let out = cmd
+                    .args(["-p", "--slid", &slid.to_string(), "--dgid", &dgid])
+                    .output()
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+                parse_printed_records(&out.stdout)
+            };
+            let (ours, theirs) = (ask(false), ask(true));
+            assert_eq!(ours, theirs, "{slid} -> {peer}");
+            let preferences: Vec<Option<u64>> =
+                theirs.iter().map(|r| r.number("preference")).collect();
+            assert_eq!(preferences, [Some(0), Some(2)], "{slid} -> {peer}");
+        }
     }
 }
 

@@ -1,10 +1,13 @@
-//! Checking a table this port did not fetch itself — a distributor's,
-//! or one kept across a restart — against the master: every
-//! `check_interval` while a distributor keeps it, and once soon after a
-//! restart, `check_sample` destinations of the default table are asked
-//! again (GetTable with SGID = ours and the DLID, as a refresh walk asks
-//! them) and the master's records compared with those held. A difference
-//! and the port fetches its own tables at once. A master that does not
+//! Checking the tables this port did not fetch itself — a distributor's,
+//! or those kept across a restart — against the master: every
+//! `check_interval` while a distributor keeps them, and once soon after a
+//! restart, `check_sample` destinations of the default table, and a
+//! quarter as many (at least one) of each partition table held, are asked
+//! again (GetTable with SGID = ours, the P_Key of a partition's, and the
+//! DLID, as a refresh walk asks them) and the master's records compared
+//! with those held: every kind of table a distributor sends is drawn
+//! from, as its own check draws. A difference and the port fetches its
+//! own tables at once. A master that does not
 //! answer changes nothing: what is held is served, and the check is
 //! tried again after the back-off.
 
@@ -19,6 +22,7 @@ use super::upkeep::Checking;
 use super::upstream_purpose::Purpose;
 use crate::partitions::TableKey;
 use crate::requester::Answer;
+use crate::store::PathStore;
 
 impl SaCore {
     /// Starts a check of the default table against the master, unless
@@ -33,31 +37,47 @@ impl SaCore {
             return;
         }
         let round = self.tables.upkeep.begin_check(sample.len());
-        let (mask, mut t) = self.table_query(TableKey::Default);
-        for dlid in sample {
+        for (table, dlid) in sample {
+            let (mask, mut t) = self.table_query(table);
             t.set_dlid(dlid);
             let mut b =
                 SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
             b.header_mut().sa.set_component_mask(mask | pr::DLID);
-            self.send_upstream(now, Purpose::Check { round, dlid }, &b.into_bytes());
+            self.send_upstream(now, Purpose::Check { round, table, dlid }, &b.into_bytes());
         }
     }
 
-    /// The destinations a check asks about: `check_sample` of the
-    /// default table's, spread over them, another set each round.
-    fn check_sample(&self) -> Vec<u16> {
+    /// The destinations a check asks about, by table: `check_sample` of
+    /// the default table's and a quarter as many of each partition
+    /// table's, spread over them, another set each round.
+    fn check_sample(&self) -> Vec<(TableKey, u16)> {
+        let k = self.config.check_sample;
+        let mut sample: Vec<(TableKey, u16)> = self
+            .destinations_to_check(&self.tables.paths.store, k)
+            .into_iter()
+            .map(|d| (TableKey::Default, d))
+            .collect();
+        if k > 0 {
+            for (p, table) in self.tables.partitions.tables() {
+                let dlids = self.destinations_to_check(&table.store, (k / 4).max(1));
+                sample.extend(dlids.into_iter().map(|d| (TableKey::Partition(p), d)));
+            }
+        }
+        sample
+    }
+
+    /// `k` of the destinations of `store`'s paths from this port (not its
+    /// own LIDs), spread over them, another set each round.
+    fn destinations_to_check(&self, store: &PathStore, k: usize) -> Vec<u16> {
         let own = self.port.lids();
-        let mut dlids: Vec<u16> = self
-            .tables
-            .paths
-            .store
+        let mut dlids: Vec<u16> = store
             .from_lid(self.port.lid)
             .map(PathRecord::dlid)
             .filter(|d| !own.contains(d))
             .collect();
         dlids.sort_unstable();
         dlids.dedup();
-        let (len, k) = (dlids.len(), self.config.check_sample.min(dlids.len()));
+        let (len, k) = (dlids.len(), k.min(dlids.len()));
         if k == 0 {
             return Vec::new();
         }
@@ -68,28 +88,40 @@ impl SaCore {
             .collect()
     }
 
-    /// The master's answer about `dlid` in check `round` (`None`: it did
-    /// not answer).
+    /// The master's answer about `dlid` in `table`, in check `round`
+    /// (`None`: it did not answer).
     pub(super) fn check_answered(
         &mut self,
         now: Instant,
         round: u32,
+        table: TableKey,
         dlid: u16,
         answer: Option<&Answer>,
     ) {
-        let agrees = answer.map(|a| self.agrees_with_master(dlid, a));
-        if let Some(done) = self.tables.upkeep.check_answered(round, dlid, agrees) {
+        let agrees = answer.map(|a| self.agrees_with_master(table, dlid, a));
+        if let Some(done) = self
+            .tables
+            .upkeep
+            .check_answered(round, table, dlid, agrees)
+        {
             self.check_done(now, done);
         }
     }
 
-    /// Whether the master's paths to `dlid` are those held.
-    fn agrees_with_master(&self, dlid: u16, answer: &Answer) -> bool {
+    /// Whether the master's paths to `dlid` are those `table` holds.
+    fn agrees_with_master(&self, table: TableKey, dlid: u16, answer: &Answer) -> bool {
         if answer.status() != MadStatus::OK && answer.status() != MadStatus::ERR_NO_RECORDS {
             // Not an answer about the paths: as if none came.
             return true;
         }
-        let store = &self.tables.paths.store;
+        let store = match table {
+            TableKey::Default => &self.tables.paths.store,
+            TableKey::Partition(p) => match self.tables.partitions.table(p) {
+                Some(t) => &t.store,
+                // Gone since the check began: nothing held to differ.
+                None => return true,
+            },
+        };
         let mut answered = 0;
         for r in answer.records::<PathRecord>() {
             answered += 1;
@@ -117,7 +149,7 @@ impl SaCore {
             self.telemetry.counters.checks_failed += 1;
             warn!(
                 table = kept_by,
-                differing_dlids = %lid_list(&done.differed),
+                differing = %differing(&done.differed),
                 "this port's table differs from the master's answers: fetching its own tables now"
             );
             // Under a lease too: the master's word wins.
@@ -146,8 +178,21 @@ impl SaCore {
     }
 }
 
-/// LIDs as a comma-separated list, for the log.
-fn lid_list(lids: &[u16]) -> String {
-    let list: Vec<String> = lids.iter().map(u16::to_string).collect();
-    list.join(",")
+/// The destinations that differed, by table, for the log: `default:
+/// 5,7; 0x8001: 9`.
+fn differing(differed: &[(TableKey, u16)]) -> String {
+    let mut tables: Vec<TableKey> = differed.iter().map(|(t, _)| *t).collect();
+    tables.dedup();
+    tables
+        .iter()
+        .map(|t| {
+            let lids: Vec<String> = differed
+                .iter()
+                .filter(|(u, _)| u == t)
+                .map(|(_, d)| d.to_string())
+                .collect();
+            format!("{t}: {}", lids.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::partitions::TableKey;
+
 /// A distributor's lease on this port's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Lease {
@@ -149,12 +151,13 @@ impl Upkeep {
         self.check_rounds
     }
 
-    /// The master's answer about `dlid` in check `round`: whether it
-    /// agrees with what is held (`None`: it did not answer). The check,
-    /// once every destination is answered.
+    /// The master's answer about `dlid` in `table`, in check `round`:
+    /// whether it agrees with what is held (`None`: it did not answer).
+    /// The check, once every destination is answered.
     pub(super) fn check_answered(
         &mut self,
         round: u32,
+        table: TableKey,
         dlid: u16,
         agrees: Option<bool>,
     ) -> Option<Checking> {
@@ -162,7 +165,7 @@ impl Upkeep {
         c.waiting = c.waiting.saturating_sub(1);
         match agrees {
             None => c.unanswered += 1,
-            Some(false) => c.differed.push(dlid),
+            Some(false) => c.differed.push((table, dlid)),
             Some(true) => {}
         }
         if c.waiting == 0 {
@@ -180,8 +183,8 @@ pub(super) struct Checking {
     pub(super) round: u32,
     /// Destinations not yet answered.
     pub(super) waiting: usize,
-    /// Destinations whose paths differ from the master's.
-    pub(super) differed: Vec<u16>,
+    /// Destinations whose paths differ from the master's, by table.
+    pub(super) differed: Vec<(TableKey, u16)>,
     /// Destinations the master did not answer.
     pub(super) unanswered: usize,
 }

@@ -190,7 +190,9 @@ impl SaCore {
             Purpose::Publish { register } => {
                 self.publication_answered(register, Some(answer.status()))
             }
-            Purpose::Check { round, dlid } => self.check_answered(now, round, dlid, Some(answer)),
+            Purpose::Check { round, table, dlid } => {
+                self.check_answered(now, round, table, dlid, Some(answer))
+            }
         }
     }
 
@@ -233,7 +235,9 @@ impl SaCore {
             Purpose::Canary(step) => self.canary_answered(now, step, None),
             Purpose::Names { epoch, .. } => self.names_failed(epoch),
             Purpose::Publish { register } => self.publication_answered(register, None),
-            Purpose::Check { round, dlid } => self.check_answered(now, round, dlid, None),
+            Purpose::Check { round, table, dlid } => {
+                self.check_answered(now, round, table, dlid, None)
+            }
         }
     }
 }

@@ -57,9 +57,13 @@ pub(crate) enum Purpose {
     /// This port's directory record: registering (or renewing) it, or
     /// withdrawing it.
     Publish { register: bool },
-    /// This port's paths to one LID, asked to check a table it did not
-    /// fetch itself (see `table_check`).
-    Check { round: u32, dlid: u16 },
+    /// This port's paths to one LID in one of its tables, asked to check
+    /// a table it did not fetch itself (see `table_check`).
+    Check {
+        round: u32,
+        table: TableKey,
+        dlid: u16,
+    },
 }
 
 impl Purpose {

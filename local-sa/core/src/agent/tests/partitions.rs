@@ -406,3 +406,65 @@ fn partition_loads_fill_the_tables_of_partitions_the_port_holds() {
     });
     assert_eq!(path_records(&b.query(client(30), &q))[0].dlid(), 7);
 }
+
+#[test]
+fn a_check_under_a_lease_draws_from_the_partition_tables_too() {
+    let config = AgentConfig {
+        load_wait: Duration::from_secs(30),
+        check_interval: Duration::from_secs(600),
+        ..keyed()
+    };
+    let mut b = Bench::with_pkeys(master(), config, &[0xFFFF, 0x8001]);
+    let lease = |flags| crate::load_flags::with_lease(flags, 3_600);
+    // The default table as the master has it; the partition's with an SL
+    // the master does not give (its sl= changed since the distributor
+    // read it).
+    let stale: Vec<PathRecord> = (1..=HOSTS)
+        .filter(|d| *d != OUTSIDER)
+        .map(|d| {
+            let mut r = path(MY_LID, d);
+            r.set_pkey(0x8001);
+            r.set_sl(PARTITION_SL + 1);
+            r
+        })
+        .collect();
+    let answer = push(
+        &mut b,
+        load_header(
+            Method::SET,
+            1,
+            KEY,
+            lease(REPLACE_SOURCES | PARTITION_TABLES),
+        ),
+        &stale,
+    );
+    assert_eq!(status(&answer), MadStatus::OK);
+    let own: Vec<PathRecord> = (1..=HOSTS).map(|d| path(MY_LID, d)).collect();
+    let answer = push(
+        &mut b,
+        load_header(Method::SET, 2, KEY, lease(REPLACE_SOURCES)),
+        &own,
+    );
+    assert_eq!(status(&answer), MadStatus::OK);
+    let asked = b.master.requests.len();
+    b.advance(Duration::from_secs(600));
+    let checks: Vec<bool> = b.master.requests[asked..]
+        .iter()
+        .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.mask.contains(pr::DLID))
+        .map(|s| s.mask.contains(pr::PKEY))
+        .collect();
+    assert!(
+        checks.contains(&true),
+        "a destination of the partition's table asked"
+    );
+    assert!(checks.contains(&false), "and of the default table");
+    assert_eq!(
+        b.core.counters().checks_failed,
+        1,
+        "the partition's SL differs"
+    );
+    // The master's word wins: the port fetches its own tables.
+    b.advance(Duration::from_secs(10));
+    let answer = get(&mut b, 9, 7, 0x8001);
+    assert_eq!(path_records(&answer)[0].sl(), PARTITION_SL);
+}
