@@ -601,6 +601,16 @@ fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_c
         "{json}"
     );
     assert_eq!(json["compute"]["nodes_also_from_master"], 3, "{json}");
+    // The summary says what each kind of table was checked with.
+    let coverage = json["compute"]["coverage"].as_array().unwrap();
+    let differ = |table: &str| {
+        coverage
+            .iter()
+            .find(|c| c["table"] == table)
+            .and_then(|c| c["differ"].as_u64())
+    };
+    assert_eq!(differ("default"), Some(0), "{json}");
+    assert!(differ("0x7fff").is_some_and(|d| d > 0), "{json}");
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }

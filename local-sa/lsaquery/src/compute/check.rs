@@ -43,6 +43,45 @@ pub(crate) struct Checked {
     pub(crate) mismatches: Vec<Mismatch>,
     /// Pairs whose records the engine could not compute, and why.
     pub(crate) uncomputable: Vec<(PairCheck, String)>,
+    /// Pairs drawn from each kind of table, in the order of the sample.
+    pub(crate) drawn: Vec<(Table, usize)>,
+}
+
+/// What the check drew from one kind of table, and found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Coverage {
+    pub(crate) table: Table,
+    pub(crate) pairs: usize,
+    /// Pairs whose computed records differ from the master's.
+    pub(crate) differ: usize,
+}
+
+impl Coverage {
+    /// The table's name as the summaries write it.
+    pub(crate) fn name(&self) -> String {
+        match self.table {
+            Table::Default => "default".to_owned(),
+            Table::Partition(p) => format!("{:#06x}", p & 0x7FFF),
+        }
+    }
+}
+
+impl Checked {
+    /// What the check drew from each kind of table and found there.
+    pub(crate) fn coverage(&self) -> Vec<Coverage> {
+        self.drawn
+            .iter()
+            .map(|(table, pairs)| Coverage {
+                table: *table,
+                pairs: *pairs,
+                differ: self
+                    .mismatches
+                    .iter()
+                    .filter(|m| m.pair.table == *table)
+                    .count(),
+            })
+            .collect()
+    }
 }
 
 /// The GID of the port a GUID names.
@@ -147,6 +186,12 @@ pub(crate) async fn check(
         pairs: pairs.len(),
         ..Checked::default()
     };
+    for p in pairs {
+        match checked.drawn.iter_mut().find(|(t, _)| *t == p.table) {
+            Some((_, n)) => *n += 1,
+            None => checked.drawn.push((p.table, 1)),
+        }
+    }
     let Some(first) = pairs.first() else {
         return Ok(checked);
     };

@@ -30,7 +30,9 @@ mod prepared;
 mod report;
 
 pub(crate) use self::ask::Served;
+pub(crate) use self::check::Coverage;
 pub(crate) use self::prepared::Prepared;
+pub(crate) use self::report::{coverage_json, coverage_text};
 pub(crate) use self::reread::{Reread, check_pairs, reread};
 
 use std::path::PathBuf;

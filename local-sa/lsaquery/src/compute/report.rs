@@ -8,6 +8,7 @@ use local_sa_core::path_engine::Table;
 use serde_json::json;
 
 use super::ask::Served;
+use super::check::Coverage;
 use super::explain::{cause, why};
 use super::parallel::NodeTables;
 use super::prepared::Prepared;
@@ -143,6 +144,7 @@ impl<'a> Report<'a> {
                 )
             }
         )?;
+        outln!("  drawn from: {}", coverage_text(&c.coverage()))?;
         for m in c.mismatches.iter().take(SHOWN) {
             outln!("  {}", why(m))?;
         }
@@ -223,8 +225,30 @@ impl<'a> Report<'a> {
                     "cause": cause(m.difference.field),
                 })).collect::<Vec<_>>(),
                 "not_computed": p.checked.uncomputable.len(),
+                "coverage": coverage_json(&p.checked.coverage()),
             },
             "without_compute": {"tables": self.tables.0 + self.tables.1, "records": all, "bytes": all * 64},
         })
     }
+}
+
+/// What the check drew from each kind of table, in a line: `default 1000
+/// pairs, 0x7fff 250 pairs (12 differ)`.
+pub(crate) fn coverage_text(coverage: &[Coverage]) -> String {
+    coverage
+        .iter()
+        .map(|c| match c.differ {
+            0 => format!("{} {} pairs", c.name(), c.pairs),
+            d => format!("{} {} pairs ({d} differ)", c.name(), c.pairs),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The same, as JSON: `[{"table":"default","pairs":N,"differ":N},...]`.
+pub(crate) fn coverage_json(coverage: &[Coverage]) -> serde_json::Value {
+    coverage
+        .iter()
+        .map(|c| json!({"table": c.name(), "pairs": c.pairs, "differ": c.differ}))
+        .collect()
 }

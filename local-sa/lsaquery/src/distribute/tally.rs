@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::compute::{Prepared, Served};
+use crate::compute::{Coverage, Prepared, Served, coverage_json, coverage_text};
 
 /// What becomes of the tables at QoS keys, for the summary.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub(super) struct Computed {
     /// Pairs checked, and those that differed.
     pub(super) pairs: usize,
     pub(super) differences: usize,
+    /// What the check drew from each kind of table, and found.
+    pub(super) coverage: Vec<Coverage>,
     /// Ways through the forwarding tables that lead nowhere (their pairs
     /// get no path, as at the master), and the first of them.
     pub(super) ways_nowhere: usize,
@@ -91,6 +93,7 @@ impl Computed {
             check: c.sample,
             pairs: c.checked.pairs,
             differences: c.checked.mismatches.len(),
+            coverage: c.checked.coverage(),
             ways_nowhere: c.fabric.route_faults().1,
             first_way_nowhere: c.fabric.route_faults().0.first().map(ToString::to_string),
             ..Self::default()
@@ -122,6 +125,9 @@ impl Computed {
              check: {} pairs, {} differ",
             self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
         );
+        if !self.coverage.is_empty() {
+            let _ = writeln!(out, "  drawn from: {}", coverage_text(&self.coverage));
+        }
         if let Some(first) = &self.first_way_nowhere {
             let _ = writeln!(
                 out,
@@ -165,6 +171,7 @@ impl Computed {
             "check": served(self.check),
             "pairs": self.pairs,
             "differences": self.differences,
+            "coverage": coverage_json(&self.coverage),
             "ways_nowhere": self.ways_nowhere,
             "tables": self.tables,
             "records": self.records,
