@@ -79,6 +79,8 @@ pub struct Ask<'a> {
     pub sources: Option<&'a [u16]>,
     /// The P_Key the Gets name, if any.
     pub pkey: Option<u16>,
+    /// The ServiceID the Gets name, if any (a QoS key).
+    pub service_id: Option<u64>,
 }
 
 /// The SA's answer to a Get naming each pair of `ask` (the `opensm-paths`
@@ -109,6 +111,9 @@ pub fn answers(
     }
     if let Some(p) = ask.pkey {
         cmd = cmd.args(["--pkey", &format!("{p:#x}")]);
+    }
+    if let Some(id) = ask.service_id {
+        cmd = cmd.args(["--service-id", &format!("{id:#x}")]);
     }
     let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success(), "opensm-paths: {}", out.stderr);

@@ -116,6 +116,7 @@ fn opensm_answers(
         lids,
         sources: None,
         pkey,
+        service_id: None,
     };
     answers(
         fabric,
@@ -539,6 +540,60 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
         })
         .unwrap_or_else(|e| panic!("{e}"));
     }
+    // What each node answers at the ServiceID, on each P_Key and on
+    // none, is OpenSM's answer record for record (SL 1 by the policy).
+    let lids: Vec<u16> = (1..=17).collect();
+    let sm = fabric
+        .node(fabric.opensm_node())
+        .unwrap()
+        .port()
+        .unwrap()
+        .sm_lid;
+    let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
+    for (name, sa) in ["h2", "h5", "h11"].into_iter().zip(&mut nodes) {
+        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
+        // 0xffff first: the counters file is rewritten every second, and
+        // nothing before this round changes them.
+        for pkey in [Some(0xFFFF), None, Some(0x8001)] {
+            let ask = |sa_lid| Ask {
+                sa_lid,
+                lids: &lids,
+                sources: Some(&lid),
+                pkey,
+                service_id: Some(0x1060001),
+            };
+            let (hits, fetches) = (
+                sa.counter("qos_cache_hits"),
+                sa.counter("qos_cache_fetches"),
+            );
+            let ours = answers(&fabric, name, program, ask(lid[0]));
+            if pkey == Some(0xFFFF) {
+                // Every pair of the partition every port holds, from the
+                // tables the distributor sent: none asked of the master.
+                sa.wait_until("the answers counted", Duration::from_secs(10), |c| {
+                    c.get("qos_cache_hits")
+                        .is_some_and(|n| *n >= hits + lids.len() as u64)
+                })
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(sa.counter("qos_cache_fetches"), fetches, "{name}");
+            }
+            let theirs = answers(&fabric, fabric.opensm_node(), program, ask(sm));
+            let diff = answer_differences(&ours, &theirs);
+            assert!(
+                diff.is_empty(),
+                "{name}, P_Key {pkey:?}: {}",
+                diff.join("\n")
+            );
+            assert!(
+                theirs.values().flatten().all(|r| r.sl() == 1),
+                "the policy's SL"
+            );
+            assert!(
+                theirs.values().flatten().count() > 0,
+                "{name}, P_Key {pkey:?}"
+            );
+        }
+    }
 }
 
 /// A QoS policy that gives the partition every port holds (0x7fff) a
@@ -631,6 +686,7 @@ fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_c
                 lids: &lids,
                 sources: Some(&lid),
                 pkey,
+                service_id: None,
             };
             let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
             let ours = answers(&fabric, name, program, ask(lid[0]));
@@ -728,6 +784,43 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             sa.counter("records"),
             from_h3.iter().filter(|(_, r)| r.is_some()).count() as u64
         );
+        // Record by record, from h3's own local-sa, without a query of
+        // the master.
+        let asked = sa.counter("upstream_queries");
+        let ours = answers(
+            &fabric,
+            "h3",
+            Path::new(env!("CARGO_BIN_EXE_opensm-paths")),
+            Ask {
+                sa_lid: h3,
+                lids: &lids,
+                sources: Some(&[h3]),
+                pkey: None,
+                service_id: None,
+            },
+        );
+        let theirs: HashMap<(u16, u16), Option<PathRecord>> = from_h3.into_iter().collect();
+        // DFSSSP spreads a pair's traffic over several SLs at random: each
+        // of OpenSM's answers draws one (`get_dfsssp_sl`: res + rand() %
+        // vl_split_count[res]), so two asks of OpenSM itself differ; the
+        // SL is compared for LASH only.
+        let sl_drawn = |answers: &HashMap<(u16, u16), Option<PathRecord>>| {
+            answers
+                .iter()
+                .map(|(k, r)| {
+                    let r = r.map(|mut r| {
+                        if engine == "dfsssp" {
+                            r.set_sl(0);
+                        }
+                        r
+                    });
+                    (*k, r)
+                })
+                .collect::<HashMap<_, _>>()
+        };
+        let diff = answer_differences(&sl_drawn(&ours), &sl_drawn(&theirs));
+        assert!(diff.is_empty(), "{engine}: {}", diff.join("\n"));
+        assert_eq!(sa.counter("upstream_queries"), asked, "{engine}");
     }
 }
 

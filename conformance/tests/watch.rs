@@ -64,6 +64,7 @@ fn answered(
         lids,
         sources: Some(&[source]),
         pkey: None,
+        service_id: None,
     };
     answers(fabric, node, program(), ask)
 }

@@ -1,10 +1,10 @@
 //! The PathRecord an SA answers for every ordered pair of a set of LIDs
 //! (or the pairs from `--sources` to them): one Get naming both LIDs (and
-//! a P_Key, with `--pkey`) per pair, `--window` outstanding. Prints one
-//! line per pair:
+//! a P_Key, with `--pkey`, and a ServiceID, with `--service-id`) per pair,
+//! `--window` outstanding. Prints one line per pair:
 //!
 //! ```text
-//! opensm-paths --sa-lid LID --lids LIDS [--sources LIDS] [--pkey P] [--window W]
+//! opensm-paths --sa-lid LID --lids LIDS [--sources LIDS] [--pkey P] [--service-id S] [--window W]
 //! 4 9 0x0000 0000000000000000fe80...    (SLID DLID status record-in-hex)
 //! 4 11 0x0300 -
 //! ```
@@ -30,6 +30,7 @@ struct Args {
     /// The pairs' sources (default: every one of `lids`).
     sources: Vec<u16>,
     pkey: Option<u16>,
+    service_id: Option<u64>,
     window: usize,
 }
 
@@ -39,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
         lids: Vec::new(),
         sources: Vec::new(),
         pkey: None,
+        service_id: None,
         window: 16,
     };
     let mut it = std::env::args().skip(1);
@@ -50,6 +52,7 @@ fn parse_args() -> Result<Args, String> {
             "--lids" => args.lids.extend(parse_lids(&value()?)?),
             "--sources" => args.sources.extend(parse_lids(&value()?)?),
             "--pkey" => args.pkey = Some(number(&value()?)? as u16),
+            "--service-id" => args.service_id = Some(number(&value()?)?),
             "--window" => args.window = number(&value()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -63,14 +66,18 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-fn request(slid: u16, dlid: u16, pkey: Option<u16>, tid: u64) -> Bytes {
+fn request(slid: u16, dlid: u16, args: &Args, tid: u64) -> Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_slid(slid);
     t.set_dlid(dlid);
     let mut mask = pr::SLID | pr::DLID;
-    if let Some(p) = pkey {
+    if let Some(p) = args.pkey {
         t.set_pkey(p);
         mask |= pr::PKEY;
+    }
+    if let Some(id) = args.service_id {
+        t.set_service_id(id);
+        mask |= pr::SERVICE_ID;
     }
     let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
@@ -94,7 +101,7 @@ fn run() -> Result<String, String> {
         dest,
         (args.window, Duration::from_secs(2), 4),
         pairs,
-        |(slid, dlid), tid| request(*slid, *dlid, args.pkey, tid),
+        |(slid, dlid), tid| request(*slid, *dlid, &args, tid),
         |(slid, dlid), answer| {
             if answer.status != 0 {
                 return Err(format!("no answer for {slid} -> {dlid}"));

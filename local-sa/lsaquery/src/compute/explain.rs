@@ -10,7 +10,8 @@ pub(crate) fn cause(field: &str) -> &'static str {
     match field {
         "sl" => {
             "the master's SLs come from something it does not publish: a routing engine's path SLs \
-             (LASH, DFSSSP, torus-2QoS), a QoS level, or a partition's SL changed since it was asked"
+             (LASH, DFSSSP — which draws one of a pair's SLs at random for each query —, torus-2QoS), \
+             a QoS level, or a partition's SL changed since it was asked"
         }
         "mtu" | "rate" => {
             "a QoS level's limit, OpenSM's quirks (enable_quirks) or extended-rate options, or ports \
