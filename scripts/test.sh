@@ -8,6 +8,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh --fuzz
 
+# Simulator processes whose test is gone (their parent died: adopted by
+# PID 1). Another run's live fabrics are not this run's leftovers, nor are
+# orphans that were here before it started.
+orphaned_simulators() {
+  local pid
+  for pid in $(pgrep -x 'ibsim|opensm'); do
+    [ "$(ps -o ppid= -p "$pid" | tr -d ' ')" = 1 ] && echo "$pid"
+  done | sort
+}
+orphans_before=$(orphaned_simulators)
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== shellcheck"
@@ -38,10 +49,10 @@ scripts/check-deb.sh
 echo "== fuzz targets: ${FUZZ_SECONDS:=15}s each"
 fuzz/run.sh "$FUZZ_SECONDS"
 echo "== leftover simulator processes"
-if pgrep -x ibsim >/dev/null || pgrep -x opensm >/dev/null; then
+left=$(comm -13 <(echo "$orphans_before") <(orphaned_simulators))
+if [ -n "$left" ]; then
   echo "the tests left ibsim or opensm running:" >&2
-  pgrep -a -x ibsim >&2 || true
-  pgrep -a -x opensm >&2 || true
+  for pid in $left; do ps -o pid=,args= -p "$pid" >&2 || true; done
   exit 1
 fi
 echo "all checks passed"
