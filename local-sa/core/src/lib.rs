@@ -22,6 +22,8 @@
 //! * [`path_engine`]: every port's PathRecord table computed from the
 //!   fabric's description (forwarding tables, ports, links, partitions),
 //!   as OpenSM would answer it, for a distributor next to the master;
+//!   [`opensm_config`]: what OpenSM's own files say that its SA does not
+//!   publish (partitions' names and SLs, the QoS policy);
 //! * [`outlook`]: what a driver acts on besides the MADs to send.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
@@ -44,6 +46,7 @@ pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;
 pub mod names;
+pub mod opensm_config;
 pub mod outlook;
 pub mod pacing;
 pub mod partitions;

@@ -1,0 +1,188 @@
+//! OpenSM's options file (`opensm.conf`), read as `osm_subn_parse_conf_file`
+//! reads it: one `name value` per line, `#` to the end of a line a
+//! comment, the value trimmed and stripped of one pair of quotes; an
+//! unknown name is ignored, a number that does not parse leaves the
+//! option as it was (OpenSM logs it and goes on). Only the options that
+//! change PathRecord answers, or name the files that do, are kept.
+
+/// The options of OpenSM's that change what its SA answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `qos`: the QoS policy and partitions' SLs apply.
+    pub qos: bool,
+    /// `qos_policy_file`, if set.
+    pub qos_policy_file: Option<String>,
+    /// `partition_config_file`, if set.
+    pub partition_config_file: Option<String>,
+    /// `enable_quirks`: Tavor's MTU limited to 1024.
+    pub enable_quirks: bool,
+    /// `allow_both_pkeys`: a port may hold a partition as both a full
+    /// and a limited member.
+    pub allow_both_pkeys: bool,
+    /// `use_original_extended_sa_rates_only`.
+    pub use_original_extended_sa_rates_only: bool,
+    /// `subnet_timeout`: a path's PacketLifeTime.
+    pub subnet_timeout: u8,
+    /// `lmc`: the LMC of the adapters' ports (0 to 7).
+    pub lmc: u8,
+    /// `lmc_esp0`: the LMC applies to switches' enhanced port 0 too.
+    pub lmc_esp0: bool,
+    /// `sa_key`: the key trusted SA queries carry, if set.
+    pub sa_key: Option<u64>,
+    /// `routing_engine`: the engines in the order OpenSM tries them.
+    pub routing_engine: Option<String>,
+    /// Values OpenSM would not take, by line: what it logs, then ignores.
+    pub ignored: Vec<(usize, String)>,
+}
+
+impl Default for Options {
+    /// OpenSM's defaults.
+    fn default() -> Self {
+        Self {
+            qos: false,
+            qos_policy_file: None,
+            partition_config_file: None,
+            enable_quirks: false,
+            allow_both_pkeys: false,
+            use_original_extended_sa_rates_only: false,
+            subnet_timeout: 18,
+            lmc: 0,
+            lmc_esp0: false,
+            sa_key: None,
+            routing_engine: None,
+            ignored: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// The options of `text`, an `opensm.conf`.
+    pub fn parse(text: &str) -> Self {
+        let mut o = Self::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or_default();
+            let mut words = line.splitn(2, [' ', '\t']);
+            let Some(name) = words.next().filter(|w| !w.is_empty()) else {
+                continue;
+            };
+            let value = clean(words.next().unwrap_or_default());
+            let lineno = n + 1;
+            let mut number = |max: u64| -> Option<u64> {
+                match parse_number(value) {
+                    Some(v) if v <= max => Some(v),
+                    _ => {
+                        o.ignored.push((
+                            lineno,
+                            format!("{name}: {value:?} is not a number up to {max}"),
+                        ));
+                        None
+                    }
+                }
+            };
+            match name {
+                "qos" => o.qos = value == "TRUE",
+                "enable_quirks" => o.enable_quirks = value == "TRUE",
+                "allow_both_pkeys" => o.allow_both_pkeys = value == "TRUE",
+                "use_original_extended_sa_rates_only" => {
+                    o.use_original_extended_sa_rates_only = value == "TRUE";
+                }
+                "lmc_esp0" => o.lmc_esp0 = value == "TRUE",
+                "subnet_timeout" => {
+                    if let Some(v) = number(u64::from(u8::MAX)) {
+                        o.subnet_timeout = v as u8;
+                    }
+                }
+                "lmc" => {
+                    if let Some(v) = number(u64::from(u8::MAX)) {
+                        o.lmc = v as u8;
+                    }
+                }
+                "sa_key" => {
+                    if let Some(v) = number(u64::MAX) {
+                        o.sa_key = Some(v);
+                    }
+                }
+                "qos_policy_file" => o.qos_policy_file = file_name(value),
+                "partition_config_file" => o.partition_config_file = file_name(value),
+                "routing_engine" => o.routing_engine = file_name(value),
+                _ => {}
+            }
+        }
+        // osm_subn_verify_config: an LMC past 7 is OpenSM's default.
+        if o.lmc > 7 {
+            o.ignored
+                .push((0, format!("lmc {} is past 7: OpenSM uses 0", o.lmc)));
+            o.lmc = 0;
+        }
+        o
+    }
+}
+
+/// A value as `clean_val` leaves it: trimmed, and without one pair of
+/// surrounding quotes.
+fn clean(value: &str) -> &str {
+    let v = value.trim();
+    for q in ['"', '\''] {
+        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
+            return &v[1..v.len() - 1];
+        }
+    }
+    v
+}
+
+/// A file name option: `(null)` and the empty string, as OpenSM writes
+/// an unset one in the file it dumps, are none.
+fn file_name(value: &str) -> Option<String> {
+    (!value.is_empty() && value != "(null)").then(|| value.to_owned())
+}
+
+/// A number as `strtoul(.., 0)` reads it, wholly: decimal, `0x` hex or
+/// `0` octal.
+pub(super) fn parse_number(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_options_that_change_answers_are_read_as_opensm_reads_them() {
+        let o = Options::parse(
+            "# QoS\nqos TRUE\nqos_policy_file /etc/opensm/qos-policy.conf # the policy\n\
+             partition_config_file \"/etc/opensm/partitions.conf\"\n\
+             enable_quirks TRUE\nallow_both_pkeys true\nsubnet_timeout 0x10\nlmc 2\n\
+             sa_key 0x5eed\nrouting_engine ftree,updn\nunknown_option 1\n",
+        );
+        assert!(o.qos && o.enable_quirks);
+        assert!(!o.allow_both_pkeys, "OpenSM's TRUE is upper case only");
+        assert_eq!(
+            o.qos_policy_file.as_deref(),
+            Some("/etc/opensm/qos-policy.conf")
+        );
+        assert_eq!(
+            o.partition_config_file.as_deref(),
+            Some("/etc/opensm/partitions.conf")
+        );
+        assert_eq!((o.subnet_timeout, o.lmc, o.sa_key), (16, 2, Some(0x5eed)));
+        assert_eq!(o.routing_engine.as_deref(), Some("ftree,updn"));
+        assert!(o.ignored.is_empty(), "{:?}", o.ignored);
+    }
+
+    #[test]
+    fn a_value_opensm_would_not_take_leaves_the_option_and_is_said() {
+        let o = Options::parse("subnet_timeout 18x\nlmc 9\nqos_policy_file (null)\n");
+        assert_eq!(o.subnet_timeout, 18);
+        assert_eq!(o.lmc, 0);
+        assert_eq!(o.qos_policy_file, None);
+        assert_eq!(o.ignored.len(), 2);
+        assert!(o.ignored[0].1.contains("subnet_timeout"), "{:?}", o.ignored);
+    }
+}
