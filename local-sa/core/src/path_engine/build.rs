@@ -115,6 +115,7 @@ impl Fabric {
             pkey_tables,
             partition_sl: HashMap::new(),
             routes,
+            qos_levels: None,
         })
     }
 }

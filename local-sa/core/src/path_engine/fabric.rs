@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::physical::{Port, Switch};
 use super::pkeys::PkeyTable;
+use super::qos_levels::QosLevels;
 use super::routes::Routes;
 
 /// A port with a LID and a GUID: an adapter's (or router's) port, or a
@@ -76,6 +77,8 @@ pub struct Fabric {
     /// The SL of each partition, by its low 15 bits, where known.
     pub(super) partition_sl: HashMap<u16, u8>,
     pub(super) routes: Routes,
+    /// The master's QoS policy, when it is known ([`Fabric::set_qos_levels`]).
+    pub(super) qos_levels: Option<QosLevels>,
 }
 
 impl Fabric {
@@ -150,6 +153,17 @@ impl Fabric {
     /// default).
     pub fn set_partition_sl(&mut self, pkey: u16, sl: u8) {
         self.partition_sl.insert(pkey & 0x7FFF, sl & 0x0F);
+    }
+
+    /// Gives the fabric its master's QoS policy (its groups resolved):
+    /// every path then gets the level of its query, as at the master.
+    pub fn set_qos_levels(&mut self, levels: QosLevels) {
+        self.qos_levels = Some(levels);
+    }
+
+    /// The master's QoS policy, if given.
+    pub fn qos_levels(&self) -> Option<&QosLevels> {
+        self.qos_levels.as_ref()
     }
 
     /// The SL given to partition `pkey`, if any.

@@ -17,6 +17,7 @@ use super::physical::NONE;
 use super::pkeys::{self, PkeyTable};
 use super::rate::{code, fixup_2x_hdr};
 use super::routes::{Leg, MAX_HOPS};
+use crate::opensm_config::qos_policy::{QosLevel, QueryKeys};
 
 /// OpenSM's `IB_PATH_RECORD_RATE_28_GBS`: rate codes from it on are
 /// checked against what the ends support (numerically, as OpenSM does).
@@ -91,6 +92,15 @@ struct Source<'f> {
     /// The SGID asked (echoed in every record).
     sgid: Gid,
     allowed: Allowed<'f>,
+    /// The P_Key asked, if the table is a partition's: what a QoS policy
+    /// matches and a level allows.
+    asked: Option<u16>,
+}
+
+/// What a path's QoS level gives it, and the P_Key it carries.
+struct Leveled<'l> {
+    pkey: u16,
+    level: Option<&'l QosLevel>,
 }
 
 impl Fabric {
@@ -155,10 +165,58 @@ impl Fabric {
                     .collect(),
             ),
         };
+        let asked = match table {
+            Table::Default => None,
+            Table::Partition(p) => Some(p),
+        };
         Ok(Source {
             endport,
             sgid: Gid::new(endport.prefix, guid),
             allowed,
+            asked,
+        })
+    }
+
+    /// The P_Key and QoS level of the paths from `from` to `to` for a
+    /// query asking `asked` (`pkey`: what the P_Keys alone give), as
+    /// `pr_rcv_get_path_parms` sets them; `None` if the level allows no
+    /// path: a P_Key asked that its P_Keys do not hold, or none of them
+    /// the two share.
+    fn leveled(
+        &self,
+        from: &Endport,
+        to: &Endport,
+        asked: Option<u16>,
+        pkey: u16,
+    ) -> Option<Leveled<'_>> {
+        let Some(levels) = &self.qos_levels else {
+            return Some(Leveled { pkey, level: None });
+        };
+        let keys = QueryKeys {
+            pkey: asked,
+            ..QueryKeys::default()
+        };
+        let level = levels.level(from.guid, to.guid, keys);
+        let pkey = match asked {
+            Some(p) if !level.allows_pkey(p) => return None,
+            Some(_) => pkey,
+            // osm_qos_level_get_shared_pkey: the first of its P_Keys the
+            // two share, as the level writes it (without the membership
+            // bit).
+            None if !level.pkeys.is_empty() => {
+                let (a, b) = (self.pkey_table(from), self.pkey_table(to));
+                level
+                    .pkeys
+                    .iter()
+                    .flat_map(|(lo, hi)| *lo..=*hi)
+                    .map(|k| k as u16)
+                    .find(|k| pkeys::share_this(a, b, *k))?
+            }
+            None => pkey,
+        };
+        Some(Leveled {
+            pkey,
+            level: Some(level),
         })
     }
 
@@ -181,19 +239,63 @@ impl Fabric {
         let Some(pkey) = src.allowed.pkey(dest.pkeys, self.pkey_table(dest)) else {
             return Ok(());
         };
+        let Some(leveled) = self.leveled(s, dest, src.asked, pkey) else {
+            return Ok(());
+        };
         let dgid = Gid::new(dest.prefix, dest_guid);
         let (slids, dlids) = (s.lids(), dest.lids());
         for (slid, dlid) in slids.clone().zip(dlids.clone()) {
-            self.record(src, dest, dgid, pkey, (slid, dlid), 0, out)?;
+            self.record(src, dest, dgid, &leveled, (slid, dlid), 0, out)?;
         }
         for (i, slid) in slids.enumerate() {
             for (j, dlid) in dlids.clone().enumerate() {
                 if i != j {
-                    self.record(src, dest, dgid, pkey, (slid, dlid), 2, out)?;
+                    self.record(src, dest, dgid, &leveled, (slid, dlid), 2, out)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// The SL of a path with P_Key `pkey` and level `level`: the level's,
+    /// else the partition's.
+    fn sl_of(&self, pkey: u16, level: Option<&QosLevel>) -> Result<u8, TableError> {
+        match level.and_then(|l| l.sl) {
+            Some(sl) => Ok(sl),
+            None => self.partition_sl(pkey).ok_or(TableError::NoPartitionSl {
+                pkey: pkey & 0x7FFF,
+            }),
+        }
+    }
+
+    /// Whether the reverse path, `dest` to `s`'s LID `slid` for the same
+    /// query, has its parameters: a P_Key and level of its own (the
+    /// policy may match it otherwise), and an SL no hop maps to VL15.
+    fn reversible(
+        &self,
+        s: &Endport,
+        dest: &Endport,
+        asked: Option<u16>,
+        slid: u16,
+        sl: u8,
+    ) -> bool {
+        let Some((_, back)) = self.walk(dest, slid) else {
+            return false;
+        };
+        if self.qos_levels.is_none() {
+            // Without levels the reverse path's common P_Key is of the
+            // same partition, and so its SL.
+            return back & 1 << sl != 0;
+        }
+        let pkey = match asked {
+            Some(p) => Some(p),
+            None => pkeys::common(self.pkey_table(dest), self.pkey_table(s)),
+        };
+        let Some(rev) = pkey.and_then(|p| self.leveled(dest, s, asked, p)) else {
+            return false;
+        };
+        self.sl_of(rev.pkey, rev.level)
+            .is_ok_and(|rev_sl| back & 1 << rev_sl != 0)
     }
 
     /// `pr_rcv_get_lid_pair_path`: the record of one LID pair, if it has a
@@ -204,7 +306,7 @@ impl Fabric {
         src: &Source<'_>,
         dest: &Endport,
         dgid: Gid,
-        pkey: u16,
+        leveled: &Leveled<'_>,
         (slid, dlid): (u16, u16),
         preference: u8,
         out: &mut Vec<PathRecord>,
@@ -213,18 +315,22 @@ impl Fabric {
         let Some((leg, sls)) = self.walk(s, dlid) else {
             return Ok(());
         };
-        let sl = self.partition_sl(pkey).ok_or(TableError::NoPartitionSl {
-            pkey: pkey & 0x7FFF,
-        })?;
+        let (pkey, level) = (leveled.pkey, leveled.level);
+        let sl = self.sl_of(pkey, level)?;
         if sls & 1 << sl == 0 {
             return Ok(());
         }
-        // The reverse path: the same P_Key rules hold both ways, and its
-        // common P_Key is of the same partition.
-        let reversible = self
-            .walk(dest, slid)
-            .is_some_and(|(_, back)| back & 1 << sl != 0);
-        let mut rate = code(leg.rank);
+        let reversible = self.reversible(s, dest, src.asked, slid, sl);
+        // A level's limits: the least of the path's and its own.
+        let mtu = match level.and_then(|l| l.mtu_limit) {
+            Some(limit) => leg.mtu.min(limit),
+            None => leg.mtu,
+        };
+        let mut rank = leg.rank;
+        if let Some(limit) = level.and_then(|l| l.rate_limit) {
+            rank = rank.min(super::rate::rank(limit));
+        }
+        let mut rate = code(rank);
         if rate >= FIRST_2X_HDR_RATE {
             rate = fixup_2x_hdr(rate, s.cap_mask, s.cap_mask2);
             if reversible {
@@ -235,7 +341,9 @@ impl Fabric {
         let life = if s.port == dest.port {
             0
         } else {
-            self.subnet_timeout
+            level
+                .and_then(|l| l.packet_life)
+                .unwrap_or(self.subnet_timeout)
         };
         let mut r = PathRecord::new_zeroed();
         r.set_dgid(dgid);
@@ -246,7 +354,7 @@ impl Fabric {
         r.set_pkey(pkey);
         r.set_sl(sl);
         r.set_mtu_selector(Selector::Exactly);
-        r.set_mtu(Mtu(leg.mtu));
+        r.set_mtu(Mtu(mtu));
         r.set_rate_selector(Selector::Exactly);
         r.set_rate(Rate(rate));
         r.set_packet_life_selector(Selector::Exactly);

@@ -664,3 +664,119 @@ fn a_fabric_is_shared_by_threads() {
     fn shared<T: Sync + Send>() {}
     shared::<Fabric>();
 }
+
+/// `spec`'s fabric with the QoS policy `policy` given.
+fn with_policy(spec: &FabricSpec, policy: &str) -> Fabric {
+    let records = spec.records();
+    let mut f = built(&records);
+    let policy = crate::opensm_config::QosPolicy::parse(policy).expect("a good policy");
+    let levels = QosLevels::resolve(policy, &f, &records, None, None).expect("resolved");
+    f.set_qos_levels(levels);
+    f
+}
+
+#[test]
+fn a_qos_level_by_source_or_destination_group_gives_those_paths_its_sl_and_limits() {
+    let (spec, _) = small_tree(0);
+    let policy = format!(
+        "port-groups
+            port-group
+                name: first
+                port-guid: {:#x}
+            end-port-group
+         end-port-groups
+         qos-levels
+            qos-level
+                name: default
+                sl: 0
+            end-qos-level
+            qos-level
+                name: from-first
+                sl: 3
+                mtu-limit: 2
+                rate-limit: 2
+                packet-life: 9
+            end-qos-level
+         end-qos-levels
+         qos-match-rules
+            qos-match-rule
+                source: first
+                qos-level-name: from-first
+            end-qos-match-rule
+         end-qos-match-rules",
+        host_guid(0)
+    );
+    let f = with_policy(&spec, &policy);
+    let first = table(&f, host_guid(0), Table::Default);
+    let to_others: Vec<&PathRecord> = first.iter().filter(|r| r.packet_life() != 0).collect();
+    assert!(!to_others.is_empty());
+    for r in &to_others {
+        assert_eq!(
+            (r.sl(), r.mtu().0, r.rate().0, r.packet_life()),
+            (3, 2, 2, 9),
+            "{r:?}"
+        );
+    }
+    // A port's path to itself keeps PacketLifeTime 0.
+    assert!(first.iter().any(|r| r.packet_life() == 0 && r.sl() == 3));
+    // Others' paths, to the first host too, get the default level.
+    let other = table(&f, host_guid(1), Table::Default);
+    assert!(other.iter().all(|r| r.sl() == 0 && r.mtu().0 > 2));
+}
+
+#[test]
+fn a_level_for_a_p_key_applies_to_the_queries_naming_it_only() {
+    let (spec, _) = small_tree(0);
+    let f = with_policy(
+        &spec,
+        "qos-levels
+            qos-level
+                name: default
+                sl: 0
+            end-qos-level
+            qos-level
+                name: small
+                sl: 1
+                mtu-limit: 2
+            end-qos-level
+         end-qos-levels
+         qos-match-rules
+            qos-match-rule
+                pkey: 0x7fff
+                qos-level-name: small
+            end-qos-match-rule
+         end-qos-match-rules",
+    );
+    let named = table(&f, host_guid(0), Table::Partition(0xFFFF));
+    assert!(!named.is_empty());
+    assert!(named.iter().all(|r| r.mtu().0 == 2 && r.sl() == 1));
+    let unnamed = table(&f, host_guid(0), Table::Default);
+    assert!(unnamed.iter().all(|r| r.mtu().0 > 2 && r.sl() == 0));
+}
+
+#[test]
+fn a_level_s_p_keys_choose_the_p_key_or_refuse_the_path() {
+    let (mut spec, hosts) = small_tree(0);
+    for h in &hosts {
+        spec.pkeys(*h, &[0xFFFF, 0x8001]);
+    }
+    let f = with_policy(
+        &spec,
+        "qos-levels
+            qos-level
+                name: default
+                sl: 0
+                pkey: 0x8001
+            end-qos-level
+         end-qos-levels",
+    );
+    // To the hosts only (the switches do not hold 0x8001), with the
+    // level's P_Key as the level writes it: without the membership bit
+    // (osm_qos_level_get_shared_pkey).
+    let default = table(&f, host_guid(0), Table::Default);
+    assert_eq!(default.len(), hosts.len(), "{default:?}");
+    assert!(default.iter().all(|r| r.pkey() == 0x0001), "{default:?}");
+    // Asked in a partition the level does not allow: no path.
+    assert!(table(&f, host_guid(0), Table::Partition(0xFFFF)).is_empty());
+    assert!(!table(&f, host_guid(0), Table::Partition(0x8001)).is_empty());
+}
