@@ -57,6 +57,11 @@ impl Computed {
 
 /// `lsaquery --compute` with every pair checked, on the master's node.
 fn compute(fabric: &Fabric) -> Computed {
+    compute_with(fabric, &[])
+}
+
+/// [`compute`] with `args` more.
+fn compute_with(fabric: &Fabric, args: &[&str]) -> Computed {
     let node = fabric.node(fabric.opensm_node()).unwrap();
     let snapshot = fabric.dir().join("computed.snap");
     let out = node
@@ -69,6 +74,7 @@ fn compute(fabric: &Fabric) -> Computed {
             KEY,
             "--json",
         ])
+        .args(args)
         .arg("--snapshot")
         .arg(&snapshot)
         .timeout(Duration::from_secs(300))
@@ -705,6 +711,205 @@ fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_c
             }
         }
     }
+}
+
+/// A policy of every kind of criterion, on the 3x4x2 fat tree: h2's
+/// paths (source group by GUID) get SL 2 and MTU 512; paths to h5 (a
+/// destination group by port name) 10 Gb/s at most; a query naming the
+/// partition every port holds, PacketLifeTime 9; and P1 (partitions.conf)
+/// its own SL 3.
+fn every_kind_of_policy() -> (String, String) {
+    let policy = format!(
+        "port-groups
+            port-group
+                name: h2
+                port-guid: {}
+            end-port-group
+            port-group
+                name: to-h5
+                port-name: h5/P1
+            end-port-group
+         end-port-groups
+         qos-levels
+            qos-level
+                name: default
+                sl: 0
+            end-qos-level
+            qos-level
+                name: from-h2
+                sl: 2
+                mtu-limit: 2
+            end-qos-level
+            qos-level
+                name: slow
+                sl: 0
+                rate-limit: 3
+            end-qos-level
+            qos-level
+                name: long-life
+                sl: 0
+                packet-life: 9
+            end-qos-level
+         end-qos-levels
+         qos-match-rules
+            qos-match-rule
+                source: h2
+                qos-level-name: from-h2
+            end-qos-match-rule
+            qos-match-rule
+                destination: to-h5
+                qos-level-name: slow
+            end-qos-match-rule
+            qos-match-rule
+                pkey: 0x7fff
+                qos-level-name: long-life
+            end-qos-match-rule
+         end-qos-match-rules
+",
+        host_guid(2)
+    );
+    let partitions = format!(
+        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x8001, sl=3 : {}=full, {}=full, {}=full ;\n",
+        host_guid(2),
+        host_guid(5),
+        host_guid(11)
+    );
+    (policy, partitions)
+}
+
+#[test]
+fn with_opensm_s_configuration_every_policy_class_is_computed_and_none_comes_from_the_master() {
+    let (policy, partitions) = every_kind_of_policy();
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &[
+            "qos TRUE",
+            "qos_policy_file qos-policy.conf",
+            "partition_config_file partitions.conf",
+        ],
+        &[
+            ("qos-policy.conf", &policy),
+            ("partitions.conf", &partitions),
+        ],
+    );
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let conf = conf.to_str().unwrap();
+    // Without it, the check catches what the policy decides.
+    let without = compute(&fabric);
+    assert_eq!(without.out.status.code(), Some(1), "{}", without.out.stdout);
+    let fields: BTreeSet<String> = without.json["check"]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!fields.is_empty(), "{}", without.out.stdout);
+    // With it, every sampled pair of every table equals OpenSM's, and the
+    // default tables equal OpenSM's answers pair by pair.
+    let with = compute_with(&fabric, &["--opensm-config", conf]);
+    assert!(
+        with.out.status.success() && with.differences() == 0,
+        "{}{}",
+        with.out.stdout,
+        with.out.stderr
+    );
+    assert!(
+        with.json["opensm_config"]
+            .as_str()
+            .is_some_and(|c| c.contains("QoS policy"))
+    );
+    let lids = with.lids();
+    let theirs = opensm_answers(&fabric, &lids, None);
+    let diff = differences(&with.default, &theirs);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    let sls: BTreeSet<u8> = with.default.values().map(PathRecord::sl).collect();
+    assert!(sls.contains(&2), "h2's level: {sls:?}");
+    // Distributed: nothing from the master, and every node answers as
+    // OpenSM with each P_Key and none.
+    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"], &[]);
+    let out = distribute(&fabric, "h9", &["--opensm-config", conf, "--json"]);
+    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(
+        json["compute"]["refused_because"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+    assert_eq!(json["compute"]["nodes_also_from_master"], 0, "{json}");
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let sm = fabric
+        .node(fabric.opensm_node())
+        .unwrap()
+        .port()
+        .unwrap()
+        .sm_lid;
+    let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
+    for name in ["h2", "h5", "h11"] {
+        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
+        for pkey in [None, Some(0xFFFF), Some(0x8001)] {
+            let ask = |sa_lid| Ask {
+                sa_lid,
+                lids: &lids,
+                sources: Some(&lid),
+                pkey,
+                service_id: None,
+            };
+            let ours = answers(&fabric, name, program, ask(lid[0]));
+            let theirs = answers(&fabric, fabric.opensm_node(), program, ask(sm));
+            let diff = answer_differences(&ours, &theirs);
+            assert!(
+                diff.is_empty(),
+                "{name}, P_Key {pkey:?}: {}",
+                diff.join("\n")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
+    let fabric = start(Topology::fat_tree(2, 2, 1), &["qos TRUE"], &[]);
+    let dir = fabric.dir();
+    let run = |conf: &str| {
+        let path = dir.join("test-opensm.conf");
+        std::fs::write(&path, conf).unwrap();
+        fabric
+            .node(fabric.opensm_node())
+            .unwrap()
+            .lsaquery()
+            .args(["--compute", "--smkey", KEY, "--opensm-config"])
+            .arg(&path)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    std::fs::write(
+        dir.join("bad-policy.conf"),
+        "qos-levels\n qos-level\n  name: x\n  sl: 1\n end-qos-level\nend-qos-levels\n",
+    )
+    .unwrap();
+    let out = run("qos TRUE\nqos_policy_file bad-policy.conf\n");
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("OpenSM refuses it")
+            && out
+                .stderr
+                .contains("Default qos-level (default) not defined"),
+        "{}",
+        out.stderr
+    );
+    let out = run("qos FALSE\n");
+    assert_eq!(out.status.code(), Some(5), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("not the configuration the master runs with"),
+        "{}",
+        out.stderr
+    );
+    let out = run("qos TRUE\nallow_both_pkeys TRUE\n");
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("allow_both_pkeys"), "{}", out.stderr);
 }
 
 #[test]

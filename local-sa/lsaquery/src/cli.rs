@@ -90,6 +90,10 @@ DISTRIBUTING (run next to the master SA; docs/distributor.md):
                              so with what it cost (docs/path-engine.md)
   --compute --no-fallback    ... or exit (status 5) instead of taking them
                              from the master
+  --compute --opensm-config /etc/opensm/opensm.conf
+                             what the master does not publish (partitions'
+                             SLs, the QoS policy's levels), from OpenSM's
+                             own files
   --shard I/K                this distributor's share of K (run K at once on
                              K nodes: each fills 1/K of the nodes)
   --compute --watch          stay: on a link or port notice (through this
@@ -580,6 +584,15 @@ pub(crate) struct Cli {
     /// from the master at the cost of every node's paths.
     #[arg(long = "no-fallback", requires_all = ["distribute", "compute"])]
     pub(crate) no_fallback: bool,
+    /// With --compute: OpenSM's own configuration (its opensm.conf, and
+    /// the partitions and QoS policy files it names), for what its SA does
+    /// not publish: each partition's SL and name, the QoS policy's levels.
+    /// A file OpenSM would refuse is refused with OpenSM's reason; one
+    /// that is not the master's (qos differs from its ClassPortInfo) is
+    /// refused too. Default: the `opensm_config` of the --config file
+    /// (infiniband-diags' ibdiag.conf format), when that file exists.
+    #[arg(long = "opensm-config", value_name = "FILE", requires = "compute")]
+    pub(crate) opensm_config: Option<std::path::PathBuf>,
 
     /// With --distribute --compute: stay after the fill and keep every
     /// node current. On a notice that a link went up or down (trap 128)

@@ -16,6 +16,10 @@ pub(crate) struct Defaults {
     pub(crate) port: Option<u8>,
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) sa_key: Option<u64>,
+    /// lsaquery's own key: OpenSM's configuration for `--compute`, used
+    /// when that file exists (the distributor's settings name
+    /// `/etc/opensm/opensm.conf`, which a node without OpenSM lacks).
+    pub(crate) opensm_config: Option<std::path::PathBuf>,
 }
 
 impl Defaults {
@@ -48,6 +52,7 @@ impl Defaults {
                 "Port" => d.port = Some(number::<u8>(value).map_err(bad)?),
                 "timeout" => d.timeout_ms = Some(number::<u64>(value).map_err(bad)?),
                 "sa_key" => d.sa_key = Some(number::<u64>(value).map_err(bad)?),
+                "opensm_config" => d.opensm_config = Some(value.into()),
                 _ => {}
             }
         }
@@ -72,6 +77,7 @@ mod tests {
                 port: Some(2),
                 timeout_ms: Some(50),
                 sa_key: Some(1),
+                opensm_config: None,
             }
         );
         assert!(

@@ -87,11 +87,18 @@ impl Mode {
                     .into(),
             ));
         }
+        let opensm = match (&cli.opensm_config, cli.compute) {
+            (Some(path), true) => Some(std::sync::Arc::new(
+                compute::opensm_input::OpenSmInput::load(path)?,
+            )),
+            _ => None,
+        };
         let compute = cli.compute.then(|| compute::Options {
             sample: cli.check_sample.0,
             seed: cli.check_seed,
             master_window: cli.master_window,
             snapshot: cli.snapshot.clone(),
+            opensm,
         });
         if let (Some(options), false) = (&compute, cli.distribute) {
             return Ok(Self::Compute(options.clone()));
@@ -218,6 +225,11 @@ fn parse_command_line() -> Result<Cli, Failure> {
     }
     if let Some(k) = defaults.sa_key.filter(|_| unset("smkey")) {
         cli.smkey = k;
+    }
+    // OpenSM's configuration from the settings file only where OpenSM
+    // runs: a distributor next to the master need not be on its node.
+    if cli.compute && cli.opensm_config.is_none() {
+        cli.opensm_config = defaults.opensm_config.filter(|p| p.exists());
     }
     Ok(cli)
 }

@@ -11,13 +11,18 @@ pub(crate) fn cause(field: &str) -> &'static str {
         "sl" => {
             "the master's SLs come from something it does not publish: a routing engine's path SLs \
              (LASH, DFSSSP — which draws one of a pair's SLs at random for each query —, torus-2QoS), \
-             a QoS level, or a partition's SL changed since it was asked"
+             a QoS level, or a partition's SL changed since it was asked; OpenSM's configuration \
+             (--opensm-config) gives the engine its QoS policy and partitions"
         }
         "mtu" | "rate" => {
             "a QoS level's limit, OpenSM's quirks (enable_quirks) or extended-rate options, or ports \
-             that changed while the description was read"
+             that changed while the description was read; OpenSM's configuration (--opensm-config) \
+             gives the engine its QoS policy"
         }
-        "packet_life" => "a QoS level's packet lifetime, or SubnetTimeOut changed",
+        "packet_life" => {
+            "a QoS level's packet lifetime, or SubnetTimeOut changed; OpenSM's configuration \
+             (--opensm-config) gives the engine both"
+        }
         "pkey" => "OpenSM's allow_both_pkeys, a QoS level's P_Keys, or P_Key tables that changed",
         "records" | "slid" | "dlid" | "reversible" | "preference" => {
             "the routes differ: forwarding tables, links or ports changed while they were read (a reroute?)"

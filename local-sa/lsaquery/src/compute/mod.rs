@@ -25,6 +25,7 @@ mod reread;
 pub(crate) use self::check::{Checked, Mismatch};
 mod description;
 mod explain;
+pub(crate) mod opensm_input;
 mod parallel;
 mod prepared;
 mod report;
@@ -57,6 +58,8 @@ pub(crate) struct Options {
     pub(crate) master_window: usize,
     /// Alone: write the computed tables here.
     pub(crate) snapshot: Option<PathBuf>,
+    /// OpenSM's configuration, if given (`--opensm-config`).
+    pub(crate) opensm: Option<std::sync::Arc<opensm_input::OpenSmInput>>,
 }
 
 /// Reads the description from `master`, builds the fabric, learns the
@@ -73,14 +76,24 @@ pub(crate) async fn prepare(
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();
-    let unknown_sls = check::learn_partition_sls(
-        session,
-        master,
-        options.master_window,
-        &mut fabric,
-        &mut sample,
-    )
-    .await?;
+    let unknown_sls = match &options.opensm {
+        // What the master does not publish, from its own files (the
+        // sample proves it).
+        Some(input) => {
+            input.apply(&mut fabric, &read.records, read.qos, master.lid)?;
+            Vec::new()
+        }
+        None => {
+            check::learn_partition_sls(
+                session,
+                master,
+                options.master_window,
+                &mut fabric,
+                &mut sample,
+            )
+            .await?
+        }
+    };
     let pairs: Vec<PairCheck> = fabric.sample(options.sample.unwrap_or(usize::MAX), options.seed);
     let checked = check::check(
         session,
@@ -99,6 +112,7 @@ pub(crate) async fn prepare(
     }
     Ok(Prepared {
         fabric,
+        opensm: options.opensm.clone(),
         records: read.records.clone(),
         qos: read.qos,
         adapters: read.adapters(),

@@ -13,6 +13,9 @@ use super::explain::why;
 /// A fabric read, computed and checked.
 pub(crate) struct Prepared {
     pub(crate) fabric: Fabric,
+    /// OpenSM's configuration it was computed with, if given: a fabric
+    /// read again gets it too.
+    pub(crate) opensm: Option<std::sync::Arc<super::opensm_input::OpenSmInput>>,
     /// The description it was built from (a watch compares the next
     /// read with it).
     pub(crate) records: FabricRecords,

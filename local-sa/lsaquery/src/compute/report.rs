@@ -106,6 +106,9 @@ impl<'a> Report<'a> {
         for (q, why) in &p.unknown_sls {
             outln!("  partition {q:#06x}: SL not known: {why}")?;
         }
+        if let Some(input) = &p.opensm {
+            outln!("OpenSM's configuration: {}", input.describe())?;
+        }
         outln!(
             "computed: {} default tables ({} PathRecords) and {} partition tables ({} PathRecords) in {:.3} s, {:.1} M paths/s",
             self.tables.0,
@@ -189,6 +192,7 @@ impl<'a> Report<'a> {
                 "seconds": p.read_time.as_secs_f64(),
             },
             "packet_life": f.subnet_timeout(),
+            "opensm_config": p.opensm.as_ref().map(|i| i.describe()),
             "partitions": f.partitions().into_iter().map(|q| json!({
                 "pkey": format!("{q:#06x}"),
                 "sl": f.partition_sl(q),

@@ -40,33 +40,40 @@ pub(crate) async fn reread(
     let mut fabric = read.build()?;
     let read_time = started.elapsed();
     let started = Instant::now();
-    fabric.set_subnet_timeout(previous.fabric.subnet_timeout());
     let mut sample = Served::default();
     let mut unknown_sls = Vec::new();
-    let new_partitions: Vec<u16> = fabric
-        .partitions()
-        .into_iter()
-        .filter(|p| previous.fabric.partition_sl(*p).is_none())
-        .collect();
-    for p in previous.fabric.partitions() {
-        if let Some(sl) = previous.fabric.partition_sl(p) {
-            fabric.set_partition_sl(p, sl);
-        }
-    }
-    if !new_partitions.is_empty() {
-        let timeout = fabric.subnet_timeout();
-        let learnt =
-            check::learn_partition_sls(session, master, window, &mut fabric, &mut sample).await?;
-        // Only the new partitions' verdicts are news; the PacketLifeTime
-        // stays what the first read learnt.
-        fabric.set_subnet_timeout(timeout);
-        unknown_sls = learnt
+    if let Some(input) = &previous.opensm {
+        // OpenSM's own files say it again for the fabric as it is now.
+        input.apply(&mut fabric, &read.records, read.qos, master.lid)?;
+    } else {
+        fabric.set_subnet_timeout(previous.fabric.subnet_timeout());
+        let new_partitions: Vec<u16> = fabric
+            .partitions()
             .into_iter()
-            .filter(|(p, _)| new_partitions.contains(p))
+            .filter(|p| previous.fabric.partition_sl(*p).is_none())
             .collect();
+        for p in previous.fabric.partitions() {
+            if let Some(sl) = previous.fabric.partition_sl(p) {
+                fabric.set_partition_sl(p, sl);
+            }
+        }
+        if !new_partitions.is_empty() {
+            let timeout = fabric.subnet_timeout();
+            let learnt =
+                check::learn_partition_sls(session, master, window, &mut fabric, &mut sample)
+                    .await?;
+            // Only the new partitions' verdicts are news; the
+            // PacketLifeTime stays what the first read learnt.
+            fabric.set_subnet_timeout(timeout);
+            unknown_sls = learnt
+                .into_iter()
+                .filter(|(p, _)| new_partitions.contains(p))
+                .collect();
+        }
     }
     Ok(Reread::Changed(Box::new(Prepared {
         fabric,
+        opensm: previous.opensm.clone(),
         qos: read.qos,
         adapters: read.adapters(),
         pkey_tables: read.records.pkeys.clone(),

@@ -64,6 +64,8 @@ pub(super) struct Computed {
     pub(super) differences: usize,
     /// What the check drew from each kind of table, and found.
     pub(super) coverage: Vec<Coverage>,
+    /// OpenSM's configuration the tables were computed with, if given.
+    pub(super) opensm: Option<String>,
     /// Ways through the forwarding tables that lead nowhere (their pairs
     /// get no path, as at the master), and the first of them.
     pub(super) ways_nowhere: usize,
@@ -94,6 +96,7 @@ impl Computed {
             pairs: c.checked.pairs,
             differences: c.checked.mismatches.len(),
             coverage: c.checked.coverage(),
+            opensm: c.opensm.as_ref().map(|i| i.describe()),
             ways_nowhere: c.fabric.route_faults().1,
             first_way_nowhere: c.fabric.route_faults().0.first().map(ToString::to_string),
             ..Self::default()
@@ -125,6 +128,9 @@ impl Computed {
              check: {} pairs, {} differ",
             self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
         );
+        if let Some(config) = &self.opensm {
+            let _ = writeln!(out, "  with OpenSM's configuration: {config}");
+        }
         if !self.coverage.is_empty() {
             let _ = writeln!(out, "  drawn from: {}", coverage_text(&self.coverage));
         }
@@ -172,6 +178,7 @@ impl Computed {
             "pairs": self.pairs,
             "differences": self.differences,
             "coverage": coverage_json(&self.coverage),
+            "opensm_config": self.opensm,
             "ways_nowhere": self.ways_nowhere,
             "tables": self.tables,
             "records": self.records,

@@ -442,6 +442,7 @@ fn computed_from(
         })
         .collect();
     let prepared = Prepared {
+        opensm: None,
         fabric,
         qos: false,
         pkey_tables: records.pkeys.clone(),

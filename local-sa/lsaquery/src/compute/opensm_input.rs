@@ -1,0 +1,189 @@
+//! `--opensm-config FILE`: OpenSM's own configuration as an input of the
+//! computation, for what its SA answers that it does not publish: the QoS
+//! policy (`qos_policy_file`) and the partitions' names and SLs
+//! (`partition_config_file`), read from the files `opensm.conf` names (a
+//! relative name from the file's directory). A file OpenSM would refuse is
+//! refused with its reason (exit status 2), and so is an option that
+//! changes answers in a way the engine does not follow.
+//!
+//! Given, it is checked against the master too: the master must apply
+//! QoS exactly when the file says `qos TRUE`, and a partition's SL that
+//! the master shows must be the file's; else it is not the configuration
+//! the master runs with, and nothing is computed from it.
+
+use std::path::{Path, PathBuf};
+
+use local_sa_core::opensm_config::{Options, PartitionConfig, QosPolicy};
+use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
+
+use crate::failure::Failure;
+
+/// Mellanox's vendor ID and Tavor's device ID: the ports OpenSM's
+/// `enable_quirks` gives an MTU of 1024.
+const MELLANOX: u32 = 0x0002C9;
+const TAVOR: u16 = 23108;
+
+/// OpenSM's configuration, read.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenSmInput {
+    pub(crate) path: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) partitions: Option<(PathBuf, PartitionConfig)>,
+    pub(crate) policy: Option<(PathBuf, QosPolicy)>,
+}
+
+impl OpenSmInput {
+    /// Reads `path` and the files it names.
+    pub(crate) fn load(path: &Path) -> Result<Self, Failure> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p)
+                .map_err(|e| Failure::new(2, format!("--opensm-config: {}: {e}", p.display())))
+        };
+        let options = Options::parse(&read(path)?);
+        for (line, why) in &options.ignored {
+            tracing::warn!("{}, line {line}: OpenSM ignores it: {why}", path.display());
+        }
+        let named = |file: &str| {
+            let p = Path::new(file);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                path.parent().unwrap_or(Path::new(".")).join(p)
+            }
+        };
+        let partitions = match &options.partition_config_file {
+            Some(f) => {
+                let p = named(f);
+                let config = PartitionConfig::parse(&read(&p)?, options.qos).map_err(|e| {
+                    Failure::new(2, format!("--opensm-config: {}: {e}", p.display()))
+                })?;
+                Some((p, config))
+            }
+            None => None,
+        };
+        let policy = match (&options.qos_policy_file, options.qos) {
+            (Some(f), true) => {
+                let p = named(f);
+                let policy = QosPolicy::parse(&read(&p)?).map_err(|e| {
+                    Failure::new(2, format!("--opensm-config: {}: {e}", p.display()))
+                })?;
+                Some((p, policy))
+            }
+            // Without QoS OpenSM reads no policy.
+            _ => None,
+        };
+        let refused = |option: &str, why: &str| {
+            Failure::new(
+                2,
+                format!(
+                    "--opensm-config: {}: {option} TRUE {why}, which the path engine does not follow: \
+                     the tables are not computed from it",
+                    path.display()
+                ),
+            )
+        };
+        if options.allow_both_pkeys {
+            return Err(refused(
+                "allow_both_pkeys",
+                "lets a port hold a partition as both a full and a limited member",
+            ));
+        }
+        if options.use_original_extended_sa_rates_only {
+            return Err(refused(
+                "use_original_extended_sa_rates_only",
+                "changes the rates OpenSM answers",
+            ));
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            options,
+            partitions,
+            policy,
+        })
+    }
+
+    /// Applies it to `fabric` (built from `records`, on a master that
+    /// applies QoS if `master_qos`): the partitions' SLs and the QoS
+    /// policy, its SELF the port at `master_lid`.
+    pub(crate) fn apply(
+        &self,
+        fabric: &mut Fabric,
+        records: &FabricRecords,
+        master_qos: bool,
+        master_lid: u16,
+    ) -> Result<(), Failure> {
+        let here = self.path.display();
+        if self.options.qos != master_qos {
+            return Err(Failure::new(
+                5,
+                format!(
+                    "--opensm-config: {here} says qos {}, but the master {} QoS (its ClassPortInfo): it is not \
+                     the configuration the master runs with",
+                    if self.options.qos { "TRUE" } else { "FALSE" },
+                    if master_qos {
+                        "applies"
+                    } else {
+                        "does not apply"
+                    }
+                ),
+            ));
+        }
+        if self.options.enable_quirks
+            && records
+                .nodes
+                .iter()
+                .any(|n| n.vendor_id() == MELLANOX && n.device_id() == TAVOR)
+        {
+            return Err(Failure::new(
+                5,
+                format!(
+                    "--opensm-config: {here}: enable_quirks TRUE limits the paths of Tavor adapters (this \
+                     fabric has some) to MTU 1024, which the path engine does not follow"
+                ),
+            ));
+        }
+        // Each partition's SL as the file gives it; one the file does not
+        // name gets OpenSM's default SL (its ERR 1F1C), as does every
+        // partition without a file.
+        let partitions = self.partitions.as_ref().map(|(_, c)| c);
+        for pkey in fabric.partitions() {
+            let sl = partitions.and_then(|c| c.by_pkey(pkey)).map_or(0, |p| p.sl);
+            fabric.set_partition_sl(pkey, sl);
+        }
+        fabric.set_subnet_timeout(self.options.subnet_timeout);
+        if let Some((file, policy)) = &self.policy {
+            let master_port = fabric.endport_at(master_lid).map(|e| e.guid);
+            let levels =
+                QosLevels::resolve(policy.clone(), fabric, records, partitions, master_port)
+                    .map_err(|e| {
+                        Failure::new(5, format!("--opensm-config: {}: {e}", file.display()))
+                    })?;
+            fabric.set_qos_levels(levels);
+        }
+        Ok(())
+    }
+
+    /// What it gives, in a few words, for the summaries.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = vec![format!(
+            "qos {}",
+            if self.options.qos { "TRUE" } else { "FALSE" }
+        )];
+        if let Some((p, c)) = &self.partitions {
+            parts.push(format!(
+                "{} partitions from {}",
+                c.partitions.len(),
+                p.display()
+            ));
+        }
+        if let Some((p, policy)) = &self.policy {
+            parts.push(format!(
+                "QoS policy of {} levels and {} match rules from {}",
+                policy.levels.len(),
+                policy.rules.len(),
+                p.display()
+            ));
+        }
+        format!("{}: {}", self.path.display(), parts.join(", "))
+    }
+}
