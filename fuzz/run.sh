@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(mad_parse mad_roundtrip sa_records rmpp_reassembly sa_core registry_ops memberships acm netlink path_engine kept_tables)
+  targets=(mad_parse mad_roundtrip sa_records rmpp_reassembly sa_core registry_ops memberships acm netlink path_engine kept_tables opensm_config)
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "cargo-fuzz is not installed: cargo install cargo-fuzz --locked" >&2
@@ -38,6 +38,7 @@ for t in "${targets[@]}"; do
   [ "$t" = netlink ] && max_len=1024
   [ "$t" = path_engine ] && max_len=512
   [ "$t" = kept_tables ] && max_len=2048
+  [ "$t" = opensm_config ] && max_len=4096
   echo "== $t: ${secs}s"
   "${fuzz[@]}" run "$t" "corpus/$t" -- -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 2>&1 \
     | grep -E '^(==|#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|.*ERROR)' || true

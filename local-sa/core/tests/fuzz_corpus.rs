@@ -83,3 +83,9 @@ fn kept_tables_corpus_replays_cleanly() {
     assert!(n >= 3, "only {n} kept_tables corpus inputs");
     replay("regressions", "kept_tables", fuzzing::kept_tables);
 }
+
+#[test]
+fn opensm_config_corpus_replays_cleanly() {
+    let n = replay("corpus", "opensm_config", fuzzing::opensm_config);
+    assert!(n >= 4, "only {n} opensm_config corpus inputs");
+}

@@ -7,6 +7,7 @@ mod acm;
 mod kept_tables;
 mod memberships;
 mod netlink;
+mod opensm_config;
 mod path_engine;
 mod sa_core;
 
@@ -14,5 +15,6 @@ pub use acm::acm;
 pub use kept_tables::kept_tables;
 pub use memberships::memberships;
 pub use netlink::netlink;
+pub use opensm_config::opensm_config;
 pub use path_engine::path_engine;
 pub use sa_core::sa_core;

@@ -1,0 +1,51 @@
+//! OpenSM's configuration files from any bytes: the options, partitions
+//! and QoS policy parsers refuse or take them without a panic, and a
+//! policy they take gives every path of a small fabric a level without
+//! one either.
+
+use crate::opensm_config::{Options, PartitionConfig, QosPolicy};
+use crate::path_engine::synthetic::FatTree;
+use crate::path_engine::{Fabric, QosLevels, Table};
+
+/// The input, as text, is each file in turn.
+pub fn opensm_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let options = Options::parse(&text);
+    let partitions = PartitionConfig::parse(&text, options.qos).ok();
+    let Ok(policy) = QosPolicy::parse(&text) else {
+        return;
+    };
+    let (spec, _) = FatTree {
+        leaves: 2,
+        hosts_per_leaf: 2,
+        spines: 1,
+        lmc: 1,
+    }
+    .spec();
+    let records = spec.records();
+    let Ok(mut fabric) = Fabric::build(&records, false) else {
+        return;
+    };
+    for p in fabric.partitions() {
+        fabric.set_partition_sl(p, 0);
+    }
+    let master = fabric.endports().first().map(|e| e.guid);
+    let Ok(levels) = QosLevels::resolve(policy, &fabric, &records, partitions.as_ref(), master)
+    else {
+        return;
+    };
+    fabric.set_qos_levels(levels);
+    let mut out = Vec::new();
+    for e in fabric.endports() {
+        for table in [
+            Table::Default,
+            Table::Partition(0xFFFF),
+            Table::Partition(0x8001),
+        ] {
+            out.clear();
+            if fabric.table(e.guid, table, &mut out).is_ok() {
+                assert!(out.iter().all(|r| r.sl() < 16 && r.mtu().0 <= 5));
+            }
+        }
+    }
+}
