@@ -780,3 +780,37 @@ fn a_level_s_p_keys_choose_the_p_key_or_refuse_the_path() {
     assert!(table(&f, host_guid(0), Table::Partition(0xFFFF)).is_empty());
     assert!(!table(&f, host_guid(0), Table::Partition(0x8001)).is_empty());
 }
+
+#[test]
+fn the_check_s_sample_grows_with_the_fabric_not_its_square() {
+    // 10,000 hosts behind 250 leaves: every leaf's sources drawn from in
+    // both tables (the default one and the partition every port holds),
+    // and nothing near N² pairs.
+    let sizes: Vec<(usize, usize)> = [(25, 40), (250, 40)]
+        .into_iter()
+        .map(|(leaves, hosts_per_leaf)| {
+            let f = fabric(
+                &FatTree {
+                    leaves,
+                    hosts_per_leaf,
+                    spines: 4,
+                    lmc: 0,
+                }
+                .spec()
+                .0,
+            );
+            (f.endports().len(), f.sample(1000, 1).len())
+        })
+        .collect();
+    let [(small_n, small), (big_n, big)] = sizes[..] else {
+        unreachable!()
+    };
+    eprintln!("sample: {small} pairs at {small_n} ports, {big} at {big_n}");
+    // 1,000 default pairs and 250 in the partition, plus a source behind
+    // each switch in each table the count does not reach.
+    assert!(
+        big <= 1000 + 250 + 2 * (250 + 4),
+        "{big} pairs at {big_n} ports"
+    );
+    assert!(big > small, "more groups, more pairs");
+}
