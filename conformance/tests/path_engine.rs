@@ -869,6 +869,49 @@ fn with_opensm_s_configuration_every_policy_class_is_computed_and_none_comes_fro
 }
 
 #[test]
+fn opensm_s_quirks_for_tavor_adapters_are_caught_without_its_configuration_and_followed_with_it() {
+    // h1 and h2 Tavor adapters (ibsim's vendid/devid lines apply to the
+    // nodes after them).
+    let base = Topology::fat_tree(3, 4, 2);
+    let text = base
+        .text()
+        .replacen(
+            "Hca 1 \"h1\"",
+            "vendid=0x2c9\ndevid=0x5a44\nHca 1 \"h1\"",
+            1,
+        )
+        .replacen("Hca 1 \"h3\"", "vendid=0\ndevid=0\nHca 1 \"h3\"", 1);
+    let topology = Topology::parse("tavor", text).unwrap();
+    let fabric = start(topology, &["enable_quirks TRUE"], &[]);
+    let without = compute(&fabric);
+    assert_eq!(without.out.status.code(), Some(1), "{}", without.out.stdout);
+    assert!(
+        without.json["check"]["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["field"] == "mtu"),
+        "{}",
+        without.out.stdout
+    );
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let with = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
+    assert!(
+        with.out.status.success() && with.differences() == 0,
+        "{}{}",
+        with.out.stdout,
+        with.out.stderr
+    );
+    let theirs = opensm_answers(&fabric, &with.lids(), None);
+    let diff = differences(&with.default, &theirs);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    assert!(
+        with.default.values().any(|r| r.mtu().0 == 3),
+        "1024 to the Tavors"
+    );
+}
+
+#[test]
 fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
     let fabric = start(Topology::fat_tree(2, 2, 1), &["qos TRUE"], &[]);
     let dir = fabric.dir();

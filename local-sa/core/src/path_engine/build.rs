@@ -116,6 +116,7 @@ impl Fabric {
             partition_sl: HashMap::new(),
             routes,
             qos_levels: None,
+            tavor_quirk: false,
         })
     }
 }
@@ -167,6 +168,7 @@ fn endports(nodes: &[NodeRecord]) -> Result<Vec<Building>, DescriptionError> {
                 lmc: 0,
                 is_switch,
                 port_num: if is_switch { 0 } else { r.local_port_num() },
+                tavor: is_tavor(r),
                 cap_mask: 0,
                 cap_mask2: 0,
                 port: NONE,
@@ -180,6 +182,13 @@ fn endports(nodes: &[NodeRecord]) -> Result<Vec<Building>, DescriptionError> {
         return Err(DescriptionError::NoNodes);
     }
     Ok(out)
+}
+
+/// `sa_path_rec_is_tavor_port`: a Tavor device (DeviceID 23108) of one
+/// of the vendors OpenSM names.
+fn is_tavor(r: &NodeRecord) -> bool {
+    const VENDORS: [u32; 4] = [0x0002C9, 0x0005AD, 0x00066A, 0x0008F1];
+    r.device_id() == 23108 && VENDORS.contains(&r.vendor_id())
 }
 
 /// PortInfoRecords by LID and port number (the first of duplicates).

@@ -29,6 +29,9 @@ pub struct Endport {
     pub is_switch: bool,
     /// Its port number (0 on a switch).
     pub port_num: u8,
+    /// Whether its node is a Mellanox Tavor (OpenSM's `enable_quirks`
+    /// gives its paths MTU 1024 at most).
+    pub tavor: bool,
     /// PortInfo.CapabilityMask.
     pub cap_mask: u32,
     /// PortInfo.CapabilityMask2.
@@ -79,6 +82,9 @@ pub struct Fabric {
     pub(super) routes: Routes,
     /// The master's QoS policy, when it is known ([`Fabric::set_qos_levels`]).
     pub(super) qos_levels: Option<QosLevels>,
+    /// OpenSM's `enable_quirks`: a path with a Tavor end gets MTU 1024 at
+    /// most.
+    pub(super) tavor_quirk: bool,
 }
 
 impl Fabric {
@@ -159,6 +165,13 @@ impl Fabric {
     /// every path then gets the level of its query, as at the master.
     pub fn set_qos_levels(&mut self, levels: QosLevels) {
         self.qos_levels = Some(levels);
+    }
+
+    /// Follows OpenSM's `enable_quirks` (its `sa_path_rec_apply_tavor_mtu_limit`
+    /// for a query that names no MTU: every table's): a path from or to a
+    /// Tavor adapter gets MTU 1024 at most.
+    pub fn set_tavor_quirk(&mut self, on: bool) {
+        self.tavor_quirk = on;
     }
 
     /// The master's QoS policy, if given.

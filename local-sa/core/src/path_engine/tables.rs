@@ -321,11 +321,15 @@ impl Fabric {
             return Ok(());
         }
         let reversible = self.reversible(s, dest, src.asked, slid, sl);
-        // A level's limits: the least of the path's and its own.
-        let mtu = match level.and_then(|l| l.mtu_limit) {
+        // A level's limits: the least of the path's and its own; and, with
+        // OpenSM's quirks, 1024 for a path with a Tavor end.
+        let mut mtu = match level.and_then(|l| l.mtu_limit) {
             Some(limit) => leg.mtu.min(limit),
             None => leg.mtu,
         };
+        if self.tavor_quirk && (s.tavor || dest.tavor) {
+            mtu = mtu.min(Mtu::MTU_1024.0);
+        }
         let mut rank = leg.rank;
         if let Some(limit) = level.and_then(|l| l.rate_limit) {
             rank = rank.min(super::rate::rank(limit));

@@ -814,3 +814,30 @@ fn the_check_s_sample_grows_with_the_fabric_not_its_square() {
     );
     assert!(big > small, "more groups, more pairs");
 }
+
+#[test]
+fn with_opensm_s_quirks_a_path_with_a_tavor_end_gets_mtu_1024_at_most() {
+    let (spec, _) = small_tree(0);
+    let mut records = spec.records();
+    let tavor = host_guid(0);
+    for n in records.nodes.iter_mut().filter(|n| n.port_guid() == tavor) {
+        n.set_vendor_id(0x0002C9);
+        n.set_device_id(23108);
+    }
+    let mut f = built(&records);
+    let mtus = |f: &Fabric, from: u64, to: u64| -> Vec<u8> {
+        let mut out = Vec::new();
+        f.pair(from, to, Table::Default, &mut out).unwrap();
+        out.iter().map(|r| r.mtu().0).collect()
+    };
+    let without = mtus(&f, host_guid(1), tavor);
+    assert!(without.iter().all(|m| *m > 3), "{without:?}");
+    f.set_tavor_quirk(true);
+    assert!(mtus(&f, host_guid(1), tavor).iter().all(|m| *m == 3));
+    assert!(mtus(&f, tavor, host_guid(1)).iter().all(|m| *m == 3));
+    assert_eq!(
+        mtus(&f, host_guid(1), host_guid(2)),
+        without,
+        "no Tavor end"
+    );
+}

@@ -4,7 +4,8 @@
 //! (`partition_config_file`), read from the files `opensm.conf` names (a
 //! relative name from the file's directory). A file OpenSM would refuse is
 //! refused with its reason (exit status 2), and so is an option that
-//! changes answers in a way the engine does not follow.
+//! changes answers in a way the engine does not follow; `enable_quirks`
+//! (Tavor's MTU) it follows.
 //!
 //! Given, it is checked against the master too: the master must apply
 //! QoS exactly when the file says `qos TRUE`, and a partition's SL that
@@ -17,11 +18,6 @@ use local_sa_core::opensm_config::{Options, PartitionConfig, QosPolicy};
 use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
 
 use crate::failure::Failure;
-
-/// Mellanox's vendor ID and Tavor's device ID: the ports OpenSM's
-/// `enable_quirks` gives an MTU of 1024.
-const MELLANOX: u32 = 0x0002C9;
-const TAVOR: u16 = 23108;
 
 /// OpenSM's configuration, read.
 #[derive(Debug, Clone)]
@@ -128,20 +124,7 @@ impl OpenSmInput {
                 ),
             ));
         }
-        if self.options.enable_quirks
-            && records
-                .nodes
-                .iter()
-                .any(|n| n.vendor_id() == MELLANOX && n.device_id() == TAVOR)
-        {
-            return Err(Failure::new(
-                5,
-                format!(
-                    "--opensm-config: {here}: enable_quirks TRUE limits the paths of Tavor adapters (this \
-                     fabric has some) to MTU 1024, which the path engine does not follow"
-                ),
-            ));
-        }
+        fabric.set_tavor_quirk(self.options.enable_quirks);
         // Each partition's SL as the file gives it; one the file does not
         // name gets OpenSM's default SL (its ERR 1F1C), as does every
         // partition without a file.
