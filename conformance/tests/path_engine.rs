@@ -164,6 +164,20 @@ fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
     c
 }
 
+/// The differences `c`'s check found: it must have exited 1 with some.
+fn caught(c: &Computed, label: &str) -> Vec<serde_json::Value> {
+    assert_eq!(
+        c.out.status.code(),
+        Some(1),
+        "{label}: {}{}",
+        c.out.stdout,
+        c.out.stderr
+    );
+    let differences = c.json["check"]["differences"].as_array().unwrap().clone();
+    assert!(!differences.is_empty(), "{label}");
+    differences
+}
+
 /// `lsaquery --distribute --compute` from node `at`, with `args` more.
 fn distribute(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
     fabric
@@ -635,15 +649,7 @@ fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_c
     // The check draws from the partition's own table too, and finds the
     // level's MTU there; the default tables (no P_Key asked) are equal.
     let c = compute(&fabric);
-    assert_eq!(
-        c.out.status.code(),
-        Some(1),
-        "{}{}",
-        c.out.stdout,
-        c.out.stderr
-    );
-    let differences = c.json["check"]["differences"].as_array().unwrap();
-    assert!(!differences.is_empty());
+    let differences = caught(&c, "a level for 0x7fff");
     assert!(
         differences
             .iter()
@@ -795,15 +801,10 @@ fn with_opensm_s_configuration_every_policy_class_is_computed_and_none_comes_fro
     let conf = fabric.opensm_dir().join("opensm.conf");
     let conf = conf.to_str().unwrap();
     // Without it, the check catches what the policy decides.
-    let without = compute(&fabric);
-    assert_eq!(without.out.status.code(), Some(1), "{}", without.out.stdout);
-    let fields: BTreeSet<String> = without.json["check"]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap().to_owned())
-        .collect();
-    assert!(!fields.is_empty(), "{}", without.out.stdout);
+    caught(
+        &compute(&fabric),
+        "the policy without OpenSM's configuration",
+    );
     // With it, every sampled pair of every table equals OpenSM's, and the
     // default tables equal OpenSM's answers pair by pair.
     let with = compute_with(&fabric, &["--opensm-config", conf]);
@@ -883,17 +884,8 @@ fn opensm_s_quirks_for_tavor_adapters_are_caught_without_its_configuration_and_f
         .replacen("Hca 1 \"h3\"", "vendid=0\ndevid=0\nHca 1 \"h3\"", 1);
     let topology = Topology::parse("tavor", text).unwrap();
     let fabric = start(topology, &["enable_quirks TRUE"], &[]);
-    let without = compute(&fabric);
-    assert_eq!(without.out.status.code(), Some(1), "{}", without.out.stdout);
-    assert!(
-        without.json["check"]["differences"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|d| d["field"] == "mtu"),
-        "{}",
-        without.out.stdout
-    );
+    let found = caught(&compute(&fabric), "quirks without OpenSM's configuration");
+    assert!(found.iter().all(|d| d["field"] == "mtu"), "{found:?}");
     let conf = fabric.opensm_dir().join("opensm.conf");
     let with = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
     assert!(
@@ -967,15 +959,7 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
     for engine in ["lash", "dfsssp"] {
         let fabric = start(ring(), &[&format!("routing_engine {engine}")], &[]);
         let c = compute(&fabric);
-        assert_eq!(
-            c.out.status.code(),
-            Some(1),
-            "{engine}: {}{}",
-            c.out.stdout,
-            c.out.stderr
-        );
-        let differences = c.json["check"]["differences"].as_array().unwrap();
-        assert!(!differences.is_empty());
+        let differences = caught(&c, engine);
         assert!(
             differences.iter().all(|d| d["field"] == "sl"),
             "{engine}: only the SLs differ: {differences:?}"

@@ -458,25 +458,11 @@ impl Parser {
             }
             "mtu-limit" => {
                 once(&l.mtu_limit, "mtu-limit")?;
-                let v = number(value, line)?;
-                if !(MTU_LIMITS.0..=MTU_LIMITS.1).contains(&v) {
-                    return Err(ConfigError::policy(
-                        line,
-                        format!("mtu limit is out of range, value: {v}"),
-                    ));
-                }
-                l.mtu_limit = Some(v as u8);
+                l.mtu_limit = Some(limit(value, line, MTU_LIMITS, "mtu")?);
             }
             "rate-limit" => {
                 once(&l.rate_limit, "rate-limit")?;
-                let v = number(value, line)?;
-                if !(RATE_LIMITS.0..=RATE_LIMITS.1).contains(&v) {
-                    return Err(ConfigError::policy(
-                        line,
-                        format!("rate limit is out of range, value: {v}"),
-                    ));
-                }
-                l.rate_limit = Some(v as u8);
+                l.rate_limit = Some(limit(value, line, RATE_LIMITS, "rate")?);
             }
             "packet-life" => {
                 once(&l.packet_life, "packet-life")?;
@@ -747,6 +733,19 @@ fn strings(value: &str) -> Vec<String> {
 fn number(value: &str, line: usize) -> Result<u64, ConfigError> {
     parse_number(value)
         .ok_or_else(|| ConfigError::policy(line, format!("syntax error near '{value}' (a number)")))
+}
+
+/// A level's limit of `what` (mtu, rate), within OpenSM's `bounds`.
+fn limit(value: &str, line: usize, bounds: (u64, u64), what: &str) -> Result<u8, ConfigError> {
+    let v = number(value, line)?;
+    if (bounds.0..=bounds.1).contains(&v) {
+        Ok(v as u8)
+    } else {
+        Err(ConfigError::policy(
+            line,
+            format!("{what} limit is out of range, value: {v}"),
+        ))
+    }
 }
 
 /// A comma-separated list of numbers and `a-b` ranges, each range in
