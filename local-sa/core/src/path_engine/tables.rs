@@ -200,17 +200,18 @@ impl Fabric {
         let pkey = match asked {
             Some(p) if !level.allows_pkey(p) => return None,
             Some(_) => pkey,
-            // osm_qos_level_get_shared_pkey: the first of its P_Keys the
-            // two share, as the level writes it (without the membership
-            // bit).
+            // osm_qos_level_get_shared_pkey: the first of its P_Keys (its
+            // ranges sorted, as OpenSM's parser sorts them: the least) the
+            // two share, as the level writes it, without the membership
+            // bit. Sought among the source's own P_Keys, not through the
+            // level's ranges.
             None if !level.pkeys.is_empty() => {
                 let (a, b) = (self.pkey_table(from), self.pkey_table(to));
-                level
-                    .pkeys
+                a.entries()
                     .iter()
-                    .flat_map(|(lo, hi)| *lo..=*hi)
-                    .map(|k| k as u16)
-                    .find(|k| pkeys::share_this(a, b, *k))?
+                    .map(|p| p & 0x7FFF)
+                    .filter(|k| level.allows_pkey(*k) && pkeys::share_this(a, b, *k))
+                    .min()?
             }
             None => pkey,
         };
