@@ -218,10 +218,6 @@ pub enum ForwardReason {
     /// A P_Key other than the paths' own (partition membership is known
     /// only to the master).
     OtherPartition,
-    /// More than MTU 1024 asked of a path held at 1024, which may be
-    /// OpenSM's cap for a Tavor end (`enable_quirks`) that such a query
-    /// is not given.
-    MtuQuirk,
 }
 
 impl std::fmt::Display for ForwardReason {
@@ -233,7 +229,6 @@ impl std::fmt::Display for ForwardReason {
             Self::NoSource => "no source given",
             Self::MasterQos => "the master applies QoS",
             Self::OtherPartition => "another partition",
-            Self::MtuQuirk => "more than MTU 1024 asked of a 1024 path",
         })
     }
 }
@@ -624,20 +619,6 @@ fn derive(
 ) -> Result<Option<PathRecord>, ForwardReason> {
     let mut r = *base;
     let both = |sel, val| mask.contains(sel) && mask.contains(val);
-    if both(pr::MTU_SELECTOR, pr::MTU) && base.mtu() == Mtu::MTU_1024 {
-        // With enable_quirks OpenSM caps a path with a Tavor end at 1024,
-        // but not for a query that asks for more (greater than or exactly
-        // a larger MTU, or the largest: sa_path_rec_apply_tavor_mtu_limit);
-        // the path's own MTU is then known only to the master.
-        let more = match req.mtu_selector() {
-            Selector::GreaterThan | Selector::Exactly => req.mtu().0 > Mtu::MTU_1024.0,
-            Selector::Best => true,
-            Selector::LessThan => false,
-        };
-        if more {
-            return Err(ForwardReason::MtuQuirk);
-        }
-    }
     if both(pr::MTU_SELECTOR, pr::MTU) {
         match select_numeric(r.mtu().0, req.mtu_selector(), req.mtu().0, 1) {
             Some(v) => r.set_mtu(Mtu(v)),

@@ -203,51 +203,6 @@ fn mtu_selectors_as_opensm_applies_them() {
 }
 
 #[test]
-fn more_than_1024_asked_of_a_1024_path_is_the_master_s_to_answer() {
-    // A path held at 1024 may be OpenSM's cap for a Tavor end, which a
-    // query asking for more does not get.
-    let mut s = PathStore::new();
-    let mut r = base(A, 1, B, 2, 0);
-    r.set_mtu(Mtu::MTU_1024);
-    s.insert(r, 1);
-    let ask_mtu = |sel: Selector, m: Mtu| {
-        let req = template(|t| {
-            t.set_slid(1);
-            t.set_dlid(2);
-            t.set_mtu_selector(sel);
-            t.set_mtu(m);
-        });
-        ask(
-            &s,
-            Method::GET,
-            pr::SLID | pr::DLID | pr::MTU_SELECTOR | pr::MTU,
-            &req,
-        )
-    };
-    for (sel, m) in [
-        (Selector::GreaterThan, Mtu::MTU_2048),
-        (Selector::Exactly, Mtu::MTU_2048),
-        (Selector::Best, Mtu::MTU_256),
-    ] {
-        assert_eq!(
-            ask_mtu(sel, m),
-            Outcome::Forward(ForwardReason::MtuQuirk),
-            "{sel:?}"
-        );
-    }
-    // Asking 1024 or less, the cap applies: the cache answers.
-    assert_eq!(
-        mtu_of(ask_mtu(Selector::Exactly, Mtu::MTU_1024)),
-        Some(Mtu::MTU_1024)
-    );
-    assert_eq!(mtu_of(ask_mtu(Selector::GreaterThan, Mtu::MTU_1024)), None);
-    assert_eq!(
-        mtu_of(ask_mtu(Selector::LessThan, Mtu::MTU_4096)),
-        Some(Mtu::MTU_1024)
-    );
-}
-
-#[test]
 fn rate_selectors_follow_bandwidth_not_codes() {
     let rate = |sel: Selector, r: Rate| match get_a_to_b(pr::RATE_SELECTOR | pr::RATE, |t| {
         t.set_rate_selector(sel);
