@@ -12,7 +12,7 @@
 //! the whole file then, with OpenSM's reason, since what follows is not
 //! what OpenSM runs with.
 
-use super::ConfigError;
+use super::error::ConfigError;
 use super::options::parse_number;
 
 /// The default partition's P_Key (low 15 bits), which OpenSM makes

@@ -24,7 +24,7 @@
 //!
 //! A file OpenSM would refuse is refused with its message and line.
 
-use super::ConfigError;
+use super::error::ConfigError;
 use super::options::parse_number;
 
 /// ServiceIDs of the ULPs `qos-ulps` names (`osm_qos_policy.h`).

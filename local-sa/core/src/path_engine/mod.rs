@@ -51,6 +51,7 @@ mod description_error;
 mod fabric;
 mod physical;
 pub mod pkeys;
+mod qos_groups;
 pub mod qos_levels;
 pub mod rate;
 pub mod routes;
