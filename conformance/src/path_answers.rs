@@ -81,6 +81,8 @@ pub struct Ask<'a> {
     pub pkey: Option<u16>,
     /// The ServiceID the Gets name, if any (a QoS key).
     pub service_id: Option<u64>,
+    /// The QoS class the Gets name, if any (a QoS key).
+    pub qos_class: Option<u16>,
 }
 
 /// The SA's answer to a Get naming each pair of `ask` (the `opensm-paths`
@@ -114,6 +116,9 @@ pub fn answers(
     }
     if let Some(id) = ask.service_id {
         cmd = cmd.args(["--service-id", &format!("{id:#x}")]);
+    }
+    if let Some(class) = ask.qos_class {
+        cmd = cmd.args(["--qos-class", &class.to_string()]);
     }
     let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success(), "opensm-paths: {}", out.stderr);

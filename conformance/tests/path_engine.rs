@@ -24,7 +24,7 @@ use conformance::path_answers::{
     Ask, KEY, answer_differences, answers, differences, start, waiting_nodes, with_port_options,
 };
 use conformance::saquery::{parse_printed_records, path_record_from_printed};
-use conformance::{Fabric, RunOutput, Topology};
+use conformance::{Fabric, LocalSa, RunOutput, Topology};
 use mad_codec::PathRecord;
 
 /// What `lsaquery --compute` computed and said.
@@ -123,6 +123,7 @@ fn opensm_answers(
         sources: None,
         pkey,
         service_id: None,
+        qos_class: None,
     };
     answers(
         fabric,
@@ -508,15 +509,107 @@ fn computed_tables_equal_opensm_s_after_a_link_goes_down_and_opensm_reroutes() {
     );
 }
 
+/// A policy of levels by key: ServiceID 0x1060002 gets SL 2 and MTU 512,
+/// QoS class 3 SL 3, 10 Gb/s and PacketLifeTime 12, and the RDS ServiceIDs
+/// (qos-ulps, after the rules) SL 1.
 const QOS_POLICY: &str = "
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+    qos-level
+        name: small
+        sl: 2
+        mtu-limit: 2
+    end-qos-level
+    qos-level
+        name: slow
+        sl: 3
+        rate-limit: 3
+        packet-life: 12
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        service-id: 0x1060002
+        qos-level-name: small
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 3
+        qos-level-name: slow
+    end-qos-match-rule
+end-qos-match-rules
 qos-ulps
-    default : 0
     any, service-id 0x0000000001060000-0x000000000106ffff : 1
 end-qos-ulps
 ";
 
+/// The keys the nodes get tables at: two ServiceIDs and a QoS class, and
+/// the SL OpenSM's policy gives each.
+const KEYS: [(Option<u64>, Option<u16>, u8); 3] = [
+    (Some(0x1060001), None, 1),
+    (Some(0x1060002), None, 2),
+    (None, Some(3), 3),
+];
+
+/// What `nodes` answer at each of [`KEYS`], on each P_Key and on none, is
+/// OpenSM's answer record for record; at the partition every port holds,
+/// from the tables the distributor sent, none asked of the master.
+fn answers_at_keys_equal_opensm_s(fabric: &Fabric, names: &[&str], nodes: &mut [LocalSa<'_>]) {
+    let lids: Vec<u16> = (1..=17).collect();
+    let sm = fabric
+        .node(fabric.opensm_node())
+        .unwrap()
+        .port()
+        .unwrap()
+        .sm_lid;
+    let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
+    for (name, sa) in names.iter().zip(nodes) {
+        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
+        // 0xffff first, at every key: the counters file is rewritten every
+        // second, and nothing before this round changes them (asked
+        // without a P_Key, the node asks the master).
+        for pkey in [Some(0xFFFF), None, Some(0x8001)] {
+            for (service_id, qos_class, sl) in KEYS {
+                let ask = |sa_lid| Ask {
+                    sa_lid,
+                    lids: &lids,
+                    sources: Some(&lid),
+                    pkey,
+                    service_id,
+                    qos_class,
+                };
+                let (hits, fetches) = (
+                    sa.counter("qos_cache_hits"),
+                    sa.counter("qos_cache_fetches"),
+                );
+                let ours = answers(fabric, name, program, ask(lid[0]));
+                let label = format!("{name}, {service_id:x?} {qos_class:?} P_Key {pkey:x?}");
+                if pkey == Some(0xFFFF) {
+                    sa.wait_until("the answers counted", Duration::from_secs(10), |c| {
+                        c.get("qos_cache_hits")
+                            .is_some_and(|n| *n >= hits + lids.len() as u64)
+                    })
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    assert_eq!(sa.counter("qos_cache_fetches"), fetches, "{label}");
+                }
+                let theirs = answers(fabric, fabric.opensm_node(), program, ask(sm));
+                let diff = answer_differences(&ours, &theirs);
+                assert!(diff.is_empty(), "{label}: {}", diff.join("\n"));
+                assert!(theirs.values().flatten().count() > 0, "{label}");
+                assert!(
+                    theirs.values().flatten().all(|r| r.sl() == sl),
+                    "{label}: the policy's SL"
+                );
+            }
+        }
+    }
+}
+
 #[test]
-fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_ones_fetched() {
+fn on_a_qos_master_tables_at_keys_are_fetched_without_opensm_s_configuration_and_computed_with_it()
+{
     let partitions = format!(
         "Default=0x7fff, ipoib : ALL=full ;\nP1=0x8001, sl=3 : {}=full, {}=full, {}=full ;\n",
         host_guid(2),
@@ -536,23 +629,45 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
         ],
     );
     assert_equal_to_opensm(&fabric, "QoS master");
-    let mut nodes = waiting_nodes(&fabric, &["h2", "h5", "h11"], &[]);
-    let out = distribute(&fabric, "h9", &["--service-id", "0x1060001", "--json"]);
-    assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
-    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let names = ["h2", "h5", "h11"];
+    let mut nodes = waiting_nodes(&fabric, &names, &[]);
+    let keys = [
+        "--service-id",
+        "0x1060001",
+        "--service-id",
+        "0x1060002",
+        "--qos-class",
+        "3",
+        "--json",
+    ];
+    let distributed = |more: &[&str]| {
+        let args: Vec<&str> = keys.iter().chain(more).copied().collect();
+        let out = distribute(&fabric, "h9", &args);
+        assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
+        let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        assert_eq!(json["compute"]["used"], true, "{json}");
+        assert_eq!(
+            json["compute"]["refused_because"],
+            serde_json::Value::Null,
+            "{json}"
+        );
+        // Three keys on each of a node's two P_Keys.
+        assert_eq!(json["qos_tables"], 3 * 6, "{json}");
+        json
+    };
+    // Without OpenSM's configuration: each node's default table and its
+    // partition tables (0x7fff and P1) computed; those at the keys from
+    // the master, which the summary says and why.
+    let json = distributed(&[]);
     let compute = &json["compute"];
-    assert_eq!(compute["used"], true, "{json}");
-    assert_eq!(
-        compute["refused_because"],
-        serde_json::Value::Null,
-        "{json}"
-    );
-    // Each node: its default table and its partition tables (0x7fff and
-    // P1) computed; its tables at the ServiceID, on each P_Key, from the
-    // master.
     assert_eq!(compute["tables"], 3 * 3, "{json}");
     assert_eq!(compute["nodes_also_from_master"], 3, "{json}");
-    assert_eq!(json["qos_tables"], 3 * 2, "{json}");
+    assert!(
+        compute["from_master_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("--opensm-config")),
+        "{json}"
+    );
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
         sa.wait_until("its QoS tables taken", Duration::from_secs(10), |c| {
@@ -560,60 +675,34 @@ fn on_a_qos_master_the_default_and_partition_tables_are_computed_and_the_qos_one
         })
         .unwrap_or_else(|e| panic!("{e}"));
     }
-    // What each node answers at the ServiceID, on each P_Key and on
-    // none, is OpenSM's answer record for record (SL 1 by the policy).
-    let lids: Vec<u16> = (1..=17).collect();
-    let sm = fabric
-        .node(fabric.opensm_node())
+    answers_at_keys_equal_opensm_s(&fabric, &names, &mut nodes);
+    // With it: the tables at the keys computed too, each kind drawn by
+    // the check, none from the master.
+    let loaded: Vec<u64> = nodes
+        .iter()
+        .map(|sa| sa.counter("qos_cache_loaded"))
+        .collect();
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let json = distributed(&["--opensm-config", conf.to_str().unwrap()]);
+    let compute = &json["compute"];
+    assert_eq!(compute["tables"], 3 * 3 + 3 * 6, "{json}");
+    assert_eq!(compute["nodes_also_from_master"], 0, "{json}");
+    let drawn: Vec<&str> = compute["coverage"]
+        .as_array()
         .unwrap()
-        .port()
-        .unwrap()
-        .sm_lid;
-    let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
-    for (name, sa) in ["h2", "h5", "h11"].into_iter().zip(&mut nodes) {
-        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
-        // 0xffff first: the counters file is rewritten every second, and
-        // nothing before this round changes them.
-        for pkey in [Some(0xFFFF), None, Some(0x8001)] {
-            let ask = |sa_lid| Ask {
-                sa_lid,
-                lids: &lids,
-                sources: Some(&lid),
-                pkey,
-                service_id: Some(0x1060001),
-            };
-            let (hits, fetches) = (
-                sa.counter("qos_cache_hits"),
-                sa.counter("qos_cache_fetches"),
-            );
-            let ours = answers(&fabric, name, program, ask(lid[0]));
-            if pkey == Some(0xFFFF) {
-                // Every pair of the partition every port holds, from the
-                // tables the distributor sent: none asked of the master.
-                sa.wait_until("the answers counted", Duration::from_secs(10), |c| {
-                    c.get("qos_cache_hits")
-                        .is_some_and(|n| *n >= hits + lids.len() as u64)
-                })
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-                assert_eq!(sa.counter("qos_cache_fetches"), fetches, "{name}");
-            }
-            let theirs = answers(&fabric, fabric.opensm_node(), program, ask(sm));
-            let diff = answer_differences(&ours, &theirs);
-            assert!(
-                diff.is_empty(),
-                "{name}, P_Key {pkey:?}: {}",
-                diff.join("\n")
-            );
-            assert!(
-                theirs.values().flatten().all(|r| r.sl() == 1),
-                "the policy's SL"
-            );
-            assert!(
-                theirs.values().flatten().count() > 0,
-                "{name}, P_Key {pkey:?}"
-            );
-        }
+        .iter()
+        .filter_map(|c| c["table"].as_str())
+        .collect();
+    for kind in ["0x7fff ServiceID 0x0000000001060002", "0x0001 QoS class 3"] {
+        assert!(drawn.contains(&kind), "{kind} drawn: {drawn:?}");
     }
+    for (sa, before) in nodes.iter_mut().zip(loaded) {
+        sa.wait_until("its QoS tables taken again", Duration::from_secs(30), |c| {
+            c.get("qos_cache_loaded").is_some_and(|n| *n > before)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+    answers_at_keys_equal_opensm_s(&fabric, &names, &mut nodes);
 }
 
 /// A QoS policy that gives the partition every port holds (0x7fff) a
@@ -699,6 +788,7 @@ fn a_qos_level_of_the_partition_every_port_holds_is_caught_and_only_its_tables_c
                 sources: Some(&lid),
                 pkey,
                 service_id: None,
+                qos_class: None,
             };
             let program = Path::new(env!("CARGO_BIN_EXE_opensm-paths"));
             let ours = answers(&fabric, name, program, ask(lid[0]));
@@ -856,6 +946,7 @@ fn with_opensm_s_configuration_every_policy_class_is_computed_and_none_comes_fro
                 sources: Some(&lid),
                 pkey,
                 service_id: None,
+                qos_class: None,
             };
             let ours = answers(&fabric, name, program, ask(lid[0]));
             let theirs = answers(&fabric, fabric.opensm_node(), program, ask(sm));
@@ -1029,6 +1120,7 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
                 sources: Some(&[h3]),
                 pkey: None,
                 service_id: None,
+                qos_class: None,
             },
         );
         let theirs: HashMap<(u16, u16), Option<PathRecord>> = from_h3.into_iter().collect();

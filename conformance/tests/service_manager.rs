@@ -414,6 +414,7 @@ fn a_local_sa_restarted_after_a_crash_answers_from_the_tables_it_kept_with_opens
         sources: Some(std::slice::from_ref(&me.lid)),
         pkey: None,
         service_id: None,
+        qos_class: None,
     };
     let opensm = answers(&fabric, "h1", program, ask(me.sm_lid));
     sa.kill();

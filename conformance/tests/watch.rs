@@ -65,6 +65,7 @@ fn answered(
         sources: Some(&[source]),
         pkey: None,
         service_id: None,
+        qos_class: None,
     };
     answers(fabric, node, program(), ask)
 }

@@ -1,10 +1,11 @@
 //! The PathRecord an SA answers for every ordered pair of a set of LIDs
 //! (or the pairs from `--sources` to them): one Get naming both LIDs (and
-//! a P_Key, with `--pkey`, and a ServiceID, with `--service-id`) per pair,
-//! `--window` outstanding. Prints one line per pair:
+//! a P_Key, with `--pkey`, a ServiceID, with `--service-id`, a QoS class,
+//! with `--qos-class`) per pair, `--window` outstanding. Prints one line
+//! per pair:
 //!
 //! ```text
-//! opensm-paths --sa-lid LID --lids LIDS [--sources LIDS] [--pkey P] [--service-id S] [--window W]
+//! opensm-paths --sa-lid LID --lids LIDS [--sources LIDS] [--pkey P] [--service-id S] [--qos-class C] [--window W]
 //! 4 9 0x0000 0000000000000000fe80...    (SLID DLID status record-in-hex)
 //! 4 11 0x0300 -
 //! ```
@@ -31,6 +32,7 @@ struct Args {
     sources: Vec<u16>,
     pkey: Option<u16>,
     service_id: Option<u64>,
+    qos_class: Option<u16>,
     window: usize,
 }
 
@@ -41,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
         sources: Vec::new(),
         pkey: None,
         service_id: None,
+        qos_class: None,
         window: 16,
     };
     let mut it = std::env::args().skip(1);
@@ -53,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
             "--sources" => args.sources.extend(parse_lids(&value()?)?),
             "--pkey" => args.pkey = Some(number(&value()?)? as u16),
             "--service-id" => args.service_id = Some(number(&value()?)?),
+            "--qos-class" => args.qos_class = Some(number(&value()?)? as u16),
             "--window" => args.window = number(&value()?)? as usize,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -78,6 +82,10 @@ fn request(slid: u16, dlid: u16, args: &Args, tid: u64) -> Bytes {
     if let Some(id) = args.service_id {
         t.set_service_id(id);
         mask |= pr::SERVICE_ID;
+    }
+    if let Some(class) = args.qos_class {
+        t.set_qos_class(class);
+        mask |= pr::QOS_CLASS;
     }
     let mut b = SaMadBuilder::request(Method::GET, tid, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);

@@ -93,12 +93,14 @@ impl Mode {
             )),
             _ => None,
         };
+        let at_keys = distribute::qos::keys(&cli.service_ids, &cli.qos_classes).map_err(usage)?;
         let compute = cli.compute.then(|| compute::Options {
             sample: cli.check_sample.0,
             seed: cli.check_seed,
             master_window: cli.master_window,
             snapshot: cli.snapshot.clone(),
             opensm,
+            at_keys: at_keys.iter().map(compute::keys::query_keys).collect(),
         });
         if let (Some(options), false) = (&compute, cli.distribute) {
             return Ok(Self::Compute(options.clone()));
@@ -120,8 +122,7 @@ impl Mode {
                     retries: cli.retries,
                 },
                 probe_timeout: Duration::from_millis(cli.timeout_ms.max(1)),
-                qos_keys: distribute::qos::keys(&cli.service_ids, &cli.qos_classes)
-                    .map_err(usage)?,
+                qos_keys: at_keys,
             };
             if !cli.watch {
                 return Ok(Self::Distribute(options));

@@ -1,8 +1,9 @@
 //! OpenSM's configuration files from any bytes: the options, partitions
 //! and QoS policy parsers refuse or take them without a panic, and a
 //! policy they take gives every path of a small fabric a level without
-//! one either.
+//! one either (asked with a P_Key, a ServiceID or a QoS class or none).
 
+use crate::opensm_config::qos_policy::QueryKeys;
 use crate::opensm_config::{Options, PartitionConfig, QosPolicy};
 use crate::path_engine::synthetic::FatTree;
 use crate::path_engine::{Fabric, QosLevels, Table};
@@ -37,10 +38,22 @@ pub fn opensm_config(data: &[u8]) {
     fabric.set_qos_levels(levels);
     let mut out = Vec::new();
     for e in fabric.endports() {
+        // A policy's rules match these ServiceIDs and classes when it
+        // names them (the RDS ULP's, a class of the corpus').
+        let service = QueryKeys {
+            service_id: Some(0x0106_0001),
+            ..QueryKeys::default()
+        };
+        let class = QueryKeys {
+            qos_class: Some(3),
+            ..QueryKeys::default()
+        };
         for table in [
             Table::Default,
             Table::Partition(0xFFFF),
             Table::Partition(0x8001),
+            Table::at(0x7FFF, service),
+            Table::at(0x0001, class),
         ] {
             out.clear();
             if fabric.table(e.guid, table, &mut out).is_ok() {

@@ -4,11 +4,14 @@
 //! answers differ ([`compare_pair`]), field by field, so that a summary
 //! can say why the engine and the master disagree.
 
+use std::collections::HashSet;
+
 use mad_codec::{PathRecord, PathRecordRepr};
 
 use super::fabric::{Endport, Fabric};
 use super::pkeys;
 use super::tables::Table;
+use crate::opensm_config::qos_policy::QueryKeys;
 
 /// A pair to check: source and destination port GUIDs, and the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,13 +128,17 @@ impl Fabric {
     /// endports behind one switch: a leaf's hosts and the leaf) at least
     /// once whatever `count`, its destinations taken in turn from each
     /// group (so that the pairs spread over switch pairs), at random
-    /// within them. Then, for every partition — those every endport holds
-    /// too: a master with QoS sends and answers their tables apart —
-    /// pairs of its members in its table (asked as a full member's), the
-    /// same way with a quarter of `count`. And from the switch of each way through the forwarding
-    /// tables that leads nowhere ([`Fabric::route_faults`], those kept by
-    /// name), to its LID. `seed` makes it repeatable.
-    pub fn sample(&self, count: usize, seed: u64) -> Vec<PairCheck> {
+    /// within them; with a QoS policy, each of its port groups a source
+    /// and a destination at least once too. Then, for every partition —
+    /// those every endport holds too: a master with QoS sends and answers
+    /// their tables apart — pairs of its members in its table (asked as a
+    /// full member's), the same way with a quarter of `count`; and in its
+    /// table at each of `at_keys` (their ServiceID or QoS class), the same
+    /// way with that quarter shared among them. And from the switch of
+    /// each way through the forwarding tables that leads nowhere
+    /// ([`Fabric::route_faults`], those kept by name), to its LID. `seed`
+    /// makes it repeatable.
+    pub fn sample(&self, count: usize, seed: u64, at_keys: &[QueryKeys]) -> Vec<PairCheck> {
         let mut mix = Mix(seed);
         let all: Vec<usize> = (0..self.endports.len()).collect();
         let mut pairs = self.sample_among(&all, count, Table::Default, &mut mix);
@@ -154,6 +161,10 @@ impl Fabric {
                 .collect();
             let table = Table::Partition(p | pkeys::FULL_MEMBER);
             pairs.extend(self.sample_among(&members, count / 4, table, &mut mix));
+            let per_key = count / 4 / at_keys.len().max(1);
+            for keys in at_keys {
+                pairs.extend(self.sample_among(&members, per_key, Table::at(p, *keys), &mut mix));
+            }
         }
         pairs
     }
@@ -201,11 +212,32 @@ impl Fabric {
             .collect();
         // A group of sources the turns did not reach: one of them, to a
         // destination in a group of its turn.
-        let sources: std::collections::HashSet<u64> = pairs.iter().map(|p| p.source).collect();
+        let sources: HashSet<u64> = pairs.iter().map(|p| p.source).collect();
         for (k, g) in groups.iter().enumerate() {
             if !g.iter().any(|i| sources.contains(&self.endports[*i].guid)) {
                 let to = &groups[(k + 1) % groups.len()];
                 pairs.push(pair(g[mix.below(g.len())], to[mix.below(to.len())]));
+            }
+        }
+        // A port group of the QoS policy no pair leaves or reaches: one of
+        // its ports, as a source and as a destination. A level chosen by
+        // source or destination group is proven only by such a pair.
+        let policy_groups = self.qos_levels.iter().flat_map(|l| l.groups());
+        for group in policy_groups {
+            let inside: Vec<usize> = among
+                .iter()
+                .copied()
+                .filter(|i| group.contains(&self.endports[*i].guid))
+                .collect();
+            if inside.is_empty() {
+                continue;
+            }
+            let is_in = |guid: &u64| group.contains(guid);
+            if !pairs.iter().any(|p| is_in(&p.source)) {
+                pairs.push(pair(inside[mix.below(inside.len())], among[mix.below(n)]));
+            }
+            if !pairs.iter().any(|p| is_in(&p.dest)) {
+                pairs.push(pair(among[mix.below(n)], inside[mix.below(inside.len())]));
             }
         }
         pairs

@@ -31,6 +31,87 @@ pub enum Table {
     /// Its paths in the partition of this P_Key, asked as given
     /// (membership bit included; local-sa asks as a full member).
     Partition(u16),
+    /// Its paths in a partition asked with a ServiceID or a QoS class
+    /// too: what a QoS policy's match rules may give another level.
+    AtKey {
+        /// The P_Key, as [`Table::Partition`]'s.
+        pkey: u16,
+        /// The ServiceID asked, if any.
+        service_id: Option<u64>,
+        /// The QoS class asked, if any.
+        qos_class: Option<u16>,
+    },
+}
+
+impl Table {
+    /// The table of partition `pkey` (low 15 bits, asked as a full
+    /// member) at the ServiceID and QoS class of `keys` (its P_Key is not
+    /// looked at): the partition's own table if it names neither.
+    pub fn at(pkey: u16, keys: QueryKeys) -> Self {
+        let pkey = pkey | pkeys::FULL_MEMBER;
+        match (keys.service_id, keys.qos_class) {
+            (None, None) => Self::Partition(pkey),
+            (service_id, qos_class) => Self::AtKey {
+                pkey,
+                service_id,
+                qos_class,
+            },
+        }
+    }
+
+    /// The P_Key the table is asked with, if any.
+    pub fn pkey(&self) -> Option<u16> {
+        match *self {
+            Self::Default => None,
+            Self::Partition(p) | Self::AtKey { pkey: p, .. } => Some(p),
+        }
+    }
+
+    /// What a QoS policy's match rules see of a query for the table.
+    pub fn query_keys(&self) -> QueryKeys {
+        match *self {
+            Self::Default => QueryKeys::default(),
+            Self::Partition(p) => QueryKeys {
+                pkey: Some(p),
+                ..QueryKeys::default()
+            },
+            Self::AtKey {
+                pkey,
+                service_id,
+                qos_class,
+            } => QueryKeys {
+                service_id,
+                qos_class,
+                pkey: Some(pkey),
+            },
+        }
+    }
+}
+
+/// As the summaries name it: `default`, a partition's P_Key (low 15
+/// bits), with the ServiceID or QoS class a table at a key is asked
+/// with.
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::Default => f.write_str("default"),
+            Self::Partition(p) => write!(f, "{:#06x}", p & 0x7FFF),
+            Self::AtKey {
+                pkey,
+                service_id,
+                qos_class,
+            } => {
+                write!(f, "{:#06x}", pkey & 0x7FFF)?;
+                if let Some(id) = service_id {
+                    write!(f, " ServiceID {id:#018x}")?;
+                }
+                if let Some(class) = qos_class {
+                    write!(f, " QoS class {class}")?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A table that cannot be computed.
@@ -78,10 +159,10 @@ impl Allowed<'_> {
         match self {
             Self::Common(row) => row[index as usize],
             Self::This(p, row) => row[index as usize].then_some(*p),
-            Self::Direct(from, Table::Default) => pkeys::common(from, to),
-            Self::Direct(from, Table::Partition(p)) => {
-                pkeys::share_this(from, to, *p).then_some(*p)
-            }
+            Self::Direct(from, table) => match table.pkey() {
+                None => pkeys::common(from, to),
+                Some(p) => pkeys::share_this(from, to, p).then_some(p),
+            },
         }
     }
 }
@@ -92,9 +173,9 @@ struct Source<'f> {
     /// The SGID asked (echoed in every record).
     sgid: Gid,
     allowed: Allowed<'f>,
-    /// The P_Key asked, if the table is a partition's: what a QoS policy
-    /// matches and a level allows.
-    asked: Option<u16>,
+    /// What the query names that a QoS policy matches (the P_Key, if
+    /// the table is a partition's, also what a level allows).
+    asked: QueryKeys,
 }
 
 /// What a path's QoS level gives it, and the P_Key it carries.
@@ -149,15 +230,15 @@ impl Fabric {
     fn source(&self, guid: u64, table: Table, whole: bool) -> Result<Source<'_>, TableError> {
         let endport = self.endport(guid).ok_or(TableError::UnknownPort(guid))?;
         let own = self.pkey_table(endport);
-        let allowed = match (whole, table) {
+        let allowed = match (whole, table.pkey()) {
             (false, _) => Allowed::Direct(own, table),
-            (true, Table::Default) => Allowed::Common(
+            (true, None) => Allowed::Common(
                 self.pkey_tables
                     .iter()
                     .map(|t| pkeys::common(own, t))
                     .collect(),
             ),
-            (true, Table::Partition(p)) => Allowed::This(
+            (true, Some(p)) => Allowed::This(
                 p,
                 self.pkey_tables
                     .iter()
@@ -165,20 +246,16 @@ impl Fabric {
                     .collect(),
             ),
         };
-        let asked = match table {
-            Table::Default => None,
-            Table::Partition(p) => Some(p),
-        };
         Ok(Source {
             endport,
             sgid: Gid::new(endport.prefix, guid),
             allowed,
-            asked,
+            asked: table.query_keys(),
         })
     }
 
     /// The P_Key and QoS level of the paths from `from` to `to` for a
-    /// query asking `asked` (`pkey`: what the P_Keys alone give), as
+    /// query naming `asked` (`pkey`: what the P_Keys alone give), as
     /// `pr_rcv_get_path_parms` sets them; `None` if the level allows no
     /// path: a P_Key asked that its P_Keys do not hold, or none of them
     /// the two share.
@@ -186,18 +263,14 @@ impl Fabric {
         &self,
         from: &Endport,
         to: &Endport,
-        asked: Option<u16>,
+        asked: QueryKeys,
         pkey: u16,
     ) -> Option<Leveled<'_>> {
         let Some(levels) = &self.qos_levels else {
             return Some(Leveled { pkey, level: None });
         };
-        let keys = QueryKeys {
-            pkey: asked,
-            ..QueryKeys::default()
-        };
-        let level = levels.level(from.guid, to.guid, keys);
-        let pkey = match asked {
+        let level = levels.level(from.guid, to.guid, asked);
+        let pkey = match asked.pkey {
             Some(p) if !level.allows_pkey(p) => return None,
             Some(_) => pkey,
             // osm_qos_level_get_shared_pkey: the first of its P_Keys (its
@@ -272,14 +345,7 @@ impl Fabric {
     /// Whether the reverse path, `dest` to `s`'s LID `slid` for the same
     /// query, has its parameters: a P_Key and level of its own (the
     /// policy may match it otherwise), and an SL no hop maps to VL15.
-    fn reversible(
-        &self,
-        s: &Endport,
-        dest: &Endport,
-        asked: Option<u16>,
-        slid: u16,
-        sl: u8,
-    ) -> bool {
+    fn reversible(&self, s: &Endport, dest: &Endport, asked: QueryKeys, slid: u16, sl: u8) -> bool {
         let Some((_, back)) = self.walk(dest, slid) else {
             return false;
         };
@@ -288,7 +354,7 @@ impl Fabric {
             // same partition, and so its SL.
             return back & 1 << sl != 0;
         }
-        let pkey = match asked {
+        let pkey = match asked.pkey {
             Some(p) => Some(p),
             None => pkeys::common(self.pkey_table(dest), self.pkey_table(s)),
         };

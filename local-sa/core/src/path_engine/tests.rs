@@ -7,6 +7,7 @@ use mad_codec::{Gid, PathRecord};
 
 use super::synthetic::{FabricSpec, FatTree, NodeId, PREFIX};
 use super::*;
+use crate::opensm_config::qos_policy::QueryKeys;
 
 /// A fabric built from `spec`, every partition's SL 0.
 fn fabric(spec: &FabricSpec) -> Fabric {
@@ -487,7 +488,7 @@ fn a_way_that_leads_nowhere_costs_the_paths_that_take_it_not_the_fabric() {
         // The check asks the master about it.
         let dest = f.endport_at(10).expect("host 2").guid;
         assert!(
-            f.sample(1000, 1)
+            f.sample(1000, 1, &[])
                 .iter()
                 .any(|p| (p.source, p.dest) == (at_switch, dest)),
             "{kind}"
@@ -577,7 +578,7 @@ fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
     let all_members = Table::Partition(0xFFFF);
     let (spec, _) = small_tree(0);
     let f = fabric(&spec);
-    let sample = f.sample(1000, 1);
+    let sample = f.sample(1000, 1, &[]);
     assert_eq!(in_table(&sample, Table::Default).len(), 11 * 11);
     // The partition every port holds is checked in its own table too: a
     // master with QoS answers it apart.
@@ -593,7 +594,7 @@ fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
         .spec()
         .0,
     );
-    let sample = big.sample(500, 7);
+    let sample = big.sample(500, 7, &[]);
     let default = in_table(&sample, Table::Default);
     assert_eq!(default.len(), 500);
     assert_eq!(in_table(&sample, all_members).len(), 125);
@@ -610,14 +611,18 @@ fn every_pair_is_sampled_on_a_small_fabric_every_node_on_a_large_one() {
     let leaves: std::collections::HashSet<u32> =
         default.iter().filter_map(|p| leaf_of(p.dest)).collect();
     assert_eq!(leaves.len(), 8, "destinations on every leaf");
-    assert_eq!(big.sample(500, 7), sample, "the same seed, the same sample");
+    assert_eq!(
+        big.sample(500, 7, &[]),
+        sample,
+        "the same seed, the same sample"
+    );
     // Fewer pairs than ports: still a source behind every switch (a
     // leaf's hosts and the leaf; each spine), in every table.
     let behind = |guid: u64| {
         let e = big.endport(guid).expect("an endport");
         leaf_of(guid).unwrap_or(e.switch)
     };
-    let small = big.sample(20, 3);
+    let small = big.sample(20, 3, &[]);
     for t in [Table::Default, all_members] {
         let groups: std::collections::HashSet<u32> = in_table(&small, t)
             .iter()
@@ -781,6 +786,165 @@ fn a_level_s_p_keys_choose_the_p_key_or_refuse_the_path() {
     assert!(!table(&f, host_guid(0), Table::Partition(0x8001)).is_empty());
 }
 
+/// A policy whose rules give ServiceID 0x10 and QoS class 3 their own
+/// levels, and a level to the paths from `group` (a port GUID).
+fn keyed_policy(group: u64) -> String {
+    format!(
+        "port-groups
+            port-group
+                name: one
+                port-guid: {group:#x}
+            end-port-group
+         end-port-groups
+         qos-levels
+            qos-level
+                name: default
+                sl: 0
+            end-qos-level
+            qos-level
+                name: by-service
+                sl: 4
+                mtu-limit: 2
+            end-qos-level
+            qos-level
+                name: by-class
+                sl: 5
+                packet-life: 11
+            end-qos-level
+            qos-level
+                name: from-one
+                sl: 6
+            end-qos-level
+         end-qos-levels
+         qos-match-rules
+            qos-match-rule
+                service-id: 0x10
+                qos-level-name: by-service
+            end-qos-match-rule
+            qos-match-rule
+                qos-class: 3
+                qos-level-name: by-class
+            end-qos-match-rule
+            qos-match-rule
+                source: one
+                qos-level-name: from-one
+            end-qos-match-rule
+         end-qos-match-rules"
+    )
+}
+
+#[test]
+fn a_level_for_a_service_id_or_qos_class_applies_to_the_tables_at_that_key_only() {
+    let (spec, _) = small_tree(0);
+    let f = with_policy(&spec, &keyed_policy(host_guid(5)));
+    let service = QueryKeys {
+        service_id: Some(0x10),
+        ..QueryKeys::default()
+    };
+    let class = QueryKeys {
+        qos_class: Some(3),
+        ..QueryKeys::default()
+    };
+    let at_service = Table::at(0x7FFF, service);
+    assert_eq!(
+        at_service,
+        Table::AtKey {
+            pkey: 0xFFFF,
+            service_id: Some(0x10),
+            qos_class: None
+        }
+    );
+    assert_eq!(
+        at_service.to_string(),
+        "0x7fff ServiceID 0x0000000000000010"
+    );
+    assert_eq!(
+        Table::at(0x7FFF, QueryKeys::default()),
+        Table::Partition(0xFFFF)
+    );
+    let by_service = table(&f, host_guid(0), at_service);
+    let plain = table(&f, host_guid(0), Table::Partition(0xFFFF));
+    assert_eq!(by_service.len(), plain.len());
+    assert!(by_service.iter().all(|r| (r.sl(), r.mtu().0) == (4, 2)));
+    assert!(plain.iter().all(|r| r.sl() == 0 && r.mtu().0 > 2));
+    // The record names neither the ServiceID nor the class (OpenSM's
+    // pr_rcv_build_pr starts from zeros).
+    assert!(
+        by_service
+            .iter()
+            .all(|r| r.service_id() == 0 && r.qos_class() == 0)
+    );
+    let by_class = table(&f, host_guid(0), Table::at(0x7FFF, class));
+    assert!(
+        by_class
+            .iter()
+            .all(|r| r.sl() == 5 && (r.packet_life() == 11 || r.dgid().guid() == host_guid(0)))
+    );
+    // Another ServiceID matches no key rule: the source's group's level.
+    let other = Table::at(
+        0x7FFF,
+        QueryKeys {
+            service_id: Some(0x11),
+            ..QueryKeys::default()
+        },
+    );
+    assert!(table(&f, host_guid(5), other).iter().all(|r| r.sl() == 6));
+}
+
+#[test]
+fn the_sample_draws_every_key_s_tables_and_every_policy_group() {
+    let big_spec = FatTree {
+        leaves: 8,
+        hosts_per_leaf: 10,
+        spines: 4,
+        lmc: 0,
+    }
+    .spec()
+    .0;
+    let plain = fabric(&big_spec);
+    let keys = [
+        QueryKeys {
+            service_id: Some(0x10),
+            ..QueryKeys::default()
+        },
+        QueryKeys {
+            qos_class: Some(3),
+            ..QueryKeys::default()
+        },
+    ];
+    // A port a small sample does not reach without the policy.
+    let lonely = plain
+        .endports()
+        .iter()
+        .map(|e| e.guid)
+        .find(|g| {
+            !plain
+                .sample(20, 3, &[])
+                .iter()
+                .any(|p| p.source == *g || p.dest == *g)
+        })
+        .expect("a port the sample misses");
+    let f = with_policy(&big_spec, &keyed_policy(lonely));
+    let sample = f.sample(20, 3, &keys);
+    for table in [
+        Table::Default,
+        Table::Partition(0xFFFF),
+        Table::at(0x7FFF, keys[0]),
+        Table::at(0x7FFF, keys[1]),
+    ] {
+        let drawn: Vec<&PairCheck> = sample.iter().filter(|p| p.table == table).collect();
+        assert!(!drawn.is_empty(), "{table}: drawn from");
+        assert!(
+            drawn.iter().any(|p| p.source == lonely),
+            "{table}: the policy's group a source"
+        );
+        assert!(
+            drawn.iter().any(|p| p.dest == lonely),
+            "{table}: the policy's group a destination"
+        );
+    }
+}
+
 #[test]
 fn the_check_s_sample_grows_with_the_fabric_not_its_square() {
     // 10,000 hosts behind 250 leaves: every leaf's sources drawn from in
@@ -799,7 +963,7 @@ fn the_check_s_sample_grows_with_the_fabric_not_its_square() {
                 .spec()
                 .0,
             );
-            (f.endports().len(), f.sample(1000, 1).len())
+            (f.endports().len(), f.sample(1000, 1, &[]).len())
         })
         .collect();
     let [(small_n, small), (big_n, big)] = sizes[..] else {

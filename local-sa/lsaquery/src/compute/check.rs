@@ -59,14 +59,30 @@ pub(crate) struct Coverage {
 impl Coverage {
     /// The table's name as the summaries write it.
     pub(crate) fn name(&self) -> String {
-        match self.table {
-            Table::Default => "default".to_owned(),
-            Table::Partition(p) => format!("{:#06x}", p & 0x7FFF),
-        }
+        self.table.to_string()
     }
 }
 
 impl Checked {
+    /// Adds what another check of the same fabric found.
+    pub(crate) fn add(&mut self, found: Self) {
+        self.pairs += found.pairs;
+        self.records += found.records;
+        self.mismatches.extend(found.mismatches);
+        self.uncomputable.extend(found.uncomputable);
+        for (table, pairs) in found.drawn {
+            self.count_drawn(table, pairs);
+        }
+    }
+
+    /// Counts `pairs` more drawn from `table`.
+    fn count_drawn(&mut self, table: Table, pairs: usize) {
+        match self.drawn.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, n)) => *n += pairs,
+            None => self.drawn.push((table, pairs)),
+        }
+    }
+
     /// What the check drew from each kind of table and found there.
     pub(crate) fn coverage(&self) -> Vec<Coverage> {
         self.drawn
@@ -100,10 +116,7 @@ fn query(fabric: &Fabric, method: Method, pair: &PairCheck, lids: Option<(u16, u
         t.set_dlid(d);
         mask |= pr::SLID | pr::DLID;
     }
-    if let Table::Partition(p) = pair.table {
-        t.set_pkey(p);
-        mask |= pr::PKEY;
-    }
+    mask |= super::keys::key_of(pair.table).apply(&mut t);
     let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
     b.into_bytes()
@@ -187,10 +200,7 @@ pub(crate) async fn check(
         ..Checked::default()
     };
     for p in pairs {
-        match checked.drawn.iter_mut().find(|(t, _)| *t == p.table) {
-            Some((_, n)) => *n += 1,
-            None => checked.drawn.push((p.table, 1)),
-        }
+        checked.count_drawn(p.table, 1);
     }
     let Some(first) = pairs.first() else {
         return Ok(checked);

@@ -36,7 +36,7 @@ pub(crate) fn cause(field: &str) -> &'static str {
 pub(crate) fn describe(m: &Mismatch) -> String {
     let table = match m.pair.table {
         Table::Default => "default table".to_owned(),
-        Table::Partition(p) => format!("partition {:#06x}", p & 0x7FFF),
+        t => format!("partition {t}"),
     };
     format!(
         "{:#018x} -> {:#018x} (LIDs {} -> {}, {table}): {}",

@@ -25,6 +25,7 @@ mod reread;
 pub(crate) use self::check::{Checked, Mismatch};
 mod description;
 mod explain;
+pub(crate) mod keys;
 pub(crate) mod opensm_input;
 mod parallel;
 mod prepared;
@@ -37,8 +38,9 @@ pub(crate) use self::report::{coverage_json, coverage_text};
 pub(crate) use self::reread::{Reread, check_pairs, reread};
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
@@ -60,6 +62,9 @@ pub(crate) struct Options {
     pub(crate) snapshot: Option<PathBuf>,
     /// OpenSM's configuration, if given (`--opensm-config`).
     pub(crate) opensm: Option<std::sync::Arc<opensm_input::OpenSmInput>>,
+    /// The ServiceIDs and QoS classes whose tables are sent: computed and
+    /// checked too when the master applies QoS and its policy is known.
+    pub(crate) at_keys: Vec<QueryKeys>,
 }
 
 /// Reads the description from `master`, builds the fabric, learns the
@@ -94,25 +99,10 @@ pub(crate) async fn prepare(
             .await?
         }
     };
-    let pairs: Vec<PairCheck> = fabric.sample(options.sample.unwrap_or(usize::MAX), options.seed);
-    let checked = check::check(
-        session,
-        master,
-        options.master_window,
-        &fabric,
-        &pairs,
-        &mut sample,
-    )
-    .await?;
-    for m in checked.mismatches.iter().take(10) {
-        tracing::warn!(
-            "computed PathRecords differ from the master's: {}",
-            explain::describe(m)
-        );
-    }
-    Ok(Prepared {
+    let mut prepared = Prepared {
         fabric,
         opensm: options.opensm.clone(),
+        asked_keys: options.at_keys.clone(),
         records: read.records.clone(),
         qos: read.qos,
         adapters: read.adapters(),
@@ -121,10 +111,31 @@ pub(crate) async fn prepare(
         cut: read.cut,
         unknown_sls,
         sample,
-        checked,
+        checked: Default::default(),
         read_time,
-        check_time: started.elapsed(),
-    })
+        check_time: Duration::ZERO,
+    };
+    let count = options.sample.unwrap_or(usize::MAX);
+    let pairs: Vec<PairCheck> = prepared
+        .fabric
+        .sample(count, options.seed, prepared.at_keys());
+    prepared.checked = check::check(
+        session,
+        master,
+        options.master_window,
+        &prepared.fabric,
+        &pairs,
+        &mut prepared.sample,
+    )
+    .await?;
+    prepared.check_time = started.elapsed();
+    for m in prepared.checked.mismatches.iter().take(10) {
+        tracing::warn!(
+            "computed PathRecords differ from the master's: {}",
+            explain::describe(m)
+        );
+    }
+    Ok(prepared)
 }
 
 /// `--compute` alone: computes every node's tables, checks the sample and
@@ -137,7 +148,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let fabric = &prepared.fabric;
     let endports: Vec<_> = fabric.endports().iter().collect();
     let keep = options.snapshot.is_some();
-    let computed = compute_tables(fabric, &endports, prepared.qos, keep);
+    let computed = compute_tables(fabric, &endports, prepared.qos, &[], keep);
     let compute_time = started.elapsed();
     let report = Report::new(&prepared, &computed, compute_time);
     if let Some(path) = &options.snapshot {

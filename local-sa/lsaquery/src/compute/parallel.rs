@@ -1,6 +1,7 @@
 //! Nodes' tables computed on every core: the fabric is shared read-only,
 //! each thread takes every k-th node.
 
+use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::IntoBytes;
@@ -18,19 +19,25 @@ pub(crate) struct NodeTables {
     pub(crate) default: Result<Vec<PathRecord>, TableError>,
     /// Each partition (low 15 bits) and its table.
     pub(crate) partitions: Vec<(u16, Result<Vec<PathRecord>, TableError>)>,
-    /// Records computed: default table, partition tables.
+    /// Its tables at ServiceIDs and QoS classes, on each of its
+    /// partitions.
+    pub(crate) at_keys: Vec<(Table, Result<Vec<PathRecord>, TableError>)>,
+    /// Records computed: default table, partition tables (and tables at
+    /// keys).
     pub(crate) records: (usize, usize),
     /// A digest of every table's records (and errors), kept or not: two
     /// computations with the same digest gave the node the same tables.
     pub(crate) fingerprint: u64,
 }
 
-/// The tables of each of `endports`, in their order; the records kept
-/// only if `keep` (else only counted).
+/// The tables of each of `endports`, in their order, with those at each
+/// of `at_keys` on each of its partitions; the records kept only if
+/// `keep` (else only counted).
 pub(crate) fn compute_tables(
     fabric: &Fabric,
     endports: &[&Endport],
     qos: bool,
+    at_keys: &[QueryKeys],
     keep: bool,
 ) -> Vec<NodeTables> {
     let threads = std::thread::available_parallelism()
@@ -46,7 +53,7 @@ pub(crate) fn compute_tables(
                         .enumerate()
                         .skip(t)
                         .step_by(threads)
-                        .map(|(i, e)| (i, node_tables(fabric, e, qos, keep)))
+                        .map(|(i, e)| (i, node_tables(fabric, e, qos, at_keys, keep)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -62,7 +69,13 @@ pub(crate) fn compute_tables(
 }
 
 /// One node's tables.
-fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTables {
+fn node_tables(
+    fabric: &Fabric,
+    e: &Endport,
+    qos: bool,
+    at_keys: &[QueryKeys],
+    keep: bool,
+) -> NodeTables {
     let compute = |t: Table| {
         let mut records = Vec::with_capacity(fabric.table_capacity(e));
         fabric.table(e.guid, t, &mut records).map(|()| records)
@@ -86,20 +99,31 @@ fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTable
         .and_then(|r| r.first())
         .map(|r| r.pkey() & 0x7FFF);
     let mut records = (kept(&mut default), 0);
-    let mut held: Vec<u16> = fabric
+    let mut pkeys: Vec<u16> = fabric
         .pkey_table(e)
         .entries()
         .iter()
         .map(|p| p & 0x7FFF)
-        .filter(|p| qos || Some(*p) != carried)
+        .filter(|p| *p != 0)
         .collect();
-    held.sort_unstable();
-    let partitions = held
-        .into_iter()
+    pkeys.sort_unstable();
+    pkeys.dedup();
+    let partitions = pkeys
+        .iter()
+        .filter(|p| qos || Some(**p) != carried)
         .map(|p| {
             let mut t = compute(Table::Partition(p | 0x8000));
             records.1 += kept(&mut t);
-            (p, t)
+            (*p, t)
+        })
+        .collect();
+    let at_keys = pkeys
+        .iter()
+        .flat_map(|p| at_keys.iter().map(|k| Table::at(*p, *k)))
+        .map(|table| {
+            let mut t = compute(table);
+            records.1 += kept(&mut t);
+            (table, t)
         })
         .collect();
     NodeTables {
@@ -107,6 +131,7 @@ fn node_tables(fabric: &Fabric, e: &Endport, qos: bool, keep: bool) -> NodeTable
         lid: e.lid,
         default,
         partitions,
+        at_keys,
         records,
         fingerprint: digest.0,
     }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::{Fabric, FabricRecords, Table};
 use mad_codec::{NodeRecord, PkeyTableRecord};
 
@@ -30,6 +31,9 @@ pub(crate) struct Prepared {
     pub(crate) description: Served,
     /// Its multi-MAD answers came cut.
     pub(crate) cut: bool,
+    /// The ServiceIDs and QoS classes whose tables are computed too, with
+    /// the master's QoS policy known ([`Prepared::at_keys`]).
+    pub(crate) asked_keys: Vec<QueryKeys>,
     /// Partitions whose SL the master did not tell, and why.
     pub(crate) unknown_sls: Vec<(u16, String)>,
     /// The partition probes and the sample cost the master this.
@@ -40,12 +44,23 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Whether the default table (`None`) or partition `Some(p)`'s may be
-    /// computed and sent: every sampled pair of it equal, and (a
-    /// partition's) its SL known. A difference in a default-table pair
-    /// distrusts every table: the default tables carry every partition's
-    /// paths.
-    pub(crate) fn trusted(&self, partition: Option<u16>) -> Result<(), String> {
+    /// The ServiceIDs and QoS classes whose tables are computed and
+    /// checked: those asked, when the master's policy is known and it
+    /// applies QoS (without QoS the nodes answer them from their tables).
+    pub(crate) fn at_keys(&self) -> &[QueryKeys] {
+        match &self.opensm {
+            Some(_) if self.qos => &self.asked_keys,
+            _ => &[],
+        }
+    }
+
+    /// Whether `table`'s tables may be computed and sent: every sampled
+    /// pair of its kind equal, and (a partition's) its SL known; a table
+    /// at a ServiceID or QoS class only with the master's policy known and
+    /// its kind drawn. A difference in a default-table pair distrusts
+    /// every table (the default tables carry every partition's paths), a
+    /// difference in a partition's its tables at keys too.
+    pub(crate) fn trusted(&self, table: Table) -> Result<(), String> {
         let mismatch_in = |table: Table| {
             self.checked
                 .mismatches
@@ -59,34 +74,46 @@ impl Prepared {
         if let Some((_, why)) = self.checked.uncomputable.first() {
             return Err(format!("a sampled pair could not be computed: {why}"));
         }
-        let Some(p) = partition.map(|p| p & 0x7FFF) else {
+        let Some(p) = table.pkey().map(|p| p & 0x7FFF) else {
             return Ok(());
         };
         if let Some((_, why)) = self.unknown_sls.iter().find(|(u, _)| *u == p) {
             return Err(format!("the SL of partition {p:#06x} is not known: {why}"));
         }
-        match mismatch_in(Table::Partition(p | 0x8000)) {
-            Some(why) => Err(why),
-            None => Ok(()),
+        if let Some(why) = mismatch_in(Table::Partition(p | 0x8000)) {
+            return Err(why);
         }
+        if let Table::AtKey { .. } = table {
+            if self.opensm.is_none() {
+                return Err(format!(
+                    "the table at {table} needs the master's QoS policy, which --opensm-config gives"
+                ));
+            }
+            if !self.checked.drawn.iter().any(|(t, _)| *t == table) {
+                return Err(format!("the check drew no pair from the table at {table}"));
+            }
+            if let Some(why) = mismatch_in(table) {
+                return Err(why);
+            }
+        }
+        Ok(())
     }
 
     /// Why a table the nodes are sent would not be computed but taken
-    /// from the master: the first table of the fabric (the default ones,
-    /// or a partition's) the check did not prove; `None` if it proved
-    /// them all.
+    /// from the master: the first kind of table of the fabric (the default
+    /// ones, a partition's, one at a key) the check did not prove; `None`
+    /// if it proved them all.
     pub(crate) fn unproven(&self) -> Option<String> {
-        let partitions = self.unknown_sls.iter().map(|(p, _)| *p).chain(
-            self.checked
-                .mismatches
-                .iter()
-                .filter_map(|m| match m.pair.table {
-                    Table::Partition(p) => Some(p),
-                    Table::Default => None,
-                }),
-        );
-        std::iter::once(None)
-            .chain(partitions.map(Some))
-            .find_map(|p| self.trusted(p).err())
+        let partitions = self
+            .unknown_sls
+            .iter()
+            .map(|(p, _)| Table::Partition(p | 0x8000));
+        let differing = self.checked.mismatches.iter().map(|m| m.pair.table);
+        let at_keys = self.checked.drawn.iter().map(|(t, _)| *t);
+        std::iter::once(Table::Default)
+            .chain(partitions)
+            .chain(differing)
+            .chain(at_keys)
+            .find_map(|t| self.trusted(t).err())
     }
 }

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use local_sa_core::path_engine::Table;
 use serde_json::json;
 
 use super::ask::Served;
@@ -219,10 +218,7 @@ impl<'a> Report<'a> {
                     "dest": format!("{:#018x}", m.pair.dest),
                     "slid": m.lids.0,
                     "dlid": m.lids.1,
-                    "table": match m.pair.table {
-                        Table::Default => "default".to_owned(),
-                        Table::Partition(q) => format!("{:#06x}", q & 0x7FFF),
-                    },
+                    "table": m.pair.table.to_string(),
                     "field": m.difference.field,
                     "computed": m.difference.ours,
                     "master": m.difference.theirs,

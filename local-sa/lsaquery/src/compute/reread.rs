@@ -74,6 +74,7 @@ pub(crate) async fn reread(
     Ok(Reread::Changed(Box::new(Prepared {
         fabric,
         opensm: previous.opensm.clone(),
+        asked_keys: previous.asked_keys.clone(),
         qos: read.qos,
         adapters: read.adapters(),
         pkey_tables: read.records.pkeys.clone(),
@@ -88,6 +89,7 @@ pub(crate) async fn reread(
         checked: Checked {
             mismatches: previous.checked.mismatches.clone(),
             uncomputable: previous.checked.uncomputable.clone(),
+            drawn: previous.checked.drawn.clone(),
             ..Checked::default()
         },
         read_time,
@@ -117,10 +119,6 @@ pub(crate) async fn check_pairs(
     .await?;
     prepared.check_time += started.elapsed();
     let differed = found.mismatches.len() + found.uncomputable.len();
-    let c = &mut prepared.checked;
-    c.pairs += found.pairs;
-    c.records += found.records;
-    c.mismatches.extend(found.mismatches);
-    c.uncomputable.extend(found.uncomputable);
+    prepared.checked.add(found);
     Ok(differed)
 }

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bytes::Bytes;
 use local_sa_core::load_flags::with_lease;
-use local_sa_core::path_engine::Fabric;
+use local_sa_core::path_engine::{Fabric, Table as PathTable};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::header::SaMadHeader;
@@ -23,7 +23,7 @@ use super::partitions::NodePartitions;
 use super::qos;
 use super::summary::{NodeOutcome, NodeReport};
 use super::tally::Tally;
-use crate::compute::{Prepared, compute_tables};
+use crate::compute::{Prepared, compute_tables, keys};
 use crate::snapshot::SentTables;
 
 /// A node being filled.
@@ -344,24 +344,31 @@ impl Distribution {
             .iter()
             .filter_map(|i| c.fabric.endport(self.nodes[*i].at.gid.guid()))
             .collect();
-        let mut computed = compute_tables(&c.fabric, &endports, c.qos, true)
+        // Tables at keys only where the nodes are sent them.
+        let at_keys = if self.qos.sends() { c.at_keys() } else { &[] };
+        let mut computed = compute_tables(&c.fabric, &endports, c.qos, at_keys, true)
             .into_iter()
             .peekable();
         // Each node's computed tables that the check proved: its default
-        // table (none: it is fetched) and its partitions'.
+        // table (none: it is fetched), its partitions' and those at keys,
+        // each under the key its QoS cache keeps it.
         let proved: Vec<(usize, Option<ProvedTables>)> = batch
             .iter()
             .map(|&i| {
                 let t = computed.next_if(|t| t.guid == self.nodes[i].at.gid.guid());
-                let tables = t.filter(|_| c.trusted(None).is_ok()).and_then(|t| {
-                    let partitions = t
-                        .partitions
-                        .into_iter()
-                        .filter(|(p, _)| c.trusted(Some(*p)).is_ok())
-                        .filter_map(|(p, r)| Some((p, r.ok()?)))
-                        .collect();
-                    Some((t.default.ok()?, partitions))
-                });
+                let tables = t
+                    .filter(|_| c.trusted(PathTable::Default).is_ok())
+                    .and_then(|t| {
+                        let partitions = t
+                            .partitions
+                            .into_iter()
+                            .map(|(p, r)| (PathTable::Partition(p | 0x8000), r))
+                            .chain(t.at_keys)
+                            .filter(|(table, _)| c.trusted(*table).is_ok())
+                            .filter_map(|(table, r)| Some((keys::key_of(table), r.ok()?)))
+                            .collect();
+                        Some((t.default.ok()?, partitions))
+                    });
                 (i, tables)
             })
             .collect();
@@ -377,11 +384,7 @@ impl Distribution {
             tally.records +=
                 (default.len() + partitions.iter().map(|(_, r)| r.len()).sum::<usize>()) as u64;
             let n = &mut self.nodes[i];
-            n.other_tables.extend(
-                partitions
-                    .into_iter()
-                    .map(|(p, r)| (QosKey::partition(p), r)),
-            );
+            n.other_tables.extend(partitions);
             n.table = Some(default);
             match self.next_table(i) {
                 Some(key) => {
@@ -411,7 +414,7 @@ impl Distribution {
             .iter()
             .filter_map(|i| previous.endport(self.nodes[*i].at.gid.guid()))
             .collect();
-        let mut computed = compute_tables(previous, &endports, c.qos, true)
+        let mut computed = compute_tables(previous, &endports, c.qos, &[], true)
             .into_iter()
             .peekable();
         for i in holding {
@@ -422,7 +425,7 @@ impl Distribution {
             let partitions = t
                 .partitions
                 .into_iter()
-                .filter(|(p, _)| c.trusted(Some(*p)).is_ok())
+                .filter(|(p, _)| c.trusted(PathTable::Partition(p | 0x8000)).is_ok())
                 .filter_map(|(_, r)| r.ok())
                 .flatten()
                 .collect();
@@ -823,8 +826,9 @@ impl Node {
 }
 
 /// A node's computed tables the check proved: its default table, and its
-/// partitions' (each with its P_Key's low 15 bits).
-type ProvedTables = (Vec<PathRecord>, Vec<(u16, Vec<PathRecord>)>);
+/// partitions' and those at keys (each with the key its QoS cache keeps
+/// it under).
+type ProvedTables = (Vec<PathRecord>, Vec<(QosKey, Vec<PathRecord>)>);
 
 /// One more node gets tables from the master beside its computed ones.
 fn tally_from_master(tally: &mut Tally) {

@@ -288,7 +288,18 @@ async fn fill(
     let qos = qos::Plan::new(&options.qos_keys, partitions.as_ref(), from_file.is_some());
     tally.qos = qos.outlook();
     if let Some(c) = &computing {
-        tally.computed = Some(Computed::used(c));
+        let mut computed = Computed::used(c);
+        if qos.sends() && c.at_keys().is_empty() {
+            let why = qos::NEEDS_POLICY;
+            fall_back(
+                options,
+                why,
+                "the tables at ServiceIDs and QoS classes are not computed",
+            )?;
+            computed.from_master_because = Some(why.to_owned());
+        }
+        computed.from_master_because = c.unproven().or(computed.from_master_because);
+        tally.computed = Some(computed);
     }
     let setup = Setup {
         master,

@@ -12,6 +12,10 @@ use super::delta::Push;
 use super::partitions::NodePartitions;
 use super::tally::QosOutcome;
 
+/// Why tables at keys are not computed on a master that applies QoS.
+pub(super) const NEEDS_POLICY: &str = "the engine computes tables at a ServiceID or QoS class only from the \
+     master's QoS policy, which --opensm-config gives";
+
 /// At most this many ServiceIDs and QoS classes together: each costs the
 /// master one table per node and P_Key.
 pub(crate) const MAX_KEYS: usize = 64;
@@ -57,6 +61,11 @@ impl Plan {
                 outlook: QosOutcome::Sent(keys.len()),
             },
         }
+    }
+
+    /// Whether the nodes are sent tables at keys.
+    pub(super) fn sends(&self) -> bool {
+        !self.keys.is_empty()
     }
 
     /// What becomes of the tables.

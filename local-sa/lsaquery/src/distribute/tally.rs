@@ -76,6 +76,8 @@ pub(super) struct Computed {
     /// Nodes that needed tables from the master beside the computed ones
     /// (at QoS keys, or partitions the check did not prove).
     pub(super) from_master: u64,
+    /// Why tables of some kind come from the master, if any do.
+    pub(super) from_master_because: Option<String>,
 }
 
 impl Computed {
@@ -90,7 +92,7 @@ impl Computed {
     /// The description and check of `c`.
     pub(super) fn used(c: &Prepared) -> Self {
         Self {
-            refused: c.trusted(None).err(),
+            refused: c.trusted(local_sa_core::path_engine::Table::Default).err(),
             description: c.description,
             check: c.sample,
             pairs: c.checked.pairs,
@@ -149,9 +151,13 @@ impl Computed {
                 fallback()
             );
         } else if self.from_master > 0 {
+            let why = self
+                .from_master_because
+                .as_deref()
+                .unwrap_or("tables at QoS keys, or of partitions the check did not prove");
             let _ = writeln!(
                 out,
-                "  {} nodes also got tables from the master (at QoS keys, or partitions the check did not prove)",
+                "  {} nodes also got tables from the master: {why}",
                 self.from_master
             );
         }
@@ -183,6 +189,7 @@ impl Computed {
             "tables": self.tables,
             "records": self.records,
             "nodes_also_from_master": self.from_master,
+            "from_master_because": self.from_master_because,
         })
     }
 }

@@ -421,7 +421,7 @@ fn computed_from(
     fabric.set_partition_sl(0x7FFF, 0);
     let mut checked = Checked::default();
     if differences {
-        let pair = fabric.sample(1, 1)[0];
+        let pair = fabric.sample(1, 1, &[])[0];
         checked.mismatches.push(crate::compute::Mismatch {
             pair,
             lids: (1, 2),
@@ -443,6 +443,7 @@ fn computed_from(
         .collect();
     let prepared = Prepared {
         opensm: None,
+        asked_keys: Vec::new(),
         fabric,
         qos: false,
         pkey_tables: records.pkeys.clone(),
@@ -569,7 +570,11 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
 #[test]
 fn when_the_check_found_a_difference_every_table_comes_from_the_master() {
     let (prepared, hosts) = computed(true);
-    assert!(prepared.trusted(None).is_err());
+    assert!(
+        prepared
+            .trusted(local_sa_core::path_engine::Table::Default)
+            .is_err()
+    );
     let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
     let mut fake = Fake::of(&lids);
     // The fake master's GIDs are its own: answer by the nodes' SGIDs.
@@ -580,4 +585,117 @@ fn when_the_check_found_a_difference_every_table_comes_from_the_master() {
     let (reports, tally) = d.finish();
     assert!(reports.iter().all(|r| r.outcome.done));
     assert_eq!(tally.computed.map_or(0, |c| c.tables), 0);
+}
+
+#[test]
+fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_is_fetched_alone() {
+    use local_sa_core::opensm_config::qos_policy::QueryKeys;
+    use local_sa_core::path_query::QosKey;
+
+    let (mut prepared, hosts) = computed(false);
+    let by_service = QueryKeys {
+        service_id: Some(0x10),
+        ..QueryKeys::default()
+    };
+    let by_class = QueryKeys {
+        qos_class: Some(3),
+        ..QueryKeys::default()
+    };
+    // A master with QoS whose configuration is known (a policy-less one:
+    // its tables at keys are its partition's), each kind drawn by the
+    // check, the class's found to differ.
+    prepared.qos = true;
+    prepared.opensm = Some(std::sync::Arc::new(
+        crate::compute::opensm_input::OpenSmInput {
+            path: "opensm.conf".into(),
+            options: local_sa_core::opensm_config::Options::parse("qos TRUE\n"),
+            partitions: None,
+            policy: None,
+        },
+    ));
+    prepared.asked_keys = vec![by_service, by_class];
+    let (at_service, at_class) = (
+        EngineTable::at(0x7FFF, by_service),
+        EngineTable::at(0x7FFF, by_class),
+    );
+    prepared.checked.drawn = vec![(at_service, 3), (at_class, 3)];
+    let source = hosts[0].gid.guid();
+    prepared.checked.mismatches.push(crate::compute::Mismatch {
+        pair: local_sa_core::path_engine::PairCheck {
+            source,
+            dest: source,
+            table: at_class,
+        },
+        lids: (1, 1),
+        difference: local_sa_core::path_engine::Difference {
+            field: "sl",
+            ours: "0".into(),
+            theirs: "3".into(),
+        },
+    });
+    assert!(prepared.trusted(at_service).is_ok());
+    assert!(prepared.trusted(EngineTable::Partition(0xFFFF)).is_ok());
+    assert!(prepared.trusted(at_class).is_err());
+    let expected = |guid: u64, table| {
+        let mut out = Vec::new();
+        prepared
+            .fabric
+            .table(guid, table, &mut out)
+            .expect("a table");
+        out
+    };
+    let expected: HashMap<u16, Vec<PathRecord>> = hosts
+        .iter()
+        .map(|h| (h.lid, expected(h.gid.guid(), at_service)))
+        .collect();
+    let partitions = NodePartitions::new(&prepared.pkey_tables, true);
+    let keys = [
+        QosKey {
+            service_id: Some(0x10),
+            ..QosKey::default()
+        },
+        QosKey {
+            qos_class: Some(3),
+            ..QosKey::default()
+        },
+    ];
+    let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
+    let mut fake = Fake::of(&lids);
+    let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None);
+    d.qos = qos::Plan::new(&keys, Some(&partitions), false);
+    d.partitions = Some(partitions);
+    d.computing = Some(prepared);
+    fake.run(&mut d);
+    assert_eq!(
+        fake.asked,
+        hosts.len(),
+        "the class's table of each node, and nothing else"
+    );
+    for h in &hosts {
+        let at_keys: Vec<&Taken> = fake
+            .taken_by(h.lid)
+            .into_iter()
+            .filter(|t| {
+                t.records
+                    .first()
+                    .is_some_and(|k| k.service_id() != 0 || k.qos_class() != 0)
+            })
+            .collect();
+        assert_eq!(at_keys.len(), 2, "LID {}: a table at each key", h.lid);
+        let service = at_keys
+            .iter()
+            .find(|t| t.records[0].service_id() == 0x10)
+            .expect("the ServiceID's table");
+        assert_eq!(
+            service.records[1..],
+            expected[&h.lid][..],
+            "LID {}: computed",
+            h.lid
+        );
+    }
+    let (_, tally) = d.finish();
+    let c = tally.computed.expect("counted");
+    assert_eq!(c.from_master, hosts.len() as u64);
+    // Each node: its default, partition and ServiceID tables computed.
+    assert_eq!(c.tables, 3 * hosts.len() as u64);
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::{Fabric, PairCheck, Table};
 use mad_codec::PathRecord;
 
@@ -13,11 +14,13 @@ const NODES_COMPARED: usize = 16;
 
 /// Up to `limit` pairs whose records differ between `old` and `new`,
 /// taken in turn from up to 16 of `nodes` (port GUIDs, spread over the
-/// list); only pairs both ends of which are in `new`.
+/// list), in every table they are sent (those at `at_keys` on each
+/// partition too); only pairs both ends of which are in `new`.
 pub(super) fn changed_pairs(
     old: &Fabric,
     new: &Fabric,
     nodes: &[u64],
+    at_keys: &[QueryKeys],
     limit: usize,
 ) -> Vec<PairCheck> {
     if limit == 0 || nodes.is_empty() {
@@ -27,7 +30,7 @@ pub(super) fn changed_pairs(
     let per_node: Vec<Vec<PairCheck>> = nodes
         .iter()
         .step_by(step)
-        .map(|source| changed_from(old, new, *source))
+        .map(|source| changed_from(old, new, *source, at_keys))
         .collect();
     // In turn from each node, so that the sample spans them.
     let mut out = Vec::new();
@@ -47,19 +50,24 @@ pub(super) fn changed_pairs(
 
 /// The pairs from `source` whose records differ between `old` and
 /// `new`: in its default table, and in each partition table it keeps in
-/// `new`.
-fn changed_from(old: &Fabric, new: &Fabric, source: u64) -> Vec<PairCheck> {
+/// `new` (and at each of `at_keys`).
+fn changed_from(old: &Fabric, new: &Fabric, source: u64, at_keys: &[QueryKeys]) -> Vec<PairCheck> {
     let Some(endport) = new.endport(source) else {
         return Vec::new();
     };
-    let mut tables = vec![Table::Default];
-    tables.extend(
-        new.pkey_table(endport)
-            .entries()
-            .iter()
-            .map(|p| Table::Partition(p | 0x8000)),
+    let mut pkeys: Vec<u16> = new
+        .pkey_table(endport)
+        .entries()
+        .iter()
+        .map(|p| p & 0x7FFF)
+        .collect();
+    pkeys.sort_unstable();
+    pkeys.dedup();
+    let keys = std::iter::once(QueryKeys::default()).chain(at_keys.iter().copied());
+    let tables = std::iter::once(Table::Default).chain(
+        keys.flat_map(|k| pkeys.iter().map(move |p| Table::at(*p, k)))
+            .collect::<Vec<_>>(),
     );
-    tables.dedup();
     let mut changed = Vec::new();
     for table in tables {
         let by_dest = |f: &Fabric| {
@@ -117,9 +125,9 @@ mod tests {
             .filter(|e| !e.is_switch)
             .map(|e| e.guid)
             .collect();
-        assert!(changed_pairs(&before, &tree(false), &nodes, 100).is_empty());
+        assert!(changed_pairs(&before, &tree(false), &nodes, &[], 100).is_empty());
         let after = tree(true);
-        let pairs = changed_pairs(&before, &after, &nodes, 100);
+        let pairs = changed_pairs(&before, &after, &nodes, &[], 100);
         assert!(!pairs.is_empty(), "routes through the unplugged link moved");
         let (mut now, mut earlier) = (Vec::new(), Vec::new());
         for p in &pairs {
@@ -131,6 +139,6 @@ mod tests {
                 .unwrap();
             assert_ne!(now, earlier, "each pair named did change");
         }
-        assert_eq!(changed_pairs(&before, &after, &nodes, 3).len(), 3);
+        assert_eq!(changed_pairs(&before, &after, &nodes, &[], 3).len(), 3);
     }
 }

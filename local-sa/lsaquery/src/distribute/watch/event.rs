@@ -127,9 +127,12 @@ impl Watch<'_> {
             }
             let changed: Vec<u64> = plan.delta.iter().map(Gid::guid).collect();
             let check = self.options.check;
-            let mut pairs = changed_pairs(&current.fabric, &new.fabric, &changed, check);
+            let mut pairs =
+                changed_pairs(&current.fabric, &new.fabric, &changed, new.at_keys(), check);
             if pairs.is_empty() {
-                pairs = new.fabric.sample(check, u64::from(report.reads));
+                pairs = new
+                    .fabric
+                    .sample(check, u64::from(report.reads), new.at_keys());
             }
             let differed =
                 match compute::check_pairs(session, master, window, &mut new, &pairs).await {
@@ -275,7 +278,7 @@ impl Watch<'_> {
                 ),
             ));
         }
-        let trusted = new.trusted(None);
+        let trusted = new.trusted(local_sa_core::path_engine::Table::Default);
         report.fallback = trusted.clone().err();
         let setup = Setup {
             master: session.dest,

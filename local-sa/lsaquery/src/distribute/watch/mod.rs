@@ -126,7 +126,9 @@ pub(crate) async fn run(
              (see above); --distribute without --watch fills them from the master",
         ));
     };
-    let trusted = current.trusted(None).is_ok();
+    let trusted = current
+        .trusted(local_sa_core::path_engine::Table::Default)
+        .is_ok();
     let lids: BTreeMap<Gid, u16> = filled.nodes.iter().map(|e| (e.gid, e.lid)).collect();
     let digests = digests(&current, lids.keys());
     let mut holdings = Holdings::default();
@@ -366,7 +368,7 @@ fn digests<'g>(prepared: &Prepared, nodes: impl Iterator<Item = &'g Gid>) -> BTr
     let fabric = &prepared.fabric;
     let gids: BTreeMap<u64, Gid> = nodes.map(|g| (g.guid(), *g)).collect();
     let endports: Vec<_> = gids.keys().filter_map(|g| fabric.endport(*g)).collect();
-    compute_tables(fabric, &endports, prepared.qos, false)
+    compute_tables(fabric, &endports, prepared.qos, prepared.at_keys(), false)
         .into_iter()
         .filter_map(|t| Some((*gids.get(&t.guid)?, t.fingerprint)))
         .collect()
