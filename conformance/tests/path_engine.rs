@@ -703,6 +703,29 @@ fn on_a_qos_master_tables_at_keys_are_fetched_without_opensm_s_configuration_and
         .unwrap_or_else(|e| panic!("{e}"));
     }
     answers_at_keys_equal_opensm_s(&fabric, &names, &mut nodes);
+    // `--compute` alone, every pair checked: the tables at the keys
+    // computed (three on each of a port's P_Keys) and each equal to the
+    // master's answers.
+    let mut args: Vec<&str> = keys.iter().copied().filter(|a| *a != "--json").collect();
+    args.extend(["--opensm-config", conf.to_str().unwrap()]);
+    let c = compute_with(&fabric, &args);
+    assert!(c.out.status.success(), "{}{}", c.out.stdout, c.out.stderr);
+    let computed = &c.json["computed"];
+    let tables = computed["key_tables"].as_u64().unwrap();
+    let partition_tables = computed["partition_tables"].as_u64().unwrap();
+    assert_eq!(tables, 3 * partition_tables, "{computed}");
+    assert!(computed["key_records"].as_u64().unwrap() > 0, "{computed}");
+    assert_eq!(c.json["check"]["differences"], serde_json::json!([]));
+    // Without the configuration, none: the report says why.
+    let c = compute_with(&fabric, &args[..args.len() - 2]);
+    let computed = &c.json["computed"];
+    assert_eq!(computed["key_tables"], 0, "{computed}");
+    assert!(
+        computed["keys_not_computed_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("--opensm-config")),
+        "{computed}"
+    );
 }
 
 /// A QoS policy that gives the partition every port holds (0x7fff) a

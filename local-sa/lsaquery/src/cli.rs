@@ -17,7 +17,7 @@ use mad_codec::Gid;
     group(ArgGroup::new("cache_control").multiple(false)),
     group(ArgGroup::new("windowed").args(["bench", "distribute", "warm", "verify"]).multiple(true)),
     group(ArgGroup::new("acm_user").args(["resolve", "warm", "verify"]).multiple(false)),
-    group(ArgGroup::new("service_id_user").args(["warm", "verify", "distribute"]).multiple(false)),
+    group(ArgGroup::new("service_id_user").args(["warm", "verify", "distribute", "compute"]).multiple(true)),
     group(ArgGroup::new("loading").args(["load", "delete", "delete_matching"]).multiple(true)),
     group(ArgGroup::new("fabric_wide").args(["distribute", "compute"]).multiple(true)),
     after_help = "\
@@ -463,7 +463,10 @@ pub(crate) struct Cli {
     /// first of each range; default 0x1060000). With --distribute: each
     /// node also gets its table at each ServiceID on each of its P_Keys,
     /// for its QoS cache, when the master applies QoS (at most 64 IDs and
-    /// classes). (--service_id is the field of a -p query.)
+    /// classes). With --compute and --opensm-config on such a master:
+    /// those tables are computed with OpenSM's QoS policy and checked too
+    /// (without the configuration they come from the master). (--service_id
+    /// is the field of a -p query.)
     #[arg(long = "service-id", value_name = "ID[-ID]", value_parser = service_ids, requires = "service_id_user")]
     pub(crate) service_ids: Vec<std::ops::RangeInclusive<u64>>,
 
@@ -498,10 +501,11 @@ pub(crate) struct Cli {
     /// filled.
     #[arg(long, conflicts_with_all = ["load", "delete", "delete_matching", "bench", "subscribe", "join", "leave", "resolve"])]
     pub(crate) distribute: bool,
-    /// With --distribute: a QoS class (or a range A-B; repeat for more)
-    /// whose table each node also gets on each of its P_Keys, as for
-    /// --service-id. (--qos_class is the field of a -p query.)
-    #[arg(long = "qos-class", value_name = "CLASS[-CLASS]", value_parser = qos_classes, requires = "distribute")]
+    /// With --distribute or --compute: a QoS class (or a range A-B;
+    /// repeat for more) whose table each node also gets on each of its
+    /// P_Keys, as for --service-id. (--qos_class is the field of a -p
+    /// query.)
+    #[arg(long = "qos-class", value_name = "CLASS[-CLASS]", value_parser = qos_classes, requires = "fabric_wide")]
     pub(crate) qos_classes: Vec<std::ops::RangeInclusive<u16>>,
     /// With --distribute: only the ports at these LIDs (their lowest),
     /// e.g. 4,7,20-40.
@@ -650,7 +654,7 @@ pub(crate) struct Cli {
     pub(crate) master: bool,
     /// local-sa's local API socket, for subscriptions, joins, listing
     /// registrations and --watch's notices (default
-    /// /run/local-sa/<ca>-<port>.sock).
+    /// `/run/local-sa/<ca>-<port>.sock`).
     #[arg(long = "api-socket", value_name = "PATH")]
     pub(crate) api_socket: Option<std::path::PathBuf>,
     /// SA method: gettable (every match, as saquery does; the default) or
@@ -810,7 +814,7 @@ const CACHE_CONTROL_CONFLICTS: [&str; 11] = [
 ];
 
 /// What --warm goes with none of: it is a mode of its own.
-const WARM_CONFLICTS: [&str; 14] = [
+const WARM_CONFLICTS: [&str; 15] = [
     "load",
     "delete",
     "delete_matching",
@@ -820,6 +824,7 @@ const WARM_CONFLICTS: [&str; 14] = [
     "leave",
     "resolve",
     "distribute",
+    "compute",
     "master",
     "sa_lid",
     "query",

@@ -88,7 +88,7 @@ pub(crate) fn parse_sections(text: &str) -> Result<Dump, String> {
 struct Partial {
     record: PathRecord,
     line: usize,
-    /// Bit i: FIELDS[i] seen.
+    /// Bit i: `FIELDS[i]` seen.
     seen: u32,
 }
 

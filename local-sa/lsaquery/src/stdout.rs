@@ -21,14 +21,14 @@ pub(crate) fn write(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// `print!` that returns the [`write`] error instead of panicking.
+/// `print!` that returns the `write` error instead of panicking.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::stdout::write(&format!($($arg)*))
     };
 }
 
-/// `println!` that returns the [`write`] error instead of panicking.
+/// `println!` that returns the `write` error instead of panicking.
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::stdout::write(&format!("{}\n", format_args!($($arg)*)))

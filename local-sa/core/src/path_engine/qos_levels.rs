@@ -1,5 +1,5 @@
 //! A master's QoS policy, its port groups known by their ports' GUIDs
-//! ([`super::qos_groups`] resolves them against the fabric), for the
+//! (`qos_groups` resolves them against the fabric), for the
 //! engine to give each path its level as `pr_rcv_get_path_parms` does: the
 //! level of the first match rule the query meets (from the source's port
 //! to the destination's, with the P_Key a partition's table is asked

@@ -14,6 +14,11 @@
 //!    answers byte for byte; a difference names the field, and why such a
 //!    field can differ ([`report`]).
 //!
+//! On a master with QoS, the tables at the `--service-id`s and
+//! `--qos-class`es asked are computed only with OpenSM's policy
+//! (`--opensm-config`, [`opensm_input`]); the sample then draws from each
+//! key's tables and names every port group of the policy ([`keys`]).
+//!
 //! Alone, `--compute` reports (and writes the computed tables with
 //! `--snapshot`); with `--distribute` the tables that passed go to the
 //! nodes instead of being fetched from the master.
@@ -148,7 +153,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let fabric = &prepared.fabric;
     let endports: Vec<_> = fabric.endports().iter().collect();
     let keep = options.snapshot.is_some();
-    let computed = compute_tables(fabric, &endports, prepared.qos, &[], keep);
+    let computed = compute_tables(fabric, &endports, prepared.qos, prepared.at_keys(), keep);
     let compute_time = started.elapsed();
     let report = Report::new(&prepared, &computed, compute_time);
     if let Some(path) = &options.snapshot {

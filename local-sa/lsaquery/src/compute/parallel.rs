@@ -22,9 +22,8 @@ pub(crate) struct NodeTables {
     /// Its tables at ServiceIDs and QoS classes, on each of its
     /// partitions.
     pub(crate) at_keys: Vec<(Table, Result<Vec<PathRecord>, TableError>)>,
-    /// Records computed: default table, partition tables (and tables at
-    /// keys).
-    pub(crate) records: (usize, usize),
+    /// Records computed in each kind of table.
+    pub(crate) records: Counts,
     /// A digest of every table's records (and errors), kept or not: two
     /// computations with the same digest gave the node the same tables.
     pub(crate) fingerprint: u64,
@@ -68,6 +67,28 @@ pub(crate) fn compute_tables(
     out.into_iter().flatten().collect()
 }
 
+/// A count for each kind of table: default, partitions', at keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) default: usize,
+    pub(crate) partitions: usize,
+    pub(crate) at_keys: usize,
+}
+
+impl Counts {
+    pub(crate) fn all(self) -> usize {
+        self.default + self.partitions + self.at_keys
+    }
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, other: Self) {
+        self.default += other.default;
+        self.partitions += other.partitions;
+        self.at_keys += other.at_keys;
+    }
+}
+
 /// One node's tables.
 fn node_tables(
     fabric: &Fabric,
@@ -98,7 +119,10 @@ fn node_tables(
         .ok()
         .and_then(|r| r.first())
         .map(|r| r.pkey() & 0x7FFF);
-    let mut records = (kept(&mut default), 0);
+    let mut records = Counts {
+        default: kept(&mut default),
+        ..Counts::default()
+    };
     let mut pkeys: Vec<u16> = fabric
         .pkey_table(e)
         .entries()
@@ -113,7 +137,7 @@ fn node_tables(
         .filter(|p| qos || Some(**p) != carried)
         .map(|p| {
             let mut t = compute(Table::Partition(p | 0x8000));
-            records.1 += kept(&mut t);
+            records.partitions += kept(&mut t);
             (*p, t)
         })
         .collect();
@@ -122,7 +146,7 @@ fn node_tables(
         .flat_map(|p| at_keys.iter().map(|k| Table::at(*p, *k)))
         .map(|table| {
             let mut t = compute(table);
-            records.1 += kept(&mut t);
+            records.at_keys += kept(&mut t);
             (table, t)
         })
         .collect();

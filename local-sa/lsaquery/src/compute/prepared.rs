@@ -43,6 +43,14 @@ pub(crate) struct Prepared {
     pub(crate) check_time: Duration,
 }
 
+/// Why tables at keys are not computed on a master that applies QoS.
+const NEEDS_POLICY: &str = "the engine computes tables at a ServiceID or QoS class only from the \
+     master's QoS policy, which --opensm-config gives";
+
+/// Why they need not be on a master without QoS.
+const NO_QOS: &str = "the master applies no QoS: a ServiceID or QoS class changes no path, and \
+     a node answers such a query from its partition tables";
+
 impl Prepared {
     /// The ServiceIDs and QoS classes whose tables are computed and
     /// checked: those asked, when the master's policy is known and it
@@ -51,6 +59,17 @@ impl Prepared {
         match &self.opensm {
             Some(_) if self.qos => &self.asked_keys,
             _ => &[],
+        }
+    }
+
+    /// Why the tables at the ServiceIDs and QoS classes asked are not
+    /// computed, if they were asked and are not.
+    pub(crate) fn keys_not_computed_because(&self) -> Option<&'static str> {
+        match (&self.opensm, self.qos) {
+            _ if self.asked_keys.is_empty() => None,
+            (_, false) => Some(NO_QOS),
+            (None, true) => Some(NEEDS_POLICY),
+            (Some(_), true) => None,
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::ask::Served;
 use super::check::Coverage;
 use super::explain::{cause, why};
-use super::parallel::NodeTables;
+use super::parallel::{Counts, NodeTables};
 use super::prepared::Prepared;
 use crate::failure::Failure;
 
@@ -19,8 +19,8 @@ const SHOWN: usize = 10;
 /// The numbers of a run.
 pub(super) struct Report<'a> {
     prepared: &'a Prepared,
-    tables: (usize, usize),
-    records: (usize, usize),
+    tables: Counts,
+    records: Counts,
     failed: Vec<String>,
     compute_time: Duration,
 }
@@ -32,22 +32,27 @@ impl<'a> Report<'a> {
         compute_time: Duration,
     ) -> Self {
         let mut failed = Vec::new();
-        let mut tables = (0, 0);
+        let mut tables = Counts::default();
+        let mut records = Counts::default();
         for t in computed {
+            records += t.records;
             match &t.default {
-                Ok(_) => tables.0 += 1,
+                Ok(_) => tables.default += 1,
                 Err(e) => failed.push(format!("LID {}: {e}", t.lid)),
             }
             for (p, r) in &t.partitions {
                 match r {
-                    Ok(_) => tables.1 += 1,
+                    Ok(_) => tables.partitions += 1,
                     Err(e) => failed.push(format!("LID {} partition {p:#06x}: {e}", t.lid)),
                 }
             }
+            for (table, r) in &t.at_keys {
+                match r {
+                    Ok(_) => tables.at_keys += 1,
+                    Err(e) => failed.push(format!("LID {} table {table}: {e}", t.lid)),
+                }
+            }
         }
-        let records = computed
-            .iter()
-            .fold((0, 0), |acc, t| (acc.0 + t.records.0, acc.1 + t.records.1));
         Self {
             prepared,
             tables,
@@ -58,7 +63,7 @@ impl<'a> Report<'a> {
     }
 
     fn paths_per_second(&self) -> f64 {
-        let all = (self.records.0 + self.records.1) as f64;
+        let all = self.records.all() as f64;
         all / self.compute_time.as_secs_f64().max(1e-9)
     }
 
@@ -109,14 +114,24 @@ impl<'a> Report<'a> {
             outln!("OpenSM's configuration: {}", input.describe())?;
         }
         outln!(
-            "computed: {} default tables ({} PathRecords) and {} partition tables ({} PathRecords) in {:.3} s, {:.1} M paths/s",
-            self.tables.0,
-            self.records.0,
-            self.tables.1,
-            self.records.1,
+            "computed: {} default tables ({} PathRecords) and {} partition tables ({} PathRecords){} in {:.3} s, {:.1} M paths/s",
+            self.tables.default,
+            self.records.default,
+            self.tables.partitions,
+            self.records.partitions,
+            match self.tables.at_keys {
+                0 => String::new(),
+                n => format!(
+                    ", {n} tables at ServiceIDs or QoS classes ({} PathRecords)",
+                    self.records.at_keys
+                ),
+            },
             self.compute_time.as_secs_f64(),
             self.paths_per_second() / 1e6
         )?;
+        if let Some(why) = p.keys_not_computed_because() {
+            outln!("  tables at ServiceIDs and QoS classes not computed: {why}")?;
+        }
         for why in self.failed.iter().take(SHOWN) {
             outln!("  not computed: {why}")?;
         }
@@ -158,7 +173,7 @@ impl<'a> Report<'a> {
             )?;
         }
         let s = p.sample;
-        let all = (self.records.0 + self.records.1) as u64;
+        let all = self.records.all() as u64;
         outln!(
             "master SA: {} records ({} bytes) for the description and {} ({} bytes) for SLs and the check; \
              fetching every table would have cost it {all} PathRecords ({} bytes) in {} tables",
@@ -167,7 +182,7 @@ impl<'a> Report<'a> {
             s.records,
             s.bytes,
             all * 64,
-            self.tables.0 + self.tables.1
+            self.tables.all()
         )
     }
 
@@ -176,7 +191,7 @@ impl<'a> Report<'a> {
         let f = &p.fabric;
         let served =
             |s: Served| json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
-        let all = (self.records.0 + self.records.1) as u64;
+        let all = self.records.all() as u64;
         json!({
             "master_lid": master,
             "qos": p.qos,
@@ -198,10 +213,13 @@ impl<'a> Report<'a> {
                 "unknown_because": p.unknown_sls.iter().find(|(u, _)| *u == q).map(|(_, w)| w),
             })).collect::<Vec<_>>(),
             "computed": {
-                "default_tables": self.tables.0,
-                "default_records": self.records.0,
-                "partition_tables": self.tables.1,
-                "partition_records": self.records.1,
+                "default_tables": self.tables.default,
+                "default_records": self.records.default,
+                "partition_tables": self.tables.partitions,
+                "partition_records": self.records.partitions,
+                "key_tables": self.tables.at_keys,
+                "key_records": self.records.at_keys,
+                "keys_not_computed_because": p.keys_not_computed_because(),
                 "not_computed": self.failed,
                 "ways_nowhere": f.route_faults().1,
                 "ways_nowhere_named": f.route_faults().0.iter().map(ToString::to_string).collect::<Vec<_>>(),
@@ -227,7 +245,7 @@ impl<'a> Report<'a> {
                 "not_computed": p.checked.uncomputable.len(),
                 "coverage": coverage_json(&p.checked.coverage()),
             },
-            "without_compute": {"tables": self.tables.0 + self.tables.1, "records": all, "bytes": all * 64},
+            "without_compute": {"tables": self.tables.all(), "records": all, "bytes": all * 64},
         })
     }
 }

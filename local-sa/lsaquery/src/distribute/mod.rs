@@ -289,8 +289,7 @@ async fn fill(
     tally.qos = qos.outlook();
     if let Some(c) = &computing {
         let mut computed = Computed::used(c);
-        if qos.sends() && c.at_keys().is_empty() {
-            let why = qos::NEEDS_POLICY;
+        if let (true, Some(why)) = (qos.sends(), c.keys_not_computed_because()) {
             fall_back(
                 options,
                 why,

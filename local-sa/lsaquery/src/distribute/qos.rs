@@ -12,10 +12,6 @@ use super::delta::Push;
 use super::partitions::NodePartitions;
 use super::tally::QosOutcome;
 
-/// Why tables at keys are not computed on a master that applies QoS.
-pub(super) const NEEDS_POLICY: &str = "the engine computes tables at a ServiceID or QoS class only from the \
-     master's QoS policy, which --opensm-config gives";
-
 /// At most this many ServiceIDs and QoS classes together: each costs the
 /// master one table per node and P_Key.
 pub(crate) const MAX_KEYS: usize = 64;
