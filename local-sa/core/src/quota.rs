@@ -132,13 +132,21 @@ impl<K: Copy + Ord + Hash, H: Copy + Eq + Hash> Claims<K, H> {
         }
     }
 
-    /// Gives up the keys of `holder` for which `still` is false.
-    pub fn settle(&mut self, holder: &H, mut still: impl FnMut(&K) -> bool) {
+    /// Gives up the keys of `holder` for which `still` is false: among
+    /// `only`, or all of them (`None`).
+    pub fn settle(&mut self, holder: &H, only: Option<&[K]>, mut still: impl FnMut(&K) -> bool) {
         let Some((owner, keys)) = self.by_holder.get_mut(holder) else {
             return;
         };
         let owner = *owner;
-        let gone: Vec<K> = keys.iter().filter(|k| !still(k)).copied().collect();
+        let gone: Vec<K> = match only {
+            Some(only) => only
+                .iter()
+                .filter(|k| keys.contains(k) && !still(k))
+                .copied()
+                .collect(),
+            None => keys.iter().filter(|k| !still(k)).copied().collect(),
+        };
         for key in &gone {
             keys.remove(key);
         }
@@ -207,7 +215,7 @@ mod tests {
             c.release(&conn);
         }
         assert_eq!(c.count(&alice), 1);
-        c.settle(&0, |_| false);
+        c.settle(&0, None, |_| false);
         assert_eq!(c.count(&alice), 0);
         assert!(c.usage().is_empty(), "nothing left over");
     }
@@ -219,10 +227,13 @@ mod tests {
         for key in 0..10 {
             c.claim(port, 1, key);
         }
-        c.settle(&1, |k| k % 2 == 0);
+        c.settle(&1, Some(&[1, 2, 3, 42]), |k| k % 2 == 0);
+        assert_eq!(c.count(&port), 8, "only the keys named: 1 and 3 gone");
+        assert!(!c.holds(&port, &3) && c.holds(&port, &5));
+        c.settle(&1, None, |k| k % 2 == 0);
         assert_eq!(c.count(&port), 5);
         assert_eq!(c.usage(), vec![(port, 5)]);
-        c.settle(&2, |_| false);
+        c.settle(&2, None, |_| false);
         assert_eq!(c.count(&port), 5, "another holder: nothing to settle");
     }
 

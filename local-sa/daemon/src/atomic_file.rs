@@ -60,6 +60,11 @@ impl RecordFile {
         self.written == Some(number)
     }
 
+    /// The state last written, if the last write succeeded.
+    pub(crate) fn written(&self) -> Option<u64> {
+        self.written
+    }
+
     /// Forgets what was written: the next [`RecordFile::record`] writes.
     pub(crate) fn forget_written(&mut self) {
         self.written = None;

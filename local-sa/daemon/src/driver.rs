@@ -145,7 +145,7 @@ impl Driver {
             let due = self
                 .ports
                 .iter()
-                .filter_map(|p| p.core().poll_timeout())
+                .filter_map(|p| p.core().next_due())
                 .chain(doors_due)
                 .chain(shutdown_by)
                 .chain(self.ready_by.flatten())

@@ -1,11 +1,15 @@
 //! A port's registrations record (`<run-dir>/<ca>-<port>.registrations`,
 //! see `local_sa_core::registrations`): read at start to remove what a
 //! previous local-sa on the port left at the master, rewritten whenever
-//! what this one asked the master to hold may have changed — before the
+//! what this one asked the master to hold may have grown — before the
 //! requests go out, so that it never lists less than the master may hold —
-//! and removed at a clean exit that withdrew everything.
+//! and at most [`SHRINK_DELAY`] after it shrank (a thousand leaves rewrite
+//! it a few times, not a thousand: a longer list costs the next local-sa
+//! only leaves the master refuses), and removed at a clean exit that
+//! withdrew everything.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use tracing::warn;
 
@@ -15,7 +19,15 @@ use local_sa_core::registrations::Registrations;
 
 /// The record of one port, by the core's registrations generation.
 #[derive(Debug)]
-pub(crate) struct RegistrationsFile(RecordFile);
+pub(crate) struct RegistrationsFile {
+    file: RecordFile,
+    /// When it was last written (or tried).
+    written_at: Option<Instant>,
+}
+
+/// How long a record that lists more than the master may hold waits to be
+/// written again.
+pub(crate) const SHRINK_DELAY: Duration = Duration::from_secs(1);
 
 /// What the log says when the record cannot be read.
 const UNREADABLE: &str = "cannot read the previous local-sa's registrations record; whatever it left at the master stays there";
@@ -45,22 +57,42 @@ impl RegistrationsFile {
                 None
             }
         };
-        (Self(file), previous)
+        (
+            Self {
+                file,
+                written_at: None,
+            },
+            previous,
+        )
     }
 
-    /// Writes `core`'s registrations if they may have changed since the
-    /// last write; a failure is tried again at the next change.
-    pub(crate) fn update(&mut self, core: &SaCore) {
+    /// Writes `core`'s registrations if they may have grown since the
+    /// last write, or shrunk [`SHRINK_DELAY`] ago; a failure is tried
+    /// again at the next change.
+    pub(crate) fn update(&mut self, core: &SaCore, now: Instant) {
         let generation = core.registrations_generation();
-        if self.0.holds(generation) {
+        if self.file.holds(generation) || self.deferred_until(core).is_some_and(|t| t > now) {
             return;
         }
         let text = core.registrations().to_text();
-        self.0.record(
+        self.written_at = Some(now);
+        self.file.record(
             generation,
             Some(text.as_bytes()),
             "cannot write the registrations record; a crash would leave registrations at the master",
         );
+    }
+
+    /// When a record that is out of date only because the registrations
+    /// shrank is written: [`SHRINK_DELAY`] after the last write. `None`
+    /// if it is up to date, or is written at the next
+    /// [`RegistrationsFile::update`] (they may have grown).
+    pub(crate) fn deferred_until(&self, core: &SaCore) -> Option<Instant> {
+        deferral(
+            self.file.written().zip(self.written_at),
+            core.registrations_generation(),
+            core.registrations_grown(),
+        )
     }
 
     /// At exit: the record goes if nothing is left at the master, else it
@@ -69,13 +101,24 @@ impl RegistrationsFile {
     pub(crate) fn close(mut self, core: &SaCore) {
         let left = core.registrations();
         if left.is_empty() {
-            if let Err(e) = self.0.remove() {
-                warn!(path = %self.0.path().display(), error = %e, "cannot remove the registrations record");
+            if let Err(e) = self.file.remove() {
+                warn!(path = %self.file.path().display(), error = %e, "cannot remove the registrations record");
             }
         } else {
-            self.0.forget_written();
-            self.update(core);
+            self.file.forget_written();
+            self.update(core, Instant::now());
         }
+    }
+}
+
+/// When a record last written at state `written` (and when) is written
+/// again, if that can wait: the registrations at `generation` moved past
+/// it, but nothing may have been added since (`grown`, the generation of
+/// the last addition, is not past it).
+fn deferral(written: Option<(u64, Instant)>, generation: u64, grown: u64) -> Option<Instant> {
+    match written {
+        Some((written, at)) if written != generation && written >= grown => Some(at + SHRINK_DELAY),
+        _ => None,
     }
 }
 
@@ -83,6 +126,21 @@ impl RegistrationsFile {
 mod tests {
     use super::*;
     use crate::atomic_file::write_atomically;
+
+    #[test]
+    fn only_a_record_that_lists_more_than_the_master_holds_waits() {
+        let at = Instant::now();
+        // Up to date: nothing to wait for.
+        assert_eq!(deferral(Some((7, at)), 7, 5), None);
+        // Leaves since generation 7 (the last addition was at 5): written
+        // a second after the last write.
+        assert_eq!(deferral(Some((7, at)), 9, 5), Some(at + SHRINK_DELAY));
+        assert_eq!(deferral(Some((7, at)), 9, 7), Some(at + SHRINK_DELAY));
+        // A join or subscription since: written before it goes out.
+        assert_eq!(deferral(Some((7, at)), 9, 8), None);
+        // Never written (or the last write failed): written at once.
+        assert_eq!(deferral(None, 9, 0), None);
+    }
 
     #[test]
     fn a_damaged_record_is_ignored_and_a_missing_one_is_nothing() {

@@ -83,7 +83,7 @@ impl Served {
         outlet: &Outlet,
         now: Instant,
     ) -> Result<(), TransportClosed> {
-        self.registrations.update(&self.core);
+        self.registrations.update(&self.core, now);
         while let Some(t) = self.core.poll_transmit() {
             match outlet.send(bridge::outgoing(self.agent, t)) {
                 Ok(()) => {}
@@ -104,6 +104,12 @@ impl Served {
             }
         }
         Ok(())
+    }
+
+    /// When the registrations record, out of date only by what the master
+    /// no longer holds, is written (by [`Served::send_all`]).
+    pub(crate) fn record_due(&self) -> Option<Instant> {
+        self.registrations.deferred_until(&self.core)
     }
 
     /// MADs dropped because the writer thread was behind.
@@ -232,6 +238,13 @@ impl CoreGuard<'_> {
     /// See [`Served::dropped_out`].
     pub(crate) fn dropped_out(&self) -> u64 {
         self.0.dropped_out()
+    }
+
+    /// The core's next timeout, or the registrations record's deferred
+    /// write if that is sooner.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        let core = self.0.core.poll_timeout();
+        core.into_iter().chain(self.0.record_due()).min()
     }
 }
 

@@ -110,11 +110,16 @@ impl SaCore {
     }
 
     /// Gives up the groups `member` holds no more, and the creations it
-    /// did not make.
-    pub(super) fn settle_member(&mut self, member: Member) {
+    /// did not make: after a change to group `mgid` (and to a group the
+    /// master assigns, [`Gid::ZERO`]), or to any (`None`). One group's
+    /// change settles that group only: a connection holding a thousand
+    /// groups must not cost a thousand lookups per answer.
+    pub(super) fn settle_member(&mut self, member: Member, mgid: Option<Gid>) {
         let memberships = &self.proxy.memberships;
+        let only = mgid.map(|g| [g, Gid::ZERO]);
         self.proxy.quotas.settle_member(
             &member,
+            only.as_ref().map(|k| &k[..]),
             |g| memberships.involves(*g, &member),
             |g| memberships.may_have_created(*g, &member),
         );
@@ -150,12 +155,14 @@ impl SaCore {
         }
     }
 
-    /// Gives up the filters `s` holds no more.
-    pub(super) fn settle_subscriber(&mut self, s: Subscriber) {
+    /// Gives up the filters `s` holds no more: after a change to
+    /// `filter`, that one only; else (`None`) any.
+    pub(super) fn settle_subscriber(&mut self, s: Subscriber, filter: Option<Filter>) {
         let registry = self.proxy.subscriptions.registry();
+        let only = filter.map(|f| [f]);
         self.proxy
             .quotas
-            .settle_subscriber(&s, |f| registry.holds(&s, f));
+            .settle_subscriber(&s, only.as_ref().map(|f| &f[..]), |f| registry.holds(&s, f));
     }
 
     fn registration_refused(&mut self, now: Instant, owner: Owner, what: Refused, limit: usize) {

@@ -85,11 +85,11 @@ impl SaCore {
         if change.join && !self.admit_join(now, &mut change) {
             return self.answer_status(&change.asker, MadStatus::ERR_NO_RESOURCES);
         }
-        let member = change.member;
+        let (member, mgid) = (change.member, change.record.mgid());
         let mut effects = Vec::new();
         self.proxy.memberships.request(now, change, &mut effects);
         self.apply_membership_effects(now, effects, None);
-        self.settle_member(member);
+        self.settle_member(member, Some(mgid));
     }
 
     /// The master answered a membership request, or did not (`None`).
@@ -212,6 +212,14 @@ impl SaCore {
                 } => {}
                 Effect::Answer { asker, answer } => {
                     let member = asker.member();
+                    let mgid = match &answer {
+                        Answer::Joined(r)
+                        | Answer::Left(r)
+                        | Answer::Master {
+                            record: Some(r), ..
+                        } => Some(r.mgid()),
+                        Answer::Master { record: None, .. } | Answer::Refused(_) => None,
+                    };
                     match &answer {
                         Answer::Master {
                             status: MadStatus::OK,
@@ -223,7 +231,7 @@ impl SaCore {
                         _ => {}
                     }
                     self.answer_membership(&asker, answer, master);
-                    self.settle_member(member);
+                    self.settle_member(member, mgid);
                 }
             }
         }

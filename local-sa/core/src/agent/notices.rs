@@ -177,7 +177,7 @@ impl SaCore {
                     for asker in self.proxy.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, status);
                     }
-                    self.settle_subscriber(subscriber);
+                    self.settle_subscriber(subscriber, Some(filter));
                     if subscriber == Subscriber::Core {
                         warn!(%status, %filter, "the master refused the agent's own subscription");
                     }
@@ -340,7 +340,7 @@ impl SaCore {
             Reply::NotHeld => self.answer_asker(&asker, MadStatus::ERR_REQ_INVALID),
         }
         self.apply_inform_effects(now, effects);
-        self.settle_subscriber(s);
+        self.settle_subscriber(s, Some(filter));
         self.proxy.subscriptions.settle(&s);
     }
 
@@ -349,7 +349,7 @@ impl SaCore {
     pub(super) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
         let n = self.proxy.subscriptions.remove(&s, &mut effects);
-        self.settle_subscriber(s);
+        self.settle_subscriber(s, None);
         if n > 0
             && let Some(earlier_not_logged) =
                 self.telemetry

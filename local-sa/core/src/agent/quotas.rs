@@ -125,15 +125,17 @@ impl Quotas {
     }
 
     /// Gives up the groups `member` holds no more (`holds`) and the
-    /// creations it did not make (`created`).
+    /// creations it did not make (`created`): among `only`, or all.
     pub(super) fn settle_member(
         &mut self,
         member: &Member,
+        only: Option<&[Gid]>,
         holds: impl Fn(&Gid) -> bool,
         created: impl Fn(&Gid) -> bool,
     ) {
-        self.groups.settle(member, &holds);
-        self.created.settle(member, |g| holds(g) && created(g));
+        self.groups.settle(member, only, &holds);
+        self.created
+            .settle(member, only, |g| holds(g) && created(g));
     }
 
     /// `member` holds nothing any more.
@@ -159,9 +161,15 @@ impl Quotas {
         Ok(())
     }
 
-    /// Gives up the filters `s` holds no more (`holds`).
-    pub(super) fn settle_subscriber(&mut self, s: &Subscriber, holds: impl Fn(&Filter) -> bool) {
-        self.filters.settle(s, holds);
+    /// Gives up the filters `s` holds no more (`holds`): among `only`,
+    /// or all.
+    pub(super) fn settle_subscriber(
+        &mut self,
+        s: &Subscriber,
+        only: Option<&[Filter]>,
+        holds: impl Fn(&Filter) -> bool,
+    ) {
+        self.filters.settle(s, only, holds);
     }
 
     /// Counts a refusal against `owner`.

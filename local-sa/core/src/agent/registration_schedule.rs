@@ -24,6 +24,8 @@ pub(super) struct RegistrationSchedule {
     /// Moves with every request and answer that may change what the
     /// master holds for this agent (see `registrations_record`).
     generation: u64,
+    /// The generation of the last change that may have added to it.
+    grown: u64,
 }
 
 /// True (once) if `slot` is due at `now`.
@@ -115,8 +117,18 @@ impl RegistrationSchedule {
         self.generation
     }
 
-    /// What the master holds for the agent may have changed.
-    pub(super) fn registrations_changed(&mut self) {
+    /// The generation of the last change that may have added to what the
+    /// master holds for the agent.
+    pub(super) fn grown(&self) -> u64 {
+        self.grown
+    }
+
+    /// What the master holds for the agent may have changed; `may_add`:
+    /// it may hold more than before.
+    pub(super) fn registrations_changed(&mut self, may_add: bool) {
         self.generation += 1;
+        if may_add {
+            self.grown = self.generation;
+        }
     }
 }

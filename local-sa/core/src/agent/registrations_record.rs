@@ -26,11 +26,22 @@ impl SaCore {
         }
     }
 
-    /// Changes whenever [`SaCore::registrations`] may have: a caller that
-    /// keeps the record writes it again when this moves, before sending
-    /// what [`SaCore::poll_transmit`] gives.
+    /// Changes whenever [`SaCore::registrations`] may have. A caller that
+    /// keeps the record writes it again when this moves; before sending
+    /// what [`SaCore::poll_transmit`] gives if it moved past the record
+    /// by a change that may have added to it
+    /// ([`SaCore::registrations_grown`]); a record that lists more than
+    /// the master holds costs the next agent only a leave the master
+    /// refuses, so removals may wait.
     pub fn registrations_generation(&self) -> u64 {
         self.proxy.schedule.generation()
+    }
+
+    /// The generation of the last change that may have added to
+    /// [`SaCore::registrations`]: a record older than this must be
+    /// written before the next request goes out.
+    pub fn registrations_grown(&self) -> u64 {
+        self.proxy.schedule.grown()
     }
 
     /// Removes at the master what a previous agent of this port left
@@ -70,10 +81,16 @@ impl SaCore {
         self.apply_membership_effects(now, effects, None);
     }
 
-    /// Counts a request or answer that may change the registrations.
-    pub(super) fn note_registration_traffic(&mut self, purpose: &Purpose) {
-        if matches!(purpose, Purpose::Inform { .. } | Purpose::Membership(_)) {
-            self.proxy.schedule.registrations_changed();
-        }
+    /// Counts a request (`sending`) or its end that may change the
+    /// registrations: a subscription or a join may add to them (a join's
+    /// answer too, when it names the group the master created for it);
+    /// unsubscribing and leaving only take away.
+    pub(super) fn note_registration_traffic(&mut self, purpose: &Purpose, sending: bool) {
+        let may_add = match purpose {
+            Purpose::Inform { subscribe, .. } => *subscribe,
+            Purpose::Membership(op) => self.proxy.memberships.may_add(*op, sending),
+            _ => return,
+        };
+        self.proxy.schedule.registrations_changed(may_add);
     }
 }

@@ -42,7 +42,7 @@ impl SaCore {
         request: &[u8],
         attempts: Attempts,
     ) {
-        self.note_registration_traffic(&purpose);
+        self.note_registration_traffic(&purpose, true);
         let Some(lane) = purpose.lane() else {
             return self.send_now(now, purpose, request, attempts);
         };
@@ -144,7 +144,7 @@ impl SaCore {
 
     /// A request to the master ended.
     pub(super) fn upstream_done(&mut self, now: Instant, completion: Completion<Purpose>) {
-        self.note_registration_traffic(&completion.token);
+        self.note_registration_traffic(&completion.token, false);
         let lane = completion.token.lane();
         if completion.outcome.is_ok() {
             self.telemetry

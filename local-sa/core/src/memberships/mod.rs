@@ -367,6 +367,19 @@ where
                 .is_some_and(|(_, op)| op.waiting_member() == Some(member))
     }
 
+    /// Whether request `op` (`sending` it, else its answer or failure)
+    /// may make the master hold more for the port than
+    /// [`Memberships::possibly_held`] listed before: sending a join; the
+    /// answer to one whose group the master names (a join that asked it
+    /// to assign one).
+    pub fn may_add(&self, op: OpId, sending: bool) -> bool {
+        match self.ops.get(&op) {
+            Some((_, Op::Join(_) | Op::Rejoin { .. })) if sending => true,
+            Some((None, Op::Join(_))) => true,
+            _ => false,
+        }
+    }
+
     /// The member whose join created `mgid` at the master, if one here did.
     pub fn created_by(&self, mgid: Gid) -> Option<M> {
         self.groups.get(&mgid).and_then(|g| g.creator)

@@ -144,3 +144,90 @@ fn a_record_of_another_port_is_left_alone() {
     let held = held_traps(&second);
     assert!(held.contains(&128), "{held:?}");
 }
+
+/// Connection 1 joins (or leaves) `mgid` as a full member; the master
+/// answers.
+fn join_or_leave(b: &mut Bench, join: bool, mgid: Gid) {
+    let mut r = McMemberRecord::new_zeroed();
+    r.set_mgid(mgid);
+    r.set_join_state(JoinState::FULL_MEMBER);
+    let request = if join {
+        Request::Join {
+            mask: mc::CREATE,
+            record: r,
+        }
+    } else {
+        Request::Leave {
+            mask: mc::CREATE,
+            record: r,
+        }
+    };
+    b.core.handle_local(b.now, 1, 2, request);
+}
+
+#[test]
+fn the_record_is_due_before_what_may_add_goes_out_and_may_wait_after_a_removal() {
+    let mut b = Bench::started();
+    // The record as the daemon last wrote it.
+    let written = b.core.registrations_generation();
+
+    // A join: before it goes out the record is out of date by an addition.
+    join_or_leave(&mut b, true, MGID);
+    assert!(b.core.registrations_grown() > written, "a join may add");
+    b.pump();
+    while b.core.poll_local().is_some() {}
+    assert_eq!(
+        b.core.registrations().groups,
+        [(MGID, JoinState::FULL_MEMBER)]
+    );
+    assert!(
+        b.core.registrations_grown() < b.core.registrations_generation(),
+        "the answer to a join of a named group adds nothing the request did not"
+    );
+    let written = b.core.registrations_generation();
+
+    // A leave and an unsubscription only take away: the record, listing
+    // more than the master holds, may wait.
+    join_or_leave(&mut b, false, MGID);
+    b.pump();
+    while b.core.poll_local().is_some() {}
+    assert!(b.core.registrations().groups.is_empty());
+    assert!(b.core.registrations_generation() > written, "changed");
+    assert!(b.core.registrations_grown() <= written, "nothing added");
+    // (Trap 144: one the agent does not subscribe to itself.)
+    let inform = |b: &mut Bench, subscribe: bool| {
+        let ii = InformInfoRepr::generic_subscription(TrapNumber(144), subscribe, 0, 0).to_wire();
+        b.core.handle_local(b.now, 1, 3, Request::Inform(ii));
+        b.pump();
+        while b.core.poll_local().is_some() {}
+    };
+    let written = b.core.registrations_generation();
+    inform(&mut b, true);
+    assert!(
+        b.core.registrations_grown() > written,
+        "a subscription may add"
+    );
+    let written = b.core.registrations_generation();
+    inform(&mut b, false);
+    assert!(b.core.registrations_generation() > written);
+    assert!(
+        b.core.registrations_grown() <= written,
+        "an unsubscription adds nothing"
+    );
+
+    // A join that asks the master to assign the group: its answer names a
+    // group the record must list, so the answer is an addition too.
+    join_or_leave(&mut b, true, Gid::ZERO);
+    b.pump();
+    while b.core.poll_local().is_some() {}
+    let groups = b.core.registrations().groups;
+    assert!(
+        groups.len() == 1 && groups[0].0 != Gid::ZERO,
+        "the group the master assigned: {groups:?}"
+    );
+    assert_eq!(
+        b.core.registrations_grown(),
+        b.core.registrations_generation(),
+        "the answer naming the group added it"
+    );
+}
