@@ -1018,6 +1018,38 @@ fn opensm_s_quirks_for_tavor_adapters_are_caught_without_its_configuration_and_f
 }
 
 #[test]
+fn opensm_s_original_extended_rates_are_caught_without_its_configuration_and_followed_with_it() {
+    // Links whose rates only 2x or HDR give (28, 50, 400, 600 Gb/s):
+    // OpenSM answers them lowered to a rate up to 300 Gb/s.
+    let fabric = start(
+        every_width_and_speed(),
+        &["use_original_extended_sa_rates_only TRUE"],
+        &[],
+    );
+    let found = caught(
+        &compute(&fabric),
+        "original rates without the configuration",
+    );
+    assert!(found.iter().all(|d| d["field"] == "rate"), "{found:?}");
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let with = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
+    assert!(
+        with.out.status.success() && with.differences() == 0,
+        "{}{}",
+        with.out.stdout,
+        with.out.stderr
+    );
+    let theirs = opensm_answers(&fabric, &with.lids(), None);
+    let diff = differences(&with.default, &theirs);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    let rates = with.rates();
+    assert!(
+        rates.iter().all(|r| *r <= 18) && rates.len() >= 4,
+        "only original extended rates: {rates:?}"
+    );
+}
+
+#[test]
 fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
     let fabric = start(Topology::fat_tree(2, 2, 1), &["qos TRUE"], &[]);
     let dir = fabric.dir();
@@ -1059,6 +1091,9 @@ fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
     let out = run("qos TRUE\nallow_both_pkeys TRUE\n");
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("allow_both_pkeys"), "{}", out.stderr);
+    let out = run("qos TRUE\nmax_rate_enum 18\n");
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("max_rate_enum 18"), "{}", out.stderr);
 }
 
 #[test]

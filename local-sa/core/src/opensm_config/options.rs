@@ -5,6 +5,9 @@
 //! option as it was (OpenSM logs it and goes on). Only the options that
 //! change PathRecord answers, or name the files that do, are kept.
 
+/// `max_rate_enum`'s default (OpenSM's `SA_RATE_MAX_ENUM`): no limit.
+pub const NO_RATE_LIMIT: u8 = 63;
+
 /// The options of OpenSM's that change what its SA answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -19,8 +22,11 @@ pub struct Options {
     /// `allow_both_pkeys`: a port may hold a partition as both a full
     /// and a limited member.
     pub allow_both_pkeys: bool,
-    /// `use_original_extended_sa_rates_only`.
+    /// `use_original_extended_sa_rates_only`: rates up to 300 Gb/s only.
     pub use_original_extended_sa_rates_only: bool,
+    /// `max_rate_enum` (OpenSM 3.3.24 and later): the fastest rate its SA
+    /// answers, [`NO_RATE_LIMIT`] by default.
+    pub max_rate_enum: u8,
     /// `subnet_timeout`: a path's PacketLifeTime.
     pub subnet_timeout: u8,
     /// `lmc`: the LMC of the adapters' ports (0 to 7).
@@ -45,6 +51,7 @@ impl Default for Options {
             enable_quirks: false,
             allow_both_pkeys: false,
             use_original_extended_sa_rates_only: false,
+            max_rate_enum: NO_RATE_LIMIT,
             subnet_timeout: 18,
             lmc: 0,
             lmc_esp0: false,
@@ -90,6 +97,11 @@ impl Options {
                 "subnet_timeout" => {
                     if let Some(v) = number(u64::from(u8::MAX)) {
                         o.subnet_timeout = v as u8;
+                    }
+                }
+                "max_rate_enum" => {
+                    if let Some(v) = number(u64::from(u8::MAX)) {
+                        o.max_rate_enum = v as u8;
                     }
                 }
                 "lmc" => {
@@ -159,9 +171,12 @@ mod tests {
             "# QoS\nqos TRUE\nqos_policy_file /etc/opensm/qos-policy.conf # the policy\n\
              partition_config_file \"/etc/opensm/partitions.conf\"\n\
              enable_quirks TRUE\nallow_both_pkeys true\nsubnet_timeout 0x10\nlmc 2\n\
-             sa_key 0x5eed\nrouting_engine ftree,updn\nunknown_option 1\n",
+             sa_key 0x5eed\nrouting_engine ftree,updn\nunknown_option 1\n\
+             use_original_extended_sa_rates_only TRUE\nmax_rate_enum 18\n",
         );
-        assert!(o.qos && o.enable_quirks);
+        assert!(o.qos && o.enable_quirks && o.use_original_extended_sa_rates_only);
+        assert_eq!(o.max_rate_enum, 18);
+        assert_eq!(Options::parse("").max_rate_enum, NO_RATE_LIMIT);
         assert!(!o.allow_both_pkeys, "OpenSM's TRUE is upper case only");
         assert_eq!(
             o.qos_policy_file.as_deref(),

@@ -117,6 +117,7 @@ impl Fabric {
             routes,
             qos_levels: None,
             tavor_quirk: false,
+            original_rates_only: false,
         })
     }
 }

@@ -85,6 +85,9 @@ pub struct Fabric {
     /// OpenSM's `enable_quirks`: a path with a Tavor end gets MTU 1024 at
     /// most.
     pub(super) tavor_quirk: bool,
+    /// OpenSM's `use_original_extended_sa_rates_only`: rates up to 300
+    /// Gb/s only.
+    pub(super) original_rates_only: bool,
 }
 
 impl Fabric {
@@ -172,6 +175,14 @@ impl Fabric {
     /// Tavor adapter gets MTU 1024 at most.
     pub fn set_tavor_quirk(&mut self, on: bool) {
         self.tavor_quirk = on;
+    }
+
+    /// Follows OpenSM's `use_original_extended_sa_rates_only`: a path's
+    /// rate past 300 Gb/s, or one only 2x links or HDR give, is lowered to
+    /// an original extended rate (`ib_path_rate_max_12xedr`), in place of
+    /// the 2x/HDR fixups.
+    pub fn set_original_rates_only(&mut self, on: bool) {
+        self.original_rates_only = on;
     }
 
     /// The master's QoS policy, if given.

@@ -105,9 +105,37 @@ pub fn fixup_2x_hdr(rate: u8, cap_mask: u32, cap_mask2: u16) -> u8 {
     }
 }
 
+/// `ib_path_rate_max_12xedr` (OpenSM's `use_original_extended_sa_rates_only`):
+/// a rate past the original extended ones (up to 300 Gb/s, 12x EDR)
+/// lowered to the nearest of them that old drivers know.
+pub fn original_extended_rate(rate: u8) -> u8 {
+    match rate {
+        ..=18 => rate,
+        19 => 15,      // 28 Gb/s: 25
+        20 => 7,       // 50 Gb/s: 40
+        21 | 22 => 18, // 400 and 600 Gb/s: 300
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn original_extended_rates_are_kept_and_newer_ones_lowered_as_opensm_does() {
+        for c in 2..=18u8 {
+            assert_eq!(original_extended_rate(c), c);
+        }
+        assert_eq!(original_extended_rate(19), 15);
+        assert_eq!(original_extended_rate(20), 7);
+        assert_eq!(original_extended_rate(21), 18);
+        assert_eq!(original_extended_rate(22), 18);
+        // Never more than the path carries.
+        for c in 19..=22u8 {
+            assert!(rank(original_extended_rate(c)) <= rank(c));
+        }
+    }
 
     #[test]
     fn rank_and_code_are_inverse_over_every_code_opensm_knows() {

@@ -15,7 +15,7 @@ use mad_codec::{Gid, Mtu, PathRecord, Rate, Selector};
 use super::fabric::{Endport, Fabric};
 use super::physical::NONE;
 use super::pkeys::{self, PkeyTable};
-use super::rate::{code, fixup_2x_hdr};
+use super::rate::{code, fixup_2x_hdr, original_extended_rate};
 use super::routes::{Leg, MAX_HOPS};
 use crate::opensm_config::qos_policy::{QosLevel, QueryKeys};
 
@@ -402,7 +402,10 @@ impl Fabric {
             rank = rank.min(super::rate::rank(limit));
         }
         let mut rate = code(rank);
-        if rate >= FIRST_2X_HDR_RATE {
+        // As `pr_rcv_build_pr`: with the original rates only, no fixups.
+        if self.original_rates_only {
+            rate = original_extended_rate(rate);
+        } else if rate >= FIRST_2X_HDR_RATE {
             rate = fixup_2x_hdr(rate, s.cap_mask, s.cap_mask2);
             if reversible {
                 rate = fixup_2x_hdr(rate, dest.cap_mask, dest.cap_mask2);

@@ -4,8 +4,10 @@
 //! (`partition_config_file`), read from the files `opensm.conf` names (a
 //! relative name from the file's directory). A file OpenSM would refuse is
 //! refused with its reason (exit status 2), and so is an option that
-//! changes answers in a way the engine does not follow; `enable_quirks`
-//! (Tavor's MTU) it follows.
+//! changes answers in a way the engine does not follow (`allow_both_pkeys`,
+//! `max_rate_enum`); `enable_quirks` (Tavor's MTU) and
+//! `use_original_extended_sa_rates_only` (as OpenSM 3.3.23 applies it) it
+//! follows.
 //!
 //! Given, it is checked against the master too: the master must apply
 //! QoS exactly when the file says `qos TRUE`, and a partition's SL that
@@ -14,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use local_sa_core::opensm_config::{Options, PartitionConfig, QosPolicy};
+use local_sa_core::opensm_config::{NO_RATE_LIMIT, Options, PartitionConfig, QosPolicy};
 use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
 
 use crate::failure::Failure;
@@ -84,10 +86,16 @@ impl OpenSmInput {
                 "lets a port hold a partition as both a full and a limited member",
             ));
         }
-        if options.use_original_extended_sa_rates_only {
-            return Err(refused(
-                "use_original_extended_sa_rates_only",
-                "changes the rates OpenSM answers",
+        if options.max_rate_enum != NO_RATE_LIMIT {
+            return Err(Failure::new(
+                2,
+                format!(
+                    "--opensm-config: {}: max_rate_enum {} lowers the rates OpenSM answers (OpenSM \
+                     3.3.24 and later), which the path engine does not follow: the tables are not \
+                     computed from it",
+                    path.display(),
+                    options.max_rate_enum
+                ),
             ));
         }
         Ok(Self {
@@ -125,6 +133,7 @@ impl OpenSmInput {
             ));
         }
         fabric.set_tavor_quirk(self.options.enable_quirks);
+        fabric.set_original_rates_only(self.options.use_original_extended_sa_rates_only);
         // Each partition's SL as the file gives it; one the file does not
         // name gets OpenSM's default SL (its ERR 1F1C), as does every
         // partition without a file.
