@@ -3,8 +3,10 @@
 //! change rates, and within the watch's interval every node answers
 //! OpenSM's new records from its table — and goes on answering them with
 //! OpenSM frozen; a quiet fabric costs the master no PathRecord, the
-//! nodes under the watch's lease refreshing nothing themselves; and when
-//! the watch stops, the nodes take their tables back.
+//! nodes under the watch's lease refreshing nothing themselves; under the
+//! lease each node's own check also draws from the QoS tables it was
+//! sent, and finds them wrong once OpenSM's policy changes; and when the
+//! watch stops, the nodes take their tables back.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -324,4 +326,121 @@ fn the_watch_outlives_a_master_restart_and_still_brings_a_reroute_to_every_node(
             "the nodes stayed under the lease"
         );
     }
+}
+
+/// A QoS policy whose levels the SA does not publish: ServiceID
+/// 0x1060002 on SL 2 with MTU 512, QoS class 3 on SL 3.
+const QOS_POLICY: &str = "
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+    qos-level
+        name: small
+        sl: 2
+        mtu-limit: 2
+    end-qos-level
+    qos-level
+        name: classy
+        sl: 3
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        service-id: 0x1060002
+        qos-level-name: small
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 3
+        qos-level-name: classy
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+#[test]
+fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &["qos TRUE", "qos_policy_file qos-policy.conf"],
+        &[("qos-policy.conf", QOS_POLICY)],
+    );
+    // Nodes that check what they hold every 5 s.
+    let mut nodes = waiting_nodes(&fabric, &NODES, &["--check-interval", "5"]);
+    let at =
+        LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let w = watch(
+        &fabric,
+        &at,
+        &[
+            "--watch-interval",
+            "60",
+            "--opensm-config",
+            conf.to_str().unwrap(),
+            "--service-id",
+            "0x1060002",
+            "--qos-class",
+            "3",
+        ],
+    );
+    for (sa, name) in nodes.iter_mut().zip(NODES) {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+        sa.wait_until("its QoS tables loaded", Duration::from_secs(30), |c| {
+            c.get("qos_cache_loaded").is_some_and(|n| *n > 0)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        // Two checks at least, each drawing from the loaded QoS tables
+        // (OpenSM asked at their keys), all agreeing.
+        sa.wait_until("two checks passed", Duration::from_secs(60), |c| {
+            c.get("checks_passed").is_some_and(|n| *n >= 2)
+        })
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(sa.counter("checks_failed"), 0, "{name}: {}", sa.stderr());
+        assert!(sa.counter("qos_cache_entries") > 0, "{name}: still held");
+        assert_eq!(sa.counter("refreshes"), 0, "{name}: no refresh of its own");
+    }
+
+    // OpenSM's policy changes under the watch (QoS class 3 now on SL 1)
+    // and OpenSM re-reads it at the heavy sweep a SIGHUP starts: the
+    // tables the nodes hold at class 3 are wrong until the watch's next
+    // interval. Each node's own check finds it, forgets the QoS tables,
+    // and answers class 3 as OpenSM now does.
+    let policy = fabric.opensm_dir().join("qos-policy.conf");
+    let changed = QOS_POLICY.replace("name: classy\n        sl: 3", "name: classy\n        sl: 1");
+    assert_ne!(changed, QOS_POLICY);
+    std::fs::write(&policy, changed).unwrap();
+    let opensm = fabric.opensm_pid().expect("OpenSM runs");
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &opensm.to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let lids = host_lids(&fabric);
+    for (sa, name) in nodes.iter_mut().zip(NODES) {
+        sa.wait_until("a check failed", Duration::from_secs(90), |c| {
+            c.get("checks_failed").is_some_and(|n| *n >= 1)
+        })
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let lid = [fabric.node(name).unwrap().port().unwrap().lid];
+        let at_class = |sa_lid| Ask {
+            sa_lid,
+            lids: &lids,
+            sources: Some(&lid),
+            pkey: None,
+            service_id: None,
+            qos_class: Some(3),
+        };
+        let sm_lid = fabric.node(name).unwrap().port().unwrap().sm_lid;
+        let theirs = answers(&fabric, name, program(), at_class(sm_lid));
+        assert!(
+            theirs.values().flatten().count() >= lids.len() - 1
+                && theirs.values().flatten().all(|r| r.sl() == 1),
+            "{name}: OpenSM applies the new policy: {theirs:?}"
+        );
+        let ours = answers(&fabric, name, program(), at_class(lid[0]));
+        let diff = answer_differences(&ours, &theirs);
+        assert!(diff.is_empty(), "{name}: {}", diff.join("\n"));
+    }
+    assert!(w.stdout().contains("\"filled\""));
 }

@@ -78,6 +78,11 @@ pub struct QosKey {
 }
 
 impl QosKey {
+    /// Its fields as one value to sort keys by.
+    pub fn sort_key(&self) -> (Option<u16>, Option<u64>, Option<u16>, Option<u8>) {
+        (self.pkey, self.service_id, self.qos_class, self.sl)
+    }
+
     /// The fields of `req` that `mask` names and the master's QoS policy
     /// may match on; none when the master applies no QoS.
     pub fn of(mask: ComponentMask, req: &PathRecord, master_qos: bool) -> Self {

@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 use super::SaCore;
 use super::counterparts::Asker;
 use super::forward::{self, PathAnswer};
-use super::qos_cache::{Fetch, Waited, by_destination};
+use super::qos_cache::{Fetch, Origin, Waited, by_destination};
 use super::upstream_purpose::Purpose;
 use super::waiters::Join;
 use crate::address::Transmit;
@@ -237,7 +237,7 @@ impl SaCore {
             self.answer_from_pair(now, asker.waited(), query, key, &records);
         }
         if keep {
-            self.answers.qos_cache.insert(*key, records);
+            self.answers.qos_cache.insert(*key, records, Origin::Master);
         }
     }
 
@@ -310,7 +310,9 @@ impl SaCore {
             }
         }
         if keep {
-            self.answers.qos_cache.insert_table(key, by_dst);
+            self.answers
+                .qos_cache
+                .insert_table(key, by_dst, Origin::Master);
         }
     }
 

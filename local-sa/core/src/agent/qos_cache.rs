@@ -35,6 +35,18 @@ struct CachedPair {
     records: Vec<PathRecord>,
     /// When it was last used, on the cache's own clock.
     used: Cell<u64>,
+    /// A distributor's (a QoS-table load), not the master's own answer
+    /// to this port: what the port's table check draws from.
+    loaded: bool,
+}
+
+/// Where a cached pair's records came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The master's answer to this port.
+    Master,
+    /// A distributor's load.
+    Loaded,
 }
 
 impl CachedPair {
@@ -118,13 +130,14 @@ impl QosCache {
     /// least recently used eighth when full. A set larger than the whole
     /// byte limit (or any set, with no room at all) is not kept: returns
     /// whether it was.
-    pub(crate) fn insert(&mut self, key: PairKey, records: Vec<PathRecord>) -> bool {
+    pub(crate) fn insert(&mut self, key: PairKey, records: Vec<PathRecord>, from: Origin) -> bool {
         self.remove(&key);
         let t = self.clock.get() + 1;
         self.clock.set(t);
         let entry = CachedPair {
             records,
             used: Cell::new(t),
+            loaded: from == Origin::Loaded,
         };
         let size = entry.bytes();
         if size > self.limits.bytes || self.limits.entries == 0 {
@@ -199,15 +212,53 @@ impl QosCache {
         &mut self,
         key: &SourceKey,
         by_dst: HashMap<u64, Vec<PathRecord>>,
+        from: Origin,
     ) -> usize {
         let mut kept = 0;
         for (dst, records) in by_dst {
             let n = records.len();
-            if self.insert(key.pair(dst), records) {
+            if self.insert(key.pair(dst), records, from) {
                 kept += n;
             }
         }
         kept
+    }
+
+    /// `k` of the pairs a distributor loaded, spread over them (in a
+    /// fixed order, starting at `offset`): what a table check asks the
+    /// master again.
+    pub(crate) fn loaded_sample(&self, k: usize, offset: usize) -> Vec<PairKey> {
+        let mut loaded: Vec<PairKey> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.loaded)
+            .map(|(key, _)| *key)
+            .collect();
+        loaded.sort_unstable_by_key(|key| (key.src, key.dst, key.qos.sort_key()));
+        let (len, k) = (loaded.len(), k.min(loaded.len()));
+        (0..k)
+            .map(|i| loaded[(offset + i * len / k.max(1)) % len])
+            .collect()
+    }
+
+    /// Whether the distributor's records for `key`, if still held, are
+    /// those of the master's `answer` (`cut`: only its first records came).
+    pub(crate) fn loaded_agree(&self, key: &PairKey, answer: &[PathRecord], cut: bool) -> bool {
+        match self.entries.get(key) {
+            Some(e) if e.loaded => {
+                (cut || e.records.len() == answer.len())
+                    && answer.iter().all(|r| e.records.contains(r))
+            }
+            // Dropped or replaced by the master's own answer since.
+            _ => true,
+        }
+    }
+
+    /// Forgets every pair a distributor loaded.
+    pub(crate) fn forget_loaded(&mut self) {
+        self.drop_where(|_, e| e.loaded);
+        self.generation += 1;
+        self.tables.reset();
     }
 
     /// Queues `asker` for `key`'s records: with the pair or its source's
@@ -327,11 +378,11 @@ mod tests {
             bytes: 1 << 20,
         });
         for d in 0..16 {
-            c.insert(key(d), records(1));
+            c.insert(key(d), records(1), Origin::Master);
         }
         // 0 and 1 used lately: they survive the next insert's eviction.
         assert!(c.get(&key(0)).is_some() && c.get(&key(1)).is_some());
-        c.insert(key(100), records(1));
+        c.insert(key(100), records(1), Origin::Master);
         assert!(c.len() <= 16);
         assert_eq!(c.evicted(), 2, "an eighth of 16");
         assert!(c.get(&key(0)).is_some() && c.get(&key(1)).is_some());
@@ -346,17 +397,17 @@ mod tests {
             bytes: 3 * per,
         });
         for d in 0..10 {
-            c.insert(key(d), records(1));
+            c.insert(key(d), records(1), Origin::Master);
             assert!(c.bytes() <= 3 * per);
         }
         assert_eq!(c.len(), 3);
         assert!(c.get(&key(9)).is_some());
         // Larger than the whole limit: not kept, nothing else lost.
-        c.insert(key(50), records(8));
+        c.insert(key(50), records(8), Origin::Master);
         assert!(c.get(&key(50)).is_none());
         assert_eq!(c.len(), 3);
         // Replacing an entry does not count it twice.
-        c.insert(key(9), records(1));
+        c.insert(key(9), records(1), Origin::Master);
         assert_eq!(c.bytes(), 3 * per);
         c.forget_port(9);
         assert_eq!((c.len(), c.bytes()), (2, 2 * per));
@@ -403,7 +454,7 @@ mod tests {
             r.set_dgid(mad_codec::Gid::new(0, 100 + d));
             r
         });
-        c.insert_table(&source, by_destination(table));
+        c.insert_table(&source, by_destination(table), Origin::Master);
         assert_eq!(c.len(), 3);
         assert!(c.get(&key(102)).is_some());
         assert_eq!(c.prefetch(key(200)), Fetch::Pair(key(200)));

@@ -19,7 +19,7 @@ use mad_codec::{ComponentMask, MadStatus, PathRecord};
 use tracing::info;
 
 use super::SaCore;
-use super::qos_cache::by_destination;
+use super::qos_cache::{Origin, by_destination};
 use crate::inbound::SaRequest;
 use crate::load_flags::QOS_TABLES;
 use crate::path_query::{QosKey, SourceKey};
@@ -47,10 +47,10 @@ impl SaCore {
         let sources = tables.len();
         for (key, table) in tables {
             given += table.len();
-            stored += self
-                .answers
-                .qos_cache
-                .insert_table(&key, by_destination(table));
+            stored +=
+                self.answers
+                    .qos_cache
+                    .insert_table(&key, by_destination(table), Origin::Loaded);
         }
         self.telemetry.counters.qos_cache_loaded += stored as u64;
         info!(

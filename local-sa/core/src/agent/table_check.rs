@@ -2,14 +2,17 @@
 //! or those kept across a restart — against the master: every
 //! `check_interval` while a distributor keeps them, and once soon after a
 //! restart, `check_sample` destinations of the default table, and a
-//! quarter as many (at least one) of each partition table held, are asked
-//! again (GetTable with SGID = ours, the P_Key of a partition's, and the
-//! DLID, as a refresh walk asks them) and the master's records compared
-//! with those held: every kind of table a distributor sends is drawn
-//! from, as its own check draws. A difference and the port fetches its
-//! own tables at once. A master that does not
-//! answer changes nothing: what is held is served, and the check is
-//! tried again after the back-off.
+//! quarter as many (at least one) of each partition table held and of the
+//! pairs a distributor loaded into the QoS cache, are asked again
+//! (GetTable with SGID = ours, the P_Key of a partition's, and the DLID,
+//! as a refresh walk asks them; a QoS pair as the port asks it itself,
+//! both GIDs and its key's fields) and the master's records compared with
+//! those held: every kind of table a distributor sends is drawn from, as
+//! its own check draws. A difference in a table and the port fetches its
+//! own tables at once; in a QoS pair, the distributor's QoS tables are
+//! forgotten (the port asks the master for each pair again as it is
+//! asked). A master that does not answer changes nothing: what is held is
+//! served, and the check is tried again after the back-off.
 
 use std::time::Instant;
 
@@ -18,7 +21,7 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
 use super::SaCore;
-use super::upkeep::Checking;
+use super::upkeep::{CheckQuestion, Checking};
 use super::upstream_purpose::Purpose;
 use crate::partitions::TableKey;
 use crate::requester::Answer;
@@ -37,33 +40,57 @@ impl SaCore {
             return;
         }
         let round = self.tables.upkeep.begin_check(sample.len());
-        for (table, dlid) in sample {
-            let (mask, mut t) = self.table_query(table);
-            t.set_dlid(dlid);
+        for question in sample {
+            let (mask, t) = match question {
+                CheckQuestion::Table(table, dlid) => {
+                    let (mask, mut t) = self.table_query(table);
+                    t.set_dlid(dlid);
+                    (mask | pr::DLID, t)
+                }
+                CheckQuestion::Qos(key) => key.query(self.port.gid.prefix()),
+            };
             let mut b =
                 SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
-            b.header_mut().sa.set_component_mask(mask | pr::DLID);
-            self.send_upstream(now, Purpose::Check { round, table, dlid }, &b.into_bytes());
+            b.header_mut().sa.set_component_mask(mask);
+            self.send_upstream(now, Purpose::Check { round, question }, &b.into_bytes());
         }
     }
 
-    /// The destinations a check asks about, by table: `check_sample` of
-    /// the default table's and a quarter as many of each partition
-    /// table's, spread over them, another set each round.
-    fn check_sample(&self) -> Vec<(TableKey, u16)> {
+    /// What a check asks about: `check_sample` destinations of the
+    /// default table, and a quarter as many of each partition table's and
+    /// of the pairs a distributor loaded into the QoS cache, spread over
+    /// them, another set each round.
+    fn check_sample(&self) -> Vec<CheckQuestion> {
         let k = self.config.check_sample;
-        let mut sample: Vec<(TableKey, u16)> = self
+        let mut sample: Vec<CheckQuestion> = self
             .destinations_to_check(&self.tables.paths.store, k)
             .into_iter()
-            .map(|d| (TableKey::Default, d))
+            .map(|d| CheckQuestion::Table(TableKey::Default, d))
             .collect();
         if k > 0 {
+            let quarter = (k / 4).max(1);
             for (p, table) in self.tables.partitions.tables() {
-                let dlids = self.destinations_to_check(&table.store, (k / 4).max(1));
-                sample.extend(dlids.into_iter().map(|d| (TableKey::Partition(p), d)));
+                let dlids = self.destinations_to_check(&table.store, quarter);
+                sample.extend(
+                    dlids
+                        .into_iter()
+                        .map(|d| CheckQuestion::Table(TableKey::Partition(p), d)),
+                );
             }
+            let loaded = self
+                .answers
+                .qos_cache
+                .loaded_sample(quarter, self.check_phase());
+            sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
         }
         sample
+    }
+
+    /// Where this round's sample starts: this port's own phase, moved on
+    /// each round.
+    fn check_phase(&self) -> usize {
+        let phase = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
+        phase.wrapping_add(self.tables.upkeep.check_rounds() as usize * 7_919)
     }
 
     /// `k` of the destinations of `store`'s paths from this port (not its
@@ -81,39 +108,43 @@ impl SaCore {
         if k == 0 {
             return Vec::new();
         }
-        let phase = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
-        let offset = phase.wrapping_add(self.tables.upkeep.check_rounds() as usize * 7_919) % len;
+        let offset = self.check_phase() % len;
         (0..k)
             .map(|i| dlids[(offset + i * len / k) % len])
             .collect()
     }
 
-    /// The master's answer about `dlid` in `table`, in check `round`
-    /// (`None`: it did not answer).
+    /// The master's answer to `question`, in check `round` (`None`: it
+    /// did not answer).
     pub(super) fn check_answered(
         &mut self,
         now: Instant,
         round: u32,
-        table: TableKey,
-        dlid: u16,
+        question: CheckQuestion,
         answer: Option<&Answer>,
     ) {
-        let agrees = answer.map(|a| self.agrees_with_master(table, dlid, a));
-        if let Some(done) = self
-            .tables
-            .upkeep
-            .check_answered(round, table, dlid, agrees)
-        {
+        let agrees = answer.map(|a| self.agrees_with_master(question, a));
+        if let Some(done) = self.tables.upkeep.check_answered(round, question, agrees) {
             self.check_done(now, done);
         }
     }
 
-    /// Whether the master's paths to `dlid` are those `table` holds.
-    fn agrees_with_master(&self, table: TableKey, dlid: u16, answer: &Answer) -> bool {
+    /// Whether the master's answer to `question` is what is held.
+    fn agrees_with_master(&self, question: CheckQuestion, answer: &Answer) -> bool {
         if answer.status() != MadStatus::OK && answer.status() != MadStatus::ERR_NO_RECORDS {
             // Not an answer about the paths: as if none came.
             return true;
         }
+        let (table, dlid) = match question {
+            CheckQuestion::Table(table, dlid) => (table, dlid),
+            CheckQuestion::Qos(key) => {
+                let records: Vec<PathRecord> = answer.records::<PathRecord>().copied().collect();
+                return self
+                    .answers
+                    .qos_cache
+                    .loaded_agree(&key, &records, answer.is_cut());
+            }
+        };
         let store = match table {
             TableKey::Default => &self.tables.paths.store,
             TableKey::Partition(p) => match self.tables.partitions.table(p) {
@@ -145,8 +176,22 @@ impl SaCore {
             .upkeep
             .lease()
             .map_or("kept from before a restart", |_| "a distributor's");
-        if !done.differed.is_empty() {
-            self.telemetry.counters.checks_failed += 1;
+        let qos_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Qos(_)));
+        let tables_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Table(..)));
+        if qos_differed {
+            warn!(
+                differing = %differing(&done.differed),
+                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
+            );
+            self.answers.qos_cache.forget_loaded();
+        }
+        if tables_differed {
             warn!(
                 table = kept_by,
                 differing = %differing(&done.differed),
@@ -154,6 +199,9 @@ impl SaCore {
             );
             // Under a lease too: the master's word wins.
             self.start_refresh(now);
+        }
+        if !done.differed.is_empty() {
+            self.telemetry.counters.checks_failed += 1;
         } else if done.unanswered > 0 {
             debug!(
                 unanswered = done.unanswered,
@@ -179,20 +227,37 @@ impl SaCore {
 }
 
 /// The destinations that differed, by table, for the log: `default:
-/// 5,7; 0x8001: 9`.
-fn differing(differed: &[(TableKey, u16)]) -> String {
-    let mut tables: Vec<TableKey> = differed.iter().map(|(t, _)| *t).collect();
+/// 5,7; 0x8001: 9; QoS: 0x…2 -> 0x…9`.
+fn differing(differed: &[CheckQuestion]) -> String {
+    let in_tables: Vec<(TableKey, u16)> = differed
+        .iter()
+        .filter_map(|q| match q {
+            CheckQuestion::Table(t, d) => Some((*t, *d)),
+            CheckQuestion::Qos(_) => None,
+        })
+        .collect();
+    let mut tables: Vec<TableKey> = in_tables.iter().map(|(t, _)| *t).collect();
     tables.dedup();
-    tables
+    let mut parts: Vec<String> = tables
         .iter()
         .map(|t| {
-            let lids: Vec<String> = differed
+            let lids: Vec<String> = in_tables
                 .iter()
                 .filter(|(u, _)| u == t)
                 .map(|(_, d)| d.to_string())
                 .collect();
             format!("{t}: {}", lids.join(","))
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+        .collect();
+    let pairs: Vec<String> = differed
+        .iter()
+        .filter_map(|q| match q {
+            CheckQuestion::Qos(k) => Some(format!("{:#x} -> {:#x}", k.src, k.dst)),
+            CheckQuestion::Table(..) => None,
+        })
+        .collect();
+    if !pairs.is_empty() {
+        parts.push(format!("QoS: {}", pairs.join(",")));
+    }
+    parts.join("; ")
 }

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::partitions::TableKey;
+use crate::path_query::PairKey;
 
 /// A distributor's lease on this port's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,15 +158,14 @@ impl Upkeep {
     pub(super) fn check_answered(
         &mut self,
         round: u32,
-        table: TableKey,
-        dlid: u16,
+        question: CheckQuestion,
         agrees: Option<bool>,
     ) -> Option<Checking> {
         let c = self.checking.as_mut().filter(|c| c.round == round)?;
         c.waiting = c.waiting.saturating_sub(1);
         match agrees {
             None => c.unanswered += 1,
-            Some(false) => c.differed.push((table, dlid)),
+            Some(false) => c.differed.push(question),
             Some(true) => {}
         }
         if c.waiting == 0 {
@@ -183,8 +183,17 @@ pub(super) struct Checking {
     pub(super) round: u32,
     /// Destinations not yet answered.
     pub(super) waiting: usize,
-    /// Destinations whose paths differ from the master's, by table.
-    pub(super) differed: Vec<(TableKey, u16)>,
+    /// The questions whose answers differ from what is held.
+    pub(super) differed: Vec<CheckQuestion>,
     /// Destinations the master did not answer.
     pub(super) unanswered: usize,
+}
+
+/// What one question of a table check asks the master about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CheckQuestion {
+    /// This port's paths to a LID in one of its tables.
+    Table(TableKey, u16),
+    /// A pair a distributor loaded into the QoS cache.
+    Qos(PairKey),
 }

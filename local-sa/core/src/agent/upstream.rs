@@ -190,8 +190,8 @@ impl SaCore {
             Purpose::Publish { register } => {
                 self.publication_answered(register, Some(answer.status()))
             }
-            Purpose::Check { round, table, dlid } => {
-                self.check_answered(now, round, table, dlid, Some(answer))
+            Purpose::Check { round, question } => {
+                self.check_answered(now, round, question, Some(answer))
             }
         }
     }
@@ -235,9 +235,7 @@ impl SaCore {
             Purpose::Canary(step) => self.canary_answered(now, step, None),
             Purpose::Names { epoch, .. } => self.names_failed(epoch),
             Purpose::Publish { register } => self.publication_answered(register, None),
-            Purpose::Check { round, table, dlid } => {
-                self.check_answered(now, round, table, dlid, None)
-            }
+            Purpose::Check { round, question } => self.check_answered(now, round, question, None),
         }
     }
 }

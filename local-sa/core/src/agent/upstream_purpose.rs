@@ -2,6 +2,7 @@
 //! carries through the [`Requester`](crate::requester::Requester), by
 //! which its answer finds the code that waits for it.
 
+use super::upkeep::CheckQuestion;
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
 use crate::names::state::NameTable;
@@ -57,13 +58,10 @@ pub(crate) enum Purpose {
     /// This port's directory record: registering (or renewing) it, or
     /// withdrawing it.
     Publish { register: bool },
-    /// This port's paths to one LID in one of its tables, asked to check
-    /// a table it did not fetch itself (see `table_check`).
-    Check {
-        round: u32,
-        table: TableKey,
-        dlid: u16,
-    },
+    /// This port's paths to one LID in one of its tables, or a pair a
+    /// distributor loaded into the QoS cache, asked to check what it did
+    /// not fetch itself (see `table_check`).
+    Check { round: u32, question: CheckQuestion },
 }
 
 impl Purpose {
@@ -83,7 +81,7 @@ impl Purpose {
             Self::MasterInfo => "the master's ClassPortInfo",
             Self::Names { .. } => "the host names tables",
             Self::Publish { .. } => "this port's directory record",
-            Self::Check { .. } => "this port's paths to one LID, to check its table",
+            Self::Check { .. } => "this port's paths to one LID or port, to check what it holds",
         }
     }
 }

@@ -201,8 +201,10 @@ pub(crate) struct Options {
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
     pub(crate) change_settle: u64,
     /// Seconds between checks of a table this port did not fetch itself
-    /// (a distributor's): a few of its paths asked again of the master
-    /// and compared; a difference and the port fetches its own tables.
+    /// (a distributor's, its QoS tables included): a few of its paths
+    /// asked again of the master and compared; a difference and the port
+    /// fetches its own tables (in a QoS table: the distributor's QoS
+    /// tables are forgotten, each pair then asked of the master).
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "21600")]
     pub(crate) check_interval: u64,
     /// Seconds the first refresh waits at start for a load of this port's

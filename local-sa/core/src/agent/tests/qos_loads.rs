@@ -3,6 +3,8 @@
 //! key are answered from them with the master silent; a malformed or
 //! unkeyed one changes nothing.
 
+use std::time::Duration;
+
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{ComponentMask, MadStatus, Method, PathRecord};
@@ -178,4 +180,68 @@ fn a_qos_table_the_cache_cannot_hold_is_not_counted_as_stored() {
     assert_eq!(modifier(&answer), 0, "nothing kept, nothing claimed");
     let c = b.core.counters();
     assert_eq!((c.qos_cache_loaded, c.qos_cache_entries), (0, 0));
+}
+
+/// A keyed QoS agent holding a distributor's path tables under a lease,
+/// checked every ten minutes, then this port's table at SID with SL `sl`
+/// (the master gives SL 1).
+fn leased_with_table_at_sid(sl: u8) -> Bench {
+    let mut master = FakeMaster::new(MASTER_LID, HOSTS);
+    master.qos = true;
+    master.qos_policy = vec![(0x0106_0000..=0x0106_FFFF, 1)];
+    let config = AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        check_interval: Duration::from_secs(600),
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::new(master, config);
+    let lease = crate::load_flags::with_lease(REPLACE_SOURCES, 3_600);
+    let own: Vec<PathRecord> = (1..=HOSTS).map(|d| path(MY_LID, d)).collect();
+    let answer = push(&mut b, load_header(Method::SET, 1, KEY, lease), &own);
+    assert_eq!(status(&answer), MadStatus::OK);
+    let mut table = table_at_sid();
+    for r in &mut table[1..] {
+        r.set_sl(sl);
+    }
+    let answer = push(
+        &mut b,
+        qos_load(2, KEY, QOS_TABLES, pr::SERVICE_ID | pr::PKEY),
+        &table,
+    );
+    assert_eq!(status(&answer), MadStatus::OK);
+    b
+}
+
+/// The check's questions at a ServiceID, so far.
+fn qos_checks(b: &Bench) -> usize {
+    b.master
+        .requests
+        .iter()
+        .filter(|s| s.mask.contains(pr::SERVICE_ID) && s.mask.contains(pr::DGID))
+        .count()
+}
+
+#[test]
+fn a_check_under_a_lease_draws_from_the_loaded_qos_tables_and_forgets_wrong_ones() {
+    // Right: the check asks some of the pairs and passes.
+    let mut b = leased_with_table_at_sid(1);
+    b.advance(Duration::from_secs(600));
+    let c = b.core.counters();
+    assert_eq!((c.checks_passed, c.checks_failed), (1, 0));
+    assert!(qos_checks(&b) > 0, "a loaded pair asked");
+    assert_eq!(c.qos_cache_entries, u64::from(HOSTS), "kept");
+
+    // Wrong (the policy's SL changed since the distributor asked): the
+    // loaded tables go, and the next query gets the master's record.
+    let mut b = leased_with_table_at_sid(2);
+    b.advance(Duration::from_secs(600));
+    let c = b.core.counters();
+    assert_eq!((c.checks_passed, c.checks_failed), (0, 1));
+    assert_eq!(
+        c.qos_cache_entries, 0,
+        "the distributor's QoS tables forgotten"
+    );
+    let got = path_records(&b.query(client(30), &rdma_cm_get(40, 5)));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].sl(), 1, "the master's SL");
 }
