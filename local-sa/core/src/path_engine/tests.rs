@@ -963,6 +963,30 @@ fn the_check_s_sample_grows_with_the_fabric_not_its_square() {
                 .spec()
                 .0,
             );
+            let keys = [
+                QueryKeys {
+                    service_id: Some(0x0106_0001),
+                    ..QueryKeys::default()
+                },
+                QueryKeys {
+                    service_id: Some(0x0106_0002),
+                    ..QueryKeys::default()
+                },
+                QueryKeys {
+                    qos_class: Some(3),
+                    ..QueryKeys::default()
+                },
+            ];
+            let at_keys = f.sample(1000, 1, &keys).len();
+            eprintln!(
+                "sample at {} ports: {} pairs, {at_keys} with three keys",
+                f.endports().len(),
+                f.sample(1000, 1, &[]).len()
+            );
+            assert!(
+                at_keys <= f.sample(1000, 1, &[]).len() + 250 + 3 * 2 * (usize::from(leaves) + 4),
+                "the keys share a quarter, and each draws a source behind every switch"
+            );
             (f.endports().len(), f.sample(1000, 1, &[]).len())
         })
         .collect();
