@@ -1050,6 +1050,68 @@ fn opensm_s_original_extended_rates_are_caught_without_its_configuration_and_fol
 }
 
 #[test]
+fn with_allow_both_pkeys_ports_holding_a_partition_both_ways_are_computed_as_opensm_answers() {
+    // h1 holds P1 both as a full and a limited member, h2 as a limited
+    // one, h3 as a full one; every host of P2 both ways but h4 (limited).
+    let partitions = format!(
+        "Default=0x7fff, ipoib : ALL=full ;\n\
+         P1=0x8001 : {}=both, {}=limited, {}=full ;\n\
+         P2=0x8002, defmember=both : {}, {}=limited, {}, {} ;\n",
+        host_guid(1),
+        host_guid(2),
+        host_guid(3),
+        host_guid(1),
+        host_guid(4),
+        host_guid(5),
+        host_guid(6)
+    );
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &[
+            "allow_both_pkeys TRUE",
+            "partition_config_file partitions.conf",
+        ],
+        &[("partitions.conf", &partitions)],
+    );
+    // Without OpenSM's configuration the engine keys a table by partition:
+    // h1's path to h3 carries h1's full 0x8001, where OpenSM's walk by the
+    // whole P_Key meets h1's limited 0x0001 first. The check catches it.
+    let found = caught(
+        &compute(&fabric),
+        "allow_both_pkeys without the configuration",
+    );
+    assert!(found.iter().any(|d| d["field"] == "pkey"), "{found:?}");
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let c = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
+    assert!(
+        c.out.status.success() && c.differences() == 0,
+        "{}{}",
+        c.out.stdout,
+        c.out.stderr
+    );
+    let theirs = opensm_answers(&fabric, &c.lids(), None);
+    let diff = differences(&c.default, &theirs);
+    assert!(diff.is_empty(), "default tables:\n{}", diff.join("\n"));
+    let lid = |n: &str| fabric.node(n).unwrap().port().unwrap().lid;
+    for (pkey, members) in [
+        (0x8001u16, ["h1", "h2", "h3"].as_slice()),
+        (0x8002, &["h1", "h4", "h5", "h6"]),
+    ] {
+        let lids: Vec<u16> = members.iter().map(|m| lid(m)).collect();
+        let theirs = opensm_answers(&fabric, &lids, Some(pkey));
+        let ours: HashMap<(u16, u16), PathRecord> = c
+            .partitions
+            .iter()
+            .filter(|((_, _, p), _)| *p == pkey)
+            .map(|((s, d, _), r)| ((*s, *d), *r))
+            .collect();
+        assert!(!ours.is_empty(), "{pkey:#x} computed");
+        let diff = differences(&ours, &theirs);
+        assert!(diff.is_empty(), "partition {pkey:#x}:\n{}", diff.join("\n"));
+    }
+}
+
+#[test]
 fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
     let fabric = start(Topology::fat_tree(2, 2, 1), &["qos TRUE"], &[]);
     let dir = fabric.dir();
@@ -1088,9 +1150,6 @@ fn a_configuration_opensm_refuses_or_that_is_not_the_master_s_is_refused() {
         "{}",
         out.stderr
     );
-    let out = run("qos TRUE\nallow_both_pkeys TRUE\n");
-    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
-    assert!(out.stderr.contains("allow_both_pkeys"), "{}", out.stderr);
     let out = run("qos TRUE\nmax_rate_enum 18\n");
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("max_rate_enum 18"), "{}", out.stderr);

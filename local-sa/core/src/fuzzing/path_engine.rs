@@ -1,5 +1,7 @@
 //! The path engine fed a description the master might give, broken: a
-//! small fat tree's records (LMC and QoS chosen by the first byte), then
+//! small fat tree's records (LMC, QoS and OpenSM's `enable_quirks`,
+//! `allow_both_pkeys` and `use_original_extended_sa_rates_only` chosen by
+//! the first byte), then
 //! each four bytes of the input an edit — one byte of one record of one
 //! type set to a value, or a record dropped or repeated. Building the
 //! fabric either fails with an error or succeeds; every table of every
@@ -34,6 +36,9 @@ pub fn path_engine(data: &[u8]) {
     let Ok(mut fabric) = Fabric::build(&records, qos) else {
         return;
     };
+    fabric.set_tavor_quirk(first & 0x04 != 0);
+    fabric.set_allow_both_pkeys(first & 0x08 != 0);
+    fabric.set_original_rates_only(first & 0x10 != 0);
     for (i, p) in fabric.partitions().into_iter().enumerate() {
         // Some partitions without an SL: their tables are refused.
         if i % 3 != 2 {

@@ -177,6 +177,15 @@ impl Fabric {
         self.tavor_quirk = on;
     }
 
+    /// Follows OpenSM's `allow_both_pkeys`: a port's P_Key table keyed by
+    /// the whole P_Key, a partition held both as a full and a limited
+    /// member (see `pkeys`).
+    pub fn set_allow_both_pkeys(&mut self, on: bool) {
+        for t in &mut self.pkey_tables {
+            *t = t.allowing_both(on);
+        }
+    }
+
     /// Follows OpenSM's `use_original_extended_sa_rates_only`: a path's
     /// rate past 300 Gb/s, or one only 2x links or HDR give, is lowered to
     /// an original extended rate (`ib_path_rate_max_12xedr`), in place of

@@ -4,8 +4,8 @@
 //! (`partition_config_file`), read from the files `opensm.conf` names (a
 //! relative name from the file's directory). A file OpenSM would refuse is
 //! refused with its reason (exit status 2), and so is an option that
-//! changes answers in a way the engine does not follow (`allow_both_pkeys`,
-//! `max_rate_enum`); `enable_quirks` (Tavor's MTU) and
+//! changes answers in a way the engine does not follow (`max_rate_enum`);
+//! `enable_quirks` (Tavor's MTU), `allow_both_pkeys` and
 //! `use_original_extended_sa_rates_only` (as OpenSM 3.3.23 applies it) it
 //! follows.
 //!
@@ -70,22 +70,6 @@ impl OpenSmInput {
             // Without QoS OpenSM reads no policy.
             _ => None,
         };
-        let refused = |option: &str, why: &str| {
-            Failure::new(
-                2,
-                format!(
-                    "--opensm-config: {}: {option} TRUE {why}, which the path engine does not follow: \
-                     the tables are not computed from it",
-                    path.display()
-                ),
-            )
-        };
-        if options.allow_both_pkeys {
-            return Err(refused(
-                "allow_both_pkeys",
-                "lets a port hold a partition as both a full and a limited member",
-            ));
-        }
         if options.max_rate_enum != NO_RATE_LIMIT {
             return Err(Failure::new(
                 2,
@@ -134,6 +118,7 @@ impl OpenSmInput {
         }
         fabric.set_tavor_quirk(self.options.enable_quirks);
         fabric.set_original_rates_only(self.options.use_original_extended_sa_rates_only);
+        fabric.set_allow_both_pkeys(self.options.allow_both_pkeys);
         // Each partition's SL as the file gives it; one the file does not
         // name gets OpenSM's default SL (its ERR 1F1C), as does every
         // partition without a file.
