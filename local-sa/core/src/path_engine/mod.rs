@@ -38,12 +38,17 @@
 //! ([`TableError`]). A routing engine's path-SL hook (LASH, DFSSSP,
 //! torus-2QoS), a QoS policy's levels and OpenSM options other than the
 //! defaults (`enable_quirks`, `allow_both_pkeys`,
-//! `use_original_extended_sa_rates_only`) are not published either: a
-//! distributor compares a sample of computed records with the master's own
-//! answers before it sends any (lsaquery's `--distribute --compute`).
+//! `use_original_extended_sa_rates_only`) are not published either: the
+//! fabric follows them when told ([`Fabric::set_qos_levels`],
+//! [`Fabric::set_tavor_quirk`], [`Fabric::set_allow_both_pkeys`],
+//! [`Fabric::set_original_rates_only`], from OpenSM's own configuration),
+//! and a distributor compares a sample of computed records with the
+//! master's own answers before it sends any (lsaquery's `--distribute
+//! --compute`).
 //!
 //! No I/O, no locks, no panics on any input: a [`Fabric`] is immutable
-//! once built (but for the partitions' SLs) and `Sync`, so tables can be
+//! once built (but for the partitions' SLs and the settings above) and
+//! `Sync`, so tables can be
 //! computed on every core at once.
 
 mod build;
