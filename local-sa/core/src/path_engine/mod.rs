@@ -48,8 +48,7 @@
 //!
 //! No I/O, no locks, no panics on any input: a [`Fabric`] is immutable
 //! once built (but for the partitions' SLs and the settings above) and
-//! `Sync`, so tables can be
-//! computed on every core at once.
+//! `Sync`, so tables can be computed on every core at once.
 
 mod build;
 mod description_error;
