@@ -9,6 +9,10 @@ use crate::Gid;
 /// The Q_Key of QP1 (the GSI): every SA MAD uses it.
 pub const GSI_QKEY: u32 = 0x8001_0000;
 
+/// The highest unicast LID (IBA 4.1.3: 0x0001–0xBFFF unicast, then
+/// multicast and the permissive LID).
+pub const MAX_UNICAST_LID: u16 = 0xBFFF;
+
 /// A global route header, for peers in another subnet or that sent one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grh {

@@ -185,7 +185,7 @@ impl Default for AgentConfig {
             max_cached_answers: 65_536,
             qos_cache: QosCacheLimits::default(),
             walk_window: 16,
-            walk_gap: 64,
+            walk_gap: crate::lid_walk::DEFAULT_WALK_GAP,
             rmpp: RmppConfig::default(),
             transfer_limits: TransferLimits::default(),
             delivery: DeliveryConfig::default(),

@@ -42,6 +42,7 @@ pub mod doors;
 pub mod fuzzing;
 mod inbound;
 pub mod kept_tables;
+pub mod lid_walk;
 pub mod load_flags;
 pub mod log_limit;
 pub mod memberships;

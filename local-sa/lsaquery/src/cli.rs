@@ -3,6 +3,7 @@
 use clap::{ArgGroup, Parser, ValueEnum};
 use local_sa_cli::number;
 use mad_codec::Gid;
+use mad_codec::address::MAX_UNICAST_LID;
 
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
 ///
@@ -721,9 +722,9 @@ fn lid_list(s: &str) -> Result<LidList, String> {
                 (l, l)
             }
         };
-        if first == 0 || last < first || last > 0xBFFF {
+        if first == 0 || last < first || last > MAX_UNICAST_LID {
             return Err(format!(
-                "{part:?} is not a LID or a range of LIDs (1-49151)"
+                "{part:?} is not a LID or a range of LIDs (1-{MAX_UNICAST_LID})"
             ));
         }
         lids.extend(first..=last);

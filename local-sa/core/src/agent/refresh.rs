@@ -21,12 +21,10 @@ use tracing::{debug, info, warn};
 
 use super::upstream_purpose::Purpose;
 use super::{RefreshState, SaCore};
+use crate::lid_walk::LidWalk;
 use crate::partitions::{TableKey, partition_of};
 use crate::requester::Answer;
 use crate::store::Epoch;
-
-/// Highest unicast LID.
-const MAX_UNICAST_LID: u16 = 0xBFFF;
 
 impl SaCore {
     /// Starts a refresh unless one is running.
@@ -143,12 +141,12 @@ impl SaCore {
                     "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
                 );
             }
+            // The walk reaches past this port's own LIDs and the master's.
+            let floor = self.port.sm_lid.max(*self.port.lids().end());
             let start = RefreshState::Walk {
                 epoch,
                 table,
-                next: 1,
-                highest_found: 0,
-                in_flight: 0,
+                walk: LidWalk::new(floor, self.config.walk_gap),
             };
             self.tables.refresh.advance(start);
             return self.walk(now);
@@ -168,43 +166,29 @@ impl SaCore {
         let RefreshState::Walk {
             epoch,
             table,
-            mut next,
-            highest_found,
-            mut in_flight,
+            mut walk,
         } = self.tables.refresh.state()
         else {
             return;
         };
-        let floor = highest_found
-            .max(self.port.sm_lid)
-            .max(*self.port.lids().end());
-        let limit = floor
-            .saturating_add(self.config.walk_gap)
-            .min(MAX_UNICAST_LID);
         let (mask, mut t) = self.table_query(table);
-        while in_flight < self.config.walk_window && next <= limit {
-            t.set_dlid(next);
+        let mut asked = Vec::new();
+        while let Some(dlid) = walk.next_lid(self.config.walk_window) {
+            asked.push(dlid);
+        }
+        self.tables
+            .refresh
+            .advance(RefreshState::Walk { epoch, table, walk });
+        if walk.is_done() {
+            return self.finish_table(now, epoch, table);
+        }
+        for dlid in asked {
+            t.set_dlid(dlid);
             let mut b =
                 SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
             b.header_mut().sa.set_component_mask(mask | pr::DLID);
-            let purpose = Purpose::Walk {
-                epoch,
-                table,
-                dlid: next,
-            };
+            let purpose = Purpose::Walk { epoch, table, dlid };
             self.send_upstream(now, purpose, &b.into_bytes());
-            next += 1;
-            in_flight += 1;
-        }
-        self.tables.refresh.advance(RefreshState::Walk {
-            epoch,
-            table,
-            next,
-            highest_found,
-            in_flight,
-        });
-        if in_flight == 0 {
-            self.finish_table(now, epoch, table);
         }
     }
 
@@ -219,9 +203,7 @@ impl SaCore {
         let RefreshState::Walk {
             epoch: current,
             table: current_table,
-            next,
-            mut highest_found,
-            in_flight,
+            mut walk,
         } = self.tables.refresh.state()
         else {
             return;
@@ -229,21 +211,19 @@ impl SaCore {
         if current != epoch || current_table != table {
             return;
         }
+        let mut found = false;
         if answer.status() == MadStatus::OK
             && let Some(t) = self.tables.table_mut(table)
         {
             for r in answer.records::<PathRecord>() {
                 t.store.insert(*r, epoch);
-                highest_found = highest_found.max(dlid);
+                found = true;
             }
         }
-        self.tables.refresh.advance(RefreshState::Walk {
-            epoch,
-            table,
-            next,
-            highest_found,
-            in_flight: in_flight.saturating_sub(1),
-        });
+        walk.answered(dlid, found);
+        self.tables
+            .refresh
+            .advance(RefreshState::Walk { epoch, table, walk });
         self.walk(now);
     }
 

@@ -13,6 +13,7 @@
 use std::time::{Duration, Instant};
 
 use super::counterparts::RefreshWaiter;
+use crate::lid_walk::LidWalk;
 use crate::partitions::TableKey;
 use crate::store::Epoch;
 
@@ -27,9 +28,7 @@ pub(super) enum RefreshState {
     Walk {
         epoch: Epoch,
         table: TableKey,
-        next: u16,
-        highest_found: u16,
-        in_flight: usize,
+        walk: LidWalk,
     },
 }
 

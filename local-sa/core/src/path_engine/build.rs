@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use mad_codec::address::MAX_UNICAST_LID;
 use mad_codec::codes::NodeType;
 use mad_codec::{
     GuidInfoRecord, LftRecord, LinkRecord, NodeRecord, PkeyTableRecord, PortInfoRecord,
@@ -18,9 +19,6 @@ use super::physical::{NO_PATH, NONE, Port, Switch};
 use super::pkeys::PkeyTable;
 use super::rate::{CAP_EXTENDED_SPEEDS, LinkFacts, port_rate, rank};
 use super::routes::{RouteError, Routes, Topology, VlMasks, sls_not_dropped};
-
-/// The highest unicast LID.
-const MAX_UNICAST_LID: u16 = 0xBFFF;
 
 /// PortInfo.PortState Active.
 const PORT_ACTIVE: u8 = 4;

@@ -6,8 +6,10 @@
 //! block.
 
 use bytes::Bytes;
+use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
 use local_sa_core::path_engine::FabricRecords;
 use local_sa_core::requester::{Answer, Failure as RequestFailure};
+use mad_codec::address::MAX_UNICAST_LID;
 use mad_codec::attr::class_port_info::cap2;
 use mad_codec::attr::{
     guid_info_record::mask as gir, lft_record::mask as lftr, link_record::mask as lr,
@@ -26,12 +28,6 @@ use umad::Address;
 use super::ask::{Served, each};
 use crate::failure::Failure;
 use crate::session::Session;
-
-/// Highest unicast LID.
-const MAX_UNICAST_LID: u16 = 0xBFFF;
-
-/// How far past the highest LID that answered the NodeRecord walk goes.
-const WALK_GAP: u16 = 64;
 
 /// The description, and what reading it cost the master.
 pub(crate) struct Description {
@@ -327,18 +323,15 @@ impl Reader<'_> {
         }
         let sm_key = self.session.sm_key;
         let mut records = Vec::new();
-        let (mut next, mut highest) = (1u16, 0u16);
+        let floor = self.session.port.lid.max(self.master.lid);
+        let mut walk = LidWalk::new(floor, DEFAULT_WALK_GAP);
         loop {
-            let limit = highest
-                .max(self.session.port.lid)
-                .max(self.master.lid)
-                .saturating_add(WALK_GAP)
-                .min(MAX_UNICAST_LID);
-            if next > limit {
+            // Every LID the walk reaches as it stands, asked `window` at a
+            // time; then the walk moves on past what answered.
+            let lids: Vec<u16> = std::iter::from_fn(|| walk.next_lid(usize::MAX)).collect();
+            if lids.is_empty() {
                 return Ok(records);
             }
-            let lids: Vec<u16> = (next..=limit).collect();
-            next = limit + 1;
             let requests: Vec<Bytes> = lids
                 .iter()
                 .map(|l| {
@@ -350,10 +343,9 @@ impl Reader<'_> {
                 .collect();
             let ends = each(self.session, self.master, self.window, &requests).await?;
             for (lid, end) in lids.iter().zip(ends) {
-                if let Some(r) = self.one::<NodeRecord>(end, || format!("LID {lid}"))? {
-                    highest = highest.max(*lid);
-                    records.push(r);
-                }
+                let found = self.one::<NodeRecord>(end, || format!("LID {lid}"))?;
+                walk.answered(*lid, found.is_some());
+                records.extend(found);
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 use mad_codec::attr::path_record::mask as pr;
@@ -14,13 +15,6 @@ use umad::Address;
 use super::tally::Tally;
 use crate::failure::Failure;
 use crate::session::Session;
-
-/// Highest unicast LID.
-const MAX_UNICAST_LID: u16 = 0xBFFF;
-
-/// How far past the highest LID that answered a walk goes on (as
-/// local-sa's own per-destination refresh).
-const WALK_GAP: u16 = 64;
 
 /// A port of the fabric: its GID and lowest LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,8 +93,8 @@ pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -
 
 /// This port's paths at the master: one GetTable, or, when its answer
 /// comes back cut (a transport without RMPP, such as ibsim), one per
-/// destination LID, walking upward until [`WALK_GAP`] LIDs past the
-/// highest that answered.
+/// destination LID, walking upward as local-sa's own refresh does
+/// ([`LidWalk`]).
 pub(super) async fn own_paths(
     session: &mut Session,
     master: Address,
@@ -115,34 +109,29 @@ pub(super) async fn own_paths(
         return Ok(answer.records::<PathRecord>().copied().collect());
     }
     tally.cut = true;
-    let floor = session.port.lid.max(master.lid);
-    let (mut next, mut highest, mut in_flight) = (1u16, 0u16, 0usize);
+    let mut walk = LidWalk::new(session.port.lid.max(master.lid), DEFAULT_WALK_GAP);
     let mut records = Vec::new();
     loop {
-        let limit = floor
-            .max(highest)
-            .saturating_add(WALK_GAP)
-            .min(MAX_UNICAST_LID);
-        while in_flight < window.max(1) && next <= limit {
+        while let Some(lid) = walk.next_lid(window) {
             session
                 .client
-                .start(master, &table_request(gid, Some(next), None));
+                .start(master, &table_request(gid, Some(lid), None));
             tally.per_destination += 1;
-            next += 1;
-            in_flight += 1;
         }
-        if in_flight == 0 {
+        if walk.is_done() {
             return Ok(records);
         }
         let c = session.client.next_completion().await?;
-        in_flight -= 1;
         let answer = session.answer(c)?;
+        let mut highest = None;
         if answer.status() == MadStatus::OK {
             for r in answer.records::<PathRecord>() {
-                highest = highest.max(r.dlid());
+                highest = highest.max(Some(r.dlid()));
                 records.push(*r);
             }
         }
+        // The answer's own DLID says which LID it was about.
+        walk.answered(highest.unwrap_or(0), highest.is_some());
     }
 }
 
