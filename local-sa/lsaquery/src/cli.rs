@@ -5,6 +5,8 @@ use local_sa_cli::number;
 use mad_codec::Gid;
 use mad_codec::address::MAX_UNICAST_LID;
 
+use crate::distribute::Shard;
+
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
 ///
 /// lsaquery speaks saquery's options and prints saquery's text, so scripts
@@ -734,14 +736,7 @@ fn lid_list(s: &str) -> Result<LidList, String> {
     Ok(LidList(lids))
 }
 
-/// A `--service-id` value: one ServiceID or a range `A-B`.
-/// `--shard I/K`: share I (1-based) of K.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shard {
-    pub(crate) index: u32,
-    pub(crate) of: u32,
-}
-
+/// `--shard I/K`: share I (1-based) of K, at most 4096.
 fn shard(text: &str) -> Result<Shard, String> {
     let usage = || format!("{text:?}: expected I/K, 1 <= I <= K <= 4096 (e.g. 2/4)");
     let (i, k) = text.split_once('/').ok_or_else(usage)?;
@@ -752,7 +747,7 @@ fn shard(text: &str) -> Result<Shard, String> {
     if index == 0 || index > of || of > 4096 {
         return Err(usage());
     }
-    Ok(Shard { index, of })
+    Ok(Shard::new(index, of))
 }
 
 /// `--sample`: a number of destinations, or all of them (`None`).
@@ -912,8 +907,8 @@ mod tests {
 
     #[test]
     fn a_shard_is_one_of_k() {
-        assert_eq!(shard("2/4"), Ok(Shard { index: 2, of: 4 }));
-        assert_eq!(shard("1/1"), Ok(Shard { index: 1, of: 1 }));
+        assert_eq!(shard("2/4").map(|s| s.to_string()), Ok("2/4".to_owned()));
+        assert_eq!(shard("1/1"), Ok(Shard::new(1, 1)));
         for bad in ["0/4", "5/4", "4", "/4", "1/0", "1/5000", "a/b"] {
             assert!(shard(bad).is_err(), "{bad:?}");
         }

@@ -109,7 +109,7 @@ impl Mode {
             let options = distribute::Options {
                 compute,
                 no_fallback: cli.no_fallback,
-                shard: cli.shard.map(|s| distribute::Shard::new(s.index, s.of)),
+                shard: cli.shard,
                 targets: cli.targets.clone().map(|l| l.0),
                 from: cli.from.clone(),
                 delta: cli.delta.clone(),
