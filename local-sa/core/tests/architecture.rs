@@ -1,4 +1,4 @@
-//! The shape the architecture promises (README, "Architecture"), checked
+//! The shape the architecture promises (docs/architecture.md), checked
 //! on every test run so that it cannot erode unnoticed:
 //!
 //! * the core's dependency tree holds no I/O crate;
