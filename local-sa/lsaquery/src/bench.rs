@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::failure::Failure;
 use crate::json::{self, Fixed};
 use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::session::Session;
+use crate::stop::Stop;
 
 #[derive(Debug, Default)]
 struct BenchCounts {
@@ -29,7 +29,7 @@ pub(crate) async fn run(
     query: &Query,
     total: u64,
     window: usize,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let mad = query.to_mad(session.sm_key);
     let mut t = BenchCounts {
         latencies: Vec::with_capacity(usize::try_from(total).unwrap_or(0)),
@@ -74,7 +74,7 @@ pub(crate) async fn run(
         out!("{}", report.text(session.dest.lid, query))?;
     }
     match (t.latencies.is_empty(), t.first_failure) {
-        (true, Some(f)) => Err(Failure::new(4, format!("no query was answered: {f}"))),
+        (true, Some(f)) => Err(Stop::new(4, format!("no query was answered: {f}"))),
         _ => Ok(()),
     }
 }

@@ -10,8 +10,8 @@ use local_sa_core::partitions::{TableKey, partition_of};
 use local_sa_core::request::{Request, StatusReport};
 use mad_codec::{PathRecord, Records};
 
-use crate::failure::Failure;
 use crate::local_api::Connection;
+use crate::stop::Stop;
 use serde::Serialize;
 
 use crate::json::{self, Fixed, JSON_SCHEMA};
@@ -19,9 +19,9 @@ use crate::progress::ProgressBar;
 use crate::status::PartitionLine;
 
 /// PathRecords cached before and after, from a REFRESH or FLUSH answer.
-fn change(f: &Frame) -> Result<(u64, u64), Failure> {
+fn change(f: &Frame) -> Result<(u64, u64), Stop> {
     api::decode_cache_change(&f.body)
-        .ok_or_else(|| Failure::new(4, "local-sa's answer carries no record counts"))
+        .ok_or_else(|| Stop::new(4, "local-sa's answer carries no record counts"))
 }
 
 /// `--refresh --json`'s line.
@@ -43,7 +43,7 @@ struct Flushed<'a> {
 }
 
 /// `--refresh`: a full refresh now; its outcome and duration.
-pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Failure> {
+pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Stop> {
     let started = Instant::now();
     let answer = conn.call(&Request::Refresh).await?;
     let took = started.elapsed().as_secs_f64();
@@ -66,7 +66,7 @@ pub(crate) async fn refresh(conn: &mut Connection, port: &str) -> Result<(), Fai
 }
 
 /// `--flush`: everything dropped.
-pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failure> {
+pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Stop> {
     let answer = conn.call(&Request::Flush).await?;
     let (before, _) = change(&answer)?;
     if conn.json() {
@@ -89,7 +89,7 @@ pub(crate) async fn flush(conn: &mut Connection, port: &str) -> Result<(), Failu
 /// `--dump [--pkey P]`: every cached record of the default table (or of
 /// P's partition table), a page at a time, printed as it comes; a reader
 /// that stops reading (`| head`) ends it quietly.
-pub(crate) async fn dump(conn: &mut Connection, partition: Option<u16>) -> Result<(), Failure> {
+pub(crate) async fn dump(conn: &mut Connection, partition: Option<u16>) -> Result<(), Stop> {
     let json = conn.json();
     // How many to expect, for the progress bar (when standard error is a
     // terminal and the dump is long).
@@ -157,24 +157,24 @@ fn held_records(status: &StatusReport, partition: Option<u16>) -> u64 {
 }
 
 /// A closed stdout (the reader had enough) is no failure.
-fn closed_or(e: std::io::Error) -> Result<(), Failure> {
+fn closed_or(e: std::io::Error) -> Result<(), Stop> {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Ok(())
     } else {
-        Err(Failure::new(4, format!("cannot write the dump: {e}")))
+        Err(Stop::new(4, format!("cannot write the dump: {e}")))
     }
 }
 
 /// Runs --refresh, --flush or --dump against the local API socket given
 /// (--api-socket; no InfiniBand device needed) or the one of the port
 /// selected with -C/-P.
-pub(crate) fn run(cli: &crate::cli::Cli) -> Result<(), Failure> {
+pub(crate) fn run(cli: &crate::cli::Cli) -> Result<(), Stop> {
     let path = match &cli.api_socket {
         Some(p) => p.clone(),
         None => {
             let port = umad::port::Sysfs::default()
                 .select(cli.ca.as_deref(), cli.port)
-                .map_err(|e| Failure::new(3, e.to_string()))?;
+                .map_err(|e| Stop::new(3, e.to_string()))?;
             crate::local_api::default_socket(&port.ca, port.port)
         }
     };
@@ -183,7 +183,7 @@ pub(crate) fn run(cli: &crate::cli::Cli) -> Result<(), Failure> {
         let hello = conn.call(&Request::Hello).await?;
         let port = api::decode_hello(&hello.body)
             .map(|h| format!("port LID {} ({})", h.lid, h.gid))
-            .ok_or_else(|| Failure::new(4, "local-sa's HELLO answer is malformed"))?;
+            .ok_or_else(|| Stop::new(4, "local-sa's HELLO answer is malformed"))?;
         if cli.refresh {
             refresh(&mut conn, &port).await
         } else if cli.flush {

@@ -6,16 +6,16 @@ use clap_complete::Shell;
 use local_sa_cli::{man_section, man_sections};
 
 use crate::cli::Cli;
-use crate::failure::Failure;
+use crate::stop::Stop;
 
 /// Writes what `--generate what` asks for to standard output.
-pub(crate) fn run(what: &str) -> Result<(), Failure> {
+pub(crate) fn run(what: &str) -> Result<(), Stop> {
     let text = generate(what)?;
     crate::stdout::write(&text)
 }
 
 /// The text `--generate what` writes.
-fn generate(what: &str) -> Result<String, Failure> {
+fn generate(what: &str) -> Result<String, Stop> {
     let mut command = Cli::command();
     let mut out = Vec::new();
     if what == "man" {
@@ -44,7 +44,7 @@ fn generate(what: &str) -> Result<String, Failure> {
     }
     let shell: Shell = what
         .parse()
-        .map_err(|_| Failure::new(2, format!("cannot generate {what:?}")))?;
+        .map_err(|_| Stop::new(2, format!("cannot generate {what:?}")))?;
     clap_complete::generate(shell, &mut command, "lsaquery", &mut out);
     Ok(String::from_utf8_lossy(&out).into_owned())
 }

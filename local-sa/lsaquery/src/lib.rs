@@ -13,7 +13,6 @@ mod client;
 mod compute;
 mod diag_file;
 mod distribute;
-mod failure;
 mod generate;
 mod ibdiag_conf;
 mod json;
@@ -31,6 +30,7 @@ mod resolve;
 mod session;
 mod snapshot;
 mod status;
+mod stop;
 mod verify;
 mod warm;
 
@@ -45,12 +45,12 @@ use umad::port::{PortFacts, Sysfs};
 
 use crate::cli::Cli;
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::listing::Listing;
 use crate::print::Printed;
 use crate::query::names::Names;
 use crate::query::{Kind, Query};
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// What this run does.
 enum Mode {
@@ -68,8 +68,8 @@ enum Mode {
 }
 
 impl Mode {
-    fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Self, Failure> {
-        let usage = |e: String| Failure::new(2, e);
+    fn from_cli(cli: &Cli, names: Names<'_>) -> Result<Self, Stop> {
+        let usage = |e: String| Stop::new(2, e);
         let modes = [
             cli.subscribe.is_some(),
             cli.join.is_some(),
@@ -207,13 +207,13 @@ pub fn main() -> ExitCode {
 
 /// The command line, with infiniband-diags' defaults (ibdiag.conf) where
 /// it gives no CA, port, time-out or SM_Key.
-fn parse_command_line() -> Result<Cli, Failure> {
+fn parse_command_line() -> Result<Cli, Stop> {
     use clap::parser::ValueSource;
     use clap::{CommandFactory, FromArgMatches};
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let defaults = ibdiag_conf::Defaults::open(cli.config.as_deref())
-        .map_err(|e| Failure::new(2, format!("infiniband-diags defaults {e}")))?;
+        .map_err(|e| Stop::new(2, format!("infiniband-diags defaults {e}")))?;
     let unset = |id: &str| matches.value_source(id) != Some(ValueSource::CommandLine);
     if cli.ca.is_none() {
         cli.ca = defaults.ca;
@@ -235,7 +235,7 @@ fn parse_command_line() -> Result<Cli, Failure> {
     Ok(cli)
 }
 
-fn run(cli: &Cli) -> Result<(), Failure> {
+fn run(cli: &Cli) -> Result<(), Stop> {
     if let Some(what) = &cli.generate {
         return generate::run(what);
     }
@@ -257,11 +257,11 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     // Node names are looked up once the session is up; this first pass
     // tells what is asked, and where.
     let mode = Mode::from_cli(cli, Names::Pending)?;
-    let node_names = node_names::NodeNameMap::open(cli.node_name_map.as_deref())
-        .map_err(|e| Failure::new(2, e))?;
+    let node_names =
+        node_names::NodeNameMap::open(cli.node_name_map.as_deref()).map_err(|e| Stop::new(2, e))?;
     let port = Sysfs::default()
         .select(cli.ca.as_deref(), cli.port)
-        .map_err(|e| Failure::new(3, e.to_string()))?;
+        .map_err(|e| Stop::new(3, e.to_string()))?;
     if cli.sa_lid.is_none()
         && !cli.master
         && let Some(result) = through_local_api(cli, &mode, &port)
@@ -281,7 +281,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         None => port.lid,
     };
     if sa_lid == 0 {
-        return Err(Failure::new(
+        return Err(Stop::new(
             3,
             format!("{port} knows no SM LID; give the SA's with --sa-lid"),
         ));
@@ -298,7 +298,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Duration::from_millis(cli.timeout_ms.max(1)),
         cli.retries,
     )
-    .map_err(|e| Failure::new(3, e))?;
+    .map_err(|e| Stop::new(3, e))?;
     let mut session = Session {
         dest: Address {
             pkey_index: cli.pkey_index.unwrap_or(0),
@@ -361,7 +361,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
 
 /// Registrations go through the local API unless an SA is named: returns
 /// the outcome when this run does.
-fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<(), Failure>> {
+fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<(), Stop>> {
     // This node's registrations, unfiltered: a filter (an argument, or
     // MCMemberRecord options) asks an SA.
     let listing = |q: &Query| {
@@ -375,7 +375,7 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
         Mode::Subscribe(_) | Mode::Join(_) => {}
         Mode::Query(q) if listing(q) => {}
         Mode::Leave(_) => {
-            return Some(Err(Failure::new(
+            return Some(Err(Stop::new(
                 2,
                 "through the local API a membership ends when the lsaquery that joined stops; \
                  --leave sends a Delete MAD to an SA named with --sa-lid or --master",
@@ -416,12 +416,12 @@ fn through_local_api(cli: &Cli, mode: &Mode, port: &PortFacts) -> Option<Result<
 async fn lookup_names(
     session: &mut Session,
     wanted: &[String],
-) -> Result<std::collections::HashMap<String, u16>, Failure> {
+) -> Result<std::collections::HashMap<String, u16>, Stop> {
     let mut found = std::collections::HashMap::new();
     for name in wanted {
         let nodes = fetch::<NodeRecord>(session, &query::node_by_name(name)).await?;
         let Some(r) = nodes.first() else {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 1,
                 format!(
                     "no node is named {name:?} at the SA at LID {} (a name is a node's whole \
@@ -435,7 +435,7 @@ async fn lookup_names(
     Ok(found)
 }
 
-async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
+async fn query(session: &mut Session, query: &Query) -> Result<(), Stop> {
     match query.kind {
         Kind::SmPorts => {
             // saquery -s: two lists under their headings (JSON lines
@@ -477,7 +477,7 @@ async fn query(session: &mut Session, query: &Query) -> Result<(), Failure> {
 
 /// The records of `query`'s answer (a Get's one, a GetTable's whole
 /// ones), or why there are none.
-async fn fetch<T: SaRecord>(session: &mut Session, query: &Query) -> Result<Vec<T>, Failure> {
+async fn fetch<T: SaRecord>(session: &mut Session, query: &Query) -> Result<Vec<T>, Stop> {
     let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
     let mad = session.ok(&answer)?;
     Ok(records::<T>(&mad, query, &answer)?
@@ -494,7 +494,7 @@ async fn one_query(
     session: &mut Session,
     query: &Query,
     sa_capability_mask2: Option<u32>,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let answer = session.exchange(&query.to_mad(session.sm_key)).await?;
     let mad = session.ok(&answer)?;
     let printed = printed(session, query, &mad, &answer, sa_capability_mask2)?;
@@ -521,14 +521,14 @@ fn printed(
     mad: &SaMad<'_>,
     answer: &Answer,
     sa_capability_mask2: Option<u32>,
-) -> Result<Vec<Printed>, Failure> {
+) -> Result<Vec<Printed>, Stop> {
     let keys = session.show_keys;
     fn each<T: SaRecord>(
         mad: &SaMad<'_>,
         query: &Query,
         answer: &Answer,
         print: impl Fn(&T) -> Printed,
-    ) -> Result<Vec<Printed>, Failure> {
+    ) -> Result<Vec<Printed>, Stop> {
         Ok(records::<T>(mad, query, answer)?
             .into_iter()
             .map(print)
@@ -564,9 +564,9 @@ fn printed(
     })
 }
 
-fn record<'a, T: SaRecord>(mad: &SaMad<'a>) -> Result<&'a T, Failure> {
+fn record<'a, T: SaRecord>(mad: &SaMad<'a>) -> Result<&'a T, Stop> {
     mad.record::<T>()
-        .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))
+        .map_err(|e| Stop::new(4, format!("malformed answer: {e}")))
 }
 
 /// The answer's records: one for Get, every whole one for GetTable.
@@ -574,19 +574,19 @@ fn records<'a, T: SaRecord>(
     mad: &SaMad<'a>,
     query: &Query,
     answer: &'a Answer,
-) -> Result<Vec<&'a T>, Failure> {
+) -> Result<Vec<&'a T>, Stop> {
     if query.method == Method::GET {
         return Ok(vec![record::<T>(mad)?]);
     }
     // Checked here so that a malformed answer is reported as such.
     mad.records::<T>()
-        .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
+        .map_err(|e| Stop::new(4, format!("malformed answer: {e}")))?;
     Ok(answer.records::<T>().collect())
 }
 
 /// --resolve: the path set through the ibacm protocol.
-fn resolve_path(cli: &Cli, dest: &str) -> Result<(), Failure> {
-    let usage = |e: String| Failure::new(2, e);
+fn resolve_path(cli: &Cli, dest: &str) -> Result<(), Stop> {
+    let usage = |e: String| Stop::new(2, e);
     let dest = resolve::parse(dest, cli.resolve_as).map_err(usage)?;
     let source = cli
         .source
@@ -616,9 +616,9 @@ mod tests {
 
     use super::*;
 
-    fn mode(args: &[&str]) -> Result<Mode, Failure> {
+    fn mode(args: &[&str]) -> Result<Mode, Stop> {
         let cli = Cli::try_parse_from(std::iter::once("lsaquery").chain(args.iter().copied()))
-            .map_err(|e| Failure::new(2, e.to_string()))?;
+            .map_err(|e| Stop::new(2, e.to_string()))?;
         Mode::from_cli(&cli, Names::Pending)
     }
 

@@ -5,9 +5,9 @@
 use mad_codec::codes::NodeType;
 use mad_codec::{McMemberRecord, NodeRecord};
 
-use crate::failure::Failure;
 use crate::print;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// What a node listing prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub(crate) fn print_nodes(
     listing: Listing,
     wanted: Option<&str>,
     records: &[NodeRecord],
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let map = &session.node_names;
     let name = |r: &NodeRecord| map.name(r.node_guid(), &r.description_bytes());
     let named = |r: &&NodeRecord| {
@@ -89,7 +89,7 @@ pub(crate) fn print_members(
     mlid: Option<&str>,
     members: &[McMemberRecord],
     nodes: &[NodeRecord],
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let map = &session.node_names;
     let node_name = |m: &McMemberRecord| {
         let interface_id = m.port_gid().guid();
@@ -102,7 +102,7 @@ pub(crate) fn print_members(
             )
     };
     let mlid = mlid
-        .map(|m| local_sa_cli::number::<u16>(m).map_err(|e| Failure::new(2, e)))
+        .map(|m| local_sa_cli::number::<u16>(m).map_err(|e| Stop::new(2, e)))
         .transpose()?;
     for m in members {
         let name = node_name(m);

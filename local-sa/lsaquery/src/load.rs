@@ -11,20 +11,20 @@ use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
 
-use crate::failure::Failure;
 use crate::progress::ProgressBar;
 use crate::query::Query;
 use crate::records_file;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// Reads the PathRecords of a text dump, by section.
-pub(crate) fn read_dump(path: &Path) -> Result<records_file::Dump, Failure> {
+pub(crate) fn read_dump(path: &Path) -> Result<records_file::Dump, Stop> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::new(2, format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Stop::new(2, format!("cannot read {}: {e}", path.display())))?;
     let dump = records_file::parse_sections(&text)
-        .map_err(|e| Failure::new(2, format!("{}: {e}", path.display())))?;
+        .map_err(|e| Stop::new(2, format!("{}: {e}", path.display())))?;
     if dump.unmarked.is_empty() && dump.default.is_empty() && dump.partitions.is_empty() {
-        return Err(Failure::new(
+        return Err(Stop::new(
             2,
             format!("{}: no PathRecords in it", path.display()),
         ));
@@ -35,10 +35,10 @@ pub(crate) fn read_dump(path: &Path) -> Result<records_file::Dump, Failure> {
 /// Reads the PathRecords of a text dump for the default tables
 /// (`partitions`: for the partition tables; a distributor's snapshot
 /// holds both, apart).
-fn read(path: &Path, partitions: bool) -> Result<Vec<PathRecord>, Failure> {
+fn read(path: &Path, partitions: bool) -> Result<Vec<PathRecord>, Stop> {
     let records = read_dump(path)?.table(partitions);
     if records.is_empty() {
-        return Err(Failure::new(
+        return Err(Stop::new(
             2,
             format!(
                 "{}: no PathRecords of the {} tables in it{}",
@@ -86,7 +86,7 @@ pub(crate) async fn push(
     mask: ComponentMask,
     modifier: u32,
     records: &[PathRecord],
-) -> Result<u32, Failure> {
+) -> Result<u32, Stop> {
     let (header, data) = request(session.sm_key, method, mask, modifier, records);
     let dest = session.dest;
     let mut bar = ProgressBar::on_terminal(records.len() >= 1000);
@@ -115,7 +115,7 @@ pub(crate) async fn load(
     path: &Path,
     replace: bool,
     partitions: bool,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let records = read(path, partitions)?;
     let modifier = if replace { REPLACE_SOURCES } else { 0 } | partition_flag(partitions);
     let stored = push(
@@ -140,7 +140,7 @@ pub(crate) async fn delete_named(
     session: &mut Session,
     path: &Path,
     partitions: bool,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let records = read(path, partitions)?;
     let flag = partition_flag(partitions);
     let removed = push(session, Method::DELETE, ComponentMask::NONE, flag, &records).await?;
@@ -157,9 +157,9 @@ pub(crate) async fn delete_matching(
     session: &mut Session,
     query: &Query,
     partitions: bool,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     if query.mask == ComponentMask::NONE {
-        return Err(Failure::new(
+        return Err(Stop::new(
             2,
             "--delete-matching needs a selection (--slid, --dlid, --sgid, ...); to delete everything, name \
              the records with --delete FILE",
@@ -167,7 +167,7 @@ pub(crate) async fn delete_matching(
     }
     let template = PathRecord::read_from_prefix(&query.record[..])
         .map(|(r, _)| r)
-        .map_err(|_| Failure::new(2, "--delete-matching: no PathRecord template"))?;
+        .map_err(|_| Stop::new(2, "--delete-matching: no PathRecord template"))?;
     let flag = partition_flag(partitions);
     let removed = push(session, Method::DELETE, query.mask, flag, &[template]).await?;
     outln!(

@@ -20,8 +20,8 @@ use smol::stream::StreamExt as _;
 use std::os::unix::net::UnixStream;
 
 use crate::cli::Cli;
-use crate::failure::Failure;
 use crate::print::Printed;
+use crate::stop::Stop;
 
 /// The default socket of the local-sa serving `ca` port `port`.
 pub(crate) fn default_socket(ca: &str, port: u8) -> PathBuf {
@@ -43,9 +43,9 @@ enum Wake {
 }
 
 impl Connection {
-    pub(crate) fn open(path: &Path, json: bool) -> Result<Self, Failure> {
+    pub(crate) fn open(path: &Path, json: bool) -> Result<Self, Stop> {
         let stream = UnixStream::connect(path).map_err(|e| {
-            Failure::new(
+            Stop::new(
                 4,
                 format!(
                     "cannot reach local-sa's local API at {}: {e} (is local-sa running for this port? \
@@ -54,7 +54,7 @@ impl Connection {
                 ),
             )
         })?;
-        let stream = Async::new(stream).map_err(|e| Failure::new(3, e.to_string()))?;
+        let stream = Async::new(stream).map_err(|e| Stop::new(3, e.to_string()))?;
         Ok(Self {
             stream,
             next_id: 1,
@@ -64,7 +64,7 @@ impl Connection {
     }
 
     /// The next frame; an answer split over several frames, whole.
-    async fn read_frame(&mut self) -> Result<Frame, Failure> {
+    async fn read_frame(&mut self) -> Result<Frame, Stop> {
         loop {
             let part = self.read_one_frame().await?;
             if let Some(frame) = self.reassembly.push(part) {
@@ -73,21 +73,20 @@ impl Connection {
         }
     }
 
-    async fn read_one_frame(&mut self) -> Result<Frame, Failure> {
-        let lost =
-            |e: std::io::Error| Failure::new(4, format!("local-sa closed the connection: {e}"));
+    async fn read_one_frame(&mut self) -> Result<Frame, Stop> {
+        let lost = |e: std::io::Error| Stop::new(4, format!("local-sa closed the connection: {e}"));
         let mut len = [0u8; 4];
         self.stream.read_exact(&mut len).await.map_err(lost)?;
         let n = Frame::announced(len)
-            .map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e}")))?;
+            .map_err(|e| Stop::new(4, format!("a bad frame from local-sa: {e}")))?;
         let mut rest = vec![0u8; n];
         self.stream.read_exact(&mut rest).await.map_err(lost)?;
-        Frame::decode(&rest).map_err(|e| Failure::new(4, format!("a bad frame from local-sa: {e}")))
+        Frame::decode(&rest).map_err(|e| Stop::new(4, format!("a bad frame from local-sa: {e}")))
     }
 
     /// Sends `request` and returns its answer; notices that arrive before
     /// it are printed.
-    pub(crate) async fn call(&mut self, request: &Request) -> Result<Frame, Failure> {
+    pub(crate) async fn call(&mut self, request: &Request) -> Result<Frame, Stop> {
         let id = self.send(request).await?;
         loop {
             let f = self.next_answer().await?;
@@ -95,7 +94,7 @@ impl Connection {
                 continue;
             }
             if f.kind == kind::ERROR {
-                return Err(Failure::new(
+                return Err(Stop::new(
                     2,
                     format!(
                         "local-sa refused the request: {}",
@@ -105,7 +104,7 @@ impl Connection {
             }
             let status = api::status(&f);
             if !status.is_ok() {
-                return Err(Failure::new(
+                return Err(Stop::new(
                     1,
                     format!(
                         "local-sa answered {} ({}; status {:#06x})",
@@ -121,20 +120,20 @@ impl Connection {
 
     /// Sends `request` without waiting for its answer; returns the number
     /// its answer will carry. Several may be out at once.
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<u32, Failure> {
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<u32, Stop> {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
         let frame = api::request_frame(request, id).encode();
         self.stream
             .write_all(&frame)
             .await
-            .map_err(|e| Failure::new(4, format!("local-sa: {e}")))?;
+            .map_err(|e| Stop::new(4, format!("local-sa: {e}")))?;
         Ok(id)
     }
 
     /// The next answer, to whichever request; notices that arrive before
     /// it are printed.
-    pub(crate) async fn next_answer(&mut self) -> Result<Frame, Failure> {
+    pub(crate) async fn next_answer(&mut self) -> Result<Frame, Stop> {
         loop {
             let f = self.read_frame().await?;
             if f.kind == kind::NOTICE {
@@ -147,7 +146,7 @@ impl Connection {
 
     /// The next notice local-sa reports on this connection (other frames
     /// are passed over).
-    pub(crate) async fn next_notice(&mut self) -> Result<mad_codec::Notice, Failure> {
+    pub(crate) async fn next_notice(&mut self) -> Result<mad_codec::Notice, Stop> {
         loop {
             let f = self.read_frame().await?;
             if f.kind == kind::NOTICE
@@ -163,11 +162,11 @@ impl Connection {
         self.json
     }
 
-    fn print(&self, p: &Printed) -> Result<(), Failure> {
+    fn print(&self, p: &Printed) -> Result<(), Stop> {
         p.print(self.json)
     }
 
-    fn print_notice(&self, f: &Frame) -> Result<bool, Failure> {
+    fn print_notice(&self, f: &Frame) -> Result<bool, Stop> {
         match api::notice(f) {
             Some(n) => {
                 self.print(&crate::print::notice(&n))?;
@@ -180,10 +179,10 @@ impl Connection {
     /// Prints notices until `--count`, `--duration`, a signal or an
     /// output that cannot be written (its failure is returned beside the
     /// count, for after the clean-up); returns how many came.
-    async fn wait(&mut self, cli: &Cli) -> Result<(u64, Option<Failure>), Failure> {
+    async fn wait(&mut self, cli: &Cli) -> Result<(u64, Option<Stop>), Stop> {
         let mut signals =
             async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
-                .map_err(|e| Failure::new(3, format!("cannot watch signals: {e}")))?;
+                .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
         let deadline = cli
             .duration
             .map(|s| Instant::now() + Duration::from_secs(s));
@@ -223,7 +222,7 @@ pub(crate) async fn subscribe(
     conn: &mut Connection,
     cli: &Cli,
     trap: TrapNumber,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     conn.call(&Request::Inform(crate::registration::inform_info(
         trap, true,
     )))
@@ -244,7 +243,7 @@ pub(crate) async fn join(
     conn: &mut Connection,
     cli: &Cli,
     (mask, record): (mad_codec::ComponentMask, McMemberRecord),
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let mask = cli.comp_mask.map_or(mask, mad_codec::ComponentMask);
     let answer = conn.call(&Request::Join { mask, record }).await?;
     let joined = first::<McMemberRecord>(&answer)?;
@@ -276,7 +275,7 @@ pub(crate) async fn list(
     groups: bool,
     members: bool,
     show_keys: bool,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     if groups || members {
         let answer = conn.call(&Request::ListGroups).await?;
         for r in Records::<McMemberRecord>::with_standard_stride(&answer.body) {
@@ -296,9 +295,9 @@ pub(crate) async fn list(
     Ok(())
 }
 
-fn first<T: SaRecord>(f: &Frame) -> Result<T, Failure> {
+fn first<T: SaRecord>(f: &Frame) -> Result<T, Stop> {
     Records::<T>::with_standard_stride(&f.body)
         .next()
         .copied()
-        .ok_or_else(|| Failure::new(4, "local-sa's answer carries no record"))
+        .ok_or_else(|| Stop::new(4, "local-sa's answer carries no record"))
 }

@@ -15,8 +15,8 @@ use smol::stream::StreamExt as _;
 use umad::IncomingMad;
 
 use crate::cli::Cli;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// RespTimeValue sent in subscriptions; unsubscribing must repeat it.
 const RESP_TIME_VALUE: u8 = 19;
@@ -47,7 +47,7 @@ fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
 enum Event {
     Mad(IncomingMad),
     Stop,
-    Lost(Failure),
+    Lost(Stop),
 }
 
 /// Subscribes, prints every notice the SA reports (answering each with a
@@ -57,10 +57,10 @@ pub(crate) async fn subscribe(
     session: &mut Session,
     cli: &Cli,
     trap: TrapNumber,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let mut signals =
         async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
-            .map_err(|e| Failure::new(3, format!("cannot watch signals: {e}")))?;
+            .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
     let answer = session
         .exchange(&inform_info_set(session.sm_key, trap, true))
         .await?;
@@ -118,7 +118,7 @@ pub(crate) async fn subscribe(
 
 /// Answers and prints one Report; other MADs are ignored. Returns whether
 /// it was a notice.
-async fn report(session: &mut Session, cli: &Cli, m: &IncomingMad) -> Result<bool, Failure> {
+async fn report(session: &mut Session, cli: &Cli, m: &IncomingMad) -> Result<bool, Stop> {
     let Ok(mad) = SaMad::parse(&m.mad) else {
         return Ok(false);
     };
@@ -207,7 +207,7 @@ pub(crate) async fn membership(
     cli: &Cli,
     method: Method,
     (mask, record): (ComponentMask, McMemberRecord),
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let mut b = SaMadBuilder::request(method, 0, AttributeId::MC_MEMBER_RECORD).record(&record);
     b.header_mut()
         .sa
@@ -217,6 +217,6 @@ pub(crate) async fn membership(
     let mad = session.ok(&answer)?;
     let answered = mad
         .record::<McMemberRecord>()
-        .map_err(|e| Failure::new(4, format!("malformed answer: {e}")))?;
+        .map_err(|e| Stop::new(4, format!("malformed answer: {e}")))?;
     session.print(&crate::print::mc_member(answered))
 }

@@ -20,9 +20,9 @@ use local_sa_core::path_flags;
 use mad_codec::Gid;
 use serde::Serialize;
 
-use crate::failure::Failure;
 use crate::json::{self, JSON_SCHEMA};
 use crate::print::{self, Printed};
+use crate::stop::Stop;
 
 /// ibacm's socket for ib_acme, where local-sa serves by default.
 pub(crate) const DEFAULT_SOCKET: &str = "/run/ibacm-unix.sock";
@@ -151,9 +151,9 @@ pub(crate) struct AcmConnection {
 
 impl AcmConnection {
     /// Connects to `socket`; each answer is waited for at most `timeout`.
-    pub(crate) fn open(socket: &Path, timeout: Duration) -> Result<Self, Failure> {
+    pub(crate) fn open(socket: &Path, timeout: Duration) -> Result<Self, Stop> {
         let unreachable = |e: std::io::Error| {
-            Failure::new(
+            Stop::new(
                 4,
                 format!(
                     "cannot reach an ibacm service at {} ({e}); is local-sa (or ibacm) serving there? \
@@ -180,11 +180,11 @@ impl AcmConnection {
         dest: &HostAddress,
         source: Option<&HostAddress>,
         cached_only: bool,
-    ) -> Result<Result<Vec<Entry>, Status>, Failure> {
+    ) -> Result<Result<Vec<Entry>, Status>, Stop> {
         let tid = self.next_tid;
         self.next_tid += 1;
         let lost = |e: std::io::Error| {
-            Failure::new(4, format!("no answer from {}: {e}", self.socket.display()))
+            Stop::new(4, format!("no answer from {}: {e}", self.socket.display()))
         };
         self.stream
             .write_all(&request(dest, source, cached_only, tid))
@@ -192,7 +192,7 @@ impl AcmConnection {
         let mut head = [0u8; wire::HEADER_LEN];
         self.stream.read_exact(&mut head).map_err(lost)?;
         let len = wire::message_len(&head).map_err(|e| {
-            Failure::new(
+            Stop::new(
                 4,
                 format!("a malformed answer from {}: {e}", self.socket.display()),
             )
@@ -218,11 +218,11 @@ pub(crate) fn resolve(
     cached_only: bool,
     json: bool,
     timeout: Duration,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let mut conn = AcmConnection::open(socket, timeout)?;
     let entries = conn
         .resolve(dest, source, cached_only)?
-        .map_err(|status| Failure::new(1, format!("{dest}: {status} ({})", meaning(status))))?;
+        .map_err(|status| Stop::new(1, format!("{dest}: {status} ({})", meaning(status))))?;
     let mut out = String::new();
     for e in &entries {
         if let Some(record) = e.path_record() {

@@ -6,8 +6,8 @@ use umad::port::PortFacts;
 use umad::{Address, IncomingMad};
 
 use crate::client::{Client, Token};
-use crate::failure::Failure;
 use crate::print::Printed;
+use crate::stop::Stop;
 
 /// Everything a query or registration needs.
 pub(crate) struct Session {
@@ -27,7 +27,7 @@ pub(crate) struct Session {
 impl Session {
     /// Sends a request to the SA and returns its answer, printing both in
     /// hex with `-d`.
-    pub(crate) async fn exchange(&mut self, request: &[u8]) -> Result<Answer, Failure> {
+    pub(crate) async fn exchange(&mut self, request: &[u8]) -> Result<Answer, Stop> {
         let completion = self.client.request(self.dest, request).await?;
         if self.show_errors && completion.outcome.is_err() {
             eprintln!(
@@ -41,7 +41,7 @@ impl Session {
 
     /// The answer of a completed request, printed in hex with `-d`, or
     /// what to report (exit status 4).
-    pub(crate) fn answer(&self, c: Completion<Token>) -> Result<Answer, Failure> {
+    pub(crate) fn answer(&self, c: Completion<Token>) -> Result<Answer, Stop> {
         let answer = c.outcome.map_err(|e| self.unanswered(e))?;
         if self.debug {
             outln!("SA Request:\n{}", mad_codec::hex::dump(&c.request))?;
@@ -51,7 +51,7 @@ impl Session {
     }
 
     /// What to report when the SA gave no answer.
-    pub(crate) fn unanswered(&self, e: RequestFailure) -> Failure {
+    pub(crate) fn unanswered(&self, e: RequestFailure) -> Stop {
         let lid = self.dest.lid;
         let why = match e {
             RequestFailure::Undeliverable { status } => format!(
@@ -66,14 +66,14 @@ impl Session {
         } else {
             ""
         };
-        Failure::new(4, format!("SA at LID {lid}: {why}{hint}"))
+        Stop::new(4, format!("SA at LID {lid}: {why}{hint}"))
     }
 
     /// The answer as an SA MAD if its status is success; otherwise the
     /// failure to report (exit status 1).
-    pub(crate) fn ok<'a>(&self, answer: &'a Answer) -> Result<SaMad<'a>, Failure> {
+    pub(crate) fn ok<'a>(&self, answer: &'a Answer) -> Result<SaMad<'a>, Stop> {
         let mad = SaMad::parse_checked(answer.mad()).map_err(|e| {
-            Failure::new(
+            Stop::new(
                 4,
                 format!("malformed answer from the SA at LID {}: {e}", self.dest.lid),
             )
@@ -88,7 +88,7 @@ impl Session {
             );
         }
         if !status.is_ok() {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 1,
                 format!(
                     "SA at LID {} answered {} ({}; status {:#06x})",
@@ -103,12 +103,12 @@ impl Session {
     }
 
     /// The next unsolicited MAD (a Report, for a subscriber).
-    pub(crate) async fn unsolicited(&mut self) -> Result<IncomingMad, Failure> {
+    pub(crate) async fn unsolicited(&mut self) -> Result<IncomingMad, Stop> {
         Ok(self.client.next_unsolicited().await?)
     }
 
     /// Prints a record as text or a JSON line.
-    pub(crate) fn print(&self, p: &Printed) -> Result<(), Failure> {
+    pub(crate) fn print(&self, p: &Printed) -> Result<(), Stop> {
         p.print(self.json)
     }
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use mad_codec::PathRecord;
 
-use crate::failure::Failure;
 use crate::records_file::{DEFAULT_TABLES, Dump, PARTITION_TABLES};
+use crate::stop::Stop;
 
 /// What a node holds as far as the distributor knows: what it was sent
 /// (or, in a snapshot, what an earlier run sent it).
@@ -35,7 +35,7 @@ impl From<Dump> for SentTables {
 /// Writes what the nodes hold as a text dump in two sections, the
 /// default tables' records and the partition tables' (what `--load`,
 /// `--from` and `--delta` read).
-pub(crate) fn write(path: &Path, held: &SentTables) -> Result<(), Failure> {
+pub(crate) fn write(path: &Path, held: &SentTables) -> Result<(), Stop> {
     let count = held.default.len() + held.partitions.len();
     let mut text = String::with_capacity(count * 700 + 128);
     for (section, records) in [
@@ -52,5 +52,5 @@ pub(crate) fn write(path: &Path, held: &SentTables) -> Result<(), Failure> {
     let partial = path.with_extension("partial");
     std::fs::write(&partial, text)
         .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| Failure::new(2, format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| Stop::new(2, format!("cannot write {}: {e}", path.display())))
 }

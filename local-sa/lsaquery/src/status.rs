@@ -9,20 +9,20 @@ use std::path::PathBuf;
 use local_sa_core::request::{Request, StatusReport};
 
 use crate::cli::Cli;
-use crate::failure::Failure;
 use crate::local_api::{Connection, default_socket};
+use crate::stop::Stop;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::json::{self, JSON_SCHEMA, Scalar};
 
 /// Prints the status of the local-sa behind each socket asked about.
-pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
+pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
     let sockets: Vec<PathBuf> = match &cli.api_socket {
         Some(p) => vec![p.clone()],
         None => umad::port::Sysfs::default()
             .select_all(cli.ca.as_deref(), cli.port)
-            .map_err(|e| Failure::new(3, e.to_string()))?
+            .map_err(|e| Stop::new(3, e.to_string()))?
             .iter()
             .map(|p| default_socket(&p.ca, p.port))
             .collect(),
@@ -40,16 +40,16 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
     }
     match unreachable {
         // A failure already printed: the exit status alone.
-        Some(f) => Err(Failure::new(f.code, String::new())),
+        Some(f) => Err(Stop::new(f.code, String::new())),
         None => Ok(()),
     }
 }
 
-async fn ask(socket: &std::path::Path, json: bool) -> Result<StatusReport, Failure> {
+async fn ask(socket: &std::path::Path, json: bool) -> Result<StatusReport, Stop> {
     let mut conn = Connection::open(socket, json)?;
     let answer = conn.call(&Request::Status).await?;
     let text = String::from_utf8(answer.body.to_vec())
-        .map_err(|_| Failure::new(4, "local-sa's STATUS answer is not text"))?;
+        .map_err(|_| Stop::new(4, "local-sa's STATUS answer is not text"))?;
     Ok(StatusReport::from_text(&text))
 }
 

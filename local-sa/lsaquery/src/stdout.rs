@@ -6,15 +6,15 @@
 
 use std::io::Write as _;
 
-use crate::failure::Failure;
+use crate::stop::Stop;
 
 /// Writes `text` to standard output, at once.
-pub(crate) fn write(text: &str) -> Result<(), Failure> {
+pub(crate) fn write(text: &str) -> Result<(), Stop> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::output_closed()),
-        Err(e) => Err(Failure::new(
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::output_closed()),
+        Err(e) => Err(Stop::new(
             4,
             format!("cannot write to standard output: {e}"),
         )),

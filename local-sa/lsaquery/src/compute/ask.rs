@@ -4,8 +4,8 @@ use bytes::Bytes;
 use local_sa_core::requester::{Answer, Failure as RequestFailure};
 use umad::Address;
 
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// What the master served: queries answered, records and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub(crate) async fn each(
     master: Address,
     window: usize,
     requests: &[Bytes],
-) -> Result<Vec<Result<Answer, RequestFailure>>, Failure> {
+) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
     let to: Vec<(Address, Bytes)> = requests.iter().map(|r| (master, r.clone())).collect();
     each_to(session, window, &to).await
 }
@@ -42,7 +42,7 @@ pub(crate) async fn each_to(
     session: &mut Session,
     window: usize,
     requests: &[(Address, Bytes)],
-) -> Result<Vec<Result<Answer, RequestFailure>>, Failure> {
+) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
     let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
         (0..requests.len()).map(|_| None).collect();
     let mut by_token = std::collections::HashMap::new();

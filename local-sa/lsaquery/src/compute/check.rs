@@ -21,8 +21,8 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder, S
 use umad::Address;
 
 use super::ask::{Served, each};
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// A pair whose computed records differ from the master's.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ pub(crate) async fn learn_partition_sls(
     window: usize,
     fabric: &mut Fabric,
     served: &mut Served,
-) -> Result<Vec<(u16, String)>, Failure> {
+) -> Result<Vec<(u16, String)>, Stop> {
     let mut unknown = Vec::new();
     let mut probes = Vec::new();
     for p in fabric.partitions() {
@@ -194,7 +194,7 @@ pub(crate) async fn check(
     fabric: &Fabric,
     pairs: &[PairCheck],
     served: &mut Served,
-) -> Result<Checked, Failure> {
+) -> Result<Checked, Stop> {
     let mut checked = Checked {
         pairs: pairs.len(),
         ..Checked::default()
@@ -270,7 +270,7 @@ impl Comparing<'_> {
         window: usize,
         asks: &[Ask],
         served: &mut Served,
-    ) -> Result<Vec<usize>, Failure> {
+    ) -> Result<Vec<usize>, Stop> {
         let requests: Vec<Bytes> = asks
             .iter()
             .map(|(i, lids)| {
@@ -295,7 +295,7 @@ impl Comparing<'_> {
                 cut.push(*i);
                 continue;
             }
-            let theirs = records(end, &pair).map_err(|why| Failure::new(4, why))?;
+            let theirs = records(end, &pair).map_err(|why| Stop::new(4, why))?;
             served.count(theirs.len(), PathRecord::STRIDE);
             self.checked.records += theirs.len();
             ours.clear();

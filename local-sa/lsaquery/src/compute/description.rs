@@ -26,8 +26,8 @@ use mad_codec::{
 use umad::Address;
 
 use super::ask::{Served, each};
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// The description, and what reading it cost the master.
 pub(crate) struct Description {
@@ -42,9 +42,9 @@ pub(crate) struct Description {
 impl Description {
     /// The fabric it describes; a description that does not hold
     /// together fails with exit status 5, saying why.
-    pub(crate) fn build(&self) -> Result<local_sa_core::path_engine::Fabric, Failure> {
+    pub(crate) fn build(&self) -> Result<local_sa_core::path_engine::Fabric, Stop> {
         local_sa_core::path_engine::Fabric::build(&self.records, self.qos).map_err(|e| {
-            Failure::new(
+            Stop::new(
                 5,
                 format!("the fabric's description from the master does not hold together: {e}"),
             )
@@ -68,7 +68,7 @@ pub(crate) async fn read(
     session: &mut Session,
     master: Address,
     window: usize,
-) -> Result<Description, Failure> {
+) -> Result<Description, Stop> {
     let mut r = Reader {
         session,
         master,
@@ -131,7 +131,7 @@ pub(crate) async fn read(
         }, endports.endports())
         .await
         .map_err(|e| {
-            Failure::new(
+            Stop::new(
                 e.code,
                 format!(
                     "{} (OpenSM gives P_KeyTableRecords only for its SA key, `sa_key`: give it as --smkey)",
@@ -301,20 +301,20 @@ fn name_of<R>() -> &'static str {
 }
 
 impl Reader<'_> {
-    async fn master_qos(&mut self) -> Result<bool, Failure> {
+    async fn master_qos(&mut self) -> Result<bool, Stop> {
         let request =
             SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
         let c = self.session.client.request(self.master, &request).await?;
         let answer = self.session.answer(c)?;
         let mad = self.session.ok(&answer)?;
         let cpi = ClassPortInfo::parse(mad.data())
-            .map_err(|e| Failure::new(4, format!("the master's ClassPortInfo: {e}")))?;
+            .map_err(|e| Stop::new(4, format!("the master's ClassPortInfo: {e}")))?;
         self.served.count(1, 72);
         Ok(cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0)
     }
 
     /// Every NodeRecord: one GetTable, or a walk over the LIDs.
-    async fn nodes(&mut self) -> Result<Vec<NodeRecord>, Failure> {
+    async fn nodes(&mut self) -> Result<Vec<NodeRecord>, Stop> {
         if let Some(all) = self
             .whole::<NodeRecord>("NodeRecords", ComponentMask::NONE)
             .await?
@@ -359,7 +359,7 @@ impl Reader<'_> {
         mask: ComponentMask,
         fill: impl Fn(&mut R, (u16, T)) -> ComponentMask,
         items: Vec<(u16, T)>,
-    ) -> Result<Vec<R>, Failure> {
+    ) -> Result<Vec<R>, Stop> {
         if let Some(all) = self.whole::<R>(what, mask).await? {
             self.last_whole = true;
             return Ok(all);
@@ -390,7 +390,7 @@ impl Reader<'_> {
         &mut self,
         mut links: Vec<LinkRecord>,
         ports: &[PortInfoRecord],
-    ) -> Result<Vec<LinkRecord>, Failure> {
+    ) -> Result<Vec<LinkRecord>, Stop> {
         let linked: std::collections::HashSet<(u16, u8)> = links
             .iter()
             .flat_map(|l| [(l.from_lid(), l.from_port()), (l.to_lid(), l.to_port())])
@@ -417,9 +417,8 @@ impl Reader<'_> {
             .iter()
             .zip(each(self.session, self.master, self.window, &requests).await?)
         {
-            let answer = end.map_err(|e| {
-                Failure::new(4, format!("the master's LinkRecords of port {n}: {e}"))
-            })?;
+            let answer = end
+                .map_err(|e| Stop::new(4, format!("the master's LinkRecords of port {n}: {e}")))?;
             match answer.status() {
                 MadStatus::OK => {}
                 MadStatus::ERR_NO_RECORDS => continue,
@@ -438,7 +437,7 @@ impl Reader<'_> {
         &mut self,
         what: &'static str,
         mask: ComponentMask,
-    ) -> Result<Option<Vec<R>>, Failure> {
+    ) -> Result<Option<Vec<R>>, Stop> {
         let request = request::<R>(Method::GET_TABLE, self.session.sm_key, |_| mask);
         let c = self.session.client.request(self.master, &request).await?;
         let answer = self.session.answer(c)?;
@@ -457,9 +456,9 @@ impl Reader<'_> {
         }
         let offset = answer.header().sa.attribute_offset();
         let records = Records::<R>::new(answer.data(), offset)
-            .map_err(|e| Failure::new(4, format!("the master's {what}: {e}")))?;
+            .map_err(|e| Stop::new(4, format!("the master's {what}: {e}")))?;
         if !records.remainder().is_empty() {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 4,
                 format!(
                     "the master's {what}: its answer ends in a record cut short ({} bytes of a {}-byte {})",
@@ -480,10 +479,10 @@ impl Reader<'_> {
         &mut self,
         end: Result<Answer, RequestFailure>,
         item: impl Fn() -> String,
-    ) -> Result<Option<R>, Failure> {
+    ) -> Result<Option<R>, Stop> {
         let what = name_of::<R>();
         let answer =
-            end.map_err(|e| Failure::new(4, format!("the master's {what} of {}: {e}", item())))?;
+            end.map_err(|e| Stop::new(4, format!("the master's {what} of {}: {e}", item())))?;
         match answer.status() {
             MadStatus::OK => {}
             MadStatus::ERR_NO_RECORDS => {
@@ -493,14 +492,14 @@ impl Reader<'_> {
             status => return Err(refused(&format!("{what} of {}", item()), status)),
         }
         let r = R::parse(answer.data())
-            .map_err(|e| Failure::new(4, format!("the master's {what} of {}: {e}", item())))?;
+            .map_err(|e| Stop::new(4, format!("the master's {what} of {}: {e}", item())))?;
         self.served.count(1, R::STRIDE);
         Ok(Some(*r))
     }
 }
 
-fn refused(what: &str, status: MadStatus) -> Failure {
-    Failure::new(
+fn refused(what: &str, status: MadStatus) -> Stop {
+    Stop::new(
         1,
         format!(
             "the master answered {} ({}; status {:#06x}) to the query for its {what}",

@@ -51,8 +51,8 @@ use umad::Address;
 
 pub(crate) use self::parallel::compute_tables;
 use self::report::Report;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// What `--compute` was asked to do.
 #[derive(Debug, Clone)]
@@ -79,7 +79,7 @@ pub(crate) async fn prepare(
     session: &mut Session,
     master: Address,
     options: &Options,
-) -> Result<Prepared, Failure> {
+) -> Result<Prepared, Stop> {
     let started = Instant::now();
     let read = description::read(session, master, options.master_window).await?;
     let mut fabric = read.build()?;
@@ -146,7 +146,7 @@ pub(crate) async fn prepare(
 /// `--compute` alone: computes every node's tables, checks the sample and
 /// reports; exit status 0 if every sampled record equals the master's, 1
 /// if one differs, 5 if the description was unusable.
-pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
+pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Stop> {
     let master = session.dest;
     let prepared = prepare(session, master, options).await?;
     let started = Instant::now();
@@ -164,7 +164,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     if prepared.checked.mismatches.is_empty() && prepared.checked.uncomputable.is_empty() {
         Ok(())
     } else {
-        Err(Failure::new(
+        Err(Stop::new(
             1,
             "computed PathRecords differ from the master's (see above)",
         ))

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use local_sa_core::opensm_config::{NO_RATE_LIMIT, Options, PartitionConfig, QosPolicy};
 use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
 
-use crate::failure::Failure;
+use crate::stop::Stop;
 
 /// OpenSM's configuration, read.
 #[derive(Debug, Clone)]
@@ -32,10 +32,10 @@ pub(crate) struct OpenSmInput {
 
 impl OpenSmInput {
     /// Reads `path` and the files it names.
-    pub(crate) fn load(path: &Path) -> Result<Self, Failure> {
+    pub(crate) fn load(path: &Path) -> Result<Self, Stop> {
         let read = |p: &Path| {
             std::fs::read_to_string(p)
-                .map_err(|e| Failure::new(2, format!("--opensm-config: {}: {e}", p.display())))
+                .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))
         };
         let options = Options::parse(&read(path)?);
         for (line, why) in &options.ignored {
@@ -52,9 +52,8 @@ impl OpenSmInput {
         let partitions = match &options.partition_config_file {
             Some(f) => {
                 let p = named(f);
-                let config = PartitionConfig::parse(&read(&p)?, options.qos).map_err(|e| {
-                    Failure::new(2, format!("--opensm-config: {}: {e}", p.display()))
-                })?;
+                let config = PartitionConfig::parse(&read(&p)?, options.qos)
+                    .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))?;
                 Some((p, config))
             }
             None => None,
@@ -62,16 +61,15 @@ impl OpenSmInput {
         let policy = match (&options.qos_policy_file, options.qos) {
             (Some(f), true) => {
                 let p = named(f);
-                let policy = QosPolicy::parse(&read(&p)?).map_err(|e| {
-                    Failure::new(2, format!("--opensm-config: {}: {e}", p.display()))
-                })?;
+                let policy = QosPolicy::parse(&read(&p)?)
+                    .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))?;
                 Some((p, policy))
             }
             // Without QoS OpenSM reads no policy.
             _ => None,
         };
         if options.max_rate_enum != NO_RATE_LIMIT {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 2,
                 format!(
                     "--opensm-config: {}: max_rate_enum {} lowers the rates OpenSM answers (OpenSM \
@@ -99,10 +97,10 @@ impl OpenSmInput {
         records: &FabricRecords,
         master_qos: bool,
         master_lid: u16,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Stop> {
         let here = self.path.display();
         if self.options.qos != master_qos {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 5,
                 format!(
                     "--opensm-config: {here} says qos {}, but the master {} QoS (its ClassPortInfo): it is not \
@@ -133,7 +131,7 @@ impl OpenSmInput {
             let levels =
                 QosLevels::resolve(policy.clone(), fabric, records, partitions, master_port)
                     .map_err(|e| {
-                        Failure::new(5, format!("--opensm-config: {}: {e}", file.display()))
+                        Stop::new(5, format!("--opensm-config: {}: {e}", file.display()))
                     })?;
             fabric.set_qos_levels(levels);
         }

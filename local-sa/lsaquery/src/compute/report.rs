@@ -11,7 +11,7 @@ use super::check::Coverage;
 use super::explain::{cause, why};
 use super::parallel::{Counts, NodeTables};
 use super::prepared::Prepared;
-use crate::failure::Failure;
+use crate::stop::Stop;
 
 /// Differences described in full, at most.
 const SHOWN: usize = 10;
@@ -68,7 +68,7 @@ impl<'a> Report<'a> {
     }
 
     /// Prints the report, as text or one JSON object.
-    pub(super) fn print(&self, as_json: bool, master: u16) -> Result<(), Failure> {
+    pub(super) fn print(&self, as_json: bool, master: u16) -> Result<(), Stop> {
         if as_json {
             return outln!("{}", self.json(master));
         }

@@ -13,8 +13,8 @@ use super::ask::Served;
 use super::check::{self, Checked};
 use super::description;
 use super::prepared::Prepared;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// What a second read found.
 pub(crate) enum Reread {
@@ -31,7 +31,7 @@ pub(crate) async fn reread(
     master: Address,
     window: usize,
     previous: &Prepared,
-) -> Result<Reread, Failure> {
+) -> Result<Reread, Stop> {
     let started = Instant::now();
     let read = description::read(session, master, window).await?;
     if read.records == previous.records && read.qos == previous.qos {
@@ -106,7 +106,7 @@ pub(crate) async fn check_pairs(
     window: usize,
     prepared: &mut Prepared,
     pairs: &[PairCheck],
-) -> Result<usize, Failure> {
+) -> Result<usize, Stop> {
     let started = Instant::now();
     let found = check::check(
         session,

@@ -13,8 +13,8 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
 use super::tally::Tally;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// A port of the fabric: its GID and lowest LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub(super) async fn own_paths(
     master: Address,
     window: usize,
     tally: &mut Tally,
-) -> Result<Vec<PathRecord>, Failure> {
+) -> Result<Vec<PathRecord>, Stop> {
     let gid = session.port.gid;
     tally.tables += 1;
     let answer = session.exchange(&table_request(gid, None, None)).await?;
@@ -144,7 +144,7 @@ pub(super) async fn running_an_sa(
     candidates: &[FabricPort],
     window: usize,
     timeout: std::time::Duration,
-) -> Result<Vec<FabricPort>, Failure> {
+) -> Result<Vec<FabricPort>, Stop> {
     let request = SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
     let attempts = Attempts {
         timeout,

@@ -61,10 +61,10 @@ pub(crate) use self::shard::Shard;
 use self::summary::Summary;
 use self::tally::{Computed, Tally};
 use crate::client::Token;
-use crate::failure::Failure;
 use crate::progress::ProgressBar;
 use crate::session::Session;
 use crate::snapshot::SentTables;
+use crate::stop::Stop;
 
 /// What `--distribute` was asked to do.
 pub(crate) struct Options {
@@ -101,7 +101,7 @@ pub(crate) struct Options {
 }
 
 /// Runs a distribution and prints its summary.
-pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Failure> {
+pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Stop> {
     let computing = match &options.compute {
         None => Computing::NotAsked,
         Some(c) => match crate::compute::prepare(session, session.dest, c).await {
@@ -127,9 +127,9 @@ pub(super) enum Computing {
 /// The fill's decision on tables that were meant to be computed and are
 /// not, or not proven: taken from the master and said so with what that
 /// costs, or with `--no-fallback` refused before anything is sent.
-fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Failure> {
+fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Stop> {
     if options.no_fallback {
-        return Err(Failure::new(
+        return Err(Stop::new(
             5,
             format!("{what} ({why}); --no-fallback: nothing sent, nothing taken from the master"),
         ));
@@ -160,14 +160,14 @@ async fn fill(
     options: &Options,
     lease: Option<u16>,
     computing: Computing,
-) -> Result<Filled, Failure> {
+) -> Result<Filled, Stop> {
     let started = Instant::now();
     let master = session.dest;
     let mut tally = Tally {
         shard: options.shard,
         ..Tally::default()
     };
-    let read = |file: &Option<PathBuf>| -> Result<Option<SentTables>, Failure> {
+    let read = |file: &Option<PathBuf>| -> Result<Option<SentTables>, Stop> {
         Ok(file
             .as_deref()
             .map(crate::load::read_dump)
@@ -214,7 +214,7 @@ async fn fill(
     if let Some(t) = &options.targets
         && let Some(unknown) = t.iter().find(|l| !candidates.iter().any(|e| e.lid == **l))
     {
-        return Err(Failure::new(
+        return Err(Stop::new(
             2,
             format!(
                 "--targets: LID {unknown} is no port's lowest LID {} (or it is the master's)",
@@ -339,7 +339,7 @@ async fn fill(
 
 /// Sends what `run` asks for and tells it how each send ended, until it
 /// is over; a progress bar on a terminal.
-async fn drive(session: &mut Session, run: &mut Distribution) -> Result<(), Failure> {
+async fn drive(session: &mut Session, run: &mut Distribution) -> Result<(), Stop> {
     let mut bar = ProgressBar::on_terminal(run.progress().1 > 1);
     let mut ids: HashMap<Token, u64> = HashMap::new();
     loop {

@@ -17,8 +17,8 @@ use umad::Address;
 
 use super::endpoints::FabricPort;
 use super::tally::Tally;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// One names table, ready to send: its Set's headers and its records.
 #[derive(Clone)]
@@ -44,7 +44,7 @@ pub(super) async fn fetch(
     adapters: Option<Vec<NodeRecord>>,
     window: usize,
     tally: &mut Tally,
-) -> Result<NamesTables, Failure> {
+) -> Result<NamesTables, Stop> {
     let nodes = match adapters {
         Some(known) => known,
         None => adapters_of(session, master, ports, window, tally).await?,
@@ -69,7 +69,7 @@ async fn adapters_of(
     ports: &[FabricPort],
     window: usize,
     tally: &mut Tally,
-) -> Result<Vec<NodeRecord>, Failure> {
+) -> Result<Vec<NodeRecord>, Stop> {
     Ok(fetch_table(session, master, ports, window, tally, |port| {
         queries::adapters(port.map(|p| p.lid))
     })
@@ -88,7 +88,7 @@ pub(super) async fn fetch_table<R: SaRecord>(
     window: usize,
     tally: &mut Tally,
     request: impl Fn(Option<&FabricPort>) -> Bytes,
-) -> Result<Vec<R>, Failure> {
+) -> Result<Vec<R>, Stop> {
     tally.tables += 1;
     let whole = session.client.request(master, &request(None)).await?;
     let answer = session.answer(whole)?;

@@ -18,8 +18,8 @@ use umad::Address;
 use super::endpoints::FabricPort;
 use super::names::fetch_table;
 use super::tally::Tally;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// The partitions of each node (by LID), and the master's QoS.
 #[derive(Debug, Default)]
@@ -91,7 +91,7 @@ pub(super) async fn fetch(
     nodes: &[FabricPort],
     window: usize,
     tally: &mut Tally,
-) -> Result<NodePartitions, Failure> {
+) -> Result<NodePartitions, Stop> {
     let sm_key = session.sm_key;
     let records: Vec<PkeyTableRecord> =
         fetch_table(session, master, nodes, window, tally, |node| {
@@ -109,7 +109,7 @@ pub(super) async fn fetch(
         })
         .await
         .map_err(|e| {
-            Failure::new(
+            Stop::new(
                 e.code,
                 format!(
                     "its P_KeyTableRecords: {} (OpenSM gives them only for its SA key, `sa_key`; --smkey is \
@@ -123,7 +123,7 @@ pub(super) async fn fetch(
     let answer = session.answer(c)?;
     let mad = session.ok(&answer)?;
     let cpi = ClassPortInfo::parse(mad.data())
-        .map_err(|e| Failure::new(4, format!("the master's ClassPortInfo: {e}")))?;
+        .map_err(|e| Stop::new(4, format!("the master's ClassPortInfo: {e}")))?;
     let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
     Ok(NodePartitions::new(&records, qos))
 }

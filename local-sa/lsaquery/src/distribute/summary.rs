@@ -8,9 +8,9 @@ use mad_codec::Gid;
 use serde::Serialize;
 
 use super::tally::{Computed, QosOutcome, Tally};
-use crate::failure::Failure;
 use crate::json::{self, Fixed, JSON_SCHEMA};
 use crate::snapshot::SentTables;
+use crate::stop::Stop;
 
 /// How one node fared.
 #[derive(Debug, Default, Clone, Copy)]
@@ -145,7 +145,7 @@ impl Summary {
         self.nodes.iter().map(|n| field(&n.outcome)).sum()
     }
 
-    pub(super) fn print(&self, json: bool) -> Result<(), Failure> {
+    pub(super) fn print(&self, json: bool) -> Result<(), Stop> {
         if json {
             outln!("{}", self.json())
         } else {
@@ -286,9 +286,9 @@ impl Summary {
 
     /// Exit status: 0 when every node got what it needed; 1 when some did
     /// not; 4 when no port runs local-sa.
-    pub(super) fn exit(&self) -> Result<(), Failure> {
+    pub(super) fn exit(&self) -> Result<(), Stop> {
         if self.nodes.is_empty() {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 4,
                 format!(
                     "none of the {} ports probed answered as an SA (is local-sa running on them?)",
@@ -298,7 +298,7 @@ impl Summary {
         }
         let failed = self.count(|n| n.failure.is_some());
         if failed > 0 {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 1,
                 format!(
                     "{failed} of {} local-sa nodes were not filled",

@@ -140,7 +140,7 @@ impl Printed {
     }
 
     /// Writes it to standard output: a JSON line with `json`, else text.
-    pub(crate) fn print(&self, json: bool) -> Result<(), crate::failure::Failure> {
+    pub(crate) fn print(&self, json: bool) -> Result<(), crate::stop::Stop> {
         if json {
             outln!("{}", self.to_json())
         } else {

@@ -12,8 +12,8 @@ use mad_codec::MadStatus;
 use umad::Address;
 
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::progress::ProgressBar;
+use crate::stop::Stop;
 
 /// Requests in a row left unanswered after which the rest are not sent.
 const GIVE_UP_AFTER: usize = 8;
@@ -74,7 +74,7 @@ pub(super) async fn ask_all(
     requests: &[Bytes],
     pace: Pace,
     what: &str,
-) -> Result<Vec<Outcome>, Failure> {
+) -> Result<Vec<Outcome>, Stop> {
     let mut outcomes: Vec<Outcome> = requests.iter().map(|_| Outcome::Skipped).collect();
     let mut in_flight = HashMap::new();
     let mut next = 0;

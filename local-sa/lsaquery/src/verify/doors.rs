@@ -28,9 +28,9 @@ use super::local::status_of;
 use super::paths::{Destination, field_differences, path_query};
 use super::report::{Part, Verdict};
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::query::{Kind, Query};
 use crate::resolve::{AcmConnection, meaning};
+use crate::stop::Stop;
 
 /// Where this node's local-sa is, as the doors part needs it.
 pub(super) struct Local<'a> {
@@ -71,7 +71,7 @@ pub(super) async fn check(
     destinations: &[Destination],
     local: &Local<'_>,
     pace: Pace,
-) -> Result<Part, Failure> {
+) -> Result<Part, Stop> {
     if destinations.is_empty() {
         let kernel = kernel_door(local.status, None);
         return Ok(Part::not_checked(
@@ -235,7 +235,7 @@ async fn other_names(
     master: Address,
     destinations: &[Destination],
     pace: Pace,
-) -> Result<Vec<OtherNames>, Failure> {
+) -> Result<Vec<OtherNames>, Stop> {
     let adapters = adapters(client, master, destinations, pace).await?;
     // Only a channel adapter's port runs a local-sa that publishes.
     let hosts: Vec<Gid> = destinations
@@ -271,7 +271,7 @@ async fn directory(
     master: Address,
     ports: &[Gid],
     pace: Pace,
-) -> Result<HashMap<Gid, Publication>, Failure> {
+) -> Result<HashMap<Gid, Publication>, Stop> {
     let requests: Vec<Bytes> = ports
         .iter()
         .map(|gid| {
@@ -298,7 +298,7 @@ async fn adapters(
     master: Address,
     destinations: &[Destination],
     pace: Pace,
-) -> Result<Vec<Option<Option<String>>>, Failure> {
+) -> Result<Vec<Option<Option<String>>>, Stop> {
     let requests: Vec<Bytes> = destinations
         .iter()
         .map(|d| {

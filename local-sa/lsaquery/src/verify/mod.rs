@@ -34,9 +34,9 @@ use self::asking::Pace;
 use self::report::Report;
 use crate::cli::Cli;
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::local_api::default_socket;
 use crate::resolve::DEFAULT_SOCKET;
+use crate::stop::Stop;
 
 /// rdma_cm's ServiceID for TCP port space, port 0: what is asked "with a
 /// ServiceID" when none is given.
@@ -44,13 +44,13 @@ const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_0000;
 
 /// Runs `--verify` and prints its report; the exit status says how it
 /// came out ([`Report::exit_code`]).
-pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
+pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
     if cli.rate.is_some() {
         // saquery's -R/--rate selects PathRecords by their Rate field;
         // taking it here as queries per second would change what it means
         // between two commands, and ignoring it would check at a rate the
         // operator did not ask for.
-        return Err(Failure::new(
+        return Err(Stop::new(
             2,
             "--rate is the PathRecord Rate field (as in saquery); with --verify, give queries per second as --query-rate",
         ));
@@ -58,9 +58,9 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
     let sysfs = umad::port::Sysfs::default();
     let port = sysfs
         .select(cli.ca.as_deref(), cli.port)
-        .map_err(|e| Failure::new(3, e.to_string()))?;
+        .map_err(|e| Stop::new(3, e.to_string()))?;
     if port.sm_lid == 0 {
-        return Err(Failure::new(
+        return Err(Stop::new(
             3,
             format!("{port} knows no SM LID: there is no master SA to compare with"),
         ));
@@ -94,7 +94,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
         rate: cli.query_rate,
     };
     let (transport, mut client) =
-        Client::on_port(&port, &[], timeout, cli.retries).map_err(|e| Failure::new(3, e))?;
+        Client::on_port(&port, &[], timeout, cli.retries).map_err(|e| Stop::new(3, e))?;
     let local = Address::gsi(port.lid, port.sm_sl);
     let master = Address::gsi(port.sm_lid, port.sm_sl);
     let me = port.gid;
@@ -125,7 +125,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
         report
             .parts
             .push(health::check(&status, port.sm_lid, Path::new("/proc")));
-        Ok::<_, Failure>(report)
+        Ok::<_, Stop>(report)
     });
     drop(client);
     transport.shutdown();
@@ -137,7 +137,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Failure> {
     }
     match report.exit_code() {
         0 => Ok(()),
-        code => Err(Failure::new(code, String::new())),
+        code => Err(Stop::new(code, String::new())),
     }
 }
 

@@ -16,8 +16,8 @@ use umad::Address;
 use super::asking::{Outcome, Pace, ask_all};
 use super::report::{Part, Verdict};
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::query::{Kind, Query};
+use crate::stop::Stop;
 
 /// What the paths part asks about.
 pub(super) struct Scope {
@@ -93,7 +93,7 @@ async fn port_table(
     who: &str,
     next: String,
     pace: Pace,
-) -> Result<Result<Answer, Part>, Failure> {
+) -> Result<Result<Answer, Part>, Stop> {
     let mut t = PathRecord::new_zeroed();
     t.set_sgid(me);
     let request = [path_query(Method::GET_TABLE, pr::SGID, &t)];
@@ -121,7 +121,7 @@ pub(super) async fn check(
     master: Address,
     scope: &Scope,
     pace: Pace,
-) -> Result<(Part, Vec<Destination>), Failure> {
+) -> Result<(Part, Vec<Destination>), Stop> {
     let ask_master = format!(
         "lsaquery --master -c   (is the master SA at LID {} answering?)",
         master.lid

@@ -23,9 +23,9 @@ use umad::Address;
 use super::asking::{Outcome, Pace, ask_all};
 use super::report::{Part, Verdict};
 use crate::client::Client;
-use crate::failure::Failure;
 use crate::local_api::Connection;
 use crate::query::{Kind, Query};
+use crate::stop::Stop;
 use local_sa_core::request::Request;
 
 /// What local-sa holds for the port, from its local API.
@@ -35,7 +35,7 @@ pub(super) struct PortRegistrations {
 }
 
 impl PortRegistrations {
-    pub(super) async fn fetch(conn: &mut Connection) -> Result<Self, Failure> {
+    pub(super) async fn fetch(conn: &mut Connection) -> Result<Self, Stop> {
         let subscriptions = conn.call(&Request::ListSubscriptions).await?;
         let groups = conn.call(&Request::ListGroups).await?;
         Ok(Self {
@@ -86,7 +86,7 @@ pub(super) async fn check(
     me: Gid,
     held: Result<PortRegistrations, String>,
     pace: Pace,
-) -> Result<Part, Failure> {
+) -> Result<Part, Stop> {
     let held = match held {
         Ok(h) => h,
         Err(why) => {

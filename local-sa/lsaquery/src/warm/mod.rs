@@ -32,28 +32,28 @@ use mad_codec::{Gid, MadStatus, Method, PathRecord, Records};
 use self::plan::Plan;
 use self::summary::{Answers, Sources, Summary, Unresolved};
 use crate::cli::Cli;
-use crate::failure::Failure;
 use crate::local_api::{Connection, default_socket};
 use crate::progress::ProgressBar;
 use crate::resolve::{AcmConnection, DEFAULT_SOCKET, meaning};
+use crate::stop::Stop;
 
 /// Runs `--warm` and prints its summary; exit status 1 if a host could
 /// not be resolved or a query was not answered.
-pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
-    let usage = |e: String| Failure::new(2, e);
+pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Stop> {
+    let usage = |e: String| Stop::new(2, e);
     let hosts = plan::hosts(hosts_arg).map_err(usage)?;
     let sysfs = umad::port::Sysfs::default();
     let port = sysfs.select(cli.ca.as_deref(), cli.port);
     let socket = match (&cli.api_socket, &port) {
         (Some(p), _) => p.clone(),
         (None, Ok(port)) => default_socket(&port.ca, port.port),
-        (None, Err(e)) => return Err(Failure::new(3, e.to_string())),
+        (None, Err(e)) => return Err(Stop::new(3, e.to_string())),
     };
     let pkeys = match (cli.pkey, &port) {
         (Some(p), _) => vec![p],
         (None, Ok(port)) => sysfs.endpoint_facts(port).pkeys,
         (None, Err(e)) => {
-            return Err(Failure::new(
+            return Err(Stop::new(
                 3,
                 format!("{e}; without the port's P_Key table, name the P_Key with --pkey"),
             ));
@@ -69,7 +69,7 @@ pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
         let mut conn = Connection::open(&socket, false)?;
         let hello = conn.call(&Request::Hello).await?;
         let me = api::decode_hello(&hello.body)
-            .ok_or_else(|| Failure::new(4, "local-sa's HELLO answer is malformed"))?;
+            .ok_or_else(|| Stop::new(4, "local-sa's HELLO answer is malformed"))?;
         let mut unresolved = Vec::new();
         let mut acm = None;
         let mut peers = Vec::new();
@@ -105,7 +105,7 @@ pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Failure> {
         if summary.complete() {
             Ok(())
         } else {
-            Err(Failure::new(1, String::new()))
+            Err(Stop::new(1, String::new()))
         }
     })
 }
@@ -119,7 +119,7 @@ async fn peer_gid(
     timeout: Duration,
     me: Gid,
     host: &str,
-) -> Result<Result<Gid, String>, Failure> {
+) -> Result<Result<Gid, String>, Stop> {
     let address = match crate::resolve::parse(host, None) {
         Ok(a) => a,
         Err(e) => return Ok(Err(e)),
@@ -163,7 +163,7 @@ async fn peer_gid(
 }
 
 /// Asks every query of `plan`, `window` at a time.
-async fn ask_all(conn: &mut Connection, plan: &Plan, window: usize) -> Result<Answers, Failure> {
+async fn ask_all(conn: &mut Connection, plan: &Plan, window: usize) -> Result<Answers, Stop> {
     let mut answers = Answers::default();
     let mut queries = plan.queries();
     let mut out: VecDeque<u32> = VecDeque::new();
@@ -203,7 +203,7 @@ fn path_query(query: PathQuery) -> Request {
 }
 
 /// The answer to request `id`.
-async fn answer_to(conn: &mut Connection, id: u32) -> Result<api::Frame, Failure> {
+async fn answer_to(conn: &mut Connection, id: u32) -> Result<api::Frame, Stop> {
     loop {
         let f = conn.next_answer().await?;
         if f.request == id {
@@ -231,7 +231,7 @@ fn outcome_name(f: &api::Frame) -> String {
     }
 }
 
-async fn status(conn: &mut Connection) -> Result<StatusReport, Failure> {
+async fn status(conn: &mut Connection) -> Result<StatusReport, Stop> {
     let f = conn.call(&Request::Status).await?;
     Ok(StatusReport::from_text(&String::from_utf8_lossy(&f.body)))
 }

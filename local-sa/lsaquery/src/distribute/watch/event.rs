@@ -20,8 +20,8 @@ use super::holdings::{Holding, Plan};
 use super::report::EventReport;
 use super::{Watch, digests};
 use crate::compute::{self, Prepared, Reread, Served};
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// Reads of the description an event makes while the master's answers
 /// differ from the computed ones (its sweep may not be done).
@@ -38,7 +38,7 @@ impl Watch<'_> {
         session: &mut Session,
         cause: String,
         probe: bool,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Stop> {
         let started = Instant::now();
         self.follow_master(session);
         self.events += 1;
@@ -76,7 +76,7 @@ impl Watch<'_> {
         current: Prepared,
         probe: bool,
         report: &mut EventReport,
-    ) -> Result<(), (Prepared, Failure)> {
+    ) -> Result<(), (Prepared, Stop)> {
         let master = session.dest;
         let window = self.distribute.master_window;
         let (new, digests, plan) = loop {
@@ -197,7 +197,7 @@ impl Watch<'_> {
         &mut self,
         session: &mut Session,
         cause: &str,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Stop> {
         let started = Instant::now();
         self.events += 1;
         let mut report = EventReport {
@@ -219,11 +219,7 @@ impl Watch<'_> {
     /// Asks the ports of `fabric` the watch does not know whether they
     /// run local-sa; keeps those that do (their tables go whole). Returns
     /// how many.
-    async fn probe_new(
-        &mut self,
-        session: &mut Session,
-        fabric: &Fabric,
-    ) -> Result<usize, Failure> {
+    async fn probe_new(&mut self, session: &mut Session, fabric: &Fabric) -> Result<usize, Stop> {
         let master = session.dest.lid;
         let candidates: Vec<FabricPort> = Endpoints::from_endports(fabric.endports())
             .endpoints
@@ -263,14 +259,14 @@ impl Watch<'_> {
         previous: Option<Fabric>,
         digests: &BTreeMap<Gid, u64>,
         report: &mut EventReport,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Stop> {
         let started = Instant::now();
         let d = self.distribute;
         if d.no_fallback
             && let Some(why) = new.unproven()
         {
             self.current = Some(new);
-            return Err(Failure::new(
+            return Err(Stop::new(
                 5,
                 format!(
                     "the tables computed after the change are not proven ({why}); --no-fallback: \
@@ -333,7 +329,7 @@ impl Watch<'_> {
         json: bool,
         mut report: EventReport,
         started: Instant,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Stop> {
         report.took = started.elapsed();
         self.counters.count(&report);
         if report.description_changed {

@@ -46,8 +46,8 @@ use self::holdings::{Holding, Holdings};
 use self::notices::Heard;
 use self::report::Counters;
 use crate::compute::{Prepared, compute_tables};
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// Intervals between probes of the ports that did not run local-sa (one
 /// may have started it since).
@@ -109,7 +109,7 @@ pub(crate) async fn run(
     session: &mut Session,
     distribute: &super::Options,
     options: &Options,
-) -> Result<(), Failure> {
+) -> Result<(), Stop> {
     let prepared = prepare_until_ready(session, distribute).await?;
     let filled = super::fill(
         session,
@@ -120,7 +120,7 @@ pub(crate) async fn run(
     .await?;
     filled.summary.print(session.json)?;
     let Some(current) = filled.computing else {
-        return Err(Failure::new(
+        return Err(Stop::new(
             5,
             "--watch keeps the nodes current from the fabric's description, which could not be used \
              (see above); --distribute without --watch fills them from the master",
@@ -173,9 +173,9 @@ pub(crate) async fn run(
 async fn prepare_until_ready(
     session: &mut Session,
     distribute: &super::Options,
-) -> Result<Prepared, Failure> {
+) -> Result<Prepared, Stop> {
     let Some(compute) = &distribute.compute else {
-        return Err(Failure::new(2, "--watch needs --compute"));
+        return Err(Stop::new(2, "--watch needs --compute"));
     };
     let mut pause = FIRST_RETRY;
     loop {
@@ -205,10 +205,10 @@ enum Wake {
 
 impl Watch<'_> {
     /// Keeps the nodes current until a signal (`Ok`) or a failure.
-    async fn wait_and_keep(&mut self, session: &mut Session) -> Result<(), Failure> {
+    async fn wait_and_keep(&mut self, session: &mut Session) -> Result<(), Stop> {
         let mut signals =
             async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
-                .map_err(|e| Failure::new(3, format!("cannot watch signals: {e}")))?;
+                .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
         let socket = self.options.api_socket.clone().unwrap_or_else(|| {
             crate::local_api::default_socket(&session.port.ca, session.port.port)
         });
@@ -299,7 +299,7 @@ impl Watch<'_> {
     }
 
     /// Ends every node's lease and says how the watch went.
-    async fn stop(&mut self, session: &mut Session) -> Result<(), Failure> {
+    async fn stop(&mut self, session: &mut Session) -> Result<(), Stop> {
         let nodes: Vec<(Gid, u16)> = self.holdings.nodes().collect();
         let ended = renewals::renew(session, &nodes, 0, self.distribute.window).await?;
         eprintln!(
@@ -315,7 +315,7 @@ impl Watch<'_> {
     /// Renews every node's lease; nodes that do not answer are no longer
     /// known to hold their tables; those known to hold nothing that
     /// answered get their tables whole.
-    async fn renew(&mut self, session: &mut Session) -> Result<(), Failure> {
+    async fn renew(&mut self, session: &mut Session) -> Result<(), Stop> {
         let nodes: Vec<(Gid, u16)> = self.holdings.nodes().collect();
         let renewed =
             renewals::renew(session, &nodes, self.options.lease, self.distribute.window).await?;

@@ -10,9 +10,9 @@ use std::path::Path;
 use mad_codec::{TrapDetails, TrapNumber};
 use smol::channel::{Receiver, Sender};
 
-use crate::failure::Failure;
 use crate::local_api::Connection;
 use crate::registration::inform_info;
+use crate::stop::Stop;
 use local_sa_core::request::Request;
 
 /// The traps the watch follows.
@@ -35,7 +35,7 @@ pub(super) enum Heard {
 /// Subscribes through the local API at `socket` and starts the task that
 /// forwards every notice; an error if local-sa cannot be reached or
 /// refuses.
-pub(super) async fn listen(socket: &Path) -> Result<Receiver<Heard>, Failure> {
+pub(super) async fn listen(socket: &Path) -> Result<Receiver<Heard>, Stop> {
     let mut conn = Connection::open(socket, false)?;
     for trap in TRAPS {
         conn.call(&Request::Inform(inform_info(trap, true))).await?;

@@ -12,8 +12,8 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
 use crate::compute::ask::each_to;
-use crate::failure::Failure;
 use crate::session::Session;
+use crate::stop::Stop;
 
 /// How a round of renewals went.
 #[derive(Debug, Default)]
@@ -44,7 +44,7 @@ pub(super) async fn renew(
     nodes: &[(Gid, u16)],
     seconds: u16,
     window: usize,
-) -> Result<Renewed, Failure> {
+) -> Result<Renewed, Stop> {
     let mad = renewal(session.sm_key, seconds);
     let sm_sl = session.port.sm_sl;
     let requests: Vec<(Address, Bytes)> = nodes

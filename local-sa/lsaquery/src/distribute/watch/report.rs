@@ -11,8 +11,8 @@ use serde_json::json;
 
 use super::super::summary::Pushed;
 use crate::compute::Served;
-use crate::failure::Failure;
 use crate::json::JSON_SCHEMA;
+use crate::stop::Stop;
 
 /// One event: a change the watch looked into.
 #[derive(Debug, Default)]
@@ -215,11 +215,11 @@ impl Counters {
     }
 
     /// Writes the counters to `path`, whole (beside, then renamed).
-    pub(super) fn write(&self, path: &Path) -> Result<(), Failure> {
+    pub(super) fn write(&self, path: &Path) -> Result<(), Stop> {
         let partial = path.with_extension("partial");
         std::fs::write(&partial, self.prometheus())
             .and_then(|()| std::fs::rename(&partial, path))
-            .map_err(|e| Failure::new(3, format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| Stop::new(3, format!("cannot write {}: {e}", path.display())))
     }
 }
 

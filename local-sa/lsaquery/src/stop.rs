@@ -6,12 +6,12 @@ use crate::client::Closed;
 /// nothing to say, a stop that is no failure (the reader of the output
 /// went away).
 #[derive(Debug)]
-pub(crate) struct Failure {
+pub(crate) struct Stop {
     pub(crate) code: u8,
     pub(crate) message: String,
 }
 
-impl Failure {
+impl Stop {
     pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -25,7 +25,7 @@ impl Failure {
     }
 }
 
-impl From<Closed> for Failure {
+impl From<Closed> for Stop {
     fn from(_: Closed) -> Self {
         Self::new(4, "the MAD transport is shut down")
     }
