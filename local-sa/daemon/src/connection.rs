@@ -2,7 +2,7 @@
 //! doors' account ([`crate::door_limits`]), the queue of frames going out with
 //! the bytes in it, and reading frames in under the limits.
 //!
-//! Frames go out through an [`Outbox`]: the driver queues, a writer task
+//! Frames go out through an [`FrameQueue`]: the driver queues, a writer task
 //! writes. A connection that lets more than its share pile up is not
 //! reading; closing it shuts the socket, which ends both tasks at once and
 //! frees the queue, however little the peer reads.
@@ -129,7 +129,7 @@ pub(crate) fn admit(
     stream: Stream,
     door: &'static str,
     kept: Option<KeptSlot>,
-) -> Option<(Rc<Conn>, Outbox, impl Future<Output = ()> + use<>)> {
+) -> Option<(Rc<Conn>, FrameQueue, impl Future<Output = ()> + use<>)> {
     let Some(admission) = Admission::new(doors, stream.peer_uid(), door) else {
         if kept.is_some() {
             // The store's copy would keep it open.
@@ -147,18 +147,18 @@ pub(crate) fn admit(
         owed: Cell::new(0),
         kept,
     });
-    let (outbox, writer) = Outbox::new(&conn);
+    let (outbox, writer) = FrameQueue::new(&conn);
     Some((conn, outbox, writer))
 }
 
 /// Where the driver queues a connection's outgoing frames.
 #[derive(Debug)]
-pub(crate) struct Outbox {
+pub(crate) struct FrameQueue {
     tx: Sender<Bytes>,
     conn: Rc<Conn>,
 }
 
-impl Outbox {
+impl FrameQueue {
     /// An outbox for `conn`, and its writer task to spawn.
     pub(crate) fn new(conn: &Rc<Conn>) -> (Self, impl Future<Output = ()> + use<>) {
         let (tx, rx) = channel::unbounded();
@@ -528,7 +528,7 @@ mod tests {
     fn a_peer_that_does_not_read_is_refused_and_its_queue_freed_on_close() {
         let doors = Doors::shared(quick(), 1 << 20);
         let (conn, mut peer) = connection(&doors);
-        let (outbox, writer) = Outbox::new(&conn);
+        let (outbox, writer) = FrameQueue::new(&conn);
         let ex = smol::LocalExecutor::new();
         let writer = ex.spawn(writer);
         // Far more than the socket buffer and the 10 KB share: the peer

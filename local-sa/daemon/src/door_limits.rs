@@ -93,7 +93,7 @@ impl DoorLimits {
 /// What the doors refused or cut, since start, and how many connections
 /// are open now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct DoorCounters {
+pub(crate) struct DoorLimitCounters {
     /// Connections open now.
     pub(crate) connections: u64,
     /// Of them, the local API's.
@@ -116,7 +116,7 @@ pub(crate) struct DoorCounters {
     pub(crate) partial_bytes: u64,
 }
 
-impl DoorCounters {
+impl DoorLimitCounters {
     /// `name value` pairs, as the stats file lists them.
     pub(crate) fn fields(&self) -> [(&'static str, u64); 9] {
         [
@@ -143,7 +143,7 @@ pub(crate) struct Doors {
     /// Connections held by users other than root and the daemon's own.
     unprivileged: usize,
     partial_in: usize,
-    counters: DoorCounters,
+    counters: DoorLimitCounters,
     log: LogLimit,
 }
 
@@ -168,7 +168,7 @@ impl Doors {
             per_user: HashMap::new(),
             unprivileged: 0,
             partial_in: 0,
-            counters: DoorCounters::default(),
+            counters: DoorLimitCounters::default(),
             log: LogLimit::new(Duration::from_secs(60)),
         }))
     }
@@ -185,8 +185,8 @@ impl Doors {
         self.limits.per_user = per_user;
     }
 
-    pub(crate) fn counters(&self) -> DoorCounters {
-        DoorCounters {
+    pub(crate) fn counters(&self) -> DoorLimitCounters {
+        DoorLimitCounters {
             partial_bytes: self.partial_in as u64,
             ..self.counters
         }
@@ -251,7 +251,7 @@ pub(crate) struct Admission {
     door: &'static str,
 }
 
-impl DoorCounters {
+impl DoorLimitCounters {
     /// The open-connections gauge of `door` ("local API" or "ibacm"), if
     /// it has one.
     fn door_gauge(&mut self, door: &str) -> Option<&mut u64> {

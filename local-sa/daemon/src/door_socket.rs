@@ -1,6 +1,6 @@
 //! The doors' sockets: one listener type for every stream door (the local
 //! API's per port, the ibacm protocol's), whose connections are read by
-//! the door's own [`Framing`] and written from an [`Outbox`], under the
+//! the door's own [`Framing`] and written from an [`FrameQueue`], under the
 //! doors' limits ([`crate::door_limits`]); and the events all doors' sockets —
 //! the kernel door's datagrams included — send the driver on one channel.
 //!
@@ -15,7 +15,7 @@ use smol::channel::Sender;
 use tracing::debug;
 
 use crate::client_store::ClientStore;
-use crate::connection::{Conn, FrameReader, KEEP_AFTER, Keeping, Outbox, ReadEnd, admit};
+use crate::connection::{Conn, FrameQueue, FrameReader, KEEP_AFTER, Keeping, ReadEnd, admit};
 use crate::door_limits::SharedDoors;
 use crate::listener::Listener;
 use crate::stream::Stream;
@@ -34,7 +34,7 @@ pub(crate) enum DoorEvent {
     Opened {
         door: DoorId,
         conn: ConnId,
-        outbox: Outbox,
+        outbox: FrameQueue,
         user: LocalUser,
     },
     /// A whole message.

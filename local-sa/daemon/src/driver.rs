@@ -19,7 +19,7 @@ use smol::stream::StreamExt as _;
 use tracing::{debug, error, info, warn};
 
 use crate::bridge::identity;
-use crate::connection::Outbox;
+use crate::connection::FrameQueue;
 use crate::door_limits::SharedDoors;
 use crate::door_socket::{DoorEvent, DoorId};
 use crate::kernel_door::DatagramSink;
@@ -109,7 +109,7 @@ pub(crate) struct Connection {
 /// Where a connection's bytes go.
 pub(crate) enum Sink {
     /// A stream connection's queue.
-    Stream(Outbox),
+    Stream(FrameQueue),
     /// A datagram socket's writer (the kernel door's).
     Datagram(DatagramSink),
 }

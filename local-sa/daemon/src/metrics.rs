@@ -442,8 +442,8 @@ mod tests {
 
     #[test]
     fn every_daemon_counter_is_described() {
-        use crate::door_limits::DoorCounters;
-        let mut names: Vec<&str> = DoorCounters::default()
+        use crate::door_limits::DoorLimitCounters;
+        let mut names: Vec<&str> = DoorLimitCounters::default()
             .fields()
             .iter()
             .map(|(n, _)| *n)

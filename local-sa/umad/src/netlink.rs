@@ -68,7 +68,7 @@ impl DatagramSender {
 
 /// One datagram read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Received {
+pub struct Datagram {
     /// Its length, cut to the buffer (0 for an empty datagram, which is
     /// not end-of-file: a datagram socket has none).
     pub len: usize,
@@ -107,7 +107,7 @@ impl NetlinkSocket {
     }
 
     /// One datagram into `buf` and who sent it, or `WouldBlock`.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Datagram> {
         let slot = buf.len();
         self.recv_many(buf, slot)?
             .pop()
@@ -117,11 +117,11 @@ impl NetlinkSocket {
     /// Every datagram waiting, up to [`NetlinkSocket::BATCH`], in one
     /// system call: datagram `i` is in the `i`th `slot`-byte piece of
     /// `buf` (cut to it). `WouldBlock` when none is waiting.
-    pub fn recv_many(&self, buf: &mut [u8], slot: usize) -> io::Result<Vec<Received>> {
+    pub fn recv_many(&self, buf: &mut [u8], slot: usize) -> io::Result<Vec<Datagram>> {
         let got = sys::recv_many(self.fd.as_fd(), buf, slot)?;
         Ok(got
             .into_iter()
-            .map(|(len, source)| Received {
+            .map(|(len, source)| Datagram {
                 len,
                 from: DatagramSender::of(self.kind, source),
             })
@@ -170,7 +170,7 @@ mod tests {
         let got = s.recv(&mut buf).unwrap();
         assert_eq!(
             got,
-            Received {
+            Datagram {
                 len: 5,
                 from: DatagramSender::Kernel
             },

@@ -21,7 +21,7 @@ use crate::request::LocalBody;
 use crate::requester::Answer;
 use crate::respond;
 use crate::stats::AnswerKey;
-use crate::transfers::{Event, Refusal};
+use crate::transfers::{Event, TransferRefusal};
 
 impl SaCore {
     /// Answers a Get with the first record of `data` or a GetTable with
@@ -175,9 +175,9 @@ impl SaCore {
             Event::Aborted => self.telemetry.counters.rmpp_aborts += 1,
             Event::Refused { reason, lid } => {
                 let counter = match reason {
-                    Refusal::Busy => &mut self.telemetry.counters.rmpp_refused_busy,
-                    Refusal::PerPeer => &mut self.telemetry.counters.rmpp_refused_per_peer,
-                    Refusal::Memory => &mut self.telemetry.counters.rmpp_refused_memory,
+                    TransferRefusal::Busy => &mut self.telemetry.counters.rmpp_refused_busy,
+                    TransferRefusal::PerPeer => &mut self.telemetry.counters.rmpp_refused_per_peer,
+                    TransferRefusal::Memory => &mut self.telemetry.counters.rmpp_refused_memory,
                 };
                 *counter += 1;
                 if let Some(left_out) = self.telemetry.log_limit.allow(now, "refused transfer", lid)

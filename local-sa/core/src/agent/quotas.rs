@@ -70,7 +70,7 @@ pub struct Registrant {
 }
 
 /// Why a registration past its owner's limit was refused, and the limit.
-pub(super) type Refusal = (Refused, usize);
+pub(super) type QuotaRefusal = (Refused, usize);
 
 impl Quotas {
     /// Local connection `conn` is `user`'s.
@@ -100,7 +100,7 @@ impl Quotas {
         member: Member,
         mgid: Gid,
         can_create: bool,
-    ) -> Result<bool, Refusal> {
+    ) -> Result<bool, QuotaRefusal> {
         let another = mgid == Gid::ZERO || !self.groups.holds(&owner, &mgid);
         if another && self.groups.count(&owner) >= limits.groups {
             return Err((Refused::Group, limits.groups));
@@ -152,7 +152,7 @@ impl Quotas {
         limits: &RegistrationLimits,
         s: Subscriber,
         filter: Filter,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), QuotaRefusal> {
         let another = !self.filters.holds(&owner, &filter);
         if another && self.filters.count(&owner) >= limits.subscriptions {
             return Err((Refused::Subscription, limits.subscriptions));

@@ -44,7 +44,7 @@ impl Default for TransferLimits {
 
 /// Why a transfer was refused or cut short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub(crate) enum TransferRefusal {
     /// As many transfers as allowed are in progress.
     Busy,
     /// The peer's LID already has as many as allowed.
@@ -53,7 +53,7 @@ pub(crate) enum Refusal {
     Memory,
 }
 
-impl Refusal {
+impl TransferRefusal {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Busy => "too many transfers in progress",

@@ -27,8 +27,8 @@ use mad_codec::rmpp::{Receiver, RmppConfig, Sender, TransferState};
 use crate::address::{Address, Transmit};
 use deadlines::Deadlines;
 use limits::PerLid;
-pub(crate) use limits::Refusal;
 pub use limits::TransferLimits;
+pub(crate) use limits::TransferRefusal;
 
 /// A transfer: who the peer is and which TransactionID (low 32 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -66,7 +66,7 @@ pub(crate) enum Event {
     Aborted,
     /// The transfer was refused, or stopped, for a limit; `lid` is the
     /// peer's.
-    Refused { reason: Refusal, lid: u16 },
+    Refused { reason: TransferRefusal, lid: u16 },
 }
 
 #[derive(Debug)]
@@ -169,11 +169,11 @@ impl Transfers {
         // replaces the old one.
         self.remove_sending(&key);
         let reason = if self.sending.len() >= self.limits.sending {
-            Some(Refusal::Busy)
+            Some(TransferRefusal::Busy)
         } else if self.sending_per_peer.get(peer.lid) >= self.limits.sending_per_peer {
-            Some(Refusal::PerPeer)
+            Some(TransferRefusal::PerPeer)
         } else if self.send_bytes.saturating_add(data.len()) > self.limits.send_bytes {
-            Some(Refusal::Memory)
+            Some(TransferRefusal::Memory)
         } else {
             None
         };
@@ -293,7 +293,7 @@ impl Transfers {
                 self.remove_receiving(&key);
                 return Some(if refused {
                     Event::Refused {
-                        reason: Refusal::Memory,
+                        reason: TransferRefusal::Memory,
                         lid: key.lid,
                     }
                 } else {
@@ -433,13 +433,13 @@ impl Transfers {
     }
 
     /// Why a new load from `lid` cannot start now, if it cannot.
-    fn refuse_receive(&self, lid: u16) -> Option<Refusal> {
+    fn refuse_receive(&self, lid: u16) -> Option<TransferRefusal> {
         if self.receiving.len() >= self.limits.receiving {
-            Some(Refusal::Busy)
+            Some(TransferRefusal::Busy)
         } else if self.receiving_per_source.get(lid) >= self.limits.receiving_per_source {
-            Some(Refusal::PerPeer)
+            Some(TransferRefusal::PerPeer)
         } else if self.receive_bytes >= self.limits.receive_bytes {
-            Some(Refusal::Memory)
+            Some(TransferRefusal::Memory)
         } else {
             None
         }

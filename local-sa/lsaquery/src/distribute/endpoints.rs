@@ -24,7 +24,7 @@ pub(super) struct FabricPort {
 }
 
 /// What is known of the fabric before distributing.
-pub(super) struct Fabric {
+pub(super) struct Endpoints {
     /// Every port, by GID, at its lowest LID.
     pub(super) endpoints: Vec<FabricPort>,
     /// Every destination LID (all of each port's LIDs, under an LMC):
@@ -32,7 +32,7 @@ pub(super) struct Fabric {
     pub(super) dlids: Vec<u16>,
 }
 
-impl Fabric {
+impl Endpoints {
     /// The ports that are sources of `records`, by their lowest SLID.
     pub(super) fn from_sources(records: &[PathRecord]) -> Self {
         Self::from_pairs(records.iter().map(|r| (r.slid(), r.sgid())))

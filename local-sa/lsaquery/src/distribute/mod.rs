@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 
-use self::endpoints::{Fabric, FabricPort};
+use self::endpoints::{Endpoints, FabricPort};
 use self::machine::{Distribution, Send, Setup};
 pub(crate) use self::shard::Shard;
 use self::summary::Summary;
@@ -195,12 +195,12 @@ async fn fill(
         }
     };
     let fabric = match (&from_file, &computing) {
-        (Some(held), _) => Fabric::from_sources(&held.default),
-        (None, Some(c)) => Fabric::from_endports(c.fabric.endports()),
+        (Some(held), _) => Endpoints::from_sources(&held.default),
+        (None, Some(c)) => Endpoints::from_endports(c.fabric.endports()),
         (None, None) => {
             let own =
                 endpoints::own_paths(session, master, options.master_window, &mut tally).await?;
-            Fabric::from_destinations(&own)
+            Endpoints::from_destinations(&own)
         }
     };
     let candidates: Vec<FabricPort> = fabric
@@ -241,7 +241,7 @@ async fn fill(
         // the fabric, which for a dump is every destination (its sources
         // are only the nodes).
         let ports = match &from_file {
-            Some(held) => Fabric::from_destinations(&held.default).endpoints,
+            Some(held) => Endpoints::from_destinations(&held.default).endpoints,
             None => fabric.endpoints.clone(),
         };
         // Computed, the description holds the adapters' NodeRecords.

@@ -103,7 +103,7 @@ impl Default for AcmConfig {
 
 /// Counts of what the door refused for its own limits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DoorCounters {
+pub struct AcmDoorCounters {
     /// Requests refused because their connection had too many waiting.
     pub refused_pending: u64,
     /// Messages that could not be decoded.
@@ -126,7 +126,7 @@ pub struct AcmService {
     pending: HashMap<(ConnId, u32), Pending>,
     per_conn: HashMap<ConnId, usize>,
     next_id: u32,
-    door: DoorCounters,
+    door: AcmDoorCounters,
     /// The kernel's routing, for a source the client does not name.
     route: Option<Box<dyn SourceRoute>>,
     /// What the daemon is to do, in order.
@@ -155,7 +155,7 @@ impl AcmService {
             pending: HashMap::new(),
             per_conn: HashMap::new(),
             next_id: 1,
-            door: DoorCounters::default(),
+            door: AcmDoorCounters::default(),
             route: None,
             out: VecDeque::new(),
         }
@@ -178,7 +178,7 @@ impl AcmService {
     }
 
     /// What the door refused.
-    pub fn door_counters(&self) -> DoorCounters {
+    pub fn door_counters(&self) -> AcmDoorCounters {
         self.door
     }
 

@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
-use super::super::endpoints::{self, Fabric as Endpoints, FabricPort};
+use super::super::endpoints::{self, Endpoints, FabricPort};
 use super::super::machine::{Distribution, Setup};
 use super::super::partitions::NodePartitions;
 use super::super::summary::Summary;

@@ -44,7 +44,7 @@ use tracing::{info, warn};
 
 use self::holdings::{Holding, Holdings};
 use self::notices::Heard;
-use self::report::Counters;
+use self::report::WatchCounters;
 use crate::compute::{Prepared, compute_tables};
 use crate::session::Session;
 use crate::stop::Stop;
@@ -98,7 +98,7 @@ struct Watch<'o> {
     holdings: Holdings,
     /// Ports probed that did not run local-sa.
     others: BTreeSet<Gid>,
-    counters: Counters,
+    counters: WatchCounters,
     events: u64,
     /// The SA read is the port's master SM, followed when it moves.
     follows_master: bool,
@@ -153,7 +153,7 @@ pub(crate) async fn run(
         digests,
         holdings,
         others,
-        counters: Counters::default(),
+        counters: WatchCounters::default(),
         events: 0,
         follows_master: session.dest.lid == session.port.sm_lid,
     };

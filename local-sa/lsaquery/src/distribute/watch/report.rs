@@ -127,11 +127,11 @@ macro_rules! watch_counters {
     ( $( $(#[doc = $doc:literal])+ $name:ident : $kind:literal, )* ) => {
         /// The watch's counters since it started, and its gauges.
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-        pub(super) struct Counters {
+        pub(super) struct WatchCounters {
             $( $(#[doc = $doc])+ pub(super) $name: u64, )*
         }
 
-        impl Counters {
+        impl WatchCounters {
             /// Every counter in Prometheus' text format.
             pub(super) fn prometheus(&self) -> String {
                 let mut out = String::new();
@@ -191,7 +191,7 @@ watch_counters! {
     last_event_ms: "gauge",
 }
 
-impl Counters {
+impl WatchCounters {
     /// Counts `event`.
     pub(super) fn count(&mut self, event: &EventReport) {
         self.events += 1;
@@ -264,7 +264,7 @@ mod tests {
         assert_eq!(v["pushed"]["stored"], 12);
         assert_eq!(v["nodes"][0]["lid"], 5);
         assert_eq!(v["from_master"], serde_json::Value::Null);
-        let mut c = Counters::default();
+        let mut c = WatchCounters::default();
         c.count(&event);
         c.count(&EventReport::default());
         let text = c.prometheus();
