@@ -28,6 +28,7 @@ mod records_file;
 mod registration;
 mod resolve;
 mod session;
+mod shard;
 mod snapshot;
 mod status;
 mod stop;

@@ -43,7 +43,6 @@ mod machine;
 mod names;
 mod partitions;
 pub(crate) mod qos;
-mod shard;
 mod summary;
 mod tally;
 pub(crate) mod watch;
@@ -57,12 +56,12 @@ use local_sa_core::requester::Attempts;
 
 use self::endpoints::{Endpoints, FabricPort};
 use self::machine::{Distribution, Send, Setup};
-pub(crate) use self::shard::Shard;
 use self::summary::Summary;
 use self::tally::{Computed, Tally};
 use crate::client::Token;
 use crate::progress::ProgressBar;
 use crate::session::Session;
+pub(crate) use crate::shard::Shard;
 use crate::snapshot::SentTables;
 use crate::stop::Stop;
 

@@ -44,7 +44,7 @@ pub(super) struct Tally {
     /// What `--compute` did, if it was asked.
     pub(super) computed: Option<Computed>,
     /// This distributor's share of the nodes, if it has one.
-    pub(super) shard: Option<super::shard::Shard>,
+    pub(super) shard: Option<crate::shard::Shard>,
 }
 
 /// What `--compute` did.

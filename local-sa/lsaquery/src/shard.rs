@@ -1,4 +1,5 @@
-//! `--shard I/K`: one of K distributors' share of the nodes.
+//! `--shard I/K`: one of K distributors' share of the nodes (parsed by
+//! the command line, used by the distributor).
 
 /// One of K distributors' share of the nodes: those whose port GUID
 /// hashes to it, so that K distributors started with 1/K … K/K fill
