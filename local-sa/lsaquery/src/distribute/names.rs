@@ -17,6 +17,7 @@ use umad::Address;
 
 use super::endpoints::FabricPort;
 use super::tally::Tally;
+use crate::compute::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -100,26 +101,16 @@ pub(super) async fn fetch_table<R: SaRecord>(
         return Ok(answer.records::<R>().copied().collect());
     }
     tally.cut = true;
+    let requests: Vec<Bytes> = ports.iter().map(|p| request(Some(p))).collect();
+    tally.per_destination += requests.len() as u64;
     let mut records = Vec::new();
-    let mut next = ports.iter();
-    let mut in_flight = 0usize;
-    loop {
-        while in_flight < window.max(1) {
-            let Some(p) = next.next() else { break };
-            session.client.start(master, &request(Some(p)));
-            tally.per_destination += 1;
-            in_flight += 1;
-        }
-        if in_flight == 0 {
-            return Ok(records);
-        }
-        let c = session.client.next_completion().await?;
-        in_flight -= 1;
-        let answer = session.answer(c)?;
+    for end in each(session, master, window, &requests).await? {
+        let answer = end.map_err(|e| session.unanswered(e))?;
         if answer.status() == MadStatus::OK {
             records.extend(answer.records::<R>().copied());
         }
     }
+    Ok(records)
 }
 
 /// The Set that carries `records` as a names table.
