@@ -1367,3 +1367,54 @@ fn two_shards_fill_disjoint_shares_that_together_are_every_node() {
         assert_eq!(sa.counter("refreshes_loaded"), 1, "{name} filled once");
     }
 }
+
+/// What `lsaquery -p` prints for a Get from `node`'s port to `dlid` with
+/// rate byte `rate` (selector in bits 7..6), asked of the master or of
+/// the node's local-sa; ERR_NO_RECORDS prints nothing.
+fn rate_get(fabric: &Fabric, node: &str, master: bool, dlid: u16, rate: u8) -> String {
+    let n = fabric.node(node).unwrap();
+    let me = n.port().unwrap().lid;
+    let master: &[&str] = if master { &["--master"] } else { &[] };
+    let out = n
+        .lsaquery()
+        .args(master)
+        .args(["-p", "--slid", &me.to_string(), "--dlid", &dlid.to_string()])
+        .args(["--rate", &format!("{rate:#04x}"), "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    out.stdout
+}
+
+#[test]
+fn rate_selectors_are_answered_as_opensm_answers_them_in_its_order_and_before_it_lowers_rates() {
+    // OpenSM orders rates by their 8b/10b equivalents (100 Gb/s above 120)
+    // and applies a rate selector before it lowers a rate only 2x or HDR
+    // give (here for every path: use_original_extended_sa_rates_only), so
+    // a node must neither order rates by bandwidth nor judge a selector on
+    // a lowered rate it holds. Exactly 40 Gb/s, less than 100, exactly 25.
+    let lids: Vec<u16> = (1..=17).collect();
+    for (options, node) in [
+        (&[][..], "h2"),
+        (&["use_original_extended_sa_rates_only TRUE"][..], "h8"),
+    ] {
+        let fabric = start(every_width_and_speed(), options, &[]);
+        let sa =
+            LocalSa::start(&fabric, node, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+        let misses = sa.counter("misses");
+        for dlid in &lids {
+            for rate in [0x87u8, 0x50, 0x8F] {
+                let ours = rate_get(&fabric, node, false, *dlid, rate);
+                let theirs = rate_get(&fabric, node, true, *dlid, rate);
+                assert_eq!(
+                    ours, theirs,
+                    "{options:?}: {node} to LID {dlid}, rate byte {rate:#04x}"
+                );
+            }
+        }
+        eprintln!(
+            "{options:?}: {} of {} rate-selector queries from {node} went to the master",
+            sa.counter("misses") - misses,
+            lids.len() * 3
+        );
+    }
+}

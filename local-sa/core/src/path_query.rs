@@ -223,6 +223,10 @@ pub enum ForwardReason {
     /// A P_Key other than the paths' own (partition membership is known
     /// only to the master).
     OtherPartition,
+    /// A rate selector on a path whose held rate OpenSM may have lowered
+    /// when it answered (see [`rate_may_be_lowered`]): it compares the
+    /// selector with the rate before lowering, which only it knows.
+    LoweredRate,
 }
 
 impl std::fmt::Display for ForwardReason {
@@ -234,6 +238,7 @@ impl std::fmt::Display for ForwardReason {
             Self::NoSource => "no source given",
             Self::MasterQos => "the master applies QoS",
             Self::OtherPartition => "another partition",
+            Self::LoweredRate => "a rate selector on a rate the master may have lowered",
         })
     }
 }
@@ -631,7 +636,15 @@ fn derive(
         }
     }
     if both(pr::RATE_SELECTOR, pr::RATE) {
+        if req.rate_selector() != Selector::Best && rate_may_be_lowered(r.rate()) {
+            return Err(ForwardReason::LoweredRate);
+        }
         match select_rate(r.rate(), req.rate_selector(), req.rate()) {
+            // A rate other than the held one ("less than"), that OpenSM
+            // may lower for this path's ends.
+            Some(v) if v != r.rate() && is_lowered_at_answer(v) => {
+                return Err(ForwardReason::LoweredRate);
+            }
             Some(v) => r.set_rate(v),
             None => return Ok(None),
         }
@@ -687,13 +700,36 @@ fn select_numeric(path: u8, selector: Selector, wanted: u8, min: u8) -> Option<u
     }
 }
 
-/// Rate selectors, by bandwidth: `<` gives the next lower bandwidth than
-/// the request; `=` must match exactly.
+/// Whether a held `rate` may be one OpenSM lowered as it answered: the
+/// 2x/HDR fixups (`ib_path_rate_2x_hdr_fixups`: 28 Gb/s to 25 or 20, 50 to
+/// 40, 400 and 600 to 300, for an end without 2x or HDR) and
+/// `use_original_extended_sa_rates_only` give 20, 25, 40 and 300 Gb/s.
+/// OpenSM applies a rate selector to the rate before lowering, so for
+/// such a path only the master knows its answer.
+pub fn rate_may_be_lowered(rate: Rate) -> bool {
+    matches!(rate.0, 6 | 7 | 15 | 18)
+}
+
+/// Whether OpenSM may lower `rate` when it answers with it (a rate only
+/// 2x links or HDR give: 28, 50, 400 and 600 Gb/s).
+fn is_lowered_at_answer(rate: Rate) -> bool {
+    (19..=22).contains(&rate.0)
+}
+
+/// Rate selectors as OpenSM applies them, in its order of rates
+/// (`ordered_rates`, which ranks the 64b/66b rates by their 8b/10b
+/// equivalents: 100 Gb/s above 120): `>` qualifies faster paths, `<`
+/// lowers the path to the rate just under the request
+/// (`ib_path_rate_get_prev`), `=` must match exactly.
 fn select_rate(path: Rate, selector: Selector, wanted: Rate) -> Option<Rate> {
-    use core::cmp::Ordering::*;
+    use crate::path_engine::rate::{code, rank};
+    let (p, w) = (rank(path.0), rank(wanted.0));
     match selector {
-        Selector::GreaterThan => (path.cmp_bandwidth(wanted) == Greater).then_some(path),
-        Selector::LessThan if path.cmp_bandwidth(wanted) != Less => wanted.next_lower(),
+        Selector::GreaterThan => (p > w).then_some(path),
+        Selector::LessThan if p >= w => match code(w.saturating_sub(1)) {
+            0 => None,
+            lower => Some(Rate(lower)),
+        },
         Selector::LessThan => Some(path),
         Selector::Exactly => (path == wanted).then_some(path),
         Selector::Best => Some(path),

@@ -223,7 +223,65 @@ fn rate_selectors_follow_bandwidth_not_codes() {
     );
     assert_eq!(rate(Selector::GreaterThan, Rate::GBPS_14), None);
     assert_eq!(rate(Selector::LessThan, Rate::GBPS_14), Some(Rate::GBPS_10));
+    // OpenSM's order ranks 100 Gb/s (EDR, 125 Gb/s in 8b/10b terms) above
+    // 120 Gb/s (12x QDR): "less than 100" of a faster path gives 120.
+    assert_eq!(
+        select_rate(Rate::GBPS_200, Selector::LessThan, Rate::GBPS_100),
+        Some(Rate::GBPS_120)
+    );
+    assert_eq!(
+        select_rate(Rate::GBPS_120, Selector::GreaterThan, Rate::GBPS_100),
+        None
+    );
+    assert_eq!(
+        select_rate(Rate::GBPS_25, Selector::GreaterThan, Rate::GBPS_30),
+        Some(Rate::GBPS_25)
+    );
     assert_eq!(rate(Selector::LessThan, Rate::GBPS_2_5), None);
+}
+
+#[test]
+fn a_rate_selector_on_a_rate_opensm_may_have_lowered_goes_to_the_master() {
+    // OpenSM applies the selector to the path's rate before lowering a
+    // rate only 2x or HDR give (the fixups, or the original-rates option):
+    // a held 40 Gb/s may be a 50 Gb/s path lowered.
+    let asked = |held: u8, sel: Selector, wanted: u8| {
+        let mut s = PathStore::new();
+        let mut r = base(A, 1, B, 2, 0);
+        r.set_rate(Rate(held));
+        s.insert(r, 1);
+        let req = template(|t| {
+            t.set_slid(1);
+            t.set_dlid(2);
+            t.set_rate_selector(sel);
+            t.set_rate(Rate(wanted));
+        });
+        ask(
+            &s,
+            Method::GET,
+            pr::SLID | pr::DLID | pr::RATE_SELECTOR | pr::RATE,
+            &req,
+        )
+    };
+    let lowered = |o: Outcome| matches!(o, Outcome::Forward(ForwardReason::LoweredRate));
+    let answered = |o: Outcome| matches!(o, Outcome::Records(_));
+    for held in [6, 7, 15, 18] {
+        for sel in [Selector::Exactly, Selector::GreaterThan, Selector::LessThan] {
+            assert!(lowered(asked(held, sel, 3)), "{held} {sel:?}");
+        }
+        // "The largest" compares nothing: the held record is the answer.
+        assert!(answered(asked(held, Selector::Best, 3)), "{held}");
+    }
+    // "Less than 300 Gb/s" of a 400 Gb/s path gives 200 Gb/s, held here;
+    // "less than 600" gives 400, a rate OpenSM lowers for ends without
+    // HDR: asked.
+    assert!(answered(asked(21, Selector::LessThan, 18)));
+    assert!(lowered(asked(22, Selector::LessThan, 22)));
+    // An HDR path's own rate, held as OpenSM answered it, answers as held.
+    assert!(answered(asked(21, Selector::Exactly, 21)));
+    // Rates no lowering gives are answered here.
+    assert!(answered(asked(16, Selector::GreaterThan, 7)));
+    assert!(answered(asked(3, Selector::Exactly, 3)));
 }
 
 #[test]
