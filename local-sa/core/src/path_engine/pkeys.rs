@@ -114,7 +114,7 @@ fn matches(a: u16, b: u16) -> bool {
 }
 
 /// One of `osm_physp_find_common_pkey`'s walks over two maps in order:
-/// the first pair that [`matches`] among the entries `a_takes` and
+/// the first pair that [`matches()`] among the entries `a_takes` and
 /// `b_takes` admit, advancing the lower key (`order`), both on a tie.
 fn walk(
     a: &[u16],
