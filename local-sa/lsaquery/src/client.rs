@@ -94,8 +94,13 @@ impl Client {
     /// Sends `request` (a whole MAD) to `dest`; its end comes from
     /// [`Client::next_completion`] under the returned token.
     pub(crate) fn start(&mut self, dest: Address, request: &[u8]) -> Token {
-        let attempts = self.requester.config().attempts();
+        let attempts = self.attempts();
         self.start_with(dest, request, attempts)
+    }
+
+    /// The time-out and retries a request gets unless told otherwise.
+    pub(crate) fn attempts(&self) -> Attempts {
+        self.requester.config().attempts()
     }
 
     /// As [`Client::start`], with `attempts` rather than the configured

@@ -1,7 +1,7 @@
 //! Many queries at the master, a window at a time, and what they cost it.
 
 use bytes::Bytes;
-use local_sa_core::requester::{Answer, Failure as RequestFailure};
+use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use umad::Address;
 
 use crate::session::Session;
@@ -43,6 +43,18 @@ pub(crate) async fn each_to(
     window: usize,
     requests: &[(Address, Bytes)],
 ) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
+    let attempts = session.client.attempts();
+    each_to_with(session, window, requests, attempts).await
+}
+
+/// [`each_to`], each request with `attempts` (its time-out and retries)
+/// instead of the session's.
+pub(crate) async fn each_to_with(
+    session: &mut Session,
+    window: usize,
+    requests: &[(Address, Bytes)],
+    attempts: Attempts,
+) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
     let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
         (0..requests.len()).map(|_| None).collect();
     let mut by_token = std::collections::HashMap::new();
@@ -50,7 +62,7 @@ pub(crate) async fn each_to(
     loop {
         while by_token.len() < window.max(1) && next < requests.len() {
             let (to, request) = &requests[next];
-            let token = session.client.start(*to, request);
+            let token = session.client.start_with(*to, request, attempts);
             by_token.insert(token, next);
             next += 1;
         }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
@@ -13,6 +14,7 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
 use super::tally::Tally;
+use crate::compute::ask::each_to_with;
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -75,7 +77,7 @@ impl Endpoints {
 /// fields if given (a partition's P_Key asked as a full member's, a
 /// ServiceID or QoS class): the query the node itself makes for that
 /// table.
-pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -> bytes::Bytes {
+pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -> Bytes {
     let mut t = PathRecord::new_zeroed();
     t.set_sgid(sgid);
     let mut mask = pr::SGID;
@@ -150,27 +152,17 @@ pub(super) async fn running_an_sa(
         timeout,
         retries: 1,
     };
-    let mut by_token = BTreeMap::new();
-    let mut found = Vec::new();
-    let mut next = candidates.iter();
-    loop {
-        while by_token.len() < window.max(1) {
-            let Some(e) = next.next() else { break };
-            let dest = Address::gsi(e.lid, session.port.sm_sl);
-            let token = session.client.start_with(dest, &request, attempts);
-            by_token.insert(token, *e);
-        }
-        if by_token.is_empty() {
-            break;
-        }
-        let c = session.client.next_completion().await?;
-        let Some(e) = by_token.remove(&c.token) else {
-            continue;
-        };
-        if c.outcome.is_ok_and(|a| a.status() == MadStatus::OK) {
-            found.push(e);
-        }
-    }
+    let requests: Vec<(Address, Bytes)> = candidates
+        .iter()
+        .map(|e| (Address::gsi(e.lid, session.port.sm_sl), request.clone()))
+        .collect();
+    let ends = each_to_with(session, window, &requests, attempts).await?;
+    let mut found: Vec<FabricPort> = candidates
+        .iter()
+        .zip(ends)
+        .filter(|(_, end)| end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK))
+        .map(|(e, _)| *e)
+        .collect();
     found.sort_by_key(|e| e.lid);
     Ok(found)
 }
