@@ -176,3 +176,39 @@ pub fn answer_differences(
     out.sort();
     out
 }
+
+/// A policy of levels by key: ServiceID 0x1060002 gets SL 2 and MTU 512,
+/// QoS class 3 SL 3, 10 Gb/s and PacketLifeTime 12, and the RDS ServiceIDs
+/// (qos-ulps, after the rules) SL 1.
+pub const QOS_POLICY: &str = "
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+    qos-level
+        name: small
+        sl: 2
+        mtu-limit: 2
+    end-qos-level
+    qos-level
+        name: slow
+        sl: 3
+        rate-limit: 3
+        packet-life: 12
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        service-id: 0x1060002
+        qos-level-name: small
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 3
+        qos-level-name: slow
+    end-qos-match-rule
+end-qos-match-rules
+qos-ulps
+    any, service-id 0x0000000001060000-0x000000000106ffff : 1
+end-qos-ulps
+";

@@ -21,7 +21,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{
-    Ask, KEY, answer_differences, answers, differences, start, waiting_nodes, with_port_options,
+    Ask, KEY, QOS_POLICY, answer_differences, answers, differences, start, waiting_nodes,
+    with_port_options,
 };
 use conformance::saquery::{parse_printed_records, path_record_from_printed};
 use conformance::{Fabric, LocalSa, RunOutput, Topology};
@@ -136,7 +137,19 @@ fn opensm_answers(
 /// Every computed record of the default tables equals OpenSM's answer, by
 /// lsaquery's check and by OpenSM's answers asked here.
 fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
-    let c = compute(fabric);
+    assert_equal_to_opensm_with(fabric, label, &[])
+}
+
+/// [`assert_equal_to_opensm`], lsaquery given OpenSM's own configuration
+/// (`--opensm-config`, the file the fabric's OpenSM runs with).
+fn assert_equal_with_opensm_s_configuration(fabric: &Fabric, label: &str) -> Computed {
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    assert_equal_to_opensm_with(fabric, label, &["--opensm-config", conf.to_str().unwrap()])
+}
+
+/// [`assert_equal_to_opensm`] with `args` more to `lsaquery --compute`.
+fn assert_equal_to_opensm_with(fabric: &Fabric, label: &str, args: &[&str]) -> Computed {
+    let c = compute_with(fabric, args);
     assert!(
         c.out.status.success() && c.differences() == 0,
         "{label}: lsaquery --compute:\n{}{}",
@@ -163,6 +176,34 @@ fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
         "{label}: OpenSM has paths"
     );
     c
+}
+
+/// `c`'s computed records of partition `pkey` between `members`, and
+/// OpenSM's answers to the same queries, which they equal record for
+/// record.
+fn partition_equal_to_opensm(
+    fabric: &Fabric,
+    c: &Computed,
+    pkey: u16,
+    members: &[&str],
+) -> (
+    HashMap<(u16, u16), PathRecord>,
+    HashMap<(u16, u16), Option<PathRecord>>,
+) {
+    let lids: Vec<u16> = members
+        .iter()
+        .map(|m| fabric.node(m).unwrap().port().unwrap().lid)
+        .collect();
+    let theirs = opensm_answers(fabric, &lids, Some(pkey));
+    let ours: HashMap<(u16, u16), PathRecord> = c
+        .partitions
+        .iter()
+        .filter(|((_, _, p), _)| *p == pkey)
+        .map(|((s, d, _), r)| ((*s, *d), *r))
+        .collect();
+    let diff = differences(&ours, &theirs);
+    assert!(diff.is_empty(), "partition {pkey:#x}:\n{}", diff.join("\n"));
+    (ours, theirs)
 }
 
 /// The differences `c`'s check found: it must have exited 1 with some.
@@ -298,16 +339,7 @@ fn partition_tables_and_their_sls_equal_opensm_s() {
         (0x8100u16, 1, ["h1", "h2", "h3"].as_slice()),
         (0x8002, 2, &["h1", "h2", "h4", "h5", "h6"]),
     ] {
-        let lids: Vec<u16> = members.iter().map(|m| lid(m)).collect();
-        let theirs = opensm_answers(&fabric, &lids, Some(pkey));
-        let ours: HashMap<(u16, u16), PathRecord> = c
-            .partitions
-            .iter()
-            .filter(|((_, _, p), _)| *p == pkey)
-            .map(|((s, d, _), r)| ((*s, *d), *r))
-            .collect();
-        let diff = differences(&ours, &theirs);
-        assert!(diff.is_empty(), "partition {pkey:#x}:\n{}", diff.join("\n"));
+        let (ours, theirs) = partition_equal_to_opensm(&fabric, &c, pkey, members);
         assert!(ours.values().all(|r| r.sl() == sl));
         // The limited member's path to itself is none: no full member.
         assert!(theirs.values().any(Option::is_none), "{pkey:#x}");
@@ -508,42 +540,6 @@ fn computed_tables_equal_opensm_s_after_a_link_goes_down_and_opensm_reroutes() {
         "every pair still has a path"
     );
 }
-
-/// A policy of levels by key: ServiceID 0x1060002 gets SL 2 and MTU 512,
-/// QoS class 3 SL 3, 10 Gb/s and PacketLifeTime 12, and the RDS ServiceIDs
-/// (qos-ulps, after the rules) SL 1.
-const QOS_POLICY: &str = "
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: small
-        sl: 2
-        mtu-limit: 2
-    end-qos-level
-    qos-level
-        name: slow
-        sl: 3
-        rate-limit: 3
-        packet-life: 12
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        service-id: 0x1060002
-        qos-level-name: small
-    end-qos-match-rule
-    qos-match-rule
-        qos-class: 3
-        qos-level-name: slow
-    end-qos-match-rule
-end-qos-match-rules
-qos-ulps
-    any, service-id 0x0000000001060000-0x000000000106ffff : 1
-end-qos-ulps
-";
 
 /// The keys the nodes get tables at: two ServiceIDs and a QoS class, and
 /// the SL OpenSM's policy gives each.
@@ -920,22 +916,13 @@ fn with_opensm_s_configuration_every_policy_class_is_computed_and_none_comes_fro
     );
     // With it, every sampled pair of every table equals OpenSM's, and the
     // default tables equal OpenSM's answers pair by pair.
-    let with = compute_with(&fabric, &["--opensm-config", conf]);
-    assert!(
-        with.out.status.success() && with.differences() == 0,
-        "{}{}",
-        with.out.stdout,
-        with.out.stderr
-    );
+    let with = assert_equal_with_opensm_s_configuration(&fabric, "the policy");
     assert!(
         with.json["opensm_config"]
             .as_str()
             .is_some_and(|c| c.contains("QoS policy"))
     );
     let lids = with.lids();
-    let theirs = opensm_answers(&fabric, &lids, None);
-    let diff = differences(&with.default, &theirs);
-    assert!(diff.is_empty(), "{}", diff.join("\n"));
     let sls: BTreeSet<u8> = with.default.values().map(PathRecord::sl).collect();
     assert!(sls.contains(&2), "h2's level: {sls:?}");
     // Distributed: nothing from the master, and every node answers as
@@ -1000,17 +987,7 @@ fn opensm_s_quirks_for_tavor_adapters_are_caught_without_its_configuration_and_f
     let fabric = start(topology, &["enable_quirks TRUE"], &[]);
     let found = caught(&compute(&fabric), "quirks without OpenSM's configuration");
     assert!(found.iter().all(|d| d["field"] == "mtu"), "{found:?}");
-    let conf = fabric.opensm_dir().join("opensm.conf");
-    let with = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
-    assert!(
-        with.out.status.success() && with.differences() == 0,
-        "{}{}",
-        with.out.stdout,
-        with.out.stderr
-    );
-    let theirs = opensm_answers(&fabric, &with.lids(), None);
-    let diff = differences(&with.default, &theirs);
-    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    let with = assert_equal_with_opensm_s_configuration(&fabric, "quirks");
     assert!(
         with.default.values().any(|r| r.mtu().0 == 3),
         "1024 to the Tavors"
@@ -1031,17 +1008,7 @@ fn opensm_s_original_extended_rates_are_caught_without_its_configuration_and_fol
         "original rates without the configuration",
     );
     assert!(found.iter().all(|d| d["field"] == "rate"), "{found:?}");
-    let conf = fabric.opensm_dir().join("opensm.conf");
-    let with = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
-    assert!(
-        with.out.status.success() && with.differences() == 0,
-        "{}{}",
-        with.out.stdout,
-        with.out.stderr
-    );
-    let theirs = opensm_answers(&fabric, &with.lids(), None);
-    let diff = differences(&with.default, &theirs);
-    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    let with = assert_equal_with_opensm_s_configuration(&fabric, "original rates");
     let rates = with.rates();
     assert!(
         rates.iter().all(|r| *r <= 18) && rates.len() >= 4,
@@ -1081,33 +1048,13 @@ fn with_allow_both_pkeys_ports_holding_a_partition_both_ways_are_computed_as_ope
         "allow_both_pkeys without the configuration",
     );
     assert!(found.iter().any(|d| d["field"] == "pkey"), "{found:?}");
-    let conf = fabric.opensm_dir().join("opensm.conf");
-    let c = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
-    assert!(
-        c.out.status.success() && c.differences() == 0,
-        "{}{}",
-        c.out.stdout,
-        c.out.stderr
-    );
-    let theirs = opensm_answers(&fabric, &c.lids(), None);
-    let diff = differences(&c.default, &theirs);
-    assert!(diff.is_empty(), "default tables:\n{}", diff.join("\n"));
-    let lid = |n: &str| fabric.node(n).unwrap().port().unwrap().lid;
+    let c = assert_equal_with_opensm_s_configuration(&fabric, "allow_both_pkeys");
     for (pkey, members) in [
         (0x8001u16, ["h1", "h2", "h3"].as_slice()),
         (0x8002, &["h1", "h4", "h5", "h6"]),
     ] {
-        let lids: Vec<u16> = members.iter().map(|m| lid(m)).collect();
-        let theirs = opensm_answers(&fabric, &lids, Some(pkey));
-        let ours: HashMap<(u16, u16), PathRecord> = c
-            .partitions
-            .iter()
-            .filter(|((_, _, p), _)| *p == pkey)
-            .map(|((s, d, _), r)| ((*s, *d), *r))
-            .collect();
+        let (ours, _) = partition_equal_to_opensm(&fabric, &c, pkey, members);
         assert!(!ours.is_empty(), "{pkey:#x} computed");
-        let diff = differences(&ours, &theirs);
-        assert!(diff.is_empty(), "partition {pkey:#x}:\n{}", diff.join("\n"));
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{
-    Ask, KEY, answer_differences, answers, start, waiting_nodes, with_port_options,
+    Ask, KEY, QOS_POLICY, answer_differences, answers, start, waiting_nodes, with_port_options,
 };
 use conformance::{Fabric, LocalSa, NodeProcess, Topology};
 use mad_codec::PathRecord;
@@ -328,36 +328,6 @@ fn the_watch_outlives_a_master_restart_and_still_brings_a_reroute_to_every_node(
     }
 }
 
-/// A QoS policy whose levels the SA does not publish: ServiceID
-/// 0x1060002 on SL 2 with MTU 512, QoS class 3 on SL 3.
-const QOS_POLICY: &str = "
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: small
-        sl: 2
-        mtu-limit: 2
-    end-qos-level
-    qos-level
-        name: classy
-        sl: 3
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        service-id: 0x1060002
-        qos-level-name: small
-    end-qos-match-rule
-    qos-match-rule
-        qos-class: 3
-        qos-level-name: classy
-    end-qos-match-rule
-end-qos-match-rules
-";
-
 #[test]
 fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
     let fabric = start(
@@ -407,7 +377,7 @@ fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
     // interval. Each node's own check finds it, forgets the QoS tables,
     // and answers class 3 as OpenSM now does.
     let policy = fabric.opensm_dir().join("qos-policy.conf");
-    let changed = QOS_POLICY.replace("name: classy\n        sl: 3", "name: classy\n        sl: 1");
+    let changed = QOS_POLICY.replace("name: slow\n        sl: 3", "name: slow\n        sl: 1");
     assert_ne!(changed, QOS_POLICY);
     std::fs::write(&policy, changed).unwrap();
     let opensm = fabric.opensm_pid().expect("OpenSM runs");
