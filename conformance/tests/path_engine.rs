@@ -28,6 +28,9 @@ use conformance::saquery::{parse_printed_records, path_record_from_printed};
 use conformance::{Fabric, LocalSa, RunOutput, Topology};
 use mad_codec::PathRecord;
 
+/// OpenSM's answers by LID pair: its record, or none.
+type OpenSmAnswers = HashMap<(u16, u16), Option<PathRecord>>;
+
 /// What `lsaquery --compute` computed and said.
 struct Computed {
     out: RunOutput,
@@ -111,11 +114,7 @@ fn compute_with(fabric: &Fabric, args: &[&str]) -> Computed {
 
 /// OpenSM's answer to a Get naming each ordered pair of `lids` (and
 /// `pkey`): the record, or none.
-fn opensm_answers(
-    fabric: &Fabric,
-    lids: &[u16],
-    pkey: Option<u16>,
-) -> HashMap<(u16, u16), Option<PathRecord>> {
+fn opensm_answers(fabric: &Fabric, lids: &[u16], pkey: Option<u16>) -> OpenSmAnswers {
     let node = fabric.opensm_node();
     let sa_lid = fabric.node(node).unwrap().port().unwrap().sm_lid;
     let ask = Ask {
@@ -186,10 +185,7 @@ fn partition_equal_to_opensm(
     c: &Computed,
     pkey: u16,
     members: &[&str],
-) -> (
-    HashMap<(u16, u16), PathRecord>,
-    HashMap<(u16, u16), Option<PathRecord>>,
-) {
+) -> (HashMap<(u16, u16), PathRecord>, OpenSmAnswers) {
     let lids: Vec<u16> = members
         .iter()
         .map(|m| fabric.node(m).unwrap().port().unwrap().lid)
