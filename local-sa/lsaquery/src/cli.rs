@@ -5,7 +5,7 @@ use local_sa_cli::number;
 use mad_codec::Gid;
 use mad_codec::address::MAX_UNICAST_LID;
 
-use crate::shard::Shard;
+use local_sa_distributor::shard::Shard;
 
 /// Query an InfiniBand Subnet Administrator: a local-sa or the master SA.
 ///

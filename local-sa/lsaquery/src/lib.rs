@@ -28,7 +28,6 @@ mod records_file;
 mod registration;
 mod resolve;
 mod session;
-mod shard;
 mod snapshot;
 mod status;
 mod stop;
@@ -90,18 +89,22 @@ impl Mode {
         }
         let opensm = match (&cli.opensm_config, cli.compute) {
             (Some(path), true) => Some(std::sync::Arc::new(
-                compute::opensm_input::OpenSmInput::load(path)?,
+                local_sa_distributor::computed::opensm_input::OpenSmInput::load(path)?,
             )),
             _ => None,
         };
-        let at_keys = distribute::qos::keys(&cli.service_ids, &cli.qos_classes).map_err(usage)?;
+        let at_keys = local_sa_distributor::fill::qos::keys(&cli.service_ids, &cli.qos_classes)
+            .map_err(usage)?;
         let compute = cli.compute.then(|| compute::Options {
             sample: cli.check_sample.0,
             seed: cli.check_seed,
             master_window: cli.master_window,
             snapshot: cli.snapshot.clone(),
             opensm,
-            at_keys: at_keys.iter().map(compute::keys::query_keys).collect(),
+            at_keys: at_keys
+                .iter()
+                .map(local_sa_distributor::computed::keys::query_keys)
+                .collect(),
         });
         if let (Some(options), false) = (&compute, cli.distribute) {
             return Ok(Self::Compute(options.clone()));

@@ -4,12 +4,11 @@
 
 use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
 use local_sa_core::load_flags::{PARTITION_TABLES, REPLACE_SOURCES};
-use mad_codec::header::SaMadHeader;
-use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::{FromBytes, IntoBytes};
-use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
+use mad_codec::zerocopy::FromBytes;
+use mad_codec::{ComponentMask, Method, PathRecord};
+
+use local_sa_distributor::fill::delta::load_request;
 
 use crate::progress::ProgressBar;
 use crate::query::Query;
@@ -55,29 +54,6 @@ fn read(path: &Path, partitions: bool) -> Result<Vec<PathRecord>, Stop> {
     Ok(records)
 }
 
-/// The headers and data of a Set or Delete of `records` carrying
-/// `sm_key`, for an RMPP transfer.
-pub(crate) fn request(
-    sm_key: u64,
-    method: Method,
-    mask: ComponentMask,
-    modifier: u32,
-    records: &[PathRecord],
-) -> (SaMadHeader, Bytes) {
-    let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD);
-    let h = b.header_mut();
-    h.sa.set_sm_key(sm_key);
-    h.sa.set_component_mask(mask);
-    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(modifier);
-    let header = *h;
-    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-    for r in records {
-        data.extend_from_slice(r.as_bytes());
-    }
-    (header, data.freeze())
-}
-
 /// Sends `records` with `method` (Set or Delete) and reports how many the
 /// SA stored or removed.
 pub(crate) async fn push(
@@ -87,7 +63,7 @@ pub(crate) async fn push(
     modifier: u32,
     records: &[PathRecord],
 ) -> Result<u32, Stop> {
-    let (header, data) = request(session.sm_key, method, mask, modifier, records);
+    let (header, data) = load_request(session.sm_key, method, mask, modifier, records);
     let dest = session.dest;
     let mut bar = ProgressBar::on_terminal(records.len() >= 1000);
     let completion = session

@@ -5,20 +5,10 @@
 
 use std::path::Path;
 
-use mad_codec::PathRecord;
+use local_sa_distributor::sent_tables::SentTables;
 
 use crate::records_file::{DEFAULT_TABLES, Dump, PARTITION_TABLES};
 use crate::stop::Stop;
-
-/// What a node holds as far as the distributor knows: what it was sent
-/// (or, in a snapshot, what an earlier run sent it).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct SentTables {
-    /// Its default table.
-    pub(crate) default: Vec<PathRecord>,
-    /// Its partition tables' records, each in its P_Key's partition.
-    pub(crate) partitions: Vec<PathRecord>,
-}
 
 impl From<Dump> for SentTables {
     /// A dump's records: those before any section are default tables'.

@@ -25,6 +25,18 @@ impl Stop {
     }
 }
 
+impl From<local_sa_distributor::computed::opensm_input::ConfigError> for Stop {
+    /// A configuration refused is a usage error (2); one that does not fit
+    /// the master or the fabric, an unusable description (5).
+    fn from(e: local_sa_distributor::computed::opensm_input::ConfigError) -> Self {
+        use local_sa_distributor::computed::opensm_input::ConfigError;
+        match e {
+            ConfigError::Refused(m) => Self::new(2, m),
+            ConfigError::DoesNotFit(m) => Self::new(5, m),
+        }
+    }
+}
+
 impl From<Closed> for Stop {
     fn from(_: Closed) -> Self {
         Self::new(4, "the MAD transport is shut down")

@@ -7,23 +7,6 @@ use umad::Address;
 use crate::session::Session;
 use crate::stop::Stop;
 
-/// What the master served: queries answered, records and their bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Served {
-    pub(crate) queries: u64,
-    pub(crate) records: u64,
-    pub(crate) bytes: u64,
-}
-
-impl Served {
-    /// Counts one answer of `records` records of `stride` bytes each.
-    pub(crate) fn count(&mut self, records: usize, stride: usize) {
-        self.queries += 1;
-        self.records += records as u64;
-        self.bytes += (records * stride) as u64;
-    }
-}
-
 /// Sends every request of `requests` to `master`, at most `window` in
 /// flight, and returns each one's end in the order of `requests`.
 pub(crate) async fn each(

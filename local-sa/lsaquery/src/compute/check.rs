@@ -13,92 +13,18 @@
 //!   comes cut is never compared, its pair is asked again by LID pairs.
 
 use bytes::Bytes;
-use local_sa_core::path_engine::{Difference, Fabric, PairCheck, Table, compare_pair};
+use local_sa_core::path_engine::{Fabric, PairCheck, compare_pair};
 use local_sa_core::requester::{Answer, Failure as RequestFailure};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder, SaRecord as _};
 use umad::Address;
 
-use super::ask::{Served, each};
+use local_sa_distributor::computed::{Checked, Mismatch, Served};
+
+use super::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// A pair whose computed records differ from the master's.
-#[derive(Debug, Clone)]
-pub(crate) struct Mismatch {
-    pub(crate) pair: PairCheck,
-    /// The LIDs of the records compared.
-    pub(crate) lids: (u16, u16),
-    pub(crate) difference: Difference,
-}
-
-/// What a check found.
-#[derive(Debug, Default)]
-pub(crate) struct Checked {
-    /// Pairs compared.
-    pub(crate) pairs: usize,
-    /// Records of the master's compared.
-    pub(crate) records: usize,
-    pub(crate) mismatches: Vec<Mismatch>,
-    /// Pairs whose records the engine could not compute, and why.
-    pub(crate) uncomputable: Vec<(PairCheck, String)>,
-    /// Pairs drawn from each kind of table, in the order of the sample.
-    pub(crate) drawn: Vec<(Table, usize)>,
-}
-
-/// What the check drew from one kind of table, and found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Coverage {
-    pub(crate) table: Table,
-    pub(crate) pairs: usize,
-    /// Pairs whose computed records differ from the master's.
-    pub(crate) differ: usize,
-}
-
-impl Coverage {
-    /// The table's name as the summaries write it.
-    pub(crate) fn name(&self) -> String {
-        self.table.to_string()
-    }
-}
-
-impl Checked {
-    /// Adds what another check of the same fabric found.
-    pub(crate) fn add(&mut self, found: Self) {
-        self.pairs += found.pairs;
-        self.records += found.records;
-        self.mismatches.extend(found.mismatches);
-        self.uncomputable.extend(found.uncomputable);
-        for (table, pairs) in found.drawn {
-            self.count_drawn(table, pairs);
-        }
-    }
-
-    /// Counts `pairs` more drawn from `table`.
-    fn count_drawn(&mut self, table: Table, pairs: usize) {
-        match self.drawn.iter_mut().find(|(t, _)| *t == table) {
-            Some((_, n)) => *n += pairs,
-            None => self.drawn.push((table, pairs)),
-        }
-    }
-
-    /// What the check drew from each kind of table and found there.
-    pub(crate) fn coverage(&self) -> Vec<Coverage> {
-        self.drawn
-            .iter()
-            .map(|(table, pairs)| Coverage {
-                table: *table,
-                pairs: *pairs,
-                differ: self
-                    .mismatches
-                    .iter()
-                    .filter(|m| m.pair.table == *table)
-                    .count(),
-            })
-            .collect()
-    }
-}
 
 /// The GID of the port a GUID names.
 fn gid(fabric: &Fabric, guid: u64) -> Gid {
@@ -116,7 +42,7 @@ fn query(fabric: &Fabric, method: Method, pair: &PairCheck, lids: Option<(u16, u
         t.set_dlid(d);
         mask |= pr::SLID | pr::DLID;
     }
-    mask |= super::keys::key_of(pair.table).apply(&mut t);
+    mask |= local_sa_distributor::computed::keys::key_of(pair.table).apply(&mut t);
     let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
     b.into_bytes()

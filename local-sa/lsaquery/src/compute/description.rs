@@ -25,7 +25,9 @@ use mad_codec::{
 };
 use umad::Address;
 
-use super::ask::{Served, each};
+use local_sa_distributor::computed::Served;
+
+use super::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
 

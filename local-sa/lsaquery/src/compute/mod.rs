@@ -25,21 +25,13 @@
 
 pub(crate) mod ask;
 mod check;
-mod reread;
-#[cfg(test)]
-pub(crate) use self::check::{Checked, Mismatch};
 mod description;
-mod explain;
-pub(crate) mod keys;
-pub(crate) mod opensm_input;
-mod parallel;
-mod prepared;
 mod report;
+mod reread;
 
-pub(crate) use self::ask::Served;
-pub(crate) use self::check::Coverage;
-pub(crate) use self::prepared::Prepared;
-pub(crate) use self::report::{coverage_json, coverage_text};
+use local_sa_distributor::computed::Prepared;
+use local_sa_distributor::computed::{Served, compute_tables, explain, tables};
+
 pub(crate) use self::reread::{Reread, check_pairs, reread};
 
 use std::path::PathBuf;
@@ -49,7 +41,6 @@ use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
-pub(crate) use self::parallel::compute_tables;
 use self::report::Report;
 use crate::session::Session;
 use crate::stop::Stop;
@@ -66,7 +57,8 @@ pub(crate) struct Options {
     /// Alone: write the computed tables here.
     pub(crate) snapshot: Option<PathBuf>,
     /// OpenSM's configuration, if given (`--opensm-config`).
-    pub(crate) opensm: Option<std::sync::Arc<opensm_input::OpenSmInput>>,
+    pub(crate) opensm:
+        Option<std::sync::Arc<local_sa_distributor::computed::opensm_input::OpenSmInput>>,
     /// The ServiceIDs and QoS classes whose tables are sent: computed and
     /// checked too when the master applies QoS and its policy is known.
     pub(crate) at_keys: Vec<QueryKeys>,
@@ -157,7 +149,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let compute_time = started.elapsed();
     let report = Report::new(&prepared, &computed, compute_time);
     if let Some(path) = &options.snapshot {
-        let held = parallel::held(&computed);
+        let held = tables::held(&computed);
         crate::snapshot::write(path, &held)?;
     }
     report.print(session.json, master.lid)?;

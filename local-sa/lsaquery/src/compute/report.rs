@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::ask::Served;
-use super::check::Coverage;
-use super::explain::{cause, why};
-use super::parallel::{Counts, NodeTables};
-use super::prepared::Prepared;
+use local_sa_distributor::computed::explain::{cause, why};
+use local_sa_distributor::computed::tables::{Counts, NodeTables};
+use local_sa_distributor::computed::{Prepared, Served, coverage_json, coverage_text};
+
 use crate::stop::Stop;
 
 /// Differences described in full, at most.
@@ -248,25 +247,4 @@ impl<'a> Report<'a> {
             "without_compute": {"tables": self.tables.all(), "records": all, "bytes": all * 64},
         })
     }
-}
-
-/// What the check drew from each kind of table, in a line: `default 1000
-/// pairs, 0x7fff 250 pairs (12 differ)`.
-pub(crate) fn coverage_text(coverage: &[Coverage]) -> String {
-    coverage
-        .iter()
-        .map(|c| match c.differ {
-            0 => format!("{} {} pairs", c.name(), c.pairs),
-            d => format!("{} {} pairs ({d} differ)", c.name(), c.pairs),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The same, as JSON: `[{"table":"default","pairs":N,"differ":N},...]`.
-pub(crate) fn coverage_json(coverage: &[Coverage]) -> serde_json::Value {
-    coverage
-        .iter()
-        .map(|c| json!({"table": c.name(), "pairs": c.pairs, "differ": c.differ}))
-        .collect()
 }

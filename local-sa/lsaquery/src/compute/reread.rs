@@ -9,10 +9,10 @@ use std::time::Instant;
 use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
-use super::ask::Served;
-use super::check::{self, Checked};
+use local_sa_distributor::computed::{Checked, Prepared, Served};
+
+use super::check;
 use super::description;
-use super::prepared::Prepared;
 use crate::session::Session;
 use crate::stop::Stop;
 

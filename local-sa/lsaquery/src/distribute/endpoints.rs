@@ -2,96 +2,18 @@
 //! dump, or the destinations of this port's paths at the master; then an
 //! SA ClassPortInfo probe to each.
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
-use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
-use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
-use super::tally::Tally;
+use local_sa_distributor::fill::ports::{FabricPort, table_request};
+use local_sa_distributor::fill::tally::Tally;
+
 use crate::compute::ask::each_to_with;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// A port of the fabric: its GID and lowest LID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FabricPort {
-    pub(super) lid: u16,
-    pub(super) gid: Gid,
-}
-
-/// What is known of the fabric before distributing.
-pub(super) struct Endpoints {
-    /// Every port, by GID, at its lowest LID.
-    pub(super) endpoints: Vec<FabricPort>,
-    /// Every destination LID (all of each port's LIDs, under an LMC):
-    /// what a per-destination fetch asks for.
-    pub(super) dlids: Vec<u16>,
-}
-
-impl Endpoints {
-    /// The ports that are sources of `records`, by their lowest SLID.
-    pub(super) fn from_sources(records: &[PathRecord]) -> Self {
-        Self::from_pairs(records.iter().map(|r| (r.slid(), r.sgid())))
-    }
-
-    /// The endports of a fabric's description, each at every LID of its
-    /// range.
-    pub(super) fn from_endports(endports: &[local_sa_core::path_engine::Endport]) -> Self {
-        Self::from_pairs(endports.iter().flat_map(|e| {
-            let gid = Gid::new(e.prefix, e.guid);
-            e.lids().map(move |lid| (lid, gid))
-        }))
-    }
-
-    /// The ports that are destinations of `records`.
-    pub(super) fn from_destinations(records: &[PathRecord]) -> Self {
-        Self::from_pairs(records.iter().map(|r| (r.dlid(), r.dgid())))
-    }
-
-    fn from_pairs(pairs: impl Iterator<Item = (u16, Gid)>) -> Self {
-        let mut lowest: BTreeMap<Gid, u16> = BTreeMap::new();
-        let mut dlids = Vec::new();
-        for (lid, gid) in pairs {
-            dlids.push(lid);
-            let l = lowest.entry(gid).or_insert(lid);
-            *l = (*l).min(lid);
-        }
-        dlids.sort_unstable();
-        dlids.dedup();
-        let mut endpoints: Vec<FabricPort> = lowest
-            .into_iter()
-            .map(|(gid, lid)| FabricPort { lid, gid })
-            .collect();
-        endpoints.sort_by_key(|e| e.lid);
-        Self { endpoints, dlids }
-    }
-}
-
-/// A PathRecord GetTable from `sgid`, to `dlid` if given, with `key`'s
-/// fields if given (a partition's P_Key asked as a full member's, a
-/// ServiceID or QoS class): the query the node itself makes for that
-/// table.
-pub(super) fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -> Bytes {
-    let mut t = PathRecord::new_zeroed();
-    t.set_sgid(sgid);
-    let mut mask = pr::SGID;
-    if let Some(d) = dlid {
-        t.set_dlid(d);
-        mask |= pr::DLID;
-    }
-    if let Some(k) = key {
-        mask |= k.apply(&mut t);
-    }
-    let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
-    b.header_mut().sa.set_component_mask(mask);
-    b.into_bytes()
-}
 
 /// This port's paths at the master: one GetTable, or, when its answer
 /// comes back cut (a transport without RMPP, such as ibsim), one per

@@ -37,14 +37,10 @@
 //! node that fails is tried again after the others; the summary names
 //! every node that still failed.
 
-mod delta;
 mod endpoints;
-mod machine;
 mod names;
 mod partitions;
-pub(crate) mod qos;
 mod summary;
-mod tally;
 pub(crate) mod watch;
 
 use std::collections::HashMap;
@@ -54,16 +50,17 @@ use std::time::{Duration, Instant};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 
-use self::endpoints::{Endpoints, FabricPort};
-use self::machine::{Distribution, Send, Setup};
+use local_sa_distributor::fill::ports::{Endpoints, FabricPort};
+use local_sa_distributor::fill::tally::{Computed, Tally};
+use local_sa_distributor::fill::{Distribution, Send, Setup};
+pub(crate) use local_sa_distributor::shard::Shard;
+
 use self::summary::Summary;
-use self::tally::{Computed, Tally};
 use crate::client::Token;
 use crate::progress::ProgressBar;
 use crate::session::Session;
-pub(crate) use crate::shard::Shard;
-use crate::snapshot::SentTables;
 use crate::stop::Stop;
+use local_sa_distributor::sent_tables::SentTables;
 
 /// What `--distribute` was asked to do.
 pub(crate) struct Options {
@@ -118,7 +115,7 @@ pub(super) enum Computing {
     /// Not asked for: the tables come from the master (or `--from`).
     NotAsked,
     /// The description read and the sample checked.
-    Ready(Box<crate::compute::Prepared>),
+    Ready(Box<local_sa_distributor::computed::Prepared>),
     /// It could not be done, for this reason.
     Failed(String),
 }
@@ -145,7 +142,7 @@ fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Stop> {
 struct Filled {
     summary: Summary,
     /// The fabric read and checked, if the tables were computed.
-    computing: Option<crate::compute::Prepared>,
+    computing: Option<local_sa_distributor::computed::Prepared>,
     /// Every endpoint of the fabric (the master's own LID included).
     endpoints: Vec<FabricPort>,
     /// The local-sa nodes found.
@@ -270,7 +267,10 @@ async fn fill(
     let partitions = if nodes.is_empty() || from_file.is_some() {
         None
     } else if let Some(c) = &computing {
-        Some(partitions::NodePartitions::new(&c.pkey_tables, c.qos))
+        Some(local_sa_distributor::fill::partitions::NodePartitions::new(
+            &c.pkey_tables,
+            c.qos,
+        ))
     } else {
         partitions::fetch(session, master, &nodes, options.master_window, &mut tally)
             .await
@@ -284,7 +284,11 @@ async fn fill(
     };
     tally.partitions_known =
         partitions.is_some() || from_file.as_ref().is_some_and(|f| !f.partitions.is_empty());
-    let qos = qos::Plan::new(&options.qos_keys, partitions.as_ref(), from_file.is_some());
+    let qos = local_sa_distributor::fill::qos::Plan::new(
+        &options.qos_keys,
+        partitions.as_ref(),
+        from_file.is_some(),
+    );
     tally.qos = qos.outlook();
     if let Some(c) = &computing {
         let mut computed = Computed::used(c);

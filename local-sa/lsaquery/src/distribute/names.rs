@@ -10,30 +10,17 @@ use bytes::{Bytes, BytesMut};
 use local_sa_core::load_flags::NAMES_TABLE;
 use local_sa_core::names::{directory, queries};
 use mad_codec::codes::NodeType;
-use mad_codec::header::SaMadHeader;
 use mad_codec::records::put_record;
 use mad_codec::{MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord};
 use umad::Address;
 
-use super::endpoints::FabricPort;
-use super::tally::Tally;
+use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
+use local_sa_distributor::fill::ports::FabricPort;
+use local_sa_distributor::fill::tally::Tally;
+
 use crate::compute::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// One names table, ready to send: its Set's headers and its records.
-#[derive(Clone)]
-pub(super) struct NamesLoad {
-    pub(super) header: SaMadHeader,
-    pub(super) data: Bytes,
-    pub(super) records: usize,
-}
-
-/// Both tables.
-pub(super) struct NamesTables {
-    pub(super) nodes: NamesLoad,
-    pub(super) directory: NamesLoad,
-}
 
 /// Fetches both tables from `master` (the adapters' NodeRecords only if
 /// not given in `adapters`); `ports` are asked one by one if the whole

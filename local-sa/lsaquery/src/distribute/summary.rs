@@ -7,44 +7,12 @@ use std::time::Duration;
 use mad_codec::Gid;
 use serde::Serialize;
 
-use super::tally::{Computed, QosOutcome, Tally};
+use local_sa_distributor::fill::outcome::{NodeOutcome, NodeReport};
+use local_sa_distributor::fill::tally::{Computed, QosOutcome, Tally};
+use local_sa_distributor::sent_tables::SentTables;
+
 use crate::json::{self, Fixed, JSON_SCHEMA};
-use crate::snapshot::SentTables;
 use crate::stop::Stop;
-
-/// How one node fared.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct NodeOutcome {
-    /// Everything it needed was sent and acknowledged.
-    pub(super) done: bool,
-    /// It needed nothing (a delta with no change).
-    pub(super) unchanged: bool,
-    /// Records it stored, and removed.
-    pub(super) stored: u64,
-    pub(super) deleted: u64,
-    /// Partition tables it took whole, and partition tables' records it
-    /// stored (whole or changed) and removed.
-    pub(super) partition_tables: u64,
-    pub(super) partition_stored: u64,
-    pub(super) partition_deleted: u64,
-    /// Tables at QoS keys it took, and their records it stored.
-    pub(super) qos_tables: u64,
-    pub(super) qos_stored: u64,
-    /// Its local-sa does not take tables at QoS keys (it asks its own).
-    pub(super) qos_refused: bool,
-    /// Its local-sa does not take names loads (it fetches its own).
-    pub(super) names_refused: bool,
-}
-
-/// One node, at the end.
-pub(super) struct NodeReport {
-    pub(super) lid: u16,
-    pub(super) gid: Gid,
-    pub(super) outcome: NodeOutcome,
-    pub(super) failure: Option<String>,
-    /// What it holds as far as the distributor knows.
-    pub(super) holds: SentTables,
-}
 
 /// What a distribution's nodes took, in all.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -10,16 +10,21 @@ use tracing::{info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
-use super::super::endpoints::{self, Endpoints, FabricPort};
-use super::super::machine::{Distribution, Setup};
-use super::super::partitions::NodePartitions;
+use local_sa_distributor::computed::Served;
+use local_sa_distributor::fill::partitions::NodePartitions;
+use local_sa_distributor::fill::ports::{Endpoints, FabricPort};
+use local_sa_distributor::fill::tally::{Computed, Tally};
+use local_sa_distributor::fill::{Distribution, Setup};
+
+use super::super::endpoints;
 use super::super::summary::Summary;
-use super::super::tally::{Computed, Tally};
 use super::changed_pairs::changed_pairs;
 use super::holdings::{Holding, Plan};
 use super::report::EventReport;
 use super::{Watch, digests};
-use crate::compute::{self, Prepared, Reread, Served};
+use local_sa_distributor::computed::Prepared;
+
+use crate::compute::{self, Reread};
 use crate::session::Session;
 use crate::stop::Stop;
 

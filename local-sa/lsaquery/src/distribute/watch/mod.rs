@@ -45,9 +45,11 @@ use tracing::{info, warn};
 use self::holdings::{Holding, Holdings};
 use self::notices::Heard;
 use self::report::WatchCounters;
-use crate::compute::{Prepared, compute_tables};
+use local_sa_distributor::computed::compute_tables;
+
 use crate::session::Session;
 use crate::stop::Stop;
+use local_sa_distributor::computed::Prepared;
 
 /// Intervals between probes of the ports that did not run local-sa (one
 /// may have started it since).

@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::super::summary::Pushed;
-use crate::compute::Served;
 use crate::json::JSON_SCHEMA;
 use crate::stop::Stop;
+use local_sa_distributor::computed::Served;
 
 /// One event: a change the watch looked into.
 #[derive(Debug, Default)]

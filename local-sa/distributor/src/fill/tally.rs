@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::compute::{Coverage, Prepared, Served, coverage_json, coverage_text};
+use crate::computed::{Coverage, Prepared, Served, coverage_json, coverage_text};
 
 /// What becomes of the tables at QoS keys, for the summary.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) enum QosOutcome {
+pub enum QosOutcome {
     /// None was asked for.
     #[default]
     NotAsked,
@@ -19,70 +19,74 @@ pub(super) enum QosOutcome {
 
 /// What was asked of the master and sent to the nodes.
 #[derive(Debug, Default)]
-pub(super) struct Tally {
+pub struct Tally {
     /// Whole-table GetTables at the master.
-    pub(super) tables: u64,
+    pub tables: u64,
     /// Per-destination GetTables at the master.
-    pub(super) per_destination: u64,
+    pub per_destination: u64,
     /// PathRecords the master answered them with (its tables' paths).
-    pub(super) path_records: u64,
+    pub path_records: u64,
     /// The master's multi-MAD answers came cut (no RMPP on the transport).
-    pub(super) cut: bool,
+    pub cut: bool,
     /// Loads and deletes sent (RMPP transfers).
-    pub(super) transfers: u64,
+    pub transfers: u64,
     /// Node attempts that failed and were tried again.
-    pub(super) retried: u64,
+    pub retried: u64,
     /// The names tables from the master: adapters' NodeRecords and
     /// directory entries (none: not distributed).
-    pub(super) names: Option<(usize, usize)>,
+    pub names: Option<(usize, usize)>,
     /// Names tables the nodes took.
-    pub(super) names_pushed: u64,
+    pub names_pushed: u64,
     /// The master told which partition tables the nodes keep.
-    pub(super) partitions_known: bool,
+    pub partitions_known: bool,
     /// What becomes of the tables at QoS keys.
-    pub(super) qos: QosOutcome,
+    pub qos: QosOutcome,
     /// What `--compute` did, if it was asked.
-    pub(super) computed: Option<Computed>,
+    pub computed: Option<Computed>,
     /// This distributor's share of the nodes, if it has one.
-    pub(super) shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// What `--compute` did.
 #[derive(Debug, Default)]
-pub(super) struct Computed {
+pub struct Computed {
     /// Why no table was computed, if none was.
-    pub(super) not_used: Option<String>,
+    pub not_used: Option<String>,
     /// Why the default tables (and so all) came from the master, if they
     /// did.
-    pub(super) refused: Option<String>,
+    pub refused: Option<String>,
     /// Reading the description, and the SLs and check, cost the master
     /// this.
-    pub(super) description: Served,
-    pub(super) check: Served,
+    pub description: Served,
+    /// The partition SLs and the sample cost the master this.
+    pub check: Served,
     /// Pairs checked, and those that differed.
-    pub(super) pairs: usize,
-    pub(super) differences: usize,
+    pub pairs: usize,
+    /// Pairs that differed.
+    pub differences: usize,
     /// What the check drew from each kind of table, and found.
-    pub(super) coverage: Vec<Coverage>,
+    pub coverage: Vec<Coverage>,
     /// OpenSM's configuration the tables were computed with, if given.
-    pub(super) opensm: Option<String>,
+    pub opensm: Option<String>,
     /// Ways through the forwarding tables that lead nowhere (their pairs
     /// get no path, as at the master), and the first of them.
-    pub(super) ways_nowhere: usize,
-    pub(super) first_way_nowhere: Option<String>,
+    pub ways_nowhere: usize,
+    /// The first of them.
+    pub first_way_nowhere: Option<String>,
     /// Tables computed and sent, and their records.
-    pub(super) tables: u64,
-    pub(super) records: u64,
+    pub tables: u64,
+    /// Their records.
+    pub records: u64,
     /// Nodes that needed tables from the master beside the computed ones
     /// (at QoS keys, or partitions the check did not prove).
-    pub(super) from_master: u64,
+    pub from_master: u64,
     /// Why tables of some kind come from the master, if any do.
-    pub(super) from_master_because: Option<String>,
+    pub from_master_because: Option<String>,
 }
 
 impl Computed {
     /// Nothing computed, because of `why`.
-    pub(super) fn not_used(why: String) -> Self {
+    pub fn not_used(why: String) -> Self {
         Self {
             not_used: Some(why),
             ..Self::default()
@@ -90,7 +94,7 @@ impl Computed {
     }
 
     /// The description and check of `c`.
-    pub(super) fn used(c: &Prepared) -> Self {
+    pub fn used(c: &Prepared) -> Self {
         Self {
             refused: c.trusted(local_sa_core::path_engine::Table::Default).err(),
             description: c.description,
@@ -107,7 +111,7 @@ impl Computed {
 
     /// The summary's lines; `tally`'s counts of the master's tables say
     /// what a fallback to them cost.
-    pub(super) fn text(&self, out: &mut String, tally: &Tally) {
+    pub fn text(&self, out: &mut String, tally: &Tally) {
         let fallback = || {
             format!(
                 "the fill fell back to the master's tables: it served {} whole tables and {} per-destination \
@@ -172,7 +176,8 @@ impl Computed {
         );
     }
 
-    pub(super) fn json(&self) -> serde_json::Value {
+    /// The summary's `compute` object.
+    pub fn json(&self) -> serde_json::Value {
         let served = |s: Served| serde_json::json!({"queries": s.queries, "records": s.records, "bytes": s.bytes});
         serde_json::json!({
             "used": self.not_used.is_none(),

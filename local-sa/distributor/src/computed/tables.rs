@@ -6,33 +6,35 @@ use local_sa_core::path_engine::{Endport, Fabric, Table, TableError};
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::IntoBytes;
 
-use crate::snapshot::SentTables;
+use crate::sent_tables::SentTables;
 
 /// One node's tables as it keeps them: its default table, and one per
 /// partition of its P_Key table but the one its default table's paths
 /// carry when the master applies no QoS (as the node itself decides).
 #[derive(Debug)]
-pub(crate) struct NodeTables {
-    pub(crate) guid: u64,
-    pub(crate) lid: u16,
+pub struct NodeTables {
+    /// The port's GUID.
+    pub guid: u64,
+    /// Its lowest LID.
+    pub lid: u16,
     /// Its default table (empty if not kept, see `records`).
-    pub(crate) default: Result<Vec<PathRecord>, TableError>,
+    pub default: Result<Vec<PathRecord>, TableError>,
     /// Each partition (low 15 bits) and its table.
-    pub(crate) partitions: Vec<(u16, Result<Vec<PathRecord>, TableError>)>,
+    pub partitions: Vec<(u16, Result<Vec<PathRecord>, TableError>)>,
     /// Its tables at ServiceIDs and QoS classes, on each of its
     /// partitions.
-    pub(crate) at_keys: Vec<(Table, Result<Vec<PathRecord>, TableError>)>,
+    pub at_keys: Vec<(Table, Result<Vec<PathRecord>, TableError>)>,
     /// Records computed in each kind of table.
-    pub(crate) records: Counts,
+    pub records: Counts,
     /// A digest of every table's records (and errors), kept or not: two
     /// computations with the same digest gave the node the same tables.
-    pub(crate) fingerprint: u64,
+    pub fingerprint: u64,
 }
 
 /// The tables of each of `endports`, in their order, with those at each
 /// of `at_keys` on each of its partitions; the records kept only if
 /// `keep` (else only counted).
-pub(crate) fn compute_tables(
+pub fn compute_tables(
     fabric: &Fabric,
     endports: &[&Endport],
     qos: bool,
@@ -69,14 +71,18 @@ pub(crate) fn compute_tables(
 
 /// A count for each kind of table: default, partitions', at keys.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) default: usize,
-    pub(crate) partitions: usize,
-    pub(crate) at_keys: usize,
+pub struct Counts {
+    /// Default tables.
+    pub default: usize,
+    /// Partition tables.
+    pub partitions: usize,
+    /// Tables at ServiceIDs and QoS classes.
+    pub at_keys: usize,
 }
 
 impl Counts {
-    pub(crate) fn all(self) -> usize {
+    /// Every table.
+    pub fn all(self) -> usize {
         self.default + self.partitions + self.at_keys
     }
 }
@@ -182,7 +188,7 @@ impl Digest {
 }
 
 /// Every computed record, as a snapshot holds them.
-pub(crate) fn held(tables: &[NodeTables]) -> SentTables {
+pub fn held(tables: &[NodeTables]) -> SentTables {
     let mut held = SentTables::default();
     for t in tables {
         if let Ok(r) = &t.default {

@@ -3,10 +3,10 @@
 
 use local_sa_core::path_engine::Table;
 
-use super::check::Mismatch;
+use super::checked::Mismatch;
 
 /// What a field's difference says about the master.
-pub(crate) fn cause(field: &str) -> &'static str {
+pub fn cause(field: &str) -> &'static str {
     match field {
         "sl" => {
             "the master's SLs come from something it does not publish: a routing engine's path SLs \
@@ -33,7 +33,7 @@ pub(crate) fn cause(field: &str) -> &'static str {
 }
 
 /// One difference, in a line.
-pub(crate) fn describe(m: &Mismatch) -> String {
+pub fn describe(m: &Mismatch) -> String {
     let table = match m.pair.table {
         Table::Default => "default table".to_owned(),
         t => format!("partition {t}"),
@@ -45,6 +45,6 @@ pub(crate) fn describe(m: &Mismatch) -> String {
 }
 
 /// Why tables of a difference's kind come from the master.
-pub(crate) fn why(m: &Mismatch) -> String {
+pub fn why(m: &Mismatch) -> String {
     format!("{} — {}", describe(m), cause(m.difference.field))
 }

@@ -7,40 +7,53 @@ use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::{Fabric, FabricRecords, Table};
 use mad_codec::{NodeRecord, PkeyTableRecord};
 
-use super::ask::Served;
-use super::check::Checked;
-use super::explain::why;
+pub mod checked;
+pub mod explain;
+pub mod keys;
+pub mod opensm_input;
+mod served;
+pub mod tables;
+
+pub use self::checked::{Checked, Coverage, Mismatch, coverage_json, coverage_text};
+pub use self::served::Served;
+pub use self::tables::{NodeTables, compute_tables};
+
+use self::explain::why;
 
 /// A fabric read, computed and checked.
-pub(crate) struct Prepared {
-    pub(crate) fabric: Fabric,
+pub struct Prepared {
+    /// The fabric built from the description, with what the master told.
+    pub fabric: Fabric,
     /// OpenSM's configuration it was computed with, if given: a fabric
     /// read again gets it too.
-    pub(crate) opensm: Option<std::sync::Arc<super::opensm_input::OpenSmInput>>,
+    pub opensm: Option<std::sync::Arc<opensm_input::OpenSmInput>>,
     /// The description it was built from (a watch compares the next
     /// read with it).
-    pub(crate) records: FabricRecords,
+    pub records: FabricRecords,
     /// The master applies QoS.
-    pub(crate) qos: bool,
+    pub qos: bool,
     /// The P_Key tables of the description.
-    pub(crate) pkey_tables: Vec<PkeyTableRecord>,
+    pub pkey_tables: Vec<PkeyTableRecord>,
     /// The channel adapters' NodeRecords of the description (a names
     /// table's).
-    pub(crate) adapters: Vec<NodeRecord>,
+    pub adapters: Vec<NodeRecord>,
     /// Reading the description cost the master this.
-    pub(crate) description: Served,
+    pub description: Served,
     /// Its multi-MAD answers came cut.
-    pub(crate) cut: bool,
+    pub cut: bool,
     /// The ServiceIDs and QoS classes whose tables are computed too, with
     /// the master's QoS policy known ([`Prepared::at_keys`]).
-    pub(crate) asked_keys: Vec<QueryKeys>,
+    pub asked_keys: Vec<QueryKeys>,
     /// Partitions whose SL the master did not tell, and why.
-    pub(crate) unknown_sls: Vec<(u16, String)>,
+    pub unknown_sls: Vec<(u16, String)>,
     /// The partition probes and the sample cost the master this.
-    pub(crate) sample: Served,
-    pub(crate) checked: Checked,
-    pub(crate) read_time: Duration,
-    pub(crate) check_time: Duration,
+    pub sample: Served,
+    /// What the sample found.
+    pub checked: Checked,
+    /// How long reading the description took.
+    pub read_time: Duration,
+    /// How long the SLs and the sample took.
+    pub check_time: Duration,
 }
 
 /// Why tables at keys are not computed on a master that applies QoS.
@@ -55,7 +68,7 @@ impl Prepared {
     /// The ServiceIDs and QoS classes whose tables are computed and
     /// checked: those asked, when the master's policy is known and it
     /// applies QoS (without QoS the nodes answer them from their tables).
-    pub(crate) fn at_keys(&self) -> &[QueryKeys] {
+    pub fn at_keys(&self) -> &[QueryKeys] {
         match &self.opensm {
             Some(_) if self.qos => &self.asked_keys,
             _ => &[],
@@ -64,7 +77,7 @@ impl Prepared {
 
     /// Why the tables at the ServiceIDs and QoS classes asked are not
     /// computed, if they were asked and are not.
-    pub(crate) fn keys_not_computed_because(&self) -> Option<&'static str> {
+    pub fn keys_not_computed_because(&self) -> Option<&'static str> {
         match (&self.opensm, self.qos) {
             _ if self.asked_keys.is_empty() => None,
             (_, false) => Some(NO_QOS),
@@ -79,7 +92,7 @@ impl Prepared {
     /// its kind drawn. A difference in a default-table pair distrusts
     /// every table (the default tables carry every partition's paths), a
     /// difference in a partition's its tables at keys too.
-    pub(crate) fn trusted(&self, table: Table) -> Result<(), String> {
+    pub fn trusted(&self, table: Table) -> Result<(), String> {
         let mismatch_in = |table: Table| {
             self.checked
                 .mismatches
@@ -122,7 +135,7 @@ impl Prepared {
     /// from the master: the first kind of table of the fabric (the default
     /// ones, a partition's, one at a key) the check did not prove; `None`
     /// if it proved them all.
-    pub(crate) fn unproven(&self) -> Option<String> {
+    pub fn unproven(&self) -> Option<String> {
         let partitions = self
             .unknown_sls
             .iter()

@@ -12,19 +12,29 @@ use local_sa_core::load_flags::with_lease;
 use local_sa_core::path_engine::{Fabric, Table as PathTable};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
+use mad_codec::address::Address;
 use mad_codec::header::SaMadHeader;
 use mad_codec::{Gid, MadStatus, PathRecord};
-use umad::Address;
 
-use super::delta::{self, Push, Table};
-use super::endpoints::{FabricPort, table_request};
-use super::names::NamesTables;
-use super::partitions::NodePartitions;
-use super::qos;
-use super::summary::{NodeOutcome, NodeReport};
-use super::tally::Tally;
-use crate::compute::{Prepared, compute_tables, keys};
-use crate::snapshot::SentTables;
+pub mod delta;
+pub mod names;
+pub mod outcome;
+pub mod partitions;
+pub mod ports;
+pub mod qos;
+pub mod tally;
+#[cfg(test)]
+mod tests;
+
+use self::delta::{Push, Table};
+use self::names::NamesTables;
+use self::partitions::NodePartitions;
+use self::ports::{FabricPort, table_request};
+
+use self::outcome::{NodeOutcome, NodeReport};
+use self::tally::Tally;
+use crate::computed::{Prepared, compute_tables, keys};
+use crate::sent_tables::SentTables;
 
 /// A node being filled.
 struct Node {
@@ -75,7 +85,7 @@ enum Flight {
 /// A distribution, without I/O: it says what to send ([`Send`], by
 /// [`Distribution::poll_send`]) and is told how each send ended
 /// ([`Distribution::handle_end`]); the driver moves the MADs.
-pub(super) struct Distribution {
+pub struct Distribution {
     master: Address,
     /// The SL of the nodes' SA (the port's SM SL).
     sm_sl: u8,
@@ -108,58 +118,69 @@ pub(super) struct Distribution {
     /// The names tables every node is sent, if the master gave them.
     names: Option<NamesTables>,
     /// Which partition tables each node keeps, if the master told.
-    pub(super) partitions: Option<NodePartitions>,
+    pub partitions: Option<NodePartitions>,
     /// Which tables at QoS keys each node gets.
-    pub(super) qos: qos::Plan,
+    pub qos: qos::Plan,
     /// The fabric's description and its check, if the tables are
     /// computed (`--compute`).
-    pub(super) computing: Option<Prepared>,
+    pub computing: Option<Prepared>,
     /// The fabric the nodes marked with [`Distribution::holding_previous`]
     /// were last filled from: their tables computed from it are what
     /// they hold, and they get only the differences (`--watch`).
-    pub(super) previous: Option<Fabric>,
+    pub previous: Option<Fabric>,
 }
 
 /// What the driver is to send.
 #[derive(Debug)]
-pub(super) enum Send {
+pub enum Send {
     /// A query (`attempts`: other than the client's own).
     Query {
+        /// The SA asked.
         dest: Address,
+        /// The whole MAD.
         request: Bytes,
+        /// Its own attempts, if not the client's.
         attempts: Option<Attempts>,
     },
     /// A load or delete over RMPP.
     Transfer {
+        /// The node's SA.
         dest: Address,
+        /// The Set's or Delete's headers.
         header: SaMadHeader,
+        /// Its records, back to back.
         data: Bytes,
     },
 }
 
 /// How a distribution is set up.
-pub(super) struct Setup {
-    pub(super) master: Address,
-    pub(super) sm_sl: u8,
-    pub(super) sm_key: u64,
+pub struct Setup {
+    /// The master SA, which the tables are asked of.
+    pub master: Address,
+    /// The SL of the nodes' SA (the port's SM SL).
+    pub sm_sl: u8,
+    /// The nodes' SM_Key, sent with every load.
+    pub sm_key: u64,
     /// Nodes filled at once; queries at the master at once.
-    pub(super) window: usize,
-    pub(super) master_window: usize,
+    pub window: usize,
+    /// Queries in flight at the master at once.
+    pub master_window: usize,
     /// Attempts per node; of each whole table at the master.
-    pub(super) attempts: u32,
-    pub(super) table_attempts: Attempts,
+    pub attempts: u32,
+    /// Each whole table's attempts at the master.
+    pub table_attempts: Attempts,
     /// Every destination LID, for per-destination fetches.
-    pub(super) dlids: Vec<u16>,
+    pub dlids: Vec<u16>,
     /// The lease every table push carries (`load_flags::LEASE`): the
     /// nodes do not refresh on their own while it runs.
-    pub(super) lease: Option<u16>,
+    pub lease: Option<u16>,
     /// Keep what each node holds, for a snapshot.
-    pub(super) keep_holdings: bool,
+    pub keep_holdings: bool,
 }
 
 impl Distribution {
     /// A distribution to the nodes `found`.
-    pub(super) fn new(
+    pub fn new(
         setup: Setup,
         found: Vec<FabricPort>,
         tally: Tally,
@@ -214,7 +235,7 @@ impl Distribution {
 
     /// The nodes at `gids` hold the tables computed from
     /// [`Distribution::previous`]: they get only what changed from them.
-    pub(super) fn holding_previous(&mut self, gids: &BTreeSet<Gid>) {
+    pub fn holding_previous(&mut self, gids: &BTreeSet<Gid>) {
         for n in &mut self.nodes {
             n.holds_previous = gids.contains(&n.at.gid);
         }
@@ -223,7 +244,7 @@ impl Distribution {
     /// Takes each node's tables from `dump` (a `--from` dump, its
     /// partition tables if it is a snapshot): nothing is asked of the
     /// master.
-    pub(super) fn tables_from(&mut self, dump: &SentTables) {
+    pub fn tables_from(&mut self, dump: &SentTables) {
         let by_source = group_by_source(&dump.default);
         let mut partitions = group_by_source(&dump.partitions);
         for n in &mut self.nodes {
@@ -233,7 +254,7 @@ impl Distribution {
     }
 
     /// Each node's records in the `--delta` snapshot.
-    pub(super) fn old_tables(&mut self, old: &SentTables) {
+    pub fn old_tables(&mut self, old: &SentTables) {
         let mut default = group_by_source(&old.default);
         let mut partitions = group_by_source(&old.partitions);
         for n in &mut self.nodes {
@@ -246,7 +267,7 @@ impl Distribution {
 
     /// The next thing to send, with the id its end is to be told by;
     /// `None` when nothing is to be sent until an end comes.
-    pub(super) fn poll_send(&mut self) -> Option<(u64, Send)> {
+    pub fn poll_send(&mut self) -> Option<(u64, Send)> {
         self.start_nodes();
         self.start_asks();
         self.outbox.pop_front()
@@ -255,12 +276,12 @@ impl Distribution {
     /// Whether everything is over: every node filled or failed for good.
     /// (Every busy node has something in flight once its turn has started,
     /// so nothing in flight means nothing left to do.)
-    pub(super) fn is_done(&self) -> bool {
+    pub fn is_done(&self) -> bool {
         self.flights.is_empty() && self.outbox.is_empty()
     }
 
     /// How send `id` ended: its answer, or why none came.
-    pub(super) fn handle_end(&mut self, id: u64, outcome: Result<Answer, RequestFailure>) {
+    pub fn handle_end(&mut self, id: u64, outcome: Result<Answer, RequestFailure>) {
         let Some(flight) = self.flights.remove(&id) else {
             return;
         };
@@ -292,7 +313,7 @@ impl Distribution {
     }
 
     /// Send `id` (a transfer) could not be made at all, because of `why`.
-    pub(super) fn handle_unsendable(&mut self, id: u64, why: &str) {
+    pub fn handle_unsendable(&mut self, id: u64, why: &str) {
         if let Some(Flight::Push { node, attempt, .. }) = self.flights.remove(&id)
             && self.nodes[node].attempt == attempt
         {
@@ -631,7 +652,7 @@ impl Distribution {
             modifier = with_lease(modifier, seconds);
         }
         let (header, data) =
-            crate::load::request(self.sm_key, method, mask, modifier, push.records());
+            delta::load_request(self.sm_key, method, mask, modifier, push.records());
         self.tally.transfers += 1;
         self.start_transfer(i, dest, header, data, false);
     }
@@ -768,7 +789,7 @@ impl Distribution {
     }
 
     /// Nodes done (filled or failed for good), of all.
-    pub(super) fn progress(&self) -> (u64, u64) {
+    pub fn progress(&self) -> (u64, u64) {
         let done = self
             .nodes
             .iter()
@@ -778,7 +799,7 @@ impl Distribution {
     }
 
     /// What happened to each node, and what was asked.
-    pub(super) fn finish(self) -> (Vec<NodeReport>, Tally) {
+    pub fn finish(self) -> (Vec<NodeReport>, Tally) {
         let keep = self.keep_holdings;
         let reports = self
             .nodes
@@ -852,6 +873,3 @@ fn by_partition(records: &[PathRecord]) -> Vec<(QosKey, Vec<PathRecord>)> {
         .map(|(p, records)| (QosKey::partition(p), records))
         .collect()
 }
-
-#[cfg(test)]
-mod tests;

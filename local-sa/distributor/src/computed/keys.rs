@@ -9,7 +9,7 @@ use local_sa_core::path_query::QosKey;
 
 /// The ServiceID and QoS class of `key`, as the engine's policy matches
 /// them (its P_Key apart: the engine's table names it).
-pub(crate) fn query_keys(key: &QosKey) -> QueryKeys {
+pub fn query_keys(key: &QosKey) -> QueryKeys {
     QueryKeys {
         service_id: key.service_id,
         qos_class: key.qos_class,
@@ -18,7 +18,7 @@ pub(crate) fn query_keys(key: &QosKey) -> QueryKeys {
 }
 
 /// The key a query for `table` names.
-pub(crate) fn key_of(table: Table) -> QosKey {
+pub fn key_of(table: Table) -> QosKey {
     let keys = table.query_keys();
     QosKey {
         pkey: keys.pkey.map(|p| p & 0x7FFF),

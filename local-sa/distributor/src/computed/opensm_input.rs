@@ -19,23 +19,45 @@ use std::path::{Path, PathBuf};
 use local_sa_core::opensm_config::{NO_RATE_LIMIT, Options, PartitionConfig, QosPolicy};
 use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
 
-use crate::stop::Stop;
+/// Why OpenSM's configuration is not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A file cannot be read, or OpenSM would refuse it, or it asks for
+    /// what the engine does not follow: the command line was wrong.
+    Refused(String),
+    /// It is not the configuration the master runs with, or does not fit
+    /// the fabric read.
+    DoesNotFit(String),
+}
+
+impl ConfigError {
+    /// What went wrong, in a sentence.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Refused(m) | Self::DoesNotFit(m) => m,
+        }
+    }
+}
 
 /// OpenSM's configuration, read.
 #[derive(Debug, Clone)]
-pub(crate) struct OpenSmInput {
-    pub(crate) path: PathBuf,
-    pub(crate) options: Options,
-    pub(crate) partitions: Option<(PathBuf, PartitionConfig)>,
-    pub(crate) policy: Option<(PathBuf, QosPolicy)>,
+pub struct OpenSmInput {
+    /// The `opensm.conf` given.
+    pub path: PathBuf,
+    /// Its options.
+    pub options: Options,
+    /// The partition file it names, read, if any.
+    pub partitions: Option<(PathBuf, PartitionConfig)>,
+    /// The QoS policy file it names, read, if OpenSM applies QoS.
+    pub policy: Option<(PathBuf, QosPolicy)>,
 }
 
 impl OpenSmInput {
     /// Reads `path` and the files it names.
-    pub(crate) fn load(path: &Path) -> Result<Self, Stop> {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let read = |p: &Path| {
             std::fs::read_to_string(p)
-                .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))
+                .map_err(|e| ConfigError::Refused(format!("--opensm-config: {}: {e}", p.display())))
         };
         let options = Options::parse(&read(path)?);
         for (line, why) in &options.ignored {
@@ -52,8 +74,9 @@ impl OpenSmInput {
         let partitions = match &options.partition_config_file {
             Some(f) => {
                 let p = named(f);
-                let config = PartitionConfig::parse(&read(&p)?, options.qos)
-                    .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))?;
+                let config = PartitionConfig::parse(&read(&p)?, options.qos).map_err(|e| {
+                    ConfigError::Refused(format!("--opensm-config: {}: {e}", p.display()))
+                })?;
                 Some((p, config))
             }
             None => None,
@@ -61,24 +84,22 @@ impl OpenSmInput {
         let policy = match (&options.qos_policy_file, options.qos) {
             (Some(f), true) => {
                 let p = named(f);
-                let policy = QosPolicy::parse(&read(&p)?)
-                    .map_err(|e| Stop::new(2, format!("--opensm-config: {}: {e}", p.display())))?;
+                let policy = QosPolicy::parse(&read(&p)?).map_err(|e| {
+                    ConfigError::Refused(format!("--opensm-config: {}: {e}", p.display()))
+                })?;
                 Some((p, policy))
             }
             // Without QoS OpenSM reads no policy.
             _ => None,
         };
         if options.max_rate_enum != NO_RATE_LIMIT {
-            return Err(Stop::new(
-                2,
-                format!(
-                    "--opensm-config: {}: max_rate_enum {} lowers the rates OpenSM answers (OpenSM \
+            return Err(ConfigError::Refused(format!(
+                "--opensm-config: {}: max_rate_enum {} lowers the rates OpenSM answers (OpenSM \
                      3.3.24 and later), which the path engine does not follow: the tables are not \
                      computed from it",
-                    path.display(),
-                    options.max_rate_enum
-                ),
-            ));
+                path.display(),
+                options.max_rate_enum
+            )));
         }
         Ok(Self {
             path: path.to_path_buf(),
@@ -91,28 +112,25 @@ impl OpenSmInput {
     /// Applies it to `fabric` (built from `records`, on a master that
     /// applies QoS if `master_qos`): the partitions' SLs and the QoS
     /// policy, its SELF the port at `master_lid`.
-    pub(crate) fn apply(
+    pub fn apply(
         &self,
         fabric: &mut Fabric,
         records: &FabricRecords,
         master_qos: bool,
         master_lid: u16,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), ConfigError> {
         let here = self.path.display();
         if self.options.qos != master_qos {
-            return Err(Stop::new(
-                5,
-                format!(
-                    "--opensm-config: {here} says qos {}, but the master {} QoS (its ClassPortInfo): it is not \
+            return Err(ConfigError::DoesNotFit(format!(
+                "--opensm-config: {here} says qos {}, but the master {} QoS (its ClassPortInfo): it is not \
                      the configuration the master runs with",
-                    if self.options.qos { "TRUE" } else { "FALSE" },
-                    if master_qos {
-                        "applies"
-                    } else {
-                        "does not apply"
-                    }
-                ),
-            ));
+                if self.options.qos { "TRUE" } else { "FALSE" },
+                if master_qos {
+                    "applies"
+                } else {
+                    "does not apply"
+                }
+            )));
         }
         fabric.set_tavor_quirk(self.options.enable_quirks);
         fabric.set_original_rates_only(self.options.use_original_extended_sa_rates_only);
@@ -131,7 +149,7 @@ impl OpenSmInput {
             let levels =
                 QosLevels::resolve(policy.clone(), fabric, records, partitions, master_port)
                     .map_err(|e| {
-                        Stop::new(5, format!("--opensm-config: {}: {e}", file.display()))
+                        ConfigError::DoesNotFit(format!("--opensm-config: {}: {e}", file.display()))
                     })?;
             fabric.set_qos_levels(levels);
         }
@@ -139,7 +157,7 @@ impl OpenSmInput {
     }
 
     /// What it gives, in a few words, for the summaries.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = vec![format!(
             "qos {}",
             if self.options.qos { "TRUE" } else { "FALSE" }

@@ -6,7 +6,7 @@
 /// disjoint shares that together are every node, whatever each of them
 /// probed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Shard {
+pub struct Shard {
     /// 0-based.
     index: u64,
     of: u64,
@@ -20,7 +20,7 @@ impl std::fmt::Display for Shard {
 
 impl Shard {
     /// Share `index` (1-based) of `of`.
-    pub(crate) fn new(index: u32, of: u32) -> Self {
+    pub fn new(index: u32, of: u32) -> Self {
         Self {
             index: u64::from(index.max(1) - 1),
             of: u64::from(of.max(1)),
@@ -28,7 +28,7 @@ impl Shard {
     }
 
     /// Whether the port with GUID `guid` is in this share.
-    pub(crate) fn owns(&self, guid: u64) -> bool {
+    pub fn owns(&self, guid: u64) -> bool {
         // splitmix64's finaliser: consecutive GUIDs spread evenly.
         let mut z = guid.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

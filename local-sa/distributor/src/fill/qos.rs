@@ -14,11 +14,11 @@ use super::tally::QosOutcome;
 
 /// At most this many ServiceIDs and QoS classes together: each costs the
 /// master one table per node and P_Key.
-pub(crate) const MAX_KEYS: usize = 64;
+pub const MAX_KEYS: usize = 64;
 
 /// Which tables at QoS keys the nodes get.
 #[derive(Debug, Default)]
-pub(super) struct Plan {
+pub struct Plan {
     /// The keys without a P_Key; none when the tables are not sent.
     keys: Vec<QosKey>,
     outlook: QosOutcome,
@@ -28,11 +28,7 @@ impl Plan {
     /// The plan for `keys`, given what the master said of the nodes'
     /// partitions and its QoS (`None`: it did not), and whether the tables
     /// come from a dump.
-    pub(super) fn new(
-        keys: &[QosKey],
-        partitions: Option<&NodePartitions>,
-        from_file: bool,
-    ) -> Self {
+    pub fn new(keys: &[QosKey], partitions: Option<&NodePartitions>, from_file: bool) -> Self {
         let not_sent = |why| Self {
             keys: Vec::new(),
             outlook: QosOutcome::NotSent(why),
@@ -60,17 +56,17 @@ impl Plan {
     }
 
     /// Whether the nodes are sent tables at keys.
-    pub(super) fn sends(&self) -> bool {
+    pub fn sends(&self) -> bool {
         !self.keys.is_empty()
     }
 
     /// What becomes of the tables.
-    pub(super) fn outlook(&self) -> QosOutcome {
+    pub fn outlook(&self) -> QosOutcome {
         self.outlook.clone()
     }
 
     /// A node's keys, on each of its partitions `pkeys` (low 15 bits).
-    pub(super) fn keys_of<'a>(&'a self, pkeys: &'a [u16]) -> impl Iterator<Item = QosKey> + 'a {
+    pub fn keys_of<'a>(&'a self, pkeys: &'a [u16]) -> impl Iterator<Item = QosKey> + 'a {
         pkeys.iter().flat_map(move |p| {
             self.keys.iter().map(move |k| QosKey {
                 pkey: Some(*p),
@@ -81,12 +77,12 @@ impl Plan {
 }
 
 /// True for a partition's key (a P_Key and nothing else).
-pub(super) fn is_partition(key: &QosKey) -> bool {
+pub fn is_partition(key: &QosKey) -> bool {
     key.service_id.is_none() && key.qos_class.is_none() && key.sl.is_none()
 }
 
 /// The Set of a node's table at `key`: the key record, then the records.
-pub(super) fn push(key: &QosKey, records: &[PathRecord]) -> Push {
+pub fn push(key: &QosKey, records: &[PathRecord]) -> Push {
     let mut key_record = PathRecord::new_zeroed();
     let mask = key.apply(&mut key_record);
     Push::AtKey {
@@ -99,7 +95,7 @@ pub(super) fn push(key: &QosKey, records: &[PathRecord]) -> Push {
 
 /// The keys of `--service-id` and `--qos-class` (ranges expanded, each
 /// once), at most [`MAX_KEYS`].
-pub(crate) fn keys(
+pub fn keys(
     service_ids: &[std::ops::RangeInclusive<u64>],
     qos_classes: &[std::ops::RangeInclusive<u16>],
 ) -> Result<Vec<QosKey>, String> {

@@ -15,9 +15,9 @@ use mad_codec::records::Records;
 use mad_codec::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use mad_codec::{AttributeId, Gid, Method, NodeRecord, SaRecord};
 
+use super::names::NamesLoad;
 use super::*;
-use crate::compute::{Checked, Served};
-use crate::distribute::names::NamesLoad;
+use crate::computed::{Checked, Served};
 
 const MASTER: u16 = 1;
 const KEY: u64 = 0x5eed;
@@ -422,7 +422,7 @@ fn computed_from(
     let mut checked = Checked::default();
     if differences {
         let pair = fabric.sample(1, 1, &[])[0];
-        checked.mismatches.push(crate::compute::Mismatch {
+        checked.mismatches.push(crate::computed::Mismatch {
             pair,
             lids: (1, 2),
             difference: local_sa_core::path_engine::Difference {
@@ -606,7 +606,7 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     // check, the class's found to differ.
     prepared.qos = true;
     prepared.opensm = Some(std::sync::Arc::new(
-        crate::compute::opensm_input::OpenSmInput {
+        crate::computed::opensm_input::OpenSmInput {
             path: "opensm.conf".into(),
             options: local_sa_core::opensm_config::Options::parse("qos TRUE\n"),
             partitions: None,
@@ -620,7 +620,7 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     );
     prepared.checked.drawn = vec![(at_service, 3), (at_class, 3)];
     let source = hosts[0].gid.guid();
-    prepared.checked.mismatches.push(crate::compute::Mismatch {
+    prepared.checked.mismatches.push(crate::computed::Mismatch {
         pair: local_sa_core::path_engine::PairCheck {
             source,
             dest: source,

@@ -3,14 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use bytes::{Bytes, BytesMut};
 use local_sa_core::load_flags::{KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, REPLACE_SOURCES};
 use local_sa_core::partitions::partition_of;
+use mad_codec::header::SaMadHeader;
+use mad_codec::records::SaRecord;
 use mad_codec::zerocopy::IntoBytes;
-use mad_codec::{ComponentMask, Method, PathRecord};
+use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
 
 /// Which of a node's tables a push is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Table {
+pub enum Table {
+    /// A default table.
     Default,
     /// Its partition tables (each record its P_Key's: PARTITION_TABLES).
     Partitions,
@@ -18,7 +22,7 @@ pub(super) enum Table {
 
 /// One load or delete for a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Push {
+pub enum Push {
     /// Set with REPLACE_SOURCES: the node's whole table (for partitions,
     /// of one partition).
     Whole(Table, Vec<PathRecord>),
@@ -31,13 +35,16 @@ pub(super) enum Push {
     /// the node's QoS cache is emptied by each of its refreshes and by
     /// every path load, so no snapshot can say what it still holds.
     AtKey {
+        /// The key's fields in the component mask.
         mask: ComponentMask,
+        /// The key record, then the table's.
         records: Vec<PathRecord>,
     },
 }
 
 impl Push {
-    pub(super) fn records(&self) -> &[PathRecord] {
+    /// The records it carries.
+    pub fn records(&self) -> &[PathRecord] {
         match self {
             Self::Whole(_, r) | Self::Changed(_, r) | Self::Vanished(_, r) => r,
             Self::AtKey { records, .. } => records,
@@ -46,7 +53,7 @@ impl Push {
 
     /// The request that carries it: method, ComponentMask and
     /// AttributeModifier (docs/wire-contract.md).
-    pub(super) fn request(&self) -> (Method, ComponentMask, u32) {
+    pub fn request(&self) -> (Method, ComponentMask, u32) {
         let table = |t: &Table| match t {
             Table::Default => 0,
             Table::Partitions => PARTITION_TABLES,
@@ -61,7 +68,7 @@ impl Push {
 
     /// True for a push that changes a path table (not only the QoS
     /// cache, which is filled whole every time).
-    pub(super) fn changes_a_table(&self) -> bool {
+    pub fn changes_a_table(&self) -> bool {
         !matches!(self, Self::AtKey { .. })
     }
 }
@@ -70,7 +77,7 @@ impl Push {
 /// in the snapshot, `None` without a delta) to `new` (the master's
 /// records now). A node the snapshot does not know gets its whole table;
 /// one whose table did not change gets nothing.
-pub(super) fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Push> {
+pub fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Push> {
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return vec![Push::Whole(Table::Default, new)];
     };
@@ -86,10 +93,7 @@ pub(super) fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Pu
 /// together, one Set and one Delete (each record names its partition);
 /// one the master no longer has paths in loses the snapshot's records;
 /// a partition not fetched this run is left alone.
-pub(super) fn partition_pushes(
-    old: Option<&[PathRecord]>,
-    new: &[(u16, Vec<PathRecord>)],
-) -> Vec<Push> {
+pub fn partition_pushes(old: Option<&[PathRecord]>, new: &[(u16, Vec<PathRecord>)]) -> Vec<Push> {
     let before = by_partition(old.unwrap_or_default());
     let (mut wholes, mut changed, mut vanished) = (Vec::new(), Vec::new(), Vec::new());
     for (partition, records) in new {
@@ -108,7 +112,7 @@ pub(super) fn partition_pushes(
 }
 
 /// The records of `records` each partition (low 15 bits) holds.
-pub(super) fn by_partition(records: &[PathRecord]) -> BTreeMap<u16, Vec<PathRecord>> {
+pub fn by_partition(records: &[PathRecord]) -> BTreeMap<u16, Vec<PathRecord>> {
     let mut by: BTreeMap<u16, Vec<PathRecord>> = BTreeMap::new();
     for r in records {
         by.entry(partition_of(r.pkey())).or_default().push(*r);
@@ -119,7 +123,7 @@ pub(super) fn by_partition(records: &[PathRecord]) -> BTreeMap<u16, Vec<PathReco
 /// The records of the partitions `fetched` (low 15 bits) are left out
 /// of `old`: what a node holds of its other partitions, which this run
 /// did not touch.
-pub(super) fn untouched_partitions(old: &[PathRecord], fetched: &BTreeSet<u16>) -> Vec<PathRecord> {
+pub fn untouched_partitions(old: &[PathRecord], fetched: &BTreeSet<u16>) -> Vec<PathRecord> {
     old.iter()
         .filter(|r| !fetched.contains(&partition_of(r.pkey())))
         .copied()
@@ -160,6 +164,29 @@ fn changes(table: Table, changed: Vec<PathRecord>, vanished: Vec<PathRecord>) ->
         out.push(Push::Vanished(table, vanished));
     }
     out
+}
+
+/// The headers and data of a Set or Delete of `records` carrying
+/// `sm_key`, for an RMPP transfer.
+pub fn load_request(
+    sm_key: u64,
+    method: Method,
+    mask: ComponentMask,
+    modifier: u32,
+    records: &[PathRecord],
+) -> (SaMadHeader, Bytes) {
+    let mut b = SaMadBuilder::request(method, 0, AttributeId::PATH_RECORD);
+    let h = b.header_mut();
+    h.sa.set_sm_key(sm_key);
+    h.sa.set_component_mask(mask);
+    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+    h.mad.set_attribute_modifier(modifier);
+    let header = *h;
+    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
+    for r in records {
+        data.extend_from_slice(r.as_bytes());
+    }
+    (header, data.freeze())
 }
 
 #[cfg(test)]
