@@ -117,18 +117,24 @@ pub struct Distribution {
     tally: Tally,
     /// The names tables every node is sent, if the master gave them.
     names: Option<NamesTables>,
+    /// Where each node's tables come from at its turn when not from the
+    /// master or computed (a `--from` dump).
+    dump: Option<Dump>,
     /// Which partition tables each node keeps, if the master told.
-    pub partitions: Option<NodePartitions>,
+    partitions: Option<NodePartitions>,
     /// Which tables at QoS keys each node gets.
-    pub qos: qos::Plan,
+    qos: qos::Plan,
     /// The fabric's description and its check, if the tables are
     /// computed (`--compute`).
-    pub computing: Option<Prepared>,
+    computing: Option<Prepared>,
     /// The fabric the nodes marked with [`Distribution::holding_previous`]
     /// were last filled from: their tables computed from it are what
     /// they hold, and they get only the differences (`--watch`).
-    pub previous: Option<Fabric>,
+    previous: Option<Fabric>,
 }
+
+/// Each node's tables, by its GID, asked once at its first turn.
+type Dump = Box<dyn FnMut(Gid) -> SentTables>;
 
 /// What the driver is to send.
 #[derive(Debug)]
@@ -226,6 +232,7 @@ impl Distribution {
             busy: 0,
             tally,
             names,
+            dump: None,
             partitions: None,
             qos: qos::Plan::default(),
             computing: None,
@@ -233,24 +240,59 @@ impl Distribution {
         }
     }
 
-    /// The nodes at `gids` hold the tables computed from
-    /// [`Distribution::previous`]: they get only what changed from them.
-    pub fn holding_previous(&mut self, gids: &BTreeSet<Gid>) {
+    /// Which partition tables each node keeps, if the master told.
+    pub fn with_partitions(mut self, partitions: Option<NodePartitions>) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
+    /// Which tables at QoS keys each node gets.
+    pub fn with_qos(mut self, plan: qos::Plan) -> Self {
+        self.qos = plan;
+        self
+    }
+
+    /// The tables are computed from `prepared`'s fabric where its check
+    /// proved them (`--compute`).
+    pub fn with_computed(mut self, prepared: Option<Prepared>) -> Self {
+        self.computing = prepared;
+        self
+    }
+
+    /// The nodes at `gids` hold the tables computed from `previous`: they
+    /// get only what changed from them (`--watch`).
+    pub fn holding_previous(mut self, previous: Fabric, gids: &BTreeSet<Gid>) -> Self {
+        self.previous = Some(previous);
         for n in &mut self.nodes {
             n.holds_previous = gids.contains(&n.at.gid);
         }
+        self
+    }
+
+    /// The fabric the tables were computed from, given back.
+    pub fn take_computed(&mut self) -> Option<Prepared> {
+        self.computing.take()
     }
 
     /// Takes each node's tables from `dump` (a `--from` dump, its
     /// partition tables if it is a snapshot): nothing is asked of the
-    /// master.
-    pub fn tables_from(&mut self, dump: &SentTables) {
-        let by_source = group_by_source(&dump.default);
+    /// master. Each node's records are handed over at its turn and let go
+    /// once it is filled.
+    pub fn tables_from(self, dump: SentTables) -> Self {
+        let mut by_source = group_by_source(&dump.default);
         let mut partitions = group_by_source(&dump.partitions);
-        for n in &mut self.nodes {
-            n.table = Some(by_source.get(&n.at.gid).cloned().unwrap_or_default());
-            n.other_tables = by_partition(&partitions.remove(&n.at.gid).unwrap_or_default());
-        }
+        self.tables_by(move |gid| SentTables {
+            default: by_source.remove(&gid).unwrap_or_default(),
+            partitions: partitions.remove(&gid).unwrap_or_default(),
+        })
+    }
+
+    /// Takes each node's tables from `dump`, asked for the node's at its
+    /// first turn (a source that builds them as they are needed holds no
+    /// more than the nodes in flight).
+    pub fn tables_by(mut self, dump: impl FnMut(Gid) -> SentTables + 'static) -> Self {
+        self.dump = Some(Box::new(dump));
+        self
     }
 
     /// Each node's records in the `--delta` snapshot.
@@ -338,8 +380,25 @@ impl Distribution {
             };
             self.busy += 1;
             let attempt = self.nodes[i].attempt;
+            if let Some(dump) = &mut self.dump
+                && self.nodes[i].table.is_none()
+            {
+                let n = &mut self.nodes[i];
+                let tables = dump(n.at.gid);
+                n.table = Some(tables.default);
+                n.other_tables = by_partition(&tables.partitions);
+            }
             if self.nodes[i].table.is_some() {
-                self.begin_pushes(i);
+                // From a dump, or its tables fetched or computed before a
+                // failed push: what is still missing (tables at QoS keys
+                // the dump cannot hold) comes from the master.
+                match self.next_table(i) {
+                    Some(key) => {
+                        self.nodes[i].fetching = Some(key);
+                        self.fetch_table(i, attempt);
+                    }
+                    None => self.begin_pushes(i),
+                }
                 continue;
             }
             let n = &mut self.nodes[i];
@@ -644,6 +703,12 @@ impl Distribution {
         }
         let Some(push) = n.pushes.front() else {
             n.outcome.done = true;
+            if !self.keep_holdings {
+                // Its tables are not needed again: at 10,000 nodes they
+                // are most of the distributor's memory.
+                n.table = None;
+                n.other_tables = Vec::new();
+            }
             self.busy -= 1;
             return;
         };
@@ -765,10 +830,10 @@ impl Distribution {
     fn failed(&mut self, i: usize, why: String, worth_retrying: bool) {
         self.busy -= 1;
         let n = &mut self.nodes[i];
-        if n.fetching.take().is_some() {
+        if n.fetching.take().is_some() && self.dump.is_none() {
             // A partition table (or one at a key) failed: the tables
             // fetched so far are not all of the node's; the next attempt
-            // fetches them all again.
+            // fetches them all again (a dump's stay: it gave them whole).
             n.table = None;
         }
         n.attempt += 1;
@@ -786,6 +851,11 @@ impl Distribution {
         } else {
             n.failure = Some(why);
         }
+    }
+
+    /// What it has counted so far.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
     }
 
     /// Nodes done (filled or failed for good), of all.
@@ -857,7 +927,9 @@ fn tally_from_master(tally: &mut Tally) {
 }
 
 /// Records by source port.
-fn group_by_source(records: &[PathRecord]) -> BTreeMap<Gid, Vec<PathRecord>> {
+fn group_by_source<'r>(
+    records: impl IntoIterator<Item = &'r PathRecord>,
+) -> BTreeMap<Gid, Vec<PathRecord>> {
     let mut by: BTreeMap<_, Vec<PathRecord>> = BTreeMap::new();
     for r in records {
         by.entry(r.sgid()).or_default().push(*r);

@@ -281,6 +281,84 @@ fn every_node_gets_the_names_then_its_whole_table_from_the_master() {
 }
 
 #[test]
+fn a_dump_gives_each_node_its_tables_at_its_turn_and_none_are_asked_of_the_master() {
+    let lids = [2, 3, 4, 5, 6, 7];
+    let mut fake = Fake::of(&lids);
+    let dump = SentTables {
+        default: lids
+            .iter()
+            .flat_map(|s| lids.iter().map(|d| path(*s, *d, 1)))
+            .collect(),
+        partitions: Vec::new(),
+    };
+    let asked = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let by_node = {
+        let asked = asked.clone();
+        let mut held = dump.clone();
+        move |gid: Gid| {
+            asked.borrow_mut().push(gid.guid() as u16);
+            let (mine, rest) = held.default.drain(..).partition(|r| r.sgid() == gid);
+            held.default = rest;
+            SentTables {
+                default: mine,
+                partitions: Vec::new(),
+            }
+        }
+    };
+    let mut d = Distribution::new(
+        setup(2, 4, &lids),
+        lids.iter().map(|l| endpoint(*l)).collect(),
+        Tally::default(),
+        None,
+    )
+    .tables_by(by_node);
+    // Before any end, only the window's nodes have had their tables.
+    let mut first = Vec::new();
+    while let Some(s) = d.poll_send() {
+        first.push(s);
+    }
+    assert_eq!(asked.borrow().len(), 2, "{:?}", asked.borrow());
+    for (id, send) in first {
+        let Send::Transfer { header, .. } = send else {
+            panic!("nothing asked of the master");
+        };
+        d.handle_end(id, Ok(answer(&header, MadStatus::OK, 0, &[])));
+    }
+    fake.run(&mut d);
+    assert_eq!(fake.asked, 0, "nothing asked of the master");
+    assert_eq!(
+        *asked.borrow(),
+        lids,
+        "each node's tables asked once, in turn"
+    );
+    for lid in lids {
+        let expected: Vec<PathRecord> = lids.iter().map(|d| path(lid, *d, 1)).collect();
+        match fake.taken_by(lid)[..] {
+            [] => assert!(lid <= 3, "LID {lid} filled by the first ends"),
+            [load] => assert_eq!(load.records, expected, "LID {lid}"),
+            ref more => panic!("LID {lid} took {more:?}"),
+        }
+    }
+    // The same dump, whole.
+    let mut fake = Fake::of(&lids);
+    let mut d = Distribution::new(
+        setup(2, 4, &lids),
+        lids.iter().map(|l| endpoint(*l)).collect(),
+        Tally::default(),
+        None,
+    )
+    .tables_from(dump);
+    fake.run(&mut d);
+    assert_eq!(fake.asked, 0);
+    for lid in lids {
+        let expected: Vec<PathRecord> = lids.iter().map(|d| path(lid, *d, 1)).collect();
+        assert_eq!(fake.taken_by(lid)[0].records, expected, "LID {lid}");
+    }
+    let (reports, _) = d.finish();
+    assert!(reports.iter().all(|r| r.outcome.done));
+}
+
+#[test]
 fn cut_answers_are_asked_again_per_destination_within_the_master_window() {
     let lids: Vec<u16> = (2..=9).collect();
     let mut fake = Fake::of(&lids);
@@ -480,8 +558,8 @@ fn computed_tables_are_pushed_and_the_master_is_asked_for_none() {
         })
         .collect();
     let mut fake = Fake::of(&[]);
-    let mut d = Distribution::new(setup(4, 4, &[]), hosts.clone(), Tally::default(), None);
-    d.computing = Some(prepared);
+    let mut d = Distribution::new(setup(4, 4, &[]), hosts.clone(), Tally::default(), None)
+        .with_computed(Some(prepared));
     fake.run(&mut d);
     assert_eq!(fake.asked, 0, "no query at the master");
     for h in &hosts {
@@ -527,10 +605,9 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
         .map(|h| h.lid)
         .collect();
     assert!(!changed.is_empty(), "the reroute changes tables");
-    let mut d = Distribution::new(setup, hosts.clone(), Tally::default(), None);
-    d.computing = Some(after);
-    d.previous = Some(before.fabric);
-    d.holding_previous(&known.iter().map(|h| h.gid).collect());
+    let mut d = Distribution::new(setup, hosts.clone(), Tally::default(), None)
+        .with_computed(Some(after))
+        .holding_previous(before.fabric, &known.iter().map(|h| h.gid).collect());
     fake.run(&mut d);
     assert_eq!(fake.asked, 0, "nothing asked of the master");
     for t in &fake.taken {
@@ -578,8 +655,8 @@ fn when_the_check_found_a_difference_every_table_comes_from_the_master() {
     let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
     let mut fake = Fake::of(&lids);
     // The fake master's GIDs are its own: answer by the nodes' SGIDs.
-    let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None);
-    d.computing = Some(prepared);
+    let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None)
+        .with_computed(Some(prepared));
     fake.run(&mut d);
     assert_eq!(fake.asked, hosts.len(), "every table from the master");
     let (reports, tally) = d.finish();
@@ -661,10 +738,10 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     ];
     let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
     let mut fake = Fake::of(&lids);
-    let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None);
-    d.qos = qos::Plan::new(&keys, Some(&partitions), false);
-    d.partitions = Some(partitions);
-    d.computing = Some(prepared);
+    let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None)
+        .with_qos(qos::Plan::new(&keys, Some(&partitions), false))
+        .with_partitions(Some(partitions))
+        .with_computed(Some(prepared));
     fake.run(&mut d);
     assert_eq!(
         fake.asked,

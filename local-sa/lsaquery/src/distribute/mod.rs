@@ -316,18 +316,18 @@ async fn fill(
         keep_holdings: options.snapshot.is_some(),
     };
     let found = nodes.clone();
-    let mut run = Distribution::new(setup, nodes, tally, names);
-    run.partitions = partitions;
-    run.qos = qos;
-    run.computing = computing;
-    if let Some(held) = &from_file {
-        run.tables_from(held);
+    let mut run = Distribution::new(setup, nodes, tally, names)
+        .with_partitions(partitions)
+        .with_qos(qos)
+        .with_computed(computing);
+    if let Some(held) = from_file {
+        run = run.tables_from(held);
     }
     if let Some(held) = &old {
         run.old_tables(held);
     }
     drive(session, &mut run).await?;
-    let computing = run.computing.take();
+    let computing = run.take_computed();
     let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
     if let Some(path) = &options.snapshot {
         crate::snapshot::write(path, &summary.snapshot)?;

@@ -6,12 +6,10 @@
 //! every node as a Set with NAMES_TABLE (docs/wire-contract.md), so that
 //! no node asks the master for them itself.
 
-use bytes::{Bytes, BytesMut};
-use local_sa_core::load_flags::NAMES_TABLE;
+use bytes::Bytes;
 use local_sa_core::names::{directory, queries};
 use mad_codec::codes::NodeType;
-use mad_codec::records::put_record;
-use mad_codec::{MadStatus, Method, NodeRecord, SaMadBuilder, SaRecord, ServiceRecord};
+use mad_codec::{MadStatus, NodeRecord, SaRecord, ServiceRecord};
 use umad::Address;
 
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
@@ -45,8 +43,8 @@ pub(super) async fn fetch(
     .filter(|r: &ServiceRecord| directory::Publication::from_record(r).is_some())
     .collect();
     Ok(NamesTables {
-        nodes: load(session.sm_key, &nodes),
-        directory: load(session.sm_key, &entries),
+        nodes: NamesLoad::of(session.sm_key, &nodes),
+        directory: NamesLoad::of(session.sm_key, &entries),
     })
 }
 
@@ -98,27 +96,4 @@ pub(super) async fn fetch_table<R: SaRecord>(
         }
     }
     Ok(records)
-}
-
-/// The Set that carries `records` as a names table.
-fn load<R: SaRecord>(sm_key: u64, records: &[R]) -> NamesLoad {
-    let mut b = SaMadBuilder::request(Method::SET, 0, R::ATTRIBUTE_ID);
-    let h = b.header_mut();
-    h.sa.set_sm_key(sm_key);
-    h.sa.set_attribute_offset(R::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(NAMES_TABLE);
-    let mut data = BytesMut::with_capacity(records.len().max(1) * R::STRIDE);
-    for r in records {
-        put_record(&mut data, r);
-    }
-    if records.is_empty() {
-        // An empty table still replaces the node's: one zeroed record,
-        // which no node takes for a name.
-        data.resize(R::STRIDE, 0);
-    }
-    NamesLoad {
-        header: *h,
-        data: data.freeze(),
-        records: records.len(),
-    }
 }

@@ -305,15 +305,15 @@ impl Watch<'_> {
             computed: Some(Computed::used(&new)),
             ..Tally::default()
         };
-        let mut run = Distribution::new(setup, nodes, tally, None);
-        run.partitions = Some(NodePartitions::new(&new.pkey_tables, new.qos));
-        run.computing = Some(new);
-        if previous.is_some() {
-            run.previous = previous;
-            run.holding_previous(&plan.delta);
+        let partitions = NodePartitions::new(&new.pkey_tables, new.qos);
+        let mut run = Distribution::new(setup, nodes, tally, None)
+            .with_partitions(Some(partitions))
+            .with_computed(Some(new));
+        if let Some(previous) = previous {
+            run = run.holding_previous(previous, &plan.delta);
         }
         super::super::drive(session, &mut run).await?;
-        self.current = run.computing.take();
+        self.current = run.take_computed();
         let summary = Summary::new(
             run.finish(),
             plan.push.len(),

@@ -32,7 +32,7 @@ use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey}
 
 use crate::distributor::{Distributor, SM_KEY, Source};
 use crate::master::{Master, MasterLoad, MasterModel, gid, rerouted_record};
-use crate::watcher::{self, Watcher};
+use crate::watcher::Watcher;
 
 /// What is simulated.
 #[derive(Debug, Clone, Copy)]
@@ -299,8 +299,8 @@ const RANK_QP: u32 = 100;
 /// What pushes tables to the nodes from next to the master: the fill's
 /// distributor, or the watch that follows it.
 enum Pusher {
-    Fill(Distributor),
-    Watch(Watcher),
+    Fill(Box<Distributor>),
+    Watch(Box<Watcher>),
 }
 
 impl Pusher {
@@ -341,7 +341,7 @@ impl Pusher {
 
     fn retries(&self) -> u64 {
         match self {
-            Self::Fill(d) => d.retries,
+            Self::Fill(d) => d.retries(),
             Self::Watch(w) => w.retries,
         }
     }
@@ -445,18 +445,13 @@ impl World {
                 None => Vec::new(),
                 Some(window) => (0..s.shards.max(1))
                     .map(|i| DistributorPort {
-                        d: Pusher::Fill(
-                            Distributor::new(
-                                master_lid + 1 + i,
-                                master_lid,
-                                s.hosts,
-                                window,
-                                s.service_id,
-                                s.source,
-                                (i, s.shards.max(1)),
-                            )
-                            .with_lease(s.watch.then_some(watcher::LEASE)),
-                        ),
+                        d: Pusher::Fill(Box::new(Distributor::new(
+                            master_lid + 1 + i,
+                            master_lid,
+                            window,
+                            (i, s.shards.max(1)),
+                            &s,
+                        ))),
                         wake: None,
                         free: start,
                     })
@@ -791,7 +786,7 @@ impl World {
             + 1;
         let w = Watcher::new(lid, self.master.lid, self.s.hosts, 32, now);
         self.distributors.push(DistributorPort {
-            d: Pusher::Watch(w),
+            d: Pusher::Watch(Box::new(w)),
             wake: None,
             free: now,
         });

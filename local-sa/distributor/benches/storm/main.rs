@@ -8,7 +8,7 @@
 //! rank had all its paths, the resolves' p50/p99, and the simulator's
 //! peak memory per node.
 //!
-//! `cargo bench -p local-sa-core --bench storm -- [N,N,...] [RANKS] [SETUPS]`
+//! `cargo bench -p local-sa-distributor --bench storm -- [N,N,...] [RANKS] [SETUPS]`
 //! (default 128,512,2048, 1 rank per node, and the first three setups;
 //! SETUPS is a comma-separated choice of `baseline`, `local-sa` (each node
 //! loads its own table), `distributor` (a distributor next to the master
@@ -28,7 +28,7 @@
 //! the master's path queries against N as an SVG, log–log, with each
 //! setup's fitted slope.
 //!
-//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 fill` runs
+//! `cargo bench -p local-sa-distributor --bench storm -- N,N,... 1 fill` runs
 //! only the fill, by a distributor that asks the master for every node's
 //! table (`distributor-master`) and by 1, 4 and 16 that compute them from
 //! the fabric's description (`compute`, `compute-4`, `compute-16`), and
@@ -36,21 +36,21 @@
 //! and how long it takes, with each one's fitted slope of records
 //! against N.
 //!
-//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 upkeep` runs,
+//! `cargo bench -p local-sa-distributor --bench storm -- N,N,... 1 upkeep` runs,
 //! after a fill, what keeping the tables costs: a quiet hour, a link down
 //! with a reroute, a rolling restart of every local-sa — with each node
 //! refreshing its own tables every 600 s, with the interval bounded by
 //! the master's share, and under a watch (`--distribute --compute
 //! --watch`).
 //!
-//! `cargo bench -p local-sa-core --bench storm -- N,N,... 1 events` runs
+//! `cargo bench -p local-sa-distributor --bench storm -- N,N,... 1 events` runs
 //! instead, for each N, an SM failover and a reboot of 5 % of the nodes
 //! after the job, with and without the cores' jitter, and prints what
 //! the master received from the event on.
 #![allow(missing_docs)]
 
 mod distributor;
-#[path = "../fixture/mod.rs"]
+#[path = "../../../core/benches/fixture/mod.rs"]
 mod fixture;
 mod master;
 mod memory;

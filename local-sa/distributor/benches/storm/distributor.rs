@@ -1,0 +1,367 @@
+//! The distributor next to the master: the shipped fill machine
+//! ([`local_sa_distributor::fill::Distribution`], what `lsaquery
+//! --distribute` runs), its sends made by the core's requester (what
+//! lsaquery's client runs) on the virtual fabric. It pushes each of its
+//! nodes the names tables (NAMES_TABLE) and then its own paths
+//! (REPLACE_SOURCES), each a Set with the SM_Key over RMPP, `window`
+//! nodes at a time; a node whose transfer fails is tried again after the
+//! others. Where its nodes' paths come from is its [`Source`]:
+//!
+//! * a dump (`--from`: computing them costs the master SA nothing here),
+//!   each node's records built at its turn;
+//! * the master: a GetTable of each node's paths (SGID) over RMPP before
+//!   the node's push, `lsaquery --distribute` without `--compute`;
+//! * computed (`lsaquery --distribute --compute`): first the fabric's
+//!   description from the master (a GetTable of each record type, whose
+//!   size the model master charges for the model's fabric), one Get for
+//!   the partition's SL and [`SAMPLE`] Gets of pairs spread over the
+//!   nodes, as lsaquery's check asks them, `MASTER_WINDOW` at a time;
+//!   then the pushes, as from a dump. The model master builds no fabric
+//!   the path engine could read, so the computed tables are the dump's
+//!   records; computing them is not on the fill's critical path (the
+//!   engine computes some 25 M paths a second a core, the port sends some
+//!   750 k records a second), so it takes no virtual time.
+//!
+//! Before the fill it asks the master for the names tables, as lsaquery
+//! does (the adapters' NodeRecords and the local-sa directory; computed,
+//! the directory only: the description's NodeRecords hold the adapters).
+//! The model master charges a record per host for them but builds none,
+//! so the names pushed are the empty tables (one zeroed record, no
+//! host's): the nodes take the load as their names and skip the fetch,
+//! which is what the master's load depends on.
+//!
+//! Given a ServiceID (on a master that applies QoS), the machine also
+//! fetches each node's table at that ServiceID on its partition (a
+//! GetTable of SGID, P_Key and ServiceID over RMPP) and pushes it last as
+//! a QoS table (QOS_TABLES), as `lsaquery --distribute --service-id`
+//! does.
+//!
+//! With several distributors each takes a share of the nodes (`shard`
+//! of `shards`, by LID) and reads what it needs from the master itself.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use local_sa_core::path_query::QosKey;
+use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
+use local_sa_core::{Address, Transmit};
+use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
+use local_sa_distributor::fill::partitions::NodePartitions;
+use local_sa_distributor::fill::ports::FabricPort;
+use local_sa_distributor::fill::qos::Plan;
+use local_sa_distributor::fill::tally::Tally;
+use local_sa_distributor::fill::{Distribution, Send, Setup};
+use local_sa_distributor::sent_tables::SentTables;
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::rmpp::{Sender, TransferState};
+use mad_codec::zerocopy::FromZeros as _;
+use mad_codec::{AttributeId, Method, NodeRecord, PathRecord, SaMadBuilder, ServiceRecord};
+
+use crate::fixture::{gid, record as path};
+use crate::world::Scenario;
+
+/// The SM_Key the distributor and the cores share.
+pub(crate) const SM_KEY: u64 = 0x5eed;
+
+/// Where a distributor's nodes' paths come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Dump,
+    Master,
+    Computed,
+}
+
+/// Pairs a computing distributor checks against the master
+/// (`--check-sample`'s default).
+pub(crate) const SAMPLE: u16 = 1000;
+
+/// Queries a distributor keeps at the master at once
+/// (`--master-window`'s default).
+const MASTER_WINDOW: usize = 16;
+
+/// lsaquery's defaults: `--retries` after the first attempt, each query's
+/// `--timeout`, each whole table's `--table-timeout`.
+const RETRIES: u32 = 3;
+const TIMEOUT: Duration = Duration::from_millis(1000);
+const TABLE_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// What a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    /// A query made before the fill (the names, the description, the
+    /// sample).
+    Before,
+    /// One of the fill machine's sends, by its id.
+    Fill(u64),
+}
+
+/// The distributor at `lid`.
+pub(crate) struct Distributor {
+    pub(crate) lid: u16,
+    master: Address,
+    /// Queries still to make before the fill, and those unanswered.
+    before: VecDeque<Bytes>,
+    before_out: usize,
+    fill: Distribution,
+    requester: Requester<Address, Ask>,
+    out: VecDeque<Transmit<Address>>,
+    /// Queries before the fill that ran out of attempts.
+    unanswered_before: u64,
+}
+
+impl Distributor {
+    /// A distributor of the nodes of share `shard` (0-based) of `shards`
+    /// in scenario `s`, `window` nodes at a time; under a lease if a
+    /// watch follows the fill.
+    pub(crate) fn new(
+        lid: u16,
+        master: u16,
+        window: usize,
+        (shard, shards): (u16, u16),
+        s: &Scenario,
+    ) -> Self {
+        let Scenario {
+            hosts,
+            service_id,
+            source,
+            ..
+        } = *s;
+        let lease = s.watch.then_some(crate::watcher::LEASE);
+        let master_at = Address::gsi(master, 0);
+        let nodes: Vec<FabricPort> = (1..=hosts)
+            .filter(|n| n % shards.max(1) == shard)
+            .map(|lid| FabricPort { lid, gid: gid(lid) })
+            .collect();
+        let setup = Setup {
+            master: master_at,
+            sm_sl: 0,
+            sm_key: SM_KEY,
+            window,
+            master_window: MASTER_WINDOW,
+            attempts: RETRIES + 1,
+            table_attempts: Attempts {
+                timeout: TABLE_TIMEOUT,
+                retries: RETRIES,
+            },
+            dlids: (1..=hosts).collect(),
+            lease,
+            keep_holdings: false,
+        };
+        let names = NamesTables {
+            nodes: NamesLoad::of::<NodeRecord>(SM_KEY, &[]),
+            directory: NamesLoad::of::<ServiceRecord>(SM_KEY, &[]),
+        };
+        let mut fill = Distribution::new(setup, nodes, Tally::default(), Some(names));
+        if source != Source::Master {
+            fill = fill.tables_by(move |gid| {
+                let node = (gid.guid() & 0xFFFF) as u16;
+                SentTables {
+                    default: (1..=hosts).map(|d| path(node, d)).collect(),
+                    partitions: Vec::new(),
+                }
+            });
+        }
+        if let Some(id) = service_id {
+            // A master that applies QoS, whose P_Key tables were not read:
+            // each node's partition is its default table's.
+            let partitions = NodePartitions::new(&[], true);
+            let key = QosKey {
+                service_id: Some(id),
+                ..QosKey::default()
+            };
+            fill = fill
+                .with_qos(Plan::new(&[key], Some(&partitions), false))
+                .with_partitions(Some(partitions));
+        }
+        let mut before = VecDeque::from([names_query(AttributeId::SERVICE_RECORD)]);
+        match source {
+            Source::Computed => before.extend(description_and_sample(hosts)),
+            _ => before.push_front(names_query(AttributeId::NODE_RECORD)),
+        }
+        let config = RequesterConfig {
+            timeout: TIMEOUT,
+            retries: RETRIES,
+            ..RequesterConfig::default()
+        };
+        Self {
+            lid,
+            master: master_at,
+            before,
+            before_out: 0,
+            fill,
+            requester: Requester::new(config, 1),
+            out: VecDeque::new(),
+            unanswered_before: 0,
+        }
+    }
+
+    /// Transfers tried again, and queries before the fill that went
+    /// unanswered.
+    pub(crate) fn retries(&self) -> u64 {
+        self.fill.tally().retried + self.unanswered_before
+    }
+
+    /// What is due at `now`: time-outs, then what the machine has to
+    /// send; returns MADs to send.
+    pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
+        let ended = self.requester.handle_timeout(now, &mut self.out);
+        for c in ended {
+            self.ended(c);
+        }
+        self.send(now);
+        self.out.drain(..).map(|t| (t.dest, t.mad)).collect()
+    }
+
+    /// Whether every node has everything.
+    pub(crate) fn is_done(&self) -> bool {
+        self.before.is_empty() && self.before_out == 0 && self.fill.is_done()
+    }
+
+    /// When [`Self::poll`] must run again.
+    pub(crate) fn next_event(&self) -> Option<Instant> {
+        self.requester.poll_timeout()
+    }
+
+    /// A MAD from the master or a node: an answer, or an RMPP segment or
+    /// control MAD of one of its transfers.
+    pub(crate) fn receive(
+        &mut self,
+        now: Instant,
+        from: Address,
+        mad: &[u8],
+    ) -> Vec<(Address, Bytes)> {
+        if let Handled::Done(c) =
+            self.requester
+                .handle(now, &from.reply(), 0, mad, None, &mut self.out)
+        {
+            self.ended(c);
+        }
+        self.poll(now)
+    }
+
+    /// A request ended: the machine is told (a query before the fill is
+    /// counted).
+    fn ended(&mut self, c: Completion<Ask>) {
+        match c.token {
+            Ask::Before => {
+                self.before_out -= 1;
+                if c.outcome.is_err() {
+                    self.unanswered_before += 1;
+                }
+            }
+            Ask::Fill(id) => self.fill.handle_end(id, c.outcome),
+        }
+    }
+
+    /// Asks the queries before the fill, [`MASTER_WINDOW`] at a time;
+    /// once all are answered, makes the machine's sends.
+    fn send(&mut self, now: Instant) {
+        while self.before_out < MASTER_WINDOW {
+            let Some(q) = self.before.pop_front() else {
+                break;
+            };
+            self.before_out += 1;
+            self.requester
+                .send(now, self.master, Ask::Before, &q, &mut self.out);
+        }
+        if !self.before.is_empty() || self.before_out > 0 {
+            return;
+        }
+        while let Some((id, send)) = self.fill.poll_send() {
+            match send {
+                Send::Query {
+                    dest,
+                    request,
+                    attempts,
+                } => {
+                    let attempts = attempts.unwrap_or(self.requester.config().attempts());
+                    self.requester.send_with(
+                        now,
+                        dest,
+                        Ask::Fill(id),
+                        &request,
+                        attempts,
+                        &mut self.out,
+                    );
+                }
+                Send::Transfer { dest, header, data } => {
+                    let sent = self.requester.send_rmpp(
+                        now,
+                        dest,
+                        Ask::Fill(id),
+                        header,
+                        data,
+                        &mut self.out,
+                    );
+                    if let Err(e) = sent {
+                        self.fill.handle_unsendable(id, &e.to_string());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A names table's GetTable, as lsaquery asks it: the channel adapters'
+/// NodeRecords, or the directory's ServiceRecords.
+fn names_query(attribute: AttributeId) -> Bytes {
+    if attribute != AttributeId::NODE_RECORD {
+        return SaMadBuilder::request(Method::GET_TABLE, 0, attribute).into_bytes();
+    }
+    let mut adapters = NodeRecord::new_zeroed();
+    adapters.set_node_type(mad_codec::codes::NodeType::CA);
+    let mut b =
+        SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::NODE_RECORD).record(&adapters);
+    b.header_mut()
+        .sa
+        .set_component_mask(mad_codec::attr::node_record::mask::NODE_TYPE);
+    b.into_bytes()
+}
+
+/// What a computing distributor asks the master before its pushes: every
+/// record type of the description, one path for the partition's SL, and
+/// the sample's pairs (spread over the nodes).
+fn description_and_sample(hosts: u16) -> Vec<Bytes> {
+    let mut q: Vec<Bytes> = [
+        AttributeId::NODE_RECORD,
+        AttributeId::PORT_INFO_RECORD,
+        AttributeId::LINK_RECORD,
+        AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
+        AttributeId::PKEY_TABLE_RECORD,
+        AttributeId::GUID_INFO_RECORD,
+    ]
+    .into_iter()
+    .map(|attribute| SaMadBuilder::request(Method::GET_TABLE, 0, attribute).into_bytes())
+    .collect();
+    let pairs = (SAMPLE + 1).min(hosts.saturating_mul(hosts.min(SAMPLE)));
+    for i in 0..pairs {
+        let (s, d) = (i % hosts + 1, (i * 7 + i / hosts) % hosts + 1);
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(gid(s));
+        t.set_dgid(gid(d));
+        let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::PATH_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
+        q.push(b.into_bytes());
+    }
+    q
+}
+
+/// Queues the segments due from each node's push; the nodes whose push
+/// was aborted.
+pub(crate) fn transmit_pushes<'a>(
+    pushes: impl Iterator<Item = (u16, &'a mut Sender)>,
+    now: Instant,
+    out: &mut Vec<(Address, Bytes)>,
+) -> Vec<u16> {
+    let mut aborted = Vec::new();
+    for (node, s) in pushes {
+        while let Some(seg) = s.poll_transmit(now) {
+            out.push((Address::gsi(node, 0), Bytes::copy_from_slice(&seg)));
+        }
+        if matches!(s.state(), TransferState::Aborted { .. }) {
+            aborted.push(node);
+        }
+    }
+    aborted
+}
