@@ -20,3 +20,4 @@ pub mod computed;
 pub mod fill;
 pub mod sent_tables;
 pub mod shard;
+pub mod watch;

@@ -65,6 +65,29 @@ const NO_QOS: &str = "the master applies no QoS: a ServiceID or QoS class change
      a node answers such a query from its partition tables";
 
 impl Prepared {
+    /// Every port of the fabric, at its lowest LID.
+    pub fn ports(&self) -> Vec<crate::fill::ports::FabricPort> {
+        crate::fill::ports::Endpoints::from_endports(self.fabric.endports()).endpoints
+    }
+
+    /// The digest of each of `nodes`' tables computed from this fabric,
+    /// for the nodes in it.
+    pub fn digests<'g>(
+        &self,
+        nodes: impl IntoIterator<Item = &'g mad_codec::Gid>,
+    ) -> std::collections::BTreeMap<mad_codec::Gid, u64> {
+        let gids: std::collections::BTreeMap<u64, mad_codec::Gid> =
+            nodes.into_iter().map(|g| (g.guid(), *g)).collect();
+        let endports: Vec<_> = gids
+            .keys()
+            .filter_map(|g| self.fabric.endport(*g))
+            .collect();
+        compute_tables(&self.fabric, &endports, self.qos, self.at_keys(), false)
+            .into_iter()
+            .filter_map(|t| Some((*gids.get(&t.guid)?, t.fingerprint)))
+            .collect()
+    }
+
     /// The ServiceIDs and QoS classes whose tables are computed and
     /// checked: those asked, when the master's policy is known and it
     /// applies QoS (without QoS the nodes answer them from their tables).

@@ -2,6 +2,7 @@
 
 use mad_codec::Gid;
 
+use super::tally::Tally;
 use crate::sent_tables::SentTables;
 
 /// How one node fared.
@@ -44,4 +45,51 @@ pub struct NodeReport {
     pub failure: Option<String>,
     /// What it holds as far as the distributor knows.
     pub holds: SentTables,
+}
+
+/// What a distribution's nodes took, in all.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pushed {
+    /// Nodes that took something, and nodes that failed.
+    pub nodes: usize,
+    /// Nodes that failed.
+    pub failed: usize,
+    /// PathRecords stored and removed, default and partition tables.
+    pub stored: u64,
+    /// PathRecords removed.
+    pub deleted: u64,
+    /// Loads and deletes sent.
+    pub transfers: u64,
+    /// PathRecords the master answered for tables it had to give.
+    pub master_path_records: u64,
+}
+
+impl Pushed {
+    /// What the nodes of `reports` took, with `tally`'s transfers and the
+    /// master's PathRecords.
+    pub fn of(reports: &[NodeReport], tally: &Tally) -> Self {
+        let sum = |field: fn(&NodeOutcome) -> u64| reports.iter().map(|n| field(&n.outcome)).sum();
+        Self {
+            nodes: reports.iter().filter(|n| n.took_changes()).count(),
+            failed: reports.iter().filter(|n| n.failure.is_some()).count(),
+            stored: sum(|o| o.stored + o.partition_stored),
+            deleted: sum(|o| o.deleted + o.partition_deleted),
+            transfers: tally.transfers,
+            master_path_records: tally.path_records,
+        }
+    }
+}
+
+impl NodeReport {
+    /// It took everything it needed, and something changed.
+    pub fn took_changes(&self) -> bool {
+        self.outcome.done && !self.outcome.unchanged
+    }
+
+    /// Why it failed, in a line naming it, if it did.
+    pub fn failure_line(&self) -> Option<String> {
+        self.failure
+            .as_ref()
+            .map(|why| format!("LID {} ({}): {why}", self.lid, self.gid))
+    }
 }

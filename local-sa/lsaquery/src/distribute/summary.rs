@@ -14,21 +14,6 @@ use local_sa_distributor::sent_tables::SentTables;
 use crate::json::{self, Fixed, JSON_SCHEMA};
 use crate::stop::Stop;
 
-/// What a distribution's nodes took, in all.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Pushed {
-    /// Nodes that took something, and nodes that failed.
-    pub(super) nodes: usize,
-    pub(super) failed: usize,
-    /// PathRecords stored and removed, default and partition tables.
-    pub(super) stored: u64,
-    pub(super) deleted: u64,
-    /// Loads and deletes sent.
-    pub(super) transfers: u64,
-    /// PathRecords the master answered for tables it had to give.
-    pub(super) master_path_records: u64,
-}
-
 pub(super) struct Summary {
     nodes: Vec<NodeReport>,
     tally: Tally,
@@ -66,43 +51,6 @@ impl Summary {
     /// needed nothing).
     pub(super) fn ends(&self) -> impl Iterator<Item = (Gid, bool)> + '_ {
         self.nodes.iter().map(|n| (n.gid, n.outcome.done))
-    }
-
-    /// What the nodes took, in all.
-    pub(super) fn pushed(&self) -> Pushed {
-        Pushed {
-            nodes: self.count(|n| n.outcome.done && !n.outcome.unchanged),
-            failed: self.count(|n| n.failure.is_some()),
-            stored: self.sum(|o| o.stored + o.partition_stored),
-            deleted: self.sum(|o| o.deleted + o.partition_deleted),
-            transfers: self.tally.transfers,
-            master_path_records: self.tally.path_records,
-        }
-    }
-
-    /// Each node that took changes: its LID, the PathRecords it stored
-    /// and those it removed.
-    pub(super) fn taken(&self) -> impl Iterator<Item = (u16, u64, u64)> + '_ {
-        self.nodes
-            .iter()
-            .filter(|n| n.outcome.done && !n.outcome.unchanged)
-            .map(|n| {
-                let o = &n.outcome;
-                (
-                    n.lid,
-                    o.stored + o.partition_stored,
-                    o.deleted + o.partition_deleted,
-                )
-            })
-    }
-
-    /// Why the nodes that failed failed, a line each.
-    pub(super) fn failures(&self) -> impl Iterator<Item = String> + '_ {
-        self.nodes.iter().filter_map(|n| {
-            n.failure
-                .as_ref()
-                .map(|why| format!("LID {} ({}): {why}", n.lid, n.gid))
-        })
     }
 
     fn count(&self, which: impl Fn(&NodeReport) -> bool) -> usize {

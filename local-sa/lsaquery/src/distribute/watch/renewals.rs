@@ -11,20 +11,11 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use umad::Address;
 
+use local_sa_distributor::watch::Renewed;
+
 use crate::compute::ask::each_to;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// How a round of renewals went.
-#[derive(Debug, Default)]
-pub(super) struct Renewed {
-    /// Nodes that took the renewal.
-    pub(super) taken: Vec<Gid>,
-    /// Nodes that did not answer.
-    pub(super) unanswered: Vec<Gid>,
-    /// Nodes that refused it, and their answer's status.
-    pub(super) refused: Vec<(Gid, MadStatus)>,
-}
 
 /// The renewal MAD: a lease of `seconds` (0 ends it), carrying `sm_key`.
 pub(super) fn renewal(sm_key: u64, seconds: u16) -> Bytes {

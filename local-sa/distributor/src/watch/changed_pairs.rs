@@ -16,7 +16,7 @@ const NODES_COMPARED: usize = 16;
 /// taken in turn from up to 16 of `nodes` (port GUIDs, spread over the
 /// list), in every table they are sent (those at `at_keys` on each
 /// partition too); only pairs both ends of which are in `new`.
-pub(super) fn changed_pairs(
+pub fn changed_pairs(
     old: &Fabric,
     new: &Fabric,
     nodes: &[u64],

@@ -9,45 +9,53 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::super::summary::Pushed;
-use crate::json::JSON_SCHEMA;
-use crate::stop::Stop;
-use local_sa_distributor::computed::Served;
+use crate::computed::Served;
+use crate::fill::outcome::Pushed;
 
 /// One event: a change the watch looked into.
 #[derive(Debug, Default)]
-pub(super) struct EventReport {
-    pub(super) number: u64,
+pub struct EventReport {
+    /// Its number, from 1.
+    pub number: u64,
     /// What woke the watch.
-    pub(super) cause: String,
+    pub cause: String,
     /// What reading the description cost the master, every read of the
     /// event together, and how many reads.
-    pub(super) read: Served,
-    pub(super) reads: u32,
+    pub read: Served,
+    /// Reads of the description.
+    pub reads: u32,
     /// Whether the description differed from the last one.
-    pub(super) description_changed: bool,
+    pub description_changed: bool,
     /// Ports now running local-sa that were not kept before, and kept
     /// nodes gone from the fabric.
-    pub(super) new_nodes: usize,
-    pub(super) gone_nodes: usize,
+    pub new_nodes: usize,
+    /// Kept nodes gone from the fabric.
+    pub gone_nodes: usize,
     /// Nodes whose tables changed (or whose holding was not known).
-    pub(super) changed_nodes: usize,
+    pub changed_nodes: usize,
     /// Pairs checked against the master, those that differed, and the
     /// PathRecords the master gave for the check.
-    pub(super) checked: usize,
-    pub(super) differed: usize,
-    pub(super) check_records: u64,
+    pub checked: usize,
+    /// Pairs that differed at the last check.
+    pub differed: usize,
+    /// PathRecords the master gave for the checks.
+    pub check_records: u64,
     /// Why the pushed tables came from the master, if they did.
-    pub(super) fallback: Option<String>,
-    pub(super) pushed: Pushed,
+    pub fallback: Option<String>,
+    /// What the nodes took.
+    pub pushed: Pushed,
     /// Each node that took changes: LID, records stored, records removed.
-    pub(super) nodes: Vec<(u16, u64, u64)>,
-    pub(super) failures: Vec<String>,
-    pub(super) took: Duration,
+    pub nodes: Vec<(u16, u64, u64)>,
+    /// What failed, a line each.
+    pub failures: Vec<String>,
+    /// How long the event took.
+    pub took: Duration,
 }
 
 impl EventReport {
-    pub(super) fn text(&self) -> String {
+    /// The event in a line, and a line per node that took changes (at
+    /// most 8) and per failure.
+    pub fn text(&self) -> String {
         let mut out = format!(
             "event {} ({}): read {} description records in {} queries ({} read{})",
             self.number,
@@ -96,10 +104,11 @@ impl EventReport {
         out
     }
 
-    pub(super) fn json(&self) -> String {
+    /// The event as one JSON object, of JSON schema version `schema`.
+    pub fn json(&self, schema: u32) -> String {
         let p = &self.pushed;
         json!({
-            "schema": JSON_SCHEMA,
+            "schema": schema,
             "event": self.number,
             "cause": self.cause,
             "seconds": self.took.as_secs_f64(),
@@ -127,13 +136,13 @@ macro_rules! watch_counters {
     ( $( $(#[doc = $doc:literal])+ $name:ident : $kind:literal, )* ) => {
         /// The watch's counters since it started, and its gauges.
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-        pub(super) struct WatchCounters {
-            $( $(#[doc = $doc])+ pub(super) $name: u64, )*
+        pub struct WatchCounters {
+            $( $(#[doc = $doc])+ pub $name: u64, )*
         }
 
         impl WatchCounters {
             /// Every counter in Prometheus' text format.
-            pub(super) fn prometheus(&self) -> String {
+            pub fn prometheus(&self) -> String {
                 let mut out = String::new();
                 $(
                     let _ = writeln!(out, "# HELP lsaquery_watch_{} {}", stringify!($name), concat!($($doc),+).trim());
@@ -193,7 +202,7 @@ watch_counters! {
 
 impl WatchCounters {
     /// Counts `event`.
-    pub(super) fn count(&mut self, event: &EventReport) {
+    pub fn count(&mut self, event: &EventReport) {
         self.events += 1;
         self.quiet_events += u64::from(!event.description_changed);
         self.description_records += event.read.records;
@@ -215,11 +224,11 @@ impl WatchCounters {
     }
 
     /// Writes the counters to `path`, whole (beside, then renamed).
-    pub(super) fn write(&self, path: &Path) -> Result<(), Stop> {
+    pub fn write(&self, path: &Path) -> Result<(), String> {
         let partial = path.with_extension("partial");
         std::fs::write(&partial, self.prometheus())
             .and_then(|()| std::fs::rename(&partial, path))
-            .map_err(|e| Stop::new(3, format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 }
 
@@ -260,7 +269,7 @@ mod tests {
              \x20 LID 5: 10 set, 1 deleted\n\
              \x20 LID 9: 2 set, 0 deleted\n"
         );
-        let v: serde_json::Value = serde_json::from_str(&event.json()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&event.json(1)).unwrap();
         assert_eq!(v["pushed"]["stored"], 12);
         assert_eq!(v["nodes"][0]["lid"], 5);
         assert_eq!(v["from_master"], serde_json::Value::Null);

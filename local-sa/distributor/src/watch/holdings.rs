@@ -9,7 +9,7 @@ use mad_codec::Gid;
 
 /// What one node holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Holding {
+pub enum Holding {
     /// The tables computed from the current fabric, of this digest.
     Computed(u64),
     /// The master's tables, given when the computed ones (of this digest)
@@ -30,50 +30,56 @@ impl Holding {
 
 /// The nodes an event pushes to.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Plan {
+pub struct Plan {
     /// Each node to push to, with its LID.
-    pub(super) push: Vec<(Gid, u16)>,
+    pub push: Vec<(Gid, u16)>,
     /// Those among them that hold the current computed tables: they get
     /// only the differences.
-    pub(super) delta: BTreeSet<Gid>,
+    pub delta: BTreeSet<Gid>,
 }
 
 /// Every local-sa node the watch keeps, and what it holds.
 #[derive(Debug, Default)]
-pub(super) struct Holdings {
+pub struct Holdings {
     nodes: BTreeMap<Gid, (u16, Holding)>,
 }
 
 impl Holdings {
     /// A node to keep from now on, holding `holding`.
-    pub(super) fn insert(&mut self, gid: Gid, lid: u16, holding: Holding) {
+    pub fn insert(&mut self, gid: Gid, lid: u16, holding: Holding) {
         self.nodes.insert(gid, (lid, holding));
     }
 
     /// Forgets the nodes `present` says are gone from the fabric; returns
     /// how many.
-    pub(super) fn retain_present(&mut self, present: impl Fn(&Gid) -> bool) -> usize {
+    pub fn retain_present(&mut self, present: impl Fn(&Gid) -> bool) -> usize {
         let before = self.nodes.len();
         self.nodes.retain(|g, _| present(g));
         before - self.nodes.len()
     }
 
     /// Whether the watch keeps the node at `gid`.
-    pub(super) fn contains(&self, gid: &Gid) -> bool {
+    pub fn contains(&self, gid: &Gid) -> bool {
         self.nodes.contains_key(gid)
     }
 
     /// Every node, with its LID.
-    pub(super) fn nodes(&self) -> impl Iterator<Item = (Gid, u16)> + '_ {
+    pub fn nodes(&self) -> impl Iterator<Item = (Gid, u16)> + '_ {
         self.nodes.iter().map(|(g, (lid, _))| (*g, *lid))
     }
 
-    pub(super) fn len(&self) -> usize {
+    /// How many nodes are kept.
+    pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Whether no node is kept.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
     /// Nodes whose holding is not known.
-    pub(super) fn unknown(&self) -> usize {
+    pub fn unknown(&self) -> usize {
         self.nodes
             .values()
             .filter(|(_, h)| *h == Holding::Unknown)
@@ -84,7 +90,7 @@ impl Holdings {
     /// whose digest changed or whose holding is unknown; the differences
     /// only to those holding the current computed tables. A node without
     /// a digest (not in the fabric now) is left alone.
-    pub(super) fn plan(&self, digests: &BTreeMap<Gid, u64>) -> Plan {
+    pub fn plan(&self, digests: &BTreeMap<Gid, u64>) -> Plan {
         let mut plan = Plan::default();
         for (gid, (lid, holding)) in &self.nodes {
             let Some(now) = digests.get(gid) else {
@@ -104,7 +110,7 @@ impl Holdings {
     /// How each pushed node ended (`ends`: its GID and whether it took
     /// everything): those that did hold the tables of `digests`, computed
     /// (`computed`) or the master's; the others are not known.
-    pub(super) fn pushed(
+    pub fn pushed(
         &mut self,
         ends: impl IntoIterator<Item = (Gid, bool)>,
         digests: &BTreeMap<Gid, u64>,
@@ -125,7 +131,7 @@ impl Holdings {
     /// The node at `gid` did not answer: what it holds is not known (it
     /// may have restarted, or missed a push), and it gets its tables whole
     /// once it answers again.
-    pub(super) fn unreached(&mut self, gid: &Gid) {
+    pub fn unreached(&mut self, gid: &Gid) {
         if let Some((_, h)) = self.nodes.get_mut(gid) {
             *h = Holding::Unknown;
         }

@@ -1,0 +1,687 @@
+//! The watch without I/O: what `lsaquery --distribute --compute --watch`
+//! decides after its fill, apart from how it reads the fabric and moves
+//! MADs.
+//!
+//! It keeps what each node holds ([`Holdings`]) and when to look: after
+//! a notice (trap 128, 64, 65) once `settle` has passed with no other
+//! (each later notice waits again, but never past an interval after the
+//! first), and every `interval`. An event goes through steps, each an
+//! [`Effect`] the driver carries out and reports back:
+//!
+//! 1. [`Effect::Read`]: the description read again; [`Watch::handle_read`]
+//!    with whether it changed and every port of the fabric now. Kept
+//!    nodes gone from the fabric are forgotten.
+//! 2. [`Effect::Probe`]: ports the watch does not know, after a change
+//!    (or every tenth interval), asked whether they run local-sa
+//!    ([`Watch::handle_probed`]); those that do are kept, their holding
+//!    unknown. Nothing changed and nobody new: the event is quiet.
+//! 3. [`Effect::Digests`]: each kept node's tables computed from the
+//!    newest fabric, by digest ([`Watch::handle_digests`]); the nodes to
+//!    push are those whose digest differs from what they hold, the
+//!    differences only to those holding the computed tables.
+//! 4. [`Effect::Check`]: after a change, pairs that changed checked
+//!    against the master ([`Watch::handle_checked`]). A difference may be
+//!    a sweep not done: after `settle` the description is read again, up
+//!    to [`READS`] reads, then the push goes on (the tables the check did
+//!    not prove come from the master).
+//! 5. [`Effect::Push`]: the plan's nodes pushed ([`Watch::handle_pushed`]
+//!    with the fill's reports): those that took everything hold the new
+//!    digest; the others are not known and get their tables whole later.
+//! 6. [`Effect::Told`]: the event's report, for the driver to print.
+//!
+//! After an interval's event every node's lease is renewed
+//! ([`Effect::Renew`], [`Watch::handle_renewed`]); a node that does not
+//! answer is no longer known to hold its tables, and when nodes not
+//! known answer again an event pushes them their tables without reading
+//! anything. A step that fails for want of an answer from the master
+//! ([`Watch::handle_failed`]) ends the event and changes nothing: the
+//! next event reads again. [`Watch::handle_stop`] ends every lease
+//! ([`Effect::Renew`] of 0 s) and then the watch ([`Effect::Ended`]).
+//!
+//! Every call takes the time as an argument: the tests run it on a
+//! virtual clock against a fake master and fake nodes, the storm
+//! simulator on its own.
+
+mod changed_pairs;
+mod holdings;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use mad_codec::{Gid, MadStatus};
+
+pub use self::changed_pairs::changed_pairs;
+pub use self::holdings::{Holding, Holdings, Plan};
+pub use self::report::{EventReport, WatchCounters};
+use crate::computed::Served;
+use crate::fill::outcome::{NodeReport, Pushed};
+use crate::fill::ports::FabricPort;
+use crate::fill::tally::Tally;
+use crate::shard::Shard;
+
+/// Reads of the description an event makes while the master's answers
+/// differ from the computed ones (its sweep may not be done).
+pub const READS: u32 = 3;
+
+/// Intervals between probes of the ports that did not run local-sa (one
+/// may have started it since).
+pub const PROBE_EVERY: u64 = 10;
+
+/// How a watch is set up.
+#[derive(Debug, Clone)]
+pub struct WatchSetup {
+    /// Between re-reads and lease renewals.
+    pub interval: Duration,
+    /// The master's sweep after a notice, and between reads while the
+    /// check differs.
+    pub settle: Duration,
+    /// The lease every push and renewal gives, in seconds.
+    pub lease: u16,
+    /// The master's LID: never a node.
+    pub master_lid: u16,
+    /// This watch's share of the nodes, if it has one.
+    pub shard: Option<Shard>,
+}
+
+/// What the driver is to do next.
+#[derive(Debug)]
+pub enum Effect {
+    /// Read the fabric's description again; then
+    /// [`Watch::handle_read`].
+    Read,
+    /// Ask these ports whether they run local-sa; then
+    /// [`Watch::handle_probed`].
+    Probe(Vec<FabricPort>),
+    /// Compute the tables of these nodes from the newest fabric read and
+    /// give their digests; then [`Watch::handle_digests`].
+    Digests(Vec<Gid>),
+    /// Check against the master pairs whose records changed from the
+    /// current fabric to the newest, from these nodes (port GUIDs; a
+    /// sample of the fabric if none changed); then
+    /// [`Watch::handle_checked`].
+    Check {
+        /// The nodes whose tables changed and that hold the computed ones.
+        nodes: Vec<u64>,
+        /// Which read of the event this is (1 for the first): a sample
+        /// drawn again differs.
+        read: u32,
+    },
+    /// Push these nodes their tables from the newest fabric (the current
+    /// one if none was read), under the lease; then
+    /// [`Watch::handle_pushed`].
+    Push(Plan),
+    /// Renew every node's lease for `seconds` (0 ends it); then
+    /// [`Watch::handle_renewed`].
+    Renew {
+        /// Each node's GID and LID.
+        nodes: Vec<(Gid, u16)>,
+        /// The lease.
+        seconds: u16,
+    },
+    /// An event is over (the newest fabric read, if any, is now the
+    /// current one): its report, to print.
+    Told(Box<EventReport>),
+    /// The watch is over: every lease was ended.
+    Ended {
+        /// Events looked into.
+        events: u64,
+        /// Nodes that took the end of their lease.
+        released: usize,
+        /// Nodes kept.
+        nodes: usize,
+    },
+}
+
+/// What a read of the description found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// Whether the description differs from the current fabric's.
+    pub changed: bool,
+    /// Every port of the fabric read (the current one's if unchanged).
+    pub ports: Vec<FabricPort>,
+    /// What reading it cost the master.
+    pub served: Served,
+}
+
+/// What a check of changed pairs found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOutcome {
+    /// Pairs checked.
+    pub pairs: usize,
+    /// Those whose computed records differ from the master's.
+    pub differed: usize,
+    /// PathRecords the master gave for it.
+    pub records: u64,
+}
+
+/// How a round of renewals went.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Renewed {
+    /// Nodes that took the renewal.
+    pub taken: Vec<Gid>,
+    /// Nodes that did not answer.
+    pub unanswered: Vec<Gid>,
+    /// Nodes that refused it, and their answer's status.
+    pub refused: Vec<(Gid, MadStatus)>,
+}
+
+/// Where an event is.
+#[derive(Debug)]
+enum Step {
+    /// Waiting for the read.
+    Reading,
+    /// Waiting for the probe of these ports new to the watch.
+    Probing { asked: Vec<FabricPort> },
+    /// Waiting for the digests.
+    Digesting,
+    /// Waiting for the check of `plan`.
+    Checking { plan: Plan },
+    /// The check differed: reading again at this time.
+    Rereading { at: Instant },
+    /// Waiting for the push of `plan`.
+    Pushing,
+}
+
+/// An event under way.
+#[derive(Debug)]
+struct Event {
+    report: EventReport,
+    started: Instant,
+    /// Ports new to the watch are asked about even if nothing changed.
+    probe: bool,
+    /// An interval's event: the leases are renewed after it.
+    renew_after: bool,
+    /// The description read last differs from the current fabric's.
+    changed: bool,
+    /// The digests of the newest fabric read, once computed.
+    digests: Option<BTreeMap<Gid, u64>>,
+    step: Step,
+}
+
+/// The notices waiting for the master's sweep to settle.
+#[derive(Debug)]
+struct Settling {
+    /// When they are looked into.
+    at: Instant,
+    /// What they said.
+    causes: Vec<String>,
+    /// A port came into service: ports are probed.
+    probe: bool,
+}
+
+/// What the watch is doing.
+#[derive(Debug)]
+enum Phase {
+    /// Waiting for a notice or a timer.
+    Idle,
+    Event(Box<Event>),
+    /// Waiting for the renewals (`ending`: of 0 s, the watch's end).
+    Renewing {
+        ending: bool,
+    },
+    Ended,
+}
+
+/// The watch: holdings, timers and the event under way.
+#[derive(Debug)]
+pub struct Watch {
+    setup: WatchSetup,
+    holdings: Holdings,
+    /// Each kept node's tables' digest in the current fabric.
+    digests: BTreeMap<Gid, u64>,
+    /// Ports probed that did not run local-sa.
+    others: BTreeSet<Gid>,
+    counters: WatchCounters,
+    events: u64,
+    next_interval: Instant,
+    intervals: u64,
+    settling: Option<Settling>,
+    /// When the first of the settling notices came: a link that flaps for
+    /// ever does not put the event off for longer than an interval.
+    first_notice: Instant,
+    phase: Phase,
+    /// Nodes not known answered a renewal: an event pushes them.
+    unknown_answered: bool,
+    effects: VecDeque<Effect>,
+}
+
+impl Watch {
+    /// A watch from `now` of the nodes `holdings` (with their tables'
+    /// `digests` in the current fabric); `others` are ports known not to
+    /// run local-sa.
+    pub fn new(
+        setup: WatchSetup,
+        holdings: Holdings,
+        digests: BTreeMap<Gid, u64>,
+        others: BTreeSet<Gid>,
+        now: Instant,
+    ) -> Self {
+        Self {
+            next_interval: now + setup.interval,
+            setup,
+            holdings,
+            digests,
+            others,
+            counters: WatchCounters::default(),
+            events: 0,
+            intervals: 0,
+            settling: None,
+            first_notice: now,
+            phase: Phase::Idle,
+            unknown_answered: false,
+            effects: VecDeque::new(),
+        }
+    }
+
+    /// The counters, with the gauges as they are now.
+    pub fn counters(&self) -> WatchCounters {
+        WatchCounters {
+            nodes: self.holdings.len() as u64,
+            nodes_unknown: self.holdings.unknown() as u64,
+            ..self.counters
+        }
+    }
+
+    /// The nodes kept and what they hold.
+    pub fn holdings(&self) -> &Holdings {
+        &self.holdings
+    }
+
+    /// Whether the watch is over.
+    pub fn is_ended(&self) -> bool {
+        matches!(self.phase, Phase::Ended)
+    }
+
+    /// A notice came at `now` (`cause`: what it said; `port_came`: a port
+    /// came into service, so ports are probed).
+    pub fn handle_notice(&mut self, now: Instant, cause: String, port_came: bool) {
+        self.counters.notices += 1;
+        if matches!(self.phase, Phase::Ended) {
+            return;
+        }
+        if self.settling.is_none() {
+            self.first_notice = now;
+        }
+        let until = (now + self.setup.settle).min(self.first_notice + self.setup.interval);
+        let s = self.settling.get_or_insert_with(|| Settling {
+            at: until,
+            causes: Vec::new(),
+            probe: false,
+        });
+        s.at = until;
+        s.probe |= port_came;
+        s.causes.push(cause);
+    }
+
+    /// When [`Watch::poll_effect`] has something to give if nothing else
+    /// comes: a settled notice, the interval, a read again; `None` while
+    /// the driver carries out an effect.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Idle => Some(
+                self.settling
+                    .as_ref()
+                    .map_or(self.next_interval, |s| s.at.min(self.next_interval)),
+            ),
+            Phase::Event(e) => match e.step {
+                Step::Rereading { at } => Some(at),
+                _ => None,
+            },
+            Phase::Renewing { .. } | Phase::Ended => None,
+        }
+    }
+
+    /// What the driver is to do now, if anything.
+    pub fn poll_effect(&mut self, now: Instant) -> Option<Effect> {
+        if let Some(e) = self.effects.pop_front() {
+            return Some(e);
+        }
+        match &mut self.phase {
+            Phase::Idle => self.start_due(now),
+            Phase::Event(e) => {
+                if let Step::Rereading { at } = e.step
+                    && at <= now
+                {
+                    e.step = Step::Reading;
+                    e.report.reads += 1;
+                    self.effects.push_back(Effect::Read);
+                }
+            }
+            Phase::Renewing { .. } | Phase::Ended => {}
+        }
+        self.effects.pop_front()
+    }
+
+    /// Starts what is due at `now` while idle: nodes not known that
+    /// answered again, settled notices, the interval.
+    fn start_due(&mut self, now: Instant) {
+        if std::mem::take(&mut self.unknown_answered) {
+            self.begin_without_reading(now, "nodes whose tables are not known answer");
+            return;
+        }
+        if self.settling.as_ref().is_some_and(|s| s.at <= now) {
+            let s = self.settling.take().unwrap_or_else(|| unreachable!());
+            self.begin(now, cause_of(&s.causes), s.probe, false);
+            return;
+        }
+        if self.next_interval <= now {
+            self.intervals += 1;
+            let probe = self.intervals.is_multiple_of(PROBE_EVERY);
+            self.begin(now, "interval".into(), probe, true);
+        }
+    }
+
+    /// Starts an event that reads the description.
+    fn begin(&mut self, now: Instant, cause: String, probe: bool, renew_after: bool) {
+        self.events += 1;
+        self.phase = Phase::Event(Box::new(Event {
+            report: EventReport {
+                number: self.events,
+                cause,
+                reads: 1,
+                ..EventReport::default()
+            },
+            started: now,
+            probe,
+            renew_after,
+            changed: false,
+            digests: None,
+            step: Step::Reading,
+        }));
+        self.effects.push_back(Effect::Read);
+    }
+
+    /// Starts an event that pushes the nodes not known their current
+    /// tables, reading nothing.
+    fn begin_without_reading(&mut self, now: Instant, cause: &str) {
+        self.events += 1;
+        let plan = self.holdings.plan(&self.digests);
+        let report = EventReport {
+            number: self.events,
+            cause: cause.into(),
+            description_changed: true,
+            changed_nodes: plan.push.len(),
+            ..EventReport::default()
+        };
+        let mut event = Event {
+            report,
+            started: now,
+            probe: false,
+            renew_after: false,
+            changed: false,
+            digests: Some(self.digests.clone()),
+            step: Step::Pushing,
+        };
+        if plan.push.is_empty() {
+            self.phase = Phase::Event(Box::new(event));
+            return self.end_event(now);
+        }
+        event.step = Step::Pushing;
+        self.phase = Phase::Event(Box::new(event));
+        self.effects.push_back(Effect::Push(plan));
+    }
+
+    /// The event under way, if its step is `expected`.
+    fn event_at(&mut self, expected: fn(&Step) -> bool) -> Option<&mut Event> {
+        match &mut self.phase {
+            Phase::Event(e) if expected(&e.step) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The description was read at `now` (unchanged: the current fabric
+    /// stays the newest).
+    pub fn handle_read(&mut self, now: Instant, read: Read) {
+        if self.event_at(|s| matches!(s, Step::Reading)).is_none() {
+            return;
+        }
+        let gone = if read.changed {
+            let present: BTreeSet<Gid> = read.ports.iter().map(|p| p.gid).collect();
+            self.holdings.retain_present(|g| present.contains(g))
+        } else {
+            0
+        };
+        let Phase::Event(e) = &mut self.phase else {
+            return;
+        };
+        add(&mut e.report.read, read.served);
+        e.changed = read.changed;
+        e.report.description_changed |= read.changed;
+        e.report.gone_nodes += gone;
+        let asked: Vec<FabricPort> = if e.probe || read.changed {
+            read.ports
+                .into_iter()
+                .filter(|p| p.lid != self.setup.master_lid)
+                .filter(|p| !self.holdings.contains(&p.gid) && !self.others.contains(&p.gid))
+                .filter(|p| self.setup.shard.is_none_or(|s| s.owns(p.gid.guid())))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if asked.is_empty() {
+            return self.after_probe(now);
+        }
+        self.effects.push_back(Effect::Probe(asked.clone()));
+        e.step = Step::Probing { asked };
+    }
+
+    /// Of the ports probed, `found` run local-sa (the others do not).
+    pub fn handle_probed(&mut self, now: Instant, found: &[FabricPort]) {
+        let Some(e) = self.event_at(|s| matches!(s, Step::Probing { .. })) else {
+            return;
+        };
+        let Step::Probing { asked } = std::mem::replace(&mut e.step, Step::Digesting) else {
+            return;
+        };
+        let found: Vec<FabricPort> = asked
+            .iter()
+            .filter(|p| found.contains(p))
+            .copied()
+            .collect();
+        e.report.new_nodes += found.len();
+        for p in asked {
+            if found.contains(&p) {
+                self.holdings.insert(p.gid, p.lid, Holding::Unknown);
+            } else {
+                self.others.insert(p.gid);
+            }
+        }
+        self.after_probe(now);
+    }
+
+    /// After the read (and the probe): quiet, or the digests.
+    fn after_probe(&mut self, now: Instant) {
+        let Phase::Event(e) = &mut self.phase else {
+            return;
+        };
+        if !e.changed && e.report.new_nodes == 0 {
+            return self.end_event(now);
+        }
+        // Nothing changed but who runs local-sa: the new nodes get the
+        // current tables.
+        e.report.description_changed = true;
+        e.step = Step::Digesting;
+        let nodes = self.holdings.nodes().map(|(g, _)| g).collect();
+        self.effects.push_back(Effect::Digests(nodes));
+    }
+
+    /// Each kept node's tables' digest in the newest fabric.
+    pub fn handle_digests(&mut self, now: Instant, digests: BTreeMap<Gid, u64>) {
+        let Some(e) = self.event_at(|s| matches!(s, Step::Digesting)) else {
+            return;
+        };
+        let changed = e.changed;
+        let plan = self.holdings.plan(&digests);
+        let Phase::Event(e) = &mut self.phase else {
+            return;
+        };
+        e.report.changed_nodes = plan.push.len();
+        if plan.push.is_empty() {
+            // Nothing to push: the newest fabric's digests are the
+            // current ones.
+            self.digests = digests;
+            return self.end_event(now);
+        }
+        e.digests = Some(digests);
+        if !changed {
+            e.step = Step::Pushing;
+            self.effects.push_back(Effect::Push(plan));
+            return;
+        }
+        let nodes = plan.delta.iter().map(Gid::guid).collect();
+        let read = e.report.reads;
+        e.step = Step::Checking { plan };
+        self.effects.push_back(Effect::Check { nodes, read });
+    }
+
+    /// What the check of changed pairs found.
+    pub fn handle_checked(&mut self, now: Instant, checked: CheckOutcome) {
+        let settle = self.setup.settle;
+        let Some(e) = self.event_at(|s| matches!(s, Step::Checking { .. })) else {
+            return;
+        };
+        e.report.checked += checked.pairs;
+        e.report.differed = checked.differed;
+        e.report.check_records += checked.records;
+        let Step::Checking { plan } = std::mem::replace(&mut e.step, Step::Pushing) else {
+            return;
+        };
+        if checked.differed > 0 && e.report.reads < READS {
+            // The master's sweep may not be done: read again.
+            e.digests = None;
+            e.step = Step::Rereading { at: now + settle };
+            return;
+        }
+        self.effects.push_back(Effect::Push(plan));
+    }
+
+    /// How the push went: the fill's reports and tally, and whether its
+    /// default tables were computed (`Err`: why they came from the
+    /// master).
+    pub fn handle_pushed(
+        &mut self,
+        now: Instant,
+        (reports, tally): (Vec<NodeReport>, Tally),
+        computed: Result<(), String>,
+    ) {
+        let Some(e) = self.event_at(|s| matches!(s, Step::Pushing)) else {
+            return;
+        };
+        e.report.fallback = computed.clone().err();
+        e.report.pushed = Pushed::of(&reports, &tally);
+        e.report.nodes = reports
+            .iter()
+            .filter(|n| n.took_changes())
+            .map(|n| {
+                let o = &n.outcome;
+                (
+                    n.lid,
+                    o.stored + o.partition_stored,
+                    o.deleted + o.partition_deleted,
+                )
+            })
+            .collect();
+        e.report.failures = reports
+            .iter()
+            .filter_map(NodeReport::failure_line)
+            .collect();
+        let digests = e.digests.take().unwrap_or_default();
+        self.holdings.pushed(
+            reports.iter().map(|n| (n.gid, n.outcome.done)),
+            &digests,
+            computed.is_ok(),
+        );
+        self.digests = digests;
+        self.end_event(now);
+    }
+
+    /// The step under way failed: the master did not answer (`why`).
+    /// Nothing is pushed, nothing is lost; the next event reads again.
+    pub fn handle_failed(&mut self, now: Instant, why: &str) {
+        let Phase::Event(e) = &mut self.phase else {
+            return;
+        };
+        e.report
+            .failures
+            .push(format!("the master did not answer: {why}"));
+        e.digests = None;
+        self.end_event(now);
+    }
+
+    /// Ends the event under way: its report is told; after an interval's
+    /// event, the leases are renewed.
+    fn end_event(&mut self, now: Instant) {
+        let Phase::Event(e) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return;
+        };
+        let mut report = e.report;
+        report.took = now.saturating_duration_since(e.started);
+        self.counters.count(&report);
+        self.effects.push_back(Effect::Told(Box::new(report)));
+        if e.renew_after {
+            self.phase = Phase::Renewing { ending: false };
+            self.effects.push_back(Effect::Renew {
+                nodes: self.holdings.nodes().collect(),
+                seconds: self.setup.lease,
+            });
+        }
+    }
+
+    /// How a round of renewals went.
+    pub fn handle_renewed(&mut self, now: Instant, renewed: &Renewed) {
+        let Phase::Renewing { ending } = self.phase else {
+            return;
+        };
+        if ending {
+            self.phase = Phase::Ended;
+            self.effects.push_back(Effect::Ended {
+                events: self.events,
+                released: renewed.taken.len(),
+                nodes: self.holdings.len(),
+            });
+            return;
+        }
+        self.counters.renewals += renewed.taken.len() as u64;
+        self.counters.renewals_unanswered += renewed.unanswered.len() as u64;
+        self.counters.renewals_refused += renewed.refused.len() as u64;
+        for gid in &renewed.unanswered {
+            self.holdings.unreached(gid);
+        }
+        self.unknown_answered = self.holdings.unknown() > renewed.unanswered.len();
+        self.next_interval = now + self.setup.interval;
+        self.phase = Phase::Idle;
+    }
+
+    /// The watch is to end (a signal, or the driver's failure): every
+    /// node's lease ends, so that no node waits it out.
+    pub fn handle_stop(&mut self) {
+        if matches!(self.phase, Phase::Ended | Phase::Renewing { ending: true }) {
+            return;
+        }
+        self.effects.clear();
+        self.phase = Phase::Renewing { ending: true };
+        self.effects.push_back(Effect::Renew {
+            nodes: self.holdings.nodes().collect(),
+            seconds: 0,
+        });
+    }
+}
+
+/// An event's cause: the notices that led to it.
+fn cause_of(causes: &[String]) -> String {
+    match causes {
+        [] => "notices".into(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} and {} more notices", rest.len()),
+    }
+}
+
+/// Adds `served` to `total`.
+fn add(total: &mut Served, served: Served) {
+    total.queries += served.queries;
+    total.records += served.records;
+    total.bytes += served.bytes;
+}

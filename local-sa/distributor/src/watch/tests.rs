@@ -1,0 +1,445 @@
+//! The watch on a virtual clock, against a fake fabric: a master whose
+//! description changes when told, which may stop answering, and whose
+//! check may differ; nodes that take pushes and renewals, or fall silent.
+//! Every path of the watch: quiet, changed, differing check, master gone,
+//! a node not known, a new port, the lease's end.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::{Duration, Instant};
+
+use mad_codec::{Gid, MadStatus};
+
+use super::*;
+use crate::fill::outcome::{NodeOutcome, NodeReport};
+use crate::fill::tally::Tally;
+use crate::sent_tables::SentTables;
+
+const MASTER: u16 = 1;
+const INTERVAL: Duration = Duration::from_secs(60);
+const SETTLE: Duration = Duration::from_secs(5);
+const LEASE: u16 = 185;
+
+fn gid(lid: u16) -> Gid {
+    Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 + u64::from(lid))
+}
+
+fn port(lid: u16) -> FabricPort {
+    FabricPort { lid, gid: gid(lid) }
+}
+
+/// The fake fabric, and what the watch asked of it.
+struct Fake {
+    now: Instant,
+    /// Ports of the fabric, and which of them run local-sa.
+    ports: Vec<u16>,
+    local_sa: BTreeSet<u16>,
+    /// Each port's tables' digest in the master's fabric now; in the
+    /// driver's current fabric; in the newest it read, if it differs.
+    digest: BTreeMap<u16, u64>,
+    current: BTreeMap<u16, u64>,
+    newest: Option<BTreeMap<u16, u64>>,
+    /// The master answers nothing.
+    master_gone: bool,
+    /// The next checks differ this many times.
+    checks_differ: u32,
+    /// Nodes that answer nothing.
+    silent: HashSet<u16>,
+    /// What the watch did, in order.
+    reads: u32,
+    probes: Vec<Vec<u16>>,
+    checks: Vec<(Vec<u64>, u32)>,
+    pushes: Vec<Plan>,
+    renewals: Vec<(usize, u16)>,
+    told: Vec<EventReport>,
+    ended: Option<(u64, usize, usize)>,
+}
+
+impl Fake {
+    fn new(start: Instant, lids: &[u16]) -> Self {
+        let digest: BTreeMap<u16, u64> = lids.iter().map(|l| (*l, 100)).collect();
+        Self {
+            now: start,
+            ports: lids.to_vec(),
+            local_sa: lids.iter().copied().collect(),
+            current: digest.clone(),
+            newest: None,
+            digest,
+            master_gone: false,
+            checks_differ: 0,
+            silent: HashSet::new(),
+            reads: 0,
+            probes: Vec::new(),
+            checks: Vec::new(),
+            pushes: Vec::new(),
+            renewals: Vec::new(),
+            told: Vec::new(),
+            ended: None,
+        }
+    }
+
+    /// A watch of every local-sa port, each holding the computed tables.
+    fn watch(&self) -> Watch {
+        let mut holdings = Holdings::default();
+        for lid in &self.local_sa {
+            holdings.insert(gid(*lid), *lid, Holding::Computed(self.digest[lid]));
+        }
+        let digests = self
+            .local_sa
+            .iter()
+            .map(|l| (gid(*l), self.digest[l]))
+            .collect();
+        let setup = WatchSetup {
+            interval: INTERVAL,
+            settle: SETTLE,
+            lease: LEASE,
+            master_lid: MASTER,
+            shard: None,
+        };
+        Watch::new(setup, holdings, digests, BTreeSet::new(), self.now)
+    }
+
+    /// Carries out what the watch asks until it waits for time.
+    fn serve(&mut self, w: &mut Watch) {
+        while let Some(effect) = w.poll_effect(self.now) {
+            let now = self.now;
+            match effect {
+                Effect::Read => {
+                    self.reads += 1;
+                    if self.master_gone {
+                        self.newest = None;
+                        w.handle_failed(now, "no answer (3 attempts of 1 s)");
+                        continue;
+                    }
+                    // Compared with the current fabric, as lsaquery's
+                    // re-read does.
+                    self.newest = (self.digest != self.current).then(|| self.digest.clone());
+                    let changed = self.newest.is_some();
+                    w.handle_read(
+                        now,
+                        Read {
+                            changed,
+                            ports: self.ports.iter().map(|l| port(*l)).collect(),
+                            served: Served {
+                                queries: 6,
+                                records: 40,
+                                bytes: 4000,
+                            },
+                        },
+                    );
+                }
+                Effect::Probe(asked) => {
+                    self.probes.push(asked.iter().map(|p| p.lid).collect());
+                    let found: Vec<FabricPort> = asked
+                        .into_iter()
+                        .filter(|p| self.local_sa.contains(&p.lid))
+                        .collect();
+                    w.handle_probed(now, &found);
+                }
+                Effect::Digests(nodes) => {
+                    let newest = self.newest.as_ref().unwrap_or(&self.current);
+                    let digests = nodes
+                        .iter()
+                        .map(|g| (*g, newest[&(g.guid() as u16)]))
+                        .collect();
+                    w.handle_digests(now, digests);
+                }
+                Effect::Check { nodes, read } => {
+                    self.checks.push((nodes, read));
+                    let differed = if self.checks_differ > 0 {
+                        self.checks_differ -= 1;
+                        2
+                    } else {
+                        0
+                    };
+                    w.handle_checked(
+                        now,
+                        CheckOutcome {
+                            pairs: 8,
+                            differed,
+                            records: 8,
+                        },
+                    );
+                }
+                Effect::Push(plan) => {
+                    let reports = plan
+                        .push
+                        .iter()
+                        .map(|(g, lid)| {
+                            let silent = self.silent.contains(lid);
+                            NodeReport {
+                                lid: *lid,
+                                gid: *g,
+                                outcome: NodeOutcome {
+                                    done: !silent,
+                                    stored: if silent { 0 } else { 3 },
+                                    ..NodeOutcome::default()
+                                },
+                                failure: silent.then(|| "no answer".to_owned()),
+                                holds: SentTables::default(),
+                            }
+                        })
+                        .collect();
+                    self.pushes.push(plan);
+                    w.handle_pushed(now, (reports, Tally::default()), Ok(()));
+                }
+                Effect::Renew { nodes, seconds } => {
+                    self.renewals.push((nodes.len(), seconds));
+                    let mut renewed = Renewed::default();
+                    for (g, lid) in nodes {
+                        if self.silent.contains(&lid) {
+                            renewed.unanswered.push(g);
+                        } else if !self.local_sa.contains(&lid) {
+                            renewed.refused.push((g, MadStatus::ERR_REQ_INVALID));
+                        } else {
+                            renewed.taken.push(g);
+                        }
+                    }
+                    w.handle_renewed(now, &renewed);
+                }
+                Effect::Told(report) => {
+                    if let Some(n) = self.newest.take() {
+                        self.current = n;
+                    }
+                    self.told.push(*report);
+                }
+                Effect::Ended {
+                    events,
+                    released,
+                    nodes,
+                } => self.ended = Some((events, released, nodes)),
+            }
+        }
+    }
+
+    /// Runs the watch until `until` on the virtual clock.
+    fn run_until(&mut self, w: &mut Watch, until: Instant) {
+        self.serve(w);
+        while let Some(t) = w.poll_timeout()
+            && t <= until
+        {
+            self.now = self.now.max(t);
+            self.serve(w);
+        }
+        self.now = until;
+        self.serve(w);
+    }
+
+    /// A reroute: these nodes' tables change at the master.
+    fn reroute(&mut self, lids: &[u16]) {
+        for l in lids {
+            *self.digest.get_mut(l).unwrap() += 1;
+        }
+    }
+}
+
+#[test]
+fn a_quiet_fabric_costs_a_read_an_interval_and_renews_every_lease() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    let mut w = f.watch();
+    f.run_until(&mut w, start + INTERVAL * 3 + Duration::from_secs(1));
+    assert_eq!(f.reads, 3, "one read an interval");
+    assert!(f.pushes.is_empty() && f.checks.is_empty() && f.probes.is_empty());
+    assert_eq!(f.renewals, [(3, LEASE); 3]);
+    assert_eq!(f.told.len(), 3);
+    assert!(
+        f.told
+            .iter()
+            .all(|t| !t.description_changed && t.cause == "interval")
+    );
+    let c = w.counters();
+    assert_eq!((c.events, c.quiet_events, c.renewals), (3, 3, 9));
+    assert_eq!(c.description_queries, 18);
+}
+
+#[test]
+fn a_notice_is_looked_into_once_the_sweep_settles_and_only_changed_nodes_get_differences() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4, 5]);
+    let mut w = f.watch();
+    f.run_until(&mut w, start + Duration::from_secs(10));
+    f.reroute(&[3, 5]);
+    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    // A second notice two seconds later puts the event off again.
+    f.run_until(&mut w, start + Duration::from_secs(12));
+    w.handle_notice(f.now, "trap 128 from LID 10".into(), false);
+    f.run_until(&mut w, start + Duration::from_secs(16));
+    assert_eq!(f.reads, 0, "still settling");
+    f.run_until(&mut w, start + Duration::from_secs(17));
+    assert_eq!(f.reads, 1);
+    assert_eq!(f.checks, [(vec![gid(3).guid(), gid(5).guid()], 1)]);
+    assert_eq!(f.pushes.len(), 1);
+    assert_eq!(f.pushes[0].push, [(gid(3), 3), (gid(5), 5)]);
+    assert_eq!(f.pushes[0].delta, BTreeSet::from([gid(3), gid(5)]));
+    let t = &f.told[0];
+    assert_eq!(t.cause, "trap 128 from LID 9 and 1 more notices");
+    assert!(t.description_changed);
+    assert_eq!((t.changed_nodes, t.checked, t.pushed.nodes), (2, 8, 2));
+    assert_eq!(t.nodes, [(3, 3, 0), (5, 3, 0)]);
+    assert!(f.renewals.is_empty(), "a notice's event renews nothing");
+    // They hold the new tables: the interval finds nothing to push.
+    f.run_until(&mut w, start + INTERVAL + Duration::from_secs(1));
+    assert_eq!((f.reads, f.pushes.len(), f.renewals.len()), (2, 1, 1));
+}
+
+#[test]
+fn a_link_that_flaps_for_ever_is_looked_into_within_an_interval_of_its_first_notice() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3]);
+    let mut w = f.watch();
+    f.reroute(&[2]);
+    for s in 0..70 {
+        f.run_until(&mut w, start + Duration::from_secs(s));
+        w.handle_notice(f.now, format!("trap 128 ({s})"), false);
+    }
+    let first = f
+        .told
+        .iter()
+        .find(|t| t.cause.starts_with("trap 128"))
+        .expect("the notices' event");
+    assert!(
+        first.cause.starts_with("trap 128 (0) and"),
+        "{}",
+        first.cause
+    );
+    assert_eq!(f.pushes[0].push, [(gid(2), 2)]);
+}
+
+#[test]
+fn a_check_that_differs_reads_again_after_the_settle_time_then_pushes() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    let mut w = f.watch();
+    f.reroute(&[4]);
+    f.checks_differ = 5;
+    w.handle_notice(start, "trap 128 from LID 9".into(), false);
+    f.run_until(&mut w, start + SETTLE);
+    assert_eq!((f.reads, f.checks.len(), f.pushes.len()), (1, 1, 0));
+    f.run_until(&mut w, start + SETTLE * 2);
+    assert_eq!((f.reads, f.checks.len(), f.pushes.len()), (2, 2, 0));
+    f.run_until(&mut w, start + SETTLE * 3);
+    assert_eq!(f.reads, READS);
+    assert_eq!(f.pushes.len(), 1, "after {READS} reads the push goes on");
+    let reads: Vec<u32> = f.checks.iter().map(|(_, r)| *r).collect();
+    assert_eq!(reads, [1, 2, 3], "each read's sample drawn anew");
+    let t = &f.told[0];
+    assert_eq!((t.reads, t.checked, t.differed), (READS, 24, 2));
+    assert_eq!(t.read.queries, 18);
+}
+
+#[test]
+fn a_master_that_does_not_answer_ends_the_event_and_changes_nothing() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3]);
+    let mut w = f.watch();
+    f.reroute(&[2]);
+    f.master_gone = true;
+    f.run_until(&mut w, start + INTERVAL);
+    assert_eq!(f.reads, 1);
+    assert!(f.pushes.is_empty());
+    assert_eq!(f.told[0].failures.len(), 1, "{:?}", f.told[0].failures);
+    assert!(f.told[0].failures[0].starts_with("the master did not answer"));
+    assert_eq!(f.renewals, [(2, LEASE)], "the leases are renewed still");
+    // Back: the next interval reads again and finds the change.
+    f.master_gone = false;
+    f.run_until(&mut w, start + INTERVAL * 2);
+    assert_eq!(f.reads, 2);
+    assert_eq!(f.pushes.len(), 1);
+    assert_eq!(f.pushes[0].push, [(gid(2), 2)]);
+}
+
+#[test]
+fn a_node_that_misses_a_renewal_gets_its_tables_whole_once_it_answers() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    let mut w = f.watch();
+    f.silent.insert(3);
+    f.run_until(&mut w, start + INTERVAL);
+    assert_eq!(w.counters().nodes_unknown, 1);
+    assert!(f.pushes.is_empty(), "not while it is silent");
+    f.silent.clear();
+    f.run_until(&mut w, start + INTERVAL * 2);
+    assert_eq!(f.pushes.len(), 1);
+    assert_eq!(f.pushes[0].push, [(gid(3), 3)]);
+    assert!(
+        f.pushes[0].delta.is_empty(),
+        "whole: what it holds is not known"
+    );
+    assert_eq!(
+        f.told.last().unwrap().cause,
+        "nodes whose tables are not known answer"
+    );
+    assert_eq!(w.counters().nodes_unknown, 0);
+    assert_eq!(w.counters().renewals_unanswered, 1);
+}
+
+#[test]
+fn a_push_a_node_misses_leaves_it_not_known_and_a_later_event_sends_it_whole() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3]);
+    let mut w = f.watch();
+    f.reroute(&[2, 3]);
+    f.silent.insert(2);
+    w.handle_notice(start, "trap 128 from LID 9".into(), false);
+    f.run_until(&mut w, start + SETTLE);
+    assert_eq!(f.told[0].pushed.failed, 1);
+    assert_eq!(f.told[0].failures, ["LID 2 (fe80::2:c903:0:2): no answer"]);
+    f.silent.clear();
+    f.reroute(&[3]);
+    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    f.run_until(&mut w, start + SETTLE * 2);
+    let last = f.pushes.last().unwrap();
+    assert_eq!(last.push, [(gid(2), 2), (gid(3), 3)]);
+    assert_eq!(last.delta, BTreeSet::from([gid(3)]), "LID 2's goes whole");
+}
+
+#[test]
+fn a_port_that_starts_local_sa_is_found_by_the_tenth_interval_s_probe_and_filled() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3]);
+    f.local_sa.remove(&3);
+    let mut w = f.watch();
+    f.run_until(&mut w, start + INTERVAL * 9);
+    assert!(f.probes.is_empty(), "nothing changed: no probe");
+    f.local_sa.insert(3);
+    f.run_until(&mut w, start + INTERVAL * 10);
+    assert_eq!(f.probes, [vec![3]]);
+    assert_eq!(f.pushes.len(), 1);
+    assert_eq!(f.pushes[0].push, [(gid(3), 3)]);
+    assert_eq!(f.told.last().unwrap().new_nodes, 1);
+    assert_eq!(w.holdings().len(), 2);
+}
+
+#[test]
+fn a_port_gone_from_the_fabric_is_forgotten_and_the_master_is_never_probed() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    let mut w = f.watch();
+    f.ports = vec![MASTER, 2, 3, 7];
+    f.reroute(&[2]);
+    w.handle_notice(start, "trap 65".into(), false);
+    f.run_until(&mut w, start + SETTLE);
+    let t = &f.told[0];
+    assert_eq!(t.gone_nodes, 1);
+    assert_eq!(f.probes, [vec![7]], "the new port, not the master's");
+    assert_eq!(w.holdings().len(), 2);
+    assert!(!w.holdings().contains(&gid(4)));
+}
+
+#[test]
+fn stopping_ends_every_lease_and_then_the_watch() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    let mut w = f.watch();
+    f.run_until(&mut w, start + INTERVAL + Duration::from_secs(1));
+    w.handle_stop();
+    f.serve(&mut w);
+    assert_eq!(f.renewals.last(), Some(&(3, 0)), "a lease of 0 s ends it");
+    assert_eq!(f.ended, Some((1, 3, 3)));
+    assert!(w.is_ended());
+    assert_eq!(w.poll_timeout(), None);
+    // Nothing more happens.
+    w.handle_notice(f.now, "trap 128".into(), false);
+    f.run_until(&mut w, start + INTERVAL * 5);
+    assert_eq!(f.reads, 1);
+}

@@ -1,0 +1,353 @@
+//! Carrying out what the watch asks ([`Effect`]) over the session: reads
+//! of the description, probes, the check of changed pairs, pushes, lease
+//! renewals, and telling each event.
+
+use std::time::Instant;
+
+use local_sa_distributor::computed::Prepared;
+use local_sa_distributor::fill::partitions::NodePartitions;
+use local_sa_distributor::fill::ports::{Endpoints, FabricPort};
+use local_sa_distributor::fill::tally::{Computed, Tally};
+use local_sa_distributor::fill::{Distribution, Setup};
+use local_sa_distributor::watch::{
+    CheckOutcome, EventReport, Plan, READS, Read, Watch, changed_pairs,
+};
+use tracing::{info, warn};
+use umad::Address;
+use umad::port::Sysfs;
+
+use super::super::endpoints;
+use super::renewals;
+use crate::compute::{self, Reread};
+use crate::json::JSON_SCHEMA;
+use crate::session::Session;
+use crate::stop::Stop;
+
+/// What the watch's driver holds between effects: the fabric the nodes
+/// were computed from, and the newest one read while an event is under
+/// way.
+pub(super) struct Driver<'o> {
+    distribute: &'o super::super::Options,
+    pub(super) options: &'o super::Options,
+    /// The current fabric (taken while a push runs).
+    current: Option<Prepared>,
+    /// The newest fabric read, if it differs from the current one: the
+    /// current one once the event is told.
+    newest: Option<Prepared>,
+    /// The SA read is the port's master SM, followed when it moves.
+    follows_master: bool,
+}
+
+impl<'o> Driver<'o> {
+    pub(super) fn new(
+        distribute: &'o super::super::Options,
+        options: &'o super::Options,
+        current: Prepared,
+        session: &Session,
+    ) -> Self {
+        Self {
+            distribute,
+            options,
+            current: Some(current),
+            newest: None,
+            follows_master: session.dest.lid == session.port.sm_lid,
+        }
+    }
+
+    /// Carries out what `watch` asks until it waits for a notice or time;
+    /// an error only when the watch cannot go on (the transport is gone,
+    /// or `--no-fallback` refuses tables from the master).
+    pub(super) async fn carry_out(
+        &mut self,
+        session: &mut Session,
+        watch: &mut Watch,
+    ) -> Result<(), Stop> {
+        while let Some(effect) = watch.poll_effect(Instant::now()) {
+            use local_sa_distributor::watch::Effect;
+            match effect {
+                Effect::Read => self.read(session, watch).await?,
+                Effect::Probe(asked) => {
+                    let found = endpoints::running_an_sa(
+                        session,
+                        &asked,
+                        self.distribute.master_window,
+                        self.distribute.probe_timeout,
+                    )
+                    .await;
+                    match unanswered(found)? {
+                        Ok(found) => watch.handle_probed(Instant::now(), &found),
+                        Err(why) => self.failed(watch, &why),
+                    }
+                }
+                Effect::Digests(nodes) => {
+                    let digests = self.newest()?.digests(&nodes);
+                    watch.handle_digests(Instant::now(), digests);
+                }
+                Effect::Check { nodes, read } => self.check(session, watch, &nodes, read).await?,
+                Effect::Push(plan) => self.push(session, watch, &plan).await?,
+                Effect::Renew { nodes, seconds } => {
+                    let renewed =
+                        renewals::renew(session, &nodes, seconds, self.distribute.window).await?;
+                    for (gid, status) in &renewed.refused {
+                        warn!(
+                            node = %gid,
+                            status = %status.describe(),
+                            "a node refused its lease renewal (a local-sa that takes no lease refreshes on its own)"
+                        );
+                    }
+                    watch.handle_renewed(Instant::now(), &renewed);
+                    self.write_metrics(watch);
+                }
+                Effect::Told(report) => self.tell(session.json, watch, &report)?,
+                Effect::Ended {
+                    events,
+                    released,
+                    nodes,
+                } => eprintln!(
+                    "lsaquery: the watch stopped after {events} events; {released} of {nodes} nodes took the end \
+                     of their lease and keep their own tables again"
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest fabric read, or the current one.
+    fn newest(&self) -> Result<&Prepared, Stop> {
+        self.newest
+            .as_ref()
+            .or(self.current.as_ref())
+            .ok_or_else(|| Stop::new(3, "the watch lost its fabric after a failed push"))
+    }
+
+    /// Reads the description again, from the port's master SM if it moved.
+    async fn read(&mut self, session: &mut Session, watch: &mut Watch) -> Result<(), Stop> {
+        self.follow_master(session);
+        let Some(current) = &self.current else {
+            return Err(Stop::new(
+                3,
+                "the watch lost its fabric after a failed push",
+            ));
+        };
+        let read = compute::reread(
+            session,
+            session.dest,
+            self.distribute.master_window,
+            current,
+        )
+        .await;
+        let now = Instant::now();
+        match unanswered(read)? {
+            Ok(Reread::Unchanged(served)) => {
+                self.newest = None;
+                let ports = current.ports();
+                watch.handle_read(
+                    now,
+                    Read {
+                        changed: false,
+                        ports,
+                        served,
+                    },
+                );
+            }
+            Ok(Reread::Changed(new)) => {
+                let read = Read {
+                    changed: true,
+                    ports: new.ports(),
+                    served: new.description,
+                };
+                self.newest = Some(*new);
+                watch.handle_read(now, read);
+            }
+            Err(why) => self.failed(watch, &why),
+        }
+        Ok(())
+    }
+
+    /// Checks pairs that changed from the current fabric to the newest
+    /// (from `nodes`; a sample if none did) against the master.
+    async fn check(
+        &mut self,
+        session: &mut Session,
+        watch: &mut Watch,
+        nodes: &[u64],
+        read: u32,
+    ) -> Result<(), Stop> {
+        let (Some(current), Some(new)) = (&self.current, &mut self.newest) else {
+            return Err(Stop::new(3, "the watch checks a change it did not read"));
+        };
+        let limit = self.options.check;
+        let mut pairs = changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
+        if pairs.is_empty() {
+            pairs = new.fabric.sample(limit, u64::from(read), new.at_keys());
+        }
+        let window = self.distribute.master_window;
+        let checked = compute::check_pairs(session, session.dest, window, new, &pairs).await;
+        match unanswered(checked)? {
+            Ok(differed) => {
+                if differed > 0 && read < READS {
+                    warn!(
+                        differ = differed,
+                        "computed PathRecords differ from the master's after a change: its sweep may not be \
+                         done; reading the description again"
+                    );
+                }
+                let outcome = CheckOutcome {
+                    pairs: pairs.len(),
+                    differed,
+                    records: new.sample.records,
+                };
+                watch.handle_checked(Instant::now(), outcome);
+            }
+            Err(why) => self.failed(watch, &why),
+        }
+        Ok(())
+    }
+
+    /// Pushes `plan`'s nodes their tables computed from the newest fabric
+    /// (the differences from the current fabric's to those holding them),
+    /// under the lease; the newest fabric becomes the current one.
+    async fn push(
+        &mut self,
+        session: &mut Session,
+        watch: &mut Watch,
+        plan: &Plan,
+    ) -> Result<(), Stop> {
+        let started = Instant::now();
+        let (new, previous) = match self.newest.take() {
+            Some(new) => (new, self.current.take().map(|c| c.fabric)),
+            None => match self.current.take() {
+                Some(current) => (current, None),
+                None => {
+                    return Err(Stop::new(
+                        3,
+                        "the watch lost its fabric after a failed push",
+                    ));
+                }
+            },
+        };
+        let d = self.distribute;
+        if d.no_fallback
+            && let Some(why) = new.unproven()
+        {
+            self.current = Some(new);
+            return Err(Stop::new(
+                5,
+                format!(
+                    "the tables computed after the change are not proven ({why}); --no-fallback: \
+                     the watch ends rather than take them from the master"
+                ),
+            ));
+        }
+        let trusted = new.trusted(local_sa_core::path_engine::Table::Default);
+        let setup = Setup {
+            master: session.dest,
+            sm_sl: session.port.sm_sl,
+            sm_key: session.sm_key,
+            window: d.window,
+            master_window: d.master_window,
+            attempts: d.attempts,
+            table_attempts: d.table_attempts,
+            dlids: Endpoints::from_endports(new.fabric.endports()).dlids,
+            lease: Some(self.options.lease),
+            keep_holdings: false,
+        };
+        let nodes: Vec<FabricPort> = plan
+            .push
+            .iter()
+            .map(|(gid, lid)| FabricPort {
+                lid: *lid,
+                gid: *gid,
+            })
+            .collect();
+        let tally = Tally {
+            computed: Some(Computed::used(&new)),
+            ..Tally::default()
+        };
+        let partitions = NodePartitions::new(&new.pkey_tables, new.qos);
+        let mut run = Distribution::new(setup, nodes, tally, None)
+            .with_partitions(Some(partitions))
+            .with_computed(Some(new));
+        if let Some(previous) = previous {
+            run = run.holding_previous(previous, &plan.delta);
+        }
+        super::super::drive(session, &mut run).await?;
+        self.current = run.take_computed();
+        info!(
+            nodes = plan.push.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "pushed the changed tables"
+        );
+        watch.handle_pushed(Instant::now(), run.finish(), trusted);
+        Ok(())
+    }
+
+    /// A step found no answer from the master: the event ends, and the
+    /// newest fabric read is forgotten.
+    fn failed(&mut self, watch: &mut Watch, why: &str) {
+        self.newest = None;
+        watch.handle_failed(Instant::now(), why);
+    }
+
+    /// Tells an event: a line (or an object with --json), the log if
+    /// something changed, the counters. The newest fabric read is the
+    /// current one from now on.
+    fn tell(&mut self, json: bool, watch: &Watch, report: &EventReport) -> Result<(), Stop> {
+        if let Some(new) = self.newest.take() {
+            self.current = Some(new);
+        }
+        if report.description_changed {
+            info!(event = report.number, "{}", report.text().trim_end());
+        }
+        let line = if json {
+            report.json(JSON_SCHEMA)
+        } else {
+            report.text().trim_end().to_owned()
+        };
+        outln!("{line}")?;
+        self.write_metrics(watch);
+        Ok(())
+    }
+
+    /// Writes the counters to `--metrics-file`, if given; a file that
+    /// cannot be written is said in the log, and the watch goes on.
+    pub(super) fn write_metrics(&self, watch: &Watch) {
+        if let Some(path) = &self.options.metrics_file
+            && let Err(e) = watch.counters().write(path)
+        {
+            warn!("{e}");
+        }
+    }
+
+    /// Reads from the port's master SM if it moved (a failover), unless
+    /// an SA was named (--sa-lid).
+    fn follow_master(&mut self, session: &mut Session) {
+        if !self.follows_master {
+            return;
+        }
+        let Ok(port) = Sysfs::default().select(Some(&session.port.ca), Some(session.port.port))
+        else {
+            return;
+        };
+        if port.sm_lid != 0 && port.sm_lid != session.dest.lid {
+            info!(
+                from = session.dest.lid,
+                to = port.sm_lid,
+                "the master SM moved: the watch reads from the new one"
+            );
+            session.dest = Address::gsi(port.sm_lid, port.sm_sl);
+            session.port = port;
+        }
+    }
+}
+
+/// A step's end: its value, or (inner `Err`) why the master did not
+/// answer, which ends the event and not the watch; any other failure
+/// ends the watch.
+fn unanswered<T>(r: Result<T, Stop>) -> Result<Result<T, String>, Stop> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) if e.code == 4 => Ok(Err(e.message)),
+        Err(e) => Err(e),
+    }
+}
