@@ -43,22 +43,22 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use local_sa_core::Address;
 use local_sa_core::path_query::QosKey;
-use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
-use local_sa_core::{Address, Transmit};
+use local_sa_core::requester::{Attempts, Completion};
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::qos::Plan;
 use local_sa_distributor::fill::tally::Tally;
-use local_sa_distributor::fill::{Distribution, Send, Setup};
+use local_sa_distributor::fill::{Distribution, Setup};
 use local_sa_distributor::sent_tables::SentTables;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::rmpp::{Sender, TransferState};
 use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Method, NodeRecord, PathRecord, SaMadBuilder, ServiceRecord};
 
 use crate::fixture::{gid, record as path};
+use crate::requests::{RETRIES, Requests};
 use crate::world::Scenario;
 
 /// The SM_Key the distributor and the cores share.
@@ -80,10 +80,7 @@ pub(crate) const SAMPLE: u16 = 1000;
 /// (`--master-window`'s default).
 const MASTER_WINDOW: usize = 16;
 
-/// lsaquery's defaults: `--retries` after the first attempt, each query's
-/// `--timeout`, each whole table's `--table-timeout`.
-const RETRIES: u32 = 3;
-const TIMEOUT: Duration = Duration::from_millis(1000);
+/// lsaquery's `--table-timeout`: each whole table's wait.
 const TABLE_TIMEOUT: Duration = Duration::from_secs(12);
 
 /// What a request is for.
@@ -104,8 +101,7 @@ pub(crate) struct Distributor {
     before: VecDeque<Bytes>,
     before_out: usize,
     fill: Distribution,
-    requester: Requester<Address, Ask>,
-    out: VecDeque<Transmit<Address>>,
+    requests: Requests<Ask>,
     /// Queries before the fill that ran out of attempts.
     unanswered_before: u64,
 }
@@ -179,19 +175,13 @@ impl Distributor {
             Source::Computed => before.extend(description_and_sample(hosts)),
             _ => before.push_front(names_query(AttributeId::NODE_RECORD)),
         }
-        let config = RequesterConfig {
-            timeout: TIMEOUT,
-            retries: RETRIES,
-            ..RequesterConfig::default()
-        };
         Self {
             lid,
             master: master_at,
             before,
             before_out: 0,
             fill,
-            requester: Requester::new(config, 1),
-            out: VecDeque::new(),
+            requests: Requests::new(),
             unanswered_before: 0,
         }
     }
@@ -205,12 +195,11 @@ impl Distributor {
     /// What is due at `now`: time-outs, then what the machine has to
     /// send; returns MADs to send.
     pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
-        let ended = self.requester.handle_timeout(now, &mut self.out);
-        for c in ended {
+        for c in self.requests.timeouts(now) {
             self.ended(c);
         }
         self.send(now);
-        self.out.drain(..).map(|t| (t.dest, t.mad)).collect()
+        self.requests.drain()
     }
 
     /// Whether every node has everything.
@@ -220,7 +209,7 @@ impl Distributor {
 
     /// When [`Self::poll`] must run again.
     pub(crate) fn next_event(&self) -> Option<Instant> {
-        self.requester.poll_timeout()
+        self.requests.next_event()
     }
 
     /// A MAD from the master or a node: an answer, or an RMPP segment or
@@ -231,10 +220,7 @@ impl Distributor {
         from: Address,
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
-        if let Handled::Done(c) =
-            self.requester
-                .handle(now, &from.reply(), 0, mad, None, &mut self.out)
-        {
+        if let Some(c) = self.requests.receive(now, from, mad) {
             self.ended(c);
         }
         self.poll(now)
@@ -262,44 +248,12 @@ impl Distributor {
                 break;
             };
             self.before_out += 1;
-            self.requester
-                .send(now, self.master, Ask::Before, &q, &mut self.out);
+            self.requests.query(now, self.master, Ask::Before, &q);
         }
         if !self.before.is_empty() || self.before_out > 0 {
             return;
         }
-        while let Some((id, send)) = self.fill.poll_send() {
-            match send {
-                Send::Query {
-                    dest,
-                    request,
-                    attempts,
-                } => {
-                    let attempts = attempts.unwrap_or(self.requester.config().attempts());
-                    self.requester.send_with(
-                        now,
-                        dest,
-                        Ask::Fill(id),
-                        &request,
-                        attempts,
-                        &mut self.out,
-                    );
-                }
-                Send::Transfer { dest, header, data } => {
-                    let sent = self.requester.send_rmpp(
-                        now,
-                        dest,
-                        Ask::Fill(id),
-                        header,
-                        data,
-                        &mut self.out,
-                    );
-                    if let Err(e) = sent {
-                        self.fill.handle_unsendable(id, &e.to_string());
-                    }
-                }
-            }
-        }
+        self.requests.fill_sends(now, &mut self.fill, Ask::Fill);
     }
 }
 
@@ -345,23 +299,4 @@ fn description_and_sample(hosts: u16) -> Vec<Bytes> {
         q.push(b.into_bytes());
     }
     q
-}
-
-/// Queues the segments due from each node's push; the nodes whose push
-/// was aborted.
-pub(crate) fn transmit_pushes<'a>(
-    pushes: impl Iterator<Item = (u16, &'a mut Sender)>,
-    now: Instant,
-    out: &mut Vec<(Address, Bytes)>,
-) -> Vec<u16> {
-    let mut aborted = Vec::new();
-    for (node, s) in pushes {
-        while let Some(seg) = s.poll_transmit(now) {
-            out.push((Address::gsi(node, 0), Bytes::copy_from_slice(&seg)));
-        }
-        if matches!(s.state(), TransferState::Aborted { .. }) {
-            aborted.push(node);
-        }
-    }
-    aborted
 }

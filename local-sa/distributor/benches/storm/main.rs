@@ -55,6 +55,7 @@ mod fixture;
 mod master;
 mod memory;
 mod plot;
+mod requests;
 mod watcher;
 mod world;
 

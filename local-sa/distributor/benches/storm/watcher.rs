@@ -1,30 +1,48 @@
-//! A model of `lsaquery --distribute --compute --watch` after its fill:
-//! every [`INTERVAL`] it reads the fabric's description again (the
-//! GetTables of every record type, which the model master charges for
-//! the model's fabric) and renews every node's lease (a Set with LEASE
-//! and RENEW_ONLY, one MAD each); after a reroute it is told of (the
-//! notice reaches it on the master's node), it waits [`SETTLE`], reads
-//! the description, computes every node's tables again (virtual time at
-//! [`ENGINE_PATHS_PER_SECOND`]), checks [`CHECK`] changed pairs against
-//! the master (Gets, 16 at a time) and pushes each node whose records
-//! changed a Set of them (no REPLACE_SOURCES: only what changed) under
-//! the lease, `window` nodes at a time, over RMPP when they do not fit
-//! one MAD. Its port sends as the fill's distributor's does.
+//! `lsaquery --distribute --compute --watch` after its fill: the shipped
+//! watch ([`local_sa_distributor::watch::Watch`]) deciding, its effects
+//! carried out on the virtual fabric as lsaquery carries them out:
+//!
+//! * a read: the GetTables of every record type of the description
+//!   (which the model master charges for the model's fabric), at most
+//!   `MASTER_WINDOW` at once; the description differs once a reroute was
+//!   told;
+//! * the digests: each node's tables computed again, in virtual time at
+//!   [`ENGINE_PATHS_PER_SECOND`]; a node whose paths the reroute moved
+//!   has new ones;
+//! * the check: Gets of changed pairs, spread over the changed nodes;
+//! * a push: the shipped fill machine over the nodes to push, each
+//!   node's new table against the one it holds, so that it gets only the
+//!   differences (a Set of the changed records, no REPLACE_SOURCES) under
+//!   the lease, `window` nodes at a time;
+//! * renewals: one Set with LEASE and RENEW_ONLY per node, `window` at a
+//!   time.
+//!
+//! It hears of a reroute as the notice on the master's node (trap 128)
+//! and settles [`SETTLE`] before it reads; every [`INTERVAL`] it reads
+//! and renews.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use local_sa_core::Address;
-use local_sa_core::load_flags::{RENEW_ONLY, with_lease};
+use local_sa_core::requester::Completion;
+use local_sa_distributor::computed::Served;
+use local_sa_distributor::fill::ports::FabricPort;
+use local_sa_distributor::fill::tally::Tally;
+use local_sa_distributor::fill::{Distribution, Setup};
+use local_sa_distributor::sent_tables::SentTables;
+use local_sa_distributor::watch::{
+    CheckOutcome, Effect, Holding, Holdings, Plan, Read, Renewed, Watch, WatchSetup, renewal,
+};
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::{RmppType, SaMadHeader};
-use mad_codec::rmpp::{RmppConfig, Sender};
-use mad_codec::zerocopy::{FromZeros as _, IntoBytes};
-use mad_codec::{AttributeId, Method, PathRecord, SaMad, SaMadBuilder, SaRecord};
+use mad_codec::zerocopy::FromZeros as _;
+use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 
-use crate::distributor::{SM_KEY, transmit_pushes};
-use crate::fixture::gid;
+use crate::distributor::SM_KEY;
+use crate::fixture::{gid, record as path};
+use crate::master::rerouted_record;
+use crate::requests::{RETRIES, Requests};
 
 /// Between re-reads of the description and lease renewals (the
 /// watch's `--watch-interval` default).
@@ -57,130 +75,142 @@ const DESCRIPTION: [AttributeId; 6] = [
 /// Queries the watch keeps at the master at once (`--master-window`).
 const MASTER_WINDOW: usize = 16;
 
-/// TransactionIDs of the watch's queries to the master.
-const MASTER_TID: u64 = 1 << 41;
-
-/// Where an event stands.
+/// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Nothing to do but the interval.
-    Quiet,
-    /// A change was told: the description is read at this time.
-    Settling(Instant),
-    /// The description's queries are out.
-    Reading,
-    /// Computing until this time.
-    Computing(Instant),
-    /// The check's Gets are out.
-    Checking,
-    /// Pushing the changes.
-    Pushing,
+enum Ask {
+    /// A query of a read or a check.
+    Master,
+    /// A renewal to the node at this LID.
+    Renewal(u16),
+    /// One of the push's sends, by its id.
+    Push(u64),
 }
 
-/// The watch.
+/// The effect under way.
+enum Doing {
+    Nothing,
+    /// A read's or a check's queries: those still to send, those out.
+    Asking {
+        left: VecDeque<Bytes>,
+        out: usize,
+        then: AfterAsking,
+    },
+    /// Computing the digests of these nodes until this time.
+    Computing {
+        until: Instant,
+        nodes: Vec<Gid>,
+    },
+    Pushing(Box<Distribution>),
+    /// Renewals: those still to send, those out, and how they went.
+    Renewing {
+        left: VecDeque<(Gid, u16)>,
+        out: usize,
+        seconds: u16,
+        renewed: Renewed,
+    },
+}
+
+/// What answers to the queries lead to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterAsking {
+    Read,
+    Check { pairs: usize },
+}
+
+/// The watch at `lid`.
 pub(crate) struct Watcher {
     pub(crate) lid: u16,
-    master: u16,
     hosts: u16,
+    master: Address,
     window: usize,
-    phase: Phase,
-    next_interval: Instant,
-    /// Queries for the master not yet sent, and those out.
-    asks: VecDeque<Bytes>,
-    out_at_master: usize,
-    next_tid: u64,
-    /// The records each node is to be sent (after a reroute).
-    changes: BTreeMap<u16, Vec<PathRecord>>,
-    /// Nodes still to push to, and pushes under way.
-    todo: VecDeque<u16>,
-    sending: BTreeMap<u16, Sender>,
-    /// Single-MAD sends waiting for the port (renewals).
-    outbox: Vec<(Address, Bytes)>,
-    /// When the last push of the event was acknowledged.
-    pub(crate) pushed_at: Option<Instant>,
-    /// Nodes pushed to, records in their pushes.
-    pub(crate) nodes_pushed: u64,
-    pub(crate) records_pushed: u64,
-    /// Renewals sent.
-    pub(crate) renewals: u64,
-    pub(crate) retries: u64,
+    watch: Watch,
+    requests: Requests<Ask>,
+    doing: Doing,
+    /// The reroute's changed pairs, by source node, once told; whether
+    /// the nodes were computed from the fabric after it, and whether the
+    /// last read found it.
+    rerouted: BTreeMap<u16, BTreeSet<u16>>,
+    current_rerouted: bool,
+    newest_rerouted: bool,
+    /// Transfers tried again.
+    retries: u64,
 }
 
 impl Watcher {
-    /// A watch at `lid`, starting at `now` with its first interval.
+    /// A watch at `lid`, starting at `now` with its first interval, of
+    /// nodes `1..=hosts` filled with their tables.
     pub(crate) fn new(lid: u16, master: u16, hosts: u16, window: usize, now: Instant) -> Self {
+        let mut holdings = Holdings::default();
+        for n in 1..=hosts {
+            holdings.insert(gid(n), n, Holding::Computed(0));
+        }
+        let digests = (1..=hosts).map(|n| (gid(n), 0)).collect();
+        let setup = WatchSetup {
+            interval: INTERVAL,
+            settle: SETTLE,
+            lease: LEASE,
+            master_lid: master,
+            shard: None,
+        };
         Self {
             lid,
-            master,
             hosts,
+            master: Address::gsi(master, 0),
             window: window.max(1),
-            phase: Phase::Quiet,
-            next_interval: now + INTERVAL,
-            asks: VecDeque::new(),
-            out_at_master: 0,
-            next_tid: MASTER_TID,
-            changes: BTreeMap::new(),
-            todo: VecDeque::new(),
-            sending: BTreeMap::new(),
-            outbox: Vec::new(),
-            pushed_at: None,
-            nodes_pushed: 0,
-            records_pushed: 0,
-            renewals: 0,
+            watch: Watch::new(setup, holdings, digests, BTreeSet::new(), now),
+            requests: Requests::new(),
+            doing: Doing::Nothing,
+            rerouted: BTreeMap::new(),
+            current_rerouted: false,
+            newest_rerouted: false,
             retries: 0,
         }
     }
 
     /// A reroute changed these records (the new ones, by source node):
-    /// the watch hears of it now.
+    /// the watch hears of it now, as trap 128 on the master's node.
     pub(crate) fn rerouted(&mut self, now: Instant, changes: BTreeMap<u16, Vec<PathRecord>>) {
-        self.changes = changes;
-        self.phase = Phase::Settling(now + SETTLE);
+        self.rerouted = changes
+            .into_iter()
+            .map(|(s, records)| (s, records.iter().map(PathRecord::dlid).collect()))
+            .collect();
+        self.watch
+            .handle_notice(now, format!("trap 128 from LID {}", self.hosts + 2), false);
     }
 
     /// Whether it has nothing under way.
     pub(crate) fn is_done(&self) -> bool {
-        self.sending.is_empty() && self.todo.is_empty()
+        matches!(self.doing, Doing::Nothing)
+    }
+
+    /// Transfers tried again.
+    pub(crate) fn retries(&self) -> u64 {
+        self.retries
     }
 
     /// When [`Self::poll`] must run again.
     pub(crate) fn next_event(&self) -> Option<Instant> {
-        let phase = match self.phase {
-            Phase::Settling(t) | Phase::Computing(t) => Some(t),
+        let computing = match self.doing {
+            Doing::Computing { until, .. } => Some(until),
             _ => None,
         };
-        let pushes = self.sending.values().filter_map(Sender::poll_timeout);
-        [Some(self.next_interval), phase]
-            .into_iter()
-            .flatten()
-            .chain(pushes)
-            .min()
+        [
+            self.watch.poll_timeout(),
+            self.requests.next_event(),
+            computing,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Does what is due; returns MADs to send.
     pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
-        if now >= self.next_interval {
-            self.next_interval = now + INTERVAL;
-            self.read_description();
-            self.renew_all();
+        for c in self.requests.timeouts(now) {
+            self.ended(c);
         }
-        match self.phase {
-            Phase::Settling(t) if t <= now => {
-                self.phase = Phase::Reading;
-                self.read_description();
-            }
-            Phase::Computing(t) if t <= now => {
-                self.phase = Phase::Checking;
-                self.ask_check();
-            }
-            _ => {}
-        }
-        for s in self.sending.values_mut() {
-            if s.poll_timeout().is_some_and(|t| t <= now) {
-                s.handle_timeout(now);
-            }
-        }
-        self.flush(now)
+        self.step(now);
+        self.requests.drain()
     }
 
     /// A MAD from `from`: an answer of the master, or a node's ACK or
@@ -191,154 +221,253 @@ impl Watcher {
         from: Address,
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
-        if from.lid == self.master {
-            self.out_at_master = self.out_at_master.saturating_sub(1);
-            if self.out_at_master == 0 && self.asks.is_empty() {
-                self.master_done(now);
-            }
-        } else if let Ok(m) = SaMad::parse(mad) {
-            let h = m.header();
-            let control = h.rmpp.is_active()
-                && matches!(
-                    h.rmpp.rmpp_type(),
-                    RmppType::ACK | RmppType::STOP | RmppType::ABORT
-                );
-            if control {
-                if let Some(s) = self.sending.get_mut(&from.lid) {
-                    s.handle_control(now, mad);
-                }
-            } else if h.mad.method().is_response()
-                && h.mad.transaction_id() == push_tid(from.lid)
-                && self.sending.remove(&from.lid).is_some()
-                && self.todo.is_empty()
-                && self.sending.is_empty()
-            {
-                // The last node's answer to its push.
-                self.pushed_at = Some(now);
-            }
+        if let Some(c) = self.requests.receive(now, from, mad) {
+            self.ended(c);
         }
-        self.flush(now)
+        self.poll(now)
     }
 
-    /// Every query of the current step answered.
-    fn master_done(&mut self, now: Instant) {
-        match self.phase {
-            Phase::Reading => {
-                let paths = f64::from(self.hosts) * f64::from(self.hosts);
-                let compute = Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
-                self.phase = Phase::Computing(now + compute);
+    /// A request ended: a query's, a renewal's or one of the push's.
+    fn ended(&mut self, c: Completion<Ask>) {
+        match (&mut self.doing, c.token) {
+            (Doing::Asking { out, .. }, Ask::Master) => *out -= 1,
+            (Doing::Renewing { out, renewed, .. }, Ask::Renewal(lid)) => {
+                *out -= 1;
+                match c.outcome.map(|a| a.status()) {
+                    Ok(MadStatus::OK) => renewed.taken.push(gid(lid)),
+                    Ok(s) => renewed.refused.push((gid(lid), s)),
+                    Err(_) => renewed.unanswered.push(gid(lid)),
+                }
             }
-            Phase::Checking => {
-                self.phase = Phase::Pushing;
-                self.todo = self.changes.keys().copied().collect();
-            }
+            (Doing::Pushing(fill), Ask::Push(id)) => fill.handle_end(id, c.outcome),
             _ => {}
         }
     }
 
-    fn query(&mut self, bytes: Bytes) {
-        self.asks.push_back(bytes);
+    /// Moves the effect under way on, and takes the watch's next ones.
+    fn step(&mut self, now: Instant) {
+        loop {
+            match &mut self.doing {
+                Doing::Asking { left, out, then } => {
+                    while *out < MASTER_WINDOW
+                        && let Some(q) = left.pop_front()
+                    {
+                        *out += 1;
+                        self.requests.query(now, self.master, Ask::Master, &q);
+                    }
+                    if *out > 0 || !left.is_empty() {
+                        return;
+                    }
+                    let then = *then;
+                    self.doing = Doing::Nothing;
+                    match then {
+                        AfterAsking::Read => {
+                            self.newest_rerouted = !self.rerouted.is_empty();
+                            let changed = self.newest_rerouted != self.current_rerouted;
+                            let ports = (1..=self.hosts)
+                                .map(|n| FabricPort {
+                                    lid: n,
+                                    gid: gid(n),
+                                })
+                                .collect();
+                            self.watch.handle_read(
+                                now,
+                                Read {
+                                    changed,
+                                    ports,
+                                    served: Served::default(),
+                                },
+                            );
+                        }
+                        AfterAsking::Check { pairs } => self.watch.handle_checked(
+                            now,
+                            CheckOutcome {
+                                pairs,
+                                differed: 0,
+                                records: pairs as u64,
+                            },
+                        ),
+                    }
+                }
+                Doing::Computing { until, .. } => {
+                    if *until > now {
+                        return;
+                    }
+                    let Doing::Computing { nodes, .. } =
+                        std::mem::replace(&mut self.doing, Doing::Nothing)
+                    else {
+                        return;
+                    };
+                    let digests = nodes.iter().map(|g| (*g, self.digest(*g))).collect();
+                    self.watch.handle_digests(now, digests);
+                }
+                Doing::Pushing(fill) => {
+                    self.requests.fill_sends(now, fill, Ask::Push);
+                    if !fill.is_done() {
+                        return;
+                    }
+                    let Doing::Pushing(fill) = std::mem::replace(&mut self.doing, Doing::Nothing)
+                    else {
+                        return;
+                    };
+                    self.current_rerouted = self.newest_rerouted;
+                    self.retries += fill.tally().retried;
+                    self.watch.handle_pushed(now, fill.finish(), Ok(()));
+                }
+                Doing::Renewing {
+                    left,
+                    out,
+                    seconds,
+                    renewed,
+                } => {
+                    while *out < self.window
+                        && let Some((_, lid)) = left.pop_front()
+                    {
+                        *out += 1;
+                        let to = Address::gsi(lid, 0);
+                        self.requests
+                            .query(now, to, Ask::Renewal(lid), &renewal(SM_KEY, *seconds));
+                    }
+                    if *out > 0 || !left.is_empty() {
+                        return;
+                    }
+                    let renewed = std::mem::take(renewed);
+                    self.doing = Doing::Nothing;
+                    self.watch.handle_renewed(now, &renewed);
+                }
+                Doing::Nothing => {
+                    let Some(effect) = self.watch.poll_effect(now) else {
+                        return;
+                    };
+                    self.start(now, effect);
+                }
+            }
+        }
     }
 
-    fn read_description(&mut self) {
-        for attribute in DESCRIPTION {
-            self.next_tid += 1;
-            let q = SaMadBuilder::request(Method::GET_TABLE, self.next_tid, attribute).into_bytes();
-            self.query(q);
-        }
+    /// Starts carrying out `effect`.
+    fn start(&mut self, now: Instant, effect: Effect) {
+        self.doing = match effect {
+            Effect::Read => Doing::Asking {
+                left: DESCRIPTION
+                    .into_iter()
+                    .map(|a| SaMadBuilder::request(Method::GET_TABLE, 0, a).into_bytes())
+                    .collect(),
+                out: 0,
+                then: AfterAsking::Read,
+            },
+            Effect::Probe(asked) => {
+                // Every port runs local-sa.
+                self.watch.handle_probed(now, &asked);
+                Doing::Nothing
+            }
+            Effect::Digests(nodes) => {
+                let paths = f64::from(self.hosts) * nodes.len() as f64;
+                let until = now + Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
+                Doing::Computing { until, nodes }
+            }
+            Effect::Check { .. } => {
+                let left = self.check_queries();
+                let pairs = left.len();
+                Doing::Asking {
+                    left,
+                    out: 0,
+                    then: AfterAsking::Check { pairs },
+                }
+            }
+            Effect::Push(plan) => Doing::Pushing(Box::new(self.push(&plan))),
+            Effect::Renew { nodes, seconds } => Doing::Renewing {
+                left: nodes.into(),
+                out: 0,
+                seconds,
+                renewed: Renewed::default(),
+            },
+            Effect::Told(_) | Effect::Ended { .. } => Doing::Nothing,
+        };
+    }
+
+    /// The digest of `node`'s tables in the newest fabric read: moved by
+    /// the reroute, or not.
+    fn digest(&self, node: Gid) -> u64 {
+        let lid = (node.guid() & 0xFFFF) as u16;
+        u64::from(self.newest_rerouted && self.rerouted.contains_key(&lid))
     }
 
     /// Gets of up to [`CHECK`] changed pairs, spread over the nodes.
-    fn ask_check(&mut self) {
+    fn check_queries(&self) -> VecDeque<Bytes> {
         let pairs: Vec<(u16, u16)> = self
-            .changes
+            .rerouted
             .iter()
-            .flat_map(|(s, records)| records.iter().map(move |r| (*s, r.dlid())))
+            .flat_map(|(s, dests)| dests.iter().map(move |d| (*s, *d)))
             .collect();
         let step = pairs.len().div_ceil(CHECK).max(1);
-        for (s, d) in pairs.into_iter().step_by(step).take(CHECK) {
-            self.next_tid += 1;
-            let mut t = PathRecord::new_zeroed();
-            t.set_sgid(gid(s));
-            t.set_dgid(gid(d));
-            let mut b = SaMadBuilder::request(Method::GET, self.next_tid, AttributeId::PATH_RECORD)
-                .record(&t);
-            b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-            self.query(b.into_bytes());
-        }
-        if self.asks.is_empty() {
-            self.phase = Phase::Pushing;
-            self.todo = self.changes.keys().copied().collect();
-        }
+        pairs
+            .into_iter()
+            .step_by(step)
+            .take(CHECK)
+            .map(|(s, d)| {
+                let mut t = PathRecord::new_zeroed();
+                t.set_sgid(gid(s));
+                t.set_dgid(gid(d));
+                let mut b =
+                    SaMadBuilder::request(Method::GET, 0, AttributeId::PATH_RECORD).record(&t);
+                b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
+                b.into_bytes()
+            })
+            .collect()
     }
 
-    fn renew_all(&mut self) {
-        for node in 1..=self.hosts {
-            let mut b = SaMadBuilder::request(Method::SET, 0x77, AttributeId::PATH_RECORD)
-                .record(&PathRecord::new_zeroed());
-            b.header_mut().sa.set_sm_key(SM_KEY);
-            b.header_mut()
-                .mad
-                .set_attribute_modifier(with_lease(RENEW_ONLY, LEASE));
-            let mut mad = BytesMut::from(&b.into_bytes()[..]);
-            mad.resize(256, 0);
-            self.outbox.push((Address::gsi(node, 0), mad.freeze()));
-            self.renewals += 1;
-        }
-    }
-
-    /// Starts pushes up to the window, and sends what is due.
-    fn flush(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
-        let master = Address::gsi(self.master, 0);
-        let mut out = std::mem::take(&mut self.outbox);
-        while self.out_at_master < MASTER_WINDOW {
-            let Some(q) = self.asks.pop_front() else {
-                break;
-            };
-            self.out_at_master += 1;
-            out.push((master, q));
-        }
-        while self.phase == Phase::Pushing && self.sending.len() < self.window {
-            let Some(node) = self.todo.pop_front() else {
-                break;
-            };
-            let records = self.changes.get(&node).cloned().unwrap_or_default();
-            if let Some(s) = push(node, &records, now) {
-                self.nodes_pushed += 1;
-                self.records_pushed += records.len() as u64;
-                self.sending.insert(node, s);
+    /// The fill machine over `plan`'s nodes: each node's table in the
+    /// newest fabric, against the one it holds (the current fabric's) if
+    /// the plan says it holds the computed tables.
+    fn push(&self, plan: &Plan) -> Distribution {
+        let setup = Setup {
+            master: self.master,
+            sm_sl: 0,
+            sm_key: SM_KEY,
+            window: self.window,
+            master_window: MASTER_WINDOW,
+            attempts: RETRIES + 1,
+            table_attempts: local_sa_core::requester::Attempts {
+                timeout: Duration::from_secs(12),
+                retries: RETRIES,
+            },
+            dlids: (1..=self.hosts).collect(),
+            lease: Some(LEASE),
+            keep_holdings: false,
+        };
+        let nodes = plan
+            .push
+            .iter()
+            .map(|(gid, lid)| FabricPort {
+                lid: *lid,
+                gid: *gid,
+            })
+            .collect();
+        let hosts = self.hosts;
+        let moved = std::rc::Rc::new(self.rerouted.clone());
+        // A node's table in a fabric before the reroute, or after it.
+        let table = move |after: bool| {
+            let moved = moved.clone();
+            move |node: Gid| {
+                let s = (node.guid() & 0xFFFF) as u16;
+                let moved = moved.get(&s).filter(|_| after);
+                SentTables {
+                    default: (1..=hosts)
+                        .map(|d| match moved {
+                            Some(dests) if dests.contains(&d) => rerouted_record(s, d),
+                            _ => path(s, d),
+                        })
+                        .collect(),
+                    partitions: Vec::new(),
+                }
             }
-        }
-        let pushes = self.sending.iter_mut().map(|(&node, s)| (node, s));
-        for node in transmit_pushes(pushes, now, &mut out) {
-            self.sending.remove(&node);
-            self.retries += 1;
-            self.todo.push_back(node);
-        }
-        if self.phase == Phase::Pushing && self.todo.is_empty() && self.sending.is_empty() {
-            self.phase = Phase::Quiet;
-        }
-        out
+        };
+        let mut fill = Distribution::new(setup, nodes, Tally::default(), None)
+            .tables_by(table(self.newest_rerouted));
+        let held = table(self.current_rerouted);
+        let delta = plan.delta.clone();
+        fill = fill.holding_by(move |node| delta.contains(&node).then(|| held(node)));
+        fill
     }
-}
-
-/// The TransactionID of the push to `node`.
-fn push_tid(node: u16) -> u64 {
-    MASTER_TID - 1 - u64::from(node)
-}
-
-/// A Set of `records` (changed, not the whole table) for `node`, under
-/// the lease.
-fn push(node: u16, records: &[PathRecord], now: Instant) -> Option<Sender> {
-    let mut b = SaMadBuilder::request(Method::SET, push_tid(node), AttributeId::PATH_RECORD);
-    let h = b.header_mut();
-    h.sa.set_sm_key(SM_KEY);
-    h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
-    h.mad.set_attribute_modifier(with_lease(0, LEASE));
-    let header: SaMadHeader = *h;
-    let mut data = BytesMut::with_capacity(records.len() * PathRecord::LEN);
-    for r in records {
-        data.extend_from_slice(r.as_bytes());
-    }
-    Sender::new(header, data.freeze(), RmppConfig::default(), now).ok()
 }

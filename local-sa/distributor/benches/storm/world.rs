@@ -342,7 +342,7 @@ impl Pusher {
     fn retries(&self) -> u64 {
         match self {
             Self::Fill(d) => d.retries(),
-            Self::Watch(w) => w.retries,
+            Self::Watch(w) => w.retries(),
         }
     }
 }

@@ -120,6 +120,9 @@ pub struct Distribution {
     /// Where each node's tables come from at its turn when not from the
     /// master or computed (a `--from` dump).
     dump: Option<Dump>,
+    /// What each node holds, asked at its first turn: it gets only the
+    /// differences from it (none: not known, it gets its tables whole).
+    held: Option<Box<dyn FnMut(Gid) -> Option<SentTables>>>,
     /// Which partition tables each node keeps, if the master told.
     partitions: Option<NodePartitions>,
     /// Which tables at QoS keys each node gets.
@@ -233,6 +236,7 @@ impl Distribution {
             tally,
             names,
             dump: None,
+            held: None,
             partitions: None,
             qos: qos::Plan::default(),
             computing: None,
@@ -292,6 +296,16 @@ impl Distribution {
     /// more than the nodes in flight).
     pub fn tables_by(mut self, dump: impl FnMut(Gid) -> SentTables + 'static) -> Self {
         self.dump = Some(Box::new(dump));
+        self
+    }
+
+    /// Each node's tables as it holds them, asked for the node's at its
+    /// first turn: it gets only the differences (as with
+    /// [`Distribution::old_tables`], without holding every node's at
+    /// once); a node whose holding is not known (`None`) gets its tables
+    /// whole.
+    pub fn holding_by(mut self, held: impl FnMut(Gid) -> Option<SentTables> + 'static) -> Self {
+        self.held = Some(Box::new(held));
         self
     }
 
@@ -380,6 +394,12 @@ impl Distribution {
             };
             self.busy += 1;
             let attempt = self.nodes[i].attempt;
+            if let Some(held) = &mut self.held
+                && self.nodes[i].old.is_none()
+            {
+                let n = &mut self.nodes[i];
+                n.old = held(n.at.gid);
+            }
             if let Some(dump) = &mut self.dump
                 && self.nodes[i].table.is_none()
             {
@@ -708,6 +728,7 @@ impl Distribution {
                 // are most of the distributor's memory.
                 n.table = None;
                 n.other_tables = Vec::new();
+                n.old = None;
             }
             self.busy -= 1;
             return;

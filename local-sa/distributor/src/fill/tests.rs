@@ -432,39 +432,52 @@ fn a_busy_or_silent_node_is_tried_again_and_a_refusal_is_final() {
 
 #[test]
 fn a_delta_sends_each_node_only_what_changed() {
-    let lids = [2, 3, 4];
-    let mut fake = Fake::of(&lids);
-    let old: Vec<PathRecord> = lids
-        .iter()
-        .flat_map(|s| lids.iter().map(move |d| path(*s, *d, 0)))
-        .chain([path(2, 40, 0)])
-        .collect();
-    // A reroute: one of node 2's paths changed, its path to LID 40 is gone.
-    fake.version.insert((2, 3), 1);
-    let mut d = Distribution::new(
-        setup(4, 4, &lids),
-        lids.iter().map(|l| endpoint(*l)).collect(),
-        Tally::default(),
-        None,
-    );
-    d.old_tables(&SentTables {
-        default: old,
-        partitions: Vec::new(),
-    });
-    fake.run(&mut d);
-    let taken = fake.taken_by(2);
-    assert_eq!(taken.len(), 2, "{taken:?}");
-    assert_eq!((taken[0].method, taken[0].modifier), (Method::SET, 0));
-    assert_eq!(taken[0].records, [path(2, 3, 1)]);
-    assert_eq!(
-        (taken[1].method, taken[1].modifier),
-        (Method::DELETE, KNOWN_ABSENT)
-    );
-    assert_eq!(taken[1].records.len(), 1);
-    assert_eq!(taken[1].records[0].dlid(), 40);
-    assert!(fake.taken_by(3).is_empty() && fake.taken_by(4).is_empty());
-    let (reports, _) = d.finish();
-    assert_eq!(reports.iter().filter(|r| r.outcome.unchanged).count(), 2);
+    // What the nodes hold: a snapshot given whole, or asked node by node.
+    for by_node in [false, true] {
+        let lids = [2, 3, 4];
+        let mut fake = Fake::of(&lids);
+        let old: Vec<PathRecord> = lids
+            .iter()
+            .flat_map(|s| lids.iter().map(move |d| path(*s, *d, 0)))
+            .chain([path(2, 40, 0)])
+            .collect();
+        // A reroute: one of node 2's paths changed, its path to LID 40 is
+        // gone.
+        fake.version.insert((2, 3), 1);
+        let mut d = Distribution::new(
+            setup(4, 4, &lids),
+            lids.iter().map(|l| endpoint(*l)).collect(),
+            Tally::default(),
+            None,
+        );
+        if by_node {
+            d = d.holding_by(move |gid| {
+                Some(SentTables {
+                    default: old.iter().filter(|r| r.sgid() == gid).copied().collect(),
+                    partitions: Vec::new(),
+                })
+            });
+        } else {
+            d.old_tables(&SentTables {
+                default: old,
+                partitions: Vec::new(),
+            });
+        }
+        fake.run(&mut d);
+        let taken = fake.taken_by(2);
+        assert_eq!(taken.len(), 2, "{taken:?}");
+        assert_eq!((taken[0].method, taken[0].modifier), (Method::SET, 0));
+        assert_eq!(taken[0].records, [path(2, 3, 1)]);
+        assert_eq!(
+            (taken[1].method, taken[1].modifier),
+            (Method::DELETE, KNOWN_ABSENT)
+        );
+        assert_eq!(taken[1].records.len(), 1);
+        assert_eq!(taken[1].records[0].dlid(), 40);
+        assert!(fake.taken_by(3).is_empty() && fake.taken_by(4).is_empty());
+        let (reports, _) = d.finish();
+        assert_eq!(reports.iter().filter(|r| r.outcome.unchanged).count(), 2);
+    }
 }
 
 /// A computed fabric (a small fat tree) and its check's outcome.

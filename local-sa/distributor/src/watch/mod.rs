@@ -44,6 +44,7 @@
 
 mod changed_pairs;
 mod holdings;
+mod renewal;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -55,6 +56,7 @@ use mad_codec::{Gid, MadStatus};
 
 pub use self::changed_pairs::changed_pairs;
 pub use self::holdings::{Holding, Holdings, Plan};
+pub use self::renewal::renewal;
 pub use self::report::{EventReport, WatchCounters};
 use crate::computed::Served;
 use crate::fill::outcome::{NodeReport, Pushed};

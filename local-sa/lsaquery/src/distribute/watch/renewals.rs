@@ -6,27 +6,14 @@
 //! local-sa) and refreshes on its own.
 
 use bytes::Bytes;
-use local_sa_core::load_flags::{RENEW_ONLY, with_lease};
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{Gid, MadStatus};
 use umad::Address;
 
-use local_sa_distributor::watch::Renewed;
+use local_sa_distributor::watch::{Renewed, renewal};
 
 use crate::compute::ask::each_to;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// The renewal MAD: a lease of `seconds` (0 ends it), carrying `sm_key`.
-pub(super) fn renewal(sm_key: u64, seconds: u16) -> Bytes {
-    let mut b = SaMadBuilder::request(Method::SET, 0, AttributeId::PATH_RECORD)
-        .record(&PathRecord::new_zeroed());
-    b.header_mut().sa.set_sm_key(sm_key);
-    b.header_mut()
-        .mad
-        .set_attribute_modifier(with_lease(RENEW_ONLY, seconds));
-    b.into_bytes()
-}
 
 /// Renews the lease of every node of `nodes` (GID, LID) for `seconds`,
 /// at most `window` at once.
@@ -52,26 +39,4 @@ pub(super) async fn renew(
         }
     }
     Ok(renewed)
-}
-
-#[cfg(test)]
-mod tests {
-    use local_sa_core::load_flags::{LEASE, lease_seconds};
-    use mad_codec::SaMad;
-
-    use super::*;
-
-    #[test]
-    fn a_renewal_carries_the_key_and_the_lease_and_nothing_to_store() {
-        let mad = renewal(0x5eed, 180);
-        let m = SaMad::parse(&mad).unwrap();
-        assert_eq!(m.mad().method(), Method::SET);
-        assert_eq!(m.sa().sm_key(), 0x5eed);
-        let modifier = m.mad().attribute_modifier();
-        assert_eq!(modifier & (LEASE | RENEW_ONLY), LEASE | RENEW_ONLY);
-        assert_eq!(lease_seconds(modifier), Some(180));
-        let end = renewal(1, 0);
-        let modifier = SaMad::parse(&end).unwrap().mad().attribute_modifier();
-        assert_eq!(lease_seconds(modifier), Some(0), "a lease of 0 ends it");
-    }
 }

@@ -1,0 +1,109 @@
+//! A distributor's requests on the virtual fabric: the core's requester,
+//! as lsaquery's client runs it over umad (retries, RMPP both ways), and
+//! the fill machine's sends made through it.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
+use local_sa_core::{Address, Transmit};
+use local_sa_distributor::fill::{Distribution, Send};
+
+/// lsaquery's defaults: `--retries` after the first attempt and each
+/// query's `--timeout`.
+pub(crate) const RETRIES: u32 = 3;
+const TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// Requests in flight and MADs to send; `T` says what each is for.
+pub(crate) struct Requests<T> {
+    requester: Requester<Address, T>,
+    out: VecDeque<Transmit<Address>>,
+}
+
+impl<T: Copy> Requests<T> {
+    pub(crate) fn new() -> Self {
+        let config = RequesterConfig {
+            timeout: TIMEOUT,
+            retries: RETRIES,
+            ..RequesterConfig::default()
+        };
+        Self {
+            requester: Requester::new(config, 1),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Sends a query with lsaquery's attempts.
+    pub(crate) fn query(&mut self, now: Instant, dest: Address, token: T, mad: &[u8]) {
+        self.requester.send(now, dest, token, mad, &mut self.out);
+    }
+
+    /// Makes every send `fill` has, each under `token(id)`.
+    pub(crate) fn fill_sends(
+        &mut self,
+        now: Instant,
+        fill: &mut Distribution,
+        token: impl Fn(u64) -> T,
+    ) {
+        while let Some((id, send)) = fill.poll_send() {
+            match send {
+                Send::Query {
+                    dest,
+                    request,
+                    attempts,
+                } => {
+                    let attempts: Attempts = attempts.unwrap_or(self.requester.config().attempts());
+                    self.requester.send_with(
+                        now,
+                        dest,
+                        token(id),
+                        &request,
+                        attempts,
+                        &mut self.out,
+                    );
+                }
+                Send::Transfer { dest, header, data } => {
+                    let sent =
+                        self.requester
+                            .send_rmpp(now, dest, token(id), header, data, &mut self.out);
+                    if let Err(e) = sent {
+                        fill.handle_unsendable(id, &e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    /// A MAD from `from`; the request it ended, if it ended one.
+    pub(crate) fn receive(
+        &mut self,
+        now: Instant,
+        from: Address,
+        mad: &[u8],
+    ) -> Option<Completion<T>> {
+        match self
+            .requester
+            .handle(now, &from.reply(), 0, mad, None, &mut self.out)
+        {
+            Handled::Done(c) => Some(c),
+            Handled::NotOurs | Handled::Taken => None,
+        }
+    }
+
+    /// Retries what is due at `now`; the requests that ran out of
+    /// attempts.
+    pub(crate) fn timeouts(&mut self, now: Instant) -> Vec<Completion<T>> {
+        self.requester.handle_timeout(now, &mut self.out)
+    }
+
+    /// When [`Self::timeouts`] must run.
+    pub(crate) fn next_event(&self) -> Option<Instant> {
+        self.requester.poll_timeout()
+    }
+
+    /// The MADs to put on the wire.
+    pub(crate) fn drain(&mut self) -> Vec<(Address, Bytes)> {
+        self.out.drain(..).map(|t| (t.dest, t.mad)).collect()
+    }
+}
