@@ -54,7 +54,7 @@ pub fn path_engine(data: &[u8]) {
                     .pkey_table(e)
                     .entries()
                     .iter()
-                    .map(|p| Table::Partition(p | 0x8000)),
+                    .map(|p| Table::partition(*p)),
             );
         for table in tables {
             out.clear();

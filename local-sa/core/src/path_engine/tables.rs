@@ -44,6 +44,12 @@ pub enum Table {
 }
 
 impl Table {
+    /// A partition's table, by its P_Key (either membership bit): its
+    /// full member's, which the tables are kept under.
+    pub fn partition(pkey: u16) -> Self {
+        Self::Partition(pkey | pkeys::FULL_MEMBER)
+    }
+
     /// The table of partition `pkey` (low 15 bits, asked as a full
     /// member) at the ServiceID and QoS class of `keys` (its P_Key is not
     /// looked at): the partition's own table if it names neither.

@@ -40,25 +40,25 @@
 //! of `shards`, by LID) and reads what it needs from the master itself.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use local_sa_core::Address;
 use local_sa_core::path_query::QosKey;
-use local_sa_core::requester::{Attempts, Completion};
+use local_sa_core::requester::Completion;
+use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::qos::Plan;
 use local_sa_distributor::fill::tally::Tally;
-use local_sa_distributor::fill::{Distribution, Setup};
 use local_sa_distributor::sent_tables::SentTables;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Method, NodeRecord, PathRecord, SaMadBuilder, ServiceRecord};
 
 use crate::fixture::{gid, record as path};
-use crate::requests::{RETRIES, Requests};
+use crate::requests::{MASTER_WINDOW, Requests, fill_setup};
 use crate::world::Scenario;
 
 /// The SM_Key the distributor and the cores share.
@@ -75,13 +75,6 @@ pub(crate) enum Source {
 /// Pairs a computing distributor checks against the master
 /// (`--check-sample`'s default).
 pub(crate) const SAMPLE: u16 = 1000;
-
-/// Queries a distributor keeps at the master at once
-/// (`--master-window`'s default).
-const MASTER_WINDOW: usize = 16;
-
-/// lsaquery's `--table-timeout`: each whole table's wait.
-const TABLE_TIMEOUT: Duration = Duration::from_secs(12);
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,21 +122,7 @@ impl Distributor {
             .filter(|n| n % shards.max(1) == shard)
             .map(|lid| FabricPort { lid, gid: gid(lid) })
             .collect();
-        let setup = Setup {
-            master: master_at,
-            sm_sl: 0,
-            sm_key: SM_KEY,
-            window,
-            master_window: MASTER_WINDOW,
-            attempts: RETRIES + 1,
-            table_attempts: Attempts {
-                timeout: TABLE_TIMEOUT,
-                retries: RETRIES,
-            },
-            dlids: (1..=hosts).collect(),
-            lease,
-            keep_holdings: false,
-        };
+        let setup = fill_setup(master_at, hosts, window, lease);
         let names = NamesTables {
             nodes: NamesLoad::of::<NodeRecord>(SM_KEY, &[]),
             directory: NamesLoad::of::<ServiceRecord>(SM_KEY, &[]),

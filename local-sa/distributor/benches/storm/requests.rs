@@ -8,12 +8,37 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
 use local_sa_core::{Address, Transmit};
-use local_sa_distributor::fill::{Distribution, Send};
+use local_sa_distributor::fill::{Distribution, Send, Setup};
 
-/// lsaquery's defaults: `--retries` after the first attempt and each
-/// query's `--timeout`.
-pub(crate) const RETRIES: u32 = 3;
+use crate::distributor::SM_KEY;
+
+/// lsaquery's defaults: `--retries` after the first attempt, each
+/// query's `--timeout`, each whole table's `--table-timeout`, queries at
+/// the master at once (`--master-window`).
+const RETRIES: u32 = 3;
 const TIMEOUT: Duration = Duration::from_millis(1000);
+const TABLE_TIMEOUT: Duration = Duration::from_secs(12);
+pub(crate) const MASTER_WINDOW: usize = 16;
+
+/// A fill's setup with lsaquery's defaults: from next to `master`, of
+/// nodes `1..=hosts`, `window` at a time, under `lease` if given.
+pub(crate) fn fill_setup(master: Address, hosts: u16, window: usize, lease: Option<u16>) -> Setup {
+    Setup {
+        master,
+        sm_sl: 0,
+        sm_key: SM_KEY,
+        window,
+        master_window: MASTER_WINDOW,
+        attempts: RETRIES + 1,
+        table_attempts: Attempts {
+            timeout: TABLE_TIMEOUT,
+            retries: RETRIES,
+        },
+        dlids: (1..=hosts).collect(),
+        lease,
+        keep_holdings: false,
+    }
+}
 
 /// Requests in flight and MADs to send; `T` says what each is for.
 pub(crate) struct Requests<T> {

@@ -28,9 +28,9 @@ use bytes::Bytes;
 use local_sa_core::Address;
 use local_sa_core::requester::Completion;
 use local_sa_distributor::computed::Served;
+use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::tally::Tally;
-use local_sa_distributor::fill::{Distribution, Setup};
 use local_sa_distributor::sent_tables::SentTables;
 use local_sa_distributor::watch::{
     CheckOutcome, Effect, Holding, Holdings, Plan, Read, Renewed, Watch, WatchSetup, renewal,
@@ -42,7 +42,7 @@ use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use crate::distributor::SM_KEY;
 use crate::fixture::{gid, record as path};
 use crate::master::rerouted_record;
-use crate::requests::{RETRIES, Requests};
+use crate::requests::{MASTER_WINDOW, Requests, fill_setup};
 
 /// Between re-reads of the description and lease renewals (the
 /// watch's `--watch-interval` default).
@@ -71,9 +71,6 @@ const DESCRIPTION: [AttributeId; 6] = [
     AttributeId::PKEY_TABLE_RECORD,
     AttributeId::GUID_INFO_RECORD,
 ];
-
-/// Queries the watch keeps at the master at once (`--master-window`).
-const MASTER_WINDOW: usize = 16;
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,29 +418,7 @@ impl Watcher {
     /// newest fabric, against the one it holds (the current fabric's) if
     /// the plan says it holds the computed tables.
     fn push(&self, plan: &Plan) -> Distribution {
-        let setup = Setup {
-            master: self.master,
-            sm_sl: 0,
-            sm_key: SM_KEY,
-            window: self.window,
-            master_window: MASTER_WINDOW,
-            attempts: RETRIES + 1,
-            table_attempts: local_sa_core::requester::Attempts {
-                timeout: Duration::from_secs(12),
-                retries: RETRIES,
-            },
-            dlids: (1..=self.hosts).collect(),
-            lease: Some(LEASE),
-            keep_holdings: false,
-        };
-        let nodes = plan
-            .push
-            .iter()
-            .map(|(gid, lid)| FabricPort {
-                lid: *lid,
-                gid: *gid,
-            })
-            .collect();
+        let setup = fill_setup(self.master, self.hosts, self.window, Some(LEASE));
         let hosts = self.hosts;
         let moved = std::rc::Rc::new(self.rerouted.clone());
         // A node's table in a fabric before the reroute, or after it.
@@ -463,7 +438,7 @@ impl Watcher {
                 }
             }
         };
-        let mut fill = Distribution::new(setup, nodes, Tally::default(), None)
+        let mut fill = Distribution::new(setup, plan.ports(), Tally::default(), None)
             .tables_by(table(self.newest_rerouted));
         let held = table(self.current_rerouted);
         let delta = plan.delta.clone();

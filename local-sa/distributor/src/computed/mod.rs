@@ -135,7 +135,7 @@ impl Prepared {
         if let Some((_, why)) = self.unknown_sls.iter().find(|(u, _)| *u == p) {
             return Err(format!("the SL of partition {p:#06x} is not known: {why}"));
         }
-        if let Some(why) = mismatch_in(Table::Partition(p | 0x8000)) {
+        if let Some(why) = mismatch_in(Table::partition(p)) {
             return Err(why);
         }
         if let Table::AtKey { .. } = table {
@@ -159,10 +159,7 @@ impl Prepared {
     /// ones, a partition's, one at a key) the check did not prove; `None`
     /// if it proved them all.
     pub fn unproven(&self) -> Option<String> {
-        let partitions = self
-            .unknown_sls
-            .iter()
-            .map(|(p, _)| Table::Partition(p | 0x8000));
+        let partitions = self.unknown_sls.iter().map(|(p, _)| Table::partition(*p));
         let differing = self.checked.mismatches.iter().map(|m| m.pair.table);
         let at_keys = self.checked.drawn.iter().map(|(t, _)| *t);
         std::iter::once(Table::Default)

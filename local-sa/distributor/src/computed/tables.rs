@@ -142,7 +142,7 @@ fn node_tables(
         .iter()
         .filter(|p| qos || Some(**p) != carried)
         .map(|p| {
-            let mut t = compute(Table::Partition(p | 0x8000));
+            let mut t = compute(Table::partition(*p));
             records.partitions += kept(&mut t);
             (*p, t)
         })

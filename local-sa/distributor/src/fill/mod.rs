@@ -462,7 +462,7 @@ impl Distribution {
                         let partitions = t
                             .partitions
                             .into_iter()
-                            .map(|(p, r)| (PathTable::Partition(p | 0x8000), r))
+                            .map(|(p, r)| (PathTable::partition(p), r))
                             .chain(t.at_keys)
                             .filter(|(table, _)| c.trusted(*table).is_ok())
                             .filter_map(|(table, r)| Some((keys::key_of(table), r.ok()?)))
@@ -525,7 +525,7 @@ impl Distribution {
             let partitions = t
                 .partitions
                 .into_iter()
-                .filter(|(p, _)| c.trusted(PathTable::Partition(p | 0x8000)).is_ok())
+                .filter(|(p, _)| c.trusted(PathTable::partition(*p)).is_ok())
                 .filter_map(|(_, r)| r.ok())
                 .flatten()
                 .collect();

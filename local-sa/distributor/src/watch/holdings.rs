@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mad_codec::Gid;
 
+use crate::fill::ports::FabricPort;
+
 /// What one node holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Holding {
@@ -36,6 +38,19 @@ pub struct Plan {
     /// Those among them that hold the current computed tables: they get
     /// only the differences.
     pub delta: BTreeSet<Gid>,
+}
+
+impl Plan {
+    /// The ports to push to.
+    pub fn ports(&self) -> Vec<FabricPort> {
+        self.push
+            .iter()
+            .map(|(gid, lid)| FabricPort {
+                lid: *lid,
+                gid: *gid,
+            })
+            .collect()
+    }
 }
 
 /// Every local-sa node the watch keeps, and what it holds.

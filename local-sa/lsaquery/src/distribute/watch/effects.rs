@@ -2,11 +2,12 @@
 //! of the description, probes, the check of changed pairs, pushes, lease
 //! renewals, and telling each event.
 
+use std::path::Path;
 use std::time::Instant;
 
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::fill::partitions::NodePartitions;
-use local_sa_distributor::fill::ports::{Endpoints, FabricPort};
+use local_sa_distributor::fill::ports::Endpoints;
 use local_sa_distributor::fill::tally::{Computed, Tally};
 use local_sa_distributor::fill::{Distribution, Setup};
 use local_sa_distributor::watch::{
@@ -28,7 +29,12 @@ use crate::stop::Stop;
 /// way.
 pub(super) struct Driver<'o> {
     distribute: &'o super::super::Options,
-    pub(super) options: &'o super::Options,
+    /// Changed pairs checked per event (`--watch-check`).
+    check: usize,
+    /// The lease every push gives, in seconds.
+    lease: u16,
+    /// Where the counters go.
+    metrics_file: Option<&'o Path>,
     /// The current fabric (taken while a push runs).
     current: Option<Prepared>,
     /// The newest fabric read, if it differs from the current one: the
@@ -41,13 +47,15 @@ pub(super) struct Driver<'o> {
 impl<'o> Driver<'o> {
     pub(super) fn new(
         distribute: &'o super::super::Options,
-        options: &'o super::Options,
+        (check, lease, metrics_file): (usize, u16, Option<&'o Path>),
         current: Prepared,
         session: &Session,
     ) -> Self {
         Self {
             distribute,
-            options,
+            check,
+            lease,
+            metrics_file,
             current: Some(current),
             newest: None,
             follows_master: session.dest.lid == session.port.sm_lid,
@@ -176,7 +184,7 @@ impl<'o> Driver<'o> {
         let (Some(current), Some(new)) = (&self.current, &mut self.newest) else {
             return Err(Stop::new(3, "the watch checks a change it did not read"));
         };
-        let limit = self.options.check;
+        let limit = self.check;
         let mut pairs = changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
         if pairs.is_empty() {
             pairs = new.fabric.sample(limit, u64::from(read), new.at_keys());
@@ -249,23 +257,15 @@ impl<'o> Driver<'o> {
             attempts: d.attempts,
             table_attempts: d.table_attempts,
             dlids: Endpoints::from_endports(new.fabric.endports()).dlids,
-            lease: Some(self.options.lease),
+            lease: Some(self.lease),
             keep_holdings: false,
         };
-        let nodes: Vec<FabricPort> = plan
-            .push
-            .iter()
-            .map(|(gid, lid)| FabricPort {
-                lid: *lid,
-                gid: *gid,
-            })
-            .collect();
         let tally = Tally {
             computed: Some(Computed::used(&new)),
             ..Tally::default()
         };
         let partitions = NodePartitions::new(&new.pkey_tables, new.qos);
-        let mut run = Distribution::new(setup, nodes, tally, None)
+        let mut run = Distribution::new(setup, plan.ports(), tally, None)
             .with_partitions(Some(partitions))
             .with_computed(Some(new));
         if let Some(previous) = previous {
@@ -312,7 +312,7 @@ impl<'o> Driver<'o> {
     /// Writes the counters to `--metrics-file`, if given; a file that
     /// cannot be written is said in the log, and the watch goes on.
     pub(super) fn write_metrics(&self, watch: &Watch) {
-        if let Some(path) = &self.options.metrics_file
+        if let Some(path) = self.metrics_file
             && let Err(e) = watch.counters().write(path)
         {
             warn!("{e}");

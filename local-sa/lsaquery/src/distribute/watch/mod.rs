@@ -130,11 +130,20 @@ pub(crate) async fn run(
         shard: distribute.shard,
     };
     let mut watch = Watch::new(setup, holdings, digests, others, Instant::now());
-    let mut driver = Driver::new(distribute, options, current, session);
+    let mut driver = Driver::new(
+        distribute,
+        (
+            options.check,
+            options.lease,
+            options.metrics_file.as_deref(),
+        ),
+        current,
+        session,
+    );
     // However the watch ends, on a signal or a failure, the leases end
     // with it: the nodes must not wait them out (unless the transport is
     // gone too).
-    let kept = keep(session, &mut driver, &mut watch).await;
+    let kept = keep(session, options, &mut driver, &mut watch).await;
     watch.handle_stop();
     let stopped = driver.carry_out(session, &mut watch).await;
     kept.and(stopped)
@@ -182,16 +191,17 @@ enum Wake {
 /// out what the watch asks, and tells it of notices and of time passing.
 async fn keep(
     session: &mut Session,
+    options: &Options,
     driver: &mut Driver<'_>,
     watch: &mut Watch,
 ) -> Result<(), Stop> {
     let mut signals =
         async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
             .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
-    let socket =
-        driver.options.api_socket.clone().unwrap_or_else(|| {
-            crate::local_api::default_socket(&session.port.ca, session.port.port)
-        });
+    let socket = options
+        .api_socket
+        .clone()
+        .unwrap_or_else(|| crate::local_api::default_socket(&session.port.ca, session.port.port));
     let mut notices = match notices::listen(&socket).await {
         Ok(rx) => {
             info!(
@@ -212,7 +222,7 @@ async fn keep(
         driver.carry_out(session, watch).await?;
         let wake_at = watch
             .poll_timeout()
-            .unwrap_or_else(|| Instant::now() + driver.options.interval);
+            .unwrap_or_else(|| Instant::now() + options.interval);
         let heard = async {
             match &notices {
                 Some(rx) => match rx.recv().await {
