@@ -1,15 +1,14 @@
 //! `--bench N`: the query sent N times with W outstanding, then the rate
 //! and latency percentiles.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::fan_out::FanOut;
 use crate::json::{self, Fixed};
-use crate::progress::ProgressBar;
 use crate::query::Query;
-use crate::session::Session;
+use crate::session::{Session, answer_ok};
 use crate::stop::Stop;
 
 #[derive(Debug, Default)]
@@ -36,36 +35,32 @@ pub(crate) async fn run(
         ..BenchCounts::default()
     };
     let start = Instant::now();
-    let mut bar = ProgressBar::on_terminal(total >= 10_000);
-    let (mut sent, mut ended) = (0u64, 0u64);
-    let mut in_flight = HashMap::new();
-    while ended < total {
-        while sent < total && in_flight.len() < window.max(1) {
-            let token = session.client.start(session.dest, &mad);
-            in_flight.insert(token, Instant::now());
-            sent += 1;
-        }
-        let c = session.client.next_completion().await?;
-        let Some(started) = in_flight.remove(&c.token) else {
-            continue;
-        };
-        ended += 1;
-        bar.show(ended, total, "queries ended");
-        match c.outcome {
-            Ok(answer) => {
-                t.latencies.push(started.elapsed());
-                if session.ok(&answer).is_err() {
-                    t.error_status += 1;
+    let fan_out = FanOut {
+        progress: Some(("queries ended", 10_000)),
+        ..FanOut::window(window)
+    };
+    let (dest, show_errors) = (session.dest, session.show_errors);
+    let count = usize::try_from(total).unwrap_or(usize::MAX);
+    fan_out
+        .run(
+            &mut session.client,
+            count,
+            |_| (dest, mad.clone()),
+            |_, end, took| match end {
+                Ok(answer) => {
+                    t.latencies.push(took);
+                    if answer_ok(dest.lid, show_errors, &answer).is_err() {
+                        t.error_status += 1;
+                    }
                 }
-            }
-            Err(e) => {
-                t.unanswered += 1;
-                t.first_failure.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
+                Err(e) => {
+                    t.unanswered += 1;
+                    t.first_failure.get_or_insert_with(|| e.to_string());
+                }
+            },
+        )
+        .await?;
     let elapsed = start.elapsed();
-    bar.finish();
     t.latencies.sort_unstable();
     let report = Report::new(&t, total, window, elapsed);
     if session.json {

@@ -13,6 +13,7 @@ mod client;
 mod compute;
 mod diag_file;
 mod distribute;
+mod fan_out;
 mod generate;
 mod ibdiag_conf;
 mod json;

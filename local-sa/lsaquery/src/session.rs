@@ -72,34 +72,7 @@ impl Session {
     /// The answer as an SA MAD if its status is success; otherwise the
     /// failure to report (exit status 1).
     pub(crate) fn ok<'a>(&self, answer: &'a Answer) -> Result<SaMad<'a>, Stop> {
-        let mad = SaMad::parse_checked(answer.mad()).map_err(|e| {
-            Stop::new(
-                4,
-                format!("malformed answer from the SA at LID {}: {e}", self.dest.lid),
-            )
-        })?;
-        let status = mad.mad().status();
-        if !status.is_ok() && self.show_errors {
-            eprintln!(
-                "lsaquery: answer with status {:#06x} from LID {}:\n{}",
-                status.0,
-                self.dest.lid,
-                mad_codec::hex::dump(answer.mad())
-            );
-        }
-        if !status.is_ok() {
-            return Err(Stop::new(
-                1,
-                format!(
-                    "SA at LID {} answered {} ({}; status {:#06x})",
-                    self.dest.lid,
-                    status.names(),
-                    status.describe(),
-                    status.0,
-                ),
-            ));
-        }
-        Ok(mad)
+        answer_ok(self.dest.lid, self.show_errors, answer)
     }
 
     /// The next unsolicited MAD (a Report, for a subscriber).
@@ -111,4 +84,42 @@ impl Session {
     pub(crate) fn print(&self, p: &Printed) -> Result<(), Stop> {
         p.print(self.json)
     }
+}
+
+/// The answer of the SA at `lid` as an SA MAD if its status is success;
+/// otherwise the failure to report (exit status 1), and with
+/// `show_errors` the answer dumped.
+pub(crate) fn answer_ok<'a>(
+    lid: u16,
+    show_errors: bool,
+    answer: &'a Answer,
+) -> Result<SaMad<'a>, Stop> {
+    let mad = SaMad::parse_checked(answer.mad()).map_err(|e| {
+        Stop::new(
+            4,
+            format!("malformed answer from the SA at LID {}: {e}", lid),
+        )
+    })?;
+    let status = mad.mad().status();
+    if !status.is_ok() && show_errors {
+        eprintln!(
+            "lsaquery: answer with status {:#06x} from LID {}:\n{}",
+            status.0,
+            lid,
+            mad_codec::hex::dump(answer.mad())
+        );
+    }
+    if !status.is_ok() {
+        return Err(Stop::new(
+            1,
+            format!(
+                "SA at LID {} answered {} ({}; status {:#06x})",
+                lid,
+                status.names(),
+                status.describe(),
+                status.0,
+            ),
+        ));
+    }
+    Ok(mad)
 }

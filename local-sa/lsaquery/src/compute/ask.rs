@@ -4,6 +4,7 @@ use bytes::Bytes;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use umad::Address;
 
+use crate::fan_out::FanOut;
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -40,22 +41,17 @@ pub(crate) async fn each_to_with(
 ) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
     let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
         (0..requests.len()).map(|_| None).collect();
-    let mut by_token = std::collections::HashMap::new();
-    let mut next = 0;
-    loop {
-        while by_token.len() < window.max(1) && next < requests.len() {
-            let (to, request) = &requests[next];
-            let token = session.client.start_with(*to, request, attempts);
-            by_token.insert(token, next);
-            next += 1;
-        }
-        if by_token.is_empty() {
-            break;
-        }
-        let c = session.client.next_completion().await?;
-        if let Some(i) = by_token.remove(&c.token) {
-            ends[i] = Some(c.outcome);
-        }
-    }
+    let fan_out = FanOut {
+        attempts: Some(attempts),
+        ..FanOut::window(window)
+    };
+    fan_out
+        .run(
+            &mut session.client,
+            requests.len(),
+            |i| requests[i].clone(),
+            |i, end, _| ends[i] = Some(end),
+        )
+        .await?;
     Ok(ends.into_iter().flatten().collect())
 }
