@@ -163,7 +163,7 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> FabricError {
     move |source| FabricError::Io { context, source }
 }
 
-/// Configures and starts a [`Fabric`].
+/// Configures and starts a [`SimulatedFabric`].
 #[derive(Debug, Clone)]
 pub struct FabricBuilder {
     topology: Topology,
@@ -207,7 +207,7 @@ impl FabricBuilder {
     }
 
     /// Starts ibsim and OpenSM and waits until the SA answers a query.
-    pub fn start(self) -> Result<Fabric, FabricError> {
+    pub fn start(self) -> Result<SimulatedFabric, FabricError> {
         let preload = check_installed()?;
         let opensm_node =
             match self.opensm_node {
@@ -232,7 +232,7 @@ impl FabricBuilder {
 
         let sockname = format!("lsa{pid}x{n}");
         let (ibsim, console) = start_ibsim(&dir, &sockname, &self.topology)?;
-        let fabric = Fabric {
+        let fabric = SimulatedFabric {
             topology: self.topology,
             dir,
             sockname,
@@ -391,7 +391,7 @@ fn wait_for_log(
 /// Processes started on nodes die with the thread that started them, so a
 /// test run that is killed outright leaves nothing behind either.
 #[derive(Debug)]
-pub struct Fabric {
+pub struct SimulatedFabric {
     topology: Topology,
     dir: PathBuf,
     sockname: String,
@@ -406,7 +406,7 @@ pub struct Fabric {
     commands: AtomicUsize,
 }
 
-impl Fabric {
+impl SimulatedFabric {
     /// Starts configuring a fabric on `topology`.
     pub fn builder(topology: Topology) -> FabricBuilder {
         FabricBuilder {
@@ -617,7 +617,7 @@ impl Fabric {
         self.console(&format!("Unlink \"{node}\"[{port}]"))
     }
 
-    /// Puts a port back that [`Fabric::unlink`] took off.
+    /// Puts a port back that [`SimulatedFabric::unlink`] took off.
     pub fn relink(&self, node: &str, port: u8) -> Result<(), FabricError> {
         self.console(&format!("ReLink \"{node}\"[{port}]"))
     }
@@ -642,7 +642,7 @@ impl Fabric {
     }
 }
 
-impl Drop for Fabric {
+impl Drop for SimulatedFabric {
     fn drop(&mut self) {
         self.stop_opensm();
         if let Ok(ibsim) = self.ibsim.get_mut() {
@@ -656,10 +656,10 @@ impl Drop for Fabric {
     }
 }
 
-/// A channel adapter of a [`Fabric`].
+/// A channel adapter of a [`SimulatedFabric`].
 #[derive(Debug, Clone)]
 pub struct Node<'f> {
-    fabric: &'f Fabric,
+    fabric: &'f SimulatedFabric,
     name: String,
 }
 
@@ -757,7 +757,7 @@ pub struct NodePort {
 /// A command about to run on a node. See [`Node::command`].
 #[derive(Debug)]
 pub struct NodeCommand<'f> {
-    fabric: &'f Fabric,
+    fabric: &'f SimulatedFabric,
     node: String,
     program: OsString,
     /// Why `program` cannot run (it could not be built).
@@ -962,7 +962,7 @@ pub struct RunOutput {
 pub struct NodeProcess<'f> {
     group: Group,
     dir: PathBuf,
-    _fabric: PhantomData<&'f Fabric>,
+    _fabric: PhantomData<&'f SimulatedFabric>,
 }
 
 impl NodeProcess<'_> {

@@ -2,14 +2,14 @@
 //! with OpenSM as the master SA), the real clients that run on them
 //! (saquery), and golden MADs captured from them.
 //!
-//! Everything here drives real peers, so a test that uses a [`Fabric`]
+//! Everything here drives real peers, so a test that uses a [`SimulatedFabric`]
 //! needs the Debian packages `ibsim-utils opensm infiniband-diags`; without
-//! them [`Fabric::builder`]`(..).start()` returns
+//! them [`SimulatedFabric::builder`]`(..).start()` returns
 //! [`FabricError::NotInstalled`] naming what to install.
 //!
 //! ```no_run
-//! use conformance::{Fabric, Topology};
-//! let fabric = Fabric::builder(Topology::fat_tree(4, 4, 2)).start()?;
+//! use conformance::{SimulatedFabric, Topology};
+//! let fabric = SimulatedFabric::builder(Topology::fat_tree(4, 4, 2)).start()?;
 //! let out = fabric.node("h2")?.saquery(["-c"])?;
 //! assert!(out.stdout.contains("Capability mask"));
 //! # Ok::<(), conformance::FabricError>(())
@@ -34,7 +34,8 @@ pub mod topology;
 mod wait;
 
 pub use fabric::{
-    Fabric, FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
+    FabricBuilder, FabricError, Node, NodeCommand, NodePort, NodeProcess, RunOutput,
+    SimulatedFabric,
 };
 pub use local_sa::LocalSa;
 pub use opensm_dump::SaDump;

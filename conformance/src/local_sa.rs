@@ -1,4 +1,4 @@
-//! local-sa running on a node of a [`Fabric`]: started with its counters
+//! local-sa running on a node of a [`SimulatedFabric`]: started with its counters
 //! file in the fabric's directory, ready once it has fetched its port's
 //! paths from the master, and its counters readable while it runs.
 
@@ -9,7 +9,7 @@ use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::fabric::{Fabric, FabricError, NodeProcess};
+use crate::fabric::{FabricError, NodeProcess, SimulatedFabric};
 
 /// A local-sa process on a node.
 #[derive(Debug)]
@@ -30,7 +30,11 @@ impl<'f> LocalSa<'f> {
     /// keeps its port lock in `<node>.run/` there ([`Self::run_dir`]),
     /// never on the system's: fabrics of tests running side by side have
     /// nodes of the same adapter name.
-    pub fn start(fabric: &'f Fabric, node: &str, args: &[&str]) -> Result<Self, FabricError> {
+    pub fn start(
+        fabric: &'f SimulatedFabric,
+        node: &str,
+        args: &[&str],
+    ) -> Result<Self, FabricError> {
         Self::start_with(fabric, node, args, Vec::new(), &[], None)?.until_fetched()
     }
 
@@ -38,7 +42,7 @@ impl<'f> LocalSa<'f> {
     /// told to wait for a load (`--load-wait`). Returns once it writes its
     /// counters.
     pub fn start_unfilled(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
     ) -> Result<Self, FabricError> {
@@ -51,7 +55,7 @@ impl<'f> LocalSa<'f> {
     /// environment (`NOTIFY_SOCKET`, as systemd sets it), and returns at
     /// once.
     pub fn spawn_with_env(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
         env: &[(&str, &std::ffi::OsStr)],
@@ -62,7 +66,7 @@ impl<'f> LocalSa<'f> {
     /// [`LocalSa::start`], passing `socket` as systemd passes a socket
     /// named `name` (`LISTEN_FDNAMES`).
     pub fn start_passing(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
         name: &str,
@@ -75,7 +79,7 @@ impl<'f> LocalSa<'f> {
     /// passes sockets and the descriptors its store kept (named by
     /// `LISTEN_FDNAMES`, in order).
     pub fn start_passing_with_env(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
         sockets: Vec<(&str, std::os::fd::OwnedFd)>,
@@ -87,7 +91,7 @@ impl<'f> LocalSa<'f> {
     /// [`LocalSa::start`] in a private mount namespace prepared by the
     /// shell commands `setup` ([`crate::NodeCommand::in_private_mounts`]).
     pub fn start_in_private_mounts(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
         setup: &str,
@@ -105,7 +109,7 @@ impl<'f> LocalSa<'f> {
     }
 
     fn start_with(
-        fabric: &'f Fabric,
+        fabric: &'f SimulatedFabric,
         node: &str,
         args: &[&str],
         sockets: Vec<(&str, std::os::fd::OwnedFd)>,

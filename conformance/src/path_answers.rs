@@ -10,7 +10,7 @@ use std::time::Duration;
 use mad_codec::PathRecord;
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 
-use crate::{Fabric, LocalSa, Topology};
+use crate::{LocalSa, SimulatedFabric, Topology};
 
 /// The master's SA key (OpenSM gives P_Key tables only for it), also the
 /// local-sa nodes' SM_Key.
@@ -18,9 +18,9 @@ pub const KEY: &str = "0x5eed";
 
 /// A fabric of `topology` whose OpenSM has `config` lines, `files`, and
 /// [`KEY`] as its SA key.
-pub fn start(topology: Topology, config: &[&str], files: &[(&str, &str)]) -> Fabric {
+pub fn start(topology: Topology, config: &[&str], files: &[(&str, &str)]) -> SimulatedFabric {
     let key = format!("sa_key {KEY}");
-    let mut b = Fabric::builder(topology).opensm_config(
+    let mut b = SimulatedFabric::builder(topology).opensm_config(
         config
             .iter()
             .copied()
@@ -36,7 +36,11 @@ pub fn start(topology: Topology, config: &[&str], files: &[(&str, &str)]) -> Fab
 /// local-sa on each of `names`, waiting for a distributor's load (with
 /// [`KEY`] as its SM_Key, and `extra` options) rather than asking OpenSM
 /// for its table.
-pub fn waiting_nodes<'f>(fabric: &'f Fabric, names: &[&str], extra: &[&str]) -> Vec<LocalSa<'f>> {
+pub fn waiting_nodes<'f>(
+    fabric: &'f SimulatedFabric,
+    names: &[&str],
+    extra: &[&str],
+) -> Vec<LocalSa<'f>> {
     names
         .iter()
         .map(|n| {
@@ -88,7 +92,7 @@ pub struct Ask<'a> {
 /// The SA's answer to a Get naming each pair of `ask` (the `opensm-paths`
 /// program, run on `node`): the record, or none.
 pub fn answers(
-    fabric: &Fabric,
+    fabric: &SimulatedFabric,
     node: &str,
     program: &Path,
     ask: Ask<'_>,

@@ -15,7 +15,7 @@ const WHOLE_OF_CUT: usize = 168;
 
 /// What an SA answered to one query.
 #[derive(Debug)]
-pub struct Answer {
+pub struct SaAnswer {
     /// The answer's MAD status.
     pub status: MadStatus,
     /// The data of a successful answer: one record for Get, the records of
@@ -25,7 +25,7 @@ pub struct Answer {
     pub cut: bool,
 }
 
-impl Answer {
+impl SaAnswer {
     /// The whole records of the answer.
     pub fn records(&self) -> Vec<&[u8]> {
         let len = if self.cut {
@@ -41,7 +41,7 @@ impl Answer {
 
 /// Runs lsaquery with `-d` on `node`, aimed by `aim` (`--master` or
 /// nothing for local-sa), and decodes the answer it printed.
-pub fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
+pub fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> SaAnswer {
     // OpenSM's answers are the reference: asked patiently.
     let patience: &[&str] = if aim.contains(&"--master") {
         &PATIENT
@@ -75,7 +75,7 @@ pub fn ask(node: &Node<'_>, aim: &[&str], args: &[String]) -> Answer {
     } else {
         Vec::new()
     };
-    Answer { status, data, cut }
+    SaAnswer { status, data, cut }
 }
 
 /// Compares local-sa's and OpenSM's answers; a description of the
@@ -88,7 +88,7 @@ pub fn compare(node: &Node<'_>, args: &[String]) -> Option<String> {
 
 /// Each query of `queries` asked of local-sa on `node`, against OpenSM's
 /// answers `theirs` (asked before, in the same order): the differences.
-pub fn differences(node: &Node<'_>, queries: &[Vec<String>], theirs: &[Answer]) -> Vec<String> {
+pub fn differences(node: &Node<'_>, queries: &[Vec<String>], theirs: &[SaAnswer]) -> Vec<String> {
     queries
         .iter()
         .zip(theirs)
@@ -109,7 +109,7 @@ pub fn assert_none_differ(differences: &[String], asked: usize, when: &str) {
 
 /// How local-sa's answer `ours` to `args` differs from OpenSM's `theirs`,
 /// if it does.
-pub fn differ(args: &[String], theirs: &Answer, ours: &Answer) -> Option<String> {
+pub fn differ(args: &[String], theirs: &SaAnswer, ours: &SaAnswer) -> Option<String> {
     if theirs.status != ours.status {
         return Some(format!(
             "{args:?}: status {} from local-sa, {} from OpenSM",

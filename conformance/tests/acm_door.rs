@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use conformance::sa_compare::opensm_path;
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 use mad_codec::{Gid, PathRecord};
 
 /// The adapter every simulated node has (umad2sim's name).
@@ -91,7 +91,7 @@ fn as_ib_acme_prints(r: &PathRecord) -> HashMap<String, String> {
 
 #[test]
 fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let dest = fabric.node("h9").unwrap().port().unwrap();
@@ -226,7 +226,7 @@ fn ib_acme_resolves_through_local_sa_like_opensm_answers() {
 /// published in the directory at OpenSM.
 #[test]
 fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let storage = LocalSa::start(
@@ -344,7 +344,7 @@ fn names_and_ips_come_from_the_master_and_other_local_sa_nodes() {
 /// alternate to the destination's other LID, both OpenSM's records.
 #[test]
 fn with_lmc_a_path_set_carries_an_alternate_path() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .opensm_config(["lmc 1"])
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -445,7 +445,7 @@ impl Drop for HostAddress {
 /// of `ip addr add`, refused within a second of `ip addr del`.
 #[test]
 fn ipoib_addresses_are_this_nodes_and_followed_without_a_restart() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let _server = LocalSa::start(

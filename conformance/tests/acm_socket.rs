@@ -13,7 +13,7 @@ use conformance::acm_client::{
     ACK, DEST, EINVAL, ENODATA, RESOLVE, TYPE_LID, TYPE_NAME, entry, header, path_dlid, read_reply,
     resolve_lid,
 };
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 fn connect(socket: &Path) -> UnixStream {
     let s = UnixStream::connect(socket).unwrap();
@@ -41,7 +41,7 @@ fn ask(socket: &Path, bytes: &[u8]) -> (u8, u8) {
 
 #[test]
 fn malformed_messages_get_an_error_or_a_closed_connection() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -123,7 +123,7 @@ fn a_hundred_clients_resolving_a_thousand_paths_each_are_all_answered() {
     const CLIENTS: usize = 100;
     const RESOLVES: usize = 1_000;
     const WINDOW: usize = 16;
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 /// Lines sorted: two JSON dumps compared as sets of records.
 fn sorted(text: &str) -> Vec<&str> {
@@ -17,7 +17,7 @@ fn sorted(text: &str) -> Vec<&str> {
 
 #[test]
 fn administrators_dump_flush_and_refresh_the_cache() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa =

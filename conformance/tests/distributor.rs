@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use conformance::saquery::{PATIENT, parse_printed_records, path_record_dump, printed_answer};
-use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
+use conformance::{LocalSa, Node, RunOutput, SimulatedFabric, Topology};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, PathRecord};
 
@@ -19,15 +19,15 @@ const KEY: &str = "0x5eed";
 const NODES: [&str; 3] = ["h2", "h5", "h11"];
 const DISTRIBUTOR: &str = "h9";
 
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// local-sa on each of [`NODES`], waiting for a load rather than asking
 /// OpenSM for its table.
-fn waiting_nodes(fabric: &Fabric) -> Vec<LocalSa<'_>> {
+fn waiting_nodes(fabric: &SimulatedFabric) -> Vec<LocalSa<'_>> {
     NODES
         .iter()
         .map(|n| {
@@ -45,14 +45,14 @@ fn lsaquery(node: &Node<'_>, args: &[&str]) -> RunOutput {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn gid_of(fabric: &Fabric, node: &str) -> Gid {
+fn gid_of(fabric: &SimulatedFabric, node: &str) -> Gid {
     Gid::new(
         Gid::DEFAULT_PREFIX,
         fabric.node(node).unwrap().port().unwrap().guid,
     )
 }
 
-fn lid_of(fabric: &Fabric, node: &str) -> u16 {
+fn lid_of(fabric: &SimulatedFabric, node: &str) -> u16 {
     fabric.node(node).unwrap().port().unwrap().lid
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology, closed_by_peer, command_as_user};
+use conformance::{LocalSa, SimulatedFabric, Topology, closed_by_peer, command_as_user};
 use local_sa_core::doors::api::{self, Frame, kind};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::path_record::mask as pr;
@@ -41,7 +41,7 @@ fn connect(path: &Path) -> UnixStream {
 
 #[test]
 fn connections_past_a_users_share_are_closed_and_counted() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h2", &["--max-connections-per-user", "40"])
@@ -82,7 +82,7 @@ fn connections_past_a_users_share_are_closed_and_counted() {
 
 #[test]
 fn a_client_that_stops_reading_is_disconnected_and_others_are_served() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -122,7 +122,7 @@ fn a_client_that_stops_reading_is_disconnected_and_others_are_served() {
 /// at the 1024th. It keeps 128 back and closes the connections past that.
 #[test]
 fn thirteen_hundred_connections_under_the_simulator_are_refused_past_the_reserve() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h2", &["--max-connections-per-user", "2000"])
@@ -163,7 +163,7 @@ fn thirteen_hundred_connections_under_the_simulator_are_refused_past_the_reserve
 fn one_unprivileged_user_cannot_lock_out_root_or_another_user() {
     const NOBODY: u32 = 65534;
     const ANOTHER: u32 = 65533;
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));

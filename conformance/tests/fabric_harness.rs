@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, FabricError, Topology, eventually};
+use conformance::{FabricError, SimulatedFabric, Topology, eventually};
 
 fn alive(pid: u32) -> bool {
     // A reaped process has no /proc entry; a zombie would still show "Z".
@@ -16,8 +16,10 @@ fn alive(pid: u32) -> bool {
     })
 }
 
-fn start(t: Topology) -> Fabric {
-    Fabric::builder(t).start().unwrap_or_else(|e| panic!("{e}"))
+fn start(t: Topology) -> SimulatedFabric {
+    SimulatedFabric::builder(t)
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -186,7 +188,7 @@ fn unknown_nodes_and_bad_topologies_are_explained() {
     assert!(matches!(err, FabricError::UnknownNode { .. }));
     let text = err.to_string();
     assert!(text.contains("h99") && text.contains("h1, h2"), "{text}");
-    let err = Fabric::builder(Topology::fat_tree(2, 2, 1))
+    let err = SimulatedFabric::builder(Topology::fat_tree(2, 2, 1))
         .opensm_on("leaf1")
         .start()
         .unwrap_err();

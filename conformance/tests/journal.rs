@@ -13,7 +13,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use conformance::{Fabric, Topology};
+use conformance::{SimulatedFabric, Topology};
 
 const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
 
@@ -81,7 +81,7 @@ fn logs_go_to_the_journal_with_their_fields() {
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
 
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use conformance::kernel_end::Kernel;
 use conformance::saquery::{PATIENT, printed_answer};
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 use local_sa_core::doors::netlink::wire::{
     self, F_ERR, Header, IpResolve, PathUse, Resolve, reply_records,
 };
@@ -21,7 +21,7 @@ fn gid(guid: u64) -> Gid {
 
 #[test]
 fn the_kernels_queries_are_answered_from_the_cache_as_opensm_would() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let (ours, kernel) = Kernel::pair(Duration::from_secs(20));
@@ -228,7 +228,7 @@ const JUNK: usize = 206;
 
 #[test]
 fn ten_thousand_pipelined_resolves_bad_messages_and_a_silent_master() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let (ours, kernel) = Kernel::pair(Duration::from_secs(30));

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use conformance::saquery::{path_record_dump, printed_answer};
-use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
+use conformance::{LocalSa, Node, RunOutput, SimulatedFabric, Topology};
 use mad_codec::zerocopy::{FromBytes, IntoBytes};
 use mad_codec::{Gid, Mtu, PathRecord, PathRecordRepr, Rate, Selector};
 
@@ -54,19 +54,19 @@ fn record(slid: u16, dlid: u16) -> PathRecord {
 }
 
 /// A small fat tree, for tests that need a few nodes.
-fn small_fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+fn small_fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// local-sa on `node`, taking loads that carry [`KEY`].
-fn keyed_local_sa<'f>(fabric: &'f Fabric, node: &str) -> LocalSa<'f> {
+fn keyed_local_sa<'f>(fabric: &'f SimulatedFabric, node: &str) -> LocalSa<'f> {
     LocalSa::start(fabric, node, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `node`'s LID, as lsaquery's `--sa-lid` takes it.
-fn lid_of(fabric: &Fabric, node: &str) -> String {
+fn lid_of(fabric: &SimulatedFabric, node: &str) -> String {
     fabric.node(node).unwrap().port().unwrap().lid.to_string()
 }
 
@@ -100,7 +100,7 @@ fn response(out: &RunOutput) -> (mad_codec::MadStatus, Vec<u8>) {
 
 /// Writes the table of local-sa at LID `me` for its own port, as `node`
 /// reads it, to a file to load back.
-fn own_table_file(fabric: &Fabric, node: &Node<'_>, me: &str) -> std::path::PathBuf {
+fn own_table_file(fabric: &SimulatedFabric, node: &Node<'_>, me: &str) -> std::path::PathBuf {
     let table = lsaquery(node, &["--sa-lid", me, "-p", "--slid", me]);
     assert!(table.status.success(), "{}", table.stderr);
     let file = fabric.dir().join("own.txt");
@@ -119,7 +119,7 @@ fn expect_line(out: &RunOutput, line: &str) {
 
 #[test]
 fn a_settable_of_thousands_is_answered_back_exactly_and_deletes_remove_what_they_name() {
-    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = keyed_local_sa(&fabric, "h5");

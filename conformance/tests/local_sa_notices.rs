@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use conformance::saquery::{parse_printed_records, printed_answer};
-use conformance::{Fabric, LocalSa, Node, Topology};
+use conformance::{LocalSa, Node, SimulatedFabric, Topology};
 use mad_codec::{Gid, MadStatus};
 
 /// Status and record bytes of a PathRecord Get for `pair` from `node`,
@@ -30,7 +30,7 @@ fn get(node: &Node<'_>, aim: &[&str], pair: &str) -> (MadStatus, Vec<u8>) {
 
 #[test]
 fn unplugging_a_host_removes_its_paths_from_every_local_sa_and_plugging_it_back_restores_them() {
-    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut agents: Vec<LocalSa<'_>> = ["h5", "h50"]

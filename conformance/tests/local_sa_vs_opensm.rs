@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use conformance::sa_compare::{ask, assert_none_differ, compare};
-use conformance::{Fabric, LocalSa, NodePort, Topology};
+use conformance::{LocalSa, NodePort, SimulatedFabric, Topology};
 use mad_codec::MadStatus;
 
 fn gid(p: &NodePort) -> String {
@@ -21,7 +21,7 @@ fn to_args(list: &[&str]) -> Vec<String> {
 
 #[test]
 fn path_queries_answer_as_opensm_does() {
-    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa5 = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -138,7 +138,7 @@ fn path_queries_answer_as_opensm_does() {
 
 #[test]
 fn with_the_master_gone_cached_answers_flow_and_misses_get_busy() {
-    let fabric = Fabric::builder(Topology::fat_tree(4, 5, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(4, 5, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let args = ["--upstream-timeout", "300", "--upstream-retries", "1"];
@@ -198,7 +198,7 @@ fn lsaquery_acknowledges_the_whole_table_before_it_exits() {
     // local-sa sends a table through RMPP. If lsaquery left without
     // acknowledging the last segment, local-sa would send the table again
     // to whatever runs on the node next, and finally abort the transfer.
-    let fabric = Fabric::builder(Topology::fat_tree(4, 5, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(4, 5, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa = LocalSa::start(&fabric, "h5", &[]).unwrap_or_else(|e| panic!("{e}"));

@@ -8,17 +8,17 @@
 use std::time::Duration;
 
 use conformance::path_answers::{KEY, start};
-use conformance::{Fabric, LocalSa, NodeProcess, RunOutput, Topology, eventually};
+use conformance::{LocalSa, NodeProcess, RunOutput, SimulatedFabric, Topology, eventually};
 
 /// What the nodes take loads with: the key the distributor is given, not
 /// OpenSM's [`KEY`].
 const NODES_KEY: &str = "0x1";
 
-fn fabric() -> Fabric {
+fn fabric() -> SimulatedFabric {
     start(Topology::fat_tree(3, 4, 2), &[], &[])
 }
 
-fn lsaquery(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
+fn lsaquery(fabric: &SimulatedFabric, at: &str, args: &[&str]) -> RunOutput {
     fabric
         .node(at)
         .unwrap()
@@ -90,7 +90,7 @@ fn a_distributor_with_another_key_states_its_fallback_or_refuses_it() {
 }
 
 /// `lsaquery --distribute --compute --watch` on h9 with `key`.
-fn watch<'f>(fabric: &'f Fabric, key: &str) -> NodeProcess<'f> {
+fn watch<'f>(fabric: &'f SimulatedFabric, key: &str) -> NodeProcess<'f> {
     fabric
         .node("h9")
         .unwrap()

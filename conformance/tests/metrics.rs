@@ -7,7 +7,7 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 fn scrape(socket: &std::path::Path) -> String {
     let mut s = UnixStream::connect(socket).unwrap();
@@ -27,7 +27,7 @@ fn sample(body: &str, series: &str) -> Option<u64> {
 
 #[test]
 fn a_query_shows_in_the_metrics() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let socket = fabric.dir().join("metrics.sock");

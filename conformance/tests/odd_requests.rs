@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Node, Topology};
+use conformance::{LocalSa, Node, SimulatedFabric, Topology};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::SaMadHeader;
 use mad_codec::zerocopy::FromZeros;
@@ -61,7 +61,7 @@ fn with_status(bytes: &[u8], status: MadStatus) -> Vec<u8> {
 
 #[test]
 fn odd_requests_answer_as_opensm_does_or_as_the_iba_requires() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let _sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));

@@ -25,7 +25,7 @@ use conformance::path_answers::{
     with_port_options,
 };
 use conformance::saquery::{parse_printed_records, path_record_from_printed};
-use conformance::{Fabric, LocalSa, RunOutput, Topology};
+use conformance::{LocalSa, RunOutput, SimulatedFabric, Topology};
 use mad_codec::PathRecord;
 
 /// OpenSM's answers by LID pair: its record, or none.
@@ -60,12 +60,12 @@ impl Computed {
 }
 
 /// `lsaquery --compute` with every pair checked, on the master's node.
-fn compute(fabric: &Fabric) -> Computed {
+fn compute(fabric: &SimulatedFabric) -> Computed {
     compute_with(fabric, &[])
 }
 
 /// [`compute`] with `args` more.
-fn compute_with(fabric: &Fabric, args: &[&str]) -> Computed {
+fn compute_with(fabric: &SimulatedFabric, args: &[&str]) -> Computed {
     let node = fabric.node(fabric.opensm_node()).unwrap();
     let snapshot = fabric.dir().join("computed.snap");
     let out = node
@@ -114,7 +114,7 @@ fn compute_with(fabric: &Fabric, args: &[&str]) -> Computed {
 
 /// OpenSM's answer to a Get naming each ordered pair of `lids` (and
 /// `pkey`): the record, or none.
-fn opensm_answers(fabric: &Fabric, lids: &[u16], pkey: Option<u16>) -> OpenSmAnswers {
+fn opensm_answers(fabric: &SimulatedFabric, lids: &[u16], pkey: Option<u16>) -> OpenSmAnswers {
     let node = fabric.opensm_node();
     let sa_lid = fabric.node(node).unwrap().port().unwrap().sm_lid;
     let ask = Ask {
@@ -135,19 +135,19 @@ fn opensm_answers(fabric: &Fabric, lids: &[u16], pkey: Option<u16>) -> OpenSmAns
 
 /// Every computed record of the default tables equals OpenSM's answer, by
 /// lsaquery's check and by OpenSM's answers asked here.
-fn assert_equal_to_opensm(fabric: &Fabric, label: &str) -> Computed {
+fn assert_equal_to_opensm(fabric: &SimulatedFabric, label: &str) -> Computed {
     assert_equal_to_opensm_with(fabric, label, &[])
 }
 
 /// [`assert_equal_to_opensm`], lsaquery given OpenSM's own configuration
 /// (`--opensm-config`, the file the fabric's OpenSM runs with).
-fn assert_equal_with_opensm_s_configuration(fabric: &Fabric, label: &str) -> Computed {
+fn assert_equal_with_opensm_s_configuration(fabric: &SimulatedFabric, label: &str) -> Computed {
     let conf = fabric.opensm_dir().join("opensm.conf");
     assert_equal_to_opensm_with(fabric, label, &["--opensm-config", conf.to_str().unwrap()])
 }
 
 /// [`assert_equal_to_opensm`] with `args` more to `lsaquery --compute`.
-fn assert_equal_to_opensm_with(fabric: &Fabric, label: &str, args: &[&str]) -> Computed {
+fn assert_equal_to_opensm_with(fabric: &SimulatedFabric, label: &str, args: &[&str]) -> Computed {
     let c = compute_with(fabric, args);
     assert!(
         c.out.status.success() && c.differences() == 0,
@@ -181,7 +181,7 @@ fn assert_equal_to_opensm_with(fabric: &Fabric, label: &str, args: &[&str]) -> C
 /// OpenSM's answers to the same queries, which they equal record for
 /// record.
 fn partition_equal_to_opensm(
-    fabric: &Fabric,
+    fabric: &SimulatedFabric,
     c: &Computed,
     pkey: u16,
     members: &[&str],
@@ -217,7 +217,7 @@ fn caught(c: &Computed, label: &str) -> Vec<serde_json::Value> {
 }
 
 /// `lsaquery --distribute --compute` from node `at`, with `args` more.
-fn distribute(fabric: &Fabric, at: &str, args: &[&str]) -> RunOutput {
+fn distribute(fabric: &SimulatedFabric, at: &str, args: &[&str]) -> RunOutput {
     fabric
         .node(at)
         .unwrap()
@@ -471,7 +471,7 @@ fn computed_tables_equal_opensm_s_over_every_width_and_speed_with_lmc_1_and_2() 
 /// destination LID once, the one at the source's offset first with
 /// Preference 0, the other with 2 (with LMC 1 the two records fit one MAD,
 /// whole through the simulator).
-fn same_preferences_as_opensm(fabric: &Fabric) {
+fn same_preferences_as_opensm(fabric: &SimulatedFabric) {
     let mut nodes = waiting_nodes(fabric, &["h2"], &[]);
     let out = distribute(fabric, "h9", &[]);
     assert!(out.status.success(), "{}{}", out.stdout, out.stderr);
@@ -548,7 +548,11 @@ const KEYS: [(Option<u64>, Option<u16>, u8); 3] = [
 /// What `nodes` answer at each of [`KEYS`], on each P_Key and on none, is
 /// OpenSM's answer record for record; at the partition every port holds,
 /// from the tables the distributor sent, none asked of the master.
-fn answers_at_keys_equal_opensm_s(fabric: &Fabric, names: &[&str], nodes: &mut [LocalSa<'_>]) {
+fn answers_at_keys_equal_opensm_s(
+    fabric: &SimulatedFabric,
+    names: &[&str],
+    nodes: &mut [LocalSa<'_>],
+) {
     let lids: Vec<u16> = (1..=17).collect();
     let sm = fabric
         .node(fabric.opensm_node())
@@ -1314,7 +1318,7 @@ fn two_shards_fill_disjoint_shares_that_together_are_every_node() {
 /// What `lsaquery -p` prints for a Get from `node`'s port to `dlid` with
 /// rate byte `rate` (selector in bits 7..6), asked of the master or of
 /// the node's local-sa; ERR_NO_RECORDS prints nothing.
-fn rate_get(fabric: &Fabric, node: &str, master: bool, dlid: u16, rate: u8) -> String {
+fn rate_get(fabric: &SimulatedFabric, node: &str, master: bool, dlid: u16, rate: u8) -> String {
     let n = fabric.node(node).unwrap();
     let me = n.port().unwrap().lid;
     let master: &[&str] = if master { &["--master"] } else { &[] };

@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use conformance::sa_compare::{Answer, ask, assert_none_differ, differences};
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::sa_compare::{SaAnswer, ask, assert_none_differ, differences};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 const POLICY: &str = "\
 qos-levels
@@ -56,19 +56,19 @@ P1=0x8001 : ALL=full ;
 P2=0x8002, sl=3 : ALL=full ;
 ";
 
-fn fabric() -> Fabric {
+fn fabric() -> SimulatedFabric {
     fabric_with(&[])
 }
 
 /// [`fabric`] with more lines of OpenSM's configuration.
-fn fabric_with(config: &[&str]) -> Fabric {
+fn fabric_with(config: &[&str]) -> SimulatedFabric {
     let mut lines = vec![
         "qos TRUE",
         "qos_policy_file qos-policy.conf",
         "partition_config_file partitions.conf",
     ];
     lines.extend(config);
-    Fabric::builder(Topology::fat_tree(4, 5, 2))
+    SimulatedFabric::builder(Topology::fat_tree(4, 5, 2))
         .opensm_file("qos-policy.conf", POLICY)
         .opensm_file("partitions.conf", PARTITIONS)
         .opensm_config(lines)
@@ -147,7 +147,7 @@ fn every_pkey_service_id_and_sl_is_answered_as_opensm_does_and_from_the_cache() 
     );
     let (s, d) = (me.lid.to_string(), other.lid.to_string());
     let queries = queries(&s, &d);
-    let theirs: Vec<Answer> = queries
+    let theirs: Vec<SaAnswer> = queries
         .iter()
         .map(|q| ask(&node, &["--master"], q))
         .collect();
@@ -250,7 +250,7 @@ fn a_partitions_pairs_nobody_asked_are_answered_from_its_table_with_opensm_froze
             "1",
         ]));
     }
-    let theirs: Vec<Answer> = queries
+    let theirs: Vec<SaAnswer> = queries
         .iter()
         .map(|q| ask(&node, &["--master"], q))
         .collect();
@@ -338,7 +338,7 @@ fn the_kernels_resolves_with_a_pkey_and_service_id_come_from_the_tables_and_the_
             }
         }
     }
-    let theirs: Vec<Answer> = resolves
+    let theirs: Vec<SaAnswer> = resolves
         .iter()
         .map(|r| {
             let mut q = args(&["-p", "--method", "get", "--reversible", "1"]);
@@ -456,7 +456,7 @@ fn a_warmed_jobs_queries_are_answered_as_opensm_does_with_opensm_frozen() {
             }
         }
     }
-    let theirs: Vec<Answer> = queries
+    let theirs: Vec<SaAnswer> = queries
         .iter()
         .map(|q| ask(&node, &["--master"], q))
         .collect();
@@ -583,7 +583,7 @@ fn the_distributor_sends_each_node_its_partition_tables_and_its_tables_at_servic
             }
         }
     }
-    let theirs: Vec<Answer> = queries.iter().map(|q| ask(&h2, &["--master"], q)).collect();
+    let theirs: Vec<SaAnswer> = queries.iter().map(|q| ask(&h2, &["--master"], q)).collect();
 
     let snapshot = fabric.dir().join("paths.snap");
     let distribute = |extra: &[&str]| {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use conformance::rdmacm::{Librdmacm, Reach, RoutePath};
 use conformance::sa_compare::opensm_path;
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 use mad_codec::zerocopy::IntoBytes;
 
 /// `IBV_PATH_FLAG_PRIMARY` (`infiniband/sa.h`).
@@ -20,7 +20,7 @@ const PRIMARY: u32 = 1 << 1;
 
 /// The destination: local-sa on h9, publishing the name `node-b` and the
 /// address 192.0.2.41 in the directory.
-fn node_b(fabric: &Fabric) -> LocalSa<'_> {
+fn node_b(fabric: &SimulatedFabric) -> LocalSa<'_> {
     LocalSa::start(
         fabric,
         "h9",
@@ -31,7 +31,7 @@ fn node_b(fabric: &Fabric) -> LocalSa<'_> {
 
 #[test]
 fn rdma_getaddrinfo_and_route_resolution_get_opensms_path_from_local_sa() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let librdmacm = Librdmacm::prepare(fabric.dir()).unwrap_or_else(|e| panic!("{e}"));
@@ -101,7 +101,7 @@ fn rdma_getaddrinfo_and_route_resolution_get_opensms_path_from_local_sa() {
 /// in its log; the port files go when local-sa does.
 #[test]
 fn ibacms_options_file_and_tcp_server_mode_serve_librdmacm_and_ib_acme() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let librdmacm = Librdmacm::prepare(fabric.dir()).unwrap_or_else(|e| panic!("{e}"));

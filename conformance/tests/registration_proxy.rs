@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use api_client::Client;
 use conformance::opensm_dump::SaDump;
-use conformance::{Fabric, LocalSa, Topology, eventually};
+use conformance::{LocalSa, SimulatedFabric, Topology, eventually};
 use local_sa_core::memberships::GroupEvent;
 use mad_codec::{Gid, JoinState, MadStatus, TrapDetails, TrapNumber};
 
@@ -40,8 +40,8 @@ const GROUP_DELETED: u16 = 67;
 
 /// A fat tree whose OpenSM dumps its SA database after every sweep, a
 /// second apart.
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(4, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(4, 4, 2))
         .opensm_config(["sa_db_dump TRUE", "sweep_interval 1"])
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
@@ -56,7 +56,7 @@ struct Agent<'f> {
 }
 
 impl<'f> Agent<'f> {
-    fn start(fabric: &'f Fabric, node: &str, extra: &[&str]) -> Self {
+    fn start(fabric: &'f SimulatedFabric, node: &str, extra: &[&str]) -> Self {
         let socket = fabric.dir().join(format!("{node}.sock"));
         let mut args = vec!["--api-socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
@@ -118,7 +118,7 @@ fn mgid(n: u64) -> Gid {
     Gid::new(0xff12_1234_0000_0000, n)
 }
 
-fn gid_of(fabric: &Fabric, node: &str) -> Gid {
+fn gid_of(fabric: &SimulatedFabric, node: &str) -> Gid {
     Gid::new(
         Gid::DEFAULT_PREFIX,
         fabric.node(node).unwrap().port().unwrap().guid,

@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, LocalSa, Topology, eventually};
+use conformance::{LocalSa, SimulatedFabric, Topology, eventually};
 use mad_codec::Gid;
 
 #[test]
 fn subscribe_join_and_list_through_the_local_api() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let socket = fabric.dir().join("h5.sock");

@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use conformance::saquery::parse_printed_records;
-use conformance::{Fabric, Node, Topology, eventually};
+use conformance::{Node, SimulatedFabric, Topology, eventually};
 use mad_codec::Gid;
 
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }

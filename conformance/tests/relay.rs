@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 /// saquery's NodeRecords, one per LID asked (each a table of one: whole
 /// under ibsim).
@@ -20,7 +20,7 @@ fn theirs_all(node: &conformance::Node<'_>) -> String {
 
 #[test]
 fn node_and_service_records_come_from_the_master_as_saquery_prints_them() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     // A local-sa publishes its directory record and canary: ServiceRecords

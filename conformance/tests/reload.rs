@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use api_client::Client;
-use conformance::{Fabric, LocalSa, Topology, closed_by_peer, eventually};
+use conformance::{LocalSa, SimulatedFabric, Topology, closed_by_peer, eventually};
 use mad_codec::{MadStatus, TrapNumber};
 
 /// True if the daemon closed `stream` within a moment.
@@ -39,7 +39,7 @@ fn write(path: &Path, text: &str) {
 
 #[test]
 fn sighup_applies_a_new_configuration_and_keeps_everything_held() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let config = fabric.dir().join("local-sa.toml");

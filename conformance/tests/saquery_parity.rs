@@ -8,7 +8,7 @@
 //! query names its record by its key (LID, port, block) and gets a table
 //! of one; `transport_vs_saquery` and `relay` cover the others.
 
-use conformance::{Fabric, Node, Topology};
+use conformance::{Node, SimulatedFabric, Topology};
 
 /// Runs both programs with `args`; panics with both outputs unless they
 /// print the same and agree on success. Returns the shared output.
@@ -71,7 +71,7 @@ fn value<'a>(text: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn every_saquery_query_type_prints_as_saquery_prints_it() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();
@@ -225,7 +225,7 @@ fn every_saquery_query_type_prints_as_saquery_prints_it() {
 
 #[test]
 fn node_names_stand_for_their_lids() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h2").unwrap();
@@ -276,7 +276,7 @@ fn node_names_stand_for_their_lids() {
 
 #[test]
 fn local_sa_passes_on_the_records_it_does_not_keep() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let _sa = conformance::LocalSa::start(&fabric, "h3", &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -308,7 +308,7 @@ fn local_sa_passes_on_the_records_it_does_not_keep() {
 
 #[test]
 fn listings_names_and_registrations_print_as_saquery_prints_them() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let node = fabric.node("h4").unwrap();

@@ -12,7 +12,7 @@ use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::time::{Duration, Instant};
 
 use conformance::acm_client::{resolve_lid, resolved};
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 /// The fake service manager, with a descriptor store as systemd's:
 /// `FDSTORE=1` with `FDNAME=` keeps what comes with it, `FDSTOREREMOVE=1`
@@ -27,7 +27,7 @@ struct Manager {
 }
 
 impl Manager {
-    fn bind(fabric: &Fabric, name: &str) -> Self {
+    fn bind(fabric: &SimulatedFabric, name: &str) -> Self {
         let path = fabric.dir().join(name);
         let socket = UnixDatagram::bind(&path).unwrap();
         socket
@@ -221,8 +221,8 @@ fn answered_client(sa: &LocalSa<'_>, dlid: u16) -> UnixStream {
 }
 
 /// The simulated fabric these tests run on.
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -230,7 +230,7 @@ fn fabric() -> Fabric {
 /// local-sa on h2 under `manager`'s descriptor store, given `passed`
 /// (what the store passes a new start: names and descriptors).
 fn start_managed<'f>(
-    fabric: &'f Fabric,
+    fabric: &'f SimulatedFabric,
     manager: &Manager,
     args: &[&str],
     (names, fds): (Vec<String>, Vec<OwnedFd>),

@@ -9,11 +9,11 @@
 
 use std::time::Duration;
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 #[test]
 fn a_second_local_sa_on_a_served_port_exits_with_a_clear_message() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut first = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));

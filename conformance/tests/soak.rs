@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use api_client::Client;
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid};
 use conformance::saquery::path_record_dump;
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 use local_sa_core::doors::api::{self, Frame};
 use local_sa_core::request::{Lookup, PathQuery, Request};
 use mad_codec::attr::path_record::mask as pr;
@@ -130,7 +130,7 @@ fn api_cycle(socket: &Path, slid: u16, dlid: u16, id: u32) {
 
 #[test]
 fn connections_subscriptions_loads_and_reloads_leave_memory_and_descriptors_flat() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut sa =

@@ -10,11 +10,11 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use conformance::{Fabric, Topology};
+use conformance::{SimulatedFabric, Topology};
 
 #[test]
 fn inherited_sockets_serve_ib_acme_and_the_local_api() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let local_sa = conformance::program("local-sa").unwrap_or_else(|e| panic!("{e}"));

@@ -2,11 +2,11 @@
 //! master SA (OpenSM), the table it fetched and when, in words and in
 //! JSON; and a clear failure, with a hint, where no local-sa listens.
 
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 #[test]
 fn status_shows_the_port_its_master_and_its_table() {
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"));
     let sa = LocalSa::start(&fabric, "h2", &[]).unwrap_or_else(|e| panic!("{e}"));

@@ -19,7 +19,7 @@ use conformance::rdmacm::{Librdmacm, Reach};
 use conformance::sa_compare::opensm_path;
 use conformance::systemd::Installed;
 use conformance::systemd::Systemd;
-use conformance::{Fabric, eventually};
+use conformance::{SimulatedFabric, eventually};
 use mad_codec::Gid;
 use mad_codec::zerocopy::IntoBytes;
 use under_systemd::{
@@ -27,18 +27,18 @@ use under_systemd::{
     simulator_environment,
 };
 
-fn boot(fabric: &Fabric, options: &str) -> Systemd {
+fn boot(fabric: &SimulatedFabric, options: &str) -> Systemd {
     boot_with(fabric, options, "")
 }
 
 /// [`boot`], with `service` lines added to the drop-in's `[Service]`.
-fn boot_with(fabric: &Fabric, options: &str, service: &str) -> Systemd {
+fn boot_with(fabric: &SimulatedFabric, options: &str, service: &str) -> Systemd {
     boot_installed(fabric, package_with_options(fabric.dir(), options), service)
 }
 
 /// systemd with `installed` in its root, local-sa.service given the
 /// simulator's environment and `service`'s lines.
-fn boot_installed(fabric: &Fabric, installed: Vec<Installed>, service: &str) -> Systemd {
+fn boot_installed(fabric: &SimulatedFabric, installed: Vec<Installed>, service: &str) -> Systemd {
     let units = [(
         "local-sa.service.d/simulator.conf",
         format!("{}{service}", simulator_environment(fabric)),

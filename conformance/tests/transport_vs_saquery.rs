@@ -4,11 +4,11 @@
 //! field, what saquery prints for the same query from the same node.
 
 use conformance::saquery::{PrintedRecord, parse_printed_records};
-use conformance::{Fabric, Node, RunOutput, Topology};
+use conformance::{Node, RunOutput, SimulatedFabric, Topology};
 
-fn fabric() -> Fabric {
+fn fabric() -> SimulatedFabric {
     // 10 leaves x 10 hosts, 4 spines: 100 hosts, OpenSM on h1.
-    Fabric::builder(Topology::fat_tree(10, 10, 4))
+    SimulatedFabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -34,14 +34,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use api_client::Client;
 use conformance::opensm_dump::SaDump;
-use conformance::{Fabric, LocalSa, Topology, acm_client, command_as_user};
+use conformance::{LocalSa, SimulatedFabric, Topology, acm_client, command_as_user};
 use mad_codec::Gid;
 
 /// The uid and gid of `nobody`, an unprivileged user.
 const NOBODY: u32 = 65534;
 
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(4, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(4, 4, 2))
         .opensm_config(["sa_db_dump TRUE", "sweep_interval 1"])
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
@@ -80,7 +80,7 @@ fn unix_ms() -> u128 {
         .as_millis()
 }
 
-fn port_gid(fabric: &Fabric, node: &str) -> Gid {
+fn port_gid(fabric: &SimulatedFabric, node: &str) -> Gid {
     Gid::new(
         Gid::DEFAULT_PREFIX,
         fabric.node(node).unwrap().port().unwrap().guid,

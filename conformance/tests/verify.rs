@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use conformance::{Fabric, LocalSa, Node, RunOutput, Topology};
+use conformance::{LocalSa, Node, RunOutput, SimulatedFabric, Topology};
 
 const KEY: &str = "0x5a";
 
-fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .unwrap_or_else(|e| panic!("{e}"))
 }

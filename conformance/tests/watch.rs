@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use conformance::path_answers::{
     Ask, KEY, QOS_POLICY, answer_differences, answers, start, waiting_nodes, with_port_options,
 };
-use conformance::{Fabric, LocalSa, NodeProcess, Topology};
+use conformance::{LocalSa, NodeProcess, SimulatedFabric, Topology};
 use mad_codec::PathRecord;
 
 /// The nodes filled and watched, one per leaf.
@@ -42,7 +42,7 @@ fn slow_spine_tree() -> Topology {
 }
 
 /// Every host's LID.
-fn host_lids(fabric: &Fabric) -> Vec<u16> {
+fn host_lids(fabric: &SimulatedFabric) -> Vec<u16> {
     (1..=12)
         .map(|i| fabric.node(&format!("h{i}")).unwrap().port().unwrap().lid)
         .collect()
@@ -55,7 +55,7 @@ fn program() -> &'static Path {
 /// What `sa_lid` answers, asked from `node`, for every pair from `source`
 /// to `lids`.
 fn answered(
-    fabric: &Fabric,
+    fabric: &SimulatedFabric,
     node: &str,
     sa_lid: u16,
     source: u16,
@@ -74,7 +74,7 @@ fn answered(
 
 /// For each watched node, the pairs where its local-sa's answers differ
 /// from OpenSM's (`opensm`: OpenSM's answers, by node).
-fn nodes_differing(fabric: &Fabric, opensm: &Answers, lids: &[u16]) -> Vec<String> {
+fn nodes_differing(fabric: &SimulatedFabric, opensm: &Answers, lids: &[u16]) -> Vec<String> {
     let mut out = Vec::new();
     for name in NODES {
         let lid = fabric.node(name).unwrap().port().unwrap().lid;
@@ -87,7 +87,7 @@ fn nodes_differing(fabric: &Fabric, opensm: &Answers, lids: &[u16]) -> Vec<Strin
 }
 
 /// OpenSM's answers for every watched node's pairs.
-fn opensm_answers(fabric: &Fabric, lids: &[u16]) -> Answers {
+fn opensm_answers(fabric: &SimulatedFabric, lids: &[u16]) -> Answers {
     let at = fabric.opensm_node();
     let sm = fabric.node(at).unwrap().port().unwrap().sm_lid;
     NODES
@@ -106,7 +106,7 @@ type Answers = HashMap<&'static str, HashMap<(u16, u16), Option<PathRecord>>>;
 /// node answers them too, and how long after `since` that was; fails
 /// after `within`, showing the watch's output.
 fn nodes_follow_the_reroute(
-    fabric: &Fabric,
+    fabric: &SimulatedFabric,
     before: &Answers,
     lids: &[u16],
     (since, within): (Instant, Duration),
@@ -130,7 +130,7 @@ fn nodes_follow_the_reroute(
 
 /// The watch, started on [`WATCH_AT`] with `args` more, once its first
 /// fill is done (its summary printed).
-fn watch<'f>(fabric: &'f Fabric, at: &LocalSa<'f>, args: &[&str]) -> NodeProcess<'f> {
+fn watch<'f>(fabric: &'f SimulatedFabric, at: &LocalSa<'f>, args: &[&str]) -> NodeProcess<'f> {
     let p = fabric
         .node(WATCH_AT)
         .unwrap()

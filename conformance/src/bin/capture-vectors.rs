@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use conformance::golden::{self, Section, Vector};
 use conformance::saquery::{mad_blocks, parse_mad_dump};
-use conformance::{Fabric, Topology};
+use conformance::{SimulatedFabric, Topology};
 use mad_codec::{Gid, McMemberRecord, SaMad};
 
 const TOPOLOGY: &str = "net.2sw2path4hca";
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
 
 fn run(out: &Path) -> Result<usize, String> {
     let topology = Topology::debian_example(TOPOLOGY).map_err(|e| e.to_string())?;
-    let fabric = Fabric::builder(topology)
+    let fabric = SimulatedFabric::builder(topology)
         .opensm_on(SM_NODE)
         .start()
         .map_err(|e| e.to_string())?;
@@ -256,7 +256,7 @@ fn is_truncated(resp: &[u8]) -> bool {
 
 /// What every phase-two vector notes about its capture.
 struct Context<'a> {
-    fabric: &'a Fabric,
+    fabric: &'a SimulatedFabric,
     out: &'a Path,
     opensm_version: String,
     date: String,
@@ -440,7 +440,7 @@ impl Context<'_> {
     }
 }
 
-fn gid_of(fabric: &Fabric, node: &str) -> Result<Gid, String> {
+fn gid_of(fabric: &SimulatedFabric, node: &str) -> Result<Gid, String> {
     let port = fabric
         .node(node)
         .and_then(|n| n.port())
@@ -449,7 +449,7 @@ fn gid_of(fabric: &Fabric, node: &str) -> Result<Gid, String> {
 }
 
 /// Polls `saquery -I` until `n` subscriptions exist.
-fn wait_for_subscriptions(fabric: &Fabric, n: usize) -> Result<(), String> {
+fn wait_for_subscriptions(fabric: &SimulatedFabric, n: usize) -> Result<(), String> {
     let node = fabric.node(CLIENT).map_err(|e| e.to_string())?;
     for _ in 0..100 {
         let out = node.saquery(["-I"]).map_err(|e| e.to_string())?;

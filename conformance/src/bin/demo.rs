@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::saquery::{parse_printed_records, path_record_dump};
-use conformance::{Fabric, LocalSa, Node, NodeProcess, RunOutput, SaDump, Topology};
+use conformance::{LocalSa, Node, NodeProcess, RunOutput, SaDump, SimulatedFabric, Topology};
 use mad_codec::{Gid, Mtu, PathRecordRepr, Rate, Selector};
 
 fn main() -> ExitCode {
@@ -91,7 +91,7 @@ fn run() -> Result<(), String> {
     // OpenSM writes its SA database after each sweep (every second): its
     // own, uncut list of subscriptions, where a table asked through the
     // simulator shows only the records of its first MAD.
-    let fabric = Fabric::builder(topology)
+    let fabric = SimulatedFabric::builder(topology)
         .opensm_config([
             "sa_db_dump TRUE",
             "sweep_interval 1",

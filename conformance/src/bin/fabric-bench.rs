@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid, resolve_name};
 use conformance::bench::{arg, cpu_seconds, median};
-use conformance::{Fabric, LocalSa, Node, Topology};
+use conformance::{LocalSa, Node, SimulatedFabric, Topology};
 use local_sa_core::doors::netlink::wire::{self, Header, PathUse, Resolve, reply_records};
 use mad_codec::Gid;
 
@@ -83,7 +83,7 @@ struct Load<'f> {
 
 impl Load<'_> {
     /// Runs the load against `server` and measures it.
-    fn measure(&self, fabric: &Fabric, server: &Server) -> Result<Sample, String> {
+    fn measure(&self, fabric: &SimulatedFabric, server: &Server) -> Result<Sample, String> {
         let (cpu0, sim0) = (cpu_seconds(server.pid)?, cpu_seconds(fabric.ibsim_pid())?);
         let out = self
             .client
@@ -266,7 +266,7 @@ impl Sample {
 /// the fabric's directory and no kernel door, and waits until it has its
 /// port's paths.
 fn start_other_local_sa<'f>(
-    fabric: &'f Fabric,
+    fabric: &'f SimulatedFabric,
     node: &str,
     program: &Path,
 ) -> Result<conformance::NodeProcess<'f>, String> {
@@ -371,7 +371,7 @@ fn run() -> Result<(), String> {
         &["-libumad"],
     )?;
     let dgram_echo = compile_c("dgram_echo", &local_sa.with_file_name("dgram_echo"), &[])?;
-    let fabric = Fabric::builder(Topology::fat_tree(10, 10, 4))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(10, 10, 4))
         .start()
         .map_err(|e| e.to_string())?;
     let node_lid = |n: &str| {

@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::acm_client::{ACK, RESOLVE, path_dlid, read_reply, resolve_lid};
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 /// The SM_Key the local-sa nodes take loads with.
 const KEY: &str = "0x5eed";
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
 
 /// A fabric with OpenSM's console on a loopback port.
 struct Counted {
-    fabric: Fabric,
+    fabric: SimulatedFabric,
     console_port: u16,
 }
 
@@ -65,7 +65,7 @@ impl Counted {
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
-        let fabric = Fabric::builder(topology)
+        let fabric = SimulatedFabric::builder(topology)
             .opensm_config([
                 "console loopback".to_string(),
                 format!("console_port {console_port}"),
@@ -172,7 +172,7 @@ fn upstream(sas: &[LocalSa<'_>]) -> u64 {
 
 /// The nodes that run local-sa (or clients), spread over the leaves, and
 /// the one the distributor runs on: never OpenSM's.
-fn pick_nodes(fabric: &Fabric) -> (Vec<String>, String) {
+fn pick_nodes(fabric: &SimulatedFabric) -> (Vec<String>, String) {
     let hosts: Vec<String> = fabric
         .topology()
         .hcas()

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use conformance::bench::{arg, cpu_seconds};
-use conformance::{Fabric, Topology};
+use conformance::{SimulatedFabric, Topology};
 
 /// OpenSM's SA key, given to lsaquery for the P_Key tables.
 const KEY: &str = "0x5eed";
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
 fn run() -> Result<String, String> {
     let (leaves, hosts, spines) = (arg(1, 18) as usize, arg(2, 18) as usize, arg(3, 9) as usize);
     let rounds = arg(4, 10).max(1);
-    let fabric = Fabric::builder(Topology::fat_tree(leaves, hosts, spines))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(leaves, hosts, spines))
         .opensm_config([format!("sa_key {KEY}")])
         .ready_timeout(Duration::from_secs(120))
         .start()

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use conformance::bench::{arg, cpu_seconds, median};
 use conformance::rdmacm::{Librdmacm, Reach};
-use conformance::{Fabric, LocalSa, Topology};
+use conformance::{LocalSa, SimulatedFabric, Topology};
 
 fn main() -> ExitCode {
     match run() {
@@ -31,7 +31,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let (calls, rounds) = (arg(1, 20_000), arg(2, 3).max(1));
-    let fabric = Fabric::builder(Topology::fat_tree(3, 4, 2))
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .start()
         .map_err(|e| e.to_string())?;
     let librdmacm = Librdmacm::prepare(fabric.dir())?;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use conformance::systemd::{Installed, PackageForm, Systemd, package};
-use conformance::{Fabric, Topology};
+use conformance::{SimulatedFabric, Topology};
 use mad_codec::Gid;
 
 /// The node local-sa serves.
@@ -20,7 +20,7 @@ pub(crate) const NODE: &str = "h2";
 /// the working directory), the output appended to the fabric's
 /// `local-sa.log`. Nothing else of the unit changes: its sandbox is as
 /// shipped.
-pub(crate) fn simulator_environment(fabric: &Fabric) -> String {
+pub(crate) fn simulator_environment(fabric: &SimulatedFabric) -> String {
     format!(
         "[Service]\n\
          Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
@@ -54,7 +54,7 @@ pub(crate) fn package_with_options(dir: &Path, options: &str) -> Vec<Installed> 
 pub(crate) const OWN_TRAPS: [u16; 3] = [64, 65, 128];
 
 /// The GID of [`NODE`]'s port.
-pub(crate) fn node_gid(fabric: &Fabric) -> Gid {
+pub(crate) fn node_gid(fabric: &SimulatedFabric) -> Gid {
     Gid::new(
         Gid::DEFAULT_PREFIX,
         fabric.node(NODE).unwrap().port().unwrap().guid,
@@ -62,13 +62,13 @@ pub(crate) fn node_gid(fabric: &Fabric) -> Gid {
 }
 
 /// OpenSM's SA database dump (`sa_db_dump`, rewritten every sweep).
-pub(crate) fn sa_dump(fabric: &Fabric) -> PathBuf {
+pub(crate) fn sa_dump(fabric: &SimulatedFabric) -> PathBuf {
     fabric.opensm_dir().join("opensm-sa.dump")
 }
 
 /// A fat tree whose OpenSM dumps its SA database after every sweep.
-pub(crate) fn fabric() -> Fabric {
-    Fabric::builder(Topology::fat_tree(3, 4, 2))
+pub(crate) fn fabric() -> SimulatedFabric {
+    SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
         .opensm_config(["sa_db_dump TRUE", "sweep_interval 1"])
         .start()
         .unwrap_or_else(|e| panic!("{e}"))

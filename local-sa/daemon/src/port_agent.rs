@@ -15,7 +15,7 @@ use crate::kept_tables_file::{KeptTablesFile, unix_now};
 use crate::options::Options;
 use crate::port_lock::PortLock;
 use crate::registrations_file::RegistrationsFile;
-use crate::served::{CoreGuard, CoreWake, Served, SharedCore, TransportClosed};
+use crate::served::{CoreGuard, CoreWake, ServedPort, SharedCore, TransportClosed};
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use local_sa_core::counters::{Described, Kind};
@@ -98,7 +98,12 @@ impl PortAgent {
         if let Some(previous) = previous {
             core.adopt(now, &previous);
         }
-        let shared = SharedCore::new(Served::new(core, registrations, agent, facts.to_string()));
+        let shared = SharedCore::new(ServedPort::new(
+            core,
+            registrations,
+            agent,
+            facts.to_string(),
+        ));
         let transport = UmadTransport::start_with(
             device,
             CHANNEL_DEPTH,

@@ -9,7 +9,7 @@
 //! driver does with the core, it does under the same lock.
 //!
 //! Whoever sends the core's MADs first rewrites the registrations record if
-//! it may have changed ([`Served::send_all`]): the record never lists less
+//! it may have changed ([`ServedPort::send_all`]): the record never lists less
 //! than the master may hold, whichever thread sends.
 
 use std::ops::{Deref, DerefMut};
@@ -42,7 +42,7 @@ pub(crate) enum CoreWake {
 }
 
 /// A port's core and what goes with sending its MADs.
-pub(crate) struct Served {
+pub(crate) struct ServedPort {
     core: SaCore,
     /// What the core asked the master to hold, for the next local-sa.
     registrations: RegistrationsFile,
@@ -55,7 +55,7 @@ pub(crate) struct Served {
     drop_log: LogLimit,
 }
 
-impl Served {
+impl ServedPort {
     pub(crate) fn new(
         core: SaCore,
         registrations: RegistrationsFile,
@@ -107,7 +107,7 @@ impl Served {
     }
 
     /// When the registrations record, out of date only by what the master
-    /// no longer holds, is written (by [`Served::send_all`]).
+    /// no longer holds, is written (by [`ServedPort::send_all`]).
     pub(crate) fn record_due(&self) -> Option<Instant> {
         self.registrations.deferred_until(&self.core)
     }
@@ -124,20 +124,20 @@ impl Served {
     }
 }
 
-/// A port's [`Served`], shared with its reader thread.
+/// A port's [`ServedPort`], shared with its reader thread.
 #[derive(Clone)]
 pub(crate) struct SharedCore {
-    served: Arc<Mutex<Served>>,
+    served: Arc<Mutex<ServedPort>>,
     /// The reader has woken the driver and the driver has not yet looked:
     /// further changes need no second wake.
     wake_pending: Arc<AtomicBool>,
 }
 
 /// The locked core.
-pub(crate) struct CoreGuard<'a>(MutexGuard<'a, Served>);
+pub(crate) struct CoreGuard<'a>(MutexGuard<'a, ServedPort>);
 
 impl SharedCore {
-    pub(crate) fn new(served: Served) -> Self {
+    pub(crate) fn new(served: ServedPort) -> Self {
         Self {
             served: Arc::new(Mutex::new(served)),
             wake_pending: Arc::new(AtomicBool::new(false)),
@@ -204,8 +204,8 @@ impl SharedCore {
         }
     }
 
-    /// The [`Served`] itself, once the reader thread is gone.
-    pub(crate) fn into_inner(self) -> Option<Served> {
+    /// The [`ServedPort`] itself, once the reader thread is gone.
+    pub(crate) fn into_inner(self) -> Option<ServedPort> {
         Arc::try_unwrap(self.served)
             .ok()
             .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
@@ -226,7 +226,7 @@ impl Drop for CoreGuard<'_> {
 }
 
 impl CoreGuard<'_> {
-    /// See [`Served::send_all`].
+    /// See [`ServedPort::send_all`].
     pub(crate) fn send_all(
         &mut self,
         outlet: &Outlet,
@@ -235,7 +235,7 @@ impl CoreGuard<'_> {
         self.0.send_all(outlet, now)
     }
 
-    /// See [`Served::dropped_out`].
+    /// See [`ServedPort::dropped_out`].
     pub(crate) fn dropped_out(&self) -> u64 {
         self.0.dropped_out()
     }

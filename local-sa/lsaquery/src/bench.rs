@@ -62,7 +62,7 @@ pub(crate) async fn run(
         .await?;
     let elapsed = start.elapsed();
     t.latencies.sort_unstable();
-    let report = Report::new(&t, total, window, elapsed);
+    let report = BenchReport::new(&t, total, window, elapsed);
     if session.json {
         outln!("{}", report.json(session.dest.lid))?;
     } else {
@@ -75,7 +75,7 @@ pub(crate) async fn run(
 }
 
 /// What a run measured.
-struct Report {
+struct BenchReport {
     sent: u64,
     answered: u64,
     error_status: u64,
@@ -86,7 +86,7 @@ struct Report {
     micros: [u128; 5],
 }
 
-impl Report {
+impl BenchReport {
     fn new(t: &BenchCounts, sent: u64, window: usize, elapsed: Duration) -> Self {
         let pct = |p: usize| -> u128 {
             if t.latencies.is_empty() {

@@ -60,9 +60,12 @@ enum Mode {
     Load(std::path::PathBuf),
     DeleteNamed(std::path::PathBuf),
     DeleteMatching(Query),
-    Distribute(distribute::Options),
-    Watch(distribute::Options, distribute::watch::Options),
-    Compute(compute::Options),
+    Distribute(distribute::DistributeOptions),
+    Watch(
+        distribute::DistributeOptions,
+        distribute::watch::WatchOptions,
+    ),
+    Compute(compute::ComputeOptions),
     Subscribe(mad_codec::TrapNumber),
     Join(mad_codec::Gid),
     Leave(mad_codec::Gid),
@@ -96,7 +99,7 @@ impl Mode {
         };
         let at_keys = local_sa_distributor::fill::qos::keys(&cli.service_ids, &cli.qos_classes)
             .map_err(usage)?;
-        let compute = cli.compute.then(|| compute::Options {
+        let compute = cli.compute.then(|| compute::ComputeOptions {
             sample: cli.check_sample.0,
             seed: cli.check_seed,
             master_window: cli.master_window,
@@ -111,7 +114,7 @@ impl Mode {
             return Ok(Self::Compute(options.clone()));
         }
         if cli.distribute {
-            let options = distribute::Options {
+            let options = distribute::DistributeOptions {
                 compute,
                 no_fallback: cli.no_fallback,
                 shard: cli.shard,
@@ -134,12 +137,12 @@ impl Mode {
             }
             let interval = Duration::from_secs(cli.watch_interval.max(1));
             let settle = Duration::from_secs(cli.settle);
-            let watch = distribute::watch::Options {
+            let watch = distribute::watch::WatchOptions {
                 interval,
                 settle,
-                lease: cli
-                    .lease
-                    .unwrap_or_else(|| distribute::watch::Options::default_lease(interval, settle)),
+                lease: cli.lease.unwrap_or_else(|| {
+                    distribute::watch::WatchOptions::default_lease(interval, settle)
+                }),
                 check: cli.watch_check,
                 api_socket: cli.api_socket.clone(),
                 metrics_file: cli.metrics_file.clone(),

@@ -23,7 +23,7 @@ use super::SaCore;
 use super::counterparts::{Asker, Member};
 use super::upstream_purpose::Purpose;
 use crate::inbound::SaRequest;
-use crate::memberships::{Answer, Change, Effect, OpId};
+use crate::memberships::{Change, Effect, JoinAnswer, OpId};
 use crate::request::{LocalBody, LocalReply};
 use crate::requester;
 
@@ -213,19 +213,19 @@ impl SaCore {
                 Effect::Answer { asker, answer } => {
                     let member = asker.member();
                     let mgid = match &answer {
-                        Answer::Joined(r)
-                        | Answer::Left(r)
-                        | Answer::Master {
+                        JoinAnswer::Joined(r)
+                        | JoinAnswer::Left(r)
+                        | JoinAnswer::Master {
                             record: Some(r), ..
                         } => Some(r.mgid()),
-                        Answer::Master { record: None, .. } | Answer::Refused(_) => None,
+                        JoinAnswer::Master { record: None, .. } | JoinAnswer::Refused(_) => None,
                     };
                     match &answer {
-                        Answer::Master {
+                        JoinAnswer::Master {
                             status: MadStatus::OK,
                             record: Some(r),
                         } => self.join_granted(member, r.mgid()),
-                        Answer::Refused(MadStatus::ERR_NO_RESOURCES) => {
+                        JoinAnswer::Refused(MadStatus::ERR_NO_RESOURCES) => {
                             self.creation_refused(now, member)
                         }
                         _ => {}
@@ -239,18 +239,25 @@ impl SaCore {
 
     /// Answers a join or a leave: a record, the master's answer passed on
     /// as it came, or a status.
-    fn answer_membership(&mut self, asker: &Asker, answer: Answer, master: Option<&bytes::Bytes>) {
+    fn answer_membership(
+        &mut self,
+        asker: &Asker,
+        answer: JoinAnswer,
+        master: Option<&bytes::Bytes>,
+    ) {
         match (answer, asker, master) {
-            (Answer::Joined(r) | Answer::Left(r), _, _) => self.answer_record(asker, &r),
-            (Answer::Master { .. }, Asker::Mad(request), Some(mad)) => self.relay_to(request, mad),
+            (JoinAnswer::Joined(r) | JoinAnswer::Left(r), _, _) => self.answer_record(asker, &r),
+            (JoinAnswer::Master { .. }, Asker::Mad(request), Some(mad)) => {
+                self.relay_to(request, mad)
+            }
             (
-                Answer::Master {
+                JoinAnswer::Master {
                     record: Some(r), ..
                 },
                 _,
                 _,
             ) => self.answer_record(asker, &r),
-            (Answer::Master { status, .. } | Answer::Refused(status), _, _) => {
+            (JoinAnswer::Master { status, .. } | JoinAnswer::Refused(status), _, _) => {
                 self.answer_status(asker, status)
             }
         }

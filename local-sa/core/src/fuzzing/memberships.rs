@@ -52,7 +52,7 @@ use mad_codec::attr::mc_member_record::mask as mc;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{Gid, JoinState, MadStatus, McMemberRecord, Method};
 
-use crate::memberships::{Answer, Change, Effect, MembershipConfig, Memberships, OpId};
+use crate::memberships::{Change, Effect, JoinAnswer, MembershipConfig, Memberships, OpId};
 
 const PORT: Gid = Gid::new(Gid::DEFAULT_PREFIX, 0x51);
 const GROUPS: [Gid; 2] = [
@@ -175,7 +175,7 @@ impl World {
         *self.master.entry(mgid).or_default() |= bits;
     }
 
-    fn answer(&mut self, asker: Asker, answer: &Answer) {
+    fn answer(&mut self, asker: Asker, answer: &JoinAnswer) {
         assert!(self.answered.insert(asker), "{asker:?} answered twice");
         let Some((join, mgid, bits)) = self.asked.remove(&asker) else {
             // A request of a member that went away meanwhile.
@@ -183,19 +183,19 @@ impl World {
         };
         let held = self.model.entry((mgid, asker.0)).or_default();
         match answer {
-            Answer::Joined(_)
-            | Answer::Master {
+            JoinAnswer::Joined(_)
+            | JoinAnswer::Master {
                 status: MadStatus::OK,
                 ..
             } => {
                 assert!(join, "a join's answer to a leave");
                 *held |= bits;
             }
-            Answer::Left(_) => {
+            JoinAnswer::Left(_) => {
                 assert!(!join, "a leave's answer to a join");
                 *held = held.minus(bits);
             }
-            Answer::Master { .. } | Answer::Refused(_) => {}
+            JoinAnswer::Master { .. } | JoinAnswer::Refused(_) => {}
         }
         if held.is_empty() {
             self.model.remove(&(mgid, asker.0));

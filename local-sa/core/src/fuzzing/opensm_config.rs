@@ -4,14 +4,14 @@
 //! one either (asked with a P_Key, a ServiceID or a QoS class or none).
 
 use crate::opensm_config::qos_policy::QueryKeys;
-use crate::opensm_config::{Options, PartitionConfig, QosPolicy};
+use crate::opensm_config::{OpenSmOptions, PartitionConfig, QosPolicy};
 use crate::path_engine::synthetic::FatTree;
 use crate::path_engine::{Fabric, QosLevels, Table};
 
 /// The input, as text, is each file in turn.
 pub fn opensm_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let options = Options::parse(&text);
+    let options = OpenSmOptions::parse(&text);
     let partitions = PartitionConfig::parse(&text, options.qos).ok();
     let Ok(policy) = QosPolicy::parse(&text) else {
         return;

@@ -83,7 +83,7 @@ where
                 });
                 out.push(Effect::Answer {
                     asker,
-                    answer: Answer::Master {
+                    answer: JoinAnswer::Master {
                         status,
                         record: None,
                     },
@@ -111,7 +111,7 @@ where
             }
             out.push(Effect::Answer {
                 asker,
-                answer: Answer::Master {
+                answer: JoinAnswer::Master {
                     status: MadStatus::OK,
                     record: Some(r),
                 },
@@ -172,7 +172,7 @@ where
             (None, _) if !gone => {
                 out.push(Effect::Answer {
                     asker: change.asker,
-                    answer: Answer::Master {
+                    answer: JoinAnswer::Master {
                         status: MadStatus::BUSY,
                         record: None,
                     },
@@ -185,7 +185,7 @@ where
             if !gone {
                 out.push(Effect::Answer {
                     asker: change.asker,
-                    answer: Answer::Refused(MadStatus::BUSY),
+                    answer: JoinAnswer::Refused(MadStatus::BUSY),
                 });
             }
             return self.next_in_group(now, mgid, out);
@@ -228,7 +228,7 @@ where
             record.set_join_state(group.held);
             out.push(Effect::Answer {
                 asker,
-                answer: Answer::Left(left_record(record)),
+                answer: JoinAnswer::Left(left_record(record)),
             });
         }
         let status = answer.map(|(s, _)| s);

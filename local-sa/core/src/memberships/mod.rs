@@ -71,7 +71,7 @@ pub enum Effect<M, A> {
         /// Who waits.
         asker: A,
         /// What to tell it.
-        answer: Answer,
+        answer: JoinAnswer,
     },
     /// `member` did not join again within its lease: it holds nothing any
     /// more, and its requests still waiting are dropped unanswered.
@@ -102,7 +102,7 @@ pub enum GroupEvent {
 
 /// The answer to a join or a leave.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub enum JoinAnswer {
     /// Joined here, the master holding the bits already: the group's
     /// record with the JoinState the port holds.
     Joined(McMemberRecord),
@@ -407,7 +407,7 @@ where
         let refuse = |out: &mut Vec<Effect<M, A>>, asker: A, status| {
             out.push(Effect::Answer {
                 asker,
-                answer: Answer::Refused(status),
+                answer: JoinAnswer::Refused(status),
             });
         };
         // OpenSM's first checks.
@@ -483,7 +483,7 @@ where
             debug!(%mgid, %bits, "join completed here: the master holds these bits already");
             return out.push(Effect::Answer {
                 asker: c.asker,
-                answer: Answer::Joined(answer),
+                answer: JoinAnswer::Joined(answer),
             });
         }
         if group.record.is_none() && !group.probed {
@@ -516,7 +516,7 @@ where
             debug!(%mgid, "a join that would create a group, past its owner's limit: refused");
             return out.push(Effect::Answer {
                 asker: c.asker,
-                answer: Answer::Refused(MadStatus::ERR_NO_RESOURCES),
+                answer: JoinAnswer::Refused(MadStatus::ERR_NO_RESOURCES),
             });
         }
         group.busy = true;
@@ -537,7 +537,7 @@ where
         let Some(group) = self.groups.get_mut(&mgid) else {
             return out.push(Effect::Answer {
                 asker: c.asker,
-                answer: Answer::Refused(MadStatus::ERR_REQ_INVALID),
+                answer: JoinAnswer::Refused(MadStatus::ERR_REQ_INVALID),
             });
         };
         let held = group
@@ -550,7 +550,7 @@ where
             self.drop_if_empty(mgid);
             return out.push(Effect::Answer {
                 asker: c.asker,
-                answer: Answer::Refused(MadStatus::ERR_REQ_INVALID),
+                answer: JoinAnswer::Refused(MadStatus::ERR_REQ_INVALID),
             });
         }
         let left = held.minus(bits);
@@ -575,7 +575,7 @@ where
             answer.set_join_state(group.held);
             out.push(Effect::Answer {
                 asker: c.asker,
-                answer: Answer::Left(left_record(answer)),
+                answer: JoinAnswer::Left(left_record(answer)),
             });
             return self.drop_if_empty(mgid);
         }

@@ -63,7 +63,7 @@ fn sent(effects: &[Effect<u8, &'static str>]) -> (OpId, Method, JoinState) {
     sends[0]
 }
 
-fn answers(effects: &[Effect<u8, &'static str>]) -> Vec<(&'static str, Answer)> {
+fn answers(effects: &[Effect<u8, &'static str>]) -> Vec<(&'static str, JoinAnswer)> {
     effects
         .iter()
         .filter_map(|e| match e {
@@ -146,7 +146,7 @@ fn the_second_member_with_held_bits_joins_without_the_master() {
         answers(&out)[..],
         [(
             "a",
-            Answer::Master {
+            JoinAnswer::Master {
                 status: MadStatus::OK,
                 record: Some(_)
             }
@@ -155,7 +155,7 @@ fn the_second_member_with_held_bits_joins_without_the_master() {
     let mut out = Vec::new();
     out.extend(ask(&mut m, now, change(true, 2, F, "b")));
     match &answers(&out)[..] {
-        [("b", Answer::Joined(r))] => assert_eq!(r.join_state(), F),
+        [("b", JoinAnswer::Joined(r))] => assert_eq!(r.join_state(), F),
         other => panic!("{other:?}"),
     }
     assert_eq!((m.counts().joins_local, m.counts().joins_upstream), (1, 1));
@@ -168,12 +168,12 @@ fn a_leave_deletes_only_the_bits_nobody_else_holds() {
     joined(&mut m, now, 1, F | N, F | N);
     let mut out = Vec::new();
     out.extend(ask(&mut m, now, change(true, 2, N, "b")));
-    assert!(matches!(answers(&out)[..], [("b", Answer::Joined(_))]));
+    assert!(matches!(answers(&out)[..], [("b", JoinAnswer::Joined(_))]));
     // Member 1 leaves Non: member 2 still holds it, so no Delete.
     let mut out = Vec::new();
     out.extend(ask(&mut m, now, change(false, 1, N, "c")));
     match &answers(&out)[..] {
-        [("c", Answer::Left(r))] => {
+        [("c", JoinAnswer::Left(r))] => {
             assert_eq!(r.join_state(), F | N, "still held for the port");
             assert_eq!(r.mtu_selector(), Selector::Exactly, "shaped as OpenSM's");
         }
@@ -186,7 +186,7 @@ fn a_leave_deletes_only_the_bits_nobody_else_holds() {
     assert_eq!((method, bits), (Method::DELETE, F));
     let out = accept(&mut m, now, op, N);
     match &answers(&out)[..] {
-        [("d", Answer::Left(r))] => assert_eq!(r.join_state(), N),
+        [("d", JoinAnswer::Left(r))] => assert_eq!(r.join_state(), N),
         other => panic!("{other:?}"),
     }
     assert_eq!(m.held(MGID).map(|(_, s)| s), Some(N));
@@ -205,7 +205,7 @@ fn requests_wait_while_the_master_is_asked_and_then_take_their_turn() {
     let out = accept(&mut m, now, op, F);
     let got = answers(&out);
     assert_eq!(got.len(), 2, "{got:?}");
-    assert!(matches!(got[1], ("b", Answer::Joined(_))));
+    assert!(matches!(got[1], ("b", JoinAnswer::Joined(_))));
 }
 
 #[test]
@@ -226,10 +226,10 @@ fn refusals_are_ones_opensm_would_give() {
         [
             (
                 "a",
-                Answer::Refused(MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS)
+                JoinAnswer::Refused(MadStatus::ERR_REQ_INSUFFICIENT_COMPONENTS)
             ),
-            ("b", Answer::Refused(MadStatus::ERR_REQ_INVALID)),
-            ("c", Answer::Refused(MadStatus::ERR_REQ_INVALID)),
+            ("b", JoinAnswer::Refused(MadStatus::ERR_REQ_INVALID)),
+            ("c", JoinAnswer::Refused(MadStatus::ERR_REQ_INVALID)),
         ]
     );
     assert_eq!(m.groups(), 0, "nothing kept");
@@ -247,7 +247,7 @@ fn the_masters_refusal_or_silence_goes_back_to_the_member() {
         answers(&out),
         [(
             "a",
-            Answer::Master {
+            JoinAnswer::Master {
                 status: MadStatus::ERR_REQ_INVALID,
                 record: None
             }
@@ -262,7 +262,7 @@ fn the_masters_refusal_or_silence_goes_back_to_the_member() {
         answers(&out)[..],
         [(
             "b",
-            Answer::Master {
+            JoinAnswer::Master {
                 status: MadStatus::BUSY,
                 ..
             }
@@ -342,7 +342,7 @@ fn an_unanswered_leave_asks_whether_anything_is_left_and_converges() {
     let (op, ..) = sent(&out);
     let mut out = Vec::new();
     m.answered(t0, op, None, &mut out);
-    assert!(matches!(answers(&out)[..], [("b", Answer::Left(_))]));
+    assert!(matches!(answers(&out)[..], [("b", JoinAnswer::Left(_))]));
 
     // After the backoff: is the port still in the group? Yes: the Delete.
     let (op, method, mask, _) = retry(&mut m, t0, Duration::from_secs(5));
@@ -477,7 +477,7 @@ fn a_group_busy_when_the_master_changes_joins_again_after() {
         answers(&out)[..],
         [(
             "a",
-            Answer::Master {
+            JoinAnswer::Master {
                 status: MadStatus::BUSY,
                 ..
             }
@@ -541,7 +541,7 @@ fn a_leave_that_finds_the_master_lost_the_group_joins_the_rest_again() {
     let mut out = Vec::new();
     m.answered(now, op, Some((MadStatus::ERR_REQ_INVALID, None)), &mut out);
     match &answers(&out)[..] {
-        [("b", Answer::Left(r))] => assert_eq!(r.join_state(), JoinState::NONE),
+        [("b", JoinAnswer::Left(r))] => assert_eq!(r.join_state(), JoinState::NONE),
         other => panic!("{other:?}"),
     }
     let (op, method, bits) = sent(&out);
@@ -601,7 +601,7 @@ fn shutdown_also_ends_joins_still_out_or_waiting() {
     out.extend(ask(&mut m, now, change(true, 3, F, "c")));
     assert_eq!(
         answers(&out),
-        [("c", Answer::Refused(MadStatus::BUSY))],
+        [("c", JoinAnswer::Refused(MadStatus::BUSY))],
         "no new joins once shutting down"
     );
 }
@@ -661,7 +661,7 @@ fn bits_another_agent_held_before_the_first_join_are_never_deleted() {
     // The member leaves: Full may be the kernel's, so nothing is deleted,
     // and nothing of the group is kept here.
     let out = ask(&mut m, now, change(false, 1, F, "b"));
-    assert!(matches!(answers(&out)[..], [("b", Answer::Left(_))]));
+    assert!(matches!(answers(&out)[..], [("b", JoinAnswer::Left(_))]));
     assert!(
         out.iter().all(|e| !matches!(e, Effect::Send { .. })),
         "{out:?}"
@@ -683,7 +683,9 @@ fn bits_the_master_shows_that_nobody_here_asked_for_stay() {
     assert_eq!((method, bits), (Method::DELETE, F), "only this agent's bit");
     let out = accept(&mut m, now, op, son);
     match &answers(&out)[..] {
-        [("b", Answer::Left(r))] => assert_eq!(r.join_state(), son, "the port keeps the other bit"),
+        [("b", JoinAnswer::Left(r))] => {
+            assert_eq!(r.join_state(), son, "the port keeps the other bit")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(m.groups(), 0, "nothing of ours is left to track");
@@ -813,6 +815,6 @@ fn requests_piling_up_behind_a_busy_group_are_bounded() {
     assert_eq!(busy.len(), 10, "past the bound, answered at once");
     assert!(
         busy.iter()
-            .all(|(_, a)| *a == Answer::Refused(MadStatus::BUSY))
+            .all(|(_, a)| *a == JoinAnswer::Refused(MadStatus::BUSY))
     );
 }

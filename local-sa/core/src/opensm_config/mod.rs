@@ -12,6 +12,6 @@ pub mod partitions;
 pub mod qos_policy;
 
 pub use error::{ConfigError, ConfigFile};
-pub use options::{NO_RATE_LIMIT, Options};
+pub use options::{NO_RATE_LIMIT, OpenSmOptions};
 pub use partitions::{Partition, PartitionConfig};
 pub use qos_policy::QosPolicy;

@@ -10,7 +10,7 @@ pub const NO_RATE_LIMIT: u8 = 63;
 
 /// The options of OpenSM's that change what its SA answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Options {
+pub struct OpenSmOptions {
     /// `qos`: the QoS policy and partitions' SLs apply.
     pub qos: bool,
     /// `qos_policy_file`, if set.
@@ -41,7 +41,7 @@ pub struct Options {
     pub ignored: Vec<(usize, String)>,
 }
 
-impl Default for Options {
+impl Default for OpenSmOptions {
     /// OpenSM's defaults.
     fn default() -> Self {
         Self {
@@ -62,7 +62,7 @@ impl Default for Options {
     }
 }
 
-impl Options {
+impl OpenSmOptions {
     /// The options of `text`, an `opensm.conf`.
     pub fn parse(text: &str) -> Self {
         let mut o = Self::default();
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn the_options_that_change_answers_are_read_as_opensm_reads_them() {
-        let o = Options::parse(
+        let o = OpenSmOptions::parse(
             "# QoS\nqos TRUE\nqos_policy_file /etc/opensm/qos-policy.conf # the policy\n\
              partition_config_file \"/etc/opensm/partitions.conf\"\n\
              enable_quirks TRUE\nallow_both_pkeys true\nsubnet_timeout 0x10\nlmc 2\n\
@@ -176,7 +176,7 @@ mod tests {
         );
         assert!(o.qos && o.enable_quirks && o.use_original_extended_sa_rates_only);
         assert_eq!(o.max_rate_enum, 18);
-        assert_eq!(Options::parse("").max_rate_enum, NO_RATE_LIMIT);
+        assert_eq!(OpenSmOptions::parse("").max_rate_enum, NO_RATE_LIMIT);
         assert!(!o.allow_both_pkeys, "OpenSM's TRUE is upper case only");
         assert_eq!(
             o.qos_policy_file.as_deref(),
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_value_opensm_would_not_take_leaves_the_option_and_is_said() {
-        let o = Options::parse("subnet_timeout 18x\nlmc 9\nqos_policy_file (null)\n");
+        let o = OpenSmOptions::parse("subnet_timeout 18x\nlmc 9\nqos_policy_file (null)\n");
         assert_eq!(o.subnet_timeout, 18);
         assert_eq!(o.lmc, 0);
         assert_eq!(o.qos_policy_file, None);

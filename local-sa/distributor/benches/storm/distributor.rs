@@ -50,7 +50,7 @@ use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::FabricPort;
-use local_sa_distributor::fill::qos::Plan;
+use local_sa_distributor::fill::qos::QosPlan;
 use local_sa_distributor::fill::tally::Tally;
 use local_sa_distributor::sent_tables::SentTables;
 use mad_codec::attr::path_record::mask as pr;
@@ -146,7 +146,7 @@ impl Distributor {
                 ..QosKey::default()
             };
             fill = fill
-                .with_qos(Plan::new(&[key], Some(&partitions), false))
+                .with_qos(QosPlan::new(&[key], Some(&partitions), false))
                 .with_partitions(Some(partitions));
         }
         let mut before = VecDeque::from([names_query(AttributeId::SERVICE_RECORD)]);

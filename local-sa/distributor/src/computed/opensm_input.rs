@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use local_sa_core::opensm_config::{NO_RATE_LIMIT, Options, PartitionConfig, QosPolicy};
+use local_sa_core::opensm_config::{NO_RATE_LIMIT, OpenSmOptions, PartitionConfig, QosPolicy};
 use local_sa_core::path_engine::{Fabric, FabricRecords, QosLevels};
 
 /// Why OpenSM's configuration is not used.
@@ -45,7 +45,7 @@ pub struct OpenSmInput {
     /// The `opensm.conf` given.
     pub path: PathBuf,
     /// Its options.
-    pub options: Options,
+    pub options: OpenSmOptions,
     /// The partition file it names, read, if any.
     pub partitions: Option<(PathBuf, PartitionConfig)>,
     /// The QoS policy file it names, read, if OpenSM applies QoS.
@@ -59,7 +59,7 @@ impl OpenSmInput {
             std::fs::read_to_string(p)
                 .map_err(|e| ConfigError::Refused(format!("--opensm-config: {}: {e}", p.display())))
         };
-        let options = Options::parse(&read(path)?);
+        let options = OpenSmOptions::parse(&read(path)?);
         for (line, why) in &options.ignored {
             tracing::warn!("{}, line {line}: OpenSM ignores it: {why}", path.display());
         }

@@ -13,7 +13,7 @@ use mad_codec::{AttributeId, ComponentMask, Method, PathRecord, SaMadBuilder};
 
 /// Which of a node's tables a push is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
+pub enum NodeTable {
     /// A default table.
     Default,
     /// Its partition tables (each record its P_Key's: PARTITION_TABLES).
@@ -25,11 +25,11 @@ pub enum Table {
 pub enum Push {
     /// Set with REPLACE_SOURCES: the node's whole table (for partitions,
     /// of one partition).
-    Whole(Table, Vec<PathRecord>),
+    Whole(NodeTable, Vec<PathRecord>),
     /// Set: records new or changed since the snapshot.
-    Changed(Table, Vec<PathRecord>),
+    Changed(NodeTable, Vec<PathRecord>),
     /// Delete with KNOWN_ABSENT: pairs the master no longer has.
-    Vanished(Table, Vec<PathRecord>),
+    Vanished(NodeTable, Vec<PathRecord>),
     /// Set with QOS_TABLES: the node's table at one QoS key, whose
     /// fields `mask` names, the key record first. Sent whole every time:
     /// the node's QoS cache is emptied by each of its refreshes and by
@@ -54,9 +54,9 @@ impl Push {
     /// The request that carries it: method, ComponentMask and
     /// AttributeModifier (docs/wire-contract.md).
     pub fn request(&self) -> (Method, ComponentMask, u32) {
-        let table = |t: &Table| match t {
-            Table::Default => 0,
-            Table::Partitions => PARTITION_TABLES,
+        let table = |t: &NodeTable| match t {
+            NodeTable::Default => 0,
+            NodeTable::Partitions => PARTITION_TABLES,
         };
         match self {
             Self::Whole(t, _) => (Method::SET, ComponentMask::NONE, REPLACE_SOURCES | table(t)),
@@ -79,10 +79,10 @@ impl Push {
 /// one whose table did not change gets nothing.
 pub fn pushes(old: Option<&[PathRecord]>, new: Vec<PathRecord>) -> Vec<Push> {
     let Some(old) = old.filter(|o| !o.is_empty()) else {
-        return vec![Push::Whole(Table::Default, new)];
+        return vec![Push::Whole(NodeTable::Default, new)];
     };
     let (changed, vanished) = differences(old, &new);
-    changes(Table::Default, changed, vanished)
+    changes(NodeTable::Default, changed, vanished)
 }
 
 /// The pushes that take a node's partition tables from `old` (their
@@ -104,10 +104,10 @@ pub fn partition_pushes(old: Option<&[PathRecord]>, new: &[(u16, Vec<PathRecord>
                 vanished.extend(v);
             }
             None if records.is_empty() => {}
-            None => wholes.push(Push::Whole(Table::Partitions, records.clone())),
+            None => wholes.push(Push::Whole(NodeTable::Partitions, records.clone())),
         }
     }
-    wholes.extend(changes(Table::Partitions, changed, vanished));
+    wholes.extend(changes(NodeTable::Partitions, changed, vanished));
     wholes
 }
 
@@ -155,7 +155,7 @@ fn differences(old: &[PathRecord], new: &[PathRecord]) -> (Vec<PathRecord>, Vec<
 
 /// A Set of `changed` and a Delete of `vanished` for `table`, each only
 /// if it has records.
-fn changes(table: Table, changed: Vec<PathRecord>, vanished: Vec<PathRecord>) -> Vec<Push> {
+fn changes(table: NodeTable, changed: Vec<PathRecord>, vanished: Vec<PathRecord>) -> Vec<Push> {
     let mut out = Vec::new();
     if !changed.is_empty() {
         out.push(Push::Changed(table, changed));
@@ -213,11 +213,11 @@ mod tests {
         let new = vec![path(1, 2, 0), path(1, 3, 0)];
         assert_eq!(
             pushes(None, new.clone()),
-            [Push::Whole(Table::Default, new.clone())]
+            [Push::Whole(NodeTable::Default, new.clone())]
         );
         assert_eq!(
             pushes(Some(&[]), new.clone()),
-            [Push::Whole(Table::Default, new)]
+            [Push::Whole(NodeTable::Default, new)]
         );
     }
 
@@ -229,8 +229,8 @@ mod tests {
         assert_eq!(
             pushes(Some(&old), new),
             [
-                Push::Changed(Table::Default, vec![path(1, 3, 1), path(1, 5, 0)]),
-                Push::Vanished(Table::Default, vec![path(1, 4, 0)]),
+                Push::Changed(NodeTable::Default, vec![path(1, 3, 1), path(1, 5, 0)]),
+                Push::Vanished(NodeTable::Default, vec![path(1, 4, 0)]),
             ]
         );
     }
@@ -256,12 +256,15 @@ mod tests {
         assert_eq!(
             partition_pushes(Some(&old), &new),
             [
-                Push::Whole(Table::Partitions, vec![in_partition(0x8003, path(1, 2, 0))]),
+                Push::Whole(
+                    NodeTable::Partitions,
+                    vec![in_partition(0x8003, path(1, 2, 0))]
+                ),
                 Push::Changed(
-                    Table::Partitions,
+                    NodeTable::Partitions,
                     vec![p1(path(1, 2, 1)), p2(path(1, 5, 0))]
                 ),
-                Push::Vanished(Table::Partitions, vec![p1(path(1, 3, 0))]),
+                Push::Vanished(NodeTable::Partitions, vec![p1(path(1, 3, 0))]),
             ]
         );
         // Without a snapshot every partition goes whole, but for one
@@ -269,7 +272,7 @@ mod tests {
         let none = partition_pushes(None, &[(0x8001, vec![p1(path(1, 2, 0))]), (0x8002, vec![])]);
         assert_eq!(
             none,
-            [Push::Whole(Table::Partitions, vec![p1(path(1, 2, 0))])]
+            [Push::Whole(NodeTable::Partitions, vec![p1(path(1, 2, 0))])]
         );
     }
 
@@ -282,7 +285,7 @@ mod tests {
         assert_eq!(
             partition_pushes(Some(&old), &[(0x8001, vec![])]),
             [Push::Vanished(
-                Table::Partitions,
+                NodeTable::Partitions,
                 vec![in_partition(0x8001, path(1, 2, 0))]
             )]
         );
@@ -298,7 +301,7 @@ mod tests {
         let r = vec![path(1, 2, 0)];
         let p = |push: Push| push.request();
         assert_eq!(
-            p(Push::Whole(Table::Partitions, r.clone())),
+            p(Push::Whole(NodeTable::Partitions, r.clone())),
             (
                 Method::SET,
                 ComponentMask::NONE,
@@ -306,11 +309,11 @@ mod tests {
             )
         );
         assert_eq!(
-            p(Push::Changed(Table::Default, r.clone())),
+            p(Push::Changed(NodeTable::Default, r.clone())),
             (Method::SET, ComponentMask::NONE, 0)
         );
         assert_eq!(
-            p(Push::Vanished(Table::Partitions, r)),
+            p(Push::Vanished(NodeTable::Partitions, r)),
             (
                 Method::DELETE,
                 ComponentMask::NONE,

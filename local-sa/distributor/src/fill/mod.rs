@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bytes::Bytes;
 use local_sa_core::load_flags::with_lease;
-use local_sa_core::path_engine::{Fabric, Table as PathTable};
+use local_sa_core::path_engine::{Fabric, Table};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use mad_codec::address::Address;
@@ -26,7 +26,7 @@ pub mod tally;
 #[cfg(test)]
 mod tests;
 
-use self::delta::{Push, Table};
+use self::delta::{NodeTable, Push};
 use self::names::NamesTables;
 use self::partitions::NodePartitions;
 use self::ports::{FabricPort, table_request};
@@ -126,7 +126,7 @@ pub struct Distribution {
     /// Which partition tables each node keeps, if the master told.
     partitions: Option<NodePartitions>,
     /// Which tables at QoS keys each node gets.
-    qos: qos::Plan,
+    qos: qos::QosPlan,
     /// The fabric's description and its check, if the tables are
     /// computed (`--compute`).
     computing: Option<Prepared>,
@@ -238,7 +238,7 @@ impl Distribution {
             dump: None,
             held: None,
             partitions: None,
-            qos: qos::Plan::default(),
+            qos: qos::QosPlan::default(),
             computing: None,
             previous: None,
         }
@@ -251,7 +251,7 @@ impl Distribution {
     }
 
     /// Which tables at QoS keys each node gets.
-    pub fn with_qos(mut self, plan: qos::Plan) -> Self {
+    pub fn with_qos(mut self, plan: qos::QosPlan) -> Self {
         self.qos = plan;
         self
     }
@@ -457,12 +457,12 @@ impl Distribution {
             .map(|&i| {
                 let t = computed.next_if(|t| t.guid == self.nodes[i].at.gid.guid());
                 let tables = t
-                    .filter(|_| c.trusted(PathTable::Default).is_ok())
+                    .filter(|_| c.trusted(Table::Default).is_ok())
                     .and_then(|t| {
                         let partitions = t
                             .partitions
                             .into_iter()
-                            .map(|(p, r)| (PathTable::partition(p), r))
+                            .map(|(p, r)| (Table::partition(p), r))
                             .chain(t.at_keys)
                             .filter(|(table, _)| c.trusted(*table).is_ok())
                             .filter_map(|(table, r)| Some((keys::key_of(table), r.ok()?)))
@@ -525,7 +525,7 @@ impl Distribution {
             let partitions = t
                 .partitions
                 .into_iter()
-                .filter(|(p, _)| c.trusted(PathTable::partition(*p)).is_ok())
+                .filter(|(p, _)| c.trusted(Table::partition(*p)).is_ok())
                 .filter_map(|(_, r)| r.ok())
                 .flatten()
                 .collect();
@@ -797,16 +797,16 @@ impl Distribution {
         let count = u64::from(answer.header().mad.attribute_modifier());
         let o = &mut n.outcome;
         match n.pushes.pop_front() {
-            Some(Push::Whole(Table::Default, _) | Push::Changed(Table::Default, _)) => {
+            Some(Push::Whole(NodeTable::Default, _) | Push::Changed(NodeTable::Default, _)) => {
                 o.stored += count;
             }
-            Some(Push::Vanished(Table::Default, _)) => o.deleted += count,
-            Some(Push::Whole(Table::Partitions, _)) => {
+            Some(Push::Vanished(NodeTable::Default, _)) => o.deleted += count,
+            Some(Push::Whole(NodeTable::Partitions, _)) => {
                 o.partition_tables += 1;
                 o.partition_stored += count;
             }
-            Some(Push::Changed(Table::Partitions, _)) => o.partition_stored += count,
-            Some(Push::Vanished(Table::Partitions, _)) => o.partition_deleted += count,
+            Some(Push::Changed(NodeTable::Partitions, _)) => o.partition_stored += count,
+            Some(Push::Vanished(NodeTable::Partitions, _)) => o.partition_deleted += count,
             Some(Push::AtKey { .. }) => {
                 o.qos_tables += 1;
                 o.qos_stored += count;

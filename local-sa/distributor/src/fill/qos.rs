@@ -18,13 +18,13 @@ pub const MAX_KEYS: usize = 64;
 
 /// Which tables at QoS keys the nodes get.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct QosPlan {
     /// The keys without a P_Key; none when the tables are not sent.
     keys: Vec<QosKey>,
     outlook: QosOutcome,
 }
 
-impl Plan {
+impl QosPlan {
     /// The plan for `keys`, given what the master said of the nodes'
     /// partitions and its QoS (`None`: it did not), and whether the tables
     /// come from a dump.
@@ -151,15 +151,15 @@ mod tests {
         let qos = NodePartitions::new(&[], true);
         let no_qos = NodePartitions::new(&[], false);
         assert_eq!(
-            Plan::new(&[], Some(&qos), false).outlook(),
+            QosPlan::new(&[], Some(&qos), false).outlook(),
             QosOutcome::NotAsked
         );
         assert_eq!(
-            Plan::new(&asked, Some(&qos), false).outlook(),
+            QosPlan::new(&asked, Some(&qos), false).outlook(),
             QosOutcome::Sent(1)
         );
         for (partitions, from_file) in [(Some(&no_qos), false), (None, false), (Some(&qos), true)] {
-            let plan = Plan::new(&asked, partitions, from_file);
+            let plan = QosPlan::new(&asked, partitions, from_file);
             assert!(matches!(plan.outlook(), QosOutcome::NotSent(_)), "{plan:?}");
             assert_eq!(plan.keys_of(&[0x7FFF]).count(), 0);
         }
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_key_goes_on_each_partition_of_the_node_and_its_record_names_it() {
-        let plan = Plan {
+        let plan = QosPlan {
             keys: keys(&[0x0106_0001..=0x0106_0001], &[]).unwrap(),
             outlook: QosOutcome::Sent(1),
         };

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use local_sa_core::load_flags::{KNOWN_ABSENT, REPLACE_SOURCES};
+use local_sa_core::path_engine::Fabric;
 use local_sa_core::path_engine::synthetic::FatTree;
-use local_sa_core::path_engine::{Fabric, Table as EngineTable};
 use local_sa_core::requester::Failure as RequestFailure;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::records::Records;
@@ -565,7 +565,7 @@ fn computed_tables_are_pushed_and_the_master_is_asked_for_none() {
             let mut out = Vec::new();
             prepared
                 .fabric
-                .table(h.gid.guid(), EngineTable::Default, &mut out)
+                .table(h.gid.guid(), Table::Default, &mut out)
                 .expect("a table");
             (h.lid, out)
         })
@@ -597,7 +597,7 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
     let table = |p: &Prepared, guid: u64| {
         let mut out = Vec::new();
         p.fabric
-            .table(guid, EngineTable::Default, &mut out)
+            .table(guid, Table::Default, &mut out)
             .expect("a table");
         out
     };
@@ -660,11 +660,7 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
 #[test]
 fn when_the_check_found_a_difference_every_table_comes_from_the_master() {
     let (prepared, hosts) = computed(true);
-    assert!(
-        prepared
-            .trusted(local_sa_core::path_engine::Table::Default)
-            .is_err()
-    );
+    assert!(prepared.trusted(Table::Default).is_err());
     let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
     let mut fake = Fake::of(&lids);
     // The fake master's GIDs are its own: answer by the nodes' SGIDs.
@@ -698,16 +694,13 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     prepared.opensm = Some(std::sync::Arc::new(
         crate::computed::opensm_input::OpenSmInput {
             path: "opensm.conf".into(),
-            options: local_sa_core::opensm_config::Options::parse("qos TRUE\n"),
+            options: local_sa_core::opensm_config::OpenSmOptions::parse("qos TRUE\n"),
             partitions: None,
             policy: None,
         },
     ));
     prepared.asked_keys = vec![by_service, by_class];
-    let (at_service, at_class) = (
-        EngineTable::at(0x7FFF, by_service),
-        EngineTable::at(0x7FFF, by_class),
-    );
+    let (at_service, at_class) = (Table::at(0x7FFF, by_service), Table::at(0x7FFF, by_class));
     prepared.checked.drawn = vec![(at_service, 3), (at_class, 3)];
     let source = hosts[0].gid.guid();
     prepared.checked.mismatches.push(crate::computed::Mismatch {
@@ -724,7 +717,7 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
         },
     });
     assert!(prepared.trusted(at_service).is_ok());
-    assert!(prepared.trusted(EngineTable::Partition(0xFFFF)).is_ok());
+    assert!(prepared.trusted(Table::Partition(0xFFFF)).is_ok());
     assert!(prepared.trusted(at_class).is_err());
     let expected = |guid: u64, table| {
         let mut out = Vec::new();
@@ -752,7 +745,7 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     let lids: Vec<u16> = hosts.iter().map(|h| h.lid).collect();
     let mut fake = Fake::of(&lids);
     let mut d = Distribution::new(setup(4, 4, &lids), hosts.clone(), Tally::default(), None)
-        .with_qos(qos::Plan::new(&keys, Some(&partitions), false))
+        .with_qos(qos::QosPlan::new(&keys, Some(&partitions), false))
         .with_partitions(Some(partitions))
         .with_computed(Some(prepared));
     fake.run(&mut d);

@@ -41,13 +41,13 @@ use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::PairCheck;
 use umad::Address;
 
-use self::report::Report;
+use self::report::ComputeReport;
 use crate::session::Session;
 use crate::stop::Stop;
 
 /// What `--compute` was asked to do.
 #[derive(Debug, Clone)]
-pub(crate) struct Options {
+pub(crate) struct ComputeOptions {
     /// Pairs to check against the master (`None`: every pair).
     pub(crate) sample: Option<usize>,
     /// Seed of the sample's choice.
@@ -70,7 +70,7 @@ pub(crate) struct Options {
 pub(crate) async fn prepare(
     session: &mut Session,
     master: Address,
-    options: &Options,
+    options: &ComputeOptions,
 ) -> Result<Prepared, Stop> {
     let started = Instant::now();
     let read = description::read(session, master, options.master_window).await?;
@@ -138,7 +138,7 @@ pub(crate) async fn prepare(
 /// `--compute` alone: computes every node's tables, checks the sample and
 /// reports; exit status 0 if every sampled record equals the master's, 1
 /// if one differs, 5 if the description was unusable.
-pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Stop> {
+pub(crate) async fn run(session: &mut Session, options: &ComputeOptions) -> Result<(), Stop> {
     let master = session.dest;
     let prepared = prepare(session, master, options).await?;
     let started = Instant::now();
@@ -147,7 +147,7 @@ pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), 
     let keep = options.snapshot.is_some();
     let computed = compute_tables(fabric, &endports, prepared.qos, prepared.at_keys(), keep);
     let compute_time = started.elapsed();
-    let report = Report::new(&prepared, &computed, compute_time);
+    let report = ComputeReport::new(&prepared, &computed, compute_time);
     if let Some(path) = &options.snapshot {
         let held = tables::held(&computed);
         crate::snapshot::write(path, &held)?;

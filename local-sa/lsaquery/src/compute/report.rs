@@ -16,7 +16,7 @@ use crate::stop::Stop;
 const SHOWN: usize = 10;
 
 /// The numbers of a run.
-pub(super) struct Report<'a> {
+pub(super) struct ComputeReport<'a> {
     prepared: &'a Prepared,
     tables: Counts,
     records: Counts,
@@ -24,7 +24,7 @@ pub(super) struct Report<'a> {
     compute_time: Duration,
 }
 
-impl<'a> Report<'a> {
+impl<'a> ComputeReport<'a> {
     pub(super) fn new(
         prepared: &'a Prepared,
         computed: &[NodeTables],

@@ -55,7 +55,7 @@ use local_sa_distributor::fill::tally::{Computed, Tally};
 use local_sa_distributor::fill::{Distribution, Send, Setup};
 pub(crate) use local_sa_distributor::shard::Shard;
 
-use self::summary::Summary;
+use self::summary::FillSummary;
 use crate::client::Token;
 use crate::progress::ProgressBar;
 use crate::session::Session;
@@ -63,9 +63,9 @@ use crate::stop::Stop;
 use local_sa_distributor::sent_tables::SentTables;
 
 /// What `--distribute` was asked to do.
-pub(crate) struct Options {
+pub(crate) struct DistributeOptions {
     /// Compute the tables from the fabric's description (`--compute`).
-    pub(crate) compute: Option<crate::compute::Options>,
+    pub(crate) compute: Option<crate::compute::ComputeOptions>,
     /// Exit rather than take from the master tables meant to be computed
     /// (`--no-fallback`).
     pub(crate) no_fallback: bool,
@@ -97,7 +97,7 @@ pub(crate) struct Options {
 }
 
 /// Runs a distribution and prints its summary.
-pub(crate) async fn run(session: &mut Session, options: &Options) -> Result<(), Stop> {
+pub(crate) async fn run(session: &mut Session, options: &DistributeOptions) -> Result<(), Stop> {
     let computing = match &options.compute {
         None => Computing::NotAsked,
         Some(c) => match crate::compute::prepare(session, session.dest, c).await {
@@ -123,7 +123,7 @@ pub(super) enum Computing {
 /// The fill's decision on tables that were meant to be computed and are
 /// not, or not proven: taken from the master and said so with what that
 /// costs, or with `--no-fallback` refused before anything is sent.
-fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Stop> {
+fn fall_back(options: &DistributeOptions, why: &str, what: &str) -> Result<(), Stop> {
     if options.no_fallback {
         return Err(Stop::new(
             5,
@@ -140,7 +140,7 @@ fn fall_back(options: &Options, why: &str, what: &str) -> Result<(), Stop> {
 /// What a distribution leaves behind: its summary, and for a watch what
 /// it was computed from and whom it reached.
 struct Filled {
-    summary: Summary,
+    summary: FillSummary,
     /// The fabric read and checked, if the tables were computed.
     computing: Option<local_sa_distributor::computed::Prepared>,
     /// Every endpoint of the fabric (the master's own LID included).
@@ -153,7 +153,7 @@ struct Filled {
 /// writes its snapshot if asked.
 async fn fill(
     session: &mut Session,
-    options: &Options,
+    options: &DistributeOptions,
     lease: Option<u16>,
     computing: Computing,
 ) -> Result<Filled, Stop> {
@@ -284,7 +284,7 @@ async fn fill(
     };
     tally.partitions_known =
         partitions.is_some() || from_file.as_ref().is_some_and(|f| !f.partitions.is_empty());
-    let qos = local_sa_distributor::fill::qos::Plan::new(
+    let qos = local_sa_distributor::fill::qos::QosPlan::new(
         &options.qos_keys,
         partitions.as_ref(),
         from_file.is_some(),
@@ -328,7 +328,7 @@ async fn fill(
     }
     drive(session, &mut run).await?;
     let computing = run.take_computed();
-    let summary = Summary::new(run.finish(), probed, started.elapsed(), master.lid);
+    let summary = FillSummary::new(run.finish(), probed, started.elapsed(), master.lid);
     if let Some(path) = &options.snapshot {
         crate::snapshot::write(path, &summary.snapshot)?;
     }

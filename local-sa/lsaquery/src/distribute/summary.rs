@@ -14,7 +14,7 @@ use local_sa_distributor::sent_tables::SentTables;
 use crate::json::{self, Fixed, JSON_SCHEMA};
 use crate::stop::Stop;
 
-pub(super) struct Summary {
+pub(super) struct FillSummary {
     nodes: Vec<NodeReport>,
     tally: Tally,
     probed: usize,
@@ -24,7 +24,7 @@ pub(super) struct Summary {
     pub(super) snapshot: SentTables,
 }
 
-impl Summary {
+impl FillSummary {
     pub(super) fn new(
         (mut nodes, tally): (Vec<NodeReport>, Tally),
         probed: usize,
@@ -297,7 +297,7 @@ mod tests {
             qos: QosOutcome::Sent(2),
             ..Tally::default()
         };
-        let s = Summary::new(
+        let s = FillSummary::new(
             (vec![node(3, took), node(4, refused)], tally),
             2,
             Duration::from_secs(1),
@@ -324,12 +324,12 @@ mod tests {
             qos: QosOutcome::NotSent("the master applies no QoS"),
             ..Tally::default()
         };
-        let s = Summary::new((vec![node(3, took)], tally), 1, Duration::ZERO, 1);
+        let s = FillSummary::new((vec![node(3, took)], tally), 1, Duration::ZERO, 1);
         assert!(
             s.text()
                 .contains("QoS tables: not distributed (the master applies no QoS)\n")
         );
-        let s = Summary::new(
+        let s = FillSummary::new(
             (vec![node(3, took)], Tally::default()),
             1,
             Duration::ZERO,

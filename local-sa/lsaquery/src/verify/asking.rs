@@ -17,7 +17,7 @@ const GIVE_UP_AFTER: usize = 8;
 
 /// What became of one request.
 #[derive(Debug)]
-pub(super) enum Outcome {
+pub(super) enum Asked {
     Answered(Answer),
     /// Sent, and no answer came (the reason, as the requester gives it).
     Unanswered(String),
@@ -25,7 +25,7 @@ pub(super) enum Outcome {
     Skipped,
 }
 
-impl Outcome {
+impl Asked {
     /// The answer, if one came.
     pub(super) fn answer(&self) -> Option<&Answer> {
         match self {
@@ -65,8 +65,8 @@ pub(super) async fn ask_all(
     requests: &[Bytes],
     pace: Pace,
     what: &str,
-) -> Result<Vec<Outcome>, Stop> {
-    let mut outcomes: Vec<Outcome> = requests.iter().map(|_| Outcome::Skipped).collect();
+) -> Result<Vec<Asked>, Stop> {
+    let mut outcomes: Vec<Asked> = requests.iter().map(|_| Asked::Skipped).collect();
     let fan_out = FanOut {
         rate: Some(pace.rate),
         give_up_after: Some(GIVE_UP_AFTER),
@@ -80,8 +80,8 @@ pub(super) async fn ask_all(
             |i| (dest, requests[i].clone()),
             |i, end, _| {
                 outcomes[i] = match end {
-                    Ok(a) => Outcome::Answered(a),
-                    Err(e) => Outcome::Unanswered(e.to_string()),
+                    Ok(a) => Asked::Answered(a),
+                    Err(e) => Asked::Unanswered(e.to_string()),
                 }
             },
         )

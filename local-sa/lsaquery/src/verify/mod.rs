@@ -31,7 +31,7 @@ use std::time::Duration;
 use umad::Address;
 
 use self::asking::Pace;
-use self::report::Report;
+use self::report::VerifyReport;
 use crate::cli::Cli;
 use crate::client::Client;
 use crate::local_api::default_socket;
@@ -43,7 +43,7 @@ use crate::stop::Stop;
 const RDMA_CM_SERVICE_ID: u64 = 0x0000_0000_0106_0000;
 
 /// Runs `--verify` and prints its report; the exit status says how it
-/// came out ([`Report::exit_code`]).
+/// came out ([`VerifyReport::exit_code`]).
 pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
     if cli.rate.is_some() {
         // saquery's -R/--rate selects PathRecords by their Rate field;
@@ -107,7 +107,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
             service_ids,
             sample: cli.sample.0,
         };
-        let mut report = Report::default();
+        let mut report = VerifyReport::default();
         let (part, destinations) = paths::check(&mut client, local, master, &scope, pace).await?;
         report.parts.push(part);
         let local = doors::Local {

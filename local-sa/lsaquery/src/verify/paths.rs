@@ -13,7 +13,7 @@ use mad_codec::zerocopy::{FromBytes as _, FromZeros, IntoBytes};
 use mad_codec::{ComponentMask, Gid, MadStatus, Method, PathRecord};
 use umad::Address;
 
-use super::asking::{Outcome, Pace, ask_all};
+use super::asking::{Asked, Pace, ask_all};
 use super::report::{Part, Verdict};
 use crate::client::Client;
 use crate::query::{Kind, Query};
@@ -101,7 +101,7 @@ async fn port_table(
         .await?
         .swap_remove(0);
     Ok(match outcome {
-        Outcome::Answered(a) if a.status() == MadStatus::OK => Ok(a),
+        Asked::Answered(a) if a.status() == MadStatus::OK => Ok(a),
         other => Err(Part::not_checked(
             "paths",
             format!(

@@ -20,7 +20,7 @@ use mad_codec::{
 };
 use umad::Address;
 
-use super::asking::{Outcome, Pace, ask_all};
+use super::asking::{Asked, Pace, ask_all};
 use super::report::{Part, Verdict};
 use crate::client::Client;
 use crate::local_api::Connection;
@@ -110,7 +110,7 @@ pub(super) async fn check(
         let why = answers
             .iter()
             .find(|o| o.answer_ok().is_none())
-            .map_or_else(|| "no answer".to_owned(), Outcome::describe);
+            .map_or_else(|| "no answer".to_owned(), Asked::describe);
         return Ok(Part::not_checked(
             "registrations",
             format!("the master SA at LID {} gave no records: {why}", master.lid),

@@ -68,11 +68,11 @@ impl Part {
 
 /// Every part, in the order they were checked.
 #[derive(Debug, Default)]
-pub(crate) struct Report {
+pub(crate) struct VerifyReport {
     pub(crate) parts: Vec<Part>,
 }
 
-impl Report {
+impl VerifyReport {
     /// 0 when every part checked is equal and the paths were checked; 1
     /// when something differs; 5 when nothing differs but the paths could
     /// not be checked (nothing to vouch for).
@@ -169,8 +169,8 @@ struct PartJson<'a> {
 mod tests {
     use super::*;
 
-    fn report(verdicts: &[(&'static str, Verdict)]) -> Report {
-        Report {
+    fn report(verdicts: &[(&'static str, Verdict)]) -> VerifyReport {
+        VerifyReport {
             parts: verdicts
                 .iter()
                 .map(|(n, v)| Part::new(n, *v, "why"))
@@ -200,7 +200,7 @@ mod tests {
     fn text_shows_at_most_twenty_details_and_says_how_many_more() {
         let mut part = Part::new("paths", Verdict::Different, "3 of 30 differ").next("lsaquery -p");
         part.details = (0..25).map(|i| format!("difference {i}")).collect();
-        let text = Report { parts: vec![part] }.text();
+        let text = VerifyReport { parts: vec![part] }.text();
         assert!(text.starts_with("paths          DIFFERENT    3 of 30 differ\n"));
         assert!(text.contains("difference 19\n"));
         assert!(!text.contains("difference 20\n"));
@@ -213,7 +213,7 @@ mod tests {
     fn json_carries_every_detail_and_the_exit_status() {
         let mut part = Part::not_checked("doors", "no \"socket\"");
         part.details = vec!["a".into(), "b".into()];
-        let json = Report { parts: vec![part] }.json();
+        let json = VerifyReport { parts: vec![part] }.json();
         assert_eq!(
             json,
             format!(

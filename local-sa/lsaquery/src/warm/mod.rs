@@ -30,7 +30,7 @@ use mad_codec::zerocopy::FromZeros;
 use mad_codec::{Gid, MadStatus, Method, PathRecord, Records};
 
 use self::plan::Plan;
-use self::summary::{Answers, Sources, Summary, Unresolved};
+use self::summary::{Answers, Sources, Unresolved, WarmSummary};
 use crate::cli::Cli;
 use crate::local_api::{Connection, default_socket};
 use crate::progress::ProgressBar;
@@ -86,7 +86,7 @@ pub(crate) fn run(cli: &Cli, hosts_arg: &str) -> Result<(), Stop> {
         let before = status(&mut conn).await?;
         let answers = ask_all(&mut conn, &plan, cli.window.max(1)).await?;
         let after = status(&mut conn).await?;
-        let summary = Summary {
+        let summary = WarmSummary {
             hosts: hosts.len(),
             peers: plan.peers.len(),
             pkeys: plan.pkeys.clone(),

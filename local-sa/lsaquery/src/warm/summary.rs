@@ -68,7 +68,7 @@ impl Sources {
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Summary {
+pub(crate) struct WarmSummary {
     pub(crate) hosts: usize,
     pub(crate) peers: usize,
     pub(crate) pkeys: Vec<u16>,
@@ -81,7 +81,7 @@ pub(crate) struct Summary {
     pub(crate) took: Duration,
 }
 
-impl Summary {
+impl WarmSummary {
     /// Whether everything asked for was warmed.
     pub(crate) fn complete(&self) -> bool {
         self.unresolved.is_empty() && self.answers.failed.is_empty()
@@ -194,8 +194,8 @@ mod tests {
         StatusReport::from_text(&text)
     }
 
-    fn summary() -> Summary {
-        Summary {
+    fn summary() -> WarmSummary {
+        WarmSummary {
             hosts: 3,
             peers: 2,
             pkeys: vec![0xFFFF, 0x8001],

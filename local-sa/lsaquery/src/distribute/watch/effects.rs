@@ -28,7 +28,7 @@ use crate::stop::Stop;
 /// were computed from, and the newest one read while an event is under
 /// way.
 pub(super) struct Driver<'o> {
-    distribute: &'o super::super::Options,
+    distribute: &'o super::super::DistributeOptions,
     /// Changed pairs checked per event (`--watch-check`).
     check: usize,
     /// The lease every push gives, in seconds.
@@ -46,7 +46,7 @@ pub(super) struct Driver<'o> {
 
 impl<'o> Driver<'o> {
     pub(super) fn new(
-        distribute: &'o super::super::Options,
+        distribute: &'o super::super::DistributeOptions,
         (check, lease, metrics_file): (usize, u16, Option<&'o Path>),
         current: Prepared,
         session: &Session,

@@ -55,7 +55,7 @@ const LONGEST_RETRY: Duration = Duration::from_secs(60);
 
 /// What `--watch` was asked to do.
 #[derive(Debug, Clone)]
-pub(crate) struct Options {
+pub(crate) struct WatchOptions {
     /// Between re-reads and lease renewals.
     pub(crate) interval: Duration,
     /// The master's sweep after a notice.
@@ -71,7 +71,7 @@ pub(crate) struct Options {
     pub(crate) metrics_file: Option<PathBuf>,
 }
 
-impl Options {
+impl WatchOptions {
     /// The lease by default: three intervals and the settle time, at
     /// least a minute, at most what the field holds.
     pub(crate) fn default_lease(interval: Duration, settle: Duration) -> u16 {
@@ -83,8 +83,8 @@ impl Options {
 /// Fills, then keeps every node current until a signal.
 pub(crate) async fn run(
     session: &mut Session,
-    distribute: &super::Options,
-    options: &Options,
+    distribute: &super::DistributeOptions,
+    options: &WatchOptions,
 ) -> Result<(), Stop> {
     let prepared = prepare_until_ready(session, distribute).await?;
     let filled = super::fill(
@@ -156,7 +156,7 @@ pub(crate) async fn run(
 /// tables meanwhile (no lease is given yet).
 async fn prepare_until_ready(
     session: &mut Session,
-    distribute: &super::Options,
+    distribute: &super::DistributeOptions,
 ) -> Result<Prepared, Stop> {
     let Some(compute) = &distribute.compute else {
         return Err(Stop::new(2, "--watch needs --compute"));
@@ -191,7 +191,7 @@ enum Wake {
 /// out what the watch asks, and tells it of notices and of time passing.
 async fn keep(
     session: &mut Session,
-    options: &Options,
+    options: &WatchOptions,
     driver: &mut Driver<'_>,
     watch: &mut Watch,
 ) -> Result<(), Stop> {
