@@ -242,6 +242,9 @@ fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
             } else {
                 code
             };
+            // `pub(in crate::x)` names where an item is visible, not what
+            // the module uses.
+            let code = without_visibility_paths(&code);
             let code = code.as_str();
             for (i, _) in code.match_indices("::") {
                 // The start of the path this `::` is part of.
@@ -270,6 +273,19 @@ fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         }
     }
     edges
+}
+
+/// `code` without the paths of `pub(in path)` visibilities.
+fn without_visibility_paths(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(i) = rest.find("pub(in ") {
+        out.push_str(&rest[..i]);
+        out.push_str("pub");
+        rest = rest[i..].find(')').map_or("", |j| &rest[i + j + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The sets of modules that import each other in a circle (Tarjan's

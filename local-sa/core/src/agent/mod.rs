@@ -21,89 +21,63 @@
 //! Anything else gets MAD status 0x000C.
 //!
 //! `SaCore` owns sub-machines and routes events between them; each owns
-//! its state behind its own methods, and the groups hold the members of
-//! one concern:
+//! its state behind its own methods. The agent's files are in folders by
+//! concern, each folder's `mod.rs` the group `SaCore` holds for it:
 //!
-//! * `PortTables` (`port_tables`): the default and partition tables
-//!   (`crate::partitions`), their refresh (`refresh_state`) and who keeps
-//!   them fresh (`upkeep`);
-//! * `MasterLink` (`master_link`): requests in flight (`crate::requester`),
-//!   the lanes waiting for the master (`upstream_lanes`), its policy
-//!   (`master_policy`);
-//! * `AnswerReuse` (`answer_reuse`): forwarded queries (`forward`) and the
-//!   QoS cache (`qos_cache`);
-//! * `RegistrationProxy` (`registration_proxy`): subscriptions (`subscriptions`),
-//!   memberships (`crate::memberships`), quotas (`quotas`), the agent's
-//!   own schedule and canary (`registration_schedule`);
-//! * `crate::names::state`: names and this port's directory record;
-//!   `crate::transfers`: RMPP both ways; `Outbox` (`outbox`) and
-//!   `Telemetry` (`telemetry`).
-//!
-//! The files named after a protocol concern (`refresh`, `notices`,
-//! `multicast`, `loads`, `paths`, ...) hold the `impl SaCore` blocks that
-//! route it.
+//! * `tables/` (`PortTables`): the default and partition tables
+//!   (`crate::partitions`), their refresh (`refresh`, `refresh_state`),
+//!   who keeps them fresh and when (`upkeep`, `upkeep_schedule`,
+//!   `port_phase`), the check of tables the port did not fetch (`check`),
+//!   tables kept across a restart (`kept`), PathRecord loads (`loads`) and
+//!   the administrators' cache control (`cache_control`);
+//! * `master/` (`MasterLink`): requests in flight (`crate::requester`) and
+//!   why each was sent (`purpose`), where each answer goes (`upstream`),
+//!   the lanes and queue waiting for the master (`lanes`, `queue`), who
+//!   waits for what was asked (`waiters`), the master's policy (`policy`);
+//! * `answers/` (`AnswerReuse`): serving PathRecord queries (`paths`),
+//!   shaping the answers (`reply`), forwarded queries (`forward`), the QoS
+//!   cache (`qos_cache`, `qos_tables`) and its loads (`qos_loads`);
+//! * `registrations/` (`RegistrationProxy`): notices and subscriptions
+//!   (`notices`, `subscriptions`), multicast memberships (`multicast`,
+//!   over `crate::memberships`), owners' limits (`quotas`, `admission`),
+//!   the agent's own registrations (`own_schedule`, `canary`) and the
+//!   record of what the master holds (`record`);
+//! * `names/`: names and this port's directory record, and names loads;
+//!   `counterparts`: who the agent deals with; `Outbox` (`outbox`),
+//!   `Telemetry` (`telemetry`), `--status` (`status`).
 //!
 //! Nothing here reads a clock, an environment variable or a random
 //! source: the time comes with every call and the TransactionID seed with
 //! [`SaCore::new`], so the same inputs give the same outputs.
 
-mod admission;
-mod answer;
-mod answer_reuse;
-mod cache_control;
-mod canary;
+mod answers;
 mod counterparts;
-mod forward;
-mod kept;
-mod loads;
-mod master_link;
-mod master_policy;
-mod multicast;
+mod master;
 mod names;
-mod notices;
 mod outbox;
-mod paths;
-mod port_phase;
-mod port_tables;
-mod qos_cache;
-mod qos_loads;
-mod qos_tables;
-mod quotas;
-mod refresh;
-mod refresh_state;
-mod registration_proxy;
-mod registration_schedule;
-mod registrations_record;
+mod registrations;
 mod status;
-mod subscriptions;
-mod table_check;
+mod tables;
 mod telemetry;
 #[cfg(test)]
 mod tests;
-mod upkeep;
-mod upkeep_schedule;
-mod upstream;
-mod upstream_lanes;
-mod upstream_purpose;
-mod upstream_queue;
-mod waiters;
 
 use std::time::Instant;
 
 use mad_codec::{AttributeId, MadStatus, Method};
 use tracing::{debug, info};
 
-use self::answer_reuse::AnswerReuse;
+use self::answers::AnswerReuse;
 use self::counterparts::{Asker, Member, Subscriber};
-use self::master_link::MasterLink;
-use self::master_policy::MasterInfo;
+use self::master::MasterLink;
+use self::master::policy::MasterInfo;
+use self::master::purpose::Purpose;
 use self::outbox::Outbox;
-use self::port_tables::PortTables;
-pub use self::quotas::Registrant;
-use self::refresh_state::RefreshState;
-use self::registration_proxy::RegistrationProxy;
+use self::registrations::RegistrationProxy;
+pub use self::registrations::quotas::Registrant;
+use self::tables::PortTables;
+use self::tables::refresh_state::RefreshState;
 use self::telemetry::Telemetry;
-use self::upstream_purpose::Purpose;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;

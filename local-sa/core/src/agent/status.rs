@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::SaCore;
+use crate::agent::SaCore;
 use crate::partitions::TableKey;
 use crate::request::StatusReport;
 

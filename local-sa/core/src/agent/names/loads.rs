@@ -21,9 +21,9 @@ use std::time::Instant;
 use mad_codec::{AttributeId, MadStatus, NodeRecord, Records, ServiceRecord};
 use tracing::{info, warn};
 
-use super::super::SaCore;
-use super::super::upstream_purpose::Purpose;
 use super::{add_directory_names, add_node_names};
+use crate::agent::SaCore;
+use crate::agent::master::purpose::Purpose;
 use crate::inbound::SaRequest;
 use crate::names::hosts::Names;
 use crate::names::state::{NameTable, TableFetch};

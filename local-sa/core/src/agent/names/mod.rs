@@ -34,8 +34,8 @@ use mad_codec::codes::NodeType;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, NodeRecord, SaMadBuilder, ServiceRecord};
 use tracing::{debug, info, warn};
 
-use super::SaCore;
-use super::upstream_purpose::Purpose;
+use crate::agent::SaCore;
+use crate::agent::master::purpose::Purpose;
 use crate::names::directory::{self, Publication};
 use crate::names::hosts::{self, HostAddress, NameSource, Names};
 use crate::names::queries;

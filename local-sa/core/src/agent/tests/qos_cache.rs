@@ -257,7 +257,7 @@ fn askers_of_one_pair_share_its_query_and_a_full_cache_drops_the_oldest() {
 #[test]
 fn a_source_asking_many_pairs_gets_its_whole_table_once() {
     let mut b = qos_bench(AgentConfig::default());
-    let pairs = usize::from(crate::agent::qos_tables::PAIRS_BEFORE_TABLE);
+    let pairs = usize::from(crate::agent::answers::qos_tables::PAIRS_BEFORE_TABLE);
     let before = path_queries(&b);
     let first: Vec<bytes::Bytes> = (3..=HOSTS)
         .map(|dlid| {

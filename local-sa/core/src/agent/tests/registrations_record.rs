@@ -11,7 +11,7 @@ use mad_codec::{AttributeId, Gid, InformInfoRepr, JoinState, McMemberRecord, Met
 use super::bench::{Bench, MY_LID};
 use super::fake_master::gid;
 use crate::agent::AgentConfig;
-use crate::agent::canary::{SERVICE_ID, canary_lease};
+use crate::agent::registrations::canary::{SERVICE_ID, canary_lease};
 use crate::registrations::Registrations;
 use crate::request::Request;
 

@@ -1,0 +1,59 @@
+//! Answers the tables do not hold, on their way from the master and kept
+//! for the next asker: forwarded queries (coalesced, answers kept for a
+//! while) and the QoS cache (port pairs' paths for QoS fields and other
+//! partitions). Each member owns its state behind its own methods.
+
+pub(in crate::agent) mod forward;
+pub(in crate::agent) mod paths;
+pub(in crate::agent) mod qos_cache;
+pub(in crate::agent) mod qos_loads;
+pub(in crate::agent) mod qos_tables;
+pub(in crate::agent) mod reply;
+
+use crate::agent::answers::forward::Forwarding;
+use crate::agent::answers::qos_cache::QosCache;
+use crate::config::AgentConfig;
+
+/// Forwarded queries and the QoS cache.
+#[derive(Debug)]
+pub(in crate::agent) struct AnswerReuse {
+    /// Queries forwarded to the master, their askers and kept answers.
+    pub(in crate::agent) forwarding: Forwarding,
+    /// Port pairs' paths for QoS fields and other partitions.
+    pub(in crate::agent) qos_cache: QosCache,
+}
+
+impl AnswerReuse {
+    /// Nothing kept, limits and lifetimes from `config`.
+    pub(in crate::agent) fn new(config: &AgentConfig) -> Self {
+        Self {
+            forwarding: Forwarding::new(
+                config.answer_ttl,
+                config.negative_ttl,
+                config.max_cached_answers,
+            ),
+            qos_cache: QosCache::new(config.qos_cache),
+        }
+    }
+
+    /// Forgets every answer kept from the master beside the tables (the
+    /// forwarded queries' and the QoS cache's): something that could
+    /// change them happened.
+    pub(in crate::agent) fn forget(&mut self) {
+        self.forwarding.forget_answers();
+        self.qos_cache.clear();
+    }
+
+    /// A port went out of service or came back: the forwarded answers
+    /// go (any of them may name it), and the QoS cache's pairs with it at
+    /// either end.
+    pub(in crate::agent) fn forget_port(&mut self, guid: u64) {
+        self.forwarding.forget_answers();
+        self.qos_cache.forget_port(guid);
+    }
+
+    /// Askers waiting for the master's answer, in both.
+    pub(in crate::agent) fn waiting(&self) -> usize {
+        self.forwarding.waiting() + self.qos_cache.asking()
+    }
+}

@@ -1,0 +1,98 @@
+//! QoS-table loads: a distributor's sources' whole tables at one QoS key,
+//! put in the QoS cache as if the port had asked them itself (the
+//! `QOS_TABLES` bit of a PathRecord Set; docs/wire-contract.md).
+//!
+//! The Set's ComponentMask names the key's fields; the first record
+//! carries their values (the master answers a query naming a ServiceID or
+//! QoS class with records that carry neither, so the key cannot be read
+//! from its answer); the others are the master's records as it gave them,
+//! which are kept and answered byte for byte. Unlike path loads, these
+//! leave every other answer kept from the master in place: they change no
+//! record of the tables.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::header::SaMadHeader;
+use mad_codec::{ComponentMask, MadStatus, PathRecord};
+use tracing::info;
+
+use crate::agent::SaCore;
+use crate::agent::answers::qos_cache::{Origin, by_destination};
+use crate::inbound::SaRequest;
+use crate::load_flags::QOS_TABLES;
+use crate::path_query::{QosKey, SourceKey};
+
+/// The fields a QoS key may name.
+const KEY_FIELDS: ComponentMask = pr::PKEY.union(pr::SERVICE_ID).union(pr::QOS_CLASS);
+
+impl SaCore {
+    /// A Set with `QOS_TABLES`, authorized, whose records are `records`
+    /// (or why they could not be read).
+    pub(in crate::agent) fn load_qos_tables(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        records: Result<Vec<PathRecord>, &'static str>,
+    ) {
+        let flags = header.mad.attribute_modifier();
+        let mask = header.sa.component_mask();
+        let tables = match records.and_then(|r| qos_tables(flags, mask, &r)) {
+            Ok(t) => t,
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
+        };
+        let (mut given, mut stored) = (0, 0);
+        let sources = tables.len();
+        for (key, table) in tables {
+            given += table.len();
+            stored +=
+                self.answers
+                    .qos_cache
+                    .insert_table(&key, by_destination(table), Origin::Loaded);
+        }
+        self.telemetry.counters.qos_cache_loaded += stored as u64;
+        info!(
+            records = stored,
+            not_kept = given - stored,
+            sources,
+            key = %mask,
+            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
+        );
+        self.answer_load(request, header, MadStatus::OK, stored);
+    }
+}
+
+/// A QoS-table load's tables by source and key, checked; the error says
+/// what is wrong (the answer is ERR_REQ_INVALID, and nothing changes).
+fn qos_tables(
+    flags: u32,
+    mask: ComponentMask,
+    records: &[PathRecord],
+) -> Result<HashMap<SourceKey, Vec<PathRecord>>, &'static str> {
+    if flags != QOS_TABLES {
+        return Err("QOS_TABLES goes with no other AttributeModifier bit");
+    }
+    if mask == ComponentMask::NONE || !KEY_FIELDS.contains(mask) {
+        return Err(
+            "a QoS table's ComponentMask names P_Key, ServiceID or QoS class, and only those",
+        );
+    }
+    let Some((key_record, table)) = records.split_first() else {
+        return Err("no key record");
+    };
+    if table.iter().any(|r| r.slid() == 0 || r.dlid() == 0) {
+        return Err("a record with SLID or DLID 0");
+    }
+    let qos = QosKey::of(mask, key_record, true);
+    let mut by_source: HashMap<SourceKey, Vec<PathRecord>> = HashMap::new();
+    for r in table {
+        let key = SourceKey {
+            src: r.sgid().guid(),
+            qos,
+        };
+        by_source.entry(key).or_default().push(*r);
+    }
+    Ok(by_source)
+}

@@ -1,0 +1,55 @@
+//! When this port calls on the master for work every port of the fabric
+//! does: at its own phase (from its GUID) within a window, so that the
+//! fabric's ports spread over it ([`crate::pacing`] sizes the windows).
+
+use std::time::Duration;
+
+use crate::agent::SaCore;
+
+impl SaCore {
+    /// A fixed fraction of `window`, from this port's GUID: where in a
+    /// window this port acts.
+    pub(in crate::agent) fn spread(&self, window: Duration) -> Duration {
+        let fraction = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
+        window.mul_f64(fraction as f64 / 1024.0)
+    }
+
+    /// How long this port waits before registering everything again with a
+    /// new master.
+    pub(in crate::agent) fn reregister_delay(&self) -> Duration {
+        // The master's ClassPortInfo, the canary and this port's directory
+        // record, besides what its consumers hold.
+        let own =
+            self.proxy.subscriptions.registry().filters() + self.proxy.memberships.groups() + 3;
+        let window = self
+            .config
+            .pace
+            .reregistration_window(self.tables.refresh.fabric_ports(), own);
+        self.spread(window)
+    }
+
+    /// How long this port waits before refreshing its paths from a new
+    /// master (meanwhile it serves what it holds).
+    pub(in crate::agent) fn refresh_delay(&self) -> Duration {
+        self.spread(
+            self.config
+                .pace
+                .refresh_window(self.tables.refresh.fabric_ports()),
+        )
+    }
+
+    /// How long this port waits to refresh again after its refresh
+    /// failed `refresh_failures` times in a row: the back-off, then its
+    /// phase within a window of the back-off doubled for each failure
+    /// before this one, held at the pace's longest window. A master that
+    /// turned many ports away at once (all of them starting together)
+    /// sees them come back spread, fewer at a time after each failure.
+    pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
+        let backoff = self.config.retry_backoff;
+        let doublings = self.tables.refresh.failures().saturating_sub(1).min(16);
+        let window = backoff
+            .saturating_mul(1 << doublings)
+            .min(self.config.pace.max_window);
+        backoff + self.spread(window)
+    }
+}
