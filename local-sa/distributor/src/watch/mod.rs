@@ -408,7 +408,7 @@ impl Watch {
             changed_nodes: plan.push.len(),
             ..EventReport::default()
         };
-        let mut event = Event {
+        self.phase = Phase::Event(Box::new(Event {
             report,
             started: now,
             probe: false,
@@ -416,13 +416,10 @@ impl Watch {
             changed: false,
             digests: Some(self.digests.clone()),
             step: Step::Pushing,
-        };
+        }));
         if plan.push.is_empty() {
-            self.phase = Phase::Event(Box::new(event));
             return self.end_event(now);
         }
-        event.step = Step::Pushing;
-        self.phase = Phase::Event(Box::new(event));
         self.effects.push_back(Effect::Push(plan));
     }
 
