@@ -76,7 +76,6 @@ use self::outbox::Outbox;
 use self::registrations::RegistrationProxy;
 pub use self::registrations::quotas::Registrant;
 use self::tables::PortTables;
-use self::tables::refresh_state::RefreshState;
 use self::telemetry::Telemetry;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};

@@ -32,6 +32,7 @@ use crate::address::{Address, Transmit};
 use crate::agent::counterparts::{Asker, Subscriber};
 use crate::agent::master::purpose::Purpose;
 use crate::agent::master::waiters::Join;
+use crate::agent::tables::refresh::table_query;
 use crate::agent::{MasterInfo, SaCore};
 use crate::inbound::SaRequest;
 use crate::partitions::TableKey;
@@ -561,7 +562,7 @@ impl SaCore {
         if self.master.requester.any_pending(|p| *p == purpose) {
             return;
         }
-        let (mask, mut t) = self.table_query(table);
+        let (mask, mut t) = table_query(self.port.gid, table);
         t.set_dgid(gid);
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);

@@ -22,6 +22,7 @@ use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
 use crate::agent::master::purpose::Purpose;
+use crate::agent::tables::refresh::table_query;
 use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::partitions::TableKey;
 use crate::requester::Answer;
@@ -43,7 +44,7 @@ impl SaCore {
         for question in sample {
             let (mask, t) = match question {
                 CheckQuestion::Table(table, dlid) => {
-                    let (mask, mut t) = self.table_query(table);
+                    let (mask, mut t) = table_query(self.port.gid, table);
                     t.set_dlid(dlid);
                     (mask | pr::DLID, t)
                 }

@@ -10,8 +10,14 @@ impl SaCore {
     /// A fixed fraction of `window`, from this port's GUID: where in a
     /// window this port acts.
     pub(in crate::agent) fn spread(&self, window: Duration) -> Duration {
+        window.mul_f64(self.phase())
+    }
+
+    /// This port's phase in 0..1, from its GUID: where in a window it
+    /// calls on the master.
+    pub(in crate::agent) fn phase(&self) -> f64 {
         let fraction = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
-        window.mul_f64(fraction as f64 / 1024.0)
+        fraction as f64 / 1024.0
     }
 
     /// How long this port waits before registering everything again with a
@@ -39,17 +45,10 @@ impl SaCore {
     }
 
     /// How long this port waits to refresh again after its refresh
-    /// failed `refresh_failures` times in a row: the back-off, then its
-    /// phase within a window of the back-off doubled for each failure
-    /// before this one, held at the pace's longest window. A master that
-    /// turned many ports away at once (all of them starting together)
-    /// sees them come back spread, fewer at a time after each failure.
+    /// failed `refresh_failures` times in a row ([`Backoff::after`]).
+    ///
+    /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
     pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
-        let backoff = self.config.retry_backoff;
-        let doublings = self.tables.refresh.failures().saturating_sub(1).min(16);
-        let window = backoff
-            .saturating_mul(1 << doublings)
-            .min(self.config.pace.max_window);
-        backoff + self.spread(window)
+        self.refresh_backoff().after(self.tables.refresh.failures())
     }
 }

@@ -1,210 +1,312 @@
-//! Keeping this port's paths in the store: a bulk GetTable (SGID = ours)
-//! at start, after port changes and every refresh interval, then one
-//! (SGID = ours, P_Key) for each partition table the port keeps
-//! ([`SaCore::wanted_partitions`]), one table after the other. When an
-//! answer comes back cut (a transport without RMPP, such as ibsim,
-//! delivers only the first 256 bytes of the master's multi-MAD answer),
-//! that table's paths are fetched one destination LID at a time instead,
-//! walking upward until `walk_gap` LIDs past the highest one that
-//! answered. Records are stamped with the refresh's epoch; when a table
-//! completes, this port's records in it that the refresh did not see are
-//! swept and the port counts as complete in it. The default table's
-//! completion makes the port ready; the refresh ends after the last
-//! partition's.
+//! Keeping this port's paths in the store, decided by the tables
+//! themselves: a bulk GetTable (SGID = ours) at start, after port changes
+//! and every refresh interval, then one (SGID = ours, P_Key) for each
+//! partition table the port keeps ([`PortTables::wanted_partitions`]),
+//! one table after the other. When an answer comes back cut (a transport
+//! without RMPP, such as ibsim, delivers only the first 256 bytes of the
+//! master's multi-MAD answer), that table's paths are fetched one
+//! destination LID at a time instead, walking upward until `walk_gap` LIDs
+//! past the highest one that answered. Records are stamped with the
+//! refresh's epoch; when a table completes, this port's records in it that
+//! the refresh did not see are swept and the port counts as complete in
+//! it. The default table's completion makes the port ready; the refresh
+//! ends after the last partition's.
+//!
+//! [`PortTables`] takes the refresh's events (start, an answer, a failure)
+//! with what it needs to know of the agent ([`RefreshContext`]) and says
+//! what follows as [`RefreshEffect`]s, which `SaCore` carries out: the
+//! requests to send, the default table being fresh, the refresh's end.
 
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, ComponentMask, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, ComponentMask, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
 use crate::agent::master::purpose::Purpose;
-use crate::agent::{RefreshState, SaCore};
+use crate::agent::tables::PortTables;
+use crate::agent::tables::refresh_state::RefreshState;
 use crate::lid_walk::LidWalk;
 use crate::partitions::{TableKey, partition_of};
 use crate::requester::Answer;
 use crate::store::Epoch;
 
-impl SaCore {
-    /// Starts a refresh unless one is running.
-    pub(in crate::agent) fn start_refresh(&mut self, now: Instant) {
-        if self.tables.refresh.is_running() {
-            return;
+/// What the refresh needs to know of the agent.
+#[derive(Debug, Clone)]
+pub(in crate::agent) struct RefreshContext {
+    /// This port's GID and LIDs.
+    pub(in crate::agent) gid: Gid,
+    pub(in crate::agent) lids: RangeInclusive<u16>,
+    /// The master's LID: a walk reaches past it.
+    pub(in crate::agent) sm_lid: u16,
+    /// LIDs tried past the highest that answered before a walk ends, and
+    /// per-destination queries in flight.
+    pub(in crate::agent) walk_gap: u16,
+    pub(in crate::agent) walk_window: usize,
+    /// The master is known to apply no QoS.
+    pub(in crate::agent) no_qos: bool,
+    /// The agent is shutting down: nothing more is asked.
+    pub(in crate::agent) shutting_down: bool,
+    /// How a table the master did not give waits to be asked again.
+    pub(in crate::agent) backoff: Backoff,
+}
+
+/// The wait after a failed refresh: the back-off, then this port's phase
+/// within a window of the back-off doubled for each failure before this
+/// one, held at the longest window. A master that turned many ports away
+/// at once sees them come back spread, fewer at a time after each failure.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::agent) struct Backoff {
+    pub(in crate::agent) base: Duration,
+    pub(in crate::agent) longest_window: Duration,
+    /// This port's phase, in 0..1.
+    pub(in crate::agent) phase: f64,
+}
+
+impl Backoff {
+    /// The wait after `failures` failures in a row.
+    pub(in crate::agent) fn after(self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(16);
+        let window = self
+            .base
+            .saturating_mul(1 << doublings)
+            .min(self.longest_window);
+        self.base + window.mul_f64(self.phase)
+    }
+}
+
+/// What follows from the refresh's events, for `SaCore` to carry out.
+#[derive(Debug)]
+pub(in crate::agent) enum RefreshEffect {
+    /// Ask the master: a whole table (with a table's attempts), or one
+    /// destination's paths.
+    Ask {
+        purpose: Purpose,
+        request: Bytes,
+        whole_table: bool,
+    },
+    /// The master's multi-MAD answers come cut (no RMPP on the transport).
+    AnswersCut,
+    /// The default table is in (this port's records it did not renew,
+    /// `swept`, are gone): the port is ready. `took`: since the refresh
+    /// began.
+    DefaultFresh {
+        epoch: Epoch,
+        swept: usize,
+        took: Option<Duration>,
+    },
+    /// The default table could not be had: what waited for the first
+    /// refresh goes on without it.
+    DefaultFailed,
+    /// The refresh is over; whoever waited for it gets `status`.
+    Ended(MadStatus),
+}
+
+/// The query of table `table` of the port at `gid`: its paths, asked with
+/// the partition's P_Key as a full member's.
+pub(in crate::agent) fn table_query(gid: Gid, table: TableKey) -> (ComponentMask, PathRecord) {
+    let mut t = PathRecord::new_zeroed();
+    t.set_sgid(gid);
+    match table {
+        TableKey::Default => (pr::SGID, t),
+        TableKey::Partition(p) => {
+            t.set_pkey(p | 0x8000);
+            (pr::SGID | pr::PKEY, t)
         }
-        self.refresh_starting(now);
-        let epoch = self.tables.refresh.begin(now, false);
-        debug!(
-            epoch,
-            master = self.port.sm_lid,
-            "refreshing this port's paths"
-        );
-        if self.tables.refresh.registers_after() {
-            // At start, whether the master applies QoS is asked just
-            // before the table (one small request, answered first), so
-            // that queries naming a P_Key — every ibacm and kernel query —
-            // are answered from the cache as soon as the table is in.
-            self.ask_master_info(now);
+    }
+}
+
+impl PortTables {
+    /// Starts a refresh at `now`, the default table first, unless one is
+    /// running (returns whether it started).
+    pub(in crate::agent) fn start_refresh(
+        &mut self,
+        now: Instant,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) -> bool {
+        if self.refresh.is_running() {
+            return false;
         }
-        self.fetch_table(now, epoch, TableKey::Default);
-        // Renews this port's directory record's lease (at start, the
-        // registration after this refresh publishes it).
-        if !self.tables.refresh.registers_after() {
-            self.send_publication(now);
-        }
+        let epoch = self.refresh.begin(now, false);
+        debug!(epoch, master = ctx.sm_lid, "refreshing this port's paths");
+        self.fetch(epoch, TableKey::Default, ctx, out);
+        true
     }
 
     /// Fetches the tables of the partitions wanted but not held complete
     /// (the port's P_Key table changed), unless a refresh is running (it
     /// fetches them, or they are asked again a second later).
-    pub(in crate::agent) fn fetch_new_partitions(&mut self, now: Instant) {
-        if self.shutting_down {
+    pub(in crate::agent) fn fetch_new_partitions(
+        &mut self,
+        now: Instant,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) {
+        if ctx.shutting_down {
             return;
         }
-        if self.tables.refresh.is_running() {
-            self.tables
-                .refresh
+        if self.refresh.is_running() {
+            self.refresh
                 .schedule_partitions(now + Duration::from_secs(1));
             return;
         }
-        let first = self.missing_partitions().next();
+        let first = self.missing_partitions(ctx).first().copied();
         if let Some(p) = first {
-            let epoch = self.tables.refresh.begin(now, true);
-            self.fetch_table(now, epoch, TableKey::Partition(p));
+            let epoch = self.refresh.begin(now, true);
+            self.fetch(epoch, TableKey::Partition(p), ctx, out);
         }
+    }
+
+    /// The partitions whose tables this port keeps: every one its P_Key
+    /// table holds, but for the one its default table's paths carry when
+    /// the master applies no QoS (those answers are the default table's).
+    /// While the master's QoS is unknown, every one.
+    pub(in crate::agent) fn wanted_partitions(&self, ctx: &RefreshContext) -> Vec<u16> {
+        let default = self
+            .paths
+            .store
+            .from_lid(*ctx.lids.start())
+            .next()
+            .map(|r| partition_of(r.pkey()));
+        self.partitions
+            .held()
+            .iter()
+            .copied()
+            .filter(|p| !(ctx.no_qos && Some(*p) == default))
+            .collect()
     }
 
     /// The partitions wanted whose tables are not held complete.
-    fn missing_partitions(&self) -> impl Iterator<Item = u16> + '_ {
-        let me = self.port.gid.guid();
-        self.wanted_partitions().into_iter().filter(move |p| {
-            self.tables
-                .partitions
-                .table(*p)
-                .is_none_or(|t| !t.is_complete(me))
-        })
+    fn missing_partitions(&self, ctx: &RefreshContext) -> Vec<u16> {
+        let me = ctx.gid.guid();
+        self.wanted_partitions(ctx)
+            .into_iter()
+            .filter(|p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)))
+            .collect()
     }
 
     /// Asks the master for table `table` of this port's paths, in bulk.
-    fn fetch_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
-        let (mask, t) = self.table_query(table);
+    fn fetch(
+        &mut self,
+        epoch: Epoch,
+        table: TableKey,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) {
+        let (mask, t) = table_query(ctx.gid, table);
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask);
-        self.tables
-            .refresh
-            .advance(RefreshState::Bulk { epoch, table });
-        self.send_table_upstream(now, Purpose::Bulk { epoch, table }, &b.into_bytes());
+        self.refresh.advance(RefreshState::Bulk { epoch, table });
+        out.push(RefreshEffect::Ask {
+            purpose: Purpose::Bulk { epoch, table },
+            request: b.into_bytes(),
+            whole_table: true,
+        });
     }
 
-    /// The query of table `table`: this port's paths, asked with the
-    /// partition's P_Key as a full member's.
-    pub(in crate::agent) fn table_query(&self, table: TableKey) -> (ComponentMask, PathRecord) {
-        let mut t = PathRecord::new_zeroed();
-        t.set_sgid(self.port.gid);
-        match table {
-            TableKey::Default => (pr::SGID, t),
-            TableKey::Partition(p) => {
-                t.set_pkey(p | 0x8000);
-                (pr::SGID | pr::PKEY, t)
-            }
-        }
-    }
-
-    pub(in crate::agent) fn bulk_answered(
+    /// The master's answer to the bulk GetTable of `table`.
+    pub(in crate::agent) fn handle_bulk_answer(
         &mut self,
         now: Instant,
-        epoch: Epoch,
-        table: TableKey,
+        (epoch, table): (Epoch, TableKey),
         answer: &Answer,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
     ) {
-        if self.tables.refresh.state() != (RefreshState::Bulk { epoch, table }) {
+        if self.refresh.state() != (RefreshState::Bulk { epoch, table }) {
             return;
         }
         if answer.status() != MadStatus::OK {
             warn!(status = %answer.status(), %table, "the master refused a bulk PathRecord table");
             if table == TableKey::Default {
-                return self.refresh_failed(now);
+                return self.handle_refresh_failed(now, ctx, out);
             }
             // That partition's queries go on being asked per pair; the
             // other tables are fetched, and that one alone is asked again
             // after the back-off.
-            self.tables
-                .refresh
-                .schedule_partitions(now + self.refresh_retry_delay());
-            return self.fetch_table_after(now, epoch, table);
+            let retry = now + ctx.backoff.after(self.refresh.failures());
+            self.refresh.schedule_partitions(retry);
+            return self.fetch_after(epoch, table, ctx, out);
         }
         if answer.is_cut() {
-            self.answers.qos_cache.tables_come_cut();
+            out.push(RefreshEffect::AnswersCut);
             if table == TableKey::Default {
                 info!(
                     "the bulk PathRecord table came back cut (no RMPP on this transport); fetching per destination"
                 );
             }
             // The walk reaches past this port's own LIDs and the master's.
-            let floor = self.port.sm_lid.max(*self.port.lids().end());
+            let floor = ctx.sm_lid.max(*ctx.lids.end());
             let start = RefreshState::Walk {
                 epoch,
                 table,
-                walk: LidWalk::new(floor, self.config.walk_gap),
+                walk: LidWalk::new(floor, ctx.walk_gap),
             };
-            self.tables.refresh.advance(start);
-            return self.walk(now);
+            self.refresh.advance(start);
+            return self.walk(now, ctx, out);
         }
-        if let Some(t) = self.tables.table_mut(table) {
+        if let Some(t) = self.table_mut(table) {
             t.store.expect_table(answer.records::<PathRecord>().count());
             for r in answer.records::<PathRecord>() {
                 t.store.insert(*r, epoch);
             }
         }
-        self.finish_table(now, epoch, table);
+        self.finish_table(now, epoch, table, ctx, out);
     }
 
     /// Keeps `walk_window` per-destination queries in flight; finishes when
     /// the walk is past the last LID worth trying and nothing is out.
-    fn walk(&mut self, now: Instant) {
+    fn walk(&mut self, now: Instant, ctx: &RefreshContext, out: &mut Vec<RefreshEffect>) {
         let RefreshState::Walk {
             epoch,
             table,
             mut walk,
-        } = self.tables.refresh.state()
+        } = self.refresh.state()
         else {
             return;
         };
-        let (mask, mut t) = self.table_query(table);
+        let (mask, mut t) = table_query(ctx.gid, table);
         let mut asked = Vec::new();
-        while let Some(dlid) = walk.next_lid(self.config.walk_window) {
+        while let Some(dlid) = walk.next_lid(ctx.walk_window) {
             asked.push(dlid);
         }
-        self.tables
-            .refresh
+        self.refresh
             .advance(RefreshState::Walk { epoch, table, walk });
         if walk.is_done() {
-            return self.finish_table(now, epoch, table);
+            return self.finish_table(now, epoch, table, ctx, out);
         }
         for dlid in asked {
             t.set_dlid(dlid);
             let mut b =
                 SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
             b.header_mut().sa.set_component_mask(mask | pr::DLID);
-            let purpose = Purpose::Walk { epoch, table, dlid };
-            self.send_upstream(now, purpose, &b.into_bytes());
+            out.push(RefreshEffect::Ask {
+                purpose: Purpose::Walk { epoch, table, dlid },
+                request: b.into_bytes(),
+                whole_table: false,
+            });
         }
     }
 
-    pub(in crate::agent) fn walk_answered(
+    /// The master's answer to the walk's query of destination `dlid`.
+    pub(in crate::agent) fn handle_walk_answer(
         &mut self,
         now: Instant,
-        epoch: Epoch,
-        table: TableKey,
-        dlid: u16,
+        (epoch, table, dlid): (Epoch, TableKey, u16),
         answer: &Answer,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
     ) {
         let RefreshState::Walk {
             epoch: current,
             table: current_table,
             mut walk,
-        } = self.tables.refresh.state()
+        } = self.refresh.state()
         else {
             return;
         };
@@ -213,7 +315,7 @@ impl SaCore {
         }
         let mut found = false;
         if answer.status() == MadStatus::OK
-            && let Some(t) = self.tables.table_mut(table)
+            && let Some(t) = self.table_mut(table)
         {
             for r in answer.records::<PathRecord>() {
                 t.store.insert(*r, epoch);
@@ -221,223 +323,325 @@ impl SaCore {
             }
         }
         walk.answered(dlid, found);
-        self.tables
-            .refresh
+        self.refresh
             .advance(RefreshState::Walk { epoch, table, walk });
-        self.walk(now);
+        self.walk(now, ctx, out);
     }
 
     /// Table `table` is in: this port's records in it that the refresh
     /// did not see go, and the next table is asked, or the refresh ends.
-    fn finish_table(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
-        let (lids, me) = (self.port.lids(), self.port.gid.guid());
-        let (swept, records) = self.tables.table_mut(table).map_or((0, 0), |t| {
+    fn finish_table(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) {
+        let (lids, me) = (ctx.lids.clone(), ctx.gid.guid());
+        let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
             t.mark_complete(me);
             (t.store.sweep_from(lids, epoch), t.store.len())
         });
         match table {
-            TableKey::Default => self.default_table_fresh(now, epoch, swept),
+            TableKey::Default => {
+                let took = self
+                    .refresh
+                    .take_began()
+                    .map(|t| now.saturating_duration_since(t));
+                out.push(RefreshEffect::DefaultFresh { epoch, swept, took });
+            }
             TableKey::Partition(_) => {
                 debug!(%table, records, swept, "this port's paths on a partition are fresh");
             }
         }
-        self.fetch_table_after(now, epoch, table);
+        self.fetch_after(epoch, table, ctx, out);
     }
 
     /// Asks for the table after `table`, or ends the refresh.
-    fn fetch_table_after(&mut self, now: Instant, epoch: Epoch, table: TableKey) {
-        let next = if self.tables.refresh.only_missing() {
-            self.missing_partitions()
-                .map(TableKey::Partition)
-                .find(|t| *t > table)
+    fn fetch_after(
+        &mut self,
+        epoch: Epoch,
+        table: TableKey,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) {
+        let candidates = if self.refresh.only_missing() {
+            self.missing_partitions(ctx)
         } else {
-            let wanted = self.wanted_partitions().into_iter();
-            wanted.map(TableKey::Partition).find(|t| *t > table)
+            self.wanted_partitions(ctx)
         };
+        let next = candidates
+            .into_iter()
+            .map(TableKey::Partition)
+            .find(|t| *t > table);
         match next {
-            Some(next) if !self.shutting_down => self.fetch_table(now, epoch, next),
-            _ => self.finish_refresh(),
+            Some(next) if !ctx.shutting_down => self.fetch(epoch, next, ctx, out),
+            _ => self.finish_refresh(ctx, out),
         }
-    }
-
-    /// The partitions whose tables this port keeps: every one its P_Key
-    /// table holds, but for the one its default table's paths carry when
-    /// the master applies no QoS (those answers are the default table's).
-    /// While the master's QoS is unknown, every one.
-    pub(in crate::agent) fn wanted_partitions(&self) -> Vec<u16> {
-        let default = self
-            .tables
-            .paths
-            .store
-            .from_lid(self.port.lid)
-            .next()
-            .map(|r| partition_of(r.pkey()));
-        let no_qos = self.master.policy.info().is_some_and(|m| !m.qos);
-        self.tables
-            .partitions
-            .held()
-            .iter()
-            .copied()
-            .filter(|p| !(no_qos && Some(*p) == default))
-            .collect()
     }
 
     /// The last table is in: tables no longer wanted go, and whoever
     /// waited for the refresh is answered.
-    fn finish_refresh(&mut self) {
-        let wanted = self.wanted_partitions();
-        self.tables.partitions.retain(|p| wanted.contains(&p));
-        self.tables.refresh.stop();
-        if !self.tables.partitions.held().is_empty() {
+    fn finish_refresh(&mut self, ctx: &RefreshContext, out: &mut Vec<RefreshEffect>) {
+        let wanted = self.wanted_partitions(ctx);
+        self.partitions.retain(|p| wanted.contains(&p));
+        self.refresh.stop();
+        if !self.partitions.held().is_empty() {
             info!(
                 tables = wanted.len(),
-                records = self.tables.partitions.records(),
+                records = self.partitions.records(),
                 "this port's partition tables are fresh"
             );
         }
-        self.answer_refresh_waiters(MadStatus::OK);
-    }
-
-    /// The default table is in: the port is ready, and what follows a
-    /// refresh follows.
-    fn default_table_fresh(&mut self, now: Instant, epoch: Epoch, swept: usize) {
-        self.answers.forget();
-        self.telemetry.counters.refreshes += 1;
-        let took = (self.tables.refresh.take_began()).map(|t| now.saturating_duration_since(t));
-        self.tables.refresh.made_fresh(now, took);
-        info!(
-            records = self.tables.paths.store.len(),
-            swept, "this port's paths are fresh"
-        );
-        if self.paths_fresh(now, epoch) {
-            return;
-        }
-        if self.naming.take_keep_after_refresh() {
-            // A new master's directory fills again as every port
-            // publishes at its phase; a fetch now would cost the master
-            // two tables per port, on top of the refreshes, for a partial
-            // directory. The names held stand until the next periodic
-            // refresh.
-            debug!("names kept until the next periodic refresh (a new master)");
-        } else {
-            self.start_name_fetch(now, epoch);
-        }
-    }
-
-    /// What follows this port's paths being fresh, from the master or a
-    /// load: the next refresh a whole interval on, the fabric's size
-    /// from them, and at start the registrations and the first directory
-    /// loads. Returns whether this was the start's.
-    pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
-        self.tables
-            .refresh
-            .completed(self.tables.paths.store.port_count());
-        self.tables
-            .refresh
-            .schedule(Some(self.next_periodic_refresh(now)));
-        self.say_periodic_interval();
-        let first = self.tables.refresh.registers_after();
-        if first {
-            // The fabric's size is known now. The directory loads (two
-            // tables of a record per host, twice the paths' cost) and the
-            // registrations follow at this port's phase, so that a fabric
-            // started together asks for them spread. Whether the master
-            // applies QoS is asked now if the paths came in a load (a
-            // refresh asked it with the table). Names a distributor
-            // loaded need no fetch.
-            if !self.naming.loaded() {
-                self.naming.fetch_at(now + self.refresh_delay(), epoch);
-            }
-            self.ask_master_info(now);
-        }
-        self.registration_after_first_refresh(now);
-        first
-    }
-
-    /// A load replaced this port's paths (a distributor next to the
-    /// master pushed them): that is a refresh the master was not asked
-    /// for. The next refresh from the master waits a whole interval, and
-    /// at start the registrations and directory loads follow as after a
-    /// refresh. A refresh already running goes on: its table is the
-    /// master's word.
-    pub(in crate::agent) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.tables.refresh.is_running() || self.shutting_down {
-            return;
-        }
-        self.telemetry.counters.refreshes_loaded += 1;
-        self.tables.refresh.made_fresh(now, None);
-        self.paths_fresh(now, self.tables.refresh.epoch());
-        // Partition tables the load did not bring (a distributor sends
-        // them before the default table) are fetched at this port's phase.
-        self.tables
-            .refresh
-            .schedule_partitions(now + self.refresh_delay());
-    }
-
-    /// Schedules the start's registration, once the first refresh ended
-    /// (done or failed), at this port's phase of the re-registration window.
-    fn registration_after_first_refresh(&mut self, now: Instant) {
-        if self.tables.refresh.take_register_after() {
-            let at = now + self.reregister_delay();
-            self.proxy.schedule.register_at(Some(at));
-        }
+        out.push(RefreshEffect::Ended(MadStatus::OK));
     }
 
     /// Tables `cleared` picks were emptied (a flush, a new identity, a flip
-    /// of the master's QoS bit): what is being fetched into them would
-    /// refill them with part of their paths, and the refresh would then
-    /// mark them complete. Those fetches are dropped, and the running
-    /// refresh with them if it fills one of those tables. Returns whether
-    /// it did; the caller says when the refresh starts again.
-    pub(in crate::agent) fn abandon_fetches_into(
+    /// of the master's QoS bit): a running refresh that fills one of them
+    /// would mark it complete with part of its paths, so it stops. Returns
+    /// whether it did (the caller forgets the requests and says when the
+    /// refresh starts again).
+    pub(in crate::agent) fn abandon_refresh_into(
         &mut self,
         cleared: impl Fn(TableKey) -> bool,
     ) -> bool {
-        self.master.requester.forget(|p| match p {
-            Purpose::Bulk { table, .. }
-            | Purpose::Walk { table, .. }
-            | Purpose::GidInService { table, .. } => cleared(*table),
-            _ => false,
-        });
-        let Some(running) = self.tables.refresh.table() else {
+        let Some(running) = self.refresh.table() else {
             return false;
         };
         if !cleared(running) {
             return false;
         }
-        // The table's requests are forgotten above; no answer ends this
-        // refresh now.
-        self.tables.refresh.stop();
+        self.refresh.stop();
         true
     }
 
-    /// The master did not give the table: keep serving what is cached and
-    /// try again after the back-off.
-    pub(in crate::agent) fn refresh_failed(&mut self, now: Instant) {
-        let Some(table) = self.tables.refresh.table() else {
+    /// The master did not give the table being fetched: what is cached is
+    /// served, and the table asked again after the back-off.
+    pub(in crate::agent) fn handle_refresh_failed(
+        &mut self,
+        now: Instant,
+        ctx: &RefreshContext,
+        out: &mut Vec<RefreshEffect>,
+    ) {
+        let Some(table) = self.refresh.table() else {
             return;
         };
-        self.tables.refresh.pause();
+        self.refresh.pause();
         if table != TableKey::Default {
             // The default table is in: only the partitions' are asked
             // again, after the back-off.
-            self.tables.refresh.stop();
-            if !self.shutting_down {
-                self.tables
-                    .refresh
-                    .schedule_partitions(now + self.refresh_retry_delay());
+            self.refresh.stop();
+            if !ctx.shutting_down {
+                let retry = now + ctx.backoff.after(self.refresh.failures());
+                self.refresh.schedule_partitions(retry);
             }
-            return self.answer_refresh_waiters(MadStatus::BUSY);
+            out.push(RefreshEffect::Ended(MadStatus::BUSY));
+            return;
         }
-        self.tables.refresh.failed();
-        self.registration_after_first_refresh(now);
-        if !self.shutting_down {
-            self.tables
-                .refresh
-                .schedule(Some(now + self.refresh_retry_delay()));
+        self.refresh.failed();
+        out.push(RefreshEffect::DefaultFailed);
+        if !ctx.shutting_down {
+            let retry = now + ctx.backoff.after(self.refresh.failures());
+            self.refresh.schedule(Some(retry));
         }
         // The master did not give the table: as for a query it left
         // unanswered.
-        self.answer_refresh_waiters(MadStatus::BUSY);
+        out.push(RefreshEffect::Ended(MadStatus::BUSY));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use mad_codec::SaRecord as _;
+    use mad_codec::header::SaMadHeader;
+    use mad_codec::zerocopy::{FromBytes, IntoBytes};
+
+    use super::*;
+
+    const ME: u16 = 2;
+    const MASTER: u16 = 1;
+
+    fn gid(lid: u16) -> Gid {
+        Gid::new(Gid::DEFAULT_PREFIX, 0x0002_c903_0000_0000 + u64::from(lid))
+    }
+
+    fn ctx() -> RefreshContext {
+        RefreshContext {
+            gid: gid(ME),
+            lids: ME..=ME,
+            sm_lid: MASTER,
+            walk_gap: 4,
+            walk_window: 3,
+            no_qos: false,
+            shutting_down: false,
+            backoff: Backoff {
+                base: Duration::from_secs(10),
+                longest_window: Duration::from_secs(80),
+                phase: 0.5,
+            },
+        }
+    }
+
+    fn path(d: u16) -> PathRecord {
+        let mut r = PathRecord::new_zeroed();
+        r.set_sgid(gid(ME));
+        r.set_dgid(gid(d));
+        r.set_slid(ME);
+        r.set_dlid(d);
+        r.set_pkey(0xFFFF);
+        r
+    }
+
+    /// The master's answer to `request`: `status`, these records.
+    fn answer(request: &Bytes, status: MadStatus, records: &[PathRecord]) -> Answer {
+        let (h, _) = SaMadHeader::parse(request).unwrap();
+        let mut h = *h;
+        h.mad.set_method(h.mad.method().response());
+        h.mad.set_status(status);
+        h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+        let mut mad = BytesMut::from(h.as_bytes());
+        for r in records {
+            mad.extend_from_slice(r.as_bytes());
+        }
+        Answer::whole(mad.freeze()).unwrap()
+    }
+
+    /// The asks among `out`, as (purpose, request).
+    fn asks(out: &[RefreshEffect]) -> Vec<(Purpose, Bytes)> {
+        out.iter()
+            .filter_map(|e| match e {
+                RefreshEffect::Ask {
+                    purpose, request, ..
+                } => Some((purpose.clone(), request.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_bulk_table_fills_the_store_sweeps_the_rest_and_ends_the_refresh() {
+        let now = Instant::now();
+        let mut t = PortTables::new(now);
+        let mut out = Vec::new();
+        assert!(t.start_refresh(now, &ctx(), &mut out));
+        assert!(
+            !t.start_refresh(now, &ctx(), &mut Vec::new()),
+            "one at a time"
+        );
+        let [(Purpose::Bulk { epoch, table }, request)] = &asks(&out)[..] else {
+            panic!("{out:?}")
+        };
+        let q = PathRecord::read_from_prefix(&request[SaMadHeader::LEN..])
+            .unwrap()
+            .0;
+        assert_eq!((q.sgid(), *table), (gid(ME), TableKey::Default));
+        let later = now + Duration::from_secs(2);
+        let a = answer(request, MadStatus::OK, &[path(3), path(4)]);
+        let mut out = Vec::new();
+        t.handle_bulk_answer(later, (*epoch, *table), &a, &ctx(), &mut out);
+        assert!(
+            matches!(
+                out[..],
+                [
+                    RefreshEffect::DefaultFresh { swept: 0, took: Some(took), .. },
+                    RefreshEffect::Ended(MadStatus::OK)
+                ] if took == Duration::from_secs(2)
+            ),
+            "{out:?}"
+        );
+        assert_eq!(t.paths.store.len(), 2);
+        assert!(!t.refresh.is_running());
+    }
+
+    #[test]
+    fn a_cut_answer_is_walked_a_window_at_a_time_past_the_gap() {
+        let now = Instant::now();
+        let mut t = PortTables::new(now);
+        let mut out = Vec::new();
+        t.start_refresh(now, &ctx(), &mut out);
+        let (Purpose::Bulk { epoch, table }, request) = asks(&out)[0].clone() else {
+            panic!()
+        };
+        let cut = Answer::cut(
+            answer(&request, MadStatus::OK, &[path(3)]).mad().clone(),
+            64,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        t.handle_bulk_answer(now, (epoch, table), &cut, &ctx(), &mut out);
+        assert!(matches!(out[0], RefreshEffect::AnswersCut));
+        let walk: Vec<u16> = asks(&out)
+            .iter()
+            .map(|(p, _)| match p {
+                Purpose::Walk { dlid, .. } => *dlid,
+                p => panic!("{p:?}"),
+            })
+            .collect();
+        assert_eq!(walk, [1, 2, 3], "walk_window at a time");
+        // LIDs 1..=3 answer (3 has a path), then nothing past the gap.
+        let mut ended = false;
+        let mut pending: Vec<(u16, Bytes)> = asks(&out)
+            .into_iter()
+            .map(|(p, r)| match p {
+                Purpose::Walk { dlid, .. } => (dlid, r),
+                _ => unreachable!(),
+            })
+            .collect();
+        let mut asked = Vec::new();
+        while let Some((dlid, request)) = pending.pop() {
+            asked.push(dlid);
+            let records = if dlid == 3 { vec![path(3)] } else { Vec::new() };
+            let status = if records.is_empty() {
+                MadStatus::ERR_NO_RECORDS
+            } else {
+                MadStatus::OK
+            };
+            let mut out = Vec::new();
+            let a = answer(&request, status, &records);
+            t.handle_walk_answer(now, (epoch, table, dlid), &a, &ctx(), &mut out);
+            ended |= out
+                .iter()
+                .any(|e| matches!(e, RefreshEffect::Ended(MadStatus::OK)));
+            pending.extend(asks(&out).into_iter().map(|(p, r)| match p {
+                Purpose::Walk { dlid, .. } => (dlid, r),
+                _ => unreachable!(),
+            }));
+        }
+        asked.sort_unstable();
+        // Past this port's and the master's LIDs and LID 3, the gap of 4.
+        assert_eq!(asked, (1..=7).collect::<Vec<u16>>());
+        assert!(ended);
+        assert_eq!(t.paths.store.len(), 1);
+    }
+
+    #[test]
+    fn a_refused_default_table_is_asked_again_after_the_backoff_at_the_port_s_phase() {
+        let now = Instant::now();
+        let mut t = PortTables::new(now);
+        for failures in 1..=3u32 {
+            let mut out = Vec::new();
+            t.refresh.schedule(None);
+            t.start_refresh(now, &ctx(), &mut out);
+            let (Purpose::Bulk { epoch, table }, request) = asks(&out)[0].clone() else {
+                panic!()
+            };
+            let busy = answer(&request, MadStatus::BUSY, &[]);
+            let mut out = Vec::new();
+            t.handle_bulk_answer(now, (epoch, table), &busy, &ctx(), &mut out);
+            assert!(matches!(
+                out[..],
+                [
+                    RefreshEffect::DefaultFailed,
+                    RefreshEffect::Ended(MadStatus::BUSY)
+                ]
+            ));
+            // 10 s, then half of a window of 10, 20, 40 s.
+            let window = 10u64 << (failures - 1);
+            let expected = now + Duration::from_secs(10) + Duration::from_secs(window) / 2;
+            assert_eq!(t.refresh.next(), Some(expected), "after failure {failures}");
+            assert_eq!(t.refresh.failures(), failures);
+        }
     }
 }

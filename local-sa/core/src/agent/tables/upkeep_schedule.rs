@@ -25,7 +25,12 @@ use mad_codec::TrapNumber;
 use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
+use crate::agent::master::purpose::Purpose;
+use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
 use crate::agent::tables::upkeep::Lease;
+use crate::partitions::TableKey;
+use crate::requester::Answer;
+use crate::store::Epoch;
 
 impl SaCore {
     /// How often this port refreshes its own tables: the configured
@@ -206,5 +211,234 @@ impl SaCore {
              this port fetches and keeps its own tables again"
         );
         true
+    }
+
+    /// What the tables' refresh needs to know of the agent now.
+    pub(in crate::agent) fn refresh_context(&self) -> RefreshContext {
+        RefreshContext {
+            gid: self.port.gid,
+            lids: self.port.lids(),
+            sm_lid: self.port.sm_lid,
+            walk_gap: self.config.walk_gap,
+            walk_window: self.config.walk_window,
+            no_qos: self.master.policy.info().is_some_and(|m| !m.qos),
+            shutting_down: self.shutting_down,
+            backoff: self.refresh_backoff(),
+        }
+    }
+
+    /// How this port backs off after a refresh failed: at its phase.
+    pub(in crate::agent) fn refresh_backoff(&self) -> Backoff {
+        Backoff {
+            base: self.config.retry_backoff,
+            longest_window: self.config.pace.max_window,
+            phase: self.phase(),
+        }
+    }
+
+    /// Starts a refresh unless one is running: at start, whether the
+    /// master applies QoS is asked just before the table (one small
+    /// request, answered first), so that queries naming a P_Key — every
+    /// ibacm and kernel query — are answered from the cache as soon as the
+    /// table is in; later, this port's directory record's lease is renewed
+    /// with it (at start, the registration after this refresh publishes
+    /// it).
+    pub(in crate::agent) fn start_refresh(&mut self, now: Instant) {
+        if self.tables.refresh.is_running() {
+            return;
+        }
+        self.refresh_starting(now);
+        let at_start = self.tables.refresh.registers_after();
+        if at_start {
+            self.ask_master_info(now);
+        }
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.start_refresh(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+        if !at_start {
+            self.send_publication(now);
+        }
+    }
+
+    /// Fetches the tables of partitions the port now holds.
+    pub(in crate::agent) fn fetch_new_partitions(&mut self, now: Instant) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.fetch_new_partitions(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master's answer to a table's bulk GetTable.
+    pub(in crate::agent) fn bulk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        answer: &Answer,
+    ) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables
+            .handle_bulk_answer(now, (epoch, table), answer, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master's answer to a walk's query of one destination.
+    pub(in crate::agent) fn walk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        dlid: u16,
+        answer: &Answer,
+    ) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables
+            .handle_walk_answer(now, (epoch, table, dlid), answer, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master did not give the table: keep serving what is cached and
+    /// try again after the back-off.
+    pub(in crate::agent) fn refresh_failed(&mut self, now: Instant) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.handle_refresh_failed(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// Tables `cleared` picks were emptied (a flush, a new identity, a flip
+    /// of the master's QoS bit): what is being fetched into them would
+    /// refill them with part of their paths, and the refresh would then
+    /// mark them complete. Those fetches are dropped, and the running
+    /// refresh with them if it fills one of those tables. Returns whether
+    /// it did; the caller says when the refresh starts again.
+    pub(in crate::agent) fn abandon_fetches_into(
+        &mut self,
+        cleared: impl Fn(TableKey) -> bool,
+    ) -> bool {
+        self.master.requester.forget(|p| match p {
+            Purpose::Bulk { table, .. }
+            | Purpose::Walk { table, .. }
+            | Purpose::GidInService { table, .. } => cleared(*table),
+            _ => false,
+        });
+        self.tables.abandon_refresh_into(cleared)
+    }
+
+    /// Carries out what the refresh said follows, in order.
+    fn carry_out_refresh(&mut self, now: Instant, effects: Vec<RefreshEffect>) {
+        for effect in effects {
+            match effect {
+                RefreshEffect::Ask {
+                    purpose,
+                    request,
+                    whole_table: true,
+                } => self.send_table_upstream(now, purpose, &request),
+                RefreshEffect::Ask {
+                    purpose, request, ..
+                } => {
+                    self.send_upstream(now, purpose, &request);
+                }
+                RefreshEffect::AnswersCut => self.answers.qos_cache.tables_come_cut(),
+                RefreshEffect::DefaultFresh { epoch, swept, took } => {
+                    self.default_table_fresh(now, epoch, swept, took);
+                }
+                RefreshEffect::DefaultFailed => self.registration_after_first_refresh(now),
+                RefreshEffect::Ended(status) => self.answer_refresh_waiters(status),
+            }
+        }
+    }
+
+    /// The default table is in: the port is ready, and what follows a
+    /// refresh follows.
+    fn default_table_fresh(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        swept: usize,
+        took: Option<Duration>,
+    ) {
+        self.answers.forget();
+        self.telemetry.counters.refreshes += 1;
+        self.tables.refresh.made_fresh(now, took);
+        info!(
+            records = self.tables.paths.store.len(),
+            swept, "this port's paths are fresh"
+        );
+        if self.paths_fresh(now, epoch) {
+            return;
+        }
+        if self.naming.take_keep_after_refresh() {
+            // A new master's directory fills again as every port
+            // publishes at its phase; a fetch now would cost the master
+            // two tables per port, on top of the refreshes, for a partial
+            // directory. The names held stand until the next periodic
+            // refresh.
+            debug!("names kept until the next periodic refresh (a new master)");
+        } else {
+            self.start_name_fetch(now, epoch);
+        }
+    }
+
+    /// What follows this port's paths being fresh, from the master or a
+    /// load: the next refresh a whole interval on, the fabric's size
+    /// from them, and at start the registrations and the first directory
+    /// loads. Returns whether this was the start's.
+    pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
+        self.tables
+            .refresh
+            .completed(self.tables.paths.store.port_count());
+        self.tables
+            .refresh
+            .schedule(Some(self.next_periodic_refresh(now)));
+        self.say_periodic_interval();
+        let first = self.tables.refresh.registers_after();
+        if first {
+            // The fabric's size is known now. The directory loads (two
+            // tables of a record per host, twice the paths' cost) and the
+            // registrations follow at this port's phase, so that a fabric
+            // started together asks for them spread. Whether the master
+            // applies QoS is asked now if the paths came in a load (a
+            // refresh asked it with the table). Names a distributor
+            // loaded need no fetch.
+            if !self.naming.loaded() {
+                self.naming.fetch_at(now + self.refresh_delay(), epoch);
+            }
+            self.ask_master_info(now);
+        }
+        self.registration_after_first_refresh(now);
+        first
+    }
+
+    /// A load replaced this port's paths (a distributor next to the
+    /// master pushed them): that is a refresh the master was not asked
+    /// for. The next refresh from the master waits a whole interval, and
+    /// at start the registrations and directory loads follow as after a
+    /// refresh. A refresh already running goes on: its table is the
+    /// master's word.
+    pub(in crate::agent) fn own_paths_loaded(&mut self, now: Instant) {
+        if self.tables.refresh.is_running() || self.shutting_down {
+            return;
+        }
+        self.telemetry.counters.refreshes_loaded += 1;
+        self.tables.refresh.made_fresh(now, None);
+        self.paths_fresh(now, self.tables.refresh.epoch());
+        // Partition tables the load did not bring (a distributor sends
+        // them before the default table) are fetched at this port's phase.
+        self.tables
+            .refresh
+            .schedule_partitions(now + self.refresh_delay());
+    }
+
+    /// Schedules the start's registration, once the first refresh ended
+    /// (done or failed), at this port's phase of the re-registration window.
+    fn registration_after_first_refresh(&mut self, now: Instant) {
+        if self.tables.refresh.take_register_after() {
+            let at = now + self.reregister_delay();
+            self.proxy.schedule.register_at(Some(at));
+        }
     }
 }
