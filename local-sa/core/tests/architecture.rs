@@ -535,3 +535,59 @@ fn log_lines_show_values_as_text() {
         "log lines with Debug formatting: {found:#?}"
     );
 }
+
+/// The files that may hold `impl SaCore`: SaCore routes events to its
+/// groups and carries out what they decide; the decisions live in the
+/// groups. The list only shrinks (towards the public calls and a few
+/// routing files) as the groups take their decisions over.
+const SA_CORE_IMPL_FILES: [&str; 19] = [
+    "agent/answers/paths.rs",
+    "agent/answers/qos_loads.rs",
+    "agent/answers/reply.rs",
+    "agent/master/upstream.rs",
+    "agent/mod.rs",
+    "agent/names/loads.rs",
+    "agent/names/mod.rs",
+    "agent/registrations/admission.rs",
+    "agent/registrations/canary.rs",
+    "agent/registrations/multicast.rs",
+    "agent/registrations/notices.rs",
+    "agent/registrations/record.rs",
+    "agent/status.rs",
+    "agent/tables/cache_control.rs",
+    "agent/tables/check.rs",
+    "agent/tables/kept.rs",
+    "agent/tables/loads.rs",
+    "agent/tables/port_phase.rs",
+    "agent/tables/upkeep_schedule.rs",
+];
+
+#[test]
+fn sa_core_is_implemented_only_in_its_routing_files() {
+    let src = workspace().join("local-sa/core/src");
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let text = fs::read_to_string(&file).unwrap();
+        if text.lines().any(|l| code(l).trim_start().starts_with("impl SaCore")) {
+            let name = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            found.push(name);
+        }
+    }
+    found.sort();
+    let stray: Vec<&String> = found
+        .iter()
+        .filter(|f| !SA_CORE_IMPL_FILES.contains(&f.as_str()))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "impl SaCore outside its routing files: {stray:?}; a decision belongs to the group it concerns"
+    );
+    let gone: Vec<&&str> = SA_CORE_IMPL_FILES
+        .iter()
+        .filter(|f| !found.iter().any(|g| g == *f))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "{gone:?} no longer implement SaCore: take them off SA_CORE_IMPL_FILES"
+    );
+}
