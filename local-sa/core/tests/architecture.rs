@@ -568,8 +568,15 @@ fn sa_core_is_implemented_only_in_its_routing_files() {
     let mut found = Vec::new();
     for file in rust_files(&src) {
         let text = fs::read_to_string(&file).unwrap();
-        if text.lines().any(|l| code(l).trim_start().starts_with("impl SaCore")) {
-            let name = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if text
+            .lines()
+            .any(|l| code(l).trim_start().starts_with("impl SaCore"))
+        {
+            let name = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             found.push(name);
         }
     }

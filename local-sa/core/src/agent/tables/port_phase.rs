@@ -37,11 +37,7 @@ impl SaCore {
     /// How long this port waits before refreshing its paths from a new
     /// master (meanwhile it serves what it holds).
     pub(in crate::agent) fn refresh_delay(&self) -> Duration {
-        self.spread(
-            self.config
-                .pace
-                .refresh_window(self.tables.refresh.fabric_ports()),
-        )
+        self.tables.refresh_delay(&self.upkeep_context())
     }
 
     /// How long this port waits to refresh again after its refresh

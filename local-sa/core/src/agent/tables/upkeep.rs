@@ -1,7 +1,8 @@
 //! Who keeps this port's tables fresh, as the agent holds it: a
 //! distributor's lease if one runs, a refresh owed to a change notice,
-//! the checks of tables the port did not fetch itself. The rules that
-//! move it are in [`crate::agent::tables::upkeep_schedule`] and [`crate::agent::tables::check`].
+//! the checks of tables the port did not fetch itself. Its rules are
+//! [`crate::agent::tables::upkeep_rules`]; the checks are in
+//! [`crate::agent::tables::check`].
 
 use std::time::{Duration, Instant};
 

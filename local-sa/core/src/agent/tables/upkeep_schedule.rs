@@ -22,32 +22,38 @@
 use std::time::{Duration, Instant};
 
 use mad_codec::TrapNumber;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::agent::SaCore;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
-use crate::agent::tables::upkeep::Lease;
+use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 use crate::store::Epoch;
 
 impl SaCore {
-    /// How often this port refreshes its own tables: the configured
-    /// interval, or the fabric's upkeep bound when that is longer.
+    /// What the upkeep's rules need to know of the agent now.
+    pub(in crate::agent) fn upkeep_context(&self) -> UpkeepContext {
+        UpkeepContext {
+            refresh_interval: self.config.refresh_interval,
+            change_settle: self.config.change_settle,
+            check_interval: self.config.check_interval,
+            pace: self.config.pace,
+            phase: self.phase(),
+            shutting_down: self.shutting_down,
+        }
+    }
+
+    /// How often this port refreshes its own tables.
     pub(in crate::agent) fn periodic_interval(&self) -> Duration {
-        let bound = self
-            .config
-            .pace
-            .upkeep_interval(self.tables.refresh.fabric_ports());
-        self.config.refresh_interval.max(bound)
+        self.tables.periodic_interval(&self.upkeep_context())
     }
 
     /// How stale an answer can be at worst, for a change no notice
-    /// announces: the longest a port keeping its own tables waits between
-    /// two refreshes (see [`SaCore::next_periodic_refresh`]).
+    /// announces.
     pub(in crate::agent) fn worst_staleness(&self) -> Duration {
-        self.periodic_interval() * 5 / 4
+        self.tables.worst_staleness(&self.upkeep_context())
     }
 
     /// Says in the log how often this port refreshes, when that changed
@@ -82,26 +88,19 @@ impl SaCore {
     /// lease the distributor re-reads the fabric instead.
     pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
         self.telemetry.counters.change_notices += 1;
-        if let Some(lease) = self.tables.upkeep.lease() {
-            debug!(
-                %trap,
-                lid,
-                distributor = lease.lid,
-                "fabric change notice: the distributor keeping this port's tables re-reads the fabric"
-            );
-            return;
-        }
-        let settled = now + self.config.change_settle + self.refresh_delay();
-        let bound = (self.tables.refresh.last_fresh()).map(|(at, _)| {
-            at + self
-                .config
-                .pace
-                .upkeep_interval(self.tables.refresh.fabric_ports())
-        });
-        let due = bound.map_or(settled, |b| settled.max(b));
-        // A later notice means a later sweep: the refresh waits for it.
-        let due = self.tables.upkeep.note_change(due);
-        self.tables.refresh.schedule_by(due);
+        let ctx = self.upkeep_context();
+        let due = match self.tables.handle_fabric_changed(now, &ctx) {
+            Ok(due) => due,
+            Err(lease) => {
+                debug!(
+                    %trap,
+                    lid,
+                    distributor = lease.lid,
+                    "fabric change notice: the distributor keeping this port's tables re-reads the fabric"
+                );
+                return;
+            }
+        };
         if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "fabric change", 0u32)
         {
             info!(
@@ -122,95 +121,34 @@ impl SaCore {
     }
 
     /// When the next refresh of its own is due after this port's tables
-    /// were made fresh at `now`: a refresh owed to a change if one is;
-    /// under a lease, its end plus this port's phase of the refresh
-    /// window (renewals move it on); else between three quarters and five
-    /// quarters of the interval, at this port's phase, so that ports
-    /// started together do not refresh together.
+    /// were made fresh at `now` ([`PortTables::next_periodic_refresh`]).
+    ///
+    /// [`PortTables::next_periodic_refresh`]: crate::agent::tables::PortTables::next_periodic_refresh
     pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        if let Some(lease) = self.tables.upkeep.lease() {
-            return lease.until + self.refresh_delay();
-        }
-        if let Some(due) = self.tables.upkeep.change_due() {
-            return due.max(now);
-        }
-        let interval = self.periodic_interval();
-        now + interval * 3 / 4 + self.spread(interval / 2)
+        self.tables
+            .next_periodic_refresh(now, &self.upkeep_context())
     }
 
     /// A distributor at `lid` took a lease of `seconds` on this port's
     /// tables with a load, a delete or a renewal (0 ends it).
     pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, seconds: u16) {
-        let before = self.tables.upkeep.lease();
-        if seconds == 0 {
-            if self.tables.upkeep.end_lease().is_some() {
-                info!(
-                    distributor = lid,
-                    "the distributor ended its lease: this port keeps its own tables again"
-                );
-                self.reschedule_periodic_refresh(now);
-            }
-            return;
-        }
-        let length = Duration::from_secs(u64::from(seconds));
-        self.telemetry.counters.lease_renewals += 1;
-        self.tables.upkeep.take_lease(Lease {
-            lid,
-            until: now + length,
-            length,
-        });
-        if before.is_none_or(|b| b.lid != lid || b.length != length) {
-            info!(
-                distributor = lid,
-                lease_s = length.as_secs(),
-                "a distributor keeps this port's tables: no refresh of its own while its lease runs"
-            );
-        }
-        let interval = self.config.check_interval;
-        let first_check = now + interval / 2 + self.spread(interval / 2);
-        self.tables.upkeep.check_by_default(first_check);
-        self.reschedule_periodic_refresh(now);
-    }
-
-    /// Moves the next refresh to what the upkeep says now, unless one is
-    /// running (its end sets the next).
-    fn reschedule_periodic_refresh(&mut self, now: Instant) {
-        if !self.tables.refresh.is_running() && !self.shutting_down {
-            self.tables
-                .refresh
-                .schedule(Some(self.next_periodic_refresh(now)));
+        let ctx = self.upkeep_context();
+        if self.tables.handle_lease(now, (lid, seconds), &ctx) {
+            self.telemetry.counters.lease_renewals += 1;
         }
     }
 
-    /// The refresh timer is due: whether the refresh goes ahead. A later
-    /// change notice defers it to the sweep's end, a lease still running
-    /// (renewed since the timer was set) to the lease's; a lease that
-    /// ended hands the tables back to this port, which says so.
+    /// The refresh timer is due: whether the refresh goes ahead.
     pub(in crate::agent) fn refresh_due(&mut self, now: Instant) -> bool {
-        if let Some(due) = self.tables.upkeep.change_due().filter(|d| *d > now) {
-            // The master is still sweeping after a later notice: a
-            // refresh now would fetch the routes about to change.
-            self.tables.refresh.schedule(Some(due));
-            return false;
+        let ctx = self.upkeep_context();
+        match self.tables.handle_refresh_due(now, &ctx) {
+            RefreshDue::Go => true,
+            RefreshDue::LeaseLapsed(_) => {
+                self.telemetry.counters.leases_lapsed += 1;
+                true
+            }
+            RefreshDue::Deferred => false,
         }
-        let Some(lease) = self.tables.upkeep.lease() else {
-            return true;
-        };
-        if now < lease.until {
-            self.tables
-                .refresh
-                .schedule(Some(self.next_periodic_refresh(now)));
-            return false;
-        }
-        self.telemetry.counters.leases_lapsed += 1;
-        self.tables.upkeep.end_lease();
-        warn!(
-            distributor = lease.lid,
-            lease_s = lease.length.as_secs(),
-            "the distributor keeping this port's tables has been silent past its lease: \
-             this port fetches and keeps its own tables again"
-        );
-        true
     }
 
     /// What the tables' refresh needs to know of the agent now.

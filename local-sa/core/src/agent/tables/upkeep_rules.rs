@@ -1,0 +1,282 @@
+//! The upkeep's rules, the tables' own: when the next refresh of the
+//! port's own is due, what a change notice, a distributor's lease and the
+//! refresh timer lead to, given what they need of the agent
+//! ([`UpkeepContext`]).
+
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use crate::agent::tables::PortTables;
+use crate::agent::tables::upkeep::Lease;
+use crate::pacing::MasterPace;
+
+/// What the upkeep's rules need to know of the agent.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::agent) struct UpkeepContext {
+    /// The configured refresh interval.
+    pub(in crate::agent) refresh_interval: Duration,
+    /// The master's sweep after a change notice.
+    pub(in crate::agent) change_settle: Duration,
+    /// Between checks of tables this port did not fetch.
+    pub(in crate::agent) check_interval: Duration,
+    /// The master's pace: windows and the upkeep bound.
+    pub(in crate::agent) pace: MasterPace,
+    /// This port's phase in 0..1 (from its GUID).
+    pub(in crate::agent) phase: f64,
+    pub(in crate::agent) shutting_down: bool,
+}
+
+impl UpkeepContext {
+    /// This port's place in `window`.
+    fn spread(&self, window: Duration) -> Duration {
+        window.mul_f64(self.phase)
+    }
+}
+
+/// What the refresh timer being due leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) enum RefreshDue {
+    /// The refresh goes ahead.
+    Go,
+    /// It goes ahead: the distributor's lease ran out without a renewal.
+    LeaseLapsed(Lease),
+    /// Not now: a later notice's sweep, or a lease still running; the
+    /// timer is set again.
+    Deferred,
+}
+
+impl PortTables {
+    /// How often this port refreshes its own tables: the configured
+    /// interval, or the fabric's upkeep bound when that is longer.
+    pub(in crate::agent) fn periodic_interval(&self, ctx: &UpkeepContext) -> Duration {
+        let bound = ctx.pace.upkeep_interval(self.refresh.fabric_ports());
+        ctx.refresh_interval.max(bound)
+    }
+
+    /// How stale an answer can be at worst, for a change no notice
+    /// announces: the longest a port keeping its own tables waits between
+    /// two refreshes (see [`PortTables::next_periodic_refresh`]).
+    pub(in crate::agent) fn worst_staleness(&self, ctx: &UpkeepContext) -> Duration {
+        self.periodic_interval(ctx) * 5 / 4
+    }
+
+    /// How long this port waits before refreshing from a new master, at
+    /// its phase of the refresh window (meanwhile it serves what it holds).
+    pub(in crate::agent) fn refresh_delay(&self, ctx: &UpkeepContext) -> Duration {
+        ctx.spread(ctx.pace.refresh_window(self.refresh.fabric_ports()))
+    }
+
+    /// When the next refresh of its own is due after this port's tables
+    /// were made fresh at `now`: a refresh owed to a change if one is;
+    /// under a lease, its end plus this port's phase of the refresh
+    /// window (renewals move it on); else between three quarters and five
+    /// quarters of the interval, at this port's phase, so that ports
+    /// started together do not refresh together.
+    pub(in crate::agent) fn next_periodic_refresh(
+        &self,
+        now: Instant,
+        ctx: &UpkeepContext,
+    ) -> Instant {
+        if let Some(lease) = self.upkeep.lease() {
+            return lease.until + self.refresh_delay(ctx);
+        }
+        if let Some(due) = self.upkeep.change_due() {
+            return due.max(now);
+        }
+        let interval = self.periodic_interval(ctx);
+        now + interval * 3 / 4 + ctx.spread(interval / 2)
+    }
+
+    /// A notice that the fabric changed (trap 128): the master sweeps
+    /// after it and may reroute, so a port keeping its own tables
+    /// refreshes once that has settled, at its phase of the refresh
+    /// window, and never sooner than the upkeep bound after its last
+    /// refresh; a later notice means a later sweep. Returns when that
+    /// refresh is due, or the distributor's lease under which nothing is
+    /// (the distributor re-reads the fabric).
+    pub(in crate::agent) fn handle_fabric_changed(
+        &mut self,
+        now: Instant,
+        ctx: &UpkeepContext,
+    ) -> Result<Instant, Lease> {
+        if let Some(lease) = self.upkeep.lease() {
+            return Err(lease);
+        }
+        let settled = now + ctx.change_settle + self.refresh_delay(ctx);
+        let bound = (self.refresh.last_fresh())
+            .map(|(at, _)| at + ctx.pace.upkeep_interval(self.refresh.fabric_ports()));
+        let due = bound.map_or(settled, |b| settled.max(b));
+        let due = self.upkeep.note_change(due);
+        self.refresh.schedule_by(due);
+        Ok(due)
+    }
+
+    /// A distributor at `lid` took a lease of `seconds` on this port's
+    /// tables with a load, a delete or a renewal (0 ends it). Returns
+    /// whether it was a renewal of a lease (not an end).
+    pub(in crate::agent) fn handle_lease(
+        &mut self,
+        now: Instant,
+        (lid, seconds): (u16, u16),
+        ctx: &UpkeepContext,
+    ) -> bool {
+        let before = self.upkeep.lease();
+        if seconds == 0 {
+            if self.upkeep.end_lease().is_some() {
+                info!(
+                    distributor = lid,
+                    "the distributor ended its lease: this port keeps its own tables again"
+                );
+                self.reschedule_periodic_refresh(now, ctx);
+            }
+            return false;
+        }
+        let length = Duration::from_secs(u64::from(seconds));
+        self.upkeep.take_lease(Lease {
+            lid,
+            until: now + length,
+            length,
+        });
+        if before.is_none_or(|b| b.lid != lid || b.length != length) {
+            info!(
+                distributor = lid,
+                lease_s = length.as_secs(),
+                "a distributor keeps this port's tables: no refresh of its own while its lease runs"
+            );
+        }
+        let interval = ctx.check_interval;
+        let first_check = now + interval / 2 + ctx.spread(interval / 2);
+        self.upkeep.check_by_default(first_check);
+        self.reschedule_periodic_refresh(now, ctx);
+        true
+    }
+
+    /// Moves the next refresh to what the upkeep says now, unless one is
+    /// running (its end sets the next).
+    fn reschedule_periodic_refresh(&mut self, now: Instant, ctx: &UpkeepContext) {
+        if !self.refresh.is_running() && !ctx.shutting_down {
+            let next = self.next_periodic_refresh(now, ctx);
+            self.refresh.schedule(Some(next));
+        }
+    }
+
+    /// The refresh timer is due: whether the refresh goes ahead. A later
+    /// change notice defers it to the sweep's end, a lease still running
+    /// (renewed since the timer was set) to the lease's; a lease that
+    /// ended hands the tables back to this port, which says so.
+    pub(in crate::agent) fn handle_refresh_due(
+        &mut self,
+        now: Instant,
+        ctx: &UpkeepContext,
+    ) -> RefreshDue {
+        if let Some(due) = self.upkeep.change_due().filter(|d| *d > now) {
+            // The master is still sweeping after a later notice: a
+            // refresh now would fetch the routes about to change.
+            self.refresh.schedule(Some(due));
+            return RefreshDue::Deferred;
+        }
+        let Some(lease) = self.upkeep.lease() else {
+            return RefreshDue::Go;
+        };
+        if now < lease.until {
+            let next = self.next_periodic_refresh(now, ctx);
+            self.refresh.schedule(Some(next));
+            return RefreshDue::Deferred;
+        }
+        self.upkeep.end_lease();
+        warn!(
+            distributor = lease.lid,
+            lease_s = lease.length.as_secs(),
+            "the distributor keeping this port's tables has been silent past its lease: \
+             this port fetches and keeps its own tables again"
+        );
+        RefreshDue::LeaseLapsed(lease)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> UpkeepContext {
+        UpkeepContext {
+            refresh_interval: Duration::from_secs(600),
+            change_settle: Duration::from_secs(5),
+            check_interval: Duration::from_secs(6 * 3600),
+            pace: MasterPace::default(),
+            phase: 0.5,
+            shutting_down: false,
+        }
+    }
+
+    /// Tables fresh at `now` from a refresh of the port's own.
+    fn fresh(now: Instant) -> PortTables {
+        let mut t = PortTables::new(now);
+        t.refresh.made_fresh(now, None);
+        let next = t.next_periodic_refresh(now, &ctx());
+        t.refresh.schedule(Some(next));
+        t
+    }
+
+    #[test]
+    fn a_port_refreshes_within_three_to_five_quarters_of_the_interval_at_its_phase() {
+        let now = Instant::now();
+        let t = fresh(now);
+        assert_eq!(
+            t.next_periodic_refresh(now, &ctx()),
+            now + Duration::from_secs(450) + Duration::from_secs(150)
+        );
+        assert_eq!(t.worst_staleness(&ctx()), Duration::from_secs(750));
+    }
+
+    #[test]
+    fn a_change_brings_the_refresh_forward_to_the_settled_sweep_and_a_later_one_puts_it_off() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        let later = now + Duration::from_secs(100);
+        let due = t.handle_fabric_changed(later, &ctx()).unwrap();
+        // The settle time, then the port's phase of the refresh window
+        // (1 s at an unknown fabric size).
+        assert_eq!(
+            due,
+            later + Duration::from_secs(5) + Duration::from_millis(500)
+        );
+        assert_eq!(t.refresh.next(), Some(due));
+        let again = later + Duration::from_secs(3);
+        let put_off = t.handle_fabric_changed(again, &ctx()).unwrap();
+        assert_eq!(put_off, due + Duration::from_secs(3));
+        // The first timer comes while the later sweep runs: deferred to it.
+        assert_eq!(t.handle_refresh_due(due, &ctx()), RefreshDue::Deferred);
+        assert_eq!(t.refresh.next(), Some(put_off));
+        assert_eq!(t.handle_refresh_due(put_off, &ctx()), RefreshDue::Go);
+    }
+
+    #[test]
+    fn under_a_lease_notices_are_the_distributor_s_and_a_silent_one_hands_the_tables_back() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        assert!(t.handle_lease(now, (9, 185), &ctx()));
+        let lease = t.upkeep.lease().unwrap();
+        assert_eq!(
+            (lease.lid, lease.until),
+            (9, now + Duration::from_secs(185))
+        );
+        assert_eq!(t.handle_fabric_changed(now, &ctx()), Err(lease));
+        // The timer during the lease waits for it.
+        let during = now + Duration::from_secs(100);
+        assert_eq!(t.handle_refresh_due(during, &ctx()), RefreshDue::Deferred);
+        assert!(t.refresh.next().unwrap() >= lease.until);
+        // Silent past its end: the port keeps its own tables again.
+        let after = lease.until + Duration::from_secs(1);
+        assert_eq!(
+            t.handle_refresh_due(after, &ctx()),
+            RefreshDue::LeaseLapsed(lease)
+        );
+        assert_eq!(t.upkeep.lease(), None);
+        // A lease of 0 s ends one at once.
+        assert!(t.handle_lease(after, (9, 185), &ctx()));
+        assert!(!t.handle_lease(after, (9, 0), &ctx()));
+        assert_eq!(t.upkeep.lease(), None);
+    }
+}
