@@ -40,6 +40,20 @@ impl PortIdentity {
     pub fn master(&self) -> Address {
         Address::gsi(self.sm_lid, self.sm_sl)
     }
+
+    /// This port's phase in 0..1, from its GUID: where in a window it
+    /// calls on the master for work every port of the fabric does, so
+    /// that the fabric's ports spread over the window
+    /// ([`crate::pacing`] sizes the windows).
+    pub fn phase(&self) -> f64 {
+        let fraction = self.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1023
+        fraction as f64 / 1024.0
+    }
+
+    /// This port's place in `window`.
+    pub fn spread(&self, window: Duration) -> Duration {
+        window.mul_f64(self.phase())
+    }
 }
 
 /// The port at `lid` in the doors' tests: its GUID is its LID, under the

@@ -540,7 +540,7 @@ fn log_lines_show_values_as_text() {
 /// groups and carries out what they decide; the decisions live in the
 /// groups. The list only shrinks (towards the public calls and a few
 /// routing files) as the groups take their decisions over.
-const SA_CORE_IMPL_FILES: [&str; 19] = [
+const SA_CORE_IMPL_FILES: [&str; 18] = [
     "agent/answers/paths.rs",
     "agent/answers/qos_loads.rs",
     "agent/answers/reply.rs",
@@ -558,7 +558,6 @@ const SA_CORE_IMPL_FILES: [&str; 19] = [
     "agent/tables/check.rs",
     "agent/tables/kept.rs",
     "agent/tables/loads.rs",
-    "agent/tables/port_phase.rs",
     "agent/tables/upkeep_schedule.rs",
 ];
 

@@ -26,8 +26,8 @@
 //!
 //! * `tables/` (`PortTables`): the default and partition tables
 //!   (`crate::partitions`), their refresh (`refresh`, `refresh_state`),
-//!   who keeps them fresh and when (`upkeep`, `upkeep_schedule`,
-//!   `port_phase`), the check of tables the port did not fetch (`check`),
+//!   who keeps them fresh and when (`upkeep`, `upkeep_rules`,
+//!   `upkeep_schedule`), the check of tables the port did not fetch (`check`),
 //!   tables kept across a restart (`kept`), PathRecord loads (`loads`) and
 //!   the administrators' cache control (`cache_control`);
 //! * `master/` (`MasterLink`): requests in flight (`crate::requester`) and
@@ -140,13 +140,13 @@ impl SaCore {
         // by then ask the master at their own phase of a quarter more,
         // not all in the same second.
         if !config.load_wait.is_zero() {
-            let wait = config.load_wait + agent.spread(config.load_wait / 4);
+            let wait = config.load_wait + agent.port.spread(config.load_wait / 4);
             agent.tables.refresh.schedule(Some(now + wait));
         }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;
-        let first_audit = now + half + agent.spread(half);
+        let first_audit = now + half + agent.port.spread(half);
         agent.proxy.schedule.audit_at(Some(first_audit));
         agent.handle_timeout(now);
         agent

@@ -39,7 +39,7 @@ impl SaCore {
     ) {
         let timeout = self.config.table_timeout;
         let attempts = Attempts {
-            timeout: timeout + self.spread(timeout / 2),
+            timeout: timeout + self.port.spread(timeout / 2),
             retries: self.config.upstream_retries,
         };
         self.send_upstream_with(now, purpose, request, attempts);

@@ -174,7 +174,7 @@ impl SaCore {
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;
-        let first_check = now + window + self.spread(window);
+        let first_check = now + window + self.port.spread(window);
         self.tables.upkeep.check_at(Some(first_check));
         info!(
             records,

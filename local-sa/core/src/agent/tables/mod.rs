@@ -8,7 +8,6 @@ pub(in crate::agent) mod cache_control;
 pub(in crate::agent) mod check;
 pub(in crate::agent) mod kept;
 pub(in crate::agent) mod loads;
-pub(in crate::agent) mod port_phase;
 pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
 pub(in crate::agent) mod upkeep;

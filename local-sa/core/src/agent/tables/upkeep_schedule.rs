@@ -40,7 +40,7 @@ impl SaCore {
             change_settle: self.config.change_settle,
             check_interval: self.config.check_interval,
             pace: self.config.pace,
-            phase: self.phase(),
+            phase: self.port.phase(),
             shutting_down: self.shutting_down,
         }
     }
@@ -170,7 +170,7 @@ impl SaCore {
         Backoff {
             base: self.config.retry_backoff,
             longest_window: self.config.pace.max_window,
-            phase: self.phase(),
+            phase: self.port.phase(),
         }
     }
 
@@ -378,5 +378,33 @@ impl SaCore {
             let at = now + self.reregister_delay();
             self.proxy.schedule.register_at(Some(at));
         }
+    }
+
+    /// How long this port waits before registering everything again with a
+    /// new master.
+    pub(in crate::agent) fn reregister_delay(&self) -> Duration {
+        // The master's ClassPortInfo, the canary and this port's directory
+        // record, besides what its consumers hold.
+        let own =
+            self.proxy.subscriptions.registry().filters() + self.proxy.memberships.groups() + 3;
+        let window = self
+            .config
+            .pace
+            .reregistration_window(self.tables.refresh.fabric_ports(), own);
+        self.port.spread(window)
+    }
+
+    /// How long this port waits before refreshing its paths from a new
+    /// master (meanwhile it serves what it holds).
+    pub(in crate::agent) fn refresh_delay(&self) -> Duration {
+        self.tables.refresh_delay(&self.upkeep_context())
+    }
+
+    /// How long this port waits to refresh again after its refresh
+    /// failed `refresh_failures` times in a row ([`Backoff::after`]).
+    ///
+    /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
+    pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
+        self.refresh_backoff().after(self.tables.refresh.failures())
     }
 }
