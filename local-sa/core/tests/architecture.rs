@@ -540,7 +540,7 @@ fn log_lines_show_values_as_text() {
 /// groups and carries out what they decide; the decisions live in the
 /// groups. The list only shrinks (towards the public calls and a few
 /// routing files) as the groups take their decisions over.
-const SA_CORE_IMPL_FILES: [&str; 18] = [
+const SA_CORE_IMPL_FILES: [&str; 17] = [
     "agent/answers/paths.rs",
     "agent/answers/qos_loads.rs",
     "agent/answers/reply.rs",
@@ -555,7 +555,6 @@ const SA_CORE_IMPL_FILES: [&str; 18] = [
     "agent/registrations/record.rs",
     "agent/status.rs",
     "agent/tables/cache_control.rs",
-    "agent/tables/check.rs",
     "agent/tables/kept.rs",
     "agent/tables/loads.rs",
     "agent/tables/upkeep_schedule.rs",

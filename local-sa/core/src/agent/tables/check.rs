@@ -14,141 +14,87 @@
 //! asked). A master that does not answer changes nothing: what is held is
 //! served, and the check is tried again after the back-off.
 
-use std::time::Instant;
+//!
+//! The tables' side is [`PortTables`]' own: the sample of its tables, and
+//! whether the master's answer agrees with what is held. `SaCore` adds
+//! the QoS cache's pairs, sends the questions and acts on the outcome.
+
+use std::ops::RangeInclusive;
 
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
-use tracing::{debug, info, warn};
+use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 
-use crate::agent::SaCore;
-use crate::agent::master::purpose::Purpose;
+use crate::agent::tables::PortTables;
 use crate::agent::tables::refresh::table_query;
-use crate::agent::tables::upkeep::{CheckQuestion, Checking};
+use crate::agent::tables::upkeep::CheckQuestion;
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 use crate::store::PathStore;
 
-impl SaCore {
-    /// Starts a check of the default table against the master, unless
-    /// one runs, a refresh runs, or there is nothing to check.
-    pub(in crate::agent) fn start_table_check(&mut self, now: Instant) {
-        self.tables.upkeep.check_at(None);
-        if self.tables.upkeep.is_checking() || self.shutting_down {
-            return;
+/// The GetTable that asks the master `question` for the port at `gid`
+/// (a QoS pair as the port asks it itself).
+pub(in crate::agent) fn check_query(gid: Gid, question: CheckQuestion) -> bytes::Bytes {
+    let (mask, t) = match question {
+        CheckQuestion::Table(table, dlid) => {
+            let (mask, mut t) = table_query(gid, table);
+            t.set_dlid(dlid);
+            (mask | pr::DLID, t)
         }
-        let sample = self.check_sample();
-        if sample.is_empty() {
-            return;
-        }
-        let round = self.tables.upkeep.begin_check(sample.len());
-        for question in sample {
-            let (mask, t) = match question {
-                CheckQuestion::Table(table, dlid) => {
-                    let (mask, mut t) = table_query(self.port.gid, table);
-                    t.set_dlid(dlid);
-                    (mask | pr::DLID, t)
-                }
-                CheckQuestion::Qos(key) => key.query(self.port.gid.prefix()),
-            };
-            let mut b =
-                SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
-            b.header_mut().sa.set_component_mask(mask);
-            self.send_upstream(now, Purpose::Check { round, question }, &b.into_bytes());
-        }
+        CheckQuestion::Qos(key) => key.query(gid.prefix()),
+    };
+    let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(mask);
+    b.into_bytes()
+}
+
+impl PortTables {
+    /// Where this round's sample starts: the port's own phase (from
+    /// `guid`), moved on each round.
+    pub(in crate::agent) fn check_phase(&self, guid: u64) -> usize {
+        let phase = guid.wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
+        phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919)
     }
 
-    /// What a check asks about: `check_sample` destinations of the
-    /// default table, and a quarter as many of each partition table's and
-    /// of the pairs a distributor loaded into the QoS cache, spread over
-    /// them, another set each round.
-    fn check_sample(&self) -> Vec<CheckQuestion> {
-        let k = self.config.check_sample;
-        let mut sample: Vec<CheckQuestion> = self
-            .destinations_to_check(&self.tables.paths.store, k)
-            .into_iter()
-            .map(|d| CheckQuestion::Table(TableKey::Default, d))
-            .collect();
+    /// The check's questions about this port's tables: `k` destinations
+    /// of the default table, and a quarter as many (at least one) of each
+    /// partition table's, spread over them, another set each round
+    /// (`phase`); the port answers at `lids`.
+    pub(in crate::agent) fn check_sample(
+        &self,
+        k: usize,
+        phase: usize,
+        lids: &RangeInclusive<u16>,
+    ) -> Vec<CheckQuestion> {
+        let mut sample: Vec<CheckQuestion> =
+            destinations_to_check(&self.paths.store, k, phase, lids)
+                .into_iter()
+                .map(|d| CheckQuestion::Table(TableKey::Default, d))
+                .collect();
         if k > 0 {
             let quarter = (k / 4).max(1);
-            for (p, table) in self.tables.partitions.tables() {
-                let dlids = self.destinations_to_check(&table.store, quarter);
+            for (p, table) in self.partitions.tables() {
+                let dlids = destinations_to_check(&table.store, quarter, phase, lids);
                 sample.extend(
                     dlids
                         .into_iter()
                         .map(|d| CheckQuestion::Table(TableKey::Partition(p), d)),
                 );
             }
-            let loaded = self
-                .answers
-                .qos_cache
-                .loaded_sample(quarter, self.check_phase());
-            sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
         }
         sample
     }
 
-    /// Where this round's sample starts: this port's own phase, moved on
-    /// each round.
-    fn check_phase(&self) -> usize {
-        let phase = self.port.gid.guid().wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
-        phase.wrapping_add(self.tables.upkeep.check_rounds() as usize * 7_919)
-    }
-
-    /// `k` of the destinations of `store`'s paths from this port (not its
-    /// own LIDs), spread over them, another set each round.
-    fn destinations_to_check(&self, store: &PathStore, k: usize) -> Vec<u16> {
-        let own = self.port.lids();
-        let mut dlids: Vec<u16> = store
-            .from_lid(self.port.lid)
-            .map(PathRecord::dlid)
-            .filter(|d| !own.contains(d))
-            .collect();
-        dlids.sort_unstable();
-        dlids.dedup();
-        let (len, k) = (dlids.len(), k.min(dlids.len()));
-        if k == 0 {
-            return Vec::new();
-        }
-        let offset = self.check_phase() % len;
-        (0..k)
-            .map(|i| dlids[(offset + i * len / k) % len])
-            .collect()
-    }
-
-    /// The master's answer to `question`, in check `round` (`None`: it
-    /// did not answer).
-    pub(in crate::agent) fn check_answered(
-        &mut self,
-        now: Instant,
-        round: u32,
-        question: CheckQuestion,
-        answer: Option<&Answer>,
-    ) {
-        let agrees = answer.map(|a| self.agrees_with_master(question, a));
-        if let Some(done) = self.tables.upkeep.check_answered(round, question, agrees) {
-            self.check_done(now, done);
-        }
-    }
-
-    /// Whether the master's answer to `question` is what is held.
-    fn agrees_with_master(&self, question: CheckQuestion, answer: &Answer) -> bool {
-        if answer.status() != MadStatus::OK && answer.status() != MadStatus::ERR_NO_RECORDS {
-            // Not an answer about the paths: as if none came.
-            return true;
-        }
-        let (table, dlid) = match question {
-            CheckQuestion::Table(table, dlid) => (table, dlid),
-            CheckQuestion::Qos(key) => {
-                let records: Vec<PathRecord> = answer.records::<PathRecord>().copied().collect();
-                return self
-                    .answers
-                    .qos_cache
-                    .loaded_agree(&key, &records, answer.is_cut());
-            }
-        };
+    /// Whether the master's answer about destination `dlid` of `table`
+    /// is what this port (at `lids`) holds.
+    pub(in crate::agent) fn agrees_with_master(
+        &self,
+        (table, dlid): (TableKey, u16),
+        answer: &Answer,
+        lids: &RangeInclusive<u16>,
+    ) -> bool {
         let store = match table {
-            TableKey::Default => &self.tables.paths.store,
-            TableKey::Partition(p) => match self.tables.partitions.table(p) {
+            TableKey::Default => &self.paths.store,
+            TableKey::Partition(p) => match self.partitions.table(p) {
                 Some(t) => &t.store,
                 // Gone since the check began: nothing held to differ.
                 None => return true,
@@ -161,75 +107,50 @@ impl SaCore {
                 return false;
             }
         }
-        let held = self
-            .port
-            .lids()
+        let held = lids
+            .clone()
             .filter(|s| store.get(*s, dlid).is_some())
             .count();
         // A cut answer (no RMPP on the transport) holds only the first
         // records: those are compared, not their number.
         answer.is_cut() || held == answered
     }
+}
 
-    fn check_done(&mut self, now: Instant, done: Checking) {
-        let kept_by = self
-            .tables
-            .upkeep
-            .lease()
-            .map_or("kept from before a restart", |_| "a distributor's");
-        let qos_differed = done
-            .differed
-            .iter()
-            .any(|q| matches!(q, CheckQuestion::Qos(_)));
-        let tables_differed = done
-            .differed
-            .iter()
-            .any(|q| matches!(q, CheckQuestion::Table(..)));
-        if qos_differed {
-            warn!(
-                differing = %differing(&done.differed),
-                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
-            );
-            self.answers.qos_cache.forget_loaded();
-        }
-        if tables_differed {
-            warn!(
-                table = kept_by,
-                differing = %differing(&done.differed),
-                "this port's table differs from the master's answers: fetching its own tables now"
-            );
-            // Under a lease too: the master's word wins.
-            self.start_refresh(now);
-        }
-        if !done.differed.is_empty() {
-            self.telemetry.counters.checks_failed += 1;
-        } else if done.unanswered > 0 {
-            debug!(
-                unanswered = done.unanswered,
-                "the master did not answer the table check: tried again after the back-off"
-            );
-            self.tables
-                .upkeep
-                .check_at(Some(now + self.refresh_retry_delay()));
-            return;
-        } else {
-            self.telemetry.counters.checks_passed += 1;
-            info!(
-                table = kept_by,
-                "this port's table agrees with the master's answers"
-            );
-        }
-        if self.tables.upkeep.lease().is_some() {
-            self.tables
-                .upkeep
-                .check_at(Some(now + self.config.check_interval));
-        }
+/// `k` of the destinations of `store`'s paths from the port at `lids`
+/// (not its own LIDs), spread over them from `phase`.
+fn destinations_to_check(
+    store: &PathStore,
+    k: usize,
+    phase: usize,
+    lids: &RangeInclusive<u16>,
+) -> Vec<u16> {
+    let mut dlids: Vec<u16> = store
+        .from_lid(*lids.start())
+        .map(PathRecord::dlid)
+        .filter(|d| !lids.contains(d))
+        .collect();
+    dlids.sort_unstable();
+    dlids.dedup();
+    let (len, k) = (dlids.len(), k.min(dlids.len()));
+    if k == 0 {
+        return Vec::new();
     }
+    let offset = phase % len;
+    (0..k)
+        .map(|i| dlids[(offset + i * len / k) % len])
+        .collect()
+}
+
+/// Whether an answer's status says anything about the paths (success or
+/// no records); any other is taken as no answer.
+pub(in crate::agent) fn speaks_of_paths(answer: &Answer) -> bool {
+    answer.status() == MadStatus::OK || answer.status() == MadStatus::ERR_NO_RECORDS
 }
 
 /// The destinations that differed, by table, for the log: `default:
 /// 5,7; 0x8001: 9; QoS: 0x…2 -> 0x…9`.
-fn differing(differed: &[CheckQuestion]) -> String {
+pub(in crate::agent) fn differing(differed: &[CheckQuestion]) -> String {
     let in_tables: Vec<(TableKey, u16)> = differed
         .iter()
         .filter_map(|q| match q {
@@ -261,4 +182,78 @@ fn differing(differed: &[CheckQuestion]) -> String {
         parts.push(format!("QoS: {}", pairs.join(",")));
     }
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use bytes::BytesMut;
+    use mad_codec::SaRecord as _;
+    use mad_codec::header::SaMadHeader;
+    use mad_codec::zerocopy::{FromZeros, IntoBytes};
+
+    use super::*;
+
+    const ME: u16 = 2;
+
+    fn path(d: u16, sl: u8) -> PathRecord {
+        let mut r = PathRecord::new_zeroed();
+        r.set_sgid(Gid::new(Gid::DEFAULT_PREFIX, u64::from(ME)));
+        r.set_dgid(Gid::new(Gid::DEFAULT_PREFIX, u64::from(d)));
+        r.set_slid(ME);
+        r.set_dlid(d);
+        r.set_pkey(0xFFFF);
+        r.set_sl(sl);
+        r
+    }
+
+    fn answer(records: &[PathRecord]) -> Answer {
+        let request = check_query(
+            Gid::new(Gid::DEFAULT_PREFIX, u64::from(ME)),
+            CheckQuestion::Table(TableKey::Default, 5),
+        );
+        let (h, _) = SaMadHeader::parse(&request).unwrap();
+        let mut h = *h;
+        h.mad.set_method(h.mad.method().response());
+        h.sa.set_attribute_offset(PathRecord::ATTRIBUTE_OFFSET);
+        let mut mad = BytesMut::from(h.as_bytes());
+        for r in records {
+            mad.extend_from_slice(r.as_bytes());
+        }
+        Answer::whole(mad.freeze()).unwrap()
+    }
+
+    #[test]
+    fn the_sample_spreads_over_the_destinations_and_a_differing_record_is_caught() {
+        let mut t = PortTables::new(Instant::now());
+        for d in 3..=42 {
+            t.paths.store.insert(path(d, 0), 1);
+        }
+        let lids = ME..=ME;
+        let sample = t.check_sample(4, 0, &lids);
+        let dlids: Vec<u16> = sample
+            .iter()
+            .map(|q| match q {
+                CheckQuestion::Table(TableKey::Default, d) => *d,
+                q => panic!("{q:?}"),
+            })
+            .collect();
+        assert_eq!(dlids, [3, 13, 23, 33], "spread over the 40 destinations");
+        assert_ne!(
+            t.check_sample(4, 5, &lids),
+            sample,
+            "another set from another phase"
+        );
+        let held = (TableKey::Default, 13);
+        assert!(t.agrees_with_master(held, &answer(&[path(13, 0)]), &lids));
+        assert!(
+            !t.agrees_with_master(held, &answer(&[path(13, 1)]), &lids),
+            "another SL"
+        );
+        assert!(
+            !t.agrees_with_master(held, &answer(&[]), &lids),
+            "gone at the master"
+        );
+    }
 }

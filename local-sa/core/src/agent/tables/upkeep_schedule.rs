@@ -21,12 +21,15 @@
 
 use std::time::{Duration, Instant};
 
+use mad_codec::PathRecord;
 use mad_codec::TrapNumber;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
 use crate::agent::master::purpose::Purpose;
+use crate::agent::tables::check::{check_query, differing, speaks_of_paths};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
+use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::partitions::TableKey;
 use crate::requester::Answer;
@@ -406,5 +409,115 @@ impl SaCore {
     /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
     pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
         self.refresh_backoff().after(self.tables.refresh.failures())
+    }
+
+    /// Starts a check of this port's tables against the master, unless
+    /// one runs or there is nothing to check: the tables' sample and the
+    /// QoS pairs a distributor loaded.
+    pub(in crate::agent) fn start_table_check(&mut self, now: Instant) {
+        self.tables.upkeep.check_at(None);
+        if self.tables.upkeep.is_checking() || self.shutting_down {
+            return;
+        }
+        let k = self.config.check_sample;
+        let phase = self.tables.check_phase(self.port.gid.guid());
+        let mut sample = self.tables.check_sample(k, phase, &self.port.lids());
+        if k > 0 {
+            let loaded = self.answers.qos_cache.loaded_sample((k / 4).max(1), phase);
+            sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
+        }
+        if sample.is_empty() {
+            return;
+        }
+        let round = self.tables.upkeep.begin_check(sample.len());
+        for question in sample {
+            let request = check_query(self.port.gid, question);
+            self.send_upstream(now, Purpose::Check { round, question }, &request);
+        }
+    }
+
+    /// The master's answer to `question`, in check `round` (`None`: it
+    /// did not answer).
+    pub(in crate::agent) fn check_answered(
+        &mut self,
+        now: Instant,
+        round: u32,
+        question: CheckQuestion,
+        answer: Option<&Answer>,
+    ) {
+        let agrees = answer.map(|a| match question {
+            // Not an answer about the paths: as if none came.
+            _ if !speaks_of_paths(a) => true,
+            CheckQuestion::Table(table, dlid) => {
+                self.tables
+                    .agrees_with_master((table, dlid), a, &self.port.lids())
+            }
+            CheckQuestion::Qos(key) => {
+                let records: Vec<PathRecord> = a.records::<PathRecord>().copied().collect();
+                self.answers
+                    .qos_cache
+                    .loaded_agree(&key, &records, a.is_cut())
+            }
+        });
+        if let Some(done) = self.tables.upkeep.check_answered(round, question, agrees) {
+            self.check_done(now, done);
+        }
+    }
+
+    /// A check ended: a difference in the QoS pairs forgets them, one in
+    /// the tables fetches the port's own at once (under a lease too: the
+    /// master's word wins); no answer tries again after the back-off.
+    fn check_done(&mut self, now: Instant, done: Checking) {
+        let kept_by = self
+            .tables
+            .upkeep
+            .lease()
+            .map_or("kept from before a restart", |_| "a distributor's");
+        let qos_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Qos(_)));
+        let tables_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Table(..)));
+        if qos_differed {
+            warn!(
+                differing = %differing(&done.differed),
+                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
+            );
+            self.answers.qos_cache.forget_loaded();
+        }
+        if tables_differed {
+            warn!(
+                table = kept_by,
+                differing = %differing(&done.differed),
+                "this port's table differs from the master's answers: fetching its own tables now"
+            );
+            self.start_refresh(now);
+        }
+        if !done.differed.is_empty() {
+            self.telemetry.counters.checks_failed += 1;
+        } else if done.unanswered > 0 {
+            debug!(
+                unanswered = done.unanswered,
+                "the master did not answer the table check: tried again after the back-off"
+            );
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.refresh_retry_delay()));
+            return;
+        } else {
+            self.telemetry.counters.checks_passed += 1;
+            info!(
+                table = kept_by,
+                "this port's table agrees with the master's answers"
+            );
+        }
+        if self.tables.upkeep.lease().is_some() {
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.config.check_interval));
+        }
     }
 }
