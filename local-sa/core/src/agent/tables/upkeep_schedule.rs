@@ -17,6 +17,13 @@
 //!   table again at its phase of the refresh window, and keeps it itself
 //!   from then on.
 //!
+//! The decisions are the tables' own ([`crate::agent::tables::refresh`],
+//! [`crate::agent::tables::upkeep_rules`], [`crate::agent::tables::check`]);
+//! this file is `SaCore`'s side of them: it gives `PortTables` what it
+//! needs to know of the agent, routes the events to it and carries out
+//! what it decides (requests to the master, counters, the start's
+//! registrations, names, waiters).
+//!
 //! [`MasterPace::upkeep_interval`]: crate::pacing::MasterPace::upkeep_interval
 
 use std::time::{Duration, Instant};
