@@ -512,7 +512,7 @@ impl SaCore {
         self.remove_subscriber(now, Subscriber::Local(conn));
         self.remove_member(now, Member::Local(conn));
         self.forget_local_waiters(conn);
-        self.forget_refresh_waiters(conn);
+        self.tables.forget_refresh_waiters(conn);
         self.outbox.forget_conn(conn);
         self.proxy.quotas.forget_conn(conn);
     }

@@ -2,93 +2,55 @@
 //! a full refresh now (answered when it ends, with the records before and
 //! after), a flush (every record dropped: queries go to the master until
 //! the next refresh or load), and a dump, page by page. Who may ask is the
-//! daemon's to check ([`crate::request::Request::is_admin`]).
+//! daemon's to check ([`crate::request::Request::is_admin`]). The tables'
+//! side is here; `SaCore` answers the askers.
 
-use std::time::Instant;
+use mad_codec::PathRecord;
 
-use mad_codec::MadStatus;
-use tracing::info;
-
-use crate::agent::SaCore;
 use crate::agent::counterparts::{Asker, RefreshWaiter};
-use crate::request::{ConnId, LocalBody};
+use crate::agent::tables::PortTables;
+use crate::request::ConnId;
 
-impl SaCore {
-    /// Refreshes this port's paths now, or joins the refresh running;
-    /// `asker` hears when it ends.
-    pub(in crate::agent) fn local_refresh(&mut self, now: Instant, asker: Asker) {
-        let before = self.records_held();
-        info!(
-            records = before,
-            "a full refresh of this port's paths asked for locally"
-        );
-        self.tables.refresh.wait(RefreshWaiter { asker, before });
-        self.start_refresh(now);
+impl PortTables {
+    /// Records in the default table and the partition tables.
+    pub(in crate::agent) fn records_held(&self) -> usize {
+        self.paths.store.len() + self.partitions.records()
     }
 
-    /// A refresh ended (`status` OK) or failed: every waiter hears it.
-    pub(in crate::agent) fn answer_refresh_waiters(&mut self, status: MadStatus) {
-        let after = self.records_held() as u64;
-        for w in self.tables.refresh.take_waiters() {
-            let body = LocalBody::CacheChange {
-                before: w.before as u64,
-                after,
-            };
-            self.reply_local(&w.asker, status, body);
-        }
+    /// `asker` waits for the next refresh to end; the records held now
+    /// are the "before" it is told then.
+    pub(in crate::agent) fn wait_for_refresh(&mut self, asker: Asker) {
+        let before = self.records_held();
+        self.refresh.wait(RefreshWaiter { asker, before });
     }
 
     /// Forgets the refresh waiters of connection `conn` (it closed).
     pub(in crate::agent) fn forget_refresh_waiters(&mut self, conn: ConnId) {
-        self.tables
-            .refresh
+        self.refresh
             .forget_waiters(|w| matches!(w.asker, Asker::Local { conn: c, .. } if c == conn));
     }
 
-    /// Drops every cached record and kept answer; no source counts as
-    /// complete, so every query goes to the master until the next refresh
-    /// or load fills the store again.
-    pub(in crate::agent) fn local_flush(&mut self, now: Instant, asker: &Asker) {
-        let before = self.records_held() as u64;
-        self.tables.paths.clear();
-        self.tables.partitions.clear();
-        self.answers.forget();
-        if self.abandon_fetches_into(|_| true) {
-            // The refresh that was filling the tables starts again, whole.
-            self.tables.refresh.schedule(Some(now));
-        }
-        info!(
-            dropped = before,
-            "the cache was flushed by a local request; queries go to the master until the next refresh"
-        );
-        self.reply_local(
-            asker,
-            MadStatus::OK,
-            LocalBody::CacheChange { before, after: 0 },
-        );
+    /// Drops every record; no source counts as complete any more. Returns
+    /// how many were held.
+    pub(in crate::agent) fn flush(&mut self) -> usize {
+        let before = self.records_held();
+        self.paths.clear();
+        self.partitions.clear();
+        before
     }
 
-    /// Records in the default table and the partition tables.
-    fn records_held(&self) -> usize {
-        self.tables.paths.store.len() + self.tables.partitions.records()
-    }
-
-    /// A page of the cache.
-    /// A page of the default table, or of the partition table of
-    /// `partition`'s P_Key (empty if there is none).
-    pub(in crate::agent) fn local_dump(
-        &mut self,
-        asker: &Asker,
+    /// A page of `max` records from `from` of the default table, or of the
+    /// partition table of `partition`'s P_Key (empty if there is none).
+    pub(in crate::agent) fn page(
+        &self,
         from: u32,
-        max: u32,
+        max: usize,
         partition: Option<u16>,
-    ) {
-        let max = max.min(crate::request::DUMP_PAGE) as usize;
+    ) -> Vec<PathRecord> {
         let table = match partition {
-            None => Some(&self.tables.paths),
-            Some(pkey) => self.tables.partitions.table(pkey),
+            None => Some(&self.paths),
+            Some(pkey) => self.partitions.table(pkey),
         };
-        let page = table.map_or_else(Vec::new, |t| t.store.page(from, max));
-        self.answer_local_records(asker, &page);
+        table.map_or_else(Vec::new, |t| t.store.page(from, max))
     }
 }

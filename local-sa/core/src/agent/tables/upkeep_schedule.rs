@@ -28,17 +28,19 @@
 
 use std::time::{Duration, Instant};
 
-use mad_codec::PathRecord;
 use mad_codec::TrapNumber;
+use mad_codec::{MadStatus, PathRecord};
 use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
+use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::check::{check_query, differing, speaks_of_paths};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
 use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::partitions::TableKey;
+use crate::request::LocalBody;
 use crate::requester::Answer;
 use crate::store::Epoch;
 
@@ -526,5 +528,63 @@ impl SaCore {
                 .upkeep
                 .check_at(Some(now + self.config.check_interval));
         }
+    }
+
+    /// Refreshes this port's paths now, or joins the refresh running;
+    /// `asker` hears when it ends (a local request).
+    pub(in crate::agent) fn local_refresh(&mut self, now: Instant, asker: Asker) {
+        info!(
+            records = self.tables.records_held(),
+            "a full refresh of this port's paths asked for locally"
+        );
+        self.tables.wait_for_refresh(asker);
+        self.start_refresh(now);
+    }
+
+    /// A refresh ended (`status` OK) or failed: every waiter hears it.
+    pub(in crate::agent) fn answer_refresh_waiters(&mut self, status: MadStatus) {
+        let after = self.tables.records_held() as u64;
+        for w in self.tables.refresh.take_waiters() {
+            let body = LocalBody::CacheChange {
+                before: w.before as u64,
+                after,
+            };
+            self.reply_local(&w.asker, status, body);
+        }
+    }
+
+    /// Drops every cached record and kept answer (a local request): every
+    /// query goes to the master until the next refresh or load fills the
+    /// store again.
+    pub(in crate::agent) fn local_flush(&mut self, now: Instant, asker: &Asker) {
+        let before = self.tables.flush() as u64;
+        self.answers.forget();
+        if self.abandon_fetches_into(|_| true) {
+            // The refresh that was filling the tables starts again, whole.
+            self.tables.refresh.schedule(Some(now));
+        }
+        info!(
+            dropped = before,
+            "the cache was flushed by a local request; queries go to the master until the next refresh"
+        );
+        self.reply_local(
+            asker,
+            MadStatus::OK,
+            LocalBody::CacheChange { before, after: 0 },
+        );
+    }
+
+    /// A page of the default table, or of the partition table of
+    /// `partition`'s P_Key (a local request).
+    pub(in crate::agent) fn local_dump(
+        &mut self,
+        asker: &Asker,
+        from: u32,
+        max: u32,
+        partition: Option<u16>,
+    ) {
+        let max = max.min(crate::request::DUMP_PAGE) as usize;
+        let page = self.tables.page(from, max, partition);
+        self.answer_local_records(asker, &page);
     }
 }
