@@ -43,6 +43,7 @@ use tracing::{info, warn};
 
 use crate::address::Transmit;
 use crate::agent::SaCore;
+use crate::agent::tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
@@ -218,15 +219,7 @@ impl SaCore {
     }
 
     fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
-        let epoch = self.tables.refresh.next_epoch();
-        let mut stored = 0;
-        for (table, records) in by_table(records, partitions) {
-            let Some(t) = self.tables.table_mut(table) else {
-                continue;
-            };
-            load_into(t, &records, epoch, replace);
-            stored += records.len();
-        }
+        let stored = self.tables.store_load(records, replace, partitions);
         self.telemetry.counters.loaded += stored as u64;
         self.answers.forget();
         info!(
@@ -246,27 +239,9 @@ impl SaCore {
         known_absent: bool,
         partitions: bool,
     ) -> usize {
-        let work = if partitions && mask != ComponentMask::NONE {
-            // A template: in its partition's table if it names a P_Key,
-            // else in every partition table.
-            let keys: Vec<TableKey> = if mask.contains(pr::PKEY) {
-                vec![TableKey::Partition(partition_of(records[0].pkey()))]
-            } else {
-                let held = self.tables.partitions.tables();
-                held.map(|(p, _)| TableKey::Partition(p)).collect()
-            };
-            keys.into_iter()
-                .map(|k| (k, Cow::Borrowed(records)))
-                .collect()
-        } else {
-            by_table(records, partitions)
-        };
-        let mut removed = 0;
-        for (table, records) in work {
-            if let Some(t) = self.tables.table_mut(table) {
-                removed += delete_from(t, mask, &records, known_absent);
-            }
-        }
+        let removed = self
+            .tables
+            .delete_load(mask, records, known_absent, partitions);
         self.telemetry.counters.deleted += removed as u64;
         self.answers.forget();
         info!(removed, known_absent, partitions, "PathRecords deleted");
@@ -295,6 +270,63 @@ impl SaCore {
         self.outbox
             .mads
             .push_back(Transmit::reply(request.reply_to(), answer));
+    }
+}
+
+impl PortTables {
+    /// Stores a load's records, each in its table (with `partitions`, its
+    /// P_Key's partition's; a partition the port does not hold takes
+    /// none), under a new epoch; with `replace` they are the whole of each
+    /// source's paths there. Returns how many were stored.
+    pub(in crate::agent) fn store_load(
+        &mut self,
+        records: &[PathRecord],
+        replace: bool,
+        partitions: bool,
+    ) -> usize {
+        let epoch = self.refresh.next_epoch();
+        let mut stored = 0;
+        for (table, records) in by_table(records, partitions) {
+            let Some(t) = self.table_mut(table) else {
+                continue;
+            };
+            load_into(t, &records, epoch, replace);
+            stored += records.len();
+        }
+        stored
+    }
+
+    /// Removes a Delete's pairs (mask 0) or the records matching its
+    /// template on `mask` (with `partitions`: in the template's partition
+    /// if it names a P_Key, else in every partition table). Returns how
+    /// many went.
+    pub(in crate::agent) fn delete_load(
+        &mut self,
+        mask: ComponentMask,
+        records: &[PathRecord],
+        known_absent: bool,
+        partitions: bool,
+    ) -> usize {
+        let work = if partitions && mask != ComponentMask::NONE {
+            let keys: Vec<TableKey> = if mask.contains(pr::PKEY) {
+                vec![TableKey::Partition(partition_of(records[0].pkey()))]
+            } else {
+                let held = self.partitions.tables();
+                held.map(|(p, _)| TableKey::Partition(p)).collect()
+            };
+            keys.into_iter()
+                .map(|k| (k, Cow::Borrowed(records)))
+                .collect()
+        } else {
+            by_table(records, partitions)
+        };
+        let mut removed = 0;
+        for (table, records) in work {
+            if let Some(t) = self.table_mut(table) {
+                removed += delete_from(t, mask, &records, known_absent);
+            }
+        }
+        removed
     }
 }
 
