@@ -81,7 +81,9 @@ use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
+use crate::kept_tables::Kept;
 use crate::load_flags::NAMES_TABLE;
+use crate::names::hosts::Names;
 use crate::names::state::NameState;
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
@@ -621,6 +623,106 @@ impl SaCore {
         {
             self.count_transfer(now, &e);
         }
+    }
+    /// Moves whenever what [`SaCore::keep_tables`] gives may have changed
+    /// (a refresh, a load or delete, a lease renewal, a change notice).
+    pub fn tables_version(&self) -> u64 {
+        let c = &self.telemetry.counters;
+        [
+            c.refreshes,
+            c.refreshes_loaded,
+            c.loaded,
+            c.deleted,
+            c.change_notices,
+            c.lease_renewals,
+            c.leases_lapsed,
+            c.checks_failed,
+            self.tables.paths.store.len() as u64,
+        ]
+        .iter()
+        .fold(0u64, |v, n| v.rotate_left(7) ^ n)
+    }
+
+    /// This port's tables as a successor may take them, stamped with the
+    /// time `wall` (Unix seconds) that goes with `now`; `None` while they
+    /// are not complete, or a fabric change awaits a refresh (a successor
+    /// must then ask the master). (The rules: `agent/tables/kept.rs`.)
+    pub fn keep_tables(&self, now: Instant, wall: u64) -> Option<Kept> {
+        if !self.is_ready() || self.tables.upkeep.change_pending() {
+            return None;
+        }
+        Some(Kept {
+            gid: self.port.gid,
+            lid: self.port.lid,
+            lmc: self.port.lmc,
+            sm_lid: self.port.sm_lid,
+            written: wall,
+            master_qos: self.master.policy.info().map(|m| m.qos),
+            lease: self.tables.upkeep.lease().map(|l| {
+                let left = l.until.saturating_duration_since(now).as_secs();
+                let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
+                (l.lid, wall + left, length)
+            }),
+            tables: self.tables.kept_tables(&self.port),
+            names: (self.telemetry.counters.name_fetches > 0 || self.naming.loaded()).then(|| {
+                self.naming
+                    .names()
+                    .entries()
+                    .map(|(a, g, s)| (a.clone(), g, s))
+                    .collect()
+            }),
+        })
+    }
+
+    /// Takes the tables a predecessor kept, at start: called right after
+    /// [`SaCore::new`] and [`SaCore::handle_pkeys`], before anything is
+    /// sent (what the start queued for the master — its table, its
+    /// ClassPortInfo — is dropped: the kept tables stand for them).
+    /// `wall` is the Unix time that goes with `now`. Returns how many
+    /// records were taken, or why none were. (The rules: `agent/tables/kept.rs`.)
+    pub fn restore_tables(&mut self, now: Instant, wall: u64, kept: Kept) -> Result<usize, String> {
+        let p = self.port;
+        let lease = tables::kept::takes(&kept, &p, now, wall, self.config.refresh_interval)?;
+        // What the start queued stands for nothing now.
+        self.master.requester.forget(|p| {
+            matches!(
+                p,
+                Purpose::Bulk { .. } | Purpose::Walk { .. } | Purpose::MasterInfo
+            )
+        });
+        self.outbox.mads.clear();
+        let age = wall.saturating_sub(kept.written);
+        let (epoch, records) = self.tables.restore(kept.tables, p.gid.guid());
+        if let Some(qos) = kept.master_qos {
+            self.master.policy.learned(MasterInfo {
+                qos,
+                sm_lid: p.sm_lid,
+            });
+        }
+        self.tables.upkeep.resume_lease(lease);
+        if let Some(kept_names) = kept.names {
+            let mut names = Names::new();
+            for (address, gid, source) in kept_names {
+                names.insert(address, gid, source);
+            }
+            // No fetch of the names tables at start: these stand for it.
+            self.naming.take_kept(names);
+        }
+        self.telemetry.counters.refreshes_kept += 1;
+        self.tables.refresh.made_fresh(now, None);
+        self.paths_fresh(now, epoch);
+        // A few of them asked again soon: nobody fetched them just now.
+        let window = self.config.pace.min_window;
+        let first_check = now + window + self.port.spread(window);
+        self.tables.upkeep.check_at(Some(first_check));
+        info!(
+            records,
+            age_s = age,
+            leased = lease.is_some(),
+            "this port's tables were kept from before the restart: no table asked of the master; a \
+             few paths are checked against it"
+        );
+        Ok(records)
     }
 
     /// Queues `body` with `status` for a local asker.
