@@ -540,7 +540,7 @@ fn log_lines_show_values_as_text() {
 /// groups and carries out what they decide; the decisions live in the
 /// groups. The list only shrinks (towards the public calls and a few
 /// routing files) as the groups take their decisions over.
-const SA_CORE_IMPL_FILES: [&str; 15] = [
+const SA_CORE_IMPL_FILES: [&str; 14] = [
     "agent/answers/paths.rs",
     "agent/answers/qos_loads.rs",
     "agent/answers/reply.rs",
@@ -552,7 +552,6 @@ const SA_CORE_IMPL_FILES: [&str; 15] = [
     "agent/registrations/canary.rs",
     "agent/registrations/multicast.rs",
     "agent/registrations/notices.rs",
-    "agent/registrations/record.rs",
     "agent/status.rs",
     "agent/tables/loads.rs",
     "agent/tables/upkeep_schedule.rs",

@@ -40,8 +40,8 @@
 //! * `registrations/` (`RegistrationProxy`): notices and subscriptions
 //!   (`notices`, `subscriptions`), multicast memberships (`multicast`,
 //!   over `crate::memberships`), owners' limits (`quotas`, `admission`),
-//!   the agent's own registrations (`own_schedule`, `canary`) and the
-//!   record of what the master holds (`record`);
+//!   the agent's own registrations (`own_schedule`, `canary`); the group
+//!   keeps the record of what the master holds for the next agent;
 //! * `names/`: names and this port's directory record, and names loads;
 //!   `counterparts`: who the agent deals with; `Outbox` (`outbox`),
 //!   `Telemetry` (`telemetry`), `--status` (`status`).
@@ -65,7 +65,7 @@ mod tests;
 use std::time::Instant;
 
 use mad_codec::{AttributeId, MadStatus, Method};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use self::answers::AnswerReuse;
 use self::counterparts::{Asker, Member, Subscriber};
@@ -87,6 +87,7 @@ use crate::names::hosts::Names;
 use crate::names::state::NameState;
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
+use crate::registrations::Registrations;
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
 use crate::requester::Handled;
 use crate::stats::Stats;
@@ -624,6 +625,55 @@ impl SaCore {
             self.count_transfer(now, &e);
         }
     }
+    /// What this agent asked the master to hold for the port, being asked
+    /// included.
+    pub fn registrations(&self) -> Registrations {
+        self.proxy.record(self.port.gid)
+    }
+
+    /// Changes whenever [`SaCore::registrations`] may have. A caller that
+    /// keeps the record writes it again when this moves; before sending
+    /// what [`SaCore::poll_transmit`] gives if it moved past the record
+    /// by a change that may have added to it
+    /// ([`SaCore::registrations_grown`]); a record that lists more than
+    /// the master holds costs the next agent only a leave the master
+    /// refuses, so removals may wait.
+    pub fn registrations_generation(&self) -> u64 {
+        self.proxy.schedule.generation()
+    }
+
+    /// The generation of the last change that may have added to
+    /// [`SaCore::registrations`]: a record older than this must be
+    /// written before the next request goes out.
+    pub fn registrations_grown(&self) -> u64 {
+        self.proxy.schedule.grown()
+    }
+
+    /// Removes at the master what a previous agent of this port left
+    /// there (`previous`, its record), except what someone here holds by
+    /// then. Call once, right after [`SaCore::new`].
+    pub fn adopt(&mut self, now: Instant, previous: &Registrations) {
+        if previous.port_gid != self.port.gid {
+            warn!(
+                recorded = %previous.port_gid,
+                port = %self.port.gid,
+                "the previous local-sa's registrations were for another port GID: left alone"
+            );
+            return;
+        }
+        if previous.is_empty() {
+            return;
+        }
+        info!(
+            subscriptions = previous.subscriptions.len(),
+            groups = previous.groups.len(),
+            "removing what a previous local-sa on this port left at the master"
+        );
+        let (informs, joins) = self.proxy.adopt(now, previous);
+        self.apply_inform_effects(now, informs);
+        self.apply_membership_effects(now, joins, None);
+    }
+
     /// Moves whenever what [`SaCore::keep_tables`] gives may have changed
     /// (a refresh, a load or delete, a lease renewal, a change notice).
     pub fn tables_version(&self) -> u64 {

@@ -52,7 +52,7 @@ impl SaCore {
         request: &[u8],
         attempts: Attempts,
     ) {
-        self.note_registration_traffic(&purpose, true);
+        self.proxy.note_traffic(&purpose, true);
         let Some(lane) = purpose.lane() else {
             return self.send_now(now, purpose, request, attempts);
         };
@@ -158,7 +158,7 @@ impl SaCore {
         now: Instant,
         completion: Completion<Purpose>,
     ) {
-        self.note_registration_traffic(&completion.token, false);
+        self.proxy.note_traffic(&completion.token, false);
         let lane = completion.token.lane();
         if completion.outcome.is_ok() {
             self.telemetry
