@@ -11,56 +11,48 @@
 //! record of the tables.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::SaMadHeader;
-use mad_codec::{ComponentMask, MadStatus, PathRecord};
-use tracing::info;
+use mad_codec::{ComponentMask, PathRecord};
 
-use crate::agent::SaCore;
-use crate::agent::answers::qos_cache::{Origin, by_destination};
-use crate::inbound::SaRequest;
+use crate::agent::answers::qos_cache::{Origin, QosCache, by_destination};
 use crate::load_flags::QOS_TABLES;
 use crate::path_query::{QosKey, SourceKey};
 
 /// The fields a QoS key may name.
 const KEY_FIELDS: ComponentMask = pr::PKEY.union(pr::SERVICE_ID).union(pr::QOS_CLASS);
 
-impl SaCore {
-    /// A Set with `QOS_TABLES`, authorized, whose records are `records`
-    /// (or why they could not be read).
-    pub(in crate::agent) fn load_qos_tables(
+/// What a QoS-table load put in the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct QosLoad {
+    /// Records kept, and records given.
+    pub(in crate::agent) stored: usize,
+    pub(in crate::agent) given: usize,
+    /// Sources whose tables it carried.
+    pub(in crate::agent) sources: usize,
+}
+
+impl QosCache {
+    /// A Set with `QOS_TABLES` (`flags`, `mask`) whose records are
+    /// `records`: each source's table at the key kept as if the port had
+    /// asked for it; or what is wrong with it (nothing changes).
+    pub(in crate::agent) fn load(
         &mut self,
-        now: Instant,
-        request: &SaRequest,
-        header: &SaMadHeader,
-        records: Result<Vec<PathRecord>, &'static str>,
-    ) {
-        let flags = header.mad.attribute_modifier();
-        let mask = header.sa.component_mask();
-        let tables = match records.and_then(|r| qos_tables(flags, mask, &r)) {
-            Ok(t) => t,
-            Err(why) => return self.refuse_invalid_load(now, request, header, why),
+        flags: u32,
+        mask: ComponentMask,
+        records: &[PathRecord],
+    ) -> Result<QosLoad, &'static str> {
+        let tables = qos_tables(flags, mask, records)?;
+        let mut load = QosLoad {
+            stored: 0,
+            given: 0,
+            sources: tables.len(),
         };
-        let (mut given, mut stored) = (0, 0);
-        let sources = tables.len();
         for (key, table) in tables {
-            given += table.len();
-            stored +=
-                self.answers
-                    .qos_cache
-                    .insert_table(&key, by_destination(table), Origin::Loaded);
+            load.given += table.len();
+            load.stored += self.insert_table(&key, by_destination(table), Origin::Loaded);
         }
-        self.telemetry.counters.qos_cache_loaded += stored as u64;
-        info!(
-            records = stored,
-            not_kept = given - stored,
-            sources,
-            key = %mask,
-            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
-        );
-        self.answer_load(request, header, MadStatus::OK, stored);
+        Ok(load)
     }
 }
 

@@ -248,6 +248,33 @@ impl SaCore {
         removed
     }
 
+    /// A Set with `QOS_TABLES`, authorized, whose records are `records`
+    /// (or why they could not be read): the QoS cache takes them.
+    fn load_qos_tables(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        records: Result<Vec<PathRecord>, &'static str>,
+    ) {
+        let flags = header.mad.attribute_modifier();
+        let mask = header.sa.component_mask();
+        let loaded = records.and_then(|r| self.answers.qos_cache.load(flags, mask, &r));
+        let load = match loaded {
+            Ok(l) => l,
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
+        };
+        self.telemetry.counters.qos_cache_loaded += load.stored as u64;
+        info!(
+            records = load.stored,
+            not_kept = load.given - load.stored,
+            sources = load.sources,
+            key = %mask,
+            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
+        );
+        self.answer_load(request, header, MadStatus::OK, load.stored);
+    }
+
     /// Answers a load: its headers with `status`, the response method,
     /// SM_Key 0 and the count in AttributeModifier; no data.
     pub(in crate::agent) fn answer_load(
