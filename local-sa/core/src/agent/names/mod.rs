@@ -24,7 +24,7 @@
 //! intervals, so that a node that died without withdrawing it drops out),
 //! and withdrawn at shutdown.
 
-mod loads;
+pub(in crate::agent) mod loads;
 
 use crate::log_limit::answer_status;
 use std::sync::Arc;

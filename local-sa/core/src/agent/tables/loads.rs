@@ -43,11 +43,15 @@ use tracing::{info, warn};
 
 use crate::address::Transmit;
 use crate::agent::SaCore;
+use crate::agent::master::purpose::Purpose;
+use crate::agent::names::loads::names_table;
 use crate::agent::tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
 };
+use crate::names::hosts::Names;
+use crate::names::state::{NameTable, TableFetch};
 use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::respond;
 use crate::transfers::Event;
@@ -273,6 +277,55 @@ impl SaCore {
             "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
         );
         self.answer_load(request, header, MadStatus::OK, load.stored);
+    }
+
+    /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
+    /// MAD, or a segment of an RMPP transfer ([`crate::agent::names::loads`]).
+    pub(in crate::agent) fn names_load(&mut self, now: Instant, request: &SaRequest) {
+        let Some((header, data)) = self.take_load(now, request) else {
+            return;
+        };
+        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
+            return self.deny(request, &header);
+        }
+        let offset = header.sa.attribute_offset();
+        let (table, taken) =
+            names_table(request.attribute(), &data, offset, self.port.gid.prefix());
+        let Ok((names, taken)) = taken else {
+            self.telemetry.counters.errors += 1;
+            warn!(
+                lid = request.from.lid,
+                table = table.describe(),
+                offset,
+                "names load refused: its AttributeOffset is shorter than a record"
+            );
+            return self.answer_load(request, &header, MadStatus::ERR_REQ_INVALID, 0);
+        };
+        self.telemetry.counters.name_tables_loaded += 1;
+        info!(
+            table = table.describe(),
+            records = taken,
+            "names table loaded"
+        );
+        self.take_names_table(table, names);
+        self.answer_load(request, &header, MadStatus::OK, taken);
+    }
+
+    /// Makes `names` the `table` half of the names: a fetch from the
+    /// master (running or due) is given up for the loaded one.
+    fn take_names_table(&mut self, table: NameTable, names: Names) {
+        if !self.naming.fetching_loads() {
+            self.master
+                .requester
+                .forget(|p| matches!(p, Purpose::Names { .. }));
+            self.naming.begin_fetch(self.tables.refresh.epoch(), true);
+        }
+        let Some(fetch) = self.naming.fetch() else {
+            return;
+        };
+        *fetch.names(table) = names;
+        *fetch.table(table) = TableFetch::Done;
+        self.finish_name_fetch();
     }
 
     /// Answers a load: its headers with `status`, the response method,
