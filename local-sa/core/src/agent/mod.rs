@@ -87,6 +87,7 @@ use crate::names::hosts::Names;
 use crate::names::state::NameState;
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
+use crate::quota::LocalUser;
 use crate::registrations::Registrations;
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
 use crate::requester::Handled;
@@ -625,6 +626,18 @@ impl SaCore {
             self.count_transfer(now, &e);
         }
     }
+    /// Local connection `conn` is `user`'s (the door knows it from the
+    /// socket's peer credentials). A connection never introduced counts
+    /// as an unprivileged user of unknown ID.
+    pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
+        self.proxy.quotas.introduce(conn, user);
+    }
+
+    /// Every owner holding or refused registrations, the most first.
+    pub fn registrants(&self) -> Vec<Registrant> {
+        self.proxy.quotas.registrants()
+    }
+
     /// What this agent asked the master to hold for the port, being asked
     /// included.
     pub fn registrations(&self) -> Registrations {

@@ -17,13 +17,16 @@ use mad_codec::records::SaRecord;
 use mad_codec::{
     AttributeId, ComponentMask, Gid, JoinState, MadStatus, McMemberRecord, Method, SaMadBuilder,
 };
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::agent::SaCore;
 use crate::agent::counterparts::{Asker, Member};
 use crate::agent::master::purpose::Purpose;
+use crate::agent::registrations::admission::{Owners, Refusal};
+use crate::agent::registrations::quotas::Refused;
 use crate::inbound::SaRequest;
 use crate::memberships::{Change, Effect, JoinAnswer, OpId};
+use crate::quota::Owner;
 use crate::request::{LocalBody, LocalReply};
 use crate::requester;
 
@@ -82,14 +85,17 @@ impl SaCore {
 
     /// A join (let in by its owner's limits, or refused) or a leave.
     fn membership_change(&mut self, now: Instant, mut change: Change<Member, Asker>) {
-        if change.join && !self.admit_join(now, &mut change) {
+        if change.join
+            && let Err(refusal) = self.proxy.admit_join(&mut change, self.owners())
+        {
+            self.registration_refused(now, refusal);
             return self.answer_status(&change.asker, MadStatus::ERR_NO_RESOURCES);
         }
         let (member, mgid) = (change.member, change.record.mgid());
         let mut effects = Vec::new();
         self.proxy.memberships.request(now, change, &mut effects);
         self.apply_membership_effects(now, effects, None);
-        self.settle_member(member, Some(mgid));
+        self.proxy.settle_member(member, Some(mgid));
     }
 
     /// The master answered a membership request, or did not (`None`).
@@ -117,7 +123,7 @@ impl SaCore {
         self.proxy
             .memberships
             .remove_member(now, member, &mut effects);
-        self.release_member(member);
+        self.proxy.release_member(member);
         self.apply_membership_effects(now, effects, None);
     }
 
@@ -192,7 +198,7 @@ impl SaCore {
                 }
                 // Counted and logged by the memberships; a member by MAD
                 // has nobody to tell.
-                Effect::LeaseEnded { member } => self.release_member(member),
+                Effect::LeaseEnded { member } => self.proxy.release_member(member),
                 // A member by MAD learns of group changes from the
                 // master's notices (traps 66/67), as any SA client.
                 Effect::Event {
@@ -224,14 +230,15 @@ impl SaCore {
                         JoinAnswer::Master {
                             status: MadStatus::OK,
                             record: Some(r),
-                        } => self.join_granted(member, r.mgid()),
+                        } => self.proxy.join_granted(member, r.mgid(), self.owners()),
                         JoinAnswer::Refused(MadStatus::ERR_NO_RESOURCES) => {
-                            self.creation_refused(now, member)
+                            let refusal = self.proxy.creation_refused(member, self.owners());
+                            self.registration_refused(now, refusal);
                         }
                         _ => {}
                     }
                     self.answer_membership(&asker, answer, master);
-                    self.settle_member(member, mgid);
+                    self.proxy.settle_member(member, mgid);
                 }
             }
         }
@@ -298,5 +305,37 @@ impl SaCore {
             r.set_proxy_join(false);
         }
         self.answer_table(now, &request, &[r]);
+    }
+
+    /// Who this port's registrations count against.
+    pub(in crate::agent) fn owners(&self) -> Owners {
+        Owners {
+            port_gid: self.port.gid,
+            limits: self.config.limits,
+        }
+    }
+
+    /// A registration refused by its owner's limit: counted, and logged at
+    /// most once a minute per owner.
+    pub(in crate::agent) fn registration_refused(&mut self, now: Instant, refusal: Refusal) {
+        let Refusal { owner, what, limit } = refusal;
+        match what {
+            Refused::Group => self.telemetry.counters.refused_groups += 1,
+            Refused::Creation => self.telemetry.counters.refused_group_creations += 1,
+            Refused::Subscription => self.telemetry.counters.refused_subscriptions += 1,
+        }
+        let (kind, source) = match owner {
+            Owner::User(uid) => ("registration limit of a user", uid),
+            Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),
+        };
+        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, kind, source) {
+            warn!(
+                %owner,
+                refused = what.describe(),
+                limit,
+                earlier_not_logged,
+                "a registration past its owner's limit: refused with ERR_NO_RESOURCES"
+            );
+        }
     }
 }

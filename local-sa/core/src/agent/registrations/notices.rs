@@ -182,7 +182,7 @@ impl SaCore {
                     for asker in self.proxy.subscriptions.answered(subscriber, filter) {
                         self.answer_asker(&asker, status);
                     }
-                    self.settle_subscriber(subscriber, Some(filter));
+                    self.proxy.settle_subscriber(subscriber, Some(filter));
                     if subscriber == Subscriber::Core {
                         warn!(%status, %filter, "the master refused the agent's own subscription");
                     }
@@ -314,7 +314,8 @@ impl SaCore {
         subscribe: bool,
         asker: Asker,
     ) {
-        if subscribe && !self.admit_subscription(now, s, filter) {
+        if subscribe && let Err(refusal) = self.proxy.admit_subscription(s, filter, self.owners()) {
+            self.registration_refused(now, refusal);
             self.proxy.subscriptions.settle(&s);
             return self.answer_asker(&asker, MadStatus::ERR_NO_RESOURCES);
         }
@@ -345,7 +346,7 @@ impl SaCore {
             Reply::NotHeld => self.answer_asker(&asker, MadStatus::ERR_REQ_INVALID),
         }
         self.apply_inform_effects(now, effects);
-        self.settle_subscriber(s, Some(filter));
+        self.proxy.settle_subscriber(s, Some(filter));
         self.proxy.subscriptions.settle(&s);
     }
 
@@ -354,7 +355,7 @@ impl SaCore {
     pub(in crate::agent) fn remove_subscriber(&mut self, now: Instant, s: Subscriber) {
         let mut effects = Vec::new();
         let n = self.proxy.subscriptions.remove(&s, &mut effects);
-        self.settle_subscriber(s, None);
+        self.proxy.settle_subscriber(s, None);
         if n > 0
             && let Some(earlier_not_logged) =
                 self.telemetry
