@@ -948,9 +948,7 @@ fn tally_from_master(tally: &mut Tally) {
 }
 
 /// Records by source port.
-fn group_by_source<'r>(
-    records: impl IntoIterator<Item = &'r PathRecord>,
-) -> BTreeMap<Gid, Vec<PathRecord>> {
+fn group_by_source(records: &[PathRecord]) -> BTreeMap<Gid, Vec<PathRecord>> {
     let mut by: BTreeMap<_, Vec<PathRecord>> = BTreeMap::new();
     for r in records {
         by.entry(r.sgid()).or_default().push(*r);

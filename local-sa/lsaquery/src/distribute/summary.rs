@@ -70,7 +70,7 @@ impl FillSummary {
     }
 
     fn text(&self) -> String {
-        let filled = self.count(|n| n.outcome.done && !n.outcome.unchanged);
+        let filled = self.count(NodeReport::took_changes);
         let unchanged = self.count(|n| n.outcome.unchanged && n.outcome.done);
         let failed = self.count(|n| n.failure.is_some());
         let t = &self.tally;
@@ -150,8 +150,8 @@ impl FillSummary {
             "\n"
         });
         for n in &self.nodes {
-            if let Some(why) = &n.failure {
-                let _ = writeln!(out, "failed: LID {} ({}): {why}", n.lid, n.gid);
+            if let Some(line) = n.failure_line() {
+                let _ = writeln!(out, "failed: {line}");
             }
         }
         out
@@ -165,7 +165,7 @@ impl FillSummary {
             seconds: Fixed(self.elapsed.as_secs_f64()),
             probed: self.probed,
             nodes: self.nodes.len(),
-            filled: self.count(|n| n.outcome.done && !n.outcome.unchanged),
+            filled: self.count(NodeReport::took_changes),
             unchanged: self.count(|n| n.outcome.done && n.outcome.unchanged),
             failed: self.count(|n| n.failure.is_some()),
             stored: self.sum(|o| o.stored),

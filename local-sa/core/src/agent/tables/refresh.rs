@@ -17,7 +17,6 @@
 //! what follows as [`RefreshEffect`]s, which `SaCore` carries out: the
 //! requests to send, the default table being fresh, the refresh's end.
 
-use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -29,6 +28,7 @@ use tracing::{debug, info, warn};
 use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::PortTables;
 use crate::agent::tables::refresh_state::RefreshState;
+use crate::config::PortIdentity;
 use crate::lid_walk::LidWalk;
 use crate::partitions::{TableKey, partition_of};
 use crate::requester::Answer;
@@ -37,11 +37,9 @@ use crate::store::Epoch;
 /// What the refresh needs to know of the agent.
 #[derive(Debug, Clone)]
 pub(in crate::agent) struct RefreshContext {
-    /// This port's GID and LIDs.
-    pub(in crate::agent) gid: Gid,
-    pub(in crate::agent) lids: RangeInclusive<u16>,
-    /// The master's LID: a walk reaches past it.
-    pub(in crate::agent) sm_lid: u16,
+    /// This port: its GID, its LIDs and the master's LID (a walk
+    /// reaches past it).
+    pub(in crate::agent) port: PortIdentity,
     /// LIDs tried past the highest that answered before a walk ends, and
     /// per-destination queries in flight.
     pub(in crate::agent) walk_gap: u16,
@@ -132,7 +130,11 @@ impl PortTables {
             return false;
         }
         let epoch = self.refresh.begin(now, false);
-        debug!(epoch, master = ctx.sm_lid, "refreshing this port's paths");
+        debug!(
+            epoch,
+            master = ctx.port.sm_lid,
+            "refreshing this port's paths"
+        );
         self.fetch(epoch, TableKey::Default, ctx, out);
         true
     }
@@ -169,7 +171,7 @@ impl PortTables {
         let default = self
             .paths
             .store
-            .from_lid(*ctx.lids.start())
+            .from_lid(ctx.port.lid)
             .next()
             .map(|r| partition_of(r.pkey()));
         self.partitions
@@ -182,7 +184,7 @@ impl PortTables {
 
     /// The partitions wanted whose tables are not held complete.
     fn missing_partitions(&self, ctx: &RefreshContext) -> Vec<u16> {
-        let me = ctx.gid.guid();
+        let me = ctx.port.gid.guid();
         self.wanted_partitions(ctx)
             .into_iter()
             .filter(|p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)))
@@ -197,7 +199,7 @@ impl PortTables {
         ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
-        let (mask, t) = table_query(ctx.gid, table);
+        let (mask, t) = table_query(ctx.port.gid, table);
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask);
@@ -241,7 +243,7 @@ impl PortTables {
                 );
             }
             // The walk reaches past this port's own LIDs and the master's.
-            let floor = ctx.sm_lid.max(*ctx.lids.end());
+            let floor = ctx.port.sm_lid.max(*ctx.port.lids().end());
             let start = RefreshState::Walk {
                 epoch,
                 table,
@@ -270,7 +272,7 @@ impl PortTables {
         else {
             return;
         };
-        let (mask, mut t) = table_query(ctx.gid, table);
+        let (mask, mut t) = table_query(ctx.port.gid, table);
         let mut asked = Vec::new();
         while let Some(dlid) = walk.next_lid(ctx.walk_window) {
             asked.push(dlid);
@@ -338,7 +340,7 @@ impl PortTables {
         ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
-        let (lids, me) = (ctx.lids.clone(), ctx.gid.guid());
+        let (lids, me) = (ctx.port.lids(), ctx.port.gid.guid());
         let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
             t.mark_complete(me);
             (t.store.sweep_from(lids, epoch), t.store.len())
@@ -469,9 +471,13 @@ mod tests {
 
     fn ctx() -> RefreshContext {
         RefreshContext {
-            gid: gid(ME),
-            lids: ME..=ME,
-            sm_lid: MASTER,
+            port: PortIdentity {
+                lid: ME,
+                lmc: 0,
+                gid: gid(ME),
+                sm_lid: MASTER,
+                sm_sl: 0,
+            },
             walk_gap: 4,
             walk_window: 3,
             no_qos: false,

@@ -166,9 +166,7 @@ impl SaCore {
     /// What the tables' refresh needs to know of the agent now.
     pub(in crate::agent) fn refresh_context(&self) -> RefreshContext {
         RefreshContext {
-            gid: self.port.gid,
-            lids: self.port.lids(),
-            sm_lid: self.port.sm_lid,
+            port: self.port,
             walk_gap: self.config.walk_gap,
             walk_window: self.config.walk_window,
             no_qos: self.master.policy.info().is_some_and(|m| !m.qos),

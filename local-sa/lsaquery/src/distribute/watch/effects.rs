@@ -125,17 +125,14 @@ impl<'o> Driver<'o> {
         self.newest
             .as_ref()
             .or(self.current.as_ref())
-            .ok_or_else(|| Stop::new(3, "the watch lost its fabric after a failed push"))
+            .ok_or_else(fabric_lost)
     }
 
     /// Reads the description again, from the port's master SM if it moved.
     async fn read(&mut self, session: &mut Session, watch: &mut Watch) -> Result<(), Stop> {
         self.follow_master(session);
         let Some(current) = &self.current else {
-            return Err(Stop::new(
-                3,
-                "the watch lost its fabric after a failed push",
-            ));
+            return Err(fabric_lost());
         };
         let read = compute::reread(
             session,
@@ -226,12 +223,7 @@ impl<'o> Driver<'o> {
             Some(new) => (new, self.current.take().map(|c| c.fabric)),
             None => match self.current.take() {
                 Some(current) => (current, None),
-                None => {
-                    return Err(Stop::new(
-                        3,
-                        "the watch lost its fabric after a failed push",
-                    ));
-                }
+                None => return Err(fabric_lost()),
             },
         };
         let d = self.distribute;
@@ -339,6 +331,12 @@ impl<'o> Driver<'o> {
             session.port = port;
         }
     }
+}
+
+/// The watch has no fabric to work from: only after a push that failed
+/// for good, which ends the watch.
+fn fabric_lost() -> Stop {
+    Stop::new(3, "the watch lost its fabric after a failed push")
 }
 
 /// A step's end: its value, or (inner `Err`) why the master did not
