@@ -56,6 +56,7 @@ mod master;
 mod names;
 mod outbox;
 mod registrations;
+mod routing;
 mod status;
 mod tables;
 mod telemetry;
@@ -75,6 +76,7 @@ use self::master::purpose::Purpose;
 use self::outbox::Outbox;
 use self::registrations::RegistrationProxy;
 pub use self::registrations::quotas::Registrant;
+use self::status::StatusInputs;
 use self::tables::PortTables;
 use self::telemetry::Telemetry;
 use crate::address::{Address, Received, Transmit};
@@ -89,7 +91,7 @@ use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
 use crate::quota::LocalUser;
 use crate::registrations::Registrations;
-use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request};
+use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request, StatusReport};
 use crate::requester::Handled;
 use crate::stats::Stats;
 use crate::store::PathStore;
@@ -151,7 +153,7 @@ impl SaCore {
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;
         let first_audit = now + half + agent.port.spread(half);
-        agent.proxy.schedule.audit_at(Some(first_audit));
+        agent.proxy.audit_at(first_audit);
         agent.handle_timeout(now);
         agent
     }
@@ -187,7 +189,7 @@ impl SaCore {
                 .bring_forward(now + config.refresh_interval);
         }
         if audit_sooner {
-            self.proxy.schedule.audit_by(now + config.audit_interval);
+            self.proxy.audit_by(now + config.audit_interval);
         }
     }
 
@@ -204,14 +206,7 @@ impl SaCore {
 
     /// The counters, with the gauges read now.
     pub fn counters(&self) -> Counters {
-        let m = self.proxy.memberships.counts();
-        Counters {
-            joins_local: m.joins_local,
-            joins_upstream: m.joins_upstream,
-            leaves: m.leaves,
-            leaves_given_up: m.leaves_given_up,
-            groups_gone_at_master: m.groups_gone_at_master,
-            leases_ended: self.telemetry.counters.leases_ended + m.leases_ended,
+        let mut c = Counters {
             records: self.tables.paths.store.len() as u64,
             cache_bytes: self.tables.paths.store.heap_bytes() as u64,
             partition_tables: self.tables.partitions.tables().count() as u64,
@@ -227,13 +222,10 @@ impl SaCore {
             registrations_in_flight: self.master.lanes.registrations_in_flight() as u64,
             queries_waiting: self.answers.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
-            subscriptions: self.proxy.subscriptions.registry().filters() as u64,
-            subscribers: self.proxy.subscriptions.registry().subscribers() as u64,
-            groups: self.proxy.memberships.groups() as u64,
-            members: self.proxy.memberships.members() as u64,
-            reports_in_flight: self.proxy.subscriptions.reports_in_flight() as u64,
             ..self.telemetry.counters
-        }
+        };
+        self.proxy.add_counts(&mut c);
+        c
     }
 
     /// Answers by attribute, method and status, and how long the master
@@ -285,12 +277,10 @@ impl SaCore {
             self.tables.refresh.next(),
             self.tables.refresh.partitions_next(),
             self.naming.next_fetch(),
-            self.proxy.subscriptions.poll_timeout(),
-            self.proxy.memberships.poll_timeout(),
+            self.proxy.poll_timeout(),
             self.tables.upkeep.check_next(),
         ]
         .into_iter()
-        .chain(self.proxy.schedule.deadlines())
         .flatten()
         .min()
     }
@@ -322,8 +312,8 @@ impl SaCore {
             self.count_transfer(now, &event);
         }
         self.answers.forwarding.prune(now);
-        self.notices_timeout(now);
-        self.memberships_timeout(now);
+        let due = self.proxy.handle_timeout(now);
+        self.carry_out(now, due, None);
         if self.shutting_down {
             return;
         }
@@ -336,25 +326,24 @@ impl SaCore {
         if self.tables.refresh.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
-        if self.proxy.schedule.take_registration_due(now) {
+        if self.proxy.take_registration_due(now) {
             self.register(now);
-            self.register_canary(now);
             self.send_publication(now);
         }
         if let Some(epoch) = self.naming.take_fetch_due(now) {
             self.start_name_fetch(now, epoch);
         }
-        if self.proxy.schedule.audit_due(now) {
+        if self.proxy.audit_due(now) {
             self.audit(now);
         }
-        if self.proxy.schedule.take_reregistration_due(now) {
+        if self.proxy.take_reregistration_due(now) {
             self.telemetry.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
                 "registering every subscription and membership again"
             );
-            self.resubscribe_all(now);
-            self.rejoin_all(now);
+            let again = self.proxy.register_all_again(now);
+            self.carry_out(now, again, None);
         }
     }
 
@@ -372,7 +361,7 @@ impl SaCore {
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
-        self.proxy.memberships.set_port_gid(port.gid);
+        self.proxy.set_port_gid(port.gid);
         if master_changed {
             // Requests in flight fail: their answers would come from the
             // old master. Their purposes ask again.
@@ -415,11 +404,11 @@ impl SaCore {
         } else {
             now + self.reregister_delay()
         };
-        self.proxy.schedule.register_at(Some(at));
+        self.proxy.register_at(Some(at));
         self.tables.refresh.register_now();
         // Whatever the master held for this port may be gone.
         let again = now + self.reregister_delay();
-        self.proxy.schedule.reregister_at(Some(again));
+        self.proxy.reregister_at(Some(again));
         self.handle_timeout(now);
     }
 
@@ -452,10 +441,8 @@ impl SaCore {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
         self.tables.refresh.schedule(None);
-        self.proxy.schedule.stop();
-        self.unsubscribe_all(now);
-        self.leave_all(now);
-        self.withdraw_canary(now);
+        let withdrawals = self.proxy.withdraw_all(now);
+        self.carry_out(now, withdrawals, None);
         self.withdraw_publication(now);
     }
 
@@ -490,11 +477,11 @@ impl SaCore {
                 self.local_membership(now, asker, false, mask, record)
             }
             Request::ListSubscriptions => {
-                let records = self.subscription_records(true);
+                let records = self.proxy.subscription_records(true);
                 self.answer_local_records(&asker, &records);
             }
             Request::ListGroups => {
-                let records = self.proxy.memberships.group_records();
+                let records = self.proxy.group_records();
                 self.answer_local_records(&asker, &records);
             }
             Request::Refresh => self.local_refresh(now, asker),
@@ -513,12 +500,11 @@ impl SaCore {
 
     /// Local connection `conn` closed: everything it held goes.
     pub fn handle_local_closed(&mut self, now: Instant, conn: ConnId) {
-        self.remove_subscriber(now, Subscriber::Local(conn));
-        self.remove_member(now, Member::Local(conn));
+        self.release_registrations(now, Subscriber::Local(conn), Member::Local(conn));
         self.forget_local_waiters(conn);
         self.tables.forget_refresh_waiters(conn);
         self.outbox.forget_conn(conn);
-        self.proxy.quotas.forget_conn(conn);
+        self.proxy.forget_conn(conn);
     }
 
     /// Handles one MAD the port received.
@@ -536,7 +522,7 @@ impl SaCore {
                 return;
             }
             Inbound::Answer { method, tid, mad } => {
-                if method == Method::REPORT_RESP && self.report_resp(tid) {
+                if method == Method::REPORT_RESP && self.proxy.report_resp(tid) {
                     return;
                 }
                 return self.answer_received(now, from, status, &mad, cut);
@@ -630,18 +616,18 @@ impl SaCore {
     /// socket's peer credentials). A connection never introduced counts
     /// as an unprivileged user of unknown ID.
     pub fn handle_local_opened(&mut self, conn: ConnId, user: LocalUser) {
-        self.proxy.quotas.introduce(conn, user);
+        self.proxy.introduce(conn, user);
     }
 
     /// Every owner holding or refused registrations, the most first.
     pub fn registrants(&self) -> Vec<Registrant> {
-        self.proxy.quotas.registrants()
+        self.proxy.registrants()
     }
 
     /// What this agent asked the master to hold for the port, being asked
     /// included.
     pub fn registrations(&self) -> Registrations {
-        self.proxy.record(self.port.gid)
+        self.proxy.record()
     }
 
     /// Changes whenever [`SaCore::registrations`] may have. A caller that
@@ -652,14 +638,14 @@ impl SaCore {
     /// the master holds costs the next agent only a leave the master
     /// refuses, so removals may wait.
     pub fn registrations_generation(&self) -> u64 {
-        self.proxy.schedule.generation()
+        self.proxy.generation()
     }
 
     /// The generation of the last change that may have added to
     /// [`SaCore::registrations`]: a record older than this must be
     /// written before the next request goes out.
     pub fn registrations_grown(&self) -> u64 {
-        self.proxy.schedule.grown()
+        self.proxy.grown()
     }
 
     /// Removes at the master what a previous agent of this port left
@@ -682,9 +668,8 @@ impl SaCore {
             groups = previous.groups.len(),
             "removing what a previous local-sa on this port left at the master"
         );
-        let (informs, joins) = self.proxy.adopt(now, previous);
-        self.apply_inform_effects(now, informs);
-        self.apply_membership_effects(now, joins, None);
+        let effects = self.proxy.adopt(now, previous);
+        self.carry_out(now, effects, None);
     }
 
     /// Moves whenever what [`SaCore::keep_tables`] gives may have changed
@@ -786,6 +771,24 @@ impl SaCore {
              few paths are checked against it"
         );
         Ok(records)
+    }
+
+    /// This port's status now (`lsaquery --status`).
+    fn status(&self, now: Instant) -> StatusReport {
+        let inputs = StatusInputs {
+            port: self.port,
+            master: self.master.policy.info(),
+            ready: self.is_ready(),
+            tables: &self.tables,
+            upkeep: self.upkeep_context(),
+            naming: &self.naming,
+            counters: self.counters(),
+            stats: &self.telemetry.stats,
+            registration_rate: (self.config.pace)
+                .port_registration_rate(self.tables.refresh.fabric_ports()),
+            registrants: self.registrants(),
+        };
+        status::report(&inputs, now)
     }
 
     /// Queues `body` with `status` for a local asker.

@@ -1,155 +1,179 @@
 //! What `lsaquery --status` shows of one port's agent: who it is, where
 //! its master is, how fresh its paths are, what it holds for its
-//! consumers.
+//! consumers — read from the groups `SaCore` holds, in a fixed order.
 
 use std::time::Instant;
 
-use crate::agent::SaCore;
+use crate::agent::master::policy::MasterInfo;
+use crate::agent::registrations::quotas::Registrant;
+use crate::agent::tables::PortTables;
+use crate::agent::tables::upkeep_rules::UpkeepContext;
+use crate::config::PortIdentity;
+use crate::counters::Counters;
+use crate::names::state::NameState;
 use crate::partitions::TableKey;
 use crate::request::StatusReport;
+use crate::stats::Stats;
 
 /// Owners the status lists, the most registrations first.
 const STATUS_REGISTRANTS: usize = 16;
 
-impl SaCore {
-    /// This port's status now, as named values in a fixed order.
-    pub(super) fn status(&self, now: Instant) -> StatusReport {
-        let ms = |t: Instant| now.saturating_duration_since(t).as_millis().to_string();
-        let c = self.counters();
-        let mut s = StatusReport::default();
-        s.push("port_gid", self.port.gid);
-        s.push("lid", self.port.lid);
-        s.push("sm_lid", self.port.sm_lid);
-        if let Some(m) = self.master.policy.info() {
-            s.push("master_sa_lid", m.sm_lid);
-            s.push("master_qos", if m.qos { "yes" } else { "no" });
-        }
-        let table = if self.is_ready() {
+/// What the status is made of.
+pub(super) struct StatusInputs<'a> {
+    pub(super) port: PortIdentity,
+    /// What the master's ClassPortInfo said, if it is known.
+    pub(super) master: Option<MasterInfo>,
+    /// The port's paths are complete.
+    pub(super) ready: bool,
+    pub(super) tables: &'a PortTables,
+    /// What the upkeep's rules go by.
+    pub(super) upkeep: UpkeepContext,
+    pub(super) naming: &'a NameState,
+    /// The counters, with the gauges read now.
+    pub(super) counters: Counters,
+    pub(super) stats: &'a Stats,
+    /// This port's share of the fabric's registration pace, per second.
+    pub(super) registration_rate: f64,
+    /// Owners holding or refused registrations, the most first.
+    pub(super) registrants: Vec<Registrant>,
+}
+
+/// This port's status now, as named values in a fixed order.
+pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
+    let ms = |t: Instant| now.saturating_duration_since(t).as_millis().to_string();
+    let c = &i.counters;
+    let mut s = StatusReport::default();
+    s.push("port_gid", i.port.gid);
+    s.push("lid", i.port.lid);
+    s.push("sm_lid", i.port.sm_lid);
+    if let Some(m) = i.master {
+        s.push("master_sa_lid", m.sm_lid);
+        s.push("master_qos", if m.qos { "yes" } else { "no" });
+    }
+    let table = if i.ready { "complete" } else { "incomplete" };
+    s.push("table", table);
+    s.push("records", i.tables.paths.store.len());
+    for (pkey, t) in i.tables.partitions.tables() {
+        let state = if t.is_complete(i.port.gid.guid()) {
             "complete"
         } else {
             "incomplete"
         };
-        s.push("table", table);
-        s.push("records", self.tables.paths.store.len());
-        for (pkey, t) in self.tables.partitions.tables() {
-            let state = if t.is_complete(self.port.gid.guid()) {
-                "complete"
-            } else {
-                "incomplete"
-            };
-            s.push(
-                "partition",
-                format!(
-                    "{} {state} records={}",
-                    TableKey::Partition(pkey),
-                    t.store.len()
-                ),
-            );
-        }
-        s.push("names", c.names);
-        if self.naming.publication().is_some() {
-            let published = if self.naming.published() {
-                "published"
-            } else {
-                "not_published"
-            };
-            s.push("directory", published);
-        }
-        if let Some((at, took)) = self.tables.refresh.last_fresh() {
-            s.push("last_refresh_age_ms", ms(at));
-            match took {
-                Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
-                None => s.push("last_refresh_by", "load"),
-            }
-        }
-        if self.tables.refresh.is_running()
-            && let Some(began) = self.tables.refresh.began()
-        {
-            s.push("refreshing_for_ms", ms(began));
-        }
-        if let Some(next) = self.tables.refresh.next() {
-            s.push(
-                "next_refresh_in_ms",
-                next.saturating_duration_since(now).as_millis(),
-            );
-        }
-        s.push("refresh_failures_in_a_row", self.tables.refresh.failures());
-        match self.tables.upkeep.lease() {
-            Some(lease) => {
-                s.push("kept_by", format!("distributor lid={}", lease.lid));
-                s.push("lease_s", lease.length.as_secs());
-                s.push(
-                    "lease_left_ms",
-                    lease.until.saturating_duration_since(now).as_millis(),
-                );
-            }
-            None => {
-                s.push("kept_by", "this port");
-                s.push("refresh_interval_s", self.periodic_interval().as_secs());
-                s.push("worst_staleness_s", self.worst_staleness().as_secs());
-                if self.tables.upkeep.change_pending() {
-                    s.push("change_refresh_pending", "yes");
-                }
-            }
-        }
-        if let Some(next) = self.tables.upkeep.check_next() {
-            s.push(
-                "next_check_in_ms",
-                next.saturating_duration_since(now).as_millis(),
-            );
-        }
-        for (name, value) in [
-            ("refreshes", c.refreshes),
-            ("refreshes_loaded", c.refreshes_loaded),
-            ("change_notices", c.change_notices),
-            ("change_refreshes", c.change_refreshes),
-            ("lease_renewals", c.lease_renewals),
-            ("leases_lapsed", c.leases_lapsed),
-            ("checks_passed", c.checks_passed),
-            ("checks_failed", c.checks_failed),
-            ("subscriptions", c.subscriptions),
-            ("subscribers", c.subscribers),
-            ("groups", c.groups),
-            ("members", c.members),
-            ("hits", c.hits),
-            ("misses", c.misses),
-            ("qos_cache_entries", c.qos_cache_entries),
-            ("qos_cache_bytes", c.qos_cache_bytes),
-            ("qos_cache_hits", c.qos_cache_hits),
-            ("qos_cache_fetches", c.qos_cache_fetches),
-            ("qos_cache_tables", c.qos_cache_tables),
-            ("qos_cache_evicted", c.qos_cache_evicted),
-            ("qos_cache_loaded", c.qos_cache_loaded),
-            ("upstream_in_flight", c.upstream_in_flight),
-            ("upstream_failures", c.upstream_failures),
-            ("errors", c.errors),
-            ("queries_queued", c.queries_queued),
-            ("upstream_refused", c.upstream_refused),
-            ("registrations_waiting", c.registrations_waiting),
-            ("registrations_in_flight", c.registrations_in_flight),
-            ("refused_groups", c.refused_groups),
-            ("refused_group_creations", c.refused_group_creations),
-            ("refused_subscriptions", c.refused_subscriptions),
-        ] {
-            s.push(name, value);
-        }
-        let (hits, misses) = self.telemetry.stats.last_minute.totals(now);
-        s.push("hits_last_minute", hits);
-        s.push("misses_last_minute", misses);
-        let rate = self
-            .config
-            .pace
-            .port_registration_rate(self.tables.refresh.fabric_ports());
-        s.push("registrations_per_s", format!("{rate:.1}"));
-        for r in self.registrants().iter().take(STATUS_REGISTRANTS) {
-            s.push(
-                "registrant",
-                format!(
-                    "{} groups={} created={} subscriptions={} refused={}",
-                    r.owner, r.groups, r.created, r.subscriptions, r.refused
-                ),
-            );
-        }
-        s
+        s.push(
+            "partition",
+            format!(
+                "{} {state} records={}",
+                TableKey::Partition(pkey),
+                t.store.len()
+            ),
+        );
     }
+    s.push("names", c.names);
+    if i.naming.publication().is_some() {
+        let published = if i.naming.published() {
+            "published"
+        } else {
+            "not_published"
+        };
+        s.push("directory", published);
+    }
+    if let Some((at, took)) = i.tables.refresh.last_fresh() {
+        s.push("last_refresh_age_ms", ms(at));
+        match took {
+            Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
+            None => s.push("last_refresh_by", "load"),
+        }
+    }
+    if i.tables.refresh.is_running()
+        && let Some(began) = i.tables.refresh.began()
+    {
+        s.push("refreshing_for_ms", ms(began));
+    }
+    if let Some(next) = i.tables.refresh.next() {
+        s.push(
+            "next_refresh_in_ms",
+            next.saturating_duration_since(now).as_millis(),
+        );
+    }
+    s.push("refresh_failures_in_a_row", i.tables.refresh.failures());
+    match i.tables.upkeep.lease() {
+        Some(lease) => {
+            s.push("kept_by", format!("distributor lid={}", lease.lid));
+            s.push("lease_s", lease.length.as_secs());
+            s.push(
+                "lease_left_ms",
+                lease.until.saturating_duration_since(now).as_millis(),
+            );
+        }
+        None => {
+            s.push("kept_by", "this port");
+            s.push(
+                "refresh_interval_s",
+                i.tables.periodic_interval(&i.upkeep).as_secs(),
+            );
+            s.push(
+                "worst_staleness_s",
+                i.tables.worst_staleness(&i.upkeep).as_secs(),
+            );
+            if i.tables.upkeep.change_pending() {
+                s.push("change_refresh_pending", "yes");
+            }
+        }
+    }
+    if let Some(next) = i.tables.upkeep.check_next() {
+        s.push(
+            "next_check_in_ms",
+            next.saturating_duration_since(now).as_millis(),
+        );
+    }
+    for (name, value) in [
+        ("refreshes", c.refreshes),
+        ("refreshes_loaded", c.refreshes_loaded),
+        ("change_notices", c.change_notices),
+        ("change_refreshes", c.change_refreshes),
+        ("lease_renewals", c.lease_renewals),
+        ("leases_lapsed", c.leases_lapsed),
+        ("checks_passed", c.checks_passed),
+        ("checks_failed", c.checks_failed),
+        ("subscriptions", c.subscriptions),
+        ("subscribers", c.subscribers),
+        ("groups", c.groups),
+        ("members", c.members),
+        ("hits", c.hits),
+        ("misses", c.misses),
+        ("qos_cache_entries", c.qos_cache_entries),
+        ("qos_cache_bytes", c.qos_cache_bytes),
+        ("qos_cache_hits", c.qos_cache_hits),
+        ("qos_cache_fetches", c.qos_cache_fetches),
+        ("qos_cache_tables", c.qos_cache_tables),
+        ("qos_cache_evicted", c.qos_cache_evicted),
+        ("qos_cache_loaded", c.qos_cache_loaded),
+        ("upstream_in_flight", c.upstream_in_flight),
+        ("upstream_failures", c.upstream_failures),
+        ("errors", c.errors),
+        ("queries_queued", c.queries_queued),
+        ("upstream_refused", c.upstream_refused),
+        ("registrations_waiting", c.registrations_waiting),
+        ("registrations_in_flight", c.registrations_in_flight),
+        ("refused_groups", c.refused_groups),
+        ("refused_group_creations", c.refused_group_creations),
+        ("refused_subscriptions", c.refused_subscriptions),
+    ] {
+        s.push(name, value);
+    }
+    let (hits, misses) = i.stats.last_minute.totals(now);
+    s.push("hits_last_minute", hits);
+    s.push("misses_last_minute", misses);
+    let rate = i.registration_rate;
+    s.push("registrations_per_s", format!("{rate:.1}"));
+    for r in i.registrants.iter().take(STATUS_REGISTRANTS) {
+        s.push(
+            "registrant",
+            format!(
+                "{} groups={} created={} subscriptions={} refused={}",
+                r.owner, r.groups, r.created, r.subscriptions, r.refused
+            ),
+        );
+    }
+    s
 }

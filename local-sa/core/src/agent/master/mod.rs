@@ -40,6 +40,11 @@ impl MasterLink {
         }
     }
 
+    /// True while a request for `purpose` is in flight to the master.
+    pub(in crate::agent) fn asking(&self, purpose: &Purpose) -> bool {
+        self.requester.any_pending(|p| p == purpose)
+    }
+
     /// True when nothing is in flight to the master, or waiting to go.
     pub(in crate::agent) fn is_idle(&self) -> bool {
         self.requester.in_flight() == 0

@@ -186,7 +186,7 @@ impl SaCore {
                 self.walk_answered(now, epoch, table, dlid, answer)
             }
             Purpose::GidInService { guid, table } => {
-                self.gid_in_service_answered(guid, table, Some(answer))
+                (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, Some(answer))
             }
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, Some(answer.status()))
@@ -232,7 +232,7 @@ impl SaCore {
             Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
             Purpose::GidInService { guid, table } => {
-                self.gid_in_service_answered(guid, table, None)
+                (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, None)
             }
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, None)

@@ -10,8 +10,11 @@
 //! port; subscribers anywhere on the fabric). The agent's own
 //! subscriptions count against nobody.
 
+use std::time::Instant;
+
 use informinfo::Filter;
 use mad_codec::Gid;
+use tracing::warn;
 
 use crate::agent::counterparts::{Asker, Member, Subscriber};
 use crate::agent::registrations::RegistrationProxy;
@@ -160,6 +163,38 @@ impl RegistrationProxy {
         let only = filter.map(|f| [f]);
         self.quotas
             .settle_subscriber(&s, only.as_ref().map(|f| &f[..]), |f| registry.holds(&s, f));
+    }
+
+    /// Who this port's registrations count against.
+    pub(super) fn owners(&self) -> Owners {
+        Owners {
+            port_gid: self.port_gid,
+            limits: self.config.limits,
+        }
+    }
+
+    /// A registration refused by its owner's limit: counted, and logged at
+    /// most once a minute per owner.
+    pub(super) fn registration_refused(&mut self, now: Instant, refusal: Refusal) {
+        let Refusal { owner, what, limit } = refusal;
+        match what {
+            Refused::Group => self.counts.refused_groups += 1,
+            Refused::Creation => self.counts.refused_group_creations += 1,
+            Refused::Subscription => self.counts.refused_subscriptions += 1,
+        }
+        let (kind, source) = match owner {
+            Owner::User(uid) => ("registration limit of a user", uid),
+            Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),
+        };
+        if let Some(earlier_not_logged) = self.log_limit.allow(now, kind, source) {
+            warn!(
+                %owner,
+                refused = what.describe(),
+                limit,
+                earlier_not_logged,
+                "a registration past its owner's limit: refused with ERR_NO_RESOURCES"
+            );
+        }
     }
 
     /// A refusal, noted against its owner.

@@ -17,16 +17,17 @@
 //! lease — an audit that found it, so that a renewal never hides a master
 //! that lost its state.
 
-use crate::log_limit::answer_status;
 use std::time::{Duration, Instant};
 
 use mad_codec::attr::service_record::mask as sr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, MadStatus, Method, SaMadBuilder, ServiceRecord};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use crate::agent::SaCore;
 use crate::agent::master::purpose::{CanaryStep, Purpose};
+use crate::agent::registrations::RegistrationProxy;
+use crate::agent::registrations::effect::ProxyEffect;
+use crate::log_limit::answer_status;
 
 /// The canary's ServiceID ("LOCALSA" in ASCII, then 1).
 pub(crate) const SERVICE_ID: u64 = 0x4C4F_4341_4C53_4101;
@@ -38,11 +39,11 @@ pub(crate) fn canary_lease(audit_interval: Duration) -> Duration {
     (audit_interval * 3).max(Duration::from_secs(15 * 60))
 }
 
-impl SaCore {
+impl RegistrationProxy {
     fn canary_record(&self) -> ServiceRecord {
         let mut r = ServiceRecord::new_zeroed();
         r.set_service_id(SERVICE_ID);
-        r.set_service_gid(self.port.gid);
+        r.set_service_gid(self.port_gid);
         r.set_service_pkey(0xFFFF);
         let lease = canary_lease(self.config.audit_interval).as_secs();
         r.set_service_lease(u32::try_from(lease).unwrap_or(ServiceRecord::INFINITE_LEASE - 1));
@@ -50,7 +51,7 @@ impl SaCore {
         r
     }
 
-    fn send_canary(&mut self, now: Instant, method: Method, step: CanaryStep) {
+    fn canary_request(&self, method: Method, step: CanaryStep) -> ProxyEffect {
         let mask = match method {
             Method::SET => {
                 sr::SERVICE_ID
@@ -64,40 +65,46 @@ impl SaCore {
         let mut b = SaMadBuilder::request(method, 0, AttributeId::SERVICE_RECORD)
             .record(&self.canary_record());
         b.header_mut().sa.set_component_mask(mask);
-        self.send_upstream(now, Purpose::Canary(step), &b.into_bytes());
-    }
-
-    /// Registers the canary at the master.
-    pub(in crate::agent) fn register_canary(&mut self, now: Instant) {
-        if !self
-            .master
-            .requester
-            .any_pending(|p| *p == Purpose::Canary(CanaryStep::Register))
-        {
-            self.send_canary(now, Method::SET, CanaryStep::Register);
+        ProxyEffect::Send {
+            purpose: Purpose::Canary(step),
+            request: b.into_bytes(),
         }
     }
 
-    /// Asks the master whether it still has the canary.
-    pub(in crate::agent) fn audit(&mut self, now: Instant) {
-        if self.proxy.schedule.canary_held()
-            && !self
-                .master
-                .requester
-                .any_pending(|p| *p == Purpose::Canary(CanaryStep::Audit))
-        {
-            self.send_canary(now, Method::GET, CanaryStep::Audit);
-        }
-        self.proxy
-            .schedule
+    /// Registers the canary at the master, unless that is being asked
+    /// (`asking` says what is in flight).
+    pub(in crate::agent) fn register_canary(
+        &self,
+        asking: impl Fn(&Purpose) -> bool,
+    ) -> Option<ProxyEffect> {
+        let step = CanaryStep::Register;
+        (!asking(&Purpose::Canary(step))).then(|| self.canary_request(Method::SET, step))
+    }
+
+    /// True when the canary's audit is due.
+    pub(in crate::agent) fn audit_due(&self, now: Instant) -> bool {
+        self.schedule.audit_due(now)
+    }
+
+    /// Asks the master whether it still has the canary (if it took it,
+    /// and unless that is being asked); the next audit one interval on.
+    pub(in crate::agent) fn audit(
+        &mut self,
+        now: Instant,
+        asking: impl Fn(&Purpose) -> bool,
+    ) -> Option<ProxyEffect> {
+        self.schedule
             .audit_at(Some(now + self.config.audit_interval));
+        let step = CanaryStep::Audit;
+        (self.schedule.canary_held() && !asking(&Purpose::Canary(step)))
+            .then(|| self.canary_request(Method::GET, step))
     }
 
-    /// Withdraws the canary (shutdown).
-    pub(in crate::agent) fn withdraw_canary(&mut self, now: Instant) {
-        if self.proxy.schedule.canary_gone() {
-            self.send_canary(now, Method::DELETE, CanaryStep::Withdraw);
-        }
+    /// Withdraws the canary if the master took it (shutdown).
+    pub(super) fn withdraw_canary(&mut self) -> Option<ProxyEffect> {
+        self.schedule
+            .canary_gone()
+            .then(|| self.canary_request(Method::DELETE, CanaryStep::Withdraw))
     }
 
     /// The master answered a canary request with `status` (`None`: it did
@@ -107,45 +114,30 @@ impl SaCore {
         now: Instant,
         step: CanaryStep,
         status: Option<MadStatus>,
-    ) {
+        asking: impl Fn(&Purpose) -> bool,
+    ) -> Option<ProxyEffect> {
         match (step, status) {
             (CanaryStep::Register, Some(MadStatus::OK)) => {
                 debug!("canary ServiceRecord registered at the master");
                 let renew_at = now + canary_lease(self.config.audit_interval) / 2;
-                self.proxy.schedule.canary_taken(renew_at);
+                self.schedule.canary_taken(renew_at);
+                None
             }
             (CanaryStep::Register, other) => {
                 warn!(status = %answer_status(other), "the master did not take the canary ServiceRecord; master restarts will go unnoticed");
-                self.retry_registration(now);
+                Some(ProxyEffect::RetryRegistration)
             }
             (CanaryStep::Audit, Some(MadStatus::ERR_NO_RECORDS)) => {
-                info!(
-                    master = self.port.sm_lid,
-                    "the master SA lost this port's registrations (restarted?): registering again"
-                );
-                self.proxy.schedule.canary_gone();
-                self.master_lost_state(now);
+                self.schedule.canary_gone();
+                Some(ProxyEffect::MasterLostState)
             }
             (CanaryStep::Audit, Some(MadStatus::OK))
-                if self.proxy.schedule.take_canary_renewal_due(now) =>
+                if self.schedule.take_canary_renewal_due(now) =>
             {
                 // Still there: its lease starts again.
-                self.register_canary(now);
+                self.register_canary(asking)
             }
-            (CanaryStep::Audit, _) | (CanaryStep::Withdraw, _) => {}
+            (CanaryStep::Audit, _) | (CanaryStep::Withdraw, _) => None,
         }
-    }
-
-    /// Everything the master held for this port is gone: subscriptions,
-    /// memberships, the canary, and (perhaps) its view of the paths.
-    fn master_lost_state(&mut self, now: Instant) {
-        self.master.policy.forget();
-        self.proxy.schedule.register_at(Some(now));
-        let again = now + self.reregister_delay();
-        self.proxy.schedule.reregister_at(Some(again));
-        self.tables
-            .refresh
-            .schedule(Some(now + self.refresh_delay()));
-        self.naming.keep_after_next_refresh(true);
     }
 }

@@ -8,6 +8,7 @@ pub(in crate::agent) mod cache_control;
 pub(in crate::agent) mod check;
 pub(in crate::agent) mod kept;
 pub(in crate::agent) mod loads;
+pub(in crate::agent) mod port_paths;
 pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
 pub(in crate::agent) mod upkeep;

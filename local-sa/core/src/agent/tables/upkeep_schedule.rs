@@ -386,7 +386,7 @@ impl SaCore {
     fn registration_after_first_refresh(&mut self, now: Instant) {
         if self.tables.refresh.take_register_after() {
             let at = now + self.reregister_delay();
-            self.proxy.schedule.register_at(Some(at));
+            self.proxy.register_at(Some(at));
         }
     }
 
@@ -395,8 +395,7 @@ impl SaCore {
     pub(in crate::agent) fn reregister_delay(&self) -> Duration {
         // The master's ClassPortInfo, the canary and this port's directory
         // record, besides what its consumers hold.
-        let own =
-            self.proxy.subscriptions.registry().filters() + self.proxy.memberships.groups() + 3;
+        let own = self.proxy.upstream_registrations() + 3;
         let window = self
             .config
             .pace
