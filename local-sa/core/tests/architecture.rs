@@ -545,8 +545,8 @@ const SA_CORE_IMPL_FILES: [&str; 8] = [
     "agent/answers/reply.rs",
     "agent/master/upstream.rs",
     "agent/mod.rs",
-    "agent/names/mod.rs",
     "agent/routing/registrations.rs",
+    "agent/routing/tables.rs",
     "agent/tables/loads.rs",
     "agent/tables/upkeep_schedule.rs",
 ];

@@ -53,7 +53,6 @@
 mod answers;
 mod counterparts;
 mod master;
-mod names;
 mod outbox;
 mod registrations;
 mod routing;
@@ -63,6 +62,7 @@ mod telemetry;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use mad_codec::{AttributeId, MadStatus, Method};
@@ -85,6 +85,7 @@ use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
 use crate::kept_tables::Kept;
 use crate::load_flags::NAMES_TABLE;
+use crate::names::directory::Publication;
 use crate::names::hosts::Names;
 use crate::names::state::NameState;
 use crate::outlook::Outlook;
@@ -670,6 +671,31 @@ impl SaCore {
         );
         let effects = self.proxy.adopt(now, previous);
         self.carry_out(now, effects, None);
+    }
+
+    /// The names and addresses learned from the master SA (shared: the
+    /// table is replaced whole when it changes, never changed in place).
+    pub fn names(&self) -> &Arc<Names> {
+        self.naming.names()
+    }
+
+    /// A number that changes whenever [`SaCore::names`] does.
+    pub fn names_generation(&self) -> u64 {
+        self.naming.generation()
+    }
+
+    /// Publishes `publication` as this port's directory record (`None`
+    /// withdraws it).
+    pub fn publish(&mut self, now: Instant, publication: Option<Publication>) {
+        let withdraw = publication.is_none();
+        if !self.naming.set_publication(publication) {
+            return;
+        }
+        if withdraw {
+            self.withdraw_publication(now);
+        } else if !self.shutting_down {
+            self.send_publication(now);
+        }
     }
 
     /// Moves whenever what [`SaCore::keep_tables`] gives may have changed

@@ -199,10 +199,10 @@ impl SaCore {
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
             Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
             Purpose::Names { epoch, table, key } => {
-                self.names_answered(now, epoch, table, key, answer)
+                self.names_answered(now, epoch, (table, key), answer)
             }
             Purpose::Publish { register } => {
-                self.publication_answered(register, Some(answer.status()))
+                (self.naming).publication_answered(register, Some(answer.status()))
             }
             Purpose::Check { round, question } => {
                 self.check_answered(now, round, question, Some(answer))
@@ -248,7 +248,7 @@ impl SaCore {
             Purpose::Membership(op) => self.membership_answered(now, op, None),
             Purpose::Canary(step) => self.canary_answered(now, step, None),
             Purpose::Names { epoch, .. } => self.names_failed(epoch),
-            Purpose::Publish { register } => self.publication_answered(register, None),
+            Purpose::Publish { register } => self.naming.publication_answered(register, None),
             Purpose::Check { round, question } => self.check_answered(now, round, question, None),
         }
     }

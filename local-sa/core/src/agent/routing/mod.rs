@@ -2,3 +2,4 @@
 //! decide: one file per group whose effects reach beyond it.
 
 mod registrations;
+mod tables;

@@ -339,6 +339,26 @@ impl SaCore {
         }
     }
 
+    /// Registers (or renews) this port's directory record, unless that
+    /// is being asked.
+    pub(in crate::agent) fn send_publication(&mut self, now: Instant) {
+        let purpose = Purpose::Publish { register: true };
+        if self.master.asking(&purpose) {
+            return;
+        }
+        let interval = self.config.refresh_interval;
+        if let Some(request) = self.naming.publication_request(self.port.gid, interval) {
+            self.send_upstream(now, purpose, &request);
+        }
+    }
+
+    /// Withdraws this port's directory record if the master holds it.
+    pub(in crate::agent) fn withdraw_publication(&mut self, now: Instant) {
+        if let Some(request) = self.naming.withdrawal_request(self.port.gid) {
+            self.send_upstream(now, Purpose::Publish { register: false }, &request);
+        }
+    }
+
     /// Everything the master held for this port is gone: subscriptions,
     /// memberships, the canary, and (perhaps) its view of the paths.
     fn master_lost_state(&mut self, now: Instant) {

@@ -44,14 +44,14 @@ use tracing::{info, warn};
 use crate::address::Transmit;
 use crate::agent::SaCore;
 use crate::agent::master::purpose::Purpose;
-use crate::agent::names::loads::names_table;
 use crate::agent::tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
 };
 use crate::names::hosts::Names;
-use crate::names::state::{NameTable, TableFetch};
+use crate::names::loads::names_table;
+use crate::names::state::NameTable;
 use crate::partitions::{PathTable, TableKey, partition_of};
 use crate::respond;
 use crate::transfers::Event;
@@ -280,7 +280,7 @@ impl SaCore {
     }
 
     /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
-    /// MAD, or a segment of an RMPP transfer ([`crate::agent::names::loads`]).
+    /// MAD, or a segment of an RMPP transfer ([`crate::names::loads`]).
     pub(in crate::agent) fn names_load(&mut self, now: Instant, request: &SaRequest) {
         let Some((header, data)) = self.take_load(now, request) else {
             return;
@@ -314,17 +314,12 @@ impl SaCore {
     /// Makes `names` the `table` half of the names: a fetch from the
     /// master (running or due) is given up for the loaded one.
     fn take_names_table(&mut self, table: NameTable, names: Names) {
-        if !self.naming.fetching_loads() {
+        let epoch = self.tables.refresh.epoch();
+        if self.naming.table_loaded(epoch, table, names) {
             self.master
                 .requester
                 .forget(|p| matches!(p, Purpose::Names { .. }));
-            self.naming.begin_fetch(self.tables.refresh.epoch(), true);
         }
-        let Some(fetch) = self.naming.fetch() else {
-            return;
-        };
-        *fetch.names(table) = names;
-        *fetch.table(table) = TableFetch::Done;
         self.finish_name_fetch();
     }
 

@@ -17,20 +17,20 @@
 //! are: the SM_Key is what vouches for them.
 //!
 //! Here: a table's records as names ([`names_table`]); the load's routing
-//! (key, counters, answer) is with the other loads' (`tables/loads.rs`).
+//! (key, counters, answer) is with the other loads' (`agent::tables::loads`).
 
 use mad_codec::{AttributeId, NodeRecord, Records, ServiceRecord};
 
-use super::{add_directory_names, add_node_names};
-use crate::names::hosts::Names;
-use crate::names::state::NameTable;
+use super::fetching::{add_directory_names, add_node_names};
+use super::hosts::Names;
+use super::state::NameTable;
 
 /// A names table's records (`data`, each `offset` bytes apart) of
 /// `attribute` (NodeRecords, else directory ServiceRecords), as names
 /// under the subnet `prefix`: which half of the names it is, and the
 /// names with how many records were names records; `Err` if the offset is
 /// shorter than a record.
-pub(in crate::agent) fn names_table(
+pub(crate) fn names_table(
     attribute: AttributeId,
     data: &[u8],
     offset: u16,
