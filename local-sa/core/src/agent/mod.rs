@@ -55,6 +55,7 @@ mod counterparts;
 mod master;
 mod outbox;
 mod registrations;
+mod replies;
 mod routing;
 mod status;
 mod tables;
@@ -76,6 +77,7 @@ use self::master::purpose::Purpose;
 use self::outbox::Outbox;
 use self::registrations::RegistrationProxy;
 pub use self::registrations::quotas::Registrant;
+use self::replies::Replies;
 use self::status::StatusInputs;
 use self::tables::PortTables;
 use self::telemetry::Telemetry;
@@ -310,7 +312,7 @@ impl SaCore {
         }
         self.release_queued(now);
         for event in self.transfers.handle_timeout(now, &mut self.outbox.mads) {
-            self.count_transfer(now, &event);
+            self.reply().count_transfer(now, &event);
         }
         self.answers.forwarding.prune(now);
         let due = self.proxy.handle_timeout(now);
@@ -463,13 +465,15 @@ impl SaCore {
                     lid: self.port.lid,
                     sm_lid: self.port.sm_lid,
                 };
-                self.reply_local(&asker, MadStatus::OK, LocalBody::Hello(hello));
+                self.reply()
+                    .reply_local(&asker, MadStatus::OK, LocalBody::Hello(hello));
             }
             Request::PathQuery { query, lookup } => {
                 if query.method == Method::GET || query.method == Method::GET_TABLE {
                     self.path_request(now, asker, query, lookup);
                 } else {
-                    self.answer_status(&asker, MadStatus::METHOD_ATTR_UNSUPPORTED);
+                    self.reply()
+                        .answer_status(&asker, MadStatus::METHOD_ATTR_UNSUPPORTED);
                 }
             }
             Request::Inform(ii) => self.local_inform(now, asker, &ii),
@@ -479,11 +483,11 @@ impl SaCore {
             }
             Request::ListSubscriptions => {
                 let records = self.proxy.subscription_records(true);
-                self.answer_local_records(&asker, &records);
+                self.reply().answer_local_records(&asker, &records);
             }
             Request::ListGroups => {
                 let records = self.proxy.group_records();
-                self.answer_local_records(&asker, &records);
+                self.reply().answer_local_records(&asker, &records);
             }
             Request::Refresh => self.local_refresh(now, asker),
             Request::Flush => self.local_flush(now, &asker),
@@ -494,7 +498,8 @@ impl SaCore {
             } => self.local_dump(&asker, from, max, partition),
             Request::Status => {
                 let status = self.status(now);
-                self.reply_local(&asker, MadStatus::OK, LocalBody::Status(status));
+                self.reply()
+                    .reply_local(&asker, MadStatus::OK, LocalBody::Status(status));
             }
         }
     }
@@ -532,7 +537,7 @@ impl SaCore {
             Inbound::Request(request) => request,
         };
         if request.header().mad.check_versions().is_err() {
-            return self.respond_error(&request, MadStatus::BAD_VERSION);
+            return self.reply().respond_error(&request, MadStatus::BAD_VERSION);
         }
         match (request.attribute(), request.method()) {
             (AttributeId::PATH_RECORD, Method::GET | Method::GET_TABLE) => {
@@ -546,7 +551,7 @@ impl SaCore {
             {
                 self.names_load(now, &request)
             }
-            (AttributeId::CLASS_PORT_INFO, Method::GET) => self.class_port_info(&request),
+            (AttributeId::CLASS_PORT_INFO, Method::GET) => self.reply().class_port_info(&request),
             (AttributeId::NOTICE, Method::REPORT) => self.report(now, &request),
             (AttributeId::INFORM_INFO, Method::SET) => self.inform_info_set(now, request),
             (AttributeId::MC_MEMBER_RECORD, Method::SET | Method::DELETE) => {
@@ -568,7 +573,8 @@ impl SaCore {
                     lid = request.from.lid,
                     "unsupported method/attribute"
                 );
-                self.respond_error(&request, MadStatus::METHOD_ATTR_UNSUPPORTED);
+                self.reply()
+                    .respond_error(&request, MadStatus::METHOD_ATTR_UNSUPPORTED);
             }
         }
     }
@@ -603,14 +609,14 @@ impl SaCore {
                 .transfers
                 .control(now, &peer, tid, mad, &mut self.outbox.mads)
             {
-                self.count_transfer(now, &e);
+                self.reply().count_transfer(now, &e);
             }
         } else if self.transfers.is_receiving(&control.from, tid)
             && let Some(e) =
                 self.transfers
                     .segment(now, &control.from, tid, mad, &mut self.outbox.mads)
         {
-            self.count_transfer(now, &e);
+            self.reply().count_transfer(now, &e);
         }
     }
     /// Local connection `conn` is `user`'s (the door knows it from the
@@ -817,23 +823,13 @@ impl SaCore {
         status::report(&inputs, now)
     }
 
-    /// Queues `body` with `status` for a local asker.
-    fn reply_local(&mut self, asker: &Asker, status: MadStatus, body: LocalBody) {
-        if let Asker::Local {
-            conn,
-            id,
-            kind,
-            waited,
-        } = *asker
-        {
-            self.outbox.local.push_back(LocalReply {
-                conn,
-                request: id,
-                answers: Some(kind),
-                status,
-                from_master: waited,
-                body,
-            });
+    /// Lends what answers askers (see [`Replies`]).
+    fn reply(&mut self) -> Replies<'_> {
+        Replies {
+            outbox: &mut self.outbox,
+            transfers: &mut self.transfers,
+            telemetry: &mut self.telemetry,
+            upstream_timeout: self.config.upstream_timeout,
         }
     }
 }

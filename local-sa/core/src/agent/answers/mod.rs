@@ -8,7 +8,6 @@ pub(in crate::agent) mod paths;
 pub(in crate::agent) mod qos_cache;
 pub(in crate::agent) mod qos_loads;
 pub(in crate::agent) mod qos_tables;
-pub(in crate::agent) mod reply;
 
 use crate::agent::answers::forward::Forwarding;
 use crate::agent::answers::qos_cache::QosCache;

@@ -92,7 +92,7 @@ impl SaCore {
             }
             Outcome::Status(status) => {
                 self.count_hit(now);
-                self.answer_status(&asker, status);
+                self.reply().answer_status(&asker, status);
             }
             Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
                 if lookup == Lookup::Anywhere && self.awaiting_master_info() =>
@@ -113,14 +113,17 @@ impl SaCore {
                 }
                 match lookup {
                     Lookup::CacheOnly => {
-                        self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                        self.reply()
+                            .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
                         if self.answers.forwarding.prefetch(query) {
                             self.send_forward(now, query);
                         }
                         return;
                     }
                     Lookup::KnownOnly => {
-                        return self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                        return self
+                            .reply()
+                            .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
                     }
                     Lookup::Anywhere | Lookup::Master => {}
                 }
@@ -174,18 +177,21 @@ impl SaCore {
     ) {
         match lookup {
             Lookup::CacheOnly => {
-                self.answer_status(&asker, MadStatus::ERR_NO_RECORDS);
+                self.reply()
+                    .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
                 let fetch = self.answers.qos_cache.prefetch(key);
                 self.send_fetch(now, fetch);
             }
-            Lookup::KnownOnly => self.answer_status(&asker, MadStatus::ERR_NO_RECORDS),
+            Lookup::KnownOnly => self
+                .reply()
+                .answer_status(&asker, MadStatus::ERR_NO_RECORDS),
             Lookup::Anywhere | Lookup::Master => {
                 match self.answers.qos_cache.wait(key, asker, query) {
                     Waited::For(Fetch::Nothing) => self.telemetry.counters.coalesced += 1,
                     Waited::For(fetch) => self.send_fetch(now, fetch),
                     Waited::Full(asker) => {
                         self.telemetry.counters.upstream_refused += 1;
-                        self.answer_status(&asker, MadStatus::BUSY);
+                        self.reply().answer_status(&asker, MadStatus::BUSY);
                     }
                 }
             }
@@ -278,7 +284,7 @@ impl SaCore {
     fn act_on_pair(&mut self, now: Instant, asker: Asker, query: PathQuery, outcome: Outcome) {
         match outcome {
             Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
-            Outcome::Status(status) => self.answer_status(&asker, status),
+            Outcome::Status(status) => self.reply().answer_status(&asker, status),
             // An SL the master must judge.
             Outcome::Pair(key) => self.pair_again(now, asker, query, key),
             // A port gone meanwhile.
@@ -325,7 +331,7 @@ impl SaCore {
     /// are answered BUSY, as for any query the master left unanswered.
     pub(in crate::agent) fn qos_table_failed(&mut self, key: &SourceKey) {
         for (_, asker, _) in self.answers.qos_cache.release_table(key, true).0 {
-            self.answer_status(&asker.waited(), MadStatus::BUSY);
+            self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
 
@@ -333,7 +339,7 @@ impl SaCore {
     /// are answered BUSY, as for any query the master left unanswered.
     pub(in crate::agent) fn pair_failed(&mut self, key: &PairKey) {
         for (asker, _) in self.answers.qos_cache.release(key).0 {
-            self.answer_status(&asker.waited(), MadStatus::BUSY);
+            self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
 
@@ -368,7 +374,7 @@ impl SaCore {
             Join::Joined => self.telemetry.counters.coalesced += 1,
             Join::Full(asker) => {
                 self.telemetry.counters.upstream_refused += 1;
-                self.answer_status(&asker, MadStatus::BUSY);
+                self.reply().answer_status(&asker, MadStatus::BUSY);
             }
         }
     }
@@ -394,7 +400,7 @@ impl SaCore {
             ));
             return;
         }
-        self.answer_data(
+        self.reply().answer_data(
             now,
             request,
             packed(records.iter()),
@@ -408,15 +414,15 @@ impl SaCore {
             stride: PathRecord::LEN,
             data,
         };
-        self.reply_local(asker, MadStatus::OK, body);
+        self.reply().reply_local(asker, MadStatus::OK, body);
     }
 
     fn answer_waiter(&mut self, now: Instant, w: &Asker, answer: &PathAnswer) {
         if answer.status != MadStatus::OK {
-            return self.answer_status(w, answer.status);
+            return self.reply().answer_status(w, answer.status);
         }
         match w {
-            Asker::Mad(request) => self.answer_data(
+            Asker::Mad(request) => self.reply().answer_data(
                 now,
                 request,
                 answer.data.clone(),
@@ -462,8 +468,10 @@ impl SaCore {
             }
             for w in waiters {
                 match &w {
-                    Asker::Mad(request) => self.relay_to(request, answer.mad()),
-                    Asker::Local { .. } => self.answer_status(&w, MadStatus::ERR_NO_RESOURCES),
+                    Asker::Mad(request) => self.reply().relay_to(request, answer.mad()),
+                    Asker::Local { .. } => {
+                        self.reply().answer_status(&w, MadStatus::ERR_NO_RESOURCES)
+                    }
                 }
             }
             return;

@@ -126,14 +126,14 @@ impl SaCore {
         match purpose {
             Purpose::Forward(query) => {
                 for w in self.answers.forwarding.release(&query) {
-                    self.answer_status(&w.waited(), MadStatus::BUSY);
+                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
             Purpose::Pair(key) => self.pair_failed(&key),
             Purpose::QosTable(key) => self.qos_table_failed(&key),
             Purpose::Relay(request) => {
                 self.master.lanes.relay_done();
-                self.respond_error(&request, MadStatus::BUSY);
+                self.reply().respond_error(&request, MadStatus::BUSY);
             }
             _ => {}
         }
@@ -145,7 +145,7 @@ impl SaCore {
     pub(in crate::agent) fn relay_upstream(&mut self, now: Instant, request: SaRequest) {
         if !self.master.lanes.relay_out() {
             self.telemetry.counters.relays_refused += 1;
-            return self.respond_error(&request, MadStatus::BUSY);
+            return self.reply().respond_error(&request, MadStatus::BUSY);
         }
         self.telemetry.counters.relayed += 1;
         let mad = request.mad().clone();
@@ -193,7 +193,7 @@ impl SaCore {
             }
             Purpose::Relay(request) => {
                 self.master.lanes.relay_done();
-                self.relay_answer(now, &request, answer);
+                self.reply().relay_answer(now, &request, answer);
             }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
@@ -225,7 +225,7 @@ impl SaCore {
         match purpose {
             Purpose::Forward(query) => {
                 for w in self.answers.forwarding.release(&query) {
-                    self.answer_status(&w.waited(), MadStatus::BUSY);
+                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
             Purpose::Pair(key) => self.pair_failed(&key),
@@ -239,7 +239,7 @@ impl SaCore {
             }
             Purpose::Relay(request) => {
                 self.master.lanes.relay_done();
-                self.respond_error(&request, MadStatus::BUSY);
+                self.reply().respond_error(&request, MadStatus::BUSY);
             }
             Purpose::MasterInfo => {
                 self.retry_registration(now);

@@ -141,7 +141,9 @@ impl SaCore {
     /// A Set(InformInfo) from a port.
     pub(in crate::agent) fn inform_info_set(&mut self, now: Instant, request: SaRequest) {
         let Some(wire) = request.record::<InformInfo>() else {
-            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+            return self
+                .reply()
+                .respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
         let ii = InformInfoRepr::parse(&wire);
         let trusted = self.trusted(request.sm_key());
@@ -149,12 +151,16 @@ impl SaCore {
             Ok(f) => f,
             Err(e) => {
                 debug!(lid = request.from.lid, error = %e, "InformInfo refused");
-                return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+                return self
+                    .reply()
+                    .respond_error(&request, MadStatus::ERR_REQ_INVALID);
             }
         };
         let Some(gid) = self.gid_of(&request.from) else {
             // OpenSM: an unknown requester LID is ERR_REQ_INVALID.
-            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+            return self
+                .reply()
+                .respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
         let subscriber = Subscriber::Mad {
             gid,
@@ -175,7 +181,9 @@ impl SaCore {
         let ii = InformInfoRepr::parse(wire);
         // Local consumers are on this node: as trusted as the agent.
         let Ok(filter) = Filter::of(&ii, true) else {
-            return self.answer_status(&asker, MadStatus::ERR_REQ_INVALID);
+            return self
+                .reply()
+                .answer_status(&asker, MadStatus::ERR_REQ_INVALID);
         };
         let s = Subscriber::Local(conn);
         let effects = (self.proxy).subscription_request(now, s, filter, ii.subscribe == 1, asker);
@@ -187,10 +195,10 @@ impl SaCore {
     /// 4; an error echoes the request), a local program with the status.
     fn answer_inform(&mut self, asker: &Asker, status: MadStatus) {
         let Asker::Mad(request) = asker else {
-            return self.answer_status(asker, status);
+            return self.reply().answer_status(asker, status);
         };
         if status != MadStatus::OK {
-            return self.respond_error(request, status);
+            return self.reply().respond_error(request, status);
         }
         let header = respond::success_header(request.header(), InformInfo::ATTRIBUTE_OFFSET);
         let data = request.data();
@@ -382,7 +390,7 @@ impl SaCore {
         let template = request.template::<InformInfoRecord>();
         let trusted = self.trusted(request.sm_key());
         match (self.proxy).inform_info_records(&template, request.mask(), trusted) {
-            Some(records) => self.answer_table(now, &request, &records),
+            Some(records) => self.reply().answer_table(now, &request, &records),
             None => self.relay_upstream(now, request),
         }
     }
@@ -396,10 +404,14 @@ impl SaCore {
                 lid = request.from.lid,
                 "a join or leave from another port: refused"
             );
-            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+            return self
+                .reply()
+                .respond_error(&request, MadStatus::ERR_REQ_INVALID);
         }
         let Some(record) = request.record::<McMemberRecord>() else {
-            return self.respond_error(&request, MadStatus::ERR_REQ_INVALID);
+            return self
+                .reply()
+                .respond_error(&request, MadStatus::ERR_REQ_INVALID);
         };
         let (join, mask) = (request.method() == Method::SET, request.mask());
         let asker = Asker::Mad(request);
@@ -445,9 +457,11 @@ impl SaCore {
     /// as it came, or a status.
     fn answer_membership(&mut self, asker: &Asker, answer: JoinAnswer, master: Option<&Bytes>) {
         match (answer, asker, master) {
-            (JoinAnswer::Joined(r) | JoinAnswer::Left(r), _, _) => self.answer_record(asker, &r),
+            (JoinAnswer::Joined(r) | JoinAnswer::Left(r), _, _) => {
+                self.reply().answer_record(asker, &r)
+            }
             (JoinAnswer::Master { .. }, Asker::Mad(request), Some(mad)) => {
-                self.relay_to(request, mad)
+                self.reply().relay_to(request, mad)
             }
             (
                 JoinAnswer::Master {
@@ -455,9 +469,9 @@ impl SaCore {
                 },
                 _,
                 _,
-            ) => self.answer_record(asker, &r),
+            ) => self.reply().answer_record(asker, &r),
             (JoinAnswer::Master { status, .. } | JoinAnswer::Refused(status), _, _) => {
-                self.answer_status(asker, status)
+                self.reply().answer_status(asker, status)
             }
         }
     }
@@ -470,7 +484,7 @@ impl SaCore {
         };
         let trusted = self.trusted(request.sm_key());
         match self.proxy.member_record(&template, request.mask(), trusted) {
-            Some(record) => self.answer_table(now, &request, &[record]),
+            Some(record) => self.reply().answer_table(now, &request, &[record]),
             None => self.relay_upstream(now, request),
         }
     }

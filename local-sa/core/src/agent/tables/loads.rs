@@ -107,7 +107,7 @@ impl SaCore {
             request.mad(),
             &mut self.outbox.mads,
         )?;
-        self.count_transfer(now, &event);
+        self.reply().count_transfer(now, &event);
         let Event::Received(whole) = event else {
             return None;
         };

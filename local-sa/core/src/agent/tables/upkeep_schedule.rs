@@ -546,7 +546,7 @@ impl SaCore {
                 before: w.before as u64,
                 after,
             };
-            self.reply_local(&w.asker, status, body);
+            self.reply().reply_local(&w.asker, status, body);
         }
     }
 
@@ -564,7 +564,7 @@ impl SaCore {
             dropped = before,
             "the cache was flushed by a local request; queries go to the master until the next refresh"
         );
-        self.reply_local(
+        self.reply().reply_local(
             asker,
             MadStatus::OK,
             LocalBody::CacheChange { before, after: 0 },
@@ -582,6 +582,6 @@ impl SaCore {
     ) {
         let max = max.min(crate::request::DUMP_PAGE) as usize;
         let page = self.tables.page(from, max, partition);
-        self.answer_local_records(asker, &page);
+        self.reply().answer_local_records(asker, &page);
     }
 }

@@ -1,8 +1,12 @@
 //! How the agent answers: records or a status, to a port (MADs shaped as
 //! OpenSM shapes them, tables through RMPP) or to a local program; and
 //! ClassPortInfo, the one answer about the agent itself.
+//!
+//! [`Replies`] is the agent's outbox, its RMPP transfers and its counters
+//! seen as one thing that answers: `SaCore::reply` lends it for one
+//! answer at a time.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mad_codec::attr::class_port_info::duration_to_resp_time_value;
@@ -14,16 +18,26 @@ use mad_codec::{ClassPortInfo, ClassPortInfoRepr, MAD_LEN, MadStatus, Method, Mg
 use tracing::warn;
 
 use crate::address::{GSI_QKEY, Transmit};
-use crate::agent::SaCore;
 use crate::agent::counterparts::Asker;
+use crate::agent::outbox::Outbox;
+use crate::agent::telemetry::Telemetry;
 use crate::inbound::SaRequest;
-use crate::request::LocalBody;
+use crate::request::{LocalBody, LocalReply};
 use crate::requester::Answer;
 use crate::respond;
 use crate::stats::AnswerKey;
-use crate::transfers::{Event, TransferRefusal};
+use crate::transfers::{Event, TransferRefusal, Transfers};
 
-impl SaCore {
+/// What answers askers: the outbox, the RMPP transfers, the counters.
+pub(in crate::agent) struct Replies<'a> {
+    pub(in crate::agent) outbox: &'a mut Outbox,
+    pub(in crate::agent) transfers: &'a mut Transfers,
+    pub(in crate::agent) telemetry: &'a mut Telemetry,
+    /// How long the agent may take to answer (its ClassPortInfo says).
+    pub(in crate::agent) upstream_timeout: Duration,
+}
+
+impl Replies<'_> {
     /// Answers a Get with the first record of `data` or a GetTable with
     /// all of it (records every `offset` × 8 bytes), a table through RMPP;
     /// the callers have checked a Get's count.
@@ -140,8 +154,33 @@ impl SaCore {
         }
     }
 
+    /// Queues `body` with `status` for a local asker.
+    pub(in crate::agent) fn reply_local(
+        &mut self,
+        asker: &Asker,
+        status: MadStatus,
+        body: LocalBody,
+    ) {
+        if let Asker::Local {
+            conn,
+            id,
+            kind,
+            waited,
+        } = *asker
+        {
+            self.outbox.local.push_back(LocalReply {
+                conn,
+                request: id,
+                answers: Some(kind),
+                status,
+                from_master: waited,
+                body,
+            });
+        }
+    }
+
     /// Counts an answer to a port's request in its series.
-    fn count_answer(&mut self, request: &SaRequest, status: MadStatus) {
+    pub(in crate::agent) fn count_answer(&mut self, request: &SaRequest, status: MadStatus) {
         self.telemetry.stats.answers.count(AnswerKey {
             attribute: request.attribute(),
             method: request.method(),
@@ -212,7 +251,7 @@ impl SaCore {
             // (PathRecord queries and loads), so none is claimed.
             capability_mask: 0,
             capability_mask2: 0,
-            resp_time_value: duration_to_resp_time_value(self.config.upstream_timeout),
+            resp_time_value: duration_to_resp_time_value(self.upstream_timeout),
             redirect_qp: 1,
             redirect_qkey: GSI_QKEY,
             trap_qkey: GSI_QKEY,
