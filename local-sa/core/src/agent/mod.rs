@@ -179,7 +179,7 @@ impl SaCore {
         let refresh_sooner = config.refresh_interval < self.config.refresh_interval;
         let audit_sooner = config.audit_interval < self.config.audit_interval;
         self.config = config;
-        self.master.requester.set_config(config.upstream());
+        self.master.set_config(&config);
         self.answers
             .forwarding
             .set_ttls(config.answer_ttl, config.negative_ttl);
@@ -219,14 +219,11 @@ impl SaCore {
             qos_cache_bytes: self.answers.qos_cache.bytes() as u64,
             qos_cache_evicted: self.answers.qos_cache.evicted(),
             names: self.naming.names().len() as u64,
-            upstream_in_flight: self.master.requester.in_flight() as u64,
-            registrations_waiting: self.master.lanes.registrations_waiting() as u64,
-            queries_queued: self.master.lanes.queries_waiting() as u64,
-            registrations_in_flight: self.master.lanes.registrations_in_flight() as u64,
             queries_waiting: self.answers.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
             ..self.telemetry.counters
         };
+        self.master.add_counts(&mut c);
         self.proxy.add_counts(&mut c);
         c
     }
@@ -274,8 +271,7 @@ impl SaCore {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
-            self.master.requester.poll_timeout(),
-            self.queues_timeout(),
+            (self.master).poll_timeout(self.config.pace.registrations_in_flight),
             self.transfers.poll_timeout(),
             self.tables.refresh.next(),
             self.tables.refresh.partitions_next(),
@@ -303,11 +299,7 @@ impl SaCore {
     /// Does whatever is due at `now`: retries and failures upstream, RMPP
     /// resends, refreshes, (re)registrations.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for completion in self
-            .master
-            .requester
-            .handle_timeout(now, &mut self.outbox.mads)
-        {
+        for completion in self.master.handle_timeout(now, &mut self.outbox.mads) {
             self.upstream_done(now, completion);
         }
         self.release_queued(now);
@@ -368,19 +360,18 @@ impl SaCore {
         if master_changed {
             // Requests in flight fail: their answers would come from the
             // old master. Their purposes ask again.
-            for completion in self.master.requester.cancel_all() {
+            for completion in self.master.cancel_all() {
                 self.upstream_done(now, completion);
             }
         }
         if me_changed {
             self.tables.clear();
-            self.master.policy.forget();
+            self.master.forget_info();
             self.abandon_fetches_into(|_| true);
         }
         self.answers.forget();
         // The refresh in progress is superseded by the one starting now.
         self.master
-            .requester
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
         self.tables.refresh.pause();
         // Paths from this port are needed at once when its own identity
@@ -590,10 +581,9 @@ impl SaCore {
         cut: Option<usize>,
     ) {
         let reply_to = from.reply();
+        let answer = (status, mad, cut);
         if let Handled::Done(completion) =
-            self.master
-                .requester
-                .handle(now, &reply_to, status, mad, cut, &mut self.outbox.mads)
+            (self.master).handle_answer(now, &reply_to, answer, &mut self.outbox.mads)
         {
             self.upstream_done(now, completion);
         }
@@ -737,7 +727,7 @@ impl SaCore {
             lmc: self.port.lmc,
             sm_lid: self.port.sm_lid,
             written: wall,
-            master_qos: self.master.policy.info().map(|m| m.qos),
+            master_qos: self.master.info().map(|m| m.qos),
             lease: self.tables.upkeep.lease().map(|l| {
                 let left = l.until.saturating_duration_since(now).as_secs();
                 let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
@@ -764,7 +754,7 @@ impl SaCore {
         let p = self.port;
         let lease = tables::kept::takes(&kept, &p, now, wall, self.config.refresh_interval)?;
         // What the start queued stands for nothing now.
-        self.master.requester.forget(|p| {
+        self.master.forget(|p| {
             matches!(
                 p,
                 Purpose::Bulk { .. } | Purpose::Walk { .. } | Purpose::MasterInfo
@@ -774,7 +764,7 @@ impl SaCore {
         let age = wall.saturating_sub(kept.written);
         let (epoch, records) = self.tables.restore(kept.tables, p.gid.guid());
         if let Some(qos) = kept.master_qos {
-            self.master.policy.learned(MasterInfo {
+            self.master.learned(MasterInfo {
                 qos,
                 sm_lid: p.sm_lid,
             });
@@ -809,7 +799,7 @@ impl SaCore {
     fn status(&self, now: Instant) -> StatusReport {
         let inputs = StatusInputs {
             port: self.port,
-            master: self.master.policy.info(),
+            master: self.master.info(),
             ready: self.is_ready(),
             tables: &self.tables,
             upkeep: self.upkeep_context(),

@@ -4,7 +4,6 @@
 //! partitions). Each member owns its state behind its own methods.
 
 pub(in crate::agent) mod forward;
-pub(in crate::agent) mod paths;
 pub(in crate::agent) mod qos_cache;
 pub(in crate::agent) mod qos_loads;
 pub(in crate::agent) mod qos_tables;

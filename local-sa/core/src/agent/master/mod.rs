@@ -1,32 +1,39 @@
 //! Everything between this port and the master SA, held together: the
 //! requests in flight (retried, timed out, matched to their answers), the
 //! requests waiting by lane and the relays out, and what the master's
-//! ClassPortInfo said. Each member owns its state behind its own methods.
+//! ClassPortInfo said. Each member owns its state behind its own methods,
+//! reached through the link's.
 
 pub(in crate::agent) mod lanes;
 pub(in crate::agent) mod policy;
 pub(in crate::agent) mod purpose;
 pub(in crate::agent) mod queue;
-pub(in crate::agent) mod upstream;
+pub(in crate::agent) mod sending;
 pub(in crate::agent) mod waiters;
 
-use crate::address::Address;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::address::{Address, Transmit};
+use crate::agent::counterparts::Asker;
 use crate::agent::master::lanes::UpstreamLanes;
-use crate::agent::master::policy::MasterPolicy;
+use crate::agent::master::policy::{MasterInfo, MasterPolicy};
 use crate::agent::master::purpose::Purpose;
 use crate::config::AgentConfig;
-use crate::requester::Requester;
+use crate::counters::Counters;
+use crate::request::{ConnId, PathQuery};
+use crate::requester::{Completion, Handled, Requester};
 
 /// The agent's side of its conversation with the master.
 #[derive(Debug)]
 pub(in crate::agent) struct MasterLink {
     /// Requests in flight to the master, each with what it is for.
-    pub(in crate::agent) requester: Requester<Address, Purpose>,
+    requester: Requester<Address, Purpose>,
     /// Requests waiting to go to the master, by lane, and relays out.
-    pub(in crate::agent) lanes: UpstreamLanes,
+    lanes: UpstreamLanes,
     /// What the master's ClassPortInfo said (whether it applies QoS), and
     /// the queries waiting for it.
-    pub(in crate::agent) policy: MasterPolicy,
+    policy: MasterPolicy,
 }
 
 impl MasterLink {
@@ -40,6 +47,19 @@ impl MasterLink {
         }
     }
 
+    /// Takes a reloaded configuration's time-outs and retries.
+    pub(in crate::agent) fn set_config(&mut self, config: &AgentConfig) {
+        self.requester.set_config(config.upstream());
+    }
+
+    /// Adds its gauges, read now, to `c`.
+    pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
+        c.upstream_in_flight = self.requester.in_flight() as u64;
+        c.registrations_waiting = self.lanes.registrations_waiting() as u64;
+        c.queries_queued = self.lanes.queries_waiting() as u64;
+        c.registrations_in_flight = self.lanes.registrations_in_flight() as u64;
+    }
+
     /// True while a request for `purpose` is in flight to the master.
     pub(in crate::agent) fn asking(&self, purpose: &Purpose) -> bool {
         self.requester.any_pending(|p| p == purpose)
@@ -50,5 +70,84 @@ impl MasterLink {
         self.requester.in_flight() == 0
             && self.lanes.registrations_waiting() == 0
             && self.lanes.queries_waiting() == 0
+    }
+
+    /// When [`Self::handle_timeout`] is next due, or the next waiting
+    /// registration may go, or the oldest waiting query's asker gives up
+    /// (with at most `most` registrations out).
+    pub(in crate::agent) fn poll_timeout(&self, most: usize) -> Option<Instant> {
+        [self.requester.poll_timeout(), self.lanes.next_timeout(most)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Resends what is due into `out`; the requests that ended
+    /// unanswered.
+    pub(in crate::agent) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        out: &mut VecDeque<Transmit>,
+    ) -> Vec<Completion<Purpose>> {
+        self.requester.handle_timeout(now, out)
+    }
+
+    /// A MAD from `from` that may answer one of the requests in flight.
+    pub(in crate::agent) fn handle_answer(
+        &mut self,
+        now: Instant,
+        from: &Address,
+        (status, mad, cut): (u32, &[u8], Option<usize>),
+        out: &mut VecDeque<Transmit>,
+    ) -> Handled<Purpose> {
+        self.requester.handle(now, from, status, mad, cut, out)
+    }
+
+    /// Every request in flight ends (its answer would come from a master
+    /// that is no longer this port's).
+    pub(in crate::agent) fn cancel_all(&mut self) -> Vec<Completion<Purpose>> {
+        self.requester.cancel_all()
+    }
+
+    /// Requests in flight for a purpose `stale` picks are dropped, their
+    /// answers ignored.
+    pub(in crate::agent) fn forget(&mut self, stale: impl Fn(&Purpose) -> bool) {
+        self.requester.forget(stale);
+    }
+
+    /// What the master's ClassPortInfo said, if it did.
+    pub(in crate::agent) fn info(&self) -> Option<MasterInfo> {
+        self.policy.info()
+    }
+
+    /// The master's ClassPortInfo said so.
+    pub(in crate::agent) fn learned(&mut self, info: MasterInfo) {
+        self.policy.learned(info);
+    }
+
+    /// What the master said no longer holds.
+    pub(in crate::agent) fn forget_info(&mut self) {
+        self.policy.forget();
+    }
+
+    /// True when the master's ClassPortInfo is unknown but asked, and the
+    /// queries waiting for it are not too many.
+    pub(in crate::agent) fn awaiting_info(&self) -> bool {
+        self.policy.may_wait() && self.asking(&Purpose::MasterInfo)
+    }
+
+    /// `asker`'s `query` waits for the master's ClassPortInfo.
+    pub(in crate::agent) fn wait_for_info(&mut self, asker: Asker, query: PathQuery) {
+        self.policy.wait(asker, query);
+    }
+
+    /// Everyone who waited for the ClassPortInfo, to be answered now.
+    pub(in crate::agent) fn take_info_waiters(&mut self) -> Vec<(Asker, PathQuery)> {
+        self.policy.take_waiters()
+    }
+
+    /// Forgets the queries of local connection `conn` (it closed).
+    pub(in crate::agent) fn forget_waiters_of(&mut self, conn: ConnId) {
+        self.policy.forget_waiters_of(conn);
     }
 }

@@ -76,7 +76,7 @@ impl SaCore {
     /// naming a P_Key, SL, ServiceID, QoS class or TClass (every ibacm and
     /// kernel query) go to the master.
     pub(in crate::agent) fn ask_master_info(&mut self, now: Instant) {
-        let known = (self.master.policy.info()).is_some_and(|m| m.sm_lid == self.port.sm_lid);
+        let known = (self.master.info()).is_some_and(|m| m.sm_lid == self.port.sm_lid);
         if !known && !self.master.asking(&Purpose::MasterInfo) {
             let req =
                 SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
@@ -315,7 +315,7 @@ impl SaCore {
             (MadStatus::OK, Some(cpi)) => {
                 let qos = cpi.capability_mask2() & cap2::QOS_SUPPORTED != 0;
                 debug!(qos, "master SA ClassPortInfo");
-                if self.master.policy.info().is_some_and(|m| m.qos != qos) {
+                if self.master.info().is_some_and(|m| m.qos != qos) {
                     // The QoS cache's keys depend on whether the master
                     // applies QoS, and the partition tables on its policy;
                     // the next refresh (at this port's phase) fetches the
@@ -327,7 +327,7 @@ impl SaCore {
                         .map_or(now, |t| t.min(now + self.refresh_delay()));
                     self.tables.refresh.schedule(Some(due));
                 }
-                self.master.policy.learned(MasterInfo {
+                self.master.learned(MasterInfo {
                     qos,
                     sm_lid: self.port.sm_lid,
                 });
@@ -374,7 +374,7 @@ impl SaCore {
             master = self.port.sm_lid,
             "the master SA lost this port's registrations (restarted?): registering again"
         );
-        self.master.policy.forget();
+        self.master.forget_info();
         self.proxy.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));

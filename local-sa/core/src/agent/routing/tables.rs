@@ -17,9 +17,7 @@ impl SaCore {
     /// Starts fetching names for the refresh `epoch` (replacing a fetch
     /// still running).
     pub(in crate::agent) fn start_name_fetch(&mut self, now: Instant, epoch: Epoch) {
-        self.master
-            .requester
-            .forget(|p| matches!(p, Purpose::Names { .. }));
+        self.master.forget(|p| matches!(p, Purpose::Names { .. }));
         for query in self.naming.start_fetch(epoch) {
             self.ask_names(now, epoch, query);
         }
@@ -61,9 +59,7 @@ impl SaCore {
     pub(in crate::agent) fn names_failed(&mut self, epoch: Epoch) {
         if self.naming.fetch_failed(epoch) {
             debug!("the master did not answer a names request; keeping the names known");
-            self.master
-                .requester
-                .forget(|p| matches!(p, Purpose::Names { .. }));
+            self.master.forget(|p| matches!(p, Purpose::Names { .. }));
         }
     }
 

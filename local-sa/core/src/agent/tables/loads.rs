@@ -316,9 +316,7 @@ impl SaCore {
     fn take_names_table(&mut self, table: NameTable, names: Names) {
         let epoch = self.tables.refresh.epoch();
         if self.naming.table_loaded(epoch, table, names) {
-            self.master
-                .requester
-                .forget(|p| matches!(p, Purpose::Names { .. }));
+            self.master.forget(|p| matches!(p, Purpose::Names { .. }));
         }
         self.finish_name_fetch();
     }

@@ -169,7 +169,7 @@ impl SaCore {
             port: self.port,
             walk_gap: self.config.walk_gap,
             walk_window: self.config.walk_window,
-            no_qos: self.master.policy.info().is_some_and(|m| !m.qos),
+            no_qos: self.master.info().is_some_and(|m| !m.qos),
             shutting_down: self.shutting_down,
             backoff: self.refresh_backoff(),
         }
@@ -267,7 +267,7 @@ impl SaCore {
         &mut self,
         cleared: impl Fn(TableKey) -> bool,
     ) -> bool {
-        self.master.requester.forget(|p| match p {
+        self.master.forget(|p| match p {
             Purpose::Bulk { table, .. }
             | Purpose::Walk { table, .. }
             | Purpose::GidInService { table, .. } => cleared(*table),

@@ -1,6 +1,11 @@
-//! Serving PathRecord Get/GetTable, to ports (MADs) and to local programs
-//! alike: from the store when it can, else from the master (one query per
-//! distinct question in flight, its answers kept a while).
+//! `SaCore`'s side of queries: PathRecord Get/GetTable from ports and
+//! local programs, served from the store when it can, else from the QoS
+//! cache or the master (one query per distinct question in flight, its
+//! answers kept a while); queries relayed to the master; and every
+//! request to the master — handed to the [`MasterLink`], its answer (or
+//! its absence) routed by the request's [`Purpose`] to whoever asked.
+//!
+//! [`MasterLink`]: crate::agent::master::MasterLink
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -17,11 +22,13 @@ use crate::agent::answers::forward::{self, PathAnswer};
 use crate::agent::answers::qos_cache::{Fetch, Origin, Waited, by_destination};
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
+use crate::agent::master::queue::MAX_QUERIES_WAITING;
+use crate::agent::master::sending::Handed;
 use crate::agent::master::waiters::Join;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
-use crate::requester::Answer;
+use crate::requester::{Answer, Attempts, Completion, Failure};
 use crate::respond;
 
 impl SaCore {
@@ -71,7 +78,7 @@ impl SaCore {
             store: &self.tables.paths.store,
             subnet_prefix: self.port.gid.prefix(),
             complete_sources: self.tables.paths.complete_sources(),
-            master_qos: self.master.policy.info().is_none_or(|m| m.qos),
+            master_qos: self.master.info().is_none_or(|m| m.qos),
             partitions: &self.tables.partitions,
         }
     }
@@ -95,12 +102,12 @@ impl SaCore {
                 self.reply().answer_status(&asker, status);
             }
             Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
-                if lookup == Lookup::Anywhere && self.awaiting_master_info() =>
+                if lookup == Lookup::Anywhere && self.master.awaiting_info() =>
             {
                 // Whether the master applies QoS is being asked: wait for
                 // that one small answer rather than ask the master this.
                 self.telemetry.counters.coalesced += 1;
-                self.master.policy.wait(asker, query);
+                self.master.wait_for_info(asker, query);
             }
             Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
             Outcome::Forward(reason) => {
@@ -349,20 +356,10 @@ impl SaCore {
         }
     }
 
-    /// True when the master's ClassPortInfo is unknown but asked, and the
-    /// queries waiting for it are not too many.
-    fn awaiting_master_info(&self) -> bool {
-        self.master.policy.may_wait()
-            && self
-                .master
-                .requester
-                .any_pending(|p| *p == Purpose::MasterInfo)
-    }
-
     /// The master's ClassPortInfo came, or did not: the queries that
     /// waited for it are answered now, from the cache if they may be.
     pub(in crate::agent) fn release_qos_waiters(&mut self, now: Instant) {
-        for (asker, query) in self.master.policy.take_waiters() {
+        for (asker, query) in self.master.take_info_waiters() {
             self.path_request(now, asker, query, Lookup::Anywhere);
         }
     }
@@ -499,7 +496,216 @@ impl SaCore {
         self.answers
             .qos_cache
             .forget_where(|w| w.conn() == Some(conn));
-        self.master.policy.forget_waiters_of(conn);
+        self.master.forget_waiters_of(conn);
+    }
+
+    /// Sends `request` (a whole MAD) to the master for `purpose`.
+    pub(in crate::agent) fn send_upstream(
+        &mut self,
+        now: Instant,
+        purpose: Purpose,
+        request: &[u8],
+    ) {
+        let attempts = self.master.attempts();
+        self.send_upstream_with(now, purpose, request, attempts);
+    }
+
+    /// Sends a request for a whole table to the master. Each attempt
+    /// waits [`AgentConfig::table_timeout`](crate::AgentConfig) and this
+    /// port's share of half as long again: when a whole fabric asks at
+    /// once, the attempts after the first (the same request, which an
+    /// answer to any of them ends) then reach the master spread, not
+    /// together the moment its queue empties.
+    pub(in crate::agent) fn send_table_upstream(
+        &mut self,
+        now: Instant,
+        purpose: Purpose,
+        request: &[u8],
+    ) {
+        let timeout = self.config.table_timeout;
+        let attempts = Attempts {
+            timeout: timeout + self.port.spread(timeout / 2),
+            retries: self.config.upstream_retries,
+        };
+        self.send_upstream_with(now, purpose, request, attempts);
+    }
+
+    fn send_upstream_with(
+        &mut self,
+        now: Instant,
+        purpose: Purpose,
+        request: &[u8],
+        attempts: Attempts,
+    ) {
+        self.proxy.note_traffic(&purpose, true);
+        let to = self.port.master();
+        let request = (purpose, request, attempts);
+        match self.master.send(now, request, to, &mut self.outbox.mads) {
+            Handed::Sent => self.telemetry.counters.upstream_queries += 1,
+            Handed::Queued => self.release_queued(now),
+            Handed::Refused(purpose) => self.refuse_query(now, purpose),
+        }
+    }
+
+    /// Sends the waiting requests whose turn has come: registrations at
+    /// this port's share of the fabric's pace, a bounded number out in
+    /// each lane; the queries whose askers gave up are refused.
+    pub(in crate::agent) fn release_queued(&mut self, now: Instant) {
+        let rate = (self.config.pace).port_registration_rate(self.tables.refresh.fabric_ports());
+        let most = self.config.pace.registrations_in_flight;
+        let to = self.port.master();
+        let out = &mut self.outbox.mads;
+        let sent = (self.master).release_registrations(now, (rate, most), to, out);
+        self.telemetry.counters.upstream_queries += sent;
+        for gone in self.master.take_given_up_queries(now) {
+            self.refuse_query(now, gone);
+        }
+        let sent = (self.master).release_queries(now, to, &mut self.outbox.mads);
+        self.telemetry.counters.upstream_queries += sent;
+    }
+
+    /// A query for someone finds [`MAX_QUERIES_WAITING`] waiting already,
+    /// or waited until its asker gave up: answered BUSY, counted, logged
+    /// once a minute.
+    fn refuse_query(&mut self, now: Instant, purpose: Purpose) {
+        self.telemetry.counters.upstream_refused += 1;
+        if let Some(earlier_not_logged) =
+            self.telemetry.log_limit.allow(now, "queries waiting", 0u32)
+        {
+            warn!(
+                most = MAX_QUERIES_WAITING,
+                earlier_not_logged,
+                "more queries for the master than it gets through in time: answered BUSY"
+            );
+        }
+        match purpose {
+            Purpose::Forward(query) => {
+                for w in self.answers.forwarding.release(&query) {
+                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
+                }
+            }
+            Purpose::Pair(key) => self.pair_failed(&key),
+            Purpose::QosTable(key) => self.qos_table_failed(&key),
+            Purpose::Relay(request) => {
+                self.master.relay_done();
+                self.reply().respond_error(&request, MadStatus::BUSY);
+            }
+            _ => {}
+        }
+    }
+
+    /// Passes a port's query to the master; its answer goes back as it
+    /// came (a table through RMPP of local-sa's own). At most
+    /// [`MAX_RELAYS`](crate::agent::master::lanes::MAX_RELAYS) wait at once: more are answered BUSY.
+    pub(in crate::agent) fn relay_upstream(&mut self, now: Instant, request: SaRequest) {
+        if !self.master.relay_out() {
+            self.telemetry.counters.relays_refused += 1;
+            return self.reply().respond_error(&request, MadStatus::BUSY);
+        }
+        self.telemetry.counters.relayed += 1;
+        let mad = request.mad().clone();
+        self.send_upstream(now, Purpose::Relay(request), &mad);
+    }
+
+    /// A request to the master ended.
+    pub(in crate::agent) fn upstream_done(
+        &mut self,
+        now: Instant,
+        completion: Completion<Purpose>,
+    ) {
+        self.proxy.note_traffic(&completion.token, false);
+        let lane = completion.token.lane();
+        if completion.outcome.is_ok() {
+            self.telemetry
+                .stats
+                .upstream_latency
+                .observe(now.saturating_duration_since(completion.sent));
+        }
+        match completion.outcome {
+            Ok(answer) => self.upstream_answered(now, completion.token, &answer),
+            Err(failure) => self.upstream_failed(now, completion.token, failure),
+        }
+        if let Some(lane) = lane {
+            self.master.done(lane);
+            self.release_queued(now);
+        }
+    }
+
+    fn upstream_answered(&mut self, now: Instant, purpose: Purpose, answer: &Answer) {
+        match purpose {
+            Purpose::Forward(query) => self.forward_answered(now, &query, answer),
+            Purpose::Pair(key) => self.pair_answered(now, &key, answer),
+            Purpose::QosTable(key) => self.qos_table_answered(now, &key, answer),
+            Purpose::Bulk { epoch, table } => self.bulk_answered(now, epoch, table, answer),
+            Purpose::Walk { epoch, table, dlid } => {
+                self.walk_answered(now, epoch, table, dlid, answer)
+            }
+            Purpose::GidInService { guid, table } => {
+                (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, Some(answer))
+            }
+            Purpose::Inform { filter, subscribe } => {
+                self.inform_answered(now, filter, subscribe, Some(answer.status()))
+            }
+            Purpose::Relay(request) => {
+                self.master.relay_done();
+                self.reply().relay_answer(now, &request, answer);
+            }
+            Purpose::MasterInfo => self.master_info_answered(now, answer),
+            Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
+            Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
+            Purpose::Names { epoch, table, key } => {
+                self.names_answered(now, epoch, (table, key), answer)
+            }
+            Purpose::Publish { register } => {
+                (self.naming).publication_answered(register, Some(answer.status()))
+            }
+            Purpose::Check { round, question } => {
+                self.check_answered(now, round, question, Some(answer))
+            }
+        }
+    }
+
+    fn upstream_failed(&mut self, now: Instant, purpose: Purpose, failure: Failure) {
+        self.telemetry.counters.upstream_failures += 1;
+        let master = self.port.sm_lid;
+        if let Some(left_out) = self.telemetry.log_limit.allow(now, purpose.kind(), master) {
+            warn!(
+                request = purpose.kind(),
+                %failure,
+                master,
+                earlier_not_logged = left_out,
+                "the master SA did not answer"
+            );
+        }
+        match purpose {
+            Purpose::Forward(query) => {
+                for w in self.answers.forwarding.release(&query) {
+                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
+                }
+            }
+            Purpose::Pair(key) => self.pair_failed(&key),
+            Purpose::QosTable(key) => self.qos_table_failed(&key),
+            Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
+            Purpose::GidInService { guid, table } => {
+                (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, None)
+            }
+            Purpose::Inform { filter, subscribe } => {
+                self.inform_answered(now, filter, subscribe, None)
+            }
+            Purpose::Relay(request) => {
+                self.master.relay_done();
+                self.reply().respond_error(&request, MadStatus::BUSY);
+            }
+            Purpose::MasterInfo => {
+                self.retry_registration(now);
+                self.release_qos_waiters(now);
+            }
+            Purpose::Membership(op) => self.membership_answered(now, op, None),
+            Purpose::Canary(step) => self.canary_answered(now, step, None),
+            Purpose::Names { epoch, .. } => self.names_failed(epoch),
+            Purpose::Publish { register } => self.naming.publication_answered(register, None),
+            Purpose::Check { round, question } => self.check_answered(now, round, question, None),
+        }
     }
 }
 
