@@ -540,13 +540,11 @@ fn log_lines_show_values_as_text() {
 /// groups and carries out what they decide; the decisions live in the
 /// groups. The list only shrinks (towards the public calls and a few
 /// routing files) as the groups take their decisions over.
-const SA_CORE_IMPL_FILES: [&str; 6] = [
+const SA_CORE_IMPL_FILES: [&str; 4] = [
     "agent/mod.rs",
     "agent/routing/queries.rs",
     "agent/routing/registrations.rs",
     "agent/routing/tables.rs",
-    "agent/tables/loads.rs",
-    "agent/tables/upkeep_schedule.rs",
 ];
 
 #[test]

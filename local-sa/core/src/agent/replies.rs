@@ -179,6 +179,30 @@ impl Replies<'_> {
         }
     }
 
+    /// Answers a load: its headers with `status`, the response method,
+    /// SM_Key 0 and the count in AttributeModifier; no data.
+    pub(in crate::agent) fn answer_load(
+        &mut self,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        status: MadStatus,
+        count: usize,
+    ) {
+        let mut header = respond::success_header(header, 0);
+        header.mad.set_status(status);
+        header
+            .mad
+            .set_attribute_modifier(u32::try_from(count).unwrap_or(u32::MAX));
+        let answer = respond::single(&header, &[]);
+        // A load that came through RMPP: its receiver lingers, and sends
+        // this again if the loader, having missed it, repeats a segment.
+        self.transfers
+            .remember_answer(&request.from, request.tid(), answer.clone());
+        self.outbox
+            .mads
+            .push_back(Transmit::reply(request.reply_to(), answer));
+    }
+
     /// Counts an answer to a port's request in its series.
     pub(in crate::agent) fn count_answer(&mut self, request: &SaRequest, status: MadStatus) {
         self.telemetry.stats.answers.count(AnswerKey {

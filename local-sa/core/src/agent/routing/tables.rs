@@ -1,19 +1,865 @@
-//! `SaCore`'s side of the names fetched after each refresh: the requests
-//! the names' state decides ([`crate::names::fetching`]) sent to the
-//! master, its answers handed back.
+//! `SaCore`'s side of the port's tables: it gives [`PortTables`] what
+//! it needs to know of the agent (its refresh's and upkeep's contexts),
+//! routes the events to it — the timers, the master's answers, a change
+//! notice, a distributor's loads and lease, an administrator's refresh,
+//! flush and dump — and carries out what the tables decide: requests to
+//! the master, counters, the start's registrations, the names fetched
+//! after each refresh, the answers to whoever waits.
+//!
+//! A load ("SetTable") is taken here whole (reassembled from RMPP, its
+//! SM_Key checked), read by [`LoadCommand::read`] and applied to the
+//! tables, the QoS cache or the names; the wire contract is
+//! `tables/loads.rs`'s. The names' fetch is decided by the names' state
+//! ([`crate::names::fetching`]).
+//!
+//! [`PortTables`]: crate::agent::tables::PortTables
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use tracing::debug;
+use bytes::Bytes;
+use mad_codec::header::{RmppFlags, SaMadHeader};
+use mad_codec::{ComponentMask, MadStatus, PathRecord, Records, TrapNumber};
+use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
+use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
+use crate::agent::tables::check::{check_query, differing, speaks_of_paths};
+use crate::agent::tables::loads::{LoadCommand, is_segment};
+use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
+use crate::agent::tables::upkeep::{CheckQuestion, Checking};
+use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
+use crate::inbound::SaRequest;
 use crate::names::fetching::NameQuery;
+use crate::names::hosts::Names;
+use crate::names::loads::names_table;
 use crate::names::state::NameTable;
+use crate::partitions::TableKey;
+use crate::request::LocalBody;
 use crate::requester::Answer;
 use crate::store::Epoch;
+use crate::transfers::Event;
 
 impl SaCore {
+    /// What the upkeep's rules need to know of the agent now.
+    pub(in crate::agent) fn upkeep_context(&self) -> UpkeepContext {
+        UpkeepContext {
+            refresh_interval: self.config.refresh_interval,
+            change_settle: self.config.change_settle,
+            check_interval: self.config.check_interval,
+            pace: self.config.pace,
+            phase: self.port.phase(),
+            shutting_down: self.shutting_down,
+        }
+    }
+
+    /// How often this port refreshes its own tables.
+    pub(in crate::agent) fn periodic_interval(&self) -> Duration {
+        self.tables.periodic_interval(&self.upkeep_context())
+    }
+
+    /// How stale an answer can be at worst, for a change no notice
+    /// announces.
+    pub(in crate::agent) fn worst_staleness(&self) -> Duration {
+        self.tables.worst_staleness(&self.upkeep_context())
+    }
+
+    /// Says in the log how often this port refreshes, when that changed
+    /// (the fabric grew past what the configured interval allows, or
+    /// shrank back).
+    pub(in crate::agent) fn say_periodic_interval(&mut self) {
+        let interval = self.periodic_interval();
+        let Some(first) = self.tables.upkeep.say_interval(interval) else {
+            return;
+        };
+        if interval == self.config.refresh_interval && first {
+            return;
+        }
+        let pace = self.config.pace;
+        info!(
+            refresh_interval_s = interval.as_secs(),
+            configured_s = self.config.refresh_interval.as_secs(),
+            fabric_ports = self.tables.refresh.fabric_ports(),
+            path_cost_ns = pace.path_cost.as_nanos() as u64,
+            master_share_percent = pace.upkeep_share_percent,
+            worst_staleness_s = self.worst_staleness().as_secs(),
+            "this port refreshes its own tables at this interval: the fabric's refreshes together cost \
+             the master ports² paths per interval, kept under its share; a change no notice announces \
+             is seen within worst_staleness_s (a distributor with --watch keeps every node current)"
+        );
+    }
+
+    /// A notice that the fabric changed (trap 128: a switch port's link
+    /// went up or down). The
+    /// master sweeps after it and may reroute: a port keeping its own
+    /// tables refreshes once that has settled. Under a distributor's
+    /// lease the distributor re-reads the fabric instead.
+    pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
+        self.telemetry.counters.change_notices += 1;
+        let ctx = self.upkeep_context();
+        let due = match self.tables.handle_fabric_changed(now, &ctx) {
+            Ok(due) => due,
+            Err(lease) => {
+                debug!(
+                    %trap,
+                    lid,
+                    distributor = lease.lid,
+                    "fabric change notice: the distributor keeping this port's tables re-reads the fabric"
+                );
+                return;
+            }
+        };
+        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "fabric change", 0u32)
+        {
+            info!(
+                %trap,
+                lid,
+                refresh_in_ms = due.saturating_duration_since(now).as_millis() as u64,
+                earlier_not_logged,
+                "the fabric changed: this port refreshes its tables once the master has rerouted"
+            );
+        }
+    }
+
+    /// A refresh starts now: it sees whatever change was due by now.
+    pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
+        if self.tables.upkeep.take_change_seen(now) {
+            self.telemetry.counters.change_refreshes += 1;
+        }
+    }
+
+    /// When the next refresh of its own is due after this port's tables
+    /// were made fresh at `now` ([`PortTables::next_periodic_refresh`]).
+    ///
+    /// [`PortTables::next_periodic_refresh`]: crate::agent::tables::PortTables::next_periodic_refresh
+    pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
+        self.tables
+            .next_periodic_refresh(now, &self.upkeep_context())
+    }
+
+    /// A distributor at `lid` took a lease of `seconds` on this port's
+    /// tables with a load, a delete or a renewal (0 ends it).
+    pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, seconds: u16) {
+        let ctx = self.upkeep_context();
+        if self.tables.handle_lease(now, (lid, seconds), &ctx) {
+            self.telemetry.counters.lease_renewals += 1;
+        }
+    }
+
+    /// The refresh timer is due: whether the refresh goes ahead.
+    pub(in crate::agent) fn refresh_due(&mut self, now: Instant) -> bool {
+        let ctx = self.upkeep_context();
+        match self.tables.handle_refresh_due(now, &ctx) {
+            RefreshDue::Go => true,
+            RefreshDue::LeaseLapsed(_) => {
+                self.telemetry.counters.leases_lapsed += 1;
+                true
+            }
+            RefreshDue::Deferred => false,
+        }
+    }
+
+    /// What the tables' refresh needs to know of the agent now.
+    pub(in crate::agent) fn refresh_context(&self) -> RefreshContext {
+        RefreshContext {
+            port: self.port,
+            walk_gap: self.config.walk_gap,
+            walk_window: self.config.walk_window,
+            no_qos: self.master.info().is_some_and(|m| !m.qos),
+            shutting_down: self.shutting_down,
+            backoff: self.refresh_backoff(),
+        }
+    }
+
+    /// How this port backs off after a refresh failed: at its phase.
+    pub(in crate::agent) fn refresh_backoff(&self) -> Backoff {
+        Backoff {
+            base: self.config.retry_backoff,
+            longest_window: self.config.pace.max_window,
+            phase: self.port.phase(),
+        }
+    }
+
+    /// Starts a refresh unless one is running: at start, whether the
+    /// master applies QoS is asked just before the table (one small
+    /// request, answered first), so that queries naming a P_Key — every
+    /// ibacm and kernel query — are answered from the cache as soon as the
+    /// table is in; later, this port's directory record's lease is renewed
+    /// with it (at start, the registration after this refresh publishes
+    /// it).
+    pub(in crate::agent) fn start_refresh(&mut self, now: Instant) {
+        if self.tables.refresh.is_running() {
+            return;
+        }
+        self.refresh_starting(now);
+        let at_start = self.tables.refresh.registers_after();
+        if at_start {
+            self.ask_master_info(now);
+        }
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.start_refresh(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+        if !at_start {
+            self.send_publication(now);
+        }
+    }
+
+    /// Fetches the tables of partitions the port now holds.
+    pub(in crate::agent) fn fetch_new_partitions(&mut self, now: Instant) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.fetch_new_partitions(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master's answer to a table's bulk GetTable.
+    pub(in crate::agent) fn bulk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        answer: &Answer,
+    ) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables
+            .handle_bulk_answer(now, (epoch, table), answer, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master's answer to a walk's query of one destination.
+    pub(in crate::agent) fn walk_answered(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        table: TableKey,
+        dlid: u16,
+        answer: &Answer,
+    ) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables
+            .handle_walk_answer(now, (epoch, table, dlid), answer, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// The master did not give the table: keep serving what is cached and
+    /// try again after the back-off.
+    pub(in crate::agent) fn refresh_failed(&mut self, now: Instant) {
+        let ctx = self.refresh_context();
+        let mut out = Vec::new();
+        self.tables.handle_refresh_failed(now, &ctx, &mut out);
+        self.carry_out_refresh(now, out);
+    }
+
+    /// Tables `cleared` picks were emptied (a flush, a new identity, a flip
+    /// of the master's QoS bit): what is being fetched into them would
+    /// refill them with part of their paths, and the refresh would then
+    /// mark them complete. Those fetches are dropped, and the running
+    /// refresh with them if it fills one of those tables. Returns whether
+    /// it did; the caller says when the refresh starts again.
+    pub(in crate::agent) fn abandon_fetches_into(
+        &mut self,
+        cleared: impl Fn(TableKey) -> bool,
+    ) -> bool {
+        self.master.forget(|p| match p {
+            Purpose::Bulk { table, .. }
+            | Purpose::Walk { table, .. }
+            | Purpose::GidInService { table, .. } => cleared(*table),
+            _ => false,
+        });
+        self.tables.abandon_refresh_into(cleared)
+    }
+
+    /// Carries out what the refresh said follows, in order.
+    fn carry_out_refresh(&mut self, now: Instant, effects: Vec<RefreshEffect>) {
+        for effect in effects {
+            match effect {
+                RefreshEffect::Ask {
+                    purpose,
+                    request,
+                    whole_table: true,
+                } => self.send_table_upstream(now, purpose, &request),
+                RefreshEffect::Ask {
+                    purpose, request, ..
+                } => {
+                    self.send_upstream(now, purpose, &request);
+                }
+                RefreshEffect::AnswersCut => self.answers.qos_cache.tables_come_cut(),
+                RefreshEffect::DefaultFresh { epoch, swept, took } => {
+                    self.default_table_fresh(now, epoch, swept, took);
+                }
+                RefreshEffect::DefaultFailed => self.registration_after_first_refresh(now),
+                RefreshEffect::Ended(status) => self.answer_refresh_waiters(status),
+            }
+        }
+    }
+
+    /// The default table is in: the port is ready, and what follows a
+    /// refresh follows.
+    fn default_table_fresh(
+        &mut self,
+        now: Instant,
+        epoch: Epoch,
+        swept: usize,
+        took: Option<Duration>,
+    ) {
+        self.answers.forget();
+        self.telemetry.counters.refreshes += 1;
+        self.tables.refresh.made_fresh(now, took);
+        info!(
+            records = self.tables.paths.store.len(),
+            swept, "this port's paths are fresh"
+        );
+        if self.paths_fresh(now, epoch) {
+            return;
+        }
+        if self.naming.take_keep_after_refresh() {
+            // A new master's directory fills again as every port
+            // publishes at its phase; a fetch now would cost the master
+            // two tables per port, on top of the refreshes, for a partial
+            // directory. The names held stand until the next periodic
+            // refresh.
+            debug!("names kept until the next periodic refresh (a new master)");
+        } else {
+            self.start_name_fetch(now, epoch);
+        }
+    }
+
+    /// What follows this port's paths being fresh, from the master or a
+    /// load: the next refresh a whole interval on, the fabric's size
+    /// from them, and at start the registrations and the first directory
+    /// loads. Returns whether this was the start's.
+    pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
+        self.tables
+            .refresh
+            .completed(self.tables.paths.store.port_count());
+        self.tables
+            .refresh
+            .schedule(Some(self.next_periodic_refresh(now)));
+        self.say_periodic_interval();
+        let first = self.tables.refresh.registers_after();
+        if first {
+            // The fabric's size is known now. The directory loads (two
+            // tables of a record per host, twice the paths' cost) and the
+            // registrations follow at this port's phase, so that a fabric
+            // started together asks for them spread. Whether the master
+            // applies QoS is asked now if the paths came in a load (a
+            // refresh asked it with the table). Names a distributor
+            // loaded need no fetch.
+            if !self.naming.loaded() {
+                self.naming.fetch_at(now + self.refresh_delay(), epoch);
+            }
+            self.ask_master_info(now);
+        }
+        self.registration_after_first_refresh(now);
+        first
+    }
+
+    /// A load replaced this port's paths (a distributor next to the
+    /// master pushed them): that is a refresh the master was not asked
+    /// for. The next refresh from the master waits a whole interval, and
+    /// at start the registrations and directory loads follow as after a
+    /// refresh. A refresh already running goes on: its table is the
+    /// master's word.
+    pub(in crate::agent) fn own_paths_loaded(&mut self, now: Instant) {
+        if self.tables.refresh.is_running() || self.shutting_down {
+            return;
+        }
+        self.telemetry.counters.refreshes_loaded += 1;
+        self.tables.refresh.made_fresh(now, None);
+        self.paths_fresh(now, self.tables.refresh.epoch());
+        // Partition tables the load did not bring (a distributor sends
+        // them before the default table) are fetched at this port's phase.
+        self.tables
+            .refresh
+            .schedule_partitions(now + self.refresh_delay());
+    }
+
+    /// Schedules the start's registration, once the first refresh ended
+    /// (done or failed), at this port's phase of the re-registration window.
+    fn registration_after_first_refresh(&mut self, now: Instant) {
+        if self.tables.refresh.take_register_after() {
+            let at = now + self.reregister_delay();
+            self.proxy.register_at(Some(at));
+        }
+    }
+
+    /// How long this port waits before registering everything again with a
+    /// new master.
+    pub(in crate::agent) fn reregister_delay(&self) -> Duration {
+        // The master's ClassPortInfo, the canary and this port's directory
+        // record, besides what its consumers hold.
+        let own = self.proxy.upstream_registrations() + 3;
+        let window = self
+            .config
+            .pace
+            .reregistration_window(self.tables.refresh.fabric_ports(), own);
+        self.port.spread(window)
+    }
+
+    /// How long this port waits before refreshing its paths from a new
+    /// master (meanwhile it serves what it holds).
+    pub(in crate::agent) fn refresh_delay(&self) -> Duration {
+        self.tables.refresh_delay(&self.upkeep_context())
+    }
+
+    /// How long this port waits to refresh again after its refresh
+    /// failed `refresh_failures` times in a row ([`Backoff::after`]).
+    ///
+    /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
+    pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
+        self.refresh_backoff().after(self.tables.refresh.failures())
+    }
+
+    /// Starts a check of this port's tables against the master, unless
+    /// one runs or there is nothing to check: the tables' sample and the
+    /// QoS pairs a distributor loaded.
+    pub(in crate::agent) fn start_table_check(&mut self, now: Instant) {
+        self.tables.upkeep.check_at(None);
+        if self.tables.upkeep.is_checking() || self.shutting_down {
+            return;
+        }
+        let k = self.config.check_sample;
+        let phase = self.tables.check_phase(self.port.gid.guid());
+        let mut sample = self.tables.check_sample(k, phase, &self.port.lids());
+        if k > 0 {
+            let loaded = self.answers.qos_cache.loaded_sample((k / 4).max(1), phase);
+            sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
+        }
+        if sample.is_empty() {
+            return;
+        }
+        let round = self.tables.upkeep.begin_check(sample.len());
+        for question in sample {
+            let request = check_query(self.port.gid, question);
+            self.send_upstream(now, Purpose::Check { round, question }, &request);
+        }
+    }
+
+    /// The master's answer to `question`, in check `round` (`None`: it
+    /// did not answer).
+    pub(in crate::agent) fn check_answered(
+        &mut self,
+        now: Instant,
+        round: u32,
+        question: CheckQuestion,
+        answer: Option<&Answer>,
+    ) {
+        let agrees = answer.map(|a| match question {
+            // Not an answer about the paths: as if none came.
+            _ if !speaks_of_paths(a) => true,
+            CheckQuestion::Table(table, dlid) => {
+                self.tables
+                    .agrees_with_master((table, dlid), a, &self.port.lids())
+            }
+            CheckQuestion::Qos(key) => {
+                let records: Vec<PathRecord> = a.records::<PathRecord>().copied().collect();
+                self.answers
+                    .qos_cache
+                    .loaded_agree(&key, &records, a.is_cut())
+            }
+        });
+        if let Some(done) = self.tables.upkeep.check_answered(round, question, agrees) {
+            self.check_done(now, done);
+        }
+    }
+
+    /// A check ended: a difference in the QoS pairs forgets them, one in
+    /// the tables fetches the port's own at once (under a lease too: the
+    /// master's word wins); no answer tries again after the back-off.
+    fn check_done(&mut self, now: Instant, done: Checking) {
+        let kept_by = self
+            .tables
+            .upkeep
+            .lease()
+            .map_or("kept from before a restart", |_| "a distributor's");
+        let qos_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Qos(_)));
+        let tables_differed = done
+            .differed
+            .iter()
+            .any(|q| matches!(q, CheckQuestion::Table(..)));
+        if qos_differed {
+            warn!(
+                differing = %differing(&done.differed),
+                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
+            );
+            self.answers.qos_cache.forget_loaded();
+        }
+        if tables_differed {
+            warn!(
+                table = kept_by,
+                differing = %differing(&done.differed),
+                "this port's table differs from the master's answers: fetching its own tables now"
+            );
+            self.start_refresh(now);
+        }
+        if !done.differed.is_empty() {
+            self.telemetry.counters.checks_failed += 1;
+        } else if done.unanswered > 0 {
+            debug!(
+                unanswered = done.unanswered,
+                "the master did not answer the table check: tried again after the back-off"
+            );
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.refresh_retry_delay()));
+            return;
+        } else {
+            self.telemetry.counters.checks_passed += 1;
+            info!(
+                table = kept_by,
+                "this port's table agrees with the master's answers"
+            );
+        }
+        if self.tables.upkeep.lease().is_some() {
+            self.tables
+                .upkeep
+                .check_at(Some(now + self.config.check_interval));
+        }
+    }
+
+    /// Refreshes this port's paths now, or joins the refresh running;
+    /// `asker` hears when it ends (a local request).
+    pub(in crate::agent) fn local_refresh(&mut self, now: Instant, asker: Asker) {
+        info!(
+            records = self.tables.records_held(),
+            "a full refresh of this port's paths asked for locally"
+        );
+        self.tables.wait_for_refresh(asker);
+        self.start_refresh(now);
+    }
+
+    /// A refresh ended (`status` OK) or failed: every waiter hears it.
+    pub(in crate::agent) fn answer_refresh_waiters(&mut self, status: MadStatus) {
+        let after = self.tables.records_held() as u64;
+        for w in self.tables.refresh.take_waiters() {
+            let body = LocalBody::CacheChange {
+                before: w.before as u64,
+                after,
+            };
+            self.reply().reply_local(&w.asker, status, body);
+        }
+    }
+
+    /// Drops every cached record and kept answer (a local request): every
+    /// query goes to the master until the next refresh or load fills the
+    /// store again.
+    pub(in crate::agent) fn local_flush(&mut self, now: Instant, asker: &Asker) {
+        let before = self.tables.flush() as u64;
+        self.answers.forget();
+        if self.abandon_fetches_into(|_| true) {
+            // The refresh that was filling the tables starts again, whole.
+            self.tables.refresh.schedule(Some(now));
+        }
+        info!(
+            dropped = before,
+            "the cache was flushed by a local request; queries go to the master until the next refresh"
+        );
+        self.reply().reply_local(
+            asker,
+            MadStatus::OK,
+            LocalBody::CacheChange { before, after: 0 },
+        );
+    }
+
+    /// A page of the default table, or of the partition table of
+    /// `partition`'s P_Key (a local request).
+    pub(in crate::agent) fn local_dump(
+        &mut self,
+        asker: &Asker,
+        from: u32,
+        max: u32,
+        partition: Option<u16>,
+    ) {
+        let max = max.min(crate::request::DUMP_PAGE) as usize;
+        let page = self.tables.page(from, max, partition);
+        self.reply().answer_local_records(asker, &page);
+    }
+
+    /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
+    /// transfer.
+    pub(in crate::agent) fn load(&mut self, now: Instant, request: &SaRequest) {
+        let Some((header, data)) = self.take_load(now, request) else {
+            return;
+        };
+        let records = if is_segment(request) {
+            Records::<PathRecord>::new(&data, header.sa.attribute_offset())
+                .map(|r| r.copied().collect())
+                .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")
+        } else {
+            Ok(vec![request.template::<PathRecord>()])
+        };
+        self.apply(now, request, &header, records);
+    }
+
+    /// A load's whole content — its headers and data — once it is in: at
+    /// once for a single MAD, at the last segment for an RMPP transfer.
+    /// A transfer without the SM_Key is refused at its first segment
+    /// rather than taken in whole (the answer also ends the sender's
+    /// wait); a single MAD's key is checked with its content.
+    pub(in crate::agent) fn take_load(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+    ) -> Option<(SaMadHeader, Bytes)> {
+        let rmpp = request.header().rmpp;
+        if !is_segment(request) {
+            let data = request.mad().slice(SaMadHeader::LEN..);
+            return Some((*request.header(), data));
+        }
+        let tid = request.tid();
+        if !self.transfers.is_receiving(&request.from, tid) {
+            if !rmpp.flags().contains(RmppFlags::FIRST) {
+                // A segment of a transfer not (or no longer) being
+                // received, such as the rest of a refused one.
+                return None;
+            }
+            if !self.authorized(now, request.sm_key(), request.from.lid) {
+                self.deny(request, request.header());
+                return None;
+            }
+        }
+        let event = self.transfers.segment(
+            now,
+            &request.from,
+            tid,
+            request.mad(),
+            &mut self.outbox.mads,
+        )?;
+        self.reply().count_transfer(now, &event);
+        let Event::Received(whole) = event else {
+            return None;
+        };
+        let header = *SaMadHeader::parse(&whole).ok()?.0;
+        Some((header, whole.slice(SaMadHeader::LEN..)))
+    }
+
+    /// Whether a load or delete carrying `carried` may change the cache:
+    /// only with the configured SM_Key, and never while none is
+    /// configured (said once in the log).
+    pub(in crate::agent) fn authorized(&mut self, now: Instant, carried: u64, lid: u16) -> bool {
+        match self.config.sm_key {
+            Some(key) if key.matches(carried) => true,
+            Some(_) => {
+                if let Some(left_out) = self.telemetry.log_limit.allow(now, "denied load", lid) {
+                    warn!(
+                        lid,
+                        earlier_not_logged = left_out,
+                        "PathRecord load or delete without the SM_Key: denied"
+                    );
+                }
+                false
+            }
+            None => {
+                if self.telemetry.first_unkeyed_refusal() {
+                    warn!(
+                        lid,
+                        "a PathRecord load or delete arrived, but no SM_Key is configured: every load \
+                         and delete is refused until one is (--sm-key-file FILE)"
+                    );
+                }
+                false
+            }
+        }
+    }
+
+    /// Answers a malformed load or delete ERR_REQ_INVALID, saying `why`
+    /// in the log (limited: a peer chooses how often).
+    pub(in crate::agent) fn refuse_invalid_load(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        why: &'static str,
+    ) {
+        self.telemetry.counters.errors += 1;
+        let lid = request.from.lid;
+        if let Some(left_out) = self.telemetry.log_limit.allow(now, "invalid load", lid) {
+            warn!(
+                lid,
+                why,
+                earlier_not_logged = left_out,
+                "PathRecord load or delete refused as invalid"
+            );
+        }
+        self.reply()
+            .answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
+    }
+
+    pub(in crate::agent) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
+        self.telemetry.counters.denied += 1;
+        self.reply()
+            .answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
+    }
+
+    /// Applies a whole Set or Delete (already reassembled if it was RMPP)
+    /// whose headers are `header` and records `records`.
+    fn apply(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        records: Result<Vec<PathRecord>, &'static str>,
+    ) {
+        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
+            return self.deny(request, header);
+        }
+        let (method, mask) = (header.mad.method(), header.sa.component_mask());
+        let flags = header.mad.attribute_modifier();
+        let lid = request.from.lid;
+        let count = match LoadCommand::read(method, mask, flags, records) {
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
+            Ok(LoadCommand::QosTables {
+                flags,
+                mask,
+                records,
+            }) => return self.load_qos_tables(now, request, header, (flags, mask, &records)),
+            Ok(LoadCommand::Renew { seconds }) => {
+                self.lease_renewed(now, lid, seconds);
+                0
+            }
+            Ok(LoadCommand::Store {
+                records,
+                replace,
+                partitions,
+                lease,
+            }) => {
+                // Before the records: a whole table loaded under a lease
+                // counts as the lease's refresh, not as one that starts
+                // an interval.
+                if let Some(seconds) = lease {
+                    self.lease_renewed(now, lid, seconds);
+                }
+                let count = self.store_records(&records, replace, partitions);
+                let me = self.port.gid.guid();
+                if replace && !partitions && records.iter().any(|r| r.sgid().guid() == me) {
+                    self.own_paths_loaded(now);
+                }
+                count
+            }
+            Ok(LoadCommand::Delete {
+                mask,
+                records,
+                known_absent,
+                partitions,
+                lease,
+            }) => {
+                if let Some(seconds) = lease {
+                    self.lease_renewed(now, lid, seconds);
+                }
+                self.delete_records(mask, &records, known_absent, partitions)
+            }
+        };
+        self.reply()
+            .answer_load(request, header, MadStatus::OK, count);
+    }
+
+    fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
+        let stored = self.tables.store_load(records, replace, partitions);
+        self.telemetry.counters.loaded += stored as u64;
+        self.answers.forget();
+        info!(
+            records = stored,
+            offered = records.len(),
+            replace,
+            partitions,
+            "PathRecords loaded"
+        );
+        stored
+    }
+
+    fn delete_records(
+        &mut self,
+        mask: ComponentMask,
+        records: &[PathRecord],
+        known_absent: bool,
+        partitions: bool,
+    ) -> usize {
+        let removed = self
+            .tables
+            .delete_load(mask, records, known_absent, partitions);
+        self.telemetry.counters.deleted += removed as u64;
+        self.answers.forget();
+        info!(removed, known_absent, partitions, "PathRecords deleted");
+        removed
+    }
+
+    /// A Set with `QOS_TABLES`, authorized: the QoS cache takes its
+    /// records (the load's AttributeModifier and ComponentMask say at
+    /// which key).
+    fn load_qos_tables(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        (flags, mask, records): (u32, ComponentMask, &[PathRecord]),
+    ) {
+        let load = match self.answers.qos_cache.load(flags, mask, records) {
+            Ok(l) => l,
+            Err(why) => return self.refuse_invalid_load(now, request, header, why),
+        };
+        self.telemetry.counters.qos_cache_loaded += load.stored as u64;
+        info!(
+            records = load.stored,
+            not_kept = load.given - load.stored,
+            sources = load.sources,
+            key = %mask,
+            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
+        );
+        self.reply()
+            .answer_load(request, header, MadStatus::OK, load.stored);
+    }
+
+    /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
+    /// MAD, or a segment of an RMPP transfer ([`crate::names::loads`]).
+    pub(in crate::agent) fn names_load(&mut self, now: Instant, request: &SaRequest) {
+        let Some((header, data)) = self.take_load(now, request) else {
+            return;
+        };
+        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
+            return self.deny(request, &header);
+        }
+        let offset = header.sa.attribute_offset();
+        let (table, taken) =
+            names_table(request.attribute(), &data, offset, self.port.gid.prefix());
+        let Ok((names, taken)) = taken else {
+            self.telemetry.counters.errors += 1;
+            warn!(
+                lid = request.from.lid,
+                table = table.describe(),
+                offset,
+                "names load refused: its AttributeOffset is shorter than a record"
+            );
+            return self
+                .reply()
+                .answer_load(request, &header, MadStatus::ERR_REQ_INVALID, 0);
+        };
+        self.telemetry.counters.name_tables_loaded += 1;
+        info!(
+            table = table.describe(),
+            records = taken,
+            "names table loaded"
+        );
+        self.take_names_table(table, names);
+        self.reply()
+            .answer_load(request, &header, MadStatus::OK, taken);
+    }
+
+    /// Makes `names` the `table` half of the names: a fetch from the
+    /// master (running or due) is given up for the loaded one.
+    fn take_names_table(&mut self, table: NameTable, names: Names) {
+        let epoch = self.tables.refresh.epoch();
+        if self.naming.table_loaded(epoch, table, names) {
+            self.master.forget(|p| matches!(p, Purpose::Names { .. }));
+        }
+        self.finish_name_fetch();
+    }
+
     /// Starts fetching names for the refresh `epoch` (replacing a fetch
     /// still running).
     pub(in crate::agent) fn start_name_fetch(&mut self, now: Instant, epoch: Epoch) {

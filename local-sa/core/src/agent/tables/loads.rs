@@ -32,317 +32,93 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::time::Instant;
-
-use bytes::Bytes;
 
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::header::{RmppFlags, RmppType, SaMadHeader};
-use mad_codec::{ComponentMask, MadStatus, Method, PathRecord, Records};
-use tracing::{info, warn};
+use mad_codec::header::RmppType;
+use mad_codec::{ComponentMask, Method, PathRecord};
 
-use crate::address::Transmit;
-use crate::agent::SaCore;
-use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
 };
-use crate::names::hosts::Names;
-use crate::names::loads::names_table;
-use crate::names::state::NameTable;
 use crate::partitions::{PathTable, TableKey, partition_of};
-use crate::respond;
-use crate::transfers::Event;
 
-impl SaCore {
-    /// A Set or Delete of PathRecords: one MAD, or a segment of an RMPP
-    /// transfer.
-    pub(in crate::agent) fn load(&mut self, now: Instant, request: &SaRequest) {
-        let Some((header, data)) = self.take_load(now, request) else {
-            return;
-        };
-        let records = if is_segment(request) {
-            Records::<PathRecord>::new(&data, header.sa.attribute_offset())
-                .map(|r| r.copied().collect())
-                .map_err(|_| "AttributeOffset is not that of 64-byte PathRecords")
-        } else {
-            Ok(vec![request.template::<PathRecord>()])
-        };
-        self.apply(now, request, &header, records);
-    }
+/// What a whole load asks, read from its headers and records.
+#[derive(Debug)]
+pub(in crate::agent) enum LoadCommand {
+    /// Sources' whole tables at one QoS key, for the QoS cache: the
+    /// load's AttributeModifier and ComponentMask say which.
+    QosTables {
+        flags: u32,
+        mask: ComponentMask,
+        records: Vec<PathRecord>,
+    },
+    /// Only the distributor's lease, renewed for `seconds`.
+    Renew { seconds: u16 },
+    /// Records stored; with `replace` they are the whole of each
+    /// source's paths; with `partitions` each goes to its P_Key's table.
+    Store {
+        records: Vec<PathRecord>,
+        replace: bool,
+        partitions: bool,
+        /// The lease the load renews.
+        lease: Option<u16>,
+    },
+    /// Records deleted: each pair (mask 0) or those matching the one
+    /// template on `mask`; `known_absent`: gone at the master too.
+    Delete {
+        mask: ComponentMask,
+        records: Vec<PathRecord>,
+        known_absent: bool,
+        partitions: bool,
+        /// The lease the delete renews.
+        lease: Option<u16>,
+    },
+}
 
-    /// A load's whole content — its headers and data — once it is in: at
-    /// once for a single MAD, at the last segment for an RMPP transfer.
-    /// A transfer without the SM_Key is refused at its first segment
-    /// rather than taken in whole (the answer also ends the sender's
-    /// wait); a single MAD's key is checked with its content.
-    pub(in crate::agent) fn take_load(
-        &mut self,
-        now: Instant,
-        request: &SaRequest,
-    ) -> Option<(SaMadHeader, Bytes)> {
-        let rmpp = request.header().rmpp;
-        if !is_segment(request) {
-            let data = request.mad().slice(SaMadHeader::LEN..);
-            return Some((*request.header(), data));
-        }
-        let tid = request.tid();
-        if !self.transfers.is_receiving(&request.from, tid) {
-            if !rmpp.flags().contains(RmppFlags::FIRST) {
-                // A segment of a transfer not (or no longer) being
-                // received, such as the rest of a refused one.
-                return None;
-            }
-            if !self.authorized(now, request.sm_key(), request.from.lid) {
-                self.deny(request, request.header());
-                return None;
-            }
-        }
-        let event = self.transfers.segment(
-            now,
-            &request.from,
-            tid,
-            request.mad(),
-            &mut self.outbox.mads,
-        )?;
-        self.reply().count_transfer(now, &event);
-        let Event::Received(whole) = event else {
-            return None;
-        };
-        let header = *SaMadHeader::parse(&whole).ok()?.0;
-        Some((header, whole.slice(SaMadHeader::LEN..)))
-    }
-
-    /// Whether a load or delete carrying `carried` may change the cache:
-    /// only with the configured SM_Key, and never while none is
-    /// configured (said once in the log).
-    pub(in crate::agent) fn authorized(&mut self, now: Instant, carried: u64, lid: u16) -> bool {
-        match self.config.sm_key {
-            Some(key) if key.matches(carried) => true,
-            Some(_) => {
-                if let Some(left_out) = self.telemetry.log_limit.allow(now, "denied load", lid) {
-                    warn!(
-                        lid,
-                        earlier_not_logged = left_out,
-                        "PathRecord load or delete without the SM_Key: denied"
-                    );
-                }
-                false
-            }
-            None => {
-                if self.telemetry.first_unkeyed_refusal() {
-                    warn!(
-                        lid,
-                        "a PathRecord load or delete arrived, but no SM_Key is configured: every load \
-                         and delete is refused until one is (--sm-key-file FILE)"
-                    );
-                }
-                false
-            }
-        }
-    }
-
-    /// Answers a malformed load or delete ERR_REQ_INVALID, saying `why`
-    /// in the log (limited: a peer chooses how often).
-    pub(in crate::agent) fn refuse_invalid_load(
-        &mut self,
-        now: Instant,
-        request: &SaRequest,
-        header: &SaMadHeader,
-        why: &'static str,
-    ) {
-        self.telemetry.counters.errors += 1;
-        let lid = request.from.lid;
-        if let Some(left_out) = self.telemetry.log_limit.allow(now, "invalid load", lid) {
-            warn!(
-                lid,
-                why,
-                earlier_not_logged = left_out,
-                "PathRecord load or delete refused as invalid"
-            );
-        }
-        self.answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
-    }
-
-    pub(in crate::agent) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
-        self.telemetry.counters.denied += 1;
-        self.answer_load(request, header, MadStatus::ERR_REQ_DENIED, 0);
-    }
-
-    /// Applies a whole Set or Delete (already reassembled if it was RMPP)
-    /// whose headers are `header` and records `records`.
-    fn apply(
-        &mut self,
-        now: Instant,
-        request: &SaRequest,
-        header: &SaMadHeader,
+impl LoadCommand {
+    /// Reads a Set or Delete (`method`) whose headers carry `mask` and
+    /// AttributeModifier `flags`, and whose records are `records` (or why
+    /// they could not be read). The error says why the load is invalid
+    /// (answered ERR_REQ_INVALID, nothing changed).
+    pub(in crate::agent) fn read(
+        method: Method,
+        mask: ComponentMask,
+        flags: u32,
         records: Result<Vec<PathRecord>, &'static str>,
-    ) {
-        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
-            return self.deny(request, header);
-        }
-        let method = header.mad.method();
-        let mask = header.sa.component_mask();
-        let flags = header.mad.attribute_modifier();
+    ) -> Result<Self, &'static str> {
         if method == Method::SET && flags & QOS_TABLES != 0 {
-            return self.load_qos_tables(now, request, header, records);
+            let records = records?;
+            return Ok(Self::QosTables {
+                flags,
+                mask,
+                records,
+            });
         }
         let lease = lease_seconds(flags);
         if method == Method::SET && flags & RENEW_ONLY != 0 {
-            let Some(seconds) = lease else {
-                return self.refuse_invalid_load(now, request, header, "RENEW_ONLY without LEASE");
-            };
-            self.lease_renewed(now, request.from.lid, seconds);
-            return self.answer_load(request, header, MadStatus::OK, 0);
+            let seconds = lease.ok_or("RENEW_ONLY without LEASE")?;
+            return Ok(Self::Renew { seconds });
         }
-        let records = match records.and_then(|r| check_load(method, mask, r)) {
-            Ok(r) => r,
-            Err(why) => return self.refuse_invalid_load(now, request, header, why),
-        };
-        // Before the records: a whole table loaded under a lease counts
-        // as the lease's refresh, not as one that starts an interval.
-        if let Some(seconds) = lease {
-            self.lease_renewed(now, request.from.lid, seconds);
-        }
+        let records = check_load(method, mask, records?)?;
         let partitions = flags & PARTITION_TABLES != 0;
-        let count = if method == Method::SET {
-            let replace = flags & REPLACE_SOURCES != 0;
-            let count = self.store_records(&records, replace, partitions);
-            let me = self.port.gid.guid();
-            if replace && !partitions && records.iter().any(|r| r.sgid().guid() == me) {
-                self.own_paths_loaded(now);
+        Ok(if method == Method::SET {
+            Self::Store {
+                records,
+                replace: flags & REPLACE_SOURCES != 0,
+                partitions,
+                lease,
             }
-            count
         } else {
-            let absent = flags & KNOWN_ABSENT != 0;
-            self.delete_records(mask, &records, absent, partitions)
-        };
-        self.answer_load(request, header, MadStatus::OK, count);
-    }
-
-    fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
-        let stored = self.tables.store_load(records, replace, partitions);
-        self.telemetry.counters.loaded += stored as u64;
-        self.answers.forget();
-        info!(
-            records = stored,
-            offered = records.len(),
-            replace,
-            partitions,
-            "PathRecords loaded"
-        );
-        stored
-    }
-
-    fn delete_records(
-        &mut self,
-        mask: ComponentMask,
-        records: &[PathRecord],
-        known_absent: bool,
-        partitions: bool,
-    ) -> usize {
-        let removed = self
-            .tables
-            .delete_load(mask, records, known_absent, partitions);
-        self.telemetry.counters.deleted += removed as u64;
-        self.answers.forget();
-        info!(removed, known_absent, partitions, "PathRecords deleted");
-        removed
-    }
-
-    /// A Set with `QOS_TABLES`, authorized, whose records are `records`
-    /// (or why they could not be read): the QoS cache takes them.
-    fn load_qos_tables(
-        &mut self,
-        now: Instant,
-        request: &SaRequest,
-        header: &SaMadHeader,
-        records: Result<Vec<PathRecord>, &'static str>,
-    ) {
-        let flags = header.mad.attribute_modifier();
-        let mask = header.sa.component_mask();
-        let loaded = records.and_then(|r| self.answers.qos_cache.load(flags, mask, &r));
-        let load = match loaded {
-            Ok(l) => l,
-            Err(why) => return self.refuse_invalid_load(now, request, header, why),
-        };
-        self.telemetry.counters.qos_cache_loaded += load.stored as u64;
-        info!(
-            records = load.stored,
-            not_kept = load.given - load.stored,
-            sources = load.sources,
-            key = %mask,
-            "QoS tables loaded (a destination's records larger than the QoS cache's byte limit are not kept)"
-        );
-        self.answer_load(request, header, MadStatus::OK, load.stored);
-    }
-
-    /// A Set of NodeRecords or ServiceRecords marked `NAMES_TABLE`: one
-    /// MAD, or a segment of an RMPP transfer ([`crate::names::loads`]).
-    pub(in crate::agent) fn names_load(&mut self, now: Instant, request: &SaRequest) {
-        let Some((header, data)) = self.take_load(now, request) else {
-            return;
-        };
-        if !self.authorized(now, header.sa.sm_key(), request.from.lid) {
-            return self.deny(request, &header);
-        }
-        let offset = header.sa.attribute_offset();
-        let (table, taken) =
-            names_table(request.attribute(), &data, offset, self.port.gid.prefix());
-        let Ok((names, taken)) = taken else {
-            self.telemetry.counters.errors += 1;
-            warn!(
-                lid = request.from.lid,
-                table = table.describe(),
-                offset,
-                "names load refused: its AttributeOffset is shorter than a record"
-            );
-            return self.answer_load(request, &header, MadStatus::ERR_REQ_INVALID, 0);
-        };
-        self.telemetry.counters.name_tables_loaded += 1;
-        info!(
-            table = table.describe(),
-            records = taken,
-            "names table loaded"
-        );
-        self.take_names_table(table, names);
-        self.answer_load(request, &header, MadStatus::OK, taken);
-    }
-
-    /// Makes `names` the `table` half of the names: a fetch from the
-    /// master (running or due) is given up for the loaded one.
-    fn take_names_table(&mut self, table: NameTable, names: Names) {
-        let epoch = self.tables.refresh.epoch();
-        if self.naming.table_loaded(epoch, table, names) {
-            self.master.forget(|p| matches!(p, Purpose::Names { .. }));
-        }
-        self.finish_name_fetch();
-    }
-
-    /// Answers a load: its headers with `status`, the response method,
-    /// SM_Key 0 and the count in AttributeModifier; no data.
-    pub(in crate::agent) fn answer_load(
-        &mut self,
-        request: &SaRequest,
-        header: &SaMadHeader,
-        status: MadStatus,
-        count: usize,
-    ) {
-        let mut header = respond::success_header(header, 0);
-        header.mad.set_status(status);
-        header
-            .mad
-            .set_attribute_modifier(u32::try_from(count).unwrap_or(u32::MAX));
-        let answer = respond::single(&header, &[]);
-        // A load that came through RMPP: its receiver lingers, and sends
-        // this again if the loader, having missed it, repeats a segment.
-        self.transfers
-            .remember_answer(&request.from, request.tid(), answer.clone());
-        self.outbox
-            .mads
-            .push_back(Transmit::reply(request.reply_to(), answer));
+            Self::Delete {
+                mask,
+                records,
+                known_absent: flags & KNOWN_ABSENT != 0,
+                partitions,
+                lease,
+            }
+        })
     }
 }
 
@@ -483,7 +259,7 @@ fn delete_from(
 
 /// Whether `request` is a segment of an RMPP transfer (else a load of one
 /// MAD).
-fn is_segment(request: &SaRequest) -> bool {
+pub(in crate::agent) fn is_segment(request: &SaRequest) -> bool {
     let rmpp = request.header().rmpp;
     rmpp.is_active() && rmpp.rmpp_type() == RmppType::DATA
 }

@@ -13,7 +13,6 @@ pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
 pub(in crate::agent) mod upkeep;
 pub(in crate::agent) mod upkeep_rules;
-pub(in crate::agent) mod upkeep_schedule;
 
 use std::time::Instant;
 

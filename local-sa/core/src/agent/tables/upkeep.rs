@@ -1,8 +1,30 @@
-//! Who keeps this port's tables fresh, as the agent holds it: a
+//! Who keeps this port's tables fresh between fills, and when.
+//!
+//! * **The port itself**, without a distributor: a periodic refresh every
+//!   [`PortTables::periodic_interval`] — the configured interval, or longer on
+//!   a fabric whose N² paths would otherwise take more than the pace's
+//!   share of the master's time ([`MasterPace::upkeep_interval`]) — and
+//!   one after a notice that the fabric changed (trap 128), once
+//!   the master's sweep has had `change_settle` to reroute, at the port's
+//!   phase of the refresh window, and never sooner than that bound after
+//!   the last refresh.
+//! * **A distributor holding a lease** (`load_flags::LEASE`, renewed by
+//!   every load, delete and renewal it sends): the port refreshes nothing
+//!   while the lease runs — the distributor watches the fabric and pushes
+//!   what changes — and checks a few of its paths against the master
+//!   every `check_interval` ([`crate::agent::tables::check`]). When the
+//!   distributor falls silent past its lease, the port fetches its own
+//!   table again at its phase of the refresh window, and keeps it itself
+//!   from then on.
+//!
+//! This holds who keeps the tables as the agent holds it: a
 //! distributor's lease if one runs, a refresh owed to a change notice,
 //! the checks of tables the port did not fetch itself. Its rules are
 //! [`crate::agent::tables::upkeep_rules`]; the checks are in
 //! [`crate::agent::tables::check`].
+//!
+//! [`MasterPace::upkeep_interval`]: crate::pacing::MasterPace::upkeep_interval
+//! [`PortTables::periodic_interval`]: crate::agent::tables::PortTables::periodic_interval
 
 use std::time::{Duration, Instant};
 
