@@ -536,10 +536,9 @@ fn log_lines_show_values_as_text() {
     );
 }
 
-/// The files that may hold `impl SaCore`: SaCore routes events to its
-/// groups and carries out what they decide; the decisions live in the
-/// groups. The list only shrinks (towards the public calls and a few
-/// routing files) as the groups take their decisions over.
+/// The files that may hold `impl SaCore`: its public calls, and the
+/// three files where it routes events to its groups and carries out what
+/// they decide; the decisions live in the groups.
 const SA_CORE_IMPL_FILES: [&str; 4] = [
     "agent/mod.rs",
     "agent/routing/queries.rs",
@@ -581,5 +580,40 @@ fn sa_core_is_implemented_only_in_its_routing_files() {
     assert!(
         gone.is_empty(),
         "{gone:?} no longer implement SaCore: take them off SA_CORE_IMPL_FILES"
+    );
+}
+
+/// The groups SaCore holds, each in its folder's `mod.rs`.
+const SA_CORE_GROUPS: [(&str, &str); 4] = [
+    ("agent/tables/mod.rs", "PortTables"),
+    ("agent/master/mod.rs", "MasterLink"),
+    ("agent/answers/mod.rs", "AnswerReuse"),
+    ("agent/registrations/mod.rs", "RegistrationProxy"),
+];
+
+#[test]
+fn sa_core_s_groups_expose_no_fields() {
+    let src = workspace().join("local-sa/core/src");
+    let mut exposed = Vec::new();
+    for (file, group) in SA_CORE_GROUPS {
+        let text = fs::read_to_string(src.join(file)).unwrap();
+        let start = text
+            .lines()
+            .position(|l| code(l).contains(&format!("struct {group} {{")))
+            .unwrap_or_else(|| panic!("struct {group} not found in {file}"));
+        let fields = text
+            .lines()
+            .skip(start + 1)
+            .map(code)
+            .take_while(|l| l.trim() != "}");
+        exposed.extend(
+            fields
+                .filter(|l| l.trim_start().starts_with("pub"))
+                .map(|l| format!("{group}: {}", l.trim())),
+        );
+    }
+    assert!(
+        exposed.is_empty(),
+        "fields reached from outside their group (give the group a method instead): {exposed:#?}"
     );
 }

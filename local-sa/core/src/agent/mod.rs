@@ -150,7 +150,7 @@ impl SaCore {
         // not all in the same second.
         if !config.load_wait.is_zero() {
             let wait = config.load_wait + agent.port.spread(config.load_wait / 4);
-            agent.tables.refresh.schedule(Some(now + wait));
+            agent.tables.schedule_refresh(Some(now + wait));
         }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
@@ -181,15 +181,13 @@ impl SaCore {
         self.config = config;
         self.master.set_config(&config);
         self.answers
-            .forwarding
             .set_ttls(config.answer_ttl, config.negative_ttl);
         self.proxy.reconfigure(&config);
         // A shorter interval takes effect now rather than after the long
         // one already scheduled.
         if refresh_sooner {
             self.tables
-                .refresh
-                .bring_forward(now + config.refresh_interval);
+                .bring_refresh_forward(now + config.refresh_interval);
         }
         if audit_sooner {
             self.proxy.audit_by(now + config.audit_interval);
@@ -210,19 +208,12 @@ impl SaCore {
     /// The counters, with the gauges read now.
     pub fn counters(&self) -> Counters {
         let mut c = Counters {
-            records: self.tables.paths.store.len() as u64,
-            cache_bytes: self.tables.paths.store.heap_bytes() as u64,
-            partition_tables: self.tables.partitions.tables().count() as u64,
-            partition_records: self.tables.partitions.records() as u64,
-            partition_bytes: self.tables.partitions.heap_bytes() as u64,
-            qos_cache_entries: self.answers.qos_cache.len() as u64,
-            qos_cache_bytes: self.answers.qos_cache.bytes() as u64,
-            qos_cache_evicted: self.answers.qos_cache.evicted(),
             names: self.naming.names().len() as u64,
-            queries_waiting: self.answers.waiting() as u64,
             transfers_active: self.transfers.in_progress() as u64,
             ..self.telemetry.counters
         };
+        self.tables.add_counts(&mut c);
+        self.answers.add_counts(&mut c);
         self.master.add_counts(&mut c);
         self.proxy.add_counts(&mut c);
         c
@@ -236,17 +227,17 @@ impl SaCore {
 
     /// The PathRecord store (the default table).
     pub fn store(&self) -> &PathStore {
-        &self.tables.paths.store
+        self.tables.store()
     }
 
     /// The port's partition tables.
     pub fn partitions(&self) -> &Partitions {
-        &self.tables.partitions
+        self.tables.partitions()
     }
 
     /// True once this port's paths have been fetched completely.
     pub fn is_ready(&self) -> bool {
-        self.tables.paths.is_complete(self.port.gid.guid())
+        self.tables.is_complete(self.port.gid.guid())
     }
 
     /// True when nothing is left in flight to the master, or waiting to
@@ -273,11 +264,11 @@ impl SaCore {
         [
             (self.master).poll_timeout(self.config.pace.registrations_in_flight),
             self.transfers.poll_timeout(),
-            self.tables.refresh.next(),
-            self.tables.refresh.partitions_next(),
+            self.tables.next_refresh(),
+            self.tables.next_partitions_fetch(),
             self.naming.next_fetch(),
             self.proxy.poll_timeout(),
-            self.tables.upkeep.check_next(),
+            self.tables.next_check(),
         ]
         .into_iter()
         .flatten()
@@ -306,19 +297,19 @@ impl SaCore {
         for event in self.transfers.handle_timeout(now, &mut self.outbox.mads) {
             self.reply().count_transfer(now, &event);
         }
-        self.answers.forwarding.prune(now);
+        self.answers.prune(now);
         let due = self.proxy.handle_timeout(now);
         self.carry_out(now, due, None);
         if self.shutting_down {
             return;
         }
-        if self.tables.refresh.take_due(now) && self.refresh_due(now) {
+        if self.tables.take_refresh_due(now) && self.refresh_due(now) {
             self.start_refresh(now);
         }
-        if self.tables.upkeep.check_due(now) {
+        if self.tables.check_due(now) {
             self.start_table_check(now);
         }
-        if self.tables.refresh.take_partitions_due(now) {
+        if self.tables.take_partitions_due(now) {
             self.fetch_new_partitions(now);
         }
         if self.proxy.take_registration_due(now) {
@@ -373,17 +364,17 @@ impl SaCore {
         // The refresh in progress is superseded by the one starting now.
         self.master
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
-        self.tables.refresh.pause();
+        self.tables.pause_refresh();
         // Paths from this port are needed at once when its own identity
         // changed (the store was emptied) or an administrator waits for
         // them; after a new master, what is held is served while the
         // fabric's ports take their turns.
-        let due = if me_changed || self.tables.refresh.awaited() {
+        let due = if me_changed || self.tables.refresh_awaited() {
             now
         } else {
             now + self.refresh_delay()
         };
-        self.tables.refresh.schedule(Some(due));
+        self.tables.schedule_refresh(Some(due));
         self.naming
             .keep_after_next_refresh(master_changed && !me_changed);
         // A new identity registers at once. After a new master (or a
@@ -399,7 +390,7 @@ impl SaCore {
             now + self.reregister_delay()
         };
         self.proxy.register_at(Some(at));
-        self.tables.refresh.register_now();
+        self.tables.register_now();
         // Whatever the master held for this port may be gone.
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
@@ -413,17 +404,15 @@ impl SaCore {
     /// this port's phase of the refresh window (a P_Key change reaches
     /// many ports together).
     pub fn handle_pkeys(&mut self, now: Instant, pkeys: &[u16]) {
-        if !self.tables.partitions.set_held(pkeys) {
+        if !self.tables.set_partitions_held(pkeys) {
             return;
         }
         info!(
-            partitions = ?self.tables.partitions.held().iter().map(|p| TableKey::Partition(*p).to_string()).collect::<Vec<_>>(),
+            partitions = ?self.tables.partitions_held().iter().map(|p| TableKey::Partition(*p).to_string()).collect::<Vec<_>>(),
             "the port's partitions"
         );
         if self.is_ready() {
-            self.tables
-                .refresh
-                .schedule_partitions(now + self.refresh_delay());
+            self.tables.schedule_partitions(now + self.refresh_delay());
         }
         self.handle_timeout(now);
     }
@@ -434,7 +423,7 @@ impl SaCore {
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
-        self.tables.refresh.schedule(None);
+        self.tables.schedule_refresh(None);
         let withdrawals = self.proxy.withdraw_all(now);
         self.carry_out(now, withdrawals, None);
         self.withdraw_publication(now);
@@ -707,7 +696,7 @@ impl SaCore {
             c.lease_renewals,
             c.leases_lapsed,
             c.checks_failed,
-            self.tables.paths.store.len() as u64,
+            self.tables.default_records() as u64,
         ]
         .iter()
         .fold(0u64, |v, n| v.rotate_left(7) ^ n)
@@ -718,7 +707,7 @@ impl SaCore {
     /// are not complete, or a fabric change awaits a refresh (a successor
     /// must then ask the master). (The rules: `agent/tables/kept.rs`.)
     pub fn keep_tables(&self, now: Instant, wall: u64) -> Option<Kept> {
-        if !self.is_ready() || self.tables.upkeep.change_pending() {
+        if !self.is_ready() || self.tables.change_pending() {
             return None;
         }
         Some(Kept {
@@ -728,7 +717,7 @@ impl SaCore {
             sm_lid: self.port.sm_lid,
             written: wall,
             master_qos: self.master.info().map(|m| m.qos),
-            lease: self.tables.upkeep.lease().map(|l| {
+            lease: self.tables.lease().map(|l| {
                 let left = l.until.saturating_duration_since(now).as_secs();
                 let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
                 (l.lid, wall + left, length)
@@ -769,7 +758,7 @@ impl SaCore {
                 sm_lid: p.sm_lid,
             });
         }
-        self.tables.upkeep.resume_lease(lease);
+        self.tables.resume_lease(lease);
         if let Some(kept_names) = kept.names {
             let mut names = Names::new();
             for (address, gid, source) in kept_names {
@@ -779,12 +768,12 @@ impl SaCore {
             self.naming.take_kept(names);
         }
         self.telemetry.counters.refreshes_kept += 1;
-        self.tables.refresh.made_fresh(now, None);
+        self.tables.made_fresh(now, None);
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;
         let first_check = now + window + self.port.spread(window);
-        self.tables.upkeep.check_at(Some(first_check));
+        self.tables.check_at(Some(first_check));
         info!(
             records,
             age_s = age,
@@ -807,7 +796,7 @@ impl SaCore {
             counters: self.counters(),
             stats: &self.telemetry.stats,
             registration_rate: (self.config.pace)
-                .port_registration_rate(self.tables.refresh.fabric_ports()),
+                .port_registration_rate(self.tables.fabric_ports()),
             registrants: self.registrants(),
         };
         status::report(&inputs, now)

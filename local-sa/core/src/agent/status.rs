@@ -11,7 +11,6 @@ use crate::agent::tables::upkeep_rules::UpkeepContext;
 use crate::config::PortIdentity;
 use crate::counters::Counters;
 use crate::names::state::NameState;
-use crate::partitions::TableKey;
 use crate::request::StatusReport;
 use crate::stats::Stats;
 
@@ -40,7 +39,6 @@ pub(super) struct StatusInputs<'a> {
 
 /// This port's status now, as named values in a fixed order.
 pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
-    let ms = |t: Instant| now.saturating_duration_since(t).as_millis().to_string();
     let c = &i.counters;
     let mut s = StatusReport::default();
     s.push("port_gid", i.port.gid);
@@ -52,22 +50,7 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
     }
     let table = if i.ready { "complete" } else { "incomplete" };
     s.push("table", table);
-    s.push("records", i.tables.paths.store.len());
-    for (pkey, t) in i.tables.partitions.tables() {
-        let state = if t.is_complete(i.port.gid.guid()) {
-            "complete"
-        } else {
-            "incomplete"
-        };
-        s.push(
-            "partition",
-            format!(
-                "{} {state} records={}",
-                TableKey::Partition(pkey),
-                t.store.len()
-            ),
-        );
-    }
+    i.tables.push_contents(&mut s, i.port.gid.guid());
     s.push("names", c.names);
     if i.naming.publication().is_some() {
         let published = if i.naming.published() {
@@ -77,55 +60,7 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
         };
         s.push("directory", published);
     }
-    if let Some((at, took)) = i.tables.refresh.last_fresh() {
-        s.push("last_refresh_age_ms", ms(at));
-        match took {
-            Some(d) => s.push("last_refresh_took_ms", d.as_millis()),
-            None => s.push("last_refresh_by", "load"),
-        }
-    }
-    if i.tables.refresh.is_running()
-        && let Some(began) = i.tables.refresh.began()
-    {
-        s.push("refreshing_for_ms", ms(began));
-    }
-    if let Some(next) = i.tables.refresh.next() {
-        s.push(
-            "next_refresh_in_ms",
-            next.saturating_duration_since(now).as_millis(),
-        );
-    }
-    s.push("refresh_failures_in_a_row", i.tables.refresh.failures());
-    match i.tables.upkeep.lease() {
-        Some(lease) => {
-            s.push("kept_by", format!("distributor lid={}", lease.lid));
-            s.push("lease_s", lease.length.as_secs());
-            s.push(
-                "lease_left_ms",
-                lease.until.saturating_duration_since(now).as_millis(),
-            );
-        }
-        None => {
-            s.push("kept_by", "this port");
-            s.push(
-                "refresh_interval_s",
-                i.tables.periodic_interval(&i.upkeep).as_secs(),
-            );
-            s.push(
-                "worst_staleness_s",
-                i.tables.worst_staleness(&i.upkeep).as_secs(),
-            );
-            if i.tables.upkeep.change_pending() {
-                s.push("change_refresh_pending", "yes");
-            }
-        }
-    }
-    if let Some(next) = i.tables.upkeep.check_next() {
-        s.push(
-            "next_check_in_ms",
-            next.saturating_duration_since(now).as_millis(),
-        );
-    }
+    i.tables.push_freshness(&mut s, now, &i.upkeep);
     for (name, value) in [
         ("refreshes", c.refreshes),
         ("refreshes_loaded", c.refreshes_loaded),

@@ -1,8 +1,10 @@
 //! Answers the tables do not hold, on their way from the master and kept
 //! for the next asker: forwarded queries (coalesced, answers kept for a
 //! while) and the QoS cache (port pairs' paths for QoS fields and other
-//! partitions). Each member owns its state behind its own methods.
+//! partitions). Each member owns its state behind its own methods, reached
+//! through the group's (`api`).
 
+pub(in crate::agent) mod api;
 pub(in crate::agent) mod forward;
 pub(in crate::agent) mod qos_cache;
 pub(in crate::agent) mod qos_loads;
@@ -16,9 +18,9 @@ use crate::config::AgentConfig;
 #[derive(Debug)]
 pub(in crate::agent) struct AnswerReuse {
     /// Queries forwarded to the master, their askers and kept answers.
-    pub(in crate::agent) forwarding: Forwarding,
+    forwarding: Forwarding,
     /// Port pairs' paths for QoS fields and other partitions.
-    pub(in crate::agent) qos_cache: QosCache,
+    qos_cache: QosCache,
 }
 
 impl AnswerReuse {

@@ -74,13 +74,8 @@ impl SaCore {
 
     /// What the store and the master's ClassPortInfo tell path queries.
     fn knowledge(&self) -> Knowledge<'_> {
-        Knowledge {
-            store: &self.tables.paths.store,
-            subnet_prefix: self.port.gid.prefix(),
-            complete_sources: self.tables.paths.complete_sources(),
-            master_qos: self.master.info().is_none_or(|m| m.qos),
-            partitions: &self.tables.partitions,
-        }
+        let master_qos = self.master.info().is_none_or(|m| m.qos);
+        self.tables.knowledge(self.port.gid.prefix(), master_qos)
     }
 
     /// Acts on what evaluating `query` came to.
@@ -113,7 +108,7 @@ impl SaCore {
             Outcome::Forward(reason) => {
                 self.count_miss(now);
                 debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
-                if let Some(answer) = self.answers.forwarding.cached(now, &query).cloned() {
+                if let Some(answer) = self.answers.forwarded_answer(now, &query).cloned() {
                     self.telemetry.counters.answer_cache_hits += 1;
                     self.answer_waiter(now, &asker, &answer);
                     return;
@@ -122,7 +117,7 @@ impl SaCore {
                     Lookup::CacheOnly => {
                         self.reply()
                             .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                        if self.answers.forwarding.prefetch(query) {
+                        if self.answers.prefetch_forward(query) {
                             self.send_forward(now, query);
                         }
                         return;
@@ -186,14 +181,14 @@ impl SaCore {
             Lookup::CacheOnly => {
                 self.reply()
                     .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                let fetch = self.answers.qos_cache.prefetch(key);
+                let fetch = self.answers.prefetch_pair(key);
                 self.send_fetch(now, fetch);
             }
             Lookup::KnownOnly => self
                 .reply()
                 .answer_status(&asker, MadStatus::ERR_NO_RECORDS),
             Lookup::Anywhere | Lookup::Master => {
-                match self.answers.qos_cache.wait(key, asker, query) {
+                match self.answers.wait_for_pair(key, asker, query) {
                     Waited::For(Fetch::Nothing) => self.telemetry.counters.coalesced += 1,
                     Waited::For(fetch) => self.send_fetch(now, fetch),
                     Waited::Full(asker) => {
@@ -239,7 +234,7 @@ impl SaCore {
     /// error other than "none") sends each waiter's own query to the
     /// master instead.
     pub(in crate::agent) fn pair_answered(&mut self, now: Instant, key: &PairKey, answer: &Answer) {
-        let (waiters, keep) = self.answers.qos_cache.release(key);
+        let (waiters, keep) = self.answers.release_pair(key);
         let records: Vec<PathRecord> = match answer.status() {
             _ if answer.is_cut() => return self.forward_each(now, waiters),
             MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
@@ -250,7 +245,7 @@ impl SaCore {
             self.answer_from_pair(now, asker.waited(), query, key, &records);
         }
         if keep {
-            self.answers.qos_cache.insert(*key, records, Origin::Master);
+            self.answers.insert_pair(*key, records, Origin::Master);
         }
     }
 
@@ -282,7 +277,7 @@ impl SaCore {
     /// What `query` comes to from `key`'s records in the QoS cache, if
     /// they are there.
     fn held_pair_outcome(&self, key: &PairKey, query: &PathQuery) -> Option<Outcome> {
-        let records = self.answers.qos_cache.get(key)?;
+        let records = self.answers.pair(key)?;
         Some(self.pair_outcome(records, key, query))
     }
 
@@ -311,10 +306,10 @@ impl SaCore {
         key: &SourceKey,
         answer: &Answer,
     ) {
-        let (waiters, keep) = self.answers.qos_cache.release_table(key, false);
+        let (waiters, keep) = self.answers.release_qos_table(key, false);
         let by_dst = match answer.status() {
             _ if answer.is_cut() => {
-                self.answers.qos_cache.tables_come_cut();
+                self.answers.qos_tables_come_cut();
                 HashMap::new()
             }
             MadStatus::OK => by_destination(answer.records::<PathRecord>().copied()),
@@ -328,16 +323,14 @@ impl SaCore {
             }
         }
         if keep {
-            self.answers
-                .qos_cache
-                .insert_table(key, by_dst, Origin::Master);
+            self.answers.insert_qos_table(key, by_dst, Origin::Master);
         }
     }
 
     /// A source's table got no answer, or could not be sent: its waiters
     /// are answered BUSY, as for any query the master left unanswered.
     pub(in crate::agent) fn qos_table_failed(&mut self, key: &SourceKey) {
-        for (_, asker, _) in self.answers.qos_cache.release_table(key, true).0 {
+        for (_, asker, _) in self.answers.release_qos_table(key, true).0 {
             self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
@@ -345,7 +338,7 @@ impl SaCore {
     /// A pair's query got no answer, or could not be sent: its waiters
     /// are answered BUSY, as for any query the master left unanswered.
     pub(in crate::agent) fn pair_failed(&mut self, key: &PairKey) {
-        for (asker, _) in self.answers.qos_cache.release(key).0 {
+        for (asker, _) in self.answers.release_pair(key).0 {
             self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
         }
     }
@@ -366,7 +359,7 @@ impl SaCore {
 
     /// Asks the master for `asker` (with whoever asks the same).
     fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
-        match self.answers.forwarding.wait(query, asker) {
+        match self.answers.wait_for_forward(query, asker) {
             Join::First => self.send_forward(now, query),
             Join::Joined => self.telemetry.counters.coalesced += 1,
             Join::Full(asker) => {
@@ -447,8 +440,7 @@ impl SaCore {
             // answer could not be had. Nothing is kept.
             let waiters: Vec<Asker> = self
                 .answers
-                .forwarding
-                .release(query)
+                .release_forward(query)
                 .into_iter()
                 .map(Asker::waited)
                 .collect();
@@ -482,7 +474,7 @@ impl SaCore {
             packed(answer.records::<PathRecord>())
         };
         let answer = PathAnswer { status, data };
-        for w in self.answers.forwarding.answered(now, query, answer.clone()) {
+        for w in self.answers.forward_answered(now, query, answer.clone()) {
             self.answer_waiter(now, &w.waited(), &answer);
         }
     }
@@ -490,12 +482,7 @@ impl SaCore {
     /// Everyone waiting for the master's answer to a forwarded query from
     /// local connection `conn` is forgotten (it closed).
     pub(in crate::agent) fn forget_local_waiters(&mut self, conn: ConnId) {
-        self.answers
-            .forwarding
-            .forget_where(|w| w.conn() == Some(conn));
-        self.answers
-            .qos_cache
-            .forget_where(|w| w.conn() == Some(conn));
+        self.answers.forget_waiters(|w| w.conn() == Some(conn));
         self.master.forget_waiters_of(conn);
     }
 
@@ -551,7 +538,7 @@ impl SaCore {
     /// this port's share of the fabric's pace, a bounded number out in
     /// each lane; the queries whose askers gave up are refused.
     pub(in crate::agent) fn release_queued(&mut self, now: Instant) {
-        let rate = (self.config.pace).port_registration_rate(self.tables.refresh.fabric_ports());
+        let rate = (self.config.pace).port_registration_rate(self.tables.fabric_ports());
         let most = self.config.pace.registrations_in_flight;
         let to = self.port.master();
         let out = &mut self.outbox.mads;
@@ -580,7 +567,7 @@ impl SaCore {
         }
         match purpose {
             Purpose::Forward(query) => {
-                for w in self.answers.forwarding.release(&query) {
+                for w in self.answers.release_forward(&query) {
                     self.reply().answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }
@@ -679,7 +666,7 @@ impl SaCore {
         }
         match purpose {
             Purpose::Forward(query) => {
-                for w in self.answers.forwarding.release(&query) {
+                for w in self.answers.release_forward(&query) {
                     self.reply().answer_status(&w.waited(), MadStatus::BUSY);
                 }
             }

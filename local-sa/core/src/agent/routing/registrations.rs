@@ -218,7 +218,7 @@ impl SaCore {
         if self.port.lids().contains(&source.lid) {
             return Some(self.port.gid);
         }
-        let (guid, _) = self.tables.paths.store.port_at(source.lid)?;
+        let (guid, _) = self.tables.port_at(source.lid)?;
         Some(Gid::new(self.port.gid.prefix(), guid))
     }
 
@@ -321,11 +321,11 @@ impl SaCore {
                     // the next refresh (at this port's phase) fetches the
                     // tables then wanted.
                     self.answers.forget();
-                    self.tables.partitions.clear();
+                    self.tables.clear_partitions();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
-                    let due = (self.tables.refresh.next())
+                    let due = (self.tables.next_refresh())
                         .map_or(now, |t| t.min(now + self.refresh_delay()));
-                    self.tables.refresh.schedule(Some(due));
+                    self.tables.schedule_refresh(Some(due));
                 }
                 self.master.learned(MasterInfo {
                     qos,
@@ -341,7 +341,7 @@ impl SaCore {
     /// registration follows the first refresh whatever failed before it
     /// (the ClassPortInfo asked with the table).
     pub(in crate::agent) fn retry_registration(&mut self, now: Instant) {
-        if !self.shutting_down && !self.tables.refresh.registers_after() {
+        if !self.shutting_down && !self.tables.registers_after() {
             let at = now + self.config.retry_backoff;
             self.proxy.register_by(at);
         }
@@ -379,8 +379,7 @@ impl SaCore {
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
         self.tables
-            .refresh
-            .schedule(Some(now + self.refresh_delay()));
+            .schedule_refresh(Some(now + self.refresh_delay()));
         self.naming.keep_after_next_refresh(true);
     }
 

@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 use crate::agent::SaCore;
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
-use crate::agent::tables::check::{check_query, differing, speaks_of_paths};
+use crate::agent::tables::check::{check_query, speaks_of_paths};
 use crate::agent::tables::loads::{LoadCommand, is_segment};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
 use crate::agent::tables::upkeep::{CheckQuestion, Checking};
@@ -53,40 +53,10 @@ impl SaCore {
         }
     }
 
-    /// How often this port refreshes its own tables.
-    pub(in crate::agent) fn periodic_interval(&self) -> Duration {
-        self.tables.periodic_interval(&self.upkeep_context())
-    }
-
-    /// How stale an answer can be at worst, for a change no notice
-    /// announces.
-    pub(in crate::agent) fn worst_staleness(&self) -> Duration {
-        self.tables.worst_staleness(&self.upkeep_context())
-    }
-
-    /// Says in the log how often this port refreshes, when that changed
-    /// (the fabric grew past what the configured interval allows, or
-    /// shrank back).
+    /// Says in the log how often this port refreshes, when that changed.
     pub(in crate::agent) fn say_periodic_interval(&mut self) {
-        let interval = self.periodic_interval();
-        let Some(first) = self.tables.upkeep.say_interval(interval) else {
-            return;
-        };
-        if interval == self.config.refresh_interval && first {
-            return;
-        }
-        let pace = self.config.pace;
-        info!(
-            refresh_interval_s = interval.as_secs(),
-            configured_s = self.config.refresh_interval.as_secs(),
-            fabric_ports = self.tables.refresh.fabric_ports(),
-            path_cost_ns = pace.path_cost.as_nanos() as u64,
-            master_share_percent = pace.upkeep_share_percent,
-            worst_staleness_s = self.worst_staleness().as_secs(),
-            "this port refreshes its own tables at this interval: the fabric's refreshes together cost \
-             the master ports² paths per interval, kept under its share; a change no notice announces \
-             is seen within worst_staleness_s (a distributor with --watch keeps every node current)"
-        );
+        let ctx = self.upkeep_context();
+        self.tables.say_periodic_interval(&ctx);
     }
 
     /// A notice that the fabric changed (trap 128: a switch port's link
@@ -123,7 +93,7 @@ impl SaCore {
 
     /// A refresh starts now: it sees whatever change was due by now.
     pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
-        if self.tables.upkeep.take_change_seen(now) {
+        if self.tables.take_change_seen(now) {
             self.telemetry.counters.change_refreshes += 1;
         }
     }
@@ -188,11 +158,11 @@ impl SaCore {
     /// with it (at start, the registration after this refresh publishes
     /// it).
     pub(in crate::agent) fn start_refresh(&mut self, now: Instant) {
-        if self.tables.refresh.is_running() {
+        if self.tables.refreshing() {
             return;
         }
         self.refresh_starting(now);
-        let at_start = self.tables.refresh.registers_after();
+        let at_start = self.tables.registers_after();
         if at_start {
             self.ask_master_info(now);
         }
@@ -286,7 +256,7 @@ impl SaCore {
                 } => {
                     self.send_upstream(now, purpose, &request);
                 }
-                RefreshEffect::AnswersCut => self.answers.qos_cache.tables_come_cut(),
+                RefreshEffect::AnswersCut => self.answers.qos_tables_come_cut(),
                 RefreshEffect::DefaultFresh { epoch, swept, took } => {
                     self.default_table_fresh(now, epoch, swept, took);
                 }
@@ -307,9 +277,9 @@ impl SaCore {
     ) {
         self.answers.forget();
         self.telemetry.counters.refreshes += 1;
-        self.tables.refresh.made_fresh(now, took);
+        self.tables.made_fresh(now, took);
         info!(
-            records = self.tables.paths.store.len(),
+            records = self.tables.default_records(),
             swept, "this port's paths are fresh"
         );
         if self.paths_fresh(now, epoch) {
@@ -332,14 +302,11 @@ impl SaCore {
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
     pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
+        self.tables.refresh_completed();
         self.tables
-            .refresh
-            .completed(self.tables.paths.store.port_count());
-        self.tables
-            .refresh
-            .schedule(Some(self.next_periodic_refresh(now)));
+            .schedule_refresh(Some(self.next_periodic_refresh(now)));
         self.say_periodic_interval();
-        let first = self.tables.refresh.registers_after();
+        let first = self.tables.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two
             // tables of a record per host, twice the paths' cost) and the
@@ -364,23 +331,21 @@ impl SaCore {
     /// refresh. A refresh already running goes on: its table is the
     /// master's word.
     pub(in crate::agent) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.tables.refresh.is_running() || self.shutting_down {
+        if self.tables.refreshing() || self.shutting_down {
             return;
         }
         self.telemetry.counters.refreshes_loaded += 1;
-        self.tables.refresh.made_fresh(now, None);
-        self.paths_fresh(now, self.tables.refresh.epoch());
+        self.tables.made_fresh(now, None);
+        self.paths_fresh(now, self.tables.epoch());
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase.
-        self.tables
-            .refresh
-            .schedule_partitions(now + self.refresh_delay());
+        self.tables.schedule_partitions(now + self.refresh_delay());
     }
 
     /// Schedules the start's registration, once the first refresh ended
     /// (done or failed), at this port's phase of the re-registration window.
     fn registration_after_first_refresh(&mut self, now: Instant) {
-        if self.tables.refresh.take_register_after() {
+        if self.tables.take_register_after() {
             let at = now + self.reregister_delay();
             self.proxy.register_at(Some(at));
         }
@@ -395,7 +360,7 @@ impl SaCore {
         let window = self
             .config
             .pace
-            .reregistration_window(self.tables.refresh.fabric_ports(), own);
+            .reregistration_window(self.tables.fabric_ports(), own);
         self.port.spread(window)
     }
 
@@ -410,28 +375,28 @@ impl SaCore {
     ///
     /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
     pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
-        self.refresh_backoff().after(self.tables.refresh.failures())
+        self.refresh_backoff().after(self.tables.refresh_failures())
     }
 
     /// Starts a check of this port's tables against the master, unless
     /// one runs or there is nothing to check: the tables' sample and the
     /// QoS pairs a distributor loaded.
     pub(in crate::agent) fn start_table_check(&mut self, now: Instant) {
-        self.tables.upkeep.check_at(None);
-        if self.tables.upkeep.is_checking() || self.shutting_down {
+        self.tables.check_at(None);
+        if self.tables.checking() || self.shutting_down {
             return;
         }
         let k = self.config.check_sample;
         let phase = self.tables.check_phase(self.port.gid.guid());
         let mut sample = self.tables.check_sample(k, phase, &self.port.lids());
         if k > 0 {
-            let loaded = self.answers.qos_cache.loaded_sample((k / 4).max(1), phase);
+            let loaded = self.answers.loaded_qos_sample((k / 4).max(1), phase);
             sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
         }
         if sample.is_empty() {
             return;
         }
-        let round = self.tables.upkeep.begin_check(sample.len());
+        let round = self.tables.begin_check(sample.len());
         for question in sample {
             let request = check_query(self.port.gid, question);
             self.send_upstream(now, Purpose::Check { round, question }, &request);
@@ -456,12 +421,10 @@ impl SaCore {
             }
             CheckQuestion::Qos(key) => {
                 let records: Vec<PathRecord> = a.records::<PathRecord>().copied().collect();
-                self.answers
-                    .qos_cache
-                    .loaded_agree(&key, &records, a.is_cut())
+                self.answers.loaded_qos_agree(&key, &records, a.is_cut())
             }
         });
-        if let Some(done) = self.tables.upkeep.check_answered(round, question, agrees) {
+        if let Some(done) = self.tables.check_answered(round, question, agrees) {
             self.check_done(now, done);
         }
     }
@@ -470,56 +433,18 @@ impl SaCore {
     /// the tables fetches the port's own at once (under a lease too: the
     /// master's word wins); no answer tries again after the back-off.
     fn check_done(&mut self, now: Instant, done: Checking) {
-        let kept_by = self
-            .tables
-            .upkeep
-            .lease()
-            .map_or("kept from before a restart", |_| "a distributor's");
-        let qos_differed = done
-            .differed
-            .iter()
-            .any(|q| matches!(q, CheckQuestion::Qos(_)));
-        let tables_differed = done
-            .differed
-            .iter()
-            .any(|q| matches!(q, CheckQuestion::Table(..)));
-        if qos_differed {
-            warn!(
-                differing = %differing(&done.differed),
-                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
-            );
-            self.answers.qos_cache.forget_loaded();
+        let times = (self.refresh_retry_delay(), self.config.check_interval);
+        let end = self.tables.check_ended(now, &done, times);
+        if end.forget_qos {
+            self.answers.forget_loaded_qos();
         }
-        if tables_differed {
-            warn!(
-                table = kept_by,
-                differing = %differing(&done.differed),
-                "this port's table differs from the master's answers: fetching its own tables now"
-            );
+        if end.refresh {
             self.start_refresh(now);
         }
-        if !done.differed.is_empty() {
-            self.telemetry.counters.checks_failed += 1;
-        } else if done.unanswered > 0 {
-            debug!(
-                unanswered = done.unanswered,
-                "the master did not answer the table check: tried again after the back-off"
-            );
-            self.tables
-                .upkeep
-                .check_at(Some(now + self.refresh_retry_delay()));
-            return;
-        } else {
-            self.telemetry.counters.checks_passed += 1;
-            info!(
-                table = kept_by,
-                "this port's table agrees with the master's answers"
-            );
-        }
-        if self.tables.upkeep.lease().is_some() {
-            self.tables
-                .upkeep
-                .check_at(Some(now + self.config.check_interval));
+        match end.passed {
+            Some(true) => self.telemetry.counters.checks_passed += 1,
+            Some(false) => self.telemetry.counters.checks_failed += 1,
+            None => {}
         }
     }
 
@@ -537,7 +462,7 @@ impl SaCore {
     /// A refresh ended (`status` OK) or failed: every waiter hears it.
     pub(in crate::agent) fn answer_refresh_waiters(&mut self, status: MadStatus) {
         let after = self.tables.records_held() as u64;
-        for w in self.tables.refresh.take_waiters() {
+        for w in self.tables.take_refresh_waiters() {
             let body = LocalBody::CacheChange {
                 before: w.before as u64,
                 after,
@@ -554,7 +479,7 @@ impl SaCore {
         self.answers.forget();
         if self.abandon_fetches_into(|_| true) {
             // The refresh that was filling the tables starts again, whole.
-            self.tables.refresh.schedule(Some(now));
+            self.tables.schedule_refresh(Some(now));
         }
         info!(
             dropped = before,
@@ -799,7 +724,7 @@ impl SaCore {
         header: &SaMadHeader,
         (flags, mask, records): (u32, ComponentMask, &[PathRecord]),
     ) {
-        let load = match self.answers.qos_cache.load(flags, mask, records) {
+        let load = match self.answers.load_qos_tables(flags, mask, records) {
             Ok(l) => l,
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
@@ -853,7 +778,7 @@ impl SaCore {
     /// Makes `names` the `table` half of the names: a fetch from the
     /// master (running or due) is given up for the loaded one.
     fn take_names_table(&mut self, table: NameTable, names: Names) {
-        let epoch = self.tables.refresh.epoch();
+        let epoch = self.tables.epoch();
         if self.naming.table_loaded(epoch, table, names) {
             self.master.forget(|p| matches!(p, Purpose::Names { .. }));
         }
@@ -890,7 +815,7 @@ impl SaCore {
         answer: &Answer,
     ) {
         let walk = (self.port.gid.prefix(), self.config.walk_window);
-        let store = &self.tables.paths.store;
+        let store = self.tables.store();
         let next = self
             .naming
             .fetch_answered(epoch, query, answer, store, walk);

@@ -15,18 +15,21 @@
 //! served, and the check is tried again after the back-off.
 
 //!
-//! The tables' side is [`PortTables`]' own: the sample of its tables, and
-//! whether the master's answer agrees with what is held. `SaCore` adds
-//! the QoS cache's pairs, sends the questions and acts on the outcome.
+//! The tables' side is [`PortTables`]' own: the sample of its tables,
+//! whether the master's answer agrees with what is held, and what the
+//! check's end leads to ([`CheckEnd`]). `SaCore` adds the QoS cache's
+//! pairs, sends the questions and carries out the end.
 
 use std::ops::RangeInclusive;
+use std::time::{Duration, Instant};
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use tracing::{debug, info, warn};
 
 use crate::agent::tables::PortTables;
 use crate::agent::tables::refresh::table_query;
-use crate::agent::tables::upkeep::CheckQuestion;
+use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 use crate::store::PathStore;
@@ -47,7 +50,82 @@ pub(in crate::agent) fn check_query(gid: Gid, question: CheckQuestion) -> bytes:
     b.into_bytes()
 }
 
+/// What a check's end leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct CheckEnd {
+    /// The distributor's QoS pairs differ: forgotten, each asked of the
+    /// master again.
+    pub(in crate::agent) forget_qos: bool,
+    /// The tables differ: the port fetches its own at once (the master's
+    /// word wins, under a lease too).
+    pub(in crate::agent) refresh: bool,
+    /// Passed (`Some(true)`), failed (`Some(false)`), or the master did
+    /// not answer (`None`: tried again after the back-off).
+    pub(in crate::agent) passed: Option<bool>,
+}
+
 impl PortTables {
+    /// Check `done` ended at `now`: what follows, and when the next check
+    /// is (`retry` after a master that did not answer; `interval` on
+    /// while a distributor keeps the tables).
+    pub(in crate::agent) fn check_ended(
+        &mut self,
+        now: Instant,
+        done: &Checking,
+        (retry, interval): (Duration, Duration),
+    ) -> CheckEnd {
+        let kept_by = self
+            .upkeep
+            .lease()
+            .map_or("kept from before a restart", |_| "a distributor's");
+        let differed = |qos: bool| {
+            done.differed
+                .iter()
+                .any(|q| matches!(q, CheckQuestion::Qos(_)) == qos)
+        };
+        let end = CheckEnd {
+            forget_qos: differed(true),
+            refresh: differed(false),
+            passed: match (done.differed.is_empty(), done.unanswered) {
+                (false, _) => Some(false),
+                (true, 0) => Some(true),
+                (true, _) => None,
+            },
+        };
+        if end.forget_qos {
+            warn!(
+                differing = %differing(&done.differed),
+                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
+            );
+        }
+        if end.refresh {
+            warn!(
+                table = kept_by,
+                differing = %differing(&done.differed),
+                "this port's table differs from the master's answers: fetching its own tables now"
+            );
+        }
+        match end.passed {
+            None => {
+                debug!(
+                    unanswered = done.unanswered,
+                    "the master did not answer the table check: tried again after the back-off"
+                );
+                self.upkeep.check_at(Some(now + retry));
+                return end;
+            }
+            Some(true) => info!(
+                table = kept_by,
+                "this port's table agrees with the master's answers"
+            ),
+            Some(false) => {}
+        }
+        if self.upkeep.lease().is_some() {
+            self.upkeep.check_at(Some(now + interval));
+        }
+        end
+    }
+
     /// Where this round's sample starts: the port's own phase (from
     /// `guid`), moved on each round.
     pub(in crate::agent) fn check_phase(&self, guid: u64) -> usize {

@@ -4,6 +4,7 @@
 //! member owns its state behind its own methods; this groups them so
 //! that [`SaCore`](crate::agent::SaCore) holds one concern, not four fields.
 
+pub(in crate::agent) mod api;
 pub(in crate::agent) mod cache_control;
 pub(in crate::agent) mod check;
 pub(in crate::agent) mod kept;
@@ -11,6 +12,7 @@ pub(in crate::agent) mod loads;
 pub(in crate::agent) mod port_paths;
 pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
+pub(in crate::agent) mod status_lines;
 pub(in crate::agent) mod upkeep;
 pub(in crate::agent) mod upkeep_rules;
 
@@ -18,20 +20,22 @@ use std::time::Instant;
 
 use crate::agent::tables::refresh_state::Refresh;
 use crate::agent::tables::upkeep::Upkeep;
+use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey};
+use crate::path_query::Knowledge;
 
 /// The port's tables, their refresh and their upkeep.
 #[derive(Debug)]
 pub(in crate::agent) struct PortTables {
     /// The default table: the paths asked without a P_Key.
-    pub(in crate::agent) paths: PathTable,
+    paths: PathTable,
     /// The tables of the port's partitions.
-    pub(in crate::agent) partitions: Partitions,
+    partitions: Partitions,
     /// Where the refresh of this port's tables stands.
-    pub(in crate::agent) refresh: Refresh,
+    refresh: Refresh,
     /// Who keeps the tables fresh (this port, or a distributor's lease),
     /// and the checks of tables it did not fetch.
-    pub(in crate::agent) upkeep: Upkeep,
+    upkeep: Upkeep,
 }
 
 impl PortTables {
@@ -51,6 +55,27 @@ impl PortTables {
         match table {
             TableKey::Default => Some(&mut self.paths),
             TableKey::Partition(p) => self.partitions.table_mut(p),
+        }
+    }
+
+    /// Adds its gauges, read now, to `c`.
+    pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
+        c.records = self.paths.store.len() as u64;
+        c.cache_bytes = self.paths.store.heap_bytes() as u64;
+        c.partition_tables = self.partitions.tables().count() as u64;
+        c.partition_records = self.partitions.records() as u64;
+        c.partition_bytes = self.partitions.heap_bytes() as u64;
+    }
+
+    /// What the tables tell path queries, with what the master's
+    /// ClassPortInfo said (`master_qos`) and the subnet's `prefix`.
+    pub(in crate::agent) fn knowledge(&self, prefix: u64, master_qos: bool) -> Knowledge<'_> {
+        Knowledge {
+            store: &self.paths.store,
+            subnet_prefix: prefix,
+            complete_sources: self.paths.complete_sources(),
+            master_qos,
+            partitions: &self.partitions,
         }
     }
 

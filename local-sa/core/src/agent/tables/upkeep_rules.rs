@@ -47,6 +47,31 @@ pub(in crate::agent) enum RefreshDue {
 }
 
 impl PortTables {
+    /// Says in the log how often this port refreshes, when that changed
+    /// (the fabric grew past what the configured interval allows, or
+    /// shrank back).
+    pub(in crate::agent) fn say_periodic_interval(&mut self, ctx: &UpkeepContext) {
+        let interval = self.periodic_interval(ctx);
+        let Some(first) = self.upkeep.say_interval(interval) else {
+            return;
+        };
+        if interval == ctx.refresh_interval && first {
+            return;
+        }
+        let pace = ctx.pace;
+        info!(
+            refresh_interval_s = interval.as_secs(),
+            configured_s = ctx.refresh_interval.as_secs(),
+            fabric_ports = self.refresh.fabric_ports(),
+            path_cost_ns = pace.path_cost.as_nanos() as u64,
+            master_share_percent = pace.upkeep_share_percent,
+            worst_staleness_s = self.worst_staleness(ctx).as_secs(),
+            "this port refreshes its own tables at this interval: the fabric's refreshes together cost \
+             the master ports² paths per interval, kept under its share; a change no notice announces \
+             is seen within worst_staleness_s (a distributor with --watch keeps every node current)"
+        );
+    }
+
     /// How often this port refreshes its own tables: the configured
     /// interval, or the fabric's upkeep bound when that is longer.
     pub(in crate::agent) fn periodic_interval(&self, ctx: &UpkeepContext) -> Duration {
