@@ -20,31 +20,37 @@
 //! subscriptions and multicast memberships, and answers ClassPortInfo.
 //! Anything else gets MAD status 0x000C.
 //!
-//! `SaCore` owns sub-machines and routes events between them; each owns
-//! its state behind its own methods. The agent's files are in folders by
-//! concern, each folder's `mod.rs` the group `SaCore` holds for it:
+//! `SaCore` owns sub-machines and routes events between them: each
+//! decides for itself and says what follows (requests for the master,
+//! answers, effects), which `SaCore` carries out. `impl SaCore` is in
+//! four files only: this one (the public calls) and `routing/`'s
+//! `tables`, `queries` and `registrations`. The rest is in folders by
+//! concern, each folder's `mod.rs` the group `SaCore` holds for it, its
+//! members reached only through the group's own calls (`api`):
 //!
 //! * `tables/` (`PortTables`): the default and partition tables
 //!   (`crate::partitions`), their refresh (`refresh`, `refresh_state`),
-//!   who keeps them fresh and when (`upkeep`, `upkeep_rules`,
-//!   `upkeep_schedule`), the check of tables the port did not fetch (`check`),
-//!   tables kept across a restart (`kept`), PathRecord loads (`loads`) and
-//!   the administrators' cache control (`cache_control`);
+//!   who keeps them fresh and when (`upkeep`, `upkeep_rules`), the check
+//!   of tables the port did not fetch (`check`), ports coming and going
+//!   (`port_paths`), tables kept across a restart (`kept`), what a
+//!   PathRecord load asks (`loads`), the administrators' cache control
+//!   (`cache_control`) and the tables' status lines (`status_lines`);
 //! * `master/` (`MasterLink`): requests in flight (`crate::requester`) and
-//!   why each was sent (`purpose`), where each answer goes (`upstream`),
-//!   the lanes and queue waiting for the master (`lanes`, `queue`), who
-//!   waits for what was asked (`waiters`), the master's policy (`policy`);
-//! * `answers/` (`AnswerReuse`): serving PathRecord queries (`paths`),
-//!   shaping the answers (`reply`), forwarded queries (`forward`), the QoS
+//!   why each was sent (`purpose`), handing them over (`sending`), the
+//!   lanes and queue waiting for the master (`lanes`, `queue`), who waits
+//!   for what was asked (`waiters`), the master's policy (`policy`);
+//! * `answers/` (`AnswerReuse`): forwarded queries (`forward`), the QoS
 //!   cache (`qos_cache`, `qos_tables`) and its loads (`qos_loads`);
 //! * `registrations/` (`RegistrationProxy`): notices and subscriptions
 //!   (`notices`, `subscriptions`), multicast memberships (`multicast`,
 //!   over `crate::memberships`), owners' limits (`quotas`, `admission`),
-//!   the agent's own registrations (`own_schedule`, `canary`); the group
-//!   keeps the record of what the master holds for the next agent;
-//! * `names/`: names and this port's directory record, and names loads;
-//!   `counterparts`: who the agent deals with; `Outbox` (`outbox`),
-//!   `Telemetry` (`telemetry`), `--status` (`status`).
+//!   the agent's own registrations (`own_schedule`, `canary`), all as
+//!   `ProxyEffect`s (`effect`); the group keeps the record of what the
+//!   master holds for the next agent;
+//! * the names (fetched, loaded, published) are `crate::names`' state;
+//!   `replies`: what answers askers (the outbox, RMPP transfers,
+//!   counters); `counterparts`: who the agent deals with; `Outbox`
+//!   (`outbox`), `Telemetry` (`telemetry`), `--status` (`status`).
 //!
 //! Nothing here reads a clock, an environment variable or a random
 //! source: the time comes with every call and the TransactionID seed with

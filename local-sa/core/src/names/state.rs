@@ -1,8 +1,8 @@
 //! What the agent holds of names: the names from the last complete fetch
 //! (or load, or kept file) with a generation that moves when they change,
 //! the fetch running, when the next is due, and this port's directory
-//! record. The agent (`agent::names`) sends the requests; only these
-//! methods change this state.
+//! record. The agent sends the requests (`fetching` and `publishing`
+//! decide them); only these methods change this state.
 //!
 //! Invariant: the names are replaced whole, never changed in place (the
 //! ibacm door holds the same table), and every replacement moves the

@@ -140,7 +140,7 @@ impl AnswerReuse {
         self.qos_cache.wait(key, asker, query)
     }
 
-    /// Keeps a source's table, split [`by_destination`], one entry per
+    /// Keeps a source's table, split [`by_destination`](crate::agent::answers::qos_cache::by_destination), one entry per
     /// destination; returns how many records were kept (entries later
     /// evicted by the table's own inserts count as kept, and evicted).
     pub(in crate::agent) fn insert_qos_table(

@@ -9,7 +9,7 @@
 //! A load ("SetTable") is taken here whole (reassembled from RMPP, its
 //! SM_Key checked), read by [`LoadCommand::read`] and applied to the
 //! tables, the QoS cache or the names; the wire contract is
-//! `tables/loads.rs`'s. The names' fetch is decided by the names' state
+//! [`crate::agent::tables::loads`]'. The names' fetch is decided by the names' state
 //! ([`crate::names::fetching`]).
 //!
 //! [`PortTables`]: crate::agent::tables::PortTables

@@ -35,7 +35,7 @@ impl PortTables {
     }
 
     /// The request for `me`'s paths to `gid` in `table`
-    /// ([`Purpose::GidInService`]); a partition table waits for its
+    /// ([`Purpose::GidInService`](crate::agent::master::purpose::Purpose::GidInService)); a partition table waits for its
     /// answer.
     pub(in crate::agent) fn port_paths_request(
         &mut self,
