@@ -8,9 +8,11 @@ use local_sa_core::path_engine::{Fabric, FabricRecords, Table};
 use mad_codec::{NodeRecord, PkeyTableRecord};
 
 pub mod checked;
+pub mod description;
 pub mod explain;
 pub mod keys;
 pub mod opensm_input;
+pub mod sample_check;
 mod served;
 pub mod tables;
 

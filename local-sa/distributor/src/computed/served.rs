@@ -18,4 +18,11 @@ impl Served {
         self.records += records as u64;
         self.bytes += (records * stride) as u64;
     }
+
+    /// Adds what another count served.
+    pub fn add(&mut self, other: Self) {
+        self.queries += other.queries;
+        self.records += other.records;
+        self.bytes += other.bytes;
+    }
 }

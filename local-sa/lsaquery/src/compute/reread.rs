@@ -37,7 +37,7 @@ pub(crate) async fn reread(
     if read.records == previous.records && read.qos == previous.qos {
         return Ok(Reread::Unchanged(read.served));
     }
-    let mut fabric = read.build()?;
+    let mut fabric = read.build().map_err(|why| Stop::new(5, why))?;
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();
