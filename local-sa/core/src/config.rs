@@ -130,6 +130,12 @@ pub struct AgentConfig {
     /// or one kept across a restart) is checked against the master: a
     /// few of its paths asked again and compared.
     pub check_interval: Duration,
+    /// How often a port keeping its own tables asks the master for its
+    /// SMInfoRecord, whose ActCount shows a heavy sweep (a link went up
+    /// or down, routes may have moved) even when the change notice that
+    /// came before it was lost; zero: never. While a distributor's lease
+    /// runs, the distributor watches instead.
+    pub sweep_poll: Duration,
     /// How many destinations each check asks the master for.
     pub check_sample: usize,
     /// How long the first refresh waits at start for a load of this
@@ -190,6 +196,7 @@ impl Default for AgentConfig {
             table_timeout: Duration::from_secs(12),
             refresh_interval: Duration::from_secs(600),
             change_settle: Duration::from_secs(5),
+            sweep_poll: Duration::from_secs(30),
             check_interval: Duration::from_secs(6 * 3600),
             check_sample: 4,
             load_wait: Duration::ZERO,

@@ -126,6 +126,11 @@ counters! {
     change_notices: Counter,
     /// Refreshes of this port's own tables owed to such a notice.
     change_refreshes: Counter,
+    /// Polls of the master's activity (its SMInfoRecord's ActCount).
+    sweep_polls: Counter,
+    /// Heavy sweeps of the master those polls saw that no notice had
+    /// announced: each led to a refresh as a notice does.
+    sweeps_seen: Counter,
     /// Leases a distributor took or renewed on this port's tables.
     lease_renewals: Counter,
     /// Leases that ended with the distributor silent: the port fetched

@@ -273,6 +273,7 @@ impl SaCore {
             self.tables.next_refresh(),
             self.tables.next_partitions_fetch(),
             self.naming.next_fetch(),
+            self.tables.next_sweep_poll(),
             self.proxy.poll_timeout(),
             self.tables.next_check(),
         ]
@@ -314,6 +315,10 @@ impl SaCore {
         }
         if self.tables.check_due(now) {
             self.start_table_check(now);
+        }
+        let ctx = self.upkeep_context();
+        if self.tables.take_sweep_poll_due(now, &ctx) {
+            self.poll_sweeps(now);
         }
         if self.tables.take_partitions_due(now) {
             self.fetch_new_partitions(now);
@@ -430,6 +435,7 @@ impl SaCore {
         self.shutting_down = true;
         self.answer_refresh_waiters(MadStatus::BUSY);
         self.tables.schedule_refresh(None);
+        self.tables.stop_sweep_polls();
         let withdrawals = self.proxy.withdraw_all(now);
         self.carry_out(now, withdrawals, None);
         self.withdraw_publication(now);

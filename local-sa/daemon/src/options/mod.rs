@@ -200,6 +200,14 @@ pub(crate) struct Options {
     /// window (and no sooner than --master-share allows).
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
     pub(crate) change_settle: u64,
+    /// Seconds between polls of the master SM's SMInfoRecord by a port
+    /// that keeps its own tables: a rise of its ActCount well past what
+    /// its light sweeps send is a heavy sweep (a link went up or down),
+    /// taken as that notice would be when the notice itself was lost on
+    /// the way (OpenSM sends it before it reroutes). One small record a
+    /// poll; none while a distributor's lease runs. 0: no polls.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "30")]
+    pub(crate) sweep_poll: u64,
     /// Seconds between checks of a table this port did not fetch itself
     /// (a distributor's, its QoS tables included): a few of its paths
     /// asked again of the master and compared; a difference and the port
@@ -703,6 +711,7 @@ impl Options {
             table_timeout: Duration::from_millis(self.table_timeout.max(1)),
             refresh_interval: Duration::from_secs(self.refresh_interval.max(1)),
             change_settle: Duration::from_secs(self.change_settle),
+            sweep_poll: Duration::from_secs(self.sweep_poll),
             check_interval: Duration::from_secs(self.check_interval.max(1)),
             load_wait: Duration::from_secs(self.load_wait),
             retry_backoff: Duration::from_secs(self.retry_backoff.max(1)),

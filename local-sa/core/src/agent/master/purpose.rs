@@ -48,6 +48,8 @@ pub(crate) enum Purpose {
     Canary(CanaryStep),
     /// The master's ClassPortInfo.
     MasterInfo,
+    /// The master SM's SMInfoRecord: its activity (see `sweep_watch`).
+    SweepPoll,
     /// Host names for the refresh `epoch`: `table` whole (`key` = `None`)
     /// or for one port (see `names`).
     Names {
@@ -79,6 +81,7 @@ impl Purpose {
             Self::Membership(_) => "a multicast membership change",
             Self::Canary(_) => "the canary ServiceRecord",
             Self::MasterInfo => "the master's ClassPortInfo",
+            Self::SweepPoll => "the master SM's SMInfoRecord (its activity)",
             Self::Names { .. } => "the host names tables",
             Self::Publish { .. } => "this port's directory record",
             Self::Check { .. } => "this port's paths to one LID or port, to check what it holds",

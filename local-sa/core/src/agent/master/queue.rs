@@ -65,6 +65,7 @@ impl Purpose {
             | Self::Walk { .. }
             | Self::GidInService { .. }
             | Self::MasterInfo
+            | Self::SweepPoll
             | Self::Check { .. }
             | Self::Names { .. } => None,
         }

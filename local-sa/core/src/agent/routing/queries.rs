@@ -638,6 +638,7 @@ impl SaCore {
                 self.reply().relay_answer(now, &request, answer);
             }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
+            Purpose::SweepPoll => self.sweeps_polled(now, answer),
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
             Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
             Purpose::Names { epoch, table, key } => {
@@ -683,6 +684,8 @@ impl SaCore {
                 self.master.relay_done();
                 self.reply().respond_error(&request, MadStatus::BUSY);
             }
+            // The next poll asks again.
+            Purpose::SweepPoll => {}
             Purpose::MasterInfo => {
                 self.retry_registration(now);
                 self.release_qos_waiters(now);

@@ -17,8 +17,14 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use mad_codec::attr::sm_info_record::mask as smir;
 use mad_codec::header::{RmppFlags, SaMadHeader};
-use mad_codec::{ComponentMask, MadStatus, PathRecord, Records, TrapNumber};
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{
+    AttributeId, ComponentMask, MadStatus, Method, PathRecord, Records, SaMadBuilder, SmInfoRecord,
+    TrapNumber,
+};
 use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
@@ -27,6 +33,7 @@ use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::check::{check_query, speaks_of_paths};
 use crate::agent::tables::loads::{LoadCommand, is_segment};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
+use crate::agent::tables::sweep_watch::SweepSeen;
 use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::inbound::SaRequest;
@@ -47,6 +54,7 @@ impl SaCore {
             refresh_interval: self.config.refresh_interval,
             change_settle: self.config.change_settle,
             check_interval: self.config.check_interval,
+            sweep_poll: self.config.sweep_poll,
             pace: self.config.pace,
             phase: self.port.phase(),
             shutting_down: self.shutting_down,
@@ -66,6 +74,7 @@ impl SaCore {
     /// lease the distributor re-reads the fabric instead.
     pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
         self.telemetry.counters.change_notices += 1;
+        self.tables.change_noticed();
         let ctx = self.upkeep_context();
         let due = match self.tables.handle_fabric_changed(now, &ctx) {
             Ok(due) => due,
@@ -87,6 +96,50 @@ impl SaCore {
                 refresh_in_ms = due.saturating_duration_since(now).as_millis() as u64,
                 earlier_not_logged,
                 "the fabric changed: this port refreshes its tables once the master has rerouted"
+            );
+        }
+    }
+
+    /// Asks the master SM for its SMInfoRecord: its ActCount tells a
+    /// heavy sweep whose change notice was lost (see `sweep_watch`).
+    pub(in crate::agent) fn poll_sweeps(&mut self, now: Instant) {
+        if self.master.asking(&Purpose::SweepPoll) {
+            return;
+        }
+        let mut t = SmInfoRecord::new_zeroed();
+        t.set_lid(self.port.sm_lid);
+        let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::SM_INFO_RECORD).record(&t);
+        b.header_mut().sa.set_component_mask(smir::LID);
+        self.telemetry.counters.sweep_polls += 1;
+        self.send_upstream(now, Purpose::SweepPoll, &b.into_bytes());
+    }
+
+    /// The master's SMInfoRecord came: a heavy sweep no notice announced
+    /// is taken as one (the port refreshes once the master has rerouted).
+    pub(in crate::agent) fn sweeps_polled(&mut self, now: Instant, answer: &Answer) {
+        if answer.status() != MadStatus::OK || answer.data().len() < SmInfoRecord::LEN {
+            return;
+        }
+        let record = answer.record::<SmInfoRecord>();
+        let sm_lid = self.port.sm_lid;
+        let SweepSeen::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, record.act_count())
+        else {
+            return;
+        };
+        self.telemetry.counters.sweeps_seen += 1;
+        let ctx = self.upkeep_context();
+        let Ok(due) = self.tables.handle_fabric_changed(now, &ctx) else {
+            return;
+        };
+        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "heavy sweep", 0u32) {
+            info!(
+                master = sm_lid,
+                smps = rose,
+                light_sweeps = usual,
+                refresh_in_ms = due.saturating_duration_since(now).as_millis() as u64,
+                earlier_not_logged,
+                "the master swept the fabric and no notice said why (a Report lost on a link that went \
+                 down?): this port refreshes its tables once the master has rerouted"
             );
         }
     }
@@ -306,6 +359,8 @@ impl SaCore {
         self.tables
             .schedule_refresh(Some(self.next_periodic_refresh(now)));
         self.say_periodic_interval();
+        let ctx = self.upkeep_context();
+        self.tables.start_sweep_polls(now, &ctx);
         let first = self.tables.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two

@@ -13,12 +13,14 @@ pub(in crate::agent) mod port_paths;
 pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
 pub(in crate::agent) mod status_lines;
+pub(in crate::agent) mod sweep_watch;
 pub(in crate::agent) mod upkeep;
 pub(in crate::agent) mod upkeep_rules;
 
 use std::time::Instant;
 
 use crate::agent::tables::refresh_state::Refresh;
+use crate::agent::tables::sweep_watch::SweepWatch;
 use crate::agent::tables::upkeep::Upkeep;
 use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey};
@@ -36,6 +38,9 @@ pub(in crate::agent) struct PortTables {
     /// Who keeps the tables fresh (this port, or a distributor's lease),
     /// and the checks of tables it did not fetch.
     upkeep: Upkeep,
+    /// What the master's activity said, polled while this port keeps
+    /// its own tables.
+    sweeps: SweepWatch,
 }
 
 impl PortTables {
@@ -46,6 +51,7 @@ impl PortTables {
             partitions: Partitions::default(),
             refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
+            sweeps: SweepWatch::default(),
         }
     }
 

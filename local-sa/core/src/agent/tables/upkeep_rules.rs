@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use crate::agent::tables::PortTables;
+use crate::agent::tables::sweep_watch::SweepSeen;
 use crate::agent::tables::upkeep::Lease;
 use crate::pacing::MasterPace;
 
@@ -20,6 +21,8 @@ pub(in crate::agent) struct UpkeepContext {
     pub(in crate::agent) change_settle: Duration,
     /// Between checks of tables this port did not fetch.
     pub(in crate::agent) check_interval: Duration,
+    /// Between polls of the master's activity (zero: none).
+    pub(in crate::agent) sweep_poll: Duration,
     /// The master's pace: windows and the upkeep bound.
     pub(in crate::agent) pace: MasterPace,
     /// This port's phase in 0..1 (from its GUID).
@@ -29,7 +32,7 @@ pub(in crate::agent) struct UpkeepContext {
 
 impl UpkeepContext {
     /// This port's place in `window`.
-    fn spread(&self, window: Duration) -> Duration {
+    pub(in crate::agent) fn spread(&self, window: Duration) -> Duration {
         window.mul_f64(self.phase)
     }
 }
@@ -220,6 +223,63 @@ impl PortTables {
     }
 }
 
+/// Polls of the master's activity ([`crate::agent::tables::sweep_watch`]).
+impl PortTables {
+    /// When the master's ActCount is next asked for.
+    pub(in crate::agent) fn next_sweep_poll(&self) -> Option<Instant> {
+        self.sweeps.next()
+    }
+
+    /// Starts polling the master's activity (after a refresh made the
+    /// tables this port's own), at this port's phase of the poll
+    /// interval, unless polling already, or off (`ctx.sweep_poll` zero),
+    /// or a distributor keeps the tables.
+    pub(in crate::agent) fn start_sweep_polls(&mut self, now: Instant, ctx: &UpkeepContext) {
+        if self.sweeps.next().is_none() && polls(self, ctx) {
+            self.sweeps.poll_at(Some(now + ctx.spread(ctx.sweep_poll)));
+        }
+    }
+
+    /// True (and the next poll one interval on) when a poll is due; a
+    /// lease stops the polls.
+    pub(in crate::agent) fn take_sweep_poll_due(
+        &mut self,
+        now: Instant,
+        ctx: &UpkeepContext,
+    ) -> bool {
+        if !polls(self, ctx) {
+            self.sweeps.poll_at(None);
+            return false;
+        }
+        let due = self.sweeps.next().is_some_and(|t| t <= now);
+        if due {
+            self.sweeps.poll_at(Some(now + ctx.sweep_poll));
+        }
+        due
+    }
+
+    /// No more polls (the agent withdraws).
+    pub(in crate::agent) fn stop_sweep_polls(&mut self) {
+        self.sweeps.poll_at(None);
+    }
+
+    /// A change notice came (trap 128): the next rise is its sweep's.
+    pub(in crate::agent) fn change_noticed(&mut self) {
+        self.sweeps.notice();
+    }
+
+    /// The master at `sm_lid` says its ActCount is `count`.
+    pub(in crate::agent) fn sweep_polled(&mut self, sm_lid: u16, count: u32) -> SweepSeen {
+        self.sweeps.answered(sm_lid, count)
+    }
+}
+
+/// Whether a port polls the master's activity: the poll is on, it keeps
+/// its own tables, and it is not withdrawing.
+fn polls(t: &PortTables, ctx: &UpkeepContext) -> bool {
+    ctx.sweep_poll > Duration::ZERO && !ctx.shutting_down && t.lease().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +289,7 @@ mod tests {
             refresh_interval: Duration::from_secs(600),
             change_settle: Duration::from_secs(5),
             check_interval: Duration::from_secs(6 * 3600),
+            sweep_poll: Duration::from_secs(30),
             pace: MasterPace::default(),
             phase: 0.5,
             shutting_down: false,

@@ -29,7 +29,7 @@ use mad_codec::{
     MAD_LEN, MadStatus, McMemberRecord, Method, Mtu, PathRecord, PathRecordRepr, Rate, SaMad,
     SaMadBuilder, Selector, TrapDetails,
 };
-use mad_codec::{NodeRecord, ServiceRecord};
+use mad_codec::{NodeRecord, ServiceRecord, SmInfoRecord};
 
 /// How table answers travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,9 @@ pub(crate) struct FakeMaster {
     pub(crate) groups: BTreeMap<Gid, (McMemberRecord, BTreeMap<Gid, JoinState>)>,
     next_mgid: u64,
     pub(crate) next_mlid: u16,
+    /// Its SMInfo's ActCount: the SMPs its SM sent (a test moves it as
+    /// sweeps would).
+    pub(crate) act_count: u32,
     senders: HashMap<u32, Sender>,
     /// MADs to send, with what the transport will say of their integrity
     /// (see [`crate::address::Received::cut`]).
@@ -152,6 +155,7 @@ impl FakeMaster {
             groups: BTreeMap::new(),
             next_mgid: 1,
             next_mlid: 0xC001,
+            act_count: 1000,
             senders: HashMap::new(),
             out: VecDeque::new(),
             next_report_tid: 0x02DA_B000,
@@ -249,6 +253,12 @@ impl FakeMaster {
                 }
                 .to_wire();
                 self.answer(&h, MadStatus::OK, cpi.as_bytes());
+            }
+            (AttributeId::SM_INFO_RECORD, Method::GET) => {
+                let mut r = SmInfoRecord::new_zeroed();
+                r.set_lid(self.lid);
+                r.set_act_count(self.act_count);
+                self.answer(&h, MadStatus::OK, r.as_bytes());
             }
             (AttributeId::INFORM_INFO, Method::SET) => {
                 let Ok(wire) = m.record::<InformInfo>() else {

@@ -282,3 +282,84 @@ fn a_load_without_a_lease_keeps_the_periodic_refresh() {
     b.advance(AgentConfig::default().refresh_interval * 5 / 4);
     assert_eq!(b.master.path_tables(), before + 1);
 }
+
+/// The master's light sweeps for `span`: every 10 s its SM sends an SMP
+/// to each of its five switches.
+fn light_sweeps(b: &mut Bench, span: Duration) {
+    for _ in 0..span.as_secs() / 10 {
+        b.master.act_count += 5;
+        b.advance(Duration::from_secs(10));
+    }
+}
+
+/// The master's heavy sweep after a link went down, its trap 128 lost on
+/// the way to this port: discovery and forwarding tables, some 170 SMPs.
+fn heavy_sweep_unannounced(b: &mut Bench) {
+    b.master.act_count += 170;
+}
+
+#[test]
+fn a_heavy_sweep_whose_notice_was_lost_is_seen_by_the_poll_and_refreshes() {
+    let mut b = Bench::started();
+    let poll = AgentConfig::default().sweep_poll;
+    light_sweeps(&mut b, poll * 4);
+    let before = b.master.path_tables();
+    assert_eq!(before, 1, "light sweeps refresh nothing");
+    assert!(b.core.counters().sweep_polls >= 3);
+    reroute(&mut b.master, 5);
+    heavy_sweep_unannounced(&mut b);
+    // A poll interval to see it, then the settle time and the port's
+    // phase of the (shortest) window, as after a notice.
+    light_sweeps(&mut b, poll + Duration::from_secs(60));
+    assert_eq!(b.master.path_tables(), before + 1, "one refresh");
+    assert_eq!(served(&b, 5).rate(), Rate::GBPS_2_5, "the new route's rate");
+    let c = b.core.counters();
+    assert_eq!((c.sweeps_seen, c.change_notices), (1, 0));
+    light_sweeps(&mut b, poll * 4);
+    assert_eq!(b.master.path_tables(), before + 1, "quiet again");
+}
+
+#[test]
+fn a_heavy_sweep_a_notice_announced_refreshes_once() {
+    let mut b = Bench::started();
+    let poll = AgentConfig::default().sweep_poll;
+    light_sweeps(&mut b, poll * 4);
+    let before = b.master.path_tables();
+    link_changed(&mut b);
+    heavy_sweep_unannounced(&mut b);
+    light_sweeps(&mut b, poll * 4);
+    assert_eq!(
+        b.master.path_tables(),
+        before + 1,
+        "the notice's refresh only"
+    );
+    assert_eq!(b.core.counters().sweeps_seen, 0);
+}
+
+#[test]
+fn under_a_lease_the_distributor_watches_and_nothing_is_polled() {
+    let mut b = keyed(AgentConfig::default());
+    load_under_lease(&mut b, 600);
+    let polls = b.core.counters().sweep_polls;
+    let poll = AgentConfig::default().sweep_poll;
+    light_sweeps(&mut b, poll * 2);
+    heavy_sweep_unannounced(&mut b);
+    light_sweeps(&mut b, poll * 4);
+    assert_eq!(
+        b.core.counters().sweep_polls,
+        polls,
+        "no poll under the lease"
+    );
+    assert_eq!(b.core.counters().sweeps_seen, 0);
+}
+
+#[test]
+fn no_poll_when_it_is_off() {
+    let config = AgentConfig {
+        sweep_poll: Duration::ZERO,
+        ..AgentConfig::default()
+    };
+    let mut b = Bench::new(FakeMaster::new(MASTER_LID, HOSTS), config);
+    light_sweeps(&mut b, Duration::from_secs(600));
+    assert_eq!(b.core.counters().sweep_polls, 0);
+}
