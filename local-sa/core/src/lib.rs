@@ -45,6 +45,7 @@ pub mod kept_tables;
 pub mod lid_walk;
 pub mod load_flags;
 pub mod log_limit;
+pub mod master_activity;
 pub mod memberships;
 pub mod names;
 pub mod opensm_config;

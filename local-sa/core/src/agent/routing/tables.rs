@@ -17,14 +17,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mad_codec::attr::sm_info_record::mask as smir;
 use mad_codec::header::{RmppFlags, SaMadHeader};
-use mad_codec::records::SaRecord;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{
-    AttributeId, ComponentMask, MadStatus, Method, PathRecord, Records, SaMadBuilder, SmInfoRecord,
-    TrapNumber,
-};
+use mad_codec::{ComponentMask, MadStatus, PathRecord, Records, TrapNumber};
 use tracing::{debug, info, warn};
 
 use crate::agent::SaCore;
@@ -33,10 +27,10 @@ use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::check::{check_query, speaks_of_paths};
 use crate::agent::tables::loads::{LoadCommand, is_segment};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
-use crate::agent::tables::sweep_watch::SweepSeen;
 use crate::agent::tables::upkeep::{CheckQuestion, Checking};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::inbound::SaRequest;
+use crate::master_activity::{self, Activity};
 use crate::names::fetching::NameQuery;
 use crate::names::hosts::Names;
 use crate::names::loads::names_table;
@@ -101,29 +95,25 @@ impl SaCore {
     }
 
     /// Asks the master SM for its SMInfoRecord: its ActCount tells a
-    /// heavy sweep whose change notice was lost (see `sweep_watch`).
+    /// heavy sweep whose change notice was lost
+    /// ([`crate::master_activity`]).
     pub(in crate::agent) fn poll_sweeps(&mut self, now: Instant) {
         if self.master.asking(&Purpose::SweepPoll) {
             return;
         }
-        let mut t = SmInfoRecord::new_zeroed();
-        t.set_lid(self.port.sm_lid);
-        let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::SM_INFO_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(smir::LID);
         self.telemetry.counters.sweep_polls += 1;
-        self.send_upstream(now, Purpose::SweepPoll, &b.into_bytes());
+        let request = master_activity::request(self.port.sm_lid);
+        self.send_upstream(now, Purpose::SweepPoll, &request);
     }
 
     /// The master's SMInfoRecord came: a heavy sweep no notice announced
     /// is taken as one (the port refreshes once the master has rerouted).
     pub(in crate::agent) fn sweeps_polled(&mut self, now: Instant, answer: &Answer) {
-        if answer.status() != MadStatus::OK || answer.data().len() < SmInfoRecord::LEN {
+        let Some(count) = master_activity::act_count(answer) else {
             return;
-        }
-        let record = answer.record::<SmInfoRecord>();
+        };
         let sm_lid = self.port.sm_lid;
-        let SweepSeen::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, record.act_count())
-        else {
+        let Activity::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, count) else {
             return;
         };
         self.telemetry.counters.sweeps_seen += 1;

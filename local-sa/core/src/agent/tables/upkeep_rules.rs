@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use crate::agent::tables::PortTables;
-use crate::agent::tables::sweep_watch::SweepSeen;
 use crate::agent::tables::upkeep::Lease;
+use crate::master_activity::Activity;
 use crate::pacing::MasterPace;
 
 /// What the upkeep's rules need to know of the agent.
@@ -269,7 +269,7 @@ impl PortTables {
     }
 
     /// The master at `sm_lid` says its ActCount is `count`.
-    pub(in crate::agent) fn sweep_polled(&mut self, sm_lid: u16, count: u32) -> SweepSeen {
+    pub(in crate::agent) fn sweep_polled(&mut self, sm_lid: u16, count: u32) -> Activity {
         self.sweeps.answered(sm_lid, count)
     }
 }

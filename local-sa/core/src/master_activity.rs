@@ -1,0 +1,179 @@
+//! The master SM's activity, as its SMInfoRecord tells it: a heavy sweep
+//! seen without the notice that announced it.
+//!
+//! OpenSM sends trap 128 before it reroutes, so a port whose path from
+//! the master crossed the link that went down never gets the Report. The
+//! master's SMInfoRecord tells what it did without that path: its
+//! ActCount counts the SMPs the SM sent (OpenSM: `qp0_mads_sent`). A light
+//! sweep every sweep interval costs it about one SMP per switch; a heavy
+//! sweep — the discovery and forwarding tables after a link went up or
+//! down, when routes may move — costs it one per port and more.
+//! [`MasterActivity`] judges each count it is given: a rise of more than
+//! twice the smallest rise its quiet polls saw (and a margin) is a heavy
+//! sweep, unless a notice came since the last count (it stands for the
+//! rise); a master at another LID, or a count that went back (the SM
+//! restarted), starts the learning again.
+//!
+//! Used by the agent's own upkeep and by the distributor's watch.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use mad_codec::attr::sm_info_record::mask as smir;
+use mad_codec::records::SaRecord;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{AttributeId, MadStatus, Method, SaMadBuilder, SmInfoRecord};
+
+use crate::requester::Answer;
+
+/// Quiet rises remembered: the smallest of them is the light sweeps'.
+const QUIET_RISES: usize = 8;
+
+/// SMPs above twice the usual rise before a rise counts as a heavy
+/// sweep (two light sweeps in one poll are not one).
+const MARGIN: u32 = 16;
+
+/// A rise above this is a count that went back (wrapping), not activity.
+const WENT_BACK: u32 = 1 << 30;
+
+/// What a count of the master's activity showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Nothing but light sweeps (or nothing to compare yet).
+    Quiet,
+    /// A heavy sweep no notice announced: the count rose by `rose`, light
+    /// sweeps about `usual` a poll.
+    Swept {
+        /// The count's rise since the last poll.
+        rose: u32,
+        /// The smallest rise of the quiet polls remembered.
+        usual: u32,
+    },
+}
+
+/// What the polls have seen of the master's activity.
+#[derive(Debug, Default, Clone)]
+pub struct MasterActivity {
+    /// The master's LID and ActCount at the last count.
+    last: Option<(u16, u32)>,
+    /// The rises of the last quiet polls.
+    quiet: VecDeque<u32>,
+    /// A change notice came since the last count.
+    notice_since: bool,
+}
+
+impl MasterActivity {
+    /// A change notice came (trap 128): the next rise is its sweep's.
+    pub fn notice(&mut self) {
+        self.notice_since = true;
+    }
+
+    /// The master at `sm_lid` says its ActCount is `count`: what that
+    /// shows.
+    pub fn counted(&mut self, sm_lid: u16, count: u32) -> Activity {
+        let covered = std::mem::take(&mut self.notice_since);
+        let Some((lid, before)) = self.last.replace((sm_lid, count)) else {
+            return Activity::Quiet;
+        };
+        let rose = count.wrapping_sub(before);
+        if lid != sm_lid || rose > WENT_BACK {
+            self.quiet.clear();
+            return Activity::Quiet;
+        }
+        let usual = self.quiet.iter().copied().filter(|r| *r > 0).min();
+        // Without light sweeps (OpenSM's sweep_interval 0) the quiet count
+        // does not move at all.
+        let usual = usual.or((self.quiet.len() >= 2).then_some(0));
+        if let Some(usual) = usual
+            && rose > usual.saturating_mul(2).saturating_add(MARGIN)
+        {
+            return if covered {
+                Activity::Quiet
+            } else {
+                Activity::Swept { rose, usual }
+            };
+        }
+        if self.quiet.len() == QUIET_RISES {
+            self.quiet.pop_front();
+        }
+        self.quiet.push_back(rose);
+        Activity::Quiet
+    }
+}
+
+/// The Get of the SMInfoRecord of the SM at `sm_lid`.
+pub fn request(sm_lid: u16) -> Bytes {
+    let mut t = SmInfoRecord::new_zeroed();
+    t.set_lid(sm_lid);
+    let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::SM_INFO_RECORD).record(&t);
+    b.header_mut().sa.set_component_mask(smir::LID);
+    b.into_bytes()
+}
+
+/// The ActCount an answer to [`request`] carries, if it is one.
+pub fn act_count(answer: &Answer) -> Option<u32> {
+    (answer.status() == MadStatus::OK && answer.data().len() >= SmInfoRecord::LEN)
+        .then(|| answer.record::<SmInfoRecord>().act_count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Polls answering `counts` in turn; what each saw.
+    fn seen(counts: &[u32]) -> Vec<Activity> {
+        let mut w = MasterActivity::default();
+        counts.iter().map(|c| w.counted(1, *c)).collect()
+    }
+
+    #[test]
+    fn light_sweeps_are_quiet_and_a_heavy_one_is_seen() {
+        // Five SMPs a light sweep, two or three sweeps a poll; then the
+        // heavy sweep after a link went down.
+        let s = seen(&[313, 323, 338, 348, 363, 373, 548, 558]);
+        assert_eq!(&s[..6], &[Activity::Quiet; 6]);
+        assert_eq!(
+            s[6],
+            Activity::Swept {
+                rose: 175,
+                usual: 10
+            }
+        );
+        assert_eq!(s[7], Activity::Quiet, "after it, quiet again");
+    }
+
+    #[test]
+    fn a_rise_a_notice_stood_for_is_not_seen_twice() {
+        let mut w = MasterActivity::default();
+        for c in [100, 110, 120] {
+            w.counted(1, c);
+        }
+        w.notice();
+        assert_eq!(w.counted(1, 400), Activity::Quiet);
+        assert!(matches!(w.counted(1, 700), Activity::Swept { .. }));
+    }
+
+    #[test]
+    fn a_new_master_or_a_restarted_one_is_learnt_again() {
+        let mut w = MasterActivity::default();
+        for c in [100, 110, 120] {
+            w.counted(1, c);
+        }
+        assert_eq!(w.counted(2, 5000), Activity::Quiet, "another master");
+        assert_eq!(w.counted(2, 5), Activity::Quiet, "its count went back");
+        assert_eq!(w.counted(2, 500), Activity::Quiet, "learning again");
+    }
+
+    #[test]
+    fn without_light_sweeps_any_rise_past_the_margin_is_a_sweep() {
+        let s = seen(&[50, 50, 50, 300]);
+        assert_eq!(&s[..3], &[Activity::Quiet; 3]);
+        assert_eq!(
+            s[3],
+            Activity::Swept {
+                rose: 250,
+                usual: 0
+            }
+        );
+    }
+}
