@@ -617,6 +617,14 @@ pub(crate) struct Cli {
     /// lease renewals) when no notice comes.
     #[arg(long = "watch-interval", value_name = "SECS", value_parser = number::<u64>, default_value = "60", requires = "watch")]
     pub(crate) watch_interval: u64,
+    /// With --watch: seconds between polls of the master SM's activity
+    /// (its SMInfoRecord, one small record): a rise of its ActCount well
+    /// past what its light sweeps send is a heavy sweep, looked into as a
+    /// notice would be — the trap 128 that comes before it is lost on the
+    /// way to a node whose path from the master crossed the link that
+    /// went down. 0: no polls (notices and the interval only).
+    #[arg(long = "watch-poll", value_name = "SECS", value_parser = number::<u64>, default_value = "2", requires = "watch")]
+    pub(crate) watch_poll: u64,
     /// With --watch: seconds to let the master sweep and reroute after a
     /// notice (each later notice waits again) before reading.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", requires = "watch")]

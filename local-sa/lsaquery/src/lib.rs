@@ -144,6 +144,7 @@ impl Mode {
                     distribute::watch::WatchOptions::default_lease(interval, settle)
                 }),
                 check: cli.watch_check,
+                activity_poll: Duration::from_secs(cli.watch_poll),
                 api_socket: cli.api_socket.clone(),
                 metrics_file: cli.metrics_file.clone(),
             };

@@ -148,6 +148,9 @@ impl Watcher {
             lease: LEASE,
             master_lid: master,
             shard: None,
+            // The model master keeps no ActCount: notices and the
+            // interval only, as before.
+            activity_poll: Duration::ZERO,
         };
         Self {
             lid,
@@ -379,6 +382,10 @@ impl Watcher {
                 seconds,
                 renewed: Renewed::default(),
             },
+            Effect::PollActivity => {
+                self.watch.handle_activity(now, None);
+                Doing::Nothing
+            }
             Effect::Told(_) | Effect::Ended { .. } => Doing::Nothing,
         };
     }

@@ -38,6 +38,12 @@
 //! next event reads again. [`Watch::handle_stop`] ends every lease
 //! ([`Effect::Renew`] of 0 s) and then the watch ([`Effect::Ended`]).
 //!
+//! Between events it polls the master SM's activity every
+//! `activity_poll` ([`Effect::PollActivity`], [`Watch::handle_activity`]):
+//! a heavy sweep no notice announced — its trap 128 lost on a link that
+//! went down, as OpenSM sends it before it reroutes — is looked into as
+//! that notice would have been ([`local_sa_core::master_activity`]).
+//!
 //! Every call takes the time as an argument: the tests run it on a
 //! virtual clock against a fake master and fake nodes, the storm
 //! simulator on its own.
@@ -52,6 +58,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use local_sa_core::master_activity::{Activity, MasterActivity};
 use mad_codec::{Gid, MadStatus};
 
 pub use self::changed_pairs::changed_pairs;
@@ -86,6 +93,8 @@ pub struct WatchSetup {
     pub master_lid: u16,
     /// This watch's share of the nodes, if it has one.
     pub shard: Option<Shard>,
+    /// Between polls of the master SM's activity (zero: none).
+    pub activity_poll: Duration,
 }
 
 /// What the driver is to do next.
@@ -94,6 +103,10 @@ pub enum Effect {
     /// Read the fabric's description again; then
     /// [`Watch::handle_read`].
     Read,
+    /// Ask the master SM its activity (its SMInfoRecord,
+    /// [`local_sa_core::master_activity::request`]); then
+    /// [`Watch::handle_activity`].
+    PollActivity,
     /// Ask these ports whether they run local-sa; then
     /// [`Watch::handle_probed`].
     Probe(Vec<FabricPort>),
@@ -248,6 +261,10 @@ pub struct Watch {
     /// Nodes not known answered a renewal: an event pushes them.
     unknown_answered: bool,
     effects: VecDeque<Effect>,
+    /// The next poll of the master's activity, unless one is out.
+    next_poll: Option<Instant>,
+    /// What the polls saw of the master's activity.
+    activity: MasterActivity,
 }
 
 impl Watch {
@@ -261,6 +278,7 @@ impl Watch {
         others: BTreeSet<Gid>,
         now: Instant,
     ) -> Self {
+        let next_poll = (setup.activity_poll > Duration::ZERO).then(|| now + setup.activity_poll);
         Self {
             next_interval: now + setup.interval,
             setup,
@@ -275,6 +293,8 @@ impl Watch {
             phase: Phase::Idle,
             unknown_answered: false,
             effects: VecDeque::new(),
+            next_poll,
+            activity: MasterActivity::default(),
         }
     }
 
@@ -301,6 +321,14 @@ impl Watch {
     /// came into service, so ports are probed).
     pub fn handle_notice(&mut self, now: Instant, cause: String, port_came: bool) {
         self.counters.notices += 1;
+        self.activity.notice();
+        self.settle_on(now, cause, port_came);
+    }
+
+    /// Something changed at `now` (`cause`): it is looked into once
+    /// `settle` has passed with nothing else, never later than an
+    /// interval after the first.
+    fn settle_on(&mut self, now: Instant, cause: String, port_came: bool) {
         if matches!(self.phase, Phase::Ended) {
             return;
         }
@@ -323,11 +351,11 @@ impl Watch {
     /// the driver carries out an effect.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.phase {
-            Phase::Idle => Some(
-                self.settling
-                    .as_ref()
-                    .map_or(self.next_interval, |s| s.at.min(self.next_interval)),
-            ),
+            Phase::Idle => {
+                let due = (self.settling.as_ref())
+                    .map_or(self.next_interval, |s| s.at.min(self.next_interval));
+                Some(self.next_poll.map_or(due, |p| p.min(due)))
+            }
             Phase::Event(e) => match e.step {
                 Step::Rereading { at } => Some(at),
                 _ => None,
@@ -342,7 +370,15 @@ impl Watch {
             return Some(e);
         }
         match &mut self.phase {
-            Phase::Idle => self.start_due(now),
+            Phase::Idle => {
+                self.start_due(now);
+                if self.effects.is_empty() && self.next_poll.is_some_and(|p| p <= now) {
+                    // Out until its answer (or failure) comes.
+                    self.next_poll = None;
+                    self.counters.activity_polls += 1;
+                    self.effects.push_back(Effect::PollActivity);
+                }
+            }
             Phase::Event(e) => {
                 if let Step::Rereading { at } = e.step
                     && at <= now
@@ -428,6 +464,27 @@ impl Watch {
         match &mut self.phase {
             Phase::Event(e) if expected(&e.step) => Some(e),
             _ => None,
+        }
+    }
+
+    /// The master at `sm_lid` said at `now` that its ActCount is `count`
+    /// (`None`: it did not answer): a heavy sweep no notice announced is
+    /// looked into as a notice; the next poll one `activity_poll` on.
+    pub fn handle_activity(&mut self, now: Instant, count: Option<(u16, u32)>) {
+        if matches!(self.phase, Phase::Ended) || self.setup.activity_poll.is_zero() {
+            return;
+        }
+        self.next_poll = Some(now + self.setup.activity_poll);
+        let Some((sm_lid, count)) = count else {
+            return;
+        };
+        if let Activity::Swept { rose, usual } = self.activity.counted(sm_lid, count) {
+            self.counters.sweeps_seen += 1;
+            let cause = format!(
+                "a heavy sweep of the master no notice announced (its ActCount rose by {rose}, \
+                 light sweeps about {usual})"
+            );
+            self.settle_on(now, cause, false);
         }
     }
 

@@ -162,6 +162,11 @@ watch_counters! {
     quiet_events: "counter",
     /// Notices heard (traps 64, 65, 128).
     notices: "counter",
+    /// Polls of the master SM's activity (its SMInfoRecord's ActCount).
+    activity_polls: "counter",
+    /// Heavy sweeps those polls saw that no notice had announced: each
+    /// looked into as a notice.
+    sweeps_seen: "counter",
     /// Description records the master served for the watch's re-reads.
     description_records: "counter",
     /// Queries those re-reads took.

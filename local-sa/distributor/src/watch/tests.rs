@@ -29,7 +29,15 @@ fn port(lid: u16) -> FabricPort {
 
 /// The fake fabric, and what the watch asked of it.
 struct Fake {
+    start: Instant,
     now: Instant,
+    /// Between the watch's polls of the master's activity (zero: none).
+    activity_poll: Duration,
+    /// The master SM's ActCount beside its light sweeps (five SMPs every
+    /// ten seconds).
+    act_base: u32,
+    /// Polls of the master's activity answered.
+    activity_polls: u32,
     /// Ports of the fabric, and which of them run local-sa.
     ports: Vec<u16>,
     local_sa: BTreeSet<u16>,
@@ -58,7 +66,11 @@ impl Fake {
     fn new(start: Instant, lids: &[u16]) -> Self {
         let digest: BTreeMap<u16, u64> = lids.iter().map(|l| (*l, 100)).collect();
         Self {
+            start,
             now: start,
+            activity_poll: Duration::ZERO,
+            act_base: 1000,
+            activity_polls: 0,
             ports: lids.to_vec(),
             local_sa: lids.iter().copied().collect(),
             current: digest.clone(),
@@ -94,6 +106,7 @@ impl Fake {
             lease: LEASE,
             master_lid: MASTER,
             shard: None,
+            activity_poll: self.activity_poll,
         };
         Watch::new(setup, holdings, digests, BTreeSet::new(), self.now)
     }
@@ -126,6 +139,13 @@ impl Fake {
                             },
                         },
                     );
+                }
+                Effect::PollActivity => {
+                    self.activity_polls += 1;
+                    let light = (now - self.start).as_secs() / 10 * 5;
+                    let count = self.act_base + light as u32;
+                    let answer = (!self.master_gone).then_some((MASTER, count));
+                    w.handle_activity(now, answer);
                 }
                 Effect::Probe(asked) => {
                     self.probes.push(asked.iter().map(|p| p.lid).collect());
@@ -442,4 +462,71 @@ fn stopping_ends_every_lease_and_then_the_watch() {
     w.handle_notice(f.now, "trap 128".into(), false);
     f.run_until(&mut w, start + INTERVAL * 5);
     assert_eq!(f.reads, 1);
+}
+
+/// A watch that polls the master's activity every two seconds.
+fn polling(lids: &[u16]) -> (Fake, Watch) {
+    let mut f = Fake::new(Instant::now(), lids);
+    f.activity_poll = Duration::from_secs(2);
+    let w = f.watch();
+    (f, w)
+}
+
+#[test]
+fn light_sweeps_polled_cost_no_event_before_the_interval() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    let until = f.start + INTERVAL - Duration::from_secs(1);
+    f.run_until(&mut w, until);
+    assert!(f.activity_polls >= 25, "{} polls", f.activity_polls);
+    assert_eq!((f.reads, w.counters().events), (0, 0));
+    assert_eq!(w.counters().activity_polls, u64::from(f.activity_polls));
+}
+
+#[test]
+fn a_heavy_sweep_no_notice_announced_is_looked_into_once_it_settles() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.run_until(&mut w, f.start + Duration::from_secs(20));
+    // A link went down: the master swept heavily and rerouted node 3,
+    // and its trap 128 never reached the watch.
+    f.reroute(&[3]);
+    f.act_base += 170;
+    let swept = f.now;
+    f.run_until(&mut w, swept + Duration::from_secs(2) + SETTLE);
+    assert_eq!(
+        f.pushes.len(),
+        1,
+        "pushed within a poll and the settle time"
+    );
+    let pushed: Vec<u16> = f.pushes[0].push.iter().map(|(_, lid)| *lid).collect();
+    assert_eq!(pushed, [3]);
+    assert!(
+        f.told[0].cause.contains("heavy sweep"),
+        "{}",
+        f.told[0].cause
+    );
+    let c = w.counters();
+    assert_eq!((c.sweeps_seen, c.notices), (1, 0));
+    f.run_until(&mut w, f.start + INTERVAL - Duration::from_secs(1));
+    assert_eq!(f.told.len(), 1, "quiet again after it");
+}
+
+#[test]
+fn a_heavy_sweep_a_notice_announced_is_looked_into_once() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.run_until(&mut w, f.start + Duration::from_secs(20));
+    f.reroute(&[3]);
+    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    f.act_base += 170;
+    f.run_until(&mut w, f.start + INTERVAL - Duration::from_secs(1));
+    assert_eq!(f.told.len(), 1, "the notice's event only");
+    assert_eq!(w.counters().sweeps_seen, 0);
+}
+
+#[test]
+fn a_master_that_does_not_answer_the_poll_is_polled_again() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.master_gone = true;
+    f.run_until(&mut w, f.start + Duration::from_secs(10));
+    assert!(f.activity_polls >= 4, "{} polls", f.activity_polls);
+    assert_eq!(w.counters().sweeps_seen, 0);
 }

@@ -2,6 +2,7 @@
 //! of the description, probes, the check of changed pairs, pushes, lease
 //! renewals, and telling each event.
 
+use local_sa_core::master_activity;
 use std::path::Path;
 use std::time::Instant;
 
@@ -74,6 +75,14 @@ impl<'o> Driver<'o> {
             use local_sa_distributor::watch::Effect;
             match effect {
                 Effect::Read => self.read(session, watch).await?,
+                Effect::PollActivity => {
+                    self.follow_master(session);
+                    let sm = session.dest;
+                    let request = master_activity::request(sm.lid);
+                    let c = session.client.request(sm, &request).await?;
+                    let count = c.outcome.ok().as_ref().and_then(master_activity::act_count);
+                    watch.handle_activity(Instant::now(), count.map(|n| (sm.lid, n)));
+                }
                 Effect::Probe(asked) => {
                     let found = endpoints::running_an_sa(
                         session,

@@ -64,6 +64,8 @@ pub(crate) struct WatchOptions {
     pub(crate) lease: u16,
     /// Changed pairs checked per event.
     pub(crate) check: usize,
+    /// Between polls of the master SM's activity (zero: none).
+    pub(crate) activity_poll: Duration,
     /// This node's local-sa's local API, for the notices (default: the
     /// port's).
     pub(crate) api_socket: Option<PathBuf>,
@@ -128,6 +130,7 @@ pub(crate) async fn run(
         lease: options.lease,
         master_lid: session.dest.lid,
         shard: distribute.shard,
+        activity_poll: options.activity_poll,
     };
     let mut watch = Watch::new(setup, holdings, digests, others, Instant::now());
     let mut driver = Driver::new(
