@@ -131,8 +131,19 @@ fn nodes_follow_the_reroute(
 /// The watch, started on [`WATCH_AT`] with `args` more, once its first
 /// fill is done (its summary printed).
 fn watch<'f>(fabric: &'f SimulatedFabric, at: &LocalSa<'f>, args: &[&str]) -> NodeProcess<'f> {
+    watch_on(fabric, WATCH_AT, at, args)
+}
+
+/// The watch, started on `node` (whose local-sa is `at`) with `args`
+/// more, once its first fill is done.
+fn watch_on<'f>(
+    fabric: &'f SimulatedFabric,
+    node: &str,
+    at: &LocalSa<'f>,
+    args: &[&str],
+) -> NodeProcess<'f> {
     let p = fabric
-        .node(WATCH_AT)
+        .node(node)
         .unwrap()
         .lsaquery()
         .args([
@@ -255,6 +266,72 @@ fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_fr
             out.stderr
         );
     }
+}
+
+#[test]
+fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_master_s_activity() {
+    let fabric = start(slow_spine_tree(), &[], &[]);
+    let master: usize = (fabric
+        .opensm_node()
+        .trim_start_matches('h')
+        .parse::<usize>())
+    .expect("OpenSM on a host");
+    assert!(master <= 4, "OpenSM on leaf1 ({})", fabric.opensm_node());
+    // The watch on leaf3, whose link to the first spine goes down: the
+    // master's Report of it is lost on the way (OpenSM sends it before it
+    // reroutes), and the interval is far off.
+    let at_node = "h9";
+    let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
+    let at = LocalSa::start(&fabric, at_node, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    let w = watch_on(
+        &fabric,
+        at_node,
+        &at,
+        &[
+            "--watch-interval",
+            "300",
+            "--settle",
+            "3",
+            "--watch-poll",
+            "2",
+        ],
+    );
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lids = host_lids(&fabric);
+    let before = opensm_answers(&fabric, &lids);
+    assert!(nodes_differing(&fabric, &before, &lids).is_empty());
+    // The master's light sweeps are learnt.
+    std::thread::sleep(Duration::from_secs(10));
+
+    let unplugged = Instant::now();
+    fabric.unlink("leaf3", 5).unwrap();
+    let within = Duration::from_secs(60);
+    let (_, took) = nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), &w);
+    eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
+    assert!(
+        took < Duration::from_secs(30),
+        "long before the interval ({took:?})"
+    );
+    assert_eq!(
+        at.counter("change_notices"),
+        0,
+        "the watch's node heard the Report after all: this proves nothing"
+    );
+    let changed = events(&w)
+        .into_iter()
+        .find(|e| e["changed"] == true)
+        .expect("an event that changed tables");
+    assert!(
+        changed["cause"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heavy sweep"),
+        "{changed}"
+    );
+    let status = w.stop(Duration::from_secs(10));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
 
 #[test]
