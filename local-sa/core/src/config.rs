@@ -133,8 +133,10 @@ pub struct AgentConfig {
     /// How often a port keeping its own tables asks the master for its
     /// SMInfoRecord, whose ActCount shows a heavy sweep (a link went up
     /// or down, routes may have moved) even when the change notice that
-    /// came before it was lost; zero: never. While a distributor's lease
-    /// runs, the distributor watches instead.
+    /// came before it was lost; zero: never. On a fabric whose ports'
+    /// polls together would take more than their share of the master's
+    /// time, less often ([`MasterPace::activity_poll_interval`]). While a
+    /// distributor's lease runs, the distributor watches instead.
     pub sweep_poll: Duration,
     /// How many destinations each check asks the master for.
     pub check_sample: usize,

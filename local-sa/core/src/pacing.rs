@@ -62,6 +62,11 @@ pub struct MasterPace {
     pub upkeep_share_percent: u8,
 }
 
+/// The master's time for one poll of its activity, as the pace counts
+/// it: a Get and its one SMInfoRecord (a model figure, many times the
+/// 1–2 µs OpenSM takes per record of a table).
+pub const ACTIVITY_POLL_COST: Duration = Duration::from_micros(20);
+
 impl Default for MasterPace {
     fn default() -> Self {
         Self {
@@ -97,6 +102,23 @@ impl MasterPace {
         let paths = 3.0 * ports as f64 * ports as f64;
         let secs =
             paths * self.path_cost.as_secs_f64() * 100.0 / f64::from(self.upkeep_share_percent);
+        Duration::try_from_secs_f64(secs).unwrap_or(day).min(day)
+    }
+
+    /// The shortest time between two polls of the master's activity by a
+    /// port of a fabric of `ports` ports that keeps its own tables: every
+    /// port polling that often costs the master `ports` ×
+    /// [`ACTIVITY_POLL_COST`] per interval, a fifth of
+    /// `upkeep_share_percent` of its time (1 % by default: at 10,000
+    /// ports, a poll each 20 s). Zero while the fabric's size is unknown;
+    /// a day at most (and with a share of 0).
+    pub fn activity_poll_interval(&self, ports: usize) -> Duration {
+        let day = Duration::from_secs(86_400);
+        if self.upkeep_share_percent == 0 {
+            return day;
+        }
+        let share = f64::from(self.upkeep_share_percent) / 5.0 / 100.0;
+        let secs = ports as f64 * ACTIVITY_POLL_COST.as_secs_f64() / share;
         Duration::try_from_secs_f64(secs).unwrap_or(day).min(day)
     }
 
@@ -211,6 +233,17 @@ fn interval(rate: f64) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_activity_polls_of_a_large_fabric_keep_within_their_share() {
+        let pace = MasterPace::default();
+        assert_eq!(pace.activity_poll_interval(1_000), Duration::from_secs(2));
+        assert_eq!(pace.activity_poll_interval(10_000), Duration::from_secs(20));
+        assert_eq!(
+            pace.activity_poll_interval(50_000),
+            Duration::from_secs(100)
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -236,7 +236,8 @@ impl PortTables {
     /// or a distributor keeps the tables.
     pub(in crate::agent) fn start_sweep_polls(&mut self, now: Instant, ctx: &UpkeepContext) {
         if self.sweeps.next().is_none() && polls(self, ctx) {
-            self.sweeps.poll_at(Some(now + ctx.spread(ctx.sweep_poll)));
+            let every = self.sweep_poll_interval(ctx);
+            self.sweeps.poll_at(Some(now + ctx.spread(every)));
         }
     }
 
@@ -253,7 +254,8 @@ impl PortTables {
         }
         let due = self.sweeps.next().is_some_and(|t| t <= now);
         if due {
-            self.sweeps.poll_at(Some(now + ctx.sweep_poll));
+            let every = self.sweep_poll_interval(ctx);
+            self.sweeps.poll_at(Some(now + every));
         }
         due
     }
@@ -261,6 +263,15 @@ impl PortTables {
     /// No more polls (the agent withdraws).
     pub(in crate::agent) fn stop_sweep_polls(&mut self) {
         self.sweeps.poll_at(None);
+    }
+
+    /// Between this port's polls of the master's activity: the
+    /// configured interval, or longer on a fabric whose ports' polls
+    /// together would take more than their share of the master's time
+    /// ([`crate::pacing::MasterPace::activity_poll_interval`]).
+    fn sweep_poll_interval(&self, ctx: &UpkeepContext) -> Duration {
+        let bound = ctx.pace.activity_poll_interval(self.refresh.fabric_ports());
+        ctx.sweep_poll.max(bound)
     }
 
     /// A change notice came (trap 128): the next rise is its sweep's.
