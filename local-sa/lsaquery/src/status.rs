@@ -91,6 +91,7 @@ fn upkeep(r: &StatusReport) -> Option<String> {
     }
     for (name, what) in [
         ("change_notices", "link-change notices"),
+        ("sweeps_seen", "heavy sweeps seen without their notice"),
         ("checks_failed", "checks that differed"),
         ("leases_lapsed", "leases lapsed"),
     ] {

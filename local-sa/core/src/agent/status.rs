@@ -66,6 +66,8 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
         ("refreshes_loaded", c.refreshes_loaded),
         ("change_notices", c.change_notices),
         ("change_refreshes", c.change_refreshes),
+        ("sweep_polls", c.sweep_polls),
+        ("sweeps_seen", c.sweeps_seen),
         ("lease_renewals", c.lease_renewals),
         ("leases_lapsed", c.leases_lapsed),
         ("checks_passed", c.checks_passed),
