@@ -16,7 +16,7 @@ impl PortTables {
         self.refresh.is_running()
     }
 
-    /// The generation now.
+    /// The epoch the tables' records are stamped with now.
     pub(in crate::agent) fn epoch(&self) -> Epoch {
         self.refresh.epoch()
     }
@@ -45,12 +45,12 @@ impl PortTables {
         self.refresh.failures()
     }
 
-    /// Everyone who waited, to be answered.
+    /// Everyone who waited for the refresh, to be answered.
     pub(in crate::agent) fn take_refresh_waiters(&mut self) -> Vec<RefreshWaiter> {
         self.refresh.take_waiters()
     }
 
-    /// Someone waits for the refresh to end.
+    /// True while someone waits for the refresh to end.
     pub(in crate::agent) fn refresh_awaited(&self) -> bool {
         self.refresh.awaited()
     }
@@ -141,7 +141,7 @@ impl PortTables {
         self.upkeep.check_due(now)
     }
 
-    /// A check runs.
+    /// True while a check runs.
     pub(in crate::agent) fn checking(&self) -> bool {
         self.upkeep.is_checking()
     }
