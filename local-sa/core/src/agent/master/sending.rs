@@ -69,14 +69,7 @@ impl MasterLink {
     ) -> u64 {
         let mut sent = 0;
         while let Some(next) = self.lanes.release_registration(now, rate, most) {
-            let Queued {
-                purpose,
-                request,
-                attempts,
-                ..
-            } = next;
-            self.requester
-                .send_with(now, to, purpose, &request, attempts, out);
+            self.send_queued(now, next, to, out);
             sent += 1;
         }
         sent
@@ -100,17 +93,28 @@ impl MasterLink {
     ) -> u64 {
         let mut sent = 0;
         while let Some(next) = self.lanes.release_query(now) {
-            let Queued {
-                purpose,
-                request,
-                attempts,
-                ..
-            } = next;
-            self.requester
-                .send_with(now, to, purpose, &request, attempts, out);
+            self.send_queued(now, next, to, out);
             sent += 1;
         }
         sent
+    }
+
+    /// Sends a request that waited in its lane.
+    fn send_queued(
+        &mut self,
+        now: Instant,
+        queued: Queued,
+        to: Address,
+        out: &mut VecDeque<Transmit>,
+    ) {
+        let Queued {
+            purpose,
+            request,
+            attempts,
+            ..
+        } = queued;
+        self.requester
+            .send_with(now, to, purpose, &request, attempts, out);
     }
 
     /// A request in `lane` ended: its place is free.

@@ -565,6 +565,13 @@ impl SaCore {
                 "more queries for the master than it gets through in time: answered BUSY"
             );
         }
+        self.answer_busy(purpose);
+    }
+
+    /// Whoever waits for a query the master left unanswered (or that was
+    /// never sent) is answered BUSY, as OpenSM's silence would leave them
+    /// to retry; other purposes have nobody waiting.
+    fn answer_busy(&mut self, purpose: Purpose) {
         match purpose {
             Purpose::Forward(query) => {
                 for w in self.answers.release_forward(&query) {
@@ -671,23 +678,16 @@ impl SaCore {
             );
         }
         match purpose {
-            Purpose::Forward(query) => {
-                for w in self.answers.release_forward(&query) {
-                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
-                }
-            }
-            Purpose::Pair(key) => self.pair_failed(&key),
-            Purpose::QosTable(key) => self.qos_table_failed(&key),
+            p @ (Purpose::Forward(_)
+            | Purpose::Pair(_)
+            | Purpose::QosTable(_)
+            | Purpose::Relay(_)) => self.answer_busy(p),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
             Purpose::GidInService { guid, table } => {
                 (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, None)
             }
             Purpose::Inform { filter, subscribe } => {
                 self.inform_answered(now, filter, subscribe, None)
-            }
-            Purpose::Relay(request) => {
-                self.master.relay_done();
-                self.reply().respond_error(&request, MadStatus::BUSY);
             }
             // The next poll asks again.
             Purpose::SweepPoll => {}
