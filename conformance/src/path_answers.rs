@@ -89,6 +89,26 @@ pub struct Ask<'a> {
     pub qos_class: Option<u16>,
 }
 
+/// What the SA at `sa_lid` answers, asked from `node` (`program`: the
+/// `opensm-paths` program), for every pair from `source` to `lids`.
+pub fn answers_from(
+    fabric: &SimulatedFabric,
+    node: &str,
+    program: &Path,
+    (sa_lid, source): (u16, u16),
+    lids: &[u16],
+) -> HashMap<(u16, u16), Option<PathRecord>> {
+    let ask = Ask {
+        sa_lid,
+        lids,
+        sources: Some(&[source]),
+        pkey: None,
+        service_id: None,
+        qos_class: None,
+    };
+    answers(fabric, node, program, ask)
+}
+
 /// The SA's answer to a Get naming each pair of `ask` (the `opensm-paths`
 /// program, run on `node`): the record, or none.
 pub fn answers(

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use conformance::path_answers::{Ask, answers, start, with_port_options};
+use conformance::path_answers::{answers_from, start, with_port_options};
 use conformance::{LocalSa, SimulatedFabric, Topology};
 use mad_codec::PathRecord;
 
@@ -41,8 +41,8 @@ fn lid(fabric: &SimulatedFabric, name: &str) -> u16 {
     fabric.node(name).unwrap().port().unwrap().lid
 }
 
-/// What `sa_lid` answers, asked from `node`, for every pair from
-/// `source` to `lids`.
+/// What `sa_lid` answers, asked from `node`, for every pair from `source`
+/// to `lids`.
 fn answered(
     fabric: &SimulatedFabric,
     node: &str,
@@ -50,19 +50,12 @@ fn answered(
     source: u16,
     lids: &[u16],
 ) -> HashMap<(u16, u16), Option<PathRecord>> {
-    let ask = Ask {
-        sa_lid,
-        lids,
-        sources: Some(&[source]),
-        pkey: None,
-        service_id: None,
-        qos_class: None,
-    };
-    answers(
+    answers_from(
         fabric,
         node,
         Path::new(env!("CARGO_BIN_EXE_opensm-paths")),
-        ask,
+        (sa_lid, source),
+        lids,
     )
 }
 

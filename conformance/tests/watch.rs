@@ -13,7 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{
-    Ask, KEY, QOS_POLICY, answer_differences, answers, start, waiting_nodes, with_port_options,
+    Ask, KEY, QOS_POLICY, answer_differences, answers, answers_from, start, waiting_nodes,
+    with_port_options,
 };
 use conformance::{LocalSa, NodeProcess, SimulatedFabric, Topology};
 use mad_codec::PathRecord;
@@ -61,15 +62,7 @@ fn answered(
     source: u16,
     lids: &[u16],
 ) -> HashMap<(u16, u16), Option<PathRecord>> {
-    let ask = Ask {
-        sa_lid,
-        lids,
-        sources: Some(&[source]),
-        pkey: None,
-        service_id: None,
-        qos_class: None,
-    };
-    answers(fabric, node, program(), ask)
+    answers_from(fabric, node, program(), (sa_lid, source), lids)
 }
 
 /// For each watched node, the pairs where its local-sa's answers differ
