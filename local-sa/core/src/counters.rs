@@ -133,9 +133,13 @@ counters! {
     sweeps_seen: Counter,
     /// Leases a distributor took or renewed on this port's tables.
     lease_renewals: Counter,
-    /// Leases that ended with the distributor silent: the port fetched
-    /// its own tables again.
+    /// Leases that ended with the distributor silent (past the lease, or
+    /// for two of its renewal intervals): the port checked and then
+    /// fetched its own tables again.
     leases_lapsed: Counter,
+    /// Loads and deletes refused because another distributor held the
+    /// port's lease.
+    loads_fenced: Counter,
     /// Checks of a table this port did not fetch (a distributor's, or
     /// one kept across a restart) that agreed with the master.
     checks_passed: Counter,

@@ -72,9 +72,11 @@ fn upkeep(r: &StatusReport) -> Option<String> {
     let kept_by = r.get("kept_by")?;
     let mut line = if let Some(distributor) = kept_by.strip_prefix("distributor lid=") {
         format!(
-            "kept by the distributor at LID {distributor} (lease {} s, {} left); no refresh of its own",
+            "kept by the distributor at LID {distributor} (lease {} s, {} left{}); no refresh of its own",
             r.get("lease_s").unwrap_or("?"),
-            r.get("lease_left_ms").map_or_else(|| "?".to_owned(), ago)
+            r.get("lease_left_ms").map_or_else(|| "?".to_owned(), ago),
+            r.get("lease_renewed_every_ms")
+                .map_or_else(String::new, |ms| format!(", renewed every {}", ago(ms)))
         )
     } else {
         format!(
@@ -94,6 +96,10 @@ fn upkeep(r: &StatusReport) -> Option<String> {
         ("sweeps_seen", "heavy sweeps seen without their notice"),
         ("checks_failed", "checks that differed"),
         ("leases_lapsed", "leases lapsed"),
+        (
+            "loads_fenced",
+            "loads refused from a distributor not holding the lease",
+        ),
     ] {
         if let Some(n) = r.get(name).filter(|n| *n != "0") {
             let _ = write!(line, "; {n} {what}");

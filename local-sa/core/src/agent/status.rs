@@ -70,6 +70,7 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
         ("sweeps_seen", c.sweeps_seen),
         ("lease_renewals", c.lease_renewals),
         ("leases_lapsed", c.leases_lapsed),
+        ("loads_fenced", c.loads_fenced),
         ("checks_passed", c.checks_passed),
         ("checks_failed", c.checks_failed),
         ("subscriptions", c.subscriptions),

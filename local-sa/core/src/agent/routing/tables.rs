@@ -151,10 +151,15 @@ impl SaCore {
     }
 
     /// A distributor at `lid` took a lease of `seconds` on this port's
-    /// tables with a load, a delete or a renewal (0 ends it).
-    pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, seconds: u16) {
+    /// tables with a load, a delete or a renewal (`renewal`; 0 ends it).
+    pub(in crate::agent) fn lease_renewed(
+        &mut self,
+        now: Instant,
+        lid: u16,
+        (seconds, renewal): (u16, bool),
+    ) {
         let ctx = self.upkeep_context();
-        if self.tables.handle_lease(now, (lid, seconds), &ctx) {
+        if self.tables.handle_lease(now, (lid, seconds, renewal), &ctx) {
             self.telemetry.counters.lease_renewals += 1;
         }
     }
@@ -166,7 +171,7 @@ impl SaCore {
             RefreshDue::Go => true,
             RefreshDue::LeaseLapsed(_) => {
                 self.telemetry.counters.leases_lapsed += 1;
-                true
+                false
             }
             RefreshDue::Deferred => false,
         }
@@ -661,6 +666,36 @@ impl SaCore {
             .answer_load(request, header, MadStatus::ERR_REQ_INVALID, 0);
     }
 
+    /// Answers a load or delete from a sender that does not own the
+    /// lease running on this port's tables `ERR_REQ_DENIED`, with the
+    /// owner's LID as the answer's AttributeModifier: a distributor
+    /// standing by learns who is active, one fenced off learns who took
+    /// over. Never two senders' tables at once.
+    fn refuse_fenced(
+        &mut self,
+        now: Instant,
+        request: &SaRequest,
+        header: &SaMadHeader,
+        owner: u16,
+    ) {
+        self.telemetry.counters.loads_fenced += 1;
+        let lid = request.from.lid;
+        if let Some(left_out) = self.telemetry.log_limit.allow(now, "fenced load", lid) {
+            info!(
+                lid,
+                owner,
+                earlier_not_logged = left_out,
+                "a PathRecord load or delete refused: the distributor at LID owner holds this port's lease"
+            );
+        }
+        self.reply().answer_load(
+            request,
+            header,
+            MadStatus::ERR_REQ_DENIED,
+            usize::from(owner),
+        );
+    }
+
     pub(in crate::agent) fn deny(&mut self, request: &SaRequest, header: &SaMadHeader) {
         self.telemetry.counters.denied += 1;
         self.reply()
@@ -682,6 +717,9 @@ impl SaCore {
         let (method, mask) = (header.mad.method(), header.sa.component_mask());
         let flags = header.mad.attribute_modifier();
         let lid = request.from.lid;
+        if let Some(lease) = self.tables.lease_held_by_another(now, lid) {
+            return self.refuse_fenced(now, request, header, lease.lid);
+        }
         let count = match LoadCommand::read(method, mask, flags, records) {
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
             Ok(LoadCommand::QosTables {
@@ -690,7 +728,7 @@ impl SaCore {
                 records,
             }) => return self.load_qos_tables(now, request, header, (flags, mask, &records)),
             Ok(LoadCommand::Renew { seconds }) => {
-                self.lease_renewed(now, lid, seconds);
+                self.lease_renewed(now, lid, (seconds, true));
                 0
             }
             Ok(LoadCommand::Store {
@@ -703,7 +741,7 @@ impl SaCore {
                 // counts as the lease's refresh, not as one that starts
                 // an interval.
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, seconds);
+                    self.lease_renewed(now, lid, (seconds, false));
                 }
                 let count = self.store_records(&records, replace, partitions);
                 let me = self.port.gid.guid();
@@ -720,7 +758,7 @@ impl SaCore {
                 lease,
             }) => {
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, seconds);
+                    self.lease_renewed(now, lid, (seconds, false));
                 }
                 self.delete_records(mask, &records, known_absent, partitions)
             }

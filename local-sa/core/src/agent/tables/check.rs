@@ -74,10 +74,7 @@ impl PortTables {
         done: &Checking,
         (retry, interval): (Duration, Duration),
     ) -> CheckEnd {
-        let kept_by = self
-            .upkeep
-            .lease()
-            .map_or("kept from before a restart", |_| "a distributor's");
+        let kept_by = self.upkeep.tables_kept_by();
         let differed = |qos: bool| {
             done.differed
                 .iter()

@@ -56,11 +56,9 @@ pub(in crate::agent) fn takes(
             .checked_sub(wall)
             .filter(|l| *l > 0)?
             .min(u64::from(length));
-        Some(Lease {
-            lid,
-            until: now + Duration::from_secs(left),
-            length: Duration::from_secs(u64::from(length)),
-        })
+        let mut lease = Lease::new(lid, Duration::from_secs(u64::from(length)), now, false);
+        lease.until = now + Duration::from_secs(left);
+        Some(lease)
     });
     let max_age = refresh_interval.as_secs();
     if age > max_age && lease.is_none() {

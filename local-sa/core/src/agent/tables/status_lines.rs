@@ -63,10 +63,15 @@ impl PortTables {
             Some(lease) => {
                 s.push("kept_by", format!("distributor lid={}", lease.lid));
                 s.push("lease_s", lease.length.as_secs());
+                // What is left before this port takes its tables back:
+                // the lease, or two of the owner's renewal intervals.
                 s.push(
                     "lease_left_ms",
-                    lease.until.saturating_duration_since(now).as_millis(),
+                    lease.ends().saturating_duration_since(now).as_millis(),
                 );
+                if let Some(gap) = lease.renewal_interval() {
+                    s.push("lease_renewed_every_ms", gap.as_millis());
+                }
             }
             None => {
                 s.push("kept_by", "this port");

@@ -31,15 +31,79 @@ use std::time::{Duration, Instant};
 use crate::partitions::TableKey;
 use crate::path_query::PairKey;
 
-/// A distributor's lease on this port's tables.
+/// A distributor's lease on this port's tables. It names its owner: while
+/// it runs, loads and deletes from any other sender are refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::agent) struct Lease {
-    /// The distributor's LID.
+    /// The distributor's LID: the lease's owner.
     pub(in crate::agent) lid: u16,
     /// When it ends unless renewed.
     pub(in crate::agent) until: Instant,
     /// How long each renewal gives.
     pub(in crate::agent) length: Duration,
+    /// When the owner was last heard: a load, a delete or a renewal.
+    pub(in crate::agent) heard: Instant,
+    /// When its last renewal came, and the time between its last two
+    /// (its renewal interval, as this port saw it).
+    pub(in crate::agent) renewals: Option<(Instant, Option<Duration>)>,
+}
+
+/// Renewals closer together than this say nothing of the owner's
+/// interval (a claim followed by its first round, say).
+const SHORTEST_GAP: Duration = Duration::from_secs(1);
+
+impl Lease {
+    /// A lease of `length` taken from `lid` at `now` by a load or a
+    /// renewal (`renewal`).
+    pub(in crate::agent) fn new(lid: u16, length: Duration, now: Instant, renewal: bool) -> Self {
+        Self {
+            lid,
+            until: now + length,
+            length,
+            heard: now,
+            renewals: renewal.then_some((now, None)),
+        }
+    }
+
+    /// The owner spoke again at `now` (`renewal`: a renewal), for
+    /// `length`.
+    pub(in crate::agent) fn heard(&mut self, now: Instant, length: Duration, renewal: bool) {
+        self.until = now + length;
+        self.length = length;
+        self.heard = now;
+        if renewal {
+            let gap = match self.renewals {
+                Some((last, gap)) => Some(now.saturating_duration_since(last))
+                    .filter(|g| *g >= SHORTEST_GAP)
+                    .or(gap),
+                None => None,
+            };
+            self.renewals = Some((now, gap));
+        }
+    }
+
+    /// The owner's renewal interval as this port saw it, once two
+    /// renewals came far enough apart.
+    pub(in crate::agent) fn renewal_interval(&self) -> Option<Duration> {
+        self.renewals.and_then(|(_, gap)| gap)
+    }
+
+    /// When the lease ends without another word: at `until`, or sooner
+    /// when the owner, whose renewal interval is known, went two of them
+    /// without a word (it died, froze or lost its port: the port does not
+    /// wait the rest of the lease out blind).
+    pub(in crate::agent) fn ends(&self) -> Instant {
+        match self.renewal_interval() {
+            Some(gap) => self.until.min(self.heard + gap * 2),
+            None => self.until,
+        }
+    }
+
+    /// Whether the owner fell silent before `until` (rather than the
+    /// lease running out).
+    pub(in crate::agent) fn owner_fell_silent(&self) -> bool {
+        self.ends() < self.until
+    }
 }
 
 /// Who keeps this port's tables, and what is owed. Only these methods
@@ -62,6 +126,9 @@ pub(in crate::agent) struct Upkeep {
     check_rounds: u32,
     /// The interval the log last said, so that it says each change once.
     interval_said: Option<Duration>,
+    /// The owner of the last lease that ended, if one did: the tables
+    /// checked after it are its.
+    last_owner: Option<u16>,
 }
 
 impl Upkeep {
@@ -87,11 +154,22 @@ impl Upkeep {
     /// again.
     pub(in crate::agent) fn end_lease(&mut self) -> Option<Lease> {
         let before = self.lease.take();
-        if before.is_some() {
+        if let Some(b) = before {
             self.check_next = None;
             self.interval_said = None;
+            self.last_owner = Some(b.lid);
         }
         before
+    }
+
+    /// Whose tables a check looks at: a distributor's (whose lease runs
+    /// or ended), or tables kept from before a restart.
+    pub(in crate::agent) fn tables_kept_by(&self) -> &'static str {
+        match (self.lease, self.last_owner) {
+            (Some(_), _) => "a distributor's",
+            (None, Some(_)) => "a distributor's whose lease ended",
+            (None, None) => "kept from before a restart",
+        }
     }
 
     /// Whether a refresh is owed to a change notice.

@@ -42,7 +42,9 @@ impl UpkeepContext {
 pub(in crate::agent) enum RefreshDue {
     /// The refresh goes ahead.
     Go,
-    /// It goes ahead: the distributor's lease ran out without a renewal.
+    /// Not now: the distributor's lease ended without a renewal (its
+    /// owner gone); a check is due at once and the refresh at this
+    /// port's phase.
     LeaseLapsed(Lease),
     /// Not now: a later notice's sweep, or a lease still running; the
     /// timer is set again.
@@ -97,8 +99,8 @@ impl PortTables {
 
     /// When the next refresh of its own is due after this port's tables
     /// were made fresh at `now`: a refresh owed to a change if one is;
-    /// under a lease, its end plus this port's phase of the refresh
-    /// window (renewals move it on); else between three quarters and five
+    /// under a lease, its end (renewals move it on; then the refresh is
+    /// set at this port's phase of the refresh window); else between three quarters and five
     /// quarters of the interval, at this port's phase, so that ports
     /// started together do not refresh together.
     pub(in crate::agent) fn next_periodic_refresh(
@@ -107,7 +109,7 @@ impl PortTables {
         ctx: &UpkeepContext,
     ) -> Instant {
         if let Some(lease) = self.upkeep.lease() {
-            return lease.until + self.refresh_delay(ctx);
+            return lease.ends();
         }
         if let Some(due) = self.upkeep.change_due() {
             return due.max(now);
@@ -141,12 +143,14 @@ impl PortTables {
     }
 
     /// A distributor at `lid` took a lease of `seconds` on this port's
-    /// tables with a load, a delete or a renewal (0 ends it). Returns
-    /// whether it was a renewal of a lease (not an end).
+    /// tables with a load, a delete or a renewal (`renewal`; 0 ends it).
+    /// Returns whether it was a renewal of a lease (not an end). Only the
+    /// lease's owner gets here while the lease runs
+    /// ([`PortTables::lease_held_by_another`]).
     pub(in crate::agent) fn handle_lease(
         &mut self,
         now: Instant,
-        (lid, seconds): (u16, u16),
+        (lid, seconds, renewal): (u16, u16, bool),
         ctx: &UpkeepContext,
     ) -> bool {
         let before = self.upkeep.lease();
@@ -161,23 +165,43 @@ impl PortTables {
             return false;
         }
         let length = Duration::from_secs(u64::from(seconds));
-        self.upkeep.take_lease(Lease {
-            lid,
-            until: now + length,
-            length,
-        });
-        if before.is_none_or(|b| b.lid != lid || b.length != length) {
-            info!(
+        let lease = match before.filter(|b| b.lid == lid) {
+            Some(mut same) => {
+                same.heard(now, length, renewal);
+                same
+            }
+            None => Lease::new(lid, length, now, renewal),
+        };
+        self.upkeep.take_lease(lease);
+        match before {
+            Some(b) if b.lid != lid => warn!(
+                distributor = lid,
+                before = b.lid,
+                lease_s = length.as_secs(),
+                "a new distributor keeps this port's tables: the one before fell silent"
+            ),
+            Some(b) if b.length == length => {}
+            _ => info!(
                 distributor = lid,
                 lease_s = length.as_secs(),
-                "a distributor keeps this port's tables: no refresh of its own while its lease runs"
-            );
+                "a distributor keeps this port's tables: no refresh of its own while its lease runs, \
+                 and loads from no other sender"
+            ),
         }
         let interval = ctx.check_interval;
         let first_check = now + interval / 2 + ctx.spread(interval / 2);
         self.upkeep.check_by_default(first_check);
         self.reschedule_periodic_refresh(now, ctx);
         true
+    }
+
+    /// The lease running at `now`, if its owner is not `lid`: a load or
+    /// delete from `lid` is then refused (a distributor standing by, or
+    /// one fenced off by the one that took over from it).
+    pub(in crate::agent) fn lease_held_by_another(&self, now: Instant, lid: u16) -> Option<Lease> {
+        self.upkeep
+            .lease()
+            .filter(|l| l.lid != lid && now < l.ends())
     }
 
     /// Moves the next refresh to what the upkeep says now, unless one is
@@ -191,8 +215,11 @@ impl PortTables {
 
     /// The refresh timer is due: whether the refresh goes ahead. A later
     /// change notice defers it to the sweep's end, a lease still running
-    /// (renewed since the timer was set) to the lease's; a lease that
-    /// ended hands the tables back to this port, which says so.
+    /// (renewed since the timer was set) to the lease's. A lease that
+    /// ended — run out, or its owner silent for two of its renewal
+    /// intervals — hands the tables back to this port, which says so,
+    /// checks them against the master at once, polls the master's
+    /// activity, and refreshes at its phase of the refresh window.
     pub(in crate::agent) fn handle_refresh_due(
         &mut self,
         now: Instant,
@@ -207,21 +234,44 @@ impl PortTables {
         let Some(lease) = self.upkeep.lease() else {
             return RefreshDue::Go;
         };
-        if now < lease.until {
+        if now < lease.ends() {
             let next = self.next_periodic_refresh(now, ctx);
             self.refresh.schedule(Some(next));
             return RefreshDue::Deferred;
         }
         self.upkeep.end_lease();
-        warn!(
-            distributor = lease.lid,
-            lease_s = lease.length.as_secs(),
-            "the distributor keeping this port's tables has been silent past its lease: \
-             this port fetches and keeps its own tables again"
-        );
+        match lease
+            .renewal_interval()
+            .filter(|_| lease.owner_fell_silent())
+        {
+            Some(gap) => warn!(
+                distributor = lease.lid,
+                renewal_interval_s = gap.as_secs_f64(),
+                silent_s = now.saturating_duration_since(lease.heard).as_secs(),
+                lease_left_s = lease.until.saturating_duration_since(now).as_secs(),
+                "the distributor keeping this port's tables missed two renewals: taken as gone, \
+                 this port checks its tables now and keeps them itself"
+            ),
+            None => warn!(
+                distributor = lease.lid,
+                lease_s = lease.length.as_secs(),
+                "the distributor keeping this port's tables has been silent past its lease: \
+                 this port checks its tables now and keeps them itself"
+            ),
+        }
+        // A few paths now (spread over seconds, not the refresh window:
+        // a change the distributor did not push is found at once); the
+        // whole table at this port's phase, as after a new master.
+        self.upkeep
+            .check_at(Some(now + ctx.spread(LAPSED_CHECK_WINDOW)));
+        self.refresh.schedule(Some(now + self.refresh_delay(ctx)));
+        self.start_sweep_polls(now, ctx);
         RefreshDue::LeaseLapsed(lease)
     }
 }
+
+/// The ports whose lease ended together check their tables within this.
+const LAPSED_CHECK_WINDOW: Duration = Duration::from_secs(5);
 
 /// Polls of the master's activity ([`crate::agent::tables::sweep_watch`]).
 impl PortTables {
@@ -353,7 +403,7 @@ mod tests {
     fn under_a_lease_notices_are_the_distributor_s_and_a_silent_one_hands_the_tables_back() {
         let now = Instant::now();
         let mut t = fresh(now);
-        assert!(t.handle_lease(now, (9, 185), &ctx()));
+        assert!(t.handle_lease(now, (9, 185, false), &ctx()));
         let lease = t.upkeep.lease().unwrap();
         assert_eq!(
             (lease.lid, lease.until),
@@ -371,9 +421,53 @@ mod tests {
             RefreshDue::LeaseLapsed(lease)
         );
         assert_eq!(t.upkeep.lease(), None);
+        assert!(
+            t.upkeep.check_due(after + Duration::from_secs(5)),
+            "a check at once"
+        );
         // A lease of 0 s ends one at once.
-        assert!(t.handle_lease(after, (9, 185), &ctx()));
-        assert!(!t.handle_lease(after, (9, 0), &ctx()));
+        assert!(t.handle_lease(after, (9, 185, true), &ctx()));
+        assert!(!t.handle_lease(after, (9, 0, true), &ctx()));
         assert_eq!(t.upkeep.lease(), None);
+    }
+
+    #[test]
+    fn an_owner_two_renewal_intervals_silent_is_gone_and_only_the_owner_may_load() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        let s = Duration::from_secs;
+        assert!(t.handle_lease(now, (9, 185, false), &ctx()));
+        // Before two renewals the port knows no interval: the lease runs.
+        assert!(t.handle_lease(now + s(8), (9, 185, true), &ctx()));
+        assert_eq!(t.upkeep.lease().unwrap().ends(), now + s(8 + 185));
+        assert!(t.handle_lease(now + s(16), (9, 185, true), &ctx()));
+        let lease = t.upkeep.lease().unwrap();
+        assert_eq!(lease.renewal_interval(), Some(s(8)));
+        assert_eq!(lease.ends(), now + s(32));
+        assert_eq!(t.refresh.next(), Some(now + s(32)), "the timer at its end");
+        assert_eq!(t.lease_held_by_another(now + s(20), 9), None, "the owner");
+        assert_eq!(t.lease_held_by_another(now + s(20), 12), Some(lease));
+        // A renewal a moment after another says nothing of the interval.
+        assert!(t.handle_lease(
+            now + s(16) + Duration::from_millis(10),
+            (9, 185, true),
+            &ctx()
+        ));
+        assert_eq!(t.upkeep.lease().unwrap().renewal_interval(), Some(s(8)));
+        // Silent for two intervals: gone, whatever is left of the lease.
+        let gone = now + s(33);
+        assert_eq!(t.lease_held_by_another(gone, 12), None);
+        assert!(matches!(
+            t.handle_refresh_due(gone, &ctx()),
+            RefreshDue::LeaseLapsed(l) if l.lid == 9
+        ));
+        assert!(t.upkeep.check_due(gone + s(5)), "a check at once");
+        assert!(t.refresh.next().unwrap() > gone, "the refresh at its phase");
+        // Another distributor takes it over; the old one is refused.
+        assert!(t.handle_lease(gone + s(1), (12, 185, true), &ctx()));
+        assert_eq!(
+            t.lease_held_by_another(gone + s(2), 9).map(|l| l.lid),
+            Some(12)
+        );
     }
 }

@@ -13,7 +13,7 @@ use mad_codec::{AttributeId, MadStatus, Method, PathRecord, Rate, SaMadBuilder, 
 
 use super::bench::{Bench, HOSTS, MASTER_LID, MY_LID, client, padded, status};
 use super::fake_master::{FakeMaster, path};
-use super::loads::{KEY, LOADER, load_header, push};
+use super::loads::{KEY, LOADER, load_header, push, push_from};
 use crate::agent::AgentConfig;
 use crate::config::SmKey;
 use crate::load_flags::{LEASE, RENEW_ONLY, REPLACE_SOURCES, with_lease};
@@ -27,6 +27,17 @@ fn checked_dlids(b: &Bench) -> Vec<u16> {
         .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.mask.contains(pr::DLID))
         .map(|s| s.template.dlid())
         .collect()
+}
+
+/// The whole tables the agent fetched from the master (GetTables of
+/// the port's paths, not of a pair as the checks ask).
+fn whole_tables(b: &Bench) -> usize {
+    b.master
+        .requests
+        .iter()
+        .filter(|s| s.attribute == AttributeId::PATH_RECORD && s.method == Method::GET_TABLE)
+        .filter(|s| !s.mask.contains(pr::DLID))
+        .count()
 }
 
 /// The record the agent serves for (MY_LID, `dlid`).
@@ -176,12 +187,12 @@ fn a_lease_holds_off_every_refresh_while_the_distributor_renews_it() {
 fn a_silent_distributor_hands_the_tables_back_after_its_lease() {
     let mut b = keyed(AgentConfig::default());
     load_under_lease(&mut b, 120);
-    let before = b.master.path_tables();
+    let before = whole_tables(&b);
     reroute(&mut b.master, 7);
     b.advance(Duration::from_secs(119));
-    assert_eq!(b.master.path_tables(), before, "the lease runs");
+    assert_eq!(whole_tables(&b), before, "the lease runs");
     b.advance(Duration::from_secs(1) + AgentConfig::default().pace.min_window);
-    assert_eq!(b.master.path_tables(), before + 1, "its own table, once");
+    assert_eq!(whole_tables(&b), before + 1, "its own table, once");
     assert_eq!(served(&b, 7).rate(), Rate::GBPS_2_5);
     assert_eq!(b.core.counters().leases_lapsed, 1);
     assert_eq!(
@@ -192,7 +203,95 @@ fn a_silent_distributor_hands_the_tables_back_after_its_lease() {
     // And a change notice is its own again.
     link_changed(&mut b);
     b.advance(Duration::from_secs(10));
-    assert_eq!(b.master.path_tables(), before + 2);
+    assert_eq!(whole_tables(&b), before + 2);
+}
+
+/// A renewal from the distributor at `lid`: its status, and the
+/// answer's AttributeModifier (the lease's owner when refused).
+fn renew_from(b: &mut Bench, lid: u16, seconds: u16) -> (MadStatus, u32) {
+    let answer = b.ask(client(lid), &renewal(KEY, with_lease(RENEW_ONLY, seconds)));
+    assert_eq!(answer.len(), 1, "one answer");
+    let header = mad_codec::SaMadHeader::parse(&answer[0]).unwrap().0;
+    (header.mad.status(), header.mad.attribute_modifier())
+}
+
+#[test]
+fn while_the_owner_renews_another_distributor_is_refused_and_told_who_owns_the_lease() {
+    let mut b = keyed(AgentConfig::default());
+    load_under_lease(&mut b, 180);
+    let other = LOADER + 1;
+    for _ in 0..5 {
+        b.advance(Duration::from_secs(8));
+        assert_eq!(renew(&mut b, 180), MadStatus::OK);
+        assert_eq!(
+            renew_from(&mut b, other, 180),
+            (MadStatus::ERR_REQ_DENIED, u32::from(LOADER)),
+            "the owner renews every 8 s: the lease is its"
+        );
+    }
+    // Its tables cannot be replaced by the other either.
+    let records = b.core.store().len();
+    let theirs = [path(MY_LID, 3)];
+    let refused = push_from(
+        &mut b,
+        other,
+        load_header(Method::SET, 11, KEY, with_lease(REPLACE_SOURCES, 180)),
+        &theirs,
+    );
+    assert_eq!(status(&refused), MadStatus::ERR_REQ_DENIED);
+    assert_eq!(
+        b.core.store().len(),
+        records,
+        "nothing of the other's stored"
+    );
+    assert_eq!(b.core.counters().loads_fenced, 6);
+    assert_eq!(
+        b.core.status(b.now).get("kept_by"),
+        Some("distributor lid=50")
+    );
+    assert_eq!(
+        b.core.status(b.now).get("lease_renewed_every_ms"),
+        Some("8000")
+    );
+}
+
+#[test]
+fn an_owner_silent_for_two_renewals_is_gone_the_port_checks_at_once_and_another_takes_over() {
+    let mut b = keyed(AgentConfig::default());
+    load_under_lease(&mut b, 600);
+    for _ in 0..3 {
+        b.advance(Duration::from_secs(8));
+        assert_eq!(renew(&mut b, 600), MadStatus::OK);
+    }
+    // The owner dies; the master reroutes a path no notice announces.
+    reroute(&mut b.master, 7);
+    let before = whole_tables(&b);
+    b.advance(Duration::from_secs(15));
+    assert_eq!(
+        b.core.counters().leases_lapsed,
+        0,
+        "one interval late: not yet"
+    );
+    assert!(checked_dlids(&b).is_empty());
+    b.advance(Duration::from_secs(2));
+    assert_eq!(b.core.counters().leases_lapsed, 1, "two: gone, 583 s early");
+    b.advance(Duration::from_secs(6));
+    assert!(!checked_dlids(&b).is_empty(), "its paths checked at once");
+    assert_eq!(whole_tables(&b), before + 1, "the check differed");
+    assert_eq!(served(&b, 7).rate(), Rate::GBPS_2_5, "right 23 s after");
+    assert_eq!(b.core.status(b.now).get("kept_by"), Some("this port"));
+    // A standby distributor takes the lease; the old owner is fenced off.
+    let standby = LOADER + 1;
+    assert_eq!(renew_from(&mut b, standby, 600), (MadStatus::OK, 0));
+    assert_eq!(
+        renew_from(&mut b, LOADER, 600),
+        (MadStatus::ERR_REQ_DENIED, u32::from(standby)),
+        "the old owner, back, is refused"
+    );
+    assert_eq!(
+        b.core.status(b.now).get("kept_by"),
+        Some("distributor lid=51")
+    );
 }
 
 #[test]
