@@ -48,8 +48,79 @@ pub const fn with_lease(flags: u32, seconds: u16) -> u32 {
     (flags & 0xFFFF) | LEASE | ((seconds as u32) << 16)
 }
 
+/// Where bits 5–15 of a Set or Delete carrying LEASE start: how often,
+/// in seconds, the sender renews its lease (0: not said). A port takes a
+/// sender that goes two of them without a word as gone, without waiting
+/// for the rest of the lease.
+const RENEWAL_SHIFT: u32 = 5;
+
+/// The longest renewal interval bits 5–15 hold, in seconds.
+pub const LONGEST_RENEWAL_INTERVAL: u16 = 0x7FF;
+
+/// The renewal interval in seconds an AttributeModifier with LEASE says,
+/// if it says one.
+pub const fn renewal_interval(modifier: u32) -> Option<u16> {
+    let every = (modifier >> RENEWAL_SHIFT) & LONGEST_RENEWAL_INTERVAL as u32;
+    if modifier & LEASE == 0 || every == 0 {
+        None
+    } else {
+        Some(every as u16)
+    }
+}
+
+/// What a distributor's loads and renewals say of its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTerms {
+    /// The lease each gives, in seconds (0 ends it).
+    pub seconds: u16,
+    /// How often the distributor renews it, in seconds (at most
+    /// [`LONGEST_RENEWAL_INTERVAL`]; 0: not said).
+    pub renew_every: u16,
+}
+
+impl LeaseTerms {
+    /// `flags` with LEASE, the lease and the renewal interval.
+    pub const fn modifier(self, flags: u32) -> u32 {
+        let every = if self.renew_every > LONGEST_RENEWAL_INTERVAL {
+            LONGEST_RENEWAL_INTERVAL
+        } else {
+            self.renew_every
+        };
+        with_lease(flags & !(0x7FF << RENEWAL_SHIFT), self.seconds)
+            | ((every as u32) << RENEWAL_SHIFT)
+    }
+}
+
 /// Bit 0 of a Set of NodeRecords or ServiceRecords: a distributor's whole
 /// names table (the fabric's channel adapters, or the local-sa
 /// directory), which replaces that table's names. Without it such a Set
 /// is not local-sa's to take (0x000C).
 pub const NAMES_TABLE: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_terms_round_trip_beside_the_flags() {
+        let terms = LeaseTerms {
+            seconds: 185,
+            renew_every: 8,
+        };
+        let m = terms.modifier(REPLACE_SOURCES | PARTITION_TABLES);
+        assert_eq!(m & 0x1F, REPLACE_SOURCES | PARTITION_TABLES | LEASE);
+        assert_eq!(lease_seconds(m), Some(185));
+        assert_eq!(renewal_interval(m), Some(8));
+        assert_eq!(
+            renewal_interval(with_lease(RENEW_ONLY, 60)),
+            None,
+            "not said"
+        );
+        assert_eq!(renewal_interval(8 << 5), None, "without LEASE");
+        let long = LeaseTerms {
+            seconds: 60,
+            renew_every: 5000,
+        };
+        assert_eq!(renewal_interval(long.modifier(0)), Some(2047));
+    }
+}

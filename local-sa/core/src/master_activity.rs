@@ -12,11 +12,15 @@
 //! twice the smallest rise its quiet polls saw (and a margin) is a heavy
 //! sweep, unless a notice came since the last count (it stands for the
 //! rise); a master at another LID, or a count that went back (the SM
-//! restarted), starts the learning again.
+//! restarted), starts the learning again. Told the fabric's switches, it
+//! takes no rise above what light sweeps cost a poll (an SMP a switch a
+//! sweep) for theirs, so that heavy sweeps seen before any light one are
+//! not learnt as the usual.
 //!
 //! Used by the agent's own upkeep and by the distributor's watch.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bytes::Bytes;
 use mad_codec::attr::sm_info_record::mask as smir;
@@ -32,6 +36,9 @@ const QUIET_RISES: usize = 8;
 /// SMPs above twice the usual rise before a rise counts as a heavy
 /// sweep (two light sweeps in one poll are not one).
 const MARGIN: u32 = 16;
+
+/// OpenSM's default sweep interval: a light sweep every this.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
 
 /// A rise above this is a count that went back (wrapping), not activity.
 const WENT_BACK: u32 = 1 << 30;
@@ -60,12 +67,33 @@ pub struct MasterActivity {
     quiet: VecDeque<u32>,
     /// A change notice came since the last count.
     notice_since: bool,
+    /// What the light sweeps cost a poll at most, if known
+    /// ([`MasterActivity::with_switches`]).
+    light_at_most: Option<u32>,
 }
 
 impl MasterActivity {
+    /// Polls every `poll` of a fabric of `switches` switches: a light
+    /// sweep costs the master about one SMP a switch, and a poll spans
+    /// at most one more sweep than `poll` holds sweep intervals (OpenSM's
+    /// default, 10 s), so no rise above that is taken for the light
+    /// sweeps' — polls that start while heavy sweeps follow each other (a
+    /// port that went and came back) do not learn them as the usual.
+    pub fn with_switches(mut self, switches: usize, poll: Duration) -> Self {
+        let sweeps = poll.as_secs().div_ceil(SWEEP_INTERVAL.as_secs()) + 1;
+        let most = (switches.max(1) as u64).saturating_mul(sweeps);
+        self.light_at_most = Some(u32::try_from(most).unwrap_or(u32::MAX));
+        self
+    }
+
     /// A change notice came (trap 128): the next rise is its sweep's.
     pub fn notice(&mut self) {
         self.notice_since = true;
+    }
+
+    /// The quiet rises remembered, oldest first.
+    pub fn quiet_rises(&self) -> impl Iterator<Item = u32> + '_ {
+        self.quiet.iter().copied()
     }
 
     /// The master at `sm_lid` says its ActCount is `count`: what that
@@ -84,6 +112,11 @@ impl MasterActivity {
         // Without light sweeps (OpenSM's sweep_interval 0) the quiet count
         // does not move at all.
         let usual = usual.or((self.quiet.len() >= 2).then_some(0));
+        let usual = match (usual, self.light_at_most) {
+            (Some(u), Some(most)) => Some(u.min(most)),
+            (None, most) => most,
+            (u, None) => u,
+        };
         if let Some(usual) = usual
             && rose > usual.saturating_mul(2).saturating_add(MARGIN)
         {
@@ -140,6 +173,30 @@ mod tests {
             }
         );
         assert_eq!(s[7], Activity::Quiet, "after it, quiet again");
+    }
+
+    #[test]
+    fn heavy_sweeps_before_any_light_one_are_not_learnt_as_the_usual_when_the_switches_are_known() {
+        // Polls every 4 s start as a port goes and comes back: two heavy
+        // sweeps, no light one yet.
+        let counts = [1000, 1157, 1157, 1157, 1329, 1329, 1495];
+        let mut blind = MasterActivity::default();
+        let blind: Vec<Activity> = counts.iter().map(|c| blind.counted(1, *c)).collect();
+        assert!(
+            blind.iter().all(|a| *a == Activity::Quiet),
+            "without the fabric's size, they pass for light sweeps"
+        );
+        let mut told = MasterActivity::default().with_switches(5, Duration::from_secs(4));
+        let swept: Vec<usize> = (counts.iter().enumerate())
+            .filter(|(_, c)| matches!(told.counted(1, **c), Activity::Swept { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(swept, [1, 4, 6], "each heavy sweep");
+        // Light sweeps of a large fabric, three a poll, stay quiet.
+        let mut large = MasterActivity::default().with_switches(500, Duration::from_secs(30));
+        for (i, c) in [0, 1500, 3000, 4500, 6000].iter().enumerate() {
+            assert_eq!(large.counted(1, *c), Activity::Quiet, "poll {i}");
+        }
     }
 
     #[test]

@@ -27,9 +27,10 @@ use crate::agent::master::purpose::Purpose;
 use crate::agent::tables::check::{check_query, speaks_of_paths};
 use crate::agent::tables::loads::{LoadCommand, is_segment};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
-use crate::agent::tables::upkeep::{CheckQuestion, Checking};
+use crate::agent::tables::upkeep::{CheckQuestion, Checking, LeaseWord};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::inbound::SaRequest;
+use crate::load_flags;
 use crate::master_activity::{self, Activity};
 use crate::names::fetching::NameQuery;
 use crate::names::hosts::Names;
@@ -150,16 +151,11 @@ impl SaCore {
             .next_periodic_refresh(now, &self.upkeep_context())
     }
 
-    /// A distributor at `lid` took a lease of `seconds` on this port's
-    /// tables with a load, a delete or a renewal (`renewal`; 0 ends it).
-    pub(in crate::agent) fn lease_renewed(
-        &mut self,
-        now: Instant,
-        lid: u16,
-        (seconds, renewal): (u16, bool),
-    ) {
+    /// A distributor at `lid` took a lease on this port's tables with a
+    /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
+    pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, word: LeaseWord) {
         let ctx = self.upkeep_context();
-        if self.tables.handle_lease(now, (lid, seconds, renewal), &ctx) {
+        if self.tables.handle_lease(now, (lid, word), &ctx) {
             self.telemetry.counters.lease_renewals += 1;
         }
     }
@@ -720,6 +716,12 @@ impl SaCore {
         if let Some(lease) = self.tables.lease_held_by_another(now, lid) {
             return self.refuse_fenced(now, request, header, lease.lid);
         }
+        let every = load_flags::renewal_interval(flags);
+        let word = |seconds, renewal| LeaseWord {
+            seconds,
+            renewal,
+            every,
+        };
         let count = match LoadCommand::read(method, mask, flags, records) {
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
             Ok(LoadCommand::QosTables {
@@ -728,7 +730,7 @@ impl SaCore {
                 records,
             }) => return self.load_qos_tables(now, request, header, (flags, mask, &records)),
             Ok(LoadCommand::Renew { seconds }) => {
-                self.lease_renewed(now, lid, (seconds, true));
+                self.lease_renewed(now, lid, word(seconds, true));
                 0
             }
             Ok(LoadCommand::Store {
@@ -741,7 +743,7 @@ impl SaCore {
                 // counts as the lease's refresh, not as one that starts
                 // an interval.
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, (seconds, false));
+                    self.lease_renewed(now, lid, word(seconds, false));
                 }
                 let count = self.store_records(&records, replace, partitions);
                 let me = self.port.gid.guid();
@@ -758,7 +760,7 @@ impl SaCore {
                 lease,
             }) => {
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, (seconds, false));
+                    self.lease_renewed(now, lid, word(seconds, false));
                 }
                 self.delete_records(mask, &records, known_absent, partitions)
             }

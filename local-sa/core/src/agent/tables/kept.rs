@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use mad_codec::PathRecord;
 
 use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep::Lease;
+use crate::agent::tables::upkeep::{Lease, LeaseWord};
 use crate::config::PortIdentity;
 use crate::kept_tables::Kept;
 use crate::partitions::TableKey;
@@ -56,7 +56,12 @@ pub(in crate::agent) fn takes(
             .checked_sub(wall)
             .filter(|l| *l > 0)?
             .min(u64::from(length));
-        let mut lease = Lease::new(lid, Duration::from_secs(u64::from(length)), now, false);
+        let word = LeaseWord {
+            seconds: length,
+            renewal: false,
+            every: None,
+        };
+        let mut lease = Lease::new(lid, word, now);
         lease.until = now + Duration::from_secs(left);
         Some(lease)
     });

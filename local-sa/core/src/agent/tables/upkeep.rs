@@ -46,6 +46,31 @@ pub(in crate::agent) struct Lease {
     /// When its last renewal came, and the time between its last two
     /// (its renewal interval, as this port saw it).
     pub(in crate::agent) renewals: Option<(Instant, Option<Duration>)>,
+    /// The renewal interval the owner said it keeps, if it said one.
+    pub(in crate::agent) said_interval: Option<Duration>,
+}
+
+/// What a load, a delete or a renewal said of the lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct LeaseWord {
+    /// The lease it gives (0 ends it).
+    pub(in crate::agent) seconds: u16,
+    /// It was a renewal (`RENEW_ONLY`), whose spacing says the owner's
+    /// interval.
+    pub(in crate::agent) renewal: bool,
+    /// The renewal interval it says, in seconds, if it says one.
+    pub(in crate::agent) every: Option<u16>,
+}
+
+impl LeaseWord {
+    /// The lease's length.
+    pub(in crate::agent) fn length(self) -> Duration {
+        Duration::from_secs(u64::from(self.seconds))
+    }
+
+    fn said_interval(self) -> Option<Duration> {
+        self.every.map(|s| Duration::from_secs(u64::from(s)))
+    }
 }
 
 /// Renewals closer together than this say nothing of the owner's
@@ -53,25 +78,28 @@ pub(in crate::agent) struct Lease {
 const SHORTEST_GAP: Duration = Duration::from_secs(1);
 
 impl Lease {
-    /// A lease of `length` taken from `lid` at `now` by a load or a
-    /// renewal (`renewal`).
-    pub(in crate::agent) fn new(lid: u16, length: Duration, now: Instant, renewal: bool) -> Self {
+    /// A lease taken from `lid` at `now` by what `word` says.
+    pub(in crate::agent) fn new(lid: u16, word: LeaseWord, now: Instant) -> Self {
+        let length = word.length();
         Self {
             lid,
             until: now + length,
             length,
             heard: now,
-            renewals: renewal.then_some((now, None)),
+            renewals: word.renewal.then_some((now, None)),
+            said_interval: word.said_interval(),
         }
     }
 
-    /// The owner spoke again at `now` (`renewal`: a renewal), for
-    /// `length`.
-    pub(in crate::agent) fn heard(&mut self, now: Instant, length: Duration, renewal: bool) {
-        self.until = now + length;
-        self.length = length;
+    /// The owner spoke again at `now`, saying `word`.
+    pub(in crate::agent) fn heard(&mut self, now: Instant, word: LeaseWord) {
+        self.until = now + word.length();
+        self.length = word.length();
         self.heard = now;
-        if renewal {
+        if let Some(every) = word.said_interval() {
+            self.said_interval = Some(every);
+        }
+        if word.renewal {
             let gap = match self.renewals {
                 Some((last, gap)) => Some(now.saturating_duration_since(last))
                     .filter(|g| *g >= SHORTEST_GAP)
@@ -82,10 +110,11 @@ impl Lease {
         }
     }
 
-    /// The owner's renewal interval as this port saw it, once two
-    /// renewals came far enough apart.
+    /// The owner's renewal interval: as it said it, or as this port saw
+    /// it once two renewals came far enough apart.
     pub(in crate::agent) fn renewal_interval(&self) -> Option<Duration> {
-        self.renewals.and_then(|(_, gap)| gap)
+        self.said_interval
+            .or_else(|| self.renewals.and_then(|(_, gap)| gap))
     }
 
     /// When the lease ends without another word: at `until`, or sooner

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep::Lease;
+use crate::agent::tables::upkeep::{Lease, LeaseWord};
 use crate::master_activity::Activity;
 use crate::pacing::MasterPace;
 
@@ -142,19 +142,19 @@ impl PortTables {
         Ok(due)
     }
 
-    /// A distributor at `lid` took a lease of `seconds` on this port's
-    /// tables with a load, a delete or a renewal (`renewal`; 0 ends it).
+    /// A distributor at `lid` took a lease on this port's tables with a
+    /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
     /// Returns whether it was a renewal of a lease (not an end). Only the
     /// lease's owner gets here while the lease runs
     /// ([`PortTables::lease_held_by_another`]).
     pub(in crate::agent) fn handle_lease(
         &mut self,
         now: Instant,
-        (lid, seconds, renewal): (u16, u16, bool),
+        (lid, word): (u16, LeaseWord),
         ctx: &UpkeepContext,
     ) -> bool {
         let before = self.upkeep.lease();
-        if seconds == 0 {
+        if word.seconds == 0 {
             if self.upkeep.end_lease().is_some() {
                 info!(
                     distributor = lid,
@@ -164,13 +164,13 @@ impl PortTables {
             }
             return false;
         }
-        let length = Duration::from_secs(u64::from(seconds));
+        let length = word.length();
         let lease = match before.filter(|b| b.lid == lid) {
             Some(mut same) => {
-                same.heard(now, length, renewal);
+                same.heard(now, word);
                 same
             }
-            None => Lease::new(lid, length, now, renewal),
+            None => Lease::new(lid, word, now),
         };
         self.upkeep.take_lease(lease);
         match before {
@@ -403,7 +403,7 @@ mod tests {
     fn under_a_lease_notices_are_the_distributor_s_and_a_silent_one_hands_the_tables_back() {
         let now = Instant::now();
         let mut t = fresh(now);
-        assert!(t.handle_lease(now, (9, 185, false), &ctx()));
+        assert!(t.handle_lease(now, (9, word(185, false)), &ctx()));
         let lease = t.upkeep.lease().unwrap();
         assert_eq!(
             (lease.lid, lease.until),
@@ -426,9 +426,33 @@ mod tests {
             "a check at once"
         );
         // A lease of 0 s ends one at once.
-        assert!(t.handle_lease(after, (9, 185, true), &ctx()));
-        assert!(!t.handle_lease(after, (9, 0, true), &ctx()));
+        assert!(t.handle_lease(after, (9, word(185, true)), &ctx()));
+        assert!(!t.handle_lease(after, (9, word(0, true)), &ctx()));
         assert_eq!(t.upkeep.lease(), None);
+    }
+
+    fn word(seconds: u16, renewal: bool) -> LeaseWord {
+        LeaseWord {
+            seconds,
+            renewal,
+            every: None,
+        }
+    }
+
+    #[test]
+    fn an_owner_that_says_its_renewal_interval_is_gone_after_two_from_its_first_word() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        let said = LeaseWord {
+            seconds: 600,
+            renewal: false,
+            every: Some(8),
+        };
+        assert!(t.handle_lease(now, (9, said), &ctx()));
+        assert_eq!(
+            t.upkeep.lease().unwrap().ends(),
+            now + Duration::from_secs(16)
+        );
     }
 
     #[test]
@@ -436,11 +460,11 @@ mod tests {
         let now = Instant::now();
         let mut t = fresh(now);
         let s = Duration::from_secs;
-        assert!(t.handle_lease(now, (9, 185, false), &ctx()));
+        assert!(t.handle_lease(now, (9, word(185, false)), &ctx()));
         // Before two renewals the port knows no interval: the lease runs.
-        assert!(t.handle_lease(now + s(8), (9, 185, true), &ctx()));
+        assert!(t.handle_lease(now + s(8), (9, word(185, true)), &ctx()));
         assert_eq!(t.upkeep.lease().unwrap().ends(), now + s(8 + 185));
-        assert!(t.handle_lease(now + s(16), (9, 185, true), &ctx()));
+        assert!(t.handle_lease(now + s(16), (9, word(185, true)), &ctx()));
         let lease = t.upkeep.lease().unwrap();
         assert_eq!(lease.renewal_interval(), Some(s(8)));
         assert_eq!(lease.ends(), now + s(32));
@@ -450,7 +474,7 @@ mod tests {
         // A renewal a moment after another says nothing of the interval.
         assert!(t.handle_lease(
             now + s(16) + Duration::from_millis(10),
-            (9, 185, true),
+            (9, word(185, true)),
             &ctx()
         ));
         assert_eq!(t.upkeep.lease().unwrap().renewal_interval(), Some(s(8)));
@@ -464,7 +488,7 @@ mod tests {
         assert!(t.upkeep.check_due(gone + s(5)), "a check at once");
         assert!(t.refresh.next().unwrap() > gone, "the refresh at its phase");
         // Another distributor takes it over; the old one is refused.
-        assert!(t.handle_lease(gone + s(1), (12, 185, true), &ctx()));
+        assert!(t.handle_lease(gone + s(1), (12, word(185, true)), &ctx()));
         assert_eq!(
             t.lease_held_by_another(gone + s(2), 9).map(|l| l.lid),
             Some(12)
