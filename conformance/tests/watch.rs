@@ -8,171 +8,19 @@
 //! sent, and finds them wrong once OpenSM's policy changes; and when the
 //! watch stops, the nodes take their tables back.
 
-use std::collections::HashMap;
-use std::path::Path;
+mod watching;
+
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{
-    Ask, KEY, QOS_POLICY, answer_differences, answers, answers_from, start, waiting_nodes,
-    with_port_options,
+    Ask, KEY, QOS_POLICY, answer_differences, answers, start, waiting_nodes,
 };
-use conformance::{LocalSa, NodeProcess, SimulatedFabric, Topology};
-use mad_codec::PathRecord;
+use conformance::{LocalSa, Topology};
 
-/// The nodes filled and watched, one per leaf.
-const NODES: [&str; 3] = ["h2", "h5", "h11"];
-
-/// Where the watch runs (with a local-sa of its own, whose local API
-/// brings it the notices): on the master's leaf, so that OpenSM's Reports
-/// reach it even while its forwarding tables still point at a link just
-/// gone (the simulator drops those, as a fabric would).
-const WATCH_AT: &str = "h3";
-
-/// A fat tree of three leaves of four hosts and two spines whose links to
-/// the first spine are 1x (the others 4x): a route moved off that spine
-/// gets a faster rate.
-fn slow_spine_tree() -> Topology {
-    let mut edits = Vec::new();
-    for leaf in ["leaf1", "leaf2", "leaf3"] {
-        edits.push((leaf, "[5]", "w=1"));
-    }
-    for port in ["[1]", "[2]", "[3]"] {
-        edits.push(("spine1", port, "w=1"));
-    }
-    with_port_options(&Topology::fat_tree(3, 4, 2), &edits)
-}
-
-/// Every host's LID.
-fn host_lids(fabric: &SimulatedFabric) -> Vec<u16> {
-    (1..=12)
-        .map(|i| fabric.node(&format!("h{i}")).unwrap().port().unwrap().lid)
-        .collect()
-}
-
-fn program() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_opensm-paths"))
-}
-
-/// What `sa_lid` answers, asked from `node`, for every pair from `source`
-/// to `lids`.
-fn answered(
-    fabric: &SimulatedFabric,
-    node: &str,
-    sa_lid: u16,
-    source: u16,
-    lids: &[u16],
-) -> HashMap<(u16, u16), Option<PathRecord>> {
-    answers_from(fabric, node, program(), (sa_lid, source), lids)
-}
-
-/// For each watched node, the pairs where its local-sa's answers differ
-/// from OpenSM's (`opensm`: OpenSM's answers, by node).
-fn nodes_differing(fabric: &SimulatedFabric, opensm: &Answers, lids: &[u16]) -> Vec<String> {
-    let mut out = Vec::new();
-    for name in NODES {
-        let lid = fabric.node(name).unwrap().port().unwrap().lid;
-        let ours = answered(fabric, name, lid, lid, lids);
-        for d in answer_differences(&ours, &opensm[name]) {
-            out.push(format!("{name}: {d}"));
-        }
-    }
-    out
-}
-
-/// OpenSM's answers for every watched node's pairs.
-fn opensm_answers(fabric: &SimulatedFabric, lids: &[u16]) -> Answers {
-    let at = fabric.opensm_node();
-    let sm = fabric.node(at).unwrap().port().unwrap().sm_lid;
-    NODES
-        .iter()
-        .map(|name| {
-            let lid = fabric.node(name).unwrap().port().unwrap().lid;
-            (*name, answered(fabric, at, sm, lid, lids))
-        })
-        .collect()
-}
-
-/// Each watched node's answers (or OpenSM's for it), by pair.
-type Answers = HashMap<&'static str, HashMap<(u16, u16), Option<PathRecord>>>;
-
-/// OpenSM's answers once they differ from `before` and every watched
-/// node answers them too, and how long after `since` that was; fails
-/// after `within`, showing the watch's output.
-fn nodes_follow_the_reroute(
-    fabric: &SimulatedFabric,
-    before: &Answers,
-    lids: &[u16],
-    (since, within): (Instant, Duration),
-    w: &NodeProcess<'_>,
-) -> (Answers, Duration) {
-    loop {
-        let now = opensm_answers(fabric, lids);
-        if now != *before && nodes_differing(fabric, &now, lids).is_empty() {
-            return (now, since.elapsed());
-        }
-        assert!(
-            since.elapsed() < within,
-            "the nodes never answered OpenSM's new paths:\n{}\nwatch:\n{}{}",
-            nodes_differing(fabric, &now, lids).join("\n"),
-            w.stdout(),
-            w.stderr()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
-}
-
-/// The watch, started on [`WATCH_AT`] with `args` more, once its first
-/// fill is done (its summary printed).
-fn watch<'f>(fabric: &'f SimulatedFabric, at: &LocalSa<'f>, args: &[&str]) -> NodeProcess<'f> {
-    watch_on(fabric, WATCH_AT, at, args)
-}
-
-/// The watch, started on `node` (whose local-sa is `at`) with `args`
-/// more, once its first fill is done.
-fn watch_on<'f>(
-    fabric: &'f SimulatedFabric,
-    node: &str,
-    at: &LocalSa<'f>,
-    args: &[&str],
-) -> NodeProcess<'f> {
-    let p = fabric
-        .node(node)
-        .unwrap()
-        .lsaquery()
-        .args([
-            "--distribute",
-            "--compute",
-            "--watch",
-            "--smkey",
-            KEY,
-            "--json",
-        ])
-        .arg("--api-socket")
-        .arg(at.api_socket())
-        .args(args)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !p.stdout().contains("\"filled\"") {
-        assert!(
-            Instant::now() < deadline,
-            "the watch's fill never ended:\n{}{}",
-            p.stdout(),
-            p.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    p
-}
-
-/// The watch's event objects printed so far.
-fn events(p: &NodeProcess<'_>) -> Vec<serde_json::Value> {
-    p.stdout()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v.get("event").is_some())
-        .collect()
-}
+use self::watching::{
+    Answers, NODES, WATCH_AT, events, host_lids, nodes_differing, nodes_follow_the_reroute,
+    opensm_answers, program, slow_spine_tree, watch, watch_on,
+};
 
 #[test]
 fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_frozen() {
@@ -198,7 +46,8 @@ fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_fr
     let unplugged = Instant::now();
     fabric.unlink("leaf1", 5).unwrap();
     let within = Duration::from_secs(interval + 30);
-    let (after, took) = nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), &w);
+    let (after, took) =
+        nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), Some(&w));
     eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
     assert!(
         took < Duration::from_secs(interval),
@@ -301,7 +150,8 @@ fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_m
     let unplugged = Instant::now();
     fabric.unlink("leaf3", 5).unwrap();
     let within = Duration::from_secs(60);
-    let (_, took) = nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), &w);
+    let (_, took) =
+        nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), Some(&w));
     eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
     assert!(
         took < Duration::from_secs(30),
@@ -334,7 +184,11 @@ fn a_quiet_fabric_costs_the_master_no_path_and_the_nodes_refresh_nothing() {
     let mut nodes = waiting_nodes(&fabric, &NODES, &["--refresh-interval", "5"]);
     let at =
         LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
-    let w = watch(&fabric, &at, &["--watch-interval", "5"]);
+    let w = watch(
+        &fabric,
+        &at,
+        &["--watch-interval", "5", "--watch-renew", "5"],
+    );
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }
@@ -388,7 +242,7 @@ fn the_watch_outlives_a_master_restart_and_still_brings_a_reroute_to_every_node(
     let before = opensm_answers(&fabric, &lids);
     fabric.unlink("leaf1", 5).unwrap();
     let within = Duration::from_secs(60);
-    nodes_follow_the_reroute(&fabric, &before, &lids, (Instant::now(), within), &w);
+    nodes_follow_the_reroute(&fabric, &before, &lids, (Instant::now(), within), Some(&w));
     for sa in &nodes {
         assert_eq!(
             sa.counter("refreshes"),

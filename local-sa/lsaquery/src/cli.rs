@@ -608,13 +608,17 @@ pub(crate) struct Cli {
     /// master's sweep, read the fabric's description again, recompute,
     /// check changed pairs against the master, and push each node whose
     /// tables changed only the difference (a Set of the changed, a Delete
-    /// of the vanished). Every push and a renewal each interval carry a
-    /// lease (--lease): the nodes refresh nothing on their own while it
-    /// runs. Runs until SIGINT or SIGTERM, which ends the leases.
+    /// of the vanished). Every push and a renewal every --watch-renew
+    /// carry a lease (--lease): the nodes refresh nothing on their own
+    /// while it runs, and take loads from no other distributor. A second
+    /// --watch on another node stands by (as OpenSM's standby SMs): it
+    /// takes over when the nodes find the active one silent for two
+    /// renewals, and one that comes back after that is fenced off and
+    /// stands by. Runs until SIGINT or SIGTERM, which ends the leases.
     #[arg(long, requires_all = ["distribute", "compute"], conflicts_with_all = ["delta", "targets", "from"])]
     pub(crate) watch: bool,
-    /// With --watch: seconds between re-reads of the description (and
-    /// lease renewals) when no notice comes.
+    /// With --watch: seconds between re-reads of the description when no
+    /// notice comes.
     #[arg(long = "watch-interval", value_name = "SECS", value_parser = number::<u64>, default_value = "60", requires = "watch")]
     pub(crate) watch_interval: u64,
     /// With --watch: seconds between polls of the master SM's activity
@@ -625,14 +629,21 @@ pub(crate) struct Cli {
     /// went down. 0: no polls (notices and the interval only).
     #[arg(long = "watch-poll", value_name = "SECS", value_parser = number::<u64>, default_value = "2", requires = "watch")]
     pub(crate) watch_poll: u64,
+    /// With --watch: seconds between lease renewals (one small MAD to
+    /// each node). A node takes the watch as gone after two renewals
+    /// missed, so a standby takes over within about three (and standing
+    /// by, claims the lease every half of this).
+    #[arg(long = "watch-renew", value_name = "SECS", value_parser = number::<u64>, default_value = "8", requires = "watch")]
+    pub(crate) watch_renew: u64,
     /// With --watch: seconds to let the master sweep and reroute after a
     /// notice (each later notice waits again) before reading.
     #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", requires = "watch")]
     pub(crate) settle: u64,
     /// With --watch: the lease, in seconds, that every push and renewal
     /// gives the nodes (default: three intervals and the settle time, at
-    /// least 60); a node that hears nothing from the watch for that long
-    /// fetches its own tables again.
+    /// least 60; at least twice --watch-renew); a node that hears nothing
+    /// from the watch for that long, or for two renewals once it has seen
+    /// two, checks and keeps its own tables again.
     #[arg(long, value_name = "SECS", value_parser = number::<u16>, requires = "watch")]
     pub(crate) lease: Option<u16>,
     /// With --watch: pairs whose tables changed to check against the

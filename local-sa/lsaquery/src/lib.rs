@@ -137,12 +137,25 @@ impl Mode {
             }
             let interval = Duration::from_secs(cli.watch_interval.max(1));
             let settle = Duration::from_secs(cli.settle);
+            let renew = Duration::from_secs(cli.watch_renew.max(1));
+            let lease = cli.lease.unwrap_or_else(|| {
+                distribute::watch::WatchOptions::default_lease(interval, settle)
+            });
+            if u64::from(lease) < renew.as_secs() * 2 {
+                return Err(Stop::new(
+                    2,
+                    format!(
+                        "--lease {lease} is shorter than two renewals (--watch-renew {}): the nodes \
+                         would take the watch as gone between them",
+                        renew.as_secs()
+                    ),
+                ));
+            }
             let watch = distribute::watch::WatchOptions {
                 interval,
                 settle,
-                lease: cli.lease.unwrap_or_else(|| {
-                    distribute::watch::WatchOptions::default_lease(interval, settle)
-                }),
+                renew,
+                lease,
                 check: cli.watch_check,
                 activity_poll: Duration::from_secs(cli.watch_poll),
                 api_socket: cli.api_socket.clone(),

@@ -116,7 +116,7 @@ impl Distributor {
             source,
             ..
         } = *s;
-        let lease = s.watch.then_some(crate::watcher::LEASE);
+        let lease = s.watch.then_some(crate::watcher::TERMS);
         let master_at = Address::gsi(master, 0);
         let nodes: Vec<FabricPort> = (1..=hosts)
             .filter(|n| n % shards.max(1) == shard)

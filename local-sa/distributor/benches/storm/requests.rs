@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
 use local_sa_core::{Address, Transmit};
 use local_sa_distributor::fill::{Distribution, Send, Setup};
@@ -22,7 +23,12 @@ pub(crate) const MASTER_WINDOW: usize = 16;
 
 /// A fill's setup with lsaquery's defaults: from next to `master`, of
 /// nodes `1..=hosts`, `window` at a time, under `lease` if given.
-pub(crate) fn fill_setup(master: Address, hosts: u16, window: usize, lease: Option<u16>) -> Setup {
+pub(crate) fn fill_setup(
+    master: Address,
+    hosts: u16,
+    window: usize,
+    lease: Option<LeaseTerms>,
+) -> Setup {
     Setup {
         master,
         sm_sl: 0,

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use local_sa_core::Address;
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::requester::Completion;
 use local_sa_distributor::computed::Served;
 use local_sa_distributor::fill::Distribution;
@@ -33,11 +34,12 @@ use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::tally::Tally;
 use local_sa_distributor::sent_tables::SentTables;
 use local_sa_distributor::watch::{
-    CheckOutcome, Effect, Holding, Holdings, Plan, Read, Renewed, Watch, WatchSetup, renewal,
+    CheckOutcome, Effect, Holding, Holdings, LeaseAnswer, Plan, Read, Renewed, Watch, WatchSetup,
+    renewal,
 };
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros as _;
-use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder};
 
 use crate::distributor::SM_KEY;
 use crate::fixture::{gid, record as path};
@@ -51,6 +53,13 @@ pub(crate) const INTERVAL: Duration = Duration::from_secs(60);
 /// The lease every push and renewal gives (three intervals and the
 /// settle time, the default).
 pub(crate) const LEASE: u16 = 185;
+
+/// What the watch's pushes and renewals say: its lease, renewed each
+/// interval.
+pub(crate) const TERMS: LeaseTerms = LeaseTerms {
+    seconds: LEASE,
+    renew_every: INTERVAL.as_secs() as u16,
+};
 
 /// After a notice, before the description is read (`--settle`).
 pub(crate) const SETTLE: Duration = Duration::from_secs(5);
@@ -151,6 +160,8 @@ impl Watcher {
             // The model master keeps no ActCount: notices and the
             // interval only, as before.
             activity_poll: Duration::ZERO,
+            // Renewals with each interval, as the storm has always modelled.
+            renew: INTERVAL,
         };
         Self {
             lid,
@@ -233,11 +244,7 @@ impl Watcher {
             (Doing::Asking { out, .. }, Ask::Master) => *out -= 1,
             (Doing::Renewing { out, renewed, .. }, Ask::Renewal(lid)) => {
                 *out -= 1;
-                match c.outcome.map(|a| a.status()) {
-                    Ok(MadStatus::OK) => renewed.taken.push(gid(lid)),
-                    Ok(s) => renewed.refused.push((gid(lid), s)),
-                    Err(_) => renewed.unanswered.push(gid(lid)),
-                }
+                renewed.add(gid(lid), LeaseAnswer::of(c.outcome.as_ref().ok()));
             }
             (Doing::Pushing(fill), Ask::Push(id)) => fill.handle_end(id, c.outcome),
             _ => {}
@@ -325,8 +332,18 @@ impl Watcher {
                     {
                         *out += 1;
                         let to = Address::gsi(lid, 0);
-                        self.requests
-                            .query(now, to, Ask::Renewal(lid), &renewal(SM_KEY, *seconds));
+                        self.requests.query(
+                            now,
+                            to,
+                            Ask::Renewal(lid),
+                            &renewal(
+                                SM_KEY,
+                                LeaseTerms {
+                                    seconds: *seconds,
+                                    ..TERMS
+                                },
+                            ),
+                        );
                     }
                     if *out > 0 || !left.is_empty() {
                         return;
@@ -425,7 +442,7 @@ impl Watcher {
     /// newest fabric, against the one it holds (the current fabric's) if
     /// the plan says it holds the computed tables.
     fn push(&self, plan: &Plan) -> Distribution {
-        let setup = fill_setup(self.master, self.hosts, self.window, Some(LEASE));
+        let setup = fill_setup(self.master, self.hosts, self.window, Some(TERMS));
         let hosts = self.hosts;
         let moved = std::rc::Rc::new(self.rerouted.clone());
         // A node's table in a fabric before the reroute, or after it.

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bytes::Bytes;
-use local_sa_core::load_flags::with_lease;
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::path_engine::{Fabric, Table};
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
@@ -98,7 +98,7 @@ pub struct Distribution {
     /// Every destination LID, for per-destination fetches.
     dlids: Vec<u16>,
     /// The lease every table push carries (`--watch`), if any.
-    lease: Option<u16>,
+    lease: Option<LeaseTerms>,
     /// Whether each node's holdings are kept for the summary's snapshot.
     keep_holdings: bool,
     nodes: Vec<Node>,
@@ -182,7 +182,7 @@ pub struct Setup {
     pub dlids: Vec<u16>,
     /// The lease every table push carries (`load_flags::LEASE`): the
     /// nodes do not refresh on their own while it runs.
-    pub lease: Option<u16>,
+    pub lease: Option<LeaseTerms>,
     /// Keep what each node holds, for a snapshot.
     pub keep_holdings: bool,
 }
@@ -734,8 +734,8 @@ impl Distribution {
             return;
         };
         let (method, mask, mut modifier) = push.request();
-        if let (Some(seconds), true) = (self.lease, push.changes_a_table()) {
-            modifier = with_lease(modifier, seconds);
+        if let (Some(terms), true) = (self.lease, push.changes_a_table()) {
+            modifier = terms.modifier(modifier);
         }
         let (header, data) =
             delta::load_request(self.sm_key, method, mask, modifier, push.records());

@@ -603,7 +603,10 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
     };
     let mut fake = Fake::of(&[]);
     let setup = Setup {
-        lease: Some(180),
+        lease: Some(LeaseTerms {
+            seconds: 180,
+            renew_every: 8,
+        }),
         ..setup(4, 4, &[])
     };
     // The last host's holding is not known: it gets its table whole.
@@ -628,6 +631,11 @@ fn a_watch_sends_the_differences_from_the_previous_fabric_under_a_lease() {
             local_sa_core::load_flags::lease_seconds(t.modifier),
             Some(180),
             "every push carries the lease"
+        );
+        assert_eq!(
+            local_sa_core::load_flags::renewal_interval(t.modifier),
+            Some(8),
+            "and says how often it is renewed"
         );
     }
     for h in known {

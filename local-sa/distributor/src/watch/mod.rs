@@ -29,11 +29,14 @@
 //!    digest; the others are not known and get their tables whole later.
 //! 6. [`Effect::Told`]: the event's report, for the driver to print.
 //!
-//! After an interval's event every node's lease is renewed
-//! ([`Effect::Renew`], [`Watch::handle_renewed`]); a node that does not
-//! answer is no longer known to hold its tables, and when nodes not
-//! known answer again an event pushes them their tables without reading
-//! anything. A step that fails for want of an answer from the master
+//! Every `renew` each node's lease is renewed ([`Effect::Renew`],
+//! [`Watch::handle_renewed`]); a node that does not answer is no longer
+//! known to hold its tables, and when nodes not known answer again an
+//! event pushes them their tables without reading anything. A node that
+//! answers that another distributor holds its lease fences the watch
+//! off: another took over while this one was frozen or cut off, so it
+//! ends its leases and stops ([`Effect::Ended`] says by whom); its driver
+//! stands by again ([`claim`]). A step that fails for want of an answer from the master
 //! ([`Watch::handle_failed`]) ends the event and changes nothing: the
 //! next event reads again. [`Watch::handle_stop`] ends every lease
 //! ([`Effect::Renew`] of 0 s) and then the watch ([`Effect::Ended`]).
@@ -49,6 +52,7 @@
 //! simulator on its own.
 
 mod changed_pairs;
+pub mod claim;
 mod holdings;
 mod renewal;
 mod report;
@@ -62,6 +66,7 @@ use local_sa_core::master_activity::{Activity, MasterActivity};
 use mad_codec::{Gid, MadStatus};
 
 pub use self::changed_pairs::changed_pairs;
+pub use self::claim::LeaseAnswer;
 pub use self::holdings::{Holding, Holdings, Plan};
 pub use self::renewal::renewal;
 pub use self::report::{EventReport, WatchCounters};
@@ -95,6 +100,10 @@ pub struct WatchSetup {
     pub shard: Option<Shard>,
     /// Between polls of the master SM's activity (zero: none).
     pub activity_poll: Duration,
+    /// Between lease renewals. A node takes its lease's owner as gone
+    /// after two of them without a word, so this sets how soon a standby
+    /// takes over from a watch that died.
+    pub renew: Duration,
 }
 
 /// What the driver is to do next.
@@ -147,6 +156,9 @@ pub enum Effect {
         released: usize,
         /// Nodes kept.
         nodes: usize,
+        /// The distributor that took over, if this watch was fenced off
+        /// (a node's lease was another's): it stands by again.
+        fenced_by: Option<u16>,
     },
 }
 
@@ -181,6 +193,20 @@ pub struct Renewed {
     pub unanswered: Vec<Gid>,
     /// Nodes that refused it, and their answer's status.
     pub refused: Vec<(Gid, MadStatus)>,
+    /// Nodes whose lease another distributor holds, and its LID.
+    pub held: Vec<(Gid, u16)>,
+}
+
+impl Renewed {
+    /// Counts how `node` answered a renewal.
+    pub fn add(&mut self, node: Gid, answer: LeaseAnswer) {
+        match answer {
+            LeaseAnswer::Taken => self.taken.push(node),
+            LeaseAnswer::HeldBy(owner) => self.held.push((node, owner)),
+            LeaseAnswer::Refused(status) => self.refused.push((node, status)),
+            LeaseAnswer::Unanswered => self.unanswered.push(node),
+        }
+    }
 }
 
 /// Where an event is.
@@ -207,8 +233,6 @@ struct Event {
     started: Instant,
     /// Ports new to the watch are asked about even if nothing changed.
     probe: bool,
-    /// An interval's event: the leases are renewed after it.
-    renew_after: bool,
     /// The description read last differs from the current fabric's.
     changed: bool,
     /// The digests of the newest fabric read, once computed.
@@ -265,6 +289,10 @@ pub struct Watch {
     next_poll: Option<Instant>,
     /// What the polls saw of the master's activity.
     activity: MasterActivity,
+    /// The next round of lease renewals.
+    next_renewal: Instant,
+    /// The distributor that fenced this watch off, once one did.
+    fenced_by: Option<u16>,
 }
 
 impl Watch {
@@ -281,6 +309,7 @@ impl Watch {
         let next_poll = (setup.activity_poll > Duration::ZERO).then(|| now + setup.activity_poll);
         Self {
             next_interval: now + setup.interval,
+            next_renewal: now + setup.renew,
             setup,
             holdings,
             digests,
@@ -295,7 +324,21 @@ impl Watch {
             effects: VecDeque::new(),
             next_poll,
             activity: MasterActivity::default(),
+            fenced_by: None,
         }
+    }
+
+    /// The watch with what was learnt of the master's activity before it
+    /// (while standing by): a heavy sweep right after it starts is told
+    /// from the light ones.
+    pub fn with_activity(mut self, learnt: MasterActivity) -> Self {
+        self.activity = learnt;
+        self
+    }
+
+    /// What the polls learnt of the master's activity.
+    pub fn activity(&self) -> &MasterActivity {
+        &self.activity
     }
 
     /// The counters, with the gauges as they are now.
@@ -310,6 +353,12 @@ impl Watch {
     /// The nodes kept and what they hold.
     pub fn holdings(&self) -> &Holdings {
         &self.holdings
+    }
+
+    /// The distributor that fenced this watch off, if one did (the
+    /// watch then ends).
+    pub fn fenced_by(&self) -> Option<u16> {
+        self.fenced_by
     }
 
     /// Whether the watch is over.
@@ -353,7 +402,8 @@ impl Watch {
         match &self.phase {
             Phase::Idle => {
                 let due = (self.settling.as_ref())
-                    .map_or(self.next_interval, |s| s.at.min(self.next_interval));
+                    .map_or(self.next_interval, |s| s.at.min(self.next_interval))
+                    .min(self.next_renewal);
                 Some(self.next_poll.map_or(due, |p| p.min(due)))
             }
             Phase::Event(e) => match e.step {
@@ -393,27 +443,37 @@ impl Watch {
         self.effects.pop_front()
     }
 
-    /// Starts what is due at `now` while idle: nodes not known that
-    /// answered again, settled notices, the interval.
+    /// Starts what is due at `now` while idle: the renewals (first: a
+    /// node not renewed in time takes the watch as gone), nodes not known
+    /// that answered again, settled notices, the interval.
     fn start_due(&mut self, now: Instant) {
+        if self.next_renewal <= now {
+            self.phase = Phase::Renewing { ending: false };
+            self.effects.push_back(Effect::Renew {
+                nodes: self.holdings.nodes().collect(),
+                seconds: self.setup.lease,
+            });
+            return;
+        }
         if std::mem::take(&mut self.unknown_answered) {
             self.begin_without_reading(now, "nodes whose tables are not known answer");
             return;
         }
         if self.settling.as_ref().is_some_and(|s| s.at <= now) {
             let s = self.settling.take().unwrap_or_else(|| unreachable!());
-            self.begin(now, cause_of(&s.causes), s.probe, false);
+            self.begin(now, cause_of(&s.causes), s.probe);
             return;
         }
         if self.next_interval <= now {
             self.intervals += 1;
+            self.next_interval = now + self.setup.interval;
             let probe = self.intervals.is_multiple_of(PROBE_EVERY);
-            self.begin(now, "interval".into(), probe, true);
+            self.begin(now, "interval".into(), probe);
         }
     }
 
     /// Starts an event that reads the description.
-    fn begin(&mut self, now: Instant, cause: String, probe: bool, renew_after: bool) {
+    fn begin(&mut self, now: Instant, cause: String, probe: bool) {
         self.events += 1;
         self.phase = Phase::Event(Box::new(Event {
             report: EventReport {
@@ -424,7 +484,6 @@ impl Watch {
             },
             started: now,
             probe,
-            renew_after,
             changed: false,
             digests: None,
             step: Step::Reading,
@@ -448,7 +507,6 @@ impl Watch {
             report,
             started: now,
             probe: false,
-            renew_after: false,
             changed: false,
             digests: Some(self.digests.clone()),
             step: Step::Pushing,
@@ -667,8 +725,7 @@ impl Watch {
         self.end_event(now);
     }
 
-    /// Ends the event under way: its report is told; after an interval's
-    /// event, the leases are renewed.
+    /// Ends the event under way: its report is told.
     fn end_event(&mut self, now: Instant) {
         let Phase::Event(e) = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return;
@@ -677,16 +734,12 @@ impl Watch {
         report.took = now.saturating_duration_since(e.started);
         self.counters.count(&report);
         self.effects.push_back(Effect::Told(Box::new(report)));
-        if e.renew_after {
-            self.phase = Phase::Renewing { ending: false };
-            self.effects.push_back(Effect::Renew {
-                nodes: self.holdings.nodes().collect(),
-                seconds: self.setup.lease,
-            });
-        }
     }
 
-    /// How a round of renewals went.
+    /// How a round of renewals went. A node whose lease another
+    /// distributor holds fences this watch off: another took over while
+    /// it was frozen or cut off, so it ends its leases where it still
+    /// has them and stops, to stand by.
     pub fn handle_renewed(&mut self, now: Instant, renewed: &Renewed) {
         let Phase::Renewing { ending } = self.phase else {
             return;
@@ -697,17 +750,24 @@ impl Watch {
                 events: self.events,
                 released: renewed.taken.len(),
                 nodes: self.holdings.len(),
+                fenced_by: self.fenced_by,
             });
             return;
         }
         self.counters.renewals += renewed.taken.len() as u64;
         self.counters.renewals_unanswered += renewed.unanswered.len() as u64;
         self.counters.renewals_refused += renewed.refused.len() as u64;
+        self.counters.renewals_fenced += renewed.held.len() as u64;
+        if let Some((_, owner)) = renewed.held.first() {
+            self.fenced_by = Some(*owner);
+            self.phase = Phase::Idle;
+            return self.handle_stop();
+        }
         for gid in &renewed.unanswered {
             self.holdings.unreached(gid);
         }
         self.unknown_answered = self.holdings.unknown() > renewed.unanswered.len();
-        self.next_interval = now + self.setup.interval;
+        self.next_renewal = now + self.setup.renew;
         self.phase = Phase::Idle;
     }
 

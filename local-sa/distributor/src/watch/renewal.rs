@@ -1,40 +1,54 @@
-//! The lease renewal: every interval each node gets one `Set(PathRecord)`
-//! with LEASE and RENEW_ONLY (docs/wire-contract.md), so that nodes whose
-//! tables did not change keep deferring their own refreshes.
+//! The lease renewal: every renewal interval each node gets one
+//! `Set(PathRecord)` with LEASE and RENEW_ONLY (docs/wire-contract.md),
+//! so that nodes whose tables did not change keep deferring their own
+//! refreshes; it says the interval, so that a node takes a watch that
+//! misses two as gone.
 
 use bytes::Bytes;
-use local_sa_core::load_flags::{RENEW_ONLY, with_lease};
+use local_sa_core::load_flags::{LeaseTerms, RENEW_ONLY};
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Method, PathRecord, SaMadBuilder};
 
-/// The renewal MAD: a lease of `seconds` (0 ends it), carrying `sm_key`.
-pub fn renewal(sm_key: u64, seconds: u16) -> Bytes {
+/// The renewal MAD: a lease on `terms` (a lease of 0 ends it), carrying
+/// `sm_key`.
+pub fn renewal(sm_key: u64, terms: LeaseTerms) -> Bytes {
     let mut b = SaMadBuilder::request(Method::SET, 0, AttributeId::PATH_RECORD)
         .record(&PathRecord::new_zeroed());
     b.header_mut().sa.set_sm_key(sm_key);
     b.header_mut()
         .mad
-        .set_attribute_modifier(with_lease(RENEW_ONLY, seconds));
+        .set_attribute_modifier(terms.modifier(RENEW_ONLY));
     b.into_bytes()
 }
 
 #[cfg(test)]
 mod tests {
-    use local_sa_core::load_flags::{LEASE, lease_seconds};
+    use local_sa_core::load_flags::{LEASE, lease_seconds, renewal_interval};
     use mad_codec::SaMad;
 
     use super::*;
 
     #[test]
-    fn a_renewal_carries_the_key_and_the_lease_and_nothing_to_store() {
-        let mad = renewal(0x5eed, 180);
+    fn a_renewal_carries_the_key_the_lease_and_its_interval_and_nothing_to_store() {
+        let terms = LeaseTerms {
+            seconds: 180,
+            renew_every: 8,
+        };
+        let mad = renewal(0x5eed, terms);
         let m = SaMad::parse(&mad).unwrap();
         assert_eq!(m.mad().method(), Method::SET);
         assert_eq!(m.sa().sm_key(), 0x5eed);
         let modifier = m.mad().attribute_modifier();
         assert_eq!(modifier & (LEASE | RENEW_ONLY), LEASE | RENEW_ONLY);
         assert_eq!(lease_seconds(modifier), Some(180));
-        let end = renewal(1, 0);
+        assert_eq!(renewal_interval(modifier), Some(8));
+        let end = renewal(
+            1,
+            LeaseTerms {
+                seconds: 0,
+                ..terms
+            },
+        );
         let modifier = SaMad::parse(&end).unwrap().mad().attribute_modifier();
         assert_eq!(lease_seconds(modifier), Some(0), "a lease of 0 ends it");
     }

@@ -197,6 +197,9 @@ watch_counters! {
     renewals_unanswered: "counter",
     /// Lease renewals refused (a local-sa that takes no lease).
     renewals_refused: "counter",
+    /// Lease renewals refused because another distributor holds the
+    /// node's lease: this watch was fenced off and stood by.
+    renewals_fenced: "counter",
     /// Nodes kept now.
     nodes: "gauge",
     /// Nodes whose tables are not known now (their next push is whole).

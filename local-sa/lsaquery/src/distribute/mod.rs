@@ -47,6 +47,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Attempts;
 
@@ -154,7 +155,7 @@ struct Filled {
 async fn fill(
     session: &mut Session,
     options: &DistributeOptions,
-    lease: Option<u16>,
+    lease: Option<LeaseTerms>,
     computing: Computing,
 ) -> Result<Filled, Stop> {
     let started = Instant::now();
@@ -199,14 +200,7 @@ async fn fill(
             Endpoints::from_destinations(&own)
         }
     };
-    let candidates: Vec<FabricPort> = fabric
-        .endpoints
-        .iter()
-        .filter(|e| e.lid != master.lid)
-        .filter(|e| options.targets.as_ref().is_none_or(|t| t.contains(&e.lid)))
-        .filter(|e| options.shard.is_none_or(|s| s.owns(e.gid.guid())))
-        .copied()
-        .collect();
+    let candidates = candidates(&fabric.endpoints, master.lid, options);
     if let Some(t) = &options.targets
         && let Some(unknown) = t.iter().find(|l| !candidates.iter().any(|e| e.lid == **l))
     {
@@ -338,6 +332,22 @@ async fn fill(
         endpoints: fabric.endpoints,
         nodes: found,
     })
+}
+
+/// The ports of `endpoints` a fill may reach: not the master's, among
+/// `--targets` if given, in this shard if sharded.
+fn candidates(
+    endpoints: &[FabricPort],
+    master_lid: u16,
+    options: &DistributeOptions,
+) -> Vec<FabricPort> {
+    endpoints
+        .iter()
+        .filter(|e| e.lid != master_lid)
+        .filter(|e| options.targets.as_ref().is_none_or(|t| t.contains(&e.lid)))
+        .filter(|e| options.shard.is_none_or(|s| s.owns(e.gid.guid())))
+        .copied()
+        .collect()
 }
 
 /// Sends what `run` asks for and tells it how each send ended, until it

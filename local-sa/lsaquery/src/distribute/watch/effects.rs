@@ -2,6 +2,7 @@
 //! of the description, probes, the check of changed pairs, pushes, lease
 //! renewals, and telling each event.
 
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::master_activity;
 use std::path::Path;
 use std::time::Instant;
@@ -14,7 +15,7 @@ use local_sa_distributor::fill::{Distribution, Setup};
 use local_sa_distributor::watch::{
     CheckOutcome, EventReport, Plan, READS, Read, Watch, changed_pairs,
 };
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
@@ -32,8 +33,8 @@ pub(super) struct Driver<'o> {
     distribute: &'o super::super::DistributeOptions,
     /// Changed pairs checked per event (`--watch-check`).
     check: usize,
-    /// The lease every push gives, in seconds.
-    lease: u16,
+    /// What every push and renewal says of the lease.
+    lease: LeaseTerms,
     /// Where the counters go.
     metrics_file: Option<&'o Path>,
     /// The current fabric (taken while a push runs).
@@ -48,7 +49,7 @@ pub(super) struct Driver<'o> {
 impl<'o> Driver<'o> {
     pub(super) fn new(
         distribute: &'o super::super::DistributeOptions,
-        (check, lease, metrics_file): (usize, u16, Option<&'o Path>),
+        (check, lease, metrics_file): (usize, LeaseTerms, Option<&'o Path>),
         current: Prepared,
         session: &Session,
     ) -> Self {
@@ -82,6 +83,13 @@ impl<'o> Driver<'o> {
                     let c = session.client.request(sm, &request).await?;
                     let count = c.outcome.ok().as_ref().and_then(master_activity::act_count);
                     watch.handle_activity(Instant::now(), count.map(|n| (sm.lid, n)));
+                    debug!(
+                        master = sm.lid,
+                        act_count = ?count,
+                        sweeps_seen = watch.counters().sweeps_seen,
+                        quiet_rises = ?watch.activity().quiet_rises().collect::<Vec<_>>(),
+                        "the master's activity polled"
+                    );
                 }
                 Effect::Probe(asked) => {
                     let found = endpoints::running_an_sa(
@@ -103,8 +111,25 @@ impl<'o> Driver<'o> {
                 Effect::Check { nodes, read } => self.check(session, watch, &nodes, read).await?,
                 Effect::Push(plan) => self.push(session, watch, &plan).await?,
                 Effect::Renew { nodes, seconds } => {
-                    let renewed =
-                        renewals::renew(session, &nodes, seconds, self.distribute.window).await?;
+                    let renewed = renewals::renew(
+                        session,
+                        &nodes,
+                        LeaseTerms {
+                            seconds,
+                            ..self.lease
+                        },
+                        self.distribute.window,
+                    )
+                    .await?;
+                    if let Some((gid, owner)) = renewed.held.first() {
+                        warn!(
+                            node = %gid,
+                            active = owner,
+                            nodes = renewed.held.len(),
+                            "nodes refused their lease renewal: another distributor (at LID active, for the \
+                             first) holds their lease"
+                        );
+                    }
                     for (gid, status) in &renewed.refused {
                         warn!(
                             node = %gid,
@@ -120,9 +145,13 @@ impl<'o> Driver<'o> {
                     events,
                     released,
                     nodes,
+                    fenced_by,
                 } => eprintln!(
-                    "lsaquery: the watch stopped after {events} events; {released} of {nodes} nodes took the end \
-                     of their lease and keep their own tables again"
+                    "lsaquery: the watch stopped after {events} events{}; {released} of {nodes} nodes took the end \
+                     of their lease and keep their own tables again",
+                    fenced_by.map_or_else(String::new, |o| format!(
+                        ", fenced off by the distributor at LID {o}"
+                    ))
                 ),
             }
         }

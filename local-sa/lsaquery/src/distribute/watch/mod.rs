@@ -30,11 +30,14 @@
 mod effects;
 mod notices;
 mod renewals;
+mod standby;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use local_sa_core::load_flags::LeaseTerms;
+use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::watch::{Holding, Holdings, Watch, WatchSetup};
 use mad_codec::{Gid, TrapDetails};
@@ -42,8 +45,11 @@ use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
 use tracing::{info, warn};
 
+use async_signal::Signals;
+
 use self::effects::Driver;
 use self::notices::Heard;
+use self::standby::{Role, Standing, Waiting, sleep_unless_signalled};
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -60,6 +66,8 @@ pub(crate) struct WatchOptions {
     pub(crate) interval: Duration,
     /// The master's sweep after a notice.
     pub(crate) settle: Duration,
+    /// Between lease renewals (standing by: twice between claims).
+    pub(crate) renew: Duration,
     /// The lease every push and renewal gives, in seconds.
     pub(crate) lease: u16,
     /// Changed pairs checked per event.
@@ -74,6 +82,23 @@ pub(crate) struct WatchOptions {
 }
 
 impl WatchOptions {
+    /// What standing by needs of them.
+    fn waiting(&self) -> Waiting {
+        Waiting {
+            terms: self.terms(),
+            renew: self.renew,
+            activity_poll: self.activity_poll,
+        }
+    }
+
+    /// What every push and renewal says of the lease.
+    pub(crate) fn terms(&self) -> LeaseTerms {
+        LeaseTerms {
+            seconds: self.lease,
+            renew_every: u16::try_from(self.renew.as_secs()).unwrap_or(u16::MAX),
+        }
+    }
+
     /// The lease by default: three intervals and the settle time, at
     /// least a minute, at most what the field holds.
     pub(crate) fn default_lease(interval: Duration, settle: Duration) -> u16 {
@@ -82,17 +107,78 @@ impl WatchOptions {
     }
 }
 
-/// Fills, then keeps every node current until a signal.
+/// Stands by while another watch is active, fills, then keeps every node
+/// current until a signal; a watch fenced off (another took over while it
+/// was frozen or cut off) stands by again.
 pub(crate) async fn run(
     session: &mut Session,
     distribute: &super::DistributeOptions,
     options: &WatchOptions,
 ) -> Result<(), Stop> {
-    let prepared = prepare_until_ready(session, distribute).await?;
+    let mut signals = Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
+        .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
+    loop {
+        let Some(mut prepared) = prepare_until_ready(session, distribute, &mut signals).await?
+        else {
+            return Ok(());
+        };
+        let learnt = match standby::until_active(
+            session,
+            distribute,
+            options.waiting(),
+            &prepared,
+            &mut signals,
+        )
+        .await?
+        {
+            Standing::Stopped => return Ok(()),
+            Standing::Active { waited, learnt } => {
+                if waited {
+                    // The fabric may have changed while another watch
+                    // kept it.
+                    match prepare_until_ready(session, distribute, &mut signals).await? {
+                        Some(p) => prepared = p,
+                        None => return Ok(()),
+                    }
+                }
+                learnt
+            }
+        };
+        match active(
+            session,
+            distribute,
+            options,
+            (prepared, learnt),
+            &mut signals,
+        )
+        .await?
+        {
+            Some(owner) => {
+                warn!(
+                    active = owner,
+                    "fenced off: the distributor at LID active took over this watch's nodes (this one \
+                     was frozen or cut off for two renewals); it pushes nothing more and stands by"
+                );
+                Role::Fenced { active: owner }.say(session.json)?;
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Fills, then keeps every node current until a signal (`None`) or until
+/// fenced off (the LID of the distributor that took over).
+async fn active(
+    session: &mut Session,
+    distribute: &super::DistributeOptions,
+    options: &WatchOptions,
+    (prepared, learnt): (Prepared, MasterActivity),
+    signals: &mut Signals,
+) -> Result<Option<u16>, Stop> {
     let filled = super::fill(
         session,
         distribute,
-        Some(options.lease),
+        Some(options.terms()),
         super::Computing::Ready(Box::new(prepared)),
     )
     .await?;
@@ -131,13 +217,15 @@ pub(crate) async fn run(
         master_lid: session.dest.lid,
         shard: distribute.shard,
         activity_poll: options.activity_poll,
+        renew: options.renew,
     };
-    let mut watch = Watch::new(setup, holdings, digests, others, Instant::now());
+    let mut watch =
+        Watch::new(setup, holdings, digests, others, Instant::now()).with_activity(learnt);
     let mut driver = Driver::new(
         distribute,
         (
             options.check,
-            options.lease,
+            options.terms(),
             options.metrics_file.as_deref(),
         ),
         current,
@@ -146,28 +234,30 @@ pub(crate) async fn run(
     // However the watch ends, on a signal or a failure, the leases end
     // with it: the nodes must not wait them out (unless the transport is
     // gone too).
-    let kept = keep(session, options, &mut driver, &mut watch).await;
+    let kept = keep(session, options, &mut driver, &mut watch, signals).await;
     watch.handle_stop();
     let stopped = driver.carry_out(session, &mut watch).await;
-    kept.and(stopped)
+    kept.and(stopped)?;
+    Ok(watch.fenced_by())
 }
 
 /// Reads the description and checks the sample until that works: a
 /// master that does not answer yet (starting, failing over, or ignoring
 /// a wrong SA key) or a description caught mid-sweep is waited for, with
 /// a growing pause, and said so each time; the nodes keep their own
-/// tables meanwhile (no lease is given yet).
+/// tables meanwhile (no lease is given yet). `None`: a signal came.
 async fn prepare_until_ready(
     session: &mut Session,
     distribute: &super::DistributeOptions,
-) -> Result<Prepared, Stop> {
+    signals: &mut Signals,
+) -> Result<Option<Prepared>, Stop> {
     let Some(compute) = &distribute.compute else {
         return Err(Stop::new(2, "--watch needs --compute"));
     };
     let mut pause = FIRST_RETRY;
     loop {
         match crate::compute::prepare(session, session.dest, compute).await {
-            Ok(prepared) => return Ok(prepared),
+            Ok(prepared) => return Ok(Some(prepared)),
             Err(e) => {
                 warn!(
                     master = session.dest.lid,
@@ -176,7 +266,9 @@ async fn prepare_until_ready(
                     e.message,
                     pause.as_secs()
                 );
-                smol::Timer::after(pause).await;
+                if sleep_unless_signalled(signals, pause).await {
+                    return Ok(None);
+                }
                 pause = (pause * 2).min(LONGEST_RETRY);
             }
         }
@@ -190,17 +282,16 @@ enum Wake {
     Stop,
 }
 
-/// Keeps the nodes current until a signal (`Ok`) or a failure: carries
-/// out what the watch asks, and tells it of notices and of time passing.
+/// Keeps the nodes current until a signal or the watch's end (`Ok`) or a
+/// failure: carries out what the watch asks, and tells it of notices and
+/// of time passing.
 async fn keep(
     session: &mut Session,
     options: &WatchOptions,
     driver: &mut Driver<'_>,
     watch: &mut Watch,
+    signals: &mut Signals,
 ) -> Result<(), Stop> {
-    let mut signals =
-        async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
-            .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
     let socket = options
         .api_socket
         .clone()
@@ -223,6 +314,10 @@ async fn keep(
     driver.write_metrics(watch);
     loop {
         driver.carry_out(session, watch).await?;
+        if watch.is_ended() {
+            // Fenced off: another watch is active.
+            return Ok(());
+        }
         let wake_at = watch
             .poll_timeout()
             .unwrap_or_else(|| Instant::now() + options.interval);
