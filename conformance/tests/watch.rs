@@ -19,7 +19,7 @@ use conformance::{LocalSa, Topology};
 
 use self::watching::{
     Answers, NODES, WATCH_AT, events, host_lids, nodes_differing, nodes_follow_the_reroute,
-    opensm_answers, program, slow_spine_tree, watch, watch_on,
+    opensm_answers, program, slow_spine_tree, spawn_watch_alone, wait_for_output, watch, watch_on,
 };
 
 #[test]
@@ -161,6 +161,57 @@ fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_m
         at.counter("change_notices"),
         0,
         "the watch's node heard the Report after all: this proves nothing"
+    );
+    let changed = events(&w)
+        .into_iter()
+        .find(|e| e["changed"] == true)
+        .expect("an event that changed tables");
+    assert!(
+        changed["cause"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heavy sweep"),
+        "{changed}"
+    );
+    let status = w.stop(Duration::from_secs(10));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}
+
+#[test]
+fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_every_node() {
+    let fabric = start(slow_spine_tree(), &[], &[]);
+    let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
+    // OpenSM's node: OpenSM is its port's SA agent, no local-sa runs
+    // there, so no notice comes to the watch: the polls find the change.
+    let w = spawn_watch_alone(
+        &fabric,
+        fabric.opensm_node(),
+        &["--watch-interval", "300", "--settle", "3", "-v"],
+    );
+    wait_for_output(&w, "\"filled\"", Duration::from_secs(120));
+    assert!(
+        w.stderr().contains("no fabric change notices"),
+        "{}",
+        w.stderr()
+    );
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let lids = host_lids(&fabric);
+    let before = opensm_answers(&fabric, &lids);
+    // The master's light sweeps are learnt.
+    std::thread::sleep(Duration::from_secs(10));
+    let unplugged = Instant::now();
+    fabric.unlink("leaf1", 5).unwrap();
+    let within = Duration::from_secs(60);
+    let (_, took) =
+        nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), Some(&w));
+    eprintln!(
+        "with the watch on the master's node, every node answered OpenSM's new paths {took:?} after the unplug"
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "long before the interval ({took:?})"
     );
     let changed = events(&w)
         .into_iter()

@@ -149,6 +149,19 @@ pub(crate) fn spawn_watch<'f>(
     at: &LocalSa<'f>,
     args: &[&str],
 ) -> NodeProcess<'f> {
+    let socket = at.api_socket().to_str().expect("a UTF-8 path").to_owned();
+    let mut all = vec!["--api-socket", socket.as_str()];
+    all.extend_from_slice(args);
+    spawn_watch_alone(fabric, node, &all)
+}
+
+/// The watch, started on `node` with `args` more, with no local-sa to
+/// bring it notices unless `args` name one.
+pub(crate) fn spawn_watch_alone<'f>(
+    fabric: &'f SimulatedFabric,
+    node: &str,
+    args: &[&str],
+) -> NodeProcess<'f> {
     fabric
         .node(node)
         .unwrap()
@@ -161,8 +174,6 @@ pub(crate) fn spawn_watch<'f>(
             KEY,
             "--json",
         ])
-        .arg("--api-socket")
-        .arg(at.api_socket())
         .args(args)
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"))

@@ -405,12 +405,21 @@ fn upkeep(sizes: &[u16], model: MasterModel) {
     println!("|---:|---|---:|---:|---:|---:|---:|");
     for &hosts in sizes {
         let changed = world::reroute(hosts).len();
-        for keeper in [Keeper::Bounded, Keeper::Watch] {
-            let o = world::run(keeper.scenario(hosts, model, Disturbance::Reroute), LIMIT);
+        for (keeper, what) in [
+            (Keeper::Bounded, Disturbance::Reroute),
+            (Keeper::Watch, Disturbance::Reroute),
+            (Keeper::Bounded, Disturbance::RerouteUnannounced),
+            (Keeper::Watch, Disturbance::RerouteUnannounced),
+        ] {
+            let o = world::run(keeper.scenario(hosts, model, what), LIMIT);
             let Some(a) = o.aftermath else { continue };
             let load = a.until_settled.as_ref().unwrap_or(&a.load);
+            let report = match what {
+                Disturbance::Reroute => "",
+                _ => ", the Report lost",
+            };
             println!(
-                "| {hosts} | {} | {changed} | {} | {} | {:.2} s | {} |",
+                "| {hosts} | {}{report} | {changed} | {} | {} | {:.2} s | {} |",
                 keeper.label(),
                 load.path_records,
                 load.records,

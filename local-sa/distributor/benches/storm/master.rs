@@ -40,6 +40,7 @@ use mad_codec::rmpp::{RmppConfig, Sender, TransferState, single_segment};
 use mad_codec::zerocopy::{FromZeros, IntoBytes};
 use mad_codec::{
     AttributeId, ClassPortInfo, Gid, MadStatus, Method, PathRecord, SaMad, SaMadHeader, SaRecord,
+    SmInfoRecord,
 };
 
 use local_sa_core::Address;
@@ -168,7 +169,23 @@ pub(crate) struct Master {
     senders: BTreeMap<TransferKey, (Sender, Address)>,
     /// Pairs whose route a reroute moved: their records have another rate.
     rerouted: std::collections::HashSet<(u16, u16)>,
+    /// The SMPs of the heavy sweeps so far (the light ones are counted
+    /// from the time).
+    heavy_smps: u32,
     pub(crate) load: MasterLoad,
+}
+
+/// The master SM's light sweeps: one every this (OpenSM's default).
+const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The SMPs of the heavy sweep after a link went down, on the model's
+/// fabric: every port's PortInfo, and every switch's forwarding table
+/// blocks written again.
+pub(crate) fn heavy_sweep_smps(hosts: u16) -> u32 {
+    let (n, s) = (u64::from(hosts), switches(hosts));
+    let ports = n + 65 * s;
+    let blocks = s * (n + s + 1).div_ceil(64);
+    u32::try_from(ports + blocks).unwrap_or(u32::MAX)
 }
 
 /// The record of a pair whose route a reroute moved: the fixture's,
@@ -190,13 +207,24 @@ impl Master {
             sets: Dispatcher::default(),
             senders: BTreeMap::new(),
             rerouted: std::collections::HashSet::new(),
+            heavy_smps: 0,
             load: MasterLoad::default(),
         }
     }
 
-    /// A reroute: the records of `pairs` change from now on.
+    /// A reroute: the records of `pairs` change from now on, after a
+    /// heavy sweep.
     pub(crate) fn reroute(&mut self, pairs: impl IntoIterator<Item = (u16, u16)>) {
         self.rerouted.extend(pairs);
+        self.heavy_smps = self.heavy_smps.wrapping_add(heavy_sweep_smps(self.hosts));
+    }
+
+    /// Its ActCount at `now`: an SMP a switch each light sweep, and the
+    /// heavy sweeps'.
+    fn act_count(&self, now: Instant) -> u32 {
+        let sweeps = now.saturating_duration_since(self.start).as_secs() / SWEEP_INTERVAL.as_secs();
+        let light = sweeps.saturating_mul(switches(self.hosts));
+        (light as u32).wrapping_add(self.heavy_smps)
     }
 
     /// The record it answers for `s` to `d`.
@@ -349,7 +377,12 @@ impl Master {
             };
             self.load.records += cost as u64;
             self.load.bytes += cost as u64 * stride;
-            let data: Bytes = if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
+            let data: Bytes = if attribute == AttributeId::SM_INFO_RECORD {
+                let mut r = SmInfoRecord::new_zeroed();
+                r.set_lid(self.lid);
+                r.set_act_count(self.act_count(now));
+                Bytes::copy_from_slice(r.as_bytes())
+            } else if h.mad.attribute_id() == AttributeId::CLASS_PORT_INFO {
                 let mut cpi = ClassPortInfo::new_zeroed();
                 if self.model.qos.is_some() {
                     cpi.set_capability_mask2(cap2::QOS_SUPPORTED);

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use local_sa_core::Address;
 use local_sa_core::load_flags::LeaseTerms;
+use local_sa_core::master_activity::{self, MasterActivity};
 use local_sa_core::requester::Completion;
 use local_sa_distributor::computed::Served;
 use local_sa_distributor::fill::Distribution;
@@ -61,6 +62,9 @@ pub(crate) const TERMS: LeaseTerms = LeaseTerms {
     renew_every: INTERVAL.as_secs() as u16,
 };
 
+/// Between polls of the master's activity (`--watch-poll`).
+const ACTIVITY_POLL: Duration = Duration::from_secs(2);
+
 /// After a notice, before the description is read (`--settle`).
 pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
@@ -90,6 +94,8 @@ enum Ask {
     Renewal(u16),
     /// One of the push's sends, by its id.
     Push(u64),
+    /// A poll of the master's activity.
+    Activity,
 }
 
 /// The effect under way.
@@ -107,6 +113,8 @@ enum Doing {
         nodes: Vec<Gid>,
     },
     Pushing(Box<Distribution>),
+    /// A poll of the master's activity, out.
+    Polling,
     /// Renewals: those still to send, those out, and how they went.
     Renewing {
         left: VecDeque<(Gid, u16)>,
@@ -157,9 +165,7 @@ impl Watcher {
             lease: LEASE,
             master_lid: master,
             shard: None,
-            // The model master keeps no ActCount: notices and the
-            // interval only, as before.
-            activity_poll: Duration::ZERO,
+            activity_poll: ACTIVITY_POLL,
             // Renewals with each interval, as the storm has always modelled.
             renew: INTERVAL,
         };
@@ -168,7 +174,10 @@ impl Watcher {
             hosts,
             master: Address::gsi(master, 0),
             window: window.max(1),
-            watch: Watch::new(setup, holdings, digests, BTreeSet::new(), now),
+            watch: Watch::new(setup, holdings, digests, BTreeSet::new(), now).with_activity(
+                MasterActivity::default()
+                    .with_switches(crate::master::switches(hosts) as usize, ACTIVITY_POLL),
+            ),
             requests: Requests::new(),
             doing: Doing::Nothing,
             rerouted: BTreeMap::new(),
@@ -179,14 +188,27 @@ impl Watcher {
     }
 
     /// A reroute changed these records (the new ones, by source node):
-    /// the watch hears of it now, as trap 128 on the master's node.
-    pub(crate) fn rerouted(&mut self, now: Instant, changes: BTreeMap<u16, Vec<PathRecord>>) {
+    /// the watch hears of it now (`heard`), as trap 128 on the master's
+    /// node, or only through the master's activity.
+    pub(crate) fn rerouted(
+        &mut self,
+        now: Instant,
+        changes: BTreeMap<u16, Vec<PathRecord>>,
+        heard: bool,
+    ) {
         self.rerouted = changes
             .into_iter()
             .map(|(s, records)| (s, records.iter().map(PathRecord::dlid).collect()))
             .collect();
-        self.watch
-            .handle_notice(now, format!("trap 128 from LID {}", self.hosts + 2), false);
+        if heard {
+            self.watch
+                .handle_notice(now, format!("trap 128 from LID {}", self.hosts + 2), false);
+        }
+    }
+
+    /// When its interval's next read is due.
+    pub(crate) fn next_interval(&self) -> Instant {
+        self.watch.next_interval()
     }
 
     /// Whether it has nothing under way.
@@ -218,7 +240,7 @@ impl Watcher {
     /// Does what is due; returns MADs to send.
     pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
         for c in self.requests.timeouts(now) {
-            self.ended(c);
+            self.ended(now, c);
         }
         self.step(now);
         self.requests.drain()
@@ -233,13 +255,13 @@ impl Watcher {
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
         if let Some(c) = self.requests.receive(now, from, mad) {
-            self.ended(c);
+            self.ended(now, c);
         }
         self.poll(now)
     }
 
     /// A request ended: a query's, a renewal's or one of the push's.
-    fn ended(&mut self, c: Completion<Ask>) {
+    fn ended(&mut self, now: Instant, c: Completion<Ask>) {
         match (&mut self.doing, c.token) {
             (Doing::Asking { out, .. }, Ask::Master) => *out -= 1,
             (Doing::Renewing { out, renewed, .. }, Ask::Renewal(lid)) => {
@@ -247,6 +269,12 @@ impl Watcher {
                 renewed.add(gid(lid), LeaseAnswer::of(c.outcome.as_ref().ok()));
             }
             (Doing::Pushing(fill), Ask::Push(id)) => fill.handle_end(id, c.outcome),
+            (Doing::Polling, Ask::Activity) => {
+                self.doing = Doing::Nothing;
+                let count = c.outcome.ok().as_ref().and_then(master_activity::act_count);
+                self.watch
+                    .handle_activity(now, count.map(|n| (self.master.lid, n)));
+            }
             _ => {}
         }
     }
@@ -296,6 +324,8 @@ impl Watcher {
                         ),
                     }
                 }
+                // Its answer (or time-out) ends it.
+                Doing::Polling => return,
                 Doing::Computing { until, .. } => {
                     if *until > now {
                         return;
@@ -400,8 +430,10 @@ impl Watcher {
                 renewed: Renewed::default(),
             },
             Effect::PollActivity => {
-                self.watch.handle_activity(now, None);
-                Doing::Nothing
+                let request = master_activity::request(self.master.lid);
+                self.requests
+                    .query(now, self.master, Ask::Activity, &request);
+                Doing::Polling
             }
             Effect::Told(_) | Effect::Ended { .. } => Doing::Nothing,
         };

@@ -120,6 +120,11 @@ pub(crate) enum Disturbance {
     /// reroutes: the paths that crossed it change rate ([`reroute`]). The
     /// watch hears of it; cores keeping their own tables get trap 128.
     Reroute,
+    /// The same reroute, its Report lost as OpenSM loses it (sent before
+    /// it reroutes, over the link that went): the watch never hears it,
+    /// nor do the first leaf's hosts; the master's ActCount shows its
+    /// heavy sweep.
+    RerouteUnannounced,
     /// Every node's local-sa restarts, one after another over
     /// [`ROLLING_RESTART`]; with `kept`, each takes the tables its
     /// predecessor kept.
@@ -135,7 +140,7 @@ fn event_horizon(what: Disturbance) -> Duration {
         Disturbance::Quiet => Duration::from_secs(3600) * QUIET_HOURS,
         // Cores keeping their own tables of a large fabric refresh no
         // sooner than the upkeep bound allows (6,000 s at 10,000).
-        Disturbance::Reroute => Duration::from_secs(8000),
+        Disturbance::Reroute | Disturbance::RerouteUnannounced => Duration::from_secs(8000),
         _ => Duration::from_secs(330),
     }
 }
@@ -514,6 +519,36 @@ impl World {
         w
     }
 
+    /// When a reroute under a watch is to happen, if not at `now`: half
+    /// an interval from the interval's reads and between two polls, so
+    /// that its notice or the polls find it, not a read or a poll that
+    /// happened to follow it.
+    fn reroute_at(&self, what: Disturbance, now: Instant) -> Option<Instant> {
+        if !matches!(what, Disturbance::Reroute | Disturbance::RerouteUnannounced) {
+            return None;
+        }
+        let Some(Pusher::Watch(w)) = self.distributors.last().map(|p| &p.d) else {
+            return None;
+        };
+        let half = crate::watcher::INTERVAL / 2;
+        let next = w.next_interval();
+        let quarter = half / 2;
+        if next.saturating_duration_since(now) >= quarter
+            && now.saturating_duration_since(next - half * 2) >= quarter
+        {
+            return None;
+        }
+        // And a second off the watch's beat: between two of its polls.
+        let off = Duration::from_secs(1);
+        Some(
+            if next - half > now {
+                next - half
+            } else {
+                next + half
+            } + off,
+        )
+    }
+
     /// Makes the disturbance happen now.
     fn disturb(&mut self, what: Disturbance) {
         let now = self.now;
@@ -545,7 +580,10 @@ impl World {
                 }
                 chosen
             }
-            Disturbance::Quiet | Disturbance::Reroute | Disturbance::RollingRestart { .. } => {
+            Disturbance::Quiet
+            | Disturbance::Reroute
+            | Disturbance::RerouteUnannounced
+            | Disturbance::RollingRestart { .. } => {
                 return self.upkeep_event(what);
             }
         };
@@ -568,7 +606,8 @@ impl World {
         let now = self.now;
         let mut marks: Vec<Option<Goal>> = vec![None; self.cores.len()];
         match what {
-            Disturbance::Reroute => {
+            Disturbance::Reroute | Disturbance::RerouteUnannounced => {
+                let heard = what == Disturbance::Reroute;
                 let changes = reroute(self.s.hosts);
                 self.master.reroute(
                     changes
@@ -580,12 +619,14 @@ impl World {
                     marks[usize::from(s - 1)] = Some(Goal::Holds(records.clone()));
                 }
                 match self.distributors.last_mut().map(|p| &mut p.d) {
-                    Some(Pusher::Watch(w)) => w.rerouted(now, changes),
+                    Some(Pusher::Watch(w)) => w.rerouted(now, changes, heard),
                     _ => {
                         // The master reports the link's change to every
-                        // port that subscribed (every core, to trap 128).
+                        // port that subscribed (every core, to trap 128);
+                        // unannounced, the first leaf's hosts miss it.
                         let from = Address::gsi(self.master.lid, 0);
-                        for lid in 1..=self.s.hosts {
+                        let first = if heard { 1 } else { 33 };
+                        for lid in first..=self.s.hosts {
                             let to = Address::gsi(lid, 0);
                             self.send(from, &to, trap_128(u64::from(lid)));
                         }
@@ -773,24 +814,17 @@ impl World {
         }
     }
 
-    /// Once the fill is over, the watch takes over from the fill's
-    /// distributor (its lease runs from the fill's loads).
+    /// Once the fill is over, the watch goes on from the fill's
+    /// distributor, at its LID (the same lsaquery: the nodes' lease is
+    /// its own).
     fn start_watch(&mut self) {
         let now = self.now;
-        let lid = self
-            .distributors
-            .iter()
-            .map(|p| p.d.lid())
-            .max()
-            .unwrap_or(0)
-            + 1;
+        let Some(i) = self.distributors.len().checked_sub(1) else {
+            return;
+        };
+        let lid = self.distributors[i].d.lid();
         let w = Watcher::new(lid, self.master.lid, self.s.hosts, 32, now);
-        self.distributors.push(DistributorPort {
-            d: Pusher::Watch(Box::new(w)),
-            wake: None,
-            free: now,
-        });
-        let i = self.distributors.len() - 1;
+        self.distributors[i].d = Pusher::Watch(Box::new(w));
         let out = self.distributors[i].d.poll(now);
         self.after_distributor(i, out);
     }
@@ -988,6 +1022,14 @@ impl World {
             }
             if self.ranks_started && self.ranks_done == total_ranks && at > horizon {
                 let Some(what) = pending.take() else { break };
+                if let Some(t) = self.reroute_at(what, at) {
+                    // Half an interval from the watch's reads: the reroute
+                    // is seen by its notice or the polls, not by chance.
+                    pending = Some(what);
+                    horizon = t;
+                    self.events.push(Reverse((at, seq, id)));
+                    continue;
+                }
                 // The disturbance comes first; this event waits its turn.
                 self.events.push(Reverse((at, seq, id)));
                 self.now = self.now.max(horizon);

@@ -233,6 +233,8 @@ struct Event {
     started: Instant,
     /// Ports new to the watch are asked about even if nothing changed.
     probe: bool,
+    /// An interval's event: the next interval is counted from its end.
+    interval: bool,
     /// The description read last differs from the current fabric's.
     changed: bool,
     /// The digests of the newest fabric read, once computed.
@@ -350,6 +352,11 @@ impl Watch {
         }
     }
 
+    /// When the interval's next read is due.
+    pub fn next_interval(&self) -> Instant {
+        self.next_interval
+    }
+
     /// The nodes kept and what they hold.
     pub fn holdings(&self) -> &Holdings {
         &self.holdings
@@ -461,19 +468,20 @@ impl Watch {
         }
         if self.settling.as_ref().is_some_and(|s| s.at <= now) {
             let s = self.settling.take().unwrap_or_else(|| unreachable!());
-            self.begin(now, cause_of(&s.causes), s.probe);
+            self.begin(now, cause_of(&s.causes), (s.probe, false));
             return;
         }
         if self.next_interval <= now {
             self.intervals += 1;
             self.next_interval = now + self.setup.interval;
             let probe = self.intervals.is_multiple_of(PROBE_EVERY);
-            self.begin(now, "interval".into(), probe);
+            self.begin(now, "interval".into(), (probe, true));
         }
     }
 
-    /// Starts an event that reads the description.
-    fn begin(&mut self, now: Instant, cause: String, probe: bool) {
+    /// Starts an event that reads the description (`probe`: ports new
+    /// to the watch are asked about; `interval`: the interval's event).
+    fn begin(&mut self, now: Instant, cause: String, (probe, interval): (bool, bool)) {
         self.events += 1;
         self.phase = Phase::Event(Box::new(Event {
             report: EventReport {
@@ -484,6 +492,7 @@ impl Watch {
             },
             started: now,
             probe,
+            interval,
             changed: false,
             digests: None,
             step: Step::Reading,
@@ -507,6 +516,7 @@ impl Watch {
             report,
             started: now,
             probe: false,
+            interval: false,
             changed: false,
             digests: Some(self.digests.clone()),
             step: Step::Pushing,
@@ -730,6 +740,9 @@ impl Watch {
         let Phase::Event(e) = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return;
         };
+        if e.interval {
+            self.next_interval = now + self.setup.interval;
+        }
         let mut report = e.report;
         report.took = now.saturating_duration_since(e.started);
         self.counters.count(&report);
