@@ -108,14 +108,16 @@ impl MasterActivity {
             self.quiet.clear();
             return Activity::Quiet;
         }
-        let usual = self.quiet.iter().copied().filter(|r| *r > 0).min();
-        // Without light sweeps (OpenSM's sweep_interval 0) the quiet count
-        // does not move at all.
-        let usual = usual.or((self.quiet.len() >= 2).then_some(0));
-        let usual = match (usual, self.light_at_most) {
+        let smallest = self.quiet.iter().copied().filter(|r| *r > 0).min();
+        let usual = match (smallest, self.light_at_most) {
             (Some(u), Some(most)) => Some(u.min(most)),
+            (Some(u), None) => Some(u),
+            // Without light sweeps (OpenSM's sweep_interval 0) the quiet
+            // count does not move at all: a whole window of polls saw
+            // none. Fewer quiet polls than that may just be quicker than
+            // the sweeps (a watch polling every 2 s).
+            (None, _) if self.quiet.len() == QUIET_RISES => Some(0),
             (None, most) => most,
-            (u, None) => u,
         };
         if let Some(usual) = usual
             && rose > usual.saturating_mul(2).saturating_add(MARGIN)
@@ -200,6 +202,24 @@ mod tests {
     }
 
     #[test]
+    fn polls_quicker_than_the_light_sweeps_do_not_take_the_first_for_a_heavy_one() {
+        // 783 switches, a light sweep every 10 s, a poll every 2 s: four
+        // quiet polls, then the first light sweep.
+        let counts = [0, 0, 0, 0, 0, 783, 783, 783, 783, 783, 1566];
+        let mut told = MasterActivity::default().with_switches(783, Duration::from_secs(2));
+        for (i, c) in counts.iter().enumerate() {
+            assert_eq!(told.counted(1, *c), Activity::Quiet, "poll {i}");
+        }
+        let mut blind = MasterActivity::default();
+        for (i, c) in counts.iter().enumerate() {
+            assert_eq!(blind.counted(1, *c), Activity::Quiet, "poll {i}");
+        }
+        // A heavy sweep after that is seen by both.
+        assert!(matches!(told.counted(1, 200_000), Activity::Swept { .. }));
+        assert!(matches!(blind.counted(1, 200_000), Activity::Swept { .. }));
+    }
+
+    #[test]
     fn a_rise_a_notice_stood_for_is_not_seen_twice() {
         let mut w = MasterActivity::default();
         for c in [100, 110, 120] {
@@ -223,10 +243,13 @@ mod tests {
 
     #[test]
     fn without_light_sweeps_any_rise_past_the_margin_is_a_sweep() {
-        let s = seen(&[50, 50, 50, 300]);
-        assert_eq!(&s[..3], &[Activity::Quiet; 3]);
+        // A window of quiet polls that saw no light sweep: there are none.
+        let mut counts = vec![50; QUIET_RISES + 1];
+        counts.push(300);
+        let s = seen(&counts);
+        assert!(s[..=QUIET_RISES].iter().all(|a| *a == Activity::Quiet));
         assert_eq!(
-            s[3],
+            s[QUIET_RISES + 1],
             Activity::Swept {
                 rose: 250,
                 usual: 0

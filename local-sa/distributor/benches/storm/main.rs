@@ -125,7 +125,9 @@ fn main() {
         return fill(&sizes, ranks);
     }
     if args.get(2).map(String::as_str) == Some("upkeep") {
-        return upkeep(&sizes, model);
+        // A fourth argument, "watch", keeps to the watch's rows.
+        let only_watch = args.get(3).map(String::as_str) == Some("watch");
+        return upkeep(&sizes, model, only_watch);
     }
     let setups: Vec<Setup> = match args.get(2) {
         Some(list) => list.split(',').filter_map(Setup::parse).collect(),
@@ -374,7 +376,8 @@ impl Keeper {
 /// The upkeep after the fill: an hour of a quiet fabric, a link down
 /// with a reroute, a rolling restart of every local-sa; what each costs
 /// the master and how long until every node is right again.
-fn upkeep(sizes: &[u16], model: MasterModel) {
+fn upkeep(sizes: &[u16], model: MasterModel, only_watch: bool) {
+    let keep = |k: Keeper| !only_watch || k == Keeper::Watch;
     println!("\n### A quiet fabric: per hour, over three hours\n");
     println!(
         "| N | who keeps the tables | master PathRecords | master records | master time | its share |"
@@ -382,6 +385,9 @@ fn upkeep(sizes: &[u16], model: MasterModel) {
     println!("|---:|---|---:|---:|---:|---:|");
     for &hosts in sizes {
         for keeper in [Keeper::Periodic, Keeper::Bounded, Keeper::Watch] {
+            if !keep(keeper) {
+                continue;
+            }
             let o = world::run(keeper.scenario(hosts, model, Disturbance::Quiet), LIMIT);
             let Some(a) = o.aftermath else { continue };
             let hours = world::QUIET_HOURS;
@@ -411,6 +417,9 @@ fn upkeep(sizes: &[u16], model: MasterModel) {
             (Keeper::Bounded, Disturbance::RerouteUnannounced),
             (Keeper::Watch, Disturbance::RerouteUnannounced),
         ] {
+            if !keep(keeper) {
+                continue;
+            }
             let o = world::run(keeper.scenario(hosts, model, what), LIMIT);
             let Some(a) = o.aftermath else { continue };
             let load = a.until_settled.as_ref().unwrap_or(&a.load);
@@ -439,6 +448,9 @@ fn upkeep(sizes: &[u16], model: MasterModel) {
             (Keeper::Bounded, true),
             (Keeper::Watch, true),
         ] {
+            if !keep(keeper) {
+                continue;
+            }
             let what = Disturbance::RollingRestart { kept };
             let o = world::run(keeper.scenario(hosts, model, what), LIMIT);
             let Some(a) = o.aftermath else { continue };
