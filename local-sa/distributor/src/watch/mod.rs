@@ -36,9 +36,9 @@
 //! answers that another distributor holds its lease fences the watch
 //! off: another took over while this one was frozen or cut off, so it
 //! ends its leases and stops ([`Effect::Ended`] says by whom); its driver
-//! stands by again ([`claim`]). A step that fails for want of an answer from the master
-//! ([`Watch::handle_failed`]) ends the event and changes nothing: the
-//! next event reads again. [`Watch::handle_stop`] ends every lease
+//! stands by again ([`claim`]). A step that fails for want of an answer
+//! from the master ([`Watch::handle_failed`]) ends the event and changes
+//! nothing: the next event reads again. [`Watch::handle_stop`] ends every lease
 //! ([`Effect::Renew`] of 0 s) and then the watch ([`Effect::Ended`]).
 //!
 //! Between events it polls the master SM's activity every
