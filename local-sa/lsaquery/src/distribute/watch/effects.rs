@@ -3,7 +3,6 @@
 //! renewals, and telling each event.
 
 use local_sa_core::load_flags::LeaseTerms;
-use local_sa_core::master_activity;
 use std::path::Path;
 use std::time::Instant;
 
@@ -20,6 +19,7 @@ use umad::Address;
 use umad::port::Sysfs;
 
 use super::super::endpoints;
+use super::activity;
 use super::renewals;
 use crate::compute::{self, Reread};
 use crate::json::JSON_SCHEMA;
@@ -78,14 +78,11 @@ impl<'o> Driver<'o> {
                 Effect::Read => self.read(session, watch).await?,
                 Effect::PollActivity => {
                     self.follow_master(session);
-                    let sm = session.dest;
-                    let request = master_activity::request(sm.lid);
-                    let c = session.client.request(sm, &request).await?;
-                    let count = c.outcome.ok().as_ref().and_then(master_activity::act_count);
-                    watch.handle_activity(Instant::now(), count.map(|n| (sm.lid, n)));
+                    let count = activity::act_count(session).await?;
+                    watch.handle_activity(Instant::now(), count);
                     debug!(
-                        master = sm.lid,
-                        act_count = ?count,
+                        master = session.dest.lid,
+                        act_count = ?count.map(|(_, n)| n),
                         sweeps_seen = watch.counters().sweeps_seen,
                         quiet_rises = ?watch.activity().quiet_rises().collect::<Vec<_>>(),
                         "the master's activity polled"

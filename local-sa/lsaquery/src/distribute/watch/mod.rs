@@ -27,6 +27,7 @@
 //! counters go to `--metrics-file`. SIGINT or SIGTERM ends every lease
 //! (the nodes keep their own tables again at once) and the watch.
 
+mod activity;
 mod effects;
 mod notices;
 mod renewals;

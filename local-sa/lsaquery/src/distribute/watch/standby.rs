@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use local_sa_core::load_flags::LeaseTerms;
-use local_sa_core::master_activity::{self, MasterActivity};
+use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::fill::ports::Endpoints;
 use local_sa_distributor::watch::claim::{Claim, Claimed};
@@ -21,6 +21,7 @@ use async_signal::Signals;
 use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
 
+use super::activity;
 use super::renewals;
 use crate::distribute::{DistributeOptions, candidates, endpoints};
 use crate::json::{self, JSON_SCHEMA};
@@ -111,15 +112,8 @@ pub(super) async fn until_active(
                 if !options.activity_poll.is_zero() {
                     // What the master's light sweeps cost, learnt before
                     // taking over: a heavy sweep right after is seen.
-                    let sm = session.dest;
-                    let c = session
-                        .client
-                        .request(sm, &master_activity::request(sm.lid))
-                        .await?;
-                    if let Some(count) =
-                        c.outcome.ok().as_ref().and_then(master_activity::act_count)
-                    {
-                        learnt.counted(sm.lid, count);
+                    if let Some((sm_lid, count)) = activity::act_count(session).await? {
+                        learnt.counted(sm_lid, count);
                     }
                 }
                 if sleep_unless_signalled(signals, pause).await {
