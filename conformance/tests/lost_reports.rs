@@ -6,57 +6,22 @@
 //! refreshes as after the notice: every node answers OpenSM's new paths
 //! within a minute, whether or not its Report came.
 
-use std::collections::HashMap;
-use std::path::Path;
+mod watching;
+
 use std::time::{Duration, Instant};
 
-use conformance::path_answers::{answers_from, start, with_port_options};
-use conformance::{LocalSa, SimulatedFabric, Topology};
-use mad_codec::PathRecord;
+use conformance::path_answers::start;
+use conformance::{LocalSa, SimulatedFabric};
+
+use self::watching::{answered, lid, slow_spine_tree};
 
 /// Hosts a leaf.
 const HOSTS_PER_LEAF: usize = 4;
-
-/// A fat tree of three leaves of four hosts and two spines whose links to
-/// the first spine are 1x (the others 4x): a route moved off that spine
-/// gets a faster rate.
-fn slow_spine_tree() -> Topology {
-    let mut edits = Vec::new();
-    for leaf in ["leaf1", "leaf2", "leaf3"] {
-        edits.push((leaf, "[5]", "w=1"));
-    }
-    for port in ["[1]", "[2]", "[3]"] {
-        edits.push(("spine1", port, "w=1"));
-    }
-    with_port_options(&Topology::fat_tree(3, HOSTS_PER_LEAF, 2), &edits)
-}
 
 /// The leaf (1-based) of host `name` (`h1` … `h12`).
 fn leaf_of(name: &str) -> usize {
     let n: usize = name.trim_start_matches('h').parse().expect("a host");
     (n - 1) / HOSTS_PER_LEAF + 1
-}
-
-fn lid(fabric: &SimulatedFabric, name: &str) -> u16 {
-    fabric.node(name).unwrap().port().unwrap().lid
-}
-
-/// What `sa_lid` answers, asked from `node`, for every pair from `source`
-/// to `lids`.
-fn answered(
-    fabric: &SimulatedFabric,
-    node: &str,
-    sa_lid: u16,
-    source: u16,
-    lids: &[u16],
-) -> HashMap<(u16, u16), Option<PathRecord>> {
-    answers_from(
-        fabric,
-        node,
-        Path::new(env!("CARGO_BIN_EXE_opensm-paths")),
-        (sa_lid, source),
-        lids,
-    )
 }
 
 #[test]

@@ -16,34 +16,12 @@ use conformance::path_answers::{KEY, start, waiting_nodes};
 use conformance::{LocalSa, NodeProcess, SimulatedFabric};
 
 use self::watching::{
-    NODES, WATCH_AT, host_lids, nodes_follow_the_reroute, opensm_answers, slow_spine_tree,
-    spawn_watch, wait_for_output, watch,
+    NODES, WATCH_AT, host_lids, lid, nodes_follow_the_reroute, opensm_answers, slow_spine_tree,
+    spawn_watch, stop_cleanly, upkeep, wait_for_output, watch,
 };
 
 /// Where the second watch runs, with a local-sa of its own.
 const STANDBY_AT: &str = "h7";
-
-/// The "upkeep" line of `name`'s `lsaquery --status`.
-fn upkeep(fabric: &SimulatedFabric, name: &str, sa: &LocalSa<'_>) -> String {
-    let out = fabric
-        .node(name)
-        .unwrap()
-        .lsaquery()
-        .arg("--status")
-        .arg("--api-socket")
-        .arg(sa.api_socket())
-        .output()
-        .unwrap();
-    out.stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("upkeep"))
-        .unwrap_or_else(|| panic!("{name}: no upkeep line:\n{}{}", out.stdout, out.stderr))
-        .to_owned()
-}
-
-fn lid(fabric: &SimulatedFabric, name: &str) -> u16 {
-    fabric.node(name).unwrap().port().unwrap().lid
-}
 
 /// The fabric's nodes filled by a first watch on [`WATCH_AT`], a second
 /// standing by on [`STANDBY_AT`] (each with a local-sa of its own), and
@@ -168,10 +146,8 @@ fn a_standby_takes_over_from_a_frozen_watch_which_comes_back_fenced_off() {
     w.reroute_reaches_every_node(&fabric);
     w.first.signal("CONT");
     w.first_fenced_off(&fabric);
-    for p in [w.standby, w.first] {
-        let status = p.stop(Duration::from_secs(10));
-        assert!(status.is_some_and(|s| s.success()), "{status:?}");
-    }
+    stop_cleanly(w.standby);
+    stop_cleanly(w.first);
 }
 
 #[test]

@@ -18,8 +18,9 @@ use conformance::path_answers::{
 use conformance::{LocalSa, Topology};
 
 use self::watching::{
-    Answers, NODES, WATCH_AT, events, host_lids, nodes_differing, nodes_follow_the_reroute,
-    opensm_answers, program, slow_spine_tree, spawn_watch_alone, wait_for_output, watch, watch_on,
+    Answers, NODES, WATCH_AT, events, first_change, host_lids, nodes_differing,
+    nodes_follow_the_reroute, opensm_answers, program, slow_spine_tree, spawn_watch_alone,
+    stop_cleanly, upkeep, wait_for_output, watch, watch_on,
 };
 
 #[test]
@@ -62,10 +63,7 @@ fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_fr
         r
     };
     assert_ne!(rates(&before), rates(&after), "the reroute changed rates");
-    let changed = events(&w)
-        .into_iter()
-        .find(|e| e["changed"] == true)
-        .expect("an event that changed tables");
+    let changed = first_change(&w);
     assert!(
         changed["cause"]
             .as_str()
@@ -89,23 +87,12 @@ fn a_reroute_reaches_every_node_within_the_interval_and_is_served_with_opensm_fr
     );
 
     // The watch stops: every lease ends, the nodes keep their own tables.
-    let status = w.stop(Duration::from_secs(10));
-    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    stop_cleanly(w);
     for (sa, name) in nodes.iter().zip(NODES) {
-        let out = fabric
-            .node(name)
-            .unwrap()
-            .lsaquery()
-            .arg("--status")
-            .arg("--api-socket")
-            .arg(sa.api_socket())
-            .output()
-            .unwrap();
+        let line = upkeep(&fabric, name, sa);
         assert!(
-            out.stdout.contains("upkeep       kept by this port"),
-            "{name}: {}{}",
-            out.stdout,
-            out.stderr
+            line.contains("upkeep       kept by this port"),
+            "{name}: {line}"
         );
     }
 }
@@ -162,10 +149,7 @@ fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_m
         0,
         "the watch's node heard the Report after all: this proves nothing"
     );
-    let changed = events(&w)
-        .into_iter()
-        .find(|e| e["changed"] == true)
-        .expect("an event that changed tables");
+    let changed = first_change(&w);
     assert!(
         changed["cause"]
             .as_str()
@@ -173,8 +157,7 @@ fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_m
             .contains("heavy sweep"),
         "{changed}"
     );
-    let status = w.stop(Duration::from_secs(10));
-    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    stop_cleanly(w);
 }
 
 #[test]
@@ -213,10 +196,7 @@ fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_eve
         took < Duration::from_secs(30),
         "long before the interval ({took:?})"
     );
-    let changed = events(&w)
-        .into_iter()
-        .find(|e| e["changed"] == true)
-        .expect("an event that changed tables");
+    let changed = first_change(&w);
     assert!(
         changed["cause"]
             .as_str()
@@ -224,8 +204,7 @@ fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_eve
             .contains("heavy sweep"),
         "{changed}"
     );
-    let status = w.stop(Duration::from_secs(10));
-    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    stop_cleanly(w);
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! What the watch's fabric tests share: the fabric (a fat tree with a
-//! slow spine), the nodes filled and watched, OpenSM's answers and the
-//! nodes', the watch started and its events.
+//! What the upkeep's fabric tests share (the watch's, the standby's, the
+//! lost Reports'): the fabric (a fat tree with a slow spine), the nodes
+//! filled and watched, OpenSM's answers and the nodes', the watch started
+//! and its events.
 
 #![allow(dead_code)]
 
@@ -35,11 +36,32 @@ pub(crate) fn slow_spine_tree() -> Topology {
     with_port_options(&Topology::fat_tree(3, 4, 2), &edits)
 }
 
+/// The LID of `name`'s port.
+pub(crate) fn lid(fabric: &SimulatedFabric, name: &str) -> u16 {
+    fabric.node(name).unwrap().port().unwrap().lid
+}
+
 /// Every host's LID.
 pub(crate) fn host_lids(fabric: &SimulatedFabric) -> Vec<u16> {
-    (1..=12)
-        .map(|i| fabric.node(&format!("h{i}")).unwrap().port().unwrap().lid)
-        .collect()
+    (1..=12).map(|i| lid(fabric, &format!("h{i}"))).collect()
+}
+
+/// The "upkeep" line of `name`'s `lsaquery --status`, its local-sa `sa`.
+pub(crate) fn upkeep(fabric: &SimulatedFabric, name: &str, sa: &LocalSa<'_>) -> String {
+    let out = fabric
+        .node(name)
+        .unwrap()
+        .lsaquery()
+        .arg("--status")
+        .arg("--api-socket")
+        .arg(sa.api_socket())
+        .output()
+        .unwrap();
+    out.stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("upkeep"))
+        .unwrap_or_else(|| panic!("{name}: no upkeep line:\n{}{}", out.stdout, out.stderr))
+        .to_owned()
 }
 
 pub(crate) fn program() -> &'static Path {
@@ -194,6 +216,21 @@ pub(crate) fn wait_for_output(p: &NodeProcess<'_>, text: &str, within: Duration)
         std::thread::sleep(Duration::from_millis(200));
     }
     since.elapsed()
+}
+
+/// The first event the watch printed that changed tables.
+pub(crate) fn first_change(p: &NodeProcess<'_>) -> serde_json::Value {
+    events(p)
+        .into_iter()
+        .find(|e| e["changed"] == true)
+        .expect("an event that changed tables")
+}
+
+/// Stops the watch (SIGTERM, which ends its leases); asserts it exited
+/// successfully.
+pub(crate) fn stop_cleanly(p: NodeProcess<'_>) {
+    let status = p.stop(Duration::from_secs(10));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
 
 /// The watch's event objects printed so far.
