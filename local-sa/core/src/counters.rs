@@ -131,6 +131,14 @@ counters! {
     /// Heavy sweeps of the master those polls saw that no notice had
     /// announced: each led to a refresh as a notice does.
     sweeps_seen: Counter,
+    /// Times this port's tables were taken as not showing the master's
+    /// last sweep (after a change notice, a heavy sweep seen, a lease
+    /// lapsed), until a refresh: the paths asked meanwhile were asked of
+    /// the master.
+    doubts: Counter,
+    /// Path queries asked of the master (or answered from its answers
+    /// kept since) while the tables were in doubt.
+    doubt_queries: Counter,
     /// Leases a distributor took or renewed on this port's tables.
     lease_renewals: Counter,
     /// Leases that ended with the distributor silent (past the lease, or

@@ -227,6 +227,10 @@ pub enum ForwardReason {
     /// when it answered (see [`rate_may_be_lowered`]): it compares the
     /// selector with the rate before lowering, which only it knows.
     LoweredRate,
+    /// The tables may not show a change the master made since they were
+    /// fetched (its sweep after a link change, before the refresh that
+    /// follows it): only the master knows the answer.
+    TablesInDoubt,
 }
 
 impl std::fmt::Display for ForwardReason {
@@ -239,6 +243,7 @@ impl std::fmt::Display for ForwardReason {
             Self::MasterQos => "the master applies QoS",
             Self::OtherPartition => "another partition",
             Self::LoweredRate => "a rate selector on a rate the master may have lowered",
+            Self::TablesInDoubt => "the tables may not show the master's last sweep",
         })
     }
 }
@@ -257,6 +262,11 @@ pub struct Knowledge<'a> {
     pub master_qos: bool,
     /// The port's partition tables.
     pub partitions: &'a Partitions,
+    /// The tables may not show a change the master made since they were
+    /// fetched: what they would answer for a port pair is
+    /// [`Outcome::Pair`] (the pair's records asked of the master), and
+    /// for many destinations [`Outcome::Forward`].
+    pub in_doubt: bool,
 }
 
 impl<'a> Knowledge<'a> {
@@ -352,6 +362,12 @@ pub fn evaluate(
         }
         None => (k.store, k.complete_sources.contains(&src_guid)),
     };
+    if k.in_doubt {
+        return match dst {
+            Some((dst_guid, _)) if !raw_traffic(mask, req) => pair(dst_guid, qos),
+            _ => Outcome::Forward(ForwardReason::TablesInDoubt),
+        };
+    }
     let q = Query {
         paths: Paths::Store(store),
         master_qos: k.master_qos,

@@ -88,12 +88,21 @@ fn upkeep(r: &StatusReport) -> Option<String> {
     if r.get("change_refresh_pending") == Some("yes") {
         line.push_str("; a refresh after a fabric change is due");
     }
+    if r.get("tables_in_doubt") == Some("yes") {
+        line.push_str(
+            "; in doubt since the master's last sweep: the paths asked are asked of the master until the refresh",
+        );
+    }
     if let Some(ms) = r.get("next_check_in_ms") {
         let _ = write!(line, "; next check against the master in {}", ago(ms));
     }
     for (name, what) in [
         ("change_notices", "link-change notices"),
         ("sweeps_seen", "heavy sweeps seen without their notice"),
+        (
+            "doubt_queries",
+            "queries asked of the master while in doubt",
+        ),
         ("checks_failed", "checks that differed"),
         ("leases_lapsed", "leases lapsed"),
         (

@@ -236,6 +236,14 @@ impl SaCore {
         self.tables.store()
     }
 
+    /// Whether the tables are in doubt: the master swept since they were
+    /// fetched (after a change notice, a heavy sweep its activity showed,
+    /// a distributor's lease lapsed), and until a refresh the paths asked
+    /// are asked of the master instead of answered from them.
+    pub fn tables_in_doubt(&self) -> bool {
+        self.tables.in_doubt()
+    }
+
     /// The port's partition tables.
     pub fn partitions(&self) -> &Partitions {
         self.tables.partitions()
@@ -276,6 +284,7 @@ impl SaCore {
             self.tables.next_sweep_poll(),
             self.proxy.poll_timeout(),
             self.tables.next_check(),
+            self.tables.next_doubt_settle(),
         ]
         .into_iter()
         .flatten()
@@ -309,6 +318,11 @@ impl SaCore {
         self.carry_out(now, due, None);
         if self.shutting_down {
             return;
+        }
+        // Before a refresh due at the same moment, which then ends the
+        // doubt when it ends.
+        if self.tables.take_doubt_settled(now) {
+            self.doubt_settled(now);
         }
         if self.tables.take_refresh_due(now) && self.refresh_due(now) {
             self.start_refresh(now);

@@ -68,6 +68,8 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
         ("change_refreshes", c.change_refreshes),
         ("sweep_polls", c.sweep_polls),
         ("sweeps_seen", c.sweeps_seen),
+        ("doubts", c.doubts),
+        ("doubt_queries", c.doubt_queries),
         ("lease_renewals", c.lease_renewals),
         ("leases_lapsed", c.leases_lapsed),
         ("loads_fenced", c.loads_fenced),

@@ -75,6 +75,7 @@ fn ask_with(
         complete_sources: &complete,
         master_qos: qos,
         partitions: &Partitions::default(),
+        in_doubt: false,
     };
     evaluate(&k, method, mask, req)
 }
@@ -155,6 +156,7 @@ fn the_request_sgid_is_echoed_verbatim() {
         complete_sources: &complete,
         master_qos: false,
         partitions: &Partitions::default(),
+        in_doubt: false,
     };
     let req = template(|r| {
         r.set_sgid(local);
@@ -648,6 +650,7 @@ fn from_pair(
         complete_sources: &complete,
         master_qos: true,
         partitions: &Partitions::default(),
+        in_doubt: false,
     };
     let req = template(|r| {
         r.set_sgid(gid(A));
@@ -713,6 +716,7 @@ fn a_pairs_records_answer_every_query_with_its_key() {
         complete_sources: &FastSet::from_iter([A]),
         master_qos: true,
         partitions: &Partitions::default(),
+        in_doubt: false,
     };
     let req = template(|t| {
         t.set_sgid(gid(A));
@@ -745,5 +749,75 @@ fn a_pairs_records_answer_every_query_with_its_key() {
     assert_eq!(
         from_pair(&[], Method::GET_TABLE, mask, |_| {}),
         Outcome::Records(Vec::new())
+    );
+}
+
+/// Tables in doubt (the master swept after a change they may not show)
+/// answer nothing of their own: a port pair's paths are asked of the
+/// master, many destinations' the query itself; what needs no route is
+/// still answered here.
+#[test]
+fn tables_in_doubt_leave_routes_to_the_master() {
+    let s = store();
+    let complete = FastSet::from_iter([A]);
+    let k = Knowledge {
+        store: &s,
+        subnet_prefix: PREFIX,
+        complete_sources: &complete,
+        master_qos: false,
+        partitions: &Partitions::default(),
+        in_doubt: true,
+    };
+    let a_to_b = template(|r| {
+        r.set_slid(1);
+        r.set_dlid(2);
+    });
+    let pair = Outcome::Pair(PairKey {
+        src: A,
+        dst: B,
+        qos: QosKey::default(),
+    });
+    let by_lids = pr::SLID | pr::DLID;
+    assert_eq!(evaluate(&k, Method::GET, by_lids, &a_to_b), pair);
+    assert_eq!(evaluate(&k, Method::GET_TABLE, by_lids, &a_to_b), pair);
+    let from_a = template(|r| r.set_sgid(gid(A)));
+    assert_eq!(
+        evaluate(&k, Method::GET_TABLE, pr::SGID, &from_a),
+        Outcome::Forward(ForwardReason::TablesInDoubt)
+    );
+    // A query wrong in itself is still refused here.
+    let bad_mtu = template(|r| {
+        r.set_slid(1);
+        r.set_dlid(2);
+        r.set_mtu(Mtu(9));
+    });
+    let mtu = pr::MTU_SELECTOR | pr::MTU;
+    assert_eq!(
+        evaluate(&k, Method::GET, by_lids | mtu, &bad_mtu),
+        Outcome::Status(MadStatus::ERR_REQ_INVALID)
+    );
+    // The master's answer for the pair, not the held one, is what the
+    // query comes to.
+    let mut moved = base(A, 1, B, 2, 0);
+    moved.set_rate(Rate::GBPS_40);
+    let Outcome::Records(answer) = evaluate_pair(
+        &k,
+        &[moved],
+        &PairKey {
+            src: A,
+            dst: B,
+            qos: QosKey::default(),
+        },
+        Method::GET,
+        by_lids,
+        &a_to_b,
+    ) else {
+        panic!("records from the master's answer");
+    };
+    assert_eq!(answer[0].rate(), Rate::GBPS_40);
+    assert_ne!(
+        s.get(1, 2).unwrap().rate(),
+        Rate::GBPS_40,
+        "not the held rate"
     );
 }

@@ -125,9 +125,14 @@ fn main() {
         return fill(&sizes, ranks);
     }
     if args.get(2).map(String::as_str) == Some("upkeep") {
-        // A fourth argument, "watch", keeps to the watch's rows.
-        let only_watch = args.get(3).map(String::as_str) == Some("watch");
-        return upkeep(&sizes, model, only_watch);
+        // A fourth argument keeps to the watch's rows ("watch") or to
+        // those of the nodes keeping their own, bounded ("own").
+        let only = match args.get(3).map(String::as_str) {
+            Some("watch") => Some(Keeper::Watch),
+            Some("own") => Some(Keeper::Bounded),
+            _ => None,
+        };
+        return upkeep(&sizes, model, only);
     }
     let setups: Vec<Setup> = match args.get(2) {
         Some(list) => list.split(',').filter_map(Setup::parse).collect(),
@@ -376,8 +381,8 @@ impl Keeper {
 /// The upkeep after the fill: an hour of a quiet fabric, a link down
 /// with a reroute, a rolling restart of every local-sa; what each costs
 /// the master and how long until every node is right again.
-fn upkeep(sizes: &[u16], model: MasterModel, only_watch: bool) {
-    let keep = |k: Keeper| !only_watch || k == Keeper::Watch;
+fn upkeep(sizes: &[u16], model: MasterModel, only: Option<Keeper>) {
+    let keep = |k: Keeper| only.is_none_or(|o| o == k);
     println!("\n### A quiet fabric: per hour, over three hours\n");
     println!(
         "| N | who keeps the tables | master PathRecords | master records | master time | its share |"

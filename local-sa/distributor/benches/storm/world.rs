@@ -251,7 +251,8 @@ enum Event {
 enum Goal {
     /// A refresh more than this count (failover, reboot).
     Refreshed(u64),
-    /// These records in its table (a reroute's).
+    /// These records in its table (a reroute's), or its tables in doubt
+    /// (what it is asked goes to the master).
     Holds(Vec<PathRecord>),
     /// Not restarted yet.
     Restarting,
@@ -266,9 +267,14 @@ impl Goal {
                 let c = core.counters();
                 c.refreshes + c.refreshes_loaded > *before
             }
-            Self::Holds(records) => records
-                .iter()
-                .all(|r| core.store().get(r.slid(), r.dlid()) == Some(r)),
+            // Tables in doubt answer nothing of their own: every pair
+            // asked is the master's answer.
+            Self::Holds(records) => {
+                core.tables_in_doubt()
+                    || records
+                        .iter()
+                        .all(|r| core.store().get(r.slid(), r.dlid()) == Some(r))
+            }
             Self::Restarting => false,
             Self::Ready => core.is_ready(),
         }

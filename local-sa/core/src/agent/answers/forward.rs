@@ -41,7 +41,11 @@ struct Cached {
 /// Queries upstream, who waits for them, and recent answers.
 #[derive(Debug)]
 pub(crate) struct Forwarding {
-    waiting: Waiters<PathQuery, Asker>,
+    /// Who waits for each query out, and the generation it was sent in.
+    waiting: Waiters<PathQuery, Asker, u64>,
+    /// Moves with every [`Forwarding::forget_answers`]: an answer to a
+    /// query sent before is passed on but not kept.
+    generation: u64,
     answers: HashMap<PathQuery, Cached>,
     answer_ttl: Duration,
     negative_ttl: Duration,
@@ -59,6 +63,7 @@ impl Forwarding {
     pub(crate) fn new(answer_ttl: Duration, negative_ttl: Duration, max_answers: usize) -> Self {
         Self {
             waiting: Waiters::new(MAX_WAITERS),
+            generation: 0,
             answers: HashMap::new(),
             answer_ttl,
             negative_ttl,
@@ -79,13 +84,14 @@ impl Forwarding {
     /// resending the same request (same TransactionID) while it waits is
     /// not queued twice: it gets one answer.
     pub(crate) fn wait(&mut self, key: PathQuery, waiter: Asker) -> Join<Asker> {
-        self.waiting.join(key, waiter, || ())
+        let generation = self.generation;
+        self.waiting.join(key, waiter, || generation)
     }
 
     /// Marks `key` as asked with nobody waiting (its answer is only
     /// kept). True if no request for it is out (it must go upstream).
     pub(crate) fn prefetch(&mut self, key: PathQuery) -> bool {
-        self.waiting.open(key, ())
+        self.waiting.open(key, self.generation)
     }
 
     /// Queries waiting for the master.
@@ -93,7 +99,8 @@ impl Forwarding {
         self.waiting.len()
     }
 
-    /// The master answered: keeps the answer if it is worth keeping and
+    /// The master answered: keeps the answer if it is worth keeping (and
+    /// nothing made the answers kept be forgotten since it was asked) and
     /// returns everyone who waited.
     pub(crate) fn answered(
         &mut self,
@@ -101,6 +108,11 @@ impl Forwarding {
         key: &PathQuery,
         answer: PathAnswer,
     ) -> Vec<Asker> {
+        let (asked_in, askers) =
+            (self.waiting.release(key)).unwrap_or((self.generation, Vec::new()));
+        if asked_in != self.generation {
+            return askers;
+        }
         let ttl = match answer.status {
             MadStatus::OK => Some(self.answer_ttl),
             MadStatus::ERR_NO_RECORDS => Some(self.negative_ttl),
@@ -120,7 +132,7 @@ impl Forwarding {
                 );
             }
         }
-        self.release(key)
+        askers
     }
 
     /// Everyone who waited, keeping no answer (the master did not answer,
@@ -139,9 +151,11 @@ impl Forwarding {
         self.waiting.forget_where(gone);
     }
 
-    /// Forgets every kept answer (the fabric changed).
+    /// Forgets every kept answer (the fabric changed), and the answers
+    /// to queries out now when they come.
     pub(crate) fn forget_answers(&mut self) {
         self.answers.clear();
+        self.generation += 1;
     }
 
     /// Drops expired answers.
@@ -239,6 +253,23 @@ mod tests {
         );
         assert!(f.cached(t0, &key(3)).is_none());
         assert_eq!(f.waiting(), 0);
+    }
+
+    #[test]
+    fn an_answer_to_a_query_asked_before_the_answers_were_forgotten_is_not_kept() {
+        let t0 = Instant::now();
+        let mut f = Forwarding::new(Duration::from_secs(60), Duration::from_secs(5), 10);
+        assert_eq!(f.wait(key(1), waiter(10)), Join::First);
+        f.forget_answers();
+        let ok = PathAnswer {
+            status: MadStatus::OK,
+            data: Bytes::from_static(&[0; 64]),
+        };
+        assert_eq!(f.answered(t0, &key(1), ok.clone()).len(), 1, "passed on");
+        assert!(f.cached(t0, &key(1)).is_none(), "not kept");
+        assert_eq!(f.wait(key(1), waiter(10)), Join::First, "asked again");
+        f.answered(t0, &key(1), ok);
+        assert!(f.cached(t0, &key(1)).is_some());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Port pairs' paths as the master gives them for the fields its QoS policy
-//! matches on, or for another partition ([`PairKey`]): asked once, kept
+//! matches on, or for another partition, or with no such field while the
+//! port's tables are in doubt of the master's last sweep ([`PairKey`]): asked once, kept
 //! until something that could change them happens (the owner clears the
 //! whole cache then, as it does the forwarded answers), bounded in entries
 //! and bytes with the least recently used going first.

@@ -55,8 +55,12 @@ impl SaCore {
             self.count_miss(now);
             return self.forward(now, asker, query);
         }
-        let outcome =
-            path_query::evaluate(&self.knowledge(), query.method, query.mask, &query.template);
+        let knowledge = self.knowledge();
+        let in_doubt = knowledge.in_doubt;
+        let outcome = path_query::evaluate(&knowledge, query.method, query.mask, &query.template);
+        if in_doubt && matches!(outcome, Outcome::Pair(_) | Outcome::Forward(_)) {
+            self.telemetry.counters.doubt_queries += 1;
+        }
         self.settle(now, asker, query, lookup, outcome);
     }
 

@@ -140,6 +140,24 @@ impl SaCore {
         if self.tables.take_change_seen(now) {
             self.telemetry.counters.change_refreshes += 1;
         }
+        self.tables.doubt_refresh_begins(now);
+    }
+
+    /// The master's sweep that this port's tables may not show has
+    /// settled: what it answered before is forgotten, and until a refresh
+    /// begun from now on ends, the paths asked are asked of it (a pair
+    /// at a time, each kept once answered) rather than answered from the
+    /// tables.
+    pub(in crate::agent) fn doubt_settled(&mut self, now: Instant) {
+        self.answers.forget();
+        self.telemetry.counters.doubts += 1;
+        let refresh_in_s =
+            (self.tables.next_refresh()).map_or(0, |t| t.saturating_duration_since(now).as_secs());
+        info!(
+            refresh_in_s,
+            "the master has swept since this port's tables were fetched: until they are \
+             refreshed, the paths asked are asked of the master (each port pair once, then kept)"
+        );
     }
 
     /// When the next refresh of its own is due after this port's tables
@@ -304,8 +322,18 @@ impl SaCore {
                 RefreshEffect::DefaultFresh { epoch, swept, took } => {
                     self.default_table_fresh(now, epoch, swept, took);
                 }
-                RefreshEffect::DefaultFailed => self.registration_after_first_refresh(now),
-                RefreshEffect::Ended(status) => self.answer_refresh_waiters(status),
+                RefreshEffect::DefaultFailed => {
+                    self.tables.doubt_refresh_failed();
+                    self.registration_after_first_refresh(now);
+                }
+                RefreshEffect::Ended(status) => {
+                    if status == MadStatus::OK && self.tables.doubt_refresh_ended() {
+                        info!(
+                            "this port's tables are fresh since the master's sweep: answered from again"
+                        );
+                    }
+                    self.answer_refresh_waiters(status);
+                }
             }
         }
     }

@@ -126,6 +126,38 @@ impl PortTables {
         self.upkeep.take_change_seen(now)
     }
 
+    /// When the sweep the tables are in doubt of settles.
+    pub(in crate::agent) fn next_doubt_settle(&self) -> Option<Instant> {
+        self.upkeep.doubt_settles()
+    }
+
+    /// True (once per settle) when the sweep the tables are in doubt of
+    /// has settled by `now`: queries go to the master from now on.
+    pub(in crate::agent) fn take_doubt_settled(&mut self, now: Instant) -> bool {
+        self.upkeep.take_doubt_settled(now)
+    }
+
+    /// Whether queries the tables would answer go to the master.
+    pub(in crate::agent) fn in_doubt(&self) -> bool {
+        self.upkeep.in_doubt()
+    }
+
+    /// A refresh of every table begins at `now` (its end may end the
+    /// doubt).
+    pub(in crate::agent) fn doubt_refresh_begins(&mut self, now: Instant) {
+        self.upkeep.refresh_begins(now)
+    }
+
+    /// The default table's refresh failed: the doubt waits for the next.
+    pub(in crate::agent) fn doubt_refresh_failed(&mut self) {
+        self.upkeep.refresh_failed()
+    }
+
+    /// The last table of a refresh came: true if that ended the doubt.
+    pub(in crate::agent) fn doubt_refresh_ended(&mut self) -> bool {
+        self.upkeep.refresh_ended()
+    }
+
     /// When the tables are next checked.
     pub(in crate::agent) fn next_check(&self) -> Option<Instant> {
         self.upkeep.check_next()

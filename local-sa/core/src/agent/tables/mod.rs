@@ -82,6 +82,7 @@ impl PortTables {
             complete_sources: self.paths.complete_sources(),
             master_qos,
             partitions: &self.partitions,
+            in_doubt: self.upkeep.in_doubt(),
         }
     }
 

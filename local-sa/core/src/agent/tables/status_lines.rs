@@ -80,6 +80,9 @@ impl PortTables {
                 if self.upkeep.change_pending() {
                     s.push("change_refresh_pending", "yes");
                 }
+                if self.upkeep.in_doubt() {
+                    s.push("tables_in_doubt", "yes");
+                }
             }
         }
         if let Some(next) = self.upkeep.check_next() {

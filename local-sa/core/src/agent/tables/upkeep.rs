@@ -7,7 +7,11 @@
 //!   one after a notice that the fabric changed (trap 128), once
 //!   the master's sweep has had `change_settle` to reroute, at the port's
 //!   phase of the refresh window, and never sooner than that bound after
-//!   the last refresh.
+//!   the last refresh. From the master's sweep on until that refresh the
+//!   tables are in doubt: the paths asked are asked of the master, a port
+//!   pair at a time, rather than answered from tables that may not show
+//!   the new routes (on a large fabric the bound puts the refresh hours
+//!   away).
 //! * **A distributor holding a lease** (`load_flags::LEASE`, renewed by
 //!   every load, delete and renewal it sends): the port refreshes nothing
 //!   while the lease runs — the distributor watches the fabric and pushes
@@ -158,6 +162,25 @@ pub(in crate::agent) struct Upkeep {
     /// The owner of the last lease that ended, if one did: the tables
     /// checked after it are its.
     last_owner: Option<u16>,
+    /// The tables may not show a change the master made since they were
+    /// fetched: what they would answer is asked of the master instead.
+    doubt: Option<Doubt>,
+}
+
+/// Tables in doubt: a change was noticed (or seen in the master's
+/// activity, or a distributor's lease lapsed) that a refresh has not
+/// caught up with yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Doubt {
+    /// When the master's latest sweep has settled: what it answered
+    /// before is forgotten then, and queries go to it from then on.
+    /// `None` once that time came.
+    settles: Option<Instant>,
+    /// Queries the tables would answer go to the master now.
+    asking: bool,
+    /// A refresh began after the latest sweep settled: its end ends the
+    /// doubt.
+    refresh_began: bool,
 }
 
 impl Upkeep {
@@ -176,6 +199,7 @@ impl Upkeep {
     pub(in crate::agent) fn take_lease(&mut self, lease: Lease) {
         self.lease = Some(lease);
         self.change_due = None;
+        self.doubt = None;
     }
 
     /// The lease ends (ended by the distributor, or lapsed): the lease
@@ -227,6 +251,72 @@ impl Upkeep {
             self.change_due = None;
         }
         seen
+    }
+
+    /// The tables may not show a change whose sweep settles at
+    /// `settles` (a later one's settle time wins): from then until a
+    /// refresh begun after it ends, what they would answer is asked of
+    /// the master.
+    pub(in crate::agent) fn doubt_from(&mut self, settles: Instant) {
+        let before = self.doubt;
+        let settles = before
+            .and_then(|d| d.settles)
+            .map_or(settles, |s| s.max(settles));
+        self.doubt = Some(Doubt {
+            settles: Some(settles),
+            asking: before.is_some_and(|d| d.asking),
+            refresh_began: false,
+        });
+    }
+
+    /// When the sweep the tables are in doubt of settles.
+    pub(in crate::agent) fn doubt_settles(&self) -> Option<Instant> {
+        self.doubt.and_then(|d| d.settles)
+    }
+
+    /// True (once per settle) when the sweep has settled by `now`: the
+    /// master's earlier answers are to be forgotten, and queries go to it
+    /// from now on.
+    pub(in crate::agent) fn take_doubt_settled(&mut self, now: Instant) -> bool {
+        match &mut self.doubt {
+            Some(d) if d.settles.is_some_and(|s| s <= now) => {
+                d.settles = None;
+                d.asking = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether queries the tables would answer go to the master.
+    pub(in crate::agent) fn in_doubt(&self) -> bool {
+        self.doubt.is_some_and(|d| d.asking)
+    }
+
+    /// A refresh of every table begins at `now`: if the sweep in doubt
+    /// has settled, the refresh's end ends the doubt.
+    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) {
+        if let Some(d) = &mut self.doubt {
+            d.refresh_began = d.settles.is_none_or(|s| s <= now);
+        }
+    }
+
+    /// The default table's refresh failed: the doubt waits for the next.
+    pub(in crate::agent) fn refresh_failed(&mut self) {
+        if let Some(d) = &mut self.doubt {
+            d.refresh_began = false;
+        }
+    }
+
+    /// The last table of a refresh came: true if that ended the doubt (a
+    /// refresh begun after the sweep settled brought every table; a
+    /// partition table that failed and came later counts).
+    pub(in crate::agent) fn refresh_ended(&mut self) -> bool {
+        let ends = self.doubt.is_some_and(|d| d.refresh_began);
+        if ends {
+            self.doubt = None;
+        }
+        ends
     }
 
     /// Whether the log must say `interval` (it changed, and no lease

@@ -122,9 +122,12 @@ impl PortTables {
     /// after it and may reroute, so a port keeping its own tables
     /// refreshes once that has settled, at its phase of the refresh
     /// window, and never sooner than the upkeep bound after its last
-    /// refresh; a later notice means a later sweep. Returns when that
-    /// refresh is due, or the distributor's lease under which nothing is
-    /// (the distributor re-reads the fabric).
+    /// refresh; a later notice means a later sweep. From the settle on
+    /// until that refresh, the tables are in doubt: what they would
+    /// answer is asked of the master, a pair at a time
+    /// ([`crate::agent::tables::upkeep::Upkeep::doubt_from`]). Returns
+    /// when that refresh is due, or the distributor's lease under which
+    /// nothing is (the distributor re-reads the fabric).
     pub(in crate::agent) fn handle_fabric_changed(
         &mut self,
         now: Instant,
@@ -133,6 +136,7 @@ impl PortTables {
         if let Some(lease) = self.upkeep.lease() {
             return Err(lease);
         }
+        self.upkeep.doubt_from(now + ctx.change_settle);
         let settled = now + ctx.change_settle + self.refresh_delay(ctx);
         let bound = (self.refresh.last_fresh())
             .map(|(at, _)| at + ctx.pace.upkeep_interval(self.refresh.fabric_ports()));
@@ -259,9 +263,12 @@ impl PortTables {
                  this port checks its tables now and keeps them itself"
             ),
         }
-        // A few paths now (spread over seconds, not the refresh window:
-        // a change the distributor did not push is found at once); the
-        // whole table at this port's phase, as after a new master.
+        // In doubt at once: a change the distributor did not push would
+        // be served until the refresh. A few paths now (spread over
+        // seconds, not the refresh window: a difference and the tables
+        // are fetched at once); the whole table at this port's phase, as
+        // after a new master.
+        self.upkeep.doubt_from(now);
         self.upkeep
             .check_at(Some(now + ctx.spread(LAPSED_CHECK_WINDOW)));
         self.refresh.schedule(Some(now + self.refresh_delay(ctx)));

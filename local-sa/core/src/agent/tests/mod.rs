@@ -5,6 +5,7 @@ mod acm_ports;
 mod answers;
 mod bench;
 mod cache_control;
+mod doubt;
 mod fake_master;
 mod forwarding;
 mod kept;

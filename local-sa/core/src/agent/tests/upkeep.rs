@@ -46,14 +46,14 @@ fn served(b: &Bench, dlid: u16) -> PathRecord {
 }
 
 /// A switch's link changed (trap 128).
-fn link_changed(b: &mut Bench) {
+pub(super) fn link_changed(b: &mut Bench) {
     b.master.report(TrapDetails::LinkStateChange { lid: 200 });
     b.pump();
 }
 
 /// The master's record for (MY_LID, `dlid`) gets another rate, as after
 /// a reroute over a slower link.
-fn reroute(master: &mut FakeMaster, dlid: u16) {
+pub(super) fn reroute(master: &mut FakeMaster, dlid: u16) {
     let r = master
         .paths
         .iter_mut()
@@ -62,7 +62,7 @@ fn reroute(master: &mut FakeMaster, dlid: u16) {
     r.set_rate(Rate::GBPS_2_5);
 }
 
-fn keyed(config: AgentConfig) -> Bench {
+pub(super) fn keyed(config: AgentConfig) -> Bench {
     let config = AgentConfig {
         sm_key: Some(SmKey::new(KEY)),
         ..config
@@ -72,7 +72,7 @@ fn keyed(config: AgentConfig) -> Bench {
 
 /// The port's whole table, as the master has it, loaded by a distributor
 /// with a lease of `seconds`.
-fn load_under_lease(b: &mut Bench, seconds: u16) {
+pub(super) fn load_under_lease(b: &mut Bench, seconds: u16) {
     let mine: Vec<PathRecord> = (1..=HOSTS).map(|d| path(MY_LID, d)).collect();
     let flags = with_lease(REPLACE_SOURCES, seconds);
     let answer = push(b, load_header(Method::SET, 9, KEY, flags), &mine);
@@ -384,7 +384,7 @@ fn a_load_without_a_lease_keeps_the_periodic_refresh() {
 
 /// The master's light sweeps for `span`: every 10 s its SM sends an SMP
 /// to each of its five switches.
-fn light_sweeps(b: &mut Bench, span: Duration) {
+pub(super) fn light_sweeps(b: &mut Bench, span: Duration) {
     for _ in 0..span.as_secs() / 10 {
         b.master.act_count += 5;
         b.advance(Duration::from_secs(10));
@@ -393,7 +393,7 @@ fn light_sweeps(b: &mut Bench, span: Duration) {
 
 /// The master's heavy sweep after a link went down, its trap 128 lost on
 /// the way to this port: discovery and forwarding tables, some 170 SMPs.
-fn heavy_sweep_unannounced(b: &mut Bench) {
+pub(super) fn heavy_sweep_unannounced(b: &mut Bench) {
     b.master.act_count += 170;
 }
 
