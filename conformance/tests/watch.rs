@@ -20,7 +20,7 @@ use conformance::{LocalSa, Topology};
 use self::watching::{
     Answers, NODES, WATCH_AT, events, first_change, host_lids, nodes_differing,
     nodes_follow_the_reroute, opensm_answers, program, slow_spine_tree, spawn_watch_alone,
-    stop_cleanly, upkeep, wait_for_output, watch, watch_on,
+    spawn_watch_taking_reports, stop_cleanly, upkeep, wait_for_output, watch, watch_on,
 };
 
 #[test]
@@ -160,21 +160,24 @@ fn a_reroute_whose_report_the_watch_never_hears_reaches_every_node_through_the_m
     stop_cleanly(w);
 }
 
-#[test]
-fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_every_node() {
+/// The watch started on `node` (OpenSM's: `None`), where no local-sa
+/// runs, subscribes at the master itself; a leaf's uplink unplugged: how
+/// long until every node answered OpenSM's new paths, and the causes of
+/// the watch's events from the unplug on.
+fn a_watch_without_a_local_sa_follows_a_reroute(node: Option<&str>) -> (Duration, Vec<String>) {
     let fabric = start(slow_spine_tree(), &[], &[]);
     let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
-    // OpenSM's node: OpenSM is its port's SA agent, no local-sa runs
-    // there, so no notice comes to the watch: the polls find the change.
-    let w = spawn_watch_alone(
-        &fabric,
-        fabric.opensm_node(),
-        &["--watch-interval", "300", "--settle", "3", "-v"],
-    );
+    let args = ["--watch-interval", "300", "--settle", "3", "-v"];
+    let w = match node {
+        Some(node) => spawn_watch_taking_reports(&fabric, node, &args),
+        // Under ibsim one process a node takes its unsolicited MADs, on
+        // this node OpenSM: the watch subscribes, its Reports go there.
+        None => spawn_watch_alone(&fabric, fabric.opensm_node(), &args),
+    };
     wait_for_output(&w, "\"filled\"", Duration::from_secs(120));
     assert!(
-        w.stderr().contains("no fabric change notices"),
-        "{}",
+        w.stderr().contains("from the master SA itself"),
+        "the watch subscribes at the master:\n{}",
         w.stderr()
     );
     for sa in &mut nodes {
@@ -184,27 +187,68 @@ fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_eve
     let before = opensm_answers(&fabric, &lids);
     // The master's light sweeps are learnt.
     std::thread::sleep(Duration::from_secs(10));
+    let earlier = events(&w).len();
     let unplugged = Instant::now();
     fabric.unlink("leaf1", 5).unwrap();
     let within = Duration::from_secs(60);
     let (_, took) =
         nodes_follow_the_reroute(&fabric, &before, &lids, (unplugged, within), Some(&w));
+    // The events of the notices that came meanwhile follow their settle.
+    std::thread::sleep(Duration::from_secs(6));
+    let causes = events(&w)[earlier..]
+        .iter()
+        .map(|e| e["cause"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    stop_cleanly(w);
+    (took, causes)
+}
+
+/// Whether an event's cause names a notice the watch heard: its own, or
+/// one more that came before the event began.
+fn heard_a_notice(cause: &str) -> bool {
+    cause.contains("trap ") || cause.contains("more notices")
+}
+
+#[test]
+fn a_watch_on_a_node_without_a_local_sa_takes_the_master_s_reports_itself() {
+    // h8: on the second leaf, away from the unplugged uplink (and not
+    // OpenSM's node, h1).
+    let (took, causes) = a_watch_without_a_local_sa_follows_a_reroute(Some("h8"));
     eprintln!(
-        "with the watch on the master's node, every node answered OpenSM's new paths {took:?} after the unplug"
+        "with the watch on a node without local-sa, every node answered OpenSM's new paths {took:?} after the unplug ({causes:?})"
+    );
+    assert!(
+        causes.iter().any(|c| heard_a_notice(c)),
+        "the Reports it took: {causes:?}"
     );
     assert!(
         took < Duration::from_secs(30),
         "long before the interval ({took:?})"
     );
-    let changed = first_change(&w);
-    assert!(
-        changed["cause"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("heavy sweep"),
-        "{changed}"
+}
+
+#[test]
+fn the_watch_on_the_master_s_own_node_without_a_local_sa_brings_a_reroute_to_every_node() {
+    // OpenSM's node: OpenSM is its port's SA agent, so no local-sa runs
+    // there; OpenSM's SA does not take Reports (it registers Get, Set,
+    // GetTable and Delete), so the watch subscribes at it. Under ibsim a
+    // node's unsolicited MADs go to one process, OpenSM's, so the Report
+    // never reaches the watch here: the polls of the master's activity
+    // find the change.
+    let (took, causes) = a_watch_without_a_local_sa_follows_a_reroute(None);
+    eprintln!(
+        "with the watch on the master's node, every node answered OpenSM's new paths {took:?} after the unplug ({causes:?})"
     );
-    stop_cleanly(w);
+    assert!(
+        causes
+            .first()
+            .is_some_and(|c| c.contains("heavy sweep") || heard_a_notice(c)),
+        "{causes:?}"
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "long before the interval ({took:?})"
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{KEY, answer_differences, answers_from, with_port_options};
-use conformance::{LocalSa, NodeProcess, SimulatedFabric, Topology};
+use conformance::{LocalSa, NodeCommand, NodeProcess, SimulatedFabric, Topology};
 use mad_codec::PathRecord;
 
 /// The nodes filled and watched, one per leaf.
@@ -184,6 +184,26 @@ pub(crate) fn spawn_watch_alone<'f>(
     node: &str,
     args: &[&str],
 ) -> NodeProcess<'f> {
+    watch_command(fabric, node, args)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The watch, started on `node` with `args` more, where no local-sa runs,
+/// receiving the Reports of its own subscriptions (ibsim hands a port's
+/// unsolicited MADs only to a process marked as serving them).
+pub(crate) fn spawn_watch_taking_reports<'f>(
+    fabric: &'f SimulatedFabric,
+    node: &str,
+    args: &[&str],
+) -> NodeProcess<'f> {
+    watch_command(fabric, node, args)
+        .serve_requests()
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn watch_command<'f>(fabric: &'f SimulatedFabric, node: &str, args: &[&str]) -> NodeCommand<'f> {
     fabric
         .node(node)
         .unwrap()
@@ -197,8 +217,6 @@ pub(crate) fn spawn_watch_alone<'f>(
             "--json",
         ])
         .args(args)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Waits until `p` has printed `text` (on either stream), at most

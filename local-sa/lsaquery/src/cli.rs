@@ -604,7 +604,8 @@ pub(crate) struct Cli {
     /// With --distribute --compute: stay after the fill and keep every
     /// node current. On a notice that a link went up or down (trap 128)
     /// or a port came or went (64/65), heard through this node's local-sa
-    /// (--api-socket), and every --watch-interval: wait --settle for the
+    /// (--api-socket) or, where none runs, subscribed at the master SA by
+    /// the watch itself, and every --watch-interval: wait --settle for the
     /// master's sweep, read the fabric's description again, recompute,
     /// check changed pairs against the master, and push each node whose
     /// tables changed only the difference (a Set of the changed, a Delete

@@ -4,18 +4,20 @@
 //!
 //! MADs that answer no request of ours and are not answers themselves
 //! (the SA's Reports, for a subscriber) are kept for
-//! [`Client::next_unsolicited`].
+//! [`Client::next_unsolicited`]; a Report is answered (ReportResp) the
+//! moment it comes.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use local_sa_core::address::Transmit;
 use local_sa_core::requester::{
     Attempts, Completion, Failure, Handled, Requester, RequesterConfig,
 };
 use mad_codec::header::SaMadHeader;
-use mad_codec::{MadHeader, Method};
+use mad_codec::zerocopy::FromBytes;
+use mad_codec::{MadHeader, MadStatus, Method};
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt as _;
 use tracing::trace;
@@ -39,6 +41,8 @@ pub(crate) struct Client {
     done: VecDeque<Completion<Token>>,
     unsolicited: VecDeque<IncomingMad>,
     next_token: Token,
+    /// The agent receives the SA's Reports.
+    takes_reports: bool,
 }
 
 impl Client {
@@ -53,6 +57,7 @@ impl Client {
             done: VecDeque::new(),
             unsolicited: VecDeque::new(),
             next_token: 1,
+            takes_reports: false,
         }
     }
 
@@ -81,8 +86,15 @@ impl Client {
         // RMPP segments as big as the transport carries intact.
         config.rmpp.segment_data_len = device.transport().segment_data_len();
         let transport = UmadTransport::start(device, 256).map_err(|e| e.to_string())?;
-        let client = Self::new(agent, &transport, config);
+        let mut client = Self::new(agent, &transport, config);
+        client.takes_reports = methods.contains(&Method::REPORT);
         Ok((transport, client))
+    }
+
+    /// Whether the agent receives the SA's Reports (it was registered for
+    /// them).
+    pub(crate) fn takes_reports(&self) -> bool {
+        self.takes_reports
     }
 
     fn token(&mut self) -> Token {
@@ -215,12 +227,6 @@ impl Client {
         }
     }
 
-    /// Sends a MAD that expects no answer (a ReportResp).
-    pub(crate) async fn send(&mut self, dest: Address, mad: Bytes) -> Result<(), Closed> {
-        self.out.push_back(Transmit::reply(dest, mad));
-        self.flush().await
-    }
-
     /// Puts out what is queued, then waits for one MAD or the requester's
     /// timer and hands it to the requester.
     async fn step(&mut self) -> Result<(), Closed> {
@@ -263,6 +269,9 @@ impl Client {
                 if is_answer {
                     trace!("an answer to no request in flight (late or duplicate)");
                 } else {
+                    if let Some(resp) = report_response(&m.mad) {
+                        self.out.push_back(Transmit::reply(m.source.reply(), resp));
+                    }
                     self.unsolicited.push_back(m);
                 }
             }
@@ -281,5 +290,42 @@ impl Client {
             self.outgoing.send(m).await.map_err(|_| Closed)?;
         }
         Ok(())
+    }
+}
+
+/// The ReportResp to `mad` if it is a Report: the Report with the
+/// response method and status OK, sent back to where it came from as soon
+/// as it is received, whatever the client is doing then (the SA retries a
+/// Report for only about a second).
+fn report_response(mad: &[u8]) -> Option<Bytes> {
+    let (h, _) = MadHeader::parse(mad).ok()?;
+    if h.method() != Method::REPORT {
+        return None;
+    }
+    let mut resp = BytesMut::from(mad);
+    let (h, _) = MadHeader::mut_from_prefix(&mut resp[..]).ok()?;
+    h.set_method(Method::REPORT_RESP);
+    h.set_status(MadStatus::OK);
+    Some(resp.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use mad_codec::{AttributeId, SaMadBuilder};
+
+    use super::*;
+
+    #[test]
+    fn a_report_is_answered_with_its_own_transaction_and_a_get_is_not() {
+        let report =
+            SaMadBuilder::request(Method::REPORT, 0x02DA_B001, AttributeId::NOTICE).into_bytes();
+        let resp = report_response(&report).expect("a ReportResp");
+        let (h, _) = MadHeader::parse(&resp).unwrap();
+        assert_eq!(h.method(), Method::REPORT_RESP);
+        assert_eq!(h.status(), MadStatus::OK);
+        assert_eq!(h.transaction_id(), 0x02DA_B001);
+        assert_eq!(resp.len(), report.len());
+        let get = SaMadBuilder::request(Method::GET, 7, AttributeId::PATH_RECORD).into_bytes();
+        assert!(report_response(&get).is_none());
     }
 }

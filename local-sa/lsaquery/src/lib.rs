@@ -308,19 +308,37 @@ fn run(cli: &Cli) -> Result<(), Stop> {
             format!("{port} knows no SM LID; give the SA's with --sa-lid"),
         ));
     }
-    // Reports are requests from the SA: only a subscriber receives them.
-    let methods: &[Method] = if matches!(mode, Mode::Subscribe(_)) {
-        &[Method::REPORT]
-    } else {
-        &[]
+    // Reports are requests from the SA: only a subscriber receives them,
+    // and a watch on a node without local-sa, which subscribes itself.
+    let takes_reports = match &mode {
+        Mode::Subscribe(_) => true,
+        Mode::Watch(_, watch) => {
+            !distribute::watch::local_sa_reachable(watch.api_socket.as_deref(), &port)
+        }
+        _ => false,
     };
-    let (transport, client) = Client::on_port(
-        &port,
-        methods,
-        Duration::from_millis(cli.timeout_ms.max(1)),
-        cli.retries,
-    )
-    .map_err(|e| Stop::new(3, e))?;
+    let timeout = Duration::from_millis(cli.timeout_ms.max(1));
+    let open = |methods: &[Method]| {
+        Client::on_port(&port, methods, timeout, cli.retries).map_err(|e| Stop::new(3, e))
+    };
+    let (transport, client) = if !takes_reports {
+        open(&[])?
+    } else {
+        match open(&[Method::REPORT]) {
+            Ok(c) => c,
+            Err(e) if matches!(mode, Mode::Watch(..)) => {
+                // Another agent receives this port's Reports (OpenSM on
+                // its own node): the watch follows the master's activity.
+                tracing::warn!(
+                    "cannot receive the SA's Reports on {port} ({}): no fabric change notices, \
+                     the watch follows the master's activity",
+                    e.message
+                );
+                open(&[])?
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let mut session = Session {
         dest: Address {
             pkey_index: cli.pkey_index.unwrap_or(0),

@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use mad_codec::attr::mc_member_record::mask as mcmr;
-use mad_codec::zerocopy::{FromBytes, FromZeros};
+use mad_codec::zerocopy::FromZeros;
 use mad_codec::{
-    AttributeId, ComponentMask, Gid, InformInfo, InformInfoRepr, JoinState, MadHeader, MadStatus,
-    McMemberRecord, Method, Mtu, Notice, Rate, SaMad, SaMadBuilder, Selector, TrapNumber,
+    AttributeId, ComponentMask, Gid, InformInfo, InformInfoRepr, JoinState, McMemberRecord, Method,
+    Mtu, Notice, Rate, SaMad, SaMadBuilder, Selector, TrapNumber,
 };
 use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
@@ -36,7 +36,9 @@ pub(crate) fn trap_number(text: &str) -> Result<TrapNumber, String> {
     local_sa_cli::number::<u16>(text).map(TrapNumber)
 }
 
-fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
+/// The InformInfo Set that subscribes to `trap` (or, `subscribe` false,
+/// ends the subscription) with `sm_key`.
+pub(crate) fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
     let mut b = SaMadBuilder::request(Method::SET, 0, AttributeId::INFORM_INFO)
         .record(&inform_info(trap, subscribe));
     b.header_mut().sa.set_sm_key(sm_key);
@@ -116,31 +118,26 @@ pub(crate) async fn subscribe(
     ended.map_or(Ok(()), Err)
 }
 
-/// Answers and prints one Report; other MADs are ignored. Returns whether
-/// it was a notice.
+/// Prints one Report (the client answered it as it came); other MADs are
+/// ignored. Returns whether it was a notice.
 async fn report(session: &mut Session, cli: &Cli, m: &IncomingMad) -> Result<bool, Stop> {
-    let Ok(mad) = SaMad::parse(&m.mad) else {
+    let Some(notice) = notice_of(m) else {
         return Ok(false);
     };
-    if mad.mad().method() != Method::REPORT || mad.mad().attribute_id() != AttributeId::NOTICE {
-        return Ok(false);
-    }
-    // ReportResp: the Report with the response method, straight back to
-    // where it came from (the SA retries for only about a second).
-    let mut resp = BytesMut::from(&m.mad[..]);
-    if let Ok((h, _)) = MadHeader::mut_from_prefix(&mut resp[..]) {
-        h.set_method(Method::REPORT_RESP);
-        h.set_status(MadStatus::OK);
-    }
-    session.client.send(m.source.reply(), resp.freeze()).await?;
     if cli.debug > 0 {
         outln!("SA Report:\n{}", mad_codec::hex::dump(&m.mad))?;
     }
-    let Ok(notice) = mad.record::<Notice>() else {
-        return Ok(false);
-    };
-    session.print(&crate::print::notice(notice))?;
+    session.print(&crate::print::notice(&notice))?;
     Ok(true)
+}
+
+/// The notice an SA's Report carries, if `m` is one.
+pub(crate) fn notice_of(m: &IncomingMad) -> Option<Notice> {
+    let mad = SaMad::parse(&m.mad).ok()?;
+    if mad.mad().method() != Method::REPORT || mad.mad().attribute_id() != AttributeId::NOTICE {
+        return None;
+    }
+    mad.record::<Notice>().ok().copied()
 }
 
 /// The MCMemberRecord and mask of a join: MGID, this port's GID and the

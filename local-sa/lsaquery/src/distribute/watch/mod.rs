@@ -5,9 +5,11 @@
 //!    (`load_flags::LEASE`, `--lease`): while it runs a node refreshes
 //!    nothing itself.
 //! 2. Then it waits for a change: a notice heard through this node's
-//!    local-sa (trap 128: a switch port's link went up or down; 64/65: a
-//!    port came or went), after `--settle` for the master's sweep (each
-//!    later notice waits again), or its own `--watch-interval`.
+//!    local-sa, or where none runs from the master SA itself (trap 128: a
+//!    switch port's link went up or down; 64/65: a port came or went;
+//!    [`notices`]), after `--settle` for the master's sweep (each later
+//!    notice waits again), a heavy sweep its polls of the master's
+//!    activity see, or its own `--watch-interval`.
 //! 3. An event (the distributor crate's `watch::Watch` decides its
 //!    steps; [`effects`] carries them out): the description read again (records
 //!    proportional to the fabric; nothing more if it did not change),
@@ -42,14 +44,16 @@ use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::watch::{Holding, Holdings, Watch, WatchSetup};
 use mad_codec::{Gid, TrapDetails};
+use smol::channel::Receiver;
 use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use async_signal::Signals;
 
 use self::effects::Driver;
 use self::notices::Heard;
+pub(crate) use self::notices::local_sa_reachable;
 use self::standby::{Role, Standing, Waiting, sleep_unless_signalled};
 use crate::session::Session;
 use crate::stop::Stop;
@@ -279,13 +283,65 @@ async fn prepare_until_ready(
 /// What woke the watch.
 enum Wake {
     Heard(Heard),
+    /// A MAD for the session's agent that answers nothing asked: a
+    /// Report of the master's, where the watch subscribed itself.
+    Unsolicited(umad::IncomingMad),
     Timer,
     Stop,
 }
 
+/// Where the watch hears the fabric's change notices from.
+enum Notices {
+    /// This node's local-sa, through its local API.
+    LocalSa(Receiver<Heard>),
+    /// The master SA itself: the session's agent takes the Reports.
+    Master,
+    /// Nowhere: the interval's re-reads and the master's activity alone.
+    None,
+}
+
+/// Follows the notices through this node's local-sa, else (none runs
+/// here) by subscribing at the master itself, else not at all.
+async fn follow_notices(session: &mut Session, options: &WatchOptions) -> Notices {
+    let socket = notices::socket(options.api_socket.as_deref(), &session.port);
+    let why = match notices::listen(&socket).await {
+        Ok(rx) => {
+            info!(
+                "following fabric change notices (traps 64, 65, 128) through this node's local-sa"
+            );
+            return Notices::LocalSa(rx);
+        }
+        Err(e) => e.message,
+    };
+    if session.client.takes_reports() {
+        match notices::subscribe_at_master(session).await {
+            Ok(()) => {
+                info!(
+                    master = session.dest.lid,
+                    "following fabric change notices (traps 64, 65, 128) from the master SA itself: \
+                     no local-sa on this node ({why})"
+                );
+                return Notices::Master;
+            }
+            Err(e) => warn!(
+                "the master SA refused this watch's subscriptions ({}): changes are found by the \
+                 interval's re-read and the master's activity",
+                e.message
+            ),
+        }
+    } else {
+        warn!(
+            "no fabric change notices ({why}): changes are found by the interval's re-read and \
+             the master's activity"
+        );
+    }
+    Notices::None
+}
+
 /// Keeps the nodes current until a signal or the watch's end (`Ok`) or a
 /// failure: carries out what the watch asks, and tells it of notices and
-/// of time passing.
+/// of time passing. Subscriptions the watch made at the master end with
+/// it.
 async fn keep(
     session: &mut Session,
     options: &WatchOptions,
@@ -293,25 +349,23 @@ async fn keep(
     watch: &mut Watch,
     signals: &mut Signals,
 ) -> Result<(), Stop> {
-    let socket = options
-        .api_socket
-        .clone()
-        .unwrap_or_else(|| crate::local_api::default_socket(&session.port.ca, session.port.port));
-    let mut notices = match notices::listen(&socket).await {
-        Ok(rx) => {
-            info!(
-                "following fabric change notices (traps 64, 65, 128) through this node's local-sa"
-            );
-            Some(rx)
-        }
-        Err(e) => {
-            warn!(
-                "no fabric change notices ({}): changes are found by the interval's re-read alone",
-                e.message
-            );
-            None
-        }
-    };
+    let mut notices = follow_notices(session, options).await;
+    let subscribed = matches!(notices, Notices::Master);
+    let kept = keep_current(session, options, driver, watch, signals, &mut notices).await;
+    if subscribed {
+        notices::unsubscribe_at_master(session).await;
+    }
+    kept
+}
+
+async fn keep_current(
+    session: &mut Session,
+    options: &WatchOptions,
+    driver: &mut Driver<'_>,
+    watch: &mut Watch,
+    signals: &mut Signals,
+    notices: &mut Notices,
+) -> Result<(), Stop> {
     driver.write_metrics(watch);
     loop {
         driver.carry_out(session, watch).await?;
@@ -322,13 +376,23 @@ async fn keep(
         let wake_at = watch
             .poll_timeout()
             .unwrap_or_else(|| Instant::now() + options.interval);
+        let from_master = matches!(notices, Notices::Master);
         let heard = async {
-            match &notices {
-                Some(rx) => match rx.recv().await {
+            match &*notices {
+                Notices::LocalSa(rx) => match rx.recv().await {
                     Ok(h) => Wake::Heard(h),
                     Err(_) => Wake::Heard(Heard::Lost("the notice task ended".into())),
                 },
-                None => smol::future::pending().await,
+                Notices::Master | Notices::None => smol::future::pending().await,
+            }
+        };
+        let reported = async {
+            if !from_master {
+                return smol::future::pending().await;
+            }
+            match session.unsolicited().await {
+                Ok(m) => Wake::Unsolicited(m),
+                Err(e) => Wake::Heard(Heard::Lost(e.message)),
             }
         };
         let timer = async {
@@ -339,19 +403,29 @@ async fn keep(
             signals.next().await;
             Wake::Stop
         };
-        match heard.or(timer).or(stop).await {
-            Wake::Heard(Heard::Notice(details)) => {
-                let port_came = matches!(details, TrapDetails::GidInService { .. });
-                watch.handle_notice(Instant::now(), notices::describe(&details), port_came);
-            }
+        match heard.or(reported).or(timer).or(stop).await {
+            Wake::Heard(Heard::Notice(details)) => notice(watch, &details),
+            Wake::Unsolicited(m) => match crate::registration::notice_of(&m) {
+                Some(n) => notice(watch, &n.details()),
+                None => debug!(
+                    from = m.source.lid,
+                    "a MAD for this watch's agent that is no Report of a notice: ignored"
+                ),
+            },
             Wake::Heard(Heard::Lost(why)) => {
                 warn!(
                     "fabric change notices stopped ({why}): changes are found by the interval's re-read alone"
                 );
-                notices = None;
+                *notices = Notices::None;
             }
             Wake::Timer => {}
             Wake::Stop => return Ok(()),
         }
     }
+}
+
+/// Tells the watch of a notice.
+fn notice(watch: &mut Watch, details: &TrapDetails) {
+    let port_came = matches!(details, TrapDetails::GidInService { .. });
+    watch.handle_notice(Instant::now(), notices::describe(details), port_came);
 }

@@ -1,17 +1,28 @@
 //! The notices that tell the watch the fabric changed — a switch port's
-//! link up or down (trap 128), a port in or out of service (64, 65) —
-//! heard through this node's local-sa: its local API subscribes for the
-//! watch, and since local-sa holds those subscriptions for itself, the
-//! master keeps none more for it. A task reads them and hands them over a
-//! channel, so that the watch can wait on them beside its timers.
+//! link up or down (trap 128), a port in or out of service (64, 65).
+//!
+//! Heard through this node's local-sa where one runs: its local API
+//! subscribes for the watch, and since local-sa holds those subscriptions
+//! for itself, the master keeps none more for it. A task reads them and
+//! hands them over a channel, so that the watch can wait on them beside
+//! its timers.
+//!
+//! On a node without local-sa the watch subscribes at the master SA
+//! itself, its session's agent receiving the Reports (answered as they
+//! come, [`crate::client`]), and ends its subscriptions when it ends. On
+//! the master's own node OpenSM receives the port's Reports, so no other
+//! agent can: the watch follows the master's activity alone there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mad_codec::{TrapDetails, TrapNumber};
 use smol::channel::{Receiver, Sender};
+use tracing::warn;
+use umad::port::PortFacts;
 
 use crate::local_api::Connection;
-use crate::registration::inform_info;
+use crate::registration::{inform_info, inform_info_set};
+use crate::session::Session;
 use crate::stop::Stop;
 use local_sa_core::request::Request;
 
@@ -30,6 +41,54 @@ pub(super) enum Heard {
     /// The connection to local-sa ended; the watch goes on with its
     /// interval alone.
     Lost(String),
+}
+
+/// The local API socket of this node's local-sa the watch listens at:
+/// `api_socket` (`--api-socket`), else the port's.
+pub(super) fn socket(api_socket: Option<&Path>, port: &PortFacts) -> PathBuf {
+    api_socket.map_or_else(
+        || crate::local_api::default_socket(&port.ca, port.port),
+        Path::to_path_buf,
+    )
+}
+
+/// Whether a local-sa answers at the watch's local API socket (else the
+/// watch subscribes at the master itself, and its agent must take the
+/// Reports).
+pub(crate) fn local_sa_reachable(api_socket: Option<&Path>, port: &PortFacts) -> bool {
+    std::os::unix::net::UnixStream::connect(socket(api_socket, port)).is_ok()
+}
+
+/// Subscribes at the master SA the session asks, as this port, to every
+/// trap the watch follows; an error if the SA refuses or does not answer.
+pub(super) async fn subscribe_at_master(session: &mut Session) -> Result<(), Stop> {
+    for trap in TRAPS {
+        let answer = session
+            .exchange(&inform_info_set(session.sm_key, trap, true))
+            .await?;
+        session.ok(&answer)?;
+    }
+    Ok(())
+}
+
+/// Ends the subscriptions [`subscribe_at_master`] made (the master would
+/// otherwise keep sending this port Reports nobody answers).
+pub(super) async fn unsubscribe_at_master(session: &mut Session) {
+    for trap in TRAPS {
+        let ended = match session
+            .exchange(&inform_info_set(session.sm_key, trap, false))
+            .await
+        {
+            Ok(answer) => session.ok(&answer).map(|_| ()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = ended {
+            warn!(
+                trap = trap.0,
+                "could not end the subscription at the master: {}", e.message
+            );
+        }
+    }
 }
 
 /// Subscribes through the local API at `socket` and starts the task that
