@@ -77,7 +77,7 @@ impl PortAgent {
         let agent = device.register_agent(&AgentSpec::sa(&METHODS)).map_err(|e| {
             DaemonError::Device(format!(
                 "cannot register as the SA agent on {}: {e} (is another SA agent, such as OpenSM or local-sa, \
-                 serving this port?)",
+                 serving this port, or an `lsaquery --watch` started before local-sa taking its Reports?)",
                 umad_path.display()
             ))
         })?;
