@@ -327,8 +327,9 @@ fn run(cli: &Cli) -> Result<(), Stop> {
         match open(&[Method::REPORT]) {
             Ok(c) => c,
             Err(e) if matches!(mode, Mode::Watch(..)) => {
-                // Another agent receives this port's Reports (OpenSM on
-                // its own node): the watch follows the master's activity.
+                // Another agent receives this port's Reports (a local-sa
+                // starting meanwhile, another subscriber): the watch
+                // follows the master's activity.
                 tracing::warn!(
                     "cannot receive the SA's Reports on {port} ({}): no fabric change notices, \
                      the watch follows the master's activity",

@@ -9,9 +9,10 @@
 //!
 //! On a node without local-sa the watch subscribes at the master SA
 //! itself, its session's agent receiving the Reports (answered as they
-//! come, [`crate::client`]), and ends its subscriptions when it ends. On
-//! the master's own node OpenSM receives the port's Reports, so no other
-//! agent can: the watch follows the master's activity alone there.
+//! come, [`crate::client`]), and ends its subscriptions when it ends. The
+//! master's own node is such a node: OpenSM's SA agent takes Get, Set,
+//! GetTable and Delete, not Reports. Where another agent holds the port's
+//! Reports the watch says so and follows the master's activity alone.
 
 use std::path::{Path, PathBuf};
 
