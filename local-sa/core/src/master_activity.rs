@@ -11,8 +11,11 @@
 //! [`MasterActivity`] judges each count it is given: a rise of more than
 //! twice the smallest rise its quiet polls saw (and a margin) is a heavy
 //! sweep, unless a notice came since the last count (it stands for the
-//! rise); a master at another LID, or a count that went back (the SM
-//! restarted), starts the learning again. Told the fabric's switches, it
+//! rise); a poll answered later after the one before than the quickest
+//! quiet poll spans more light sweeps, and may rise in proportion (a
+//! master busy with tables answers some polls seconds late); a master at
+//! another LID, or a count that went back (the SM restarted), starts the
+//! learning again. Told the fabric's switches, it
 //! takes no rise above what light sweeps cost a poll (an SMP a switch a
 //! sweep) for theirs, so that heavy sweeps seen before any light one are
 //! not learnt as the usual.
@@ -20,7 +23,7 @@
 //! Used by the agent's own upkeep and by the distributor's watch.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mad_codec::attr::sm_info_record::mask as smir;
@@ -61,10 +64,10 @@ pub enum Activity {
 /// What the polls have seen of the master's activity.
 #[derive(Debug, Default, Clone)]
 pub struct MasterActivity {
-    /// The master's LID and ActCount at the last count.
-    last: Option<(u16, u32)>,
-    /// The rises of the last quiet polls.
-    quiet: VecDeque<u32>,
+    /// The master's LID and ActCount at the last count, and when it came.
+    last: Option<(u16, u32, Instant)>,
+    /// The rises of the last quiet polls, and the time each spanned.
+    quiet: VecDeque<(u32, Duration)>,
     /// A change notice came since the last count.
     notice_since: bool,
     /// What the light sweeps cost a poll at most, if known
@@ -93,14 +96,14 @@ impl MasterActivity {
 
     /// The quiet rises remembered, oldest first.
     pub fn quiet_rises(&self) -> impl Iterator<Item = u32> + '_ {
-        self.quiet.iter().copied()
+        self.quiet.iter().map(|(rise, _)| *rise)
     }
 
-    /// The master at `sm_lid` says its ActCount is `count`: what that
-    /// shows.
-    pub fn counted(&mut self, sm_lid: u16, count: u32) -> Activity {
+    /// The master at `sm_lid` says, in an answer that came at `at`, that
+    /// its ActCount is `count`: what that shows.
+    pub fn counted(&mut self, sm_lid: u16, count: u32, at: Instant) -> Activity {
         let covered = std::mem::take(&mut self.notice_since);
-        let Some((lid, before)) = self.last.replace((sm_lid, count)) else {
+        let Some((lid, before, then)) = self.last.replace((sm_lid, count, at)) else {
             return Activity::Quiet;
         };
         let rose = count.wrapping_sub(before);
@@ -108,7 +111,8 @@ impl MasterActivity {
             self.quiet.clear();
             return Activity::Quiet;
         }
-        let smallest = self.quiet.iter().copied().filter(|r| *r > 0).min();
+        let spanned = at.saturating_duration_since(then);
+        let smallest = self.quiet_rises().filter(|r| *r > 0).min();
         let usual = match (smallest, self.light_at_most) {
             (Some(u), Some(most)) => Some(u.min(most)),
             (Some(u), None) => Some(u),
@@ -120,7 +124,7 @@ impl MasterActivity {
             (None, most) => most,
         };
         if let Some(usual) = usual
-            && rose > usual.saturating_mul(2).saturating_add(MARGIN)
+            && rose > self.light_at_most_over(usual, spanned)
         {
             return if covered {
                 Activity::Quiet
@@ -131,8 +135,27 @@ impl MasterActivity {
         if self.quiet.len() == QUIET_RISES {
             self.quiet.pop_front();
         }
-        self.quiet.push_back(rose);
+        self.quiet.push_back((rose, spanned));
         Activity::Quiet
+    }
+
+    /// The most light sweeps may raise the count in a poll that spanned
+    /// `spanned`, their usual rise a poll being `usual`: twice that and a
+    /// margin, in proportion when the poll spanned longer than the
+    /// quickest quiet poll.
+    fn light_at_most_over(&self, usual: u32, spanned: Duration) -> u32 {
+        let most = usual.saturating_mul(2).saturating_add(MARGIN);
+        let quickest = (self.quiet.iter())
+            .map(|(_, took)| *took)
+            .filter(|t| !t.is_zero())
+            .min();
+        match quickest {
+            Some(q) if spanned > q => {
+                let scaled = f64::from(most) * spanned.as_secs_f64() / q.as_secs_f64();
+                scaled.min(f64::from(u32::MAX)) as u32
+            }
+            _ => most,
+        }
     }
 }
 
@@ -155,10 +178,34 @@ pub fn act_count(answer: &Answer) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// Polls answering `counts` in turn; what each saw.
+    /// Polls every 30 s answering `counts` in turn; what each saw.
     fn seen(counts: &[u32]) -> Vec<Activity> {
         let mut w = MasterActivity::default();
-        counts.iter().map(|c| w.counted(1, *c)).collect()
+        let mut clock = Clock::every(30);
+        counts
+            .iter()
+            .map(|c| w.counted(1, *c, clock.tick()))
+            .collect()
+    }
+
+    /// Answers coming a fixed time apart.
+    struct Clock {
+        at: Instant,
+        every: Duration,
+    }
+
+    impl Clock {
+        fn every(secs: u64) -> Self {
+            Self {
+                at: Instant::now(),
+                every: Duration::from_secs(secs),
+            }
+        }
+
+        fn tick(&mut self) -> Instant {
+            self.at += self.every;
+            self.at
+        }
     }
 
     #[test]
@@ -179,66 +226,106 @@ mod tests {
 
     #[test]
     fn heavy_sweeps_before_any_light_one_are_not_learnt_as_the_usual_when_the_switches_are_known() {
+        let mut clock = Clock::every(30);
         // Polls every 4 s start as a port goes and comes back: two heavy
         // sweeps, no light one yet.
         let counts = [1000, 1157, 1157, 1157, 1329, 1329, 1495];
         let mut blind = MasterActivity::default();
-        let blind: Vec<Activity> = counts.iter().map(|c| blind.counted(1, *c)).collect();
+        let blind: Vec<Activity> = counts
+            .iter()
+            .map(|c| blind.counted(1, *c, clock.tick()))
+            .collect();
         assert!(
             blind.iter().all(|a| *a == Activity::Quiet),
             "without the fabric's size, they pass for light sweeps"
         );
         let mut told = MasterActivity::default().with_switches(5, Duration::from_secs(4));
         let swept: Vec<usize> = (counts.iter().enumerate())
-            .filter(|(_, c)| matches!(told.counted(1, **c), Activity::Swept { .. }))
+            .filter(|(_, c)| matches!(told.counted(1, **c, clock.tick()), Activity::Swept { .. }))
             .map(|(i, _)| i)
             .collect();
         assert_eq!(swept, [1, 4, 6], "each heavy sweep");
         // Light sweeps of a large fabric, three a poll, stay quiet.
         let mut large = MasterActivity::default().with_switches(500, Duration::from_secs(30));
         for (i, c) in [0, 1500, 3000, 4500, 6000].iter().enumerate() {
-            assert_eq!(large.counted(1, *c), Activity::Quiet, "poll {i}");
+            assert_eq!(
+                large.counted(1, *c, clock.tick()),
+                Activity::Quiet,
+                "poll {i}"
+            );
         }
     }
 
     #[test]
     fn polls_quicker_than_the_light_sweeps_do_not_take_the_first_for_a_heavy_one() {
+        let mut clock = Clock::every(30);
         // 783 switches, a light sweep every 10 s, a poll every 2 s: four
         // quiet polls, then the first light sweep.
         let counts = [0, 0, 0, 0, 0, 783, 783, 783, 783, 783, 1566];
         let mut told = MasterActivity::default().with_switches(783, Duration::from_secs(2));
         for (i, c) in counts.iter().enumerate() {
-            assert_eq!(told.counted(1, *c), Activity::Quiet, "poll {i}");
+            assert_eq!(
+                told.counted(1, *c, clock.tick()),
+                Activity::Quiet,
+                "poll {i}"
+            );
         }
         let mut blind = MasterActivity::default();
         for (i, c) in counts.iter().enumerate() {
-            assert_eq!(blind.counted(1, *c), Activity::Quiet, "poll {i}");
+            assert_eq!(
+                blind.counted(1, *c, clock.tick()),
+                Activity::Quiet,
+                "poll {i}"
+            );
         }
         // A heavy sweep after that is seen by both.
-        assert!(matches!(told.counted(1, 200_000), Activity::Swept { .. }));
-        assert!(matches!(blind.counted(1, 200_000), Activity::Swept { .. }));
+        assert!(matches!(
+            told.counted(1, 200_000, clock.tick()),
+            Activity::Swept { .. }
+        ));
+        assert!(matches!(
+            blind.counted(1, 200_000, clock.tick()),
+            Activity::Swept { .. }
+        ));
     }
 
     #[test]
     fn a_rise_a_notice_stood_for_is_not_seen_twice() {
+        let mut clock = Clock::every(30);
         let mut w = MasterActivity::default();
         for c in [100, 110, 120] {
-            w.counted(1, c);
+            w.counted(1, c, clock.tick());
         }
         w.notice();
-        assert_eq!(w.counted(1, 400), Activity::Quiet);
-        assert!(matches!(w.counted(1, 700), Activity::Swept { .. }));
+        assert_eq!(w.counted(1, 400, clock.tick()), Activity::Quiet);
+        assert!(matches!(
+            w.counted(1, 700, clock.tick()),
+            Activity::Swept { .. }
+        ));
     }
 
     #[test]
     fn a_new_master_or_a_restarted_one_is_learnt_again() {
+        let mut clock = Clock::every(30);
         let mut w = MasterActivity::default();
         for c in [100, 110, 120] {
-            w.counted(1, c);
+            w.counted(1, c, clock.tick());
         }
-        assert_eq!(w.counted(2, 5000), Activity::Quiet, "another master");
-        assert_eq!(w.counted(2, 5), Activity::Quiet, "its count went back");
-        assert_eq!(w.counted(2, 500), Activity::Quiet, "learning again");
+        assert_eq!(
+            w.counted(2, 5000, clock.tick()),
+            Activity::Quiet,
+            "another master"
+        );
+        assert_eq!(
+            w.counted(2, 5, clock.tick()),
+            Activity::Quiet,
+            "its count went back"
+        );
+        assert_eq!(
+            w.counted(2, 500, clock.tick()),
+            Activity::Quiet,
+            "learning again"
+        );
     }
 
     #[test]
@@ -255,5 +342,25 @@ mod tests {
                 usual: 0
             }
         );
+    }
+
+    #[test]
+    fn a_poll_the_master_answered_late_spans_more_light_sweeps_and_is_not_a_heavy_one() {
+        // 783 switches, a light sweep every 10 s, polls every 30 s whose
+        // answers come 20 to 50 s apart while the master is busy: two to
+        // five light sweeps a poll.
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let mut w = MasterActivity::default();
+        let polls = [(0, 0), (30, 2349), (50, 3915), (80, 6264), (130, 10179)];
+        for (i, (t, c)) in polls.iter().enumerate() {
+            assert_eq!(w.counted(1, *c, at(*t)), Activity::Quiet, "poll {i}");
+        }
+        // A heavy sweep (every port's PortInfo, every switch's forwarding
+        // tables) in a poll as late is still seen.
+        assert!(matches!(
+            w.counted(1, 10179 + 3915 + 193_222, at(180)),
+            Activity::Swept { .. }
+        ));
     }
 }

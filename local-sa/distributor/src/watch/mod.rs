@@ -546,7 +546,7 @@ impl Watch {
         let Some((sm_lid, count)) = count else {
             return;
         };
-        if let Activity::Swept { rose, usual } = self.activity.counted(sm_lid, count) {
+        if let Activity::Swept { rose, usual } = self.activity.counted(sm_lid, count, now) {
             self.counters.sweeps_seen += 1;
             let cause = format!(
                 "a heavy sweep of the master no notice announced (its ActCount rose by {rose}, \

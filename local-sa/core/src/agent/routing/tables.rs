@@ -114,7 +114,7 @@ impl SaCore {
             return;
         };
         let sm_lid = self.port.sm_lid;
-        let Activity::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, count) else {
+        let Activity::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, count, now) else {
             return;
         };
         self.telemetry.counters.sweeps_seen += 1;

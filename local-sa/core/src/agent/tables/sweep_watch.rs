@@ -34,8 +34,9 @@ impl SweepWatch {
         self.activity.notice();
     }
 
-    /// The master at `sm_lid` says its ActCount is `count`.
-    pub(in crate::agent) fn answered(&mut self, sm_lid: u16, count: u32) -> Activity {
-        self.activity.counted(sm_lid, count)
+    /// The master at `sm_lid` says its ActCount is `count`, in an answer
+    /// that came at `now`.
+    pub(in crate::agent) fn answered(&mut self, sm_lid: u16, count: u32, now: Instant) -> Activity {
+        self.activity.counted(sm_lid, count, now)
     }
 }

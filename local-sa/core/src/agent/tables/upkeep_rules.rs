@@ -336,9 +336,15 @@ impl PortTables {
         self.sweeps.notice();
     }
 
-    /// The master at `sm_lid` says its ActCount is `count`.
-    pub(in crate::agent) fn sweep_polled(&mut self, sm_lid: u16, count: u32) -> Activity {
-        self.sweeps.answered(sm_lid, count)
+    /// The master at `sm_lid` says its ActCount is `count`, in an answer
+    /// that came at `now`.
+    pub(in crate::agent) fn sweep_polled(
+        &mut self,
+        sm_lid: u16,
+        count: u32,
+        now: Instant,
+    ) -> Activity {
+        self.sweeps.answered(sm_lid, count, now)
     }
 }
 

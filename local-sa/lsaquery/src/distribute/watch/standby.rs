@@ -6,7 +6,7 @@
 //! (to know its light sweeps on taking over). Standard output says who is
 //! active, once per owner.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -113,7 +113,7 @@ pub(super) async fn until_active(
                     // What the master's light sweeps cost, learnt before
                     // taking over: a heavy sweep right after is seen.
                     if let Some((sm_lid, count)) = activity::act_count(session).await? {
-                        learnt.counted(sm_lid, count);
+                        learnt.counted(sm_lid, count, Instant::now());
                     }
                 }
                 if sleep_unless_signalled(signals, pause).await {
