@@ -11,9 +11,10 @@
 //! [`MasterActivity`] judges each count it is given: a rise of more than
 //! twice the smallest rise its quiet polls saw (and a margin) is a heavy
 //! sweep, unless a notice came since the last count (it stands for the
-//! rise); a poll answered later after the one before than the quickest
-//! quiet poll spans more light sweeps, and may rise in proportion (a
-//! master busy with tables answers some polls seconds late); a master at
+//! rise); a poll whose answer came later after the one before than the
+//! quiet polls' usually do spans more light sweeps, and may rise in
+//! proportion (a master busy with tables answers some polls seconds
+//! late); a master at
 //! another LID, or a count that went back (the SM restarted), starts the
 //! learning again. Told the fabric's switches, it
 //! takes no rise above what light sweeps cost a poll (an SMP a switch a
@@ -141,21 +142,21 @@ impl MasterActivity {
 
     /// The most light sweeps may raise the count in a poll that spanned
     /// `spanned`, their usual rise a poll being `usual`: twice that and a
-    /// margin, in proportion when the poll spanned longer than the
-    /// quickest quiet poll.
+    /// margin, the twice in proportion when the poll spanned longer than
+    /// the quiet polls usually do (their median: one answered early or
+    /// late does not move it).
     fn light_at_most_over(&self, usual: u32, spanned: Duration) -> u32 {
-        let most = usual.saturating_mul(2).saturating_add(MARGIN);
-        let quickest = (self.quiet.iter())
+        let mut spans: Vec<Duration> = (self.quiet.iter())
             .map(|(_, took)| *took)
             .filter(|t| !t.is_zero())
-            .min();
-        match quickest {
-            Some(q) if spanned > q => {
-                let scaled = f64::from(most) * spanned.as_secs_f64() / q.as_secs_f64();
-                scaled.min(f64::from(u32::MAX)) as u32
-            }
-            _ => most,
-        }
+            .collect();
+        spans.sort_unstable();
+        let longer = match spans.get(spans.len() / 2) {
+            Some(typical) if spanned > *typical => spanned.as_secs_f64() / typical.as_secs_f64(),
+            _ => 1.0,
+        };
+        let twice = (f64::from(usual) * 2.0 * longer).min(f64::from(u32::MAX)) as u32;
+        twice.saturating_add(MARGIN)
     }
 }
 
@@ -360,6 +361,17 @@ mod tests {
         // tables) in a poll as late is still seen.
         assert!(matches!(
             w.counted(1, 10179 + 3915 + 193_222, at(180)),
+            Activity::Swept { .. }
+        ));
+        // On a small fabric (five switches, polls every 5 s), a heavy
+        // sweep of 161 SMPs in a poll answered ten times late.
+        let mut small = MasterActivity::default();
+        for (i, t) in (0..6).enumerate() {
+            let c = 5 * i as u32;
+            assert_eq!(small.counted(1, c, at(5 * t)), Activity::Quiet);
+        }
+        assert!(matches!(
+            small.counted(1, 25 + 50 + 161, at(75)),
             Activity::Swept { .. }
         ));
     }
