@@ -1102,6 +1102,21 @@ impl World {
                 .copied()
                 .unwrap_or_default()
         };
+        // With STORM_COUNTERS set, what the cores' upkeep did, summed:
+        // what no row shows (light sweeps taken for heavy ones, say).
+        if std::env::var_os("STORM_COUNTERS").is_some() {
+            let sum = |f: fn(&local_sa_core::counters::Counters) -> u64| {
+                self.cores.iter().map(|c| f(&c.counters())).sum::<u64>()
+            };
+            eprintln!(
+                "cores: sweeps seen {}, doubts {}, change refreshes {}, refreshes {}, checks failed {}",
+                sum(|c| c.sweeps_seen),
+                sum(|c| c.doubts),
+                sum(|c| c.change_refreshes),
+                sum(|c| c.refreshes),
+                sum(|c| c.checks_failed)
+            );
+        }
         let aftermath = self.disturbed.is_some().then(|| Aftermath {
             load: self.master.load.clone(),
             settled: self.settled,
