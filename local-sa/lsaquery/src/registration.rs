@@ -36,13 +36,26 @@ pub(crate) fn trap_number(text: &str) -> Result<TrapNumber, String> {
     local_sa_cli::number::<u16>(text).map(TrapNumber)
 }
 
-/// The InformInfo Set that subscribes to `trap` (or, `subscribe` false,
-/// ends the subscription) with `sm_key`.
-pub(crate) fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
+fn inform_info_set(sm_key: u64, trap: TrapNumber, subscribe: bool) -> Bytes {
     let mut b = SaMadBuilder::request(Method::SET, 0, AttributeId::INFORM_INFO)
         .record(&inform_info(trap, subscribe));
     b.header_mut().sa.set_sm_key(sm_key);
     b.into_bytes()
+}
+
+/// Subscribes this port to `trap` at the SA the session asks (or,
+/// `subscribe` false, ends that subscription); an error if the SA does
+/// not answer or refuses.
+pub(crate) async fn set_subscription(
+    session: &mut Session,
+    trap: TrapNumber,
+    subscribe: bool,
+) -> Result<(), Stop> {
+    let answer = session
+        .exchange(&inform_info_set(session.sm_key, trap, subscribe))
+        .await?;
+    session.ok(&answer)?;
+    Ok(())
 }
 
 /// Why the notice loop ended or woke.
@@ -63,10 +76,7 @@ pub(crate) async fn subscribe(
     let mut signals =
         async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
             .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
-    let answer = session
-        .exchange(&inform_info_set(session.sm_key, trap, true))
-        .await?;
-    session.ok(&answer)?;
+    set_subscription(session, trap, true).await?;
     eprintln!(
         "lsaquery: subscribed to trap {trap} at the SA at LID {}",
         session.dest.lid
@@ -110,10 +120,7 @@ pub(crate) async fn subscribe(
         }
     }
 
-    let answer = session
-        .exchange(&inform_info_set(session.sm_key, trap, false))
-        .await?;
-    session.ok(&answer)?;
+    set_subscription(session, trap, false).await?;
     eprintln!("lsaquery: unsubscribed after {seen} notice(s)");
     ended.map_or(Ok(()), Err)
 }

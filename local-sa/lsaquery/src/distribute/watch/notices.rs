@@ -22,7 +22,7 @@ use tracing::warn;
 use umad::port::PortFacts;
 
 use crate::local_api::Connection;
-use crate::registration::{inform_info, inform_info_set};
+use crate::registration::{inform_info, set_subscription};
 use crate::session::Session;
 use crate::stop::Stop;
 use local_sa_core::request::Request;
@@ -64,10 +64,7 @@ pub(crate) fn local_sa_reachable(api_socket: Option<&Path>, port: &PortFacts) ->
 /// trap the watch follows; an error if the SA refuses or does not answer.
 pub(super) async fn subscribe_at_master(session: &mut Session) -> Result<(), Stop> {
     for trap in TRAPS {
-        let answer = session
-            .exchange(&inform_info_set(session.sm_key, trap, true))
-            .await?;
-        session.ok(&answer)?;
+        set_subscription(session, trap, true).await?;
     }
     Ok(())
 }
@@ -76,14 +73,7 @@ pub(super) async fn subscribe_at_master(session: &mut Session) -> Result<(), Sto
 /// otherwise keep sending this port Reports nobody answers).
 pub(super) async fn unsubscribe_at_master(session: &mut Session) {
     for trap in TRAPS {
-        let ended = match session
-            .exchange(&inform_info_set(session.sm_key, trap, false))
-            .await
-        {
-            Ok(answer) => session.ok(&answer).map(|_| ()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = ended {
+        if let Err(e) = set_subscription(session, trap, false).await {
             warn!(
                 trap = trap.0,
                 "could not end the subscription at the master: {}", e.message
