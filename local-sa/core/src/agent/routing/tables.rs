@@ -137,10 +137,9 @@ impl SaCore {
 
     /// A refresh starts now: it sees whatever change was due by now.
     pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
-        if self.tables.take_change_seen(now) {
+        if self.tables.refresh_begins(now) {
             self.telemetry.counters.change_refreshes += 1;
         }
-        self.tables.doubt_refresh_begins(now);
     }
 
     /// The master's sweep that this port's tables may not show has

@@ -120,10 +120,10 @@ impl PortTables {
         self.upkeep.change_pending()
     }
 
-    /// A refresh starts at `now`: true (once) if it sees a change that
-    /// was due by then.
-    pub(in crate::agent) fn take_change_seen(&mut self, now: Instant) -> bool {
-        self.upkeep.take_change_seen(now)
+    /// A refresh of every table begins at `now`: true (once) if it sees
+    /// a change that was due by then (its end may also end the doubt).
+    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) -> bool {
+        self.upkeep.refresh_begins(now)
     }
 
     /// When the sweep the tables are in doubt of settles.
@@ -140,12 +140,6 @@ impl PortTables {
     /// Whether queries the tables would answer go to the master.
     pub(in crate::agent) fn in_doubt(&self) -> bool {
         self.upkeep.in_doubt()
-    }
-
-    /// A refresh of every table begins at `now` (its end may end the
-    /// doubt).
-    pub(in crate::agent) fn doubt_refresh_begins(&mut self, now: Instant) {
-        self.upkeep.refresh_begins(now)
     }
 
     /// The default table's refresh failed: the doubt waits for the next.

@@ -243,16 +243,6 @@ impl Upkeep {
         due
     }
 
-    /// A refresh starts at `now`: true (once) if it sees a change that
-    /// was due by then.
-    pub(in crate::agent) fn take_change_seen(&mut self, now: Instant) -> bool {
-        let seen = self.change_due.is_some_and(|d| d <= now);
-        if seen {
-            self.change_due = None;
-        }
-        seen
-    }
-
     /// The tables may not show a change whose sweep settles at
     /// `settles` (a later one's settle time wins): from then until a
     /// refresh begun after it ends, what they would answer is asked of
@@ -293,12 +283,18 @@ impl Upkeep {
         self.doubt.is_some_and(|d| d.asking)
     }
 
-    /// A refresh of every table begins at `now`: if the sweep in doubt
-    /// has settled, the refresh's end ends the doubt.
-    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) {
+    /// A refresh of every table begins at `now`: true (once) if it sees a
+    /// change that was due by then; if the sweep in doubt has settled,
+    /// the refresh's end ends the doubt.
+    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) -> bool {
         if let Some(d) = &mut self.doubt {
             d.refresh_began = d.settles.is_none_or(|s| s <= now);
         }
+        let seen = self.change_due.is_some_and(|d| d <= now);
+        if seen {
+            self.change_due = None;
+        }
+        seen
     }
 
     /// The default table's refresh failed: the doubt waits for the next.
