@@ -2,24 +2,30 @@
 //! seen without the notice that announced it.
 //!
 //! OpenSM sends trap 128 before it reroutes, so a port whose path from
-//! the master crossed the link that went down never gets the Report. The
-//! master's SMInfoRecord tells what it did without that path: its
+//! the master crossed the link that went down never gets the Report; and
+//! a SIGHUP (a QoS policy or partitions changed) makes it sweep without
+//! any notice at all. The master's SMInfoRecord tells what it did: its
 //! ActCount counts the SMPs the SM sent (OpenSM: `qp0_mads_sent`). A light
 //! sweep every sweep interval costs it about one SMP per switch; a heavy
-//! sweep — the discovery and forwarding tables after a link went up or
-//! down, when routes may move — costs it one per port and more.
+//! sweep — discovery, and the forwarding tables, QoS policy and
+//! partitions OpenSM reads again — costs it one per port and more.
 //! [`MasterActivity`] judges each count it is given: a rise of more than
 //! twice the smallest rise its quiet polls saw (and a margin) is a heavy
 //! sweep, unless a notice came since the last count (it stands for the
 //! rise); a poll whose answer came later after the one before than the
 //! quiet polls' usually do spans more light sweeps, and may rise in
 //! proportion (a master busy with tables answers some polls seconds
-//! late); a master at
-//! another LID, or a count that went back (the SM restarted), starts the
-//! learning again. Told the fabric's switches, it
-//! takes no rise above what light sweeps cost a poll (an SMP a switch a
-//! sweep) for theirs, so that heavy sweeps seen before any light one are
-//! not learnt as the usual.
+//! late); a master at another LID, or a count that went back (the SM
+//! restarted), starts the learning again. Told the fabric's switches, it
+//! takes no rise above what light sweeps cost in the time a poll spanned
+//! (an SMP a switch a sweep) for theirs, so that heavy sweeps seen before
+//! any light one are not learnt as the usual.
+//!
+//! No blind start: a rise judged before any quiet one was known (the
+//! first polls after a start, or after a new master) is judged again at
+//! each count until a window of quiet polls is learnt, so that a sweep
+//! in a watcher's first seconds is seen one poll late rather than taken
+//! for the usual.
 //!
 //! Used by the agent's own upkeep and by the distributor's watch.
 
@@ -62,32 +68,52 @@ pub enum Activity {
     },
 }
 
+/// A rise of a poll judged quiet.
+#[derive(Debug, Clone, Copy)]
+struct QuietRise {
+    /// By how much the count rose.
+    rose: u32,
+    /// The time the poll spanned.
+    spanned: Duration,
+    /// Judged before a settled quiet rise was known to judge it by:
+    /// judged again at each count until the window is full.
+    provisional: bool,
+    /// A notice came before it: it stands for the rise.
+    covered: bool,
+}
+
 /// What the polls have seen of the master's activity.
 #[derive(Debug, Default, Clone)]
 pub struct MasterActivity {
     /// The master's LID and ActCount at the last count, and when it came.
     last: Option<(u16, u32, Instant)>,
-    /// The rises of the last quiet polls, and the time each spanned.
-    quiet: VecDeque<(u32, Duration)>,
+    /// The rises of the last quiet polls.
+    quiet: VecDeque<QuietRise>,
     /// A change notice came since the last count.
     notice_since: bool,
-    /// What the light sweeps cost a poll at most, if known
+    /// The fabric's switches, if known
     /// ([`MasterActivity::with_switches`]).
-    light_at_most: Option<u32>,
+    switches: Option<u32>,
 }
 
 impl MasterActivity {
-    /// Polls every `poll` of a fabric of `switches` switches: a light
-    /// sweep costs the master about one SMP a switch, and a poll spans
-    /// at most one more sweep than `poll` holds sweep intervals (OpenSM's
+    /// Polls of a fabric of `switches` switches: a light sweep costs the
+    /// master about one SMP a switch, and a poll spans at most one more
+    /// sweep than the time it spanned holds sweep intervals (OpenSM's
     /// default, 10 s), so no rise above that is taken for the light
     /// sweeps' — polls that start while heavy sweeps follow each other (a
     /// port that went and came back) do not learn them as the usual.
-    pub fn with_switches(mut self, switches: usize, poll: Duration) -> Self {
-        let sweeps = poll.as_secs().div_ceil(SWEEP_INTERVAL.as_secs()) + 1;
-        let most = (switches.max(1) as u64).saturating_mul(sweeps);
-        self.light_at_most = Some(u32::try_from(most).unwrap_or(u32::MAX));
+    pub fn with_switches(mut self, switches: usize) -> Self {
+        self.switches = Some(u32::try_from(switches.max(1)).unwrap_or(u32::MAX));
         self
+    }
+
+    /// What light sweeps cost a poll that spanned `spanned` at most, if
+    /// the switches are known.
+    fn light_at_most(&self, spanned: Duration) -> Option<u32> {
+        let sweeps = spanned.as_secs().div_ceil(SWEEP_INTERVAL.as_secs()) + 1;
+        self.switches
+            .map(|s| u32::try_from(u64::from(s).saturating_mul(sweeps)).unwrap_or(u32::MAX))
     }
 
     /// A change notice came (trap 128): the next rise is its sweep's.
@@ -97,11 +123,17 @@ impl MasterActivity {
 
     /// The quiet rises remembered, oldest first.
     pub fn quiet_rises(&self) -> impl Iterator<Item = u32> + '_ {
-        self.quiet.iter().map(|(rise, _)| *rise)
+        self.quiet.iter().map(|q| q.rose)
+    }
+
+    /// Whether a count was taken: the next one is judged against it.
+    pub fn has_count(&self) -> bool {
+        self.last.is_some()
     }
 
     /// The master at `sm_lid` says, in an answer that came at `at`, that
-    /// its ActCount is `count`: what that shows.
+    /// its ActCount is `count`: what that shows. A heavy sweep seen late
+    /// (a provisional rise judged again) is told at this count.
     pub fn counted(&mut self, sm_lid: u16, count: u32, at: Instant) -> Activity {
         let covered = std::mem::take(&mut self.notice_since);
         let Some((lid, before, then)) = self.last.replace((sm_lid, count, at)) else {
@@ -113,17 +145,7 @@ impl MasterActivity {
             return Activity::Quiet;
         }
         let spanned = at.saturating_duration_since(then);
-        let smallest = self.quiet_rises().filter(|r| *r > 0).min();
-        let usual = match (smallest, self.light_at_most) {
-            (Some(u), Some(most)) => Some(u.min(most)),
-            (Some(u), None) => Some(u),
-            // Without light sweeps (OpenSM's sweep_interval 0) the quiet
-            // count does not move at all: a whole window of polls saw
-            // none. Fewer quiet polls than that may just be quicker than
-            // the sweeps (a watch polling every 2 s).
-            (None, _) if self.quiet.len() == QUIET_RISES => Some(0),
-            (None, most) => most,
-        };
+        let usual = self.usual(spanned);
         if let Some(usual) = usual
             && rose > self.light_at_most_over(usual, spanned)
         {
@@ -136,8 +158,87 @@ impl MasterActivity {
         if self.quiet.len() == QUIET_RISES {
             self.quiet.pop_front();
         }
-        self.quiet.push_back((rose, spanned));
-        Activity::Quiet
+        // Judged by provisional rises alone, it is provisional too: two
+        // heavy sweeps first are each other's usual until a light one
+        // comes.
+        let settled = self.quiet.iter().any(|q| !q.provisional && q.rose > 0);
+        self.quiet.push_back(QuietRise {
+            rose,
+            spanned,
+            provisional: !settled,
+            covered,
+        });
+        self.judge_provisional()
+    }
+
+    /// The smallest positive rise of the quiet polls remembered.
+    fn smallest(&self) -> Option<u32> {
+        self.quiet_rises().filter(|r| *r > 0).min()
+    }
+
+    /// The usual rise of a poll that spanned `spanned`: the smallest
+    /// quiet one (no more than light sweeps cost it, the switches
+    /// known), if there is one to go by.
+    fn usual(&self, spanned: Duration) -> Option<u32> {
+        match (self.smallest(), self.light_at_most(spanned)) {
+            (Some(u), Some(most)) => Some(u.min(most)),
+            (Some(u), None) => Some(u),
+            (None, Some(most)) => Some(most),
+            // Without light sweeps (OpenSM's sweep_interval 0) the quiet
+            // count does not move at all: a whole window of polls saw
+            // none. Fewer quiet polls than that may just be quicker than
+            // the sweeps (a watch polling every 2 s).
+            (None, None) => (self.quiet.len() == QUIET_RISES).then_some(0),
+        }
+    }
+
+    /// Judges again the rises taken as quiet before any quiet rise was
+    /// known, against what the window knows now: one past the light
+    /// sweeps' bound was a heavy sweep (the largest is told, and every
+    /// such one leaves the window). Once the window is full they are
+    /// quiet for good.
+    fn judge_provisional(&mut self) -> Activity {
+        let heavy: Vec<(usize, u32)> = (0..self.quiet.len())
+            .filter(|i| self.quiet[*i].provisional)
+            .filter_map(|i| {
+                let q = self.quiet[i];
+                let usual = self.usual_besides(i)?;
+                (q.rose > self.light_at_most_over(usual, q.spanned)).then_some((i, usual))
+            })
+            .collect();
+        let swept = (heavy.iter())
+            .filter(|(i, _)| !self.quiet[*i].covered)
+            .map(|(i, usual)| (self.quiet[*i].rose, *usual))
+            .max();
+        for (i, _) in heavy.iter().rev() {
+            self.quiet.remove(*i);
+        }
+        if self.quiet.len() == QUIET_RISES {
+            for q in &mut self.quiet {
+                q.provisional = false;
+            }
+        }
+        swept.map_or(Activity::Quiet, |(rose, usual)| Activity::Swept {
+            rose,
+            usual,
+        })
+    }
+
+    /// The usual rise to judge the `i`th quiet rise by: the smallest
+    /// positive rise of the others (no more than light sweeps cost its
+    /// span, the switches known). None without either: a rise among
+    /// polls that saw no other may be the first light sweep of polls
+    /// quicker than the sweeps.
+    fn usual_besides(&self, i: usize) -> Option<u32> {
+        let smallest = (self.quiet.iter().enumerate())
+            .filter(|(j, o)| *j != i && o.rose > 0)
+            .map(|(_, o)| o.rose)
+            .min();
+        let most = self.light_at_most(self.quiet[i].spanned);
+        match (smallest, most) {
+            (Some(u), Some(most)) => Some(u.min(most)),
+            (u, most) => u.or(most),
+        }
     }
 
     /// The most light sweeps may raise the count in a poll that spanned
@@ -147,7 +248,7 @@ impl MasterActivity {
     /// late does not move it).
     fn light_at_most_over(&self, usual: u32, spanned: Duration) -> u32 {
         let mut spans: Vec<Duration> = (self.quiet.iter())
-            .map(|(_, took)| *took)
+            .map(|q| q.spanned)
             .filter(|t| !t.is_zero())
             .collect();
         spans.sort_unstable();
@@ -240,14 +341,14 @@ mod tests {
             blind.iter().all(|a| *a == Activity::Quiet),
             "without the fabric's size, they pass for light sweeps"
         );
-        let mut told = MasterActivity::default().with_switches(5, Duration::from_secs(4));
+        let mut told = MasterActivity::default().with_switches(5);
         let swept: Vec<usize> = (counts.iter().enumerate())
             .filter(|(_, c)| matches!(told.counted(1, **c, clock.tick()), Activity::Swept { .. }))
             .map(|(i, _)| i)
             .collect();
         assert_eq!(swept, [1, 4, 6], "each heavy sweep");
         // Light sweeps of a large fabric, three a poll, stay quiet.
-        let mut large = MasterActivity::default().with_switches(500, Duration::from_secs(30));
+        let mut large = MasterActivity::default().with_switches(500);
         for (i, c) in [0, 1500, 3000, 4500, 6000].iter().enumerate() {
             assert_eq!(
                 large.counted(1, *c, clock.tick()),
@@ -259,11 +360,11 @@ mod tests {
 
     #[test]
     fn polls_quicker_than_the_light_sweeps_do_not_take_the_first_for_a_heavy_one() {
-        let mut clock = Clock::every(30);
+        let mut clock = Clock::every(2);
         // 783 switches, a light sweep every 10 s, a poll every 2 s: four
         // quiet polls, then the first light sweep.
         let counts = [0, 0, 0, 0, 0, 783, 783, 783, 783, 783, 1566];
-        let mut told = MasterActivity::default().with_switches(783, Duration::from_secs(2));
+        let mut told = MasterActivity::default().with_switches(783);
         for (i, c) in counts.iter().enumerate() {
             assert_eq!(
                 told.counted(1, *c, clock.tick()),
@@ -286,6 +387,82 @@ mod tests {
         ));
         assert!(matches!(
             blind.counted(1, 200_000, clock.tick()),
+            Activity::Swept { .. }
+        ));
+    }
+
+    #[test]
+    fn a_heavy_sweep_in_the_first_polls_is_seen_one_poll_late_not_learnt_as_the_usual() {
+        // Polls every 30 s from a start: the first rise is a SIGHUP's
+        // heavy sweep (142 SMPs), then light sweeps of five SMPs each.
+        let s = seen(&[1000, 1142 + 15, 1142 + 30, 1142 + 45, 1142 + 60]);
+        assert_eq!(&s[..2], &[Activity::Quiet; 2], "nothing to judge it by yet");
+        assert_eq!(
+            s[2],
+            Activity::Swept {
+                rose: 157,
+                usual: 15
+            },
+            "seen once a light sweep's rise is known"
+        );
+        assert_eq!(&s[3..], &[Activity::Quiet; 2], "told once");
+        // Two heavy sweeps first (a port that went and came back): both
+        // are judged again, and told once.
+        let s = seen(&[0, 150, 300, 315, 330]);
+        let swept: Vec<usize> = (s.iter().enumerate())
+            .filter(|(_, a)| matches!(a, Activity::Swept { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(swept, [3], "{s:?}");
+        let mut clock = Clock::every(30);
+        let mut w = MasterActivity::default();
+        for c in [0, 150, 300, 315, 330] {
+            w.counted(1, c, clock.tick());
+        }
+        assert_eq!(w.quiet_rises().collect::<Vec<_>>(), [15, 15], "both left");
+        // A notice covered the first rise: not told again.
+        let mut clock = Clock::every(30);
+        let mut w = MasterActivity::default();
+        w.counted(1, 0, clock.tick());
+        w.notice();
+        assert_eq!(w.counted(1, 157, clock.tick()), Activity::Quiet);
+        assert_eq!(w.counted(1, 172, clock.tick()), Activity::Quiet);
+        assert_eq!(
+            w.quiet_rises().collect::<Vec<_>>(),
+            [15],
+            "gone from the window"
+        );
+    }
+
+    #[test]
+    fn quiet_rises_judged_without_a_usual_become_final_with_a_full_window() {
+        let mut counts = vec![0, 15];
+        counts.extend((2..=QUIET_RISES as u32 + 1).map(|i| 15 * i));
+        let s = seen(&counts);
+        assert!(s.iter().all(|a| *a == Activity::Quiet), "{s:?}");
+        // A smaller rise later does not turn the old ones into sweeps.
+        let mut clock = Clock::every(30);
+        let mut w = MasterActivity::default();
+        for c in &counts {
+            w.counted(1, *c, clock.tick());
+        }
+        let last = *counts.last().unwrap();
+        assert_eq!(w.counted(1, last + 3, clock.tick()), Activity::Quiet);
+    }
+
+    #[test]
+    fn the_switches_bound_a_first_rise_by_the_time_it_spanned() {
+        // Five switches; the first count 40 s after the baseline (a long
+        // fill): five light sweeps' SMPs are quiet, a heavy sweep is not.
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let mut w = MasterActivity::default().with_switches(5);
+        w.counted(1, 0, at(0));
+        assert_eq!(w.counted(1, 25, at(40)), Activity::Quiet);
+        let mut w = MasterActivity::default().with_switches(5);
+        w.counted(1, 0, at(0));
+        assert!(matches!(
+            w.counted(1, 25 + 161, at(40)),
             Activity::Swept { .. }
         ));
     }

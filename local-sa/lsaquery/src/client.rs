@@ -4,8 +4,11 @@
 //!
 //! MADs that answer no request of ours and are not answers themselves
 //! (the SA's Reports, for a subscriber) are kept for
-//! [`Client::next_unsolicited`]; a Report is answered (ReportResp) the
-//! moment it comes.
+//! [`Client::next_unsolicited`], at most [`UNSOLICITED_KEPT`]; a Report is
+//! answered (ReportResp) the moment it comes. A Get or Set this agent
+//! serves no answer to (the simulator hands a port's requests to the one
+//! process that takes Reports there) is answered as the kernel answers a
+//! request no agent is registered for: method/attribute unsupported.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -23,6 +26,10 @@ use smol::future::FutureExt as _;
 use tracing::trace;
 use umad::port::PortFacts;
 use umad::{Address, AgentId, AgentSpec, IncomingMad, OutgoingMad, UmadDevice, UmadTransport};
+
+/// Unsolicited MADs kept for [`Client::next_unsolicited`]; past this the
+/// oldest are dropped (a subscriber that never reads them holds no more).
+const UNSOLICITED_KEPT: usize = 1024;
 
 /// Names one request of this client's.
 pub(crate) type Token = u64;
@@ -268,9 +275,18 @@ impl Client {
                     || MadHeader::parse(&m.mad).is_ok_and(|(h, _)| h.method().is_response());
                 if is_answer {
                     trace!("an answer to no request in flight (late or duplicate)");
+                } else if let Some(resp) = unserved_response(&m.mad) {
+                    trace!(
+                        from = m.source.lid,
+                        "a request this agent does not serve: unsupported"
+                    );
+                    self.out.push_back(Transmit::reply(m.source.reply(), resp));
                 } else {
                     if let Some(resp) = report_response(&m.mad) {
                         self.out.push_back(Transmit::reply(m.source.reply(), resp));
+                    }
+                    if self.unsolicited.len() == UNSOLICITED_KEPT {
+                        self.unsolicited.pop_front();
                     }
                     self.unsolicited.push_back(m);
                 }
@@ -309,6 +325,21 @@ fn report_response(mad: &[u8]) -> Option<Bytes> {
     Some(resp.freeze())
 }
 
+/// The answer to `mad` if it is a Get or Set: what the kernel's MAD layer
+/// answers for a port where no agent serves it (`generate_unmatched_resp`):
+/// a GetResp with MAD status method/attribute unsupported.
+fn unserved_response(mad: &[u8]) -> Option<Bytes> {
+    let (h, _) = MadHeader::parse(mad).ok()?;
+    if h.method() != Method::GET && h.method() != Method::SET {
+        return None;
+    }
+    let mut resp = BytesMut::from(mad);
+    let (h, _) = MadHeader::mut_from_prefix(&mut resp[..]).ok()?;
+    h.set_method(Method::GET_RESP);
+    h.set_status(MadStatus::METHOD_ATTR_UNSUPPORTED);
+    Some(resp.freeze())
+}
+
 #[cfg(test)]
 mod tests {
     use mad_codec::{AttributeId, SaMadBuilder};
@@ -327,5 +358,19 @@ mod tests {
         assert_eq!(resp.len(), report.len());
         let get = SaMadBuilder::request(Method::GET, 7, AttributeId::PATH_RECORD).into_bytes();
         assert!(report_response(&get).is_none());
+        assert!(
+            unserved_response(&report).is_none(),
+            "a Report is not refused"
+        );
+    }
+
+    #[test]
+    fn a_get_this_agent_does_not_serve_is_answered_unsupported_as_the_kernel_does() {
+        let get = SaMadBuilder::request(Method::GET, 9, AttributeId::CLASS_PORT_INFO).into_bytes();
+        let resp = unserved_response(&get).expect("an answer");
+        let (h, _) = MadHeader::parse(&resp).unwrap();
+        assert_eq!(h.method(), Method::GET_RESP);
+        assert_eq!(h.status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
+        assert_eq!(h.transaction_id(), 9);
     }
 }

@@ -362,9 +362,10 @@ mod tests {
 
     #[test]
     fn the_master_answers_what_the_core_asked() {
-        // At start the core asks for the master's ClassPortInfo and its
-        // paths, and nothing else until they are in: answering the paths
-        // (the newer request) with three of them makes it ready.
+        // At start the core asks for the master's activity, its
+        // ClassPortInfo and its paths, and nothing else until they are
+        // in: answering the paths (the newest request) with three of them
+        // makes it ready.
         let paths: Vec<u8> = (3..6u16)
             .flat_map(|dlid| {
                 let mut r = PathRecord::new_zeroed();
@@ -376,7 +377,7 @@ mod tests {
             })
             .collect();
         let s = Script::play(&[0u8, 0]);
-        assert_eq!(s.requests.len(), 2, "the core's requests at start");
+        assert_eq!(s.requests.len(), 3, "the core's requests at start");
         let mut script = vec![6, 0, 0, 192, 0];
         script.extend(&paths);
         // Within a second (the start's window on a fabric this small):

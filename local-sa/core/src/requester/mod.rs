@@ -530,6 +530,13 @@ impl<A: Clone, T> Requester<A, T> {
             }
             return self.settle(tid);
         }
+        if !h.mad.method().is_response() {
+            // A request of the same TID is not its answer: our own
+            // request to our own port, handed back to this agent (the
+            // simulator gives a port's requests to its only agent that
+            // serves them; on hardware a registered responder gets them).
+            return Handled::NotOurs;
+        }
         if !data_segment {
             // A one-MAD answer, possibly before the last ACK of our RMPP
             // request.

@@ -56,6 +56,22 @@ fn done(h: Handled<&'static str>) -> Completion<&'static str> {
 }
 
 #[test]
+fn our_own_request_handed_back_is_not_its_answer() {
+    // A request to this very port comes back to this agent (under the
+    // simulator, to the one process serving the port): same TID, but a
+    // request, not an answer.
+    let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
+    r.send(now, SA, "probe", &get(4), &mut out);
+    let sent = out.pop_front().unwrap();
+    assert!(matches!(
+        r.handle(now, &SA, 0, &sent.mad, None, &mut out),
+        Handled::NotOurs
+    ));
+    let c = done(r.handle(now, &SA, 0, &answer(&sent.mad, 1), None, &mut out));
+    assert_eq!(c.token, "probe", "the answer still ends it");
+}
+
+#[test]
 fn an_answer_is_matched_on_the_low_transaction_id_bits() {
     let (mut r, mut out, now) = (requester(), Out::new(), Instant::now());
     let tid = r.send(now, SA, "path", &get(4), &mut out);

@@ -175,8 +175,7 @@ impl Watcher {
             master: Address::gsi(master, 0),
             window: window.max(1),
             watch: Watch::new(setup, holdings, digests, BTreeSet::new(), now).with_activity(
-                MasterActivity::default()
-                    .with_switches(crate::master::switches(hosts) as usize, ACTIVITY_POLL),
+                MasterActivity::default().with_switches(crate::master::switches(hosts) as usize),
             ),
             requests: Requests::new(),
             doing: Doing::Nothing,

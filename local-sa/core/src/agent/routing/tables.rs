@@ -135,10 +135,17 @@ impl SaCore {
         }
     }
 
-    /// A refresh starts now: it sees whatever change was due by now.
+    /// A refresh starts now: it sees whatever change was due by now. If
+    /// the master's activity has no count yet to judge the next one by,
+    /// it is asked now, before the tables: a sweep while they are fetched
+    /// is then a change the polls see (no blind start).
     pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
         if self.tables.refresh_begins(now) {
             self.telemetry.counters.change_refreshes += 1;
+        }
+        let ctx = self.upkeep_context();
+        if self.tables.needs_sweep_baseline(&ctx) {
+            self.poll_sweeps(now);
         }
     }
 

@@ -29,6 +29,12 @@ impl SweepWatch {
         self.next = at;
     }
 
+    /// Whether the master's activity was counted: the next count is
+    /// judged against it.
+    pub(in crate::agent) fn has_count(&self) -> bool {
+        self.activity.has_count()
+    }
+
     /// A change notice came (trap 128): the next rise is its sweep's.
     pub(in crate::agent) fn notice(&mut self) {
         self.activity.notice();

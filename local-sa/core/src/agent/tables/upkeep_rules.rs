@@ -298,6 +298,12 @@ impl PortTables {
         }
     }
 
+    /// Whether a refresh beginning now takes a first count of the
+    /// master's activity: the polls are on and none was counted yet.
+    pub(in crate::agent) fn needs_sweep_baseline(&self, ctx: &UpkeepContext) -> bool {
+        polls(self, ctx) && !self.sweeps.has_count()
+    }
+
     /// True (and the next poll one interval on) when a poll is due; a
     /// lease stops the polls.
     pub(in crate::agent) fn take_sweep_poll_due(

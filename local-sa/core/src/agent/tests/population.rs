@@ -57,8 +57,14 @@ fn start_registers_and_fetches_this_ports_paths() {
             c.upstream_in_flight,
             c.transfers_active
         ),
-        (1, 8, 0, 0),
-        "ClassPortInfo, three subscriptions, the canary, the paths, then the names tables"
+        (1, 9, 0, 0),
+        "the master's activity, ClassPortInfo, three subscriptions, the canary, the paths, then \
+         the names tables"
+    );
+    assert_eq!(
+        b.master.requests[0].attribute,
+        AttributeId::SM_INFO_RECORD,
+        "the master's activity counted before the table: a sweep while it is fetched is seen"
     );
 }
 
@@ -163,14 +169,15 @@ fn an_agent_started_without_a_master_keeps_trying_and_fills_once_it_answers() {
     master.answering = false;
     let mut b = Bench::new(master, config);
     // Until its first refresh has ended, the agent asks for nothing but
-    // the table and the master's ClassPortInfo, and not for the table
-    // twice within the table time-out: a master that has it queued is not
-    // made to compute it twice.
+    // the table, the master's ClassPortInfo and its activity, and not for
+    // the table twice within the table time-out: a master that has it
+    // queued is not made to compute it twice.
     b.advance(config.table_timeout - Duration::from_millis(1));
     assert_eq!(path_tables(&b.master), 1, "the table, once");
     assert_eq!(
         b.master.requests.len(),
-        1 + b.master.count(AttributeId::CLASS_PORT_INFO),
+        1 + b.master.count(AttributeId::CLASS_PORT_INFO)
+            + b.master.count(AttributeId::SM_INFO_RECORD),
         "nothing else"
     );
     b.advance(Duration::from_secs(300));
@@ -502,11 +509,11 @@ fn while_the_masters_class_port_info_is_asked_a_query_naming_a_pkey_waits_for_it
         now,
         sent: std::collections::VecDeque::new(),
     };
-    // At start: the master's ClassPortInfo, then the table. The master
-    // answers the table first.
+    // At start: the master's activity and ClassPortInfo, then the table.
+    // The master answers the table first.
     let sent: Vec<_> = std::iter::from_fn(|| b.core.poll_transmit()).collect();
-    assert_eq!(sent.len(), 2, "ClassPortInfo and the table");
-    b.master.handle(b.now, &sent[1].mad);
+    assert_eq!(sent.len(), 3, "the activity, ClassPortInfo and the table");
+    b.master.handle(b.now, &sent[2].mad);
     b.pump();
     assert!(b.core.is_ready());
     let pkey_query = pr_request(Method::GET, 0x62, pr::SLID | pr::DLID | pr::PKEY, |t| {
@@ -518,7 +525,7 @@ fn while_the_masters_class_port_info_is_asked_a_query_naming_a_pkey_waits_for_it
     let out: Vec<_> = std::iter::from_fn(|| b.core.poll_transmit()).collect();
     assert!(out.is_empty(), "neither answered nor forwarded: {out:?}");
     // The ClassPortInfo's answer releases it, answered from the cache.
-    b.master.handle(b.now, &sent[0].mad);
+    b.master.handle(b.now, &sent[1].mad);
     b.pump();
     let answers = b.take_sent(30);
     assert_eq!(answers.len(), 1);

@@ -398,6 +398,23 @@ pub(super) fn heavy_sweep_unannounced(b: &mut Bench) {
 }
 
 #[test]
+fn a_heavy_sweep_in_the_first_seconds_after_start_is_seen_and_refreshes() {
+    // The master's activity is counted before the first table: a SIGHUP's
+    // sweep right after it (no notice: the sweep moves nothing but a QoS
+    // level) is seen once the first light sweeps tell the usual.
+    let mut b = Bench::started();
+    let poll = AgentConfig::default().sweep_poll;
+    assert_eq!(b.core.counters().sweep_polls, 1, "counted at start");
+    reroute(&mut b.master, 5);
+    heavy_sweep_unannounced(&mut b);
+    light_sweeps(&mut b, poll * 3 + Duration::from_secs(60));
+    let c = b.core.counters();
+    assert_eq!((c.sweeps_seen, c.change_notices), (1, 0));
+    assert_eq!(b.master.path_tables(), 2, "refreshed once");
+    assert_eq!(served(&b, 5).rate(), Rate::GBPS_2_5, "the new route's rate");
+}
+
+#[test]
 fn a_heavy_sweep_whose_notice_was_lost_is_seen_by_the_poll_and_refreshes() {
     let mut b = Bench::started();
     let poll = AgentConfig::default().sweep_poll;

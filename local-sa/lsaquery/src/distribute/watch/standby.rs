@@ -72,10 +72,7 @@ pub(super) async fn until_active(
     let mut waited = false;
     let mut said = None;
     let pause = (options.renew / 2).max(Duration::from_secs(1));
-    let mut learnt = MasterActivity::default().with_switches(
-        prepared.fabric.switch_count(),
-        pause.max(options.activity_poll),
-    );
+    let mut learnt = MasterActivity::default().with_switches(prepared.fabric.switch_count());
     loop {
         let mut claim = Claim::new(nodes.clone());
         let claimed = loop {
