@@ -234,6 +234,11 @@ impl Client {
         }
     }
 
+    /// Lets go of the unsolicited MADs kept so far; how many.
+    pub(crate) fn drop_unsolicited(&mut self) -> usize {
+        std::mem::take(&mut self.unsolicited).len()
+    }
+
     /// Puts out what is queued, then waits for one MAD or the requester's
     /// timer and hands it to the requester.
     async fn step(&mut self) -> Result<(), Closed> {

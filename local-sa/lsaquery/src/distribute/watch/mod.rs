@@ -4,7 +4,10 @@
 //! 1. The fill, as `--distribute --compute`, every push carrying a lease
 //!    (`load_flags::LEASE`, `--lease`): while it runs a node refreshes
 //!    nothing itself.
-//! 2. Then it waits for a change: a notice heard through this node's
+//! 2. Then it waits for a change — followed from before the fill's first
+//!    read of the description, the master's activity counted just before
+//!    it, so that a change in the watch's first seconds is one it hears
+//!    of or sees: a notice heard through this node's
 //!    local-sa, or where none runs from the master SA itself (trap 128: a
 //!    switch port's link went up or down; 64/65: a port came or went;
 //!    [`notices`]), after `--settle` for the master's sweep (each later
@@ -115,6 +118,10 @@ impl WatchOptions {
 /// Stands by while another watch is active, fills, then keeps every node
 /// current until a signal; a watch fenced off (another took over while it
 /// was frozen or cut off) stands by again.
+///
+/// No blind start: the notices are followed, and the master's activity
+/// counted, before the description is first read, so that any change
+/// after that read is one the watch hears of or sees.
 pub(crate) async fn run(
     session: &mut Session,
     distribute: &super::DistributeOptions,
@@ -122,42 +129,74 @@ pub(crate) async fn run(
 ) -> Result<(), Stop> {
     let mut signals = Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
         .map_err(|e| Stop::new(3, format!("cannot watch signals: {e}")))?;
+    let mut notices = follow_notices(session, options).await;
+    let subscribed = matches!(notices, Notices::Master);
+    let ran = watch_until_stopped(session, distribute, options, &mut notices, &mut signals).await;
+    if subscribed {
+        notices::unsubscribe_at_master(session).await;
+    }
+    ran
+}
+
+async fn watch_until_stopped(
+    session: &mut Session,
+    distribute: &super::DistributeOptions,
+    options: &WatchOptions,
+    notices: &mut Notices,
+    signals: &mut Signals,
+) -> Result<(), Stop> {
+    let mut learnt = MasterActivity::default();
     loop {
-        let Some(mut prepared) = prepare_until_ready(session, distribute, &mut signals).await?
+        let Some(mut prepared) = prepare_until_ready(
+            session,
+            distribute,
+            options,
+            (notices, &mut learnt),
+            signals,
+        )
+        .await?
         else {
             return Ok(());
         };
-        let learnt = match standby::until_active(
+        learnt = learnt.with_switches(prepared.fabric.switch_count());
+        let waiting = options.waiting();
+        match standby::until_active(
             session,
             distribute,
-            options.waiting(),
+            waiting,
             &prepared,
-            &mut signals,
+            &mut learnt,
+            signals,
         )
         .await?
         {
             Standing::Stopped => return Ok(()),
-            Standing::Active { waited, learnt } => {
-                if waited {
-                    // The fabric may have changed while another watch
-                    // kept it.
-                    match prepare_until_ready(session, distribute, &mut signals).await? {
-                        Some(p) => prepared = p,
-                        None => return Ok(()),
-                    }
+            Standing::Active { waited: false } => {}
+            Standing::Active { waited: true } => {
+                // The fabric may have changed while another watch kept it.
+                match prepare_until_ready(
+                    session,
+                    distribute,
+                    options,
+                    (notices, &mut learnt),
+                    signals,
+                )
+                .await?
+                {
+                    Some(p) => prepared = p,
+                    None => return Ok(()),
                 }
-                learnt
             }
-        };
-        match active(
+        }
+        let active = active(
             session,
             distribute,
             options,
-            (prepared, learnt),
-            &mut signals,
+            (prepared, learnt.clone()),
+            (notices, signals),
         )
-        .await?
-        {
+        .await?;
+        match active {
             Some(owner) => {
                 warn!(
                     active = owner,
@@ -178,7 +217,7 @@ async fn active(
     distribute: &super::DistributeOptions,
     options: &WatchOptions,
     (prepared, learnt): (Prepared, MasterActivity),
-    signals: &mut Signals,
+    (notices, signals): (&mut Notices, &mut Signals),
 ) -> Result<Option<u16>, Stop> {
     let filled = super::fill(
         session,
@@ -239,7 +278,7 @@ async fn active(
     // However the watch ends, on a signal or a failure, the leases end
     // with it: the nodes must not wait them out (unless the transport is
     // gone too).
-    let kept = keep(session, options, &mut driver, &mut watch, signals).await;
+    let kept = keep_current(session, options, &mut driver, &mut watch, signals, notices).await;
     watch.handle_stop();
     let stopped = driver.carry_out(session, &mut watch).await;
     kept.and(stopped)?;
@@ -250,10 +289,15 @@ async fn active(
 /// master that does not answer yet (starting, failing over, or ignoring
 /// a wrong SA key) or a description caught mid-sweep is waited for, with
 /// a growing pause, and said so each time; the nodes keep their own
-/// tables meanwhile (no lease is given yet). `None`: a signal came.
+/// tables meanwhile (no lease is given yet). Before each read the
+/// notices heard so far are let go (the read sees what they said) and
+/// the master's activity is counted into `learnt`: a sweep after the
+/// read is a rise the next poll sees. `None`: a signal came.
 async fn prepare_until_ready(
     session: &mut Session,
     distribute: &super::DistributeOptions,
+    options: &WatchOptions,
+    (notices, learnt): (&mut Notices, &mut MasterActivity),
     signals: &mut Signals,
 ) -> Result<Option<Prepared>, Stop> {
     let Some(compute) = &distribute.compute else {
@@ -261,6 +305,20 @@ async fn prepare_until_ready(
     };
     let mut pause = FIRST_RETRY;
     loop {
+        let dropped = notices.let_go(session);
+        if dropped > 0 {
+            debug!(
+                dropped,
+                "notices before the read: the read sees what they said"
+            );
+        }
+        if !options.activity_poll.is_zero()
+            && let Some((sm_lid, count)) = activity::act_count(session).await?
+        {
+            // What this count closes was before the read: only the rise
+            // after it is news.
+            learnt.counted(sm_lid, count, Instant::now());
+        }
         match crate::compute::prepare(session, session.dest, compute).await {
             Ok(prepared) => return Ok(Some(prepared)),
             Err(e) => {
@@ -298,6 +356,17 @@ enum Notices {
     Master,
     /// Nowhere: the interval's re-reads and the master's activity alone.
     None,
+}
+
+impl Notices {
+    /// Lets go of the notices heard so far; how many.
+    fn let_go(&mut self, session: &mut Session) -> usize {
+        match self {
+            Self::LocalSa(rx) => std::iter::from_fn(|| rx.try_recv().ok()).count(),
+            Self::Master => session.client.drop_unsolicited(),
+            Self::None => 0,
+        }
+    }
 }
 
 /// Follows the notices through this node's local-sa, else (none runs
@@ -340,24 +409,7 @@ async fn follow_notices(session: &mut Session, options: &WatchOptions) -> Notice
 
 /// Keeps the nodes current until a signal or the watch's end (`Ok`) or a
 /// failure: carries out what the watch asks, and tells it of notices and
-/// of time passing. Subscriptions the watch made at the master end with
-/// it.
-async fn keep(
-    session: &mut Session,
-    options: &WatchOptions,
-    driver: &mut Driver<'_>,
-    watch: &mut Watch,
-    signals: &mut Signals,
-) -> Result<(), Stop> {
-    let mut notices = follow_notices(session, options).await;
-    let subscribed = matches!(notices, Notices::Master);
-    let kept = keep_current(session, options, driver, watch, signals, &mut notices).await;
-    if subscribed {
-        notices::unsubscribe_at_master(session).await;
-    }
-    kept
-}
-
+/// of time passing.
 async fn keep_current(
     session: &mut Session,
     options: &WatchOptions,

@@ -31,12 +31,8 @@ use crate::stop::Stop;
 /// How standing by ended.
 pub(super) enum Standing {
     /// This watch is the active one; `waited`: another was active for a
-    /// while (the fabric is read again before the fill); `learnt`: the
-    /// master's activity polled meanwhile.
-    Active {
-        waited: bool,
-        learnt: MasterActivity,
-    },
+    /// while (the fabric is read again before the fill).
+    Active { waited: bool },
     /// A signal came while standing by.
     Stopped,
 }
@@ -51,12 +47,14 @@ pub(super) struct Waiting {
     pub(super) activity_poll: Duration,
 }
 
-/// Claims the referee node's lease until this watch gets it.
+/// Claims the referee node's lease until this watch gets it, counting
+/// the master's activity into `learnt` while standing by.
 pub(super) async fn until_active(
     session: &mut Session,
     distribute: &DistributeOptions,
     options: Waiting,
     prepared: &Prepared,
+    learnt: &mut MasterActivity,
     signals: &mut Signals,
 ) -> Result<Standing, Stop> {
     let fabric = Endpoints::from_endports(prepared.fabric.endports());
@@ -72,7 +70,6 @@ pub(super) async fn until_active(
     let mut waited = false;
     let mut said = None;
     let pause = (options.renew / 2).max(Duration::from_secs(1));
-    let mut learnt = MasterActivity::default().with_switches(prepared.fabric.switch_count());
     loop {
         let mut claim = Claim::new(nodes.clone());
         let claimed = loop {
@@ -94,7 +91,7 @@ pub(super) async fn until_active(
                     );
                 }
                 Role::Active { referee }.say(session.json)?;
-                return Ok(Standing::Active { waited, learnt });
+                return Ok(Standing::Active { waited });
             }
             Claimed::StandBy { owner, referee } => {
                 if said != Some(owner) {
