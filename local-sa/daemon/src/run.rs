@@ -88,6 +88,9 @@ pub(crate) fn run(
             "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
         );
     }
+    if let Some(note) = options.sm_key_note {
+        warn!(file = ?options.sm_key_file, "{note}");
+    }
     let signals =
         Signals::new([Signal::Term, Signal::Int, Signal::Hup]).map_err(DaemonError::Signals)?;
     let mut activated = activation::activated().map_err(DaemonError::Acm)?;

@@ -156,10 +156,14 @@ pub(crate) struct Options {
     #[arg(long, value_name = "KEY", value_parser = number::<u64>, conflicts_with = "sm_key_file")]
     pub(crate) sm_key: Option<u64>,
     /// Read the SM_Key from FILE, which only its owner may read: the key
-    /// alone, or an OpenSM configuration file's `sm_key` line (share the
-    /// master's /etc/opensm/opensm.conf).
+    /// alone, or an OpenSM configuration file, whose `sa_key` is the key
+    /// (the one OpenSM's SA trusts and a distributor's loads carry; share
+    /// the master's /etc/opensm/opensm.conf).
     #[arg(long, value_name = "FILE")]
     pub(crate) sm_key_file: Option<PathBuf>,
+    /// What reading --sm-key-file noticed, to say in the log.
+    #[arg(skip)]
+    pub(crate) sm_key_note: Option<&'static str>,
     /// Milliseconds each request to the master SA waits for its answer.
     #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "1000")]
     pub(crate) upstream_timeout: u64,
@@ -537,7 +541,9 @@ impl Options {
         let mut options = Self::try_parse_from(&sources.merged).map_err(OptionsError::Clap)?;
         options.acm_options_read = sources.acm_options;
         if let Some(path) = &options.sm_key_file {
-            options.sm_key = Some(sm_key_file::read(path).map_err(OptionsError::SmKeyFile)?);
+            let read = sm_key_file::read(path).map_err(OptionsError::SmKeyFile)?;
+            options.sm_key = Some(read.key);
+            options.sm_key_note = read.note;
         }
         Ok(options)
     }
