@@ -43,6 +43,11 @@ struct BehindTheUplink<'f> {
     nodes: Vec<LocalSa<'f>>,
     /// Every host's LID.
     lids: Vec<u16>,
+    /// (change notices, sweeps seen) by node just before the unplug:
+    /// what the nodes' own start cost OpenSM (under ibsim each local-sa
+    /// that starts marks its port IsSM, and OpenSM sweeps) is not the
+    /// unplug's.
+    before_unplug: Vec<(u64, u64)>,
 }
 
 impl<'f> BehindTheUplink<'f> {
@@ -64,7 +69,15 @@ impl<'f> BehindTheUplink<'f> {
             names,
             nodes,
             lids,
+            before_unplug: Vec::new(),
         }
+    }
+
+    /// (change notices, sweeps seen) by node now.
+    fn counts(&self) -> Vec<(u64, u64)> {
+        (self.nodes.iter())
+            .map(|sa| (sa.counter("change_notices"), sa.counter("sweeps_seen")))
+            .collect()
     }
 
     /// What OpenSM answers each node, by node.
@@ -87,10 +100,11 @@ impl<'f> BehindTheUplink<'f> {
     /// Checks the nodes answer as OpenSM, lets them learn the master's
     /// light sweeps, unplugs the uplink, and returns how long until
     /// every node answered OpenSM's new paths (at most a minute).
-    fn unplug_until_right(&self) -> Duration {
+    fn unplug_until_right(&mut self) -> Duration {
         let before = self.opensm();
         assert_eq!(self.ours(), before, "the nodes answer as OpenSM before");
         std::thread::sleep(Duration::from_secs(20));
+        self.before_unplug = self.counts();
         let unplugged = Instant::now();
         (self.fabric)
             .unlink(&format!("leaf{}", self.leaf), 5)
@@ -115,11 +129,12 @@ impl<'f> BehindTheUplink<'f> {
         }
     }
 
-    /// (change notices, sweeps seen) by node; asserts some node's Report
-    /// was lost (else the test proves nothing).
+    /// (change notices, sweeps seen) by node since the unplug; asserts
+    /// some node's Report was lost (else the test proves nothing).
     fn notices_and_sweeps_seen(&self) -> Vec<(u64, u64)> {
-        let counts: Vec<(u64, u64)> = (self.nodes.iter())
-            .map(|sa| (sa.counter("change_notices"), sa.counter("sweeps_seen")))
+        let counts: Vec<(u64, u64)> = (self.counts().iter())
+            .zip(&self.before_unplug)
+            .map(|((n, s), (n0, s0))| (n - n0, s - s0))
             .collect();
         eprintln!("(change notices, sweeps seen) by node: {counts:?}");
         assert!(
@@ -133,7 +148,7 @@ impl<'f> BehindTheUplink<'f> {
 #[test]
 fn a_reroute_whose_report_is_lost_reaches_the_node_through_the_master_s_activity() {
     let fabric = start(slow_spine_tree(), &[], &[]);
-    let b = BehindTheUplink::start(&fabric, &["--sweep-poll", "5", "--change-settle", "3"]);
+    let mut b = BehindTheUplink::start(&fabric, &["--sweep-poll", "5", "--change-settle", "3"]);
     let took = b.unplug_until_right();
     eprintln!("every node answered OpenSM's new paths {took:?} after the unplug");
     let counts = b.notices_and_sweeps_seen();

@@ -382,9 +382,10 @@ fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
 
     // OpenSM's policy changes under the watch (QoS class 3 now on SL 1)
     // and OpenSM re-reads it at the heavy sweep a SIGHUP starts: the
-    // tables the nodes hold at class 3 are wrong until the watch's next
-    // interval. Each node's own check finds it, forgets the QoS tables,
-    // and answers class 3 as OpenSM now does.
+    // tables the nodes hold at class 3 are wrong. The watch sees the
+    // sweep and tells every node to forget the QoS answers it kept (or a
+    // node's own check finds the difference first and forgets them), and
+    // each answers class 3 as OpenSM now does.
     let policy = fabric.opensm_dir().join("qos-policy.conf");
     let changed = QOS_POLICY.replace("name: slow\n        sl: 3", "name: slow\n        sl: 1");
     assert_ne!(changed, QOS_POLICY);
@@ -397,8 +398,11 @@ fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
     assert!(hup.success());
     let lids = host_lids(&fabric);
     for (sa, name) in nodes.iter_mut().zip(NODES) {
-        sa.wait_until("a check failed", Duration::from_secs(90), |c| {
+        // The watch saw the sweep and told every node to forget its QoS
+        // answers, or the node's own check found the difference first.
+        sa.wait_until("its QoS answers forgotten", Duration::from_secs(90), |c| {
             c.get("checks_failed").is_some_and(|n| *n >= 1)
+                || c.get("qos_forgotten").is_some_and(|n| *n >= 1)
         })
         .unwrap_or_else(|e| panic!("{name}: {e}"));
         let lid = [fabric.node(name).unwrap().port().unwrap().lid];

@@ -141,6 +141,9 @@ counters! {
     doubt_queries: Counter,
     /// Leases a distributor took or renewed on this port's tables.
     lease_renewals: Counter,
+    /// Renewals that said the master swept (`FORGET_QOS`): the QoS
+    /// answers kept from it were forgotten.
+    qos_forgotten: Counter,
     /// Leases that ended with the distributor silent (past the lease, or
     /// for two of its renewal intervals): the port checked and then
     /// fetched its own tables again.

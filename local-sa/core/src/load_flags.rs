@@ -34,6 +34,13 @@ pub const LEASE: u32 = 8;
 /// record is not read, nothing is stored, and the answer counts 0.
 pub const RENEW_ONLY: u32 = 16;
 
+/// Bit 0 of a Set carrying RENEW_ONLY: the master swept since the sender
+/// last looked, and may have changed what it answers in ways no table
+/// shows (a QoS level at a ServiceID): the port forgets the answers it
+/// kept from the master — its QoS cache, the answers it forwarded — and
+/// asks again. A port that does not know the bit renews all the same.
+pub const FORGET_QOS: u32 = 1;
+
 /// The lease in seconds an AttributeModifier carries, if it has LEASE.
 pub const fn lease_seconds(modifier: u32) -> Option<u16> {
     if modifier & LEASE == 0 {

@@ -1,10 +1,12 @@
-//! OpenSM's configuration files from any bytes: the options, partitions
-//! and QoS policy parsers refuse or take them without a panic, and a
-//! policy they take gives every path of a small fabric a level without
-//! one either (asked with a P_Key, a ServiceID or a QoS class or none).
+//! OpenSM's configuration files from any bytes: the options, partitions,
+//! node name map and QoS policy parsers refuse or take them without a
+//! panic (a rescan of the options as well), and a policy they take meets a
+//! small fabric — named ports, IPoIB partitions checked, or the policy
+//! dropped — and gives every path a level without one either (asked with
+//! a P_Key, a ServiceID or a QoS class or none).
 
 use crate::opensm_config::qos_policy::QueryKeys;
-use crate::opensm_config::{OpenSmOptions, PartitionConfig, QosPolicy};
+use crate::opensm_config::{NodeNameMap, OpenSmOptions, PartitionConfig, QosPolicy};
 use crate::path_engine::synthetic::FatTree;
 use crate::path_engine::{Fabric, QosLevels, Table};
 
@@ -12,7 +14,9 @@ use crate::path_engine::{Fabric, QosLevels, Table};
 pub fn opensm_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let options = OpenSmOptions::parse(&text);
+    let _ = OpenSmOptions::default().rescanned(&OpenSmOptions::default(), &options);
     let partitions = PartitionConfig::parse(&text, options.qos).ok();
+    let names = NodeNameMap::parse(&text).ok();
     let Ok(policy) = QosPolicy::parse(&text) else {
         return;
     };
@@ -31,8 +35,8 @@ pub fn opensm_config(data: &[u8]) {
         fabric.set_partition_sl(p, 0);
     }
     let master = fabric.endports().first().map(|e| e.guid);
-    let Ok(levels) = QosLevels::resolve(policy, &fabric, &records, partitions.as_ref(), master)
-    else {
+    let held = (partitions.as_ref(), names.as_ref());
+    let Ok(levels) = QosLevels::resolve(policy, &fabric, &records, held, master) else {
         return;
     };
     fabric.set_qos_levels(levels);

@@ -37,6 +37,8 @@ pub struct OpenSmOptions {
     pub sa_key: Option<u64>,
     /// `routing_engine`: the engines in the order OpenSM tries them.
     pub routing_engine: Option<String>,
+    /// `node_name_map_name`: the node name map OpenSM knows nodes by.
+    pub node_name_map_name: Option<String>,
     /// Values OpenSM would not take, by line: what it logs, then ignores.
     pub ignored: Vec<(usize, String)>,
 }
@@ -57,6 +59,7 @@ impl Default for OpenSmOptions {
             lmc_esp0: false,
             sa_key: None,
             routing_engine: None,
+            node_name_map_name: None,
             ignored: Vec::new(),
         }
     }
@@ -117,6 +120,7 @@ impl OpenSmOptions {
                 "qos_policy_file" => o.qos_policy_file = file_name(value),
                 "partition_config_file" => o.partition_config_file = file_name(value),
                 "routing_engine" => o.routing_engine = file_name(value),
+                "node_name_map_name" => o.node_name_map_name = file_name(value),
                 _ => {}
             }
         }
@@ -126,6 +130,55 @@ impl OpenSmOptions {
                 .push((0, format!("lmc {} is past 7: OpenSM uses 0", o.lmc)));
             o.lmc = 0;
         }
+        o
+    }
+}
+
+/// Routing engines that give each path an SL of their own, which the SA
+/// does not publish: OpenSM's `lash`, `dfsssp`, `torus-2QoS` and `nue`.
+const SL_ENGINES: [&str; 4] = ["lash", "dfsssp", "torus-2qos", "nue"];
+
+impl OpenSmOptions {
+    /// The first engine `routing_engine` names that gives paths SLs of
+    /// its own, if one does (OpenSM falls back along the list, so any of
+    /// them may be the one routing).
+    pub fn sl_engine(&self) -> Option<&str> {
+        self.routing_engine.as_deref().and_then(|list| {
+            list.split(',')
+                .map(str::trim)
+                .find(|e| SL_ENGINES.contains(&e.to_ascii_lowercase().as_str()))
+        })
+    }
+
+    /// The options OpenSM holds after it rescans its file
+    /// (`osm_subn_rescan_conf_files`, at a SIGHUP or a sweep a trap
+    /// forced), these being the ones it held and `before` the file's
+    /// values it read last: an option it can change while it runs takes
+    /// the file's new value (`after`) where that differs from `before`
+    /// (so that one given on its command line stands until the file's
+    /// value changes); the others — the files' names, `allow_both_pkeys`,
+    /// `lmc`, `lmc_esp0`, `routing_engine` — stay as OpenSM started with
+    /// them.
+    pub fn rescanned(&self, before: &Self, after: &Self) -> Self {
+        let mut o = self.clone();
+        macro_rules! updatable {
+            ($($field:ident),*) => {
+                $(
+                    if before.$field != after.$field {
+                        o.$field = after.$field.clone();
+                    }
+                )*
+            };
+        }
+        updatable!(
+            qos,
+            enable_quirks,
+            use_original_extended_sa_rates_only,
+            max_rate_enum,
+            subnet_timeout,
+            sa_key
+        );
+        o.ignored = after.ignored.clone();
         o
     }
 }
@@ -188,7 +241,43 @@ mod tests {
         );
         assert_eq!((o.subnet_timeout, o.lmc, o.sa_key), (16, 2, Some(0x5eed)));
         assert_eq!(o.routing_engine.as_deref(), Some("ftree,updn"));
+        assert_eq!(o.sl_engine(), None);
+        let sl = OpenSmOptions::parse("routing_engine minhop, DFSSSP\nnode_name_map_name /m\n");
+        assert_eq!(
+            sl.sl_engine(),
+            Some("DFSSSP"),
+            "anywhere in the list, any case"
+        );
+        assert_eq!(sl.node_name_map_name.as_deref(), Some("/m"));
         assert!(o.ignored.is_empty(), "{:?}", o.ignored);
+    }
+
+    #[test]
+    fn a_rescan_takes_what_opensm_changes_while_it_runs_and_only_where_the_file_changed() {
+        let first = OpenSmOptions::parse(
+            "qos FALSE\nsubnet_timeout 18\nallow_both_pkeys FALSE\nqos_policy_file a.conf\n",
+        );
+        // qos given on the command line (-Q): held TRUE, the file FALSE.
+        let held = OpenSmOptions {
+            qos: true,
+            ..first.clone()
+        };
+        let edited = OpenSmOptions::parse(
+            "qos FALSE\nsubnet_timeout 16\nallow_both_pkeys TRUE\nqos_policy_file b.conf\n",
+        );
+        let now = held.rescanned(&first, &edited);
+        assert_eq!(now.subnet_timeout, 16, "changed in the file: taken");
+        assert!(
+            now.qos,
+            "the file's value did not change: the command line's stands"
+        );
+        assert!(!now.allow_both_pkeys, "read only when OpenSM starts");
+        assert_eq!(now.qos_policy_file.as_deref(), Some("a.conf"));
+        let off = OpenSmOptions::parse("qos TRUE\n");
+        assert!(
+            !held.rescanned(&off, &first).qos,
+            "the file's value changed"
+        );
     }
 
     #[test]

@@ -22,6 +22,12 @@
 //!   ServiceID, P_Key, source, target or either's GUID), each with an SL;
 //!   OpenSM puts their rules after those of `qos-match-rules`.
 //!
+//! Strings are read as OpenSM's lexer reads them: blanks outside double
+//! quotes are dropped (`port-name: vs1 HCA-1/P1` is the node `vs1HCA-1`,
+//! as OpenSM looks it up; `"vs1 HCA-1"/P1` keeps the blank), and a `#`
+//! inside quotes is no comment. A level's `packet-life` is a byte, so a
+//! value past 63 wraps into the record's selector bits as OpenSM's does.
+//!
 //! A file OpenSM would refuse is refused with its message and line.
 
 use super::error::ConfigError;
@@ -86,7 +92,8 @@ pub struct QosLevel {
     pub mtu_limit: Option<u8>,
     /// The greatest rate (its code) its paths get.
     pub rate_limit: Option<u8>,
-    /// The PacketLifeTime its paths get.
+    /// The PacketLifeTime its paths get: the byte OpenSM keeps (the
+    /// value modulo 256), OR'ed with the Exactly selector in the record.
     pub packet_life: Option<u8>,
     /// P_Keys the level allows (low 15 bits; none: any).
     pub pkeys: Vec<Range>,
@@ -118,6 +125,10 @@ pub struct MatchRule {
     pub pkeys: Vec<Range>,
     /// Index of its level in [`QosPolicy::levels`].
     pub level: usize,
+    /// An `ipoib` rule of `qos-ulps`: OpenSM refuses the whole policy
+    /// unless each of its partitions exists with two full members at
+    /// least (checked against the fabric, `QosLevels::resolve`).
+    pub ipoib: bool,
     /// Where it begins.
     pub line: usize,
 }
@@ -264,7 +275,7 @@ impl Parser {
         let mut nesting = 0usize;
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
-            let content = raw.split('#').next().unwrap_or_default().trim();
+            let content = uncommented(raw).trim();
             if content.is_empty() {
                 continue;
             }
@@ -466,7 +477,8 @@ impl Parser {
             }
             "packet-life" => {
                 once(&l.packet_life, "packet-life")?;
-                l.packet_life = Some(number(value, line)?.min(0x3F) as u8);
+                // OpenSM keeps it in a byte (`(uint8_t)` of the number).
+                l.packet_life = Some(number(value, line)? as u8);
             }
             "pkey" => l.pkeys.extend(pkey_ranges(value, line)?),
             other => return Err(unknown(other, line)),
@@ -604,12 +616,16 @@ impl Parser {
                 )?;
                 rule.destinations = Some(Ports::Guids(g));
             }
-            ("ipoib", "") => rule.pkeys = vec![(0x7FFF, 0x7FFF)],
+            ("ipoib", "") => {
+                rule.pkeys = vec![(0x7FFF, 0x7FFF)];
+                rule.ipoib = true;
+            }
             ("ipoib", "pkey") => {
                 rule.pkeys = need(
                     pkey_ranges(values, line)?,
                     "IPoIB ULP rule doesn't have pkeys",
                 )?;
+                rule.ipoib = true;
             }
             _ => {
                 return Err(ConfigError::policy(
@@ -712,19 +728,51 @@ fn unknown(key: &str, line: usize) -> ConfigError {
     ConfigError::policy(line, format!("syntax error near '{key}'"))
 }
 
-/// A string value, without one pair of quotes.
-fn single_string(value: &str) -> String {
-    let v = value.trim();
-    v.strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or(v)
-        .to_owned()
+/// `line` without its comment: from a `#` outside double quotes on.
+fn uncommented(line: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &line[..i],
+            _ => {}
+        }
+    }
+    line
 }
 
-/// A comma-separated list of strings.
+/// A string value as OpenSM's lexer leaves it: blanks outside double
+/// quotes dropped, the quotes gone, what they held kept whole.
+fn single_string(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut quoted = false;
+    for c in value.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' | '\t' if !quoted => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A comma-separated list of strings (a comma inside quotes is text).
 fn strings(value: &str) -> Vec<String> {
-    value
-        .split(',')
+    let mut items = Vec::new();
+    let (mut quoted, mut start) = (false, 0);
+    for (i, c) in value.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                items.push(&value[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&value[start..]);
+    items
+        .into_iter()
         .map(single_string)
         .filter(|s| !s.is_empty())
         .collect()
@@ -779,7 +827,10 @@ fn pkey_ranges(value: &str, line: usize) -> Result<Vec<Range>, ConfigError> {
         .collect())
 }
 
-/// `NodeDescription/Pn`: the description and port `n`.
+/// `NodeDescription/Pn`: the description and port `n`, as OpenSM reads
+/// it: the last `/` separates them, `P` (either case) and at least one
+/// character follow, and the number is what `strtoul` reads of them
+/// (`/P1x` is port 1; 0, or no number, is illegal).
 fn port_name(name: &str, line: usize) -> Result<(String, u8), ConfigError> {
     let illegal = || ConfigError::policy(line, format!("'{name}' - illegal port name"));
     let (node, port) = name.rsplit_once('/').ok_or_else(illegal)?;
@@ -787,13 +838,36 @@ fn port_name(name: &str, line: usize) -> Result<(String, u8), ConfigError> {
         .strip_prefix(['p', 'P'])
         .filter(|n| !n.is_empty())
         .ok_or_else(illegal)?;
-    match parse_number(n) {
-        Some(p) if p > 0 && p <= 255 => Ok((node.to_owned(), p as u8)),
+    match strtoul(n) {
+        // OpenSM's port number is an unsigned int; a port past 255 is
+        // past any node's and refused when the policy meets the fabric.
+        Some(p) if p > 0 => Ok((node.to_owned(), u8::try_from(p).unwrap_or(u8::MAX))),
         _ => Err(ConfigError::policy(
             line,
             format!("'{name}' - illegal port number in port name"),
         )),
     }
+}
+
+/// What `strtoul(s, NULL, 0)` reads at the start of `s`: `0x` hex, `0`
+/// octal or decimal digits, as many as there are (none: `None`).
+fn strtoul(s: &str) -> Option<u64> {
+    let s = s.trim_start();
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (h, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (&s[1..], 8)
+    } else {
+        (s, 10)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        // "0" alone, or "0" before what is no octal digit: zero.
+        return s.starts_with('0').then_some(0);
+    }
+    u64::from_str_radix(&digits[..end], radix).ok()
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ mod tests;
 pub use build::FabricRecords;
 pub use description_error::DescriptionError;
 pub use fabric::{Endport, Fabric};
+pub use qos_groups::ResolveError;
 pub use qos_levels::QosLevels;
 pub use sample::{Difference, PairCheck, compare_pair};
 pub use tables::{Table, TableError};

@@ -35,11 +35,6 @@ impl QosLevels {
         self.policy.level(self, source, dest, keys)
     }
 
-    /// Each port group's port GUIDs, in the policy's order.
-    pub(super) fn groups(&self) -> &[HashSet<u64>] {
-        &self.members
-    }
-
     /// The policy.
     pub fn policy(&self) -> &QosPolicy {
         &self.policy

@@ -122,20 +122,22 @@ impl Fabric {
             .map_or(u32::MAX, |p| p.switch)
     }
 
-    /// About `count` pairs of the default table to check, every pair when
-    /// the fabric has no more than that: otherwise each endport a source
-    /// at least once when `count` allows, and each group of sources (the
-    /// endports behind one switch: a leaf's hosts and the leaf) at least
-    /// once whatever `count`, its destinations taken in turn from each
-    /// group (so that the pairs spread over switch pairs), at random
-    /// within them; with a QoS policy, each of its port groups a source
-    /// and a destination at least once too. Then, for every partition —
-    /// those every endport holds too: a master with QoS sends and answers
-    /// their tables apart — pairs of its members in its table (asked as a
-    /// full member's), the same way with a quarter of `count`; and in its
-    /// table at each of `at_keys` (their ServiceID or QoS class), the same
-    /// way with that quarter shared among them. And from the switch of
-    /// each way through the forwarding tables that leads nowhere
+    /// The pairs of the default table to check: about `count` drawn,
+    /// every pair when the fabric has no more than that — each endport a
+    /// source in turn, its destinations taken in turn from each group of
+    /// endports behind one switch (a leaf's hosts and the leaf), so that
+    /// the pairs spread over switch pairs, at random within them — and,
+    /// whatever `count`, every endport a source and a destination at least
+    /// once: a check that sees every port catches an input local-sa was
+    /// not told (a QoS level for one port group, OpenSM's node name map, a
+    /// policy on OpenSM's command line) whatever the sample's size, at a
+    /// cost of N pairs a table. Then, for every partition — those every
+    /// endport holds too: a master with QoS sends and answers their tables
+    /// apart — pairs of its members in its table (asked as a full
+    /// member's), the same way with a quarter of `count`; and in its table
+    /// at each of `at_keys` (their ServiceID or QoS class), the same way
+    /// with that quarter shared among them. And from the switch of each
+    /// way through the forwarding tables that leads nowhere
     /// ([`Fabric::route_faults`], those kept by name), to its LID. `seed`
     /// makes it repeatable.
     pub fn sample(&self, count: usize, seed: u64, at_keys: &[QueryKeys]) -> Vec<PairCheck> {
@@ -210,35 +212,22 @@ impl Fabric {
                 pair(order[k % n], g[mix.below(g.len())])
             })
             .collect();
-        // A group of sources the turns did not reach: one of them, to a
-        // destination in a group of its turn.
+        // Every endport a source and a destination: those no pair leaves,
+        // each to one no pair reaches, the rest at random.
         let sources: HashSet<u64> = pairs.iter().map(|p| p.source).collect();
-        for (k, g) in groups.iter().enumerate() {
-            if !g.iter().any(|i| sources.contains(&self.endports[*i].guid)) {
-                let to = &groups[(k + 1) % groups.len()];
-                pairs.push(pair(g[mix.below(g.len())], to[mix.below(to.len())]));
-            }
-        }
-        // A port group of the QoS policy no pair leaves or reaches: one of
-        // its ports, as a source and as a destination. A level chosen by
-        // source or destination group is proven only by such a pair.
-        let policy_groups = self.qos_levels.iter().flat_map(|l| l.groups());
-        for group in policy_groups {
-            let inside: Vec<usize> = among
-                .iter()
-                .copied()
-                .filter(|i| group.contains(&self.endports[*i].guid))
-                .collect();
-            if inside.is_empty() {
-                continue;
-            }
-            let is_in = |guid: &u64| group.contains(guid);
-            if !pairs.iter().any(|p| is_in(&p.source)) {
-                pairs.push(pair(inside[mix.below(inside.len())], among[mix.below(n)]));
-            }
-            if !pairs.iter().any(|p| is_in(&p.dest)) {
-                pairs.push(pair(among[mix.below(n)], inside[mix.below(inside.len())]));
-            }
+        let reached: HashSet<u64> = pairs.iter().map(|p| p.dest).collect();
+        let missing = |seen: &HashSet<u64>| -> Vec<usize> {
+            (among.iter().copied())
+                .filter(|i| !seen.contains(&self.endports[*i].guid))
+                .collect()
+        };
+        let (unsourced, unreached) = (missing(&sources), missing(&reached));
+        for k in 0..unsourced.len().max(unreached.len()) {
+            let a = unsourced.get(k).copied();
+            let b = unreached.get(k).copied();
+            let a = a.unwrap_or_else(|| among[mix.below(n)]);
+            let b = b.unwrap_or_else(|| among[mix.below(n)]);
+            pairs.push(pair(a, b));
         }
         pairs
     }

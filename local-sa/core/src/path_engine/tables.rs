@@ -437,8 +437,11 @@ impl Fabric {
         r.set_mtu(Mtu(mtu));
         r.set_rate_selector(Selector::Exactly);
         r.set_rate(Rate(rate));
-        r.set_packet_life_selector(Selector::Exactly);
-        r.set_packet_life(life);
+        // OpenSM writes its byte OR'ed with Exactly's bits: a level's
+        // packet-life past 63 spills into the selector, as it does there.
+        let life = life | 0x80;
+        r.set_packet_life_selector(Selector::from_bits(life >> 6));
+        r.set_packet_life(life & 0x3F);
         r.set_preference(preference);
         out.push(r);
         Ok(())

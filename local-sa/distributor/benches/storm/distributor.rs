@@ -15,7 +15,8 @@
 //!   description from the master (a GetTable of each record type, whose
 //!   size the model master charges for the model's fabric), one Get for
 //!   the partition's SL and [`SAMPLE`] Gets of pairs spread over the
-//!   nodes, as lsaquery's check asks them, `MASTER_WINDOW` at a time;
+//!   nodes and more until every node is a source and a destination, as
+//!   lsaquery's check asks them, `MASTER_WINDOW` at a time;
 //!   then the pushes, as from a dump. The model master builds no fabric
 //!   the path engine could read, so the computed tables are the dump's
 //!   records; computing them is not on the fill's critical path (the
@@ -53,9 +54,8 @@ use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::qos::QosPlan;
 use local_sa_distributor::fill::tally::Tally;
 use local_sa_distributor::sent_tables::SentTables;
-use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros as _;
-use mad_codec::{AttributeId, Method, NodeRecord, PathRecord, SaMadBuilder, ServiceRecord};
+use mad_codec::{AttributeId, Method, NodeRecord, SaMadBuilder, ServiceRecord};
 
 use crate::fixture::{gid, record as path};
 use crate::requests::{MASTER_WINDOW, Requests, fill_setup};
@@ -254,7 +254,8 @@ fn names_query(attribute: AttributeId) -> Bytes {
 
 /// What a computing distributor asks the master before its pushes: every
 /// record type of the description, one path for the partition's SL, and
-/// the sample's pairs (spread over the nodes).
+/// the sample's pairs (spread over the nodes, every node a source and a
+/// destination).
 fn description_and_sample(hosts: u16) -> Vec<Bytes> {
     let mut q: Vec<Bytes> = [
         AttributeId::NODE_RECORD,
@@ -268,14 +269,14 @@ fn description_and_sample(hosts: u16) -> Vec<Bytes> {
     .map(|attribute| SaMadBuilder::request(Method::GET_TABLE, 0, attribute).into_bytes())
     .collect();
     let pairs = (SAMPLE + 1).min(hosts.saturating_mul(hosts.min(SAMPLE)));
-    for i in 0..pairs {
-        let (s, d) = (i % hosts + 1, (i * 7 + i / hosts) % hosts + 1);
-        let mut t = PathRecord::new_zeroed();
-        t.set_sgid(gid(s));
-        t.set_dgid(gid(d));
-        let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::PATH_RECORD).record(&t);
-        b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-        q.push(b.into_bytes());
-    }
+    let drawn = (0..pairs)
+        .map(|i| (i % hosts + 1, (i * 7 + i / hosts) % hosts + 1))
+        .collect();
+    let pairs = crate::check::seeing_every_port(hosts, drawn);
+    q.extend(
+        pairs
+            .into_iter()
+            .map(|(s, d)| crate::check::pair_query(s, d)),
+    );
     q
 }

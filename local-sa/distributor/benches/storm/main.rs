@@ -49,6 +49,7 @@
 //! the master received from the event on.
 #![allow(missing_docs)]
 
+mod check;
 mod distributor;
 #[path = "../../../core/benches/fixture/mod.rs"]
 mod fixture;

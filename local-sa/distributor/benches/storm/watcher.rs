@@ -9,13 +9,15 @@
 //! * the digests: each node's tables computed again, in virtual time at
 //!   [`ENGINE_PATHS_PER_SECOND`]; a node whose paths the reroute moved
 //!   has new ones;
-//! * the check: Gets of changed pairs, spread over the changed nodes;
+//! * the check: Gets of changed pairs, spread over the changed nodes,
+//!   and of pairs that make every node a source and a destination —
+//!   after a sweep that changed nothing, those alone;
 //! * a push: the shipped fill machine over the nodes to push, each
 //!   node's new table against the one it holds, so that it gets only the
 //!   differences (a Set of the changed records, no REPLACE_SOURCES) under
 //!   the lease, `window` nodes at a time;
 //! * renewals: one Set with LEASE and RENEW_ONLY per node, `window` at a
-//!   time.
+//!   time (with FORGET_QOS after a sweep).
 //!
 //! It hears of a reroute as the notice on the master's node (trap 128)
 //! and settles [`SETTLE`] before it reads; every [`INTERVAL`] it reads
@@ -38,8 +40,6 @@ use local_sa_distributor::watch::{
     CheckOutcome, Effect, Holding, Holdings, LeaseAnswer, Plan, Read, Renewed, Watch, WatchSetup,
     renewal,
 };
-use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder};
 
 use crate::distributor::SM_KEY;
@@ -120,6 +120,7 @@ enum Doing {
         left: VecDeque<(Gid, u16)>,
         out: usize,
         seconds: u16,
+        forget_qos: bool,
         renewed: Renewed,
     },
 }
@@ -310,6 +311,8 @@ impl Watcher {
                                     changed,
                                     ports,
                                     served: Served::default(),
+                                    config_changes: Vec::new(),
+                                    from_master: false,
                                 },
                             );
                         }
@@ -354,6 +357,7 @@ impl Watcher {
                     left,
                     out,
                     seconds,
+                    forget_qos,
                     renewed,
                 } => {
                     while *out < self.window
@@ -371,6 +375,7 @@ impl Watcher {
                                     seconds: *seconds,
                                     ..TERMS
                                 },
+                                *forget_qos,
                             ),
                         );
                     }
@@ -394,7 +399,7 @@ impl Watcher {
     /// Starts carrying out `effect`.
     fn start(&mut self, now: Instant, effect: Effect) {
         self.doing = match effect {
-            Effect::Read => Doing::Asking {
+            Effect::Read { .. } => Doing::Asking {
                 left: DESCRIPTION
                     .into_iter()
                     .map(|a| SaMadBuilder::request(Method::GET_TABLE, 0, a).into_bytes())
@@ -412,8 +417,8 @@ impl Watcher {
                 let until = now + Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
                 Doing::Computing { until, nodes }
             }
-            Effect::Check { .. } => {
-                let left = self.check_queries();
+            Effect::Check { nodes, .. } => {
+                let left = self.check_queries(!nodes.is_empty());
                 let pairs = left.len();
                 Doing::Asking {
                     left,
@@ -422,10 +427,15 @@ impl Watcher {
                 }
             }
             Effect::Push(plan) => Doing::Pushing(Box::new(self.push(&plan))),
-            Effect::Renew { nodes, seconds } => Doing::Renewing {
+            Effect::Renew {
+                nodes,
+                seconds,
+                forget_qos,
+            } => Doing::Renewing {
                 left: nodes.into(),
                 out: 0,
                 seconds,
+                forget_qos,
                 renewed: Renewed::default(),
             },
             Effect::PollActivity => {
@@ -445,27 +455,19 @@ impl Watcher {
         u64::from(self.newest_rerouted && self.rerouted.contains_key(&lid))
     }
 
-    /// Gets of up to [`CHECK`] changed pairs, spread over the nodes.
-    fn check_queries(&self) -> VecDeque<Bytes> {
-        let pairs: Vec<(u16, u16)> = self
-            .rerouted
-            .iter()
+    /// Gets of up to [`CHECK`] changed pairs, spread over the nodes (if
+    /// `changed`), and of pairs that make every node a source and a
+    /// destination.
+    fn check_queries(&self, changed: bool) -> VecDeque<Bytes> {
+        let pairs: Vec<(u16, u16)> = (self.rerouted.iter())
+            .filter(|_| changed)
             .flat_map(|(s, dests)| dests.iter().map(move |d| (*s, *d)))
             .collect();
         let step = pairs.len().div_ceil(CHECK).max(1);
-        pairs
+        let drawn = pairs.into_iter().step_by(step).take(CHECK).collect();
+        crate::check::seeing_every_port(self.hosts, drawn)
             .into_iter()
-            .step_by(step)
-            .take(CHECK)
-            .map(|(s, d)| {
-                let mut t = PathRecord::new_zeroed();
-                t.set_sgid(gid(s));
-                t.set_dgid(gid(d));
-                let mut b =
-                    SaMadBuilder::request(Method::GET, 0, AttributeId::PATH_RECORD).record(&t);
-                b.header_mut().sa.set_component_mask(pr::SGID | pr::DGID);
-                b.into_bytes()
-            })
+            .map(|(s, d)| crate::check::pair_query(s, d))
             .collect()
     }
 

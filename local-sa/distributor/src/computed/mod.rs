@@ -26,9 +26,16 @@ use self::explain::why;
 pub struct Prepared {
     /// The fabric built from the description, with what the master told.
     pub fabric: Fabric,
-    /// OpenSM's configuration it was computed with, if given: a fabric
-    /// read again gets it too.
+    /// OpenSM's configuration, if given: a fabric read again gets it too
+    /// (read again after a sweep of the master).
     pub opensm: Option<std::sync::Arc<opensm_input::OpenSmInput>>,
+    /// Why the configuration given is not the master's, if it is not:
+    /// the fabric was computed without it (the partitions' SLs asked of
+    /// the master), and the summaries say so.
+    pub opensm_unfit: Option<String>,
+    /// The QoS policy OpenSM drops at this fabric, and why (the fabric is
+    /// computed without it, as OpenSM answers).
+    pub policy_dropped: Option<String>,
     /// The description it was built from (a watch compares the next
     /// read with it).
     pub records: FabricRecords,
@@ -67,6 +74,28 @@ const NO_QOS: &str = "the master applies no QoS: a ServiceID or QoS class change
      a node answers such a query from its partition tables";
 
 impl Prepared {
+    /// OpenSM's configuration the fabric was computed with: the one given,
+    /// if it is the master's.
+    pub fn config(&self) -> Option<&opensm_input::OpenSmInput> {
+        self.opensm
+            .as_deref()
+            .filter(|_| self.opensm_unfit.is_none())
+    }
+
+    /// OpenSM's configuration in a few words, and whether it was used.
+    pub fn describe_config(&self) -> Option<String> {
+        let input = self.opensm.as_ref()?;
+        Some(match (&self.opensm_unfit, &self.policy_dropped) {
+            (Some(why), _) => format!(
+                "{}; not used: not the master's ({why}): computed without it, the partitions' SLs \
+                 asked of the master",
+                input.describe()
+            ),
+            (None, Some(why)) => format!("{}; its QoS policy dropped ({why})", input.describe()),
+            (None, None) => input.describe(),
+        })
+    }
+
     /// Every port of the fabric, at its lowest LID.
     pub fn ports(&self) -> Vec<crate::fill::ports::FabricPort> {
         crate::fill::ports::Endpoints::from_endports(self.fabric.endports()).endpoints
@@ -94,7 +123,7 @@ impl Prepared {
     /// checked: those asked, when the master's policy is known and it
     /// applies QoS (without QoS the nodes answer them from their tables).
     pub fn at_keys(&self) -> &[QueryKeys] {
-        match &self.opensm {
+        match self.config() {
             Some(_) if self.qos => &self.asked_keys,
             _ => &[],
         }
@@ -103,7 +132,7 @@ impl Prepared {
     /// Why the tables at the ServiceIDs and QoS classes asked are not
     /// computed, if they were asked and are not.
     pub fn keys_not_computed_because(&self) -> Option<&'static str> {
-        match (&self.opensm, self.qos) {
+        match (self.config(), self.qos) {
             _ if self.asked_keys.is_empty() => None,
             (_, false) => Some(NO_QOS),
             (None, true) => Some(NEEDS_POLICY),
@@ -125,6 +154,15 @@ impl Prepared {
                 .find(|m| m.pair.table == table)
                 .map(why)
         };
+        if let Some(config) = self.config()
+            && let Some(engine) = config.options.sl_engine()
+        {
+            return Err(format!(
+                "OpenSM's routing engine {engine} ({}: routing_engine) gives each path an SL of its own, \
+                 which the SA does not publish: the engine does not compute SLs it cannot know",
+                config.path.display()
+            ));
+        }
         if let Some(why) = mismatch_in(Table::Default) {
             return Err(why);
         }
@@ -141,7 +179,7 @@ impl Prepared {
             return Err(why);
         }
         if let Table::AtKey { .. } = table {
-            if self.opensm.is_none() {
+            if self.config().is_none() {
                 return Err(format!(
                     "the table at {table} needs the master's QoS policy, which --opensm-config gives"
                 ));

@@ -102,7 +102,7 @@ impl Computed {
             pairs: c.checked.pairs,
             differences: c.checked.mismatches.len(),
             coverage: c.checked.coverage(),
-            opensm: c.opensm.as_ref().map(|i| i.describe()),
+            opensm: c.describe_config(),
             ways_nowhere: c.fabric.route_faults().1,
             first_way_nowhere: c.fabric.route_faults().0.first().map(ToString::to_string),
             ..Self::default()

@@ -534,6 +534,8 @@ fn computed_from(
         .collect();
     let prepared = Prepared {
         opensm: None,
+        opensm_unfit: None,
+        policy_dropped: None,
         asked_keys: Vec::new(),
         fabric,
         qos: false,
@@ -699,13 +701,12 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
     // its tables at keys are its partition's), each kind drawn by the
     // check, the class's found to differ.
     prepared.qos = true;
+    let conf = |p: &std::path::Path| {
+        Ok((p == std::path::Path::new("opensm.conf")).then(|| "qos TRUE\n".to_owned()))
+    };
     prepared.opensm = Some(std::sync::Arc::new(
-        crate::computed::opensm_input::OpenSmInput {
-            path: "opensm.conf".into(),
-            options: local_sa_core::opensm_config::OpenSmOptions::parse("qos TRUE\n"),
-            partitions: None,
-            policy: None,
-        },
+        crate::computed::opensm_input::OpenSmInput::load_with("opensm.conf".as_ref(), &conf)
+            .unwrap(),
     ));
     prepared.asked_keys = vec![by_service, by_class];
     let (at_service, at_class) = (Table::at(0x7FFF, by_service), Table::at(0x7FFF, by_class));

@@ -122,6 +122,20 @@ impl Holdings {
         plan
     }
 
+    /// Every node in the fabric now (a digest in `digests`), its tables
+    /// whole: what it holds may be wrong whatever its digest (the master
+    /// changed its mind in a way the engine does not follow, or tables it
+    /// gave may have changed with its sweep).
+    pub fn plan_whole(&self, digests: &BTreeMap<Gid, u64>) -> Plan {
+        Plan {
+            push: (self.nodes.iter())
+                .filter(|(gid, _)| digests.contains_key(gid))
+                .map(|(gid, (lid, _))| (*gid, *lid))
+                .collect(),
+            delta: BTreeSet::new(),
+        }
+    }
+
     /// How each pushed node ended (`ends`: its GID and whether it took
     /// everything): those that did hold the tables of `digests`, computed
     /// (`computed`) or the master's; the others are not known.

@@ -3,31 +3,47 @@
 //! MADs.
 //!
 //! It keeps what each node holds ([`Holdings`]) and when to look: after
-//! a notice (trap 128, 64, 65) once `settle` has passed with no other
-//! (each later notice waits again, but never past an interval after the
-//! first), and every `interval`. An event goes through steps, each an
-//! [`Effect`] the driver carries out and reports back:
+//! a notice (trap 128, 64, 65) or a heavy sweep of the master its polls
+//! saw, once `settle` has passed with no other (each later one waits
+//! again, but never past an interval after the first), and every
+//! `interval`. An event goes through steps, each an [`Effect`] the driver
+//! carries out and reports back:
 //!
-//! 1. [`Effect::Read`]: the description read again; [`Watch::handle_read`]
-//!    with whether it changed and every port of the fabric now. Kept
-//!    nodes gone from the fabric are forgotten.
+//! 1. [`Effect::Read`]: the description read again — and after a sweep
+//!    of the master, OpenSM's own files, which OpenSM reads again at
+//!    every heavy sweep — [`Watch::handle_read`] with whether either
+//!    changed and every port of the fabric now. Kept nodes gone from the
+//!    fabric are forgotten.
 //! 2. [`Effect::Probe`]: ports the watch does not know, after a change
 //!    (or every tenth interval), asked whether they run local-sa
 //!    ([`Watch::handle_probed`]); those that do are kept, their holding
-//!    unknown. Nothing changed and nobody new: the event is quiet.
-//! 3. [`Effect::Digests`]: each kept node's tables computed from the
+//!    unknown.
+//! 3. Nothing changed and nobody new: after an interval the event is
+//!    quiet; after a sweep it ends with a check all the same
+//!    ([`Effect::Check`] of no node: every endport a source and a
+//!    destination), since the master may have changed its mind in a way
+//!    local-sa was not told (a policy on OpenSM's command line, a name
+//!    map). A difference that stays after [`READS`] reads sends every
+//!    node its tables whole, the kind of table that differs from the
+//!    master.
+//! 4. [`Effect::Digests`]: each kept node's tables computed from the
 //!    newest fabric, by digest ([`Watch::handle_digests`]); the nodes to
 //!    push are those whose digest differs from what they hold, the
-//!    differences only to those holding the computed tables.
-//! 4. [`Effect::Check`]: after a change, pairs that changed checked
-//!    against the master ([`Watch::handle_checked`]). A difference may be
-//!    a sweep not done: after `settle` the description is read again, up
-//!    to [`READS`] reads, then the push goes on (the tables the check did
-//!    not prove come from the master).
-//! 5. [`Effect::Push`]: the plan's nodes pushed ([`Watch::handle_pushed`]
+//!    differences only to those holding the computed tables — and after
+//!    a sweep, when some kind of table comes from the master, every node
+//!    whole (what the master answers may have changed with it).
+//! 5. [`Effect::Check`]: after a change, pairs that changed and every
+//!    endport checked against the master ([`Watch::handle_checked`]). A
+//!    difference may be a sweep not done: after `settle` the description
+//!    is read again, up to [`READS`] reads, then the push goes on (the
+//!    tables the check did not prove come from the master).
+//! 6. [`Effect::Push`]: the plan's nodes pushed ([`Watch::handle_pushed`]
 //!    with the fill's reports): those that took everything hold the new
 //!    digest; the others are not known and get their tables whole later.
-//! 6. [`Effect::Told`]: the event's report, for the driver to print.
+//! 7. [`Effect::Told`]: the event's report, for the driver to print.
+//!    After a sweep a round of renewals follows at once that tells every
+//!    node to forget the QoS answers it kept from the master (a sweep may
+//!    have changed a level no table shows).
 //!
 //! Every `renew` each node's lease is renewed ([`Effect::Renew`],
 //! [`Watch::handle_renewed`]); a node that does not answer is no longer
@@ -44,8 +60,9 @@
 //! Between events it polls the master SM's activity every
 //! `activity_poll` ([`Effect::PollActivity`], [`Watch::handle_activity`]):
 //! a heavy sweep no notice announced — its trap 128 lost on a link that
-//! went down, as OpenSM sends it before it reroutes — is looked into as
-//! that notice would have been ([`local_sa_core::master_activity`]).
+//! went down, as OpenSM sends it before it reroutes, or a SIGHUP that
+//! changed the policy and moved no route — is looked into as that notice
+//! would have been ([`local_sa_core::master_activity`]).
 //!
 //! Every call takes the time as an argument: the tests run it on a
 //! virtual clock against a fake master and fake nodes, the storm
@@ -109,9 +126,14 @@ pub struct WatchSetup {
 /// What the driver is to do next.
 #[derive(Debug)]
 pub enum Effect {
-    /// Read the fabric's description again; then
+    /// Read the fabric's description again — and OpenSM's files, after a
+    /// sweep of the master (`sweep`) or when the description changed:
+    /// OpenSM reads them again at every heavy sweep; then
     /// [`Watch::handle_read`].
-    Read,
+    Read {
+        /// The event follows a sweep of the master.
+        sweep: bool,
+    },
     /// Ask the master SM its activity (its SMInfoRecord,
     /// [`local_sa_core::master_activity::request`]); then
     /// [`Watch::handle_activity`].
@@ -123,9 +145,9 @@ pub enum Effect {
     /// give their digests; then [`Watch::handle_digests`].
     Digests(Vec<Gid>),
     /// Check against the master pairs whose records changed from the
-    /// current fabric to the newest, from these nodes (port GUIDs; a
-    /// sample of the fabric if none changed); then
-    /// [`Watch::handle_checked`].
+    /// current fabric to the newest, from these nodes (port GUIDs), and
+    /// every endport as a source and a destination (of the current
+    /// fabric if none changed); then [`Watch::handle_checked`].
     Check {
         /// The nodes whose tables changed and that hold the computed ones.
         nodes: Vec<u64>,
@@ -144,6 +166,9 @@ pub enum Effect {
         nodes: Vec<(Gid, u16)>,
         /// The lease.
         seconds: u16,
+        /// The master swept: each node forgets the QoS answers it kept
+        /// from it (`load_flags::FORGET_QOS`).
+        forget_qos: bool,
     },
     /// An event is over (the newest fabric read, if any, is now the
     /// current one): its report, to print.
@@ -165,12 +190,18 @@ pub enum Effect {
 /// What a read of the description found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
-    /// Whether the description differs from the current fabric's.
+    /// Whether the description, or OpenSM's files, differ from what the
+    /// current fabric was computed from.
     pub changed: bool,
     /// Every port of the fabric read (the current one's if unchanged).
     pub ports: Vec<FabricPort>,
     /// What reading it cost the master.
     pub served: Served,
+    /// What changed in OpenSM's files, a line each.
+    pub config_changes: Vec<String>,
+    /// Some kind of the tables of the fabric read (the current one's if
+    /// unchanged) comes from the master: the check did not prove it.
+    pub from_master: bool,
 }
 
 /// What a check of changed pairs found.
@@ -220,6 +251,8 @@ enum Step {
     Digesting,
     /// Waiting for the check of `plan`.
     Checking { plan: Plan },
+    /// Waiting for the check that ends a sweep that changed nothing.
+    Verifying,
     /// The check differed: reading again at this time.
     Rereading { at: Instant },
     /// Waiting for the push of `plan`.
@@ -235,8 +268,12 @@ struct Event {
     probe: bool,
     /// An interval's event: the next interval is counted from its end.
     interval: bool,
+    /// An event after a sweep of the master (a notice, or its activity).
+    sweep: bool,
     /// The description read last differs from the current fabric's.
     changed: bool,
+    /// Some kind of table comes from the master (the last read said).
+    from_master: bool,
     /// The digests of the newest fabric read, once computed.
     digests: Option<BTreeMap<Gid, u64>>,
     step: Step,
@@ -295,6 +332,9 @@ pub struct Watch {
     next_renewal: Instant,
     /// The distributor that fenced this watch off, once one did.
     fenced_by: Option<u16>,
+    /// The next round of renewals tells the nodes to forget their QoS
+    /// answers (the master swept).
+    forget_qos: bool,
 }
 
 impl Watch {
@@ -327,6 +367,7 @@ impl Watch {
             next_poll,
             activity: MasterActivity::default(),
             fenced_by: None,
+            forget_qos: false,
         }
     }
 
@@ -442,7 +483,7 @@ impl Watch {
                 {
                     e.step = Step::Reading;
                     e.report.reads += 1;
-                    self.effects.push_back(Effect::Read);
+                    self.effects.push_back(Effect::Read { sweep: e.sweep });
                 }
             }
             Phase::Renewing { .. } | Phase::Ended => {}
@@ -459,6 +500,7 @@ impl Watch {
             self.effects.push_back(Effect::Renew {
                 nodes: self.holdings.nodes().collect(),
                 seconds: self.setup.lease,
+                forget_qos: std::mem::take(&mut self.forget_qos),
             });
             return;
         }
@@ -480,7 +522,8 @@ impl Watch {
     }
 
     /// Starts an event that reads the description (`probe`: ports new
-    /// to the watch are asked about; `interval`: the interval's event).
+    /// to the watch are asked about; `interval`: the interval's event,
+    /// else one after a sweep of the master).
     fn begin(&mut self, now: Instant, cause: String, (probe, interval): (bool, bool)) {
         self.events += 1;
         self.phase = Phase::Event(Box::new(Event {
@@ -493,11 +536,13 @@ impl Watch {
             started: now,
             probe,
             interval,
+            sweep: !interval,
             changed: false,
+            from_master: false,
             digests: None,
             step: Step::Reading,
         }));
-        self.effects.push_back(Effect::Read);
+        self.effects.push_back(Effect::Read { sweep: !interval });
     }
 
     /// Starts an event that pushes the nodes not known their current
@@ -517,7 +562,9 @@ impl Watch {
             started: now,
             probe: false,
             interval: false,
+            sweep: false,
             changed: false,
+            from_master: false,
             digests: Some(self.digests.clone()),
             step: Step::Pushing,
         }));
@@ -573,7 +620,9 @@ impl Watch {
         };
         add(&mut e.report.read, read.served);
         e.changed = read.changed;
+        e.from_master = read.from_master;
         e.report.description_changed |= read.changed;
+        e.report.config_changes.extend(read.config_changes);
         e.report.gone_nodes += gone;
         let asked: Vec<FabricPort> = if e.probe || read.changed {
             read.ports
@@ -616,13 +665,23 @@ impl Watch {
         self.after_probe(now);
     }
 
-    /// After the read (and the probe): quiet, or the digests.
+    /// After the read (and the probe): quiet, the check that ends a
+    /// sweep that changed nothing, or the digests.
     fn after_probe(&mut self, now: Instant) {
         let Phase::Event(e) = &mut self.phase else {
             return;
         };
         if !e.changed && e.report.new_nodes == 0 {
-            return self.end_event(now);
+            if !e.sweep {
+                return self.end_event(now);
+            }
+            e.step = Step::Verifying;
+            let read = e.report.reads;
+            self.effects.push_back(Effect::Check {
+                nodes: Vec::new(),
+                read,
+            });
+            return;
         }
         // Nothing changed but who runs local-sa: the new nodes get the
         // current tables.
@@ -638,7 +697,12 @@ impl Watch {
             return;
         };
         let changed = e.changed;
-        let plan = self.holdings.plan(&digests);
+        // After a sweep, tables the master gave may have changed with it.
+        let plan = if e.sweep && e.from_master {
+            self.holdings.plan_whole(&digests)
+        } else {
+            self.holdings.plan(&digests)
+        };
         let Phase::Event(e) = &mut self.phase else {
             return;
         };
@@ -661,24 +725,50 @@ impl Watch {
         self.effects.push_back(Effect::Check { nodes, read });
     }
 
-    /// What the check of changed pairs found.
+    /// What the check of changed pairs (or, after a sweep that changed
+    /// nothing, of every endport) found.
     pub fn handle_checked(&mut self, now: Instant, checked: CheckOutcome) {
         let settle = self.setup.settle;
-        let Some(e) = self.event_at(|s| matches!(s, Step::Checking { .. })) else {
+        let Some(e) = self.event_at(|s| matches!(s, Step::Checking { .. } | Step::Verifying))
+        else {
             return;
         };
         e.report.checked += checked.pairs;
         e.report.differed = checked.differed;
         e.report.check_records += checked.records;
-        let Step::Checking { plan } = std::mem::replace(&mut e.step, Step::Pushing) else {
-            return;
-        };
         if checked.differed > 0 && e.report.reads < READS {
             // The master's sweep may not be done: read again.
             e.digests = None;
             e.step = Step::Rereading { at: now + settle };
             return;
         }
+        match std::mem::replace(&mut e.step, Step::Pushing) {
+            Step::Checking { plan } => self.effects.push_back(Effect::Push(plan)),
+            // A sweep that changed nothing local-sa reads: a difference
+            // that stays is the master answering what the engine cannot
+            // compute (the nodes' tables may be wrong: the kind that
+            // differs comes from the master now); tables the master gave
+            // may have changed with its sweep.
+            _ if checked.differed > 0 || e.from_master => {
+                e.report.description_changed |= checked.differed > 0;
+                self.push_whole(now);
+            }
+            _ => self.end_event(now),
+        }
+    }
+
+    /// Pushes every node its tables whole, from the current fabric.
+    fn push_whole(&mut self, now: Instant) {
+        let plan = self.holdings.plan_whole(&self.digests);
+        let Phase::Event(e) = &mut self.phase else {
+            return;
+        };
+        if plan.push.is_empty() {
+            return self.end_event(now);
+        }
+        e.report.changed_nodes = plan.push.len();
+        e.digests = Some(self.digests.clone());
+        e.step = Step::Pushing;
         self.effects.push_back(Effect::Push(plan));
     }
 
@@ -722,15 +812,14 @@ impl Watch {
         self.end_event(now);
     }
 
-    /// The step under way failed: the master did not answer (`why`).
-    /// Nothing is pushed, nothing is lost; the next event reads again.
+    /// The step under way failed (`why`: the master did not answer, or
+    /// its description read mid-sweep could not be used). Nothing is
+    /// pushed, nothing is lost; the next event reads again.
     pub fn handle_failed(&mut self, now: Instant, why: &str) {
         let Phase::Event(e) = &mut self.phase else {
             return;
         };
-        e.report
-            .failures
-            .push(format!("the master did not answer: {why}"));
+        e.report.failures.push(why.to_owned());
         e.digests = None;
         self.end_event(now);
     }
@@ -742,6 +831,12 @@ impl Watch {
         };
         if e.interval {
             self.next_interval = now + self.setup.interval;
+        }
+        if e.sweep {
+            // Renewals at once that tell every node to forget the QoS
+            // answers it kept from the master.
+            self.forget_qos = true;
+            self.next_renewal = now;
         }
         let mut report = e.report;
         report.took = now.saturating_duration_since(e.started);
@@ -795,6 +890,7 @@ impl Watch {
         self.effects.push_back(Effect::Renew {
             nodes: self.holdings.nodes().collect(),
             seconds: 0,
+            forget_qos: false,
         });
     }
 }

@@ -24,8 +24,11 @@ pub struct EventReport {
     pub read: Served,
     /// Reads of the description.
     pub reads: u32,
-    /// Whether the description differed from the last one.
+    /// Whether the description, or OpenSM's files, differed from the
+    /// last ones (or the master's answers from the nodes' tables).
     pub description_changed: bool,
+    /// What changed in OpenSM's files, a line each.
+    pub config_changes: Vec<String>,
     /// Ports now running local-sa that were not kept before, and kept
     /// nodes gone from the fabric.
     pub new_nodes: usize,
@@ -65,8 +68,18 @@ impl EventReport {
             self.reads,
             if self.reads == 1 { "" } else { "s" }
         );
+        for c in &self.config_changes {
+            let _ = write!(out, "; OpenSM's configuration: {c}");
+        }
         if !self.description_changed {
             out.push_str("; nothing changed");
+            if self.checked > 0 {
+                let _ = write!(
+                    out,
+                    " (checked {} pairs against the master: {} differ)",
+                    self.checked, self.differed
+                );
+            }
         } else {
             let _ = write!(
                 out,
@@ -114,6 +127,7 @@ impl EventReport {
             "seconds": self.took.as_secs_f64(),
             "read": {"queries": self.read.queries, "records": self.read.records, "bytes": self.read.bytes, "reads": self.reads},
             "changed": self.description_changed,
+            "opensm_config_changes": self.config_changes,
             "new_nodes": self.new_nodes,
             "gone_nodes": self.gone_nodes,
             "changed_nodes": self.changed_nodes,

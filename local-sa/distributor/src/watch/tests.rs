@@ -50,6 +50,16 @@ struct Fake {
     digest: BTreeMap<u16, u64>,
     current: BTreeMap<u16, u64>,
     newest: Option<BTreeMap<u16, u64>>,
+    /// Ports whose tables at the master changed in a way no read shows
+    /// (a policy on OpenSM's command line): the digest the engine still
+    /// computes for them.
+    hidden: BTreeMap<u16, u64>,
+    /// Ports whose tables changed with OpenSM's files (a policy edited,
+    /// then SIGHUP): the digest the engine computes until a read after a
+    /// sweep reads the files again.
+    files_unread: BTreeMap<u16, u64>,
+    /// The nodes hold tables of some kind from the master.
+    from_master: bool,
     /// The master answers nothing.
     master_gone: bool,
     /// The next checks differ this many times.
@@ -62,6 +72,9 @@ struct Fake {
     checks: Vec<(Vec<u64>, u32)>,
     pushes: Vec<Plan>,
     renewals: Vec<(usize, u16)>,
+    /// Rounds of renewals that told the nodes to forget their QoS answers.
+    forgets: usize,
+    reads_after_sweeps: u32,
     told: Vec<EventReport>,
     ended: Option<(u64, usize, usize)>,
     fenced_by: Option<u16>,
@@ -83,6 +96,9 @@ impl Fake {
             current: digest.clone(),
             newest: None,
             digest,
+            hidden: BTreeMap::new(),
+            files_unread: BTreeMap::new(),
+            from_master: false,
             master_gone: false,
             checks_differ: 0,
             silent: HashSet::new(),
@@ -91,6 +107,8 @@ impl Fake {
             checks: Vec::new(),
             pushes: Vec::new(),
             renewals: Vec::new(),
+            forgets: 0,
+            reads_after_sweeps: 0,
             told: Vec::new(),
             ended: None,
             fenced_by: None,
@@ -125,16 +143,27 @@ impl Fake {
         while let Some(effect) = w.poll_effect(self.now) {
             let now = self.now;
             match effect {
-                Effect::Read => {
+                Effect::Read { sweep } => {
                     self.reads += 1;
                     if self.master_gone {
                         self.newest = None;
-                        w.handle_failed(now, "no answer (3 attempts of 1 s)");
+                        w.handle_failed(
+                            now,
+                            "the master did not answer: no answer (3 attempts of 1 s)",
+                        );
                         continue;
                     }
-                    // Compared with the current fabric, as lsaquery's
-                    // re-read does.
-                    self.newest = (self.digest != self.current).then(|| self.digest.clone());
+                    // What the engine computes from the description (and
+                    // after a sweep OpenSM's files), compared with the
+                    // current fabric, as lsaquery's re-read does.
+                    let mut computed = self.digest.clone();
+                    if sweep {
+                        self.reads_after_sweeps += 1;
+                        self.files_unread.clear();
+                    }
+                    computed.extend(&self.files_unread);
+                    computed.extend(&self.hidden);
+                    self.newest = (computed != self.current).then_some(computed);
                     let changed = self.newest.is_some();
                     w.handle_read(
                         now,
@@ -146,6 +175,8 @@ impl Fake {
                                 records: 40,
                                 bytes: 4000,
                             },
+                            config_changes: Vec::new(),
+                            from_master: self.from_master,
                         },
                     );
                 }
@@ -174,8 +205,11 @@ impl Fake {
                 }
                 Effect::Check { nodes, read } => {
                     self.checks.push((nodes, read));
+                    let checked = self.newest.as_ref().unwrap_or(&self.current);
                     let differed = if self.checks_differ > 0 {
                         self.checks_differ -= 1;
+                        2
+                    } else if *checked != self.digest {
                         2
                     } else {
                         0
@@ -209,10 +243,19 @@ impl Fake {
                         })
                         .collect();
                     self.pushes.push(plan);
+                    // What the engine does not compute comes from the
+                    // master.
+                    let pushed = self.newest.as_ref().unwrap_or(&self.current);
+                    self.from_master = *pushed != self.digest;
                     w.handle_pushed(now, (reports, Tally::default()), Ok(()));
                 }
-                Effect::Renew { nodes, seconds } => {
+                Effect::Renew {
+                    nodes,
+                    seconds,
+                    forget_qos,
+                } => {
                     self.renewals.push((nodes.len(), seconds));
+                    self.forgets += usize::from(forget_qos);
                     let mut renewed = Renewed::default();
                     for (g, lid) in nodes {
                         let other = (self.taken_over.as_ref())
@@ -270,6 +313,26 @@ impl Fake {
             *self.digest.get_mut(l).unwrap() += 1;
         }
     }
+
+    /// OpenSM's policy edited and OpenSM told (SIGHUP): these nodes'
+    /// tables change at the master, and the engine computes them too
+    /// once it reads the files again.
+    fn edit_policy(&mut self, lids: &[u16]) {
+        for l in lids {
+            self.files_unread.insert(*l, self.digest[l]);
+        }
+        self.reroute(lids);
+    }
+
+    /// The master changed its mind in a way the engine cannot see (a
+    /// policy on OpenSM's command line): these nodes' tables change at
+    /// the master only.
+    fn change_unseen(&mut self, lids: &[u16]) {
+        for l in lids {
+            self.hidden.insert(*l, self.digest[l]);
+        }
+        self.reroute(lids);
+    }
 }
 
 #[test]
@@ -316,10 +379,21 @@ fn a_notice_is_looked_into_once_the_sweep_settles_and_only_changed_nodes_get_dif
     assert!(t.description_changed);
     assert_eq!((t.changed_nodes, t.checked, t.pushed.nodes), (2, 8, 2));
     assert_eq!(t.nodes, [(3, 3, 0), (5, 3, 0)]);
-    assert!(f.renewals.is_empty(), "a notice's event renews nothing");
-    // They hold the new tables: the interval finds nothing to push.
+    assert_eq!(
+        (f.renewals.as_slice(), f.forgets),
+        (&[(4, LEASE)][..], 1),
+        "after the sweep every node forgets the QoS answers it kept"
+    );
+    // They hold the new tables: the interval finds nothing to push (the
+    // renewals after the sweep were the interval's).
     f.run_until(&mut w, start + INTERVAL + Duration::from_secs(1));
     assert_eq!((f.reads, f.pushes.len(), f.renewals.len()), (2, 1, 1));
+    f.run_until(&mut w, start + INTERVAL * 2);
+    assert_eq!(
+        (f.renewals.len(), f.forgets),
+        (2, 1),
+        "an interval's forget nothing"
+    );
 }
 
 #[test]
@@ -594,4 +668,69 @@ fn a_watch_another_took_over_from_is_fenced_off_ends_its_leases_and_stops() {
     w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
     f.run_until(&mut w, start + Duration::from_secs(60));
     assert!(f.pushes.is_empty() && f.reads == 0);
+}
+
+#[test]
+fn a_sweep_that_changes_nothing_still_ends_with_a_check_of_every_port() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.run_until(&mut w, f.start + Duration::from_secs(20));
+    // A SIGHUP: a heavy sweep that moves no route and changes no file.
+    f.act_base += 170;
+    f.run_until(&mut w, f.start + Duration::from_secs(30));
+    assert_eq!(f.reads_after_sweeps, 1, "OpenSM's files read again");
+    assert_eq!(f.checks, [(vec![], 1)], "every endport, no changed node");
+    assert!(f.pushes.is_empty());
+    let t = &f.told[0];
+    assert!(!t.description_changed && t.checked == 8 && t.differed == 0);
+    assert!(
+        t.text().contains("nothing changed (checked 8 pairs"),
+        "{}",
+        t.text()
+    );
+    assert_eq!(f.forgets, 1, "the nodes forget their QoS answers");
+    // An interval that changes nothing checks nothing.
+    f.run_until(&mut w, f.start + INTERVAL + Duration::from_secs(1));
+    assert_eq!((f.reads, f.checks.len()), (2, 1));
+}
+
+#[test]
+fn a_policy_edited_and_opensm_told_is_read_again_at_its_sweep_and_pushed() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.run_until(&mut w, f.start + Duration::from_secs(20));
+    // The file is edited: nothing happens until OpenSM sweeps (an
+    // interval's read does not read the files: OpenSM has not either).
+    f.edit_policy(&[2, 3, 4]);
+    f.act_base += 170;
+    f.run_until(&mut w, f.start + Duration::from_secs(30));
+    assert_eq!(f.pushes.len(), 1, "{:?}", f.told);
+    assert_eq!(f.pushes[0].push.len(), 3);
+    assert_eq!(f.pushes[0].delta.len(), 3, "the differences only");
+    assert_eq!(f.checks.len(), 1);
+    assert!(!f.from_master, "the engine follows the edited policy");
+}
+
+#[test]
+fn a_change_the_engine_cannot_see_sends_every_node_the_master_s_tables_whole() {
+    let (mut f, mut w) = polling(&[2, 3, 4]);
+    f.run_until(&mut w, f.start + Duration::from_secs(20));
+    // A policy on OpenSM's command line, changed and SIGHUP: the master
+    // answers node 3's paths otherwise; no read shows it.
+    f.change_unseen(&[3]);
+    f.act_base += 170;
+    f.run_until(&mut w, f.start + Duration::from_secs(20) + SETTLE * 5);
+    assert_eq!(f.reads, READS, "read again while the check differs");
+    assert_eq!(f.checks.len(), READS as usize);
+    assert_eq!(f.pushes.len(), 1);
+    let plan = &f.pushes[0];
+    assert_eq!(plan.push.len(), 3, "every node: what it holds may be wrong");
+    assert!(plan.delta.is_empty(), "whole");
+    assert!(f.from_master);
+    let t = f.told.last().unwrap();
+    assert!(t.description_changed && t.differed > 0);
+    // The next sweep, even one that changes nothing, sends the master's
+    // tables again: they may have changed with it.
+    f.act_base += 170;
+    f.run_until(&mut w, f.now + Duration::from_secs(10) + SETTLE * 3);
+    assert_eq!(f.pushes.len(), 2, "{:?}", f.told);
+    assert_eq!(f.pushes[1].push.len(), 3);
 }

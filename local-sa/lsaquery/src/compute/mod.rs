@@ -25,6 +25,7 @@
 
 pub(crate) mod ask;
 mod check;
+mod configure;
 mod description;
 mod report;
 mod reread;
@@ -78,27 +79,19 @@ pub(crate) async fn prepare(
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();
-    let unknown_sls = match &options.opensm {
-        // What the master does not publish, from its own files (the
-        // sample proves it).
-        Some(input) => {
-            input.apply(&mut fabric, &read.records, read.qos, master.lid)?;
-            Vec::new()
-        }
-        None => {
-            check::learn_partition_sls(
-                session,
-                master,
-                options.master_window,
-                &mut fabric,
-                &mut sample,
-            )
-            .await?
-        }
-    };
+    let configured = configure::configure(
+        session,
+        (master, options.master_window),
+        options.opensm.as_ref(),
+        (&mut fabric, &read.records, read.qos),
+        &mut sample,
+    )
+    .await?;
     let mut prepared = Prepared {
         fabric,
         opensm: options.opensm.clone(),
+        opensm_unfit: configured.unfit,
+        policy_dropped: configured.policy_dropped,
         asked_keys: options.at_keys.clone(),
         records: read.records.clone(),
         qos: read.qos,
@@ -106,7 +99,7 @@ pub(crate) async fn prepare(
         pkey_tables: read.records.pkeys,
         description: read.served,
         cut: read.cut,
-        unknown_sls,
+        unknown_sls: configured.unknown_sls,
         sample,
         checked: Default::default(),
         read_time,

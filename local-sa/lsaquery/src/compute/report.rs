@@ -109,8 +109,8 @@ impl<'a> ComputeReport<'a> {
         for (q, why) in &p.unknown_sls {
             outln!("  partition {q:#06x}: SL not known: {why}")?;
         }
-        if let Some(input) = &p.opensm {
-            outln!("OpenSM's configuration: {}", input.describe())?;
+        if let Some(config) = p.describe_config() {
+            outln!("OpenSM's configuration: {config}")?;
         }
         outln!(
             "computed: {} default tables ({} PathRecords) and {} partition tables ({} PathRecords){} in {:.3} s, {:.1} M paths/s",
@@ -205,7 +205,7 @@ impl<'a> ComputeReport<'a> {
                 "seconds": p.read_time.as_secs_f64(),
             },
             "packet_life": f.subnet_timeout(),
-            "opensm_config": p.opensm.as_ref().map(|i| i.describe()),
+            "opensm_config": p.describe_config(),
             "partitions": f.partitions().into_iter().map(|q| json!({
                 "pkey": format!("{q:#06x}"),
                 "sl": f.partition_sl(q),

@@ -763,8 +763,21 @@ impl SaCore {
                 mask,
                 records,
             }) => return self.load_qos_tables(now, request, header, (flags, mask, &records)),
-            Ok(LoadCommand::Renew { seconds }) => {
+            Ok(LoadCommand::Renew {
+                seconds,
+                forget_qos,
+            }) => {
                 self.lease_renewed(now, lid, word(seconds, true));
+                if forget_qos {
+                    // The distributor saw the master sweep: what it
+                    // answered before may not be what it answers now.
+                    self.answers.forget();
+                    self.telemetry.counters.qos_forgotten += 1;
+                    debug!(
+                        distributor = lid,
+                        "the master swept: the answers kept from it are forgotten"
+                    );
+                }
                 0
             }
             Ok(LoadCommand::Store {

@@ -40,7 +40,8 @@ use mad_codec::{ComponentMask, Method, PathRecord};
 use crate::agent::tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
-    KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES, lease_seconds,
+    FORGET_QOS, KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES,
+    lease_seconds,
 };
 use crate::partitions::{PathTable, TableKey, partition_of};
 
@@ -54,8 +55,10 @@ pub(in crate::agent) enum LoadCommand {
         mask: ComponentMask,
         records: Vec<PathRecord>,
     },
-    /// Only the distributor's lease, renewed for `seconds`.
-    Renew { seconds: u16 },
+    /// Only the distributor's lease, renewed for `seconds`; with
+    /// `forget_qos` the master swept since, and the answers kept from it
+    /// are forgotten.
+    Renew { seconds: u16, forget_qos: bool },
     /// Records stored; with `replace` they are the whole of each
     /// source's paths; with `partitions` each goes to its P_Key's table.
     Store {
@@ -99,7 +102,11 @@ impl LoadCommand {
         let lease = lease_seconds(flags);
         if method == Method::SET && flags & RENEW_ONLY != 0 {
             let seconds = lease.ok_or("RENEW_ONLY without LEASE")?;
-            return Ok(Self::Renew { seconds });
+            let forget_qos = flags & FORGET_QOS != 0;
+            return Ok(Self::Renew {
+                seconds,
+                forget_qos,
+            });
         }
         let records = check_load(method, mask, records?)?;
         let partitions = flags & PARTITION_TABLES != 0;

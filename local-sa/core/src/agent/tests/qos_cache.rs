@@ -64,6 +64,37 @@ fn one_record(answer: &[u8]) -> PathRecord {
 }
 
 #[test]
+fn under_a_lease_a_renewal_that_says_the_master_swept_forgets_the_qos_answers() {
+    use super::loads::{KEY, LOADER};
+    use super::upkeep::{load_under_lease, renewal};
+    use crate::config::SmKey;
+    use crate::load_flags::{FORGET_QOS, RENEW_ONLY, with_lease};
+
+    let mut b = qos_bench(AgentConfig {
+        sm_key: Some(SmKey::new(KEY)),
+        ..AgentConfig::default()
+    });
+    load_under_lease(&mut b, 600);
+    let ask = |b: &mut Bench, tid| {
+        one_record(&b.query(client(30), &get(tid, 7, RDMA_CM, rdma_cm(0xFFFF))))
+    };
+    assert_eq!(ask(&mut b, 1).sl(), 1);
+    // OpenSM's policy edited and OpenSM told: rdma_cm's ServiceIDs on SL
+    // 2 now. The watch's plain renewal keeps the answer...
+    b.master.qos_policy = vec![(0x0106_0000..=0x0106_FFFF, 2)];
+    let plain = b.ask(client(LOADER), &renewal(KEY, with_lease(RENEW_ONLY, 600)));
+    assert_eq!(status(&plain[0]), MadStatus::OK);
+    assert_eq!(ask(&mut b, 2).sl(), 1, "kept: nobody said the master swept");
+    // ... the one after the sweep forgets it: the master's new answer.
+    let swept = renewal(KEY, with_lease(RENEW_ONLY | FORGET_QOS, 600));
+    let answer = b.ask(client(LOADER), &swept);
+    assert_eq!(status(&answer[0]), MadStatus::OK);
+    assert_eq!(ask(&mut b, 3).sl(), 2);
+    let c = b.core.counters();
+    assert_eq!((c.qos_forgotten, c.lease_renewals), (1, 3));
+}
+
+#[test]
 fn a_pair_asked_once_answers_every_later_query_with_its_fields() {
     let mut b = qos_bench(AgentConfig::default());
     let before = path_queries(&b);

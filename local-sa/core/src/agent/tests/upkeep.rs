@@ -80,7 +80,7 @@ pub(super) fn load_under_lease(b: &mut Bench, seconds: u16) {
 }
 
 /// A lease renewal (a Set with LEASE and RENEW_ONLY) carrying `key`.
-fn renewal(key: u64, modifier: u32) -> Bytes {
+pub(super) fn renewal(key: u64, modifier: u32) -> Bytes {
     let mut b = SaMadBuilder::request(Method::SET, 0x77, AttributeId::PATH_RECORD)
         .record(&PathRecord::new_zeroed());
     b.header_mut().sa.set_sm_key(key);

@@ -114,9 +114,12 @@ fn opensm_s_own_example_parses_with_every_field() {
             (0x1000000000FFFF, 0x1000000000FFFF)
         ]
     );
+    // OpenSM's lexer drops the blanks: its own example names nodes
+    // `vs1HCA-1` (and the group `VirtualServers`).
+    assert_eq!(p.port_groups[1].name, "VirtualServers");
     assert_eq!(
         p.port_groups[1].port_names,
-        [("vs1 HCA-1".to_owned(), 1), ("vs2 HCA-1".to_owned(), 1)]
+        [("vs1HCA-1".to_owned(), 1), ("vs2HCA-1".to_owned(), 1)]
     );
     assert_eq!(p.port_groups[2].partitions, ["Part1"]);
     assert_eq!(p.port_groups[2].pkeys, [(0x1234, 0x1234)]);
@@ -281,4 +284,64 @@ fn a_level_s_p_keys_are_what_it_allows() {
     let l = &p.levels[p.default_level];
     assert!(l.allows_pkey(0x8002) && l.allows_pkey(0x0003));
     assert!(!l.allows_pkey(0xFFFF));
+}
+
+#[test]
+fn strings_are_read_as_opensm_s_lexer_reads_them() {
+    let p = QosPolicy::parse(
+        "port-groups
+            port-group
+                name: Virtual Servers # a comment
+                port-name: vs1 HCA-1/P1, \"vs2 HCA-1\"/P1, \"odd, #5\"/p2x
+            end-port-group
+        end-port-groups
+        qos-levels
+            qos-level
+                name: DEFAULT
+                sl: 0
+                packet-life: 70
+            end-qos-level
+            qos-level
+                name: far
+                sl: 1
+                packet-life: 300
+            end-qos-level
+        end-qos-levels
+        qos-match-rules
+            qos-match-rule
+                source: Virtual Servers
+                qos-level-name: far
+            end-qos-match-rule
+        end-qos-match-rules",
+    )
+    .expect("a policy OpenSM takes");
+    let g = &p.port_groups[0];
+    assert_eq!(g.name, "VirtualServers");
+    assert_eq!(
+        g.port_names,
+        [
+            ("vs1HCA-1".to_owned(), 1),
+            ("vs2 HCA-1".to_owned(), 1),
+            ("odd, #5".to_owned(), 2)
+        ],
+        "blanks dropped outside quotes; strtoul's port number"
+    );
+    assert!(
+        matches!(&p.rules[0].sources, Some(Ports::Groups(g)) if g == &["VirtualServers"]),
+        "the rule names the group as the lexer leaves it: {:?}",
+        p.rules[0].sources
+    );
+    assert_eq!(
+        (p.levels[0].packet_life, p.levels[1].packet_life),
+        (Some(70), Some(44)),
+        "a byte: 300 wraps to 44"
+    );
+    for bad in ["node/P0", "node/P", "node/Px", "node"] {
+        let text = format!(
+            "port-groups\nport-group\nname: g\nport-name: {bad}\nend-port-group\nend-port-groups\n\
+             qos-levels\nqos-level\nname: DEFAULT\nsl: 0\nend-qos-level\nend-qos-levels\n"
+        );
+        let e = QosPolicy::parse(&text).expect_err(bad);
+        assert!(e.reason.contains("illegal port"), "{bad}: {e}");
+    }
 }

@@ -6,6 +6,7 @@ use local_sa_core::load_flags::LeaseTerms;
 use std::path::Path;
 use std::time::Instant;
 
+use local_sa_core::path_engine::PairCheck;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::Endpoints;
@@ -75,7 +76,7 @@ impl<'o> Driver<'o> {
         while let Some(effect) = watch.poll_effect(Instant::now()) {
             use local_sa_distributor::watch::Effect;
             match effect {
-                Effect::Read => self.read(session, watch).await?,
+                Effect::Read { sweep } => self.read(session, watch, sweep).await?,
                 Effect::PollActivity => {
                     self.follow_master(session);
                     let count = activity::act_count(session).await?;
@@ -107,14 +108,19 @@ impl<'o> Driver<'o> {
                 }
                 Effect::Check { nodes, read } => self.check(session, watch, &nodes, read).await?,
                 Effect::Push(plan) => self.push(session, watch, &plan).await?,
-                Effect::Renew { nodes, seconds } => {
+                Effect::Renew {
+                    nodes,
+                    seconds,
+                    forget_qos,
+                } => {
+                    let terms = LeaseTerms {
+                        seconds,
+                        ..self.lease
+                    };
                     let renewed = renewals::renew(
                         session,
                         &nodes,
-                        LeaseTerms {
-                            seconds,
-                            ..self.lease
-                        },
+                        (terms, forget_qos),
                         self.distribute.window,
                     )
                     .await?;
@@ -163,8 +169,14 @@ impl<'o> Driver<'o> {
             .ok_or_else(fabric_lost)
     }
 
-    /// Reads the description again, from the port's master SM if it moved.
-    async fn read(&mut self, session: &mut Session, watch: &mut Watch) -> Result<(), Stop> {
+    /// Reads the description again, from the port's master SM if it
+    /// moved; after a sweep of the master (`sweep`), OpenSM's files too.
+    async fn read(
+        &mut self,
+        session: &mut Session,
+        watch: &mut Watch,
+        sweep: bool,
+    ) -> Result<(), Stop> {
         self.follow_master(session);
         let Some(current) = &self.current else {
             return Err(fabric_lost());
@@ -173,28 +185,29 @@ impl<'o> Driver<'o> {
             session,
             session.dest,
             self.distribute.master_window,
-            current,
+            (current, sweep),
         )
         .await;
         let now = Instant::now();
         match unanswered(read)? {
             Ok(Reread::Unchanged(served)) => {
                 self.newest = None;
-                let ports = current.ports();
-                watch.handle_read(
-                    now,
-                    Read {
-                        changed: false,
-                        ports,
-                        served,
-                    },
-                );
+                let read = Read {
+                    changed: false,
+                    ports: current.ports(),
+                    served,
+                    config_changes: Vec::new(),
+                    from_master: current.unproven().is_some(),
+                };
+                watch.handle_read(now, read);
             }
-            Ok(Reread::Changed(new)) => {
+            Ok(Reread::Changed(new, config_changes)) => {
                 let read = Read {
                     changed: true,
                     ports: new.ports(),
                     served: new.description,
+                    config_changes,
+                    from_master: new.unproven().is_some(),
                 };
                 self.newest = Some(*new);
                 watch.handle_read(now, read);
@@ -204,8 +217,12 @@ impl<'o> Driver<'o> {
         Ok(())
     }
 
-    /// Checks pairs that changed from the current fabric to the newest
-    /// (from `nodes`; a sample if none did) against the master.
+    /// Checks against the master pairs that changed from the current
+    /// fabric to the newest (from `nodes`, at most `--watch-check`) and
+    /// every endport as a source and a destination; with no newest fabric
+    /// (a sweep that changed nothing local-sa reads), every endport of
+    /// the current one. What differs is kept with the fabric checked: its
+    /// kind of table then comes from the master.
     async fn check(
         &mut self,
         session: &mut Session,
@@ -213,29 +230,42 @@ impl<'o> Driver<'o> {
         nodes: &[u64],
         read: u32,
     ) -> Result<(), Stop> {
-        let (Some(current), Some(new)) = (&self.current, &mut self.newest) else {
-            return Err(Stop::new(3, "the watch checks a change it did not read"));
-        };
         let limit = self.check;
-        let mut pairs = changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
-        if pairs.is_empty() {
-            pairs = new.fabric.sample(limit, u64::from(read), new.at_keys());
-        }
+        let (checked, pairs) = match (&self.current, &mut self.newest) {
+            (Some(current), Some(new)) => {
+                let mut pairs =
+                    changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
+                pairs.extend(every_port(new, read, &pairs));
+                (new, pairs)
+            }
+            (_, None) => {
+                let Some(current) = &mut self.current else {
+                    return Err(fabric_lost());
+                };
+                let pairs = every_port(current, read, &[]);
+                (current, pairs)
+            }
+            (None, Some(_)) => {
+                return Err(Stop::new(3, "the watch checks a change without its fabric"));
+            }
+        };
         let window = self.distribute.master_window;
-        let checked = compute::check_pairs(session, session.dest, window, new, &pairs).await;
-        match unanswered(checked)? {
+        let records_before = checked.sample.records;
+        let found = compute::check_pairs(session, session.dest, window, checked, &pairs).await;
+        let records = checked.sample.records - records_before;
+        match unanswered(found)? {
             Ok(differed) => {
                 if differed > 0 && read < READS {
                     warn!(
                         differ = differed,
-                        "computed PathRecords differ from the master's after a change: its sweep may not be \
-                         done; reading the description again"
+                        "computed PathRecords differ from the master's after its sweep: the sweep may not \
+                         be done; reading the description again"
                     );
                 }
                 let outcome = CheckOutcome {
                     pairs: pairs.len(),
                     differed,
-                    records: new.sample.records,
+                    records,
                 };
                 watch.handle_checked(Instant::now(), outcome);
             }
@@ -368,6 +398,16 @@ impl<'o> Driver<'o> {
     }
 }
 
+/// The pairs that make every endport of `prepared`'s fabric a source and
+/// a destination in each of its tables, beside `drawn` (read `read` of an
+/// event draws anew).
+fn every_port(prepared: &Prepared, read: u32, drawn: &[PairCheck]) -> Vec<PairCheck> {
+    let all = prepared
+        .fabric
+        .sample(0, u64::from(read), prepared.at_keys());
+    all.into_iter().filter(|p| !drawn.contains(p)).collect()
+}
+
 /// The watch has no fabric to work from: only after a push that failed
 /// for good, which ends the watch.
 fn fabric_lost() -> Stop {
@@ -375,12 +415,16 @@ fn fabric_lost() -> Stop {
 }
 
 /// A step's end: its value, or (inner `Err`) why the master did not
-/// answer, which ends the event and not the watch; any other failure
-/// ends the watch.
+/// answer or its description could not be used (read mid-sweep), which
+/// ends the event and not the watch; any other failure ends the watch.
 fn unanswered<T>(r: Result<T, Stop>) -> Result<Result<T, String>, Stop> {
     match r {
         Ok(v) => Ok(Ok(v)),
-        Err(e) if e.code == 4 => Ok(Err(e.message)),
+        Err(e) if e.code == 4 => Ok(Err(format!("the master did not answer: {}", e.message))),
+        Err(e) if e.code == 5 => Ok(Err(format!(
+            "the description read could not be used ({}); the next event reads it again",
+            e.message
+        ))),
         Err(e) => Err(e),
     }
 }

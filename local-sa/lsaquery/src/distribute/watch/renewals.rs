@@ -18,14 +18,14 @@ use crate::session::Session;
 use crate::stop::Stop;
 
 /// Renews the lease of every node of `nodes` (GID, LID) on `terms`, at
-/// most `window` at once.
+/// most `window` at once; `forget_qos`: the master swept since the last.
 pub(super) async fn renew(
     session: &mut Session,
     nodes: &[(Gid, u16)],
-    terms: LeaseTerms,
+    (terms, forget_qos): (LeaseTerms, bool),
     window: usize,
 ) -> Result<Renewed, Stop> {
-    let mad = renewal(session.sm_key, terms);
+    let mad = renewal(session.sm_key, terms, forget_qos);
     let sm_sl = session.port.sm_sl;
     let requests: Vec<(Address, Bytes)> = nodes
         .iter()
@@ -48,7 +48,7 @@ pub(super) async fn claim(
 ) -> Result<LeaseAnswer, Stop> {
     let request = (
         Address::gsi(lid, session.port.sm_sl),
-        renewal(session.sm_key, terms),
+        renewal(session.sm_key, terms, false),
     );
     let ends = each_to(session, 1, std::slice::from_ref(&request)).await?;
     Ok(LeaseAnswer::of(ends.first().and_then(|e| e.as_ref().ok())))
