@@ -171,6 +171,7 @@ pub struct FabricBuilder {
     ready_timeout: Duration,
     opensm_config: Vec<String>,
     opensm_files: Vec<(String, String)>,
+    opensm_args: Vec<String>,
 }
 
 impl FabricBuilder {
@@ -196,6 +197,18 @@ impl FabricBuilder {
     /// partitions.conf`, `qos_policy_file qos-policy.conf`).
     pub fn opensm_file(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
         self.opensm_files.push((name.into(), text.into()));
+        self
+    }
+
+    /// More of OpenSM's command-line options (`-Q`, `-Y FILE`, `-P
+    /// FILE`: what OpenSM takes over its configuration file), after `-F`;
+    /// a relative file name is OpenSM's working directory's.
+    pub fn opensm_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.opensm_args.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -243,6 +256,7 @@ impl FabricBuilder {
             opensm_node,
             opensm_config: self.opensm_config,
             opensm_files: self.opensm_files,
+            opensm_args: self.opensm_args,
             ready_timeout: self.ready_timeout,
             commands: AtomicUsize::new(0),
         };
@@ -402,6 +416,7 @@ pub struct SimulatedFabric {
     opensm_node: String,
     opensm_config: Vec<String>,
     opensm_files: Vec<(String, String)>,
+    opensm_args: Vec<String>,
     ready_timeout: Duration,
     commands: AtomicUsize,
 }
@@ -414,6 +429,7 @@ impl SimulatedFabric {
             opensm_node: None,
             opensm_config: Vec::new(),
             opensm_files: Vec::new(),
+            opensm_args: Vec::new(),
             ready_timeout: Duration::from_secs(90),
         }
     }
@@ -510,6 +526,7 @@ impl SimulatedFabric {
                 .map_err(io_err("writing the OpenSM configuration"))?;
             cmd.arg("-F").arg(conf);
         }
+        cmd.args(&self.opensm_args);
         cmd.args(["-d0", "-d2", "-f"])
             .arg(self.opensm_log())
             .current_dir(&osm_dir)

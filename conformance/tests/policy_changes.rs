@@ -342,3 +342,157 @@ fn a_policy_change_in_a_node_s_first_seconds_reaches_nodes_that_keep_their_own_t
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
+
+/// The node GUID of `name`'s adapter, as OpenSM's SA gives it (a node
+/// name map names nodes by it).
+fn node_guid(fabric: &SimulatedFabric, name: &str) -> u64 {
+    let lid = lid(fabric, name).to_string();
+    let out = fabric.node(name).unwrap().saquery(["NR", &lid]).unwrap();
+    let line = (out.stdout.lines())
+        .find(|l| l.trim_start().starts_with("node_guid"))
+        .unwrap_or_else(|| panic!("no node_guid in {}{}", out.stdout, out.stderr));
+    let hex = line.rsplit("0x").next().unwrap().trim();
+    u64::from_str_radix(hex, 16).unwrap()
+}
+
+/// Waits until OpenSM gives h2's paths SL `sl` (it took the policy, or
+/// dropped it).
+fn until_opensm_gives_h2_sl(fabric: &SimulatedFabric, sl: u8, since: Instant) {
+    loop {
+        let sls = all(&opensm(fabric, None), |r| (r.slid(), r.sl()));
+        let h2 = lid(fabric, "h2");
+        if sls.iter().any(|(s, l)| *s == h2 && *l == sl) {
+            return;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "OpenSM never gave h2's paths SL {sl}: {sls:?}"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn a_policy_on_opensm_s_command_line_is_caught_by_a_check_that_sees_every_port() {
+    // OpenSM takes its policy from -Y on its command line; the
+    // configuration the distributor reads names none, so local-sa knows no
+    // level. Ten pairs drawn: every port is a source and a destination
+    // all the same, so h2's level is caught and the default tables come
+    // from the master.
+    let fabric = SimulatedFabric::builder(Topology::fat_tree(3, 4, 2))
+        .opensm_config(["qos TRUE", &format!("sa_key {KEY}")])
+        .opensm_file("cli-policy.conf", POLICY)
+        .opensm_args(["-Y", "cli-policy.conf"])
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let policy = POLICY.replace("PINNED", &guid_of(&fabric, "h2"));
+    let since = edit_and_hang_up(&fabric, "cli-policy.conf", &policy);
+    until_opensm_gives_h2_sl(&fabric, 1, since);
+    let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let out = fabric
+        .node("h9")
+        .unwrap()
+        .lsaquery()
+        .args(["--distribute", "--compute", "--smkey", KEY, "--json"])
+        .args(["--check-sample", "10", "--opensm-config"])
+        .arg(&conf)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let summary: serde_json::Value = (out.stdout.lines())
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("the summary");
+    let because = summary["compute"]["from_master_because"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(because.contains("sl"), "the level's SL caught: {summary}");
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let (_, differ) = compared(&fabric, None);
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[test]
+fn port_names_are_looked_up_as_opensm_knows_the_nodes_and_a_policy_it_drops_is_dropped() {
+    // h2 is "pinned host" in OpenSM's node name map: a port group naming
+    // it quoted holds it, one naming it unquoted holds nothing (OpenSM's
+    // lexer drops the blank); its level's packet-life 70 spills into the
+    // selector. Every pair computed equals OpenSM's.
+    let fabric = start(
+        Topology::fat_tree(3, 4, 2),
+        &[
+            "qos TRUE",
+            "qos_policy_file qos-policy.conf",
+            "node_name_map_name names.map",
+        ],
+        &[("qos-policy.conf", PARTITIONS)],
+    );
+    let map = format!("{:#018x} \"pinned host\"\n", node_guid(&fabric, "h2"));
+    std::fs::write(fabric.opensm_dir().join("names.map"), map).unwrap();
+    // OpenSM opens its node name map when it starts (the fabric's files
+    // are written again then: the map is not one of them).
+    fabric.restart_opensm().unwrap_or_else(|e| panic!("{e}"));
+    let named = POLICY
+        .replace("port-guid: PINNED", "port-name: \"pinned host\"/P1")
+        .replace(
+            "name: pinned-level\n        sl: 1",
+            "name: pinned-level\n        sl: 1\n        packet-life: 70",
+        )
+        .replace(
+            "end-port-groups",
+            "    port-group\n        name: unquoted\n        port-name: pinned host/P1\n    \
+             end-port-group\nend-port-groups",
+        )
+        .replace(
+            "end-qos-match-rules",
+            "    qos-match-rule\n        destination: unquoted\n        qos-level-name: pinned-level\n    \
+             end-qos-match-rule\nend-qos-match-rules",
+        );
+    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &named);
+    until_opensm_gives_h2_sl(&fabric, 1, since);
+    let conf = fabric.opensm_dir().join("opensm.conf");
+    let compute = || {
+        fabric
+            .node("h9")
+            .unwrap()
+            .lsaquery()
+            .args([
+                "--compute",
+                "--smkey",
+                KEY,
+                "--check-sample",
+                "all",
+                "--opensm-config",
+            ])
+            .arg(&conf)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = compute();
+    assert_eq!(out.status.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("all equal"), "{}", out.stdout);
+    assert!(out.stdout.contains("1 node names from"), "{}", out.stdout);
+    let lives = all(&opensm(&fabric, None), |r| {
+        (r.packet_life_selector(), r.packet_life())
+    });
+    assert!(
+        lives.contains(&(mad_codec::Selector::from_bits(3), 6)),
+        "OpenSM's own byte: {lives:?}"
+    );
+    // An IPoIB rule whose partition OpenSM does not have: it drops the
+    // whole policy, and so do the computed tables.
+    let dropped = format!("{named}qos-ulps\n    ipoib, pkey 0x0005 : 3\nend-qos-ulps\n");
+    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &dropped);
+    until_opensm_gives_h2_sl(&fabric, 0, since);
+    let out = compute();
+    assert_eq!(out.status.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("all equal"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("partition doesn't exist")
+            && out.stderr.contains("drops the whole policy"),
+        "{}",
+        out.stderr
+    );
+}
