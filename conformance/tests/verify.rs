@@ -230,3 +230,23 @@ fn with_opensm_frozen_the_check_says_what_it_could_not_check_and_ends() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_master_whose_answers_vary_from_ask_to_ask_is_said_so_not_called_a_difference() {
+    // DFSSSP on a ring of five switches draws each path's SL at random
+    // for each query: what local-sa holds is one of OpenSM's answers, and
+    // OpenSM answers the same pair otherwise the next time.
+    let fabric = SimulatedFabric::builder(Topology::ring(5))
+        .opensm_config(["routing_engine dfsssp"])
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sa = LocalSa::start(&fabric, "h3", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let out = verify(&fabric.node("h3").unwrap(), &sa, &[]);
+    let paths = part_line(&out.stdout, "paths");
+    assert!(
+        paths.contains("NOT CHECKED") && paths.contains("vary from ask to ask"),
+        "{}",
+        out.stdout
+    );
+    assert!(!paths.contains("DIFFERENT"), "{}", out.stdout);
+}

@@ -12,6 +12,11 @@ pub struct Mismatch {
     pub lids: (u16, u16),
     /// The first field that differs.
     pub difference: Difference,
+    /// The master answered the pair otherwise when asked again: its
+    /// answers vary from ask to ask (a routing engine that draws a path's
+    /// SL at random, as DFSSSP does), so no computed record can equal
+    /// them — said as such, not as a difference of the engine's.
+    pub varies: bool,
 }
 
 /// What a check found.
@@ -65,6 +70,12 @@ impl Checked {
             Some((_, n)) => *n += pairs,
             None => self.drawn.push((table, pairs)),
         }
+    }
+
+    /// How many of the pairs that differ the master answered otherwise
+    /// each time it was asked.
+    pub fn varying(&self) -> usize {
+        self.mismatches.iter().filter(|m| m.varies).count()
     }
 
     /// What the check drew from each kind of table and found there.

@@ -44,7 +44,17 @@ pub fn describe(m: &Mismatch) -> String {
     )
 }
 
+/// What makes answers that vary from ask to ask.
+pub const VARIES: &str = "the master answered this pair otherwise when asked again: its answers \
+     vary from ask to ask (a routing engine that draws each path's SL at random, as DFSSSP does), \
+     so equality with the master is not defined here and no computed table is sent for it";
+
 /// Why tables of a difference's kind come from the master.
 pub fn why(m: &Mismatch) -> String {
-    format!("{} — {}", describe(m), cause(m.difference.field))
+    let cause = if m.varies {
+        VARIES
+    } else {
+        cause(m.difference.field)
+    };
+    format!("{} — {cause}", describe(m))
 }

@@ -13,6 +13,10 @@
 //!   come whole is learnt from the first pair, whose records may fit one
 //!   MAD where later pairs' do not (LMC ranges): a GetTable answer that
 //!   comes cut is never compared, its pair is asked again by LID pairs.
+//!   A pair whose answer differs from the computed one is asked once
+//!   more: answered otherwise then, the master's answers vary from ask to
+//!   ask (DFSSSP draws a path's SL at random), and the difference is told
+//!   as that ([`Mismatch::varies`]).
 
 use bytes::Bytes;
 use local_sa_core::path_engine::{Fabric, PairCheck, compare_pair};
@@ -141,6 +145,8 @@ enum Stage {
     Pairs,
     /// The pairs whose whole-table answer came cut, asked by LID pairs.
     Again(Vec<usize>),
+    /// The pairs that differed, asked once more.
+    Recheck,
     /// Over.
     Done,
 }
@@ -153,6 +159,9 @@ pub struct SampleCheck {
     whole: bool,
     /// The batch asked, awaiting its ends.
     asked: Vec<Ask>,
+    /// Pairs that differed, to ask once more: what was asked, the
+    /// master's records then, and the difference.
+    suspects: Vec<(Ask, Vec<PathRecord>, Mismatch)>,
     checked: Checked,
     served: Served,
 }
@@ -177,6 +186,7 @@ impl SampleCheck {
             stage,
             whole: true,
             asked: Vec::new(),
+            suspects: Vec::new(),
             checked,
             served: Served::default(),
         }
@@ -197,6 +207,7 @@ impl SampleCheck {
                 .iter()
                 .flat_map(|&i| self.lid_pairs(fabric, i))
                 .collect(),
+            Stage::Recheck => self.suspects.iter().map(|(ask, _, _)| *ask).collect(),
         };
         let requests = (self.asked.iter())
             .map(|&(i, lids)| {
@@ -233,11 +244,31 @@ impl SampleCheck {
                     // pair's fitted), is asked again LID pair by LID pair:
                     // what was cut is not the master's answer.
                     self.stage = Stage::Again(cut);
+                } else if !self.suspects.is_empty() {
+                    self.stage = Stage::Recheck;
                 }
             }
             Stage::Again(_) => {
                 self.compare(fabric, &asked, ends)?;
+                if !self.suspects.is_empty() {
+                    self.stage = Stage::Recheck;
+                }
             }
+            Stage::Recheck => self.recheck(ends)?,
+        }
+        Ok(())
+    }
+
+    /// The master's second answers to the pairs that differed: one unlike
+    /// its first says its answers vary.
+    fn recheck(&mut self, ends: Vec<End>) -> Result<(), String> {
+        for ((_, first, mut mismatch), end) in
+            std::mem::take(&mut self.suspects).into_iter().zip(ends)
+        {
+            let again = records(end, &mismatch.pair)?;
+            self.served.count(again.len(), PathRecord::STRIDE);
+            mismatch.varies = compare_pair(&first, &again).is_some();
+            self.checked.mismatches.push(mismatch);
         }
         Ok(())
     }
@@ -293,15 +324,17 @@ impl SampleCheck {
                 ours.iter_mut().for_each(|r| r.set_preference(0));
             }
             if let Some(difference) = compare_pair(&ours, &theirs) {
-                let lids = lids.unwrap_or_else(|| {
+                let shown = lids.unwrap_or_else(|| {
                     let r = theirs.first().or(ours.first());
                     r.map_or((0, 0), |r| (r.slid(), r.dlid()))
                 });
-                self.checked.mismatches.push(Mismatch {
+                let mismatch = Mismatch {
                     pair,
-                    lids,
+                    lids: shown,
                     difference,
-                });
+                    varies: false,
+                };
+                self.suspects.push(((i, lids), theirs, mismatch));
             }
         }
         Ok(cut)
@@ -342,6 +375,8 @@ mod tests {
         cut_over: usize,
         cut_from: Option<u64>,
         refused: Option<(u64, MadStatus)>,
+        /// Each answer's SL drawn anew (as DFSSSP draws it).
+        draws_sls: bool,
         queries: usize,
     }
 
@@ -352,6 +387,7 @@ mod tests {
                 cut_over: usize::MAX,
                 cut_from: None,
                 refused: None,
+                draws_sls: false,
                 queries: 0,
             }
         }
@@ -372,6 +408,10 @@ mod tests {
             if mask.contains(pr::SLID) {
                 records.retain(|r| (r.slid(), r.dlid()) == (t.slid(), t.dlid()));
                 records.iter_mut().for_each(|r| r.set_preference(0));
+            }
+            if self.draws_sls {
+                let sl = 1 + (self.queries % 5) as u8;
+                records.iter_mut().for_each(|r| r.set_sl(sl));
             }
             let mut h = *h;
             h.mad.set_method(h.mad.method().response());
@@ -459,6 +499,30 @@ mod tests {
             checked.mismatches.len() < pairs.len(),
             "pairs whose routes did not cross it agree"
         );
+    }
+
+    #[test]
+    fn a_pair_that_differs_is_asked_once_more_and_a_master_whose_answers_vary_is_told_as_such() {
+        let ours = fabric(false);
+        let pairs = every_pair(&ours);
+        // A reroute: the master answers each pair the same way twice.
+        let mut master = FakeMaster::new(fabric(true));
+        let (checked, _) = run(&ours, &pairs, &mut master).unwrap();
+        let differ = checked.mismatches.len();
+        assert!(differ > 0 && checked.varying() == 0);
+        assert_eq!(
+            master.queries,
+            1 + pairs.len() + differ,
+            "each asked once more"
+        );
+        // SLs drawn at each ask: every pair differs, and varies.
+        let mut master = FakeMaster::new(fabric(false));
+        master.draws_sls = true;
+        let (checked, _) = run(&ours, &pairs, &mut master).unwrap();
+        assert_eq!(checked.mismatches.len(), pairs.len());
+        assert_eq!(checked.varying(), pairs.len());
+        let why = crate::computed::explain::why(&checked.mismatches[0]);
+        assert!(why.contains("vary from ask to ask"), "{why}");
     }
 
     #[test]

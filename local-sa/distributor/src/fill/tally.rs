@@ -64,6 +64,9 @@ pub struct Computed {
     pub pairs: usize,
     /// Pairs that differed.
     pub differences: usize,
+    /// Of them, pairs the master answered otherwise each time it was
+    /// asked (its answers vary: no computed table can equal them).
+    pub varying: usize,
     /// What the check drew from each kind of table, and found.
     pub coverage: Vec<Coverage>,
     /// OpenSM's configuration the tables were computed with, if given.
@@ -101,6 +104,7 @@ impl Computed {
             check: c.sample,
             pairs: c.checked.pairs,
             differences: c.checked.mismatches.len(),
+            varying: c.checked.varying(),
             coverage: c.checked.coverage(),
             opensm: c.describe_config(),
             ways_nowhere: c.fabric.route_faults().1,
@@ -134,6 +138,15 @@ impl Computed {
              check: {} pairs, {} differ",
             self.tables, self.records, d.records, d.bytes, d.queries, self.pairs, self.differences
         );
+        if self.varying > 0 {
+            let _ = writeln!(
+                out,
+                "  {} of them the master answers otherwise each time it is asked: its answers vary from \
+                 ask to ask (a routing engine that draws a path's SL at random, as DFSSSP does); equality \
+                 with the master is not defined there, and those tables come from it",
+                self.varying
+            );
+        }
         if let Some(config) = &self.opensm {
             let _ = writeln!(out, "  with OpenSM's configuration: {config}");
         }
@@ -188,6 +201,7 @@ impl Computed {
             "check": served(self.check),
             "pairs": self.pairs,
             "differences": self.differences,
+            "varying": self.varying,
             "coverage": coverage_json(&self.coverage),
             "opensm_config": self.opensm,
             "ways_nowhere": self.ways_nowhere,

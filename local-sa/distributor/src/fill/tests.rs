@@ -521,6 +521,7 @@ fn computed_from(
                 ours: "0".into(),
                 theirs: "1".into(),
             },
+            varies: false,
         });
     }
     let hosts: Vec<FabricPort> = fabric
@@ -724,6 +725,7 @@ fn tables_at_keys_are_computed_with_the_master_s_policy_and_a_kind_that_differs_
             ours: "0".into(),
             theirs: "3".into(),
         },
+        varies: false,
     });
     assert!(prepared.trusted(at_service).is_ok());
     assert!(prepared.trusted(Table::Partition(0xFFFF)).is_ok());

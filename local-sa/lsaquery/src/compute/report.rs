@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use local_sa_distributor::computed::explain::{cause, why};
+use local_sa_distributor::computed::explain::{VARIES, cause, why};
 use local_sa_distributor::computed::tables::{Counts, NodeTables};
 use local_sa_distributor::computed::{Prepared, Served, coverage_json, coverage_text};
 
@@ -152,6 +152,14 @@ impl<'a> ComputeReport<'a> {
             p.check_time.as_secs_f64(),
             if c.mismatches.is_empty() && c.uncomputable.is_empty() {
                 "all equal".to_owned()
+            } else if c.varying() > 0 {
+                format!(
+                    "{} differ ({} of them the master answers otherwise each time it is asked: its \
+                     answers vary, equality is not defined there), {} not computed",
+                    c.mismatches.len(),
+                    c.varying(),
+                    c.uncomputable.len()
+                )
             } else {
                 format!(
                     "{} differ, {} not computed",
@@ -239,7 +247,8 @@ impl<'a> ComputeReport<'a> {
                     "field": m.difference.field,
                     "computed": m.difference.ours,
                     "master": m.difference.theirs,
-                    "cause": cause(m.difference.field),
+                    "cause": if m.varies { VARIES } else { cause(m.difference.field) },
+                    "varies": m.varies,
                 })).collect::<Vec<_>>(),
                 "not_computed": p.checked.uncomputable.len(),
                 "coverage": coverage_json(&p.checked.coverage()),

@@ -108,7 +108,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
             sample: cli.sample.0,
         };
         let mut report = VerifyReport::default();
-        let (part, destinations) = paths::check(&mut client, local, master, &scope, pace).await?;
+        let (part, found) = paths::check(&mut client, local, master, &scope, pace).await?;
         report.parts.push(part);
         let local = doors::Local {
             acm_socket: &acm_socket,
@@ -118,7 +118,7 @@ pub(crate) fn run(cli: &Cli) -> Result<(), Stop> {
         };
         report
             .parts
-            .push(doors::check(&mut client, master, me, &destinations, &local, pace).await?);
+            .push(doors::check(&mut client, master, me, &found, &local, pace).await?);
         report
             .parts
             .push(registrations::check(&mut client, master, me, held, pace).await?);

@@ -114,14 +114,22 @@ async fn port_table(
     })
 }
 
-/// Runs the paths part; also returns the destinations it asked about.
+/// What the paths part found beside its part: the destinations it asked
+/// about (for the doors part to ask again), and whether the master's
+/// answers vary from ask to ask.
+pub(super) struct Found {
+    pub(super) destinations: Vec<Destination>,
+    pub(super) master_varies: bool,
+}
+
+/// Runs the paths part.
 pub(super) async fn check(
     client: &mut Client,
     local: Address,
     master: Address,
     scope: &Scope,
     pace: Pace,
-) -> Result<(Part, Vec<Destination>), Stop> {
+) -> Result<(Part, Found), Stop> {
     let ask_master = format!(
         "lsaquery --master -c   (is the master SA at LID {} answering?)",
         master.lid
@@ -137,7 +145,7 @@ pub(super) async fn check(
     .await?
     {
         Ok(t) => t,
-        Err(part) => return Ok((part, Vec::new())),
+        Err(part) => return Ok((part, Found::none())),
     };
     let master_table = match port_table(
         client,
@@ -150,7 +158,7 @@ pub(super) async fn check(
     .await?
     {
         Ok(t) => t,
-        Err(part) => return Ok((part, Vec::new())),
+        Err(part) => return Ok((part, Found::none())),
     };
     let local_records: BTreeSet<[u8; PathRecord::LEN]> =
         local_table.records::<PathRecord>().map(bytes_of).collect();
@@ -190,11 +198,47 @@ pub(super) async fn check(
     let from_local = ask_all(client, local, &requests, pace, "paths asked of local-sa").await?;
     let from_master = ask_all(client, master, &requests, pace, "paths asked of the master").await?;
 
+    // A pair whose answers differ is asked of the master once more: one
+    // it answers otherwise then varies from ask to ask.
+    let differing: Vec<usize> = (0..pairs.len())
+        .filter(
+            |&i| match (from_local[i].answer(), from_master[i].answer()) {
+                (Some(l), Some(m)) => compare_answers(l, m).is_some(),
+                _ => false,
+            },
+        )
+        .collect();
+    let again_requests: Vec<Bytes> = differing.iter().map(|&i| requests[i].clone()).collect();
+    let again = ask_all(
+        client,
+        master,
+        &again_requests,
+        pace,
+        "differing paths asked of the master again",
+    )
+    .await?;
+    let mut varies: BTreeSet<usize> = (differing.iter().zip(&again))
+        .filter(|(i, a)| {
+            let first = from_master[**i].answer();
+            matches!((first, a.answer()), (Some(m), Some(m2)) if compare_answers(m, m2).is_some())
+        })
+        .map(|(i, _)| *i)
+        .collect();
+    // Once the master is seen to draw its answers anew, a pair it
+    // happened to answer alike twice that differs from local-sa's in the
+    // SL alone is the same drawing.
+    if !varies.is_empty() {
+        varies.extend(differing.iter().copied().filter(|&i| {
+            let (l, m) = (from_local[i].answer(), from_master[i].answer());
+            matches!((l.and_then(first_record), m.and_then(first_record)), (Some(l), Some(m)) if only_sl_differs(&l, &m))
+        }));
+    }
+
     let mut details = Vec::new();
     let mut first_different = None;
     let (mut equal, mut different, mut unchecked) = (0usize, 0usize, 0usize);
     let mut destinations = Vec::new();
-    for ((pair, l), m) in pairs.iter().zip(&from_local).zip(&from_master) {
+    for (i, ((pair, l), m)) in pairs.iter().zip(&from_local).zip(&from_master).enumerate() {
         let Some(m) = m.answer() else {
             unchecked += 1;
             continue;
@@ -217,6 +261,10 @@ pub(super) async fn check(
         };
         match difference {
             None => equal += 1,
+            Some(d) if varies.contains(&i) => details.push(format!(
+                "{}: {d} — the master answered otherwise when asked again: {VARIES}",
+                pair.label()
+            )),
             Some(d) => {
                 different += 1;
                 first_different.get_or_insert(*pair);
@@ -224,12 +272,39 @@ pub(super) async fn check(
             }
         }
     }
-    let table_note = compare_tables(
+    let mut table_details = Vec::new();
+    let mut table_note = compare_tables(
         &local_records,
         &master_records,
         master_table.is_cut(),
-        &mut details,
+        &mut table_details,
     );
+    let mut tables_agree = table_details.is_empty();
+    if !tables_agree {
+        // The master's table asked once more: one unlike the first
+        // varies from ask to ask, and is no difference of local-sa's.
+        let again = port_table(
+            client,
+            master,
+            scope.me,
+            "the master SA",
+            ask_master.clone(),
+            pace,
+        )
+        .await?
+        .ok();
+        let varies = again.is_some_and(|a| {
+            let second: BTreeSet<[u8; PathRecord::LEN]> =
+                a.records::<PathRecord>().map(bytes_of).collect();
+            second != master_records
+        });
+        if varies {
+            table_note = format!("table: the master's varies from ask to ask: {VARIES}");
+            tables_agree = true;
+            table_details.clear();
+        }
+    }
+    details.extend(table_details);
     let asked = pairs.len();
     let what = format!(
         "{} destinations × P_Key {} × ServiceID none, {}",
@@ -237,7 +312,18 @@ pub(super) async fn check(
         list(&scope.pkeys, |p| format!("{p:#06x}")),
         list(&scope.service_ids, |s| format!("{s:#x}"))
     );
-    let mut part = if !details.is_empty() {
+    let mut part = if different == 0 && !varies.is_empty() && tables_agree {
+        Part::not_checked(
+            "paths",
+            format!(
+                "{} of {asked} answers the master gives otherwise each time it is asked: its answers vary \
+                 from ask to ask, and equality with it is not defined there; {equal} equal ({what}); \
+                 {table_note}",
+                varies.len()
+            ),
+        )
+        .next("lsaquery --compute   (which kind of table the master's answers vary in)")
+    } else if different > 0 || !details.is_empty() {
         Part::new(
             "paths",
             Verdict::Different,
@@ -275,7 +361,30 @@ pub(super) async fn check(
         )
     };
     part.details = details;
-    Ok((part, destinations))
+    let master_varies = !varies.is_empty();
+    Ok((
+        part,
+        Found {
+            destinations,
+            master_varies,
+        },
+    ))
+}
+
+impl Found {
+    fn none() -> Self {
+        Self {
+            destinations: Vec::new(),
+            master_varies: false,
+        }
+    }
+}
+
+/// Whether `a` and `b` differ in their SL alone.
+pub(super) fn only_sl_differs(a: &PathRecord, b: &PathRecord) -> bool {
+    let mut a = *a;
+    a.set_sl(b.sl());
+    bytes_of(&a) == bytes_of(b)
 }
 
 /// `items` as `a, b, c`.
@@ -333,6 +442,10 @@ pub(super) fn field_differences(local: &PathRecord, master: &PathRecord) -> Vec<
         .map(|((name, a), (_, b))| format!("{name} {a} (local-sa) ≠ {b} (master)"))
         .collect()
 }
+
+/// What makes the master's answers vary from ask to ask.
+pub(super) const VARIES: &str = "its answers vary from ask to ask (a routing engine that draws each path's SL at \
+     random, as DFSSSP does), not a difference of local-sa's";
 
 /// Compares this port's tables as sets; differences go to `details`.
 /// Returns a note on the comparison for the part's reason.
