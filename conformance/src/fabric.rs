@@ -569,18 +569,27 @@ impl SimulatedFabric {
     /// Runs `f` with OpenSM stopped (SIGSTOP: it neither answers nor
     /// goes away, as a master that hangs), then lets it go on.
     pub fn with_opensm_frozen<T>(&self, f: impl FnOnce() -> T) -> T {
-        let opensm = self.opensm_pid().expect("OpenSM runs").to_string();
-        let signal = |name: &str| {
-            let status = std::process::Command::new("kill")
-                .args([name, &opensm])
-                .status()
-                .unwrap();
-            assert!(status.success(), "kill {name} {opensm}");
-        };
-        signal("-STOP");
+        self.signal_opensm("-STOP");
         let out = f();
-        signal("-CONT");
+        self.signal_opensm("-CONT");
         out
+    }
+
+    /// Tells OpenSM to read its configuration again (SIGHUP: it rescans
+    /// its options and sweeps heavily, reading its QoS policy and
+    /// partitions again), as an administrator who edited them does.
+    pub fn hang_up_opensm(&self) {
+        self.signal_opensm("-HUP");
+    }
+
+    /// Sends OpenSM the signal `name` (`-STOP`, `-HUP`, ...).
+    fn signal_opensm(&self, name: &str) {
+        let opensm = self.opensm_pid().expect("OpenSM runs").to_string();
+        let status = std::process::Command::new("kill")
+            .args([name, &opensm])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name} {opensm}");
     }
 
     /// Polls `saquery -c` on OpenSM's node until it succeeds.

@@ -75,12 +75,7 @@ fn guid_of(fabric: &SimulatedFabric, name: &str) -> String {
 /// Writes OpenSM's `file` and tells it (SIGHUP).
 fn edit_and_hang_up(fabric: &SimulatedFabric, file: &str, text: &str) -> Instant {
     std::fs::write(fabric.opensm_dir().join(file), text).unwrap();
-    let opensm = fabric.opensm_pid().expect("OpenSM runs");
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &opensm.to_string()])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    fabric.hang_up_opensm();
     Instant::now()
 }
 

@@ -390,12 +390,7 @@ fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
     let changed = QOS_POLICY.replace("name: slow\n        sl: 3", "name: slow\n        sl: 1");
     assert_ne!(changed, QOS_POLICY);
     std::fs::write(&policy, changed).unwrap();
-    let opensm = fabric.opensm_pid().expect("OpenSM runs");
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &opensm.to_string()])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    fabric.hang_up_opensm();
     let lids = host_lids(&fabric);
     for (sa, name) in nodes.iter_mut().zip(NODES) {
         // The watch saw the sweep and told every node to forget its QoS

@@ -576,7 +576,10 @@ pub(crate) struct Cli {
     pub(crate) compute: bool,
     /// With --compute: how many pairs to check against the master (spread
     /// over every node and switch pair, and over each partition), or
-    /// "all"; a fabric with fewer pairs has all of them checked.
+    /// "all"; a fabric with fewer pairs has all of them checked. Whatever
+    /// N, every endport is a source and a destination at least once in
+    /// each kind of table (about N queries a kind at N endports), so that
+    /// what local-sa was not told is caught.
     #[arg(long = "check-sample", value_name = "N|all", value_parser = sample_size, default_value = "1000", requires = "compute")]
     pub(crate) check_sample: SampleSize,
     /// With --compute: the seed of the sample's choice (the same seed, the
@@ -592,12 +595,17 @@ pub(crate) struct Cli {
     #[arg(long = "no-fallback", requires_all = ["distribute", "compute"])]
     pub(crate) no_fallback: bool,
     /// With --compute: OpenSM's own configuration (its opensm.conf, and
-    /// the partitions and QoS policy files it names), for what its SA does
-    /// not publish: each partition's SL and name, the QoS policy's levels.
-    /// A file OpenSM would refuse is refused with OpenSM's reason; one
-    /// that is not the master's (qos differs from its ClassPortInfo) is
-    /// refused too. Default: the `opensm_config` of the --config file
-    /// (infiniband-diags' ibdiag.conf format), when that file exists.
+    /// the partitions, QoS policy and node name map files it names, or
+    /// OpenSM's defaults in /etc/opensm), for what its SA does not
+    /// publish: each partition's SL and name, the QoS policy's levels.
+    /// Read as OpenSM reads them: a policy OpenSM refuses is dropped, as
+    /// OpenSM drops it; a configuration that is not the master's (qos
+    /// differs from its ClassPortInfo) is named in the summary and not
+    /// used; a routing engine with SLs of its own sends every table from
+    /// the master. With --watch, read again after every sweep of the
+    /// master, as OpenSM reads them. Default: the `opensm_config` of the
+    /// --config file (infiniband-diags' ibdiag.conf format), when that
+    /// file exists.
     #[arg(long = "opensm-config", value_name = "FILE", requires = "compute")]
     pub(crate) opensm_config: Option<std::path::PathBuf>,
 
@@ -605,11 +613,13 @@ pub(crate) struct Cli {
     /// node current. On a notice that a link went up or down (trap 128)
     /// or a port came or went (64/65), heard through this node's local-sa
     /// (--api-socket) or, where none runs, subscribed at the master SA by
-    /// the watch itself, and every --watch-interval: wait --settle for the
-    /// master's sweep, read the fabric's description again, recompute,
-    /// check changed pairs against the master, and push each node whose
-    /// tables changed only the difference (a Set of the changed, a Delete
-    /// of the vanished). Every push and a renewal every --watch-renew
+    /// the watch itself, on a heavy sweep its polls see (--watch-poll),
+    /// and every --watch-interval: wait --settle for the master's sweep,
+    /// read the fabric's description again (after a sweep, OpenSM's files
+    /// too), recompute, check changed pairs and every endport against the
+    /// master (after a sweep that changed nothing, every endport all the
+    /// same), and push each node whose tables changed only the difference
+    /// (a Set of the changed, a Delete of the vanished). Every push and a renewal every --watch-renew
     /// carry a lease (--lease): the nodes refresh nothing on their own
     /// while it runs, and take loads from no other distributor. A second
     /// --watch on another node stands by (as OpenSM's standby SMs): it

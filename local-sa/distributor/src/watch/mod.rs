@@ -620,6 +620,9 @@ impl Watch {
         };
         add(&mut e.report.read, read.served);
         e.changed = read.changed;
+        // A description that changed is a sweep the master made, whether
+        // or not the watch heard of it.
+        e.sweep |= read.changed;
         e.from_master = read.from_master;
         e.report.description_changed |= read.changed;
         e.report.config_changes.extend(read.config_changes);

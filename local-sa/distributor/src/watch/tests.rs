@@ -734,3 +734,16 @@ fn a_change_the_engine_cannot_see_sends_every_node_the_master_s_tables_whole() {
     assert_eq!(f.pushes.len(), 2, "{:?}", f.told);
     assert_eq!(f.pushes[1].push.len(), 3);
 }
+
+#[test]
+fn an_interval_that_finds_the_fabric_changed_is_a_sweep_the_nodes_forget_their_qos_answers_after() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3]);
+    let mut w = f.watch();
+    // Nothing heard, nothing polled: the interval's read finds it.
+    f.reroute(&[3]);
+    f.run_until(&mut w, start + INTERVAL + Duration::from_secs(1));
+    assert_eq!(f.pushes.len(), 1);
+    assert_eq!(f.reads_after_sweeps, 0, "the interval's read is no sweep's");
+    assert_eq!(f.forgets, 1, "but the sweep it found is one");
+}
