@@ -273,6 +273,7 @@ impl OpenSmInput {
             )));
         }
         let partitions = self.partitions.as_ref().map(|(_, c)| c);
+        self.partitions_fit(fabric)?;
         let names = self.node_names.as_ref().map(|(_, m)| m);
         let (levels, dropped) = match &self.policy {
             Some((file, policy)) => {
@@ -310,6 +311,36 @@ impl OpenSmInput {
             fabric.set_qos_levels(levels);
         }
         Ok(dropped)
+    }
+
+    /// Whether the master's P_Key tables hold only partitions OpenSM made
+    /// from this configuration (its partitions file, and the default
+    /// one): a partition it does not name was made from another file (a
+    /// `-P` on OpenSM's command line, another machine's file), whose SLs
+    /// and names local-sa does not know. A file with a partition that
+    /// gives no P_Key (OpenSM makes one up) cannot tell.
+    fn partitions_fit(&self, fabric: &Fabric) -> Result<(), ConfigError> {
+        let config = self.partitions.as_ref().map(|(_, c)| c);
+        if config.is_some_and(|c| c.partitions.iter().any(|p| p.pkey.is_none())) {
+            return Ok(());
+        }
+        let unknown = (fabric.partitions().into_iter())
+            .filter(|p| *p != local_sa_core::opensm_config::partitions::DEFAULT_PKEY)
+            .find(|p| config.is_none_or(|c| c.by_pkey(*p).is_none()));
+        match (unknown, &self.partitions) {
+            (None, _) => Ok(()),
+            (Some(pkey), Some((file, _))) => Err(ConfigError::DoesNotFit(format!(
+                "the master's P_Key tables hold partition {pkey:#06x}, which {} does not name: it \
+                 is not the partitions file the master runs with",
+                file.display()
+            ))),
+            (Some(pkey), None) => Err(ConfigError::DoesNotFit(format!(
+                "the master's P_Key tables hold partition {pkey:#06x}, but {} names no partitions \
+                 file and OpenSM's default ({DEFAULT_PARTITIONS_FILE}) is not there: the master \
+                 runs with one local-sa was not given (OpenSM's -P?)",
+                self.path.display()
+            ))),
+        }
     }
 
     /// What it gives, in a few words, for the summaries.

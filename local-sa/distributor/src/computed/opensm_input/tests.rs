@@ -175,3 +175,44 @@ fn qos_turned_off_in_the_file_drops_the_policy_and_a_policy_opensm_refuses_now_i
     let what = changed(input.reread_with(&files.read()).unwrap());
     assert_eq!(what, ["option qos: TRUE -> FALSE", "QoS policy: none now"]);
 }
+
+#[test]
+fn a_partition_the_master_made_from_another_file_says_the_configuration_is_not_its() {
+    use local_sa_core::path_engine::Fabric;
+    use local_sa_core::path_engine::synthetic::FatTree;
+
+    let (mut spec, hosts) = FatTree {
+        leaves: 2,
+        hosts_per_leaf: 2,
+        spines: 1,
+        lmc: 0,
+    }
+    .spec();
+    for h in &hosts {
+        spec.pkeys(*h, &[0xFFFF, 0x8001]);
+    }
+    let records = spec.records();
+    let apply = |files: &Files| {
+        let input = load(files);
+        let mut fabric = Fabric::build(&records, false).unwrap();
+        input.apply(&mut fabric, &records, false, 1)
+    };
+    let named = Files::default()
+        .with(CONF, "partition_config_file parts.conf\n")
+        .with(
+            "/etc/opensm/parts.conf",
+            "Default=0x7fff : ALL=full ;\nP1=0x8001 : ALL=full ;\n",
+        );
+    assert!(apply(&named).is_ok());
+    let other = Files::default()
+        .with(CONF, "partition_config_file parts.conf\n")
+        .with("/etc/opensm/parts.conf", "Default=0x7fff : ALL=full ;\n");
+    let e = apply(&other).unwrap_err();
+    assert!(
+        e.message().contains("0x0001") && e.message().contains("does not name"),
+        "{e:?}"
+    );
+    let none = Files::default().with(CONF, "qos FALSE\n");
+    let e = apply(&none).unwrap_err();
+    assert!(e.message().contains("-P"), "{e:?}");
+}
