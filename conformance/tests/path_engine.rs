@@ -1148,6 +1148,20 @@ fn what_opensm_does_not_publish_is_caught_and_those_tables_come_from_the_master(
             "dfsssp" => assert!(varying > 0, "{differences:?}"),
             _ => assert_eq!(varying, 0, "{differences:?}"),
         }
+        // Told OpenSM's configuration, the distributor refuses the
+        // engine's SLs by name: every table comes from the master, said
+        // once in the summary.
+        let conf = fabric.opensm_dir().join("opensm.conf");
+        let told = compute_with(&fabric, &["--opensm-config", conf.to_str().unwrap()]);
+        let config = told.json["opensm_config"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            config.contains(&format!("routing engine {engine}, with SLs of its own")),
+            "{engine}: {}",
+            told.json
+        );
         // Told not to fall back, the distributor sends nothing.
         let mut nodes = waiting_nodes(&fabric, &["h3"], &[]);
         let out = distribute(&fabric, "h1", &["--no-fallback"]);

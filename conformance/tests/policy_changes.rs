@@ -180,19 +180,89 @@ fn all<T: PartialEq + std::fmt::Debug>(
     v
 }
 
-#[test]
-fn every_policy_and_partition_change_reaches_the_watched_nodes_within_a_minute() {
-    let fabric = fabric();
-    let pinned = guid_of(&fabric, "h2");
-    let policy = POLICY.replace("PINNED", &pinned);
-    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &policy);
-    while !all(&opensm(&fabric, None), PathRecord::sl).contains(&1) {
+/// OpenSM's policy with h2's port pinned, once OpenSM answers with it.
+fn pinned_policy(fabric: &SimulatedFabric) -> String {
+    let policy = POLICY.replace("PINNED", &guid_of(fabric, "h2"));
+    let since = edit_and_hang_up(fabric, "qos-policy.conf", &policy);
+    while !all(&opensm(fabric, None), PathRecord::sl).contains(&1) {
         assert!(
             since.elapsed() < Duration::from_secs(60),
             "OpenSM takes the policy"
         );
         std::thread::sleep(Duration::from_secs(1));
     }
+    policy
+}
+
+/// Five changes of OpenSM's mind in turn, each edited and SIGHUP'd once
+/// the nodes answer as OpenSM: how long until they answered as OpenSM
+/// after each (at most a minute each).
+fn five_changes(
+    fabric: &SimulatedFabric,
+    policy: &str,
+    w: Option<&NodeProcess<'_>>,
+) -> Vec<(&'static str, Duration)> {
+    let (before, differ) = compared(fabric, None);
+    assert!(differ.is_empty(), "before:\n{}", differ.join("\n"));
+    let mut took = Vec::new();
+
+    // 1. The default level's MTU limited to 512.
+    let policy = policy.replace(
+        "name: DEFAULT\n        sl: 0",
+        "name: DEFAULT\n        sl: 0\n        mtu-limit: 2",
+    );
+    let since = edit_and_hang_up(fabric, "qos-policy.conf", &policy);
+    let (after, t) = until_followed(fabric, (&before, None), since, w);
+    took.push(("a level's MTU", t));
+    assert!(
+        all(&after, |r| r.mtu().0).contains(&2),
+        "OpenSM answers MTU 512"
+    );
+
+    // 2. The pinned group's level: another SL, a rate limit, a packet
+    // lifetime.
+    let policy = policy.replace(
+        "name: pinned-level\n        sl: 1",
+        "name: pinned-level\n        sl: 2\n        rate-limit: 3\n        packet-life: 12",
+    );
+    let since = edit_and_hang_up(fabric, "qos-policy.conf", &policy);
+    let (after, t) = until_followed(fabric, (&after, None), since, w);
+    took.push(("a level's SL, rate and packet life", t));
+    assert!(all(&after, PathRecord::sl).contains(&2));
+
+    // 3. The group's members: h5's port joins it.
+    let pinned = guid_of(fabric, "h2");
+    let both = format!("{pinned},{}", guid_of(fabric, "h5"));
+    let policy = policy.replace(
+        &format!("port-guid: {pinned}"),
+        &format!("port-guid: {both}"),
+    );
+    let since = edit_and_hang_up(fabric, "qos-policy.conf", &policy);
+    let (_, t) = until_followed(fabric, (&after, None), since, w);
+    took.push(("a port group's members", t));
+
+    // 4. A new partition with an SL of its own, asked by its P_Key.
+    let (before_p3, _) = compared(fabric, Some(0x8003));
+    let since = edit_and_hang_up(fabric, "partitions.conf", WITH_P3);
+    let (in_p3, t) = until_followed(fabric, (&before_p3, Some(0x8003)), since, w);
+    took.push(("a new partition", t));
+    assert!(
+        in_p3.values().all(|m| m.values().any(Option::is_some)),
+        "paths in the new partition"
+    );
+
+    // 5. That partition removed again.
+    let since = edit_and_hang_up(fabric, "partitions.conf", PARTITIONS);
+    let (gone, t) = until_followed(fabric, (&in_p3, Some(0x8003)), since, w);
+    took.push(("a partition removed", t));
+    assert!(gone.values().all(|m| m.values().all(Option::is_none)));
+    took
+}
+
+#[test]
+fn every_policy_and_partition_change_reaches_the_watched_nodes_within_a_minute() {
+    let fabric = fabric();
+    let policy = pinned_policy(&fabric);
     let mut nodes = waiting_nodes(&fabric, &NODES, &[]);
     let at =
         LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
@@ -212,60 +282,7 @@ fn every_policy_and_partition_change_reaches_the_watched_nodes_within_a_minute()
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }
-    let (before, differ) = compared(&fabric, None);
-    assert!(differ.is_empty(), "after the fill:\n{}", differ.join("\n"));
-    let mut took = Vec::new();
-
-    // 1. The default level's MTU limited to 512.
-    let policy = policy.replace(
-        "name: DEFAULT\n        sl: 0",
-        "name: DEFAULT\n        sl: 0\n        mtu-limit: 2",
-    );
-    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &policy);
-    let (after, t) = until_followed(&fabric, (&before, None), since, Some(&w));
-    took.push(("a level's MTU", t));
-    assert!(
-        all(&after, |r| r.mtu().0).contains(&2),
-        "OpenSM answers MTU 512"
-    );
-
-    // 2. The pinned group's level: another SL, a rate limit, a packet
-    // lifetime.
-    let policy = policy.replace(
-        "name: pinned-level\n        sl: 1",
-        "name: pinned-level\n        sl: 2\n        rate-limit: 3\n        packet-life: 12",
-    );
-    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &policy);
-    let (after, t) = until_followed(&fabric, (&after, None), since, Some(&w));
-    took.push(("a level's SL, rate and packet life", t));
-    assert!(all(&after, PathRecord::sl).contains(&2));
-
-    // 3. The group's members: h5's port joins it.
-    let both = format!("{pinned},{}", guid_of(&fabric, "h5"));
-    let policy = policy.replace(
-        &format!("port-guid: {pinned}"),
-        &format!("port-guid: {both}"),
-    );
-    let since = edit_and_hang_up(&fabric, "qos-policy.conf", &policy);
-    let (_, t) = until_followed(&fabric, (&after, None), since, Some(&w));
-    took.push(("a port group's members", t));
-
-    // 4. A new partition with an SL of its own, asked by its P_Key.
-    let (before_p3, _) = compared(&fabric, Some(0x8003));
-    let since = edit_and_hang_up(&fabric, "partitions.conf", WITH_P3);
-    let (in_p3, t) = until_followed(&fabric, (&before_p3, Some(0x8003)), since, Some(&w));
-    took.push(("a new partition", t));
-    assert!(
-        in_p3.values().all(|m| m.values().any(Option::is_some)),
-        "paths in the new partition"
-    );
-
-    // 5. That partition removed again.
-    let since = edit_and_hang_up(&fabric, "partitions.conf", PARTITIONS);
-    let (gone, t) = until_followed(&fabric, (&in_p3, Some(0x8003)), since, Some(&w));
-    took.push(("a partition removed", t));
-    assert!(gone.values().all(|m| m.values().all(Option::is_none)));
-
+    let took = five_changes(&fabric, &policy, Some(&w));
     for (what, t) in &took {
         eprintln!("{what}: every watched node answered as OpenSM {t:?} after the SIGHUP");
     }
@@ -490,4 +507,28 @@ fn port_names_are_looked_up_as_opensm_knows_the_nodes_and_a_policy_it_drops_is_d
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn every_policy_and_partition_change_reaches_nodes_that_keep_their_own_tables() {
+    // No watch: each node sees each SIGHUP's sweep in the master's
+    // activity (polled every 5 s here), doubts its tables from the settle
+    // on, and refreshes.
+    let fabric = fabric();
+    let policy = pinned_policy(&fabric);
+    let args = ["--sweep-poll", "5", "--change-settle", "3"];
+    let nodes: Vec<LocalSa<'_>> = (NODES.iter())
+        .map(|n| LocalSa::start(&fabric, n, &args).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    // The master's light sweeps learnt.
+    std::thread::sleep(Duration::from_secs(20));
+    let took = five_changes(&fabric, &policy, None);
+    for (what, t) in &took {
+        eprintln!(
+            "{what}: every node keeping its own tables (--sweep-poll 5) answered as OpenSM {t:?} after the SIGHUP"
+        );
+    }
+    for (sa, name) in nodes.iter().zip(NODES) {
+        assert!(sa.counter("sweeps_seen") >= 5, "{name}: each sweep seen");
+    }
 }

@@ -192,11 +192,11 @@ impl MasterActivity {
         }
     }
 
-    /// Judges again the rises taken as quiet before any quiet rise was
-    /// known, against what the window knows now: one past the light
-    /// sweeps' bound was a heavy sweep (the largest is told, and every
-    /// such one leaves the window). Once the window is full they are
-    /// quiet for good.
+    /// Judges again the provisional rises (taken as quiet before a
+    /// settled quiet rise was known) against what the window knows now:
+    /// one past the light sweeps' bound was a heavy sweep (the largest is
+    /// told, and every such one leaves the window). Once the window is
+    /// full they are quiet for good.
     fn judge_provisional(&mut self) -> Activity {
         let heavy: Vec<(usize, u32)> = (0..self.quiet.len())
             .filter(|i| self.quiet[*i].provisional)

@@ -88,8 +88,8 @@ pub(crate) fn run(
             "no SM_Key configured: PathRecord loads and deletes will be refused (--sm-key-file FILE gives one)"
         );
     }
-    if let Some(note) = options.sm_key_note {
-        warn!(file = ?options.sm_key_file, "{note}");
+    if let (Some(note), Some(file)) = (options.sm_key_note, &options.sm_key_file) {
+        warn!(file = %file.display(), "{note}");
     }
     let signals =
         Signals::new([Signal::Term, Signal::Int, Signal::Hup]).map_err(DaemonError::Signals)?;
