@@ -19,6 +19,10 @@ pub struct Mismatch {
     pub varies: bool,
 }
 
+/// Differences (and pairs not computed) a fabric's check keeps, beyond
+/// the first of each kind of table.
+pub const KEPT_DIFFERENCES: usize = 1024;
+
 /// What a check found.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -53,12 +57,25 @@ impl Coverage {
 }
 
 impl Checked {
-    /// Adds what another check of the same fabric found.
+    /// Adds what another check of the same fabric found. Past
+    /// [`KEPT_DIFFERENCES`] kept, a difference is kept only if it is the
+    /// first of its kind of table (what decides which tables come from
+    /// the master): a watch that checks after every sweep a master whose
+    /// answers always differ holds no more for it.
     pub fn add(&mut self, found: Self) {
         self.pairs += found.pairs;
         self.records += found.records;
-        self.mismatches.extend(found.mismatches);
-        self.uncomputable.extend(found.uncomputable);
+        for m in found.mismatches {
+            let new_kind = !self.mismatches.iter().any(|k| k.pair.table == m.pair.table);
+            if self.mismatches.len() < KEPT_DIFFERENCES || new_kind {
+                self.mismatches.push(m);
+            }
+        }
+        for u in found.uncomputable {
+            if self.uncomputable.len() < KEPT_DIFFERENCES {
+                self.uncomputable.push(u);
+            }
+        }
         for (table, pairs) in found.drawn {
             self.count_drawn(table, pairs);
         }
@@ -114,4 +131,48 @@ pub fn coverage_json(coverage: &[Coverage]) -> serde_json::Value {
         .iter()
         .map(|c| json!({"table": c.name(), "pairs": c.pairs, "differ": c.differ}))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use local_sa_core::path_engine::{Difference, PairCheck, Table};
+
+    use super::*;
+
+    fn differing(n: usize, table: Table) -> Checked {
+        let m = |i: usize| Mismatch {
+            pair: PairCheck {
+                source: i as u64,
+                dest: 1,
+                table,
+            },
+            lids: (1, 2),
+            difference: Difference {
+                field: "sl",
+                ours: "0".into(),
+                theirs: "1".into(),
+            },
+            varies: true,
+        };
+        Checked {
+            pairs: n,
+            mismatches: (0..n).map(m).collect(),
+            ..Checked::default()
+        }
+    }
+
+    #[test]
+    fn checks_added_again_and_again_keep_a_bounded_number_of_differences_and_every_kind() {
+        let mut c = Checked::default();
+        for _ in 0..10 {
+            c.add(differing(1000, Table::Default));
+        }
+        c.add(differing(3, Table::Partition(0x8001)));
+        assert_eq!(c.pairs, 10_003, "every pair counted");
+        assert_eq!(c.mismatches.len(), KEPT_DIFFERENCES + 1);
+        assert!(
+            (c.mismatches.iter()).any(|m| m.pair.table == Table::Partition(0x8001)),
+            "the partition's kind kept"
+        );
+    }
 }
