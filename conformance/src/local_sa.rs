@@ -134,6 +134,14 @@ impl<'f> LocalSa<'f> {
                 std::ffi::OsStr::new("none"),
             ]);
         }
+        // Nor are this machine's service units (an OpenSM enabled here)
+        // the simulated node's.
+        if !args.contains(&"--sm-unit") {
+            socket_args.extend([
+                std::ffi::OsStr::new("--sm-unit"),
+                std::ffi::OsStr::new("none"),
+            ]);
+        }
         let run_dir = fabric.dir().join(format!("{node}.run"));
         if !args.contains(&"--run-dir") {
             socket_args.extend(["--run-dir".as_ref(), run_dir.as_os_str()]);

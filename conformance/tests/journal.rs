@@ -103,6 +103,9 @@ fn logs_go_to_the_journal_with_their_fields() {
             dir.join("h2.run").as_os_str(),
             "--log-level".as_ref(),
             "info".as_ref(),
+            // This machine's units are not the simulated node's.
+            "--sm-unit".as_ref(),
+            "none".as_ref(),
         ])
         .serve_requests()
         .spawn()

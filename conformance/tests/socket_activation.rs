@@ -36,6 +36,8 @@ fn inherited_sockets_serve_ib_acme_and_the_local_api() {
         .arg(&counters)
         .arg("--run-dir")
         .arg(fabric.dir().join("activated.run"))
+        // This machine's units are not the simulated node's.
+        .args(["--sm-unit", "none"])
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run systemd-socket-activate (package systemd): {e}"));
     let start = Instant::now();

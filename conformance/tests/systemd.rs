@@ -23,8 +23,8 @@ use conformance::{SimulatedFabric, eventually};
 use mad_codec::Gid;
 use mad_codec::zerocopy::IntoBytes;
 use under_systemd::{
-    NODE, OWN_TRAPS, counter, fabric, main_pid, node_gid, number_in, package_with_options, sa_dump,
-    simulator_environment,
+    NODE, OWN_TRAPS, boot_installed, counter, fabric, main_pid, node_gid, number_in,
+    package_with_options, sa_dump,
 };
 
 fn boot(fabric: &SimulatedFabric, options: &str) -> Systemd {
@@ -34,22 +34,6 @@ fn boot(fabric: &SimulatedFabric, options: &str) -> Systemd {
 /// [`boot`], with `service` lines added to the drop-in's `[Service]`.
 fn boot_with(fabric: &SimulatedFabric, options: &str, service: &str) -> Systemd {
     boot_installed(fabric, package_with_options(fabric.dir(), options), service)
-}
-
-/// systemd with `installed` in its root, local-sa.service given the
-/// simulator's environment and `service`'s lines.
-fn boot_installed(fabric: &SimulatedFabric, installed: Vec<Installed>, service: &str) -> Systemd {
-    let units = [(
-        "local-sa.service.d/simulator.conf",
-        format!("{}{service}", simulator_environment(fabric)),
-    )];
-    Systemd::boot(
-        &fabric.dir().join("systemd"),
-        &installed,
-        &units,
-        &[fabric.dir()],
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -15,7 +15,9 @@ use mad_codec::Gid;
 pub(crate) const NODE: &str = "h2";
 
 /// The simulator's environment for local-sa.service, as a runtime
-/// drop-in (what `systemctl edit --runtime` writes): umad2sim's variables,
+/// drop-in (what `systemctl edit --runtime` writes): umad2sim's variables
+/// (`SIM_SET_ISSM`: ibsim hands unsolicited requests, SA queries and
+/// Reports, only to a process so marked),
 /// a state directory to work in (umad2sim writes its node's sysfs into
 /// the working directory), the output appended to the fabric's
 /// `local-sa.log`. Nothing else of the unit changes: its sandbox is as
@@ -23,7 +25,7 @@ pub(crate) const NODE: &str = "h2";
 pub(crate) fn simulator_environment(fabric: &SimulatedFabric) -> String {
     format!(
         "[Service]\n\
-         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
+         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={} SIM_SET_ISSM=1\n\
          StateDirectory=local-sa-simulator\n\
          WorkingDirectory=/var/lib/local-sa-simulator\n\
          StandardOutput=append:{}/local-sa.log\n\
@@ -47,6 +49,26 @@ pub(crate) fn package_with_options(dir: &Path, options: &str) -> Vec<Installed> 
             format!("LOCAL_SA_OPTIONS=\"{options}\"\n"),
         ),
     ]
+}
+
+/// systemd with `installed` in its root, local-sa.service given the
+/// simulator's environment and `service`'s lines.
+pub(crate) fn boot_installed(
+    fabric: &SimulatedFabric,
+    installed: Vec<Installed>,
+    service: &str,
+) -> Systemd {
+    let units = [(
+        "local-sa.service.d/simulator.conf",
+        format!("{}{service}", simulator_environment(fabric)),
+    )];
+    Systemd::boot(
+        &fabric.dir().join("systemd"),
+        &installed,
+        &units,
+        &[fabric.dir()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// local-sa's own subscriptions at the master: GIDs in and out of service,

@@ -144,6 +144,10 @@ counters! {
     /// Renewals that said the master swept (`FORGET_QOS`): the QoS
     /// answers kept from it were forgotten.
     qos_forgotten: Counter,
+    /// Whether local-sa holds this port's SA class (answers SA requests
+    /// on QP1): 1, or 0 where it leaves it to a subnet manager on the
+    /// port, now.
+    sa_class_held: Gauge,
     /// Leases that ended with the distributor silent (past the lease, or
     /// for two of its renewal intervals): the port checked and then
     /// fetched its own tables again.

@@ -24,7 +24,9 @@
 //!   as OpenSM would answer it, for a distributor next to the master;
 //!   [`opensm_config`]: what OpenSM's own files say that its SA does not
 //!   publish (partitions' names and SLs, the QoS policy);
-//! * [`outlook`]: what a driver acts on besides the MADs to send.
+//! * [`outlook`]: what a driver acts on besides the MADs to send;
+//!   [`sa_class`]: whether the port's SA class is local-sa's to hold or a
+//!   subnet manager's.
 //!
 //! A door (the umad transport, the local API socket) decodes its wire
 //! format into these types and encodes the agent's answers back; the
@@ -60,6 +62,7 @@ pub mod registrations;
 pub mod request;
 pub mod requester;
 mod respond;
+pub mod sa_class;
 pub mod stats;
 pub mod store;
 mod transfers;

@@ -27,6 +27,7 @@ use crate::port_agent::PortAgent;
 use crate::served::CoreWake;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
+use crate::sm_signs::{SM_SIGNS_EVERY, SmSigns};
 use local_sa_core::doors::acm::Endpoint;
 use local_sa_core::doors::{Door, Input, Output};
 use local_sa_core::names::hosts::Names;
@@ -48,6 +49,8 @@ enum Wake {
     Timer,
     Stats,
     Watchdog,
+    /// Time to read the node's signs of a subnet manager again.
+    SmSigns,
     Closed,
 }
 
@@ -131,6 +134,7 @@ impl Driver {
             Some(every) => Timer::interval(every),
             None => Timer::never(),
         };
+        let mut sm_signs = Timer::interval(SM_SIGNS_EVERY);
         let mut shutdown_by: Option<Instant> = None;
         loop {
             if !self.flush() {
@@ -157,7 +161,13 @@ impl Driver {
                 }
                 armed = due;
             }
-            let wake = next_wake(&mut src, &mut timer, &mut stats_timer, &mut watchdog).await;
+            let mut timers = Timers {
+                core: &mut timer,
+                stats: &mut stats_timer,
+                watchdog: &mut watchdog,
+                sm_signs: &mut sm_signs,
+            };
+            let wake = next_wake(&mut src, &mut timers).await;
             let now = Instant::now();
             match wake {
                 // The reader threads handled MADs that left work here;
@@ -211,6 +221,7 @@ impl Driver {
                     }
                 }
                 Wake::Watchdog => self.notifier.notify("WATCHDOG=1"),
+                Wake::SmSigns => self.read_sm_signs(now),
                 Wake::Signal if shutdown_by.is_none() => {
                     info!("shutting down: withdrawing subscriptions and memberships at the master");
                     self.notifier
@@ -265,6 +276,7 @@ impl Driver {
     fn flush(&mut self) -> bool {
         let now = Instant::now();
         for i in 0..self.ports.len() {
+            self.ports[i].settle_sa_class();
             if self.ports[i].send_all(now).is_err() {
                 return false;
             }
@@ -486,6 +498,23 @@ impl Driver {
         }
     }
 
+    /// Reads the node's signs of a subnet manager on each port again (its
+    /// IsSM capability, the SM units of the settings in effect).
+    fn read_sm_signs(&mut self, now: Instant) {
+        let signs = SmSigns::new(self.settings.options.sm_unit_names());
+        for port in &self.ports {
+            match self
+                .sysfs
+                .select(Some(&port.facts.ca), Some(port.facts.port))
+            {
+                Ok(facts) => port.handle_sm_signs(now, &signs, facts.cap_mask),
+                Err(e) => {
+                    debug!(port = %port.facts, error = %e, "cannot read the port's capabilities")
+                }
+            }
+        }
+    }
+
     /// Says READY=1 to the service manager once every port has its first
     /// table (its sockets were bound before the driver started), or once
     /// `--ready-timeout` has passed without: the daemon serves meanwhile,
@@ -606,13 +635,17 @@ impl Driver {
     }
 }
 
+/// The driver's timers.
+struct Timers<'a> {
+    /// The cores' and doors' next deadline.
+    core: &'a mut Timer,
+    stats: &'a mut Timer,
+    watchdog: &'a mut Timer,
+    sm_signs: &'a mut Timer,
+}
+
 /// Waits for the next thing to happen.
-async fn next_wake(
-    src: &mut Sources,
-    timer: &mut Timer,
-    stats_timer: &mut Timer,
-    watchdog: &mut Timer,
-) -> Wake {
+async fn next_wake(src: &mut Sources, t: &mut Timers<'_>) -> Wake {
     let mad = async { src.cores.recv().await.map_or(Wake::Closed, Wake::Core) };
     let doors = async {
         match src.doors.recv().await {
@@ -643,18 +676,24 @@ async fn next_wake(
     let timers = async {
         smol::future::or(
             async {
-                timer.await;
+                (&mut *t.core).await;
                 Wake::Timer
             },
             smol::future::or(
                 async {
-                    stats_timer.await;
+                    (&mut *t.stats).await;
                     Wake::Stats
                 },
-                async {
-                    watchdog.await;
-                    Wake::Watchdog
-                },
+                smol::future::or(
+                    async {
+                        (&mut *t.watchdog).await;
+                        Wake::Watchdog
+                    },
+                    async {
+                        (&mut *t.sm_signs).await;
+                        Wake::SmSigns
+                    },
+                ),
             ),
         )
         .await

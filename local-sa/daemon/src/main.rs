@@ -31,6 +31,7 @@ mod served;
 mod service_manager;
 mod settings;
 mod sm_key_file;
+mod sm_signs;
 mod source_route;
 mod stats;
 mod stream;

@@ -16,22 +16,26 @@ use crate::options::Options;
 use crate::port_lock::PortLock;
 use crate::registrations_file::RegistrationsFile;
 use crate::served::{CoreGuard, CoreWake, ServedPort, SharedCore, TransportClosed};
+use crate::sm_signs::SmSigns;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use local_sa_core::counters::{Described, Kind};
+use local_sa_core::sa_class::Wanted;
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvents;
-use umad::{AgentSpec, UmadDevice, UmadTransport};
+use umad::{AgentId, AgentSpec, UmadDevice, UmadTransport};
 
-/// The request methods the SA agent receives: queries, loads, deletes,
-/// the master's Reports. (RMPP ACKs for table answers arrive as GetTable.)
-const METHODS: [Method; 5] = [
-    Method::GET,
-    Method::SET,
-    Method::GET_TABLE,
-    Method::DELETE,
-    Method::REPORT,
-];
+/// The request method the client agent receives: the master's Reports
+/// (notices). Every MAD local-sa sends goes out through this agent, so the
+/// master's answers come back to it (the kernel matches them by
+/// TransactionID).
+const CLIENT_METHODS: [Method; 1] = [Method::REPORT];
+
+/// The request methods of the SA class, received where local-sa holds it:
+/// queries, loads, deletes. (RMPP ACKs for table answers arrive as
+/// GetTable.) A subnet manager's SA registers these, so on hardware only
+/// one of the two can ([`local_sa_core::sa_class`]).
+const SA_METHODS: [Method; 4] = [Method::GET, Method::SET, Method::GET_TABLE, Method::DELETE];
 
 /// MADs buffered between the core and the umad writer thread.
 pub(crate) const CHANNEL_DEPTH: usize = 4096;
@@ -51,6 +55,9 @@ pub(crate) struct PortAgent {
     /// The generation of the core's learned names the ibacm door has.
     pub(crate) names_generation: u64,
     pub(crate) transport: UmadTransport,
+    /// The agent registered for the SA class's request methods, while
+    /// local-sa holds the class.
+    responder: Option<AgentId>,
     pub(crate) events: PortEvents,
     /// Held while the port is served.
     _lock: PortLock,
@@ -66,6 +73,7 @@ impl PortAgent {
         sysfs: &Sysfs,
         facts: PortFacts,
         stats: Option<PathBuf>,
+        signs: &SmSigns,
         wakes: Wakes<'_>,
     ) -> Result<Self, DaemonError> {
         let lock = PortLock::take(&options.port_file(&facts, "lock"), &facts.to_string())?;
@@ -74,10 +82,10 @@ impl PortAgent {
             .ok_or_else(|| DaemonError::Device(format!("{facts} has no umad device")))?;
         let device = UmadDevice::open(&umad_path)
             .map_err(|e| DaemonError::Device(format!("{}: {e}", umad_path.display())))?;
-        let agent = device.register_agent(&AgentSpec::sa(&METHODS)).map_err(|e| {
+        let agent = device.register_agent(&AgentSpec::sa(&CLIENT_METHODS)).map_err(|e| {
             DaemonError::Device(format!(
-                "cannot register as the SA agent on {}: {e} (is another SA agent, such as OpenSM or local-sa, \
-                 serving this port, or an `lsaquery --watch` started before local-sa taking its Reports?)",
+                "cannot register for the SA's Reports on {}: {e} (is another local-sa serving this \
+                 port, or an `lsaquery --watch` started before local-sa taking its Reports?)",
                 umad_path.display()
             ))
         })?;
@@ -87,6 +95,9 @@ impl PortAgent {
         let now = Instant::now();
         let mut core = SaCore::new(config, identity(&facts), now, umad::transaction_id_seed());
         core.handle_pkeys(now, &sysfs.endpoint_facts(&facts).pkeys);
+        // Before the SA class is taken: a node that runs an SM never sees
+        // local-sa hold it, not even for a moment.
+        core.handle_sm_signs(now, signs.read(facts.cap_mask));
         let (kept_tables, kept) = KeptTablesFile::open(options.port_file(&facts, "tables"));
         if let Some(kept) = kept
             && let Err(why) = core.restore_tables(now, unix_now(), kept)
@@ -124,18 +135,58 @@ impl PortAgent {
             port = %facts, lid = facts.lid, sm_lid = facts.sm_lid, gid = %facts.gid,
             events = %events.source(),
             stats = %stats.as_ref().map_or("none".into(), |s| s.path().display().to_string()),
-            "serving SA PathRecord queries"
+            "serving the port"
         );
-        Ok(Self {
+        let mut port = Self {
             shared,
             facts,
             stats,
             kept_tables,
             names_generation: 0,
             transport,
+            responder: None,
             events,
             _lock: lock,
-        })
+        };
+        port.settle_sa_class();
+        Ok(port)
+    }
+
+    /// Takes the node's signs of an SM on this port again (its IsSM
+    /// capability from `cap_mask`, the units): the core decides.
+    pub(crate) fn handle_sm_signs(&self, now: Instant, signs: &SmSigns, cap_mask: u32) {
+        self.core().handle_sm_signs(now, signs.read(cap_mask));
+    }
+
+    /// Registers for the SA class's request methods, or lets them go, as
+    /// the core wants; tells it what the kernel said. The registration
+    /// the kernel refuses (another agent, an SM, holds them) leaves the
+    /// class to that agent until what the node says changes.
+    pub(crate) fn settle_sa_class(&mut self) {
+        let wanted = self.core().sa_class();
+        match (wanted, self.responder) {
+            (Wanted::Hold, None) => {
+                let held = self
+                    .transport
+                    .device()
+                    .register_agent(&AgentSpec::sa(&SA_METHODS));
+                match held {
+                    Ok(id) => {
+                        self.responder = Some(id);
+                        self.core().handle_sa_class_held(Ok(()));
+                    }
+                    Err(e) => self.core().handle_sa_class_held(Err(e.to_string())),
+                }
+            }
+            (Wanted::Leave(_) | Wanted::Wait, Some(id)) => {
+                if let Err(e) = self.transport.device().unregister_agent(id) {
+                    warn!(port = %self.facts, error = %e, "cannot let the SA class's methods go");
+                }
+                self.responder = None;
+                self.core().handle_sa_class_left();
+            }
+            _ => {}
+        }
     }
 
     /// The port's core, locked (its reader thread waits meanwhile).

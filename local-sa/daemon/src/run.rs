@@ -33,6 +33,7 @@ use crate::options::Options;
 use crate::port_agent::PortAgent;
 use crate::service_manager::Notifier;
 use crate::settings::Settings;
+use crate::sm_signs::SmSigns;
 use crate::source_route::KernelRoutes;
 use local_sa_core::doors::Door;
 use local_sa_core::doors::acm::{AcmConfig, AcmService};
@@ -73,12 +74,14 @@ pub(crate) fn run(
     // it work: at most one wake waits per port, and one failure.
     let (wake_tx, wake_rx) = smol::channel::bounded(2 * chosen.len());
     let mut ports = Vec::with_capacity(chosen.len());
+    let signs = SmSigns::new(options.sm_unit_names());
     for (i, facts) in chosen.into_iter().enumerate() {
         ports.push(PortAgent::open(
             options,
             &sysfs,
             facts,
             options.stats_file.clone(),
+            &signs,
             (i, &wake_tx),
         )?);
     }

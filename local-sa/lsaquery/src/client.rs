@@ -280,12 +280,6 @@ impl Client {
                     || MadHeader::parse(&m.mad).is_ok_and(|(h, _)| h.method().is_response());
                 if is_answer {
                     trace!("an answer to no request in flight (late or duplicate)");
-                } else if let Some(resp) = unserved_response(&m.mad) {
-                    trace!(
-                        from = m.source.lid,
-                        "a request this agent does not serve: unsupported"
-                    );
-                    self.out.push_back(Transmit::reply(m.source.reply(), resp));
                 } else {
                     if let Some(resp) = report_response(&m.mad) {
                         self.out.push_back(Transmit::reply(m.source.reply(), resp));
@@ -330,21 +324,6 @@ fn report_response(mad: &[u8]) -> Option<Bytes> {
     Some(resp.freeze())
 }
 
-/// The answer to `mad` if it is a Get or Set: what the kernel's MAD layer
-/// answers for a port where no agent serves it (`generate_unmatched_resp`):
-/// a GetResp with MAD status method/attribute unsupported.
-fn unserved_response(mad: &[u8]) -> Option<Bytes> {
-    let (h, _) = MadHeader::parse(mad).ok()?;
-    if h.method() != Method::GET && h.method() != Method::SET {
-        return None;
-    }
-    let mut resp = BytesMut::from(mad);
-    let (h, _) = MadHeader::mut_from_prefix(&mut resp[..]).ok()?;
-    h.set_method(Method::GET_RESP);
-    h.set_status(MadStatus::METHOD_ATTR_UNSUPPORTED);
-    Some(resp.freeze())
-}
-
 #[cfg(test)]
 mod tests {
     use mad_codec::{AttributeId, SaMadBuilder};
@@ -363,19 +342,5 @@ mod tests {
         assert_eq!(resp.len(), report.len());
         let get = SaMadBuilder::request(Method::GET, 7, AttributeId::PATH_RECORD).into_bytes();
         assert!(report_response(&get).is_none());
-        assert!(
-            unserved_response(&report).is_none(),
-            "a Report is not refused"
-        );
-    }
-
-    #[test]
-    fn a_get_this_agent_does_not_serve_is_answered_unsupported_as_the_kernel_does() {
-        let get = SaMadBuilder::request(Method::GET, 9, AttributeId::CLASS_PORT_INFO).into_bytes();
-        let resp = unserved_response(&get).expect("an answer");
-        let (h, _) = MadHeader::parse(&resp).unwrap();
-        assert_eq!(h.method(), Method::GET_RESP);
-        assert_eq!(h.status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
-        assert_eq!(h.transaction_id(), 9);
     }
 }

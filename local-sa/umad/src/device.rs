@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
+use mad_codec::header::MadHeader;
 use mad_codec::{MAD_LEN, Method, MgmtClass};
 use zerocopy::IntoBytes;
 
@@ -118,7 +119,9 @@ pub struct UmadDevice {
     path: PathBuf,
     transport: Transport,
     layout: HeaderLayout,
-    agents: Mutex<Vec<AgentId>>,
+    /// The agents registered, and for what (under umad2sim the device
+    /// delivers only the requests the kernel would).
+    agents: Mutex<Vec<(AgentId, AgentSpec)>>,
     /// A MAD was written and none read since (see
     /// [`Transport::close_grace`]).
     written_last: AtomicBool,
@@ -173,8 +176,9 @@ impl UmadDevice {
         &self.path
     }
 
-    /// Registers an agent. Fails with EBUSY on a port where another process
-    /// (an SM, another local-sa) already owns one of the methods.
+    /// Registers an agent. Fails (EINVAL from the kernel's MAD layer) on a
+    /// port where another agent (an SM, another local-sa) already receives
+    /// one of the methods.
     pub fn register_agent(&self, spec: &AgentSpec) -> io::Result<AgentId> {
         let mut req = RegisterAgentRequest {
             qpn: 1,
@@ -189,8 +193,10 @@ impl UmadDevice {
         self.fd
             .ioctl_inout(IB_USER_MAD_REGISTER_AGENT, &mut req)
             .map_err(|e| {
-                let hint = if e.raw_os_error() == Some(libc::EBUSY) {
-                    " (another agent on this port already receives these methods)"
+                // The kernel's MAD layer says EINVAL for a method another
+                // agent receives ("method in use"); EBUSY elsewhere.
+                let hint = if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EBUSY)) {
+                    " (another agent on this port may already receive one of these methods)"
                 } else {
                     ""
                 };
@@ -207,7 +213,7 @@ impl UmadDevice {
         self.agents
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(id);
+            .push((id, spec.clone()));
         Ok(id)
     }
 
@@ -217,7 +223,7 @@ impl UmadDevice {
         self.agents
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|a| *a != id);
+            .retain(|(a, _)| *a != id);
         Ok(())
     }
 
@@ -252,8 +258,68 @@ impl UmadDevice {
         Ok(())
     }
 
-    /// Reads one MAD if one is waiting.
+    /// Reads one MAD if one is waiting. Under umad2sim, a request no
+    /// agent of this device registered for is not handed up but answered
+    /// as the kernel would ([`crate::simulator::unmatched_response`]), and
+    /// `None` returned as if nothing was waiting.
     pub fn recv(&self) -> io::Result<Option<IncomingMad>> {
+        let Some(incoming) = self.read_one()? else {
+            return Ok(None);
+        };
+        if self.transport == Transport::Umad2sim && !self.registered_for(&incoming.mad) {
+            self.answer_unmatched(&incoming);
+            return Ok(None);
+        }
+        Ok(Some(incoming))
+    }
+
+    /// Whether the kernel would hand `mad` to one of this device's agents:
+    /// an answer (matched by TransactionID) or what it cannot read, yes; a
+    /// request only if an agent registered for its class, version and
+    /// method.
+    fn registered_for(&self, mad: &[u8]) -> bool {
+        let Ok((h, _)) = MadHeader::parse(mad) else {
+            return true;
+        };
+        let method = h.method();
+        if method.is_response() || method == Method::TRAP_REPRESS {
+            return true;
+        }
+        let agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+        agents.iter().any(|(_, spec)| {
+            spec.class == h.mgmt_class()
+                && spec.class_version == h.class_version()
+                && spec.methods.contains(&method)
+        })
+    }
+
+    /// Sends the kernel's answer to a request no agent is registered for,
+    /// through any agent of the device (the simulator needs one to send).
+    fn answer_unmatched(&self, request: &IncomingMad) {
+        let agent = self
+            .agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first()
+            .map(|(id, _)| *id);
+        let (Some(agent), Some(mad)) = (agent, crate::simulator::unmatched_response(&request.mad))
+        else {
+            return;
+        };
+        let out = OutgoingMad {
+            agent,
+            dest: request.source.reply(),
+            mad,
+            timeout_ms: 0,
+            retries: 0,
+        };
+        if let Err(e) = self.send(&out) {
+            tracing::debug!(device = %self.path.display(), error = %e, "cannot answer a request no agent serves");
+        }
+    }
+
+    /// Reads one MAD from the device if one is waiting.
+    fn read_one(&self) -> io::Result<Option<IncomingMad>> {
         let mut buf = [0u8; READ_LEN];
         let n = match self.fd.read(&mut buf)? {
             ReadOutcome::WouldBlock => return Ok(None),

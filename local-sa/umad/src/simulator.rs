@@ -16,11 +16,22 @@
 //! umad2sim has no RMPP either: OpenSM writes a multi-MAD answer as one
 //! buffer for the kernel's RMPP to cut, and the simulator delivers its
 //! first 256 bytes, still marked RMPP Active with type 0.
+//!
+//! Nor does it look at the methods an agent registered: every request of
+//! a class goes to the process's last agent of that class, where the
+//! kernel delivers a request only to the agent registered for its method
+//! (and answers a Get or Set that none is, [`unmatched_response`]). The
+//! device does what the kernel would ([`crate::UmadDevice::recv`]), so
+//! that a port whose SA class local-sa leaves to a subnet manager
+//! answers no SA request on the simulator either.
 
 use std::time::Duration;
 
-use mad_codec::MAD_LEN;
-use mad_codec::header::{RmppType, SaMadHeader};
+use bytes::{Bytes, BytesMut};
+use mad_codec::header::{MadHeader, RmppType, SaMadHeader};
+use mad_codec::{MAD_LEN, MadStatus, Method};
+
+use zerocopy::FromBytes;
 
 use crate::abi::HeaderLayout;
 
@@ -113,6 +124,22 @@ impl Transport {
     }
 }
 
+/// What the kernel's MAD layer answers to a request that no agent of the
+/// port is registered for (`generate_unmatched_resp`): a Get or Set gets
+/// a GetResp with MAD status 0x000C (method or attribute unsupported);
+/// anything else, nothing.
+pub fn unmatched_response(mad: &[u8]) -> Option<Bytes> {
+    let (h, _) = MadHeader::parse(mad).ok()?;
+    if h.method() != Method::GET && h.method() != Method::SET {
+        return None;
+    }
+    let mut resp = BytesMut::from(mad);
+    let (h, _) = MadHeader::mut_from_prefix(&mut resp[..]).ok()?;
+    h.set_method(Method::GET_RESP);
+    h.set_status(MadStatus::METHOD_ATTR_UNSUPPORTED);
+    Some(resp.freeze())
+}
+
 #[cfg(test)]
 mod tests {
     use mad_codec::header::{RmppFlags, RmppHeader, RmppStatus, RmppType};
@@ -150,5 +177,26 @@ mod tests {
         assert_eq!(Transport::Kernel.segment_data_len(), 200);
         assert_eq!(Transport::Umad2sim.segment_data_len(), 168);
         assert_eq!(Transport::Umad2sim.header_layout().header_len(), 56);
+    }
+
+    #[test]
+    fn a_get_no_agent_serves_is_answered_unsupported_as_the_kernel_does() {
+        let get = SaMadBuilder::request(Method::GET, 9, AttributeId::CLASS_PORT_INFO).into_bytes();
+        let resp = unmatched_response(&get).expect("an answer");
+        let (h, _) = MadHeader::parse(&resp).unwrap();
+        assert_eq!(h.method(), Method::GET_RESP);
+        assert_eq!(h.status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
+        assert_eq!(h.transaction_id(), 9);
+        let report = SaMadBuilder::request(Method::REPORT, 10, AttributeId::NOTICE).into_bytes();
+        assert!(
+            unmatched_response(&report).is_none(),
+            "dropped, not answered"
+        );
+        let table =
+            SaMadBuilder::request(Method::GET_TABLE, 11, AttributeId::PATH_RECORD).into_bytes();
+        assert!(
+            unmatched_response(&table).is_none(),
+            "dropped, not answered"
+        );
     }
 }

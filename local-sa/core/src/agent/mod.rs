@@ -102,6 +102,7 @@ use crate::quota::LocalUser;
 use crate::registrations::Registrations;
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request, StatusReport};
 use crate::requester::Handled;
+use crate::sa_class::{SaClass, SmSign, Wanted};
 use crate::stats::Stats;
 use crate::store::PathStore;
 use crate::transfers::Transfers;
@@ -128,6 +129,9 @@ pub struct SaCore {
     outbox: Outbox,
     /// Counters, statistics, the log's limits.
     telemetry: Telemetry,
+    /// Whether this port's SA class is local-sa's to hold or a subnet
+    /// manager's.
+    sa_class: SaClass,
     /// Withdrawing everything: nothing is refreshed or registered again.
     shutting_down: bool,
 }
@@ -149,6 +153,7 @@ impl SaCore {
             transfers: Transfers::new(config.rmpp, config.transfer_limits),
             outbox: Outbox::default(),
             telemetry: Telemetry::default(),
+            sa_class: SaClass::default(),
             shutting_down: false,
         };
         // Waiting for a distributor's load: the ports it has not reached
@@ -216,6 +221,7 @@ impl SaCore {
         let mut c = Counters {
             names: self.naming.names().len() as u64,
             transfers_active: self.transfers.in_progress() as u64,
+            sa_class_held: u64::from(self.sa_class.holding()),
             ..self.telemetry.counters
         };
         self.tables.add_counts(&mut c);
@@ -319,6 +325,10 @@ impl SaCore {
         if self.shutting_down {
             return;
         }
+        let at_master = self.port.sm_lid == self.port.lid;
+        if self.sa_class.take_master_question(self.port.lid, at_master) {
+            self.ask_master_here(now);
+        }
         // Before a refresh due at the same moment, which then ends the
         // doubt when it ends.
         if self.tables.take_doubt_settled(now) {
@@ -373,6 +383,9 @@ impl SaCore {
         );
         self.port = port;
         self.proxy.set_port_gid(port.gid);
+        if master_changed || me_changed {
+            self.sa_class.master_moved();
+        }
         if master_changed {
             // Requests in flight fail: their answers would come from the
             // old master. Their purposes ask again.
@@ -420,6 +433,59 @@ impl SaCore {
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
         self.handle_timeout(now);
+    }
+
+    /// What the node says of a subnet manager on this port (its IsSM
+    /// capability, an SM's unit enabled or active): where one runs or is
+    /// set to run, the SA class is its ([`crate::sa_class`]).
+    pub fn handle_sm_signs(&mut self, now: Instant, signs: Vec<SmSign>) {
+        let before = self.sa_class.wanted();
+        if self.sa_class.handle_node(signs) {
+            self.say_sa_class(before);
+        }
+        self.handle_timeout(now);
+    }
+
+    /// What the driver is to do about the SA class: hold it, leave it to
+    /// a subnet manager, or wait (the master at this port's LID is being
+    /// asked whether it answers).
+    pub fn sa_class(&self) -> Wanted {
+        self.sa_class.wanted()
+    }
+
+    /// The driver holds the SA class's methods now (`Ok`), or the kernel
+    /// refused them (`Err`: why; another agent, an SM, holds them).
+    pub fn handle_sa_class_held(&mut self, held: Result<(), String>) {
+        let before = self.sa_class.wanted();
+        self.sa_class.handle_held(held);
+        self.say_sa_class(before);
+    }
+
+    /// The driver let the SA class's methods go.
+    pub fn handle_sa_class_left(&mut self) {
+        self.sa_class.handle_left();
+    }
+
+    /// Says in the log what the SA class is now, if that changed since
+    /// `before`.
+    fn say_sa_class(&self, before: Wanted) {
+        let now = self.sa_class.wanted();
+        if now == before {
+            return;
+        }
+        match now {
+            Wanted::Leave(sign) => warn!(
+                lid = self.port.lid,
+                "a subnet manager runs, or is set to run, on this port ({sign}): local-sa leaves the SA \
+                 class to it and answers no SA request on QP1 here; its other doors (the ibacm socket, \
+                 the kernel's queries, the local API) serve on from the same cache"
+            ),
+            Wanted::Hold => info!(
+                lid = self.port.lid,
+                "no subnet manager on this port: local-sa answers the SA's requests here"
+            ),
+            Wanted::Wait => {}
+        }
     }
 
     /// The port's P_Key table, as the port lists it (at start, and after
@@ -824,6 +890,7 @@ impl SaCore {
             registration_rate: (self.config.pace)
                 .port_registration_rate(self.tables.fabric_ports()),
             registrants: self.registrants(),
+            sa_class: self.sa_class.wanted(),
         };
         status::report(&inputs, now)
     }

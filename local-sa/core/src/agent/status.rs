@@ -12,6 +12,7 @@ use crate::config::PortIdentity;
 use crate::counters::Counters;
 use crate::names::state::NameState;
 use crate::request::StatusReport;
+use crate::sa_class::Wanted;
 use crate::stats::Stats;
 
 /// Owners the status lists, the most registrations first.
@@ -35,6 +36,8 @@ pub(super) struct StatusInputs<'a> {
     pub(super) registration_rate: f64,
     /// Owners holding or refused registrations, the most first.
     pub(super) registrants: Vec<Registrant>,
+    /// Whether the SA class is local-sa's or a subnet manager's.
+    pub(super) sa_class: Wanted,
 }
 
 /// This port's status now, as named values in a fixed order.
@@ -47,6 +50,11 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
     if let Some(m) = i.master {
         s.push("master_sa_lid", m.sm_lid);
         s.push("master_qos", if m.qos { "yes" } else { "no" });
+    }
+    match &i.sa_class {
+        Wanted::Hold => s.push("sa_class", "held"),
+        Wanted::Wait => s.push("sa_class", "asking whether the master at this LID answers"),
+        Wanted::Leave(sign) => s.push("sa_class", format!("left to the subnet manager: {sign}")),
     }
     let table = if i.ready { "complete" } else { "incomplete" };
     s.push("table", table);

@@ -342,6 +342,15 @@ pub(crate) struct Options {
     /// own SA queries. Only one listener should answer: stop ibacm's.
     #[arg(long, value_name = "auto|none", default_value = "auto", value_parser = ["auto", "none"])]
     pub(crate) netlink: String,
+    /// A service unit that runs a subnet manager; repeatable (default
+    /// opensm.service; "none": no unit). Where one is enabled or active on
+    /// this node, local-sa leaves every port's SA class to the SM: it
+    /// answers no SA request on QP1 and takes no loads there, and serves
+    /// its other doors from a cache it fetches as the master's client. So
+    /// it does too where the port's IsSM capability is set, or the master
+    /// at the port's own LID answers.
+    #[arg(long = "sm-unit", value_name = "UNIT")]
+    pub(crate) sm_units: Vec<String>,
     /// Milliseconds the kernel waits for each answer before it asks the SA
     /// itself (sent to it at start as SET_TIMEOUT; 40 to 200000). A query
     /// the master has not answered by nine tenths of this gets an error
@@ -702,6 +711,16 @@ impl Options {
             ),
             [none] if none.as_os_str() == "none" => (Vec::new(), false),
             given => (given.to_vec(), false),
+        }
+    }
+
+    /// The service units whose state says a subnet manager runs, or is
+    /// set to run, on this node.
+    pub(crate) fn sm_unit_names(&self) -> Vec<String> {
+        match &self.sm_units[..] {
+            [] => vec!["opensm.service".to_owned()],
+            [none] if none == "none" => Vec::new(),
+            given => given.to_vec(),
         }
     }
 

@@ -12,7 +12,7 @@ use super::config_file::settable;
 use super::effective::toml_value;
 
 /// An example value for each setting that has no default, as TOML.
-const EXAMPLES: [(&str, &str); 16] = [
+const EXAMPLES: [(&str, &str); 17] = [
     ("ca", "\"mlx5_0\""),
     ("port", "1"),
     ("sm-key", "\"0x0000000000000001\""),
@@ -29,6 +29,7 @@ const EXAMPLES: [(&str, &str); 16] = [
     ("acm-options", "\"/etc/rdma/ibacm_opts.cfg\""),
     ("host-name", "\"node001\""),
     ("address", "[\"192.0.2.10\"]"),
+    ("sm-unit", "[\"opensm.service\"]"),
     ("netlink-timeout", "4500"),
     ("log-level", "\"info\""),
     ("metrics", "\"127.0.0.1:9464\""),

@@ -50,6 +50,10 @@ pub(crate) enum Purpose {
     MasterInfo,
     /// The master SM's SMInfoRecord: its activity (see `sweep_watch`).
     SweepPoll,
+    /// The SMInfoRecord of the master at this port's own LID, asked
+    /// before local-sa takes the SA class: one that answers is an SM
+    /// running here (see `sa_class`).
+    MasterHere,
     /// Host names for the refresh `epoch`: `table` whole (`key` = `None`)
     /// or for one port (see `names`).
     Names {
@@ -82,6 +86,7 @@ impl Purpose {
             Self::Canary(_) => "the canary ServiceRecord",
             Self::MasterInfo => "the master's ClassPortInfo",
             Self::SweepPoll => "the master SM's SMInfoRecord (its activity)",
+            Self::MasterHere => "the SMInfoRecord of the master at this port's LID",
             Self::Names { .. } => "the host names tables",
             Self::Publish { .. } => "this port's directory record",
             Self::Check { .. } => "this port's paths to one LID or port, to check what it holds",

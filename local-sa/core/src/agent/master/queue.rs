@@ -66,6 +66,7 @@ impl Purpose {
             | Self::GidInService { .. }
             | Self::MasterInfo
             | Self::SweepPoll
+            | Self::MasterHere
             | Self::Check { .. }
             | Self::Names { .. } => None,
         }

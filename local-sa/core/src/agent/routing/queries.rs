@@ -650,6 +650,7 @@ impl SaCore {
             }
             Purpose::MasterInfo => self.master_info_answered(now, answer),
             Purpose::SweepPoll => self.sweeps_polled(now, answer),
+            Purpose::MasterHere => self.master_here_answered(Some(answer)),
             Purpose::Membership(op) => self.membership_answered(now, op, Some(answer)),
             Purpose::Canary(step) => self.canary_answered(now, step, Some(answer.status())),
             Purpose::Names { epoch, table, key } => {
@@ -667,7 +668,7 @@ impl SaCore {
     fn upstream_failed(&mut self, now: Instant, purpose: Purpose, failure: Failure) {
         self.telemetry.counters.upstream_failures += 1;
         let master = self.port.sm_lid;
-        if purpose == Purpose::SweepPoll {
+        if matches!(purpose, Purpose::SweepPoll | Purpose::MasterHere) {
             // A poll in the background: the next one asks again, and what
             // the master leaves unanswered for its consumers is what the
             // log tells.
@@ -695,6 +696,7 @@ impl SaCore {
             }
             // The next poll asks again.
             Purpose::SweepPoll => {}
+            Purpose::MasterHere => self.master_here_answered(None),
             Purpose::MasterInfo => {
                 self.retry_registration(now);
                 self.release_qos_waiters(now);

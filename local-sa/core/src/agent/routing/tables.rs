@@ -135,6 +135,23 @@ impl SaCore {
         }
     }
 
+    /// Asks the master at this port's own LID for its SMInfoRecord before
+    /// local-sa takes the SA class there: one that answers is a subnet
+    /// manager running on this port ([`crate::sa_class`]).
+    pub(in crate::agent) fn ask_master_here(&mut self, now: Instant) {
+        let request = master_activity::request(self.port.lid);
+        self.send_upstream(now, Purpose::MasterHere, &request);
+    }
+
+    /// The master at this port's LID answered (`Some`) or not: whether an
+    /// SM runs here.
+    pub(in crate::agent) fn master_here_answered(&mut self, answer: Option<&Answer>) {
+        let before = self.sa_class();
+        let answered = answer.and_then(master_activity::act_count).is_some();
+        self.sa_class.handle_master_answer(answered);
+        self.say_sa_class(before);
+    }
+
     /// A refresh starts now: it sees whatever change was due by now. If
     /// the master's activity has no count yet to judge the next one by,
     /// it is asked now, before the tables: a sweep while they are fetched

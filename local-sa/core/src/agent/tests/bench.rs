@@ -117,6 +117,12 @@ impl Bench {
         Self::start(SaCore::new(config, my_port(), now, SEED), master, now)
     }
 
+    /// [`Bench::new`] for the port `port`.
+    pub(crate) fn with_port(master: FakeMaster, config: AgentConfig, port: PortIdentity) -> Self {
+        let now = Instant::now();
+        Self::start(SaCore::new(config, port, now, SEED), master, now)
+    }
+
     /// [`Bench::new`] for a port whose P_Key table holds `pkeys`.
     pub(crate) fn with_pkeys(master: FakeMaster, config: AgentConfig, pkeys: &[u16]) -> Self {
         let now = Instant::now();

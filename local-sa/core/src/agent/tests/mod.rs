@@ -22,6 +22,7 @@ mod qos_loads;
 mod registration_limits;
 mod registration_pace;
 mod registrations_record;
+mod sa_class;
 mod subscriptions;
 mod transfer_limits;
 mod upkeep;
