@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Debian package local-sa_<version>_<arch>.deb into target/deb/:
+# Builds the Debian package local-sa_<version>_<arch>.deb into target/deb/
+# (its files laid out by scripts/install-tree.sh, as the RPM's are):
 # both programs (release build), local-sa.service, local-sa.socket and
 # local-sa-netlink.socket, local-sa-distributor.service (with
 # /etc/local-sa/distributor.conf and /etc/default/local-sa-distributor),
@@ -41,37 +42,11 @@ out=$(realpath -m "${LOCAL_SA_DEB_OUT:-$target/deb}")
 root="$out/local-sa_${version}_${arch}"
 rm -rf "$root"
 dist=local-sa/daemon/dist
-install -D -m 755 "$bin/local-sa" "$root/usr/sbin/local-sa"
-install -D -m 755 "$bin/lsaquery" "$root/usr/sbin/lsaquery"
+# The files both packages have, where Debian puts them.
+scripts/install-tree.sh --layout debian --bin "$bin" "$root"
 strip --strip-unneeded "$root/usr/sbin/local-sa" "$root/usr/sbin/lsaquery"
-install -D -m 644 "$dist/local-sa.service" "$root/lib/systemd/system/local-sa.service"
-install -D -m 644 "$dist/local-sa.socket" "$root/lib/systemd/system/local-sa.socket"
-install -D -m 644 "$dist/local-sa-netlink.socket" "$root/lib/systemd/system/local-sa-netlink.socket"
-install -D -m 644 "$dist/local-sa.toml" "$root/etc/local-sa/local-sa.toml"
-install -D -m 644 "$dist/default" "$root/etc/default/local-sa"
-install -D -m 644 "$dist/local-sa-distributor.service" "$root/lib/systemd/system/local-sa-distributor.service"
-install -D -m 600 "$dist/distributor.conf" "$root/etc/local-sa/distributor.conf"
-install -D -m 644 "$dist/distributor.default" "$root/etc/default/local-sa-distributor"
-install -D -m 644 "$dist/local-sa.tmpfiles" "$root/usr/lib/tmpfiles.d/local-sa.conf"
-
-man="$root/usr/share/man"
-mkdir -p "$man/man8" "$man/man5"
-"$bin/local-sa" --config none --generate man | gzip -9n > "$man/man8/local-sa.8.gz"
-"$bin/local-sa" --config none --generate config-man | gzip -9n > "$man/man5/local-sa.toml.5.gz"
-"$bin/lsaquery" --generate man | gzip -9n > "$man/man8/lsaquery.8.gz"
-for program in local-sa lsaquery; do
-  extra=()
-  [ "$program" = local-sa ] && extra=(--config none)
-  install -d "$root/usr/share/bash-completion/completions" \
-    "$root/usr/share/zsh/vendor-completions" "$root/usr/share/fish/vendor_completions.d"
-  "$bin/$program" "${extra[@]}" --generate bash > "$root/usr/share/bash-completion/completions/$program"
-  "$bin/$program" "${extra[@]}" --generate zsh > "$root/usr/share/zsh/vendor-completions/_$program"
-  "$bin/$program" "${extra[@]}" --generate fish > "$root/usr/share/fish/vendor_completions.d/$program.fish"
-done
 
 doc="$root/usr/share/doc/local-sa"
-install -D -m 644 README.md "$doc/README.md"
-install -m 644 docs/*.md "$doc/"
 cat > "$doc/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: local-sa

@@ -16,6 +16,7 @@ packages=(
   libibumad-dev                                       # fabric-bench's C agent: the floor of answering a MAD
   systemd                                             # systemd-socket-activate; systemd as PID 1 of a namespace in the package tests
   dpkg-dev man-db lintian                             # the Debian package: dpkg-shlibdeps; its man pages checked; lintian
+  rpm rpmlint xz-utils                                # the RPM: rpmbuild, rpm, rpmspec; rpmlint; its crates' tarball
   init-system-helpers                                 # deb-systemd-helper/-invoke: the package's maintainer scripts
   shellcheck                                          # the scripts' quoting: a tree may be anywhere, spaces and all
 )

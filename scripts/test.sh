@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every check: installs what is missing, then formatting, lints, the whole
 # test suite (unit tests, golden vectors, fuzz-corpus replay, and the tests
-# against OpenSM and saquery on simulated fabrics), benchmarks compiled, the
-# Debian package built, installed, checked and purged, and a short fuzzing
-# smoke run of every target.
+# against OpenSM and saquery on simulated fabrics; those under systemd once
+# more on the RPM's layout), benchmarks compiled, the Debian package and
+# the RPM built, installed, checked and removed, and a short fuzzing smoke
+# run of every target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh --fuzz
@@ -42,10 +43,15 @@ else
   export PATH="$PWD/scripts:$PATH" "CARGO_TARGET_${host}_RUNNER=as-root.sh"
   cargo test --workspace --quiet
 fi
+echo "== the tests under systemd again, on the RPM's layout"
+LOCAL_SA_SYSTEMD_LAYOUT=rpm cargo test --quiet -p conformance \
+  --test systemd --test sm_node_under_systemd --test standby_under_systemd
 echo "== benchmarks compile"
 cargo bench --workspace --no-run --quiet
 echo "== Debian package: build, install, verify, purge"
 scripts/check-deb.sh
+echo "== RPM: build from its SRPM, rpmlint, install, verify, upgrade, erase"
+scripts/check-rpm.sh
 echo "== fuzz targets: ${FUZZ_SECONDS:=15}s each"
 fuzz/run.sh "$FUZZ_SECONDS"
 echo "== leftover simulator processes"

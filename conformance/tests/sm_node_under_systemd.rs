@@ -85,7 +85,11 @@ fn on_a_node_set_to_run_opensm_local_sa_leaves_it_the_sa_class_and_serves_its_ot
         "/etc/systemd/system/opensm.service".into(),
         OPENSM_UNIT.into(),
     ));
-    let sd = boot_installed(&fabric, installed, "");
+    // SA requests to the node reach it: ibsim hands unsolicited requests
+    // only to a process marked as the node's SM port (one per node, so
+    // the other tests under systemd, which restart local-sa, leave it
+    // out).
+    let sd = boot_installed(&fabric, installed, "Environment=SIM_SET_ISSM=1\n");
     sd.systemctl_ok(&["enable", "opensm.service"]);
 
     // Ready as a client of the master: its table fetched, its doors open.

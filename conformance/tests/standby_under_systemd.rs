@@ -8,6 +8,7 @@
 //! over; continued, the first is fenced off and stands by, its unit still
 //! active.
 
+mod under_systemd;
 mod watching;
 
 use std::path::PathBuf;
@@ -15,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use conformance::SimulatedFabric;
 use conformance::path_answers::{KEY, start, waiting_nodes};
-use conformance::systemd::{Installed, PackageForm, Systemd, package};
+use conformance::systemd::{Installed, Systemd, package};
 
+use self::under_systemd::{layout, options_file};
 use self::watching::{NODES, slow_spine_tree};
 
 const UNIT: &str = "local-sa-distributor.service";
@@ -27,12 +29,12 @@ fn log(fabric: &SimulatedFabric, node: &str) -> PathBuf {
 }
 
 /// systemd on `node` with the package installed, the SA key in
-/// distributor.conf, the options in /etc/default, and the simulator's
+/// distributor.conf, the options in its options file, and the simulator's
 /// environment for the distributor's unit (the simulator's preload writes
 /// its port files in the working directory: a state directory).
 fn boot(fabric: &SimulatedFabric, node: &str) -> Systemd {
     let dir = fabric.dir().join(format!("systemd-{node}"));
-    let tree = package(&dir, "0.0.0+test", PackageForm::Tree).unwrap_or_else(|e| panic!("{e}"));
+    let tree = package(&dir, "0.0.0+test", layout()).unwrap_or_else(|e| panic!("{e}"));
     let installed = vec![
         Installed::Package(tree),
         Installed::File(
@@ -40,7 +42,7 @@ fn boot(fabric: &SimulatedFabric, node: &str) -> Systemd {
             format!("sa_key={KEY}\n"),
         ),
         Installed::File(
-            "/etc/default/local-sa-distributor".into(),
+            options_file("local-sa-distributor"),
             "LSAQUERY_OPTIONS=\"--watch-interval 300 --settle 3 --json\"\n".into(),
         ),
     ];

@@ -1,7 +1,8 @@
 //! The package's units under a real systemd (Debian's, as PID 1 of a
 //! namespace: [`conformance::systemd`]), on the simulated fabric: the
-//! package's files installed where `dpkg -i` puts them, the options in
-//! `/etc/default/local-sa`, and one runtime drop-in that gives the unit
+//! package's files installed where `dpkg -i` puts them (or `rpm -i`, with
+//! `LOCAL_SA_SYSTEMD_LAYOUT=rpm`), the options in `/etc/default/local-sa`
+//! (`/etc/sysconfig/local-sa`), and one runtime drop-in that gives the unit
 //! the simulator's environment; the unit and its sandbox as shipped.
 
 #[allow(dead_code)]

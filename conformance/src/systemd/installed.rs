@@ -32,17 +32,25 @@ pub enum PackageForm {
     /// Its tree, every file where `dpkg -i` puts it (no archive: its
     /// compression is most of the time a build takes).
     Tree,
+    /// The RPM's tree, every file where `rpm -i` puts it: what the spec's
+    /// `%install` lays out (`scripts/install-tree.sh --layout rpm`), units
+    /// in `/usr/lib/systemd/system`, their options in `/etc/sysconfig`.
+    RpmTree,
 }
 
-/// The package of the built programs as `version`, made by
-/// `scripts/package-deb.sh` in `out`: the archive's path or the tree's.
+/// The package of the built programs as `version`, made in `out` by
+/// `scripts/package-deb.sh` (the archive's path or the tree's) or, for
+/// the RPM's tree, `scripts/install-tree.sh`.
 pub fn package(out: &Path, version: &str, form: PackageForm) -> Result<PathBuf, String> {
     let local_sa = crate::program("local-sa")?;
     crate::program("lsaquery")?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-deb.sh");
     let bin_dir = local_sa
         .parent()
         .ok_or_else(|| format!("{} has no directory", local_sa.display()))?;
+    if form == PackageForm::RpmTree {
+        return rpm_tree(bin_dir, &out.join(format!("local-sa-{version}.rpm-tree")));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-deb.sh");
     let mut cmd = Command::new(&script);
     cmd.env("LOCAL_SA_DEB_BIN_DIR", bin_dir)
         .env("LOCAL_SA_DEB_VERSION", version)
@@ -61,6 +69,27 @@ pub fn package(out: &Path, version: &str, form: PackageForm) -> Result<PathBuf, 
         ));
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&made.stdout).trim()))
+}
+
+/// The programs in `bin_dir` and the package's other files laid out in
+/// `root` as the RPM's `%install` lays them out.
+fn rpm_tree(bin_dir: &Path, root: &Path) -> Result<PathBuf, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-tree.sh");
+    let _ = fs::remove_dir_all(root);
+    let made = Command::new(&script)
+        .args(["--layout", "rpm", "--bin"])
+        .arg(bin_dir)
+        .arg(root)
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    if !made.status.success() {
+        return Err(format!(
+            "{}: {}",
+            script.display(),
+            String::from_utf8_lossy(&made.stderr)
+        ));
+    }
+    Ok(root.to_owned())
 }
 
 /// Writes `files` into `upper`, the upper layer of an overlay whose lower

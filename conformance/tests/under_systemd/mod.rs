@@ -15,9 +15,7 @@ use mad_codec::Gid;
 pub(crate) const NODE: &str = "h2";
 
 /// The simulator's environment for local-sa.service, as a runtime
-/// drop-in (what `systemctl edit --runtime` writes): umad2sim's variables
-/// (`SIM_SET_ISSM`: ibsim hands unsolicited requests, SA queries and
-/// Reports, only to a process so marked),
+/// drop-in (what `systemctl edit --runtime` writes): umad2sim's variables,
 /// a state directory to work in (umad2sim writes its node's sysfs into
 /// the working directory), the output appended to the fabric's
 /// `local-sa.log`. Nothing else of the unit changes: its sandbox is as
@@ -25,7 +23,7 @@ pub(crate) const NODE: &str = "h2";
 pub(crate) fn simulator_environment(fabric: &SimulatedFabric) -> String {
     format!(
         "[Service]\n\
-         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={} SIM_SET_ISSM=1\n\
+         Environment=LD_PRELOAD={} SIM_HOST={NODE} IBSIM_SOCKNAME={}\n\
          StateDirectory=local-sa-simulator\n\
          WorkingDirectory=/var/lib/local-sa-simulator\n\
          StandardOutput=append:{}/local-sa.log\n\
@@ -37,15 +35,34 @@ pub(crate) fn simulator_environment(fabric: &SimulatedFabric) -> String {
     )
 }
 
-/// The built package installed (its files where `dpkg -i` puts them,
-/// unpacked into `dir`), with `options` in `/etc/default/local-sa`, where
-/// an administrator gives them.
+/// The package whose layout the tests install: the Debian package's, or
+/// the RPM's when `LOCAL_SA_SYSTEMD_LAYOUT=rpm` (scripts/test.sh runs the
+/// tests under systemd once more so).
+pub(crate) fn layout() -> PackageForm {
+    match std::env::var("LOCAL_SA_SYSTEMD_LAYOUT").as_deref() {
+        Ok("rpm") => PackageForm::RpmTree,
+        _ => PackageForm::Tree,
+    }
+}
+
+/// Where the layout keeps a unit's options file `name`: `/etc/default`
+/// (Debian) or `/etc/sysconfig` (RPM).
+pub(crate) fn options_file(name: &str) -> String {
+    match layout() {
+        PackageForm::RpmTree => format!("/etc/sysconfig/{name}"),
+        _ => format!("/etc/default/{name}"),
+    }
+}
+
+/// The built package installed (its files where `dpkg -i`, or `rpm -i`,
+/// puts them, laid out in `dir`), with `options` in the unit's options
+/// file, where an administrator gives them.
 pub(crate) fn package_with_options(dir: &Path, options: &str) -> Vec<Installed> {
-    let tree = package(dir, "0.0.0+test", PackageForm::Tree).unwrap_or_else(|e| panic!("{e}"));
+    let tree = package(dir, "0.0.0+test", layout()).unwrap_or_else(|e| panic!("{e}"));
     vec![
         Installed::Package(tree),
         Installed::File(
-            "/etc/default/local-sa".into(),
+            options_file("local-sa"),
             format!("LOCAL_SA_OPTIONS=\"{options}\"\n"),
         ),
     ]
