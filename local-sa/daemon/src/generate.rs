@@ -35,8 +35,9 @@ pub(crate) fn completions(shell: Shell, mut command: Command, name: &str) -> Str
 
 /// local-sa(8).
 fn man_page(command: Command) -> String {
+    // The written sections are `--help`'s tail; `-h` ends with a pointer.
     let after_help = command
-        .get_after_help()
+        .get_after_long_help()
         .map(ToString::to_string)
         .unwrap_or_default();
     let mut out = standard_sections(command, "8");

@@ -23,6 +23,14 @@ use acm_options::AcmOptions;
 use config_file::{FileError, FileSetting};
 use local_sa_cli::number;
 
+/// The headings `--help` lists the options under, by task.
+const SETTINGS: &str = "Ports and settings";
+const ANSWERING: &str = "Answering from the cache";
+const LOADS: &str = "Loads";
+const REGISTRATIONS: &str = "Registrations at the master";
+const DOORS: &str = "Local doors: the API, ibacm's protocol, the kernel's queries";
+const OBSERVING: &str = "Counters and logs";
+
 /// Serve SA PathRecord queries from a local cache, on this node's ports.
 ///
 /// local-sa registers as the Subnet Administration agent on QP1 of each
@@ -45,6 +53,10 @@ use local_sa_cli::number;
     version,
     args_override_self = true,
     after_help = "\
+The common options; --help lists every option under the same headings,
+with the config file, local API, counters, logs, signals, kept tables,
+files and exit status. Manual: local-sa(8), local-sa.toml(5).",
+    after_long_help = "\
 CONFIG FILE:
   Settings are read first from /etc/local-sa/local-sa.toml, if it exists,
   or from --config FILE: TOML whose keys are the long options' names
@@ -125,84 +137,104 @@ EXAMPLES:
                                            is this node's local-sa)"
 )]
 pub(crate) struct Options {
+    /// Channel adapter to serve (default: every one with an active port).
+    ///
     /// Channel adapter to serve (default: every adapter with an active
     /// InfiniBand port): its active ports, or the one -P names.
-    #[arg(short = 'C', long, value_name = "CA")]
+    #[arg(short = 'C', long, value_name = "CA", help_heading = SETTINGS)]
     pub(crate) ca: Option<String>,
+    /// Port of that adapter to serve (default: its active ports).
+    ///
     /// Port to serve (of -C's adapter, else of the first adapter that has
     /// it); only that port.
-    #[arg(short = 'P', long, value_name = "N")]
+    #[arg(short = 'P', long, value_name = "N", help_heading = SETTINGS)]
     pub(crate) port: Option<u8>,
+    /// Settings file read before the command line (default /etc/local-sa/local-sa.toml).
+    ///
     /// Read settings from FILE before the command line (see CONFIG
     /// FILE); default /etc/local-sa/local-sa.toml if it exists; "none"
     /// reads none.
-    #[arg(short = 'c', long, value_name = "FILE")]
+    #[arg(short = 'c', long, value_name = "FILE", help_heading = SETTINGS)]
     pub(crate) config: Option<PathBuf>,
+    /// Check the settings, print those in effect with their sources, and exit.
+    ///
     /// Check the config file and the command line, print the settings in
     /// effect (as a config file, each with where it came from) and exit:
     /// 0 if they are good, 2 with the first mistake if not. Starts
     /// nothing.
-    #[arg(long)]
+    #[arg(long, help_heading = SETTINGS)]
     pub(crate) check_config: bool,
     /// Print a manual page (man: local-sa(8); config-man:
     /// local-sa.toml(5)), the commented sample config file (config) or a
     /// shell's completion script (bash, zsh, fish) and exit.
-    #[arg(long, value_name = "WHAT", value_parser = GENERATE)]
+    #[arg(long, value_name = "WHAT", value_parser = GENERATE, help_heading = SETTINGS, hide_short_help = true)]
     pub(crate) generate: Option<String>,
-    /// SM_Key that PathRecord loads and deletes must carry; others are
-    /// refused with ERR_REQ_DENIED. There is no default: until a key is
-    /// given, every load and delete is refused. Prefer --sm-key-file (the
-    /// command line shows in `ps`).
-    #[arg(long, value_name = "KEY", value_parser = number::<u64>, conflicts_with = "sm_key_file")]
-    pub(crate) sm_key: Option<u64>,
-    /// Read the SM_Key from FILE, which only its owner may read: the key
-    /// alone, or an OpenSM configuration file, whose `sa_key` is the key
-    /// (the one OpenSM's SA trusts and a distributor's loads carry; share
-    /// the master's /etc/opensm/opensm.conf).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) sm_key_file: Option<PathBuf>,
-    /// What reading --sm-key-file noticed, to say in the log.
-    #[arg(skip)]
-    pub(crate) sm_key_note: Option<&'static str>,
+    /// Directory of each port's lock (<ca>-<port>.lock: one local-sa per
+    /// port) and, by default, its local API socket and counters file.
+    #[arg(long, value_name = "DIR", default_value = "/run/local-sa", help_heading = SETTINGS, hide_short_help = true)]
+    pub(crate) run_dir: PathBuf,
+    /// A service unit of a subnet manager: where one is enabled or runs, leave it the SA class.
+    ///
+    /// A service unit that runs a subnet manager; repeatable (default
+    /// opensm.service; "none": no unit). Where one is enabled or active on
+    /// this node, local-sa leaves every port's SA class to the SM: it
+    /// answers no SA request on QP1 and takes no loads there, and serves
+    /// its other doors from a cache it fetches as the master's client. So
+    /// it does too where the port's IsSM capability is set, or the master
+    /// at the port's own LID answers.
+    #[arg(long = "sm-unit", value_name = "UNIT", help_heading = SETTINGS)]
+    pub(crate) sm_units: Vec<String>,
+    /// Seconds after start at which local-sa tells systemd it is ready
+    /// (Type=notify) even if a port has no paths yet (it serves meanwhile,
+    /// forwarding its queries to the master); it says so as soon as every
+    /// port has its first table. 0 waits for the tables however long.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60", help_heading = SETTINGS, hide_short_help = true)]
+    pub(crate) ready_timeout: u64,
+    /// Seconds between port checks where no verbs device reports port
+    /// events (the simulator).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "2", help_heading = SETTINGS, hide_short_help = true)]
+    pub(crate) port_poll_interval: u64,
     /// Milliseconds each request to the master SA waits for its answer.
-    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "1000")]
+    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "1000", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) upstream_timeout: u64,
     /// Attempts after the first for requests to the master SA.
-    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "3")]
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "3", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) upstream_retries: u32,
     /// Milliseconds each attempt of a request for a whole table (this
     /// port's paths, the names, a QoS table at a key) waits, plus this
     /// port's share of half as long again: when a whole fabric starts at
     /// once the master queues every port's table, and giving up on one it
     /// is still to answer would cost it the table twice.
-    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "12000")]
+    #[arg(long, value_name = "MS", value_parser = number::<u64>, default_value = "12000", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) table_timeout: u64,
+    /// Seconds between refreshes of this port's paths from the master.
+    ///
     /// Seconds between full refreshes of this port's paths, at least: on
     /// a fabric whose N² paths would take more than --master-share of the
     /// master's time at this interval, longer (the log and `lsaquery
     /// --status` say how long, and the worst staleness it implies). While
     /// a distributor's lease runs (`lsaquery --distribute --watch`) the
     /// port does not refresh at all.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600", help_heading = ANSWERING)]
     pub(crate) refresh_interval: u64,
     /// Nanoseconds of the master's time per record it puts in a
     /// whole-table answer (a path, a host of a names table), for
     /// --master-share (OpenSM: about 250 a path measured under the
     /// simulator, 1,700 reported on a busy master).
-    #[arg(long, value_name = "NS", value_parser = number::<u64>, default_value = "1000")]
+    #[arg(long, value_name = "NS", value_parser = number::<u64>, default_value = "1000", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) master_path_cost: u64,
     /// Percent of the master's time the periodic refreshes of the
     /// fabric's local-sa nodes may take together: each port refreshes (its
     /// table, then its two names tables) no more often than every 3 × N²
     /// × --master-path-cost / this (N: the fabric's ports). 0: no
     /// periodic refresh more often than daily.
-    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value = "5")]
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value = "5", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) master_share: u8,
     /// Seconds after a notice that a switch port's link went up or down
     /// (trap 128: the master sweeps and may reroute) before a port that
     /// keeps its own tables refreshes them, plus its share of the refresh
     /// window (and no sooner than --master-share allows).
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) change_settle: u64,
     /// Seconds between polls of the master SM's SMInfoRecord by a port
     /// that keeps its own tables: a rise of its ActCount well past what
@@ -213,171 +245,71 @@ pub(crate) struct Options {
     /// of --master-share of the master's time (at 10,000 ports with the
     /// default share: every 20 s); none while a distributor's lease runs.
     /// 0: no polls.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "30")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "30", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) sweep_poll: u64,
     /// Seconds between checks of a table this port did not fetch itself
     /// (a distributor's, its QoS tables included): a few of its paths
     /// asked again of the master and compared; a difference and the port
     /// fetches its own tables (in a QoS table: the distributor's QoS
     /// tables are forgotten, each pair then asked of the master).
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "21600")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "21600", help_heading = ANSWERING, hide_short_help = true)]
     pub(crate) check_interval: u64,
+    /// Seconds a failed refresh or subscription waits before trying again;
+    /// a refresh that fails again also waits this port's share of a
+    /// window that doubles each time (ports turned away together come
+    /// back spread).
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) retry_backoff: u64,
+    /// Seconds the master's answer to a forwarded query is reused.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) answer_ttl: u64,
+    /// Seconds a forwarded query's "no such record" is reused.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) negative_ttl: u64,
+    /// Port pairs the QoS cache keeps: each pair's paths as the master
+    /// gives them for a ServiceID, QoS class or P_Key its QoS policy
+    /// matches on (or for another partition), asked once and kept until
+    /// the fabric changes; the least recently used go first when full.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "65536", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) qos_cache_entries: usize,
+    /// Bytes the QoS cache may hold (about 150 per port pair).
+    #[arg(long, value_name = "BYTES", value_parser = number::<usize>, default_value = "16777216", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) qos_cache_bytes: usize,
+    /// Seconds between checks that the master still holds this port's
+    /// registrations (a master restarted without a port event is noticed
+    /// this way; docs/wire-contract.md). Each port takes its own phase
+    /// within the interval, so that nodes started together do not ask
+    /// together.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "180", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) audit_interval: u64,
+    /// PathRecords per second the fabric's local-sa nodes together may ask
+    /// a new master SA to compute when they refresh after an SM change:
+    /// each port waits its own share of a window of N² / this (N: the
+    /// fabric's ports), 1 s to 5 min, serving what it holds meanwhile.
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "250000", help_heading = ANSWERING, hide_short_help = true)]
+    pub(crate) master_paths_per_second: u32,
+    /// SM_Key that PathRecord loads and deletes must carry; others are
+    /// refused with ERR_REQ_DENIED. There is no default: until a key is
+    /// given, every load and delete is refused. Prefer --sm-key-file (the
+    /// command line shows in `ps`).
+    #[arg(long, value_name = "KEY", value_parser = number::<u64>, conflicts_with = "sm_key_file", help_heading = LOADS, hide_short_help = true)]
+    pub(crate) sm_key: Option<u64>,
+    /// File with the SM_Key loads must carry (the key, or OpenSM's opensm.conf: its sa_key).
+    ///
+    /// Read the SM_Key from FILE, which only its owner may read: the key
+    /// alone, or an OpenSM configuration file, whose `sa_key` is the key
+    /// (the one OpenSM's SA trusts and a distributor's loads carry; share
+    /// the master's /etc/opensm/opensm.conf).
+    #[arg(long, value_name = "FILE", help_heading = LOADS)]
+    pub(crate) sm_key_file: Option<PathBuf>,
     /// Seconds the first refresh waits at start for a load of this port's
     /// paths (from a distributor next to the master, or `lsaquery --load
     /// FILE --replace`) before asking the master itself (plus this port's
     /// share of a quarter as long again, so that the ports a distributor
     /// has not reached do not all ask at once); a load of this
     /// port's paths always counts as a refresh. 0 asks at once.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "0")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "0", help_heading = LOADS, hide_short_help = true)]
     pub(crate) load_wait: u64,
-    /// Seconds a failed refresh or subscription waits before trying again;
-    /// a refresh that fails again also waits this port's share of a
-    /// window that doubles each time (ports turned away together come
-    /// back spread).
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
-    pub(crate) retry_backoff: u64,
-    /// Seconds the master's answer to a forwarded query is reused.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60")]
-    pub(crate) answer_ttl: u64,
-    /// Seconds a forwarded query's "no such record" is reused.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "5")]
-    pub(crate) negative_ttl: u64,
-    /// Port pairs the QoS cache keeps: each pair's paths as the master
-    /// gives them for a ServiceID, QoS class or P_Key its QoS policy
-    /// matches on (or for another partition), asked once and kept until
-    /// the fabric changes; the least recently used go first when full.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "65536")]
-    pub(crate) qos_cache_entries: usize,
-    /// Bytes the QoS cache may hold (about 150 per port pair).
-    #[arg(long, value_name = "BYTES", value_parser = number::<usize>, default_value = "16777216")]
-    pub(crate) qos_cache_bytes: usize,
-    /// Where to write the counters (see COUNTERS; default
-    /// <run-dir>/<ca>-<port>.counters).
-    #[arg(long, value_name = "PATH")]
-    pub(crate) stats_file: Option<PathBuf>,
-    /// Directory of each port's lock (<ca>-<port>.lock: one local-sa per
-    /// port) and, by default, its local API socket and counters file.
-    #[arg(long, value_name = "DIR", default_value = "/run/local-sa")]
-    pub(crate) run_dir: PathBuf,
-    /// Seconds between counter writes; 0 writes them only at exit.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "1")]
-    pub(crate) stats_interval: u64,
-    /// The local API's Unix socket (default <run-dir>/<ca>-<port>.sock);
-    /// "none" serves no local API.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) api_socket: Option<PathBuf>,
-    /// File mode of the API socket, octal: who may connect (ib_usa's
-    /// default, 0666, lets every local user; 0660 with --api-group limits
-    /// it to a group).
-    #[arg(long, value_name = "MODE", value_parser = octal, default_value = "666")]
-    pub(crate) api_mode: u32,
-    /// Numeric group ID to give the API socket.
-    #[arg(long, value_name = "GID")]
-    pub(crate) api_group: Option<u32>,
-    /// A Unix socket to serve ibacm's client protocol on (ib_acme,
-    /// libibacm, librdmacm); repeatable. Default: ibacm's two,
-    /// /run/ibacm-unix.sock (ib_acme) and /run/ibacm.sock (librdmacm),
-    /// where the daemon may create them; "none" serves no ibacm protocol.
-    #[arg(long = "acm-socket", value_name = "PATH")]
-    pub(crate) acm_sockets: Vec<PathBuf>,
-    /// ibacm's hosts file (`address GID` lines: names and IP addresses of
-    /// hosts); default: the one ibacm's options file names with
-    /// `addr_preload acm_hosts` (as ibacm, which reads none otherwise);
-    /// "none" reads none.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) acm_hosts: Option<PathBuf>,
-    /// ibacm's options file, read so that a node moving from ibacm keeps
-    /// its settings: server_mode, server_port, acme_plus_kernel_only,
-    /// addr_preload/addr_data_file, timeout, retries and log_level become
-    /// the options here that do the same (local-sa's config file and
-    /// command line win); the rest are named in the log. Default
-    /// /etc/rdma/ibacm_opts.cfg if it exists; "none" reads none.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) acm_options: Option<PathBuf>,
-    /// How ibacm's clients reach the ibacm door, as ibacm's server_mode:
-    /// "unix" on its Unix sockets (--acm-socket), "loop" on TCP at
-    /// 127.0.0.1, "open" on TCP at every address of the host (anyone who
-    /// can reach it may ask). With TCP, the port goes into ibacm-tcp.port
-    /// (ib_acme) and ibacm.port (librdmacm) in --acm-port-dir, removed at
-    /// exit.
-    #[arg(long, value_name = "MODE", default_value = "unix", value_parser = ["unix", "loop", "open"])]
-    pub(crate) acm_server_mode: String,
-    /// The TCP port of the "loop" and "open" server modes (ibacm's
-    /// server_port; 0: one the kernel picks, written to the port files).
-    #[arg(long, value_name = "PORT", default_value = "6125")]
-    pub(crate) acm_server_port: u16,
-    /// "yes": serve ib_acme and the kernel, not librdmacm, as ibacm's
-    /// acme_plus_kernel_only (no /run/ibacm.sock by default, no
-    /// ibacm.port).
-    #[arg(long, value_name = "yes|no", default_value = "no", value_parser = ["yes", "no"])]
-    pub(crate) acm_kernel_only: String,
-    /// Where the TCP server modes write the port files librdmacm and
-    /// ib_acme read.
-    #[arg(long, value_name = "DIR", default_value = "/run")]
-    pub(crate) acm_port_dir: PathBuf,
-    /// ibacm's options file as read, for the log.
-    #[arg(skip)]
-    pub(crate) acm_options_read: Option<(PathBuf, AcmOptions)>,
-    /// ibacm's address file (`address device port pkey` lines: names and
-    /// addresses of this node's endpoints); default
-    /// /etc/rdma/ibacm_addr.cfg if it exists.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) acm_addr: Option<PathBuf>,
-    /// The host name this port publishes in the local-sa directory at the
-    /// master SA, where every local-sa finds it (ib_acme -f n, librdmacm
-    /// by name); default: the kernel's host name; "none" publishes nothing.
-    #[arg(long, value_name = "NAME")]
-    pub(crate) host_name: Option<String>,
-    /// An IP address of this host to publish with its name (repeatable;
-    /// at most 3 with the address file's IPs for this port), so that other
-    /// nodes resolve it (ib_acme -f i, rdma_getaddrinfo) without hosts
-    /// files. The port's IPoIB interfaces' addresses are published too,
-    /// while there is room.
-    #[arg(long = "address", value_name = "IP")]
-    pub(crate) addresses: Vec<std::net::IpAddr>,
-    /// The kernel's RDMA_NL_LS queries (PathRecords for rdma_cm, IPoIB,
-    /// SRP, iSER and NVMe-oF; IP addresses to GIDs): "auto" answers them
-    /// on a NETLINK_RDMA socket of the daemon's own (or on the one systemd
-    /// passed, `ListenNetlink=rdma 4`), "none" leaves them to the kernel's
-    /// own SA queries. Only one listener should answer: stop ibacm's.
-    #[arg(long, value_name = "auto|none", default_value = "auto", value_parser = ["auto", "none"])]
-    pub(crate) netlink: String,
-    /// A service unit that runs a subnet manager; repeatable (default
-    /// opensm.service; "none": no unit). Where one is enabled or active on
-    /// this node, local-sa leaves every port's SA class to the SM: it
-    /// answers no SA request on QP1 and takes no loads there, and serves
-    /// its other doors from a cache it fetches as the master's client. So
-    /// it does too where the port's IsSM capability is set, or the master
-    /// at the port's own LID answers.
-    #[arg(long = "sm-unit", value_name = "UNIT")]
-    pub(crate) sm_units: Vec<String>,
-    /// Milliseconds the kernel waits for each answer before it asks the SA
-    /// itself (sent to it at start as SET_TIMEOUT; 40 to 200000). A query
-    /// the master has not answered by nine tenths of this gets an error
-    /// at once, so the kernel falls back without waiting. Default: every
-    /// attempt at the master (--upstream-timeout × (--upstream-retries +
-    /// 1)) and 500 ms; the kernel's own default, until told, is 2000.
-    #[arg(long, value_name = "MS", value_parser = number::<u64>)]
-    pub(crate) netlink_timeout: Option<u64>,
-    /// Seconds after start at which local-sa tells systemd it is ready
-    /// (Type=notify) even if a port has no paths yet (it serves meanwhile,
-    /// forwarding its queries to the master); it says so as soon as every
-    /// port has its first table. 0 waits for the tables however long.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "60")]
-    pub(crate) ready_timeout: u64,
-    /// Seconds between checks that the master still holds this port's
-    /// registrations (a master restarted without a port event is noticed
-    /// this way; docs/wire-contract.md). Each port takes its own phase
-    /// within the interval, so that nodes started together do not ask
-    /// together.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "180")]
-    pub(crate) audit_interval: u64,
-    /// PathRecords per second the fabric's local-sa nodes together may ask
-    /// a new master SA to compute when they refresh after an SM change:
-    /// each port waits its own share of a window of N² / this (N: the
-    /// fabric's ports), 1 s to 5 min, serving what it holds meanwhile.
-    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "250000")]
-    pub(crate) master_paths_per_second: u32,
     /// Subscription and membership requests per second the fabric's
     /// local-sa nodes together may send the master SA. Each port sends
     /// every registration (its consumers' joins, leaves and
@@ -386,56 +318,161 @@ pub(crate) struct Options {
     /// second), after a burst of 32, with at most 16 out at once; after
     /// an SM change each port registers again at its own point of a
     /// window of N × (its own registrations) / this, 1 s to 5 min.
-    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "5000")]
+    #[arg(long, value_name = "N", value_parser = number::<u32>, default_value = "5000", help_heading = REGISTRATIONS, hide_short_help = true)]
     pub(crate) master_registrations_per_second: u32,
     /// Seconds a multicast member that joined by MAD is kept without
     /// joining again.
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600")]
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "600", help_heading = REGISTRATIONS, hide_short_help = true)]
     pub(crate) member_lease: u64,
-    /// Seconds between port checks where no verbs device reports port
-    /// events (the simulator).
-    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "2")]
-    pub(crate) port_poll_interval: u64,
-    /// Local connections open at once, the local API's and the ibacm
-    /// protocol's together (further ones are closed at once). Lowered to
-    /// what the open-files limit allows with 128 descriptors kept back;
-    /// an eighth is kept for root and local-sa's own user.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "4096")]
-    pub(crate) max_connections: usize,
-    /// Log level or filter directives, as RUST_LOG takes them (info,
-    /// debug, local_sa=debug,warn); default RUST_LOG, else info.
-    #[arg(long, value_name = "LEVEL")]
-    pub(crate) log_level: Option<String>,
-    /// Serve the counters in Prometheus' text format at
-    /// http://ADDR/metrics: a TCP address (127.0.0.1:9464) or an absolute
-    /// Unix socket path (/run/local-sa/metrics.sock). Every port's
-    /// counters, labelled port="<ca>/<port>", and the doors'; refreshed
-    /// every --stats-interval (every second when that is 0). Default: none.
-    #[arg(long, value_name = "ADDR", value_parser = crate::metrics_server::parse_addr)]
-    pub(crate) metrics: Option<crate::metrics_server::MetricsAddr>,
-    /// Local connections one user may have open at once. Whatever this
-    /// says, a user other than root and local-sa's own holds at most a
-    /// quarter of --max-connections (as lowered by the open-files limit),
-    /// and an eighth of it is kept for root and local-sa's own user.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024")]
-    pub(crate) max_connections_per_user: usize,
     /// Distinct multicast groups one user's local API connections (or one
     /// port's MAD members) may hold through local-sa, those being joined
     /// included; a join of one more is refused with ERR_NO_RESOURCES.
     /// Root and local-sa's own user may hold 16 times as many. A group
     /// many of a user's processes join counts once.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "64")]
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "64", help_heading = REGISTRATIONS, hide_short_help = true)]
     pub(crate) max_groups_per_user: usize,
     /// Of those, groups one user's joins may create at the master (each
     /// takes one of the fabric's multicast LIDs, of which OpenSM has about
     /// a thousand); root and local-sa's own user 16 times as many.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "16")]
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "16", help_heading = REGISTRATIONS, hide_short_help = true)]
     pub(crate) max_group_creations_per_user: usize,
     /// Distinct notice subscriptions (InformInfo filters) one user's local
     /// API connections (or one subscriber port's MADs) may hold through
     /// local-sa; root and local-sa's own user 16 times as many.
-    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "256")]
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "256", help_heading = REGISTRATIONS, hide_short_help = true)]
     pub(crate) max_subscriptions_per_user: usize,
+    /// The local API's Unix socket (default <run-dir>/<ca>-<port>.sock);
+    /// "none" serves no local API.
+    #[arg(long, value_name = "PATH", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) api_socket: Option<PathBuf>,
+    /// File mode of the API socket, octal: who may connect (ib_usa's
+    /// default, 0666, lets every local user; 0660 with --api-group limits
+    /// it to a group).
+    #[arg(long, value_name = "MODE", value_parser = octal, default_value = "666", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) api_mode: u32,
+    /// Numeric group ID to give the API socket.
+    #[arg(long, value_name = "GID", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) api_group: Option<u32>,
+    /// Unix socket for ibacm's protocol; repeatable (default: ibacm's two; "none").
+    ///
+    /// A Unix socket to serve ibacm's client protocol on (ib_acme,
+    /// libibacm, librdmacm); repeatable. Default: ibacm's two,
+    /// /run/ibacm-unix.sock (ib_acme) and /run/ibacm.sock (librdmacm),
+    /// where the daemon may create them; "none" serves no ibacm protocol.
+    #[arg(long = "acm-socket", value_name = "PATH", help_heading = DOORS)]
+    pub(crate) acm_sockets: Vec<PathBuf>,
+    /// ibacm's hosts file (`address GID` lines: names and IP addresses of
+    /// hosts); default: the one ibacm's options file names with
+    /// `addr_preload acm_hosts` (as ibacm, which reads none otherwise);
+    /// "none" reads none.
+    #[arg(long, value_name = "FILE", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_hosts: Option<PathBuf>,
+    /// ibacm's options file, read so that a node moving from ibacm keeps
+    /// its settings: server_mode, server_port, acme_plus_kernel_only,
+    /// addr_preload/addr_data_file, timeout, retries and log_level become
+    /// the options here that do the same (local-sa's config file and
+    /// command line win); the rest are named in the log. Default
+    /// /etc/rdma/ibacm_opts.cfg if it exists; "none" reads none.
+    #[arg(long, value_name = "FILE", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_options: Option<PathBuf>,
+    /// How ibacm's clients reach the ibacm door, as ibacm's server_mode:
+    /// "unix" on its Unix sockets (--acm-socket), "loop" on TCP at
+    /// 127.0.0.1, "open" on TCP at every address of the host (anyone who
+    /// can reach it may ask). With TCP, the port goes into ibacm-tcp.port
+    /// (ib_acme) and ibacm.port (librdmacm) in --acm-port-dir, removed at
+    /// exit.
+    #[arg(long, value_name = "MODE", default_value = "unix", value_parser = ["unix", "loop", "open"], help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_server_mode: String,
+    /// The TCP port of the "loop" and "open" server modes (ibacm's
+    /// server_port; 0: one the kernel picks, written to the port files).
+    #[arg(long, value_name = "PORT", default_value = "6125", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_server_port: u16,
+    /// "yes": serve ib_acme and the kernel, not librdmacm, as ibacm's
+    /// acme_plus_kernel_only (no /run/ibacm.sock by default, no
+    /// ibacm.port).
+    #[arg(long, value_name = "yes|no", default_value = "no", value_parser = ["yes", "no"], help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_kernel_only: String,
+    /// Where the TCP server modes write the port files librdmacm and
+    /// ib_acme read.
+    #[arg(long, value_name = "DIR", default_value = "/run", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_port_dir: PathBuf,
+    /// ibacm's address file (`address device port pkey` lines: names and
+    /// addresses of this node's endpoints); default
+    /// /etc/rdma/ibacm_addr.cfg if it exists.
+    #[arg(long, value_name = "FILE", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) acm_addr: Option<PathBuf>,
+    /// The host name this port publishes in the local-sa directory at the
+    /// master SA, where every local-sa finds it (ib_acme -f n, librdmacm
+    /// by name); default: the kernel's host name; "none" publishes nothing.
+    #[arg(long, value_name = "NAME", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) host_name: Option<String>,
+    /// An IP address of this host to publish with its name (repeatable;
+    /// at most 3 with the address file's IPs for this port), so that other
+    /// nodes resolve it (ib_acme -f i, rdma_getaddrinfo) without hosts
+    /// files. The port's IPoIB interfaces' addresses are published too,
+    /// while there is room.
+    #[arg(long = "address", value_name = "IP", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) addresses: Vec<std::net::IpAddr>,
+    /// Answer the kernel's RDMA_NL_LS path and IP queries ("auto") or not ("none").
+    ///
+    /// The kernel's RDMA_NL_LS queries (PathRecords for rdma_cm, IPoIB,
+    /// SRP, iSER and NVMe-oF; IP addresses to GIDs): "auto" answers them
+    /// on a NETLINK_RDMA socket of the daemon's own (or on the one systemd
+    /// passed, `ListenNetlink=rdma 4`), "none" leaves them to the kernel's
+    /// own SA queries. Only one listener may answer them: stop ibacm if it
+    /// runs.
+    #[arg(long, value_name = "auto|none", default_value = "auto", value_parser = ["auto", "none"], help_heading = DOORS)]
+    pub(crate) netlink: String,
+    /// Milliseconds the kernel waits for each answer before it asks the SA
+    /// itself (sent to it at start as SET_TIMEOUT; 40 to 200000). A query
+    /// the master has not answered by nine tenths of this gets an error
+    /// at once, so the kernel falls back without waiting. Default: every
+    /// attempt at the master (--upstream-timeout × (--upstream-retries +
+    /// 1)) and 500 ms; the kernel's own default, until told, is 2000.
+    #[arg(long, value_name = "MS", value_parser = number::<u64>, help_heading = DOORS, hide_short_help = true)]
+    pub(crate) netlink_timeout: Option<u64>,
+    /// Local connections open at once, the local API's and the ibacm
+    /// protocol's together (further ones are closed at once). Lowered to
+    /// what the open-files limit allows with 128 descriptors kept back;
+    /// an eighth is kept for root and local-sa's own user.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "4096", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) max_connections: usize,
+    /// Local connections one user may have open at once. Whatever this
+    /// says, a user other than root and local-sa's own holds at most a
+    /// quarter of --max-connections (as lowered by the open-files limit),
+    /// and an eighth of it is kept for root and local-sa's own user.
+    #[arg(long, value_name = "N", value_parser = number::<usize>, default_value = "1024", help_heading = DOORS, hide_short_help = true)]
+    pub(crate) max_connections_per_user: usize,
+    /// Counters file (default <run-dir>/<ca>-<port>.counters).
+    ///
+    /// Where to write the counters (see COUNTERS; default
+    /// <run-dir>/<ca>-<port>.counters).
+    #[arg(long, value_name = "PATH", help_heading = OBSERVING)]
+    pub(crate) stats_file: Option<PathBuf>,
+    /// Seconds between counter writes; 0 writes them only at exit.
+    #[arg(long, value_name = "SECS", value_parser = number::<u64>, default_value = "1", help_heading = OBSERVING, hide_short_help = true)]
+    pub(crate) stats_interval: u64,
+    /// Log level or RUST_LOG directives (default RUST_LOG, else info).
+    ///
+    /// Log level or filter directives, as RUST_LOG takes them (info,
+    /// debug, local_sa=debug,warn); default RUST_LOG, else info.
+    #[arg(long, value_name = "LEVEL", help_heading = OBSERVING)]
+    pub(crate) log_level: Option<String>,
+    /// Serve Prometheus metrics at ADDR (host:port or a Unix socket path).
+    ///
+    /// Serve the counters in Prometheus' text format at
+    /// http://ADDR/metrics: a TCP address (127.0.0.1:9464) or an absolute
+    /// Unix socket path (/run/local-sa/metrics.sock). Every port's
+    /// counters, labelled port="<ca>/<port>", and the doors'; refreshed
+    /// every --stats-interval (every second when that is 0). Default: none.
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics_server::parse_addr, help_heading = OBSERVING)]
+    pub(crate) metrics: Option<crate::metrics_server::MetricsAddr>,
+    /// What reading --sm-key-file noticed, to say in the log.
+    #[arg(skip)]
+    pub(crate) sm_key_note: Option<&'static str>,
+    /// ibacm's options file as read, for the log.
+    #[arg(skip)]
+    pub(crate) acm_options_read: Option<(PathBuf, AcmOptions)>,
 }
 
 /// What `--generate` can write (generate.rs).
