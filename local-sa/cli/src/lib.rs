@@ -1,13 +1,16 @@
 //! What local-sa's command-line programs (`local-sa` and `lsaquery`)
-//! share: numbers written as saquery takes them, and man page sections
-//! written from the text `--help` prints. Kept out of the I/O-free core,
+//! share: numbers written as saquery takes them, and manual pages and
+//! completions written from their option definitions and `--help`. Kept out of the I/O-free core,
 //! which has no command line.
 
 #![forbid(unsafe_code)]
 
 mod manual;
+mod page;
 
+pub use clap_complete::Shell;
 pub use manual::{escape_line as roff_line, man_section, man_sections};
+pub use page::{SHORT_HELP_LINES, completions, help_problems, manual_page};
 
 /// Parses a number the way saquery's strtoul does: decimal, or hex with
 /// 0x. For clap's `value_parser`.

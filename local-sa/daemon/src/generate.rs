@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 
 use clap::{Command, CommandFactory as _};
-use clap_complete::Shell;
-use local_sa_cli::{man_section, man_sections, roff_line};
+use local_sa_cli::{Shell, completions, man_section, manual_page, roff_line};
 
 use crate::options::{GENERATE, Options, sample};
 
@@ -26,45 +25,14 @@ pub(crate) fn generate(what: &str) -> Result<String, String> {
     }
 }
 
-/// A shell's completion script for `command`.
-pub(crate) fn completions(shell: Shell, mut command: Command, name: &str) -> String {
-    let mut out = Vec::new();
-    clap_complete::generate(shell, &mut command, name, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// local-sa(8).
 fn man_page(command: Command) -> String {
-    // The written sections are `--help`'s tail; `-h` ends with a pointer.
-    let after_help = command
-        .get_after_long_help()
-        .map(ToString::to_string)
-        .unwrap_or_default();
-    let mut out = standard_sections(command, "8");
-    out.push_str(&man_sections(&after_help));
-    out.push_str(&man_section(
-        "SEE ALSO",
+    manual_page(
+        command,
+        "8",
         "lsaquery(8), local-sa.toml(5), opensm(8), saquery(8), ibacm(8),\n\
          ib_acme(1), rdma_cm(7), systemd.socket(5)",
-    ));
-    out
-}
-
-/// A man page's title, NAME, SYNOPSIS, DESCRIPTION and OPTIONS, from clap.
-pub(crate) fn standard_sections(command: Command, section: &str) -> String {
-    let version = command.get_version().unwrap_or_default().to_owned();
-    let man = clap_mangen::Man::new(command)
-        .section(section)
-        .source(format!("local-sa {version}"))
-        .manual("local-sa");
-    let mut out = Vec::new();
-    // Writing to a Vec cannot fail.
-    let _ = man.render_title(&mut out);
-    let _ = man.render_name_section(&mut out);
-    let _ = man.render_synopsis_section(&mut out);
-    let _ = man.render_description_section(&mut out);
-    let _ = man.render_options_section(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    )
 }
 
 /// local-sa.toml(5): the file, and every setting with its help and
@@ -160,6 +128,12 @@ mod tests {
         assert!(page.contains("Default: 600."), "{page}");
         assert!(page.contains("\\fBsm\\-key\\-file\\fR = "), "{page}");
         assert!(!page.contains("check\\-config\\fR"), "not a setting");
+    }
+
+    #[test]
+    fn every_option_is_under_a_heading_and_dash_h_is_one_screen() {
+        let problems = local_sa_cli::help_problems(&Options::command());
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 
     #[test]

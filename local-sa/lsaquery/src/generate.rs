@@ -2,8 +2,7 @@
 //! written from the option definitions (for packaging).
 
 use clap::CommandFactory as _;
-use clap_complete::Shell;
-use local_sa_cli::{man_section, man_sections};
+use local_sa_cli::{Shell, completions, manual_page};
 
 use crate::cli::Cli;
 use crate::stop::Stop;
@@ -16,37 +15,18 @@ pub(crate) fn run(what: &str) -> Result<(), Stop> {
 
 /// The text `--generate what` writes.
 fn generate(what: &str) -> Result<String, Stop> {
-    let mut command = Cli::command();
-    let mut out = Vec::new();
+    let command = Cli::command();
     if what == "man" {
-        let after_help = command
-            .get_after_help()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let version = command.get_version().unwrap_or_default().to_owned();
-        let man = clap_mangen::Man::new(command)
-            .section("8")
-            .source(format!("local-sa {version}"))
-            .manual("local-sa");
-        // Writing to a Vec cannot fail.
-        let _ = man.render_title(&mut out);
-        let _ = man.render_name_section(&mut out);
-        let _ = man.render_synopsis_section(&mut out);
-        let _ = man.render_description_section(&mut out);
-        let _ = man.render_options_section(&mut out);
-        let mut page = String::from_utf8_lossy(&out).into_owned();
-        page.push_str(&man_sections(&after_help));
-        page.push_str(&man_section(
-            "SEE ALSO",
+        return Ok(manual_page(
+            command,
+            "8",
             "local-sa(8), saquery(8), ib_acme(1), opensm(8)",
         ));
-        return Ok(page);
     }
     let shell: Shell = what
         .parse()
         .map_err(|_| Stop::new(2, format!("cannot generate {what:?}")))?;
-    clap_complete::generate(shell, &mut command, "lsaquery", &mut out);
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(completions(shell, command, "lsaquery"))
 }
 
 #[cfg(test)]
@@ -72,6 +52,12 @@ mod tests {
             let roff = long.replace('-', "\\-");
             assert!(page.contains(&format!("\\-\\-{roff}")), "no --{long}");
         }
+    }
+
+    #[test]
+    fn every_option_is_under_a_heading_and_dash_h_is_one_screen() {
+        let problems = local_sa_cli::help_problems(&Cli::command());
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 
     #[test]
