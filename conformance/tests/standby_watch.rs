@@ -10,6 +10,7 @@
 
 mod watching;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use conformance::path_answers::{KEY, start, waiting_nodes};
@@ -32,6 +33,9 @@ struct TwoWatches<'f> {
     standby: NodeProcess<'f>,
     first_lid: u16,
     standby_lid: u16,
+    /// Each watch's --metrics-file.
+    first_metrics: PathBuf,
+    standby_metrics: PathBuf,
     _sas: [LocalSa<'f>; 2],
 }
 
@@ -43,18 +47,33 @@ fn two_watches(fabric: &SimulatedFabric) -> TwoWatches<'_> {
     // Default renewals (8 s); changes come by notices and the polls
     // (whose every count the log says, for a failure's message).
     let args = ["--watch-interval", "300", "--settle", "3", "-vv"];
-    let first = watch(fabric, &at, &args);
+    let first_metrics = fabric.dir().join("first-watch.prom");
+    let standby_metrics = fabric.dir().join("standby-watch.prom");
+    let with_metrics = |file: &Path| {
+        let mut a: Vec<String> = args.iter().map(ToString::to_string).collect();
+        a.extend(["--metrics-file".to_owned(), file.display().to_string()]);
+        a
+    };
+    let first_args = with_metrics(&first_metrics);
+    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
+    let first = watch(fabric, &at, &first_args);
     for sa in &mut nodes {
         sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
     }
-    let standby = spawn_watch(fabric, STANDBY_AT, &second, &args);
+    let standby_args = with_metrics(&standby_metrics);
+    let standby_args: Vec<&str> = standby_args.iter().map(String::as_str).collect();
+    let standby = spawn_watch(fabric, STANDBY_AT, &second, &standby_args);
     wait_for_output(&standby, "\"role\":\"standby\"", Duration::from_secs(60));
+    assert_eq!(role_in(&first_metrics), "active");
+    assert_eq!(role_in(&standby_metrics), "standby");
     let w = TwoWatches {
         nodes,
         first,
         standby,
         first_lid: lid(fabric, WATCH_AT),
         standby_lid: lid(fabric, STANDBY_AT),
+        first_metrics,
+        standby_metrics,
         _sas: [at, second],
     };
     w.kept_by(fabric, w.first_lid);
@@ -79,6 +98,7 @@ impl TwoWatches<'_> {
         );
         assert!(took < Duration::from_secs(30), "within 30 s ({took:?})");
         assert!(self.standby.stdout().contains("\"role\":\"active\""));
+        assert_eq!(role_in(&self.standby_metrics), "active");
         self.kept_by(fabric, self.standby_lid);
         for (sa, name) in self.nodes.iter().zip(NODES) {
             // Between its lease's end and the standby's fill a node keeps
@@ -112,6 +132,10 @@ impl TwoWatches<'_> {
         wait_for_output(&self.first, "\"role\":\"fenced\"", Duration::from_secs(60));
         wait_for_output(&self.first, "\"role\":\"standby\"", Duration::from_secs(60));
         assert!(self.first.try_wait().is_none(), "it stays, standing by");
+        // Said fenced, not standby, until it is active again: an alert
+        // sees that a watch was cut off.
+        assert_eq!(role_in(&self.first_metrics), "fenced");
+        assert_eq!(role_in(&self.standby_metrics), "active");
         self.kept_by(fabric, self.standby_lid);
         // The counters file is written every few seconds.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -125,6 +149,18 @@ impl TwoWatches<'_> {
             }
         }
     }
+}
+
+/// The role a watch's --metrics-file gives 1 (`lsaquery_watch_role`).
+fn role_in(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let roles: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("lsaquery_watch_role{role=\""))
+        .filter_map(|l| l.strip_suffix("\"} 1"))
+        .collect();
+    assert_eq!(roles.len(), 1, "one role at a time:\n{text}");
+    roles[0].to_owned()
 }
 
 #[test]

@@ -5,9 +5,11 @@
 
 #![forbid(unsafe_code)]
 
+mod catalogue;
 mod manual;
 mod page;
 
+pub use catalogue::{metrics_catalogue, with_generated_part};
 pub use clap_complete::Shell;
 pub use manual::{escape_line as roff_line, man_section, man_sections};
 pub use page::{SHORT_HELP_LINES, completions, help_problems, manual_page};

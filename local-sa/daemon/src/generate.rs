@@ -1,11 +1,11 @@
-//! `local-sa --generate WHAT`: the manual pages, the sample config file
-//! and the shell completions, written from the option definitions (for
-//! packaging: scripts/package-deb.sh).
+//! `local-sa --generate WHAT`: the manual pages, the sample config file,
+//! the metrics' catalogue and the shell completions, written from the
+//! option definitions and the code (for packaging and docs/metrics.md).
 
 use std::fmt::Write as _;
 
 use clap::{Command, CommandFactory as _};
-use local_sa_cli::{Shell, completions, man_section, manual_page, roff_line};
+use local_sa_cli::{Shell, completions, man_section, manual_page, metrics_catalogue, roff_line};
 
 use crate::options::{GENERATE, Options, sample};
 
@@ -16,6 +16,7 @@ pub(crate) fn generate(what: &str) -> Result<String, String> {
         "man" => Ok(man_page(command)),
         "config-man" => Ok(config_man_page(&command)),
         "config" => Ok(sample::render(&command)),
+        "metrics" => Ok(metrics_catalogue(&crate::metrics::example())),
         shell => {
             let shell: Shell = shell
                 .parse()
@@ -134,6 +135,25 @@ mod tests {
     fn every_option_is_under_a_heading_and_dash_h_is_one_screen() {
         let problems = local_sa_cli::help_problems(&Options::command());
         assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// `LOCAL_SA_BLESS=1 cargo test -p local-sa docs_metrics_md` writes
+    /// docs/metrics.md's part after the metrics change.
+    #[test]
+    fn docs_metrics_md_lists_every_metric_local_sa_serves() {
+        let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
+        let read = || std::fs::read_to_string(doc_path).unwrap();
+        let catalogue = generate("metrics").unwrap();
+        let kept =
+            local_sa_cli::with_generated_part(&read(), "local-sa --generate metrics", &catalogue)
+                .expect("docs/metrics.md has the markers");
+        if std::env::var_os("LOCAL_SA_BLESS").is_some() {
+            std::fs::write(doc_path, &kept).unwrap();
+        }
+        assert!(
+            kept == read(),
+            "docs/metrics.md is behind the code: run LOCAL_SA_BLESS=1 cargo test -p local-sa docs_metrics_md"
+        );
     }
 
     #[test]

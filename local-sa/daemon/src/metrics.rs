@@ -230,6 +230,35 @@ pub(crate) fn render(ports: &[PortMetrics], daemon: &[(&str, u64)]) -> String {
     out
 }
 
+/// An exposition with a sample of every metric local-sa serves (one port,
+/// one answer, one registrant, every daemon counter), from which the
+/// catalogue in docs/metrics.md is written.
+pub(crate) fn example() -> String {
+    let mut stats = Stats::default();
+    stats.answers.count(local_sa_core::stats::AnswerKey {
+        attribute: mad_codec::AttributeId::PATH_RECORD,
+        method: mad_codec::Method::GET_TABLE,
+        status: mad_codec::MadStatus::OK,
+    });
+    stats
+        .upstream_latency
+        .observe(std::time::Duration::from_micros(500));
+    let port = PortMetrics {
+        label: "mlx5_0/1".into(),
+        counters: local_sa_core::Counters::default().described(),
+        stats,
+        registrants: vec![Registrant {
+            owner: local_sa_core::quota::Owner::User(0),
+            groups: 0,
+            created: 0,
+            subscriptions: 0,
+            refused: 0,
+        }],
+    };
+    let daemon: Vec<(&str, u64)> = DAEMON_COUNTERS.iter().map(|(n, _, _)| (*n, 0)).collect();
+    render(&[port], &daemon)
+}
+
 /// A wire code's name, or its number.
 fn code_name(name: Option<&str>, value: u16) -> String {
     name.map_or_else(|| format!("{value:#06x}"), str::to_owned)

@@ -442,9 +442,10 @@ pub(crate) struct Cli {
     /// /etc/infiniband-diags/ibdiag.conf, if it exists).
     #[arg(short = 'z', long = "config", value_name = "FILE", help_heading = SENDING, hide_short_help = true)]
     pub(crate) config: Option<std::path::PathBuf>,
-    /// Print the manual page lsaquery(8) (man) or a shell's completion
-    /// script (bash, zsh, fish) and exit.
-    #[arg(long, value_name = "WHAT", value_parser = ["man", "bash", "zsh", "fish"], help_heading = SENDING, hide_short_help = true)]
+    /// Print the manual page lsaquery(8) (man), the catalogue of the
+    /// watch's --metrics-file metrics in Markdown (metrics) or a shell's
+    /// completion script (bash, zsh, fish) and exit.
+    #[arg(long, value_name = "WHAT", value_parser = ["man", "metrics", "bash", "zsh", "fish"], help_heading = SENDING, hide_short_help = true)]
     pub(crate) generate: Option<String>,
 
     /// Subscribe to notices with this trap number (or "all"), print them.

@@ -1,8 +1,10 @@
-//! `lsaquery --generate WHAT`: the manual page and the shell completions,
-//! written from the option definitions (for packaging).
+//! `lsaquery --generate WHAT`: the manual page, the watch's metrics'
+//! catalogue and the shell completions, written from the option
+//! definitions and the code (for packaging and docs/metrics.md).
 
 use clap::CommandFactory as _;
-use local_sa_cli::{Shell, completions, manual_page};
+use local_sa_cli::{Shell, completions, manual_page, metrics_catalogue};
+use local_sa_distributor::watch::{WatchCounters, WatchRole};
 
 use crate::cli::Cli;
 use crate::stop::Stop;
@@ -22,6 +24,10 @@ fn generate(what: &str) -> Result<String, Stop> {
             "8",
             "local-sa(8), saquery(8), ib_acme(1), opensm(8)",
         ));
+    }
+    if what == "metrics" {
+        let exposition = WatchCounters::default().prometheus(WatchRole::Active);
+        return Ok(metrics_catalogue(&exposition));
     }
     let shell: Shell = what
         .parse()
@@ -58,6 +64,44 @@ mod tests {
     fn every_option_is_under_a_heading_and_dash_h_is_one_screen() {
         let problems = local_sa_cli::help_problems(&Cli::command());
         assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// `LOCAL_SA_BLESS=1 cargo test -p lsaquery docs_metrics_md` writes
+    /// docs/metrics.md's part after the metrics change.
+    #[test]
+    fn docs_metrics_md_lists_every_metric_the_watch_writes() {
+        let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
+        let read = || std::fs::read_to_string(doc_path).unwrap();
+        let catalogue = generate("metrics").unwrap();
+        let kept =
+            local_sa_cli::with_generated_part(&read(), "lsaquery --generate metrics", &catalogue)
+                .expect("docs/metrics.md has the markers");
+        if std::env::var_os("LOCAL_SA_BLESS").is_some() {
+            std::fs::write(doc_path, &kept).unwrap();
+        }
+        assert!(
+            kept == read(),
+            "docs/metrics.md is behind the code: run LOCAL_SA_BLESS=1 cargo test -p lsaquery docs_metrics_md"
+        );
+    }
+
+    #[test]
+    fn every_metric_the_suggested_alerts_name_is_in_the_catalogue() {
+        let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
+        let doc = std::fs::read_to_string(doc_path).unwrap();
+        let alerts = doc
+            .split("```yaml")
+            .nth(1)
+            .and_then(|s| s.split("```").next())
+            .expect("docs/metrics.md has its alerts as YAML");
+        let named: Vec<&str> = alerts
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("local_sa_") || w.starts_with("lsaquery_watch_"))
+            .collect();
+        assert!(named.len() > 10, "{named:?}");
+        for metric in named {
+            assert!(doc.contains(&format!("| `{metric}` |")), "{metric}");
+        }
     }
 
     #[test]

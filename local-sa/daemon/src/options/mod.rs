@@ -165,8 +165,9 @@ pub(crate) struct Options {
     #[arg(long, help_heading = SETTINGS)]
     pub(crate) check_config: bool,
     /// Print a manual page (man: local-sa(8); config-man:
-    /// local-sa.toml(5)), the commented sample config file (config) or a
-    /// shell's completion script (bash, zsh, fish) and exit.
+    /// local-sa.toml(5)), the commented sample config file (config), the
+    /// catalogue of --metrics' metrics in Markdown (metrics) or a shell's
+    /// completion script (bash, zsh, fish) and exit.
     #[arg(long, value_name = "WHAT", value_parser = GENERATE, help_heading = SETTINGS, hide_short_help = true)]
     pub(crate) generate: Option<String>,
     /// Directory of each port's lock (<ca>-<port>.lock: one local-sa per
@@ -476,7 +477,15 @@ pub(crate) struct Options {
 }
 
 /// What `--generate` can write (generate.rs).
-pub(crate) const GENERATE: [&str; 6] = ["man", "config-man", "config", "bash", "zsh", "fish"];
+pub(crate) const GENERATE: [&str; 7] = [
+    "man",
+    "config-man",
+    "config",
+    "metrics",
+    "bash",
+    "zsh",
+    "fish",
+];
 
 /// A settings problem, with where it came from.
 #[derive(Debug)]

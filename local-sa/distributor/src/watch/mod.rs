@@ -86,7 +86,7 @@ pub use self::changed_pairs::changed_pairs;
 pub use self::claim::LeaseAnswer;
 pub use self::holdings::{Holding, Holdings, Plan};
 pub use self::renewal::renewal;
-pub use self::report::{EventReport, WatchCounters};
+pub use self::report::{EventReport, WatchCounters, WatchRole};
 use crate::computed::Served;
 use crate::fill::outcome::{NodeReport, Pushed};
 use crate::fill::ports::FabricPort;

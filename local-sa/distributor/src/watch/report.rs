@@ -155,13 +155,18 @@ macro_rules! watch_counters {
         }
 
         impl WatchCounters {
-            /// Every counter in Prometheus' text format.
-            pub fn prometheus(&self) -> String {
-                let mut out = String::new();
+            /// Every counter in Prometheus' text format, after the role
+            /// the watch has now.
+            pub fn prometheus(&self, role: WatchRole) -> String {
+                let mut out = role.prometheus();
                 $(
-                    let _ = writeln!(out, "# HELP lsaquery_watch_{} {}", stringify!($name), concat!($($doc),+).trim());
-                    let _ = writeln!(out, "# TYPE lsaquery_watch_{} {}", stringify!($name), $kind);
-                    let _ = writeln!(out, "lsaquery_watch_{} {}", stringify!($name), self.$name);
+                    // Prometheus' convention: a counter's name ends in _total.
+                    let suffix = if $kind == "counter" { "_total" } else { "" };
+                    let name = concat!("lsaquery_watch_", stringify!($name));
+                    let help = concat!($($doc),+).split_whitespace().collect::<Vec<_>>().join(" ");
+                    let _ = writeln!(out, "# HELP {name}{suffix} {help}");
+                    let _ = writeln!(out, "# TYPE {name}{suffix} {}", $kind);
+                    let _ = writeln!(out, "{name}{suffix} {}", self.$name);
                 )*
                 out
             }
@@ -245,12 +250,61 @@ impl WatchCounters {
         self.last_event_ms = event.took.as_millis() as u64;
     }
 
-    /// Writes the counters to `path`, whole (beside, then renamed).
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    /// Writes the role and the counters to `path`, whole (beside, then
+    /// renamed).
+    pub fn write(&self, role: WatchRole, path: &Path) -> Result<(), String> {
         let partial = path.with_extension("partial");
-        std::fs::write(&partial, self.prometheus())
+        std::fs::write(&partial, self.prometheus(role))
             .and_then(|()| std::fs::rename(&partial, path))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// What a watch is now, among the watches of the same nodes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum WatchRole {
+    /// It fills and keeps the nodes.
+    Active,
+    /// Another watch is active; this one takes over if the nodes find
+    /// that one silent.
+    #[default]
+    Standby,
+    /// Another watch took over while this one was frozen or cut off; it
+    /// stands by, and is said fenced until it is active again.
+    Fenced,
+}
+
+impl WatchRole {
+    /// Every role, in the order the metrics list them.
+    pub const ALL: [Self; 3] = [Self::Active, Self::Standby, Self::Fenced];
+
+    /// Its name, as the metrics and `--json` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Standby => "standby",
+            Self::Fenced => "fenced",
+        }
+    }
+
+    /// `lsaquery_watch_role{role="..."}`: 1 for this role, 0 for the
+    /// others, so that an alert can sum the active watches of a fabric.
+    fn prometheus(self) -> String {
+        let mut out = String::from(
+            "# HELP lsaquery_watch_role What this watch is now: 1 for its role, 0 for the others \
+             (active: it fills and keeps the nodes; standby: another watch is active; fenced: another \
+             took over while this one was frozen or cut off, and this one stands by).\n\
+             # TYPE lsaquery_watch_role gauge\n",
+        );
+        for role in Self::ALL {
+            let _ = writeln!(
+                out,
+                "lsaquery_watch_role{{role=\"{}\"}} {}",
+                role.name(),
+                u8::from(role == self)
+            );
+        }
+        out
     }
 }
 
@@ -298,10 +352,17 @@ mod tests {
         let mut c = WatchCounters::default();
         c.count(&event);
         c.count(&EventReport::default());
-        let text = c.prometheus();
-        assert!(text.contains("# TYPE lsaquery_watch_events counter\nlsaquery_watch_events 2\n"));
-        assert!(text.contains("lsaquery_watch_quiet_events 1\n"));
-        assert!(text.contains("lsaquery_watch_records_stored 12\n"));
+        let text = c.prometheus(WatchRole::Fenced);
+        assert!(text.contains(
+            "lsaquery_watch_role{role=\"active\"} 0\n\
+             lsaquery_watch_role{role=\"standby\"} 0\n\
+             lsaquery_watch_role{role=\"fenced\"} 1\n"
+        ));
+        assert!(text.contains(
+            "# TYPE lsaquery_watch_events_total counter\nlsaquery_watch_events_total 2\n"
+        ));
+        assert!(text.contains("lsaquery_watch_quiet_events_total 1\n"));
+        assert!(text.contains("lsaquery_watch_records_stored_total 12\n"));
         assert!(text.contains("# TYPE lsaquery_watch_nodes gauge\n"));
     }
 }

@@ -3,7 +3,7 @@
 //! renewals, and telling each event.
 
 use local_sa_core::load_flags::LeaseTerms;
-use std::path::Path;
+
 use std::time::Instant;
 
 use local_sa_core::path_engine::PairCheck;
@@ -21,6 +21,7 @@ use umad::port::Sysfs;
 
 use super::super::endpoints;
 use super::activity;
+use super::metrics_file::MetricsFile;
 use super::renewals;
 use crate::compute::{self, Reread};
 use crate::json::JSON_SCHEMA;
@@ -36,8 +37,8 @@ pub(super) struct Driver<'o> {
     check: usize,
     /// What every push and renewal says of the lease.
     lease: LeaseTerms,
-    /// Where the counters go.
-    metrics_file: Option<&'o Path>,
+    /// Where the role and counters go.
+    metrics: &'o mut MetricsFile,
     /// The current fabric (taken while a push runs).
     current: Option<Prepared>,
     /// The newest fabric read, if it differs from the current one: the
@@ -50,7 +51,7 @@ pub(super) struct Driver<'o> {
 impl<'o> Driver<'o> {
     pub(super) fn new(
         distribute: &'o super::super::DistributeOptions,
-        (check, lease, metrics_file): (usize, LeaseTerms, Option<&'o Path>),
+        (check, lease, metrics): (usize, LeaseTerms, &'o mut MetricsFile),
         current: Prepared,
         session: &Session,
     ) -> Self {
@@ -58,7 +59,7 @@ impl<'o> Driver<'o> {
             distribute,
             check,
             lease,
-            metrics_file,
+            metrics,
             current: Some(current),
             newest: None,
             follows_master: session.dest.lid == session.port.sm_lid,
@@ -366,14 +367,9 @@ impl<'o> Driver<'o> {
         Ok(())
     }
 
-    /// Writes the counters to `--metrics-file`, if given; a file that
-    /// cannot be written is said in the log, and the watch goes on.
-    pub(super) fn write_metrics(&self, watch: &Watch) {
-        if let Some(path) = self.metrics_file
-            && let Err(e) = watch.counters().write(path)
-        {
-            warn!("{e}");
-        }
+    /// Writes the counters to `--metrics-file`, if given.
+    pub(super) fn write_metrics(&mut self, watch: &Watch) {
+        self.metrics.counters(watch.counters());
     }
 
     /// Reads from the port's master SM if it moved (a failover), unless

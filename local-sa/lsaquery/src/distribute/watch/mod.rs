@@ -34,6 +34,7 @@
 
 mod activity;
 mod effects;
+mod metrics_file;
 mod notices;
 mod renewals;
 mod standby;
@@ -55,6 +56,7 @@ use tracing::{debug, info, warn};
 use async_signal::Signals;
 
 use self::effects::Driver;
+use self::metrics_file::MetricsFile;
 use self::notices::Heard;
 pub(crate) use self::notices::local_sa_reachable;
 use self::standby::{Role, Standing, Waiting, sleep_unless_signalled};
@@ -146,6 +148,7 @@ async fn watch_until_stopped(
     signals: &mut Signals,
 ) -> Result<(), Stop> {
     let mut learnt = MasterActivity::default();
+    let mut metrics = MetricsFile::new(options.metrics_file.clone());
     loop {
         let Some(mut prepared) = prepare_until_ready(
             session,
@@ -166,7 +169,7 @@ async fn watch_until_stopped(
             waiting,
             &prepared,
             &mut learnt,
-            signals,
+            (signals, &mut metrics),
         )
         .await?
         {
@@ -193,7 +196,7 @@ async fn watch_until_stopped(
             distribute,
             options,
             (prepared, learnt.clone()),
-            (notices, signals),
+            (notices, signals, &mut metrics),
         )
         .await?;
         match active {
@@ -203,7 +206,7 @@ async fn watch_until_stopped(
                     "fenced off: the distributor at LID active took over this watch's nodes (this one \
                      was frozen or cut off for two renewals); it pushes nothing more and stands by"
                 );
-                Role::Fenced { active: owner }.say(session.json)?;
+                Role::Fenced { active: owner }.say(session.json, &mut metrics)?;
             }
             None => return Ok(()),
         }
@@ -217,7 +220,7 @@ async fn active(
     distribute: &super::DistributeOptions,
     options: &WatchOptions,
     (prepared, learnt): (Prepared, MasterActivity),
-    (notices, signals): (&mut Notices, &mut Signals),
+    (notices, signals, metrics): (&mut Notices, &mut Signals, &mut MetricsFile),
 ) -> Result<Option<u16>, Stop> {
     let filled = super::fill(
         session,
@@ -267,11 +270,7 @@ async fn active(
         Watch::new(setup, holdings, digests, others, Instant::now()).with_activity(learnt);
     let mut driver = Driver::new(
         distribute,
-        (
-            options.check,
-            options.terms(),
-            options.metrics_file.as_deref(),
-        ),
+        (options.check, options.terms(), metrics),
         current,
         session,
     );

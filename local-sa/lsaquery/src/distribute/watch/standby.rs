@@ -14,6 +14,7 @@ use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::fill::ports::Endpoints;
+use local_sa_distributor::watch::WatchRole;
 use local_sa_distributor::watch::claim::{Claim, Claimed};
 use tracing::warn;
 
@@ -22,6 +23,7 @@ use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
 
 use super::activity;
+use super::metrics_file::MetricsFile;
 use super::renewals;
 use crate::distribute::{DistributeOptions, candidates, endpoints};
 use crate::json::{self, JSON_SCHEMA};
@@ -55,7 +57,7 @@ pub(super) async fn until_active(
     options: Waiting,
     prepared: &Prepared,
     learnt: &mut MasterActivity,
-    signals: &mut Signals,
+    (signals, metrics): (&mut Signals, &mut MetricsFile),
 ) -> Result<Standing, Stop> {
     let fabric = Endpoints::from_endports(prepared.fabric.endports());
     let ports = candidates(&fabric.endpoints, session.dest.lid, distribute);
@@ -90,7 +92,7 @@ pub(super) async fn until_active(
                          (a second watch could not know of it)"
                     );
                 }
-                Role::Active { referee }.say(session.json)?;
+                Role::Active { referee }.say(session.json, metrics)?;
                 return Ok(Standing::Active { waited });
             }
             Claimed::StandBy { owner, referee } => {
@@ -99,7 +101,7 @@ pub(super) async fn until_active(
                         active: owner,
                         referee,
                     }
-                    .say(session.json)?;
+                    .say(session.json, metrics)?;
                     said = Some(owner);
                 }
                 waited = true;
@@ -154,13 +156,17 @@ struct RoleLine {
 }
 
 impl Role {
-    /// Prints it.
-    pub(super) fn say(&self, as_json: bool) -> Result<(), Stop> {
+    /// Prints it, and writes it to the metrics file.
+    pub(super) fn say(&self, as_json: bool, metrics: &mut MetricsFile) -> Result<(), Stop> {
         let (role, active, referee) = match *self {
-            Self::Active { referee } => ("active", None, referee),
-            Self::StandingBy { active, referee } => ("standby", Some(active), Some(referee)),
-            Self::Fenced { active } => ("fenced", Some(active), None),
+            Self::Active { referee } => (WatchRole::Active, None, referee),
+            Self::StandingBy { active, referee } => {
+                (WatchRole::Standby, Some(active), Some(referee))
+            }
+            Self::Fenced { active } => (WatchRole::Fenced, Some(active), None),
         };
+        metrics.role(role);
+        let role = role.name();
         let line = if as_json {
             json::line(&RoleLine {
                 schema: JSON_SCHEMA,
