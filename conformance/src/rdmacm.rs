@@ -286,7 +286,7 @@ fn parse(stdout: &str) -> Routes {
         };
         let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16)
             .map_err(|_| format!("unexpected flags: {line:?}"))?;
-        let record = mad_codec::hex::parse(hex)?;
+        let record = mad_codec::hex::parse(hex).map_err(|e| e.to_string())?;
         paths.push(RoutePath { flags, record });
     }
     Ok(paths)

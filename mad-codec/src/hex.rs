@@ -20,17 +20,37 @@ pub fn dump(bytes: &[u8]) -> String {
     out
 }
 
+/// Why text is not hex bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HexError {
+    /// An odd number of digits (whitespace left out): how many.
+    OddLength(usize),
+    /// Two characters that are not a hex byte.
+    NotHex(String),
+}
+
+impl core::fmt::Display for HexError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::OddLength(n) => write!(f, "odd number of hex digits ({n})"),
+            Self::NotHex(s) => write!(f, "not hex: {s:?}"),
+        }
+    }
+}
+
+impl std::error::Error for HexError {}
+
 /// Parses hex digits in any grouping (whitespace is ignored).
-pub fn parse(text: &str) -> Result<Vec<u8>, String> {
+pub fn parse(text: &str) -> Result<Vec<u8>, HexError> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
+        return Err(HexError::OddLength(digits.len()));
     }
     digits
         .chunks(2)
         .map(|pair| {
-            let s = std::str::from_utf8(pair).map_err(|e| e.to_string())?;
-            u8::from_str_radix(s, 16).map_err(|_| format!("not hex: {s:?}"))
+            let s = String::from_utf8_lossy(pair);
+            u8::from_str_radix(&s, 16).map_err(|_| HexError::NotHex(s.into_owned()))
         })
         .collect()
 }

@@ -82,6 +82,56 @@ impl std::fmt::Display for KeptError {
 
 impl std::error::Error for KeptError {}
 
+/// Why a port does not take tables that were kept for it (read whole):
+/// they are not what it would fetch now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotTaken {
+    /// They are another port's: its GID, LID and LMC, then this port's.
+    OtherPort {
+        /// The kept tables' port.
+        kept: (Gid, u16, u8),
+        /// This port.
+        port: (Gid, u16, u8),
+    },
+    /// They came from the master at `kept`; the master is at `now`.
+    OtherMaster {
+        /// The master's LID they came from.
+        kept: u16,
+        /// The master's LID now.
+        now: u16,
+    },
+    /// They were kept `age_s` ago, longer than the refresh interval,
+    /// and no lease runs.
+    TooOld {
+        /// Seconds since they were written.
+        age_s: u64,
+        /// The refresh interval, in seconds.
+        max_s: u64,
+    },
+}
+
+impl std::fmt::Display for NotTaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::OtherPort { kept, port } => write!(
+                f,
+                "they are the tables of {} at LID {} (LMC {}); this port is {} at LID {} (LMC {})",
+                kept.0, kept.1, kept.2, port.0, port.1, port.2
+            ),
+            Self::OtherMaster { kept, now } => write!(
+                f,
+                "they came from the master at LID {kept}; the master is at LID {now} now"
+            ),
+            Self::TooOld { age_s, max_s } => write!(
+                f,
+                "they were kept {age_s} s ago, longer than the refresh interval ({max_s} s), and no lease runs"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotTaken {}
+
 impl Kept {
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {

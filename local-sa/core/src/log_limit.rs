@@ -4,16 +4,17 @@
 //! line that also says how many were left out. A peer flooding the agent
 //! costs the log one line a minute per LID (or user, for local
 //! connections), not one per MAD.
+//!
+//! Each machine that warns keys its limiter by its own enum of warnings,
+//! so that what is counted together is said by a type, not by a string.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::time::{Duration, Instant};
 
 /// Sources remembered at most; past it every new source shares one entry
 /// (source 0, "from many").
 const MAX_SOURCES: usize = 1024;
-
-/// What a warning is about, for counting.
-pub type Kind = &'static str;
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -23,14 +24,14 @@ struct Entry {
     left_out: u64,
 }
 
-/// Which warnings may be written now.
+/// Which warnings of kinds `K` may be written now.
 #[derive(Debug)]
-pub struct LogLimit {
+pub struct LogLimit<K> {
     window: Duration,
-    entries: HashMap<(Kind, u32), Entry>,
+    entries: HashMap<(K, u32), Entry>,
 }
 
-impl LogLimit {
+impl<K: Copy + Eq + Hash> LogLimit<K> {
     /// At most one line per kind and source per `window`.
     pub fn new(window: Duration) -> Self {
         Self {
@@ -43,7 +44,7 @@ impl LogLimit {
     /// `now` is written: `Some(n)` when it is, `n` being how many of its
     /// kind from there were left out before it; `None` when it is left
     /// out (and counted).
-    pub fn allow(&mut self, now: Instant, kind: Kind, source: impl Into<u32>) -> Option<u64> {
+    pub fn allow(&mut self, now: Instant, kind: K, source: impl Into<u32>) -> Option<u64> {
         let lid: u32 = source.into();
         if self.entries.len() >= MAX_SOURCES && !self.entries.contains_key(&(kind, lid)) {
             let window = self.window;
@@ -92,22 +93,26 @@ pub(crate) fn answer_status(status: Option<mad_codec::MadStatus>) -> String {
 mod tests {
     use super::*;
 
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    enum Warning {
+        Denied,
+        Invalid,
+    }
+    use Warning::{Denied, Invalid};
+
     #[test]
     fn one_line_per_source_per_window_then_a_count() {
         let t0 = Instant::now();
         let mut l = LogLimit::new(Duration::from_secs(60));
-        assert_eq!(l.allow(t0, "denied", 17u16), Some(0));
+        assert_eq!(l.allow(t0, Denied, 17u16), Some(0));
         for i in 1..=412 {
-            assert_eq!(
-                l.allow(t0 + Duration::from_millis(i), "denied", 17u16),
-                None
-            );
+            assert_eq!(l.allow(t0 + Duration::from_millis(i), Denied, 17u16), None);
         }
-        assert_eq!(l.allow(t0, "denied", 18u16), Some(0), "another source");
-        assert_eq!(l.allow(t0, "invalid", 17u16), Some(0), "another kind");
+        assert_eq!(l.allow(t0, Denied, 18u16), Some(0), "another source");
+        assert_eq!(l.allow(t0, Invalid, 17u16), Some(0), "another kind");
         let later = t0 + Duration::from_secs(61);
-        assert_eq!(l.allow(later, "denied", 17u16), Some(412));
-        assert_eq!(l.allow(later, "denied", 17u16), None);
+        assert_eq!(l.allow(later, Denied, 17u16), Some(412));
+        assert_eq!(l.allow(later, Denied, 17u16), None);
     }
 
     #[test]
@@ -115,7 +120,7 @@ mod tests {
         let t0 = Instant::now();
         let mut l = LogLimit::new(Duration::from_secs(60));
         let written = (1..=5000u16)
-            .filter(|lid| l.allow(t0, "denied", *lid).is_some())
+            .filter(|lid| l.allow(t0, Denied, *lid).is_some())
             .count();
         assert_eq!(written, MAX_SOURCES + 1, "then one for all the others");
         assert!(l.entries.len() <= MAX_SOURCES + 1);

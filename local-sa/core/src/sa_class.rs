@@ -42,9 +42,38 @@ pub enum SmSign {
     /// LID.
     MasterAnswers(u16),
     /// Another agent holds the SA class's methods on this port (the
-    /// kernel refused local-sa's registration: why).
-    HeldByAnother(String),
+    /// kernel refused local-sa's registration).
+    HeldByAnother(RegistrationRefused),
 }
+
+/// The kernel refused local-sa's registration of the SA class's methods:
+/// another agent (an SM's SA) holds one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistrationRefused {
+    /// The error number the kernel gave, if the driver had one (EBUSY,
+    /// EINVAL for "method in use").
+    pub errno: Option<i32>,
+}
+
+impl RegistrationRefused {
+    /// The refusal an I/O error from the registration says.
+    pub fn of(e: &std::io::Error) -> Self {
+        Self {
+            errno: e.raw_os_error(),
+        }
+    }
+}
+
+impl fmt::Display for RegistrationRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.errno {
+            Some(errno) => write!(f, "{}", std::io::Error::from_raw_os_error(errno)),
+            None => f.write_str("refused by the kernel"),
+        }
+    }
+}
+
+impl std::error::Error for RegistrationRefused {}
 
 impl fmt::Display for SmSign {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,8 +124,8 @@ pub struct SaClass {
     /// What the node says: IsSM, units.
     node: Vec<SmSign>,
     master: MasterHere,
-    /// The kernel refused the registration, and why.
-    refused: Option<String>,
+    /// The kernel refused the registration.
+    refused: Option<RegistrationRefused>,
     /// The driver holds the methods now.
     holding: bool,
 }
@@ -153,7 +182,7 @@ impl SaClass {
 
     /// The driver holds the methods now (`Ok`), or the kernel refused
     /// them (`Err`: why; another agent holds them).
-    pub fn handle_held(&mut self, held: Result<(), String>) {
+    pub fn handle_held(&mut self, held: Result<(), RegistrationRefused>) {
         match held {
             Ok(()) => {
                 self.holding = true;
@@ -183,8 +212,8 @@ impl SaClass {
         if let Some(sign) = self.node.first() {
             return Wanted::Leave(sign.clone());
         }
-        if let Some(why) = &self.refused {
-            return Wanted::Leave(SmSign::HeldByAnother(why.clone()));
+        if let Some(why) = self.refused {
+            return Wanted::Leave(SmSign::HeldByAnother(why));
         }
         match self.master {
             MasterHere::Asking(_) => Wanted::Wait,
@@ -242,7 +271,7 @@ mod tests {
     #[test]
     fn a_registration_the_kernel_refuses_leaves_the_class_to_whoever_holds_it() {
         let mut c = SaClass::default();
-        c.handle_held(Err("Device or resource busy".into()));
+        c.handle_held(Err(RegistrationRefused { errno: Some(16) }));
         assert!(matches!(
             c.wanted(),
             Wanted::Leave(SmSign::HeldByAnother(_))

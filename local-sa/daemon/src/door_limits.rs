@@ -144,7 +144,7 @@ pub(crate) struct Doors {
     unprivileged: usize,
     partial_in: usize,
     counters: DoorLimitCounters,
-    log: LogLimit,
+    log: LogLimit<Cut>,
 }
 
 /// `total` connections, lowered so that [`FD_RESERVE`] of `open_files`
@@ -222,14 +222,14 @@ impl Doors {
             ),
         };
         *counter += 1;
-        if let Some(left_out) = self.log.allow(Instant::now(), kind, user) {
+        if let Some(left_out) = self.log.allow(Instant::now(), what, user) {
             warn!(door, uid = user, earlier_not_logged = left_out, "{kind}");
         }
     }
 }
 
-/// Why a connection was refused or cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a connection was refused or cut (and the log's limit, per user).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Cut {
     Total,
     PerUser,

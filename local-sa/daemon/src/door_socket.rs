@@ -201,7 +201,7 @@ async fn read_messages(
                 debug!(
                     conn,
                     door = stream.door,
-                    reason,
+                    reason = %reason,
                     "a message that cannot be framed"
                 );
                 break DoorEvent::Unframeable { conn };

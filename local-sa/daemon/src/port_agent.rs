@@ -20,7 +20,7 @@ use crate::sm_signs::SmSigns;
 use crate::stats::StatsFile;
 use local_sa_core::SaCore;
 use local_sa_core::counters::{Described, Kind};
-use local_sa_core::sa_class::Wanted;
+use local_sa_core::sa_class::{RegistrationRefused, Wanted};
 use umad::port::{PortFacts, Sysfs};
 use umad::port_events::PortEvents;
 use umad::{AgentId, AgentSpec, UmadDevice, UmadTransport};
@@ -175,7 +175,9 @@ impl PortAgent {
                         self.responder = Some(id);
                         self.core().handle_sa_class_held(Ok(()));
                     }
-                    Err(e) => self.core().handle_sa_class_held(Err(e.to_string())),
+                    Err(e) => self
+                        .core()
+                        .handle_sa_class_held(Err(RegistrationRefused::of(&e))),
                 }
             }
             (Wanted::Leave(_) | Wanted::Wait, Some(id)) => {

@@ -31,6 +31,11 @@ use crate::registrations_file::RegistrationsFile;
 #[derive(Debug)]
 pub(crate) struct TransportClosed;
 
+/// The one warning a port's sending limits: the umad writer falling
+/// behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct WriterBehind;
+
 /// What a port's reader thread tells the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CoreWake {
@@ -52,7 +57,7 @@ pub(crate) struct ServedPort {
     /// MADs dropped because the writer thread was that far behind (the
     /// device did not take them), and the once-a-minute log of it.
     dropped_out: u64,
-    drop_log: LogLimit,
+    drop_log: LogLimit<WriterBehind>,
 }
 
 impl ServedPort {
@@ -90,9 +95,7 @@ impl ServedPort {
                 Err(TrySendError::Closed(_)) => return Err(TransportClosed),
                 Err(TrySendError::Full(mad)) => {
                     self.dropped_out += 1;
-                    if let Some(earlier_not_logged) =
-                        self.drop_log.allow(now, "writer behind", 0u32)
-                    {
+                    if let Some(earlier_not_logged) = self.drop_log.allow(now, WriterBehind, 0u32) {
                         warn!(
                             port = %self.port,
                             dest_lid = mad.dest.lid,

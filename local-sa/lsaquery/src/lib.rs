@@ -98,7 +98,7 @@ impl Mode {
             _ => None,
         };
         let at_keys = local_sa_distributor::fill::qos::keys(&cli.service_ids, &cli.qos_classes)
-            .map_err(usage)?;
+            .map_err(|e| usage(e.to_string()))?;
         let compute = cli.compute.then(|| compute::ComputeOptions {
             sample: cli.check_sample.0,
             seed: cli.check_seed,

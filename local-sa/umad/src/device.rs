@@ -258,15 +258,22 @@ impl UmadDevice {
         Ok(())
     }
 
-    /// Reads one MAD if one is waiting. Under umad2sim, a request no
-    /// agent of this device registered for is not handed up but answered
-    /// as the kernel would ([`crate::simulator::unmatched_response`]), and
-    /// `None` returned as if nothing was waiting.
+    /// Reads one MAD if one is waiting. Under umad2sim, a request from a
+    /// peer no agent of this device registered for is not handed up but
+    /// answered as the kernel would
+    /// ([`crate::simulator::unmatched_response`]), and `None` returned as
+    /// if nothing was waiting; our own requests given back with a status
+    /// are handed up.
     pub fn recv(&self) -> io::Result<Option<IncomingMad>> {
         let Some(incoming) = self.read_one()? else {
             return Ok(None);
         };
-        if self.transport == Transport::Umad2sim && !self.registered_for(&incoming.mad) {
+        // A MAD with a status is our own request given back (it timed
+        // out, or no process serves the destination), not a peer's.
+        if self.transport == Transport::Umad2sim
+            && incoming.status == 0
+            && !self.registered_for(&incoming.mad)
+        {
             self.answer_unmatched(&incoming);
             return Ok(None);
         }

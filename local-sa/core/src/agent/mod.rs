@@ -91,7 +91,7 @@ use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::inbound::{Inbound, SaRequest};
-use crate::kept_tables::Kept;
+use crate::kept_tables::{Kept, NotTaken};
 use crate::load_flags::NAMES_TABLE;
 use crate::names::directory::Publication;
 use crate::names::hosts::Names;
@@ -102,7 +102,7 @@ use crate::quota::LocalUser;
 use crate::registrations::Registrations;
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request, StatusReport};
 use crate::requester::Handled;
-use crate::sa_class::{SaClass, SmSign, Wanted};
+use crate::sa_class::{RegistrationRefused, SaClass, SmSign, Wanted};
 use crate::stats::Stats;
 use crate::store::PathStore;
 use crate::transfers::Transfers;
@@ -455,7 +455,7 @@ impl SaCore {
 
     /// The driver holds the SA class's methods now (`Ok`), or the kernel
     /// refused them (`Err`: why; another agent, an SM, holds them).
-    pub fn handle_sa_class_held(&mut self, held: Result<(), String>) {
+    pub fn handle_sa_class_held(&mut self, held: Result<(), RegistrationRefused>) {
         let before = self.sa_class.wanted();
         self.sa_class.handle_held(held);
         self.say_sa_class(before);
@@ -831,7 +831,12 @@ impl SaCore {
     /// ClassPortInfo — is dropped: the kept tables stand for them).
     /// `wall` is the Unix time that goes with `now`. Returns how many
     /// records were taken, or why none were. (The rules: `agent/tables/kept.rs`.)
-    pub fn restore_tables(&mut self, now: Instant, wall: u64, kept: Kept) -> Result<usize, String> {
+    pub fn restore_tables(
+        &mut self,
+        now: Instant,
+        wall: u64,
+        kept: Kept,
+    ) -> Result<usize, NotTaken> {
         let p = self.port;
         let lease = tables::kept::takes(&kept, &p, now, wall, self.config.refresh_interval)?;
         // What the start queued stands for nothing now.

@@ -21,6 +21,7 @@ use crate::address::{GSI_QKEY, Transmit};
 use crate::agent::counterparts::Asker;
 use crate::agent::outbox::Outbox;
 use crate::agent::telemetry::Telemetry;
+use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::request::{LocalBody, LocalReply};
 use crate::requester::Answer;
@@ -252,7 +253,10 @@ impl Replies<'_> {
                     TransferRefusal::Memory => &mut self.telemetry.counters.rmpp_refused_memory,
                 };
                 *counter += 1;
-                if let Some(left_out) = self.telemetry.log_limit.allow(now, "refused transfer", lid)
+                if let Some(left_out) =
+                    self.telemetry
+                        .log_limit
+                        .allow(now, Warning::RefusedTransfer, lid)
                 {
                     warn!(
                         lid,

@@ -39,11 +39,34 @@ pub enum DatagramSender {
 pub struct Framing {
     /// Bytes of the header.
     pub header_len: usize,
-    /// The bytes after the header a header announces; `Err` with a
-    /// reason when it cannot frame a message (the connection is then cut
-    /// off: its byte stream is lost).
-    pub body_len: fn(&[u8]) -> Result<usize, String>,
+    /// The bytes after the header a header announces; `Err` with why
+    /// when it cannot frame a message (the connection is then cut off:
+    /// its byte stream is lost).
+    pub body_len: fn(&[u8]) -> Result<usize, Unframeable>,
 }
+
+/// Why a stream door's header frames no message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unframeable {
+    /// Fewer bytes than the door's header.
+    ShortHeader,
+    /// The ibacm header's length field.
+    Acm(crate::doors::acm::wire::FrameError),
+    /// The local API's length field.
+    Api(crate::doors::api::wire::FrameError),
+}
+
+impl std::fmt::Display for Unframeable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ShortHeader => f.write_str("a short header"),
+            Self::Acm(e) => e.fmt(f),
+            Self::Api(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Unframeable {}
 
 /// Something that happened at a door's socket.
 #[derive(Debug, Clone, Copy)]

@@ -19,4 +19,4 @@ pub mod netlink;
 
 pub mod door;
 
-pub use door::{DatagramSender, Door, Framing, Input, Output};
+pub use door::{DatagramSender, Door, Framing, Input, Output, Unframeable};

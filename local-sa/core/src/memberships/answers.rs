@@ -157,7 +157,7 @@ where
                 if status == MadStatus::OK {
                     group.exists = Some(true);
                     if let Some(earlier_not_logged) =
-                        self.log.allow(now, "group held by another agent", 0u32)
+                        self.log.allow(now, Warning::HeldByAnother, 0u32)
                     {
                         info!(
                             %mgid,
@@ -262,7 +262,7 @@ where
             // A lost group without a full member here cannot be created
             // by this port: it is joined again when it exists (trap 66).
             group.wait_for_creation = true;
-            if let Some(earlier_not_logged) = self.log.allow(now, "lost group waits", 0u32) {
+            if let Some(earlier_not_logged) = self.log.allow(now, Warning::LostGroupWaits, 0u32) {
                 info!(
                     %mgid,
                     %status,
@@ -276,7 +276,7 @@ where
         // holding what it held (after a new master, nothing: the
         // re-registration has forgotten what the old one held).
         group.retry_at = (!shutting_down).then_some(backoff);
-        if let Some(earlier_not_logged) = self.log.allow(now, "rejoin failed", 0u32) {
+        if let Some(earlier_not_logged) = self.log.allow(now, Warning::RejoinFailed, 0u32) {
             warn!(
                 %mgid,
                 %status,
@@ -306,7 +306,7 @@ where
         if tries >= MAX_LEAVE_TRIES {
             group.abandoned = true;
             self.counts.leaves_given_up += 1;
-            if let Some(earlier_not_logged) = self.log.allow(now, "leave given up", 0u32) {
+            if let Some(earlier_not_logged) = self.log.allow(now, Warning::LeaveGivenUp, 0u32) {
                 warn!(
                     %mgid,
                     tries,
@@ -320,7 +320,7 @@ where
             .saturating_mul(1 << (tries - 1).min(16))
             .min(MAX_LEAVE_BACKOFF.max(backoff));
         group.retry_at = Some(now + wait);
-        if let Some(earlier_not_logged) = self.log.allow(now, "leave unanswered", 0u32) {
+        if let Some(earlier_not_logged) = self.log.allow(now, Warning::LeaveUnanswered, 0u32) {
             warn!(
                 %mgid,
                 tries,
@@ -376,7 +376,7 @@ where
         group.wait_for_creation = false;
         group.set_answered(asked, r.join_state());
         if news {
-            if let Some(earlier_not_logged) = self.log.allow(now, "group back", 0u32) {
+            if let Some(earlier_not_logged) = self.log.allow(now, Warning::GroupBack, 0u32) {
                 info!(%mgid, mlid = r.mlid(), earlier_not_logged, "the group is back; telling its members");
             }
             let mut record = r;

@@ -53,7 +53,7 @@ where
         }
         group.lost = true;
         let members = group.members.len();
-        if let Some(earlier_not_logged) = self.log.allow(now, "group deleted", 0u32) {
+        if let Some(earlier_not_logged) = self.log.allow(now, Warning::GroupDeleted, 0u32) {
             info!(%mgid, members, earlier_not_logged, "the master deleted a group this port's members are in (trap 67)");
         }
         for member in group.members.keys() {

@@ -256,7 +256,26 @@ pub struct Memberships<M, A> {
     counts: MembershipCounts,
     /// Lines about groups and members, which a local user or a peer can
     /// cause by the thousand: at most one a minute per kind.
-    log: LogLimit,
+    log: LogLimit<Warning>,
+}
+
+/// The lines about groups and members the log limits, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Warning {
+    /// A group another agent of the port holds.
+    HeldByAnother,
+    /// A group lost at the master, waiting to be joined again.
+    LostGroupWaits,
+    /// A join again that failed.
+    RejoinFailed,
+    /// A leave given up after its retries, and one unanswered.
+    LeaveGivenUp,
+    LeaveUnanswered,
+    /// A group back at the master, and one the master deleted.
+    GroupBack,
+    GroupDeleted,
+    /// A MAD member whose lease ran out.
+    MemberLease,
 }
 
 impl<M, A> Memberships<M, A>
@@ -727,7 +746,7 @@ where
             }
         }
         for member in expired {
-            if let Some(earlier_not_logged) = self.log.allow(now, "member lease", 0u32) {
+            if let Some(earlier_not_logged) = self.log.allow(now, Warning::MemberLease, 0u32) {
                 info!(%member, earlier_not_logged, "a multicast member's lease ended");
             }
             self.counts.leases_ended += 1;

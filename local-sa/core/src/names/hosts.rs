@@ -154,15 +154,30 @@ pub fn host_name(description: &str) -> Option<&str> {
     (word.len() <= MAX_NAME_LEN).then_some(word)
 }
 
+/// A word that is neither an IP address nor a host name: longer than a
+/// name may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameTooLong(pub String);
+
+impl fmt::Display for NameTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the name {:?} is longer than {MAX_NAME_LEN} bytes",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NameTooLong {}
+
 /// A host name or an IP address as the files write them.
-pub fn parse_address(word: &str) -> Result<HostAddress, String> {
+pub fn parse_address(word: &str) -> Result<HostAddress, NameTooLong> {
     if let Ok(ip) = word.parse::<IpAddr>() {
         return Ok(HostAddress::Ip(ip));
     }
     if word.len() > MAX_NAME_LEN {
-        return Err(format!(
-            "the name {word:?} is longer than {MAX_NAME_LEN} bytes"
-        ));
+        return Err(NameTooLong(word.to_owned()));
     }
     Ok(HostAddress::Name(word.to_owned()))
 }
@@ -181,7 +196,7 @@ pub fn parse_hosts(text: &str) -> Result<Vec<(HostAddress, Gid)>, LineError> {
             let gid = gid
                 .parse::<Gid>()
                 .map_err(|e| err(format!("{gid:?} is not a GID: {e}")))?;
-            Ok((parse_address(address).map_err(err)?, gid))
+            Ok((parse_address(address).map_err(|e| err(e.to_string()))?, gid))
         })
         .collect()
 }
@@ -237,7 +252,7 @@ pub fn parse_addr_file(text: &str) -> Result<Vec<LocalAddress>, LineError> {
                 )
             };
             Ok(LocalAddress {
-                address: parse_address(address).map_err(err)?,
+                address: parse_address(address).map_err(|e| err(e.to_string()))?,
                 device: device.to_owned(),
                 port,
                 pkey,

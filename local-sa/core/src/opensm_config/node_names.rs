@@ -21,19 +21,41 @@ pub struct NodeNameMap {
     names: HashMap<u64, String>,
 }
 
+/// The line of a node name map OpenSM's parser stops at: it then uses
+/// no map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnparsedLine {
+    /// Its number, from 1.
+    pub number: usize,
+    /// The line.
+    pub text: String,
+}
+
+impl std::fmt::Display for UnparsedLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}, {:?}", self.number, self.text)
+    }
+}
+
+impl std::error::Error for UnparsedLine {}
+
 impl NodeNameMap {
     /// The map of `text`; `Err` with the line OpenSM stops at (it then
     /// uses no map).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnparsedLine> {
         let mut names = HashMap::new();
-        for line in text.lines() {
+        for (i, line) in text.lines().enumerate() {
             let p = line.trim_start();
             if p.is_empty() || p.starts_with('#') {
                 continue;
             }
-            let (guid, rest) = strtoull(p).ok_or_else(|| line.to_owned())?;
+            let unparsed = || UnparsedLine {
+                number: i + 1,
+                text: line.to_owned(),
+            };
+            let (guid, rest) = strtoull(p).ok_or_else(unparsed)?;
             if !(rest.is_empty() || rest.starts_with([' ', '\t', '#'])) {
-                return Err(line.to_owned());
+                return Err(unparsed());
             }
             let rest = rest.trim_start();
             let name = rest.trim_start_matches(['"', '#']);

@@ -40,7 +40,7 @@ use local_sa_distributor::watch::{
     CheckOutcome, Effect, Holding, Holdings, LeaseAnswer, Plan, Read, Renewed, Watch, WatchSetup,
     renewal,
 };
-use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder, TrapDetails};
 
 use crate::distributor::SM_KEY;
 use crate::fixture::{gid, record as path};
@@ -169,6 +169,8 @@ impl Watcher {
             activity_poll: ACTIVITY_POLL,
             // Renewals with each interval, as the storm has always modelled.
             renew: INTERVAL,
+            // One watch: nothing to referee between watches.
+            referee: None,
         };
         Self {
             lid,
@@ -201,8 +203,12 @@ impl Watcher {
             .map(|(s, records)| (s, records.iter().map(PathRecord::dlid).collect()))
             .collect();
         if heard {
-            self.watch
-                .handle_notice(now, format!("trap 128 from LID {}", self.hosts + 2), false);
+            self.watch.handle_notice(
+                now,
+                TrapDetails::LinkStateChange {
+                    lid: self.hosts + 2,
+                },
+            );
         }
     }
 

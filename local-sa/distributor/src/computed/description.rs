@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
-use local_sa_core::path_engine::{Fabric, FabricRecords};
+use local_sa_core::path_engine::{DescriptionError, Fabric, FabricRecords};
 use local_sa_core::requester::{Answer, Failure};
 use mad_codec::address::MAX_UNICAST_LID;
 use mad_codec::attr::class_port_info::cap2;
@@ -49,10 +49,8 @@ pub struct Description {
 impl Description {
     /// The fabric it describes, or why the description does not hold
     /// together.
-    pub fn build(&self) -> Result<Fabric, String> {
-        Fabric::build(&self.records, self.qos).map_err(|e| {
-            format!("the fabric's description from the master does not hold together: {e}")
-        })
+    pub fn build(&self) -> Result<Fabric, DescriptionError> {
+        Fabric::build(&self.records, self.qos)
     }
 
     /// The channel adapters' NodeRecords (a names table's).

@@ -15,12 +15,12 @@ pub mod opensm_input;
 pub mod sample_check;
 mod served;
 pub mod tables;
+mod untrusted;
 
 pub use self::checked::{Checked, Coverage, Mismatch, coverage_json, coverage_text};
 pub use self::served::Served;
 pub use self::tables::{NodeTables, compute_tables};
-
-use self::explain::why;
+pub use self::untrusted::Untrusted;
 
 /// A fabric read, computed and checked.
 pub struct Prepared {
@@ -146,50 +146,46 @@ impl Prepared {
     /// its kind drawn. A difference in a default-table pair distrusts
     /// every table (the default tables carry every partition's paths), a
     /// difference in a partition's its tables at keys too.
-    pub fn trusted(&self, table: Table) -> Result<(), String> {
-        let mismatch_in = |table: Table| {
-            self.checked
-                .mismatches
-                .iter()
-                .find(|m| m.pair.table == table)
-                .map(why)
+    pub fn trusted(&self, table: Table) -> Result<(), Untrusted> {
+        let differs = |table: Table| match self
+            .checked
+            .mismatches
+            .iter()
+            .find(|m| m.pair.table == table)
+        {
+            Some(m) => Err(Untrusted::Differs(Box::new(m.clone()))),
+            None => Ok(()),
         };
         if let Some(config) = self.config()
             && let Some(engine) = config.options.sl_engine()
         {
-            return Err(format!(
-                "OpenSM's routing engine {engine} ({}: routing_engine) gives each path an SL of its own, \
-                 which the SA does not publish: the engine does not compute SLs it cannot know",
-                config.path.display()
-            ));
+            return Err(Untrusted::SlEngine {
+                engine: engine.to_owned(),
+                config: config.path.clone(),
+            });
         }
-        if let Some(why) = mismatch_in(Table::Default) {
-            return Err(why);
-        }
+        differs(Table::Default)?;
         if let Some((_, why)) = self.checked.uncomputable.first() {
-            return Err(format!("a sampled pair could not be computed: {why}"));
+            return Err(Untrusted::Uncomputable(why.clone()));
         }
         let Some(p) = table.pkey().map(|p| p & 0x7FFF) else {
             return Ok(());
         };
         if let Some((_, why)) = self.unknown_sls.iter().find(|(u, _)| *u == p) {
-            return Err(format!("the SL of partition {p:#06x} is not known: {why}"));
+            return Err(Untrusted::UnknownSl {
+                pkey: p,
+                why: why.clone(),
+            });
         }
-        if let Some(why) = mismatch_in(Table::partition(p)) {
-            return Err(why);
-        }
+        differs(Table::partition(p))?;
         if let Table::AtKey { .. } = table {
             if self.config().is_none() {
-                return Err(format!(
-                    "the table at {table} needs the master's QoS policy, which --opensm-config gives"
-                ));
+                return Err(Untrusted::NoPolicy(table));
             }
             if !self.checked.drawn.iter().any(|(t, _)| *t == table) {
-                return Err(format!("the check drew no pair from the table at {table}"));
+                return Err(Untrusted::NotDrawn(table));
             }
-            if let Some(why) = mismatch_in(table) {
-                return Err(why);
-            }
+            differs(table)?;
         }
         Ok(())
     }
@@ -198,7 +194,7 @@ impl Prepared {
     /// from the master: the first kind of table of the fabric (the default
     /// ones, a partition's, one at a key) the check did not prove; `None`
     /// if it proved them all.
-    pub fn unproven(&self) -> Option<String> {
+    pub fn unproven(&self) -> Option<Untrusted> {
         let partitions = self.unknown_sls.iter().map(|(p, _)| Table::partition(*p));
         let differing = self.checked.mismatches.iter().map(|m| m.pair.table);
         let at_keys = self.checked.drawn.iter().map(|(t, _)| *t);

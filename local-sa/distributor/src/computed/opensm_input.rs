@@ -401,7 +401,7 @@ fn node_name_map(
         Ok(map) => Ok(Some((p, map))),
         Err(line) => {
             tracing::warn!(
-                "{}: OpenSM fails to parse it at {line:?} and reads no node name map",
+                "{}: OpenSM fails to parse it at {line} and reads no node name map",
                 p.display()
             );
             Ok(None)

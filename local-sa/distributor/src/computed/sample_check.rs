@@ -53,19 +53,49 @@ fn query(fabric: &Fabric, method: Method, pair: &PairCheck, lids: Option<(u16, u
     b.into_bytes()
 }
 
+/// Why a check ended before every pair was compared: an end that is not
+/// an answer about paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckEnded {
+    /// The master did not answer a pair's query.
+    NoAnswer(Failure),
+    /// The master answered a pair's query with an error status.
+    Refused {
+        /// The status.
+        status: MadStatus,
+        /// The pair's source and destination port GUIDs.
+        pair: (u64, u64),
+    },
+}
+
+impl std::fmt::Display for CheckEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoAnswer(e) => write!(f, "no answer from the master ({e})"),
+            Self::Refused { status, pair } => write!(
+                f,
+                "the master answered {} to {:#018x} -> {:#018x}",
+                status.names(),
+                pair.0,
+                pair.1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CheckEnded {}
+
 /// The records of an answer: none for NO_RECORDS; why not for any other
 /// end.
-fn records(end: End, pair: &PairCheck) -> Result<Vec<PathRecord>, String> {
-    let answer = end.map_err(|e| format!("no answer from the master ({e})"))?;
+fn records(end: End, pair: &PairCheck) -> Result<Vec<PathRecord>, CheckEnded> {
+    let answer = end.map_err(CheckEnded::NoAnswer)?;
     match answer.status() {
         MadStatus::OK => Ok(answer.records::<PathRecord>().copied().collect()),
         MadStatus::ERR_NO_RECORDS => Ok(Vec::new()),
-        s => Err(format!(
-            "the master answered {} to {:#018x} -> {:#018x}",
-            s.names(),
-            pair.source,
-            pair.dest
-        )),
+        status => Err(CheckEnded::Refused {
+            status,
+            pair: (pair.source, pair.dest),
+        }),
     }
 }
 
@@ -126,7 +156,7 @@ impl SlProbes {
                         }
                     }
                 }
-                Err(why) => unknown.push((*p, why)),
+                Err(why) => unknown.push((*p, why.to_string())),
             }
         }
         unknown
@@ -224,7 +254,7 @@ impl SampleCheck {
 
     /// The ends of the last batch, in order. An end that is not an answer
     /// about paths (no answer, an error status) ends the check: why.
-    pub fn handle_batch(&mut self, fabric: &Fabric, ends: Vec<End>) -> Result<(), String> {
+    pub fn handle_batch(&mut self, fabric: &Fabric, ends: Vec<End>) -> Result<(), CheckEnded> {
         let asked = std::mem::take(&mut self.asked);
         match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Done => {}
@@ -261,7 +291,7 @@ impl SampleCheck {
 
     /// The master's second answers to the pairs that differed: one unlike
     /// its first says its answers vary.
-    fn recheck(&mut self, ends: Vec<End>) -> Result<(), String> {
+    fn recheck(&mut self, ends: Vec<End>) -> Result<(), CheckEnded> {
         for ((_, first, mut mismatch), end) in
             std::mem::take(&mut self.suspects).into_iter().zip(ends)
         {
@@ -296,7 +326,7 @@ impl SampleCheck {
         fabric: &Fabric,
         asked: &[Ask],
         ends: Vec<End>,
-    ) -> Result<Vec<usize>, String> {
+    ) -> Result<Vec<usize>, CheckEnded> {
         let mut cut = Vec::new();
         let mut ours = Vec::new();
         for (&(i, lids), end) in asked.iter().zip(ends) {
@@ -440,7 +470,7 @@ mod tests {
         ours: &Fabric,
         pairs: &[PairCheck],
         master: &mut FakeMaster,
-    ) -> Result<(Checked, Served), String> {
+    ) -> Result<(Checked, Served), CheckEnded> {
         let mut check = SampleCheck::new(pairs.to_vec());
         while let Some(batch) = check.poll_batch(ours) {
             let ends = batch.iter().map(|r| master.answer(r)).collect();
@@ -572,7 +602,14 @@ mod tests {
             ..FakeMaster::new(fabric(false))
         };
         let why = run(&ours, &pairs, &mut master).unwrap_err();
-        assert!(why.contains(&format!("{source:#018x}")), "{why}");
+        assert!(
+            matches!(why, CheckEnded::Refused { status: MadStatus::ERR_REQ_INVALID, pair } if pair.0 == source),
+            "{why:?}"
+        );
+        assert!(
+            why.to_string().contains(&format!("{source:#018x}")),
+            "{why}"
+        );
     }
 
     #[test]

@@ -93,12 +93,29 @@ pub fn push(key: &QosKey, records: &[PathRecord]) -> Push {
     }
 }
 
+/// More keys asked than a distribution sends: how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyKeys(pub usize);
+
+impl std::fmt::Display for TooManyKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--service-id and --qos-class name {} keys, more than the {MAX_KEYS} a distribution sends \
+             (each costs the master a table per node and P_Key): give the ServiceIDs the jobs use, not whole ranges",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for TooManyKeys {}
+
 /// The keys of `--service-id` and `--qos-class` (ranges expanded, each
 /// once), at most [`MAX_KEYS`].
 pub fn keys(
     service_ids: &[std::ops::RangeInclusive<u64>],
     qos_classes: &[std::ops::RangeInclusive<u16>],
-) -> Result<Vec<QosKey>, String> {
+) -> Result<Vec<QosKey>, TooManyKeys> {
     let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let asked = service_ids
         .iter()
@@ -110,10 +127,7 @@ pub fn keys(
         )
         .fold(0usize, usize::saturating_add);
     if asked > MAX_KEYS {
-        return Err(format!(
-            "--service-id and --qos-class name {asked} keys, more than the {MAX_KEYS} a distribution sends \
-             (each costs the master a table per node and P_Key): give the ServiceIDs the jobs use, not whole ranges"
-        ));
+        return Err(TooManyKeys(asked));
     }
     let ids: std::collections::BTreeSet<u64> = service_ids.iter().flat_map(|r| r.clone()).collect();
     let classes: std::collections::BTreeSet<u16> =
@@ -142,7 +156,8 @@ mod tests {
         assert_eq!(k[0].service_id, Some(0x10));
         assert_eq!(k[2].qos_class, Some(3));
         let too_many = keys(&[0x0106_0000..=0x0106_FFFF], &[]).unwrap_err();
-        assert!(too_many.contains("65536 keys"), "{too_many}");
+        assert_eq!(too_many, TooManyKeys(65536));
+        assert!(too_many.to_string().contains("65536 keys"), "{too_many}");
     }
 
     #[test]

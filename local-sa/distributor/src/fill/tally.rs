@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::computed::{Coverage, Prepared, Served, coverage_json, coverage_text};
+use crate::computed::{Coverage, Prepared, Served, Untrusted, coverage_json, coverage_text};
 
 /// What becomes of the tables at QoS keys, for the summary.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub struct Computed {
     pub not_used: Option<String>,
     /// Why the default tables (and so all) came from the master, if they
     /// did.
-    pub refused: Option<String>,
+    pub refused: Option<Untrusted>,
     /// Reading the description, and the SLs and check, cost the master
     /// this.
     pub description: Served,
@@ -195,7 +195,7 @@ impl Computed {
         serde_json::json!({
             "used": self.not_used.is_none(),
             "not_used_because": self.not_used,
-            "refused_because": self.refused,
+            "refused_because": self.refused.as_ref().map(ToString::to_string),
             "fell_back_to_master": self.not_used.is_some() || self.refused.is_some(),
             "description": served(self.description),
             "check": served(self.check),

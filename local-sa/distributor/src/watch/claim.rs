@@ -20,8 +20,9 @@
 //!
 //! Two watches claiming at once ask the same node, which takes the first
 //! and refuses the second. A watch that comes back after another took
-//! over is refused by the nodes at its next renewal: fenced off, it
-//! stands by ([`super::Watch::handle_renewed`]).
+//! over is refused by the referee at its next renewal: fenced off, it
+//! stands by ([`super::Watch::handle_renewed`]). Other nodes' refusals do
+//! not fence: a node cut off with the old watch may still name it.
 
 use local_sa_core::requester::Answer;
 use mad_codec::{Gid, MadStatus};

@@ -80,14 +80,15 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use local_sa_core::master_activity::{Activity, MasterActivity};
-use mad_codec::{Gid, MadStatus};
+use mad_codec::{Gid, MadStatus, TrapDetails};
 
 pub use self::changed_pairs::changed_pairs;
 pub use self::claim::LeaseAnswer;
 pub use self::holdings::{Holding, Holdings, Plan};
 pub use self::renewal::renewal;
 pub use self::report::{EventReport, WatchCounters, WatchRole};
-use crate::computed::Served;
+
+use crate::computed::{Served, Untrusted};
 use crate::fill::outcome::{NodeReport, Pushed};
 use crate::fill::ports::FabricPort;
 use crate::fill::tally::Tally;
@@ -121,6 +122,9 @@ pub struct WatchSetup {
     /// after two of them without a word, so this sets how soon a standby
     /// takes over from a watch that died.
     pub renew: Duration,
+    /// The LID of the node whose lease made this watch the active one
+    /// (the claim's referee, [`claim`]); `None` when no node referees.
+    pub referee: Option<u16>,
 }
 
 /// What the driver is to do next.
@@ -285,7 +289,7 @@ struct Settling {
     /// When they are looked into.
     at: Instant,
     /// What they said.
-    causes: Vec<String>,
+    causes: Vec<Cause>,
     /// A port came into service: ports are probed.
     probe: bool,
 }
@@ -414,18 +418,19 @@ impl Watch {
         matches!(self.phase, Phase::Ended)
     }
 
-    /// A notice came at `now` (`cause`: what it said; `port_came`: a port
-    /// came into service, so ports are probed).
-    pub fn handle_notice(&mut self, now: Instant, cause: String, port_came: bool) {
+    /// A notice came at `now`; a port that came into service has the
+    /// ports probed.
+    pub fn handle_notice(&mut self, now: Instant, notice: TrapDetails) {
         self.counters.notices += 1;
         self.activity.notice();
-        self.settle_on(now, cause, port_came);
+        let port_came = matches!(notice, TrapDetails::GidInService { .. });
+        self.settle_on(now, Cause::Notice(notice), port_came);
     }
 
     /// Something changed at `now` (`cause`): it is looked into once
     /// `settle` has passed with nothing else, never later than an
     /// interval after the first.
-    fn settle_on(&mut self, now: Instant, cause: String, port_came: bool) {
+    fn settle_on(&mut self, now: Instant, cause: Cause, port_came: bool) {
         if matches!(self.phase, Phase::Ended) {
             return;
         }
@@ -595,11 +600,7 @@ impl Watch {
         };
         if let Activity::Swept { rose, usual } = self.activity.counted(sm_lid, count, now) {
             self.counters.sweeps_seen += 1;
-            let cause = format!(
-                "a heavy sweep of the master no notice announced (its ActCount rose by {rose}, \
-                 light sweeps about {usual})"
-            );
-            self.settle_on(now, cause, false);
+            self.settle_on(now, Cause::Sweep { rose, usual }, false);
         }
     }
 
@@ -782,7 +783,7 @@ impl Watch {
         &mut self,
         now: Instant,
         (reports, tally): (Vec<NodeReport>, Tally),
-        computed: Result<(), String>,
+        computed: Result<(), Untrusted>,
     ) {
         let Some(e) = self.event_at(|s| matches!(s, Step::Pushing)) else {
             return;
@@ -847,10 +848,14 @@ impl Watch {
         self.effects.push_back(Effect::Told(Box::new(report)));
     }
 
-    /// How a round of renewals went. A node whose lease another
-    /// distributor holds fences this watch off: another took over while
-    /// it was frozen or cut off, so it ends its leases where it still
-    /// has them and stops, to stand by.
+    /// How a round of renewals went. The referee's lease held by another
+    /// distributor fences this watch off: another took over while it was
+    /// frozen or cut off, so it ends its leases where it still has them
+    /// and stops, to stand by. Another node held by another is not
+    /// enough: a node cut off with a watch that was (its own node, say)
+    /// never saw that watch silent, and keeps its lease until that watch,
+    /// fenced by the referee in turn, ends it; a later renewal takes it.
+    /// Without a referee, any node held by another fences.
     pub fn handle_renewed(&mut self, now: Instant, renewed: &Renewed) {
         let Phase::Renewing { ending } = self.phase else {
             return;
@@ -869,7 +874,16 @@ impl Watch {
         self.counters.renewals_unanswered += renewed.unanswered.len() as u64;
         self.counters.renewals_refused += renewed.refused.len() as u64;
         self.counters.renewals_fenced += renewed.held.len() as u64;
-        if let Some((_, owner)) = renewed.held.first() {
+        let referee = self.setup.referee;
+        let lid_of = |gid: &Gid| {
+            self.holdings
+                .nodes()
+                .find(|(g, _)| g == gid)
+                .map(|(_, l)| l)
+        };
+        let fencing =
+            (renewed.held.iter()).find(|(gid, _)| referee.is_none() || lid_of(gid) == referee);
+        if let Some((_, owner)) = fencing {
             self.fenced_by = Some(*owner);
             self.phase = Phase::Idle;
             return self.handle_stop();
@@ -898,11 +912,47 @@ impl Watch {
     }
 }
 
+/// What made the watch look: a notice, or a sweep its polls saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// A notice from the master.
+    Notice(TrapDetails),
+    /// A heavy sweep of the master no notice announced: its ActCount
+    /// rose by `rose`, its light sweeps by about `usual`.
+    Sweep {
+        /// The count's rise.
+        rose: u32,
+        /// The light sweeps' rise.
+        usual: u32,
+    },
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Notice(TrapDetails::LinkStateChange { lid }) => {
+                write!(f, "trap 128 from LID {lid}")
+            }
+            Self::Notice(TrapDetails::GidInService { gid }) => write!(f, "trap 64 for {gid}"),
+            Self::Notice(TrapDetails::GidOutOfService { gid }) => write!(f, "trap 65 for {gid}"),
+            Self::Notice(other) => match other.trap_number() {
+                Some(t) => write!(f, "trap {}", t.0),
+                None => f.write_str("a notice"),
+            },
+            Self::Sweep { rose, usual } => write!(
+                f,
+                "a heavy sweep of the master no notice announced (its ActCount rose by {rose}, \
+                 light sweeps about {usual})"
+            ),
+        }
+    }
+}
+
 /// An event's cause: the notices that led to it.
-fn cause_of(causes: &[String]) -> String {
+fn cause_of(causes: &[Cause]) -> String {
     match causes {
         [] => "notices".into(),
-        [one] => one.clone(),
+        [one] => one.to_string(),
         [first, rest @ ..] => format!("{first} and {} more notices", rest.len()),
     }
 }

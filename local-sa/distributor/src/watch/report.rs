@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::computed::Served;
+use crate::computed::{Served, Untrusted};
 use crate::fill::outcome::Pushed;
 
 /// One event: a change the watch looked into.
@@ -44,7 +44,7 @@ pub struct EventReport {
     /// PathRecords the master gave for the checks.
     pub check_records: u64,
     /// Why the pushed tables came from the master, if they did.
-    pub fallback: Option<String>,
+    pub fallback: Option<Untrusted>,
     /// What the nodes took.
     pub pushed: Pushed,
     /// Each node that took changes: LID, records stored, records removed.
@@ -132,7 +132,7 @@ impl EventReport {
             "gone_nodes": self.gone_nodes,
             "changed_nodes": self.changed_nodes,
             "check": {"pairs": self.checked, "differ": self.differed, "master_path_records": self.check_records},
-            "from_master": self.fallback,
+            "from_master": self.fallback.as_ref().map(ToString::to_string),
             "pushed": {"nodes": p.nodes, "failed": p.failed, "stored": p.stored, "deleted": p.deleted,
                        "transfers": p.transfers, "master_path_records": p.master_path_records},
             "nodes": self.nodes.iter().map(|(lid, stored, deleted)| json!({
@@ -252,11 +252,35 @@ impl WatchCounters {
 
     /// Writes the role and the counters to `path`, whole (beside, then
     /// renamed).
-    pub fn write(&self, role: WatchRole, path: &Path) -> Result<(), String> {
+    pub fn write(&self, role: WatchRole, path: &Path) -> Result<(), NotWritten> {
         let partial = path.with_extension("partial");
         std::fs::write(&partial, self.prometheus(role))
             .and_then(|()| std::fs::rename(&partial, path))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(|error| NotWritten {
+                path: path.to_owned(),
+                error,
+            })
+    }
+}
+
+/// The metrics file could not be written.
+#[derive(Debug)]
+pub struct NotWritten {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why.
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for NotWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for NotWritten {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 

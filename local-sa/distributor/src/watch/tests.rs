@@ -37,6 +37,8 @@ struct Fake {
     renew: Duration,
     /// Nodes whose lease another distributor (at this LID) took.
     taken_over: Option<(u16, BTreeSet<u16>)>,
+    /// The node whose lease made the watch active, if one did.
+    referee: Option<u16>,
     /// The master SM's ActCount beside its light sweeps (five SMPs every
     /// ten seconds).
     act_base: u32,
@@ -89,6 +91,7 @@ impl Fake {
             activity_poll: Duration::ZERO,
             renew: INTERVAL,
             taken_over: None,
+            referee: None,
             act_base: 1000,
             activity_polls: 0,
             ports: lids.to_vec(),
@@ -134,6 +137,7 @@ impl Fake {
             shard: None,
             activity_poll: self.activity_poll,
             renew: self.renew,
+            referee: self.referee,
         };
         Watch::new(setup, holdings, digests, BTreeSet::new(), self.now)
     }
@@ -362,10 +366,10 @@ fn a_notice_is_looked_into_once_the_sweep_settles_and_only_changed_nodes_get_dif
     let mut w = f.watch();
     f.run_until(&mut w, start + Duration::from_secs(10));
     f.reroute(&[3, 5]);
-    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     // A second notice two seconds later puts the event off again.
     f.run_until(&mut w, start + Duration::from_secs(12));
-    w.handle_notice(f.now, "trap 128 from LID 10".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 10 });
     f.run_until(&mut w, start + Duration::from_secs(16));
     assert_eq!(f.reads, 0, "still settling");
     f.run_until(&mut w, start + Duration::from_secs(17));
@@ -402,9 +406,9 @@ fn a_link_that_flaps_for_ever_is_looked_into_within_an_interval_of_its_first_not
     let mut f = Fake::new(start, &[2, 3]);
     let mut w = f.watch();
     f.reroute(&[2]);
-    for s in 0..70 {
-        f.run_until(&mut w, start + Duration::from_secs(s));
-        w.handle_notice(f.now, format!("trap 128 ({s})"), false);
+    for s in 0..70u16 {
+        f.run_until(&mut w, start + Duration::from_secs(s.into()));
+        w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 100 + s });
     }
     let first = f
         .told
@@ -412,7 +416,7 @@ fn a_link_that_flaps_for_ever_is_looked_into_within_an_interval_of_its_first_not
         .find(|t| t.cause.starts_with("trap 128"))
         .expect("the notices' event");
     assert!(
-        first.cause.starts_with("trap 128 (0) and"),
+        first.cause.starts_with("trap 128 from LID 100 and"),
         "{}",
         first.cause
     );
@@ -426,7 +430,7 @@ fn a_check_that_differs_reads_again_after_the_settle_time_then_pushes() {
     let mut w = f.watch();
     f.reroute(&[4]);
     f.checks_differ = 5;
-    w.handle_notice(start, "trap 128 from LID 9".into(), false);
+    w.handle_notice(start, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + SETTLE);
     assert_eq!((f.reads, f.checks.len(), f.pushes.len()), (1, 1, 0));
     f.run_until(&mut w, start + SETTLE * 2);
@@ -495,13 +499,13 @@ fn a_push_a_node_misses_leaves_it_not_known_and_a_later_event_sends_it_whole() {
     let mut w = f.watch();
     f.reroute(&[2, 3]);
     f.silent.insert(2);
-    w.handle_notice(start, "trap 128 from LID 9".into(), false);
+    w.handle_notice(start, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + SETTLE);
     assert_eq!(f.told[0].pushed.failed, 1);
     assert_eq!(f.told[0].failures, ["LID 2 (fe80::2:c903:0:2): no answer"]);
     f.silent.clear();
     f.reroute(&[3]);
-    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + SETTLE * 2);
     let last = f.pushes.last().unwrap();
     assert_eq!(last.push, [(gid(2), 2), (gid(3), 3)]);
@@ -532,7 +536,12 @@ fn a_port_gone_from_the_fabric_is_forgotten_and_the_master_is_never_probed() {
     let mut w = f.watch();
     f.ports = vec![MASTER, 2, 3, 7];
     f.reroute(&[2]);
-    w.handle_notice(start, "trap 65".into(), false);
+    w.handle_notice(
+        start,
+        TrapDetails::GidOutOfService {
+            gid: Gid::new(0xfe80 << 48, 9),
+        },
+    );
     f.run_until(&mut w, start + SETTLE);
     let t = &f.told[0];
     assert_eq!(t.gone_nodes, 1);
@@ -554,7 +563,7 @@ fn stopping_ends_every_lease_and_then_the_watch() {
     assert!(w.is_ended());
     assert_eq!(w.poll_timeout(), None);
     // Nothing more happens.
-    w.handle_notice(f.now, "trap 128".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + INTERVAL * 5);
     assert_eq!(f.reads, 1);
 }
@@ -610,7 +619,7 @@ fn a_heavy_sweep_a_notice_announced_is_looked_into_once() {
     let (mut f, mut w) = polling(&[2, 3, 4]);
     f.run_until(&mut w, f.start + Duration::from_secs(20));
     f.reroute(&[3]);
-    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     f.act_base += 170;
     f.run_until(&mut w, f.start + INTERVAL - Duration::from_secs(1));
     assert_eq!(f.told.len(), 1, "the notice's event only");
@@ -636,11 +645,39 @@ fn leases_are_renewed_on_their_own_beat_between_events() {
     assert_eq!(f.renewals, [(3, LEASE); 5], "every 8 s");
     // A notice's event does not hold them up for long: it is short.
     f.reroute(&[3]);
-    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + Duration::from_secs(49));
     assert_eq!(f.pushes.len(), 1);
     assert_eq!(f.renewals.len(), 6);
     assert_eq!(w.counters().renewals, 18);
+}
+
+#[test]
+fn a_node_another_holds_fences_the_watch_only_if_it_is_the_referee() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    f.renew = Duration::from_secs(8);
+    f.referee = Some(2);
+    let mut w = f.watch();
+    f.run_until(&mut w, start + Duration::from_secs(9));
+    // Node 4 was cut off with another watch (at LID 30), never saw it
+    // silent, and keeps its lease: not the referee, so this watch goes on.
+    f.taken_over = Some((30, BTreeSet::from([4])));
+    f.run_until(&mut w, start + Duration::from_secs(17));
+    assert!(!w.is_ended());
+    assert_eq!(f.fenced_by, None);
+    assert_eq!(w.counters().renewals_fenced, 1);
+    // The other watch, fenced by the referee in turn, ends its lease
+    // there: the next renewal takes it.
+    f.taken_over = None;
+    f.run_until(&mut w, start + Duration::from_secs(25));
+    assert!(!w.is_ended());
+    assert_eq!(w.counters().renewals_fenced, 1);
+    // The referee held by another: fenced.
+    f.taken_over = Some((30, BTreeSet::from([2])));
+    f.run_until(&mut w, start + Duration::from_secs(33));
+    assert!(w.is_ended());
+    assert_eq!(f.fenced_by, Some(30));
 }
 
 #[test]
@@ -665,7 +702,7 @@ fn a_watch_another_took_over_from_is_fenced_off_ends_its_leases_and_stops() {
     let c = w.counters();
     assert_eq!((c.renewals, c.renewals_fenced), (4, 2));
     // It pushes nothing more, whatever changes.
-    w.handle_notice(f.now, "trap 128 from LID 9".into(), false);
+    w.handle_notice(f.now, TrapDetails::LinkStateChange { lid: 9 });
     f.run_until(&mut w, start + Duration::from_secs(60));
     assert!(f.pushes.is_empty() && f.reads == 0);
 }

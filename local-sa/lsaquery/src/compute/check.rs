@@ -42,7 +42,7 @@ pub(crate) async fn check(
     while let Some(batch) = run.poll_batch(fabric) {
         let ends = each(session, master, window, &batch).await?;
         run.handle_batch(fabric, ends)
-            .map_err(|why| Stop::new(4, why))?;
+            .map_err(|why| Stop::new(4, why.to_string()))?;
     }
     let (checked, cost) = run.finish();
     served.add(cost);

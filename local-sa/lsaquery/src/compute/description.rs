@@ -3,6 +3,7 @@
 //! each batch of queries a window at a time; a query alone is sent as
 //! one request, its exchange dumped with `--debug`.
 
+use local_sa_core::path_engine::DescriptionError;
 use local_sa_core::requester::{Answer, Failure as RequestFailure};
 use local_sa_distributor::computed::description::{DescriptionRead, ReadFailure};
 use umad::Address;
@@ -12,6 +13,14 @@ pub(crate) use local_sa_distributor::computed::description::Description;
 use super::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
+
+/// A description that does not hold together: exit status 5.
+pub(crate) fn not_together(e: DescriptionError) -> Stop {
+    Stop::new(
+        5,
+        format!("the fabric's description from the master does not hold together: {e}"),
+    )
+}
 
 /// Reads the description from `master`, at most `window` queries in
 /// flight. P_KeyTableRecords need the master's SA key (`--smkey`). A

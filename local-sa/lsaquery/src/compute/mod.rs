@@ -75,7 +75,7 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, Stop> {
     let started = Instant::now();
     let read = description::read(session, master, options.master_window).await?;
-    let mut fabric = read.build().map_err(|why| Stop::new(5, why))?;
+    let mut fabric = read.build().map_err(description::not_together)?;
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();

@@ -55,7 +55,7 @@ pub(crate) async fn reread(
     if same && changes.is_empty() {
         return Ok(Reread::Unchanged(read.served));
     }
-    let mut fabric = read.build().map_err(|why| Stop::new(5, why))?;
+    let mut fabric = read.build().map_err(description::not_together)?;
     let read_time = started.elapsed();
     let started = Instant::now();
     let mut sample = Served::default();

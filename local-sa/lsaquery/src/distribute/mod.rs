@@ -179,7 +179,7 @@ async fn fill(
             if let Some(why) = prepared.unproven() {
                 fall_back(
                     options,
-                    &why,
+                    &why.to_string(),
                     "the check did not prove every computed table",
                 )?;
             }
@@ -294,7 +294,8 @@ async fn fill(
             )?;
             computed.from_master_because = Some(why.to_owned());
         }
-        computed.from_master_because = c.unproven().or(computed.from_master_because);
+        computed.from_master_because =
+            (c.unproven().as_ref().map(ToString::to_string)).or(computed.from_master_because);
         tally.computed = Some(computed);
     }
     let setup = Setup {

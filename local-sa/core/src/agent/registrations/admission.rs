@@ -17,8 +17,8 @@ use mad_codec::Gid;
 use tracing::warn;
 
 use crate::agent::counterparts::{Asker, Member, Subscriber};
-use crate::agent::registrations::RegistrationProxy;
 use crate::agent::registrations::quotas::Refused;
+use crate::agent::registrations::{RegistrationProxy, Warning};
 use crate::memberships::Change;
 use crate::quota::{LocalUser, Owner, RegistrationLimits};
 use crate::request::ConnId;
@@ -183,8 +183,8 @@ impl RegistrationProxy {
             Refused::Subscription => self.counts.refused_subscriptions += 1,
         }
         let (kind, source) = match owner {
-            Owner::User(uid) => ("registration limit of a user", uid),
-            Owner::Port(gid) => ("registration limit of a port", gid.guid() as u32),
+            Owner::User(uid) => (Warning::UserLimit, uid),
+            Owner::Port(gid) => (Warning::PortLimit, gid.guid() as u32),
         };
         if let Some(earlier_not_logged) = self.log_limit.allow(now, kind, source) {
             warn!(

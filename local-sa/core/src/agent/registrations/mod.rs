@@ -60,7 +60,22 @@ pub(in crate::agent) struct RegistrationProxy {
     /// What it counted.
     counts: ProxyCounts,
     /// Warnings a peer can cause, limited.
-    log_limit: LogLimit,
+    log_limit: LogLimit<Warning>,
+}
+
+/// The warnings registrations can cause the log, counted per kind and
+/// source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Warning {
+    /// The master refused a subscription.
+    SubscriptionRefused,
+    /// A MAD subscriber removed (it did not answer its Reports).
+    SubscriberRemoved,
+    /// A MAD subscriber that stopped answering.
+    SubscriberSilent,
+    /// A registration past a local user's limit, or a port's.
+    UserLimit,
+    PortLimit,
 }
 
 impl RegistrationProxy {

@@ -23,6 +23,7 @@ use mad_codec::{
 };
 use tracing::{debug, info, warn};
 
+use super::Warning;
 use crate::address::Transmit;
 use crate::agent::counterparts::{Asker, Subscriber};
 use crate::agent::master::purpose::Purpose;
@@ -181,7 +182,8 @@ impl RegistrationProxy {
             }
             Some(status) => {
                 if let Some(earlier_not_logged) =
-                    self.log_limit.allow(now, "subscription refused", 0u32)
+                    self.log_limit
+                        .allow(now, Warning::SubscriptionRefused, 0u32)
                 {
                     warn!(
                         %filter,
@@ -264,7 +266,8 @@ impl RegistrationProxy {
         let n = self.subscriptions.remove(&s, &mut effects);
         self.settle_subscriber(s, None);
         if n > 0
-            && let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber removed", 0u32)
+            && let Some(earlier_not_logged) =
+                self.log_limit.allow(now, Warning::SubscriberRemoved, 0u32)
         {
             info!(
                 subscriber = %s,
@@ -336,7 +339,8 @@ impl RegistrationProxy {
     }
 
     fn lease_ended(&mut self, now: Instant, s: Subscriber) -> Vec<ProxyEffect> {
-        if let Some(earlier_not_logged) = self.log_limit.allow(now, "subscriber silent", 0u32) {
+        if let Some(earlier_not_logged) = self.log_limit.allow(now, Warning::SubscriberSilent, 0u32)
+        {
             warn!(
                 subscriber = %s,
                 earlier_not_logged,

@@ -25,6 +25,7 @@ use crate::agent::master::purpose::Purpose;
 use crate::agent::master::queue::MAX_QUERIES_WAITING;
 use crate::agent::master::sending::Handed;
 use crate::agent::master::waiters::Join;
+use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
@@ -451,7 +452,7 @@ impl SaCore {
             if let Some(left_out) =
                 self.telemetry
                     .log_limit
-                    .allow(now, "cut answer", self.port.sm_lid)
+                    .allow(now, Warning::CutAnswer, self.port.sm_lid)
             {
                 warn!(
                     waiters = waiters.len(),
@@ -561,7 +562,9 @@ impl SaCore {
     fn refuse_query(&mut self, now: Instant, purpose: Purpose) {
         self.telemetry.counters.upstream_refused += 1;
         if let Some(earlier_not_logged) =
-            self.telemetry.log_limit.allow(now, "queries waiting", 0u32)
+            self.telemetry
+                .log_limit
+                .allow(now, Warning::QueriesWaiting, 0u32)
         {
             warn!(
                 most = MAX_QUERIES_WAITING,
@@ -673,7 +676,11 @@ impl SaCore {
             // the master leaves unanswered for its consumers is what the
             // log tells.
             debug!(%failure, master, "the master SA did not answer a poll of its activity");
-        } else if let Some(left_out) = self.telemetry.log_limit.allow(now, purpose.kind(), master) {
+        } else if let Some(left_out) = self.telemetry.log_limit.allow(
+            now,
+            Warning::Unanswered(std::mem::discriminant(&purpose)),
+            master,
+        ) {
             warn!(
                 request = purpose.kind(),
                 %failure,

@@ -26,6 +26,7 @@ use crate::address::{Address, Transmit};
 use crate::agent::counterparts::{Asker, Member, Subscriber};
 use crate::agent::master::purpose::{CanaryStep, Purpose};
 use crate::agent::registrations::effect::ProxyEffect;
+use crate::agent::telemetry::Warning;
 use crate::agent::{MasterInfo, SaCore};
 use crate::inbound::SaRequest;
 use crate::memberships::{Change, JoinAnswer, OpId};
@@ -236,7 +237,11 @@ impl SaCore {
             // Anyone can send a Report: only the master's count.
             self.telemetry.counters.denied += 1;
             let lid = request.from.lid;
-            if let Some(left_out) = self.telemetry.log_limit.allow(now, "stray report", lid) {
+            if let Some(left_out) = self
+                .telemetry
+                .log_limit
+                .allow(now, Warning::StrayReport, lid)
+            {
                 warn!(
                     lid,
                     master = self.port.sm_lid,
@@ -260,14 +265,14 @@ impl SaCore {
                 let removed = self.tables.port_left(gid.guid());
                 self.answers.forget_port(gid.guid());
                 if let Some(earlier_not_logged) =
-                    self.telemetry.log_limit.allow(now, "trap 65", 0u32)
+                    self.telemetry.log_limit.allow(now, Warning::PortGone, 0u32)
                 {
                     info!(%gid, removed, earlier_not_logged, "port out of service (trap 65)");
                 }
             }
             TrapDetails::GidInService { gid } => {
                 if let Some(earlier_not_logged) =
-                    self.telemetry.log_limit.allow(now, "trap 64", 0u32)
+                    self.telemetry.log_limit.allow(now, Warning::PortCame, 0u32)
                 {
                     info!(%gid, earlier_not_logged, "port in service (trap 64)");
                 }

@@ -29,6 +29,7 @@ use crate::agent::tables::loads::{LoadCommand, is_segment};
 use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
 use crate::agent::tables::upkeep::{CheckQuestion, Checking, LeaseWord};
 use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
+use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
 use crate::master_activity::{self, Activity};
@@ -83,7 +84,10 @@ impl SaCore {
                 return;
             }
         };
-        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "fabric change", 0u32)
+        if let Some(earlier_not_logged) =
+            self.telemetry
+                .log_limit
+                .allow(now, Warning::FabricChange, 0u32)
         {
             info!(
                 %trap,
@@ -122,7 +126,11 @@ impl SaCore {
         let Ok(due) = self.tables.handle_fabric_changed(now, &ctx) else {
             return;
         };
-        if let Some(earlier_not_logged) = self.telemetry.log_limit.allow(now, "heavy sweep", 0u32) {
+        if let Some(earlier_not_logged) =
+            self.telemetry
+                .log_limit
+                .allow(now, Warning::HeavySweep, 0u32)
+        {
             info!(
                 master = sm_lid,
                 smps = rose,
@@ -668,7 +676,11 @@ impl SaCore {
         match self.config.sm_key {
             Some(key) if key.matches(carried) => true,
             Some(_) => {
-                if let Some(left_out) = self.telemetry.log_limit.allow(now, "denied load", lid) {
+                if let Some(left_out) =
+                    self.telemetry
+                        .log_limit
+                        .allow(now, Warning::DeniedLoad, lid)
+                {
                     warn!(
                         lid,
                         earlier_not_logged = left_out,
@@ -701,7 +713,11 @@ impl SaCore {
     ) {
         self.telemetry.counters.errors += 1;
         let lid = request.from.lid;
-        if let Some(left_out) = self.telemetry.log_limit.allow(now, "invalid load", lid) {
+        if let Some(left_out) = self
+            .telemetry
+            .log_limit
+            .allow(now, Warning::InvalidLoad, lid)
+        {
             warn!(
                 lid,
                 why,
@@ -727,7 +743,11 @@ impl SaCore {
     ) {
         self.telemetry.counters.loads_fenced += 1;
         let lid = request.from.lid;
-        if let Some(left_out) = self.telemetry.log_limit.allow(now, "fenced load", lid) {
+        if let Some(left_out) = self
+            .telemetry
+            .log_limit
+            .allow(now, Warning::FencedLoad, lid)
+        {
             info!(
                 lid,
                 owner,

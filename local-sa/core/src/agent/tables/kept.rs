@@ -21,7 +21,7 @@ use mad_codec::PathRecord;
 use crate::agent::tables::PortTables;
 use crate::agent::tables::upkeep::{Lease, LeaseWord};
 use crate::config::PortIdentity;
-use crate::kept_tables::Kept;
+use crate::kept_tables::{Kept, NotTaken};
 use crate::partitions::TableKey;
 use crate::store::Epoch;
 
@@ -35,19 +35,19 @@ pub(in crate::agent) fn takes(
     now: Instant,
     wall: u64,
     refresh_interval: Duration,
-) -> Result<Option<Lease>, String> {
+) -> Result<Option<Lease>, NotTaken> {
     let p = port;
     if (kept.gid, kept.lid, kept.lmc) != (p.gid, p.lid, p.lmc) {
-        return Err(format!(
-            "they are the tables of {} at LID {} (LMC {}); this port is {} at LID {} (LMC {})",
-            kept.gid, kept.lid, kept.lmc, p.gid, p.lid, p.lmc
-        ));
+        return Err(NotTaken::OtherPort {
+            kept: (kept.gid, kept.lid, kept.lmc),
+            port: (p.gid, p.lid, p.lmc),
+        });
     }
     if kept.sm_lid != p.sm_lid {
-        return Err(format!(
-            "they came from the master at LID {}; the master is at LID {} now",
-            kept.sm_lid, p.sm_lid
-        ));
+        return Err(NotTaken::OtherMaster {
+            kept: kept.sm_lid,
+            now: p.sm_lid,
+        });
     }
     let age = wall.saturating_sub(kept.written);
     let lease = kept.lease.and_then(|(lid, end, length)| {
@@ -67,9 +67,10 @@ pub(in crate::agent) fn takes(
     });
     let max_age = refresh_interval.as_secs();
     if age > max_age && lease.is_none() {
-        return Err(format!(
-            "they were kept {age} s ago, longer than the refresh interval ({max_age} s), and no lease runs"
-        ));
+        return Err(NotTaken::TooOld {
+            age_s: age,
+            max_s: max_age,
+        });
     }
     Ok(lease)
 }

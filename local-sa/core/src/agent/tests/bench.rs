@@ -139,7 +139,7 @@ impl Bench {
         config: AgentConfig,
         kept: crate::kept_tables::Kept,
         wall: u64,
-    ) -> (Self, Result<usize, String>) {
+    ) -> (Self, Result<usize, crate::kept_tables::NotTaken>) {
         let now = Instant::now();
         let mut core = SaCore::new(config, my_port(), now, SEED + 1);
         let taken = core.restore_tables(now, wall, kept);

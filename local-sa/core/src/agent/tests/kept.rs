@@ -13,7 +13,7 @@ use super::fake_master::{FakeMaster, path};
 use super::loads::{KEY, load_header, push};
 use crate::agent::AgentConfig;
 use crate::config::SmKey;
-use crate::kept_tables::Kept;
+use crate::kept_tables::{Kept, NotTaken};
 use crate::load_flags::{REPLACE_SOURCES, with_lease};
 
 /// Unix time when the predecessor kept its tables.
@@ -94,8 +94,12 @@ fn a_check_that_finds_a_reroute_fetches_the_port_s_own_tables() {
 fn tables_of_another_port_master_or_age_are_refused_and_fetched_as_ever() {
     let config = AgentConfig::default();
     let stale = KEPT_AT + config.refresh_interval.as_secs() + 1;
+    let is_other_port: fn(&NotTaken) -> bool = |n| matches!(n, NotTaken::OtherPort { .. });
+    let is_other_master: fn(&NotTaken) -> bool =
+        |n| matches!(n, NotTaken::OtherMaster { kept: 7, .. });
+    let is_too_old: fn(&NotTaken) -> bool = |n| matches!(n, NotTaken::TooOld { .. });
     let cases = [
-        (Kept { lid: 9, ..kept() }, KEPT_AT, "LID 9"),
+        (Kept { lid: 9, ..kept() }, KEPT_AT, "LID 9", is_other_port),
         (
             Kept {
                 sm_lid: 7,
@@ -103,13 +107,20 @@ fn tables_of_another_port_master_or_age_are_refused_and_fetched_as_ever() {
             },
             KEPT_AT,
             "master at LID 7",
+            is_other_master,
         ),
-        (kept(), stale, "longer than the refresh interval"),
+        (
+            kept(),
+            stale,
+            "longer than the refresh interval",
+            is_too_old,
+        ),
     ];
-    for (k, wall, why) in cases {
+    for (k, wall, why, is) in cases {
         let (b, taken) = Bench::restored(FakeMaster::new(MASTER_LID, HOSTS), config, k, wall);
         let refusal = taken.expect_err(why);
-        assert!(refusal.contains(why), "{refusal}");
+        assert!(is(&refusal), "{refusal:?}");
+        assert!(refusal.to_string().contains(why), "{refusal}");
         assert_eq!(
             b.master.path_tables(),
             1,

@@ -10,7 +10,7 @@ use super::bench::{Bench, HOSTS, MASTER_LID};
 use super::fake_master::{FakeMaster, gid};
 use crate::agent::AgentConfig;
 use crate::config::PortIdentity;
-use crate::sa_class::{SmSign, Wanted};
+use crate::sa_class::{RegistrationRefused, SmSign, Wanted};
 
 fn status_line(b: &Bench) -> String {
     (b.core.status(b.now).get("sa_class"))
@@ -53,7 +53,7 @@ fn a_port_s_sa_class_follows_the_signs_of_a_subnet_manager_on_it() {
 fn a_registration_the_kernel_refuses_leaves_the_class_to_the_agent_that_holds_it() {
     let mut b = Bench::started();
     b.core
-        .handle_sa_class_held(Err("Device or resource busy".into()));
+        .handle_sa_class_held(Err(RegistrationRefused { errno: Some(16) }));
     assert!(matches!(
         b.core.sa_class(),
         Wanted::Leave(SmSign::HeldByAnother(_))

@@ -38,7 +38,7 @@ use mad_codec::{Gid, MadStatus, Method, PathRecord};
 
 use super::wire::{self, EndpointRecord, Entry, Header, Message, Opcode, Status, counter, flags};
 use crate::config::PortIdentity;
-use crate::doors::{Door, Framing, Input, Output};
+use crate::doors::{Door, Framing, Input, Output, Unframeable};
 use crate::names::hosts::{HostAddress, Names};
 use crate::path_flags;
 use crate::request::{ConnId, LocalReply, Lookup, PathQuery, Request};

@@ -11,7 +11,7 @@ use std::time::Instant;
 use tracing::debug;
 
 use super::wire::{Frame, FrameError, api_error, decode_request, error_frame, reply_frames};
-use crate::doors::{Door, Framing, Input, Output};
+use crate::doors::{Door, Framing, Input, Output, Unframeable};
 use crate::quota::LocalUser;
 use crate::request::{ConnId, LocalReply};
 
@@ -85,11 +85,9 @@ impl ApiService {
 }
 
 /// The length field's announcement: the bytes after it.
-fn body_len(header: &[u8]) -> Result<usize, String> {
-    let field = header
-        .first_chunk::<4>()
-        .ok_or_else(|| "no length field".to_owned())?;
-    Frame::announced(*field).map_err(|e| e.to_string())
+fn body_len(header: &[u8]) -> Result<usize, Unframeable> {
+    let field = header.first_chunk::<4>().ok_or(Unframeable::ShortHeader)?;
+    Frame::announced(*field).map_err(Unframeable::Api)
 }
 
 impl ApiService {

@@ -167,6 +167,15 @@ impl NetlinkCounters {
     }
 }
 
+/// The warnings the kernel, or another sender, can cause the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Warning {
+    /// The kernel sent back an error for one of local-sa's messages.
+    KernelRefusal,
+    /// A datagram from a sender other than the kernel.
+    NotFromKernel,
+}
+
 /// A RESOLVE waiting for its agent.
 #[derive(Debug)]
 struct Pending {
@@ -198,7 +207,7 @@ pub struct NetlinkService {
     counters: NetlinkCounters,
     /// Lines about datagrams not from the kernel (one a minute per sender)
     /// and the kernel's refusals (one a minute per errno).
-    log: LogLimit,
+    log: LogLimit<Warning>,
     /// What the daemon is to do, in order.
     out: VecDeque<Output>,
 }
@@ -242,7 +251,8 @@ impl NetlinkService {
     /// reply).
     fn log_kernel_refusal(&mut self, now: Instant, errno: i32) {
         if let Some(earlier_not_logged) =
-            self.log.allow(now, "kernel refusal", errno.unsigned_abs())
+            self.log
+                .allow(now, Warning::KernelRefusal, errno.unsigned_abs())
         {
             // The kernel sends the errno negated.
             let error = std::io::Error::from_raw_os_error(errno.saturating_abs());
@@ -270,7 +280,7 @@ impl NetlinkService {
                 DatagramSender::Process(port) => port,
                 _ => u32::MAX,
             };
-            if let Some(earlier_not_logged) = self.log.allow(now, "not from the kernel", port) {
+            if let Some(earlier_not_logged) = self.log.allow(now, Warning::NotFromKernel, port) {
                 tracing::warn!(
                     sender_port = ?(port != u32::MAX).then_some(port),
                     earlier_not_logged,

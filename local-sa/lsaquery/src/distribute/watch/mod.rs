@@ -163,7 +163,7 @@ async fn watch_until_stopped(
         };
         learnt = learnt.with_switches(prepared.fabric.switch_count());
         let waiting = options.waiting();
-        match standby::until_active(
+        let referee = match standby::until_active(
             session,
             distribute,
             waiting,
@@ -174,8 +174,14 @@ async fn watch_until_stopped(
         .await?
         {
             Standing::Stopped => return Ok(()),
-            Standing::Active { waited: false } => {}
-            Standing::Active { waited: true } => {
+            Standing::Active {
+                waited: false,
+                referee,
+            } => referee,
+            Standing::Active {
+                waited: true,
+                referee,
+            } => {
                 // The fabric may have changed while another watch kept it.
                 match prepare_until_ready(
                     session,
@@ -189,13 +195,14 @@ async fn watch_until_stopped(
                     Some(p) => prepared = p,
                     None => return Ok(()),
                 }
+                referee
             }
-        }
+        };
         let active = active(
             session,
             distribute,
             options,
-            (prepared, learnt.clone()),
+            (prepared, learnt.clone(), referee),
             (notices, signals, &mut metrics),
         )
         .await?;
@@ -219,7 +226,7 @@ async fn active(
     session: &mut Session,
     distribute: &super::DistributeOptions,
     options: &WatchOptions,
-    (prepared, learnt): (Prepared, MasterActivity),
+    (prepared, learnt, referee): (Prepared, MasterActivity, Option<u16>),
     (notices, signals, metrics): (&mut Notices, &mut Signals, &mut MetricsFile),
 ) -> Result<Option<u16>, Stop> {
     let filled = super::fill(
@@ -265,6 +272,7 @@ async fn active(
         shard: distribute.shard,
         activity_poll: options.activity_poll,
         renew: options.renew,
+        referee,
     };
     let mut watch =
         Watch::new(setup, holdings, digests, others, Instant::now()).with_activity(learnt);
@@ -477,6 +485,5 @@ async fn keep_current(
 
 /// Tells the watch of a notice.
 fn notice(watch: &mut Watch, details: &TrapDetails) {
-    let port_came = matches!(details, TrapDetails::GidInService { .. });
-    watch.handle_notice(Instant::now(), notices::describe(details), port_came);
+    watch.handle_notice(Instant::now(), *details);
 }

@@ -109,15 +109,3 @@ async fn forward(mut conn: Connection, tx: Sender<Heard>) {
         }
     }
 }
-
-/// What a notice says, for the event's cause.
-pub(super) fn describe(details: &TrapDetails) -> String {
-    match details {
-        TrapDetails::LinkStateChange { lid } => format!("trap 128 from LID {lid}"),
-        TrapDetails::GidInService { gid } => format!("trap 64 for {gid}"),
-        TrapDetails::GidOutOfService { gid } => format!("trap 65 for {gid}"),
-        other => other
-            .trap_number()
-            .map_or_else(|| "a notice".to_owned(), |t| format!("trap {}", t.0)),
-    }
-}

@@ -33,8 +33,9 @@ use crate::stop::Stop;
 /// How standing by ended.
 pub(super) enum Standing {
     /// This watch is the active one; `waited`: another was active for a
-    /// while (the fabric is read again before the fill).
-    Active { waited: bool },
+    /// while (the fabric is read again before the fill); `referee`: the
+    /// node whose lease said so (none if no node answered).
+    Active { waited: bool, referee: Option<u16> },
     /// A signal came while standing by.
     Stopped,
 }
@@ -93,7 +94,7 @@ pub(super) async fn until_active(
                     );
                 }
                 Role::Active { referee }.say(session.json, metrics)?;
-                return Ok(Standing::Active { waited });
+                return Ok(Standing::Active { waited, referee });
             }
             Claimed::StandBy { owner, referee } => {
                 if said != Some(owner) {

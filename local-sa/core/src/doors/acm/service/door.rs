@@ -4,13 +4,13 @@
 use super::*;
 
 /// The bytes after the header a message's header announces.
-fn body_len(header: &[u8]) -> Result<usize, String> {
+fn body_len(header: &[u8]) -> Result<usize, Unframeable> {
     let header = header
         .first_chunk::<{ wire::HEADER_LEN }>()
-        .ok_or_else(|| "a short header".to_owned())?;
+        .ok_or(Unframeable::ShortHeader)?;
     wire::message_len(header)
         .map(|n| n - wire::HEADER_LEN)
-        .map_err(|e| e.to_string())
+        .map_err(Unframeable::Acm)
 }
 
 impl AcmService {
