@@ -58,7 +58,7 @@ pub mod path_engine;
 pub mod path_flags;
 pub mod path_query;
 pub mod quota;
-pub mod registrations;
+pub mod registrations_record;
 pub mod request;
 pub mod requester;
 mod respond;

@@ -5,7 +5,9 @@
 //! * the word `unsafe` appears in code only under `local-sa/umad`;
 //! * no two modules of any crate of the workspace import each other;
 //! * the core's agent (and everything but the doors) imports no door;
-//! * log lines show values as text (`Display`), never Rust `Debug` dumps.
+//! * log lines show values as text (`Display`), never Rust `Debug` dumps;
+//! * `impl SaCore` only in its routing files, its groups exposing no
+//!   field, and each group's `mod.rs` naming every file of its folder.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -585,10 +587,10 @@ fn sa_core_is_implemented_only_in_its_routing_files() {
 
 /// The groups SaCore holds, each in its folder's `mod.rs`.
 const SA_CORE_GROUPS: [(&str, &str); 4] = [
-    ("agent/tables/mod.rs", "PortTables"),
+    ("agent/port_tables/mod.rs", "PortTables"),
     ("agent/master/mod.rs", "MasterLink"),
     ("agent/answers/mod.rs", "AnswerReuse"),
-    ("agent/registrations/mod.rs", "RegistrationProxy"),
+    ("agent/registration_proxy/mod.rs", "RegistrationProxy"),
 ];
 
 #[test]
@@ -615,5 +617,37 @@ fn sa_core_s_groups_expose_no_fields() {
     assert!(
         exposed.is_empty(),
         "fields reached from outside their group (give the group a method instead): {exposed:#?}"
+    );
+}
+
+/// Every file of a group's folder is named in the folder's `mod.rs`
+/// doc comment: the module's own map is where a reader looks for what a
+/// file does, and it cannot fall behind the files unnoticed.
+#[test]
+fn each_group_s_map_names_every_file_of_its_folder() {
+    let src = workspace().join("local-sa/core/src");
+    let mut unnamed = Vec::new();
+    for (file, _) in SA_CORE_GROUPS.iter().chain([&("agent/routing/mod.rs", "")]) {
+        let path = src.join(file);
+        let text = fs::read_to_string(&path).unwrap();
+        let doc: String = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let dir = path.parent().unwrap();
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(module) = name.strip_suffix(".rs") else {
+                continue;
+            };
+            if module != "mod" && module != "tests" && !doc.contains(&format!("`{module}`")) {
+                unnamed.push(format!("{file}: `{module}`"));
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "files the folder's map does not name (say what each does): {unnamed:#?}"
     );
 }

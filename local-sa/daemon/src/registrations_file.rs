@@ -15,7 +15,7 @@ use tracing::warn;
 
 use crate::atomic_file::RecordFile;
 use local_sa_core::SaCore;
-use local_sa_core::registrations::Registrations;
+use local_sa_core::registrations_record::Registrations;
 
 /// The record of one port, by the core's registrations generation.
 #[derive(Debug)]

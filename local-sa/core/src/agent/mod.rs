@@ -23,34 +23,11 @@
 //! `SaCore` owns sub-machines and routes events between them: each
 //! decides for itself and says what follows (requests for the master,
 //! answers, effects), which `SaCore` carries out. `impl SaCore` is in
-//! four files only: this one (the public calls) and `routing/`'s
-//! `tables`, `queries` and `registrations`. The rest is in folders by
-//! concern, each folder's `mod.rs` the group `SaCore` holds for it, its
-//! members reached only through the group's own calls (`api`):
-//!
-//! * `tables/` (`PortTables`): the default and partition tables
-//!   (`crate::partitions`), their refresh (`refresh`, `refresh_state`),
-//!   who keeps them fresh and when (`upkeep`, `upkeep_rules`), the check
-//!   of tables the port did not fetch (`check`), ports coming and going
-//!   (`port_paths`), tables kept across a restart (`kept`), what a
-//!   PathRecord load asks (`loads`), the administrators' cache control
-//!   (`cache_control`) and the tables' status lines (`status_lines`);
-//! * `master/` (`MasterLink`): requests in flight (`crate::requester`) and
-//!   why each was sent (`purpose`), handing them over (`sending`), the
-//!   lanes and queue waiting for the master (`lanes`, `queue`), who waits
-//!   for what was asked (`waiters`), the master's policy (`policy`);
-//! * `answers/` (`AnswerReuse`): forwarded queries (`forward`), the QoS
-//!   cache (`qos_cache`, `qos_tables`) and its loads (`qos_loads`);
-//! * `registrations/` (`RegistrationProxy`): notices and subscriptions
-//!   (`notices`, `subscriptions`), multicast memberships (`multicast`,
-//!   over `crate::memberships`), owners' limits (`quotas`, `admission`),
-//!   the agent's own registrations (`own_schedule`, `canary`), all as
-//!   `ProxyEffect`s (`effect`); the group keeps the record of what the
-//!   master holds for the next agent;
-//! * the names (fetched, loaded, published) are `crate::names`' state;
-//!   `replies`: what answers askers (the outbox, RMPP transfers,
-//!   counters); `counterparts`: who the agent deals with; `Outbox`
-//!   (`outbox`), `Telemetry` (`telemetry`), `--status` (`status`).
+//! this file (the public calls) and in `routing/`'s. Each folder is the
+//! group `SaCore` holds for one concern, and its `mod.rs` says what its
+//! files do: `port_tables/` (`PortTables`), `master/` (`MasterLink`),
+//! `answers/` (`AnswerReuse`), `registration_proxy/` (`RegistrationProxy`).
+//! The names (fetched, loaded, published) are `crate::names`' state.
 //!
 //! Nothing here reads a clock, an environment variable or a random
 //! source: the time comes with every call and the TransactionID seed with
@@ -60,11 +37,11 @@ mod answers;
 mod counterparts;
 mod master;
 mod outbox;
-mod registrations;
+mod port_tables;
+mod registration_proxy;
 mod replies;
 mod routing;
 mod status;
-mod tables;
 mod telemetry;
 #[cfg(test)]
 mod tests;
@@ -81,11 +58,11 @@ use self::master::MasterLink;
 use self::master::policy::MasterInfo;
 use self::master::purpose::Purpose;
 use self::outbox::Outbox;
-use self::registrations::RegistrationProxy;
-pub use self::registrations::quotas::Registrant;
+use self::port_tables::PortTables;
+use self::registration_proxy::RegistrationProxy;
+pub use self::registration_proxy::quotas::Registrant;
 use self::replies::Replies;
 use self::status::StatusInputs;
-use self::tables::PortTables;
 use self::telemetry::Telemetry;
 use crate::address::{Address, Received, Transmit};
 use crate::config::{AgentConfig, PortIdentity};
@@ -99,7 +76,7 @@ use crate::names::state::NameState;
 use crate::outlook::Outlook;
 use crate::partitions::{Partitions, TableKey};
 use crate::quota::LocalUser;
-use crate::registrations::Registrations;
+use crate::registrations_record::Registrations;
 use crate::request::{ConnId, Hello, LocalBody, LocalReply, Request, StatusReport};
 use crate::requester::Handled;
 use crate::sa_class::{RegistrationRefused, SaClass, SmSign, Wanted};
@@ -797,7 +774,7 @@ impl SaCore {
     /// This port's tables as a successor may take them, stamped with the
     /// time `wall` (Unix seconds) that goes with `now`; `None` while they
     /// are not complete, or a fabric change awaits a refresh (a successor
-    /// must then ask the master). (The rules: `agent/tables/kept.rs`.)
+    /// must then ask the master). (The rules: `agent/port_tables/kept.rs`.)
     pub fn keep_tables(&self, now: Instant, wall: u64) -> Option<Kept> {
         if !self.is_ready() || self.tables.change_pending() {
             return None;
@@ -830,7 +807,7 @@ impl SaCore {
     /// sent (what the start queued for the master — its table, its
     /// ClassPortInfo — is dropped: the kept tables stand for them).
     /// `wall` is the Unix time that goes with `now`. Returns how many
-    /// records were taken, or why none were. (The rules: `agent/tables/kept.rs`.)
+    /// records were taken, or why none were. (The rules: `agent/port_tables/kept.rs`.)
     pub fn restore_tables(
         &mut self,
         now: Instant,
@@ -838,7 +815,7 @@ impl SaCore {
         kept: Kept,
     ) -> Result<usize, NotTaken> {
         let p = self.port;
-        let lease = tables::kept::takes(&kept, &p, now, wall, self.config.refresh_interval)?;
+        let lease = port_tables::kept::takes(&kept, &p, now, wall, self.config.refresh_interval)?;
         // What the start queued stands for nothing now.
         self.master.forget(|p| {
             matches!(

@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use crate::agent::master::policy::MasterInfo;
-use crate::agent::registrations::quotas::Registrant;
-use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep_rules::UpkeepContext;
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::upkeep_rules::UpkeepContext;
+use crate::agent::registration_proxy::quotas::Registrant;
 use crate::config::PortIdentity;
 use crate::counters::Counters;
 use crate::names::state::NameState;

@@ -17,7 +17,7 @@
 //! are: the SM_Key is what vouches for them.
 //!
 //! Here: a table's records as names ([`names_table`]); the load's routing
-//! (key, counters, answer) is with the other loads' (`agent::tables::loads`).
+//! (key, counters, answer) is with the other loads' (`agent::port_tables::loads`).
 
 use mad_codec::{AttributeId, NodeRecord, Records, ServiceRecord};
 

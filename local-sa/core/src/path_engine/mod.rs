@@ -20,7 +20,7 @@
 //! gets).
 //!
 //! It follows OpenSM 3.3's `osm_sa_path_record.c` step by step (module
-//! [`tables`]): destinations in OpenSM's port-table order, alias GUIDs
+//! [`port_records`]): destinations in OpenSM's port-table order, alias GUIDs
 //! included; the LID pairs of two LMC ranges with their Preference; the
 //! walk through each switch's forwarding table (at most 64 switches); the
 //! least MTUCap and rate of every port the walk checks ([`rate`]); the
@@ -55,13 +55,13 @@ mod description_error;
 mod fabric;
 mod physical;
 pub mod pkeys;
+pub mod port_records;
 mod qos_groups;
 pub mod qos_levels;
 pub mod rate;
 pub mod routes;
 mod sample;
 pub mod synthetic;
-pub mod tables;
 
 #[cfg(test)]
 mod tests;
@@ -69,7 +69,7 @@ mod tests;
 pub use build::FabricRecords;
 pub use description_error::DescriptionError;
 pub use fabric::{Endport, Fabric};
+pub use port_records::{Table, TableError};
 pub use qos_groups::ResolveError;
 pub use qos_levels::QosLevels;
 pub use sample::{Difference, PairCheck, compare_pair};
-pub use tables::{Table, TableError};

@@ -10,7 +10,7 @@ use mad_codec::{PathRecord, PathRecordRepr};
 
 use super::fabric::{Endport, Fabric};
 use super::pkeys;
-use super::tables::Table;
+use super::port_records::Table;
 use crate::opensm_config::qos_policy::QueryKeys;
 
 /// A pair to check: source and destination port GUIDs, and the table.

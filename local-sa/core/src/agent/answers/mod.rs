@@ -3,6 +3,11 @@
 //! while) and the QoS cache (port pairs' paths for QoS fields and other
 //! partitions). Each member owns its state behind its own methods, reached
 //! through the group's (`api`).
+//!
+//! * `forward`: forwarded queries, coalesced, their answers kept;
+//! * `qos_cache`, `qos_tables`: the QoS cache, and a source's whole table
+//!   at a key once enough of its pairs were asked;
+//! * `qos_loads`: what a distributor's loads put in the QoS cache.
 
 pub(in crate::agent) mod api;
 pub(in crate::agent) mod forward;

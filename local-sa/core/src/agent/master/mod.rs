@@ -3,6 +3,12 @@
 //! requests waiting by lane and the relays out, and what the master's
 //! ClassPortInfo said. Each member owns its state behind its own methods,
 //! reached through the link's.
+//!
+//! * requests in flight are `crate::requester`'s; `purpose`: why each was
+//!   sent; `sending`: handing them over;
+//! * `lanes`, `queue`: what waits for the master, by lane;
+//! * `waiters`: who waits for what was asked;
+//! * `policy`: what the master's ClassPortInfo said.
 
 pub(in crate::agent) mod lanes;
 pub(in crate::agent) mod policy;

@@ -2,7 +2,7 @@
 //! carries through the [`Requester`](crate::requester::Requester), by
 //! which its answer finds the code that waits for it.
 
-use crate::agent::tables::upkeep::CheckQuestion;
+use crate::agent::port_tables::upkeep::CheckQuestion;
 use crate::inbound::SaRequest;
 use crate::memberships::OpId;
 use crate::names::state::NameTable;

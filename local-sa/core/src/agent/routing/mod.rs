@@ -1,5 +1,7 @@
 //! Where `SaCore` routes events to its groups and carries out what they
-//! decide: one file per group whose effects reach beyond it.
+//! decide: one file per group whose effects reach beyond it — `tables`
+//! (the port's tables), `queries` (queries and every request to the
+//! master, with its answer), `registrations` (the registration proxy).
 
 mod queries;
 mod registrations;

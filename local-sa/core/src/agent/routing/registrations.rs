@@ -6,7 +6,7 @@
 //! lost the port's registrations, are here too: they reach beyond the
 //! proxy.
 //!
-//! [`RegistrationProxy`]: crate::agent::registrations::RegistrationProxy
+//! [`RegistrationProxy`]: crate::agent::registration_proxy::RegistrationProxy
 
 use std::time::Instant;
 
@@ -25,7 +25,7 @@ use tracing::{debug, info, warn};
 use crate::address::{Address, Transmit};
 use crate::agent::counterparts::{Asker, Member, Subscriber};
 use crate::agent::master::purpose::{CanaryStep, Purpose};
-use crate::agent::registrations::effect::ProxyEffect;
+use crate::agent::registration_proxy::effect::ProxyEffect;
 use crate::agent::telemetry::Warning;
 use crate::agent::{MasterInfo, SaCore};
 use crate::inbound::SaRequest;

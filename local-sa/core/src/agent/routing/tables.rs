@@ -9,10 +9,10 @@
 //! A load ("SetTable") is taken here whole (reassembled from RMPP, its
 //! SM_Key checked), read by [`LoadCommand::read`] and applied to the
 //! tables, the QoS cache or the names; the wire contract is
-//! [`crate::agent::tables::loads`]'. The names' fetch is decided by the names' state
+//! [`crate::agent::port_tables::loads`]'. The names' fetch is decided by the names' state
 //! ([`crate::names::fetching`]).
 //!
-//! [`PortTables`]: crate::agent::tables::PortTables
+//! [`PortTables`]: crate::agent::port_tables::PortTables
 
 use std::time::{Duration, Instant};
 
@@ -24,11 +24,11 @@ use tracing::{debug, info, warn};
 use crate::agent::SaCore;
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
-use crate::agent::tables::check::{check_query, speaks_of_paths};
-use crate::agent::tables::loads::{LoadCommand, is_segment};
-use crate::agent::tables::refresh::{Backoff, RefreshContext, RefreshEffect};
-use crate::agent::tables::upkeep::{CheckQuestion, Checking, LeaseWord};
-use crate::agent::tables::upkeep_rules::{RefreshDue, UpkeepContext};
+use crate::agent::port_tables::check::{check_query, speaks_of_paths};
+use crate::agent::port_tables::loads::{LoadCommand, is_segment};
+use crate::agent::port_tables::refresh::{Backoff, RefreshContext, RefreshEffect};
+use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, LeaseWord};
+use crate::agent::port_tables::upkeep_rules::{RefreshDue, UpkeepContext};
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
@@ -194,7 +194,7 @@ impl SaCore {
     /// When the next refresh of its own is due after this port's tables
     /// were made fresh at `now` ([`PortTables::next_periodic_refresh`]).
     ///
-    /// [`PortTables::next_periodic_refresh`]: crate::agent::tables::PortTables::next_periodic_refresh
+    /// [`PortTables::next_periodic_refresh`]: crate::agent::port_tables::PortTables::next_periodic_refresh
     pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
         self.tables
             .next_periodic_refresh(now, &self.upkeep_context())
@@ -478,7 +478,7 @@ impl SaCore {
     /// How long this port waits to refresh again after its refresh
     /// failed `refresh_failures` times in a row ([`Backoff::after`]).
     ///
-    /// [`Backoff::after`]: crate::agent::tables::refresh::Backoff::after
+    /// [`Backoff::after`]: crate::agent::port_tables::refresh::Backoff::after
     pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
         self.refresh_backoff().after(self.tables.refresh_failures())
     }

@@ -11,8 +11,8 @@ use mad_codec::{AttributeId, Gid, InformInfoRepr, JoinState, McMemberRecord, Met
 use super::bench::{Bench, MY_LID};
 use super::fake_master::gid;
 use crate::agent::AgentConfig;
-use crate::agent::registrations::canary::{SERVICE_ID, canary_lease};
-use crate::registrations::Registrations;
+use crate::agent::registration_proxy::canary::{SERVICE_ID, canary_lease};
+use crate::registrations_record::Registrations;
 use crate::request::Request;
 
 const MGID: Gid = Gid::new(0xff12_601b_ffff_0000, 0x5);

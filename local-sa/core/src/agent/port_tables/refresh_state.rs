@@ -2,9 +2,9 @@
 //! refresh running stands (a bulk GetTable out, or a walk destination by
 //! destination), the generation (epoch) the tables are fetched under, how
 //! the last ones went, who waits for the next to end, and when the next
-//! is due. [`SaCore`](crate::agent::SaCore) decides when to refresh and sends
-//! the requests; this keeps the state they move, and only its methods
-//! change it.
+//! is due. The upkeep's rules (`upkeep_rules`) decide when to refresh
+//! and the refresh (`refresh`) what to ask; `SaCore` sends the requests.
+//! This keeps the state they move, and only its methods change it.
 //!
 //! Invariants: a refresh running has begun at a time ([`Refresh::began`]);
 //! every refresh begun fetches under a new epoch; failures count only

@@ -16,7 +16,7 @@
 //!   every load, delete and renewal it sends): the port refreshes nothing
 //!   while the lease runs — the distributor watches the fabric and pushes
 //!   what changes — and checks a few of its paths against the master
-//!   every `check_interval` ([`crate::agent::tables::check`]). When the
+//!   every `check_interval` ([`crate::agent::port_tables::check`]). When the
 //!   distributor falls silent past its lease, the port fetches its own
 //!   table again at its phase of the refresh window, and keeps it itself
 //!   from then on.
@@ -24,11 +24,11 @@
 //! This holds who keeps the tables as the agent holds it: a
 //! distributor's lease if one runs, a refresh owed to a change notice,
 //! the checks of tables the port did not fetch itself. Its rules are
-//! [`crate::agent::tables::upkeep_rules`]; the checks are in
-//! [`crate::agent::tables::check`].
+//! [`crate::agent::port_tables::upkeep_rules`]; the checks are in
+//! [`crate::agent::port_tables::check`].
 //!
 //! [`MasterPace::upkeep_interval`]: crate::pacing::MasterPace::upkeep_interval
-//! [`PortTables::periodic_interval`]: crate::agent::tables::PortTables::periodic_interval
+//! [`PortTables::periodic_interval`]: crate::agent::port_tables::PortTables::periodic_interval
 
 use std::time::{Duration, Instant};
 

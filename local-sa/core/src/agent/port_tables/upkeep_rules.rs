@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep::{Lease, LeaseWord};
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::upkeep::{Lease, LeaseWord};
 use crate::master_activity::Activity;
 use crate::pacing::MasterPace;
 
@@ -125,7 +125,7 @@ impl PortTables {
     /// refresh; a later notice means a later sweep. From the settle on
     /// until that refresh, the tables are in doubt: what they would
     /// answer is asked of the master, a pair at a time
-    /// ([`crate::agent::tables::upkeep::Upkeep::doubt_from`]). Returns
+    /// ([`crate::agent::port_tables::upkeep::Upkeep::doubt_from`]). Returns
     /// when that refresh is due, or the distributor's lease under which
     /// nothing is (the distributor re-reads the fabric).
     pub(in crate::agent) fn handle_fabric_changed(
@@ -280,7 +280,7 @@ impl PortTables {
 /// The ports whose lease ended together check their tables within this.
 const LAPSED_CHECK_WINDOW: Duration = Duration::from_secs(5);
 
-/// Polls of the master's activity ([`crate::agent::tables::sweep_watch`]).
+/// Polls of the master's activity ([`crate::agent::port_tables::sweep_watch`]).
 impl PortTables {
     /// When the master's ActCount is next asked for.
     pub(in crate::agent) fn next_sweep_poll(&self) -> Option<Instant> {

@@ -25,8 +25,8 @@ use mad_codec::{AttributeId, MadStatus, Method, SaMadBuilder, ServiceRecord};
 use tracing::{debug, warn};
 
 use crate::agent::master::purpose::{CanaryStep, Purpose};
-use crate::agent::registrations::RegistrationProxy;
-use crate::agent::registrations::effect::ProxyEffect;
+use crate::agent::registration_proxy::RegistrationProxy;
+use crate::agent::registration_proxy::effect::ProxyEffect;
 use crate::log_limit::answer_status;
 
 /// The canary's ServiceID ("LOCALSA" in ASCII, then 1).

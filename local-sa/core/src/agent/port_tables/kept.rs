@@ -5,7 +5,7 @@
 //! same master, no older than the refresh interval (or under a lease
 //! still running), and no fabric change was waiting for a refresh when
 //! they were kept. A few of their paths are then checked against the
-//! master ([`crate::agent::tables::check`]); a difference, and the port fetches
+//! master ([`crate::agent::port_tables::check`]); a difference, and the port fetches
 //! its own tables.
 
 //!
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use mad_codec::PathRecord;
 
-use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep::{Lease, LeaseWord};
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::upkeep::{Lease, LeaseWord};
 use crate::config::PortIdentity;
 use crate::kept_tables::{Kept, NotTaken};
 use crate::partitions::TableKey;

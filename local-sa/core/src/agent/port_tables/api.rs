@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use crate::agent::counterparts::RefreshWaiter;
-use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep::{CheckQuestion, Checking, Lease};
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, Lease};
 use crate::partitions::Partitions;
 use crate::store::{Epoch, PathStore, PortLids};
 

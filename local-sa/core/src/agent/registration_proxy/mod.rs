@@ -11,6 +11,13 @@
 //! its own methods. The record of what the master holds for the next
 //! agent of the port, and taking over what a previous one left, are the
 //! group's too.
+//!
+//! * `notices`, `subscriptions`: consumers' subscriptions and the
+//!   notices fanned out to them;
+//! * `multicast`: memberships, over `crate::memberships`;
+//! * `quotas`, `admission`: owners' limits, and what they admit;
+//! * `own_schedule`, `canary`: the agent's own registrations;
+//! * `effect`: the [`ProxyEffect`]s it returns.
 
 pub(in crate::agent) mod admission;
 pub(in crate::agent) mod canary;
@@ -27,16 +34,16 @@ use mad_codec::Gid;
 
 use crate::agent::counterparts::{Asker, Member};
 use crate::agent::master::purpose::Purpose;
-use crate::agent::registrations::effect::{ProxyCounts, ProxyEffect};
-use crate::agent::registrations::own_schedule::RegistrationSchedule;
-use crate::agent::registrations::quotas::{Quotas, Registrant};
-use crate::agent::registrations::subscriptions::Subscriptions;
+use crate::agent::registration_proxy::effect::{ProxyCounts, ProxyEffect};
+use crate::agent::registration_proxy::own_schedule::RegistrationSchedule;
+use crate::agent::registration_proxy::quotas::{Quotas, Registrant};
+use crate::agent::registration_proxy::subscriptions::Subscriptions;
 use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::log_limit::LogLimit;
 use crate::memberships::{MembershipConfig, Memberships};
 use crate::quota::LocalUser;
-use crate::registrations::Registrations;
+use crate::registrations_record::Registrations;
 use crate::request::ConnId;
 
 /// Subscriptions, memberships, their quotas and the agent's own schedule.

@@ -27,9 +27,9 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
-use crate::agent::tables::PortTables;
-use crate::agent::tables::refresh::table_query;
-use crate::agent::tables::upkeep::{CheckQuestion, Checking};
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::refresh::table_query;
+use crate::agent::port_tables::upkeep::{CheckQuestion, Checking};
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 use crate::store::PathStore;

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use crate::agent::tables::PortTables;
-use crate::agent::tables::upkeep_rules::UpkeepContext;
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::upkeep_rules::UpkeepContext;
 use crate::partitions::TableKey;
 use crate::request::StatusReport;
 

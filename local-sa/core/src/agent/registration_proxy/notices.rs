@@ -28,8 +28,8 @@ use crate::address::Transmit;
 use crate::agent::counterparts::{Asker, Subscriber};
 use crate::agent::master::purpose::Purpose;
 use crate::agent::master::waiters::Join;
-use crate::agent::registrations::RegistrationProxy;
-use crate::agent::registrations::effect::ProxyEffect;
+use crate::agent::registration_proxy::RegistrationProxy;
+use crate::agent::registration_proxy::effect::ProxyEffect;
 use crate::request::{LocalBody, LocalReply};
 
 /// RespTimeValue of the agent's subscriptions (2^19 × 4.096 µs ≈ 2 s).

@@ -17,8 +17,8 @@ use mad_codec::Gid;
 use tracing::warn;
 
 use crate::agent::counterparts::{Asker, Member, Subscriber};
-use crate::agent::registrations::quotas::Refused;
-use crate::agent::registrations::{RegistrationProxy, Warning};
+use crate::agent::registration_proxy::quotas::Refused;
+use crate::agent::registration_proxy::{RegistrationProxy, Warning};
 use crate::memberships::Change;
 use crate::quota::{LocalUser, Owner, RegistrationLimits};
 use crate::request::ConnId;

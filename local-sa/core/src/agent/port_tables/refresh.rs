@@ -26,8 +26,8 @@ use mad_codec::{AttributeId, ComponentMask, Gid, MadStatus, Method, PathRecord, 
 use tracing::{debug, info, warn};
 
 use crate::agent::master::purpose::Purpose;
-use crate::agent::tables::PortTables;
-use crate::agent::tables::refresh_state::RefreshState;
+use crate::agent::port_tables::PortTables;
+use crate::agent::port_tables::refresh_state::RefreshState;
 use crate::config::PortIdentity;
 use crate::lid_walk::LidWalk;
 use crate::partitions::{TableKey, partition_of};

@@ -37,7 +37,7 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::RmppType;
 use mad_codec::{ComponentMask, Method, PathRecord};
 
-use crate::agent::tables::PortTables;
+use crate::agent::port_tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     FORGET_QOS, KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES,

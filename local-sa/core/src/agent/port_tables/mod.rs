@@ -3,6 +3,19 @@
 //! and who keeps them fresh (this port or a distributor's lease). Each
 //! member owns its state behind its own methods; this groups them so
 //! that [`SaCore`](crate::agent::SaCore) holds one concern, not four fields.
+//!
+//! * the default and partition tables (`crate::partitions`);
+//! * `refresh`, `refresh_state`: fetching them from the master, and the
+//!   refresh's timers and epochs;
+//! * `upkeep`, `upkeep_rules`, `sweep_watch`: who keeps them fresh and
+//!   when (a lease, a change notice, a sweep seen, doubt);
+//! * `check`: checking tables the port did not fetch against the master;
+//! * `port_paths`: ports coming and going (traps 64, 65);
+//! * `kept`: tables kept across a restart;
+//! * `loads`: what a PathRecord load asks;
+//! * `cache_control`: the administrators' refresh, flush and dump;
+//! * `status_lines`: the tables' lines in `--status`;
+//! * `api`: the group's calls, through which `SaCore` reaches them.
 
 pub(in crate::agent) mod api;
 pub(in crate::agent) mod cache_control;
@@ -19,9 +32,9 @@ pub(in crate::agent) mod upkeep_rules;
 
 use std::time::Instant;
 
-use crate::agent::tables::refresh_state::Refresh;
-use crate::agent::tables::sweep_watch::SweepWatch;
-use crate::agent::tables::upkeep::Upkeep;
+use crate::agent::port_tables::refresh_state::Refresh;
+use crate::agent::port_tables::sweep_watch::SweepWatch;
+use crate::agent::port_tables::upkeep::Upkeep;
 use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey};
 use crate::path_query::Knowledge;

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use crate::agent::counterparts::{Asker, Member};
 use crate::agent::master::purpose::Purpose;
-use crate::agent::registrations::RegistrationProxy;
-use crate::agent::registrations::effect::ProxyEffect;
+use crate::agent::registration_proxy::RegistrationProxy;
+use crate::agent::registration_proxy::effect::ProxyEffect;
 use crate::memberships::{Change, Effect, JoinAnswer, OpId};
 use crate::request::{LocalBody, LocalReply};
 use crate::requester;

@@ -8,7 +8,7 @@
 use mad_codec::PathRecord;
 
 use crate::agent::counterparts::{Asker, RefreshWaiter};
-use crate::agent::tables::PortTables;
+use crate::agent::port_tables::PortTables;
 use crate::request::ConnId;
 
 impl PortTables {
