@@ -4,6 +4,7 @@
 //! a metric the code does not have, or miss one it has.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 /// One metric family of an exposition.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -80,6 +81,26 @@ pub fn with_generated_part(doc: &str, name: &str, text: &str) -> Option<String> 
     let start = doc.find(&begin)? + begin.len();
     let stop = start + doc[start..].find(&end)?;
     Some(format!("{}{text}{}", &doc[..start], &doc[stop..]))
+}
+
+/// Whether the part `name` of the page at `path` is `text`; with
+/// `LOCAL_SA_BLESS` set, first writes it so. `Err`: what to say (the page
+/// is behind the code, or has no such part). For the programs' tests.
+pub fn generated_part_is_current(path: &Path, name: &str, text: &str) -> Result<(), String> {
+    let read = || std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+    let kept = with_generated_part(&read()?, name, text)
+        .ok_or_else(|| format!("{} has no part {name:?}", path.display()))?;
+    if std::env::var_os("LOCAL_SA_BLESS").is_some() {
+        std::fs::write(path, &kept).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if kept == read()? {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is behind the code ({name}): run the test again with LOCAL_SA_BLESS=1",
+            path.display()
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ mod catalogue;
 mod manual;
 mod page;
 
-pub use catalogue::{metrics_catalogue, with_generated_part};
+pub use catalogue::{generated_part_is_current, metrics_catalogue, with_generated_part};
 pub use clap_complete::Shell;
 pub use manual::{escape_line as roff_line, man_section, man_sections};
 pub use page::{SHORT_HELP_LINES, completions, help_problems, manual_page};
