@@ -143,4 +143,12 @@ fn on_a_node_set_to_run_opensm_local_sa_leaves_it_the_sa_class_and_serves_its_ot
         Ok(MadStatus::METHOD_ATTR_UNSUPPORTED)
     );
     acm_resolves(&sd, &fabric);
+    // Holding, leaving and holding the class again is one process's life:
+    // nothing on the way brought it down for systemd to restart.
+    assert_eq!(
+        sd.property("local-sa.service", "NRestarts"),
+        "0",
+        "{}",
+        log(&fabric)
+    );
 }
