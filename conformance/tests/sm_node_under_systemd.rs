@@ -66,6 +66,36 @@ fn log(fabric: &SimulatedFabric) -> String {
     std::fs::read_to_string(fabric.dir().join("local-sa.log")).unwrap_or_default()
 }
 
+/// `lsaquery --verify` on the SM node: the paths at its LID are not
+/// local-sa's to answer there, and it says so rather than compare the SM's
+/// answers with themselves; its other doors are checked as anywhere.
+fn verify_on_the_sm_node(sd: &Systemd, fabric: &SimulatedFabric) {
+    let api = sd.inside("/run/local-sa/ibsim0-1.sock");
+    let acm = sd.inside("/run/ibacm-unix.sock");
+    let out = fabric
+        .node(NODE)
+        .unwrap()
+        .lsaquery()
+        .args(["--verify", "--sample", "4", "--json"])
+        .args(["--api-socket", api.to_str().unwrap()])
+        .args(["--acm-socket", acm.to_str().unwrap()])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(5), "{}{}", out.stdout, out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    let part = |name: &str| {
+        report["parts"]
+            .as_array()
+            .and_then(|parts| parts.iter().find(|p| p["part"] == name).cloned())
+            .unwrap_or_else(|| panic!("no part {name}: {report}"))
+    };
+    let paths = part("paths");
+    assert_eq!(paths["verdict"], "NOT CHECKED", "{paths}");
+    assert!(paths.to_string().contains("SA class"), "{paths}");
+    assert_eq!(part("doors")["verdict"], "OK", "{report}");
+}
+
 /// What local-sa says when it leaves the class.
 const LEAVES: &str = "local-sa leaves the SA class to it";
 
@@ -118,6 +148,7 @@ fn on_a_node_set_to_run_opensm_local_sa_leaves_it_the_sa_class_and_serves_its_ot
         "no SA agent at the node's LID: the kernel's answer"
     );
     acm_resolves(&sd, &fabric);
+    verify_on_the_sm_node(&sd, &fabric);
 
     // OpenSM's unit disabled: local-sa answers the SA's requests here.
     sd.systemctl_ok(&["disable", "opensm.service"]);
