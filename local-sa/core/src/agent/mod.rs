@@ -122,7 +122,7 @@ impl SaCore {
         let mut agent = Self {
             config,
             port,
-            tables: PortTables::new(now),
+            tables: PortTables::new(now, port_tables::context::of(&config, port, false, false)),
             master: MasterLink::new(&config, seed),
             answers: AnswerReuse::new(&config),
             proxy: RegistrationProxy::new(&config, &port),
@@ -167,6 +167,7 @@ impl SaCore {
         let refresh_sooner = config.refresh_interval < self.config.refresh_interval;
         let audit_sooner = config.audit_interval < self.config.audit_interval;
         self.config = config;
+        self.tables_know();
         self.master.set_config(&config);
         self.answers
             .set_ttls(config.answer_ttl, config.negative_ttl);
@@ -317,8 +318,7 @@ impl SaCore {
         if self.tables.check_due(now) {
             self.start_table_check(now);
         }
-        let ctx = self.upkeep_context();
-        if self.tables.take_sweep_poll_due(now, &ctx) {
+        if self.tables.take_sweep_poll_due(now) {
             self.poll_sweeps(now);
         }
         if self.tables.take_partitions_due(now) {
@@ -359,6 +359,7 @@ impl SaCore {
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
+        self.tables_know();
         self.proxy.set_port_gid(port.gid);
         if master_changed || me_changed {
             self.sa_class.master_moved();
@@ -373,6 +374,7 @@ impl SaCore {
         if me_changed {
             self.tables.clear();
             self.master.forget_info();
+            self.tables_know();
             self.abandon_fetches_into(|_| true);
         }
         self.answers.forget();
@@ -490,6 +492,7 @@ impl SaCore {
     /// closing) and stops refreshing.
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
+        self.tables_know();
         self.answer_refresh_waiters(MadStatus::BUSY);
         self.tables.schedule_refresh(None);
         self.tables.stop_sweep_polls();
@@ -831,6 +834,7 @@ impl SaCore {
                 qos,
                 sm_lid: p.sm_lid,
             });
+            self.tables_know();
         }
         self.tables.resume_lease(lease);
         if let Some(kept_names) = kept.names {
@@ -865,7 +869,6 @@ impl SaCore {
             master: self.master.info(),
             ready: self.is_ready(),
             tables: &self.tables,
-            upkeep: self.upkeep_context(),
             naming: &self.naming,
             counters: self.counters(),
             stats: &self.telemetry.stats,

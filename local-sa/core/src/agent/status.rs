@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use crate::agent::master::policy::MasterInfo;
 use crate::agent::port_tables::PortTables;
-use crate::agent::port_tables::upkeep_rules::UpkeepContext;
 use crate::agent::registration_proxy::quotas::Registrant;
 use crate::config::PortIdentity;
 use crate::counters::Counters;
@@ -26,8 +25,6 @@ pub(super) struct StatusInputs<'a> {
     /// The port's paths are complete.
     pub(super) ready: bool,
     pub(super) tables: &'a PortTables,
-    /// What the upkeep's rules go by.
-    pub(super) upkeep: UpkeepContext,
     pub(super) naming: &'a NameState,
     /// The counters, with the gauges read now.
     pub(super) counters: Counters,
@@ -68,7 +65,7 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
         };
         s.push("directory", published);
     }
-    i.tables.push_freshness(&mut s, now, &i.upkeep);
+    i.tables.push_freshness(&mut s, now);
     for (name, value) in [
         ("refreshes", c.refreshes),
         ("refreshes_loaded", c.refreshes_loaded),

@@ -40,11 +40,6 @@ impl PortTables {
         self.refresh.fabric_ports()
     }
 
-    /// Refreshes that failed since the last that completed.
-    pub(in crate::agent) fn refresh_failures(&self) -> u32 {
-        self.refresh.failures()
-    }
-
     /// Everyone who waited for the refresh, to be answered.
     pub(in crate::agent) fn take_refresh_waiters(&mut self) -> Vec<RefreshWaiter> {
         self.refresh.take_waiters()

@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn the_sample_spreads_over_the_destinations_and_a_differing_record_is_caught() {
-        let mut t = PortTables::new(Instant::now());
+        let mut t = PortTables::new(Instant::now(), PortTables::test_context());
         for d in 3..=42 {
             t.paths.store.insert(path(d, 0), 1);
         }

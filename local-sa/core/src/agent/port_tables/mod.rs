@@ -7,6 +7,8 @@
 //! * the default and partition tables (`crate::partitions`);
 //! * `refresh`, `refresh_state`: fetching them from the master, and the
 //!   refresh's timers and epochs;
+//! * `context`: what they know of the agent (settings, port, master's
+//!   QoS, shutting down), told when it changes;
 //! * `upkeep`, `upkeep_rules`, `sweep_watch`: who keeps them fresh and
 //!   when (a lease, a change notice, a sweep seen, doubt);
 //! * `check`: checking tables the port did not fetch against the master;
@@ -20,6 +22,7 @@
 pub(in crate::agent) mod api;
 pub(in crate::agent) mod cache_control;
 pub(in crate::agent) mod check;
+pub(in crate::agent) mod context;
 pub(in crate::agent) mod kept;
 pub(in crate::agent) mod loads;
 pub(in crate::agent) mod port_paths;
@@ -32,9 +35,12 @@ pub(in crate::agent) mod upkeep_rules;
 
 use std::time::Instant;
 
+use crate::agent::port_tables::context::{RefreshContext, UpkeepContext};
 use crate::agent::port_tables::refresh_state::Refresh;
 use crate::agent::port_tables::sweep_watch::SweepWatch;
 use crate::agent::port_tables::upkeep::Upkeep;
+#[cfg(test)]
+use crate::config::{AgentConfig, PortIdentity};
 use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey};
 use crate::path_query::Knowledge;
@@ -54,18 +60,57 @@ pub(in crate::agent) struct PortTables {
     /// What the master's activity said, polled while this port keeps
     /// its own tables.
     sweeps: SweepWatch,
+    /// What the upkeep's rules and the refresh know of the agent: its
+    /// settings, the port, the master's QoS, whether it is shutting down
+    /// ([`PortTables::know`]).
+    upkeep_ctx: UpkeepContext,
+    refresh_ctx: RefreshContext,
 }
 
 impl PortTables {
-    /// Empty tables, the first refresh due at `now`.
-    pub(in crate::agent) fn new(now: Instant) -> Self {
+    /// Empty tables, the first refresh due at `now`, knowing `upkeep`
+    /// and `refresh` of the agent.
+    pub(in crate::agent) fn new(
+        now: Instant,
+        (upkeep, refresh): (UpkeepContext, RefreshContext),
+    ) -> Self {
         Self {
             paths: PathTable::default(),
             partitions: Partitions::default(),
             refresh: Refresh::new(now),
             upkeep: Upkeep::default(),
             sweeps: SweepWatch::default(),
+            upkeep_ctx: upkeep,
+            refresh_ctx: refresh,
         }
+    }
+
+    /// How long this port waits to refresh again after its refresh
+    /// failed that many times in a row ([`context::Backoff::after`]).
+    pub(in crate::agent) fn refresh_retry_delay(&self) -> std::time::Duration {
+        (self.refresh_ctx.backoff).after(self.refresh.failures())
+    }
+
+    /// What the tables know of an agent in a unit test: the default
+    /// settings, a port at LID 1 whose master is at LID 2.
+    #[cfg(test)]
+    pub(in crate::agent) fn test_context() -> (UpkeepContext, RefreshContext) {
+        let port = PortIdentity {
+            lid: 1,
+            lmc: 0,
+            gid: mad_codec::Gid::new(mad_codec::Gid::DEFAULT_PREFIX, 1),
+            sm_lid: 2,
+            sm_sl: 0,
+        };
+        context::of(&AgentConfig::default(), port, false, false)
+    }
+
+    /// What the agent is now, told whenever it changes (its settings on
+    /// reload, the port, the master's QoS, its shutting down): the
+    /// tables' decisions read it from here, not from each call.
+    pub(in crate::agent) fn know(&mut self, upkeep: UpkeepContext, refresh: RefreshContext) {
+        self.upkeep_ctx = upkeep;
+        self.refresh_ctx = refresh;
     }
 
     /// The table `table` of this port's paths, to fill; `None` for a

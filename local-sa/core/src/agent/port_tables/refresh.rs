@@ -28,53 +28,10 @@ use tracing::{debug, info, warn};
 use crate::agent::master::purpose::Purpose;
 use crate::agent::port_tables::PortTables;
 use crate::agent::port_tables::refresh_state::RefreshState;
-use crate::config::PortIdentity;
 use crate::lid_walk::LidWalk;
 use crate::partitions::{TableKey, partition_of};
 use crate::requester::Answer;
 use crate::store::Epoch;
-
-/// What the refresh needs to know of the agent.
-#[derive(Debug, Clone)]
-pub(in crate::agent) struct RefreshContext {
-    /// This port: its GID, its LIDs and the master's LID (a walk
-    /// reaches past it).
-    pub(in crate::agent) port: PortIdentity,
-    /// LIDs tried past the highest that answered before a walk ends, and
-    /// per-destination queries in flight.
-    pub(in crate::agent) walk_gap: u16,
-    pub(in crate::agent) walk_window: usize,
-    /// The master is known to apply no QoS.
-    pub(in crate::agent) no_qos: bool,
-    /// The agent is shutting down: nothing more is asked.
-    pub(in crate::agent) shutting_down: bool,
-    /// How a table the master did not give waits to be asked again.
-    pub(in crate::agent) backoff: Backoff,
-}
-
-/// The wait after a failed refresh: the back-off, then this port's phase
-/// within a window of the back-off doubled for each failure before this
-/// one, held at the longest window. A master that turned many ports away
-/// at once sees them come back spread, fewer at a time after each failure.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::agent) struct Backoff {
-    pub(in crate::agent) base: Duration,
-    pub(in crate::agent) longest_window: Duration,
-    /// This port's phase, in 0..1.
-    pub(in crate::agent) phase: f64,
-}
-
-impl Backoff {
-    /// The wait after `failures` failures in a row.
-    pub(in crate::agent) fn after(self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(16);
-        let window = self
-            .base
-            .saturating_mul(1 << doublings)
-            .min(self.longest_window);
-        self.base + window.mul_f64(self.phase)
-    }
-}
 
 /// What follows from the refresh's events, for `SaCore` to carry out.
 #[derive(Debug)]
@@ -123,9 +80,9 @@ impl PortTables {
     pub(in crate::agent) fn start_refresh(
         &mut self,
         now: Instant,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) -> bool {
+        let ctx = self.refresh_ctx;
         if self.refresh.is_running() {
             return false;
         }
@@ -135,7 +92,7 @@ impl PortTables {
             master = ctx.port.sm_lid,
             "refreshing this port's paths"
         );
-        self.fetch(epoch, TableKey::Default, ctx, out);
+        self.fetch(epoch, TableKey::Default, out);
         true
     }
 
@@ -145,9 +102,9 @@ impl PortTables {
     pub(in crate::agent) fn fetch_new_partitions(
         &mut self,
         now: Instant,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
+        let ctx = self.refresh_ctx;
         if ctx.shutting_down {
             return;
         }
@@ -156,10 +113,10 @@ impl PortTables {
                 .schedule_partitions(now + Duration::from_secs(1));
             return;
         }
-        let first = self.missing_partitions(ctx).first().copied();
+        let first = self.missing_partitions().first().copied();
         if let Some(p) = first {
             let epoch = self.refresh.begin(now, true);
-            self.fetch(epoch, TableKey::Partition(p), ctx, out);
+            self.fetch(epoch, TableKey::Partition(p), out);
         }
     }
 
@@ -167,7 +124,8 @@ impl PortTables {
     /// table holds, but for the one its default table's paths carry when
     /// the master applies no QoS (those answers are the default table's).
     /// While the master's QoS is unknown, every one.
-    pub(in crate::agent) fn wanted_partitions(&self, ctx: &RefreshContext) -> Vec<u16> {
+    pub(in crate::agent) fn wanted_partitions(&self) -> Vec<u16> {
+        let ctx = self.refresh_ctx;
         let default = self
             .paths
             .store
@@ -183,22 +141,18 @@ impl PortTables {
     }
 
     /// The partitions wanted whose tables are not held complete.
-    fn missing_partitions(&self, ctx: &RefreshContext) -> Vec<u16> {
+    fn missing_partitions(&self) -> Vec<u16> {
+        let ctx = self.refresh_ctx;
         let me = ctx.port.gid.guid();
-        self.wanted_partitions(ctx)
+        self.wanted_partitions()
             .into_iter()
             .filter(|p| self.partitions.table(*p).is_none_or(|t| !t.is_complete(me)))
             .collect()
     }
 
     /// Asks the master for table `table` of this port's paths, in bulk.
-    fn fetch(
-        &mut self,
-        epoch: Epoch,
-        table: TableKey,
-        ctx: &RefreshContext,
-        out: &mut Vec<RefreshEffect>,
-    ) {
+    fn fetch(&mut self, epoch: Epoch, table: TableKey, out: &mut Vec<RefreshEffect>) {
+        let ctx = self.refresh_ctx;
         let (mask, t) = table_query(ctx.port.gid, table);
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
@@ -217,23 +171,23 @@ impl PortTables {
         now: Instant,
         (epoch, table): (Epoch, TableKey),
         answer: &Answer,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
+        let ctx = self.refresh_ctx;
         if self.refresh.state() != (RefreshState::Bulk { epoch, table }) {
             return;
         }
         if answer.status() != MadStatus::OK {
             warn!(status = %answer.status(), %table, "the master refused a bulk PathRecord table");
             if table == TableKey::Default {
-                return self.handle_refresh_failed(now, ctx, out);
+                return self.handle_refresh_failed(now, out);
             }
             // That partition's queries go on being asked per pair; the
             // other tables are fetched, and that one alone is asked again
             // after the back-off.
             let retry = now + ctx.backoff.after(self.refresh.failures());
             self.refresh.schedule_partitions(retry);
-            return self.fetch_after(epoch, table, ctx, out);
+            return self.fetch_after(epoch, table, out);
         }
         if answer.is_cut() {
             out.push(RefreshEffect::AnswersCut);
@@ -250,7 +204,7 @@ impl PortTables {
                 walk: LidWalk::new(floor, ctx.walk_gap),
             };
             self.refresh.advance(start);
-            return self.walk(now, ctx, out);
+            return self.walk(now, out);
         }
         if let Some(t) = self.table_mut(table) {
             t.store.expect_table(answer.records::<PathRecord>().count());
@@ -258,12 +212,13 @@ impl PortTables {
                 t.store.insert(*r, epoch);
             }
         }
-        self.finish_table(now, epoch, table, ctx, out);
+        self.finish_table(now, epoch, table, out);
     }
 
     /// Keeps `walk_window` per-destination queries in flight; finishes when
     /// the walk is past the last LID worth trying and nothing is out.
-    fn walk(&mut self, now: Instant, ctx: &RefreshContext, out: &mut Vec<RefreshEffect>) {
+    fn walk(&mut self, now: Instant, out: &mut Vec<RefreshEffect>) {
+        let ctx = self.refresh_ctx;
         let RefreshState::Walk {
             epoch,
             table,
@@ -280,7 +235,7 @@ impl PortTables {
         self.refresh
             .advance(RefreshState::Walk { epoch, table, walk });
         if walk.is_done() {
-            return self.finish_table(now, epoch, table, ctx, out);
+            return self.finish_table(now, epoch, table, out);
         }
         for dlid in asked {
             t.set_dlid(dlid);
@@ -301,7 +256,6 @@ impl PortTables {
         now: Instant,
         (epoch, table, dlid): (Epoch, TableKey, u16),
         answer: &Answer,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
         let RefreshState::Walk {
@@ -327,7 +281,7 @@ impl PortTables {
         walk.answered(dlid, found);
         self.refresh
             .advance(RefreshState::Walk { epoch, table, walk });
-        self.walk(now, ctx, out);
+        self.walk(now, out);
     }
 
     /// Table `table` is in: this port's records in it that the refresh
@@ -337,9 +291,9 @@ impl PortTables {
         now: Instant,
         epoch: Epoch,
         table: TableKey,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
+        let ctx = self.refresh_ctx;
         let (lids, me) = (ctx.port.lids(), ctx.port.gid.guid());
         let (swept, records) = self.table_mut(table).map_or((0, 0), |t| {
             t.mark_complete(me);
@@ -357,36 +311,31 @@ impl PortTables {
                 debug!(%table, records, swept, "this port's paths on a partition are fresh");
             }
         }
-        self.fetch_after(epoch, table, ctx, out);
+        self.fetch_after(epoch, table, out);
     }
 
     /// Asks for the table after `table`, or ends the refresh.
-    fn fetch_after(
-        &mut self,
-        epoch: Epoch,
-        table: TableKey,
-        ctx: &RefreshContext,
-        out: &mut Vec<RefreshEffect>,
-    ) {
+    fn fetch_after(&mut self, epoch: Epoch, table: TableKey, out: &mut Vec<RefreshEffect>) {
+        let ctx = self.refresh_ctx;
         let candidates = if self.refresh.only_missing() {
-            self.missing_partitions(ctx)
+            self.missing_partitions()
         } else {
-            self.wanted_partitions(ctx)
+            self.wanted_partitions()
         };
         let next = candidates
             .into_iter()
             .map(TableKey::Partition)
             .find(|t| *t > table);
         match next {
-            Some(next) if !ctx.shutting_down => self.fetch(epoch, next, ctx, out),
-            _ => self.finish_refresh(ctx, out),
+            Some(next) if !ctx.shutting_down => self.fetch(epoch, next, out),
+            _ => self.finish_refresh(out),
         }
     }
 
     /// The last table is in: tables no longer wanted go, and whoever
     /// waited for the refresh is answered.
-    fn finish_refresh(&mut self, ctx: &RefreshContext, out: &mut Vec<RefreshEffect>) {
-        let wanted = self.wanted_partitions(ctx);
+    fn finish_refresh(&mut self, out: &mut Vec<RefreshEffect>) {
+        let wanted = self.wanted_partitions();
         self.partitions.retain(|p| wanted.contains(&p));
         self.refresh.stop();
         if !self.partitions.held().is_empty() {
@@ -423,9 +372,9 @@ impl PortTables {
     pub(in crate::agent) fn handle_refresh_failed(
         &mut self,
         now: Instant,
-        ctx: &RefreshContext,
         out: &mut Vec<RefreshEffect>,
     ) {
+        let ctx = self.refresh_ctx;
         let Some(table) = self.refresh.table() else {
             return;
         };
@@ -461,6 +410,8 @@ mod tests {
     use mad_codec::zerocopy::{FromBytes, IntoBytes};
 
     use super::*;
+    use crate::agent::port_tables::context::{Backoff, RefreshContext};
+    use crate::config::PortIdentity;
 
     const ME: u16 = 2;
     const MASTER: u16 = 1;
@@ -529,13 +480,10 @@ mod tests {
     #[test]
     fn a_bulk_table_fills_the_store_sweeps_the_rest_and_ends_the_refresh() {
         let now = Instant::now();
-        let mut t = PortTables::new(now);
+        let mut t = PortTables::new(now, (PortTables::test_context().0, ctx()));
         let mut out = Vec::new();
-        assert!(t.start_refresh(now, &ctx(), &mut out));
-        assert!(
-            !t.start_refresh(now, &ctx(), &mut Vec::new()),
-            "one at a time"
-        );
+        assert!(t.start_refresh(now, &mut out));
+        assert!(!t.start_refresh(now, &mut Vec::new()), "one at a time");
         let [(Purpose::Bulk { epoch, table }, request)] = &asks(&out)[..] else {
             panic!("{out:?}")
         };
@@ -546,7 +494,7 @@ mod tests {
         let later = now + Duration::from_secs(2);
         let a = answer(request, MadStatus::OK, &[path(3), path(4)]);
         let mut out = Vec::new();
-        t.handle_bulk_answer(later, (*epoch, *table), &a, &ctx(), &mut out);
+        t.handle_bulk_answer(later, (*epoch, *table), &a, &mut out);
         assert!(
             matches!(
                 out[..],
@@ -564,9 +512,9 @@ mod tests {
     #[test]
     fn a_cut_answer_is_walked_a_window_at_a_time_past_the_gap() {
         let now = Instant::now();
-        let mut t = PortTables::new(now);
+        let mut t = PortTables::new(now, (PortTables::test_context().0, ctx()));
         let mut out = Vec::new();
-        t.start_refresh(now, &ctx(), &mut out);
+        t.start_refresh(now, &mut out);
         let (Purpose::Bulk { epoch, table }, request) = asks(&out)[0].clone() else {
             panic!()
         };
@@ -576,7 +524,7 @@ mod tests {
         )
         .unwrap();
         let mut out = Vec::new();
-        t.handle_bulk_answer(now, (epoch, table), &cut, &ctx(), &mut out);
+        t.handle_bulk_answer(now, (epoch, table), &cut, &mut out);
         assert!(matches!(out[0], RefreshEffect::AnswersCut));
         let walk: Vec<u16> = asks(&out)
             .iter()
@@ -606,7 +554,7 @@ mod tests {
             };
             let mut out = Vec::new();
             let a = answer(&request, status, &records);
-            t.handle_walk_answer(now, (epoch, table, dlid), &a, &ctx(), &mut out);
+            t.handle_walk_answer(now, (epoch, table, dlid), &a, &mut out);
             ended |= out
                 .iter()
                 .any(|e| matches!(e, RefreshEffect::Ended(MadStatus::OK)));
@@ -625,17 +573,17 @@ mod tests {
     #[test]
     fn a_refused_default_table_is_asked_again_after_the_backoff_at_the_port_s_phase() {
         let now = Instant::now();
-        let mut t = PortTables::new(now);
+        let mut t = PortTables::new(now, (PortTables::test_context().0, ctx()));
         for failures in 1..=3u32 {
             let mut out = Vec::new();
             t.refresh.schedule(None);
-            t.start_refresh(now, &ctx(), &mut out);
+            t.start_refresh(now, &mut out);
             let (Purpose::Bulk { epoch, table }, request) = asks(&out)[0].clone() else {
                 panic!()
             };
             let busy = answer(&request, MadStatus::BUSY, &[]);
             let mut out = Vec::new();
-            t.handle_bulk_answer(now, (epoch, table), &busy, &ctx(), &mut out);
+            t.handle_bulk_answer(now, (epoch, table), &busy, &mut out);
             assert!(matches!(
                 out[..],
                 [

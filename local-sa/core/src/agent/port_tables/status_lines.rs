@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use crate::agent::port_tables::PortTables;
-use crate::agent::port_tables::upkeep_rules::UpkeepContext;
 use crate::partitions::TableKey;
 use crate::request::StatusReport;
 
@@ -33,12 +32,7 @@ impl PortTables {
 
     /// How fresh the tables are at `now`, and who keeps them so (`ctx`:
     /// what the upkeep goes by).
-    pub(in crate::agent) fn push_freshness(
-        &self,
-        s: &mut StatusReport,
-        now: Instant,
-        ctx: &UpkeepContext,
-    ) {
+    pub(in crate::agent) fn push_freshness(&self, s: &mut StatusReport, now: Instant) {
         let ms = |t: Instant| now.saturating_duration_since(t).as_millis().to_string();
         if let Some((at, took)) = self.refresh.last_fresh() {
             s.push("last_refresh_age_ms", ms(at));
@@ -75,8 +69,8 @@ impl PortTables {
             }
             None => {
                 s.push("kept_by", "this port");
-                s.push("refresh_interval_s", self.periodic_interval(ctx).as_secs());
-                s.push("worst_staleness_s", self.worst_staleness(ctx).as_secs());
+                s.push("refresh_interval_s", self.periodic_interval().as_secs());
+                s.push("worst_staleness_s", self.worst_staleness().as_secs());
                 if self.upkeep.change_pending() {
                     s.push("change_refresh_pending", "yes");
                 }

@@ -1,6 +1,6 @@
 //! The upkeep's rules, the tables' own: when the next refresh of the
 //! port's own is due, what a change notice, a distributor's lease and the
-//! refresh timer lead to, given what they need of the agent
+//! refresh timer lead to, given what they know of the agent
 //! ([`UpkeepContext`]).
 
 use std::time::{Duration, Instant};
@@ -10,32 +10,6 @@ use tracing::{info, warn};
 use crate::agent::port_tables::PortTables;
 use crate::agent::port_tables::upkeep::{Lease, LeaseWord};
 use crate::master_activity::Activity;
-use crate::pacing::MasterPace;
-
-/// What the upkeep's rules need to know of the agent.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::agent) struct UpkeepContext {
-    /// The configured refresh interval.
-    pub(in crate::agent) refresh_interval: Duration,
-    /// The master's sweep after a change notice.
-    pub(in crate::agent) change_settle: Duration,
-    /// Between checks of tables this port did not fetch.
-    pub(in crate::agent) check_interval: Duration,
-    /// Between polls of the master's activity (zero: none).
-    pub(in crate::agent) sweep_poll: Duration,
-    /// The master's pace: windows and the upkeep bound.
-    pub(in crate::agent) pace: MasterPace,
-    /// This port's phase in 0..1 (from its GUID).
-    pub(in crate::agent) phase: f64,
-    pub(in crate::agent) shutting_down: bool,
-}
-
-impl UpkeepContext {
-    /// This port's place in `window`.
-    pub(in crate::agent) fn spread(&self, window: Duration) -> Duration {
-        window.mul_f64(self.phase)
-    }
-}
 
 /// What the refresh timer being due leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +29,9 @@ impl PortTables {
     /// Says in the log how often this port refreshes, when that changed
     /// (the fabric grew past what the configured interval allows, or
     /// shrank back).
-    pub(in crate::agent) fn say_periodic_interval(&mut self, ctx: &UpkeepContext) {
-        let interval = self.periodic_interval(ctx);
+    pub(in crate::agent) fn say_periodic_interval(&mut self) {
+        let ctx = self.upkeep_ctx;
+        let interval = self.periodic_interval();
         let Some(first) = self.upkeep.say_interval(interval) else {
             return;
         };
@@ -70,7 +45,7 @@ impl PortTables {
             fabric_ports = self.refresh.fabric_ports(),
             path_cost_ns = pace.path_cost.as_nanos() as u64,
             master_share_percent = pace.upkeep_share_percent,
-            worst_staleness_s = self.worst_staleness(ctx).as_secs(),
+            worst_staleness_s = self.worst_staleness().as_secs(),
             "this port refreshes its own tables at this interval: the fabric's refreshes together cost \
              the master ports² paths per interval, kept under its share; a change no notice announces \
              is seen within worst_staleness_s (a distributor with --watch keeps every node current)"
@@ -79,7 +54,8 @@ impl PortTables {
 
     /// How often this port refreshes its own tables: the configured
     /// interval, or the fabric's upkeep bound when that is longer.
-    pub(in crate::agent) fn periodic_interval(&self, ctx: &UpkeepContext) -> Duration {
+    pub(in crate::agent) fn periodic_interval(&self) -> Duration {
+        let ctx = self.upkeep_ctx;
         let bound = ctx.pace.upkeep_interval(self.refresh.fabric_ports());
         ctx.refresh_interval.max(bound)
     }
@@ -87,13 +63,14 @@ impl PortTables {
     /// How stale an answer can be at worst, for a change no notice
     /// announces: the longest a port keeping its own tables waits between
     /// two refreshes (see [`PortTables::next_periodic_refresh`]).
-    pub(in crate::agent) fn worst_staleness(&self, ctx: &UpkeepContext) -> Duration {
-        self.periodic_interval(ctx) * 5 / 4
+    pub(in crate::agent) fn worst_staleness(&self) -> Duration {
+        self.periodic_interval() * 5 / 4
     }
 
     /// How long this port waits before refreshing from a new master, at
     /// its phase of the refresh window (meanwhile it serves what it holds).
-    pub(in crate::agent) fn refresh_delay(&self, ctx: &UpkeepContext) -> Duration {
+    pub(in crate::agent) fn refresh_delay(&self) -> Duration {
+        let ctx = self.upkeep_ctx;
         ctx.spread(ctx.pace.refresh_window(self.refresh.fabric_ports()))
     }
 
@@ -103,18 +80,15 @@ impl PortTables {
     /// set at this port's phase of the refresh window); else between three quarters and five
     /// quarters of the interval, at this port's phase, so that ports
     /// started together do not refresh together.
-    pub(in crate::agent) fn next_periodic_refresh(
-        &self,
-        now: Instant,
-        ctx: &UpkeepContext,
-    ) -> Instant {
+    pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
+        let ctx = self.upkeep_ctx;
         if let Some(lease) = self.upkeep.lease() {
             return lease.ends();
         }
         if let Some(due) = self.upkeep.change_due() {
             return due.max(now);
         }
-        let interval = self.periodic_interval(ctx);
+        let interval = self.periodic_interval();
         now + interval * 3 / 4 + ctx.spread(interval / 2)
     }
 
@@ -131,13 +105,13 @@ impl PortTables {
     pub(in crate::agent) fn handle_fabric_changed(
         &mut self,
         now: Instant,
-        ctx: &UpkeepContext,
     ) -> Result<Instant, Lease> {
+        let ctx = self.upkeep_ctx;
         if let Some(lease) = self.upkeep.lease() {
             return Err(lease);
         }
         self.upkeep.doubt_from(now + ctx.change_settle);
-        let settled = now + ctx.change_settle + self.refresh_delay(ctx);
+        let settled = now + ctx.change_settle + self.refresh_delay();
         let bound = (self.refresh.last_fresh())
             .map(|(at, _)| at + ctx.pace.upkeep_interval(self.refresh.fabric_ports()));
         let due = bound.map_or(settled, |b| settled.max(b));
@@ -155,8 +129,8 @@ impl PortTables {
         &mut self,
         now: Instant,
         (lid, word): (u16, LeaseWord),
-        ctx: &UpkeepContext,
     ) -> bool {
+        let ctx = self.upkeep_ctx;
         let before = self.upkeep.lease();
         if word.seconds == 0 {
             if self.upkeep.end_lease().is_some() {
@@ -164,7 +138,7 @@ impl PortTables {
                     distributor = lid,
                     "the distributor ended its lease: this port keeps its own tables again"
                 );
-                self.reschedule_periodic_refresh(now, ctx);
+                self.reschedule_periodic_refresh(now);
             }
             return false;
         }
@@ -195,7 +169,7 @@ impl PortTables {
         let interval = ctx.check_interval;
         let first_check = now + interval / 2 + ctx.spread(interval / 2);
         self.upkeep.check_by_default(first_check);
-        self.reschedule_periodic_refresh(now, ctx);
+        self.reschedule_periodic_refresh(now);
         true
     }
 
@@ -210,9 +184,10 @@ impl PortTables {
 
     /// Moves the next refresh to what the upkeep says now, unless one is
     /// running (its end sets the next).
-    fn reschedule_periodic_refresh(&mut self, now: Instant, ctx: &UpkeepContext) {
+    fn reschedule_periodic_refresh(&mut self, now: Instant) {
+        let ctx = self.upkeep_ctx;
         if !self.refresh.is_running() && !ctx.shutting_down {
-            let next = self.next_periodic_refresh(now, ctx);
+            let next = self.next_periodic_refresh(now);
             self.refresh.schedule(Some(next));
         }
     }
@@ -224,11 +199,8 @@ impl PortTables {
     /// intervals — hands the tables back to this port, which says so,
     /// checks them against the master at once, polls the master's
     /// activity, and refreshes at its phase of the refresh window.
-    pub(in crate::agent) fn handle_refresh_due(
-        &mut self,
-        now: Instant,
-        ctx: &UpkeepContext,
-    ) -> RefreshDue {
+    pub(in crate::agent) fn handle_refresh_due(&mut self, now: Instant) -> RefreshDue {
+        let ctx = self.upkeep_ctx;
         if let Some(due) = self.upkeep.change_due().filter(|d| *d > now) {
             // The master is still sweeping after a later notice: a
             // refresh now would fetch the routes about to change.
@@ -239,7 +211,7 @@ impl PortTables {
             return RefreshDue::Go;
         };
         if now < lease.ends() {
-            let next = self.next_periodic_refresh(now, ctx);
+            let next = self.next_periodic_refresh(now);
             self.refresh.schedule(Some(next));
             return RefreshDue::Deferred;
         }
@@ -271,8 +243,8 @@ impl PortTables {
         self.upkeep.doubt_from(now);
         self.upkeep
             .check_at(Some(now + ctx.spread(LAPSED_CHECK_WINDOW)));
-        self.refresh.schedule(Some(now + self.refresh_delay(ctx)));
-        self.start_sweep_polls(now, ctx);
+        self.refresh.schedule(Some(now + self.refresh_delay()));
+        self.start_sweep_polls(now);
         RefreshDue::LeaseLapsed(lease)
     }
 }
@@ -291,33 +263,30 @@ impl PortTables {
     /// tables this port's own), at this port's phase of the poll
     /// interval, unless polling already, or off (`ctx.sweep_poll` zero),
     /// or a distributor keeps the tables.
-    pub(in crate::agent) fn start_sweep_polls(&mut self, now: Instant, ctx: &UpkeepContext) {
-        if self.sweeps.next().is_none() && polls(self, ctx) {
-            let every = self.sweep_poll_interval(ctx);
+    pub(in crate::agent) fn start_sweep_polls(&mut self, now: Instant) {
+        let ctx = self.upkeep_ctx;
+        if self.sweeps.next().is_none() && polls(self) {
+            let every = self.sweep_poll_interval();
             self.sweeps.poll_at(Some(now + ctx.spread(every)));
         }
     }
 
     /// Whether a refresh beginning now takes a first count of the
     /// master's activity: the polls are on and none was counted yet.
-    pub(in crate::agent) fn needs_sweep_baseline(&self, ctx: &UpkeepContext) -> bool {
-        polls(self, ctx) && !self.sweeps.has_count()
+    pub(in crate::agent) fn needs_sweep_baseline(&self) -> bool {
+        polls(self) && !self.sweeps.has_count()
     }
 
     /// True (and the next poll one interval on) when a poll is due; a
     /// lease stops the polls.
-    pub(in crate::agent) fn take_sweep_poll_due(
-        &mut self,
-        now: Instant,
-        ctx: &UpkeepContext,
-    ) -> bool {
-        if !polls(self, ctx) {
+    pub(in crate::agent) fn take_sweep_poll_due(&mut self, now: Instant) -> bool {
+        if !polls(self) {
             self.sweeps.poll_at(None);
             return false;
         }
         let due = self.sweeps.next().is_some_and(|t| t <= now);
         if due {
-            let every = self.sweep_poll_interval(ctx);
+            let every = self.sweep_poll_interval();
             self.sweeps.poll_at(Some(now + every));
         }
         due
@@ -332,7 +301,8 @@ impl PortTables {
     /// configured interval, or longer on a fabric whose ports' polls
     /// together would take more than their share of the master's time
     /// ([`crate::pacing::MasterPace::activity_poll_interval`]).
-    fn sweep_poll_interval(&self, ctx: &UpkeepContext) -> Duration {
+    fn sweep_poll_interval(&self) -> Duration {
+        let ctx = self.upkeep_ctx;
         let bound = ctx.pace.activity_poll_interval(self.refresh.fabric_ports());
         ctx.sweep_poll.max(bound)
     }
@@ -356,13 +326,16 @@ impl PortTables {
 
 /// Whether a port polls the master's activity: the poll is on, it keeps
 /// its own tables, and it is not withdrawing.
-fn polls(t: &PortTables, ctx: &UpkeepContext) -> bool {
+fn polls(t: &PortTables) -> bool {
+    let ctx = t.upkeep_ctx;
     ctx.sweep_poll > Duration::ZERO && !ctx.shutting_down && t.lease().is_none()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::port_tables::context::UpkeepContext;
+    use crate::pacing::MasterPace;
 
     fn ctx() -> UpkeepContext {
         UpkeepContext {
@@ -378,9 +351,9 @@ mod tests {
 
     /// Tables fresh at `now` from a refresh of the port's own.
     fn fresh(now: Instant) -> PortTables {
-        let mut t = PortTables::new(now);
+        let mut t = PortTables::new(now, (ctx(), PortTables::test_context().1));
         t.refresh.made_fresh(now, None);
-        let next = t.next_periodic_refresh(now, &ctx());
+        let next = t.next_periodic_refresh(now);
         t.refresh.schedule(Some(next));
         t
     }
@@ -390,10 +363,10 @@ mod tests {
         let now = Instant::now();
         let t = fresh(now);
         assert_eq!(
-            t.next_periodic_refresh(now, &ctx()),
+            t.next_periodic_refresh(now),
             now + Duration::from_secs(450) + Duration::from_secs(150)
         );
-        assert_eq!(t.worst_staleness(&ctx()), Duration::from_secs(750));
+        assert_eq!(t.worst_staleness(), Duration::from_secs(750));
     }
 
     #[test]
@@ -401,7 +374,7 @@ mod tests {
         let now = Instant::now();
         let mut t = fresh(now);
         let later = now + Duration::from_secs(100);
-        let due = t.handle_fabric_changed(later, &ctx()).unwrap();
+        let due = t.handle_fabric_changed(later).unwrap();
         // The settle time, then the port's phase of the refresh window
         // (1 s at an unknown fabric size).
         assert_eq!(
@@ -410,43 +383,40 @@ mod tests {
         );
         assert_eq!(t.refresh.next(), Some(due));
         let again = later + Duration::from_secs(3);
-        let put_off = t.handle_fabric_changed(again, &ctx()).unwrap();
+        let put_off = t.handle_fabric_changed(again).unwrap();
         assert_eq!(put_off, due + Duration::from_secs(3));
         // The first timer comes while the later sweep runs: deferred to it.
-        assert_eq!(t.handle_refresh_due(due, &ctx()), RefreshDue::Deferred);
+        assert_eq!(t.handle_refresh_due(due), RefreshDue::Deferred);
         assert_eq!(t.refresh.next(), Some(put_off));
-        assert_eq!(t.handle_refresh_due(put_off, &ctx()), RefreshDue::Go);
+        assert_eq!(t.handle_refresh_due(put_off), RefreshDue::Go);
     }
 
     #[test]
     fn under_a_lease_notices_are_the_distributor_s_and_a_silent_one_hands_the_tables_back() {
         let now = Instant::now();
         let mut t = fresh(now);
-        assert!(t.handle_lease(now, (9, word(185, false)), &ctx()));
+        assert!(t.handle_lease(now, (9, word(185, false))));
         let lease = t.upkeep.lease().unwrap();
         assert_eq!(
             (lease.lid, lease.until),
             (9, now + Duration::from_secs(185))
         );
-        assert_eq!(t.handle_fabric_changed(now, &ctx()), Err(lease));
+        assert_eq!(t.handle_fabric_changed(now), Err(lease));
         // The timer during the lease waits for it.
         let during = now + Duration::from_secs(100);
-        assert_eq!(t.handle_refresh_due(during, &ctx()), RefreshDue::Deferred);
+        assert_eq!(t.handle_refresh_due(during), RefreshDue::Deferred);
         assert!(t.refresh.next().unwrap() >= lease.until);
         // Silent past its end: the port keeps its own tables again.
         let after = lease.until + Duration::from_secs(1);
-        assert_eq!(
-            t.handle_refresh_due(after, &ctx()),
-            RefreshDue::LeaseLapsed(lease)
-        );
+        assert_eq!(t.handle_refresh_due(after), RefreshDue::LeaseLapsed(lease));
         assert_eq!(t.upkeep.lease(), None);
         assert!(
             t.upkeep.check_due(after + Duration::from_secs(5)),
             "a check at once"
         );
         // A lease of 0 s ends one at once.
-        assert!(t.handle_lease(after, (9, word(185, true)), &ctx()));
-        assert!(!t.handle_lease(after, (9, word(0, true)), &ctx()));
+        assert!(t.handle_lease(after, (9, word(185, true))));
+        assert!(!t.handle_lease(after, (9, word(0, true))));
         assert_eq!(t.upkeep.lease(), None);
     }
 
@@ -467,7 +437,7 @@ mod tests {
             renewal: false,
             every: Some(8),
         };
-        assert!(t.handle_lease(now, (9, said), &ctx()));
+        assert!(t.handle_lease(now, (9, said)));
         assert_eq!(
             t.upkeep.lease().unwrap().ends(),
             now + Duration::from_secs(16)
@@ -479,11 +449,11 @@ mod tests {
         let now = Instant::now();
         let mut t = fresh(now);
         let s = Duration::from_secs;
-        assert!(t.handle_lease(now, (9, word(185, false)), &ctx()));
+        assert!(t.handle_lease(now, (9, word(185, false))));
         // Before two renewals the port knows no interval: the lease runs.
-        assert!(t.handle_lease(now + s(8), (9, word(185, true)), &ctx()));
+        assert!(t.handle_lease(now + s(8), (9, word(185, true))));
         assert_eq!(t.upkeep.lease().unwrap().ends(), now + s(8 + 185));
-        assert!(t.handle_lease(now + s(16), (9, word(185, true)), &ctx()));
+        assert!(t.handle_lease(now + s(16), (9, word(185, true))));
         let lease = t.upkeep.lease().unwrap();
         assert_eq!(lease.renewal_interval(), Some(s(8)));
         assert_eq!(lease.ends(), now + s(32));
@@ -493,21 +463,20 @@ mod tests {
         // A renewal a moment after another says nothing of the interval.
         assert!(t.handle_lease(
             now + s(16) + Duration::from_millis(10),
-            (9, word(185, true)),
-            &ctx()
+            (9, word(185, true))
         ));
         assert_eq!(t.upkeep.lease().unwrap().renewal_interval(), Some(s(8)));
         // Silent for two intervals: gone, whatever is left of the lease.
         let gone = now + s(33);
         assert_eq!(t.lease_held_by_another(gone, 12), None);
         assert!(matches!(
-            t.handle_refresh_due(gone, &ctx()),
+            t.handle_refresh_due(gone),
             RefreshDue::LeaseLapsed(l) if l.lid == 9
         ));
         assert!(t.upkeep.check_due(gone + s(5)), "a check at once");
         assert!(t.refresh.next().unwrap() > gone, "the refresh at its phase");
         // Another distributor takes it over; the old one is refused.
-        assert!(t.handle_lease(gone + s(1), (12, word(185, true)), &ctx()));
+        assert!(t.handle_lease(gone + s(1), (12, word(185, true))));
         assert_eq!(
             t.lease_held_by_another(gone + s(2), 9).map(|l| l.lid),
             Some(12)

@@ -336,6 +336,7 @@ impl SaCore {
                     qos,
                     sm_lid: self.port.sm_lid,
                 });
+                self.tables_know();
             }
             _ => self.retry_registration(now),
         }
@@ -380,6 +381,7 @@ impl SaCore {
             "the master SA lost this port's registrations (restarted?): registering again"
         );
         self.master.forget_info();
+        self.tables_know();
         self.proxy.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));

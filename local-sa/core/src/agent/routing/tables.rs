@@ -25,10 +25,11 @@ use crate::agent::SaCore;
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::port_tables::check::{check_query, speaks_of_paths};
+use crate::agent::port_tables::context;
 use crate::agent::port_tables::loads::{LoadCommand, is_segment};
-use crate::agent::port_tables::refresh::{Backoff, RefreshContext, RefreshEffect};
+use crate::agent::port_tables::refresh::RefreshEffect;
 use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, LeaseWord};
-use crate::agent::port_tables::upkeep_rules::{RefreshDue, UpkeepContext};
+use crate::agent::port_tables::upkeep_rules::RefreshDue;
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
@@ -44,23 +45,17 @@ use crate::store::Epoch;
 use crate::transfers::Event;
 
 impl SaCore {
-    /// What the upkeep's rules need to know of the agent now.
-    pub(in crate::agent) fn upkeep_context(&self) -> UpkeepContext {
-        UpkeepContext {
-            refresh_interval: self.config.refresh_interval,
-            change_settle: self.config.change_settle,
-            check_interval: self.config.check_interval,
-            sweep_poll: self.config.sweep_poll,
-            pace: self.config.pace,
-            phase: self.port.phase(),
-            shutting_down: self.shutting_down,
-        }
+    /// Tells the tables what the agent is now: called whenever its
+    /// settings, its port, the master's QoS or its shutting down change.
+    pub(in crate::agent) fn tables_know(&mut self) {
+        let no_qos = self.master.info().is_some_and(|m| !m.qos);
+        let (upkeep, refresh) = context::of(&self.config, self.port, no_qos, self.shutting_down);
+        self.tables.know(upkeep, refresh);
     }
 
     /// Says in the log how often this port refreshes, when that changed.
     pub(in crate::agent) fn say_periodic_interval(&mut self) {
-        let ctx = self.upkeep_context();
-        self.tables.say_periodic_interval(&ctx);
+        self.tables.say_periodic_interval();
     }
 
     /// A notice that the fabric changed (trap 128: a switch port's link
@@ -71,8 +66,7 @@ impl SaCore {
     pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
         self.telemetry.counters.change_notices += 1;
         self.tables.change_noticed();
-        let ctx = self.upkeep_context();
-        let due = match self.tables.handle_fabric_changed(now, &ctx) {
+        let due = match self.tables.handle_fabric_changed(now) {
             Ok(due) => due,
             Err(lease) => {
                 debug!(
@@ -122,8 +116,7 @@ impl SaCore {
             return;
         };
         self.telemetry.counters.sweeps_seen += 1;
-        let ctx = self.upkeep_context();
-        let Ok(due) = self.tables.handle_fabric_changed(now, &ctx) else {
+        let Ok(due) = self.tables.handle_fabric_changed(now) else {
             return;
         };
         if let Some(earlier_not_logged) =
@@ -168,8 +161,7 @@ impl SaCore {
         if self.tables.refresh_begins(now) {
             self.telemetry.counters.change_refreshes += 1;
         }
-        let ctx = self.upkeep_context();
-        if self.tables.needs_sweep_baseline(&ctx) {
+        if self.tables.needs_sweep_baseline() {
             self.poll_sweeps(now);
         }
     }
@@ -196,50 +188,26 @@ impl SaCore {
     ///
     /// [`PortTables::next_periodic_refresh`]: crate::agent::port_tables::PortTables::next_periodic_refresh
     pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        self.tables
-            .next_periodic_refresh(now, &self.upkeep_context())
+        self.tables.next_periodic_refresh(now)
     }
 
     /// A distributor at `lid` took a lease on this port's tables with a
     /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
     pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, word: LeaseWord) {
-        let ctx = self.upkeep_context();
-        if self.tables.handle_lease(now, (lid, word), &ctx) {
+        if self.tables.handle_lease(now, (lid, word)) {
             self.telemetry.counters.lease_renewals += 1;
         }
     }
 
     /// The refresh timer is due: whether the refresh goes ahead.
     pub(in crate::agent) fn refresh_due(&mut self, now: Instant) -> bool {
-        let ctx = self.upkeep_context();
-        match self.tables.handle_refresh_due(now, &ctx) {
+        match self.tables.handle_refresh_due(now) {
             RefreshDue::Go => true,
             RefreshDue::LeaseLapsed(_) => {
                 self.telemetry.counters.leases_lapsed += 1;
                 false
             }
             RefreshDue::Deferred => false,
-        }
-    }
-
-    /// What the tables' refresh needs to know of the agent now.
-    pub(in crate::agent) fn refresh_context(&self) -> RefreshContext {
-        RefreshContext {
-            port: self.port,
-            walk_gap: self.config.walk_gap,
-            walk_window: self.config.walk_window,
-            no_qos: self.master.info().is_some_and(|m| !m.qos),
-            shutting_down: self.shutting_down,
-            backoff: self.refresh_backoff(),
-        }
-    }
-
-    /// How this port backs off after a refresh failed: at its phase.
-    pub(in crate::agent) fn refresh_backoff(&self) -> Backoff {
-        Backoff {
-            base: self.config.retry_backoff,
-            longest_window: self.config.pace.max_window,
-            phase: self.port.phase(),
         }
     }
 
@@ -259,9 +227,8 @@ impl SaCore {
         if at_start {
             self.ask_master_info(now);
         }
-        let ctx = self.refresh_context();
         let mut out = Vec::new();
-        self.tables.start_refresh(now, &ctx, &mut out);
+        self.tables.start_refresh(now, &mut out);
         self.carry_out_refresh(now, out);
         if !at_start {
             self.send_publication(now);
@@ -270,9 +237,8 @@ impl SaCore {
 
     /// Fetches the tables of partitions the port now holds.
     pub(in crate::agent) fn fetch_new_partitions(&mut self, now: Instant) {
-        let ctx = self.refresh_context();
         let mut out = Vec::new();
-        self.tables.fetch_new_partitions(now, &ctx, &mut out);
+        self.tables.fetch_new_partitions(now, &mut out);
         self.carry_out_refresh(now, out);
     }
 
@@ -284,10 +250,9 @@ impl SaCore {
         table: TableKey,
         answer: &Answer,
     ) {
-        let ctx = self.refresh_context();
         let mut out = Vec::new();
         self.tables
-            .handle_bulk_answer(now, (epoch, table), answer, &ctx, &mut out);
+            .handle_bulk_answer(now, (epoch, table), answer, &mut out);
         self.carry_out_refresh(now, out);
     }
 
@@ -300,19 +265,17 @@ impl SaCore {
         dlid: u16,
         answer: &Answer,
     ) {
-        let ctx = self.refresh_context();
         let mut out = Vec::new();
         self.tables
-            .handle_walk_answer(now, (epoch, table, dlid), answer, &ctx, &mut out);
+            .handle_walk_answer(now, (epoch, table, dlid), answer, &mut out);
         self.carry_out_refresh(now, out);
     }
 
     /// The master did not give the table: keep serving what is cached and
     /// try again after the back-off.
     pub(in crate::agent) fn refresh_failed(&mut self, now: Instant) {
-        let ctx = self.refresh_context();
         let mut out = Vec::new();
-        self.tables.handle_refresh_failed(now, &ctx, &mut out);
+        self.tables.handle_refresh_failed(now, &mut out);
         self.carry_out_refresh(now, out);
     }
 
@@ -409,8 +372,7 @@ impl SaCore {
         self.tables
             .schedule_refresh(Some(self.next_periodic_refresh(now)));
         self.say_periodic_interval();
-        let ctx = self.upkeep_context();
-        self.tables.start_sweep_polls(now, &ctx);
+        self.tables.start_sweep_polls(now);
         let first = self.tables.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two
@@ -472,15 +434,7 @@ impl SaCore {
     /// How long this port waits before refreshing its paths from a new
     /// master (meanwhile it serves what it holds).
     pub(in crate::agent) fn refresh_delay(&self) -> Duration {
-        self.tables.refresh_delay(&self.upkeep_context())
-    }
-
-    /// How long this port waits to refresh again after its refresh
-    /// failed `refresh_failures` times in a row ([`Backoff::after`]).
-    ///
-    /// [`Backoff::after`]: crate::agent::port_tables::refresh::Backoff::after
-    pub(in crate::agent) fn refresh_retry_delay(&self) -> Duration {
-        self.refresh_backoff().after(self.tables.refresh_failures())
+        self.tables.refresh_delay()
     }
 
     /// Starts a check of this port's tables against the master, unless
@@ -538,7 +492,10 @@ impl SaCore {
     /// the tables fetches the port's own at once (under a lease too: the
     /// master's word wins); no answer tries again after the back-off.
     fn check_done(&mut self, now: Instant, done: Checking) {
-        let times = (self.refresh_retry_delay(), self.config.check_interval);
+        let times = (
+            self.tables.refresh_retry_delay(),
+            self.config.check_interval,
+        );
         let end = self.tables.check_ended(now, &done, times);
         if end.forget_qos {
             self.answers.forget_loaded_qos();
