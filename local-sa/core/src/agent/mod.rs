@@ -59,6 +59,7 @@ use self::master::policy::MasterInfo;
 use self::master::purpose::Purpose;
 use self::outbox::Outbox;
 use self::port_tables::PortTables;
+use self::port_tables::timers::Due;
 use self::registration_proxy::RegistrationProxy;
 pub use self::registration_proxy::quotas::Registrant;
 use self::replies::Replies;
@@ -262,13 +263,9 @@ impl SaCore {
         [
             (self.master).poll_timeout(self.config.pace.registrations_in_flight),
             self.transfers.poll_timeout(),
-            self.tables.next_refresh(),
-            self.tables.next_partitions_fetch(),
+            self.tables.poll_timeout(),
             self.naming.next_fetch(),
-            self.tables.next_sweep_poll(),
             self.proxy.poll_timeout(),
-            self.tables.next_check(),
-            self.tables.next_doubt_settle(),
         ]
         .into_iter()
         .flatten()
@@ -307,22 +304,21 @@ impl SaCore {
         if self.sa_class.take_master_question(self.port.lid, at_master) {
             self.ask_master_here(now);
         }
-        // Before a refresh due at the same moment, which then ends the
-        // doubt when it ends.
-        if self.tables.take_doubt_settled(now) {
-            self.doubt_settled(now);
-        }
-        if self.tables.take_refresh_due(now) && self.refresh_due(now) {
-            self.start_refresh(now);
-        }
-        if self.tables.check_due(now) {
-            self.start_table_check(now);
-        }
-        if self.tables.take_sweep_poll_due(now) {
-            self.poll_sweeps(now);
-        }
-        if self.tables.take_partitions_due(now) {
-            self.fetch_new_partitions(now);
+        for due in Due::ORDER {
+            if !self.tables.take_due(due, now) {
+                continue;
+            }
+            match due {
+                Due::DoubtSettled => self.doubt_settled(now),
+                Due::Refresh => {
+                    if self.refresh_due(now) {
+                        self.start_refresh(now);
+                    }
+                }
+                Due::Check => self.start_table_check(now),
+                Due::SweepPoll => self.poll_sweeps(now),
+                Due::Partitions => self.fetch_new_partitions(now),
+            }
         }
         if self.proxy.take_registration_due(now) {
             self.register(now);

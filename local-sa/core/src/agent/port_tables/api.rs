@@ -65,24 +65,9 @@ impl PortTables {
         self.refresh.bring_forward(at)
     }
 
-    /// True (once) if the next refresh is due at `now`.
-    pub(in crate::agent) fn take_refresh_due(&mut self, now: Instant) -> bool {
-        self.refresh.take_due(now)
-    }
-
-    /// When the tables of new partitions are due.
-    pub(in crate::agent) fn next_partitions_fetch(&self) -> Option<Instant> {
-        self.refresh.partitions_next()
-    }
-
     /// The tables of new partitions are due at `at`.
     pub(in crate::agent) fn schedule_partitions(&mut self, at: Instant) {
         self.refresh.schedule_partitions(at)
-    }
-
-    /// True (once) if the tables of new partitions are due at `now`.
-    pub(in crate::agent) fn take_partitions_due(&mut self, now: Instant) -> bool {
-        self.refresh.take_partitions_due(now)
     }
 
     /// The agent waits for its first refresh before it registers.
@@ -121,17 +106,6 @@ impl PortTables {
         self.upkeep.refresh_begins(now)
     }
 
-    /// When the sweep the tables are in doubt of settles.
-    pub(in crate::agent) fn next_doubt_settle(&self) -> Option<Instant> {
-        self.upkeep.doubt_settles()
-    }
-
-    /// True (once per settle) when the sweep the tables are in doubt of
-    /// has settled by `now`: queries go to the master from now on.
-    pub(in crate::agent) fn take_doubt_settled(&mut self, now: Instant) -> bool {
-        self.upkeep.take_doubt_settled(now)
-    }
-
     /// Whether queries the tables would answer go to the master.
     pub(in crate::agent) fn in_doubt(&self) -> bool {
         self.upkeep.in_doubt()
@@ -147,19 +121,9 @@ impl PortTables {
         self.upkeep.refresh_ended()
     }
 
-    /// When the tables are next checked.
-    pub(in crate::agent) fn next_check(&self) -> Option<Instant> {
-        self.upkeep.check_next()
-    }
-
     /// The next check is at `at` (or none: `None`).
     pub(in crate::agent) fn check_at(&mut self, at: Option<Instant>) {
         self.upkeep.check_at(at)
-    }
-
-    /// True if a check is due at `now`.
-    pub(in crate::agent) fn check_due(&self, now: Instant) -> bool {
-        self.upkeep.check_due(now)
     }
 
     /// True while a check runs.

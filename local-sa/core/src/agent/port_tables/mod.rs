@@ -17,6 +17,7 @@
 //! * `loads`: what a PathRecord load asks;
 //! * `cache_control`: the administrators' refresh, flush and dump;
 //! * `status_lines`: the tables' lines in `--status`;
+//! * `timers`: when something of theirs is due, and what;
 //! * `api`: the group's calls, through which `SaCore` reaches them.
 
 pub(in crate::agent) mod api;
@@ -30,6 +31,7 @@ pub(in crate::agent) mod refresh;
 pub(in crate::agent) mod refresh_state;
 pub(in crate::agent) mod status_lines;
 pub(in crate::agent) mod sweep_watch;
+pub(in crate::agent) mod timers;
 pub(in crate::agent) mod upkeep;
 pub(in crate::agent) mod upkeep_rules;
 

@@ -255,7 +255,7 @@ const LAPSED_CHECK_WINDOW: Duration = Duration::from_secs(5);
 /// Polls of the master's activity ([`crate::agent::port_tables::sweep_watch`]).
 impl PortTables {
     /// When the master's ActCount is next asked for.
-    pub(in crate::agent) fn next_sweep_poll(&self) -> Option<Instant> {
+    pub(super) fn next_sweep_poll(&self) -> Option<Instant> {
         self.sweeps.next()
     }
 
@@ -279,7 +279,7 @@ impl PortTables {
 
     /// True (and the next poll one interval on) when a poll is due; a
     /// lease stops the polls.
-    pub(in crate::agent) fn take_sweep_poll_due(&mut self, now: Instant) -> bool {
+    pub(super) fn take_sweep_poll_due(&mut self, now: Instant) -> bool {
         if !polls(self) {
             self.sweeps.poll_at(None);
             return false;
