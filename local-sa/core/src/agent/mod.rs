@@ -841,7 +841,6 @@ impl SaCore {
             // No fetch of the names tables at start: these stand for it.
             self.naming.take_kept(names);
         }
-        self.telemetry.counters.refreshes_kept += 1;
         self.tables.made_fresh(now, None);
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.

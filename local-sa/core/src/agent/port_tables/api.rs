@@ -28,8 +28,15 @@ impl PortTables {
         self.refresh.pause()
     }
 
+    /// A load of the port's own table made its paths fresh at `now`: it
+    /// counts as the port's refresh.
+    pub(in crate::agent) fn made_fresh_by_load(&mut self, now: Instant) {
+        self.counts.refreshes_loaded += 1;
+        self.refresh.made_fresh(now, None);
+    }
+
     /// The port's paths were made fresh at `now` (by a refresh that took
-    /// `took`, or by a load or a kept table: `None`).
+    /// `took`, or by kept tables: `None`).
     pub(in crate::agent) fn made_fresh(&mut self, now: Instant, took: Option<Duration>) {
         self.refresh.made_fresh(now, took)
     }
@@ -103,7 +110,9 @@ impl PortTables {
     /// A refresh of every table begins at `now`: true (once) if it sees
     /// a change that was due by then (its end may also end the doubt).
     pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) -> bool {
-        self.upkeep.refresh_begins(now)
+        let owed = self.upkeep.refresh_begins(now);
+        self.counts.change_refreshes += u64::from(owed);
+        owed
     }
 
     /// Whether queries the tables would answer go to the master.

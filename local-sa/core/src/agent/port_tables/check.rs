@@ -89,6 +89,11 @@ impl PortTables {
                 (true, _) => None,
             },
         };
+        match end.passed {
+            Some(true) => self.counts.checks_passed += 1,
+            Some(false) => self.counts.checks_failed += 1,
+            None => {}
+        }
         if end.forget_qos {
             warn!(
                 differing = %differing(&done.differed),

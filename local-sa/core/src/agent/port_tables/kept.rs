@@ -110,6 +110,7 @@ impl PortTables {
         tables: Vec<(Option<u16>, Vec<PathRecord>)>,
         me: u64,
     ) -> (Epoch, usize) {
+        self.counts.refreshes_kept += 1;
         self.refresh.stop();
         let epoch = self.refresh.next_epoch();
         let mut records = 0;

@@ -7,6 +7,7 @@
 //! * the default and partition tables (`crate::partitions`);
 //! * `refresh`, `refresh_state`: fetching them from the master, and the
 //!   refresh's timers and epochs;
+//! * `counts`: what their decisions counted;
 //! * `context`: what they know of the agent (settings, port, master's
 //!   QoS, shutting down), told when it changes;
 //! * `upkeep`, `upkeep_rules`, `sweep_watch`: who keeps them fresh and
@@ -24,6 +25,7 @@ pub(in crate::agent) mod api;
 pub(in crate::agent) mod cache_control;
 pub(in crate::agent) mod check;
 pub(in crate::agent) mod context;
+pub(in crate::agent) mod counts;
 pub(in crate::agent) mod kept;
 pub(in crate::agent) mod loads;
 pub(in crate::agent) mod port_paths;
@@ -38,6 +40,7 @@ pub(in crate::agent) mod upkeep_rules;
 use std::time::Instant;
 
 use crate::agent::port_tables::context::{RefreshContext, UpkeepContext};
+use crate::agent::port_tables::counts::TableCounts;
 use crate::agent::port_tables::refresh_state::Refresh;
 use crate::agent::port_tables::sweep_watch::SweepWatch;
 use crate::agent::port_tables::upkeep::Upkeep;
@@ -67,6 +70,8 @@ pub(in crate::agent) struct PortTables {
     /// ([`PortTables::know`]).
     upkeep_ctx: UpkeepContext,
     refresh_ctx: RefreshContext,
+    /// What its decisions counted.
+    counts: TableCounts,
 }
 
 impl PortTables {
@@ -84,6 +89,7 @@ impl PortTables {
             sweeps: SweepWatch::default(),
             upkeep_ctx: upkeep,
             refresh_ctx: refresh,
+            counts: TableCounts::default(),
         }
     }
 
@@ -124,8 +130,9 @@ impl PortTables {
         }
     }
 
-    /// Adds its gauges, read now, to `c`.
+    /// Adds what its decisions counted, and its gauges read now, to `c`.
     pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
+        self.counts.add_to(c);
         c.records = self.paths.store.len() as u64;
         c.cache_bytes = self.paths.store.heap_bytes() as u64;
         c.partition_tables = self.partitions.tables().count() as u64;

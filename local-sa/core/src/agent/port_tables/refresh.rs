@@ -305,6 +305,7 @@ impl PortTables {
                     .refresh
                     .take_began()
                     .map(|t| now.saturating_duration_since(t));
+                self.counts.refreshes += 1;
                 out.push(RefreshEffect::DefaultFresh { epoch, swept, took });
             }
             TableKey::Partition(_) => {

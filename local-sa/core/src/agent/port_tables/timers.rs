@@ -56,7 +56,11 @@ impl PortTables {
     /// on or is cleared, except a check's, which starting it clears.
     pub(in crate::agent) fn take_due(&mut self, due: Due, now: Instant) -> bool {
         match due {
-            Due::DoubtSettled => self.upkeep.take_doubt_settled(now),
+            Due::DoubtSettled => {
+                let settled = self.upkeep.take_doubt_settled(now);
+                self.counts.doubts += u64::from(settled);
+                settled
+            }
             Due::Refresh => self.refresh.take_due(now),
             Due::Check => self.upkeep.check_due(now),
             Due::SweepPoll => self.take_sweep_poll_due(now),

@@ -170,6 +170,7 @@ impl PortTables {
         let first_check = now + interval / 2 + ctx.spread(interval / 2);
         self.upkeep.check_by_default(first_check);
         self.reschedule_periodic_refresh(now);
+        self.counts.lease_renewals += 1;
         true
     }
 
@@ -216,6 +217,7 @@ impl PortTables {
             return RefreshDue::Deferred;
         }
         self.upkeep.end_lease();
+        self.counts.leases_lapsed += 1;
         match lease
             .renewal_interval()
             .filter(|_| lease.owner_fell_silent())
@@ -309,6 +311,7 @@ impl PortTables {
 
     /// A change notice came (trap 128): the next rise is its sweep's.
     pub(in crate::agent) fn change_noticed(&mut self) {
+        self.counts.change_notices += 1;
         self.sweeps.notice();
     }
 
@@ -320,7 +323,11 @@ impl PortTables {
         count: u32,
         now: Instant,
     ) -> Activity {
-        self.sweeps.answered(sm_lid, count, now)
+        let activity = self.sweeps.answered(sm_lid, count, now);
+        if matches!(activity, Activity::Swept { .. }) {
+            self.counts.sweeps_seen += 1;
+        }
+        activity
     }
 }
 

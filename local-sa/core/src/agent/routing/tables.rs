@@ -64,7 +64,6 @@ impl SaCore {
     /// tables refreshes once that has settled. Under a distributor's
     /// lease the distributor re-reads the fabric instead.
     pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
-        self.telemetry.counters.change_notices += 1;
         self.tables.change_noticed();
         let due = match self.tables.handle_fabric_changed(now) {
             Ok(due) => due,
@@ -115,7 +114,6 @@ impl SaCore {
         let Activity::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, count, now) else {
             return;
         };
-        self.telemetry.counters.sweeps_seen += 1;
         let Ok(due) = self.tables.handle_fabric_changed(now) else {
             return;
         };
@@ -158,9 +156,7 @@ impl SaCore {
     /// it is asked now, before the tables: a sweep while they are fetched
     /// is then a change the polls see (no blind start).
     pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
-        if self.tables.refresh_begins(now) {
-            self.telemetry.counters.change_refreshes += 1;
-        }
+        self.tables.refresh_begins(now);
         if self.tables.needs_sweep_baseline() {
             self.poll_sweeps(now);
         }
@@ -173,7 +169,6 @@ impl SaCore {
     /// tables.
     pub(in crate::agent) fn doubt_settled(&mut self, now: Instant) {
         self.answers.forget();
-        self.telemetry.counters.doubts += 1;
         let refresh_in_s =
             (self.tables.next_refresh()).map_or(0, |t| t.saturating_duration_since(now).as_secs());
         info!(
@@ -194,21 +189,12 @@ impl SaCore {
     /// A distributor at `lid` took a lease on this port's tables with a
     /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
     pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, word: LeaseWord) {
-        if self.tables.handle_lease(now, (lid, word)) {
-            self.telemetry.counters.lease_renewals += 1;
-        }
+        self.tables.handle_lease(now, (lid, word));
     }
 
     /// The refresh timer is due: whether the refresh goes ahead.
     pub(in crate::agent) fn refresh_due(&mut self, now: Instant) -> bool {
-        match self.tables.handle_refresh_due(now) {
-            RefreshDue::Go => true,
-            RefreshDue::LeaseLapsed(_) => {
-                self.telemetry.counters.leases_lapsed += 1;
-                false
-            }
-            RefreshDue::Deferred => false,
-        }
+        matches!(self.tables.handle_refresh_due(now), RefreshDue::Go)
     }
 
     /// Starts a refresh unless one is running: at start, whether the
@@ -342,7 +328,6 @@ impl SaCore {
         took: Option<Duration>,
     ) {
         self.answers.forget();
-        self.telemetry.counters.refreshes += 1;
         self.tables.made_fresh(now, took);
         info!(
             records = self.tables.default_records(),
@@ -401,8 +386,7 @@ impl SaCore {
         if self.tables.refreshing() || self.shutting_down {
             return;
         }
-        self.telemetry.counters.refreshes_loaded += 1;
-        self.tables.made_fresh(now, None);
+        self.tables.made_fresh_by_load(now);
         self.paths_fresh(now, self.tables.epoch());
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase.
@@ -502,11 +486,6 @@ impl SaCore {
         }
         if end.refresh {
             self.start_refresh(now);
-        }
-        match end.passed {
-            Some(true) => self.telemetry.counters.checks_passed += 1,
-            Some(false) => self.telemetry.counters.checks_failed += 1,
-            None => {}
         }
     }
 
