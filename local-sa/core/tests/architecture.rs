@@ -538,11 +538,13 @@ fn log_lines_show_values_as_text() {
     );
 }
 
-/// The files that may hold `impl SaCore`: its public calls, and the
-/// three files where it routes events to its groups and carries out what
-/// they decide; the decisions live in the groups.
-const SA_CORE_IMPL_FILES: [&str; 4] = [
+/// The files that may hold `impl SaCore`: its public calls, and one
+/// routing file per group whose effects reach beyond it, where SaCore
+/// routes events to the group and carries out what it decides; the
+/// decisions live in the groups.
+const SA_CORE_IMPL_FILES: [&str; 5] = [
     "agent/mod.rs",
+    "agent/routing/names.rs",
     "agent/routing/queries.rs",
     "agent/routing/registrations.rs",
     "agent/routing/tables.rs",
