@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" != --inside ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  mapfile -t first < <(LOCAL_SA_RPM_RELEASE=1 scripts/package-rpm.sh)
-  mapfile -t second < <(LOCAL_SA_RPM_RELEASE=2 scripts/package-rpm.sh)
+  built=$(LOCAL_SA_RPM_RELEASE=1 scripts/package-rpm.sh) ||
+    { echo "check-rpm: release 1 did not build (above)" >&2; exit 1; }
+  mapfile -t first <<< "$built"
+  built=$(LOCAL_SA_RPM_RELEASE=2 scripts/package-rpm.sh) ||
+    { echo "check-rpm: release 2 did not build (above)" >&2; exit 1; }
+  mapfile -t second <<< "$built"
   srpm=${first[0]} rpm=${first[1]} upgrade=${second[1]}
   # Every warning rpmlint may give is named and explained in the filters;
   # any other, or any error, fails.

@@ -66,20 +66,32 @@ done
 XZ_OPT=-T0 tar -C "$vendor" --sort=name --owner=0 --group=0 -cJf "$top/SOURCES/$name-vendor.tar.xz" vendor
 cp "$spec" "$top/SPECS/"
 
-args=(--define "_topdir $top" --define "local_sa_release $release")
+# rpm's macros do not quote the paths they expand: a topdir with a blank
+# in it (a checkout under "~/my builds") breaks %prep. rpmbuild works
+# through a link without one, and the paths it prints are given back as
+# under target/.
+rpmtop=$top
+case $top in
+  *[[:space:]]*)
+    rpmtop=$(mktemp -u "${TMPDIR:-/tmp}/local-sa-rpmtop.XXXXXX")
+    ln -s "$top" "$rpmtop"
+    trap 'rm -rf "$list" "$vendor" "$rpmtop"' EXIT
+    ;;
+esac
+args=(--define "_topdir $rpmtop" --define "local_sa_release $release")
 if [ -z "$(rpm --eval '%{?_unitdir}')" ]; then
   args+=(--load local-sa/daemon/dist/rpm/macros.fallback)
 fi
 if ! rpm -q rpm >/dev/null 2>&1; then
   args+=(--nodeps)
 fi
-srpm=$(rpmbuild "${args[@]}" -bs "$top/SPECS/local-sa.spec" | sed -n 's/^Wrote: //p')
+srpm=$(rpmbuild "${args[@]}" -bs "$rpmtop/SPECS/local-sa.spec" | sed -n 's/^Wrote: //p')
 log="$top/build.log"
-if ! CARGO_TARGET_DIR="$top/cargo-target" rpmbuild "${args[@]}" --rebuild "$srpm" > "$log" 2>&1; then
+if ! CARGO_TARGET_DIR="$rpmtop/cargo-target" rpmbuild "${args[@]}" --rebuild "$srpm" > "$log" 2>&1; then
   tail -40 "$log" >&2
   echo "package-rpm: rpmbuild --rebuild $srpm failed (whole log: $log)" >&2
   exit 1
 fi
 rpm=$(sed -n 's/^Wrote: \(.*\.rpm\)$/\1/p' "$log" | grep -v '\.src\.rpm$' | grep -v -- '-debug' | head -1)
-echo "$srpm"
-echo "$rpm"
+echo "$top${srpm#"$rpmtop"}"
+echo "$top${rpm#"$rpmtop"}"
