@@ -12,24 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" != --inside ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   deb=$(scripts/package-deb.sh)
   # Debian's own checks; what remains is explained in the package's
   # lintian overrides.
   lintian --fail-on error,warning --pedantic "$deb" ||
     { echo "check-deb: lintian finds fault with $deb" >&2; exit 1; }
-  work=$(mktemp -d "${TMPDIR:-/tmp}/local-sa-check-deb.XXXXXX")
-  trap '$sudo rm -rf "$work"' EXIT
-  # shellcheck disable=SC2016 # expanded by the inner shell
-  $sudo unshare --mount --propagation private sh -c '
-    set -e
-    work=$1; shift
-    mkdir -p "$work/upper" "$work/overlay-work" "$work/root"
-    mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/overlay-work" "$work/root"
-    for api in proc dev sys; do mount --rbind "/$api" "$work/root/$api"; done
-    exec chroot "$work/root" "$@"
-  ' sh "$work" /bin/bash "$PWD/scripts/check-deb.sh" --inside "$deb"
+  scripts/in-overlay-root.sh local-sa-check-deb /bin/bash "$PWD/scripts/check-deb.sh" --inside "$deb"
   echo "check-deb: $deb installs, runs, verifies and purges cleanly"
   exit 0
 fi
@@ -48,26 +36,7 @@ present() {
 }
 before=$(present | sort)
 dpkg -i "$deb" >/dev/null
-local-sa --version
-lsaquery --version
-# The packaged sample is a good configuration, as shipped.
-local-sa --check-config >/dev/null
-for page in local-sa.8 lsaquery.8 local-sa.toml.5; do
-  name=${page%.*} section=${page##*.}
-  man -P cat "$section" "$name" 2>/dev/null | grep -q "^NAME" ||
-    { echo "check-deb: man $section $name does not open" >&2; exit 1; }
-done
-# systemd's own checks of the units (the man pages they name included);
-# it only warns about a setting it cannot parse, so any output fails.
-verify=$(systemd-analyze verify /lib/systemd/system/local-sa.socket /lib/systemd/system/local-sa-netlink.socket \
-  /lib/systemd/system/local-sa.service /lib/systemd/system/local-sa-distributor.service 2>&1) || true
-if [ -n "$verify" ]; then
-  echo "check-deb: systemd-analyze verify: $verify" >&2
-  exit 1
-fi
-# The distributor's settings hold the SA key: root's alone.
-[ "$(stat -c %a /etc/local-sa/distributor.conf)" = 600 ] ||
-  { echo "check-deb: /etc/local-sa/distributor.conf is not mode 600" >&2; exit 1; }
+scripts/check-installed.sh check-deb /lib/systemd/system
 
 dpkg --purge local-sa >/dev/null
 left=$(comm -13 <(echo "$before") <(present | sort))

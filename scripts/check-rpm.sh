@@ -12,8 +12,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" != --inside ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   built=$(LOCAL_SA_RPM_RELEASE=1 scripts/package-rpm.sh) ||
     { echo "check-rpm: release 1 did not build (above)" >&2; exit 1; }
   mapfile -t first <<< "$built"
@@ -25,17 +23,7 @@ if [ "${1:-}" != --inside ]; then
   # any other, or any error, fails.
   rpmlint --strict --config local-sa/daemon/dist/rpm/rpmlint.toml "$srpm" "$rpm" ||
     { echo "check-rpm: rpmlint finds fault with $srpm or $rpm" >&2; exit 1; }
-  work=$(mktemp -d "${TMPDIR:-/tmp}/local-sa-check-rpm.XXXXXX")
-  trap '$sudo rm -rf "$work"' EXIT
-  # shellcheck disable=SC2016 # expanded by the inner shell
-  $sudo unshare --mount --propagation private sh -c '
-    set -e
-    work=$1; shift
-    mkdir -p "$work/upper" "$work/overlay-work" "$work/root"
-    mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/overlay-work" "$work/root"
-    for api in proc dev sys; do mount --rbind "/$api" "$work/root/$api"; done
-    exec chroot "$work/root" "$@"
-  ' sh "$work" /bin/bash "$PWD/scripts/check-rpm.sh" --inside "$rpm" "$upgrade"
+  scripts/in-overlay-root.sh local-sa-check-rpm /bin/bash "$PWD/scripts/check-rpm.sh" --inside "$rpm" "$upgrade"
   echo "check-rpm: $rpm lints clean, installs, verifies, upgrades keeping an edited configuration and erases cleanly"
   exit 0
 fi
@@ -69,22 +57,10 @@ before=$(present | sort)
 
 rpm -i "${opts[@]}" "$rpm"
 verified=$(rpm -V "${opts[@]}" local-sa) || fail "rpm -V after the install: $verified"
-local-sa --version
-lsaquery --version
-local-sa --check-config >/dev/null
-for page in local-sa.8 lsaquery.8 local-sa.toml.5; do
-  name=${page%.*} section=${page##*.}
-  man -P cat "$section" "$name" 2>/dev/null | grep -q "^NAME" ||
-    fail "man $section $name does not open"
-done
 units=/usr/lib/systemd/system
-verify=$(systemd-analyze verify "$units/local-sa.socket" "$units/local-sa-netlink.socket" \
-  "$units/local-sa.service" "$units/local-sa-distributor.service" 2>&1) || true
-[ -z "$verify" ] || fail "systemd-analyze verify: $verify"
+scripts/check-installed.sh check-rpm "$units"
 grep -q '^EnvironmentFile=-/etc/sysconfig/local-sa$' "$units/local-sa.service" ||
   fail "local-sa.service does not read /etc/sysconfig/local-sa"
-[ "$(stat -c %a /etc/local-sa/distributor.conf)" = 600 ] ||
-  fail "/etc/local-sa/distributor.conf is not mode 600"
 [ "$(readlink /run/ibacm.port)" = /run/local-sa/ibacm.port ] ||
   fail "the tmpfiles entry did not link /run/ibacm.port into /run/local-sa"
 

@@ -58,6 +58,13 @@ pub fn package(out: &Path, version: &str, form: PackageForm) -> Result<PathBuf, 
     if form == PackageForm::Tree {
         cmd.env("LOCAL_SA_DEB_TREE_ONLY", "1");
     }
+    let printed = run_script(&script, &mut cmd)?;
+    Ok(PathBuf::from(printed.trim()))
+}
+
+/// Runs `cmd`, the packaging script `script`: what it printed, or its
+/// error output.
+fn run_script(script: &Path, cmd: &mut Command) -> Result<String, String> {
     let made = cmd
         .output()
         .map_err(|e| format!("{}: {e}", script.display()))?;
@@ -68,7 +75,7 @@ pub fn package(out: &Path, version: &str, form: PackageForm) -> Result<PathBuf, 
             String::from_utf8_lossy(&made.stderr)
         ));
     }
-    Ok(PathBuf::from(String::from_utf8_lossy(&made.stdout).trim()))
+    Ok(String::from_utf8_lossy(&made.stdout).into_owned())
 }
 
 /// The programs in `bin_dir` and the package's other files laid out in
@@ -76,19 +83,11 @@ pub fn package(out: &Path, version: &str, form: PackageForm) -> Result<PathBuf, 
 fn rpm_tree(bin_dir: &Path, root: &Path) -> Result<PathBuf, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-tree.sh");
     let _ = fs::remove_dir_all(root);
-    let made = Command::new(&script)
-        .args(["--layout", "rpm", "--bin"])
+    let mut cmd = Command::new(&script);
+    cmd.args(["--layout", "rpm", "--bin"])
         .arg(bin_dir)
-        .arg(root)
-        .output()
-        .map_err(|e| format!("{}: {e}", script.display()))?;
-    if !made.status.success() {
-        return Err(format!(
-            "{}: {}",
-            script.display(),
-            String::from_utf8_lossy(&made.stderr)
-        ));
-    }
+        .arg(root);
+    run_script(&script, &mut cmd)?;
     Ok(root.to_owned())
 }
 
