@@ -285,13 +285,12 @@ impl std::error::Error for NotWritten {
 }
 
 /// What a watch is now, among the watches of the same nodes.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchRole {
     /// It fills and keeps the nodes.
     Active,
     /// Another watch is active; this one takes over if the nodes find
     /// that one silent.
-    #[default]
     Standby,
     /// Another watch took over while this one was frozen or cut off; it
     /// stands by, and is said fenced until it is active again.
