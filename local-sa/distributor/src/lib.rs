@@ -18,6 +18,7 @@
 
 pub mod computed;
 pub mod fill;
+pub mod sends;
 pub mod sent_tables;
 pub mod shard;
 pub mod watch;

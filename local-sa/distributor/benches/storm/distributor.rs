@@ -12,11 +12,12 @@
 //! * the master: a GetTable of each node's paths (SGID) over RMPP before
 //!   the node's push, `lsaquery --distribute` without `--compute`;
 //! * computed (`lsaquery --distribute --compute`): first the fabric's
-//!   description from the master (a GetTable of each record type, whose
-//!   size the model master charges for the model's fabric), one Get for
-//!   the partition's SL and [`SAMPLE`] Gets of pairs spread over the
-//!   nodes and more until every node is a source and a destination, as
-//!   lsaquery's check asks them, `MASTER_WINDOW` at a time;
+//!   description from the master, read by the shipped
+//!   [`DescriptionRead`] (a GetTable of each record type, whose size the
+//!   model master charges for the model's fabric), then [`SAMPLE`] Gets
+//!   of pairs spread over the nodes and more until every node is a
+//!   source and a destination, as lsaquery's check asks them,
+//!   `MASTER_WINDOW` at a time;
 //!   then the pushes, as from a dump. The model master builds no fabric
 //!   the path engine could read, so the computed tables are the dump's
 //!   records; computing them is not on the fill's critical path (the
@@ -45,8 +46,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use local_sa_core::Address;
+use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Completion;
+use local_sa_distributor::computed::description::DescriptionRead;
+use local_sa_distributor::computed::sample_check::End;
 use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
 use local_sa_distributor::fill::partitions::NodePartitions;
@@ -58,11 +62,7 @@ use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Method, NodeRecord, SaMadBuilder, ServiceRecord};
 
 use crate::fixture::{gid, record as path};
-use crate::requests::{MASTER_WINDOW, Requests, fill_setup};
-use crate::world::Scenario;
-
-/// The SM_Key the distributor and the cores share.
-pub(crate) const SM_KEY: u64 = 0x5eed;
+use crate::requests::{MASTER_WINDOW, Requests, SM_KEY, fill_setup};
 
 /// Where a distributor's nodes' paths come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,12 +76,24 @@ pub(crate) enum Source {
 /// (`--check-sample`'s default).
 pub(crate) const SAMPLE: u16 = 1000;
 
+/// What a distributor fills: nodes `1..=hosts`, from `source`, with
+/// their tables at `service_id` too if given, under `lease` if a watch
+/// follows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FillOf {
+    pub(crate) hosts: u16,
+    pub(crate) source: Source,
+    pub(crate) service_id: Option<u64>,
+    pub(crate) lease: Option<LeaseTerms>,
+}
+
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
-    /// A query made before the fill (the names, the description, the
-    /// sample).
+    /// A query made before the fill (the names, the sample).
     Before,
+    /// The query at this place in the description read's batch.
+    Read(usize),
     /// One of the fill machine's sends, by its id.
     Fill(u64),
 }
@@ -93,6 +105,10 @@ pub(crate) struct Distributor {
     /// Queries still to make before the fill, and those unanswered.
     before: VecDeque<Bytes>,
     before_out: usize,
+    /// Computing: the shipped read of the description, the ends of its
+    /// batch out, and the sample's queries, asked once it is over.
+    read: Option<(DescriptionRead, Vec<Option<End>>)>,
+    sample: Vec<Bytes>,
     fill: Distribution,
     requests: Requests<Ask>,
     /// Queries before the fill that ran out of attempts.
@@ -101,22 +117,20 @@ pub(crate) struct Distributor {
 
 impl Distributor {
     /// A distributor of the nodes of share `shard` (0-based) of `shards`
-    /// in scenario `s`, `window` nodes at a time; under a lease if a
-    /// watch follows the fill.
+    /// of what `of` says, `window` nodes at a time.
     pub(crate) fn new(
         lid: u16,
         master: u16,
         window: usize,
         (shard, shards): (u16, u16),
-        s: &Scenario,
+        of: FillOf,
     ) -> Self {
-        let Scenario {
+        let FillOf {
             hosts,
-            service_id,
             source,
-            ..
-        } = *s;
-        let lease = s.watch.then_some(crate::watcher::TERMS);
+            service_id,
+            lease,
+        } = of;
         let master_at = Address::gsi(master, 0);
         let nodes: Vec<FabricPort> = (1..=hosts)
             .filter(|n| n % shards.max(1) == shard)
@@ -150,15 +164,23 @@ impl Distributor {
                 .with_partitions(Some(partitions));
         }
         let mut before = VecDeque::from([names_query(AttributeId::SERVICE_RECORD)]);
-        match source {
-            Source::Computed => before.extend(description_and_sample(hosts)),
-            _ => before.push_front(names_query(AttributeId::NODE_RECORD)),
-        }
+        let (read, sample) = match source {
+            Source::Computed => (
+                Some((DescriptionRead::new(SM_KEY, lid.max(master)), Vec::new())),
+                sample(hosts),
+            ),
+            _ => {
+                before.push_front(names_query(AttributeId::NODE_RECORD));
+                (None, Vec::new())
+            }
+        };
         Self {
             lid,
             master: master_at,
             before,
             before_out: 0,
+            read,
+            sample,
             fill,
             requests: Requests::new(),
             unanswered_before: 0,
@@ -183,7 +205,7 @@ impl Distributor {
 
     /// Whether every node has everything.
     pub(crate) fn is_done(&self) -> bool {
-        self.before.is_empty() && self.before_out == 0 && self.fill.is_done()
+        self.read.is_none() && self.before.is_empty() && self.before_out == 0 && self.fill.is_done()
     }
 
     /// When [`Self::poll`] must run again.
@@ -215,13 +237,50 @@ impl Distributor {
                     self.unanswered_before += 1;
                 }
             }
+            Ask::Read(place) => {
+                if let Some((_, ends)) = &mut self.read
+                    && let Some(end) = ends.get_mut(place)
+                {
+                    *end = Some(c.outcome);
+                }
+            }
             Ask::Fill(id) => self.fill.handle_end(id, c.outcome),
+        }
+    }
+
+    /// Moves the description's read on: its next batch once the last
+    /// one's ends are in; once it is over, the sample is asked.
+    fn read(&mut self, now: Instant) {
+        let Some((read, out)) = &mut self.read else {
+            return;
+        };
+        if out.iter().any(Option::is_none) {
+            return;
+        }
+        let ends: Vec<End> = std::mem::take(out).into_iter().flatten().collect();
+        if !ends.is_empty() && read.handle_batch(ends).is_err() {
+            // lsaquery falls back on the master's tables; the model master
+            // always serves its description, so this is not modelled.
+            self.unanswered_before += 1;
+        }
+        match read.poll_batch() {
+            Some(batch) => {
+                *out = vec![None; batch.len()];
+                for (place, q) in batch.iter().enumerate() {
+                    self.requests.query(now, self.master, Ask::Read(place), q);
+                }
+            }
+            None => {
+                self.read = None;
+                self.before.extend(std::mem::take(&mut self.sample));
+            }
         }
     }
 
     /// Asks the queries before the fill, [`MASTER_WINDOW`] at a time;
     /// once all are answered, makes the machine's sends.
     fn send(&mut self, now: Instant) {
+        self.read(now);
         while self.before_out < MASTER_WINDOW {
             let Some(q) = self.before.pop_front() else {
                 break;
@@ -229,10 +288,10 @@ impl Distributor {
             self.before_out += 1;
             self.requests.query(now, self.master, Ask::Before, &q);
         }
-        if !self.before.is_empty() || self.before_out > 0 {
+        if self.read.is_some() || !self.before.is_empty() || self.before_out > 0 {
             return;
         }
-        self.requests.fill_sends(now, &mut self.fill, Ask::Fill);
+        self.requests.sends(now, &mut self.fill, Ask::Fill);
     }
 }
 
@@ -252,31 +311,16 @@ fn names_query(attribute: AttributeId) -> Bytes {
     b.into_bytes()
 }
 
-/// What a computing distributor asks the master before its pushes: every
-/// record type of the description, one path for the partition's SL, and
-/// the sample's pairs (spread over the nodes, every node a source and a
-/// destination).
-fn description_and_sample(hosts: u16) -> Vec<Bytes> {
-    let mut q: Vec<Bytes> = [
-        AttributeId::NODE_RECORD,
-        AttributeId::PORT_INFO_RECORD,
-        AttributeId::LINK_RECORD,
-        AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
-        AttributeId::PKEY_TABLE_RECORD,
-        AttributeId::GUID_INFO_RECORD,
-    ]
-    .into_iter()
-    .map(|attribute| SaMadBuilder::request(Method::GET_TABLE, 0, attribute).into_bytes())
-    .collect();
+/// The sample a computing distributor checks against the master before
+/// its pushes: pairs spread over the nodes, and more until every node is
+/// a source and a destination.
+fn sample(hosts: u16) -> Vec<Bytes> {
     let pairs = (SAMPLE + 1).min(hosts.saturating_mul(hosts.min(SAMPLE)));
     let drawn = (0..pairs)
         .map(|i| (i % hosts + 1, (i * 7 + i / hosts) % hosts + 1))
         .collect();
-    let pairs = crate::check::seeing_every_port(hosts, drawn);
-    q.extend(
-        pairs
-            .into_iter()
-            .map(|(s, d)| crate::check::pair_query(s, d)),
-    );
-    q
+    crate::check::seeing_every_port(hosts, drawn)
+        .into_iter()
+        .map(|(s, d)| crate::check::pair_query(s, d))
+        .collect()
 }

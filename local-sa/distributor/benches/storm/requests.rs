@@ -1,6 +1,7 @@
 //! A distributor's requests on the virtual fabric: the core's requester,
 //! as lsaquery's client runs it over umad (retries, RMPP both ways), and
-//! the fill machine's sends made through it.
+//! the sends of the shipped machines (the fill, the watch's driver) made
+//! through it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -9,9 +10,11 @@ use bytes::Bytes;
 use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::requester::{Attempts, Completion, Handled, Requester, RequesterConfig};
 use local_sa_core::{Address, Transmit};
-use local_sa_distributor::fill::{Distribution, Send, Setup};
+use local_sa_distributor::fill::Setup;
+use local_sa_distributor::sends::{Send, Sends};
 
-use crate::distributor::SM_KEY;
+/// The SM_Key the distributors, the watch and the cores share.
+pub(crate) const SM_KEY: u64 = 0x5eed;
 
 /// lsaquery's defaults: `--retries` after the first attempt, each
 /// query's `--timeout`, each whole table's `--table-timeout`, queries at
@@ -70,14 +73,14 @@ impl<T: Copy> Requests<T> {
         self.requester.send(now, dest, token, mad, &mut self.out);
     }
 
-    /// Makes every send `fill` has, each under `token(id)`.
-    pub(crate) fn fill_sends(
+    /// Makes every send `machine` has, each under `token(id)`.
+    pub(crate) fn sends(
         &mut self,
         now: Instant,
-        fill: &mut Distribution,
+        machine: &mut impl Sends,
         token: impl Fn(u64) -> T,
     ) {
-        while let Some((id, send)) = fill.poll_send() {
+        while let Some((id, send)) = machine.poll_send() {
             match send {
                 Send::Query {
                     dest,
@@ -99,7 +102,7 @@ impl<T: Copy> Requests<T> {
                         self.requester
                             .send_rmpp(now, dest, token(id), header, data, &mut self.out);
                     if let Err(e) = sent {
-                        fill.handle_unsendable(id, &e.to_string());
+                        machine.handle_unsendable(now, id, &e.to_string());
                     }
                 }
             }

@@ -1,6 +1,9 @@
 //! `lsaquery --distribute --compute --watch` after its fill: the shipped
-//! watch ([`local_sa_distributor::watch::Watch`]) deciding, its effects
-//! carried out on the virtual fabric as lsaquery carries them out:
+//! watch ([`local_sa_distributor::watch::Watch`]) deciding and its
+//! shipped driver ([`WatchDriver`]) carrying out its renewals, its polls
+//! of the master's activity, its pushes (the fill machine) and the
+//! queries at the master, over the virtual fabric; what lsaquery computes
+//! and reads is modelled here:
 //!
 //! * a read: the GetTables of every record type of the description
 //!   (which the model master charges for the model's fabric), at most
@@ -23,29 +26,29 @@
 //! and settles [`SETTLE`] before it reads; every [`INTERVAL`] it reads
 //! and renews.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use local_sa_core::Address;
 use local_sa_core::load_flags::LeaseTerms;
-use local_sa_core::master_activity::{self, MasterActivity};
-use local_sa_core::requester::Completion;
+use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Served;
+use local_sa_distributor::computed::description::DescriptionRead;
 use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::tally::Tally;
+use local_sa_distributor::sends::Sends;
 use local_sa_distributor::sent_tables::SentTables;
+use local_sa_distributor::watch::driver::{Busy, DriverSetup, Task, WatchDriver};
 use local_sa_distributor::watch::{
-    CheckOutcome, Effect, Holding, Holdings, LeaseAnswer, Plan, Read, Renewed, Watch, WatchSetup,
-    renewal,
+    CheckOutcome, Effect, Holding, Holdings, Plan, Read, Watch, WatchSetup,
 };
-use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder, TrapDetails};
+use mad_codec::{Gid, PathRecord, TrapDetails};
 
-use crate::distributor::SM_KEY;
 use crate::fixture::{gid, record as path};
 use crate::master::rerouted_record;
-use crate::requests::{MASTER_WINDOW, Requests, fill_setup};
+use crate::requests::{MASTER_WINDOW, Requests, SM_KEY, fill_setup};
 
 /// Between re-reads of the description and lease renewals (the
 /// watch's `--watch-interval` default).
@@ -75,61 +78,13 @@ const CHECK: usize = 64;
 /// core (BENCHMARKS.md), four cores.
 const ENGINE_PATHS_PER_SECOND: f64 = 100e6;
 
-/// The description's record types, each one GetTable.
-const DESCRIPTION: [AttributeId; 6] = [
-    AttributeId::NODE_RECORD,
-    AttributeId::PORT_INFO_RECORD,
-    AttributeId::LINK_RECORD,
-    AttributeId::LINEAR_FORWARDING_TABLE_RECORD,
-    AttributeId::PKEY_TABLE_RECORD,
-    AttributeId::GUID_INFO_RECORD,
-];
-
-/// What a request is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ask {
-    /// A query of a read or a check.
-    Master,
-    /// A renewal to the node at this LID.
-    Renewal(u16),
-    /// One of the push's sends, by its id.
-    Push(u64),
-    /// A poll of the master's activity.
-    Activity,
-}
-
-/// The effect under way.
-enum Doing {
-    Nothing,
-    /// A read's or a check's queries: those still to send, those out.
-    Asking {
-        left: VecDeque<Bytes>,
-        out: usize,
-        then: AfterAsking,
+/// What the driver's queries at the master are for.
+enum Asked {
+    /// The shipped read of the description, a batch at a time.
+    Read(Box<DescriptionRead>),
+    Check {
+        pairs: usize,
     },
-    /// Computing the digests of these nodes until this time.
-    Computing {
-        until: Instant,
-        nodes: Vec<Gid>,
-    },
-    Pushing(Box<Distribution>),
-    /// A poll of the master's activity, out.
-    Polling,
-    /// Renewals: those still to send, those out, and how they went.
-    Renewing {
-        left: VecDeque<(Gid, u16)>,
-        out: usize,
-        seconds: u16,
-        forget_qos: bool,
-        renewed: Renewed,
-    },
-}
-
-/// What answers to the queries lead to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AfterAsking {
-    Read,
-    Check { pairs: usize },
 }
 
 /// The watch at `lid`.
@@ -138,9 +93,12 @@ pub(crate) struct Watcher {
     hosts: u16,
     master: Address,
     window: usize,
-    watch: Watch,
-    requests: Requests<Ask>,
-    doing: Doing,
+    driver: WatchDriver,
+    requests: Requests<u64>,
+    /// The queries at the master out, if any.
+    asked: Option<Asked>,
+    /// Computing the digests of these nodes until this time.
+    computing: Option<(Instant, Vec<Gid>)>,
     /// The reroute's changed pairs, by source node, once told; whether
     /// the nodes were computed from the fabric after it, and whether the
     /// last read found it.
@@ -172,16 +130,31 @@ impl Watcher {
             // One watch: nothing to referee between watches.
             referee: None,
         };
+        let watch = Watch::new(setup, holdings, digests, BTreeSet::new(), now).with_activity(
+            MasterActivity::default().with_switches(crate::master::switches(hosts) as usize),
+        );
+        let window = window.max(1);
+        let master = Address::gsi(master, 0);
+        let driver = WatchDriver::new(
+            watch,
+            DriverSetup {
+                master,
+                sm_sl: 0,
+                sm_key: SM_KEY,
+                window,
+                master_window: MASTER_WINDOW,
+                terms: TERMS,
+            },
+        );
         Self {
             lid,
             hosts,
-            master: Address::gsi(master, 0),
-            window: window.max(1),
-            watch: Watch::new(setup, holdings, digests, BTreeSet::new(), now).with_activity(
-                MasterActivity::default().with_switches(crate::master::switches(hosts) as usize),
-            ),
+            master,
+            window,
+            driver,
             requests: Requests::new(),
-            doing: Doing::Nothing,
+            asked: None,
+            computing: None,
             rerouted: BTreeMap::new(),
             current_rerouted: false,
             newest_rerouted: false,
@@ -203,7 +176,7 @@ impl Watcher {
             .map(|(s, records)| (s, records.iter().map(PathRecord::dlid).collect()))
             .collect();
         if heard {
-            self.watch.handle_notice(
+            self.driver.watch_mut().handle_notice(
                 now,
                 TrapDetails::LinkStateChange {
                     lid: self.hosts + 2,
@@ -214,12 +187,12 @@ impl Watcher {
 
     /// When its interval's next read is due.
     pub(crate) fn next_interval(&self) -> Instant {
-        self.watch.next_interval()
+        self.driver.watch().next_interval()
     }
 
     /// Whether it has nothing under way.
     pub(crate) fn is_done(&self) -> bool {
-        matches!(self.doing, Doing::Nothing)
+        self.driver.is_idle() && self.computing.is_none()
     }
 
     /// Transfers tried again.
@@ -229,14 +202,10 @@ impl Watcher {
 
     /// When [`Self::poll`] must run again.
     pub(crate) fn next_event(&self) -> Option<Instant> {
-        let computing = match self.doing {
-            Doing::Computing { until, .. } => Some(until),
-            _ => None,
-        };
         [
-            self.watch.poll_timeout(),
+            self.driver.poll_timeout(),
             self.requests.next_event(),
-            computing,
+            self.computing.as_ref().map(|(until, _)| *until),
         ]
         .into_iter()
         .flatten()
@@ -246,7 +215,7 @@ impl Watcher {
     /// Does what is due; returns MADs to send.
     pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
         for c in self.requests.timeouts(now) {
-            self.ended(now, c);
+            self.driver.handle_end(now, c.token, c.outcome);
         }
         self.step(now);
         self.requests.drain()
@@ -261,197 +230,131 @@ impl Watcher {
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
         if let Some(c) = self.requests.receive(now, from, mad) {
-            self.ended(now, c);
+            self.driver.handle_end(now, c.token, c.outcome);
         }
         self.poll(now)
     }
 
-    /// A request ended: a query's, a renewal's or one of the push's.
-    fn ended(&mut self, now: Instant, c: Completion<Ask>) {
-        match (&mut self.doing, c.token) {
-            (Doing::Asking { out, .. }, Ask::Master) => *out -= 1,
-            (Doing::Renewing { out, renewed, .. }, Ask::Renewal(lid)) => {
-                *out -= 1;
-                renewed.add(gid(lid), LeaseAnswer::of(c.outcome.as_ref().ok()));
-            }
-            (Doing::Pushing(fill), Ask::Push(id)) => fill.handle_end(id, c.outcome),
-            (Doing::Polling, Ask::Activity) => {
-                self.doing = Doing::Nothing;
-                let count = c.outcome.ok().as_ref().and_then(master_activity::act_count);
-                self.watch
-                    .handle_activity(now, count.map(|n| (self.master.lid, n)));
-            }
-            _ => {}
-        }
-    }
-
-    /// Moves the effect under way on, and takes the watch's next ones.
+    /// Carries out the driver's tasks until it waits, and makes its sends.
     fn step(&mut self, now: Instant) {
         loop {
-            match &mut self.doing {
-                Doing::Asking { left, out, then } => {
-                    while *out < MASTER_WINDOW
-                        && let Some(q) = left.pop_front()
-                    {
-                        *out += 1;
-                        self.requests.query(now, self.master, Ask::Master, &q);
+            if self
+                .computing
+                .as_ref()
+                .is_some_and(|(until, _)| *until > now)
+            {
+                break;
+            }
+            if let Some((_, nodes)) = self.computing.take() {
+                let digests = nodes.iter().map(|g| (*g, self.digest(*g))).collect();
+                self.driver.watch_mut().handle_digests(now, digests);
+            }
+            let Some(task) = self.driver.poll_task(now) else {
+                break;
+            };
+            self.carry_out(now, task);
+        }
+        self.requests.sends(now, &mut self.driver, |id| id);
+    }
+
+    /// Carries out one task of the driver's: what lsaquery reads and
+    /// computes, modelled.
+    fn carry_out(&mut self, now: Instant, task: Task) {
+        // The driver gives an effect only when it carries out nothing, so
+        // it takes the asks and the push that follow one.
+        let started = match task {
+            Task::Effect(Effect::Read { .. }) => self.reading(
+                now,
+                Box::new(DescriptionRead::new(SM_KEY, self.lid.max(self.master.lid))),
+            ),
+            Task::Effect(Effect::Probe(asked)) => {
+                // Every port runs local-sa.
+                self.driver.watch_mut().handle_probed(now, &asked);
+                Ok(())
+            }
+            Task::Effect(Effect::Digests(nodes)) => {
+                let paths = f64::from(self.hosts) * nodes.len() as f64;
+                let until = now + Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
+                self.computing = Some((until, nodes));
+                Ok(())
+            }
+            Task::Effect(Effect::Check { nodes, .. }) => {
+                let queries = self.check_queries(!nodes.is_empty());
+                self.asked = Some(Asked::Check {
+                    pairs: queries.len(),
+                });
+                self.driver.ask(now, queries)
+            }
+            Task::Effect(Effect::Push(plan)) => self.driver.push(now, self.push(&plan)),
+            Task::Answered(ends) => match self.asked.take() {
+                Some(Asked::Read(mut read)) => match read.handle_batch(ends) {
+                    Ok(()) => self.reading(now, read),
+                    Err(e) => {
+                        self.driver.watch_mut().handle_failed(now, &e.to_string());
+                        Ok(())
                     }
-                    if *out > 0 || !left.is_empty() {
-                        return;
-                    }
-                    let then = *then;
-                    self.doing = Doing::Nothing;
-                    match then {
-                        AfterAsking::Read => {
-                            self.newest_rerouted = !self.rerouted.is_empty();
-                            let changed = self.newest_rerouted != self.current_rerouted;
-                            let ports = (1..=self.hosts)
-                                .map(|n| FabricPort {
-                                    lid: n,
-                                    gid: gid(n),
-                                })
-                                .collect();
-                            self.watch.handle_read(
-                                now,
-                                Read {
-                                    changed,
-                                    ports,
-                                    served: Served::default(),
-                                    config_changes: Vec::new(),
-                                    from_master: false,
-                                },
-                            );
-                        }
-                        AfterAsking::Check { pairs } => self.watch.handle_checked(
-                            now,
-                            CheckOutcome {
-                                pairs,
-                                differed: 0,
-                                records: pairs as u64,
-                            },
-                        ),
-                    }
+                },
+                Some(Asked::Check { pairs }) => {
+                    self.driver.watch_mut().handle_checked(
+                        now,
+                        CheckOutcome {
+                            pairs,
+                            differed: 0,
+                            records: pairs as u64,
+                        },
+                    );
+                    Ok(())
                 }
-                // Its answer (or time-out) ends it.
-                Doing::Polling => return,
-                Doing::Computing { until, .. } => {
-                    if *until > now {
-                        return;
-                    }
-                    let Doing::Computing { nodes, .. } =
-                        std::mem::replace(&mut self.doing, Doing::Nothing)
-                    else {
-                        return;
-                    };
-                    let digests = nodes.iter().map(|g| (*g, self.digest(*g))).collect();
-                    self.watch.handle_digests(now, digests);
-                }
-                Doing::Pushing(fill) => {
-                    self.requests.fill_sends(now, fill, Ask::Push);
-                    if !fill.is_done() {
-                        return;
-                    }
-                    let Doing::Pushing(fill) = std::mem::replace(&mut self.doing, Doing::Nothing)
-                    else {
-                        return;
-                    };
-                    self.current_rerouted = self.newest_rerouted;
-                    self.retries += fill.tally().retried;
-                    self.watch.handle_pushed(now, fill.finish(), Ok(()));
-                }
-                Doing::Renewing {
-                    left,
-                    out,
-                    seconds,
-                    forget_qos,
-                    renewed,
-                } => {
-                    while *out < self.window
-                        && let Some((_, lid)) = left.pop_front()
-                    {
-                        *out += 1;
-                        let to = Address::gsi(lid, 0);
-                        self.requests.query(
-                            now,
-                            to,
-                            Ask::Renewal(lid),
-                            &renewal(
-                                SM_KEY,
-                                LeaseTerms {
-                                    seconds: *seconds,
-                                    ..TERMS
-                                },
-                                *forget_qos,
-                            ),
-                        );
-                    }
-                    if *out > 0 || !left.is_empty() {
-                        return;
-                    }
-                    let renewed = std::mem::take(renewed);
-                    self.doing = Doing::Nothing;
-                    self.watch.handle_renewed(now, &renewed);
-                }
-                Doing::Nothing => {
-                    let Some(effect) = self.watch.poll_effect(now) else {
-                        return;
-                    };
-                    self.start(now, effect);
-                }
+                None => Ok(()),
+            },
+            Task::Pushed(fill) => {
+                self.current_rerouted = self.newest_rerouted;
+                self.retries += fill.tally().retried;
+                (self.driver.watch_mut()).handle_pushed(now, fill.finish(), Ok(()));
+                Ok(())
+            }
+            Task::Effect(_) | Task::Renewed(_) | Task::Polled(_) => Ok(()),
+        };
+        debug_assert!(started.is_ok(), "the driver took no step while busy");
+    }
+
+    /// Asks the master the read's next batch; the read is over once it
+    /// has none.
+    fn reading(&mut self, now: Instant, mut read: Box<DescriptionRead>) -> Result<(), Busy> {
+        match read.poll_batch() {
+            Some(batch) => {
+                self.asked = Some(Asked::Read(read));
+                self.driver.ask(now, batch)
+            }
+            None => {
+                self.read(now, read.finish().served);
+                Ok(())
             }
         }
     }
 
-    /// Starts carrying out `effect`.
-    fn start(&mut self, now: Instant, effect: Effect) {
-        self.doing = match effect {
-            Effect::Read { .. } => Doing::Asking {
-                left: DESCRIPTION
-                    .into_iter()
-                    .map(|a| SaMadBuilder::request(Method::GET_TABLE, 0, a).into_bytes())
-                    .collect(),
-                out: 0,
-                then: AfterAsking::Read,
+    /// The description was read, costing the master `served`: the newest
+    /// fabric is the rerouted one once a reroute was told (the model
+    /// master serves no fabric the engine could read).
+    fn read(&mut self, now: Instant, served: Served) {
+        self.newest_rerouted = !self.rerouted.is_empty();
+        let changed = self.newest_rerouted != self.current_rerouted;
+        let ports = (1..=self.hosts)
+            .map(|n| FabricPort {
+                lid: n,
+                gid: gid(n),
+            })
+            .collect();
+        self.driver.watch_mut().handle_read(
+            now,
+            Read {
+                changed,
+                ports,
+                served,
+                config_changes: Vec::new(),
+                from_master: false,
             },
-            Effect::Probe(asked) => {
-                // Every port runs local-sa.
-                self.watch.handle_probed(now, &asked);
-                Doing::Nothing
-            }
-            Effect::Digests(nodes) => {
-                let paths = f64::from(self.hosts) * nodes.len() as f64;
-                let until = now + Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
-                Doing::Computing { until, nodes }
-            }
-            Effect::Check { nodes, .. } => {
-                let left = self.check_queries(!nodes.is_empty());
-                let pairs = left.len();
-                Doing::Asking {
-                    left,
-                    out: 0,
-                    then: AfterAsking::Check { pairs },
-                }
-            }
-            Effect::Push(plan) => Doing::Pushing(Box::new(self.push(&plan))),
-            Effect::Renew {
-                nodes,
-                seconds,
-                forget_qos,
-            } => Doing::Renewing {
-                left: nodes.into(),
-                out: 0,
-                seconds,
-                forget_qos,
-                renewed: Renewed::default(),
-            },
-            Effect::PollActivity => {
-                let request = master_activity::request(self.master.lid);
-                self.requests
-                    .query(now, self.master, Ask::Activity, &request);
-                Doing::Polling
-            }
-            Effect::Told(_) | Effect::Ended { .. } => Doing::Nothing,
-        };
+        );
     }
 
     /// The digest of `node`'s tables in the newest fabric read: moved by
@@ -464,7 +367,7 @@ impl Watcher {
     /// Gets of up to [`CHECK`] changed pairs, spread over the nodes (if
     /// `changed`), and of pairs that make every node a source and a
     /// destination.
-    fn check_queries(&self, changed: bool) -> VecDeque<Bytes> {
+    fn check_queries(&self, changed: bool) -> Vec<Bytes> {
         let pairs: Vec<(u16, u16)> = (self.rerouted.iter())
             .filter(|_| changed)
             .flat_map(|(s, dests)| dests.iter().map(move |d| (*s, *d)))

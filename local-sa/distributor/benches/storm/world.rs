@@ -30,8 +30,9 @@ use local_sa_core::doors::{Door as _, Input, Output};
 use local_sa_core::names::hosts::{self, Names};
 use local_sa_core::{Address, AgentConfig, PortIdentity, Received, SaCore, SmKey};
 
-use crate::distributor::{Distributor, SM_KEY, Source};
+use crate::distributor::{Distributor, FillOf, Source};
 use crate::master::{Master, MasterLoad, MasterModel, gid, rerouted_record};
+use crate::requests::SM_KEY;
 use crate::watcher::Watcher;
 
 /// What is simulated.
@@ -461,7 +462,12 @@ impl World {
                             master_lid,
                             window,
                             (i, s.shards.max(1)),
-                            &s,
+                            FillOf {
+                                hosts: s.hosts,
+                                source: s.source,
+                                service_id: s.service_id,
+                                lease: s.watch.then_some(crate::watcher::TERMS),
+                            },
                         ))),
                         wake: None,
                         free: start,

@@ -76,6 +76,17 @@ pub enum ReadFailure {
     Unusable(String),
 }
 
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoAnswer(failure) => write!(f, "the master did not answer: {failure}"),
+            Self::Refused(why) | Self::Unusable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for ReadFailure {}
+
 /// The record types read after the NodeRecords, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {

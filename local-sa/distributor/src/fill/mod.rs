@@ -6,6 +6,7 @@
 //! fake nodes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
 
 use bytes::Bytes;
 use local_sa_core::load_flags::LeaseTerms;
@@ -34,6 +35,7 @@ use self::ports::{FabricPort, table_request};
 use self::outcome::{NodeOutcome, NodeReport};
 use self::tally::Tally;
 use crate::computed::{Prepared, compute_tables, keys};
+use crate::sends::{Send, Sends};
 use crate::sent_tables::SentTables;
 
 /// A node being filled.
@@ -138,29 +140,6 @@ pub struct Distribution {
 
 /// Each node's tables, by its GID, asked once at its first turn.
 type Dump = Box<dyn FnMut(Gid) -> SentTables>;
-
-/// What the driver is to send.
-#[derive(Debug)]
-pub enum Send {
-    /// A query (`attempts`: other than the client's own).
-    Query {
-        /// The SA asked.
-        dest: Address,
-        /// The whole MAD.
-        request: Bytes,
-        /// Its own attempts, if not the client's.
-        attempts: Option<Attempts>,
-    },
-    /// A load or delete over RMPP.
-    Transfer {
-        /// The node's SA.
-        dest: Address,
-        /// The Set's or Delete's headers.
-        header: SaMadHeader,
-        /// Its records, back to back.
-        data: Bytes,
-    },
-}
 
 /// How a distribution is set up.
 pub struct Setup {
@@ -963,4 +942,19 @@ fn by_partition(records: &[PathRecord]) -> Vec<(QosKey, Vec<PathRecord>)> {
         .into_iter()
         .map(|(p, records)| (QosKey::partition(p), records))
         .collect()
+}
+
+/// The fill has no clock: the time of an end is the driver's.
+impl Sends for Distribution {
+    fn poll_send(&mut self) -> Option<(u64, Send)> {
+        Self::poll_send(self)
+    }
+
+    fn handle_end(&mut self, _now: Instant, id: u64, outcome: Result<Answer, RequestFailure>) {
+        Self::handle_end(self, id, outcome)
+    }
+
+    fn handle_unsendable(&mut self, _now: Instant, id: u64, why: &str) {
+        Self::handle_unsendable(self, id, why)
+    }
 }

@@ -68,8 +68,10 @@
 //! virtual clock against a fake master and fake nodes, the storm
 //! simulator on its own.
 
+mod batch;
 mod changed_pairs;
 pub mod claim;
+pub mod driver;
 mod holdings;
 mod renewal;
 mod report;

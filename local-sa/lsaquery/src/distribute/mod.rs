@@ -40,10 +40,10 @@
 mod endpoints;
 mod names;
 mod partitions;
+pub(crate) mod sends;
 mod summary;
 pub(crate) mod watch;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -53,11 +53,11 @@ use local_sa_core::requester::Attempts;
 
 use local_sa_distributor::fill::ports::{Endpoints, FabricPort};
 use local_sa_distributor::fill::tally::{Computed, Tally};
-use local_sa_distributor::fill::{Distribution, Send, Setup};
+use local_sa_distributor::fill::{Distribution, Setup};
 pub(crate) use local_sa_distributor::shard::Shard;
 
+use self::sends::Carrier;
 use self::summary::FillSummary;
-use crate::client::Token;
 use crate::progress::ProgressBar;
 use crate::session::Session;
 use crate::stop::Stop;
@@ -355,40 +355,15 @@ fn candidates(
 /// is over; a progress bar on a terminal.
 async fn drive(session: &mut Session, run: &mut Distribution) -> Result<(), Stop> {
     let mut bar = ProgressBar::on_terminal(run.progress().1 > 1);
-    let mut ids: HashMap<Token, u64> = HashMap::new();
+    let mut carrier = Carrier::default();
     loop {
-        while let Some((id, send)) = run.poll_send() {
-            match send {
-                Send::Query {
-                    dest,
-                    request,
-                    attempts,
-                } => {
-                    let token = match attempts {
-                        Some(a) => session.client.start_with(dest, &request, a),
-                        None => session.client.start(dest, &request),
-                    };
-                    ids.insert(token, id);
-                }
-                Send::Transfer { dest, header, data } => {
-                    match session.client.start_rmpp(dest, header, data) {
-                        Ok(token) => {
-                            ids.insert(token, id);
-                        }
-                        Err(e) => run.handle_unsendable(id, &e.to_string()),
-                    }
-                }
-            }
-        }
+        carrier.send(session, run);
         let (done, all) = run.progress();
         bar.show(done, all, "local-sa nodes filled");
         if run.is_done() {
             bar.finish();
             return Ok(());
         }
-        let c = session.client.next_completion().await?;
-        if let Some(id) = ids.remove(&c.token) {
-            run.handle_end(id, c.outcome);
-        }
+        carrier.next_end(session, run).await?;
     }
 }

@@ -1,6 +1,9 @@
-//! Carrying out what the watch asks ([`Effect`]) over the session: reads
-//! of the description, probes, the check of changed pairs, pushes, lease
-//! renewals, and telling each event.
+//! The watch's program: the shipped driver
+//! ([`local_sa_distributor::watch::driver`]) carries out the renewals,
+//! the polls of the master's activity and the pushes; what only the
+//! program can do it gives as tasks, carried out here over the session —
+//! reads of the description and of OpenSM's files, probes, the check of
+//! changed pairs, building each push, telling each event.
 
 use local_sa_core::load_flags::LeaseTerms;
 
@@ -8,30 +11,31 @@ use std::time::Instant;
 
 use local_sa_core::path_engine::PairCheck;
 use local_sa_distributor::computed::Prepared;
+use local_sa_distributor::computed::Untrusted;
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::Endpoints;
 use local_sa_distributor::fill::tally::{Computed, Tally};
 use local_sa_distributor::fill::{Distribution, Setup};
+use local_sa_distributor::watch::driver::{Task, WatchDriver};
 use local_sa_distributor::watch::{
-    CheckOutcome, EventReport, Plan, READS, Read, Watch, changed_pairs,
+    CheckOutcome, Effect, EventReport, Plan, READS, Read, Watch, changed_pairs,
 };
 use tracing::{debug, info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
 use super::super::endpoints;
-use super::activity;
+use super::super::sends::Carrier;
 use super::metrics_file::MetricsFile;
-use super::renewals;
 use crate::compute::{self, Reread};
 use crate::json::JSON_SCHEMA;
 use crate::session::Session;
 use crate::stop::Stop;
 
-/// What the watch's driver holds between effects: the fabric the nodes
+/// What the watch's program holds between tasks: the fabric the nodes
 /// were computed from, and the newest one read while an event is under
 /// way.
-pub(super) struct Driver<'o> {
+pub(super) struct Worker<'o> {
     distribute: &'o super::super::DistributeOptions,
     /// Changed pairs checked per event (`--watch-check`).
     check: usize,
@@ -46,9 +50,14 @@ pub(super) struct Driver<'o> {
     newest: Option<Prepared>,
     /// The SA read is the port's master SM, followed when it moves.
     follows_master: bool,
+    /// The push under way: when it began, its nodes, and whether its
+    /// tables are trusted.
+    pushing: Option<(Instant, usize, Result<(), Untrusted>)>,
+    /// The driver's sends out.
+    carrier: Carrier,
 }
 
-impl<'o> Driver<'o> {
+impl<'o> Worker<'o> {
     pub(super) fn new(
         distribute: &'o super::super::DistributeOptions,
         (check, lease, metrics): (usize, LeaseTerms, &'o mut MetricsFile),
@@ -63,101 +72,130 @@ impl<'o> Driver<'o> {
             current: Some(current),
             newest: None,
             follows_master: session.dest.lid == session.port.sm_lid,
+            pushing: None,
+            carrier: Carrier::default(),
         }
     }
 
-    /// Carries out what `watch` asks until it waits for a notice or time;
-    /// an error only when the watch cannot go on (the transport is gone,
-    /// or `--no-fallback` refuses tables from the master).
+    /// Carries out what the watch asks through `driver` until it waits
+    /// for a notice or time; an error only when the watch cannot go on
+    /// (the transport is gone, or `--no-fallback` refuses tables from the
+    /// master).
     pub(super) async fn carry_out(
         &mut self,
         session: &mut Session,
-        watch: &mut Watch,
+        driver: &mut WatchDriver,
     ) -> Result<(), Stop> {
-        while let Some(effect) = watch.poll_effect(Instant::now()) {
-            use local_sa_distributor::watch::Effect;
-            match effect {
-                Effect::Read { sweep } => self.read(session, watch, sweep).await?,
-                Effect::PollActivity => {
-                    self.follow_master(session);
-                    let count = activity::act_count(session).await?;
-                    watch.handle_activity(Instant::now(), count);
-                    debug!(
-                        master = session.dest.lid,
-                        act_count = ?count.map(|(_, n)| n),
-                        sweeps_seen = watch.counters().sweeps_seen,
-                        quiet_rises = ?watch.activity().quiet_rises().collect::<Vec<_>>(),
-                        "the master's activity polled"
+        self.follow_master(session, driver);
+        loop {
+            if let Some(task) = driver.poll_task(Instant::now()) {
+                self.task(session, driver, task).await?;
+                continue;
+            }
+            self.carrier.send(session, driver);
+            if !self.carrier.is_waiting() {
+                return Ok(());
+            }
+            self.carrier.next_end(session, driver).await?;
+        }
+    }
+
+    /// Carries out one task of the driver's.
+    async fn task(
+        &mut self,
+        session: &mut Session,
+        driver: &mut WatchDriver,
+        task: Task,
+    ) -> Result<(), Stop> {
+        let effect = match task {
+            Task::Effect(effect) => effect,
+            Task::Polled(count) => {
+                let watch = driver.watch();
+                debug!(
+                    master = session.dest.lid,
+                    act_count = ?count.map(|(_, n)| n),
+                    sweeps_seen = watch.counters().sweeps_seen,
+                    quiet_rises = ?watch.activity().quiet_rises().collect::<Vec<_>>(),
+                    "the master's activity polled"
+                );
+                return Ok(());
+            }
+            Task::Renewed(renewed) => {
+                if let Some((gid, owner)) = renewed.held.first() {
+                    warn!(
+                        node = %gid,
+                        active = owner,
+                        nodes = renewed.held.len(),
+                        "nodes refused their lease renewal: another distributor (at LID active, for the \
+                         first) holds their lease"
                     );
                 }
-                Effect::Probe(asked) => {
-                    let found = endpoints::running_an_sa(
-                        session,
-                        &asked,
-                        self.distribute.master_window,
-                        self.distribute.probe_timeout,
-                    )
-                    .await;
-                    match unanswered(found)? {
-                        Ok(found) => watch.handle_probed(Instant::now(), &found),
-                        Err(why) => self.failed(watch, &why),
-                    }
+                for (gid, status) in &renewed.refused {
+                    warn!(
+                        node = %gid,
+                        status = %status.describe(),
+                        "a node refused its lease renewal (a local-sa that takes no lease refreshes on its own)"
+                    );
                 }
-                Effect::Digests(nodes) => {
-                    let digests = self.newest()?.digests(&nodes);
-                    watch.handle_digests(Instant::now(), digests);
-                }
-                Effect::Check { nodes, read } => self.check(session, watch, &nodes, read).await?,
-                Effect::Push(plan) => self.push(session, watch, &plan).await?,
-                Effect::Renew {
-                    nodes,
-                    seconds,
-                    forget_qos,
-                } => {
-                    let terms = LeaseTerms {
-                        seconds,
-                        ..self.lease
-                    };
-                    let renewed = renewals::renew(
-                        session,
-                        &nodes,
-                        (terms, forget_qos),
-                        self.distribute.window,
-                    )
-                    .await?;
-                    if let Some((gid, owner)) = renewed.held.first() {
-                        warn!(
-                            node = %gid,
-                            active = owner,
-                            nodes = renewed.held.len(),
-                            "nodes refused their lease renewal: another distributor (at LID active, for the \
-                             first) holds their lease"
-                        );
-                    }
-                    for (gid, status) in &renewed.refused {
-                        warn!(
-                            node = %gid,
-                            status = %status.describe(),
-                            "a node refused its lease renewal (a local-sa that takes no lease refreshes on its own)"
-                        );
-                    }
-                    watch.handle_renewed(Instant::now(), &renewed);
-                    self.write_metrics(watch);
-                }
-                Effect::Told(report) => self.tell(session.json, watch, &report)?,
-                Effect::Ended {
-                    events,
-                    released,
-                    nodes,
-                    fenced_by,
-                } => eprintln!(
-                    "lsaquery: the watch stopped after {events} events{}; {released} of {nodes} nodes took the end \
-                     of their lease and keep their own tables again",
-                    fenced_by.map_or_else(String::new, |o| format!(
-                        ", fenced off by the distributor at LID {o}"
-                    ))
-                ),
+                self.write_metrics(driver.watch());
+                return Ok(());
             }
+            Task::Pushed(mut run) => {
+                self.current = run.take_computed();
+                let (started, nodes, trusted) = self.pushing.take().ok_or_else(fabric_lost)?;
+                info!(
+                    nodes,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "pushed the changed tables"
+                );
+                (driver.watch_mut()).handle_pushed(Instant::now(), run.finish(), trusted);
+                return Ok(());
+            }
+            // This program asks the master over the session itself.
+            Task::Answered(_) => return Ok(()),
+        };
+        match effect {
+            Effect::Read { sweep } => {
+                self.follow_master(session, driver);
+                self.read(session, driver.watch_mut(), sweep).await?;
+            }
+            Effect::Probe(asked) => {
+                let found = endpoints::running_an_sa(
+                    session,
+                    &asked,
+                    self.distribute.master_window,
+                    self.distribute.probe_timeout,
+                )
+                .await;
+                match unanswered(found)? {
+                    Ok(found) => driver.watch_mut().handle_probed(Instant::now(), &found),
+                    Err(why) => self.failed(driver.watch_mut(), &why),
+                }
+            }
+            Effect::Digests(nodes) => {
+                let digests = self.newest()?.digests(&nodes);
+                driver.watch_mut().handle_digests(Instant::now(), digests);
+            }
+            Effect::Check { nodes, read } => {
+                self.check(session, driver.watch_mut(), &nodes, read)
+                    .await?
+            }
+            Effect::Push(plan) => self.push(session, driver, &plan)?,
+            Effect::Told(report) => self.tell(session.json, driver.watch(), &report)?,
+            Effect::Ended {
+                events,
+                released,
+                nodes,
+                fenced_by,
+            } => eprintln!(
+                "lsaquery: the watch stopped after {events} events{}; {released} of {nodes} nodes took the end \
+                 of their lease and keep their own tables again",
+                fenced_by.map_or_else(String::new, |o| format!(
+                    ", fenced off by the distributor at LID {o}"
+                ))
+            ),
+            // The driver carries these out itself.
+            Effect::PollActivity | Effect::Renew { .. } => {}
         }
         Ok(())
     }
@@ -178,7 +216,6 @@ impl<'o> Driver<'o> {
         watch: &mut Watch,
         sweep: bool,
     ) -> Result<(), Stop> {
-        self.follow_master(session);
         let Some(current) = &self.current else {
             return Err(fabric_lost());
         };
@@ -275,13 +312,14 @@ impl<'o> Driver<'o> {
         Ok(())
     }
 
-    /// Pushes `plan`'s nodes their tables computed from the newest fabric
-    /// (the differences from the current fabric's to those holding them),
-    /// under the lease; the newest fabric becomes the current one.
-    async fn push(
+    /// Starts the driver pushing `plan`'s nodes their tables computed
+    /// from the newest fabric (the differences from the current fabric's
+    /// to those holding them), under the lease; the newest fabric becomes
+    /// the current one once it is over ([`Task::Pushed`]).
+    fn push(
         &mut self,
-        session: &mut Session,
-        watch: &mut Watch,
+        session: &Session,
+        driver: &mut WatchDriver,
         plan: &Plan,
     ) -> Result<(), Stop> {
         let started = Instant::now();
@@ -329,15 +367,10 @@ impl<'o> Driver<'o> {
         if let Some(previous) = previous {
             run = run.holding_previous(previous, &plan.delta);
         }
-        super::super::drive(session, &mut run).await?;
-        self.current = run.take_computed();
-        info!(
-            nodes = plan.push.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "pushed the changed tables"
-        );
-        watch.handle_pushed(Instant::now(), run.finish(), trusted);
-        Ok(())
+        self.pushing = Some((started, plan.push.len(), trusted));
+        driver
+            .push(Instant::now(), run)
+            .map_err(|e| Stop::new(3, format!("the watch's push: {e}")))
     }
 
     /// A step found no answer from the master: the event ends, and the
@@ -372,9 +405,9 @@ impl<'o> Driver<'o> {
         self.metrics.counters(watch.counters());
     }
 
-    /// Reads from the port's master SM if it moved (a failover), unless
-    /// an SA was named (--sa-lid).
-    fn follow_master(&mut self, session: &mut Session) {
+    /// Reads from (and polls) the port's master SM if it moved (a
+    /// failover), unless an SA was named (--sa-lid).
+    fn follow_master(&mut self, session: &mut Session, driver: &mut WatchDriver) {
         if !self.follows_master {
             return;
         }
@@ -390,6 +423,7 @@ impl<'o> Driver<'o> {
             );
             session.dest = Address::gsi(port.sm_lid, port.sm_sl);
             session.port = port;
+            driver.set_master(session.dest, session.port.sm_sl);
         }
     }
 }

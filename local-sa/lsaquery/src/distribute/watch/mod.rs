@@ -24,7 +24,8 @@
 //!    the differences (a Set of the changed, a Delete of the vanished, as
 //!    `--delta`), or its tables whole if what it holds is not known. A
 //!    node whose tables did not change gets nothing.
-//! 4. Every interval each node's lease is renewed ([`renewals`]); a node
+//! 4. Every interval each node's lease is renewed (by the shipped
+//!    driver, [`local_sa_distributor::watch::driver`]); a node
 //!    that does not answer gets its tables whole once it answers again
 //!    (it may have restarted or missed a push).
 //!
@@ -36,7 +37,6 @@ mod activity;
 mod effects;
 mod metrics_file;
 mod notices;
-mod renewals;
 mod standby;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
+use local_sa_distributor::watch::driver::{DriverSetup, WatchDriver};
 use local_sa_distributor::watch::{Holding, Holdings, Watch, WatchSetup};
 use mad_codec::{Gid, TrapDetails};
 use smol::channel::Receiver;
@@ -55,7 +56,7 @@ use tracing::{debug, info, warn};
 
 use async_signal::Signals;
 
-use self::effects::Driver;
+use self::effects::Worker;
 use self::metrics_file::MetricsFile;
 use self::notices::Heard;
 pub(crate) use self::notices::local_sa_reachable;
@@ -274,9 +275,19 @@ async fn active(
         renew: options.renew,
         referee,
     };
-    let mut watch =
-        Watch::new(setup, holdings, digests, others, Instant::now()).with_activity(learnt);
-    let mut driver = Driver::new(
+    let watch = Watch::new(setup, holdings, digests, others, Instant::now()).with_activity(learnt);
+    let mut driver = WatchDriver::new(
+        watch,
+        DriverSetup {
+            master: session.dest,
+            sm_sl: session.port.sm_sl,
+            sm_key: session.sm_key,
+            window: distribute.window,
+            master_window: distribute.master_window,
+            terms: options.terms(),
+        },
+    );
+    let mut worker = Worker::new(
         distribute,
         (options.check, options.terms(), metrics),
         current,
@@ -285,11 +296,18 @@ async fn active(
     // However the watch ends, on a signal or a failure, the leases end
     // with it: the nodes must not wait them out (unless the transport is
     // gone too).
-    let kept = keep_current(session, options, &mut driver, &mut watch, signals, notices).await;
-    watch.handle_stop();
-    let stopped = driver.carry_out(session, &mut watch).await;
+    let kept = keep_current(
+        session,
+        options,
+        (&mut worker, &mut driver),
+        signals,
+        notices,
+    )
+    .await;
+    driver.watch_mut().handle_stop();
+    let stopped = worker.carry_out(session, &mut driver).await;
     kept.and(stopped)?;
-    Ok(watch.fenced_by())
+    Ok(driver.watch().fenced_by())
 }
 
 /// Reads the description and checks the sample until that works: a
@@ -420,19 +438,18 @@ async fn follow_notices(session: &mut Session, options: &WatchOptions) -> Notice
 async fn keep_current(
     session: &mut Session,
     options: &WatchOptions,
-    driver: &mut Driver<'_>,
-    watch: &mut Watch,
+    (worker, driver): (&mut Worker<'_>, &mut WatchDriver),
     signals: &mut Signals,
     notices: &mut Notices,
 ) -> Result<(), Stop> {
-    driver.write_metrics(watch);
+    worker.write_metrics(driver.watch());
     loop {
-        driver.carry_out(session, watch).await?;
-        if watch.is_ended() {
+        worker.carry_out(session, driver).await?;
+        if driver.watch().is_ended() {
             // Fenced off: another watch is active.
             return Ok(());
         }
-        let wake_at = watch
+        let wake_at = driver
             .poll_timeout()
             .unwrap_or_else(|| Instant::now() + options.interval);
         let from_master = matches!(notices, Notices::Master);
@@ -463,9 +480,9 @@ async fn keep_current(
             Wake::Stop
         };
         match heard.or(reported).or(timer).or(stop).await {
-            Wake::Heard(Heard::Notice(details)) => notice(watch, &details),
+            Wake::Heard(Heard::Notice(details)) => notice(driver.watch_mut(), &details),
             Wake::Unsolicited(m) => match crate::registration::notice_of(&m) {
-                Some(n) => notice(watch, &n.details()),
+                Some(n) => notice(driver.watch_mut(), &n.details()),
                 None => debug!(
                     from = m.source.lid,
                     "a MAD for this watch's agent that is no Report of a notice: ignored"

@@ -14,9 +14,10 @@ use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Prepared;
 use local_sa_distributor::fill::ports::Endpoints;
-use local_sa_distributor::watch::WatchRole;
 use local_sa_distributor::watch::claim::{Claim, Claimed};
+use local_sa_distributor::watch::{LeaseAnswer, WatchRole, renewal};
 use tracing::warn;
+use umad::Address;
 
 use async_signal::Signals;
 use smol::future::FutureExt as _;
@@ -24,7 +25,7 @@ use smol::stream::StreamExt as _;
 
 use super::activity;
 use super::metrics_file::MetricsFile;
-use super::renewals;
+use crate::compute::ask::each_to;
 use crate::distribute::{DistributeOptions, candidates, endpoints};
 use crate::json::{self, JSON_SCHEMA};
 use crate::session::Session;
@@ -79,7 +80,7 @@ pub(super) async fn until_active(
             let Some((_, lid)) = claim.node() else {
                 break Claimed::Active(None);
             };
-            let answer = renewals::claim(session, lid, options.terms).await?;
+            let answer = ask_for_lease(session, lid, options.terms).await?;
             if let Some(c) = claim.handle(answer) {
                 break c;
             }
@@ -203,4 +204,19 @@ impl Role {
             ),
         }
     }
+}
+
+/// Renews (or claims) the lease of the node at `lid` alone: how it
+/// answered.
+async fn ask_for_lease(
+    session: &mut Session,
+    lid: u16,
+    terms: LeaseTerms,
+) -> Result<LeaseAnswer, Stop> {
+    let request = (
+        Address::gsi(lid, session.port.sm_sl),
+        renewal(session.sm_key, terms, false),
+    );
+    let ends = each_to(session, 1, std::slice::from_ref(&request)).await?;
+    Ok(LeaseAnswer::of(ends.first().and_then(|e| e.as_ref().ok())))
 }
