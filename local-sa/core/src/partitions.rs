@@ -10,6 +10,10 @@
 
 use std::collections::BTreeMap;
 
+use mad_codec::attr::path_record::mask as pr;
+use mad_codec::zerocopy::FromZeros;
+use mad_codec::{ComponentMask, Gid, PathRecord};
+
 use crate::store::{FastSet, PathStore};
 
 /// The low 15 bits of a P_Key: its partition.
@@ -26,6 +30,22 @@ pub enum TableKey {
     Default,
     /// The answers asked with this partition's P_Key (low 15 bits).
     Partition(u16),
+}
+
+impl TableKey {
+    /// The query of this table of the port at `gid`: its paths, asked
+    /// with the partition's P_Key as a full member's.
+    pub fn query(self, gid: Gid) -> (ComponentMask, PathRecord) {
+        let mut t = PathRecord::new_zeroed();
+        t.set_sgid(gid);
+        match self {
+            Self::Default => (pr::SGID, t),
+            Self::Partition(p) => {
+                t.set_pkey(p | 0x8000);
+                (pr::SGID | pr::PKEY, t)
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for TableKey {
@@ -189,7 +209,7 @@ mod tests {
 
     use super::*;
 
-    fn path(slid: u16, dlid: u16, pkey: u16) -> mad_codec::PathRecord {
+    fn path(slid: u16, dlid: u16, pkey: u16) -> PathRecord {
         PathRecordRepr {
             sgid: Gid::new(Gid::DEFAULT_PREFIX, 0x1000 + u64::from(slid)),
             dgid: Gid::new(Gid::DEFAULT_PREFIX, 0x1000 + u64::from(dlid)),

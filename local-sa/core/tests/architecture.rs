@@ -550,15 +550,25 @@ const SA_CORE_IMPL_FILES: [&str; 5] = [
     "agent/routing/tables.rs",
 ];
 
-#[test]
-fn sa_core_is_implemented_only_in_its_routing_files() {
+/// The port's tables' methods, by concern: the tables, the refresh, the
+/// upkeep's rules.
+const PORT_TABLES_IMPL_FILES: [&str; 3] = [
+    "agent/port_tables/mod.rs",
+    "agent/port_tables/refresh.rs",
+    "agent/port_tables/upkeep_rules.rs",
+];
+
+/// The files under `local-sa/core/src` with an `impl {ty}` (not of a
+/// trait), sorted.
+fn implementing(ty: &str) -> Vec<String> {
     let src = workspace().join("local-sa/core/src");
+    let opening = format!("impl {ty} ");
     let mut found = Vec::new();
     for file in rust_files(&src) {
         let text = fs::read_to_string(&file).unwrap();
         if text
             .lines()
-            .any(|l| code(l).trim_start().starts_with("impl SaCore"))
+            .any(|l| code(l).trim_start().starts_with(&opening))
         {
             let name = file
                 .strip_prefix(&src)
@@ -569,21 +579,42 @@ fn sa_core_is_implemented_only_in_its_routing_files() {
         }
     }
     found.sort();
+    found
+}
+
+/// `ty`'s methods are in `files` and nowhere else, and each of `files`
+/// still holds some.
+fn implemented_only_in(ty: &str, files: &[&str], list: &str) {
+    let found = implementing(ty);
     let stray: Vec<&String> = found
         .iter()
-        .filter(|f| !SA_CORE_IMPL_FILES.contains(&f.as_str()))
+        .filter(|f| !files.contains(&f.as_str()))
         .collect();
     assert!(
         stray.is_empty(),
-        "impl SaCore outside its routing files: {stray:?}; a decision belongs to the group it concerns"
+        "impl {ty} outside {list}: {stray:?}; a decision belongs to the group it concerns"
     );
-    let gone: Vec<&&str> = SA_CORE_IMPL_FILES
+    let gone: Vec<&&str> = files
         .iter()
         .filter(|f| !found.iter().any(|g| g == *f))
         .collect();
     assert!(
         gone.is_empty(),
-        "{gone:?} no longer implement SaCore: take them off SA_CORE_IMPL_FILES"
+        "{gone:?} no longer implement {ty}: take them off {list}"
+    );
+}
+
+#[test]
+fn sa_core_is_implemented_only_in_its_routing_files() {
+    implemented_only_in("SaCore", &SA_CORE_IMPL_FILES, "SA_CORE_IMPL_FILES");
+}
+
+#[test]
+fn the_port_s_tables_are_implemented_in_three_files_by_concern() {
+    implemented_only_in(
+        "PortTables",
+        &PORT_TABLES_IMPL_FILES,
+        "PORT_TABLES_IMPL_FILES",
     );
 }
 

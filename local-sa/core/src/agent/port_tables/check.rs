@@ -13,23 +13,19 @@
 //! forgotten (the port asks the master for each pair again as it is
 //! asked). A master that does not answer changes nothing: what is held is
 //! served, and the check is tried again after the back-off.
-
 //!
-//! The tables' side is [`PortTables`]' own: the sample of its tables,
+//! What a check asks and what its answers say are here; the tables' side
+//! is [`PortTables`](super::PortTables)' own (in `upkeep_rules`): the sample of its tables,
 //! whether the master's answer agrees with what is held, and what the
 //! check's end leads to ([`CheckEnd`]). `SaCore` adds the QoS cache's
 //! pairs, sends the questions and carries out the end.
 
 use std::ops::RangeInclusive;
-use std::time::{Duration, Instant};
 
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
-use tracing::{debug, info, warn};
 
-use crate::agent::port_tables::PortTables;
-use crate::agent::port_tables::refresh::table_query;
-use crate::agent::port_tables::upkeep::{CheckQuestion, Checking};
+use crate::agent::port_tables::upkeep::CheckQuestion;
 use crate::partitions::TableKey;
 use crate::requester::Answer;
 use crate::store::PathStore;
@@ -39,7 +35,7 @@ use crate::store::PathStore;
 pub(in crate::agent) fn check_query(gid: Gid, question: CheckQuestion) -> bytes::Bytes {
     let (mask, t) = match question {
         CheckQuestion::Table(table, dlid) => {
-            let (mask, mut t) = table_query(gid, table);
+            let (mask, mut t) = table.query(gid);
             t.set_dlid(dlid);
             (mask | pr::DLID, t)
         }
@@ -64,142 +60,9 @@ pub(in crate::agent) struct CheckEnd {
     pub(in crate::agent) passed: Option<bool>,
 }
 
-impl PortTables {
-    /// Check `done` ended at `now`: what follows, and when the next check
-    /// is (`retry` after a master that did not answer; `interval` on
-    /// while a distributor keeps the tables).
-    pub(in crate::agent) fn check_ended(
-        &mut self,
-        now: Instant,
-        done: &Checking,
-        (retry, interval): (Duration, Duration),
-    ) -> CheckEnd {
-        let kept_by = self.upkeep.tables_kept_by();
-        let differed = |qos: bool| {
-            done.differed
-                .iter()
-                .any(|q| matches!(q, CheckQuestion::Qos(_)) == qos)
-        };
-        let end = CheckEnd {
-            forget_qos: differed(true),
-            refresh: differed(false),
-            passed: match (done.differed.is_empty(), done.unanswered) {
-                (false, _) => Some(false),
-                (true, 0) => Some(true),
-                (true, _) => None,
-            },
-        };
-        match end.passed {
-            Some(true) => self.counts.checks_passed += 1,
-            Some(false) => self.counts.checks_failed += 1,
-            None => {}
-        }
-        if end.forget_qos {
-            warn!(
-                differing = %differing(&done.differed),
-                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
-            );
-        }
-        if end.refresh {
-            warn!(
-                table = kept_by,
-                differing = %differing(&done.differed),
-                "this port's table differs from the master's answers: fetching its own tables now"
-            );
-        }
-        match end.passed {
-            None => {
-                debug!(
-                    unanswered = done.unanswered,
-                    "the master did not answer the table check: tried again after the back-off"
-                );
-                self.upkeep.check_at(Some(now + retry));
-                return end;
-            }
-            Some(true) => info!(
-                table = kept_by,
-                "this port's table agrees with the master's answers"
-            ),
-            Some(false) => {}
-        }
-        if self.upkeep.lease().is_some() {
-            self.upkeep.check_at(Some(now + interval));
-        }
-        end
-    }
-
-    /// Where this round's sample starts: the port's own phase (from
-    /// `guid`), moved on each round.
-    pub(in crate::agent) fn check_phase(&self, guid: u64) -> usize {
-        let phase = guid.wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
-        phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919)
-    }
-
-    /// The check's questions about this port's tables: `k` destinations
-    /// of the default table, and a quarter as many (at least one) of each
-    /// partition table's, spread over them, another set each round
-    /// (`phase`); the port answers at `lids`.
-    pub(in crate::agent) fn check_sample(
-        &self,
-        k: usize,
-        phase: usize,
-        lids: &RangeInclusive<u16>,
-    ) -> Vec<CheckQuestion> {
-        let mut sample: Vec<CheckQuestion> =
-            destinations_to_check(&self.paths.store, k, phase, lids)
-                .into_iter()
-                .map(|d| CheckQuestion::Table(TableKey::Default, d))
-                .collect();
-        if k > 0 {
-            let quarter = (k / 4).max(1);
-            for (p, table) in self.partitions.tables() {
-                let dlids = destinations_to_check(&table.store, quarter, phase, lids);
-                sample.extend(
-                    dlids
-                        .into_iter()
-                        .map(|d| CheckQuestion::Table(TableKey::Partition(p), d)),
-                );
-            }
-        }
-        sample
-    }
-
-    /// Whether the master's answer about destination `dlid` of `table`
-    /// is what this port (at `lids`) holds.
-    pub(in crate::agent) fn agrees_with_master(
-        &self,
-        (table, dlid): (TableKey, u16),
-        answer: &Answer,
-        lids: &RangeInclusive<u16>,
-    ) -> bool {
-        let store = match table {
-            TableKey::Default => &self.paths.store,
-            TableKey::Partition(p) => match self.partitions.table(p) {
-                Some(t) => &t.store,
-                // Gone since the check began: nothing held to differ.
-                None => return true,
-            },
-        };
-        let mut answered = 0;
-        for r in answer.records::<PathRecord>() {
-            answered += 1;
-            if store.get(r.slid(), r.dlid()) != Some(r) {
-                return false;
-            }
-        }
-        let held = lids
-            .clone()
-            .filter(|s| store.get(*s, dlid).is_some())
-            .count();
-        // A cut answer (no RMPP on the transport) holds only the first
-        // records: those are compared, not their number.
-        answer.is_cut() || held == answered
-    }
-}
-
 /// `k` of the destinations of `store`'s paths from the port at `lids`
 /// (not its own LIDs), spread over them from `phase`.
-fn destinations_to_check(
+pub(super) fn destinations_to_check(
     store: &PathStore,
     k: usize,
     phase: usize,
@@ -274,6 +137,7 @@ mod tests {
     use mad_codec::zerocopy::{FromZeros, IntoBytes};
 
     use super::*;
+    use crate::agent::port_tables::PortTables;
 
     const ME: u16 = 2;
 

@@ -7,23 +7,18 @@
 //! they were kept. A few of their paths are then checked against the
 //! master ([`crate::agent::port_tables::check`]); a difference, and the port fetches
 //! its own tables.
-
 //!
-//! Whether kept tables may be taken, and the tables' side of keeping and
-//! taking them, are here; `SaCore`'s public calls
+//! Whether kept tables may be taken is here ([`takes`]); keeping and
+//! taking them back are the tables' own
+//! ([`PortTables::kept_tables`](super::PortTables::kept_tables)); `SaCore`'s public calls
 //! ([`crate::SaCore::keep_tables`], [`crate::SaCore::restore_tables`])
 //! add the master, the lease and the names.
 
 use std::time::{Duration, Instant};
 
-use mad_codec::PathRecord;
-
-use crate::agent::port_tables::PortTables;
 use crate::agent::port_tables::upkeep::{Lease, LeaseWord};
 use crate::config::PortIdentity;
 use crate::kept_tables::{Kept, NotTaken};
-use crate::partitions::TableKey;
-use crate::store::Epoch;
 
 /// Whether `kept` may be taken by the port `port` at `now` (Unix time
 /// `wall`): its tables, from the same master, no older than
@@ -73,62 +68,4 @@ pub(in crate::agent) fn takes(
         });
     }
     Ok(lease)
-}
-
-impl PortTables {
-    /// This port's paths in the default table and in each partition table
-    /// it holds complete, as a successor may take them.
-    pub(in crate::agent) fn kept_tables(
-        &self,
-        port: &PortIdentity,
-    ) -> Vec<(Option<u16>, Vec<PathRecord>)> {
-        let own = port.lids();
-        let me = port.gid.guid();
-        let mut tables = vec![(
-            None,
-            self.paths
-                .store
-                .iter()
-                .filter(|r| own.contains(&r.slid()))
-                .copied()
-                .collect(),
-        )];
-        for (p, t) in self.partitions.tables() {
-            if t.is_complete(me) {
-                let records = t.store.iter().filter(|r| own.contains(&r.slid())).copied();
-                tables.push((Some(p | 0x8000), records.collect()));
-            }
-        }
-        tables
-    }
-
-    /// Takes kept `tables` under a new epoch, each complete for the port
-    /// `me` (a partition the port no longer holds takes none). Returns
-    /// the epoch and how many records were taken.
-    pub(in crate::agent) fn restore(
-        &mut self,
-        tables: Vec<(Option<u16>, Vec<PathRecord>)>,
-        me: u64,
-    ) -> (Epoch, usize) {
-        self.counts.refreshes_kept += 1;
-        self.refresh.stop();
-        let epoch = self.refresh.next_epoch();
-        let mut records = 0;
-        for (pkey, list) in tables {
-            let key = match pkey {
-                None => TableKey::Default,
-                Some(p) => TableKey::Partition(p & 0x7FFF),
-            };
-            let Some(t) = self.table_mut(key) else {
-                continue;
-            };
-            t.store.expect_table(list.len());
-            records += list.len();
-            for r in list {
-                t.store.insert(r, epoch);
-            }
-            t.mark_complete(me);
-        }
-        (epoch, records)
-    }
 }

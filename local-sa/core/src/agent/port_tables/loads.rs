@@ -37,7 +37,6 @@ use mad_codec::attr::path_record::mask as pr;
 use mad_codec::header::RmppType;
 use mad_codec::{ComponentMask, Method, PathRecord};
 
-use crate::agent::port_tables::PortTables;
 use crate::inbound::SaRequest;
 use crate::load_flags::{
     FORGET_QOS, KNOWN_ABSENT, PARTITION_TABLES, QOS_TABLES, RENEW_ONLY, REPLACE_SOURCES,
@@ -129,67 +128,13 @@ impl LoadCommand {
     }
 }
 
-impl PortTables {
-    /// Stores a load's records, each in its table (with `partitions`, its
-    /// P_Key's partition's; a partition the port does not hold takes
-    /// none), under a new epoch; with `replace` they are the whole of each
-    /// source's paths there. Returns how many were stored.
-    pub(in crate::agent) fn store_load(
-        &mut self,
-        records: &[PathRecord],
-        replace: bool,
-        partitions: bool,
-    ) -> usize {
-        let epoch = self.refresh.next_epoch();
-        let mut stored = 0;
-        for (table, records) in by_table(records, partitions) {
-            let Some(t) = self.table_mut(table) else {
-                continue;
-            };
-            load_into(t, &records, epoch, replace);
-            stored += records.len();
-        }
-        stored
-    }
-
-    /// Removes a Delete's pairs (mask 0) or the records matching its
-    /// template on `mask` (with `partitions`: in the template's partition
-    /// if it names a P_Key, else in every partition table). Returns how
-    /// many went.
-    pub(in crate::agent) fn delete_load(
-        &mut self,
-        mask: ComponentMask,
-        records: &[PathRecord],
-        known_absent: bool,
-        partitions: bool,
-    ) -> usize {
-        let work = if partitions && mask != ComponentMask::NONE {
-            let keys: Vec<TableKey> = if mask.contains(pr::PKEY) {
-                vec![TableKey::Partition(partition_of(records[0].pkey()))]
-            } else {
-                let held = self.partitions.tables();
-                held.map(|(p, _)| TableKey::Partition(p)).collect()
-            };
-            keys.into_iter()
-                .map(|k| (k, Cow::Borrowed(records)))
-                .collect()
-        } else {
-            by_table(records, partitions)
-        };
-        let mut removed = 0;
-        for (table, records) in work {
-            if let Some(t) = self.table_mut(table) {
-                removed += delete_from(t, mask, &records, known_absent);
-            }
-        }
-        removed
-    }
-}
-
 /// A load's records by the table each belongs to: all the default
 /// table's, or (a partition load) each its P_Key's partition's.
 /// (A default table's load is not copied: it can be 64 MB.)
-fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Cow<'_, [PathRecord]>)> {
+pub(super) fn by_table(
+    records: &[PathRecord],
+    partitions: bool,
+) -> Vec<(TableKey, Cow<'_, [PathRecord]>)> {
     if !partitions {
         return vec![(TableKey::Default, Cow::Borrowed(records))];
     }
@@ -210,7 +155,7 @@ fn by_table(records: &[PathRecord], partitions: bool) -> Vec<(TableKey, Cow<'_, 
 /// Stores `records` in `t` with `epoch`; with `replace`, they are the
 /// whole of each source's paths in `t`: the source's others go and it
 /// counts as complete.
-fn load_into(t: &mut PathTable, records: &[PathRecord], epoch: u32, replace: bool) {
+pub(super) fn load_into(t: &mut PathTable, records: &[PathRecord], epoch: u32, replace: bool) {
     t.store.expect_table(records.len());
     for r in records {
         t.store.insert(*r, epoch);
@@ -233,7 +178,7 @@ fn load_into(t: &mut PathTable, records: &[PathRecord], epoch: u32, replace: boo
 /// sources that lose a record lose their completeness: what was removed
 /// is unknown from now on (queries for it go to the master), not known to
 /// be absent.
-fn delete_from(
+pub(super) fn delete_from(
     t: &mut PathTable,
     mask: ComponentMask,
     records: &[PathRecord],

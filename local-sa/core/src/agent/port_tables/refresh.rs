@@ -13,7 +13,7 @@
 //! ends after the last partition's.
 //!
 //! [`PortTables`] takes the refresh's events (start, an answer, a failure)
-//! with what it needs to know of the agent ([`RefreshContext`]) and says
+//! with what it needs to know of the agent ([`RefreshContext`](super::context::RefreshContext)) and says
 //! what follows as [`RefreshEffect`]s, which `SaCore` carries out: the
 //! requests to send, the default table being fresh, the refresh's end.
 
@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mad_codec::attr::path_record::mask as pr;
-use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, ComponentMask, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
 use tracing::{debug, info, warn};
 
+use crate::agent::counterparts::RefreshWaiter;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::port_tables::PortTables;
 use crate::agent::port_tables::refresh_state::RefreshState;
@@ -58,20 +58,6 @@ pub(in crate::agent) enum RefreshEffect {
     DefaultFailed,
     /// The refresh is over; whoever waited for it gets `status`.
     Ended(MadStatus),
-}
-
-/// The query of table `table` of the port at `gid`: its paths, asked with
-/// the partition's P_Key as a full member's.
-pub(in crate::agent) fn table_query(gid: Gid, table: TableKey) -> (ComponentMask, PathRecord) {
-    let mut t = PathRecord::new_zeroed();
-    t.set_sgid(gid);
-    match table {
-        TableKey::Default => (pr::SGID, t),
-        TableKey::Partition(p) => {
-            t.set_pkey(p | 0x8000);
-            (pr::SGID | pr::PKEY, t)
-        }
-    }
 }
 
 impl PortTables {
@@ -153,7 +139,7 @@ impl PortTables {
     /// Asks the master for table `table` of this port's paths, in bulk.
     fn fetch(&mut self, epoch: Epoch, table: TableKey, out: &mut Vec<RefreshEffect>) {
         let ctx = self.refresh_ctx;
-        let (mask, t) = table_query(ctx.port.gid, table);
+        let (mask, t) = table.query(ctx.port.gid);
         let mut b =
             SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
         b.header_mut().sa.set_component_mask(mask);
@@ -227,7 +213,7 @@ impl PortTables {
         else {
             return;
         };
-        let (mask, mut t) = table_query(ctx.port.gid, table);
+        let (mask, mut t) = table.query(ctx.port.gid);
         let mut asked = Vec::new();
         while let Some(dlid) = walk.next_lid(ctx.walk_window) {
             asked.push(dlid);
@@ -403,6 +389,96 @@ impl PortTables {
     }
 }
 
+// The refresh's state as `SaCore` reads and sets it (`refresh_state`).
+impl PortTables {
+    /// True while a refresh runs.
+    pub(in crate::agent) fn refreshing(&self) -> bool {
+        self.refresh.is_running()
+    }
+
+    /// The epoch the tables' records are stamped with now.
+    pub(in crate::agent) fn epoch(&self) -> Epoch {
+        self.refresh.epoch()
+    }
+
+    /// No refresh runs now, but when the one that ended began is kept:
+    /// the attempt that replaces it (after a failure, a new master, a new
+    /// identity) counts its time from then.
+    pub(in crate::agent) fn pause_refresh(&mut self) {
+        self.refresh.pause()
+    }
+
+    /// A load of the port's own table made its paths fresh at `now`: it
+    /// counts as the port's refresh.
+    pub(in crate::agent) fn made_fresh_by_load(&mut self, now: Instant) {
+        self.counts.refreshes_loaded += 1;
+        self.refresh.made_fresh(now, None);
+    }
+
+    /// The port's paths were made fresh at `now` (by a refresh that took
+    /// `took`, or by kept tables: `None`).
+    pub(in crate::agent) fn made_fresh(&mut self, now: Instant, took: Option<Duration>) {
+        self.refresh.made_fresh(now, took)
+    }
+
+    /// Ports of the fabric, as the last complete refresh showed them (0
+    /// before one).
+    pub(in crate::agent) fn fabric_ports(&self) -> usize {
+        self.refresh.fabric_ports()
+    }
+
+    /// Everyone who waited for the refresh, to be answered.
+    pub(in crate::agent) fn take_refresh_waiters(&mut self) -> Vec<RefreshWaiter> {
+        self.refresh.take_waiters()
+    }
+
+    /// True while someone waits for the refresh to end.
+    pub(in crate::agent) fn refresh_awaited(&self) -> bool {
+        self.refresh.awaited()
+    }
+
+    /// When the next refresh is due.
+    pub(in crate::agent) fn next_refresh(&self) -> Option<Instant> {
+        self.refresh.next()
+    }
+
+    /// The next refresh is due at `at` (or never: `None`).
+    pub(in crate::agent) fn schedule_refresh(&mut self, at: Option<Instant>) {
+        self.refresh.schedule(at)
+    }
+
+    /// A next refresh already scheduled comes no later than `at`.
+    pub(in crate::agent) fn bring_refresh_forward(&mut self, at: Instant) {
+        self.refresh.bring_forward(at)
+    }
+
+    /// The tables of new partitions are due at `at`.
+    pub(in crate::agent) fn schedule_partitions(&mut self, at: Instant) {
+        self.refresh.schedule_partitions(at)
+    }
+
+    /// The agent waits for its first refresh before it registers.
+    pub(in crate::agent) fn registers_after(&self) -> bool {
+        self.refresh.registers_after()
+    }
+
+    /// The agent registers without waiting for a refresh from now on.
+    pub(in crate::agent) fn register_now(&mut self) {
+        self.refresh.register_now()
+    }
+
+    /// True (once) if the agent waited for this refresh to register.
+    pub(in crate::agent) fn take_register_after(&mut self) -> bool {
+        self.refresh.take_register_after()
+    }
+
+    /// The refresh completed: the fabric's size is the default table's
+    /// port count from now on.
+    pub(in crate::agent) fn refresh_completed(&mut self) {
+        self.refresh.completed(self.paths.store.port_count());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::BytesMut;
@@ -413,6 +489,8 @@ mod tests {
     use super::*;
     use crate::agent::port_tables::context::{Backoff, RefreshContext};
     use crate::config::PortIdentity;
+    use mad_codec::Gid;
+    use mad_codec::zerocopy::FromZeros;
 
     const ME: u16 = 2;
     const MASTER: u16 = 1;

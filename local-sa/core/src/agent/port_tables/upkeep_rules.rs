@@ -1,15 +1,22 @@
 //! The upkeep's rules, the tables' own: when the next refresh of the
 //! port's own is due, what a change notice, a distributor's lease and the
 //! refresh timer lead to, given what they know of the agent
-//! ([`UpkeepContext`]).
+//! ([`UpkeepContext`](super::context::UpkeepContext)); and the check of
+//! tables the port did not fetch (what it asks and what the answers say
+//! are in `check`).
 
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
-use tracing::{info, warn};
+use mad_codec::PathRecord;
+use tracing::{debug, info, warn};
 
 use crate::agent::port_tables::PortTables;
-use crate::agent::port_tables::upkeep::{Lease, LeaseWord};
+use crate::agent::port_tables::check::{CheckEnd, destinations_to_check, differing};
+use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, Lease, LeaseWord};
 use crate::master_activity::Activity;
+use crate::partitions::TableKey;
+use crate::requester::Answer;
 
 /// What the refresh timer being due leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,6 +343,208 @@ impl PortTables {
 fn polls(t: &PortTables) -> bool {
     let ctx = t.upkeep_ctx;
     ctx.sweep_poll > Duration::ZERO && !ctx.shutting_down && t.lease().is_none()
+}
+
+// The check of tables this port did not fetch (`check`).
+impl PortTables {
+    /// Check `done` ended at `now`: what follows, and when the next check
+    /// is (`retry` after a master that did not answer; `interval` on
+    /// while a distributor keeps the tables).
+    pub(in crate::agent) fn check_ended(
+        &mut self,
+        now: Instant,
+        done: &Checking,
+        (retry, interval): (Duration, Duration),
+    ) -> CheckEnd {
+        let kept_by = self.upkeep.tables_kept_by();
+        let differed = |qos: bool| {
+            done.differed
+                .iter()
+                .any(|q| matches!(q, CheckQuestion::Qos(_)) == qos)
+        };
+        let end = CheckEnd {
+            forget_qos: differed(true),
+            refresh: differed(false),
+            passed: match (done.differed.is_empty(), done.unanswered) {
+                (false, _) => Some(false),
+                (true, 0) => Some(true),
+                (true, _) => None,
+            },
+        };
+        match end.passed {
+            Some(true) => self.counts.checks_passed += 1,
+            Some(false) => self.counts.checks_failed += 1,
+            None => {}
+        }
+        if end.forget_qos {
+            warn!(
+                differing = %differing(&done.differed),
+                "a distributor's QoS tables differ from the master's answers: forgotten, each pair asked of the master"
+            );
+        }
+        if end.refresh {
+            warn!(
+                table = kept_by,
+                differing = %differing(&done.differed),
+                "this port's table differs from the master's answers: fetching its own tables now"
+            );
+        }
+        match end.passed {
+            None => {
+                debug!(
+                    unanswered = done.unanswered,
+                    "the master did not answer the table check: tried again after the back-off"
+                );
+                self.upkeep.check_at(Some(now + retry));
+                return end;
+            }
+            Some(true) => info!(
+                table = kept_by,
+                "this port's table agrees with the master's answers"
+            ),
+            Some(false) => {}
+        }
+        if self.upkeep.lease().is_some() {
+            self.upkeep.check_at(Some(now + interval));
+        }
+        end
+    }
+
+    /// Where this round's sample starts: the port's own phase (from
+    /// `guid`), moved on each round.
+    pub(in crate::agent) fn check_phase(&self, guid: u64) -> usize {
+        let phase = guid.wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
+        phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919)
+    }
+
+    /// The check's questions about this port's tables: `k` destinations
+    /// of the default table, and a quarter as many (at least one) of each
+    /// partition table's, spread over them, another set each round
+    /// (`phase`); the port answers at `lids`.
+    pub(in crate::agent) fn check_sample(
+        &self,
+        k: usize,
+        phase: usize,
+        lids: &RangeInclusive<u16>,
+    ) -> Vec<CheckQuestion> {
+        let mut sample: Vec<CheckQuestion> =
+            destinations_to_check(&self.paths.store, k, phase, lids)
+                .into_iter()
+                .map(|d| CheckQuestion::Table(TableKey::Default, d))
+                .collect();
+        if k > 0 {
+            let quarter = (k / 4).max(1);
+            for (p, table) in self.partitions.tables() {
+                let dlids = destinations_to_check(&table.store, quarter, phase, lids);
+                sample.extend(
+                    dlids
+                        .into_iter()
+                        .map(|d| CheckQuestion::Table(TableKey::Partition(p), d)),
+                );
+            }
+        }
+        sample
+    }
+
+    /// Whether the master's answer about destination `dlid` of `table`
+    /// is what this port (at `lids`) holds.
+    pub(in crate::agent) fn agrees_with_master(
+        &self,
+        (table, dlid): (TableKey, u16),
+        answer: &Answer,
+        lids: &RangeInclusive<u16>,
+    ) -> bool {
+        let store = match table {
+            TableKey::Default => &self.paths.store,
+            TableKey::Partition(p) => match self.partitions.table(p) {
+                Some(t) => &t.store,
+                // Gone since the check began: nothing held to differ.
+                None => return true,
+            },
+        };
+        let mut answered = 0;
+        for r in answer.records::<PathRecord>() {
+            answered += 1;
+            if store.get(r.slid(), r.dlid()) != Some(r) {
+                return false;
+            }
+        }
+        let held = lids
+            .clone()
+            .filter(|s| store.get(*s, dlid).is_some())
+            .count();
+        // A cut answer (no RMPP on the transport) holds only the first
+        // records: those are compared, not their number.
+        answer.is_cut() || held == answered
+    }
+}
+
+// The upkeep's state as `SaCore` reads and sets it (`upkeep`).
+impl PortTables {
+    /// The distributor's lease, if one runs.
+    pub(in crate::agent) fn lease(&self) -> Option<Lease> {
+        self.upkeep.lease()
+    }
+
+    /// The lease a kept table carried across a restart.
+    pub(in crate::agent) fn resume_lease(&mut self, lease: Option<Lease>) {
+        self.upkeep.resume_lease(lease)
+    }
+
+    /// Whether a refresh is owed to a change notice.
+    pub(in crate::agent) fn change_pending(&self) -> bool {
+        self.upkeep.change_pending()
+    }
+
+    /// A refresh of every table begins at `now`: true (once) if it sees
+    /// a change that was due by then (its end may also end the doubt).
+    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) -> bool {
+        let owed = self.upkeep.refresh_begins(now);
+        self.counts.change_refreshes += u64::from(owed);
+        owed
+    }
+
+    /// Whether queries the tables would answer go to the master.
+    pub(in crate::agent) fn in_doubt(&self) -> bool {
+        self.upkeep.in_doubt()
+    }
+
+    /// The default table's refresh failed: the doubt waits for the next.
+    pub(in crate::agent) fn doubt_refresh_failed(&mut self) {
+        self.upkeep.refresh_failed()
+    }
+
+    /// The last table of a refresh came: true if that ended the doubt.
+    pub(in crate::agent) fn doubt_refresh_ended(&mut self) -> bool {
+        self.upkeep.refresh_ended()
+    }
+
+    /// The next check is at `at` (or none: `None`).
+    pub(in crate::agent) fn check_at(&mut self, at: Option<Instant>) {
+        self.upkeep.check_at(at)
+    }
+
+    /// True while a check runs.
+    pub(in crate::agent) fn checking(&self) -> bool {
+        self.upkeep.is_checking()
+    }
+
+    /// A check of `waiting` destinations begins: its round.
+    pub(in crate::agent) fn begin_check(&mut self, waiting: usize) -> u32 {
+        self.upkeep.begin_check(waiting)
+    }
+
+    /// The master's answer about `dlid` in `table`, in check `round`:
+    /// whether it agrees with what is held (`None`: it did not answer).
+    /// The check, once every destination is answered.
+    pub(in crate::agent) fn check_answered(
+        &mut self,
+        round: u32,
+        question: CheckQuestion,
+        agrees: Option<bool>,
+    ) -> Option<Checking> {
+        self.upkeep.check_answered(round, question, agrees)
+    }
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ impl RegistrationProxy {
 
     /// What this agent asked the master to hold for the port, being
     /// asked included: the record for whoever serves the port next
-    /// ([`crate::registrations`]).
+    /// ([`crate::registrations_record`]).
     pub(in crate::agent) fn record(&self) -> Registrations {
         Registrations {
             port_gid: self.port_gid,
