@@ -171,8 +171,6 @@ pub struct Stats {
     pub answers: AnswerCounts,
     /// How long the master took to answer this port's requests.
     pub upstream_latency: LatencyHistogram,
-    /// Path queries from the cache and not, in the last minute.
-    pub last_minute: LastMinute,
 }
 
 #[cfg(test)]

@@ -866,7 +866,7 @@ impl SaCore {
             tables: &self.tables,
             naming: &self.naming,
             counters: self.counters(),
-            stats: &self.telemetry.stats,
+            last_minute: self.answers.last_minute(now),
             registration_rate: (self.config.pace)
                 .port_registration_rate(self.tables.fabric_ports()),
             registrants: self.registrants(),

@@ -12,7 +12,6 @@ use crate::counters::Counters;
 use crate::names::state::NameState;
 use crate::request::StatusReport;
 use crate::sa_class::Wanted;
-use crate::stats::Stats;
 
 /// Owners the status lists, the most registrations first.
 const STATUS_REGISTRANTS: usize = 16;
@@ -28,7 +27,9 @@ pub(super) struct StatusInputs<'a> {
     pub(super) naming: &'a NameState,
     /// The counters, with the gauges read now.
     pub(super) counters: Counters,
-    pub(super) stats: &'a Stats,
+    /// Path queries answered from the cache and not, in the last
+    /// minute.
+    pub(super) last_minute: (u64, u64),
     /// This port's share of the fabric's registration pace, per second.
     pub(super) registration_rate: f64,
     /// Owners holding or refused registrations, the most first.
@@ -106,7 +107,7 @@ pub(super) fn report(i: &StatusInputs<'_>, now: Instant) -> StatusReport {
     ] {
         s.push(name, value);
     }
-    let (hits, misses) = i.stats.last_minute.totals(now);
+    let (hits, misses) = i.last_minute;
     s.push("hits_last_minute", hits);
     s.push("misses_last_minute", misses);
     let rate = i.registration_rate;

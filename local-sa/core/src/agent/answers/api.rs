@@ -9,11 +9,10 @@ use mad_codec::{ComponentMask, PathRecord};
 
 use crate::agent::answers::AnswerReuse;
 use crate::agent::answers::forward::PathAnswer;
-use crate::agent::answers::qos_cache::{Fetch, Origin, Waited};
+use crate::agent::answers::qos_cache::Origin;
 use crate::agent::answers::qos_loads::QosLoad;
 use crate::agent::answers::qos_tables::TableAsker;
 use crate::agent::counterparts::Asker;
-use crate::agent::master::waiters::Join;
 use crate::counters::Counters;
 use crate::path_query::{PairKey, SourceKey};
 use crate::request::PathQuery;
@@ -30,21 +29,6 @@ impl AnswerReuse {
         self.forwarding.answered(now, key, answer)
     }
 
-    /// A fresh earlier answer to this query.
-    pub(in crate::agent) fn forwarded_answer(
-        &self,
-        now: Instant,
-        key: &PathQuery,
-    ) -> Option<&PathAnswer> {
-        self.forwarding.cached(now, key)
-    }
-
-    /// Marks `key` as asked with nobody waiting (its answer is only
-    /// kept). True if no request for it is out (it must go upstream).
-    pub(in crate::agent) fn prefetch_forward(&mut self, key: PathQuery) -> bool {
-        self.forwarding.prefetch(key)
-    }
-
     /// Drops expired answers.
     pub(in crate::agent) fn prune(&mut self, now: Instant) {
         self.forwarding.prune(now)
@@ -56,26 +40,9 @@ impl AnswerReuse {
         self.forwarding.release(key)
     }
 
-    /// Queues `waiter` for `key`: the first (the query must go upstream),
-    /// one more joining a query already there, or one too many. A client
-    /// resending the same request (same TransactionID) while it waits is
-    /// not queued twice: it gets one answer.
-    pub(in crate::agent) fn wait_for_forward(
-        &mut self,
-        key: PathQuery,
-        waiter: Asker,
-    ) -> Join<Asker> {
-        self.forwarding.wait(key, waiter)
-    }
-
     /// Forgets every pair a distributor loaded.
     pub(in crate::agent) fn forget_loaded_qos(&mut self) {
         self.qos_cache.forget_loaded()
-    }
-
-    /// The pair's records, if held; marks them used.
-    pub(in crate::agent) fn pair(&self, key: &PairKey) -> Option<&[PathRecord]> {
-        self.qos_cache.get(key)
     }
 
     /// Keeps the master's records for `key`, making room by dropping the
@@ -96,11 +63,6 @@ impl AnswerReuse {
     /// master again.
     pub(in crate::agent) fn loaded_qos_sample(&self, k: usize, offset: usize) -> Vec<PairKey> {
         self.qos_cache.loaded_sample(k, offset)
-    }
-
-    /// Marks `key` as asked with nobody waiting: what must be sent.
-    pub(in crate::agent) fn prefetch_pair(&mut self, key: PairKey) -> Fetch {
-        self.qos_cache.prefetch(key)
     }
 
     /// Everyone who waited for `key`, and whether the answer may be kept
@@ -127,17 +89,6 @@ impl AnswerReuse {
     /// RMPP): pairs are asked alone from now on.
     pub(in crate::agent) fn qos_tables_come_cut(&mut self) {
         self.qos_cache.tables_come_cut()
-    }
-
-    /// Queues `asker` for `key`'s records: with the pair or its source's
-    /// table already asked, or with what must be asked now.
-    pub(in crate::agent) fn wait_for_pair(
-        &mut self,
-        key: PairKey,
-        asker: Asker,
-        query: PathQuery,
-    ) -> Waited {
-        self.qos_cache.wait(key, asker, query)
     }
 
     /// Keeps a source's table, split [`by_destination`](crate::agent::answers::qos_cache::by_destination), one entry per
@@ -189,6 +140,7 @@ impl AnswerReuse {
 
     /// Adds its gauges, read now, to `c`.
     pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
+        self.counts.add_to(c);
         c.qos_cache_entries = self.qos_cache.len() as u64;
         c.qos_cache_bytes = self.qos_cache.bytes() as u64;
         c.qos_cache_evicted = self.qos_cache.evicted();

@@ -4,20 +4,28 @@
 //! partitions). Each member owns its state behind its own methods, reached
 //! through the group's (`api`).
 //!
+//! * `decide`: where a path query's answer comes from (a hit, a kept
+//!   answer, a question to the master shared or in the background, or
+//!   BUSY);
+//! * `counts`: what those decisions counted;
 //! * `forward`: forwarded queries, coalesced, their answers kept;
 //! * `qos_cache`, `qos_tables`: the QoS cache, and a source's whole table
 //!   at a key once enough of its pairs were asked;
 //! * `qos_loads`: what a distributor's loads put in the QoS cache.
 
 pub(in crate::agent) mod api;
+pub(in crate::agent) mod counts;
+pub(in crate::agent) mod decide;
 pub(in crate::agent) mod forward;
 pub(in crate::agent) mod qos_cache;
 pub(in crate::agent) mod qos_loads;
 pub(in crate::agent) mod qos_tables;
 
+use crate::agent::answers::counts::QueryCounts;
 use crate::agent::answers::forward::Forwarding;
 use crate::agent::answers::qos_cache::QosCache;
 use crate::config::AgentConfig;
+use crate::stats::LastMinute;
 
 /// Forwarded queries and the QoS cache.
 #[derive(Debug)]
@@ -26,6 +34,10 @@ pub(in crate::agent) struct AnswerReuse {
     forwarding: Forwarding,
     /// Port pairs' paths for QoS fields and other partitions.
     qos_cache: QosCache,
+    /// What the path queries' decisions counted.
+    counts: QueryCounts,
+    /// Path queries from the cache and not, in the last minute.
+    last_minute: LastMinute,
 }
 
 impl AnswerReuse {
@@ -38,6 +50,8 @@ impl AnswerReuse {
                 config.max_cached_answers,
             ),
             qos_cache: QosCache::new(config.qos_cache),
+            counts: QueryCounts::default(),
+            last_minute: LastMinute::default(),
         }
     }
 

@@ -1,7 +1,8 @@
 //! `SaCore`'s side of queries: PathRecord Get/GetTable from ports and
-//! local programs, served from the store when it can, else from the QoS
-//! cache or the master (one query per distinct question in flight, its
-//! answers kept a while); queries relayed to the master; and every
+//! local programs, carried out as the reused answers decide
+//! ([`crate::agent::answers::decide`]: the store, the QoS cache, a kept
+//! answer, or the master, one query per distinct question in flight);
+//! queries relayed to the master; and every
 //! request to the master — handed to the [`MasterLink`], its answer (or
 //! its absence) routed by the request's [`Purpose`] to whoever asked.
 //!
@@ -18,16 +19,16 @@ use tracing::{debug, warn};
 
 use crate::address::Transmit;
 use crate::agent::SaCore;
+use crate::agent::answers::decide::{Decision, Question};
 use crate::agent::answers::forward::{self, PathAnswer};
-use crate::agent::answers::qos_cache::{Fetch, Origin, Waited, by_destination};
+use crate::agent::answers::qos_cache::{Fetch, Origin, by_destination};
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::master::queue::MAX_QUERIES_WAITING;
 use crate::agent::master::sending::Handed;
-use crate::agent::master::waiters::Join;
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
-use crate::path_query::{self, ForwardReason, Knowledge, Outcome, PairKey, SourceKey};
+use crate::path_query::{PairKey, SourceKey};
 use crate::request::{ConnId, LocalBody, Lookup, PathQuery};
 use crate::requester::{Answer, Attempts, Completion, Failure};
 use crate::respond;
@@ -44,7 +45,7 @@ impl SaCore {
     }
 
     /// A PathRecord Get/GetTable from anyone, answered from where `lookup`
-    /// allows.
+    /// allows: the reused answers decide where from, this carries it out.
     pub(in crate::agent) fn path_request(
         &mut self,
         now: Instant,
@@ -52,156 +53,43 @@ impl SaCore {
         query: PathQuery,
         lookup: Lookup,
     ) {
-        if lookup == Lookup::Master {
-            self.count_miss(now);
-            return self.forward(now, asker, query);
-        }
-        let knowledge = self.knowledge();
-        let in_doubt = knowledge.in_doubt;
-        let outcome = path_query::evaluate(&knowledge, query.method, query.mask, &query.template);
-        if in_doubt && matches!(outcome, Outcome::Pair(_) | Outcome::Forward(_)) {
-            self.telemetry.counters.doubt_queries += 1;
-        }
-        self.settle(now, asker, query, lookup, outcome);
+        let awaiting_info = self.master.awaiting_info();
+        let k = self
+            .tables
+            .knowledge(self.port.gid.prefix(), self.master_qos());
+        let decision = (self.answers).decide(now, (&k, awaiting_info), asker, query, lookup);
+        self.answer_as_decided(now, decision);
     }
 
-    /// Counts a path query answered from the cache.
-    fn count_hit(&mut self, now: Instant) {
-        self.telemetry.counters.hits += 1;
-        self.telemetry.stats.last_minute.hit(now);
+    /// Whether the master applies QoS, as its ClassPortInfo said (yes
+    /// until it says).
+    fn master_qos(&self) -> bool {
+        self.master.info().is_none_or(|m| m.qos)
     }
 
-    /// Counts a path query the cache could not answer.
-    fn count_miss(&mut self, now: Instant) {
-        self.telemetry.counters.misses += 1;
-        self.telemetry.stats.last_minute.miss(now);
-    }
-
-    /// What the store and the master's ClassPortInfo tell path queries.
-    fn knowledge(&self) -> Knowledge<'_> {
-        let master_qos = self.master.info().is_none_or(|m| m.qos);
-        self.tables.knowledge(self.port.gid.prefix(), master_qos)
-    }
-
-    /// Acts on what evaluating `query` came to.
-    fn settle(
-        &mut self,
-        now: Instant,
-        asker: Asker,
-        query: PathQuery,
-        lookup: Lookup,
-        outcome: Outcome,
-    ) {
-        match outcome {
-            Outcome::Records(records) => {
-                self.count_hit(now);
-                self.answer_path_records(now, &asker, &records);
-            }
-            Outcome::Status(status) => {
-                self.count_hit(now);
-                self.reply().answer_status(&asker, status);
-            }
-            Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
-                if lookup == Lookup::Anywhere && self.master.awaiting_info() =>
-            {
-                // Whether the master applies QoS is being asked: wait for
-                // that one small answer rather than ask the master this.
-                self.telemetry.counters.coalesced += 1;
-                self.master.wait_for_info(asker, query);
-            }
-            Outcome::Pair(key) => self.pair_request(now, asker, query, lookup, key),
-            Outcome::Forward(reason) => {
-                self.count_miss(now);
-                debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
-                if let Some(answer) = self.answers.forwarded_answer(now, &query).cloned() {
-                    self.telemetry.counters.answer_cache_hits += 1;
-                    self.answer_waiter(now, &asker, &answer);
-                    return;
-                }
-                match lookup {
-                    Lookup::CacheOnly => {
-                        self.reply()
-                            .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                        if self.answers.prefetch_forward(query) {
-                            self.send_forward(now, query);
-                        }
-                        return;
-                    }
-                    Lookup::KnownOnly => {
-                        return self
-                            .reply()
-                            .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                    }
-                    Lookup::Anywhere | Lookup::Master => {}
-                }
-                self.forward(now, asker, query);
-            }
-        }
-    }
-
-    /// A query whose answer follows from one port pair's records for the
-    /// fields the master's QoS policy matches on (or for another
-    /// partition): from the QoS cache, else the pair is asked once for
-    /// everyone who needs it.
-    fn pair_request(
-        &mut self,
-        now: Instant,
-        asker: Asker,
-        query: PathQuery,
-        lookup: Lookup,
-        key: PairKey,
-    ) {
-        if let Some(outcome) = self.held_pair_outcome(&key, &query) {
-            self.telemetry.counters.qos_cache_hits += 1;
-            return self.settle(now, asker, query, lookup, outcome);
-        }
-        self.count_miss(now);
-        self.ask_pair(now, asker, query, lookup, key);
-    }
-
-    /// An asker already counted needs `key`'s records after all: a
-    /// destination its source's table did not hold, or an SL the master
-    /// must judge. Answered from the QoS cache, else the pair is asked.
-    fn pair_again(&mut self, now: Instant, asker: Asker, query: PathQuery, key: PairKey) {
-        match self.held_pair_outcome(&key, &query) {
-            Some(outcome) => {
-                self.telemetry.counters.qos_cache_hits += 1;
-                self.act_on_pair(now, asker, query, outcome);
-            }
-            None => self.ask_pair(now, asker, query, Lookup::Anywhere, key),
-        }
-    }
-
-    /// Waits for `key`'s records from the master, or answers at once
-    /// where `lookup` does not wait for the master.
-    fn ask_pair(
-        &mut self,
-        now: Instant,
-        asker: Asker,
-        query: PathQuery,
-        lookup: Lookup,
-        key: PairKey,
-    ) {
-        match lookup {
-            Lookup::CacheOnly => {
+    /// Carries out what the reused answers decided.
+    fn answer_as_decided(&mut self, now: Instant, decision: Decision) {
+        match decision {
+            Decision::Records(asker, records) => self.answer_path_records(now, &asker, &records),
+            Decision::Status(asker, status) => self.reply().answer_status(&asker, status),
+            Decision::Kept(asker, answer) => self.answer_waiter(now, &asker, &answer),
+            Decision::AwaitMasterInfo(asker, query) => self.master.wait_for_info(asker, query),
+            Decision::Ask(question) => self.ask_master(now, question),
+            Decision::NoRecordsThenAsk(asker, question) => {
                 self.reply()
                     .answer_status(&asker, MadStatus::ERR_NO_RECORDS);
-                let fetch = self.answers.prefetch_pair(key);
-                self.send_fetch(now, fetch);
+                self.ask_master(now, question);
             }
-            Lookup::KnownOnly => self
-                .reply()
-                .answer_status(&asker, MadStatus::ERR_NO_RECORDS),
-            Lookup::Anywhere | Lookup::Master => {
-                match self.answers.wait_for_pair(key, asker, query) {
-                    Waited::For(Fetch::Nothing) => self.telemetry.counters.coalesced += 1,
-                    Waited::For(fetch) => self.send_fetch(now, fetch),
-                    Waited::Full(asker) => {
-                        self.telemetry.counters.upstream_refused += 1;
-                        self.reply().answer_status(&asker, MadStatus::BUSY);
-                    }
-                }
-            }
+            Decision::Joined => {}
+            Decision::Busy(asker) => self.reply().answer_status(&asker, MadStatus::BUSY),
+        }
+    }
+
+    /// Sends the master a question the reused answers decided on.
+    fn ask_master(&mut self, now: Instant, question: Question) {
+        match question {
+            Question::Forward(query) => self.send_forward(now, query),
+            Question::Fetch(fetch) => self.send_fetch(now, fetch),
         }
     }
 
@@ -218,14 +106,12 @@ impl SaCore {
         };
         match fetch {
             Fetch::Pair(key) => {
-                self.telemetry.counters.qos_cache_fetches += 1;
                 let request = get_table(key.query(prefix));
                 self.send_upstream(now, Purpose::Pair(key), &request);
             }
             // Every port of a job asks its own at the job's start: a
             // whole table's wait, not a pair's.
             Fetch::Table(key) => {
-                self.telemetry.counters.qos_cache_tables += 1;
                 let request = get_table(key.query(prefix));
                 self.send_table_upstream(now, Purpose::QosTable(key), &request);
             }
@@ -246,56 +132,19 @@ impl SaCore {
             MadStatus::ERR_NO_RECORDS => Vec::new(),
             _ => return self.forward_each(now, waiters),
         };
-        for (asker, query) in waiters {
-            self.answer_from_pair(now, asker.waited(), query, key, &records);
+        let k = self
+            .tables
+            .knowledge(self.port.gid.prefix(), self.master_qos());
+        let decisions: Vec<Decision> = (waiters.into_iter())
+            .map(|(asker, query)| {
+                (self.answers).decide_from_pair(&k, (asker.waited(), query), key, &records)
+            })
+            .collect();
+        for d in decisions {
+            self.answer_as_decided(now, d);
         }
         if keep {
             self.answers.insert_pair(*key, records, Origin::Master);
-        }
-    }
-
-    /// Answers one who waited for `key`'s records, the master's `records`.
-    fn answer_from_pair(
-        &mut self,
-        now: Instant,
-        asker: Asker,
-        query: PathQuery,
-        key: &PairKey,
-        records: &[PathRecord],
-    ) {
-        let outcome = self.pair_outcome(records, key, &query);
-        self.act_on_pair(now, asker, query, outcome);
-    }
-
-    /// What `query` comes to from `key`'s records, `records`.
-    fn pair_outcome(&self, records: &[PathRecord], key: &PairKey, query: &PathQuery) -> Outcome {
-        path_query::evaluate_pair(
-            &self.knowledge(),
-            records,
-            key,
-            query.method,
-            query.mask,
-            &query.template,
-        )
-    }
-
-    /// What `query` comes to from `key`'s records in the QoS cache, if
-    /// they are there.
-    fn held_pair_outcome(&self, key: &PairKey, query: &PathQuery) -> Option<Outcome> {
-        let records = self.answers.pair(key)?;
-        Some(self.pair_outcome(records, key, query))
-    }
-
-    /// Acts on what a pair's records came to for an asker already
-    /// counted as a hit or a miss.
-    fn act_on_pair(&mut self, now: Instant, asker: Asker, query: PathQuery, outcome: Outcome) {
-        match outcome {
-            Outcome::Records(records) => self.answer_path_records(now, &asker, &records),
-            Outcome::Status(status) => self.reply().answer_status(&asker, status),
-            // An SL the master must judge.
-            Outcome::Pair(key) => self.pair_again(now, asker, query, key),
-            // A port gone meanwhile.
-            Outcome::Forward(_) => self.forward(now, asker, query),
         }
     }
 
@@ -320,12 +169,22 @@ impl SaCore {
             MadStatus::OK => by_destination(answer.records::<PathRecord>().copied()),
             _ => HashMap::new(),
         };
-        for (dst, asker, query) in waiters {
-            let pair = key.pair(dst);
-            match by_dst.get(&dst) {
-                Some(records) => self.answer_from_pair(now, asker.waited(), query, &pair, records),
-                None => self.pair_again(now, asker, query, pair),
-            }
+        let k = self
+            .tables
+            .knowledge(self.port.gid.prefix(), self.master_qos());
+        let decisions: Vec<Decision> = (waiters.into_iter())
+            .map(|(dst, asker, query)| {
+                let pair = key.pair(dst);
+                match by_dst.get(&dst) {
+                    Some(records) => {
+                        (self.answers).decide_from_pair(&k, (asker.waited(), query), &pair, records)
+                    }
+                    None => self.answers.decide_pair_again(&k, (asker, query), pair),
+                }
+            })
+            .collect();
+        for d in decisions {
+            self.answer_as_decided(now, d);
         }
         if keep {
             self.answers.insert_qos_table(key, by_dst, Origin::Master);
@@ -350,7 +209,8 @@ impl SaCore {
 
     fn forward_each(&mut self, now: Instant, waiters: Vec<(Asker, PathQuery)>) {
         for (asker, query) in waiters {
-            self.forward(now, asker.waited(), query);
+            let decision = self.answers.decide_forward(asker.waited(), query);
+            self.answer_as_decided(now, decision);
         }
     }
 
@@ -359,18 +219,6 @@ impl SaCore {
     pub(in crate::agent) fn release_qos_waiters(&mut self, now: Instant) {
         for (asker, query) in self.master.take_info_waiters() {
             self.path_request(now, asker, query, Lookup::Anywhere);
-        }
-    }
-
-    /// Asks the master for `asker` (with whoever asks the same).
-    fn forward(&mut self, now: Instant, asker: Asker, query: PathQuery) {
-        match self.answers.wait_for_forward(query, asker) {
-            Join::First => self.send_forward(now, query),
-            Join::Joined => self.telemetry.counters.coalesced += 1,
-            Join::Full(asker) => {
-                self.telemetry.counters.upstream_refused += 1;
-                self.reply().answer_status(&asker, MadStatus::BUSY);
-            }
         }
     }
 
