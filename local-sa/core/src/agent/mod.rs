@@ -60,6 +60,7 @@ use self::master::purpose::Purpose;
 use self::outbox::Outbox;
 use self::port_tables::PortTables;
 use self::port_tables::timers::Due;
+use self::port_tables::upkeep_rules::RefreshDue;
 use self::registration_proxy::RegistrationProxy;
 pub use self::registration_proxy::quotas::Registrant;
 use self::replies::Replies;
@@ -311,7 +312,7 @@ impl SaCore {
             match due {
                 Due::DoubtSettled => self.doubt_settled(now),
                 Due::Refresh => {
-                    if self.refresh_due(now) {
+                    if matches!(self.tables.handle_refresh_due(now), RefreshDue::Go) {
                         self.start_refresh(now);
                     }
                 }

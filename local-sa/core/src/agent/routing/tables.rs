@@ -28,7 +28,6 @@ use crate::agent::port_tables::context;
 use crate::agent::port_tables::loads::{LoadCommand, is_segment};
 use crate::agent::port_tables::refresh::RefreshEffect;
 use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, LeaseWord};
-use crate::agent::port_tables::upkeep_rules::RefreshDue;
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
@@ -171,25 +170,6 @@ impl SaCore {
             "the master has swept since this port's tables were fetched: until they are \
              refreshed, the paths asked are asked of the master (each port pair once, then kept)"
         );
-    }
-
-    /// When the next refresh of its own is due after this port's tables
-    /// were made fresh at `now` ([`PortTables::next_periodic_refresh`]).
-    ///
-    /// [`PortTables::next_periodic_refresh`]: crate::agent::port_tables::PortTables::next_periodic_refresh
-    pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
-        self.tables.next_periodic_refresh(now)
-    }
-
-    /// A distributor at `lid` took a lease on this port's tables with a
-    /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
-    pub(in crate::agent) fn lease_renewed(&mut self, now: Instant, lid: u16, word: LeaseWord) {
-        self.tables.handle_lease(now, (lid, word));
-    }
-
-    /// The refresh timer is due: whether the refresh goes ahead.
-    pub(in crate::agent) fn refresh_due(&mut self, now: Instant) -> bool {
-        matches!(self.tables.handle_refresh_due(now), RefreshDue::Go)
     }
 
     /// Starts a refresh unless one is running: at start, whether the
@@ -349,8 +329,8 @@ impl SaCore {
     /// loads. Returns whether this was the start's.
     pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
         self.tables.refresh_completed();
-        self.tables
-            .schedule_refresh(Some(self.next_periodic_refresh(now)));
+        let next = self.tables.next_periodic_refresh(now);
+        self.tables.schedule_refresh(Some(next));
         self.say_periodic_interval();
         self.tables.start_sweep_polls(now);
         let first = self.tables.registers_after();
@@ -735,7 +715,7 @@ impl SaCore {
                 seconds,
                 forget_qos,
             }) => {
-                self.lease_renewed(now, lid, word(seconds, true));
+                self.tables.handle_lease(now, (lid, word(seconds, true)));
                 if forget_qos {
                     // The distributor saw the master sweep: what it
                     // answered before may not be what it answers now.
@@ -758,7 +738,7 @@ impl SaCore {
                 // counts as the lease's refresh, not as one that starts
                 // an interval.
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, word(seconds, false));
+                    self.tables.handle_lease(now, (lid, word(seconds, false)));
                 }
                 let count = self.store_records(&records, replace, partitions);
                 let me = self.port.gid.guid();
@@ -775,7 +755,7 @@ impl SaCore {
                 lease,
             }) => {
                 if let Some(seconds) = lease {
-                    self.lease_renewed(now, lid, word(seconds, false));
+                    self.tables.handle_lease(now, (lid, word(seconds, false)));
                 }
                 self.delete_records(mask, &records, known_absent, partitions)
             }
