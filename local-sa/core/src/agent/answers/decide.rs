@@ -320,6 +320,28 @@ mod tests {
         }
     }
 
+    /// Tables that hold nothing.
+    #[derive(Default)]
+    struct Empty {
+        store: PathStore,
+        complete: FastSet<u64>,
+        partitions: Partitions,
+    }
+
+    impl Empty {
+        /// What they tell path queries (`in_doubt`: after a sweep).
+        fn knowledge(&self, in_doubt: bool) -> Knowledge<'_> {
+            Knowledge {
+                store: &self.store,
+                subnet_prefix: Gid::DEFAULT_PREFIX,
+                complete_sources: &self.complete,
+                master_qos: false,
+                partitions: &self.partitions,
+                in_doubt,
+            }
+        }
+    }
+
     fn counted(a: &AnswerReuse) -> Counters {
         let mut c = Counters::default();
         a.add_counts(&mut c);
@@ -329,19 +351,8 @@ mod tests {
     #[test]
     fn identical_misses_share_one_question_and_one_too_many_is_refused_busy() {
         let now = Instant::now();
-        let (store, complete, partitions) = (
-            PathStore::default(),
-            FastSet::default(),
-            Partitions::default(),
-        );
-        let k = Knowledge {
-            store: &store,
-            subnet_prefix: Gid::DEFAULT_PREFIX,
-            complete_sources: &complete,
-            master_qos: false,
-            partitions: &partitions,
-            in_doubt: false,
-        };
+        let empty = Empty::default();
+        let k = empty.knowledge(false);
         let mut a = AnswerReuse::new(&AgentConfig::default());
         let q = unknown_pair();
         let first = a.decide(now, (&k, false), asker(0), q, Lookup::Anywhere);
@@ -365,19 +376,8 @@ mod tests {
     #[test]
     fn a_lookup_that_does_not_wait_answers_no_records_and_asks_once_in_the_background() {
         let now = Instant::now();
-        let (store, complete, partitions) = (
-            PathStore::default(),
-            FastSet::default(),
-            Partitions::default(),
-        );
-        let k = Knowledge {
-            store: &store,
-            subnet_prefix: Gid::DEFAULT_PREFIX,
-            complete_sources: &complete,
-            master_qos: false,
-            partitions: &partitions,
-            in_doubt: true,
-        };
+        let empty = Empty::default();
+        let k = empty.knowledge(true);
         let mut a = AnswerReuse::new(&AgentConfig::default());
         let q = unknown_pair();
         let first = a.decide(now, (&k, false), asker(0), q, Lookup::CacheOnly);
