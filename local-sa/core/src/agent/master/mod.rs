@@ -40,6 +40,18 @@ pub(in crate::agent) struct MasterLink {
     /// What the master's ClassPortInfo said (whether it applies QoS), and
     /// the queries waiting for it.
     policy: MasterPolicy,
+    /// What it sent and refused.
+    counts: LinkCounts,
+}
+
+/// What the master link counted since start.
+#[derive(Debug, Default, Clone, Copy)]
+struct LinkCounts {
+    /// Requests sent to the master (`upstream_queries`).
+    sent: u64,
+    /// Queries refused for want of a place, or given up while waiting
+    /// for one (`upstream_refused`).
+    refused: u64,
 }
 
 impl MasterLink {
@@ -50,6 +62,7 @@ impl MasterLink {
             requester: Requester::new(config.upstream(), seed & 0x3FFF_FFFF),
             lanes: UpstreamLanes::new(&config.pace),
             policy: MasterPolicy::default(),
+            counts: LinkCounts::default(),
         }
     }
 
@@ -60,6 +73,8 @@ impl MasterLink {
 
     /// Adds its gauges, read now, to `c`.
     pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
+        c.upstream_queries += self.counts.sent;
+        c.upstream_refused += self.counts.refused;
         c.upstream_in_flight = self.requester.in_flight() as u64;
         c.registrations_waiting = self.lanes.registrations_waiting() as u64;
         c.queries_queued = self.lanes.queries_waiting() as u64;

@@ -43,9 +43,11 @@ impl MasterLink {
         let Some(lane) = purpose.lane() else {
             self.requester
                 .send_with(now, to, purpose, request, attempts, out);
+            self.counts.sent += 1;
             return Handed::Sent;
         };
         if lane == Lane::Query && self.lanes.queries_full() {
+            self.counts.refused += 1;
             return Handed::Refused(purpose);
         }
         let queued = Queued {
@@ -59,44 +61,39 @@ impl MasterLink {
     }
 
     /// Sends the registrations whose turn has come at `rate` per second,
-    /// at most `most` out; returns how many went.
+    /// at most `most` out.
     pub(in crate::agent) fn release_registrations(
         &mut self,
         now: Instant,
         (rate, most): (f64, usize),
         to: Address,
         out: &mut VecDeque<Transmit>,
-    ) -> u64 {
-        let mut sent = 0;
+    ) {
         while let Some(next) = self.lanes.release_registration(now, rate, most) {
             self.send_queued(now, next, to, out);
-            sent += 1;
         }
-        sent
     }
 
     /// The waiting queries whose askers have given up by `now`: they go
-    /// unsent.
+    /// unsent (refused).
     pub(in crate::agent) fn take_given_up_queries(&mut self, now: Instant) -> Vec<Purpose> {
-        std::iter::from_fn(|| self.lanes.take_given_up_query(now))
+        let gone: Vec<Purpose> = std::iter::from_fn(|| self.lanes.take_given_up_query(now))
             .map(|q| q.purpose)
-            .collect()
+            .collect();
+        self.counts.refused += gone.len() as u64;
+        gone
     }
 
-    /// Sends the waiting queries a place is free for; returns how many
-    /// went.
+    /// Sends the waiting queries a place is free for.
     pub(in crate::agent) fn release_queries(
         &mut self,
         now: Instant,
         to: Address,
         out: &mut VecDeque<Transmit>,
-    ) -> u64 {
-        let mut sent = 0;
+    ) {
         while let Some(next) = self.lanes.release_query(now) {
             self.send_queued(now, next, to, out);
-            sent += 1;
         }
-        sent
     }
 
     /// Sends a request that waited in its lane.
@@ -115,6 +112,7 @@ impl MasterLink {
         } = queued;
         self.requester
             .send_with(now, to, purpose, &request, attempts, out);
+        self.counts.sent += 1;
     }
 
     /// A request in `lane` ended: its place is free.

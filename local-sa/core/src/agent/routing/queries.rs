@@ -381,7 +381,7 @@ impl SaCore {
         let to = self.port.master();
         let request = (purpose, request, attempts);
         match self.master.send(now, request, to, &mut self.outbox.mads) {
-            Handed::Sent => self.telemetry.counters.upstream_queries += 1,
+            Handed::Sent => {}
             Handed::Queued => self.release_queued(now),
             Handed::Refused(purpose) => self.refuse_query(now, purpose),
         }
@@ -395,20 +395,17 @@ impl SaCore {
         let most = self.config.pace.registrations_in_flight;
         let to = self.port.master();
         let out = &mut self.outbox.mads;
-        let sent = (self.master).release_registrations(now, (rate, most), to, out);
-        self.telemetry.counters.upstream_queries += sent;
+        (self.master).release_registrations(now, (rate, most), to, out);
         for gone in self.master.take_given_up_queries(now) {
             self.refuse_query(now, gone);
         }
-        let sent = (self.master).release_queries(now, to, &mut self.outbox.mads);
-        self.telemetry.counters.upstream_queries += sent;
+        (self.master).release_queries(now, to, &mut self.outbox.mads);
     }
 
     /// A query for someone finds [`MAX_QUERIES_WAITING`] waiting already,
     /// or waited until its asker gave up: answered BUSY, counted, logged
     /// once a minute.
     fn refuse_query(&mut self, now: Instant, purpose: Purpose) {
-        self.telemetry.counters.upstream_refused += 1;
         if let Some(earlier_not_logged) =
             self.telemetry
                 .log_limit
