@@ -332,7 +332,6 @@ impl SaCore {
             self.audit(now);
         }
         if self.proxy.take_reregistration_due(now) {
-            self.telemetry.counters.reregistrations += 1;
             info!(
                 master = self.port.sm_lid,
                 "registering every subscription and membership again"

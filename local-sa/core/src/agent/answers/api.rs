@@ -123,7 +123,9 @@ impl AnswerReuse {
         mask: ComponentMask,
         records: &[PathRecord],
     ) -> Result<QosLoad, &'static str> {
-        self.qos_cache.load(flags, mask, records)
+        let load = self.qos_cache.load(flags, mask, records)?;
+        self.counts.qos_cache_loaded += load.stored as u64;
+        Ok(load)
     }
 
     /// Takes a reloaded configuration's answer lifetimes.

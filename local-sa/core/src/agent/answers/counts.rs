@@ -1,5 +1,6 @@
-//! What the path queries' decisions counted since start, added to the
-//! agent's counters ([`AnswerReuse::add_counts`]).
+//! What the reused answers' decisions counted since start (the path
+//! queries', the QoS cache's loads and forgetting), added to the agent's
+//! counters ([`AnswerReuse::add_counts`]).
 //!
 //! [`AnswerReuse::add_counts`]: super::AnswerReuse::add_counts
 
@@ -18,6 +19,8 @@ pub(in crate::agent) struct QueryCounts {
     pub(super) qos_cache_tables: u64,
     pub(super) doubt_queries: u64,
     pub(super) refused: u64,
+    pub(super) qos_cache_loaded: u64,
+    pub(super) qos_forgotten: u64,
 }
 
 impl QueryCounts {
@@ -32,5 +35,7 @@ impl QueryCounts {
         c.qos_cache_tables += self.qos_cache_tables;
         c.doubt_queries += self.doubt_queries;
         c.upstream_refused += self.refused;
+        c.qos_cache_loaded += self.qos_cache_loaded;
+        c.qos_forgotten += self.qos_forgotten;
     }
 }

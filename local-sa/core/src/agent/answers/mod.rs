@@ -63,6 +63,13 @@ impl AnswerReuse {
         self.qos_cache.clear();
     }
 
+    /// A distributor saw the master sweep: what it answered before may
+    /// not be what it answers now, so everything kept from it goes.
+    pub(in crate::agent) fn forget_after_sweep(&mut self) {
+        self.forget();
+        self.counts.qos_forgotten += 1;
+    }
+
     /// A port went out of service or came back: the forwarded answers
     /// go (any of them may name it), and the QoS cache's pairs with it at
     /// either end.

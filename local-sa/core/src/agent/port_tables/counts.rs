@@ -20,6 +20,8 @@ pub(in crate::agent) struct TableCounts {
     pub(super) refreshes_kept: u64,
     pub(super) checks_passed: u64,
     pub(super) checks_failed: u64,
+    pub(super) loaded: u64,
+    pub(super) deleted: u64,
 }
 
 impl TableCounts {
@@ -36,5 +38,7 @@ impl TableCounts {
         c.refreshes_kept += self.refreshes_kept;
         c.checks_passed += self.checks_passed;
         c.checks_failed += self.checks_failed;
+        c.loaded += self.loaded;
+        c.deleted += self.deleted;
     }
 }

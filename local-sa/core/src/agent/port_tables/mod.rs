@@ -504,6 +504,7 @@ impl PortTables {
             load_into(t, &records, epoch, replace);
             stored += records.len();
         }
+        self.counts.loaded += stored as u64;
         stored
     }
 
@@ -537,6 +538,7 @@ impl PortTables {
                 removed += delete_from(t, mask, &records, known_absent);
             }
         }
+        self.counts.deleted += removed as u64;
         removed
     }
 }

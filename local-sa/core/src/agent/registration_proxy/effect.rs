@@ -43,4 +43,5 @@ pub(in crate::agent) struct ProxyCounts {
     pub(super) refused_groups: u64,
     pub(super) refused_group_creations: u64,
     pub(super) refused_subscriptions: u64,
+    pub(super) reregistrations: u64,
 }

@@ -125,6 +125,7 @@ impl RegistrationProxy {
         c.notices += self.counts.notices;
         c.reports_sent += self.counts.reports_sent;
         c.refused_groups += self.counts.refused_groups;
+        c.reregistrations += self.counts.reregistrations;
         c.refused_group_creations += self.counts.refused_group_creations;
         c.refused_subscriptions += self.counts.refused_subscriptions;
         c.subscriptions = self.subscriptions.registry().filters() as u64;
@@ -267,7 +268,9 @@ impl RegistrationProxy {
 
     /// True once when everything is to be registered again.
     pub(in crate::agent) fn take_reregistration_due(&mut self, now: Instant) -> bool {
-        self.schedule.take_reregistration_due(now)
+        let due = self.schedule.take_reregistration_due(now);
+        self.counts.reregistrations += u64::from(due);
+        due
     }
 
     /// Withdraws every subscription, membership and the canary at the

@@ -719,8 +719,7 @@ impl SaCore {
                 if forget_qos {
                     // The distributor saw the master sweep: what it
                     // answered before may not be what it answers now.
-                    self.answers.forget();
-                    self.telemetry.counters.qos_forgotten += 1;
+                    self.answers.forget_after_sweep();
                     debug!(
                         distributor = lid,
                         "the master swept: the answers kept from it are forgotten"
@@ -766,7 +765,6 @@ impl SaCore {
 
     fn store_records(&mut self, records: &[PathRecord], replace: bool, partitions: bool) -> usize {
         let stored = self.tables.store_load(records, replace, partitions);
-        self.telemetry.counters.loaded += stored as u64;
         self.answers.forget();
         info!(
             records = stored,
@@ -788,7 +786,6 @@ impl SaCore {
         let removed = self
             .tables
             .delete_load(mask, records, known_absent, partitions);
-        self.telemetry.counters.deleted += removed as u64;
         self.answers.forget();
         info!(removed, known_absent, partitions, "PathRecords deleted");
         removed
@@ -808,7 +805,6 @@ impl SaCore {
             Ok(l) => l,
             Err(why) => return self.refuse_invalid_load(now, request, header, why),
         };
-        self.telemetry.counters.qos_cache_loaded += load.stored as u64;
         info!(
             records = load.stored,
             not_kept = load.given - load.stored,
