@@ -323,19 +323,37 @@ impl PortTables {
     }
 
     /// The master at `sm_lid` says its ActCount is `count`, in an answer
-    /// that came at `now`.
-    pub(in crate::agent) fn sweep_polled(
+    /// that came at `now`: a heavy sweep no notice announced is taken as
+    /// one ([`Self::handle_fabric_changed`]). What was seen, if it was
+    /// such a sweep and this port keeps its own tables.
+    pub(in crate::agent) fn handle_sweep_poll(
         &mut self,
-        sm_lid: u16,
-        count: u32,
         now: Instant,
-    ) -> Activity {
-        let activity = self.sweeps.answered(sm_lid, count, now);
-        if matches!(activity, Activity::Swept { .. }) {
-            self.counts.sweeps_seen += 1;
-        }
-        activity
+        (sm_lid, count): (u16, u32),
+    ) -> Option<SweepSeen> {
+        let Activity::Swept { rose, usual } = self.sweeps.answered(sm_lid, count, now) else {
+            return None;
+        };
+        self.counts.sweeps_seen += 1;
+        let refresh_at = self.handle_fabric_changed(now).ok()?;
+        Some(SweepSeen {
+            rose,
+            usual,
+            refresh_at,
+        })
     }
+}
+
+/// A heavy sweep of the master's that no notice announced, seen by a
+/// poll of its activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct SweepSeen {
+    /// The SMPs its ActCount rose by.
+    pub(in crate::agent) rose: u32,
+    /// What its light sweeps usually add.
+    pub(in crate::agent) usual: u32,
+    /// When this port's refresh that follows it is due.
+    pub(in crate::agent) refresh_at: Instant,
 }
 
 /// Whether a port polls the master's activity: the poll is on, it keeps

@@ -28,10 +28,11 @@ use crate::agent::port_tables::context;
 use crate::agent::port_tables::loads::{LoadCommand, is_segment};
 use crate::agent::port_tables::refresh::RefreshEffect;
 use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, LeaseWord};
+use crate::agent::port_tables::upkeep_rules::SweepSeen;
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
-use crate::master_activity::{self, Activity};
+use crate::master_activity;
 use crate::partitions::TableKey;
 use crate::request::LocalBody;
 use crate::requester::Answer;
@@ -105,10 +106,12 @@ impl SaCore {
             return;
         };
         let sm_lid = self.port.sm_lid;
-        let Activity::Swept { rose, usual } = self.tables.sweep_polled(sm_lid, count, now) else {
-            return;
-        };
-        let Ok(due) = self.tables.handle_fabric_changed(now) else {
+        let Some(SweepSeen {
+            rose,
+            usual,
+            refresh_at: due,
+        }) = self.tables.handle_sweep_poll(now, (sm_lid, count))
+        else {
             return;
         };
         if let Some(earlier_not_logged) =
