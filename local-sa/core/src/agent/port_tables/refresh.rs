@@ -389,6 +389,22 @@ impl PortTables {
     }
 }
 
+// What follows the port's paths being fresh.
+impl PortTables {
+    /// This port's paths are fresh at `now` (a refresh completed, or a
+    /// load of its own table): the fabric's size is the default table's
+    /// port count from now on, the next refresh of its own is a periodic
+    /// interval on, and the master's activity is polled. True if the
+    /// agent waited for this to register.
+    pub(in crate::agent) fn paths_fresh(&mut self, now: Instant) -> bool {
+        self.refresh.completed(self.paths.store.port_count());
+        let next = self.next_periodic_refresh(now);
+        self.refresh.schedule(Some(next));
+        self.start_sweep_polls(now);
+        self.refresh.registers_after()
+    }
+}
+
 // The refresh's state as `SaCore` reads and sets it (`refresh_state`).
 impl PortTables {
     /// True while a refresh runs.
@@ -470,12 +486,6 @@ impl PortTables {
     /// True (once) if the agent waited for this refresh to register.
     pub(in crate::agent) fn take_register_after(&mut self) -> bool {
         self.refresh.take_register_after()
-    }
-
-    /// The refresh completed: the fabric's size is the default table's
-    /// port count from now on.
-    pub(in crate::agent) fn refresh_completed(&mut self) {
-        self.refresh.completed(self.paths.store.port_count());
     }
 }
 

@@ -87,7 +87,7 @@ impl PortTables {
     /// set at this port's phase of the refresh window); else between three quarters and five
     /// quarters of the interval, at this port's phase, so that ports
     /// started together do not refresh together.
-    pub(in crate::agent) fn next_periodic_refresh(&self, now: Instant) -> Instant {
+    pub(super) fn next_periodic_refresh(&self, now: Instant) -> Instant {
         let ctx = self.upkeep_ctx;
         if let Some(lease) = self.upkeep.lease() {
             return lease.ends();

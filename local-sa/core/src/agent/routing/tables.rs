@@ -331,12 +331,8 @@ impl SaCore {
     /// from them, and at start the registrations and the first directory
     /// loads. Returns whether this was the start's.
     pub(in crate::agent) fn paths_fresh(&mut self, now: Instant, epoch: Epoch) -> bool {
-        self.tables.refresh_completed();
-        let next = self.tables.next_periodic_refresh(now);
-        self.tables.schedule_refresh(Some(next));
+        let first = self.tables.paths_fresh(now);
         self.say_periodic_interval();
-        self.tables.start_sweep_polls(now);
-        let first = self.tables.registers_after();
         if first {
             // The fabric's size is known now. The directory loads (two
             // tables of a record per host, twice the paths' cost) and the
