@@ -205,7 +205,25 @@ fn target(
 /// (outside its inline test module).
 fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let files = rust_files(src);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    // A module whose file lies elsewhere (`#[path = "..."] mod name;`, the
+    // storm simulator's fixture shared with the core's benches) is a
+    // module all the same: naming it is no import of its parent.
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if pair[0].starts_with("#[path")
+                && let Some(name) = pair[1]
+                    .strip_prefix("mod ")
+                    .and_then(|m| m.strip_suffix(';'))
+            {
+                let mut m = module_of(src, file);
+                m.push(name.to_owned());
+                modules.insert(m);
+            }
+        }
+    }
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     for file in &files {
         let module = module_of(src, file);
@@ -391,20 +409,23 @@ fn circles_of_any_length_are_found() {
 #[test]
 fn no_modules_import_each_other_in_a_circle() {
     let root = workspace();
+    // Each crate's sources, and the storm simulator (a bench, a crate of
+    // its own whose figures depend on its modules being what they say).
     let crates = [
-        "mad-codec",
-        "informinfo",
-        "local-sa/core",
-        "local-sa/cli",
-        "local-sa/umad",
-        "local-sa/daemon",
-        "local-sa/lsaquery",
-        "local-sa/distributor",
-        "conformance",
+        "mad-codec/src",
+        "informinfo/src",
+        "local-sa/core/src",
+        "local-sa/cli/src",
+        "local-sa/umad/src",
+        "local-sa/daemon/src",
+        "local-sa/lsaquery/src",
+        "local-sa/distributor/src",
+        "local-sa/distributor/benches/storm",
+        "conformance/src",
     ];
     let mut cycles = Vec::new();
     for krate in crates {
-        let edges = imports(&root.join(krate).join("src"));
+        let edges = imports(&root.join(krate));
         // Every circle, of two modules or more: the strongly connected
         // components of the import graph that hold more than one module.
         for circle in circles(&edges) {
