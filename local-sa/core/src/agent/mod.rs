@@ -377,17 +377,11 @@ impl SaCore {
         // The refresh in progress is superseded by the one starting now.
         self.master
             .forget(|p| matches!(p, Purpose::Bulk { .. } | Purpose::Walk { .. }));
-        self.tables.pause_refresh();
         // Paths from this port are needed at once when its own identity
         // changed (the store was emptied) or an administrator waits for
         // them; after a new master, what is held is served while the
         // fabric's ports take their turns.
-        let due = if me_changed || self.tables.refresh_awaited() {
-            now
-        } else {
-            now + self.refresh_delay()
-        };
-        self.tables.schedule_refresh(Some(due));
+        self.tables.restart_refresh(now, me_changed);
         self.naming
             .keep_after_next_refresh(master_changed && !me_changed);
         // A new identity registers at once. After a new master (or a
@@ -403,7 +397,6 @@ impl SaCore {
             now + self.reregister_delay()
         };
         self.proxy.register_at(Some(at));
-        self.tables.register_now();
         // Whatever the master held for this port may be gone.
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
@@ -478,7 +471,8 @@ impl SaCore {
             "the port's partitions"
         );
         if self.is_ready() {
-            self.tables.schedule_partitions(now + self.refresh_delay());
+            self.tables
+                .schedule_partitions(now + self.tables.refresh_delay());
         }
         self.handle_timeout(now);
     }

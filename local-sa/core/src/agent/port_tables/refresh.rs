@@ -389,8 +389,26 @@ impl PortTables {
     }
 }
 
-// What follows the port's paths being fresh.
+// What follows the port's paths being fresh, or the port's master or
+// identity changing.
 impl PortTables {
+    /// The port's master or its identity changed at `now` (`at_once`: its
+    /// identity, and the tables were emptied): the refresh running is
+    /// dropped (when it began is kept: the one that replaces it counts
+    /// its time from then), the next comes at once if the tables are
+    /// empty or an administrator waits for it, else at this port's phase
+    /// of the refresh window; the agent registers without waiting for it.
+    pub(in crate::agent) fn restart_refresh(&mut self, now: Instant, at_once: bool) {
+        self.refresh.pause();
+        let due = if at_once || self.refresh.awaited() {
+            now
+        } else {
+            now + self.refresh_delay()
+        };
+        self.refresh.schedule(Some(due));
+        self.refresh.register_now();
+    }
+
     /// This port's paths are fresh at `now` (a refresh completed, or a
     /// load of its own table): the fabric's size is the default table's
     /// port count from now on, the next refresh of its own is a periodic
@@ -417,13 +435,6 @@ impl PortTables {
         self.refresh.epoch()
     }
 
-    /// No refresh runs now, but when the one that ended began is kept:
-    /// the attempt that replaces it (after a failure, a new master, a new
-    /// identity) counts its time from then.
-    pub(in crate::agent) fn pause_refresh(&mut self) {
-        self.refresh.pause()
-    }
-
     /// A load of the port's own table made its paths fresh at `now`: it
     /// counts as the port's refresh.
     pub(in crate::agent) fn made_fresh_by_load(&mut self, now: Instant) {
@@ -446,11 +457,6 @@ impl PortTables {
     /// Everyone who waited for the refresh, to be answered.
     pub(in crate::agent) fn take_refresh_waiters(&mut self) -> Vec<RefreshWaiter> {
         self.refresh.take_waiters()
-    }
-
-    /// True while someone waits for the refresh to end.
-    pub(in crate::agent) fn refresh_awaited(&self) -> bool {
-        self.refresh.awaited()
     }
 
     /// When the next refresh is due.
@@ -476,11 +482,6 @@ impl PortTables {
     /// The agent waits for its first refresh before it registers.
     pub(in crate::agent) fn registers_after(&self) -> bool {
         self.refresh.registers_after()
-    }
-
-    /// The agent registers without waiting for a refresh from now on.
-    pub(in crate::agent) fn register_now(&mut self) {
-        self.refresh.register_now()
     }
 
     /// True (once) if the agent waited for this refresh to register.

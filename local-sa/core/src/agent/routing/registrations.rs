@@ -329,7 +329,7 @@ impl SaCore {
                     self.tables.clear_partitions();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
                     let due = (self.tables.next_refresh())
-                        .map_or(now, |t| t.min(now + self.refresh_delay()));
+                        .map_or(now, |t| t.min(now + self.tables.refresh_delay()));
                     self.tables.schedule_refresh(Some(due));
                 }
                 self.master.learned(MasterInfo {
@@ -386,7 +386,7 @@ impl SaCore {
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
         self.tables
-            .schedule_refresh(Some(now + self.refresh_delay()));
+            .schedule_refresh(Some(now + self.tables.refresh_delay()));
         self.naming.keep_after_next_refresh(true);
     }
 

@@ -342,7 +342,8 @@ impl SaCore {
             // refresh asked it with the table). Names a distributor
             // loaded need no fetch.
             if !self.naming.loaded() {
-                self.naming.fetch_at(now + self.refresh_delay(), epoch);
+                self.naming
+                    .fetch_at(now + self.tables.refresh_delay(), epoch);
             }
             self.ask_master_info(now);
         }
@@ -363,8 +364,10 @@ impl SaCore {
         self.tables.made_fresh_by_load(now);
         self.paths_fresh(now, self.tables.epoch());
         // Partition tables the load did not bring (a distributor sends
-        // them before the default table) are fetched at this port's phase.
-        self.tables.schedule_partitions(now + self.refresh_delay());
+        // them before the default table) are fetched at this port's phase
+        // of the window for the fabric the load showed.
+        self.tables
+            .schedule_partitions(now + self.tables.refresh_delay());
     }
 
     /// Schedules the start's registration, once the first refresh ended
@@ -387,12 +390,6 @@ impl SaCore {
             .pace
             .reregistration_window(self.tables.fabric_ports(), own);
         self.port.spread(window)
-    }
-
-    /// How long this port waits before refreshing its paths from a new
-    /// master (meanwhile it serves what it holds).
-    pub(in crate::agent) fn refresh_delay(&self) -> Duration {
-        self.tables.refresh_delay()
     }
 
     /// Starts a check of this port's tables against the master, unless
