@@ -33,8 +33,8 @@ pub(in crate::agent) enum Decision {
     /// Wait for the master's ClassPortInfo (whether it applies QoS)
     /// being asked, then decide again.
     AwaitMasterInfo(Asker, PathQuery),
-    /// Ask the master this; the asker waits for it (or nobody does: a
-    /// question asked in the background after a "no records").
+    /// Ask the master this; the asker waits for its answer (and whoever
+    /// asks the same meanwhile joins it).
     Ask(Question),
     /// Answer "no records" now, and ask the master this in the
     /// background so that a later lookup finds it.
@@ -50,7 +50,8 @@ pub(in crate::agent) enum Decision {
 pub(in crate::agent) enum Question {
     /// The query itself, forwarded.
     Forward(PathQuery),
-    /// One port pair's records, or a source's whole table at a QoS key.
+    /// One port pair's records, or a source's whole table at a QoS key
+    /// (never [`Fetch::Nothing`]).
     Fetch(Fetch),
 }
 
