@@ -310,9 +310,10 @@ impl Distribution {
 
     /// Whether everything is over: every node filled or failed for good.
     /// (Every busy node has something in flight once its turn has started,
-    /// so nothing in flight means nothing left to do.)
+    /// so nothing in flight and no node waiting for its turn means nothing
+    /// left to do — before the first [`Self::poll_send`] too.)
     pub fn is_done(&self) -> bool {
-        self.flights.is_empty() && self.outbox.is_empty()
+        self.flights.is_empty() && self.outbox.is_empty() && self.queue.is_empty()
     }
 
     /// How send `id` ended: its answer, or why none came.

@@ -92,9 +92,7 @@ enum Doing {
     Polling(Batch),
     /// The program's queries at the master.
     Asking(Batch),
-    /// A push: the fill, and its first sends (taken at once, so that a
-    /// fill with nothing to send is over at once).
-    Pushing(Box<Distribution>, VecDeque<(u64, Send)>),
+    Pushing(Box<Distribution>),
 }
 
 /// A [`Watch`] and the carrying out of its MADs.
@@ -206,9 +204,7 @@ impl WatchDriver {
         if !self.is_idle() {
             return Err(Busy);
         }
-        let mut fill = Box::new(fill);
-        let first = std::iter::from_fn(|| fill.poll_send()).collect();
-        self.doing = Doing::Pushing(fill, first);
+        self.doing = Doing::Pushing(Box::new(fill));
         self.settle(now);
         Ok(())
     }
@@ -219,7 +215,7 @@ impl WatchDriver {
         let over = match &self.doing {
             Doing::Nothing => false,
             Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => b.is_done(),
-            Doing::Pushing(fill, first) => first.is_empty() && fill.is_done(),
+            Doing::Pushing(fill) => fill.is_done(),
         };
         if !over {
             return;
@@ -244,7 +240,7 @@ impl WatchDriver {
                 Task::Polled(count)
             }
             Doing::Asking(batch) => Task::Answered(batch.finish()),
-            Doing::Pushing(fill, _) => Task::Pushed(fill),
+            Doing::Pushing(fill) => Task::Pushed(fill),
         };
         self.tasks.push_back(task);
     }
@@ -260,7 +256,7 @@ impl Sends for WatchDriver {
         match &mut self.doing {
             Doing::Nothing => None,
             Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => b.poll_send(id),
-            Doing::Pushing(fill, first) => first.pop_front().or_else(|| fill.poll_send()),
+            Doing::Pushing(fill) => fill.poll_send(),
         }
     }
 
@@ -270,7 +266,7 @@ impl Sends for WatchDriver {
             Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
                 b.handle_end(id, outcome);
             }
-            Doing::Pushing(fill, _) => fill.handle_end(id, outcome),
+            Doing::Pushing(fill) => fill.handle_end(id, outcome),
         }
         self.settle(now);
     }
@@ -282,7 +278,7 @@ impl Sends for WatchDriver {
             Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
                 b.handle_end(id, Err(RequestFailure::Undeliverable { status: 0 }));
             }
-            Doing::Pushing(fill, _) => fill.handle_unsendable(id, why),
+            Doing::Pushing(fill) => fill.handle_unsendable(id, why),
         }
         self.settle(now);
     }
