@@ -5,8 +5,9 @@
 //! OpenSM frozen; a quiet fabric costs the master no PathRecord, the
 //! nodes under the watch's lease refreshing nothing themselves; under the
 //! lease each node's own check also draws from the QoS tables it was
-//! sent, and finds them wrong once OpenSM's policy changes; and when the
-//! watch stops, the nodes take their tables back.
+//! sent, and finds them wrong once OpenSM's policy changes; a local-sa
+//! started after the fill is found by the watch's probe and filled; and
+//! when the watch stops, the nodes take their tables back.
 
 mod watching;
 
@@ -421,4 +422,48 @@ fn under_the_watch_s_lease_each_node_checks_its_qos_tables_against_opensm() {
         assert!(diff.is_empty(), "{name}: {}", diff.join("\n"));
     }
     assert!(w.stdout().contains("\"filled\""));
+}
+
+#[test]
+fn a_local_sa_started_after_the_fill_is_found_by_the_watch_s_probe_and_filled() {
+    let fabric = start(slow_spine_tree(), &[], &[]);
+    let (late, early) = NODES.split_last().expect("nodes");
+    let mut nodes = waiting_nodes(&fabric, early, &[]);
+    let at =
+        LocalSa::start(&fabric, WATCH_AT, &["--sm-key", KEY]).unwrap_or_else(|e| panic!("{e}"));
+    // Every tenth interval the watch asks the ports it does not know
+    // whether they run local-sa.
+    let w = watch(&fabric, &at, &["--watch-interval", "2", "--settle", "1"]);
+    for sa in &mut nodes {
+        sa.filled_by_a_load().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let filled = events(&w).len();
+
+    let mut late_sa = waiting_nodes(&fabric, &[late], &[]).remove(0);
+    late_sa
+        .wait_until(
+            "its tables pushed by the watch",
+            Duration::from_secs(90),
+            |c| c.get("refreshes_loaded").is_some_and(|n| *n >= 1),
+        )
+        .unwrap_or_else(|e| panic!("{e}\nthe watch's output:\n{}", w.stdout()));
+    assert_eq!(late_sa.counter("refreshes"), 0, "no refresh of its own");
+    let found = events(&w)
+        .into_iter()
+        .skip(filled)
+        .find(|e| e["new_nodes"].as_u64() >= Some(1))
+        .unwrap_or_else(|| panic!("no event found a new node:\n{}", w.stdout()));
+    assert_eq!(found["new_nodes"], 1, "{found}");
+    assert_eq!(found["gone_nodes"], 0, "{found}");
+
+    let lids = host_lids(&fabric);
+    let theirs = opensm_answers(&fabric, &lids);
+    let differ = nodes_differing(&fabric, &theirs, &lids);
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    let line = upkeep(&fabric, late, &late_sa);
+    assert!(
+        line.contains("kept by the distributor at LID"),
+        "{late}: {line}"
+    );
+    stop_cleanly(w);
 }

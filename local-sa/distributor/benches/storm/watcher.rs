@@ -68,6 +68,9 @@ pub(crate) const TERMS: LeaseTerms = LeaseTerms {
 /// Between polls of the master's activity (`--watch-poll`).
 const ACTIVITY_POLL: Duration = Duration::from_secs(2);
 
+/// A probe of a port new to the watch (lsaquery's `--timeout`).
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// After a notice, before the description is read (`--settle`).
 pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
@@ -143,6 +146,7 @@ impl Watcher {
                 sm_key: SM_KEY,
                 window,
                 master_window: MASTER_WINDOW,
+                probe_timeout: PROBE_TIMEOUT,
                 terms: TERMS,
             },
         );
@@ -267,11 +271,6 @@ impl Watcher {
                 now,
                 Box::new(DescriptionRead::new(SM_KEY, self.lid.max(self.master.lid))),
             ),
-            Task::Effect(Effect::Probe(asked)) => {
-                // Every port runs local-sa.
-                self.driver.watch_mut().handle_probed(now, &asked);
-                Ok(())
-            }
             Task::Effect(Effect::Digests(nodes)) => {
                 let paths = f64::from(self.hosts) * nodes.len() as f64;
                 let until = now + Duration::from_secs_f64(paths / ENGINE_PATHS_PER_SECOND);
@@ -313,7 +312,7 @@ impl Watcher {
                 (self.driver.watch_mut()).handle_pushed(now, fill.finish(), Ok(()));
                 Ok(())
             }
-            Task::Effect(_) | Task::Renewed(_) | Task::Polled(_) => Ok(()),
+            Task::Effect(_) | Task::Renewed(_) | Task::Probed(..) | Task::Polled(_) => Ok(()),
         };
         debug_assert!(started.is_ok(), "the driver took no step while busy");
     }

@@ -249,6 +249,11 @@ impl DescriptionRead {
         Ok(())
     }
 
+    /// Whether the read is over (no batch left to ask).
+    pub fn is_done(&self) -> bool {
+        matches!(self.stage, Stage::Done)
+    }
+
     /// What was read, once [`Self::poll_batch`] says the read is over.
     pub fn finish(self) -> Description {
         self.read
@@ -644,7 +649,7 @@ impl Endports {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use bytes::BytesMut;
     use local_sa_core::path_engine::synthetic::FatTree;
     use mad_codec::header::SaMadHeader;
@@ -657,17 +662,17 @@ mod tests {
     /// A master that serves `records`: every table whole, or, with `cut`,
     /// each GetTable's answer cut to its first MAD (a transport without
     /// RMPP) while Gets by template find one record each.
-    struct FakeMaster {
-        records: FabricRecords,
-        qos: bool,
-        cut: bool,
+    pub(crate) struct FakeMaster {
+        pub(crate) records: FabricRecords,
+        pub(crate) qos: bool,
+        pub(crate) cut: bool,
         /// A record type the master refuses (ERR_REQ_DENIED).
-        refuses: Option<AttributeId>,
-        queries: usize,
+        pub(crate) refuses: Option<AttributeId>,
+        pub(crate) queries: usize,
     }
 
     impl FakeMaster {
-        fn new(records: FabricRecords) -> Self {
+        pub(crate) fn new(records: FabricRecords) -> Self {
             Self {
                 records,
                 qos: false,
@@ -677,7 +682,7 @@ mod tests {
             }
         }
 
-        fn answer(&mut self, request: &Bytes) -> End {
+        pub(crate) fn answer(&mut self, request: &Bytes) -> End {
             self.queries += 1;
             let (h, data) = SaMadHeader::parse(request).unwrap();
             let mut h = *h;

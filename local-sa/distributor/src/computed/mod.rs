@@ -10,6 +10,7 @@ use mad_codec::{NodeRecord, PkeyTableRecord};
 pub mod checked;
 pub mod description;
 pub mod explain;
+pub mod fabric_read;
 pub mod keys;
 pub mod opensm_input;
 pub mod sample_check;
@@ -38,7 +39,7 @@ pub struct Prepared {
     pub policy_dropped: Option<String>,
     /// The description it was built from (a watch compares the next
     /// read with it).
-    pub records: FabricRecords,
+    pub records: std::sync::Arc<FabricRecords>,
     /// The master applies QoS.
     pub qos: bool,
     /// The P_Key tables of the description.

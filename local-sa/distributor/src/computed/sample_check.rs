@@ -372,7 +372,7 @@ impl SampleCheck {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use bytes::BytesMut;
     use local_sa_core::path_engine::Table;
     use local_sa_core::path_engine::synthetic::FatTree;
@@ -400,18 +400,18 @@ mod tests {
     /// than `cut_over` records, or of `cut_from`'s pairs, comes cut to
     /// its first MAD (a transport without RMPP); a query for `refused`'s
     /// pairs gets that status.
-    struct FakeMaster {
+    pub(crate) struct FakeMaster {
         fabric: Fabric,
         cut_over: usize,
         cut_from: Option<u64>,
-        refused: Option<(u64, MadStatus)>,
+        pub(crate) refused: Option<(u64, MadStatus)>,
         /// Each answer's SL drawn anew (as DFSSSP draws it).
         draws_sls: bool,
-        queries: usize,
+        pub(crate) queries: usize,
     }
 
     impl FakeMaster {
-        fn new(fabric: Fabric) -> Self {
+        pub(crate) fn new(fabric: Fabric) -> Self {
             Self {
                 fabric,
                 cut_over: usize::MAX,
@@ -422,7 +422,7 @@ mod tests {
             }
         }
 
-        fn answer(&mut self, request: &Bytes) -> End {
+        pub(crate) fn answer(&mut self, request: &Bytes) -> End {
             self.queries += 1;
             let (h, data) = SaMadHeader::parse(request).unwrap();
             let t = PathRecord::read_from_prefix(data).unwrap().0;

@@ -1,13 +1,17 @@
-//! The ports a distribution fills, and the query each node makes for a
-//! table of its own.
+//! The ports a distribution fills, the probe that says which of them run
+//! local-sa, and the query each node makes for a table of its own.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use bytes::Bytes;
 use local_sa_core::path_query::QosKey;
+use local_sa_core::requester::Attempts;
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
-use mad_codec::{AttributeId, Gid, Method, PathRecord, SaMadBuilder};
+use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
+
+use crate::computed::sample_check::End;
 
 /// A port of the fabric: its GID and lowest LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,4 +88,25 @@ pub fn table_request(sgid: Gid, dlid: Option<u16>, key: Option<QosKey>) -> Bytes
     let mut b = SaMadBuilder::request(Method::GET_TABLE, 0, AttributeId::PATH_RECORD).record(&t);
     b.header_mut().sa.set_component_mask(mask);
     b.into_bytes()
+}
+
+/// The probe of a port for an SA agent (local-sa, or another SA): an SA
+/// ClassPortInfo Get. A port without one answers at once on most
+/// transports (an unsupported-class answer, or an undelivered send).
+pub fn sa_probe() -> Bytes {
+    SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes()
+}
+
+/// A probe's attempts: two, each of `timeout` (`--probe-timeout`).
+pub fn sa_probe_attempts(timeout: Duration) -> Attempts {
+    Attempts {
+        timeout,
+        retries: 1,
+    }
+}
+
+/// Whether a probe's end says its port runs an SA: it answered, with
+/// success.
+pub fn runs_an_sa(end: &End) -> bool {
+    end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK)
 }

@@ -547,7 +547,7 @@ fn computed_from(
             .filter(|n: &&NodeRecord| n.node_type() == mad_codec::codes::NodeType::CA)
             .copied()
             .collect(),
-        records: records.clone(),
+        records: std::sync::Arc::new(records.clone()),
         description: Served::default(),
         cut: false,
         unknown_sls: Vec::new(),

@@ -1,10 +1,11 @@
 //! Queries sent a window at a time, each end kept in the order asked:
-//! the watch driver's renewals, its polls of the master's activity and
-//! the program's asks of the master.
+//! the watch driver's renewals, its probes of ports, its polls of the
+//! master's activity and the program's asks of the master.
 
 use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
+use local_sa_core::requester::Attempts;
 use mad_codec::address::Address;
 
 use crate::computed::sample_check::End;
@@ -18,6 +19,8 @@ pub(super) struct Batch {
     /// Those out: the send's id, and its place.
     out: HashMap<u64, usize>,
     window: usize,
+    /// Each query's time-out and retries, if not the transport's own.
+    attempts: Option<Attempts>,
     ends: Vec<Option<End>>,
 }
 
@@ -31,6 +34,15 @@ impl Batch {
                 .collect(),
             out: HashMap::new(),
             window: window.max(1),
+            attempts: None,
+        }
+    }
+
+    /// The batch, each query given `attempts`.
+    pub(super) fn with_attempts(self, attempts: Attempts) -> Self {
+        Self {
+            attempts: Some(attempts),
+            ..self
         }
     }
 
@@ -48,7 +60,7 @@ impl Batch {
             Send::Query {
                 dest,
                 request,
-                attempts: None,
+                attempts: self.attempts,
             },
         ))
     }

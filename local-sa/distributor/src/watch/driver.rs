@@ -1,10 +1,10 @@
 //! The watch's driver without I/O: it carries out what the [`Watch`]
-//! asks that is only MADs — lease renewals a window at a time, polls of
-//! the master's activity, a push through the fill machine, and the
-//! batches of queries the program asks of the master — and gives the
-//! program, as a [`Task`], what only the program can do: read the fabric
-//! (its description, OpenSM's files), compute digests and tables, check,
-//! print.
+//! asks that is only MADs — lease renewals a window at a time, probes of
+//! new ports for local-sa, polls of the master's activity, a push through
+//! the fill machine, and the batches of queries the program asks of the
+//! master — and gives the program, as a [`Task`], what only the program
+//! can do: read the fabric (its description, OpenSM's files), compute
+//! digests and tables, check, print.
 //!
 //! It speaks [`Sends`]: the program's transport sends what
 //! [`Sends::poll_send`] gives and tells each end with an explicit `now`;
@@ -18,7 +18,7 @@
 //! [`WatchDriver::poll_timeout`] when nothing is out.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use local_sa_core::load_flags::LeaseTerms;
@@ -31,6 +31,7 @@ use super::batch::Batch;
 use super::{Effect, LeaseAnswer, Renewed, Watch, renewal};
 use crate::computed::sample_check::End;
 use crate::fill::Distribution;
+use crate::fill::ports::{FabricPort, runs_an_sa, sa_probe, sa_probe_attempts};
 use crate::sends::{Send, Sends};
 
 /// Where the driver sends, and what its renewals say.
@@ -44,8 +45,11 @@ pub struct DriverSetup {
     pub sm_key: u64,
     /// Renewals out at once (`--window`).
     pub window: usize,
-    /// Queries out at the master at once (`--master-window`).
+    /// Queries out at the master at once (`--master-window`): its
+    /// probes of ports go as many at once too.
     pub master_window: usize,
+    /// A probe's time-out (`--probe-timeout`; it is tried twice).
+    pub probe_timeout: Duration,
     /// What every renewal says of the lease (its length is the watch's
     /// word each round: 0 ends it).
     pub terms: LeaseTerms,
@@ -53,13 +57,16 @@ pub struct DriverSetup {
 
 /// What the program is to do, or to know.
 pub enum Task {
-    /// An effect only the program carries out (read, probe, digests,
-    /// check, push, or an event's or the watch's end to tell); its
+    /// An effect only the program carries out (read, digests, check,
+    /// push, or an event's or the watch's end to tell); its
     /// outcome goes to the watch's `handle_*`, or to [`WatchDriver::ask`]
     /// and [`WatchDriver::push`] for the MADs it needs.
     Effect(Effect),
     /// A round of renewals ended, and the watch was told: for the log.
     Renewed(Renewed),
+    /// Ports were probed, and the watch told: how many, and those found
+    /// running local-sa.
+    Probed(usize, Vec<FabricPort>),
     /// The master's activity was polled, and the watch told: its LID and
     /// ActCount, if it answered.
     Polled(Option<(u16, u32)>),
@@ -88,6 +95,8 @@ enum Doing {
     Nothing,
     /// Renewals to these nodes, in the batch's order.
     Renewing(Batch, Vec<Gid>),
+    /// Probes of these ports, in the batch's order.
+    Probing(Batch, Vec<FabricPort>),
     /// A poll of the master's activity.
     Polling(Batch),
     /// The program's queries at the master.
@@ -173,6 +182,15 @@ impl WatchDriver {
                     let gids = nodes.into_iter().map(|(g, _)| g).collect();
                     self.doing = Doing::Renewing(Batch::new(queries, self.setup.window), gids);
                 }
+                Effect::Probe(ports) => {
+                    let probe = sa_probe();
+                    let queries = (ports.iter())
+                        .map(|p| (Address::gsi(p.lid, self.setup.sm_sl), probe.clone()))
+                        .collect();
+                    let attempts = sa_probe_attempts(self.setup.probe_timeout);
+                    let batch = Batch::new(queries, self.setup.master_window);
+                    self.doing = Doing::Probing(batch.with_attempts(attempts), ports);
+                }
                 Effect::PollActivity => {
                     let master = self.setup.master;
                     let query = (master, master_activity::request(master.lid));
@@ -214,7 +232,9 @@ impl WatchDriver {
     fn settle(&mut self, now: Instant) {
         let over = match &self.doing {
             Doing::Nothing => false,
-            Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => b.is_done(),
+            Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
+                b.is_done()
+            }
             Doing::Pushing(fill) => fill.is_done(),
         };
         if !over {
@@ -229,6 +249,16 @@ impl WatchDriver {
                 }
                 self.watch.handle_renewed(now, &renewed);
                 Task::Renewed(renewed)
+            }
+            Doing::Probing(batch, ports) => {
+                let asked = ports.len();
+                let mut found: Vec<FabricPort> = (ports.into_iter().zip(batch.finish()))
+                    .filter(|(_, end)| runs_an_sa(end))
+                    .map(|(p, _)| p)
+                    .collect();
+                found.sort_by_key(|p| p.lid);
+                self.watch.handle_probed(now, &found);
+                Task::Probed(asked, found)
             }
             Doing::Polling(batch) => {
                 let lid = self.setup.master.lid;
@@ -255,7 +285,9 @@ impl Sends for WatchDriver {
         };
         match &mut self.doing {
             Doing::Nothing => None,
-            Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => b.poll_send(id),
+            Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
+                b.poll_send(id)
+            }
             Doing::Pushing(fill) => fill.poll_send(),
         }
     }
@@ -263,8 +295,8 @@ impl Sends for WatchDriver {
     fn handle_end(&mut self, now: Instant, id: u64, outcome: Result<Answer, RequestFailure>) {
         match &mut self.doing {
             Doing::Nothing => return,
-            Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.handle_end(id, outcome);
+            Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
+                b.handle_end(id, outcome)
             }
             Doing::Pushing(fill) => fill.handle_end(id, outcome),
         }
@@ -275,7 +307,7 @@ impl Sends for WatchDriver {
         match &mut self.doing {
             Doing::Nothing => return,
             // A query the transport refused outright ended unanswered.
-            Doing::Renewing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
+            Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
                 b.handle_end(id, Err(RequestFailure::Undeliverable { status: 0 }));
             }
             Doing::Pushing(fill) => fill.handle_unsendable(id, why),
@@ -339,6 +371,7 @@ mod tests {
                 sm_key: KEY,
                 window,
                 master_window: 2,
+                probe_timeout: Duration::from_millis(100),
                 terms: LeaseTerms {
                     seconds: LEASE,
                     renew_every: 60,
@@ -469,6 +502,53 @@ mod tests {
     }
 
     #[test]
+    fn new_ports_are_probed_for_local_sa_and_those_that_answer_are_kept() {
+        let start = Instant::now();
+        let mut now = start;
+        let mut d = driver(now, &[2, 3], 8, Duration::ZERO);
+        let mut seen = Seen::default();
+        let renew = |_: Instant, _: &Address, mad: &[u8]| Some(reply(mad, MadStatus::OK, 0, &[]));
+        let task = run(&mut d, &mut now, start + INTERVAL * 2, &mut seen, renew);
+        assert!(matches!(task, Some(Task::Effect(Effect::Read { .. }))));
+        // The fabric read has three ports more: 10 runs local-sa, 11 is
+        // silent, 12 answers that it has no SA agent.
+        let ports = [2, 3, 10, 11, 12].map(|lid| FabricPort { lid, gid: gid(lid) });
+        let read = super::super::Read {
+            changed: true,
+            ports: ports.to_vec(),
+            served: Default::default(),
+            config_changes: Vec::new(),
+            from_master: false,
+        };
+        d.watch_mut().handle_read(now, read);
+        seen.rounds.clear();
+        let until = now;
+        let task = run(&mut d, &mut now, until, &mut seen, |_, to, mad| {
+            match to.lid {
+                10 => Some(reply(mad, MadStatus::OK, 0, &[])),
+                11 => None,
+                _ => Some(reply(mad, MadStatus::METHOD_UNSUPPORTED, 0, &[])),
+            }
+        });
+        let Some(Task::Probed(asked, found)) = task else {
+            panic!("the probes' end told");
+        };
+        assert_eq!((asked, found), (3, vec![ports[2]]));
+        let probed: Vec<u16> = seen.rounds[0].iter().map(|(to, _)| to.lid).collect();
+        assert_eq!(probed, [10, 11], "--master-window probes at once");
+        for (_, mad) in seen.rounds.iter().flatten() {
+            let m = SaMad::parse(mad).unwrap();
+            assert_eq!(
+                (m.mad().method(), m.mad().attribute_id()),
+                (Method::GET, AttributeId::CLASS_PORT_INFO)
+            );
+        }
+        assert!(d.watch().holdings().contains(&gid(10)));
+        assert!(!d.watch().holdings().contains(&gid(11)));
+        assert!(!d.watch().holdings().contains(&gid(12)));
+    }
+
+    #[test]
     fn a_heavy_sweep_the_polls_see_becomes_a_read_after_a_sweep() {
         let start = Instant::now();
         let mut now = start;
@@ -551,7 +631,7 @@ mod tests {
     fn a_push_is_over_once_its_transfers_end_and_a_push_of_no_node_at_once() {
         let now = Instant::now();
         let mut d = driver(now, &[2], 8, Duration::ZERO);
-        let node = crate::fill::ports::FabricPort {
+        let node = FabricPort {
             lid: 2,
             gid: gid(2),
         };

@@ -14,10 +14,11 @@
 //!    every heavy sweep — [`Watch::handle_read`] with whether either
 //!    changed and every port of the fabric now. Kept nodes gone from the
 //!    fabric are forgotten.
-//! 2. [`Effect::Probe`]: ports the watch does not know, after a change
-//!    (or every tenth interval), asked whether they run local-sa
-//!    ([`Watch::handle_probed`]); those that do are kept, their holding
-//!    unknown.
+//! 2. [`Effect::Probe`]: ports new to the watch after a change — and
+//!    every tenth interval, or after a port came into service, every port
+//!    it does not hold, those found without local-sa before too — asked
+//!    whether they run local-sa ([`Watch::handle_probed`]); those that do
+//!    are kept, their holding unknown.
 //! 3. Nothing changed and nobody new: after an interval the event is
 //!    quiet; after a sweep it ends with a check all the same
 //!    ([`Effect::Check`] of no node: every endport a source and a
@@ -630,11 +631,17 @@ impl Watch {
         e.report.description_changed |= read.changed;
         e.report.config_changes.extend(read.config_changes);
         e.report.gone_nodes += gone;
+        // A change asks the ports new to the watch; the tenth interval's
+        // probe, and a port come into service, every port not held: a
+        // local-sa started (or a node rebooted) since it was last asked is
+        // found.
+        let again = e.probe;
         let asked: Vec<FabricPort> = if e.probe || read.changed {
             read.ports
                 .into_iter()
                 .filter(|p| p.lid != self.setup.master_lid)
-                .filter(|p| !self.holdings.contains(&p.gid) && !self.others.contains(&p.gid))
+                .filter(|p| !self.holdings.contains(&p.gid))
+                .filter(|p| again || !self.others.contains(&p.gid))
                 .filter(|p| self.setup.shard.is_none_or(|s| s.owns(p.gid.guid())))
                 .collect()
         } else {
@@ -663,6 +670,7 @@ impl Watch {
         e.report.new_nodes += found.len();
         for p in asked {
             if found.contains(&p) {
+                self.others.remove(&p.gid);
                 self.holdings.insert(p.gid, p.lid, Holding::Unknown);
             } else {
                 self.others.insert(p.gid);

@@ -80,6 +80,9 @@ struct Fake {
     told: Vec<EventReport>,
     ended: Option<(u64, usize, usize)>,
     fenced_by: Option<u16>,
+    /// Ports the watch starts knowing not to run local-sa (the fill
+    /// probed them).
+    others: BTreeSet<Gid>,
 }
 
 impl Fake {
@@ -115,6 +118,7 @@ impl Fake {
             told: Vec::new(),
             ended: None,
             fenced_by: None,
+            others: BTreeSet::new(),
         }
     }
 
@@ -139,7 +143,7 @@ impl Fake {
             renew: self.renew,
             referee: self.referee,
         };
-        Watch::new(setup, holdings, digests, BTreeSet::new(), self.now)
+        Watch::new(setup, holdings, digests, self.others.clone(), self.now)
     }
 
     /// Carries out what the watch asks until it waits for time.
@@ -527,6 +531,28 @@ fn a_port_that_starts_local_sa_is_found_by_the_tenth_interval_s_probe_and_filled
     assert_eq!(f.pushes[0].push, [(gid(3), 3)]);
     assert_eq!(f.told.last().unwrap().new_nodes, 1);
     assert_eq!(w.holdings().len(), 2);
+}
+
+#[test]
+fn a_port_known_not_to_run_local_sa_is_asked_again_by_the_tenth_interval_s_probe() {
+    let start = Instant::now();
+    let mut f = Fake::new(start, &[2, 3, 4]);
+    // The fill found no local-sa at LID 3.
+    f.local_sa.remove(&3);
+    f.others.insert(gid(3));
+    let mut w = f.watch();
+    // A change asks only the ports new to the watch: none.
+    f.reroute(&[2]);
+    w.handle_notice(start, TrapDetails::LinkStateChange { lid: 9 });
+    f.run_until(&mut w, start + SETTLE);
+    assert!(f.probes.is_empty(), "{:?}", f.probes);
+    // Its local-sa starts; the tenth interval asks it again.
+    f.local_sa.insert(3);
+    f.run_until(&mut w, start + INTERVAL * 10);
+    assert_eq!(f.probes, [vec![3]]);
+    assert_eq!(f.told.last().unwrap().new_nodes, 1);
+    assert_eq!(f.pushes.last().unwrap().push, [(gid(3), 3)]);
+    assert!(w.holdings().contains(&gid(3)));
 }
 
 #[test]

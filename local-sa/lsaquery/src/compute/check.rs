@@ -1,32 +1,17 @@
 //! Driving the distributor's sample runs
 //! ([`local_sa_distributor::computed::sample_check`]) against the
-//! master: partition probes and the check of computed records, each batch
-//! of queries a window at a time.
+//! master: the check of computed records, each batch of queries a window
+//! at a time.
 
 use local_sa_core::path_engine::{Fabric, PairCheck};
 use umad::Address;
 
-use local_sa_distributor::computed::sample_check::{SampleCheck, SlProbes};
+use local_sa_distributor::computed::sample_check::SampleCheck;
 use local_sa_distributor::computed::{Checked, Served};
 
 use super::ask::each;
 use crate::session::Session;
 use crate::stop::Stop;
-
-/// Learns the SL of every partition from the master and gives it to
-/// `fabric`, and the PacketLifeTime of a path between two ports; the
-/// partitions whose SL could not be learnt, and why.
-pub(crate) async fn learn_partition_sls(
-    session: &mut Session,
-    master: Address,
-    window: usize,
-    fabric: &mut Fabric,
-    served: &mut Served,
-) -> Result<Vec<(u16, String)>, Stop> {
-    let probes = SlProbes::new(fabric);
-    let ends = each(session, master, window, &probes.requests(fabric)).await?;
-    Ok(probes.learn(fabric, ends, served))
-}
 
 /// Compares the computed records of every pair of `pairs` with the
 /// master's; an answer that is not about paths ends it with exit status 4.

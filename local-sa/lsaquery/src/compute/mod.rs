@@ -1,15 +1,18 @@
 //! `--compute`: every node's PathRecord tables computed from the fabric's
 //! description instead of asked of the master, checked before use.
 //!
-//! 1. The description, from the master ([`description`]): NodeRecords,
-//!    PortInfoRecords, LinkRecords, LFTRecords, P_KeyTableRecords (its SA
-//!    key needed), GUIDInfoRecords, and SL2VL tables on a master with
-//!    QoS — a cost in records proportional to the fabric, not to N².
+//! 1. The description, from the master: NodeRecords, PortInfoRecords,
+//!    LinkRecords, LFTRecords, P_KeyTableRecords (its SA key needed),
+//!    GUIDInfoRecords, and SL2VL tables on a master with QoS — a cost in
+//!    records proportional to the fabric, not to N².
 //! 2. The fabric built from it by the core's path engine, refused whole if
 //!    it does not hold together (the error names the record).
-//! 3. What the master does not publish, asked ([`check`]): each
-//!    partition's SL, from one path in it.
-//! 4. The sample: pairs spread over every node and switch pair, and over
+//! 3. What the master does not publish: from OpenSM's files, or asked —
+//!    each partition's SL, from one path in it. Steps 1 to 3 are the
+//!    distributor's
+//!    [`fabric_read`](local_sa_distributor::computed::fabric_read), carried
+//!    out by [`fabric`].
+//! 4. The sample ([`check`]): pairs spread over every node and switch pair, and over
 //!    each partition, whose computed records must equal the master's own
 //!    answers byte for byte; a difference names the field, and why such a
 //!    field can differ ([`report`]).
@@ -25,18 +28,15 @@
 
 pub(crate) mod ask;
 mod check;
-mod configure;
-mod description;
+pub(crate) mod fabric;
 mod report;
-mod reread;
 
 use local_sa_distributor::computed::Prepared;
-use local_sa_distributor::computed::{Served, compute_tables, explain, tables};
-
-pub(crate) use self::reread::{Reread, check_pairs, reread};
+use local_sa_distributor::computed::fabric_read::{FabricRead, FabricReadEnd};
+use local_sa_distributor::computed::{compute_tables, explain, tables};
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use local_sa_core::opensm_config::qos_policy::QueryKeys;
 use local_sa_core::path_engine::PairCheck;
@@ -65,46 +65,30 @@ pub(crate) struct ComputeOptions {
     pub(crate) at_keys: Vec<QueryKeys>,
 }
 
-/// Reads the description from `master`, builds the fabric, learns the
-/// partitions' SLs and checks the sample. A description that does not
-/// hold together fails with exit status 5.
+/// Reads the fabric from `master` (its description, and what OpenSM's
+/// files or the partitions' probes tell) and checks the sample. A
+/// description that does not hold together fails with exit status 5.
 pub(crate) async fn prepare(
     session: &mut Session,
     master: Address,
     options: &ComputeOptions,
 ) -> Result<Prepared, Stop> {
-    let started = Instant::now();
-    let read = description::read(session, master, options.master_window).await?;
-    let mut fabric = read.build().map_err(description::not_together)?;
-    let read_time = started.elapsed();
-    let started = Instant::now();
-    let mut sample = Served::default();
-    let configured = configure::configure(
-        session,
-        (master, options.master_window),
-        options.opensm.as_ref(),
-        (&mut fabric, &read.records, read.qos),
-        &mut sample,
-    )
-    .await?;
-    let mut prepared = Prepared {
-        fabric,
-        opensm: options.opensm.clone(),
-        opensm_unfit: configured.unfit,
-        policy_dropped: configured.policy_dropped,
-        asked_keys: options.at_keys.clone(),
-        records: read.records.clone(),
-        qos: read.qos,
-        adapters: read.adapters(),
-        pkey_tables: read.records.pkeys,
-        description: read.served,
-        cut: read.cut,
-        unknown_sls: configured.unknown_sls,
-        sample,
-        checked: Default::default(),
-        read_time,
-        check_time: Duration::ZERO,
+    let read = FabricRead::first(
+        Instant::now(),
+        (session.sm_key, session.port.lid.max(master.lid), master.lid),
+        options.opensm.clone(),
+        options.at_keys.clone(),
+    );
+    let mut prepared = match fabric::read(session, master, options.master_window, read).await? {
+        FabricReadEnd::Read(prepared, _) => *prepared,
+        FabricReadEnd::Unchanged(_) => {
+            return Err(Stop::new(
+                3,
+                "a first read of the fabric had nothing to compare with",
+            ));
+        }
     };
+    let started = Instant::now();
     let count = options.sample.unwrap_or(usize::MAX);
     let pairs: Vec<PairCheck> = prepared
         .fabric
@@ -118,7 +102,7 @@ pub(crate) async fn prepare(
         &mut prepared.sample,
     )
     .await?;
-    prepared.check_time = started.elapsed();
+    prepared.check_time += started.elapsed();
     for m in prepared.checked.mismatches.iter().take(10) {
         tracing::warn!(
             "computed PathRecords differ from the master's: {}",

@@ -4,11 +4,12 @@
 
 use bytes::Bytes;
 use local_sa_core::lid_walk::{DEFAULT_WALK_GAP, LidWalk};
-use local_sa_core::requester::Attempts;
-use mad_codec::{AttributeId, MadStatus, Method, PathRecord, SaMadBuilder};
+use mad_codec::{MadStatus, PathRecord};
 use umad::Address;
 
-use local_sa_distributor::fill::ports::{FabricPort, table_request};
+use local_sa_distributor::fill::ports::{
+    FabricPort, runs_an_sa, sa_probe, sa_probe_attempts, table_request,
+};
 use local_sa_distributor::fill::tally::Tally;
 
 use crate::compute::ask::each_to_with;
@@ -59,30 +60,26 @@ pub(super) async fn own_paths(
     }
 }
 
-/// The endpoints among `candidates` that answer an SA ClassPortInfo Get:
-/// those running local-sa (or another SA). Each probe gets two attempts of
-/// `timeout`; a port without an SA agent answers at once on most
-/// transports (an unsupported-class answer, or an undelivered send).
+/// The endpoints among `candidates` that answer an SA ClassPortInfo Get
+/// ([`sa_probe`]): those running local-sa (or another SA). Each probe gets
+/// two attempts of `timeout`.
 pub(super) async fn running_an_sa(
     session: &mut Session,
     candidates: &[FabricPort],
     window: usize,
     timeout: std::time::Duration,
 ) -> Result<Vec<FabricPort>, Stop> {
-    let request = SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO).into_bytes();
-    let attempts = Attempts {
-        timeout,
-        retries: 1,
-    };
+    let request = sa_probe();
     let requests: Vec<(Address, Bytes)> = candidates
         .iter()
         .map(|e| (Address::gsi(e.lid, session.port.sm_sl), request.clone()))
         .collect();
+    let attempts = sa_probe_attempts(timeout);
     let ends = each_to_with(session, window, &requests, attempts).await?;
     let mut found: Vec<FabricPort> = candidates
         .iter()
         .zip(ends)
-        .filter(|(_, end)| end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK))
+        .filter(|(_, end)| runs_an_sa(end))
         .map(|(e, _)| *e)
         .collect();
     found.sort_by_key(|e| e.lid);

@@ -1,17 +1,21 @@
 //! The watch's program: the shipped driver
 //! ([`local_sa_distributor::watch::driver`]) carries out the renewals,
-//! the polls of the master's activity and the pushes; what only the
-//! program can do it gives as tasks, carried out here over the session —
-//! reads of the description and of OpenSM's files, probes, the check of
-//! changed pairs, building each push, telling each event.
+//! the polls of the master's activity, the pushes and the program's
+//! queries of the master; what only the program can do it gives as tasks,
+//! carried out here — the fabric read again
+//! ([`local_sa_distributor::computed::fabric_read`]) and the check of
+//! changed pairs ([`SampleCheck`]), each a step machine whose batches go
+//! through the driver's `ask`; the probes of nodes; building each push;
+//! telling each event.
 
 use local_sa_core::load_flags::LeaseTerms;
 
 use std::time::Instant;
 
 use local_sa_core::path_engine::PairCheck;
-use local_sa_distributor::computed::Prepared;
-use local_sa_distributor::computed::Untrusted;
+use local_sa_distributor::computed::fabric_read::{FabricRead, FabricReadEnd};
+use local_sa_distributor::computed::sample_check::{End, SampleCheck};
+use local_sa_distributor::computed::{Prepared, Untrusted};
 use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::Endpoints;
 use local_sa_distributor::fill::tally::{Computed, Tally};
@@ -24,10 +28,9 @@ use tracing::{debug, info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
-use super::super::endpoints;
 use super::super::sends::Carrier;
 use super::metrics_file::MetricsFile;
-use crate::compute::{self, Reread};
+use crate::compute::fabric;
 use crate::json::JSON_SCHEMA;
 use crate::session::Session;
 use crate::stop::Stop;
@@ -53,8 +56,27 @@ pub(super) struct Worker<'o> {
     /// The push under way: when it began, its nodes, and whether its
     /// tables are trusted.
     pushing: Option<(Instant, usize, Result<(), Untrusted>)>,
+    /// The step whose queries the driver asks of the master.
+    asked: Option<Asked>,
     /// The driver's sends out.
     carrier: Carrier,
+}
+
+/// A step of the program's whose batch of queries is out at the master.
+enum Asked {
+    /// The fabric read again.
+    Read(Box<FabricRead>),
+    /// The check of changed pairs: of the newest fabric read (`newest`),
+    /// or of the current one.
+    Check {
+        run: Box<SampleCheck>,
+        pairs: usize,
+        newest: bool,
+        /// The event's read it checks (the first [`READS`] - 1 may find
+        /// a sweep not yet done).
+        read: u32,
+        started: Instant,
+    },
 }
 
 impl<'o> Worker<'o> {
@@ -73,6 +95,7 @@ impl<'o> Worker<'o> {
             newest: None,
             follows_master: session.dest.lid == session.port.sm_lid,
             pushing: None,
+            asked: None,
             carrier: Carrier::default(),
         }
     }
@@ -89,7 +112,7 @@ impl<'o> Worker<'o> {
         self.follow_master(session, driver);
         loop {
             if let Some(task) = driver.poll_task(Instant::now()) {
-                self.task(session, driver, task).await?;
+                self.task(session, driver, task)?;
                 continue;
             }
             self.carrier.send(session, driver);
@@ -101,7 +124,7 @@ impl<'o> Worker<'o> {
     }
 
     /// Carries out one task of the driver's.
-    async fn task(
+    fn task(
         &mut self,
         session: &mut Session,
         driver: &mut WatchDriver,
@@ -117,6 +140,14 @@ impl<'o> Worker<'o> {
                     sweeps_seen = watch.counters().sweeps_seen,
                     quiet_rises = ?watch.activity().quiet_rises().collect::<Vec<_>>(),
                     "the master's activity polled"
+                );
+                return Ok(());
+            }
+            Task::Probed(asked, found) => {
+                debug!(
+                    asked,
+                    found = found.len(),
+                    "ports new to the watch probed for local-sa"
                 );
                 return Ok(());
             }
@@ -151,35 +182,26 @@ impl<'o> Worker<'o> {
                 (driver.watch_mut()).handle_pushed(Instant::now(), run.finish(), trusted);
                 return Ok(());
             }
-            // This program asks the master over the session itself.
-            Task::Answered(_) => return Ok(()),
+            Task::Answered(ends) => return self.answered(session, driver, ends),
         };
         match effect {
             Effect::Read { sweep } => {
                 self.follow_master(session, driver);
-                self.read(session, driver.watch_mut(), sweep).await?;
-            }
-            Effect::Probe(asked) => {
-                let found = endpoints::running_an_sa(
-                    session,
-                    &asked,
-                    self.distribute.master_window,
-                    self.distribute.probe_timeout,
-                )
-                .await;
-                match unanswered(found)? {
-                    Ok(found) => driver.watch_mut().handle_probed(Instant::now(), &found),
-                    Err(why) => self.failed(driver.watch_mut(), &why),
-                }
+                let current = self.current.as_ref().ok_or_else(fabric_lost)?;
+                let master = session.dest.lid;
+                let read = FabricRead::again(
+                    Instant::now(),
+                    (session.sm_key, session.port.lid.max(master), master),
+                    current,
+                    sweep,
+                );
+                self.ask(session, driver, Asked::Read(Box::new(read)))?;
             }
             Effect::Digests(nodes) => {
                 let digests = self.newest()?.digests(&nodes);
                 driver.watch_mut().handle_digests(Instant::now(), digests);
             }
-            Effect::Check { nodes, read } => {
-                self.check(session, driver.watch_mut(), &nodes, read)
-                    .await?
-            }
+            Effect::Check { nodes, read } => self.check(session, driver, &nodes, read)?,
             Effect::Push(plan) => self.push(session, driver, &plan)?,
             Effect::Told(report) => self.tell(session.json, driver.watch(), &report)?,
             Effect::Ended {
@@ -195,7 +217,7 @@ impl<'o> Worker<'o> {
                 ))
             ),
             // The driver carries these out itself.
-            Effect::PollActivity | Effect::Renew { .. } => {}
+            Effect::PollActivity | Effect::Renew { .. } | Effect::Probe(_) => {}
         }
         Ok(())
     }
@@ -208,91 +230,110 @@ impl<'o> Worker<'o> {
             .ok_or_else(fabric_lost)
     }
 
-    /// Reads the description again, from the port's master SM if it
-    /// moved; after a sweep of the master (`sweep`), OpenSM's files too.
-    async fn read(
+    /// Asks the master `step`'s next batch through the driver; a step
+    /// with none left is over.
+    fn ask(
         &mut self,
-        session: &mut Session,
-        watch: &mut Watch,
-        sweep: bool,
+        session: &Session,
+        driver: &mut WatchDriver,
+        mut step: Asked,
     ) -> Result<(), Stop> {
-        let Some(current) = &self.current else {
-            return Err(fabric_lost());
+        let batch = match &mut step {
+            Asked::Read(read) => read.poll_batch(),
+            Asked::Check { run, newest, .. } => {
+                let fabric = &self.checked(*newest)?.fabric;
+                run.poll_batch(fabric)
+            }
         };
-        let read = compute::reread(
-            session,
-            session.dest,
-            self.distribute.master_window,
-            (current, sweep),
-        )
-        .await;
-        let now = Instant::now();
-        match unanswered(read)? {
-            Ok(Reread::Unchanged(served)) => {
-                self.newest = None;
-                let read = Read {
-                    changed: false,
-                    ports: current.ports(),
-                    served,
-                    config_changes: Vec::new(),
-                    from_master: current.unproven().is_some(),
-                };
-                watch.handle_read(now, read);
-            }
-            Ok(Reread::Changed(new, config_changes)) => {
-                let read = Read {
-                    changed: true,
-                    ports: new.ports(),
-                    served: new.description,
-                    config_changes,
-                    from_master: new.unproven().is_some(),
-                };
-                self.newest = Some(*new);
-                watch.handle_read(now, read);
-            }
-            Err(why) => self.failed(watch, &why),
-        }
-        Ok(())
+        let Some(batch) = batch else {
+            return self.over(session, driver.watch_mut(), step);
+        };
+        self.asked = Some(step);
+        driver
+            .ask(Instant::now(), batch)
+            .map_err(|e| Stop::new(3, format!("the watch's queries of the master: {e}")))
     }
 
-    /// Checks against the master pairs that changed from the current
-    /// fabric to the newest (from `nodes`, at most `--watch-check`) and
-    /// every endport as a source and a destination; with no newest fabric
-    /// (a sweep that changed nothing local-sa reads), every endport of
-    /// the current one. What differs is kept with the fabric checked: its
-    /// kind of table then comes from the master.
-    async fn check(
+    /// The master's ends of the step's batch.
+    fn answered(
         &mut self,
-        session: &mut Session,
-        watch: &mut Watch,
-        nodes: &[u64],
-        read: u32,
+        session: &Session,
+        driver: &mut WatchDriver,
+        ends: Vec<End>,
     ) -> Result<(), Stop> {
-        let limit = self.check;
-        let (checked, pairs) = match (&self.current, &mut self.newest) {
-            (Some(current), Some(new)) => {
-                let mut pairs =
-                    changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
-                pairs.extend(every_port(new, read, &pairs));
-                (new, pairs)
+        let Some(mut step) = self.asked.take() else {
+            return Ok(());
+        };
+        let handled = match &mut step {
+            Asked::Read(read) => {
+                (read.handle_batch(Instant::now(), ends)).map_err(|e| fabric::failed(session, e))
             }
-            (_, None) => {
-                let Some(current) = &mut self.current else {
-                    return Err(fabric_lost());
-                };
-                let pairs = every_port(current, read, &[]);
-                (current, pairs)
-            }
-            (None, Some(_)) => {
-                return Err(Stop::new(3, "the watch checks a change without its fabric"));
+            Asked::Check { run, newest, .. } => {
+                let fabric = &self.checked(*newest)?.fabric;
+                (run.handle_batch(fabric, ends)).map_err(|why| Stop::new(4, why.to_string()))
             }
         };
-        let window = self.distribute.master_window;
-        let records_before = checked.sample.records;
-        let found = compute::check_pairs(session, session.dest, window, checked, &pairs).await;
-        let records = checked.sample.records - records_before;
-        match unanswered(found)? {
-            Ok(differed) => {
+        match handled {
+            Ok(()) => self.ask(session, driver, step),
+            Err(e) => {
+                let why = event_failure(e)?;
+                self.failed(driver.watch_mut(), &why);
+                Ok(())
+            }
+        }
+    }
+
+    /// A step is over: what it found goes to the watch.
+    fn over(&mut self, session: &Session, watch: &mut Watch, step: Asked) -> Result<(), Stop> {
+        let now = Instant::now();
+        match step {
+            Asked::Read(mut read) => {
+                let current = self.current.as_ref().ok_or_else(fabric_lost)?;
+                match read.finish() {
+                    Some(FabricReadEnd::Unchanged(served)) => {
+                        self.newest = None;
+                        let read = Read {
+                            changed: false,
+                            ports: current.ports(),
+                            served,
+                            config_changes: Vec::new(),
+                            from_master: current.unproven().is_some(),
+                        };
+                        watch.handle_read(now, read);
+                    }
+                    Some(FabricReadEnd::Read(new, config_changes)) => {
+                        let read = Read {
+                            changed: true,
+                            ports: new.ports(),
+                            served: new.description,
+                            config_changes,
+                            from_master: new.unproven().is_some(),
+                        };
+                        self.newest = Some(*new);
+                        watch.handle_read(now, read);
+                    }
+                    None => {
+                        let why = format!(
+                            "the read of the master at LID {} ended without an end",
+                            session.dest.lid
+                        );
+                        self.failed(watch, &why);
+                    }
+                }
+            }
+            Asked::Check {
+                run,
+                pairs,
+                newest,
+                read,
+                started,
+            } => {
+                let (found, cost) = run.finish();
+                let differed = found.mismatches.len() + found.uncomputable.len();
+                let checked = self.checked_mut(newest)?;
+                checked.check_time += started.elapsed();
+                checked.sample.add(cost);
+                checked.checked.add(found);
                 if differed > 0 && read < READS {
                     warn!(
                         differ = differed,
@@ -301,15 +342,68 @@ impl<'o> Worker<'o> {
                     );
                 }
                 let outcome = CheckOutcome {
-                    pairs: pairs.len(),
+                    pairs,
                     differed,
-                    records,
+                    records: cost.records,
                 };
-                watch.handle_checked(Instant::now(), outcome);
+                watch.handle_checked(now, outcome);
             }
-            Err(why) => self.failed(watch, &why),
         }
         Ok(())
+    }
+
+    /// The fabric a check is of: the newest read, or the current one.
+    fn checked(&self, newest: bool) -> Result<&Prepared, Stop> {
+        if newest {
+            self.newest.as_ref()
+        } else {
+            self.current.as_ref()
+        }
+        .ok_or_else(fabric_lost)
+    }
+
+    /// [`Self::checked`], to add what the check found.
+    fn checked_mut(&mut self, newest: bool) -> Result<&mut Prepared, Stop> {
+        if newest {
+            self.newest.as_mut()
+        } else {
+            self.current.as_mut()
+        }
+        .ok_or_else(fabric_lost)
+    }
+
+    /// Checks against the master pairs that changed from the current
+    /// fabric to the newest (from `nodes`, at most `--watch-check`) and
+    /// every endport as a source and a destination; with no newest fabric
+    /// (a sweep that changed nothing local-sa reads), every endport of
+    /// the current one. What differs is kept with the fabric checked: its
+    /// kind of table then comes from the master.
+    fn check(
+        &mut self,
+        session: &Session,
+        driver: &mut WatchDriver,
+        nodes: &[u64],
+        read: u32,
+    ) -> Result<(), Stop> {
+        let limit = self.check;
+        let pairs = match (&self.current, &self.newest) {
+            (Some(current), Some(new)) => {
+                let mut pairs =
+                    changed_pairs(&current.fabric, &new.fabric, nodes, new.at_keys(), limit);
+                pairs.extend(every_port(new, read, &pairs));
+                pairs
+            }
+            (Some(current), None) => every_port(current, read, &[]),
+            (None, _) => return Err(fabric_lost()),
+        };
+        let step = Asked::Check {
+            pairs: pairs.len(),
+            run: Box::new(SampleCheck::new(pairs)),
+            newest: self.newest.is_some(),
+            read,
+            started: Instant::now(),
+        };
+        self.ask(session, driver, step)
     }
 
     /// Starts the driver pushing `plan`'s nodes their tables computed
@@ -444,17 +538,16 @@ fn fabric_lost() -> Stop {
     Stop::new(3, "the watch lost its fabric after a failed push")
 }
 
-/// A step's end: its value, or (inner `Err`) why the master did not
-/// answer or its description could not be used (read mid-sweep), which
-/// ends the event and not the watch; any other failure ends the watch.
-fn unanswered<T>(r: Result<T, Stop>) -> Result<Result<T, String>, Stop> {
-    match r {
-        Ok(v) => Ok(Ok(v)),
-        Err(e) if e.code == 4 => Ok(Err(format!("the master did not answer: {}", e.message))),
-        Err(e) if e.code == 5 => Ok(Err(format!(
+/// Why a step failed, if it ends the event and not the watch: the master
+/// did not answer, or its description could not be used (read
+/// mid-sweep); any other failure ends the watch.
+fn event_failure(e: Stop) -> Result<String, Stop> {
+    match e.code {
+        4 => Ok(format!("the master did not answer: {}", e.message)),
+        5 => Ok(format!(
             "the description read could not be used ({}); the next event reads it again",
             e.message
-        ))),
-        Err(e) => Err(e),
+        )),
+        _ => Err(e),
     }
 }

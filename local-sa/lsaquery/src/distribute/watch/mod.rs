@@ -284,6 +284,7 @@ async fn active(
             sm_key: session.sm_key,
             window: distribute.window,
             master_window: distribute.master_window,
+            probe_timeout: distribute.probe_timeout,
             terms: options.terms(),
         },
     );
