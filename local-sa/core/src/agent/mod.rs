@@ -199,11 +199,11 @@ impl SaCore {
     /// The counters, with the gauges read now.
     pub fn counters(&self) -> Counters {
         let mut c = Counters {
-            names: self.naming.names().len() as u64,
             transfers_active: self.transfers.in_progress() as u64,
             sa_class_held: u64::from(self.sa_class.holding()),
             ..self.telemetry.counters
         };
+        self.naming.add_counts(&mut c);
         self.tables.add_counts(&mut c);
         self.answers.add_counts(&mut c);
         self.master.add_counts(&mut c);
@@ -785,7 +785,7 @@ impl SaCore {
                 (l.lid, wall + left, length)
             }),
             tables: self.tables.kept_tables(&self.port),
-            names: (self.telemetry.counters.name_fetches > 0 || self.naming.loaded()).then(|| {
+            names: self.naming.worth_keeping().then(|| {
                 self.naming
                     .names()
                     .entries()

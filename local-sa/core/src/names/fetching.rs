@@ -154,6 +154,7 @@ impl NameState {
     /// master, running or due, is given up for the loaded one: true when
     /// one is). `epoch`: the refresh the load stands for.
     pub(crate) fn table_loaded(&mut self, epoch: Epoch, table: NameTable, names: Names) -> bool {
+        self.tables_loaded += 1;
         let replaces_fetch = !self.fetching_loads();
         if replaces_fetch {
             self.begin_fetch(epoch, true);
@@ -165,17 +166,20 @@ impl NameState {
         replaces_fetch
     }
 
-    /// Takes the fetched names if both tables are in. Returns whether
-    /// they came from the master (`Some(true)`) or in loads, when they
-    /// did.
-    pub(crate) fn finish_fetch(&mut self) -> Option<bool> {
-        let fetched = self.take_finished()?;
+    /// Takes the fetched names if both tables are in (one fetched from
+    /// the master is counted).
+    pub(crate) fn finish_fetch(&mut self) {
+        let Some(fetched) = self.take_finished() else {
+            return;
+        };
+        if !fetched.loaded {
+            self.fetches += 1;
+        }
         let count = fetched.names.len();
         tracing::trace!(names = count, "names fetched");
         if self.replace(fetched.names) {
             info!(names = count, "host names and addresses from the master SA");
         }
-        Some(!fetched.loaded)
     }
 }
 

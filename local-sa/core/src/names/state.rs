@@ -123,9 +123,20 @@ pub(crate) struct NameState {
     publication: Option<Publication>,
     /// The master holds this port's directory record.
     published: bool,
+    /// Names tables a distributor loaded (`name_tables_loaded`).
+    pub(super) tables_loaded: u64,
+    /// Fetches from the master that completed (`name_fetches`).
+    pub(super) fetches: u64,
 }
 
 impl NameState {
+    /// Adds the names' counters and gauge to `c`.
+    pub(crate) fn add_counts(&self, c: &mut crate::counters::Counters) {
+        c.names = self.names.len() as u64;
+        c.name_tables_loaded += self.tables_loaded;
+        c.name_fetches += self.fetches;
+    }
+
     /// The names known (the table is replaced whole when they change).
     pub(crate) fn names(&self) -> &Arc<Names> {
         &self.names
@@ -156,6 +167,12 @@ impl NameState {
     /// Names came in a load or the kept file (not fetched at start).
     pub(crate) fn loaded(&self) -> bool {
         self.loaded
+    }
+
+    /// The names are the master's or a distributor's (fetched, loaded or
+    /// kept), not only this port's own: worth keeping across a restart.
+    pub(crate) fn worth_keeping(&self) -> bool {
+        self.fetches > 0 || self.loaded
     }
 
     /// The fetch for `epoch` starts at `at`.

@@ -6,12 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use local_sa_core::path_query::QosKey;
-use local_sa_core::requester::Attempts;
+use local_sa_core::requester::{Answer, Attempts, Failure};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
 use mad_codec::{AttributeId, Gid, MadStatus, Method, PathRecord, SaMadBuilder};
-
-use crate::computed::sample_check::End;
 
 /// A port of the fabric: its GID and lowest LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +105,6 @@ pub fn sa_probe_attempts(timeout: Duration) -> Attempts {
 
 /// Whether a probe's end says its port runs an SA: it answered, with
 /// success.
-pub fn runs_an_sa(end: &End) -> bool {
+pub fn runs_an_sa(end: &Result<Answer, Failure>) -> bool {
     end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK)
 }

@@ -49,9 +49,21 @@ pub(in crate::agent) struct MasterLink {
 struct LinkCounts {
     /// Requests sent to the master (`upstream_queries`).
     sent: u64,
+    /// Of them, polls of the master's activity (`sweep_polls`).
+    sweep_polls: u64,
     /// Queries refused for want of a place, or given up while waiting
     /// for one (`upstream_refused`).
     refused: u64,
+}
+
+impl LinkCounts {
+    /// A request for `purpose` went to the master.
+    fn sent(&mut self, purpose: &Purpose) {
+        self.sent += 1;
+        if *purpose == Purpose::SweepPoll {
+            self.sweep_polls += 1;
+        }
+    }
 }
 
 impl MasterLink {
@@ -74,6 +86,7 @@ impl MasterLink {
     /// Adds its gauges, read now, to `c`.
     pub(in crate::agent) fn add_counts(&self, c: &mut Counters) {
         c.upstream_queries += self.counts.sent;
+        c.sweep_polls += self.counts.sweep_polls;
         c.upstream_refused += self.counts.refused;
         c.upstream_in_flight = self.requester.in_flight() as u64;
         c.registrations_waiting = self.lanes.registrations_waiting() as u64;

@@ -41,9 +41,9 @@ impl MasterLink {
         out: &mut VecDeque<Transmit>,
     ) -> Handed {
         let Some(lane) = purpose.lane() else {
+            self.counts.sent(&purpose);
             self.requester
                 .send_with(now, to, purpose, request, attempts, out);
-            self.counts.sent += 1;
             return Handed::Sent;
         };
         if lane == Lane::Query && self.lanes.queries_full() {
@@ -110,9 +110,9 @@ impl MasterLink {
             attempts,
             ..
         } = queued;
+        self.counts.sent(&purpose);
         self.requester
             .send_with(now, to, purpose, &request, attempts, out);
-        self.counts.sent += 1;
     }
 
     /// A request in `lane` ended: its place is free.

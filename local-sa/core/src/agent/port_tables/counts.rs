@@ -22,6 +22,7 @@ pub(in crate::agent) struct TableCounts {
     pub(super) checks_failed: u64,
     pub(super) loaded: u64,
     pub(super) deleted: u64,
+    pub(super) loads_fenced: u64,
 }
 
 impl TableCounts {
@@ -40,5 +41,6 @@ impl TableCounts {
         c.checks_failed += self.checks_failed;
         c.loaded += self.loaded;
         c.deleted += self.deleted;
+        c.loads_fenced += self.loads_fenced;
     }
 }

@@ -131,7 +131,7 @@ impl PortTables {
     /// load, a delete or a renewal saying `word` (a lease of 0 ends it).
     /// Returns whether it was a renewal of a lease (not an end). Only the
     /// lease's owner gets here while the lease runs
-    /// ([`PortTables::lease_held_by_another`]).
+    /// ([`PortTables::fences_off`]).
     pub(in crate::agent) fn handle_lease(
         &mut self,
         now: Instant,
@@ -182,12 +182,12 @@ impl PortTables {
     }
 
     /// The lease running at `now`, if its owner is not `lid`: a load or
-    /// delete from `lid` is then refused (a distributor standing by, or
-    /// one fenced off by the one that took over from it).
-    pub(in crate::agent) fn lease_held_by_another(&self, now: Instant, lid: u16) -> Option<Lease> {
-        self.upkeep
-            .lease()
-            .filter(|l| l.lid != lid && now < l.ends())
+    /// delete from `lid` is then refused, and counted (a distributor
+    /// standing by, or one fenced off by the one that took over from it).
+    pub(in crate::agent) fn fences_off(&mut self, now: Instant, lid: u16) -> Option<Lease> {
+        let lease = (self.upkeep.lease()).filter(|l| l.lid != lid && now < l.ends())?;
+        self.counts.loads_fenced += 1;
+        Some(lease)
     }
 
     /// Moves the next refresh to what the upkeep says now, unless one is
@@ -692,8 +692,8 @@ mod tests {
         assert_eq!(lease.renewal_interval(), Some(s(8)));
         assert_eq!(lease.ends(), now + s(32));
         assert_eq!(t.refresh.next(), Some(now + s(32)), "the timer at its end");
-        assert_eq!(t.lease_held_by_another(now + s(20), 9), None, "the owner");
-        assert_eq!(t.lease_held_by_another(now + s(20), 12), Some(lease));
+        assert_eq!(t.fences_off(now + s(20), 9), None, "the owner");
+        assert_eq!(t.fences_off(now + s(20), 12), Some(lease));
         // A renewal a moment after another says nothing of the interval.
         assert!(t.handle_lease(
             now + s(16) + Duration::from_millis(10),
@@ -702,7 +702,7 @@ mod tests {
         assert_eq!(t.upkeep.lease().unwrap().renewal_interval(), Some(s(8)));
         // Silent for two intervals: gone, whatever is left of the lease.
         let gone = now + s(33);
-        assert_eq!(t.lease_held_by_another(gone, 12), None);
+        assert_eq!(t.fences_off(gone, 12), None);
         assert!(matches!(
             t.handle_refresh_due(gone),
             RefreshDue::LeaseLapsed(l) if l.lid == 9
@@ -711,9 +711,6 @@ mod tests {
         assert!(t.refresh.next().unwrap() > gone, "the refresh at its phase");
         // Another distributor takes it over; the old one is refused.
         assert!(t.handle_lease(gone + s(1), (12, word(185, true))));
-        assert_eq!(
-            t.lease_held_by_another(gone + s(2), 9).map(|l| l.lid),
-            Some(12)
-        );
+        assert_eq!(t.fences_off(gone + s(2), 9).map(|l| l.lid), Some(12));
     }
 }

@@ -44,7 +44,6 @@ impl SaCore {
                 .reply()
                 .answer_load(request, &header, MadStatus::ERR_REQ_INVALID, 0);
         };
-        self.telemetry.counters.name_tables_loaded += 1;
         info!(
             table = table.describe(),
             records = taken,
@@ -114,11 +113,8 @@ impl SaCore {
         }
     }
 
-    /// Takes the fetched names if both tables are in (a fetch from the
-    /// master is counted).
+    /// Takes the fetched names if both tables are in.
     pub(in crate::agent) fn finish_name_fetch(&mut self) {
-        if self.naming.finish_fetch() == Some(true) {
-            self.telemetry.counters.name_fetches += 1;
-        }
+        self.naming.finish_fetch();
     }
 }

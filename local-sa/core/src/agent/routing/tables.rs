@@ -94,7 +94,6 @@ impl SaCore {
         if self.master.asking(&Purpose::SweepPoll) {
             return;
         }
-        self.telemetry.counters.sweep_polls += 1;
         let request = master_activity::request(self.port.sm_lid);
         self.send_upstream(now, Purpose::SweepPoll, &request);
     }
@@ -648,7 +647,6 @@ impl SaCore {
         header: &SaMadHeader,
         owner: u16,
     ) {
-        self.telemetry.counters.loads_fenced += 1;
         let lid = request.from.lid;
         if let Some(left_out) = self
             .telemetry
@@ -691,7 +689,7 @@ impl SaCore {
         let (method, mask) = (header.mad.method(), header.sa.component_mask());
         let flags = header.mad.attribute_modifier();
         let lid = request.from.lid;
-        if let Some(lease) = self.tables.lease_held_by_another(now, lid) {
+        if let Some(lease) = self.tables.fences_off(now, lid) {
             return self.refuse_fenced(now, request, header, lease.lid);
         }
         let every = load_flags::renewal_interval(flags);
