@@ -80,7 +80,7 @@ impl AnswerReuse {
 
     /// Decides for one who waited for `key`'s records (already counted as
     /// a hit or a miss), now that they are `records`.
-    pub(in crate::agent) fn decide_from_pair(
+    pub(super) fn decide_from_pair(
         &mut self,
         k: &Knowledge<'_>,
         (asker, query): (Asker, PathQuery),
@@ -94,7 +94,7 @@ impl AnswerReuse {
     /// Decides for one already counted who needs `key`'s records after
     /// all: a destination its source's table did not hold, or an SL the
     /// master must judge. From the QoS cache, else the pair is asked.
-    pub(in crate::agent) fn decide_pair_again(
+    pub(super) fn decide_pair_again(
         &mut self,
         k: &Knowledge<'_>,
         (asker, query): (Asker, PathQuery),
@@ -261,7 +261,7 @@ impl AnswerReuse {
 
     /// Decides to ask the master for `asker` (with whoever asks the
     /// same).
-    pub(in crate::agent) fn decide_forward(&mut self, asker: Asker, query: PathQuery) -> Decision {
+    pub(super) fn decide_forward(&mut self, asker: Asker, query: PathQuery) -> Decision {
         match self.forwarding.wait(query, asker) {
             Join::First => Decision::Ask(Question::Forward(query)),
             Join::Joined => {
@@ -287,7 +287,7 @@ fn pair_outcome(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use mad_codec::attr::path_record::mask as pr;
     use mad_codec::zerocopy::FromZeros;
     use mad_codec::{Gid, Method};
@@ -300,7 +300,7 @@ mod tests {
     use crate::request::RequestKind;
     use crate::store::{FastSet, PathStore};
 
-    fn asker(id: u32) -> Asker {
+    pub(in crate::agent::answers) fn asker(id: u32) -> Asker {
         Asker::Local {
             conn: 1,
             id,
@@ -310,7 +310,7 @@ mod tests {
     }
 
     /// A Get of the path between two ports the tables know nothing of.
-    fn unknown_pair() -> PathQuery {
+    pub(in crate::agent::answers) fn unknown_pair() -> PathQuery {
         let mut t = PathRecord::new_zeroed();
         t.set_sgid(Gid::new(Gid::DEFAULT_PREFIX, 7));
         t.set_dgid(Gid::new(Gid::DEFAULT_PREFIX, 8));
@@ -323,7 +323,7 @@ mod tests {
 
     /// Tables that hold nothing.
     #[derive(Default)]
-    struct Empty {
+    pub(in crate::agent::answers) struct Empty {
         store: PathStore,
         complete: FastSet<u64>,
         partitions: Partitions,
@@ -331,7 +331,7 @@ mod tests {
 
     impl Empty {
         /// What they tell path queries (`in_doubt`: after a sweep).
-        fn knowledge(&self, in_doubt: bool) -> Knowledge<'_> {
+        pub(in crate::agent::answers) fn knowledge(&self, in_doubt: bool) -> Knowledge<'_> {
             Knowledge {
                 store: &self.store,
                 subnet_prefix: Gid::DEFAULT_PREFIX,

@@ -8,7 +8,6 @@
 //!
 //! [`MasterLink`]: crate::agent::master::MasterLink
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -21,7 +20,7 @@ use crate::address::Transmit;
 use crate::agent::SaCore;
 use crate::agent::answers::decide::{Decision, Question};
 use crate::agent::answers::forward::{self, PathAnswer};
-use crate::agent::answers::qos_cache::{Fetch, Origin, by_destination};
+use crate::agent::answers::qos_cache::Fetch;
 use crate::agent::counterparts::Asker;
 use crate::agent::master::purpose::Purpose;
 use crate::agent::master::queue::MAX_QUERIES_WAITING;
@@ -119,98 +118,30 @@ impl SaCore {
         }
     }
 
-    /// The master answered a pair's query: its records are kept (unless
-    /// the fabric changed since it was asked) and everyone waiting is
-    /// answered from them. An answer that cannot be used so (cut, or an
-    /// error other than "none") sends each waiter's own query to the
-    /// master instead.
+    /// The master answered a pair's query: the reused answers keep its
+    /// records and decide for everyone waiting.
     pub(in crate::agent) fn pair_answered(&mut self, now: Instant, key: &PairKey, answer: &Answer) {
-        let (waiters, keep) = self.answers.release_pair(key);
-        let records: Vec<PathRecord> = match answer.status() {
-            _ if answer.is_cut() => return self.forward_each(now, waiters),
-            MadStatus::OK => answer.records::<PathRecord>().copied().collect(),
-            MadStatus::ERR_NO_RECORDS => Vec::new(),
-            _ => return self.forward_each(now, waiters),
-        };
         let k = self
             .tables
             .knowledge(self.port.gid.prefix(), self.master_qos());
-        let decisions: Vec<Decision> = (waiters.into_iter())
-            .map(|(asker, query)| {
-                (self.answers).decide_from_pair(&k, (asker.waited(), query), key, &records)
-            })
-            .collect();
-        for d in decisions {
+        for d in self.answers.handle_pair_answer(&k, key, answer) {
             self.answer_as_decided(now, d);
-        }
-        if keep {
-            self.answers.insert_pair(*key, records, Origin::Master);
         }
     }
 
-    /// The master answered a source's table at a key: each destination's
-    /// records are kept as its pair's (unless the fabric changed since it
-    /// was asked), and each waiter is answered from its pair's. A
-    /// destination the table does not hold, or an answer that cannot be
-    /// used so (cut, or an error other than "none"), has its waiters'
-    /// pairs asked on their own.
+    /// The master answered a source's table at a key: the reused answers
+    /// keep it and decide for everyone waiting.
     pub(in crate::agent) fn qos_table_answered(
         &mut self,
         now: Instant,
         key: &SourceKey,
         answer: &Answer,
     ) {
-        let (waiters, keep) = self.answers.release_qos_table(key, false);
-        let by_dst = match answer.status() {
-            _ if answer.is_cut() => {
-                self.answers.qos_tables_come_cut();
-                HashMap::new()
-            }
-            MadStatus::OK => by_destination(answer.records::<PathRecord>().copied()),
-            _ => HashMap::new(),
-        };
         let k = self
             .tables
             .knowledge(self.port.gid.prefix(), self.master_qos());
-        let decisions: Vec<Decision> = (waiters.into_iter())
-            .map(|(dst, asker, query)| {
-                let pair = key.pair(dst);
-                match by_dst.get(&dst) {
-                    Some(records) => {
-                        (self.answers).decide_from_pair(&k, (asker.waited(), query), &pair, records)
-                    }
-                    None => self.answers.decide_pair_again(&k, (asker, query), pair),
-                }
-            })
-            .collect();
-        for d in decisions {
+        for d in self.answers.handle_qos_table_answer(&k, key, answer) {
             self.answer_as_decided(now, d);
-        }
-        if keep {
-            self.answers.insert_qos_table(key, by_dst, Origin::Master);
-        }
-    }
-
-    /// A source's table got no answer, or could not be sent: its waiters
-    /// are answered BUSY, as for any query the master left unanswered.
-    pub(in crate::agent) fn qos_table_failed(&mut self, key: &SourceKey) {
-        for (_, asker, _) in self.answers.release_qos_table(key, true).0 {
-            self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
-        }
-    }
-
-    /// A pair's query got no answer, or could not be sent: its waiters
-    /// are answered BUSY, as for any query the master left unanswered.
-    pub(in crate::agent) fn pair_failed(&mut self, key: &PairKey) {
-        for (asker, _) in self.answers.release_pair(key).0 {
-            self.reply().answer_status(&asker.waited(), MadStatus::BUSY);
-        }
-    }
-
-    fn forward_each(&mut self, now: Instant, waiters: Vec<(Asker, PathQuery)>) {
-        for (asker, query) in waiters {
-            let decision = self.answers.decide_forward(asker.waited(), query);
-            self.answer_as_decided(now, decision);
         }
     }
 
@@ -327,7 +258,10 @@ impl SaCore {
             packed(answer.records::<PathRecord>())
         };
         let answer = PathAnswer { status, data };
-        for w in self.answers.forward_answered(now, query, answer.clone()) {
+        for w in self
+            .answers
+            .handle_forward_answer(now, query, answer.clone())
+        {
             self.answer_waiter(now, &w.waited(), &answer);
         }
     }
@@ -417,21 +351,29 @@ impl SaCore {
                 "more queries for the master than it gets through in time: answered BUSY"
             );
         }
-        self.answer_busy(purpose);
+        self.answer_busy(now, purpose);
     }
 
     /// Whoever waits for a query the master left unanswered (or that was
     /// never sent) is answered BUSY, as OpenSM's silence would leave them
     /// to retry; other purposes have nobody waiting.
-    fn answer_busy(&mut self, purpose: Purpose) {
+    fn answer_busy(&mut self, now: Instant, purpose: Purpose) {
         match purpose {
             Purpose::Forward(query) => {
-                for w in self.answers.release_forward(&query) {
-                    self.reply().answer_status(&w.waited(), MadStatus::BUSY);
+                for d in self.answers.handle_forward_failed(&query) {
+                    self.answer_as_decided(now, d);
                 }
             }
-            Purpose::Pair(key) => self.pair_failed(&key),
-            Purpose::QosTable(key) => self.qos_table_failed(&key),
+            Purpose::Pair(key) => {
+                for d in self.answers.handle_pair_failed(&key) {
+                    self.answer_as_decided(now, d);
+                }
+            }
+            Purpose::QosTable(key) => {
+                for d in self.answers.handle_qos_table_failed(&key) {
+                    self.answer_as_decided(now, d);
+                }
+            }
             Purpose::Relay(request) => {
                 self.master.relay_done();
                 self.reply().respond_error(&request, MadStatus::BUSY);
@@ -538,7 +480,7 @@ impl SaCore {
             p @ (Purpose::Forward(_)
             | Purpose::Pair(_)
             | Purpose::QosTable(_)
-            | Purpose::Relay(_)) => self.answer_busy(p),
+            | Purpose::Relay(_)) => self.answer_busy(now, p),
             Purpose::Bulk { .. } | Purpose::Walk { .. } => self.refresh_failed(now),
             Purpose::GidInService { guid, table } => {
                 (self.tables).port_paths_answered(self.port.gid.guid(), guid, table, None)
