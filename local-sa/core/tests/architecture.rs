@@ -575,8 +575,8 @@ const SA_CORE_IMPL_FILES: [&str; 5] = [
 /// upkeep's rules.
 const PORT_TABLES_IMPL_FILES: [&str; 3] = [
     "agent/port_tables/mod.rs",
-    "agent/port_tables/refresh.rs",
-    "agent/port_tables/upkeep_rules.rs",
+    "agent/port_tables/fetch.rs",
+    "agent/port_tables/rules.rs",
 ];
 
 /// The files under `local-sa/core/src` with an `impl {ty}` (not of a

@@ -15,7 +15,7 @@
 //! served, and the check is tried again after the back-off.
 //!
 //! What a check asks and what its answers say are here; the tables' side
-//! is [`PortTables`](super::PortTables)' own (in `upkeep_rules`): the sample of its tables,
+//! is [`PortTables`](super::PortTables)' own (in `rules`): the sample of its tables,
 //! whether the master's answer agrees with what is held, and what the
 //! check's end leads to ([`CheckEnd`]). `SaCore` adds the QoS cache's
 //! pairs, sends the questions and carries out the end.

@@ -5,13 +5,13 @@
 //! that [`SaCore`](crate::agent::SaCore) holds one concern, not four fields.
 //!
 //! * the default and partition tables (`crate::partitions`);
-//! * `refresh`, `refresh_state`: fetching them from the master, and the
-//!   refresh's timers and epochs;
+//! * `fetch`, `refresh`: fetching them from the master, and the
+//!   refresh's state (where it stands, its epochs, when the next is due);
 //! * `counts`: what their decisions counted;
 //! * `context`: what they know of the agent (settings, port, master's
 //!   QoS, shutting down), told when it changes;
-//! * `upkeep`, `upkeep_rules`, `sweep_watch`: who keeps them fresh and
-//!   when (a lease, a change notice, a sweep seen, doubt);
+//! * `upkeep`, `rules`, `sweep_watch`: who keeps them fresh, and the
+//!   rules of when (a lease, a change notice, a sweep seen, doubt);
 //! * `check`: checking tables the port did not fetch against the master;
 //! * `kept`: tables kept across a restart;
 //! * `loads`: what a PathRecord load asks;
@@ -20,21 +20,21 @@
 //! `PortTables`'s own methods are in three files, by concern: here the
 //! tables themselves (their loads, ports coming and going, kept tables,
 //! the administrators' refresh, flush and dump, `--status` lines,
-//! timers), in `refresh` the refresh, in `upkeep_rules` who keeps them
-//! fresh and when (and the check). `SaCore` reaches the members only
+//! timers), in `fetch` the refresh's requests and answers, in `rules` who
+//! keeps them fresh and when (and the check). `SaCore` reaches the members only
 //! through them.
 
 pub(in crate::agent) mod check;
 pub(in crate::agent) mod context;
 pub(in crate::agent) mod counts;
+pub(in crate::agent) mod fetch;
 pub(in crate::agent) mod kept;
 pub(in crate::agent) mod loads;
 pub(in crate::agent) mod refresh;
-pub(in crate::agent) mod refresh_state;
+pub(in crate::agent) mod rules;
 pub(in crate::agent) mod sweep_watch;
 pub(in crate::agent) mod timers;
 pub(in crate::agent) mod upkeep;
-pub(in crate::agent) mod upkeep_rules;
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -48,7 +48,7 @@ use crate::agent::counterparts::{Asker, RefreshWaiter};
 use crate::agent::port_tables::context::{RefreshContext, UpkeepContext};
 use crate::agent::port_tables::counts::TableCounts;
 use crate::agent::port_tables::loads::{by_table, delete_from, load_into};
-use crate::agent::port_tables::refresh_state::Refresh;
+use crate::agent::port_tables::refresh::Refresh;
 use crate::agent::port_tables::sweep_watch::SweepWatch;
 use crate::agent::port_tables::timers::Due;
 use crate::agent::port_tables::upkeep::Upkeep;

@@ -3,7 +3,7 @@
 //! own tables, so that a heavy sweep whose change notice was lost on the
 //! way is taken as that notice. While a distributor's lease runs the
 //! distributor watches the fabric: nothing is polled (the tables' rules
-//! say when a poll is due: `upkeep_rules`).
+//! say when a poll is due: `rules`).
 
 use std::time::Instant;
 

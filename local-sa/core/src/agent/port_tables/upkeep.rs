@@ -24,7 +24,7 @@
 //! This holds who keeps the tables as the agent holds it: a
 //! distributor's lease if one runs, a refresh owed to a change notice,
 //! the checks of tables the port did not fetch itself. Its rules are
-//! [`crate::agent::port_tables::upkeep_rules`]; the checks are in
+//! [`crate::agent::port_tables::rules`]; the checks are in
 //! [`crate::agent::port_tables::check`].
 //!
 //! [`MasterPace::upkeep_interval`]: crate::pacing::MasterPace::upkeep_interval
