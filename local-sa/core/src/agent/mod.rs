@@ -818,7 +818,7 @@ impl SaCore {
         });
         self.outbox.mads.clear();
         let age = wall.saturating_sub(kept.written);
-        let (epoch, records) = self.tables.restore(kept.tables, p.gid.guid());
+        let (epoch, records) = self.tables.restore(now, kept.tables, (p.gid.guid(), lease));
         if let Some(qos) = kept.master_qos {
             self.master.learned(MasterInfo {
                 qos,
@@ -826,7 +826,6 @@ impl SaCore {
             });
             self.tables_know();
         }
-        self.tables.resume_lease(lease);
         if let Some(kept_names) = kept.names {
             let mut names = Names::new();
             for (address, gid, source) in kept_names {
@@ -835,7 +834,6 @@ impl SaCore {
             // No fetch of the names tables at start: these stand for it.
             self.naming.take_kept(names);
         }
-        self.tables.made_fresh(now, None);
         self.paths_fresh(now, epoch);
         // A few of them asked again soon: nobody fetched them just now.
         let window = self.config.pace.min_window;

@@ -45,11 +45,12 @@ pub(in crate::agent) enum RefreshEffect {
     },
     /// The master's multi-MAD answers come cut (no RMPP on the transport).
     AnswersCut,
-    /// The default table is in (this port's records it did not renew,
-    /// `swept`, are gone): the port is ready. `took`: since the refresh
-    /// began.
+    /// The default table is in, `records` (this port's records it did
+    /// not renew, `swept`, are gone): the port is ready. `took`: since
+    /// the refresh began.
     DefaultFresh {
         epoch: Epoch,
+        records: usize,
         swept: usize,
         took: Option<Duration>,
     },
@@ -57,7 +58,12 @@ pub(in crate::agent) enum RefreshEffect {
     /// refresh goes on without it.
     DefaultFailed,
     /// The refresh is over; whoever waited for it gets `status`.
-    Ended(MadStatus),
+    /// `doubt_ended`: it was the refresh that ends the doubt after a
+    /// sweep of the master (the tables answer again).
+    Ended {
+        status: MadStatus,
+        doubt_ended: bool,
+    },
 }
 
 impl PortTables {
@@ -292,7 +298,13 @@ impl PortTables {
                     .take_began()
                     .map(|t| now.saturating_duration_since(t));
                 self.counts.refreshes += 1;
-                out.push(RefreshEffect::DefaultFresh { epoch, swept, took });
+                self.refresh.made_fresh(now, took);
+                out.push(RefreshEffect::DefaultFresh {
+                    epoch,
+                    records,
+                    swept,
+                    took,
+                });
             }
             TableKey::Partition(_) => {
                 debug!(%table, records, swept, "this port's paths on a partition are fresh");
@@ -332,7 +344,10 @@ impl PortTables {
                 "this port's partition tables are fresh"
             );
         }
-        out.push(RefreshEffect::Ended(MadStatus::OK));
+        out.push(RefreshEffect::Ended {
+            status: MadStatus::OK,
+            doubt_ended: self.upkeep.refresh_ended(),
+        });
     }
 
     /// Tables `cleared` picks were emptied (a flush, a new identity, a flip
@@ -374,10 +389,15 @@ impl PortTables {
                 let retry = now + ctx.backoff.after(self.refresh.failures());
                 self.refresh.schedule_partitions(retry);
             }
-            out.push(RefreshEffect::Ended(MadStatus::BUSY));
+            out.push(RefreshEffect::Ended {
+                status: MadStatus::BUSY,
+                doubt_ended: false,
+            });
             return;
         }
         self.refresh.failed();
+        // The doubt waits for the next refresh.
+        self.upkeep.refresh_failed();
         out.push(RefreshEffect::DefaultFailed);
         if !ctx.shutting_down {
             let retry = now + ctx.backoff.after(self.refresh.failures());
@@ -385,7 +405,10 @@ impl PortTables {
         }
         // The master did not give the table: as for a query it left
         // unanswered.
-        out.push(RefreshEffect::Ended(MadStatus::BUSY));
+        out.push(RefreshEffect::Ended {
+            status: MadStatus::BUSY,
+            doubt_ended: false,
+        });
     }
 }
 
@@ -440,12 +463,6 @@ impl PortTables {
     pub(in crate::agent) fn made_fresh_by_load(&mut self, now: Instant) {
         self.counts.refreshes_loaded += 1;
         self.refresh.made_fresh(now, None);
-    }
-
-    /// The port's paths were made fresh at `now` (by a refresh that took
-    /// `took`, or by kept tables: `None`).
-    pub(in crate::agent) fn made_fresh(&mut self, now: Instant, took: Option<Duration>) {
-        self.refresh.made_fresh(now, took)
     }
 
     /// Ports of the fabric, as the last complete refresh showed them (0
@@ -590,7 +607,7 @@ mod tests {
                 out[..],
                 [
                     RefreshEffect::DefaultFresh { swept: 0, took: Some(took), .. },
-                    RefreshEffect::Ended(MadStatus::OK)
+                    RefreshEffect::Ended { status: MadStatus::OK, .. }
                 ] if took == Duration::from_secs(2)
             ),
             "{out:?}"
@@ -645,9 +662,15 @@ mod tests {
             let mut out = Vec::new();
             let a = answer(&request, status, &records);
             t.handle_walk_answer(now, (epoch, table, dlid), &a, &mut out);
-            ended |= out
-                .iter()
-                .any(|e| matches!(e, RefreshEffect::Ended(MadStatus::OK)));
+            ended |= out.iter().any(|e| {
+                matches!(
+                    e,
+                    RefreshEffect::Ended {
+                        status: MadStatus::OK,
+                        ..
+                    }
+                )
+            });
             pending.extend(asks(&out).into_iter().map(|(p, r)| match p {
                 Purpose::Walk { dlid, .. } => (dlid, r),
                 _ => unreachable!(),
@@ -678,7 +701,10 @@ mod tests {
                 out[..],
                 [
                     RefreshEffect::DefaultFailed,
-                    RefreshEffect::Ended(MadStatus::BUSY)
+                    RefreshEffect::Ended {
+                        status: MadStatus::BUSY,
+                        ..
+                    }
                 ]
             ));
             // 10 s, then half of a window of 10, 20, 40 s.

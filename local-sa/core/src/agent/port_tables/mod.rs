@@ -51,7 +51,7 @@ use crate::agent::port_tables::loads::{by_table, delete_from, load_into};
 use crate::agent::port_tables::refresh::Refresh;
 use crate::agent::port_tables::sweep_watch::SweepWatch;
 use crate::agent::port_tables::timers::Due;
-use crate::agent::port_tables::upkeep::Upkeep;
+use crate::agent::port_tables::upkeep::{Lease, Upkeep};
 use crate::config::PortIdentity;
 use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey, partition_of};
@@ -453,15 +453,19 @@ impl PortTables {
     }
 
     /// Takes kept `tables` under a new epoch, each complete for the port
-    /// `me` (a partition the port no longer holds takes none). Returns
-    /// the epoch and how many records were taken.
+    /// `me` (a partition the port no longer holds takes none), fresh from
+    /// `now`, under the distributor's `lease` they were kept with if it
+    /// still runs. Returns the epoch and how many records were taken.
     pub(in crate::agent) fn restore(
         &mut self,
+        now: Instant,
         tables: Vec<(Option<u16>, Vec<PathRecord>)>,
-        me: u64,
+        (me, lease): (u64, Option<Lease>),
     ) -> (Epoch, usize) {
         self.counts.refreshes_kept += 1;
         self.refresh.stop();
+        self.refresh.made_fresh(now, None);
+        self.upkeep.resume_lease(lease);
         let epoch = self.refresh.next_epoch();
         let mut records = 0;
         for (pkey, list) in tables {

@@ -505,10 +505,6 @@ impl PortTables {
     }
 
     /// The lease a kept table carried across a restart.
-    pub(in crate::agent) fn resume_lease(&mut self, lease: Option<Lease>) {
-        self.upkeep.resume_lease(lease)
-    }
-
     /// Whether a refresh is owed to a change notice.
     pub(in crate::agent) fn change_pending(&self) -> bool {
         self.upkeep.change_pending()
@@ -525,16 +521,6 @@ impl PortTables {
     /// Whether queries the tables would answer go to the master.
     pub(in crate::agent) fn in_doubt(&self) -> bool {
         self.upkeep.in_doubt()
-    }
-
-    /// The default table's refresh failed: the doubt waits for the next.
-    pub(in crate::agent) fn doubt_refresh_failed(&mut self) {
-        self.upkeep.refresh_failed()
-    }
-
-    /// The last table of a refresh came: true if that ended the doubt.
-    pub(in crate::agent) fn doubt_refresh_ended(&mut self) -> bool {
-        self.upkeep.refresh_ended()
     }
 
     /// The next check is at `at` (or none: `None`).

@@ -276,15 +276,18 @@ impl SaCore {
                     self.send_upstream(now, purpose, &request);
                 }
                 RefreshEffect::AnswersCut => self.answers.qos_tables_come_cut(),
-                RefreshEffect::DefaultFresh { epoch, swept, took } => {
-                    self.default_table_fresh(now, epoch, swept, took);
-                }
-                RefreshEffect::DefaultFailed => {
-                    self.tables.doubt_refresh_failed();
-                    self.registration_after_first_refresh(now);
-                }
-                RefreshEffect::Ended(status) => {
-                    if status == MadStatus::OK && self.tables.doubt_refresh_ended() {
+                RefreshEffect::DefaultFresh {
+                    epoch,
+                    records,
+                    swept,
+                    took,
+                } => self.default_table_fresh(now, epoch, (records, swept), took),
+                RefreshEffect::DefaultFailed => self.registration_after_first_refresh(now),
+                RefreshEffect::Ended {
+                    status,
+                    doubt_ended,
+                } => {
+                    if doubt_ended {
                         info!(
                             "this port's tables are fresh since the master's sweep: answered from again"
                         );
@@ -301,14 +304,15 @@ impl SaCore {
         &mut self,
         now: Instant,
         epoch: Epoch,
-        swept: usize,
+        (records, swept): (usize, usize),
         took: Option<Duration>,
     ) {
         self.answers.forget();
-        self.tables.made_fresh(now, took);
         info!(
-            records = self.tables.default_records(),
-            swept, "this port's paths are fresh"
+            records,
+            swept,
+            took_ms = took.map(|t| t.as_millis() as u64),
+            "this port's paths are fresh"
         );
         if self.paths_fresh(now, epoch) {
             return;
