@@ -150,6 +150,15 @@ impl WatchDriver {
         self.watch.poll_timeout()
     }
 
+    /// How far the push under way is: its nodes done (filled or failed)
+    /// of all; `None` when no push runs.
+    pub fn push_progress(&self) -> Option<(u64, u64)> {
+        match &self.doing {
+            Doing::Pushing(fill) => Some(fill.progress()),
+            _ => None,
+        }
+    }
+
     /// Whether the driver waits for no end (nothing of its is out).
     pub fn is_idle(&self) -> bool {
         matches!(self.doing, Doing::Nothing)
@@ -649,11 +658,13 @@ mod tests {
         };
         assert_eq!(dest.lid, 2);
         assert!(d.poll_send().is_none() && d.poll_task(now).is_none());
+        assert_eq!(d.push_progress(), Some((0, 1)));
         let answer = reply(header.as_bytes(), MadStatus::OK, 0, &[]);
         d.handle_end(now, id, Ok(answer));
         let Some(Task::Pushed(fill)) = d.poll_task(now) else {
             panic!("the push is over");
         };
+        assert_eq!(d.push_progress(), None, "no push runs");
         assert!(fill.finish().0[0].outcome.done, "the node took its table");
         let empty = Distribution::new(fill_setup(), Vec::new(), Tally::default(), None);
         d.push(now, empty).unwrap();

@@ -32,6 +32,7 @@ use super::super::sends::Carrier;
 use super::metrics_file::MetricsFile;
 use crate::compute::fabric;
 use crate::json::JSON_SCHEMA;
+use crate::progress::ProgressBar;
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -58,6 +59,8 @@ pub(super) struct Worker<'o> {
     pushing: Option<(Instant, usize, Result<(), Untrusted>)>,
     /// The step whose queries the driver asks of the master.
     asked: Option<Asked>,
+    /// The push's progress on a terminal, while one runs.
+    bar: Option<ProgressBar>,
     /// The driver's sends out.
     carrier: Carrier,
 }
@@ -96,6 +99,7 @@ impl<'o> Worker<'o> {
             follows_master: session.dest.lid == session.port.sm_lid,
             pushing: None,
             asked: None,
+            bar: None,
             carrier: Carrier::default(),
         }
     }
@@ -116,6 +120,9 @@ impl<'o> Worker<'o> {
                 continue;
             }
             self.carrier.send(session, driver);
+            if let (Some(bar), Some((done, all))) = (&mut self.bar, driver.push_progress()) {
+                bar.show(done, all, "local-sa nodes pushed");
+            }
             if !self.carrier.is_waiting() {
                 return Ok(());
             }
@@ -172,6 +179,9 @@ impl<'o> Worker<'o> {
                 return Ok(());
             }
             Task::Pushed(mut run) => {
+                if let Some(mut bar) = self.bar.take() {
+                    bar.finish();
+                }
                 self.current = run.take_computed();
                 let (started, nodes, trusted) = self.pushing.take().ok_or_else(fabric_lost)?;
                 info!(
@@ -462,6 +472,7 @@ impl<'o> Worker<'o> {
             run = run.holding_previous(previous, &plan.delta);
         }
         self.pushing = Some((started, plan.push.len(), trusted));
+        self.bar = Some(ProgressBar::on_terminal(plan.push.len() > 1));
         driver
             .push(Instant::now(), run)
             .map_err(|e| Stop::new(3, format!("the watch's push: {e}")))
