@@ -17,6 +17,8 @@ pub(in crate::agent) struct UpkeepContext {
     pub(in crate::agent) change_settle: Duration,
     /// Between checks of tables this port did not fetch.
     pub(in crate::agent) check_interval: Duration,
+    /// Destinations of the default table each check asks again.
+    pub(in crate::agent) check_sample: usize,
     /// Between polls of the master's activity (zero: none).
     pub(in crate::agent) sweep_poll: Duration,
     /// The master's pace: windows and the upkeep bound.
@@ -88,6 +90,7 @@ pub(in crate::agent) fn of(
         refresh_interval: config.refresh_interval,
         change_settle: config.change_settle,
         check_interval: config.check_interval,
+        check_sample: config.check_sample,
         sweep_poll: config.sweep_poll,
         pace: config.pace,
         phase: port.phase(),

@@ -108,7 +108,7 @@ impl PortTables {
 
     /// How long this port waits to refresh again after its refresh
     /// failed that many times in a row ([`context::Backoff::after`]).
-    pub(in crate::agent) fn refresh_retry_delay(&self) -> std::time::Duration {
+    pub(super) fn refresh_retry_delay(&self) -> std::time::Duration {
         (self.refresh_ctx.backoff).after(self.refresh.failures())
     }
 

@@ -16,6 +16,7 @@ use crate::agent::port_tables::check::{CheckEnd, destinations_to_check, differin
 use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, Lease, LeaseWord};
 use crate::master_activity::Activity;
 use crate::partitions::TableKey;
+use crate::path_query::PairKey;
 use crate::requester::Answer;
 
 /// What the refresh timer being due leads to.
@@ -365,15 +366,42 @@ fn polls(t: &PortTables) -> bool {
 
 // The check of tables this port did not fetch (`check`).
 impl PortTables {
-    /// Check `done` ended at `now`: what follows, and when the next check
-    /// is (`retry` after a master that did not answer; `interval` on
-    /// while a distributor keeps the tables).
-    pub(in crate::agent) fn check_ended(
+    /// Starts a check of the tables against the master, unless one runs,
+    /// the agent is shutting down or there is nothing to check: its round
+    /// and its questions — `check_sample` destinations of the tables' own
+    /// at this port's phase of the round, and the QoS pairs a distributor
+    /// loaded that `qos` picks (how many, from which phase).
+    pub(in crate::agent) fn start_check(
         &mut self,
-        now: Instant,
-        done: &Checking,
-        (retry, interval): (Duration, Duration),
-    ) -> CheckEnd {
+        qos: impl FnOnce(usize, usize) -> Vec<PairKey>,
+    ) -> Option<(u32, Vec<CheckQuestion>)> {
+        self.upkeep.check_at(None);
+        if self.upkeep.is_checking() || self.upkeep_ctx.shutting_down {
+            return None;
+        }
+        let k = self.upkeep_ctx.check_sample;
+        let port = self.refresh_ctx.port;
+        let phase = self.check_phase(port.gid.guid());
+        let mut sample = self.check_sample(k, phase, &port.lids());
+        if k > 0 {
+            sample.extend(
+                qos((k / 4).max(1), phase)
+                    .into_iter()
+                    .map(CheckQuestion::Qos),
+            );
+        }
+        if sample.is_empty() {
+            return None;
+        }
+        Some((self.upkeep.begin_check(sample.len()), sample))
+    }
+
+    /// Check `done` ended at `now`: what follows, and when the next check
+    /// is (after the refresh's back-off if the master did not answer;
+    /// `check_interval` on while a distributor keeps the tables).
+    pub(in crate::agent) fn check_ended(&mut self, now: Instant, done: &Checking) -> CheckEnd {
+        let retry = self.refresh_retry_delay();
+        let interval = self.upkeep_ctx.check_interval;
         let kept_by = self.upkeep.tables_kept_by();
         let differed = |qos: bool| {
             done.differed
@@ -430,7 +458,7 @@ impl PortTables {
 
     /// Where this round's sample starts: the port's own phase (from
     /// `guid`), moved on each round.
-    pub(in crate::agent) fn check_phase(&self, guid: u64) -> usize {
+    fn check_phase(&self, guid: u64) -> usize {
         let phase = guid.wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
         phase.wrapping_add(self.upkeep.check_rounds() as usize * 7_919)
     }
@@ -528,16 +556,6 @@ impl PortTables {
         self.upkeep.check_at(at)
     }
 
-    /// True while a check runs.
-    pub(in crate::agent) fn checking(&self) -> bool {
-        self.upkeep.is_checking()
-    }
-
-    /// A check of `waiting` destinations begins: its round.
-    pub(in crate::agent) fn begin_check(&mut self, waiting: usize) -> u32 {
-        self.upkeep.begin_check(waiting)
-    }
-
     /// The master's answer about `dlid` in `table`, in check `round`:
     /// whether it agrees with what is held (`None`: it did not answer).
     /// The check, once every destination is answered.
@@ -562,6 +580,7 @@ mod tests {
             refresh_interval: Duration::from_secs(600),
             change_settle: Duration::from_secs(5),
             check_interval: Duration::from_secs(6 * 3600),
+            check_sample: 16,
             sweep_poll: Duration::from_secs(30),
             pace: MasterPace::default(),
             phase: 0.5,

@@ -399,21 +399,12 @@ impl SaCore {
     /// one runs or there is nothing to check: the tables' sample and the
     /// QoS pairs a distributor loaded.
     pub(in crate::agent) fn start_table_check(&mut self, now: Instant) {
-        self.tables.check_at(None);
-        if self.tables.checking() || self.shutting_down {
+        let answers = &self.answers;
+        let Some((round, sample)) =
+            (self.tables).start_check(|many, phase| answers.loaded_qos_sample(many, phase))
+        else {
             return;
-        }
-        let k = self.config.check_sample;
-        let phase = self.tables.check_phase(self.port.gid.guid());
-        let mut sample = self.tables.check_sample(k, phase, &self.port.lids());
-        if k > 0 {
-            let loaded = self.answers.loaded_qos_sample((k / 4).max(1), phase);
-            sample.extend(loaded.into_iter().map(CheckQuestion::Qos));
-        }
-        if sample.is_empty() {
-            return;
-        }
-        let round = self.tables.begin_check(sample.len());
+        };
         for question in sample {
             let request = check_query(self.port.gid, question);
             self.send_upstream(now, Purpose::Check { round, question }, &request);
@@ -450,11 +441,7 @@ impl SaCore {
     /// the tables fetches the port's own at once (under a lease too: the
     /// master's word wins); no answer tries again after the back-off.
     fn check_done(&mut self, now: Instant, done: Checking) {
-        let times = (
-            self.tables.refresh_retry_delay(),
-            self.config.check_interval,
-        );
-        let end = self.tables.check_ended(now, &done, times);
+        let end = self.tables.check_ended(now, &done);
         if end.forget_qos {
             self.answers.forget_loaded_qos();
         }
