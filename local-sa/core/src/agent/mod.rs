@@ -471,8 +471,7 @@ impl SaCore {
             "the port's partitions"
         );
         if self.is_ready() {
-            self.tables
-                .schedule_partitions(now + self.tables.refresh_delay());
+            self.tables.fetch_partitions_at_phase(now);
         }
         self.handle_timeout(now);
     }
@@ -484,8 +483,6 @@ impl SaCore {
         self.shutting_down = true;
         self.tables_know();
         self.answer_refresh_waiters(MadStatus::BUSY);
-        self.tables.schedule_refresh(None);
-        self.tables.stop_sweep_polls();
         let withdrawals = self.proxy.withdraw_all(now);
         self.carry_out(now, withdrawals, None);
         self.withdraw_publication(now);

@@ -491,11 +491,6 @@ impl PortTables {
         self.refresh.bring_forward(at)
     }
 
-    /// The tables of new partitions are due at `at`.
-    pub(in crate::agent) fn schedule_partitions(&mut self, at: Instant) {
-        self.refresh.schedule_partitions(at)
-    }
-
     /// The agent waits for its first refresh before it registers.
     pub(in crate::agent) fn registers_after(&self) -> bool {
         self.refresh.registers_after()

@@ -130,6 +130,11 @@ impl PortTables {
     /// reload, the port, the master's QoS, its shutting down): the
     /// tables' decisions read it from here, not from each call.
     pub(in crate::agent) fn know(&mut self, upkeep: UpkeepContext, refresh: RefreshContext) {
+        if upkeep.shutting_down && !self.upkeep_ctx.shutting_down {
+            // The agent withdraws: nothing more is refreshed or polled.
+            self.refresh.schedule(None);
+            self.sweeps.poll_at(None);
+        }
         self.upkeep_ctx = upkeep;
         self.refresh_ctx = refresh;
     }

@@ -82,6 +82,29 @@ impl PortTables {
         ctx.spread(ctx.pace.refresh_window(self.refresh.fabric_ports()))
     }
 
+    /// The master is new, or lost its state: the tables are refreshed at
+    /// this port's phase of the refresh window from `now`, so that a
+    /// fabric's ports ask it spread. With `no_later` (the tables the
+    /// master wants changed), a refresh already due sooner stays, and one
+    /// not scheduled (a refresh runs) is due at once.
+    pub(in crate::agent) fn refresh_at_phase(&mut self, now: Instant, no_later: bool) {
+        let at = now + self.refresh_delay();
+        let at = match (no_later, self.refresh.next()) {
+            (true, Some(next)) => next.min(at),
+            (true, None) => now,
+            (false, _) => at,
+        };
+        self.refresh.schedule(Some(at));
+    }
+
+    /// The port holds new partitions (or its paths came in a load without
+    /// them): their tables are fetched at this port's phase of the
+    /// refresh window from `now`.
+    pub(in crate::agent) fn fetch_partitions_at_phase(&mut self, now: Instant) {
+        let at = now + self.refresh_delay();
+        self.refresh.schedule_partitions(at);
+    }
+
     /// When the next refresh of its own is due after this port's tables
     /// were made fresh at `now`: a refresh owed to a change if one is;
     /// under a lease, its end (renewals move it on; then the refresh is
@@ -300,11 +323,6 @@ impl PortTables {
             self.sweeps.poll_at(Some(now + every));
         }
         due
-    }
-
-    /// No more polls (the agent withdraws).
-    pub(in crate::agent) fn stop_sweep_polls(&mut self) {
-        self.sweeps.poll_at(None);
     }
 
     /// Between this port's polls of the master's activity: the
@@ -595,6 +613,39 @@ mod tests {
         let next = t.next_periodic_refresh(now);
         t.refresh.schedule(Some(next));
         t
+    }
+
+    #[test]
+    fn a_new_master_s_refresh_comes_at_the_port_s_phase_and_a_sooner_one_may_stay() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        let phase = now + t.refresh_delay();
+        let periodic = t.refresh.next().unwrap();
+        assert!(periodic > phase, "the periodic refresh is further off");
+        t.refresh_at_phase(now, false);
+        assert_eq!(t.refresh.next(), Some(phase));
+        // A refresh due sooner than the phase stays when the tables the
+        // master wants changed; none scheduled (one runs) is due at once.
+        let soon = now + Duration::from_millis(1);
+        t.refresh.schedule(Some(soon));
+        t.refresh_at_phase(now, true);
+        assert_eq!(t.refresh.next(), Some(soon));
+        t.refresh.schedule(None);
+        t.refresh_at_phase(now, true);
+        assert_eq!(t.refresh.next(), Some(now));
+    }
+
+    #[test]
+    fn shutting_down_ends_the_refreshes_and_the_polls() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        t.start_sweep_polls(now);
+        assert!(t.refresh.next().is_some());
+        let (mut upkeep, refresh) = (ctx(), PortTables::test_context().1);
+        upkeep.shutting_down = true;
+        t.know(upkeep, refresh);
+        assert_eq!(t.refresh.next(), None);
+        assert_eq!(t.poll_timeout(), None, "nothing falls due");
     }
 
     #[test]

@@ -328,9 +328,7 @@ impl SaCore {
                     self.answers.forget();
                     self.tables.clear_partitions();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
-                    let due = (self.tables.next_refresh())
-                        .map_or(now, |t| t.min(now + self.tables.refresh_delay()));
-                    self.tables.schedule_refresh(Some(due));
+                    self.tables.refresh_at_phase(now, true);
                 }
                 self.master.learned(MasterInfo {
                     qos,
@@ -385,8 +383,7 @@ impl SaCore {
         self.proxy.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
-        self.tables
-            .schedule_refresh(Some(now + self.tables.refresh_delay()));
+        self.tables.refresh_at_phase(now, false);
         self.naming.keep_after_next_refresh(true);
     }
 

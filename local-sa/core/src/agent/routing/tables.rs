@@ -369,8 +369,7 @@ impl SaCore {
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase
         // of the window for the fabric the load showed.
-        self.tables
-            .schedule_partitions(now + self.tables.refresh_delay());
+        self.tables.fetch_partitions_at_phase(now);
     }
 
     /// Schedules the start's registration, once the first refresh ended
