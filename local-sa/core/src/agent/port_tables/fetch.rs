@@ -66,18 +66,37 @@ pub(in crate::agent) enum RefreshEffect {
     },
 }
 
+/// A refresh that started: what the agent sends before its tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct RefreshStart {
+    /// The start's refresh: the agent registers after it, and asks the
+    /// master whether it applies QoS just before the table (one small
+    /// request, answered first), so that queries naming a P_Key are
+    /// answered from the cache as soon as the table is in.
+    pub(in crate::agent) first: bool,
+    /// The master's activity has no count yet to judge the next sweep
+    /// by: it is polled now, before the tables, so that a sweep while
+    /// they are fetched is a change the polls see (no blind start).
+    pub(in crate::agent) poll_activity: bool,
+}
+
 impl PortTables {
     /// Starts a refresh at `now`, the default table first, unless one is
-    /// running (returns whether it started).
+    /// running; it sees whatever change was due by now.
     pub(in crate::agent) fn start_refresh(
         &mut self,
         now: Instant,
         out: &mut Vec<RefreshEffect>,
-    ) -> bool {
+    ) -> Option<RefreshStart> {
         let ctx = self.refresh_ctx;
         if self.refresh.is_running() {
-            return false;
+            return None;
         }
+        self.refresh_begins(now);
+        let start = RefreshStart {
+            first: self.refresh.registers_after(),
+            poll_activity: self.needs_sweep_baseline(),
+        };
         let epoch = self.refresh.begin(now, false);
         debug!(
             epoch,
@@ -85,7 +104,7 @@ impl PortTables {
             "refreshing this port's paths"
         );
         self.fetch(epoch, TableKey::Default, out);
-        true
+        Some(start)
     }
 
     /// Fetches the tables of the partitions wanted but not held complete
@@ -584,8 +603,11 @@ mod tests {
         let now = Instant::now();
         let mut t = PortTables::new(now, (PortTables::test_context().0, ctx()));
         let mut out = Vec::new();
-        assert!(t.start_refresh(now, &mut out));
-        assert!(!t.start_refresh(now, &mut Vec::new()), "one at a time");
+        assert!(t.start_refresh(now, &mut out).is_some());
+        assert!(
+            t.start_refresh(now, &mut Vec::new()).is_none(),
+            "one at a time"
+        );
         let [(Purpose::Bulk { epoch, table }, request)] = &asks(&out)[..] else {
             panic!("{out:?}")
         };

@@ -306,7 +306,7 @@ impl PortTables {
 
     /// Whether a refresh beginning now takes a first count of the
     /// master's activity: the polls are on and none was counted yet.
-    pub(in crate::agent) fn needs_sweep_baseline(&self) -> bool {
+    pub(super) fn needs_sweep_baseline(&self) -> bool {
         polls(self) && !self.sweeps.has_count()
     }
 
@@ -558,7 +558,7 @@ impl PortTables {
 
     /// A refresh of every table begins at `now`: true (once) if it sees
     /// a change that was due by then (its end may also end the doubt).
-    pub(in crate::agent) fn refresh_begins(&mut self, now: Instant) -> bool {
+    pub(super) fn refresh_begins(&mut self, now: Instant) -> bool {
         let owed = self.upkeep.refresh_begins(now);
         self.counts.change_refreshes += u64::from(owed);
         owed

@@ -147,17 +147,6 @@ impl SaCore {
         self.say_sa_class(before);
     }
 
-    /// A refresh starts now: it sees whatever change was due by now. If
-    /// the master's activity has no count yet to judge the next one by,
-    /// it is asked now, before the tables: a sweep while they are fetched
-    /// is then a change the polls see (no blind start).
-    pub(in crate::agent) fn refresh_starting(&mut self, now: Instant) {
-        self.tables.refresh_begins(now);
-        if self.tables.needs_sweep_baseline() {
-            self.poll_sweeps(now);
-        }
-    }
-
     /// The master's sweep that this port's tables may not show has
     /// settled: what it answered before is forgotten, and until a refresh
     /// begun from now on ends, the paths asked are asked of it (a pair
@@ -182,18 +171,18 @@ impl SaCore {
     /// with it (at start, the registration after this refresh publishes
     /// it).
     pub(in crate::agent) fn start_refresh(&mut self, now: Instant) {
-        if self.tables.refreshing() {
+        let mut out = Vec::new();
+        let Some(start) = self.tables.start_refresh(now, &mut out) else {
             return;
+        };
+        if start.poll_activity {
+            self.poll_sweeps(now);
         }
-        self.refresh_starting(now);
-        let at_start = self.tables.registers_after();
-        if at_start {
+        if start.first {
             self.ask_master_info(now);
         }
-        let mut out = Vec::new();
-        self.tables.start_refresh(now, &mut out);
         self.carry_out_refresh(now, out);
-        if !at_start {
+        if !start.first {
             self.send_publication(now);
         }
     }
