@@ -766,9 +766,10 @@ impl SaCore {
     /// are not complete, or a fabric change awaits a refresh (a successor
     /// must then ask the master). (The rules: `agent/port_tables/kept.rs`.)
     pub fn keep_tables(&self, now: Instant, wall: u64) -> Option<Kept> {
-        if !self.is_ready() || self.tables.change_pending() {
+        if !self.is_ready() {
             return None;
         }
+        let (lease, tables) = self.tables.to_keep()?;
         Some(Kept {
             gid: self.port.gid,
             lid: self.port.lid,
@@ -776,12 +777,12 @@ impl SaCore {
             sm_lid: self.port.sm_lid,
             written: wall,
             master_qos: self.master.info().map(|m| m.qos),
-            lease: self.tables.lease().map(|l| {
+            lease: lease.map(|l| {
                 let left = l.until.saturating_duration_since(now).as_secs();
                 let length = u16::try_from(l.length.as_secs()).unwrap_or(u16::MAX);
                 (l.lid, wall + left, length)
             }),
-            tables: self.tables.kept_tables(&self.port),
+            tables,
             names: self.naming.worth_keeping().then(|| {
                 self.naming
                     .names()
@@ -815,7 +816,7 @@ impl SaCore {
         });
         self.outbox.mads.clear();
         let age = wall.saturating_sub(kept.written);
-        let (epoch, records) = self.tables.restore(now, kept.tables, (p.gid.guid(), lease));
+        let (epoch, records) = self.tables.restore(now, kept.tables, lease);
         if let Some(qos) = kept.master_qos {
             self.master.learned(MasterInfo {
                 qos,
@@ -832,10 +833,6 @@ impl SaCore {
             self.naming.take_kept(names);
         }
         self.paths_fresh(now, epoch);
-        // A few of them asked again soon: nobody fetched them just now.
-        let window = self.config.pace.min_window;
-        let first_check = now + window + self.port.spread(window);
-        self.tables.check_at(Some(first_check));
         info!(
             records,
             age_s = age,

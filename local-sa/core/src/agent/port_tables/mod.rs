@@ -52,7 +52,6 @@ use crate::agent::port_tables::refresh::Refresh;
 use crate::agent::port_tables::sweep_watch::SweepWatch;
 use crate::agent::port_tables::timers::Due;
 use crate::agent::port_tables::upkeep::{Lease, Upkeep};
-use crate::config::PortIdentity;
 use crate::counters::Counters;
 use crate::partitions::{Partitions, PathTable, TableKey, partition_of};
 use crate::path_query::Knowledge;
@@ -116,7 +115,7 @@ impl PortTables {
     /// settings, a port at LID 1 whose master is at LID 2.
     #[cfg(test)]
     pub(in crate::agent) fn test_context() -> (UpkeepContext, RefreshContext) {
-        let port = PortIdentity {
+        let port = crate::config::PortIdentity {
             lid: 1,
             lmc: 0,
             gid: Gid::new(Gid::DEFAULT_PREFIX, 1),
@@ -429,14 +428,21 @@ impl PortTables {
     }
 }
 
+/// Kept paths: the default table's (`None`), and each partition's by its
+/// P_Key with the full-member bit.
+pub(in crate::agent) type KeptPaths = Vec<(Option<u16>, Vec<PathRecord>)>;
+
 // Keeping the tables across a restart, and taking them back (`kept`).
 impl PortTables {
-    /// This port's paths in the default table and in each partition table
-    /// it holds complete, as a successor may take them.
-    pub(in crate::agent) fn kept_tables(
-        &self,
-        port: &PortIdentity,
-    ) -> Vec<(Option<u16>, Vec<PathRecord>)> {
+    /// What a successor may take of the tables: the lease running on them
+    /// (if any), and this port's paths in the default table and in each
+    /// partition table it holds complete; `None` while a fabric change
+    /// awaits a refresh (a successor must then ask the master).
+    pub(in crate::agent) fn to_keep(&self) -> Option<(Option<Lease>, KeptPaths)> {
+        if self.upkeep.change_pending() {
+            return None;
+        }
+        let port = self.refresh_ctx.port;
         let own = port.lids();
         let me = port.gid.guid();
         let mut tables = vec![(
@@ -454,23 +460,29 @@ impl PortTables {
                 tables.push((Some(p | 0x8000), records.collect()));
             }
         }
-        tables
+        Some((self.upkeep.lease(), tables))
     }
 
-    /// Takes kept `tables` under a new epoch, each complete for the port
-    /// `me` (a partition the port no longer holds takes none), fresh from
+    /// Takes kept `tables` under a new epoch, each complete for this port
+    /// (a partition the port no longer holds takes none), fresh from
     /// `now`, under the distributor's `lease` they were kept with if it
-    /// still runs. Returns the epoch and how many records were taken.
+    /// still runs. A few of their paths are checked against the master
+    /// soon: nobody fetched them just now. Returns the epoch and how many
+    /// records were taken.
     pub(in crate::agent) fn restore(
         &mut self,
         now: Instant,
-        tables: Vec<(Option<u16>, Vec<PathRecord>)>,
-        (me, lease): (u64, Option<Lease>),
+        tables: KeptPaths,
+        lease: Option<Lease>,
     ) -> (Epoch, usize) {
+        let me = self.refresh_ctx.port.gid.guid();
         self.counts.refreshes_kept += 1;
         self.refresh.stop();
         self.refresh.made_fresh(now, None);
         self.upkeep.resume_lease(lease);
+        let window = self.upkeep_ctx.pace.min_window;
+        let first_check = now + window + self.upkeep_ctx.spread(window);
+        self.upkeep.check_at(Some(first_check));
         let epoch = self.refresh.next_epoch();
         let mut records = 0;
         for (pkey, list) in tables {

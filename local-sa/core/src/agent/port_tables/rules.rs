@@ -550,12 +550,6 @@ impl PortTables {
         self.upkeep.lease()
     }
 
-    /// The lease a kept table carried across a restart.
-    /// Whether a refresh is owed to a change notice.
-    pub(in crate::agent) fn change_pending(&self) -> bool {
-        self.upkeep.change_pending()
-    }
-
     /// A refresh of every table begins at `now`: true (once) if it sees
     /// a change that was due by then (its end may also end the doubt).
     pub(super) fn refresh_begins(&mut self, now: Instant) -> bool {
@@ -567,11 +561,6 @@ impl PortTables {
     /// Whether queries the tables would answer go to the master.
     pub(in crate::agent) fn in_doubt(&self) -> bool {
         self.upkeep.in_doubt()
-    }
-
-    /// The next check is at `at` (or none: `None`).
-    pub(in crate::agent) fn check_at(&mut self, at: Option<Instant>) {
-        self.upkeep.check_at(at)
     }
 
     /// The master's answer about `dlid` in `table`, in check `round`:
