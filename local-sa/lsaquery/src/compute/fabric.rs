@@ -35,7 +35,7 @@ pub(crate) async fn read(
         (read.handle_batch(Instant::now(), ends)).map_err(|e| failed(session, e))?;
     }
     read.finish()
-        .ok_or_else(|| Stop::new(3, "the fabric's read ended without an end"))
+        .ok_or_else(|| Stop::new(3, "the read of the fabric stopped without a result"))
 }
 
 /// Why a read failed, as lsaquery ends: a query the master refuses with

@@ -324,7 +324,7 @@ impl<'o> Worker<'o> {
                     }
                     None => {
                         let why = format!(
-                            "the read of the master at LID {} ended without an end",
+                            "the read of the fabric from the master at LID {} stopped without a result",
                             session.dest.lid
                         );
                         self.failed(watch, &why);
