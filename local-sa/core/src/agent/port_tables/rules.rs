@@ -84,15 +84,20 @@ impl PortTables {
 
     /// The master is new, or lost its state: the tables are refreshed at
     /// this port's phase of the refresh window from `now`, so that a
-    /// fabric's ports ask it spread. With `no_later` (the tables the
-    /// master wants changed), a refresh already due sooner stays, and one
-    /// not scheduled (a refresh runs) is due at once.
-    pub(in crate::agent) fn refresh_at_phase(&mut self, now: Instant, no_later: bool) {
+    /// fabric's ports ask it spread.
+    pub(in crate::agent) fn refresh_at_phase(&mut self, now: Instant) {
         let at = now + self.refresh_delay();
-        let at = match (no_later, self.refresh.next()) {
-            (true, Some(next)) => next.min(at),
-            (true, None) => now,
-            (false, _) => at,
+        self.refresh.schedule(Some(at));
+    }
+
+    /// The tables the master wants changed (its QoS bit flipped): they
+    /// are refreshed by this port's phase of the refresh window from
+    /// `now` — a refresh due sooner stays, and one not scheduled (a
+    /// refresh runs) is due at once.
+    pub(in crate::agent) fn refresh_by_phase(&mut self, now: Instant) {
+        let at = match self.refresh.next() {
+            Some(next) => next.min(now + self.refresh_delay()),
+            None => now,
         };
         self.refresh.schedule(Some(at));
     }
@@ -611,16 +616,16 @@ mod tests {
         let phase = now + t.refresh_delay();
         let periodic = t.refresh.next().unwrap();
         assert!(periodic > phase, "the periodic refresh is further off");
-        t.refresh_at_phase(now, false);
+        t.refresh_at_phase(now);
         assert_eq!(t.refresh.next(), Some(phase));
         // A refresh due sooner than the phase stays when the tables the
         // master wants changed; none scheduled (one runs) is due at once.
         let soon = now + Duration::from_millis(1);
         t.refresh.schedule(Some(soon));
-        t.refresh_at_phase(now, true);
+        t.refresh_by_phase(now);
         assert_eq!(t.refresh.next(), Some(soon));
         t.refresh.schedule(None);
-        t.refresh_at_phase(now, true);
+        t.refresh_by_phase(now);
         assert_eq!(t.refresh.next(), Some(now));
     }
 

@@ -328,7 +328,7 @@ impl SaCore {
                     self.answers.forget();
                     self.tables.clear_partitions();
                     self.abandon_fetches_into(|t| t != TableKey::Default);
-                    self.tables.refresh_at_phase(now, true);
+                    self.tables.refresh_by_phase(now);
                 }
                 self.master.learned(MasterInfo {
                     qos,
@@ -383,7 +383,7 @@ impl SaCore {
         self.proxy.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));
-        self.tables.refresh_at_phase(now, false);
+        self.tables.refresh_at_phase(now);
         self.naming.keep_after_next_refresh(true);
     }
 
