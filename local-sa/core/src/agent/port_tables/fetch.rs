@@ -467,21 +467,22 @@ impl PortTables {
 
 // The refresh's state as `SaCore` reads and sets it (`refresh`).
 impl PortTables {
-    /// True while a refresh runs.
-    pub(in crate::agent) fn refreshing(&self) -> bool {
-        self.refresh.is_running()
-    }
-
     /// The epoch the tables' records are stamped with now.
     pub(in crate::agent) fn epoch(&self) -> Epoch {
         self.refresh.epoch()
     }
 
     /// A load of the port's own table made its paths fresh at `now`: it
-    /// counts as the port's refresh.
-    pub(in crate::agent) fn made_fresh_by_load(&mut self, now: Instant) {
+    /// counts as the port's refresh (its epoch returned), unless a
+    /// refresh is running (its table is the master's word) or the agent
+    /// is shutting down.
+    pub(in crate::agent) fn take_load_as_refresh(&mut self, now: Instant) -> Option<Epoch> {
+        if self.refresh.is_running() || self.refresh_ctx.shutting_down {
+            return None;
+        }
         self.counts.refreshes_loaded += 1;
         self.refresh.made_fresh(now, None);
+        Some(self.refresh.epoch())
     }
 
     /// Ports of the fabric, as the last complete refresh showed them (0

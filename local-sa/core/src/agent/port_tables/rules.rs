@@ -340,10 +340,16 @@ impl PortTables {
         ctx.sweep_poll.max(bound)
     }
 
-    /// A change notice came (trap 128): the next rise is its sweep's.
-    pub(in crate::agent) fn change_noticed(&mut self) {
+    /// A change notice came at `now` (trap 128): counted, the next rise
+    /// of the master's activity is its sweep's, and the fabric changed
+    /// ([`Self::handle_fabric_changed`]).
+    pub(in crate::agent) fn handle_change_notice(
+        &mut self,
+        now: Instant,
+    ) -> Result<Instant, Lease> {
         self.counts.change_notices += 1;
         self.sweeps.notice();
+        self.handle_fabric_changed(now)
     }
 
     /// The master at `sm_lid` says its ActCount is `count`, in an answer

@@ -59,8 +59,7 @@ impl SaCore {
     /// tables refreshes once that has settled. Under a distributor's
     /// lease the distributor re-reads the fabric instead.
     pub(in crate::agent) fn fabric_changed(&mut self, now: Instant, trap: TrapNumber, lid: u16) {
-        self.tables.change_noticed();
-        let due = match self.tables.handle_fabric_changed(now) {
+        let due = match self.tables.handle_change_notice(now) {
             Ok(due) => due,
             Err(lease) => {
                 debug!(
@@ -350,11 +349,10 @@ impl SaCore {
     /// refresh. A refresh already running goes on: its table is the
     /// master's word.
     pub(in crate::agent) fn own_paths_loaded(&mut self, now: Instant) {
-        if self.tables.refreshing() || self.shutting_down {
+        let Some(epoch) = self.tables.take_load_as_refresh(now) else {
             return;
-        }
-        self.tables.made_fresh_by_load(now);
-        self.paths_fresh(now, self.tables.epoch());
+        };
+        self.paths_fresh(now, epoch);
         // Partition tables the load did not bring (a distributor sends
         // them before the default table) are fetched at this port's phase
         // of the window for the fabric the load showed.
