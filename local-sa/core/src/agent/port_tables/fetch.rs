@@ -55,8 +55,9 @@ pub(in crate::agent) enum RefreshEffect {
         took: Option<Duration>,
     },
     /// The default table could not be had: what waited for the first
-    /// refresh goes on without it.
-    DefaultFailed,
+    /// refresh goes on without it (`register`: the start's registration
+    /// waited for it).
+    DefaultFailed { register: bool },
     /// The refresh is over; whoever waited for it gets `status`.
     /// `doubt_ended`: it was the refresh that ends the doubt after a
     /// sweep of the master (the tables answer again).
@@ -417,7 +418,9 @@ impl PortTables {
         self.refresh.failed();
         // The doubt waits for the next refresh.
         self.upkeep.refresh_failed();
-        out.push(RefreshEffect::DefaultFailed);
+        out.push(RefreshEffect::DefaultFailed {
+            register: self.refresh.take_register_after(),
+        });
         if !ctx.shutting_down {
             let retry = now + ctx.backoff.after(self.refresh.failures());
             self.refresh.schedule(Some(retry));
@@ -454,14 +457,14 @@ impl PortTables {
     /// This port's paths are fresh at `now` (a refresh completed, or a
     /// load of its own table): the fabric's size is the default table's
     /// port count from now on, the next refresh of its own is a periodic
-    /// interval on, and the master's activity is polled. True if the
-    /// agent waited for this to register.
+    /// interval on, and the master's activity is polled. True (once) if
+    /// the agent waited for this to register: the start's.
     pub(in crate::agent) fn paths_fresh(&mut self, now: Instant) -> bool {
         self.refresh.completed(self.paths.store.port_count());
         let next = self.next_periodic_refresh(now);
         self.refresh.schedule(Some(next));
         self.start_sweep_polls(now);
-        self.refresh.registers_after()
+        self.refresh.take_register_after()
     }
 }
 
@@ -514,11 +517,6 @@ impl PortTables {
     /// The agent waits for its first refresh before it registers.
     pub(in crate::agent) fn registers_after(&self) -> bool {
         self.refresh.registers_after()
-    }
-
-    /// True (once) if the agent waited for this refresh to register.
-    pub(in crate::agent) fn take_register_after(&mut self) -> bool {
-        self.refresh.take_register_after()
     }
 }
 
@@ -715,16 +713,19 @@ mod tests {
             let busy = answer(&request, MadStatus::BUSY, &[]);
             let mut out = Vec::new();
             t.handle_bulk_answer(now, (epoch, table), &busy, &mut out);
-            assert!(matches!(
-                out[..],
-                [
-                    RefreshEffect::DefaultFailed,
-                    RefreshEffect::Ended {
-                        status: MadStatus::BUSY,
-                        ..
-                    }
-                ]
-            ));
+            assert!(
+                matches!(
+                    out[..],
+                    [
+                        RefreshEffect::DefaultFailed { register },
+                        RefreshEffect::Ended {
+                            status: MadStatus::BUSY,
+                            ..
+                        }
+                    ] if register == (failures == 1)
+                ),
+                "the start's registration follows the first failure only: {out:?}"
+            );
             // 10 s, then half of a window of 10, 20, 40 s.
             let window = 10u64 << (failures - 1);
             let expected = now + Duration::from_secs(10) + Duration::from_secs(window) / 2;

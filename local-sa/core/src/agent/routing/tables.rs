@@ -270,7 +270,11 @@ impl SaCore {
                     swept,
                     took,
                 } => self.default_table_fresh(now, epoch, (records, swept), took),
-                RefreshEffect::DefaultFailed => self.registration_after_first_refresh(now),
+                RefreshEffect::DefaultFailed { register } => {
+                    if register {
+                        self.register_after_first_refresh(now);
+                    }
+                }
                 RefreshEffect::Ended {
                     status,
                     doubt_ended,
@@ -337,8 +341,8 @@ impl SaCore {
                     .fetch_at(now + self.tables.refresh_delay(), epoch);
             }
             self.ask_master_info(now);
+            self.register_after_first_refresh(now);
         }
-        self.registration_after_first_refresh(now);
         first
     }
 
@@ -361,11 +365,9 @@ impl SaCore {
 
     /// Schedules the start's registration, once the first refresh ended
     /// (done or failed), at this port's phase of the re-registration window.
-    fn registration_after_first_refresh(&mut self, now: Instant) {
-        if self.tables.take_register_after() {
-            let at = now + self.reregister_delay();
-            self.proxy.register_at(Some(at));
-        }
+    fn register_after_first_refresh(&mut self, now: Instant) {
+        let at = now + self.reregister_delay();
+        self.proxy.register_at(Some(at));
     }
 
     /// How long this port waits before registering everything again with a
