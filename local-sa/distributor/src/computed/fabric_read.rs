@@ -106,6 +106,11 @@ struct Probing {
     /// read before (only their verdicts are news), and the PacketLifeTime
     /// it learnt (which stays).
     again: Option<(Vec<u16>, u8)>,
+    /// What changed in OpenSM's files, a line each.
+    changes: Vec<String>,
+    /// When the description's read ended (the probes' time counts from
+    /// then).
+    read_at: Instant,
 }
 
 /// One read of a fabric from the master: a step machine whose queries a
@@ -118,9 +123,6 @@ pub struct FabricRead {
     asked_keys: Vec<QueryKeys>,
     before: Option<Before>,
     started: Instant,
-    /// When the description's read ended.
-    read_at: Instant,
-    changes: Vec<String>,
 }
 
 impl FabricRead {
@@ -141,8 +143,6 @@ impl FabricRead {
             asked_keys,
             before: None,
             started: now,
-            read_at: now,
-            changes: Vec::new(),
         }
     }
 
@@ -203,11 +203,10 @@ impl FabricRead {
                 if !read.is_done() {
                     Stage::Describing(read)
                 } else {
-                    self.read_at = now;
-                    self.described(read.finish())?
+                    self.described(now, read.finish())?
                 }
             }
-            Stage::Probing(p) => Stage::Done(self.probed(now, *p, ends)),
+            Stage::Probing(p) => Stage::Done(probed(now, *p, ends)),
             other => other,
         };
         Ok(())
@@ -222,21 +221,22 @@ impl FabricRead {
         }
     }
 
-    /// The description read: unchanged, or the fabric built from it and
-    /// configured, or its partitions to probe.
-    fn described(&mut self, read: Description) -> Result<Stage, FabricReadFailure> {
+    /// The description read at `now`: unchanged, or the fabric built from
+    /// it and configured, or its partitions to probe.
+    fn described(&mut self, now: Instant, read: Description) -> Result<Stage, FabricReadFailure> {
         let same = self
             .before
             .as_ref()
             .is_some_and(|b| *b.records == read.records && b.qos == read.qos);
+        let mut changes = Vec::new();
         if let (Some(before), Some(input)) = (&self.before, &self.opensm)
             && (before.files_too || !same)
         {
-            let (now, changes) = files_again(input);
-            self.opensm = now;
-            self.changes = changes;
+            let (taken, changed) = files_again(input);
+            self.opensm = taken;
+            changes = changed;
         }
-        if same && self.changes.is_empty() {
+        if same && changes.is_empty() {
             return Ok(Stage::Done(FabricReadEnd::Unchanged(read.served)));
         }
         let mut fabric = read.build().map_err(FabricReadFailure::NotTogether)?;
@@ -288,7 +288,7 @@ impl FabricRead {
         // for want of a sampled pair in it — unless OpenSM's files changed:
         // the check says anew what differs.
         let checked = match &mut self.before {
-            Some(before) if self.changes.is_empty() => std::mem::take(&mut before.checked),
+            Some(before) if changes.is_empty() => std::mem::take(&mut before.checked),
             _ => Checked::default(),
         };
         let prepared = Prepared {
@@ -305,12 +305,11 @@ impl FabricRead {
             unknown_sls: Vec::new(),
             sample: Served::default(),
             checked,
-            read_time: self.read_at.saturating_duration_since(self.started),
+            read_time: now.saturating_duration_since(self.started),
             check_time: Duration::ZERO,
             fabric,
         };
         if configured {
-            let changes = std::mem::take(&mut self.changes);
             return Ok(Stage::Done(FabricReadEnd::Read(
                 Box::new(prepared),
                 changes,
@@ -321,30 +320,34 @@ impl FabricRead {
             prepared,
             probes,
             again,
+            changes,
+            read_at: now,
         })))
     }
+}
 
-    /// The partitions' probes answered: the fabric with their SLs.
-    fn probed(&mut self, now: Instant, p: Probing, ends: Vec<End>) -> FabricReadEnd {
-        let Probing {
-            mut prepared,
-            probes,
-            again,
-        } = p;
-        let unknown = probes.learn(&mut prepared.fabric, ends, &mut prepared.sample);
-        prepared.unknown_sls = match again {
-            None => unknown,
-            Some((new, timeout)) => {
-                prepared.fabric.set_subnet_timeout(timeout);
-                unknown
-                    .into_iter()
-                    .filter(|(p, _)| new.contains(p))
-                    .collect()
-            }
-        };
-        prepared.check_time = now.saturating_duration_since(self.read_at);
-        FabricReadEnd::Read(Box::new(prepared), std::mem::take(&mut self.changes))
-    }
+/// The partitions' probes answered at `now`: the fabric with their SLs.
+fn probed(now: Instant, p: Probing, ends: Vec<End>) -> FabricReadEnd {
+    let Probing {
+        mut prepared,
+        probes,
+        again,
+        changes,
+        read_at,
+    } = p;
+    let unknown = probes.learn(&mut prepared.fabric, ends, &mut prepared.sample);
+    prepared.unknown_sls = match again {
+        None => unknown,
+        Some((new, timeout)) => {
+            prepared.fabric.set_subnet_timeout(timeout);
+            unknown
+                .into_iter()
+                .filter(|(p, _)| new.contains(p))
+                .collect()
+        }
+    };
+    prepared.check_time = now.saturating_duration_since(read_at);
+    FabricReadEnd::Read(Box::new(prepared), changes)
 }
 
 /// OpenSM's files read again: the configuration OpenSM takes now, and

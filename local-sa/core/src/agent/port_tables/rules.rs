@@ -561,12 +561,11 @@ impl PortTables {
         self.upkeep.lease()
     }
 
-    /// A refresh of every table begins at `now`: true (once) if it sees
-    /// a change that was due by then (its end may also end the doubt).
-    pub(super) fn refresh_begins(&mut self, now: Instant) -> bool {
+    /// A refresh of every table begins at `now`: counted as a change's if
+    /// it sees one that was due by then (its end may also end the doubt).
+    pub(super) fn refresh_begins(&mut self, now: Instant) {
         let owed = self.upkeep.refresh_begins(now);
         self.counts.change_refreshes += u64::from(owed);
-        owed
     }
 
     /// Whether queries the tables would answer go to the master.
