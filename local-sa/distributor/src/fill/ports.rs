@@ -103,8 +103,16 @@ pub fn sa_probe_attempts(timeout: Duration) -> Attempts {
     }
 }
 
-/// Whether a probe's end says its port runs an SA: it answered, with
-/// success.
-pub fn runs_an_sa(end: &Result<Answer, Failure>) -> bool {
-    end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK)
+/// Of `probed`, each with its probe's end in `ends` (in order), the ports
+/// that run an SA — those that answered, with success — by LID.
+pub fn those_running_an_sa(
+    probed: impl IntoIterator<Item = FabricPort>,
+    ends: impl IntoIterator<Item = Result<Answer, Failure>>,
+) -> Vec<FabricPort> {
+    let mut found: Vec<FabricPort> = (probed.into_iter().zip(ends))
+        .filter(|(_, end)| end.as_ref().is_ok_and(|a| a.status() == MadStatus::OK))
+        .map(|(p, _)| p)
+        .collect();
+    found.sort_by_key(|p| p.lid);
+    found
 }

@@ -31,7 +31,7 @@ use super::batch::Batch;
 use super::{Effect, LeaseAnswer, Renewed, Watch, renewal};
 use crate::computed::sample_check::End;
 use crate::fill::Distribution;
-use crate::fill::ports::{FabricPort, runs_an_sa, sa_probe, sa_probe_attempts};
+use crate::fill::ports::{FabricPort, sa_probe, sa_probe_attempts, those_running_an_sa};
 use crate::sends::{Send, Sends};
 
 /// Where the driver sends, and what its renewals say.
@@ -261,11 +261,7 @@ impl WatchDriver {
             }
             Doing::Probing(batch, ports) => {
                 let asked = ports.len();
-                let mut found: Vec<FabricPort> = (ports.into_iter().zip(batch.finish()))
-                    .filter(|(_, end)| runs_an_sa(end))
-                    .map(|(p, _)| p)
-                    .collect();
-                found.sort_by_key(|p| p.lid);
+                let found = those_running_an_sa(ports, batch.finish());
                 self.watch.handle_probed(now, &found);
                 Task::Probed(asked, found)
             }

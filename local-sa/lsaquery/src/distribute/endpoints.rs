@@ -8,7 +8,7 @@ use mad_codec::{MadStatus, PathRecord};
 use umad::Address;
 
 use local_sa_distributor::fill::ports::{
-    FabricPort, runs_an_sa, sa_probe, sa_probe_attempts, table_request,
+    FabricPort, sa_probe, sa_probe_attempts, table_request, those_running_an_sa,
 };
 use local_sa_distributor::fill::tally::Tally;
 
@@ -76,12 +76,5 @@ pub(super) async fn running_an_sa(
         .collect();
     let attempts = sa_probe_attempts(timeout);
     let ends = each_to_with(session, window, &requests, attempts).await?;
-    let mut found: Vec<FabricPort> = candidates
-        .iter()
-        .zip(ends)
-        .filter(|(_, end)| runs_an_sa(end))
-        .map(|(e, _)| *e)
-        .collect();
-    found.sort_by_key(|e| e.lid);
-    Ok(found)
+    Ok(those_running_an_sa(candidates.iter().copied(), ends))
 }
