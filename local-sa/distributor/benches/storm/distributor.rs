@@ -14,13 +14,13 @@
 //! * computed (`lsaquery --distribute --compute`): first the fabric's
 //!   description from the master, read by the shipped
 //!   [`DescriptionRead`] (a GetTable of each record type, whose size the
-//!   model master charges for the model's fabric), then [`SAMPLE`] Gets
-//!   of pairs spread over the nodes and more until every node is a
-//!   source and a destination, as lsaquery's check asks them,
-//!   `MASTER_WINDOW` at a time;
-//!   then the pushes, as from a dump. The model master builds no fabric
-//!   the path engine could read, so the computed tables are the dump's
-//!   records; computing them is not on the fill's critical path (the
+//!   model master charges for the model's fabric), then the shipped
+//!   [`SampleCheck`] of [`SAMPLE`] pairs spread over the nodes and more
+//!   until every node is a source and a destination, compared with the
+//!   model's records ([`crate::check`]), `MASTER_WINDOW` queries at a
+//!   time; then the pushes, as from a dump. The model master builds no
+//!   fabric the path engine could read, so the computed tables are the
+//!   dump's records; computing them is not on the fill's critical path (the
 //!   engine computes some 25 M paths a second a core, the port sends some
 //!   750 k records a second), so it takes no virtual time.
 //!
@@ -50,7 +50,7 @@ use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Completion;
 use local_sa_distributor::computed::description::DescriptionRead;
-use local_sa_distributor::computed::sample_check::End;
+use local_sa_distributor::computed::sample_check::{End, SampleCheck};
 use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::names::{NamesLoad, NamesTables};
 use local_sa_distributor::fill::partitions::NodePartitions;
@@ -61,6 +61,7 @@ use local_sa_distributor::sent_tables::SentTables;
 use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Method, NodeRecord, SaMadBuilder, ServiceRecord};
 
+use crate::check::ModelPaths;
 use crate::fixture::{gid, record as path};
 use crate::requests::{MASTER_WINDOW, Requests, SM_KEY, fill_setup};
 
@@ -90,10 +91,10 @@ pub(crate) struct FillOf {
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
-    /// A query made before the fill (the names, the sample).
-    Before,
-    /// The query at this place in the description read's batch.
-    Read(usize),
+    /// A names table's query, made before the fill.
+    Names,
+    /// The query at this place in the batch of the step under way.
+    Step(usize),
     /// One of the fill machine's sends, by its id.
     Fill(u64),
 }
@@ -102,17 +103,20 @@ enum Ask {
 pub(crate) struct Distributor {
     pub(crate) lid: u16,
     master: Address,
-    /// Queries still to make before the fill, and those unanswered.
-    before: VecDeque<Bytes>,
+    hosts: u16,
+    /// Queries still to make before the fill, and those out.
+    before: VecDeque<(Ask, Bytes)>,
     before_out: usize,
-    /// Computing: the shipped read of the description, the ends of its
-    /// batch out, and the sample's queries, asked once it is over.
-    read: Option<(DescriptionRead, Vec<Option<End>>)>,
-    sample: Vec<Bytes>,
+    /// Computing: the shipped machines before the fill, the one under way
+    /// first, and the ends of its batch.
+    steps: VecDeque<Step>,
+    ends: Vec<Option<End>>,
     fill: Distribution,
     requests: Requests<Ask>,
     /// Queries before the fill that ran out of attempts.
     unanswered_before: u64,
+    /// Pairs its check found the master's records of unlike the model's.
+    differed: usize,
 }
 
 impl Distributor {
@@ -163,27 +167,29 @@ impl Distributor {
                 .with_qos(QosPlan::new(&[key], Some(&partitions), false))
                 .with_partitions(Some(partitions));
         }
-        let mut before = VecDeque::from([names_query(AttributeId::SERVICE_RECORD)]);
-        let (read, sample) = match source {
-            Source::Computed => (
-                Some((DescriptionRead::new(SM_KEY, lid.max(master)), Vec::new())),
-                sample(hosts),
-            ),
-            _ => {
-                before.push_front(names_query(AttributeId::NODE_RECORD));
-                (None, Vec::new())
-            }
-        };
+        let mut names = vec![AttributeId::SERVICE_RECORD];
+        let mut steps = VecDeque::new();
+        if source == Source::Computed {
+            steps.push_back(Step::Read(DescriptionRead::new(SM_KEY, lid.max(master))));
+            steps.push_back(Step::Check(sample(hosts)));
+        } else {
+            names.insert(0, AttributeId::NODE_RECORD);
+        }
         Self {
             lid,
             master: master_at,
-            before,
+            hosts,
+            before: names
+                .into_iter()
+                .map(|a| (Ask::Names, names_query(a)))
+                .collect(),
             before_out: 0,
-            read,
-            sample,
+            steps,
+            ends: Vec::new(),
             fill,
             requests: Requests::new(),
             unanswered_before: 0,
+            differed: 0,
         }
     }
 
@@ -191,6 +197,11 @@ impl Distributor {
     /// unanswered.
     pub(crate) fn retries(&self) -> u64 {
         self.fill.tally().retried + self.unanswered_before
+    }
+
+    /// Pairs its check found the master's records of unlike the model's.
+    pub(crate) fn differed(&self) -> usize {
+        self.differed
     }
 
     /// What is due at `now`: time-outs, then what the machine has to
@@ -205,7 +216,10 @@ impl Distributor {
 
     /// Whether every node has everything.
     pub(crate) fn is_done(&self) -> bool {
-        self.read.is_none() && self.before.is_empty() && self.before_out == 0 && self.fill.is_done()
+        self.steps.is_empty()
+            && self.before.is_empty()
+            && self.before_out == 0
+            && self.fill.is_done()
     }
 
     /// When [`Self::poll`] must run again.
@@ -227,20 +241,19 @@ impl Distributor {
         self.poll(now)
     }
 
-    /// A request ended: the machine is told (a query before the fill is
-    /// counted).
+    /// A request ended: the machine is told (a names query is counted, a
+    /// step's end kept for its batch).
     fn ended(&mut self, c: Completion<Ask>) {
         match c.token {
-            Ask::Before => {
+            Ask::Names => {
                 self.before_out -= 1;
                 if c.outcome.is_err() {
                     self.unanswered_before += 1;
                 }
             }
-            Ask::Read(place) => {
-                if let Some((_, ends)) = &mut self.read
-                    && let Some(end) = ends.get_mut(place)
-                {
+            Ask::Step(place) => {
+                self.before_out -= 1;
+                if let Some(end) = self.ends.get_mut(place) {
                     *end = Some(c.outcome);
                 }
             }
@@ -248,50 +261,83 @@ impl Distributor {
         }
     }
 
-    /// Moves the description's read on: its next batch once the last
-    /// one's ends are in; once it is over, the sample is asked.
-    fn read(&mut self, now: Instant) {
-        let Some((read, out)) = &mut self.read else {
+    /// Moves the steps on: once the last batch's ends are in, the step
+    /// takes them and gives its next batch; a step with none left is
+    /// over, and the next one starts.
+    fn step(&mut self) {
+        if self.ends.iter().any(Option::is_none) {
             return;
+        }
+        let mut ends: Vec<End> = std::mem::take(&mut self.ends)
+            .into_iter()
+            .flatten()
+            .collect();
+        let paths = ModelPaths {
+            hosts: self.hosts,
+            moved: None,
         };
-        if out.iter().any(Option::is_none) {
-            return;
-        }
-        let ends: Vec<End> = std::mem::take(out).into_iter().flatten().collect();
-        if !ends.is_empty() && read.handle_batch(ends).is_err() {
-            // lsaquery falls back on the master's tables; the model master
-            // always serves its description, so this is not modelled.
-            self.unanswered_before += 1;
-        }
-        match read.poll_batch() {
-            Some(batch) => {
-                *out = vec![None; batch.len()];
-                for (place, q) in batch.iter().enumerate() {
-                    self.requests.query(now, self.master, Ask::Read(place), q);
+        while let Some(step) = self.steps.front_mut() {
+            // lsaquery falls back on the master's tables (a read) or stops
+            // (a check); the model master answers in the end, so neither
+            // is modelled: it is counted.
+            if !ends.is_empty() && !step.handle_batch(&paths, std::mem::take(&mut ends)) {
+                self.unanswered_before += 1;
+            }
+            let Some(batch) = step.poll_batch(&paths) else {
+                if let Some(Step::Check(check)) = self.steps.pop_front() {
+                    let (found, _) = check.finish();
+                    self.differed += found.mismatches.len() + found.uncomputable.len();
                 }
-            }
-            None => {
-                self.read = None;
-                self.before.extend(std::mem::take(&mut self.sample));
-            }
+                continue;
+            };
+            self.ends = vec![None; batch.len()];
+            let asks = batch.into_iter().enumerate();
+            self.before
+                .extend(asks.map(|(place, q)| (Ask::Step(place), q)));
+            return;
         }
     }
 
     /// Asks the queries before the fill, [`MASTER_WINDOW`] at a time;
     /// once all are answered, makes the machine's sends.
     fn send(&mut self, now: Instant) {
-        self.read(now);
+        self.step();
         while self.before_out < MASTER_WINDOW {
-            let Some(q) = self.before.pop_front() else {
+            let Some((ask, q)) = self.before.pop_front() else {
                 break;
             };
             self.before_out += 1;
-            self.requests.query(now, self.master, Ask::Before, &q);
+            self.requests.query(now, self.master, ask, &q);
         }
-        if self.read.is_some() || !self.before.is_empty() || self.before_out > 0 {
+        if !self.steps.is_empty() || !self.before.is_empty() || self.before_out > 0 {
             return;
         }
         self.requests.sends(now, &mut self.fill, Ask::Fill);
+    }
+}
+
+/// A shipped machine a computing distributor runs before its fill.
+enum Step {
+    /// The description's read.
+    Read(DescriptionRead),
+    /// The check of the sample.
+    Check(SampleCheck),
+}
+
+impl Step {
+    fn poll_batch(&mut self, paths: &ModelPaths<'_>) -> Option<Vec<Bytes>> {
+        match self {
+            Self::Read(read) => read.poll_batch(),
+            Self::Check(check) => check.poll_batch(paths),
+        }
+    }
+
+    /// Takes the batch's ends; whether the step could use them.
+    fn handle_batch(&mut self, paths: &ModelPaths<'_>, ends: Vec<End>) -> bool {
+        match self {
+            Self::Read(read) => read.handle_batch(ends).is_ok(),
+            Self::Check(check) => check.handle_batch(paths, ends).is_ok(),
+        }
     }
 }
 
@@ -311,16 +357,13 @@ fn names_query(attribute: AttributeId) -> Bytes {
     b.into_bytes()
 }
 
-/// The sample a computing distributor checks against the master before
+/// The check a computing distributor makes against the master before
 /// its pushes: pairs spread over the nodes, and more until every node is
 /// a source and a destination.
-fn sample(hosts: u16) -> Vec<Bytes> {
+fn sample(hosts: u16) -> SampleCheck {
     let pairs = (SAMPLE + 1).min(hosts.saturating_mul(hosts.min(SAMPLE)));
     let drawn = (0..pairs)
         .map(|i| (i % hosts + 1, (i * 7 + i / hosts) % hosts + 1))
         .collect();
-    crate::check::seeing_every_port(hosts, drawn)
-        .into_iter()
-        .map(|(s, d)| crate::check::pair_query(s, d))
-        .collect()
+    crate::check::sample_check(hosts, drawn)
 }

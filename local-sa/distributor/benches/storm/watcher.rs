@@ -12,9 +12,11 @@
 //! * the digests: each node's tables computed again, in virtual time at
 //!   [`ENGINE_PATHS_PER_SECOND`]; a node whose paths the reroute moved
 //!   has new ones;
-//! * the check: Gets of changed pairs, spread over the changed nodes,
-//!   and of pairs that make every node a source and a destination —
-//!   after a sweep that changed nothing, those alone;
+//! * the check: the shipped [`SampleCheck`] of changed pairs, spread
+//!   over the changed nodes, and of pairs that make every node a source
+//!   and a destination — after a sweep that changed nothing, those alone
+//!   — compared with the model's records of the fabric read
+//!   ([`crate::check`]);
 //! * a push: the shipped fill machine over the nodes to push, each
 //!   node's new table against the one it holds, so that it gets only the
 //!   differences (a Set of the changed records, no REPLACE_SOURCES) under
@@ -35,6 +37,7 @@ use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::master_activity::MasterActivity;
 use local_sa_distributor::computed::Served;
 use local_sa_distributor::computed::description::DescriptionRead;
+use local_sa_distributor::computed::sample_check::SampleCheck;
 use local_sa_distributor::fill::Distribution;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::tally::Tally;
@@ -46,6 +49,7 @@ use local_sa_distributor::watch::{
 };
 use mad_codec::{Gid, PathRecord, TrapDetails};
 
+use crate::check::ModelPaths;
 use crate::fixture::{gid, record as path};
 use crate::master::rerouted_record;
 use crate::requests::{MASTER_WINDOW, Requests, SM_KEY, fill_setup};
@@ -85,9 +89,8 @@ const ENGINE_PATHS_PER_SECOND: f64 = 100e6;
 enum Asked {
     /// The shipped read of the description, a batch at a time.
     Read(Box<DescriptionRead>),
-    Check {
-        pairs: usize,
-    },
+    /// The shipped check of the fabric read, a batch at a time.
+    Check(Box<SampleCheck>),
 }
 
 /// The watch at `lid`.
@@ -110,6 +113,8 @@ pub(crate) struct Watcher {
     newest_rerouted: bool,
     /// Transfers tried again.
     retries: u64,
+    /// Pairs its checks found the master's records of unlike the model's.
+    differed: usize,
 }
 
 impl Watcher {
@@ -163,6 +168,7 @@ impl Watcher {
             current_rerouted: false,
             newest_rerouted: false,
             retries: 0,
+            differed: 0,
         }
     }
 
@@ -202,6 +208,11 @@ impl Watcher {
     /// Transfers tried again.
     pub(crate) fn retries(&self) -> u64 {
         self.retries
+    }
+
+    /// Pairs its checks found the master's records of unlike the model's.
+    pub(crate) fn differed(&self) -> usize {
+        self.differed
     }
 
     /// When [`Self::poll`] must run again.
@@ -278,11 +289,8 @@ impl Watcher {
                 Ok(())
             }
             Task::Effect(Effect::Check { nodes, .. }) => {
-                let queries = self.check_queries(!nodes.is_empty());
-                self.asked = Some(Asked::Check {
-                    pairs: queries.len(),
-                });
-                self.driver.ask(now, queries)
+                let check = self.sample_check(!nodes.is_empty());
+                self.checking(now, Box::new(check))
             }
             Task::Effect(Effect::Push(plan)) => self.driver.push(now, self.push(&plan)),
             Task::Answered(ends) => match self.asked.take() {
@@ -293,17 +301,13 @@ impl Watcher {
                         Ok(())
                     }
                 },
-                Some(Asked::Check { pairs }) => {
-                    self.driver.watch_mut().handle_checked(
-                        now,
-                        CheckOutcome {
-                            pairs,
-                            differed: 0,
-                            records: pairs as u64,
-                        },
-                    );
-                    Ok(())
-                }
+                Some(Asked::Check(mut check)) => match check.handle_batch(&self.computed(), ends) {
+                    Ok(()) => self.checking(now, check),
+                    Err(e) => {
+                        self.driver.watch_mut().handle_failed(now, &e.to_string());
+                        Ok(())
+                    }
+                },
                 None => Ok(()),
             },
             Task::Pushed(fill) => {
@@ -329,6 +333,38 @@ impl Watcher {
                 self.read(now, read.finish().served);
                 Ok(())
             }
+        }
+    }
+
+    /// Asks the master the check's next batch; once it has none, the
+    /// watch is told what it found.
+    fn checking(&mut self, now: Instant, mut check: Box<SampleCheck>) -> Result<(), Busy> {
+        match check.poll_batch(&self.computed()) {
+            Some(batch) => {
+                self.asked = Some(Asked::Check(check));
+                self.driver.ask(now, batch)
+            }
+            None => {
+                let (found, cost) = check.finish();
+                let differed = found.mismatches.len() + found.uncomputable.len();
+                self.differed += differed;
+                let outcome = CheckOutcome {
+                    pairs: found.pairs,
+                    differed,
+                    records: cost.records,
+                };
+                self.driver.watch_mut().handle_checked(now, outcome);
+                Ok(())
+            }
+        }
+    }
+
+    /// The records the model's engine computed from the newest fabric
+    /// read.
+    fn computed(&self) -> ModelPaths<'_> {
+        ModelPaths {
+            hosts: self.hosts,
+            moved: self.newest_rerouted.then_some(&self.rerouted),
         }
     }
 
@@ -363,20 +399,17 @@ impl Watcher {
         u64::from(self.newest_rerouted && self.rerouted.contains_key(&lid))
     }
 
-    /// Gets of up to [`CHECK`] changed pairs, spread over the nodes (if
-    /// `changed`), and of pairs that make every node a source and a
+    /// A check of up to [`CHECK`] changed pairs, spread over the nodes
+    /// (if `changed`), and of pairs that make every node a source and a
     /// destination.
-    fn check_queries(&self, changed: bool) -> Vec<Bytes> {
+    fn sample_check(&self, changed: bool) -> SampleCheck {
         let pairs: Vec<(u16, u16)> = (self.rerouted.iter())
             .filter(|_| changed)
             .flat_map(|(s, dests)| dests.iter().map(move |d| (*s, *d)))
             .collect();
         let step = pairs.len().div_ceil(CHECK).max(1);
         let drawn = pairs.into_iter().step_by(step).take(CHECK).collect();
-        crate::check::seeing_every_port(self.hosts, drawn)
-            .into_iter()
-            .map(|(s, d)| crate::check::pair_query(s, d))
-            .collect()
+        crate::check::sample_check(self.hosts, drawn)
     }
 
     /// The fill machine over `plan`'s nodes: each node's table in the

@@ -220,6 +220,10 @@ pub(crate) struct Outcome {
     pub(crate) aftermath: Option<Aftermath>,
     /// Ranks still without all their paths when the time limit came.
     pub(crate) unfinished_ranks: usize,
+    /// Pairs the distributors' checks found the master's records of
+    /// unlike the model's computed ones: the model and its master
+    /// disagree, and the run's figures are not to be trusted.
+    pub(crate) check_differed: usize,
 }
 
 /// Who receives a MAD or a wake-up.
@@ -355,6 +359,14 @@ impl Pusher {
         match self {
             Self::Fill(d) => d.retries(),
             Self::Watch(w) => w.retries(),
+        }
+    }
+
+    /// Pairs its checks found the master's records of unlike the model's.
+    fn differed(&self) -> usize {
+        match self {
+            Self::Fill(d) => d.differed(),
+            Self::Watch(w) => w.differed(),
         }
     }
 }
@@ -1144,6 +1156,7 @@ impl World {
             rank_retries: self.rank_retries,
             loads_retried: self.distributors.iter().map(|p| p.d.retries()).sum(),
             unfinished_ranks: total_ranks - self.ranks_done,
+            check_differed: self.distributors.iter().map(|p| p.d.differed()).sum(),
         }
     }
 }
@@ -1205,5 +1218,13 @@ fn core_config(s: &Scenario) -> AgentConfig {
 
 /// Runs `s` for at most `limit` of virtual time.
 pub(crate) fn run(s: Scenario, limit: Duration) -> Outcome {
-    World::new(s).run(limit)
+    let o = World::new(s).run(limit);
+    if o.check_differed > 0 {
+        eprintln!(
+            "storm: the checks found {} pairs whose records at the model master differ from the \
+             model's computed ones: the model is inconsistent, and this run's figures are not to be trusted",
+            o.check_differed
+        );
+    }
+    o
 }

@@ -17,9 +17,15 @@
 //!   more: answered otherwise then, the master's answers vary from ask to
 //!   ask (DFSSSP draws a path's SL at random), and the difference is told
 //!   as that ([`Mismatch::varies`]).
+//!
+//! What a check compares the master's answers with is a
+//! [`ComputedPaths`]: the path engine's [`Fabric`] in lsaquery, a model of
+//! one in the storm simulator, through the same check.
+
+use std::ops::Range;
 
 use bytes::Bytes;
-use local_sa_core::path_engine::{Fabric, PairCheck, compare_pair};
+use local_sa_core::path_engine::{Fabric, PairCheck, Table, compare_pair};
 use local_sa_core::requester::{Answer, Failure};
 use mad_codec::attr::path_record::mask as pr;
 use mad_codec::zerocopy::FromZeros;
@@ -31,16 +37,61 @@ use crate::computed::{Checked, Mismatch, Served};
 /// What the master did with one query: its answer, or why none came.
 pub type End = Result<Answer, Failure>;
 
-/// The GID of the port a GUID names.
-fn gid(fabric: &Fabric, guid: u64) -> Gid {
-    Gid::new(fabric.endport(guid).map_or(0, |e| e.prefix), guid)
+/// What a check compares the master's answers with: where each port is
+/// (its GID, its LIDs) and each pair's computed records.
+pub trait ComputedPaths {
+    /// Why a pair's records could not be computed.
+    type Error: std::fmt::Display;
+
+    /// The GID of the port `guid` names (prefix 0 if none does).
+    fn gid(&self, guid: u64) -> Gid;
+
+    /// The LIDs of the port `guid` names (none if no port does).
+    fn lids(&self, guid: u64) -> Range<u16>;
+
+    /// The records from `source` to `dest` in `table`, into `out`.
+    fn pair(
+        &self,
+        source: u64,
+        dest: u64,
+        table: Table,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), Self::Error>;
+}
+
+impl ComputedPaths for Fabric {
+    type Error = local_sa_core::path_engine::TableError;
+
+    fn gid(&self, guid: u64) -> Gid {
+        Gid::new(self.endport(guid).map_or(0, |e| e.prefix), guid)
+    }
+
+    fn lids(&self, guid: u64) -> Range<u16> {
+        self.endport(guid).map_or(0..0, |e| e.lids())
+    }
+
+    fn pair(
+        &self,
+        source: u64,
+        dest: u64,
+        table: Table,
+        out: &mut Vec<PathRecord>,
+    ) -> Result<(), Self::Error> {
+        // The engine's own (inherent) `pair`, not this trait's.
+        Self::pair(self, source, dest, table, out)
+    }
 }
 
 /// A PathRecord query of `method` for `pair`, naming `lids` too if given.
-fn query(fabric: &Fabric, method: Method, pair: &PairCheck, lids: Option<(u16, u16)>) -> Bytes {
+fn query(
+    paths: &impl ComputedPaths,
+    method: Method,
+    pair: &PairCheck,
+    lids: Option<(u16, u16)>,
+) -> Bytes {
     let mut t = PathRecord::new_zeroed();
-    t.set_sgid(gid(fabric, pair.source));
-    t.set_dgid(gid(fabric, pair.dest));
+    t.set_sgid(paths.gid(pair.source));
+    t.set_dgid(paths.gid(pair.dest));
     let mut mask = pr::SGID | pr::DGID;
     if let Some((s, d)) = lids {
         t.set_slid(s);
@@ -225,7 +276,7 @@ impl SampleCheck {
     /// The next batch of queries to send (all of them may be out at once),
     /// or `None` when the check is over. Each batch's ends go to
     /// [`Self::handle_batch`] before the next is asked for.
-    pub fn poll_batch(&mut self, fabric: &Fabric) -> Option<Vec<Bytes>> {
+    pub fn poll_batch(&mut self, fabric: &impl ComputedPaths) -> Option<Vec<Bytes>> {
         self.asked = match &self.stage {
             Stage::Done => return None,
             Stage::Probe => vec![(0, None)],
@@ -254,7 +305,11 @@ impl SampleCheck {
 
     /// The ends of the last batch, in order. An end that is not an answer
     /// about paths (no answer, an error status) ends the check: why.
-    pub fn handle_batch(&mut self, fabric: &Fabric, ends: Vec<End>) -> Result<(), CheckEnded> {
+    pub fn handle_batch(
+        &mut self,
+        fabric: &impl ComputedPaths,
+        ends: Vec<End>,
+    ) -> Result<(), CheckEnded> {
         let asked = std::mem::take(&mut self.asked);
         match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Done => {}
@@ -309,13 +364,11 @@ impl SampleCheck {
     }
 
     /// The Gets of pair `i`, one per LID pair of its ports.
-    fn lid_pairs(&self, fabric: &Fabric, i: usize) -> Vec<Ask> {
+    fn lid_pairs(&self, fabric: &impl ComputedPaths, i: usize) -> Vec<Ask> {
         let pair = &self.pairs[i];
-        let (Some(s), Some(d)) = (fabric.endport(pair.source), fabric.endport(pair.dest)) else {
-            return Vec::new();
-        };
-        s.lids()
-            .flat_map(|slid| d.lids().map(move |dlid| (i, Some((slid, dlid)))))
+        let dlids = fabric.lids(pair.dest);
+        (fabric.lids(pair.source))
+            .flat_map(|slid| dlids.clone().map(move |dlid| (i, Some((slid, dlid)))))
             .collect()
     }
 
@@ -323,7 +376,7 @@ impl SampleCheck {
     /// the pairs whose whole-table answer came cut, not compared.
     fn compare(
         &mut self,
-        fabric: &Fabric,
+        fabric: &impl ComputedPaths,
         asked: &[Ask],
         ends: Vec<End>,
     ) -> Result<Vec<usize>, CheckEnded> {
