@@ -1,13 +1,14 @@
-//! Many requests through the client, a window at a time: the one loop
-//! behind the distributor's queries, `--verify`'s paced checks and
-//! `--bench`. Each end is handed over as it comes (with how long it
-//! took), so that a run of millions keeps nothing it does not need.
+//! Many requests through the client, a window at a time, paced: the loop
+//! behind `--verify`'s checks and `--bench` (the distributor's queries go
+//! through the distributor's own batch, `compute::ask`). Each end is
+//! handed over as it comes (with how long it took), so that a run of
+//! millions keeps nothing it does not need.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
+use local_sa_core::requester::{Answer, Failure as RequestFailure};
 use umad::Address;
 
 use crate::client::Client;
@@ -19,8 +20,6 @@ use crate::stop::Stop;
 pub(crate) struct FanOut<'w> {
     /// Requests outstanding at once, at most.
     pub(crate) window: usize,
-    /// Each request's time-out and retries, if not the client's.
-    pub(crate) attempts: Option<Attempts>,
     /// Requests sent a second, at most.
     pub(crate) rate: Option<u32>,
     /// After this many in a row got no answer, the rest are not sent (a
@@ -36,7 +35,6 @@ impl FanOut<'_> {
     pub(crate) fn window(window: usize) -> Self {
         Self {
             window,
-            attempts: None,
             rate: None,
             give_up_after: None,
             progress: None,
@@ -72,10 +70,7 @@ impl FanOut<'_> {
                     next_at = next_at.max(now) + gap;
                 }
                 let (dest, mad) = request(next);
-                let token = match self.attempts {
-                    Some(a) => client.start_with(dest, &mad, a),
-                    None => client.start(dest, &mad),
-                };
+                let token = client.start(dest, &mad);
                 in_flight.insert(token, (next, Instant::now()));
                 next += 1;
                 continue;

@@ -49,6 +49,7 @@ use local_sa_core::Address;
 use local_sa_core::load_flags::LeaseTerms;
 use local_sa_core::path_query::QosKey;
 use local_sa_core::requester::Completion;
+use local_sa_distributor::batch::Batch;
 use local_sa_distributor::computed::description::DescriptionRead;
 use local_sa_distributor::computed::sample_check::{End, SampleCheck};
 use local_sa_distributor::fill::Distribution;
@@ -57,6 +58,7 @@ use local_sa_distributor::fill::partitions::NodePartitions;
 use local_sa_distributor::fill::ports::FabricPort;
 use local_sa_distributor::fill::qos::QosPlan;
 use local_sa_distributor::fill::tally::Tally;
+use local_sa_distributor::sends::Sends as _;
 use local_sa_distributor::sent_tables::SentTables;
 use mad_codec::zerocopy::FromZeros as _;
 use mad_codec::{AttributeId, Method, NodeRecord, SaMadBuilder, ServiceRecord};
@@ -91,10 +93,8 @@ pub(crate) struct FillOf {
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
-    /// A names table's query, made before the fill.
-    Names,
-    /// The query at this place in the batch of the step under way.
-    Step(usize),
+    /// A query of the batch before the fill, by its id in the batch.
+    Before(u64),
     /// One of the fill machine's sends, by its id.
     Fill(u64),
 }
@@ -104,13 +104,10 @@ pub(crate) struct Distributor {
     pub(crate) lid: u16,
     master: Address,
     hosts: u16,
-    /// Queries still to make before the fill, and those out.
-    before: VecDeque<(Ask, Bytes)>,
-    before_out: usize,
-    /// Computing: the shipped machines before the fill, the one under way
-    /// first, and the ends of its batch.
+    /// What it asks the master before the fill, the step under way
+    /// first, and the batch of that step's queries out.
     steps: VecDeque<Step>,
-    ends: Vec<Option<End>>,
+    batch: Option<Batch>,
     fill: Distribution,
     requests: Requests<Ask>,
     /// Queries before the fill that ran out of attempts.
@@ -175,17 +172,15 @@ impl Distributor {
         } else {
             names.insert(0, AttributeId::NODE_RECORD);
         }
+        steps.push_back(Step::Names(Some(
+            names.into_iter().map(names_query).collect(),
+        )));
         Self {
             lid,
             master: master_at,
             hosts,
-            before: names
-                .into_iter()
-                .map(|a| (Ask::Names, names_query(a)))
-                .collect(),
-            before_out: 0,
             steps,
-            ends: Vec::new(),
+            batch: None,
             fill,
             requests: Requests::new(),
             unanswered_before: 0,
@@ -208,7 +203,7 @@ impl Distributor {
     /// send; returns MADs to send.
     pub(crate) fn poll(&mut self, now: Instant) -> Vec<(Address, Bytes)> {
         for c in self.requests.timeouts(now) {
-            self.ended(c);
+            self.ended(now, c);
         }
         self.send(now);
         self.requests.drain()
@@ -216,10 +211,7 @@ impl Distributor {
 
     /// Whether every node has everything.
     pub(crate) fn is_done(&self) -> bool {
-        self.steps.is_empty()
-            && self.before.is_empty()
-            && self.before_out == 0
-            && self.fill.is_done()
+        self.steps.is_empty() && self.fill.is_done()
     }
 
     /// When [`Self::poll`] must run again.
@@ -236,92 +228,72 @@ impl Distributor {
         mad: &[u8],
     ) -> Vec<(Address, Bytes)> {
         if let Some(c) = self.requests.receive(now, from, mad) {
-            self.ended(c);
+            self.ended(now, c);
         }
         self.poll(now)
     }
 
-    /// A request ended: the machine is told (a names query is counted, a
-    /// step's end kept for its batch).
-    fn ended(&mut self, c: Completion<Ask>) {
+    /// A request ended: the batch before the fill or the fill machine
+    /// is told.
+    fn ended(&mut self, now: Instant, c: Completion<Ask>) {
         match c.token {
-            Ask::Names => {
-                self.before_out -= 1;
-                if c.outcome.is_err() {
-                    self.unanswered_before += 1;
-                }
-            }
-            Ask::Step(place) => {
-                self.before_out -= 1;
-                if let Some(end) = self.ends.get_mut(place) {
-                    *end = Some(c.outcome);
+            Ask::Before(id) => {
+                if let Some(batch) = &mut self.batch {
+                    batch.handle_end(now, id, c.outcome);
                 }
             }
             Ask::Fill(id) => self.fill.handle_end(id, c.outcome),
         }
     }
 
-    /// Moves the steps on: once the last batch's ends are in, the step
-    /// takes them and gives its next batch; a step with none left is
-    /// over, and the next one starts.
+    /// Moves the steps on: once the batch out has ended, its step takes
+    /// the ends and gives its next batch; a step with none left is over,
+    /// and the next one starts.
     fn step(&mut self) {
-        if self.ends.iter().any(Option::is_none) {
+        if self.batch.as_ref().is_some_and(|b| !b.is_done()) {
             return;
         }
-        let mut ends: Vec<End> = std::mem::take(&mut self.ends)
-            .into_iter()
-            .flatten()
-            .collect();
+        let mut ends = self.batch.take().map(Batch::finish);
         let paths = ModelPaths {
             hosts: self.hosts,
             moved: None,
         };
         while let Some(step) = self.steps.front_mut() {
-            // lsaquery falls back on the master's tables (a read) or stops
-            // (a check); the model master answers in the end, so neither
-            // is modelled: it is counted.
-            if !ends.is_empty() && !step.handle_batch(&paths, std::mem::take(&mut ends)) {
-                self.unanswered_before += 1;
+            if let Some(ends) = ends.take() {
+                self.unanswered_before += step.handle_batch(&paths, ends);
             }
-            let Some(batch) = step.poll_batch(&paths) else {
+            let Some(queries) = step.poll_batch(&paths) else {
                 if let Some(Step::Check(check)) = self.steps.pop_front() {
                     let (found, _) = check.finish();
                     self.differed += found.mismatches.len() + found.uncomputable.len();
                 }
                 continue;
             };
-            self.ends = vec![None; batch.len()];
-            let asks = batch.into_iter().enumerate();
-            self.before
-                .extend(asks.map(|(place, q)| (Ask::Step(place), q)));
+            let queries = queries.into_iter().map(|q| (self.master, q)).collect();
+            self.batch = Some(Batch::new(queries, MASTER_WINDOW));
             return;
         }
     }
 
-    /// Asks the queries before the fill, [`MASTER_WINDOW`] at a time;
-    /// once all are answered, makes the machine's sends.
+    /// Asks the master what the steps before the fill ask, [`MASTER_WINDOW`]
+    /// queries at a time; once they are over, makes the fill's sends.
     fn send(&mut self, now: Instant) {
         self.step();
-        while self.before_out < MASTER_WINDOW {
-            let Some((ask, q)) = self.before.pop_front() else {
-                break;
-            };
-            self.before_out += 1;
-            self.requests.query(now, self.master, ask, &q);
+        match &mut self.batch {
+            Some(batch) => self.requests.sends(now, batch, Ask::Before),
+            None => self.requests.sends(now, &mut self.fill, Ask::Fill),
         }
-        if !self.steps.is_empty() || !self.before.is_empty() || self.before_out > 0 {
-            return;
-        }
-        self.requests.sends(now, &mut self.fill, Ask::Fill);
     }
 }
 
-/// A shipped machine a computing distributor runs before its fill.
+/// What a distributor asks the master before its fill, in lsaquery's
+/// order: computing, the description's read and the check of the sample
+/// (the shipped machines); then the names tables.
 enum Step {
-    /// The description's read.
     Read(DescriptionRead),
-    /// The check of the sample.
     Check(SampleCheck),
+    /// The names tables' queries, until asked.
+    Names(Option<Vec<Bytes>>),
 }
 
 impl Step {
@@ -329,14 +301,20 @@ impl Step {
         match self {
             Self::Read(read) => read.poll_batch(),
             Self::Check(check) => check.poll_batch(paths),
+            Self::Names(queries) => queries.take(),
         }
     }
 
-    /// Takes the batch's ends; whether the step could use them.
-    fn handle_batch(&mut self, paths: &ModelPaths<'_>, ends: Vec<End>) -> bool {
+    /// Takes the batch's ends; returns how many went unanswered, as far
+    /// as it matters: lsaquery falls back on the master's tables when
+    /// its read fails, stops when its check does, and goes without names
+    /// when their queries fail. The model master answers in the end, so
+    /// none of that is modelled; it is counted.
+    fn handle_batch(&mut self, paths: &ModelPaths<'_>, ends: Vec<End>) -> u64 {
         match self {
-            Self::Read(read) => read.handle_batch(ends).is_ok(),
-            Self::Check(check) => check.handle_batch(paths, ends).is_ok(),
+            Self::Read(read) => u64::from(read.handle_batch(ends).is_err()),
+            Self::Check(check) => u64::from(check.handle_batch(paths, ends).is_err()),
+            Self::Names(_) => ends.iter().filter(|e| e.is_err()).count() as u64,
         }
     }
 }

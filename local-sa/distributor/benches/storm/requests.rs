@@ -1,7 +1,7 @@
 //! A distributor's requests on the virtual fabric: the core's requester,
 //! as lsaquery's client runs it over umad (retries, RMPP both ways), and
-//! the sends of the shipped machines (the fill, the watch's driver) made
-//! through it.
+//! the sends of the shipped machines (the fill, the watch's driver, a
+//! batch of queries) made through it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -66,11 +66,6 @@ impl<T: Copy> Requests<T> {
             requester: Requester::new(config, 1),
             out: VecDeque::new(),
         }
-    }
-
-    /// Sends a query with lsaquery's attempts.
-    pub(crate) fn query(&mut self, now: Instant, dest: Address, token: T, mad: &[u8]) {
-        self.requester.send(now, dest, token, mad, &mut self.out);
     }
 
     /// Makes every send `machine` has, each under `token(id)`.

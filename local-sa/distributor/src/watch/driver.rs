@@ -27,8 +27,8 @@ use local_sa_core::requester::{Answer, Failure as RequestFailure};
 use mad_codec::Gid;
 use mad_codec::address::Address;
 
-use super::batch::Batch;
 use super::{Effect, LeaseAnswer, Renewed, Watch, renewal};
+use crate::batch::Batch;
 use crate::computed::sample_check::End;
 use crate::fill::Distribution;
 use crate::fill::ports::{FabricPort, sa_probe, sa_probe_attempts, those_running_an_sa};
@@ -284,14 +284,14 @@ impl WatchDriver {
 impl Sends for WatchDriver {
     fn poll_send(&mut self) -> Option<(u64, Send)> {
         let next_id = &mut self.next_id;
-        let id = || {
+        let id = |_| {
             *next_id += 1;
             *next_id
         };
         match &mut self.doing {
             Doing::Nothing => None,
             Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.poll_send(id)
+                b.poll_query(id)
             }
             Doing::Pushing(fill) => fill.poll_send(),
         }
@@ -301,7 +301,7 @@ impl Sends for WatchDriver {
         match &mut self.doing {
             Doing::Nothing => return,
             Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.handle_end(id, outcome)
+                b.query_ended(id, outcome)
             }
             Doing::Pushing(fill) => fill.handle_end(id, outcome),
         }
@@ -313,7 +313,7 @@ impl Sends for WatchDriver {
             Doing::Nothing => return,
             // A query the transport refused outright ended unanswered.
             Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.handle_end(id, Err(RequestFailure::Undeliverable { status: 0 }));
+                b.query_ended(id, Err(RequestFailure::Undeliverable { status: 0 }));
             }
             Doing::Pushing(fill) => fill.handle_unsendable(id, why),
         }

@@ -69,7 +69,6 @@
 //! virtual clock against a fake master and fake nodes, the storm
 //! simulator on its own.
 
-mod batch;
 mod changed_pairs;
 pub mod claim;
 pub mod driver;

@@ -1,10 +1,13 @@
-//! Many queries at the master, a window at a time, and what they cost it.
+//! Many queries at the master, a window at a time: the distributor's
+//! batch of queries over the session's client.
 
 use bytes::Bytes;
 use local_sa_core::requester::{Answer, Attempts, Failure as RequestFailure};
 use umad::Address;
 
-use crate::fan_out::FanOut;
+use local_sa_distributor::batch::Batch;
+
+use crate::distribute::sends::Carrier;
 use crate::session::Session;
 use crate::stop::Stop;
 
@@ -32,26 +35,20 @@ pub(crate) async fn each_to(
 }
 
 /// [`each_to`], each request with `attempts` (its time-out and retries)
-/// instead of the session's.
+/// instead of the session's: the distributor's [`Batch`], carried out
+/// over the session's client as the watch's driver is.
 pub(crate) async fn each_to_with(
     session: &mut Session,
     window: usize,
     requests: &[(Address, Bytes)],
     attempts: Attempts,
 ) -> Result<Vec<Result<Answer, RequestFailure>>, Stop> {
-    let mut ends: Vec<Option<Result<Answer, RequestFailure>>> =
-        (0..requests.len()).map(|_| None).collect();
-    let fan_out = FanOut {
-        attempts: Some(attempts),
-        ..FanOut::window(window)
-    };
-    fan_out
-        .run(
-            &mut session.client,
-            requests.len(),
-            |i| requests[i].clone(),
-            |i, end, _| ends[i] = Some(end),
-        )
-        .await?;
-    Ok(ends.into_iter().flatten().collect())
+    let mut batch = Batch::new(requests.to_vec(), window).with_attempts(attempts);
+    let mut carrier = Carrier::default();
+    carrier.send(session, &mut batch);
+    while carrier.is_waiting() {
+        carrier.next_end(session, &mut batch).await?;
+        carrier.send(session, &mut batch);
+    }
+    Ok(batch.finish())
 }
