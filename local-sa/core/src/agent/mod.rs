@@ -166,20 +166,13 @@ impl SaCore {
             // The one log line that loads are refused comes again.
             self.telemetry.rearm_unkeyed();
         }
-        let refresh_sooner = config.refresh_interval < self.config.refresh_interval;
         let audit_sooner = config.audit_interval < self.config.audit_interval;
         self.config = config;
-        self.tables_know();
+        self.tables_know(now);
         self.master.set_config(&config);
         self.answers
             .set_ttls(config.answer_ttl, config.negative_ttl);
         self.proxy.reconfigure(&config);
-        // A shorter interval takes effect now rather than after the long
-        // one already scheduled.
-        if refresh_sooner {
-            self.tables
-                .bring_refresh_forward(now + config.refresh_interval);
-        }
         if audit_sooner {
             self.proxy.audit_by(now + config.audit_interval);
         }
@@ -355,7 +348,7 @@ impl SaCore {
             master_changed, me_changed, "port changed; refreshing and registering again"
         );
         self.port = port;
-        self.tables_know();
+        self.tables_know(now);
         self.proxy.set_port_gid(port.gid);
         if master_changed || me_changed {
             self.sa_class.master_moved();
@@ -370,7 +363,7 @@ impl SaCore {
         if me_changed {
             self.tables.clear();
             self.master.forget_info();
-            self.tables_know();
+            self.tables_know(now);
             self.abandon_fetches_into(|_| true);
         }
         self.answers.forget();
@@ -481,7 +474,7 @@ impl SaCore {
     /// closing) and stops refreshing.
     pub fn begin_shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
-        self.tables_know();
+        self.tables_know(now);
         self.answer_refresh_waiters(MadStatus::BUSY);
         let withdrawals = self.proxy.withdraw_all(now);
         self.carry_out(now, withdrawals, None);
@@ -822,7 +815,7 @@ impl SaCore {
                 qos,
                 sm_lid: p.sm_lid,
             });
-            self.tables_know();
+            self.tables_know(now);
         }
         if let Some(kept_names) = kept.names {
             let mut names = Names::new();

@@ -509,11 +509,6 @@ impl PortTables {
         self.refresh.schedule(at)
     }
 
-    /// A next refresh already scheduled comes no later than `at`.
-    pub(in crate::agent) fn bring_refresh_forward(&mut self, at: Instant) {
-        self.refresh.bring_forward(at)
-    }
-
     /// The agent waits for its first refresh before it registers.
     pub(in crate::agent) fn registers_after(&self) -> bool {
         self.refresh.registers_after()

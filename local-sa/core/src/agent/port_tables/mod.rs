@@ -125,14 +125,24 @@ impl PortTables {
         context::of(&AgentConfig::default(), port, false, false)
     }
 
-    /// What the agent is now, told whenever it changes (its settings on
-    /// reload, the port, the master's QoS, its shutting down): the
-    /// tables' decisions read it from here, not from each call.
-    pub(in crate::agent) fn know(&mut self, upkeep: UpkeepContext, refresh: RefreshContext) {
+    /// What the agent is now, told at `now` whenever it changes (its
+    /// settings on reload, the port, the master's QoS, its shutting
+    /// down): the tables' decisions read it from here, not from each call.
+    pub(in crate::agent) fn know(
+        &mut self,
+        now: Instant,
+        upkeep: UpkeepContext,
+        refresh: RefreshContext,
+    ) {
         if upkeep.shutting_down && !self.upkeep_ctx.shutting_down {
             // The agent withdraws: nothing more is refreshed or polled.
             self.refresh.schedule(None);
             self.sweeps.poll_at(None);
+        }
+        if upkeep.refresh_interval < self.upkeep_ctx.refresh_interval {
+            // A shorter interval takes effect now rather than after the
+            // long one already scheduled.
+            self.refresh.bring_forward(now + upkeep.refresh_interval);
         }
         self.upkeep_ctx = upkeep;
         self.refresh_ctx = refresh;

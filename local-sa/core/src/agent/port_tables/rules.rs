@@ -428,7 +428,7 @@ impl PortTables {
     /// Check `done` ended at `now`: what follows, and when the next check
     /// is (after the refresh's back-off if the master did not answer;
     /// `check_interval` on while a distributor keeps the tables).
-    pub(in crate::agent) fn check_ended(&mut self, now: Instant, done: &Checking) -> CheckEnd {
+    fn check_ended(&mut self, now: Instant, done: &Checking) -> CheckEnd {
         let retry = self.refresh_retry_delay();
         let interval = self.upkeep_ctx.check_interval;
         let kept_by = self.upkeep.tables_kept_by();
@@ -573,16 +573,18 @@ impl PortTables {
         self.upkeep.in_doubt()
     }
 
-    /// The master's answer about `dlid` in `table`, in check `round`:
+    /// The master's answer at `now` to `question`, in check `round`:
     /// whether it agrees with what is held (`None`: it did not answer).
-    /// The check, once every destination is answered.
+    /// Once every question is answered, the check's end: what follows.
     pub(in crate::agent) fn check_answered(
         &mut self,
+        now: Instant,
         round: u32,
         question: CheckQuestion,
         agrees: Option<bool>,
-    ) -> Option<Checking> {
-        self.upkeep.check_answered(round, question, agrees)
+    ) -> Option<CheckEnd> {
+        let done = self.upkeep.check_answered(round, question, agrees)?;
+        Some(self.check_ended(now, &done))
     }
 }
 
@@ -635,6 +637,27 @@ mod tests {
     }
 
     #[test]
+    fn a_shorter_refresh_interval_takes_effect_when_told_and_a_longer_one_waits() {
+        let now = Instant::now();
+        let mut t = fresh(now);
+        let periodic = t.refresh.next().unwrap();
+        let refresh = PortTables::test_context().1;
+        let later = now + Duration::from_secs(10);
+        let longer = UpkeepContext {
+            refresh_interval: Duration::from_secs(3600),
+            ..ctx()
+        };
+        t.know(later, longer, refresh);
+        assert_eq!(t.refresh.next(), Some(periodic), "the one scheduled stays");
+        let shorter = UpkeepContext {
+            refresh_interval: Duration::from_secs(60),
+            ..ctx()
+        };
+        t.know(later, shorter, refresh);
+        assert_eq!(t.refresh.next(), Some(later + Duration::from_secs(60)));
+    }
+
+    #[test]
     fn shutting_down_ends_the_refreshes_and_the_polls() {
         let now = Instant::now();
         let mut t = fresh(now);
@@ -642,7 +665,7 @@ mod tests {
         assert!(t.refresh.next().is_some());
         let (mut upkeep, refresh) = (ctx(), PortTables::test_context().1);
         upkeep.shutting_down = true;
-        t.know(upkeep, refresh);
+        t.know(now, upkeep, refresh);
         assert_eq!(t.refresh.next(), None);
         assert_eq!(t.poll_timeout(), None, "nothing falls due");
     }

@@ -334,7 +334,7 @@ impl SaCore {
                     qos,
                     sm_lid: self.port.sm_lid,
                 });
-                self.tables_know();
+                self.tables_know(now);
             }
             _ => self.retry_registration(now),
         }
@@ -379,7 +379,7 @@ impl SaCore {
             "the master SA lost this port's registrations (restarted?): registering again"
         );
         self.master.forget_info();
-        self.tables_know();
+        self.tables_know(now);
         self.proxy.register_at(Some(now));
         let again = now + self.reregister_delay();
         self.proxy.reregister_at(Some(again));

@@ -28,7 +28,7 @@ use crate::agent::port_tables::context;
 use crate::agent::port_tables::fetch::RefreshEffect;
 use crate::agent::port_tables::loads::{LoadCommand, is_segment};
 use crate::agent::port_tables::rules::SweepSeen;
-use crate::agent::port_tables::upkeep::{CheckQuestion, Checking, LeaseWord};
+use crate::agent::port_tables::upkeep::{CheckQuestion, LeaseWord};
 use crate::agent::telemetry::Warning;
 use crate::inbound::SaRequest;
 use crate::load_flags;
@@ -42,10 +42,10 @@ use crate::transfers::Event;
 impl SaCore {
     /// Tells the tables what the agent is now: called whenever its
     /// settings, its port, the master's QoS or its shutting down change.
-    pub(in crate::agent) fn tables_know(&mut self) {
+    pub(in crate::agent) fn tables_know(&mut self, now: Instant) {
         let no_qos = self.master.info().is_some_and(|m| !m.qos);
         let (upkeep, refresh) = context::of(&self.config, self.port, no_qos, self.shutting_down);
-        self.tables.know(upkeep, refresh);
+        self.tables.know(now, upkeep, refresh);
     }
 
     /// Says in the log how often this port refreshes, when that changed.
@@ -420,16 +420,13 @@ impl SaCore {
                 self.answers.loaded_qos_agree(&key, &records, a.is_cut())
             }
         });
-        if let Some(done) = self.tables.check_answered(round, question, agrees) {
-            self.check_done(now, done);
-        }
-    }
-
-    /// A check ended: a difference in the QoS pairs forgets them, one in
-    /// the tables fetches the port's own at once (under a lease too: the
-    /// master's word wins); no answer tries again after the back-off.
-    fn check_done(&mut self, now: Instant, done: Checking) {
-        let end = self.tables.check_ended(now, &done);
+        // Once the check ended: a difference in the QoS pairs forgets
+        // them, one in the tables fetches the port's own at once (under a
+        // lease too: the master's word wins); no answer tries again after
+        // the back-off.
+        let Some(end) = self.tables.check_answered(now, round, question, agrees) else {
+            return;
+        };
         if end.forget_qos {
             self.answers.forget_loaded_qos();
         }
