@@ -135,13 +135,6 @@ impl SaCore {
             sa_class: SaClass::default(),
             shutting_down: false,
         };
-        // Waiting for a distributor's load: the ports it has not reached
-        // by then ask the master at their own phase of a quarter more,
-        // not all in the same second.
-        if !config.load_wait.is_zero() {
-            let wait = config.load_wait + agent.port.spread(config.load_wait / 4);
-            agent.tables.schedule_refresh(Some(now + wait));
-        }
         // The first audit at this port's own phase in the second half of
         // the interval; the rest one interval apart.
         let half = config.audit_interval / 2;

@@ -13,6 +13,9 @@ use crate::pacing::MasterPace;
 pub(in crate::agent) struct UpkeepContext {
     /// The configured refresh interval.
     pub(in crate::agent) refresh_interval: Duration,
+    /// At start, how long a distributor's load is waited for before the
+    /// first refresh (zero: none).
+    pub(in crate::agent) load_wait: Duration,
     /// The master's sweep after a change notice.
     pub(in crate::agent) change_settle: Duration,
     /// Between checks of tables this port did not fetch.
@@ -88,6 +91,7 @@ pub(in crate::agent) fn of(
 ) -> (UpkeepContext, RefreshContext) {
     let upkeep = UpkeepContext {
         refresh_interval: config.refresh_interval,
+        load_wait: config.load_wait,
         change_settle: config.change_settle,
         check_interval: config.check_interval,
         check_sample: config.check_sample,

@@ -93,10 +93,19 @@ impl PortTables {
         now: Instant,
         (upkeep, refresh): (UpkeepContext, RefreshContext),
     ) -> Self {
+        // Waiting for a distributor's load: the ports it has not reached
+        // by then ask the master at their own phase of a quarter more,
+        // not all in the same second.
+        let wait = upkeep.load_wait;
+        let first_refresh = if wait.is_zero() {
+            now
+        } else {
+            now + wait + upkeep.spread(wait / 4)
+        };
         Self {
             paths: PathTable::default(),
             partitions: Partitions::default(),
-            refresh: Refresh::new(now),
+            refresh: Refresh::new(first_refresh),
             upkeep: Upkeep::default(),
             sweeps: SweepWatch::default(),
             upkeep_ctx: upkeep,

@@ -67,8 +67,8 @@ pub(in crate::agent) struct Refresh {
 }
 
 impl Refresh {
-    /// Nothing fetched yet; the first refresh due at `now`.
-    pub(in crate::agent) fn new(now: Instant) -> Self {
+    /// Nothing fetched yet; the first refresh due at `first`.
+    pub(in crate::agent) fn new(first: Instant) -> Self {
         Self {
             state: RefreshState::Idle,
             epoch: 0,
@@ -77,7 +77,7 @@ impl Refresh {
             began: None,
             last_fresh: None,
             waiters: Vec::new(),
-            next: Some(now),
+            next: Some(first),
             partitions_next: None,
             only_missing: false,
             register_after: true,

@@ -597,6 +597,7 @@ mod tests {
     fn ctx() -> UpkeepContext {
         UpkeepContext {
             refresh_interval: Duration::from_secs(600),
+            load_wait: Duration::ZERO,
             change_settle: Duration::from_secs(5),
             check_interval: Duration::from_secs(6 * 3600),
             check_sample: 16,
