@@ -7,8 +7,8 @@
 //! Read again (a watch's event, [`FabricRead::again`]), what was learnt
 //! before is kept, so that an event costs the master description records,
 //! not paths: the same records and the same configuration end the read
-//! there; the partitions' SLs and the PacketLifeTime learnt stay, and the
-//! partitions are probed only when one is new. After a sweep of the master
+//! there; the partitions' SLs and the PacketLifeTime learnt stay, and only
+//! a partition new since then is probed. After a sweep of the master
 //! (and whenever the description changed: the master swept), OpenSM's
 //! files are read again too, as OpenSM reads them at every heavy sweep: a
 //! policy or partitions file edited, or an option OpenSM takes while it
@@ -103,8 +103,8 @@ struct Probing {
     prepared: Prepared,
     probes: SlProbes,
     /// Read again without OpenSM's files: the partitions new since the
-    /// read before (only their verdicts are news), and the PacketLifeTime
-    /// it learnt (which stays).
+    /// read before (the only ones probed), and the PacketLifeTime it
+    /// learnt (which stays).
     again: Option<(Vec<u16>, u8)>,
     /// What changed in OpenSM's files, a line each.
     changes: Vec<String>,
@@ -268,8 +268,8 @@ impl FabricRead {
                 None => false,
                 Some(before) => {
                     // The SLs learnt stay; a partition new since then is
-                    // probed (and, as the probes ask every partition, the
-                    // PacketLifeTime learnt first stays what it was).
+                    // probed, alone (and the PacketLifeTime learnt first
+                    // stays what it was).
                     fabric.set_subnet_timeout(before.subnet_timeout);
                     for &(p, sl) in &before.sls {
                         fabric.set_partition_sl(p, sl);
@@ -315,7 +315,10 @@ impl FabricRead {
                 changes,
             )));
         }
-        let probes = SlProbes::new(&prepared.fabric);
+        let probes = match &again {
+            Some((new, _)) => SlProbes::of(&prepared.fabric, new.iter().copied()),
+            None => SlProbes::new(&prepared.fabric),
+        };
         Ok(Stage::Probing(Box::new(Probing {
             prepared,
             probes,
@@ -335,17 +338,10 @@ fn probed(now: Instant, p: Probing, ends: Vec<End>) -> FabricReadEnd {
         changes,
         read_at,
     } = p;
-    let unknown = probes.learn(&mut prepared.fabric, ends, &mut prepared.sample);
-    prepared.unknown_sls = match again {
-        None => unknown,
-        Some((new, timeout)) => {
-            prepared.fabric.set_subnet_timeout(timeout);
-            unknown
-                .into_iter()
-                .filter(|(p, _)| new.contains(p))
-                .collect()
-        }
-    };
+    prepared.unknown_sls = probes.learn(&mut prepared.fabric, ends, &mut prepared.sample);
+    if let Some((_, timeout)) = again {
+        prepared.fabric.set_subnet_timeout(timeout);
+    }
     prepared.check_time = now.saturating_duration_since(read_at);
     FabricReadEnd::Read(Box::new(prepared), changes)
 }
@@ -376,7 +372,7 @@ fn files_again(input: &Arc<OpenSmInput>) -> (Option<Arc<OpenSmInput>>, Vec<Strin
 
 #[cfg(test)]
 mod tests {
-    use local_sa_core::path_engine::synthetic::FatTree;
+    use local_sa_core::path_engine::synthetic::{FatTree, NodeId};
     use local_sa_core::path_engine::{Fabric, PairCheck, Table};
     use mad_codec::header::SaMadHeader;
     use mad_codec::{AttributeId, MadStatus};
@@ -387,13 +383,27 @@ mod tests {
     /// A small fat tree's records, its first leaf's link to the first
     /// spine unplugged if `rerouted`.
     fn records(rerouted: bool) -> FabricRecords {
-        let tree = FatTree {
+        tree().slow_first_spine(rerouted).records()
+    }
+
+    fn tree() -> FatTree {
+        FatTree {
             leaves: 2,
             hosts_per_leaf: 3,
             spines: 2,
             lmc: 0,
-        };
-        tree.slow_first_spine(rerouted).records()
+        }
+    }
+
+    /// [`records`]`(true)`, its first host of each leaf in partition
+    /// 0x0001 too.
+    fn rerouted_with_a_partition() -> FabricRecords {
+        let mut spec = tree().slow_first_spine(true);
+        // Nodes come spines, leaves, then hosts.
+        for host in [4, 7] {
+            spec.pkeys(NodeId(host), &[0xFFFF, 0x8001]);
+        }
+        spec.records()
     }
 
     /// A master serving a fabric: its description, and its paths (every
@@ -540,8 +550,31 @@ mod tests {
         let FabricReadEnd::Read(new, _) = again(&previous, &mut rerouted) else {
             panic!("a reroute changes the fabric");
         };
-        assert!(rerouted.queries().1 > 0, "the partitions probed");
+        assert_eq!(rerouted.queries().1, 1, "the partition probed");
         assert_eq!(new.fabric.partition_sl(0x7FFF), Some(0));
+        assert!(new.unknown_sls.is_empty(), "{:?}", new.unknown_sls);
+    }
+
+    #[test]
+    fn a_new_partition_is_probed_alone_and_the_others_keep_their_sls() {
+        let mut master = Master::new(records(false));
+        let previous = first(&mut master);
+        assert_eq!(previous.fabric.partitions(), [0x7FFF]);
+        // The master's answer for the old partition would now differ:
+        // kept, it is not asked.
+        let mut with_new = Master::new(rerouted_with_a_partition());
+        with_new.paths.fabric.set_partition_sl(0x7FFF, 5);
+        let FabricReadEnd::Read(new, _) = again(&previous, &mut with_new) else {
+            panic!("a new partition changes the fabric");
+        };
+        assert_eq!(new.fabric.partitions(), [0x0001, 0x7FFF]);
+        assert_eq!(
+            with_new.queries(),
+            (7, 1),
+            "the new partition's probe alone"
+        );
+        assert_eq!(new.fabric.partition_sl(0x0001), Some(0));
+        assert_eq!(new.fabric.partition_sl(0x7FFF), Some(0), "kept");
         assert!(new.unknown_sls.is_empty(), "{:?}", new.unknown_sls);
     }
 

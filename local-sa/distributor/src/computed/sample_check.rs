@@ -163,9 +163,14 @@ impl SlProbes {
     /// The probes of `fabric`'s partitions: those no two ports share with
     /// a path between them are unknown from the start.
     pub fn new(fabric: &Fabric) -> Self {
+        Self::of(fabric, fabric.partitions())
+    }
+
+    /// The probes of `partitions` of `fabric`'s, as [`Self::new`].
+    pub fn of(fabric: &Fabric, partitions: impl IntoIterator<Item = u16>) -> Self {
         let mut probes = Vec::new();
         let mut unknown = Vec::new();
-        for p in fabric.partitions() {
+        for p in partitions {
             match fabric.partition_probe(p) {
                 Some(probe) => probes.push((p, probe)),
                 None => unknown.push((p, "no two ports share it with a path between them".into())),
@@ -454,7 +459,7 @@ pub(super) mod tests {
     /// its first MAD (a transport without RMPP); a query for `refused`'s
     /// pairs gets that status.
     pub(crate) struct FakeMaster {
-        fabric: Fabric,
+        pub(crate) fabric: Fabric,
         cut_over: usize,
         cut_from: Option<u64>,
         pub(crate) refused: Option<(u64, MadStatus)>,
