@@ -479,3 +479,24 @@ fn no_poll_when_it_is_off() {
     light_sweeps(&mut b, Duration::from_secs(600));
     assert_eq!(b.core.counters().sweep_polls, 0);
 }
+
+#[test]
+fn a_reloaded_shorter_refresh_interval_takes_effect_at_once_and_a_longer_one_waits() {
+    let mut b = Bench::started();
+    let before = b.master.path_tables();
+    let reloaded = |interval: u64| AgentConfig {
+        refresh_interval: Duration::from_secs(interval),
+        ..AgentConfig::default()
+    };
+    // Longer: the refresh already scheduled (within 600 s) stays.
+    b.core.reconfigure(b.now, reloaded(3_600));
+    b.advance(Duration::from_secs(600));
+    assert_eq!(b.master.path_tables(), before + 1, "the one scheduled");
+    // Shorter: the next comes within the new interval, not the old one.
+    let before = b.master.path_tables();
+    b.core.reconfigure(b.now, reloaded(60));
+    b.advance(Duration::from_secs(59));
+    assert_eq!(b.master.path_tables(), before);
+    b.advance(Duration::from_secs(2));
+    assert_eq!(b.master.path_tables(), before + 1, "by the new interval");
+}
