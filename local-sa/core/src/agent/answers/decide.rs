@@ -59,6 +59,12 @@ impl AnswerReuse {
     /// Decides a path query from `asker`, answered from where `lookup`
     /// allows, with what the tables know (`k`) and whether the master's
     /// ClassPortInfo is being asked (`awaiting_info`).
+    // Every Get answered from the cache passes here from SaCore's
+    // routing, which the compiler may place in another codegen unit:
+    // inlined (this, `settle`, the counts), a hit costs what it did when
+    // SaCore decided itself (BENCHMARKS.md, "the core after its groups
+    // took their decisions").
+    #[inline]
     pub(in crate::agent) fn decide(
         &mut self,
         now: Instant,
@@ -114,17 +120,20 @@ impl AnswerReuse {
         self.last_minute.totals(now)
     }
 
+    #[inline]
     fn hit(&mut self, now: Instant) {
         self.counts.hits += 1;
         self.last_minute.hit(now);
     }
 
+    #[inline]
     fn miss(&mut self, now: Instant) {
         self.counts.misses += 1;
         self.last_minute.miss(now);
     }
 
     /// Decides on what evaluating the query came to.
+    #[inline]
     fn settle(
         &mut self,
         now: Instant,

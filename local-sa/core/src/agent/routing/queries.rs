@@ -45,6 +45,7 @@ impl SaCore {
 
     /// A PathRecord Get/GetTable from anyone, answered from where `lookup`
     /// allows: the reused answers decide where from, this carries it out.
+    #[inline]
     pub(in crate::agent) fn path_request(
         &mut self,
         now: Instant,
@@ -67,6 +68,7 @@ impl SaCore {
     }
 
     /// Carries out what the reused answers decided.
+    #[inline]
     fn answer_as_decided(&mut self, now: Instant, decision: Decision) {
         match decision {
             Decision::Records(asker, records) => self.answer_path_records(now, &asker, &records),
