@@ -132,7 +132,9 @@ impl AnswerReuse {
         self.last_minute.miss(now);
     }
 
-    /// Decides on what evaluating the query came to.
+    /// Decides on what evaluating the query came to. A loop rather than
+    /// a call of itself (an outcome from the QoS cache is decided as
+    /// evaluated), so that it is inlined into [`Self::decide`].
     #[inline]
     fn settle(
         &mut self,
@@ -141,52 +143,67 @@ impl AnswerReuse {
         asker: Asker,
         query: PathQuery,
         lookup: Lookup,
-        outcome: Outcome,
+        mut outcome: Outcome,
     ) -> Decision {
-        match outcome {
-            Outcome::Records(records) => {
-                self.hit(now);
-                Decision::Records(asker, records)
-            }
-            Outcome::Status(status) => {
-                self.hit(now);
-                Decision::Status(asker, status)
-            }
-            Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
-                if lookup == Lookup::Anywhere && awaiting_info =>
-            {
-                // Whether the master applies QoS is being asked: wait for
-                // that one small answer rather than ask the master this.
-                self.counts.coalesced += 1;
-                Decision::AwaitMasterInfo(asker, query)
-            }
-            Outcome::Pair(key) => match self.held_pair_outcome(k, &key, &query) {
-                Some(outcome) => {
-                    self.counts.qos_cache_hits += 1;
-                    self.settle(now, (k, awaiting_info), asker, query, lookup, outcome)
+        loop {
+            return match outcome {
+                Outcome::Records(records) => {
+                    self.hit(now);
+                    Decision::Records(asker, records)
                 }
-                None => {
-                    self.miss(now);
-                    self.ask_pair(asker, query, lookup, key)
+                Outcome::Status(status) => {
+                    self.hit(now);
+                    Decision::Status(asker, status)
                 }
-            },
-            Outcome::Forward(reason) => {
-                self.miss(now);
-                debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
-                if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
-                    self.counts.answer_cache_hits += 1;
-                    return Decision::Kept(asker, answer);
+                Outcome::Forward(ForwardReason::MasterQos) | Outcome::Pair(_)
+                    if lookup == Lookup::Anywhere && awaiting_info =>
+                {
+                    // Whether the master applies QoS is being asked: wait
+                    // for that one small answer rather than ask the master
+                    // this.
+                    self.counts.coalesced += 1;
+                    Decision::AwaitMasterInfo(asker, query)
                 }
-                match lookup {
-                    Lookup::CacheOnly if self.forwarding.prefetch(query) => {
-                        Decision::NoRecordsThenAsk(asker, Question::Forward(query))
+                Outcome::Pair(key) => match self.held_pair_outcome(k, &key, &query) {
+                    Some(held) => {
+                        self.counts.qos_cache_hits += 1;
+                        outcome = held;
+                        continue;
                     }
-                    Lookup::CacheOnly | Lookup::KnownOnly => {
-                        Decision::Status(asker, MadStatus::ERR_NO_RECORDS)
+                    None => {
+                        self.miss(now);
+                        self.ask_pair(asker, query, lookup, key)
                     }
-                    Lookup::Anywhere | Lookup::Master => self.decide_forward(asker, query),
-                }
+                },
+                Outcome::Forward(reason) => self.settle_forward(now, asker, query, lookup, reason),
+            };
+        }
+    }
+
+    /// Decides on a query the tables leave to the master (`reason`): a
+    /// kept answer of its, or the master asked, as `lookup` allows.
+    fn settle_forward(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        query: PathQuery,
+        lookup: Lookup,
+        reason: ForwardReason,
+    ) -> Decision {
+        self.miss(now);
+        debug!(%reason, mask = %query.mask, "forwarding a PathRecord query");
+        if let Some(answer) = self.forwarding.cached(now, &query).cloned() {
+            self.counts.answer_cache_hits += 1;
+            return Decision::Kept(asker, answer);
+        }
+        match lookup {
+            Lookup::CacheOnly if self.forwarding.prefetch(query) => {
+                Decision::NoRecordsThenAsk(asker, Question::Forward(query))
             }
+            Lookup::CacheOnly | Lookup::KnownOnly => {
+                Decision::Status(asker, MadStatus::ERR_NO_RECORDS)
+            }
+            Lookup::Anywhere | Lookup::Master => self.decide_forward(asker, query),
         }
     }
 
