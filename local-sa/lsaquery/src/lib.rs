@@ -8,6 +8,7 @@
 mod stdout;
 mod bench;
 mod cache_control;
+mod carrier;
 mod cli;
 mod client;
 mod compute;

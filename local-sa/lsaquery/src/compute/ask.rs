@@ -7,7 +7,7 @@ use umad::Address;
 
 use local_sa_distributor::batch::Batch;
 
-use crate::distribute::sends::Carrier;
+use crate::carrier::Carrier;
 use crate::session::Session;
 use crate::stop::Stop;
 

@@ -40,7 +40,6 @@
 mod endpoints;
 mod names;
 mod partitions;
-pub(crate) mod sends;
 mod summary;
 pub(crate) mod watch;
 
@@ -56,8 +55,8 @@ use local_sa_distributor::fill::tally::{Computed, Tally};
 use local_sa_distributor::fill::{Distribution, Setup};
 pub(crate) use local_sa_distributor::shard::Shard;
 
-use self::sends::Carrier;
 use self::summary::FillSummary;
+use crate::carrier::Carrier;
 use crate::progress::ProgressBar;
 use crate::session::Session;
 use crate::stop::Stop;

@@ -28,8 +28,8 @@ use tracing::{debug, info, warn};
 use umad::Address;
 use umad::port::Sysfs;
 
-use super::super::sends::Carrier;
 use super::metrics_file::MetricsFile;
+use crate::carrier::Carrier;
 use crate::compute::fabric;
 use crate::json::JSON_SCHEMA;
 use crate::progress::ProgressBar;

@@ -1,6 +1,7 @@
-//! The shipped machines' sends carried out over the session's client:
-//! the fill's ([`local_sa_distributor::fill::Distribution`]) and the
+//! The distributor's machines' sends carried out over the session's
+//! client: the fill's ([`local_sa_distributor::fill::Distribution`]), the
 //! watch driver's ([`local_sa_distributor::watch::driver::WatchDriver`])
+//! and a batch of queries' ([`local_sa_distributor::batch::Batch`])
 //! alike ([`Sends`]).
 
 use std::collections::HashMap;
