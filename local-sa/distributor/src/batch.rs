@@ -69,7 +69,7 @@ impl Batch {
     }
 
     /// Query `id` ended (an id not out is none of this batch's).
-    pub(crate) fn query_ended(&mut self, id: u64, end: End) {
+    fn query_ended(&mut self, id: u64, end: End) {
         if let Some(place) = self.out.remove(&id) {
             self.ends[place] = Some(end);
         }
@@ -86,7 +86,8 @@ impl Batch {
     }
 }
 
-/// A batch on its own: each query's id is its place in the batch.
+/// A batch on its own: each query's id is its place in the batch. (In
+/// the watch's driver, which gives the ids, its ends come the same way.)
 impl Sends for Batch {
     fn poll_send(&mut self) -> Option<(u64, Send)> {
         self.poll_query(|place| place as u64)
@@ -108,7 +109,7 @@ mod tests {
 
     use super::*;
 
-    /// A Get of attribute modifier `n`, to `lid`.
+    /// A Get of attribute modifier `n`, to LID 1.
     fn query(n: u32) -> (Address, Bytes) {
         let mut b = SaMadBuilder::request(Method::GET, 0, AttributeId::CLASS_PORT_INFO);
         b.header_mut().mad.set_attribute_modifier(n);

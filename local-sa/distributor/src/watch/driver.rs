@@ -301,7 +301,7 @@ impl Sends for WatchDriver {
         match &mut self.doing {
             Doing::Nothing => return,
             Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.query_ended(id, outcome)
+                b.handle_end(now, id, outcome);
             }
             Doing::Pushing(fill) => fill.handle_end(id, outcome),
         }
@@ -311,9 +311,8 @@ impl Sends for WatchDriver {
     fn handle_unsendable(&mut self, now: Instant, id: u64, why: &str) {
         match &mut self.doing {
             Doing::Nothing => return,
-            // A query the transport refused outright ended unanswered.
             Doing::Renewing(b, _) | Doing::Probing(b, _) | Doing::Polling(b) | Doing::Asking(b) => {
-                b.query_ended(id, Err(RequestFailure::Undeliverable { status: 0 }));
+                b.handle_unsendable(now, id, why);
             }
             Doing::Pushing(fill) => fill.handle_unsendable(id, why),
         }
